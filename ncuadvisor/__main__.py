@@ -1,0 +1,3 @@
+from ncuadvisor.cli import main
+
+main()

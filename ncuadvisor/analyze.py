@@ -1,0 +1,220 @@
+"""The pipeline: report -> load -> model -> roofline -> rules -> result (a JSON-ready dict)."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import os
+from pathlib import Path
+from typing import Any, Iterable
+
+from ncuadvisor import __version__, engine, roofline
+from ncuadvisor.load import ReportReader
+from ncuadvisor.model import Kernel, Profile, group_kernels, num
+from ncuadvisor.result import SCHEMA_VERSION, ncu_guidance
+from ncuadvisor.rules_api import KernelContext, Rule
+
+# The sections the full analysis uses (ncu --section identifiers); `ncuadvisor profile` collects these.
+ANALYSIS_SECTIONS = [
+    "SpeedOfLight",
+    "LaunchStats",
+    "Occupancy",
+    "MemoryWorkloadAnalysis",
+    "MemoryWorkloadAnalysis_Chart",
+    "MemoryWorkloadAnalysis_Tables",
+    "ComputeWorkloadAnalysis",
+    "SourceCounters",
+    "WarpStateStats",
+    "InstructionStats",
+    "SchedulerStats",
+    "SpeedOfLight_RooflineChart",
+    "SpeedOfLight_HierarchicalTensorRooflineChart",
+]
+
+# Shown on each kernel card, whatever the rules need.
+CARD_METRICS = [
+    "launch__registers_per_thread",
+    "launch__shared_mem_per_block_static",
+    "launch__shared_mem_per_block_dynamic",
+    "launch__occupancy_limit_registers",
+    "launch__occupancy_limit_shared_mem",
+    "launch__occupancy_limit_warps",
+    "launch__occupancy_limit_blocks",
+    "sm__maximum_warps_per_active_cycle_pct",
+    "sm__warps_active.avg.pct_of_peak_sustained_active",
+    "launch__stream_id",
+]
+
+
+def analyze(
+    path: str | os.PathLike[str],
+    rule_folders: Iterable[Path] = (),
+    rules: list[Rule] | None = None,
+) -> dict[str, Any]:
+    """Analyze one report and return the result dict (schema_version 1)."""
+    rules = rules if rules is not None else engine.discover(rule_folders)
+    metrics = list(dict.fromkeys(roofline.METRICS + CARD_METRICS + engine.required_metrics(rules)))
+    reader = ReportReader(path)
+    frame = reader.results(metrics)
+    kernels = group_kernels(frame)
+    reps = [k.representative for k in kernels]
+    profile = Profile(
+        path=str(path),
+        results=frame,
+        device=reader.device(),
+        ncu_version=reader.ncu_version,
+        command_line=reader.command_line,
+        reader_version=reader.reader_version,
+        details=reader.details(reps, engine.per_instruction_metrics(rules)),
+        source_files=reader.source_files(reps),
+    )
+    return build_result(profile, kernels, rules)
+
+
+def build_result(profile: Profile, kernels: list[Kernel], rules: list[Rule]) -> dict[str, Any]:
+    frame = profile.results.set_index("result_id", drop=False)
+    total_ns = sum(k.duration_ns for k in kernels)
+    sm_count = num(profile.device.get("sm_count"))
+    sections_seen: set[str] = set()
+    kernel_entries = []
+    warnings = list(profile.warnings)
+    for idx, k in enumerate(kernels):
+        row = frame.loc[k.representative].to_dict()
+        rl = roofline.compute(row, sm_count)
+        detail = profile.details.get(k.representative)
+        sections_seen.update(detail.sections if detail else [])
+        files = sorted({e.file for lines in (detail.per_instruction.values() if detail else []) for e in lines if e.file})
+        language = engine.kernel_language(k.name, k.demangled, files)
+        share = k.duration_ns / total_ns if total_ns else 0.0
+        ctx = KernelContext(
+            kernel=k,
+            metrics=row,
+            roofline=rl,
+            device=profile.device,
+            per_instruction=detail.per_instruction if detail else {},
+            source_code=profile.source_code,
+            language=language,
+            time_share=share,
+            sections=detail.sections if detail else (),
+        )
+        verdict = engine.run_rules(rules, ctx)
+        for e in verdict.errors:
+            warnings.append(f"rule {e['rule']} failed on {k.name}: {e['error']}")
+        kernel_entries.append(
+            {
+                "id": f"k{idx}",
+                "name": k.name,
+                "demangled": k.demangled,
+                "mangled": k.mangled,
+                "language": language,
+                "launches": k.launches,
+                "grid": k.grid,
+                "block": k.block,
+                "nvtx": k.nvtx,
+                "duration_ns": k.duration_ns,
+                "per_launch_ns": k.per_launch_ns,
+                "time_share": share,
+                "bound": rl.bound,
+                "bound_reason": rl.bound_reason,
+                "headroom": rl.headroom,
+                "roofline": _roofline_json(rl),
+                "launch": _launch_json(row),
+                "findings": [f.to_dict() for f in verdict.findings],
+                "suppressed": verdict.suppressed,
+                "skipped_rules": verdict.skipped,
+                "ncu_rules": ncu_guidance(detail.ncu_rules if detail else []),
+                "sections": sorted(detail.sections) if detail else [],
+                "result_ids": k.result_ids,
+            }
+        )
+    missing_sections = [s for s in ANALYSIS_SECTIONS if s not in sections_seen]
+    if missing_sections and kernels:
+        warnings.append(
+            "the report lacks sections the full analysis uses ("
+            + ", ".join(missing_sections)
+            + "): findings that need them are skipped; re-profile with `ncuadvisor profile` for all of them"
+        )
+    result: dict[str, Any] = {
+        "schema_version": SCHEMA_VERSION,
+        "generator": {"name": "ncuadvisor", "version": __version__},
+        "created": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "report": {
+            "path": profile.path,
+            "name": Path(profile.path).name,
+            "ncu_version": profile.ncu_version,
+            "reader_version": profile.reader_version,
+            "command_line": profile.command_line,
+            "device": _device_json(profile.device, kernel_entries),
+            "results": int(len(profile.results)),
+            "kernels": len(kernels),
+            "total_duration_ns": total_ns,
+            "sections": sorted(sections_seen),
+            "missing_sections": missing_sections,
+            "warnings": warnings,
+        },
+        "kernels": kernel_entries,
+    }
+    result["program_findings"] = []
+    result["top_actions"] = top_actions(kernel_entries, total_ns)
+    return result
+
+
+def top_actions(kernels: list[dict[str, Any]], total_ns: float, limit: int = 10) -> list[dict[str, Any]]:
+    """Where to start: every finding across the program ranked by the time it should save."""
+    actions = []
+    for k in kernels:
+        for f in k["findings"]:
+            if f["category"] == "at-roofline":
+                continue
+            saving = k["duration_ns"] * f["estimated_speedup"]
+            actions.append(
+                {
+                    "kernel": k["name"],
+                    "kernel_id": k["id"],
+                    "rule": f["rule"],
+                    "category": f["category"],
+                    "title": f["title"],
+                    "estimated_saving_ns": saving,
+                    "program_fraction": saving / total_ns if total_ns else 0.0,
+                }
+            )
+    actions.sort(key=lambda a: -a["estimated_saving_ns"])
+    return actions[:limit]
+
+
+def _roofline_json(rl: roofline.Roofline) -> dict[str, Any]:
+    d = rl.to_dict()
+    d["theoretical_ns"] = rl.theoretical_ns
+    return d
+
+
+def _launch_json(row: dict[str, Any]) -> dict[str, Any]:
+    g = lambda m: num(row.get(m))  # noqa: E731
+    return {
+        "grid_size": g("launch__grid_size"),
+        "block_size": g("launch__block_size"),
+        "registers_per_thread": g("launch__registers_per_thread"),
+        "shared_mem_static": g("launch__shared_mem_per_block_static"),
+        "shared_mem_dynamic": g("launch__shared_mem_per_block_dynamic"),
+        "waves_per_sm": g("launch__waves_per_multiprocessor"),
+        "theoretical_occupancy_pct": g("sm__maximum_warps_per_active_cycle_pct"),
+        "achieved_occupancy_pct": g("sm__warps_active.avg.pct_of_peak_sustained_active"),
+        "stream": g("launch__stream_id"),
+    }
+
+
+def _device_json(device: dict[str, Any], kernels: list[dict[str, Any]]) -> dict[str, Any]:
+    """The device with its ceilings as measured in this report (median over kernels: clocks vary)."""
+
+    def median(values: list[float]) -> float | None:
+        values = sorted(v for v in values if v)
+        return values[len(values) // 2] if values else None
+
+    dev = {k: v for k, v in device.items()}
+    dev["peak_dram_bytes_per_s"] = median([k["roofline"]["peak_dram_bytes_per_s"] for k in kernels])
+    peaks: dict[str, list[float]] = {}
+    for k in kernels:
+        for prec, v in (k["roofline"]["peak_flops_per_s"] or {}).items():
+            peaks.setdefault(prec, []).append(v)
+    dev["peak_flops_per_s"] = {p: median(v) for p, v in peaks.items()}
+    dev["sm_clock_hz"] = median([k["roofline"]["sm_clock_hz"] for k in kernels])
+    return dev

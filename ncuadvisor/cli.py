@@ -1,0 +1,214 @@
+"""Command line: a thin typer layer over analyze() and the renderers; errors become one line and an exit code."""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from enum import Enum
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+
+from ncuadvisor import __version__
+from ncuadvisor.errors import AdvisorError, OutputError
+
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    help="Roofline-grounded, ranked advice from Nsight Compute (ncu) reports.",
+    pretty_exceptions_enable=False,
+)
+err = Console(stderr=True, highlight=False, soft_wrap=True)
+
+
+class Format(str, Enum):
+    terminal = "terminal"
+    json = "json"
+    html = "html"
+    md = "md"
+
+
+EXTENSIONS = {".json": Format.json, ".html": Format.html, ".htm": Format.html, ".md": Format.md}
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"ncuadvisor {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _main(
+    version: Annotated[
+        Optional[bool], typer.Option("--version", callback=_version, is_eager=True, help="Show the version and exit.")
+    ] = None,
+) -> None:
+    """ncuadvisor: what to fix in your kernels, in order of what it is worth."""
+
+
+def choose_format(output: Optional[Path], fmt: Optional[Format]) -> Format:
+    if fmt is not None:
+        return fmt
+    if output is None:
+        return Format.terminal
+    by_ext = EXTENSIONS.get(output.suffix.lower())
+    if by_ext is None:
+        raise OutputError(
+            f"{output}: cannot tell the format from the extension (use .html, .json or .md, or pass --format)"
+        )
+    return by_ext
+
+
+def render(result: dict, fmt: Format) -> str:
+    if fmt is Format.json:
+        from ncuadvisor.render import to_json
+
+        return to_json(result) + "\n"
+    if fmt is Format.html:
+        from ncuadvisor.render.html import render_html
+
+        return render_html(result)
+    if fmt is Format.md:
+        from ncuadvisor.render.markdown import render_markdown
+
+        return render_markdown(result)
+    raise OutputError(f"format {fmt.value} cannot be written to a file")  # pragma: no cover
+
+
+def write_output(path: Path, text: str, force: bool, inputs: list[Path]) -> None:
+    """Write atomically; never overwrite an input, and an existing file only with --force."""
+    target = path.resolve()
+    for inp in inputs:
+        if inp.exists() and inp.resolve() == target:
+            raise OutputError(f"{path}: refusing to overwrite the input report")
+    if target.exists() and not force:
+        raise OutputError(f"{path}: already exists (pass --force to overwrite it)")
+    if target.exists() and target.is_dir():
+        raise OutputError(f"{path}: is a directory")
+    parent = target.parent
+    if not parent.is_dir():
+        raise OutputError(f"{path}: the folder {parent} does not exist")
+    try:
+        fd, tmp = tempfile.mkstemp(dir=parent, prefix=f".{target.name}.", suffix=".tmp")
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.replace(tmp, target)
+    except OSError as exc:
+        raise OutputError(f"{path}: cannot write ({exc.strerror or exc})") from exc
+
+
+@app.command()
+def report(
+    path: Annotated[Path, typer.Argument(help="An Nsight Compute report (.ncu-rep or .ncu-repz).")],
+    output: Annotated[
+        Optional[Path], typer.Option("--output", "-o", help="Write the report here; the extension picks the format.")
+    ] = None,
+    fmt: Annotated[Optional[Format], typer.Option("--format", "-f", help="Output format (default: by extension).")] = None,
+    rules_dir: Annotated[
+        Optional[list[Path]], typer.Option("--rules-dir", help="A folder of your own rule files (repeatable).")
+    ] = None,
+    force: Annotated[bool, typer.Option("--force", help="Overwrite an existing output file.")] = False,
+    top: Annotated[int, typer.Option("--top", help="Kernels shown in the terminal summary.")] = 10,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No terminal summary when writing a file.")] = False,
+) -> None:
+    """Analyze a saved report: roofline bound of every kernel, then ranked findings with fixes."""
+    from ncuadvisor.analyze import analyze
+
+    out_format = choose_format(output, fmt)
+    result = analyze(path, rule_folders=rules_dir or [])
+    if output is None and out_format is not Format.terminal:
+        sys.stdout.write(render(result, out_format))
+        return
+    if output is not None:
+        if out_format is Format.terminal:
+            raise OutputError("--format terminal cannot be written to a file; use .html, .json or .md")
+        write_output(output, render(result, out_format), force, [path])
+    if not quiet:
+        from ncuadvisor.render.terminal import render_terminal
+
+        render_terminal(result, top=top)
+        if output is not None:
+            Console(highlight=False).print(f"\nwrote {escape(str(output))}")
+
+
+@app.command()
+def rules(
+    code: Annotated[Optional[str], typer.Argument(help="A rule code (e.g. MEM001) to explain in full.")] = None,
+    rules_dir: Annotated[
+        Optional[list[Path]], typer.Option("--rules-dir", help="Also list the rules in this folder.")
+    ] = None,
+) -> None:
+    """The rule catalogue; `ncuadvisor rules MEM001` explains one rule."""
+    from rich.table import Table
+
+    from ncuadvisor.engine import discover
+
+    loaded = discover(rules_dir or [])
+    console = Console(highlight=False, soft_wrap=True)
+    if code is None:
+        table = Table(header_style="bold")
+        for col in ("code", "category", "title", "origin"):
+            table.add_column(col)
+        for r in sorted(loaded, key=lambda r: r.code):
+            table.add_row(r.code, r.category, escape(r.title), escape(r.origin))
+        console.print(table)
+        return
+    match = [r for r in loaded if code.upper() in (r.code, *r.aliases) or code == r.slug]
+    if not match:
+        raise AdvisorError(f"no rule {code!r} (run `ncuadvisor rules` for the list)")
+    rule = match[0]
+    docs = rule.doc_sections()
+    console.print(f"[bold]{rule.code}[/bold] {escape(rule.slug)}  [dim]category: {rule.category}[/dim]")
+    console.print(escape(docs.get("summary", rule.title)))
+    for section, text in docs.items():
+        if section == "summary":
+            continue
+        console.print(f"\n[bold]{section}[/bold]")
+        console.print(escape(text if section in ("Example", "Use instead") else reflow(text)))
+    if rule.thresholds:
+        console.print("\n[bold]Thresholds[/bold]")
+        for k, v in rule.thresholds.items():
+            console.print(f"  {k} = {v}")
+    if rule.requires:
+        console.print("\n[bold]Metrics[/bold]\n  " + "\n  ".join(rule.requires + rule.optional))
+
+
+def reflow(text: str) -> str:
+    """Join the hard-wrapped lines of each docstring paragraph."""
+    return "\n\n".join(" ".join(p.split()) for p in text.split("\n\n"))
+
+
+def main() -> None:
+    """Entry point: run the app; AdvisorError -> one line on stderr and its exit code, never a traceback."""
+    try:
+        app(standalone_mode=False)
+    except AdvisorError as exc:
+        err.print(f"ncuadvisor: error: {escape(str(exc))}")
+        sys.exit(exc.exit_code)
+    except typer.Exit as exc:
+        sys.exit(exc.exit_code)
+    except typer.Abort:
+        err.print("ncuadvisor: aborted")
+        sys.exit(130)
+    except KeyboardInterrupt:
+        err.print("ncuadvisor: interrupted")
+        sys.exit(130)
+    except BrokenPipeError:
+        sys.exit(0)
+    except Exception as exc:  # click usage errors and anything unexpected
+        import click
+
+        if isinstance(exc, click.ClickException):
+            exc.show()
+            sys.exit(exc.exit_code)
+        if os.environ.get("NCUADVISOR_DEBUG"):
+            raise
+        err.print(
+            f"ncuadvisor: internal error: {type(exc).__name__}: {escape(str(exc))} "
+            "(set NCUADVISOR_DEBUG=1 for the traceback, and please report it)"
+        )
+        sys.exit(3)

@@ -1,0 +1,161 @@
+"""The rule engine: discovers rule files (ours and the user's folders), runs them per kernel, ranks the findings."""
+
+from __future__ import annotations
+
+import importlib.util
+import inspect
+import re
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable
+
+from ncuadvisor.errors import RuleError
+from ncuadvisor.rules_api import CATEGORIES, CODE_RE, Finding, KernelContext, Rule
+
+AT_ROOFLINE_CATEGORY = "at-roofline"
+MIN_WORTH = 0.03  # findings estimated to save less than 3% of the kernel's time are not shown
+NEAR_BOUND_KEEP = 0.10  # near its bound, only floor-changing fixes worth >= 10% are kept beside at-roofline
+
+
+def builtin_rules_dir() -> Path:
+    """rules/ inside the installed package, or the repository's top-level rules/ in a source checkout."""
+    here = Path(__file__).resolve().parent
+    for candidate in (here / "rules", here.parent / "rules"):
+        if candidate.is_dir():
+            return candidate
+    raise RuleError("the built-in rules folder is missing from this installation (reinstall ncuadvisor)")
+
+
+def discover(folders: Iterable[Path] = ()) -> list[Rule]:
+    """Load every rule file: the built-in folder first, then each user folder (like ncu --section-folder)."""
+    rules: list[Rule] = []
+    seen: dict[str, str] = {}
+    dirs = [(builtin_rules_dir(), "builtin")] + [(Path(f), str(f)) for f in folders]
+    for folder, origin in dirs:
+        if not folder.is_dir():
+            raise RuleError(f"{folder}: rule folder not found")
+        for path in sorted(folder.glob("*.py")):
+            if path.name.startswith("_"):
+                continue
+            for rule in _load_rule_file(path, origin):
+                for code in (rule.code, *rule.aliases):
+                    if code in seen:
+                        raise RuleError(f"{path}: rule code {code} is already used by {seen[code]}")
+                    seen[code] = str(path)
+                rules.append(rule)
+    return rules
+
+
+def _load_rule_file(path: Path, origin: str) -> list[Rule]:
+    mod_name = "ncuadvisor_rule_" + re.sub(r"\W", "_", str(path.resolve()))
+    spec = importlib.util.spec_from_file_location(mod_name, path)
+    if spec is None or spec.loader is None:
+        raise RuleError(f"{path}: cannot load rule file")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[mod_name] = module
+    try:
+        spec.loader.exec_module(module)
+    except Exception as exc:
+        raise RuleError(f"{path}: rule file failed to load: {type(exc).__name__}: {exc}") from exc
+    classes = [
+        c
+        for _, c in inspect.getmembers(module, inspect.isclass)
+        if issubclass(c, Rule) and c is not Rule and c.__module__ == mod_name
+    ]
+    if len(classes) != 1:
+        raise RuleError(f"{path}: a rule file defines exactly one Rule subclass (found {len(classes)})")
+    cls = classes[0]
+    if not CODE_RE.match(cls.code or ""):
+        raise RuleError(f"{path}: rule code {cls.code!r} is not of the form ABC123")
+    if cls.category not in CATEGORIES:
+        raise RuleError(f"{path}: unknown category {cls.category!r} (one of: {', '.join(CATEGORIES)})")
+    rule = cls()
+    rule.origin = origin
+    return [rule]
+
+
+def required_metrics(rules: Iterable[Rule]) -> list[str]:
+    out: list[str] = []
+    for r in rules:
+        out.extend(r.requires)
+        out.extend(r.optional)
+    return list(dict.fromkeys(out))
+
+
+def per_instruction_metrics(rules: Iterable[Rule]) -> list[str]:
+    out: list[str] = []
+    for r in rules:
+        out.extend(r.per_instruction)
+    return list(dict.fromkeys(out))
+
+
+@dataclass
+class KernelVerdict:
+    findings: list[Finding] = field(default_factory=list)
+    suppressed: list[dict[str, Any]] = field(default_factory=list)
+    skipped: list[dict[str, str]] = field(default_factory=list)
+    errors: list[dict[str, str]] = field(default_factory=list)
+
+
+def run_rules(rules: list[Rule], ctx: KernelContext) -> KernelVerdict:
+    """Run every rule on one kernel; cap estimates at the roofline, rank by value, handle at-roofline."""
+    verdict = KernelVerdict()
+    raw: list[Finding] = []
+    for rule in rules:
+        missing = [m for m in rule.requires if ctx.m(m) is None]
+        if missing:
+            verdict.skipped.append({"rule": rule.code, "reason": "report lacks " + ", ".join(missing[:3])})
+            continue
+        try:
+            out = rule.check(ctx)
+        except Exception as exc:  # a broken rule must not break the report
+            verdict.errors.append({"rule": rule.code, "error": f"{type(exc).__name__}: {exc}"})
+            continue
+        if out is None:
+            continue
+        raw.extend(out if isinstance(out, list) else [out])
+
+    r = ctx.roofline
+    cap = None
+    if r.theoretical_ns and r.duration_ns:
+        cap = max(0.0, 1.0 - r.theoretical_ns / r.duration_ns)
+    at_roofline = [f for f in raw if f.category == AT_ROOFLINE_CATEGORY]
+    others = [f for f in raw if f.category != AT_ROOFLINE_CATEGORY]
+    for f in others:
+        f.estimated_speedup = max(0.0, min(1.0, f.estimated_speedup))
+        if cap is not None and not f.changes_floor and f.estimated_speedup > cap:
+            f.estimated_speedup = cap
+            f.speedup_model += f" Capped at {cap:.0%}: the roofline floor cannot be beaten without changing it."
+    kept: list[Finding] = []
+    for f in others:
+        if at_roofline and not (f.changes_floor and f.estimated_speedup >= NEAR_BOUND_KEEP):
+            verdict.suppressed.append({"rule": f.rule, "title": f.title, "reason": "the kernel is near its bound"})
+        elif f.estimated_speedup < MIN_WORTH:
+            verdict.suppressed.append(
+                {"rule": f.rule, "title": f.title, "reason": f"estimated to save under {MIN_WORTH:.0%}"}
+            )
+        else:
+            kept.append(f)
+    kept.sort(key=lambda f: -f.estimated_speedup)
+    verdict.findings = kept + at_roofline[:1] if at_roofline else kept
+    return verdict
+
+
+_LIBRARY_RE = re.compile(
+    r"^(void )?(sm\d+_xmma|sm\d+_|ampere_|volta_|turing_|hopper_|cutlass|cublas|cublasLt|nvjet|xmma|gemv|gemm|"
+    r"splitKreduce|cudnn|fmha|flash|magma|cutlass_|ncclDevKernel|ncclKernel)",
+    re.IGNORECASE,
+)
+
+
+def kernel_language(name: str, demangled: str, source_files: Iterable[str]) -> str:
+    """cuda | triton | library | pytorch: decides which language the fix is written in."""
+    files = list(source_files)
+    if name.startswith("triton_") or any(f.endswith(".py") for f in files):
+        return "triton"
+    if "at::native" in demangled or "at::cuda" in demangled or demangled.startswith("void at::"):
+        return "pytorch"
+    if _LIBRARY_RE.match(name) or _LIBRARY_RE.match(demangled):
+        return "library"
+    return "cuda"

@@ -1,0 +1,145 @@
+"""The data model: what a report holds, free of `ncu_report` (plain dataclasses and one pandas frame).
+
+`Profile.results` has one row per result (kernel launch) and one column per metric the analysis asked for, plus
+the identity columns below. Non-scalar data (per-instruction source metrics, NCU's own rule results) lives in
+`ResultDetail`, read only for the results the analysis looks at closely.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import pandas as pd
+
+# Identity columns of Profile.results (metrics are the other columns, named as ncu names them).
+ID_COLUMNS = [
+    "result_id",  # running index over the whole report
+    "range_idx",
+    "action_idx",
+    "name",  # function name, e.g. "copy_strided"
+    "demangled",  # full demangled signature, e.g. "copy_strided(const float *, float *, int, int)"
+    "mangled",
+    "grid",  # "(x, y, z)"
+    "block",
+    "nvtx",  # innermost NVTX ranges, " > "-joined, "" when none
+    "process",  # process id or "" (multi-process reports)
+    "device_id",
+]
+
+
+@dataclass
+class SourceLine:
+    """One instruction's share of a per-instruction metric, resolved to its source line."""
+
+    pc: int
+    value: float
+    file: str | None = None
+    line: int | None = None
+    sass: str | None = None
+
+
+@dataclass
+class ResultDetail:
+    """Non-scalar data of one result: per-instruction metrics and NCU's own rule results."""
+
+    result_id: int
+    # metric name -> one SourceLine per instruction (pc) with a non-zero value
+    per_instruction: dict[str, list[SourceLine]] = field(default_factory=dict)
+    ncu_rules: list[dict[str, Any]] = field(default_factory=list)
+    sections: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Profile:
+    """One loaded report."""
+
+    path: str
+    results: pd.DataFrame
+    device: dict[str, Any]
+    ncu_version: str | None = None
+    command_line: str | None = None
+    reader_version: str | None = None
+    details: dict[int, ResultDetail] = field(default_factory=dict)
+    source_files: dict[str, str] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+
+    def source_code(self, file: str | None, line: int | None) -> str | None:
+        """The text of `file`:`line` when the report embeds the source (ncu --import-source yes)."""
+        if not file or not line:
+            return None
+        text = self.source_files.get(file)
+        if text is None:
+            return None
+        lines = text.splitlines()
+        return lines[line - 1] if 0 < line <= len(lines) else None
+
+
+@dataclass
+class Kernel:
+    """Results of the same kernel with the same launch shape, grouped: the unit the analysis talks about."""
+
+    key: str
+    name: str
+    demangled: str
+    mangled: str
+    grid: str
+    block: str
+    result_ids: list[int]
+    representative: int  # result whose deep metrics stand for the group (median duration)
+    launches: int
+    duration_ns: float  # total over launches
+    nvtx: str = ""
+    process: str = ""
+
+    @property
+    def per_launch_ns(self) -> float:
+        return self.duration_ns / self.launches if self.launches else 0.0
+
+
+def num(value: Any) -> float | None:
+    """A metric value as a finite float, or None when it is missing or not a number."""
+    if value is None:
+        return None
+    try:
+        f = float(value)
+    except (TypeError, ValueError):
+        return None
+    return f if math.isfinite(f) else None
+
+
+def group_kernels(results: pd.DataFrame, duration_metric: str = "gpu__time_duration.sum") -> list[Kernel]:
+    """Group results by (process, demangled name, grid, block), ordered by total time, largest first."""
+    if results.empty:
+        return []
+    frame = results.copy()
+    if duration_metric not in frame.columns:
+        frame[duration_metric] = float("nan")
+    frame["_dur"] = pd.to_numeric(frame[duration_metric], errors="coerce").fillna(0.0)
+    kernels: list[Kernel] = []
+    for (process, demangled, grid, block), g in frame.groupby(
+        ["process", "demangled", "grid", "block"], sort=False, dropna=False
+    ):
+        g_sorted = g.sort_values("_dur")
+        rep = int(g_sorted.iloc[(len(g_sorted) - 1) // 2]["result_id"])
+        first = g.iloc[0]
+        key = f"{process}|{demangled}|{grid}|{block}"
+        kernels.append(
+            Kernel(
+                key=key,
+                name=str(first["name"]),
+                demangled=str(demangled),
+                mangled=str(first["mangled"]),
+                grid=str(grid),
+                block=str(block),
+                result_ids=[int(x) for x in g["result_id"]],
+                representative=rep,
+                launches=len(g),
+                duration_ns=float(g["_dur"].sum()),
+                nvtx=str(first["nvtx"]),
+                process=str(process),
+            )
+        )
+    kernels.sort(key=lambda k: -k.duration_ns)
+    return kernels

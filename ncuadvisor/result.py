@@ -1,0 +1,53 @@
+"""The result: one versioned, JSON-ready dict that every renderer formats (schema in README, "JSON output")."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+SCHEMA_VERSION = 1
+
+_MARKUP_RE = re.compile(r"@(section|url|source|sass):([^@]*)@")
+_NCU_TYPES = {1: "ok", 2: "optimization", 3: "warning", 4: "error"}
+
+
+def strip_ncu_markup(text: str) -> str:
+    """NCU's rule messages carry link markup (@section:ID:text@, @url:text:link@, ...); keep the words."""
+
+    def repl(m: re.Match[str]) -> str:
+        kind, body = m.group(1), m.group(2)
+        parts = body.split(":")
+        if kind == "url":
+            return parts[0]
+        if kind == "source":
+            return parts[-1] if len(parts) >= 3 else body
+        return parts[-1] if len(parts) >= 2 else body
+
+    return _MARKUP_RE.sub(repl, text or "")
+
+
+def ncu_guidance(rule_dicts: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """NCU's own rule results that say something to act on, deduplicated, largest estimated speedup first."""
+    out: dict[tuple[str, str], dict[str, Any]] = {}
+    for d in rule_dicts:
+        msg = d.get("rule_message") or {}
+        kind = _NCU_TYPES.get(int(msg.get("type", 0) or 0), "none")
+        if kind not in ("optimization", "warning", "error"):
+            continue
+        est = d.get("speedup_estimation") or {}
+        speedup = est.get("speedup")
+        entry = {
+            "rule": d.get("rule_identifier", ""),
+            "name": d.get("name", ""),
+            "section": d.get("section_identifier", ""),
+            "title": strip_ncu_markup(msg.get("title", "")) or d.get("name", ""),
+            "message": strip_ncu_markup(msg.get("message", "")),
+            "type": kind,
+            "speedup_pct": float(speedup) if speedup is not None else None,
+            "speedup_type": {1: "local", 2: "global"}.get(int(est.get("type", 0) or 0), None),
+        }
+        key = (entry["rule"], entry["title"])
+        prev = out.get(key)
+        if prev is None or (entry["speedup_pct"] or 0) > (prev["speedup_pct"] or 0):
+            out[key] = entry
+    return sorted(out.values(), key=lambda e: -(e["speedup_pct"] or 0.0))

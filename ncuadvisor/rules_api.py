@@ -1,0 +1,251 @@
+"""The contract between the engine and a rule file (ours in rules/, or a user's own folder).
+
+A rule file defines one subclass of `Rule`. It declares the metrics it needs as data; the engine reads them once
+for every kernel, skips the rule (and says why) when the report lacks them, and calls `check` with a
+`KernelContext`. The class docstring is the rule's documentation, in the sections of `DOC_SECTIONS`.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass, field
+from typing import Any, ClassVar, Iterable
+
+from ncuadvisor.model import Kernel, SourceLine, num
+from ncuadvisor.roofline import Roofline
+
+CATEGORIES = (
+    "at-roofline",
+    "coalescing",
+    "bank-conflicts",
+    "vectorize",
+    "tiling",
+    "tensor-cores",
+    "occupancy",
+    "launch-config",
+    "divergence",
+    "atomics",
+    "warp-primitives",
+    "local-memory",
+    "latency",
+    "launch-overhead",
+    "fusion",
+    "dynamic-shapes",
+    "precision",
+    "cache",
+)
+
+DOC_SECTIONS = (
+    "What it detects",
+    "Why it costs time",
+    "Example",
+    "Use instead",
+    "Speedup estimate",
+    "False positives",
+)
+
+CODE_RE = re.compile(r"^[A-Z]{2,5}\d{3}$")
+
+
+@dataclass
+class Evidence:
+    metric: str
+    value: float | str | None
+    threshold: float | str | None = None
+    label: str = ""
+    unit: str = ""
+
+
+@dataclass
+class SourceRef:
+    file: str | None
+    line: int | None
+    code: str | None = None
+    sass: str | None = None
+    metric: str = ""
+    value: float | None = None
+    share: float | None = None  # this line's share of the metric's total
+
+
+@dataclass
+class Finding:
+    rule: str
+    category: str
+    title: str
+    message: str  # why it costs time, for this kernel, in one or two sentences
+    fix: str  # what to change, for this kernel
+    fix_code: str = ""  # a concrete code change (CUDA C++ or Triton)
+    estimated_speedup: float = 0.0  # fraction of this kernel's time the fix should save, 0..1
+    speedup_model: str = ""  # how the estimate was made
+    speedup_type: str = "local"  # local to the kernel (NCU's "local"), as opposed to global to the program
+    confidence: str = "medium"  # low | medium | high
+    evidence: list[Evidence] = field(default_factory=list)
+    source: list[SourceRef] = field(default_factory=list)
+    changes_floor: bool = False  # the fix lowers the floor itself (tensor cores, precision), so no headroom cap
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+class KernelContext:
+    """What a rule sees of one kernel: its representative result's metrics, its roofline and its source data."""
+
+    def __init__(
+        self,
+        kernel: Kernel,
+        metrics: dict[str, Any],
+        roofline: Roofline,
+        device: dict[str, Any],
+        per_instruction: dict[str, list[SourceLine]],
+        source_code: Any,
+        language: str,
+        time_share: float,
+        sections: Iterable[str] = (),
+    ):
+        self.kernel = kernel
+        self.metrics = metrics
+        self.roofline = roofline
+        self.device = device
+        self._per_instruction = per_instruction
+        self._source_code = source_code
+        self.language = language  # "cuda" | "triton" | "library"
+        self.time_share = time_share
+        self.sections = set(sections)
+
+    def m(self, name: str) -> float | None:
+        """A metric of the representative result as a float, None when the report lacks it."""
+        return num(self.metrics.get(name))
+
+    def has(self, *names: str) -> bool:
+        return all(self.m(n) is not None for n in names)
+
+    def per_instruction(self, name: str) -> list[SourceLine]:
+        return self._per_instruction.get(name, [])
+
+    @property
+    def is_triton(self) -> bool:
+        return self.language == "triton"
+
+    @property
+    def sm_count(self) -> int:
+        return int(self.device.get("sm_count") or self.m("device__attribute_multiprocessor_count") or 0)
+
+    @property
+    def block_size(self) -> int:
+        return int(self.m("launch__block_size") or 0)
+
+    def top_lines(self, name: str, limit: int = 3, min_share: float = 0.05, sass_filter: Any = None) -> list[SourceRef]:
+        """The source lines with the largest share of a per-instruction metric, instructions merged per line."""
+        entries = [e for e in self.per_instruction(name) if sass_filter is None or sass_filter(e.sass or "")]
+        total = sum(e.value for e in self.per_instruction(name)) or 0.0
+        if not entries or total <= 0:
+            return []
+        by_line: dict[tuple[str | None, int | None], list[SourceLine]] = {}
+        for e in entries:
+            by_line.setdefault((e.file, e.line), []).append(e)
+        refs = []
+        for (file, line), group in by_line.items():
+            value = sum(e.value for e in group)
+            top = max(group, key=lambda e: e.value)
+            refs.append(
+                SourceRef(
+                    file=file,
+                    line=line,
+                    code=self._source_code(file, line),
+                    sass=top.sass,
+                    metric=name,
+                    value=value,
+                    share=value / total,
+                )
+            )
+        refs.sort(key=lambda r: -(r.value or 0))
+        return [r for r in refs if (r.share or 0) >= min_share][:limit]
+
+
+class Rule:
+    """Base class of a per-kernel rule. Subclasses set the class attributes and implement `check`."""
+
+    code: ClassVar[str] = ""
+    slug: ClassVar[str] = ""
+    category: ClassVar[str] = ""
+    title: ClassVar[str] = ""
+    requires: ClassVar[tuple[str, ...]] = ()  # metrics that must be present, else the rule is skipped
+    optional: ClassVar[tuple[str, ...]] = ()  # metrics read when present
+    per_instruction: ClassVar[tuple[str, ...]] = ()  # per-instruction metrics for source lines
+    thresholds: ClassVar[dict[str, float]] = {}
+    aliases: ClassVar[tuple[str, ...]] = ()  # old codes of a renamed rule
+    origin: str = "builtin"  # set by the engine: "builtin" or the user folder the rule came from
+
+    def check(self, k: KernelContext) -> Finding | list[Finding] | None:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def finding(self, **kw: Any) -> Finding:
+        """A Finding with this rule's code, category and title filled in."""
+        kw.setdefault("title", self.title)
+        return Finding(rule=self.code, category=self.category, **kw)
+
+    @classmethod
+    def doc_sections(cls) -> dict[str, str]:
+        return parse_doc(cls.__doc__ or "")
+
+
+def parse_doc(doc: str) -> dict[str, str]:
+    """Split a rule docstring into its sections ('What it detects:' ... ), keyed by section title."""
+    sections: dict[str, str] = {}
+    current = "summary"
+    lines: list[str] = []
+    pattern = re.compile(r"^\s*(" + "|".join(re.escape(s) for s in DOC_SECTIONS) + r")\s*:\s*$")
+    for raw in doc.expandtabs().splitlines():
+        match = pattern.match(raw)
+        if match:
+            sections[current] = _dedent("\n".join(lines))
+            current, lines = match.group(1), []
+        else:
+            lines.append(raw)
+    sections[current] = _dedent("\n".join(lines))
+    return {k: v for k, v in sections.items() if v}
+
+
+def _dedent(text: str) -> str:
+    import textwrap
+
+    return textwrap.dedent(text).strip()
+
+
+def time_after(duration_ns: float, new_ns: float, floor_ns: float | None) -> float:
+    """Fraction of time saved going from duration to new_ns, never below the roofline floor."""
+    if not duration_ns or duration_ns <= 0:
+        return 0.0
+    if floor_ns:
+        new_ns = max(new_ns, floor_ns)
+    return max(0.0, min(1.0, 1.0 - new_ns / duration_ns))
+
+
+def fmt_ns(ns: float | None) -> str:
+    """1234 -> '1.23 µs'."""
+    if ns is None:
+        return "?"
+    if ns >= 1e6:
+        return f"{ns / 1e6:.2f} ms"
+    if ns >= 1e3:
+        return f"{ns / 1e3:.1f} µs"
+    return f"{ns:.0f} ns"
+
+
+def fmt_bytes(b: float | None) -> str:
+    if b is None:
+        return "?"
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("KB", 1e3)):
+        if b >= scale:
+            return f"{b / scale:.1f} {unit}"
+    return f"{b:.0f} B"
+
+
+def per_pc(ctx: KernelContext, *names: str) -> dict[int, dict[str, Any]]:
+    """Join per-instruction metrics by pc: {pc: {"file", "line", "sass", name: value, ...}}."""
+    out: dict[int, dict[str, Any]] = {}
+    for name in names:
+        for e in ctx.per_instruction(name):
+            row = out.setdefault(e.pc, {"file": e.file, "line": e.line, "sass": e.sass or ""})
+            row[name] = e.value
+    return out

@@ -1,0 +1,76 @@
+from ncuadvisor.rules_api import Evidence, KernelContext, Rule, per_pc, time_after
+
+
+class WarpDivergence(Rule):
+    """Threads of a warp take different branches: each side runs with part of the warp masked off.
+
+    What it detects:
+        Average active threads per executed warp instruction
+        (`smsp__thread_inst_executed_per_inst_executed.ratio`) below `max_efficiency` × 32, in a kernel whose time is
+        in issuing instructions (compute- or latency-bound), with the lines whose instructions run with the fewest
+        threads (`derived__avg_thread_executed` per instruction, weighted by `inst_executed`).
+
+    Why it costs time:
+        A warp issues one instruction for all 32 lanes. When lanes disagree on a branch, the warp runs both sides one
+        after the other with the other lanes masked: a 50/50 split on `threadIdx.x & 1` doubles the instructions.
+
+    Example:
+        if (threadIdx.x & 1) x = path_a(x); else x = path_b(x);
+
+    Use instead:
+        Make the condition uniform per warp (branch on `threadIdx.x / 32`, or sort/bin work so a warp's lanes agree);
+        when both sides are short, compute both and select.
+
+    Speedup estimate:
+        Issue-bound time scales with warp instructions: new time = time × efficiency (× half that effect when
+        latency-bound), never below the roofline floor.
+
+    False positives:
+        Bounds checks (`if (i < n)`) on the last block and early-exit loops lower the average a little; they are
+        below the threshold unless the grid is tiny.
+    """
+
+    code = "DIV001"
+    slug = "warp-divergence"
+    category = "divergence"
+    title = "Divergent branches within warps"
+    requires = ("smsp__thread_inst_executed_per_inst_executed.ratio",)
+    per_instruction = ("derived__avg_thread_executed", "inst_executed")
+    thresholds = {"max_efficiency": 0.75, "max_line_threads": 24.0}
+
+    def check(self, k: KernelContext):
+        r = k.roofline
+        ratio = k.m("smsp__thread_inst_executed_per_inst_executed.ratio") or 32.0
+        eff = ratio / 32.0
+        if eff >= self.thresholds["max_efficiency"] or r.bound not in ("compute", "latency"):
+            return None
+        weight = 1.0 if r.bound == "compute" else 0.5
+        new_ns = (r.duration_ns or 0) * (1 - weight * (1 - eff))
+        pcs = per_pc(k, "derived__avg_thread_executed", "inst_executed")
+        low = {pc for pc, v in pcs.items()
+               if v.get("derived__avg_thread_executed", 32) < self.thresholds["max_line_threads"]}
+        lines = k.top_lines("inst_executed", limit=3, min_share=0.0,
+                            sass_filter=None if not low else (lambda s, _low=low: True))
+        lines = [ln for ln in lines if any(pcs[pc]["file"] == ln.file and pcs[pc]["line"] == ln.line for pc in low)] or lines
+        if k.is_triton:
+            fix = ("Lanes of a program disagree: masked `tl.where` work or data-dependent branches. Split the work by "
+                   "condition into separate programs (or kernels), or sort the inputs so a block shares one path.")
+            code = "out = tl.where(cond, a, b)  # only when both sides are cheap"
+        else:
+            fix = (f"Warps execute with {ratio:.1f} of 32 threads active on average: make the branch condition "
+                   "uniform per warp (branch on the warp index, or bin/sort the work so a warp's 32 lanes agree).")
+            code = "if ((threadIdx.x / 32) & 1) x = path_a(x); else x = path_b(x);   // was threadIdx.x & 1"
+        return self.finding(
+            title=f"Warp divergence: {ratio:.1f} of 32 threads active per instruction",
+            message=(f"On average only {ratio:.1f} threads execute each warp instruction ({eff:.0%}); the "
+                     f"{r.bound}-bound kernel spends its issue slots on masked lanes."),
+            fix=fix,
+            fix_code=code,
+            estimated_speedup=time_after(r.duration_ns or 0, new_ns, r.theoretical_ns),
+            speedup_model=f"Issued warp instructions scale with efficiency: time × (1 - {weight:g} × {1 - eff:.2f}), "
+            "not below the roofline floor.",
+            confidence="medium",
+            evidence=[Evidence("smsp__thread_inst_executed_per_inst_executed.ratio", round(ratio, 2),
+                               self.thresholds["max_efficiency"] * 32, "active threads per instruction")],
+            source=lines,
+        )

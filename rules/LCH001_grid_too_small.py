@@ -1,0 +1,90 @@
+import math
+
+from ncuadvisor.rules_api import Evidence, KernelContext, Rule, time_after
+
+
+class GridTooSmall(Rule):
+    """The grid cannot fill the GPU: fewer blocks than SMs, or a last wave that leaves most SMs idle.
+
+    What it detects:
+        `launch__grid_size` below the SM count (`device__attribute_multiprocessor_count`), or a tail effect: between
+        1 and `max_waves_for_tail` waves (`launch__waves_per_multiprocessor`) whose last partial wave wastes more
+        than `min_tail_loss` of the kernel's SM time.
+
+    Why it costs time:
+        A block runs on one SM. With 16 blocks on a 132-SM GPU, 116 SMs sit idle whatever the kernel does; with 1.1
+        waves, the second wave runs 10% of the blocks while 90% of the GPU waits.
+
+    Example:
+        saxpy_grid_stride<<<16, 256>>>(n, a, x, y);
+
+    Use instead:
+        Launch at least one full wave: `blocks = sm_count * blocks_per_sm` (from
+        `cudaOccupancyMaxActiveBlocksPerMultiprocessor`) for a grid-stride loop, or `ceil(n / block)` blocks.
+
+    Speedup estimate:
+        Work spreads over the idle SMs: new time = time × blocks / SMs (small grid) or × waves / ceil(waves) (tail),
+        never below the roofline floor.
+
+    False positives:
+        Kernels that are deliberately small (a reduction's last pass) and run for a few microseconds: the estimate
+        is then small in absolute time, and the program ranking says so.
+    """
+
+    code = "LCH001"
+    slug = "grid-too-small"
+    category = "launch-config"
+    title = "Grid too small to fill the GPU"
+    requires = ("launch__grid_size", "launch__block_size")
+    optional = ("launch__waves_per_multiprocessor", "device__attribute_multiprocessor_count")
+    thresholds = {"min_tail_loss": 0.2, "max_waves_for_tail": 4.0}
+
+    def check(self, k: KernelContext):
+        r = k.roofline
+        grid = k.m("launch__grid_size") or 0
+        sms = k.sm_count
+        if not grid or not sms or not r.duration_ns:
+            return None
+        block = k.block_size
+        if grid < sms:
+            new_ns = r.duration_ns * grid / sms
+            if k.is_triton:
+                fix = (f"The launch grid has {grid:.0f} programs for {sms} SMs: use a smaller BLOCK_SIZE so "
+                       "`triton.cdiv(n, BLOCK_SIZE)` ≥ 2 × SMs, or split the reduction axis (split-K).")
+                code = "grid = (triton.cdiv(n, BLOCK_SIZE),)  # with BLOCK_SIZE small enough for >= 2*SM programs"
+            else:
+                fix = (f"{grid:.0f} blocks of {block} threads run on {grid:.0f} of {sms} SMs. Launch at least one full "
+                       "wave: for a grid-stride loop, size the grid from the occupancy API.")
+                code = ("int per_sm = 0;\n"
+                        f"cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, {k.kernel.name}, {block}, 0);\n"
+                        f"{k.kernel.name}<<<per_sm * sm_count, {block}>>>(...);")
+            return self.finding(
+                title=f"{grid:.0f} blocks for {sms} SMs: {1 - grid / sms:.0%} of the GPU idle",
+                message=(f"The grid has {grid:.0f} blocks; each runs on one SM, so {sms - grid:.0f} of {sms} SMs have "
+                         "nothing to do for the whole kernel."),
+                fix=fix,
+                fix_code=code,
+                estimated_speedup=time_after(r.duration_ns, new_ns, r.theoretical_ns),
+                speedup_model=f"Time × {grid:.0f} / {sms} SMs (the work spreads over all SMs), not below the floor.",
+                confidence="high",
+                evidence=[Evidence("launch__grid_size", grid, sms, "blocks (threshold: SM count)")],
+            )
+        waves = k.m("launch__waves_per_multiprocessor")
+        if waves and 1.0 < waves < self.thresholds["max_waves_for_tail"]:
+            full = math.ceil(waves)
+            loss = 1.0 - waves / full
+            if loss >= self.thresholds["min_tail_loss"]:
+                new_ns = r.duration_ns * waves / full
+                return self.finding(
+                    title=f"Tail effect: {waves:.2f} waves, the last one {waves - int(waves):.0%} full",
+                    message=(f"The grid runs in {waves:.2f} waves of blocks; during the last one "
+                             f"{1 - (waves - int(waves)):.0%} of the SMs are idle."),
+                    fix=("Make the block count a multiple of the blocks that fit at once (SMs × blocks per SM): "
+                         "adjust the work per block, or use a persistent grid-stride loop with exactly one wave."),
+                    fix_code="int blocks = per_sm * sm_count;   // one full wave, grid-stride loop inside",
+                    estimated_speedup=time_after(r.duration_ns, new_ns, r.theoretical_ns),
+                    speedup_model=f"Time × {waves:.2f} / {full} (no partial last wave), not below the floor.",
+                    confidence="medium",
+                    evidence=[Evidence("launch__waves_per_multiprocessor", waves, None, "waves")],
+                )
+        return None

@@ -1,0 +1,79 @@
+from ncuadvisor.rules_api import Evidence, KernelContext, Rule, time_after
+
+
+class LocalMemoryTraffic(Rule):
+    """Per-thread data lives in local memory (a dynamically indexed array, or register spills).
+
+    What it detects:
+        Local-memory sectors (`l1tex__t_sectors_pipe_lsu_mem_local_op_ld/st.sum`) above `min_local_share` of all
+        L1 load/store sectors, and the LDL/STL instructions with their source lines.
+
+    Why it costs time:
+        Local memory is per-thread memory in DRAM, cached in L1/L2: an array indexed with a run-time value, or a
+        register spill, turns register accesses (0 cycles extra) into memory accesses (tens to hundreds of cycles),
+        and its traffic competes with the kernel's real data.
+
+    Example:
+        float bins[64];  bins[key & 63] += v;   // run-time index: bins cannot stay in registers
+
+    Use instead:
+        Index per-thread arrays only with compile-time constants (`#pragma unroll` loops), or keep the array in
+        shared memory laid out `[64][blockDim]` so each thread owns a column; for spills, relax
+        `__launch_bounds__`/`-maxrregcount`.
+
+    Speedup estimate:
+        Time scales with the L1 sectors moved: new time = time × (1 - local share), never below the roofline floor.
+
+    False positives:
+        A few spills in a cold path; `-Xptxas -v` tells spills (spill stores) from arrays (stack frame).
+    """
+
+    code = "LOC001"
+    slug = "local-memory"
+    category = "local-memory"
+    title = "Local-memory traffic (dynamically indexed array or spills)"
+    requires = ("l1tex__t_sectors_pipe_lsu_mem_local_op_ld.sum", "l1tex__t_sectors_pipe_lsu_mem_local_op_st.sum")
+    optional = ("l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum", "l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum")
+    per_instruction = ("inst_executed",)
+    thresholds = {"min_local_share": 0.1}
+
+    def check(self, k: KernelContext):
+        r = k.roofline
+        local = (k.m("l1tex__t_sectors_pipe_lsu_mem_local_op_ld.sum") or 0) + (
+            k.m("l1tex__t_sectors_pipe_lsu_mem_local_op_st.sum") or 0)
+        glob = (k.m("l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum") or 0) + (
+            k.m("l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum") or 0)
+        if local <= 0:
+            return None
+        share = local / (local + glob)
+        if share < self.thresholds["min_local_share"]:
+            return None
+        weight = 0.5 if r.bound == "compute" else 1.0
+        new_ns = (r.duration_ns or 0) * (1 - weight * share)
+        lines = k.top_lines("inst_executed", limit=3, min_share=0.0,
+                            sass_filter=lambda s: s.startswith(("LDL", "STL")))
+        if k.is_triton:
+            fix = ("The Triton kernel spills registers to local memory: use smaller BLOCK sizes or fewer elements per "
+                   "thread, or more num_warps for the same tile; check the compiled kernel's `n_spills`.")
+            code = "triton.Config({'BLOCK_SIZE': 256}, num_warps=8)"
+        else:
+            fix = ("Per-thread data goes through local memory at the lines below (LDL/STL). If it is an array indexed "
+                   "at run time, index it only with constants (unrolled loops) or move it to shared memory with a "
+                   "thread-major layout; if `-Xptxas -v` shows spill stores, relax the register cap.")
+            code = ("__shared__ float bins[64][BLOCK];          // was: float bins[64]; in registers/local\n"
+                    "bins[key & 63][threadIdx.x] += v;           // each thread owns a column: no bank conflicts")
+        return self.finding(
+            title=f"Local memory: {share:.0%} of L1 traffic is per-thread spills/arrays",
+            message=(f"{local:,.0f} local-memory sectors ({share:.0%} of load/store sectors): per-thread data that "
+                     "should be in registers travels through the memory hierarchy."),
+            fix=fix,
+            fix_code=code,
+            estimated_speedup=time_after(r.duration_ns or 0, new_ns, r.theoretical_ns),
+            speedup_model=f"Time × (1 - {weight:g} × local share {share:.2f}), not below the roofline floor.",
+            confidence="high" if share >= 0.3 else "medium",
+            evidence=[Evidence("local_sector_share", round(share, 3), self.thresholds["min_local_share"],
+                               "local / (local + global) L1 sectors"),
+                      Evidence("l1tex__t_sectors_pipe_lsu_mem_local_op_ld.sum",
+                               k.m("l1tex__t_sectors_pipe_lsu_mem_local_op_ld.sum"), None, "local load sectors")],
+            source=lines,
+        )

@@ -1,0 +1,98 @@
+from ncuadvisor.rules_api import Evidence, KernelContext, Rule, time_after
+
+
+class UncoalescedGlobal(Rule):
+    """Global loads or stores touch many more 32-byte sectors than the threads need (uncoalesced access).
+
+    What it detects:
+        The share of global-memory L2 sectors that are excessive: `derived__memory_l2_theoretical_sectors_global_excessive`
+        over `memory_l2_theoretical_sectors_global` (Memory Workload Analysis tables, Source Counters), with the
+        source lines that cause it.
+
+    Why it costs time:
+        A warp whose 32 threads read 32 consecutive floats needs four 32-byte sectors; with a stride of 32 floats it
+        needs 32 sectors and uses 4 bytes of each: up to 8× the traffic for 4-byte accesses (32× for single bytes),
+        through L1, L2 and often DRAM.
+
+    Example:
+        out[i] = in[(i % rows) * cols + i / rows];   // consecutive threads walk down a column
+
+    Use instead:
+        Make threadIdx.x the fastest-moving index of every global access. For a transpose or column walk, stage a
+        tile through shared memory: read rows coalesced into `__shared__ float tile[32][33]`, then write the
+        transposed tile out row by row.
+
+    Speedup estimate:
+        The time of a memory- or latency-bound kernel scales with the sectors it moves: new time = time × ideal /
+        actual sectors (half of that effect for a compute-bound kernel), never below the roofline floor.
+
+    False positives:
+        Gathers through an index array (embedding lookups, sparse matrices) are uncoalesced by nature; sort or
+        bucket the indices, or accept it.
+    """
+
+    code = "MEM001"
+    slug = "uncoalesced-global"
+    category = "coalescing"
+    title = "Uncoalesced global memory access"
+    requires = ("memory_l2_theoretical_sectors_global", "derived__memory_l2_theoretical_sectors_global_excessive")
+    optional = ("memory_l2_theoretical_sectors_global_ideal",)
+    per_instruction = ("derived__memory_l2_theoretical_sectors_global_excessive",)
+    thresholds = {"min_excess_fraction": 0.3}
+
+    def check(self, k: KernelContext):
+        total = k.m("memory_l2_theoretical_sectors_global") or 0.0
+        excess = k.m("derived__memory_l2_theoretical_sectors_global_excessive") or 0.0
+        if total <= 0:
+            return None
+        frac = excess / total
+        if frac < self.thresholds["min_excess_fraction"]:
+            return None
+        r = k.roofline
+        weight = 0.5 if r.bound == "compute" else 1.0
+        new_ns = (r.duration_ns or 0) * (1 - weight * frac)
+        lines = k.top_lines("derived__memory_l2_theoretical_sectors_global_excessive")
+        stores = any((ln.sass or "").startswith(("STG", "ST.")) for ln in lines[:1])
+        kind = "stores" if stores else "loads"
+        if k.is_triton:
+            fix = (
+                f"The {kind} of this Triton kernel are strided: make the contiguous (stride-1) dimension the last axis "
+                "of the offsets, e.g. `offs = rows[:, None] * stride_row + cols[None, :]`, and load 2-D tiles with "
+                "`tl.make_block_ptr(..., order=(1, 0))`; for a transpose, load the tile coalesced and `tl.trans` it "
+                "in registers."
+            )
+            code = "ptrs = base + rows[:, None] * stride_row + cols[None, :]  # cols: the stride-1 axis"
+        else:
+            fix = (
+                f"Global {kind} at the lines below are uncoalesced: consecutive threads (threadIdx.x) must touch "
+                "consecutive addresses. For a column walk or transpose, stage a 32×32 tile through shared memory "
+                "(padded to 33 columns to avoid bank conflicts) and read/write global memory row by row."
+            )
+            code = (
+                "__shared__ float tile[32][33];\n"
+                "tile[threadIdx.y][threadIdx.x] = in[(by * 32 + threadIdx.y) * n + bx * 32 + threadIdx.x];\n"
+                "__syncthreads();\n"
+                "out[(bx * 32 + threadIdx.y) * n + by * 32 + threadIdx.x] = tile[threadIdx.x][threadIdx.y];"
+            )
+        return self.finding(
+            title=f"Uncoalesced global {kind}: {frac:.0%} of sectors wasted",
+            message=(
+                f"{frac:.0%} of the global-memory sectors this kernel moves are not needed by its threads "
+                f"({excess:,.0f} of {total:,.0f}); the memory system carries {1 / max(1e-9, 1 - frac):.1f}× the "
+                "useful traffic."
+            ),
+            fix=fix,
+            fix_code=code,
+            estimated_speedup=time_after(r.duration_ns or 0, new_ns, r.theoretical_ns),
+            speedup_model=(
+                f"Time scales with sectors moved: × (1 - {weight:g} × {frac:.2f}) for a {r.bound}-bound kernel, "
+                "not below the roofline floor."
+            ),
+            confidence="high" if frac >= 0.5 else "medium",
+            evidence=[
+                Evidence("derived__memory_l2_theoretical_sectors_global_excessive", excess, None, "excessive sectors"),
+                Evidence("memory_l2_theoretical_sectors_global", total, None, "sectors"),
+                Evidence("excess_fraction", round(frac, 3), self.thresholds["min_excess_fraction"], "wasted share"),
+            ],
+            source=lines,
+        )

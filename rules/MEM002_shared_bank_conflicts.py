@@ -1,0 +1,92 @@
+from ncuadvisor.rules_api import Evidence, KernelContext, Rule, per_pc, time_after
+
+
+class SharedBankConflicts(Rule):
+    """Shared-memory accesses split into many wavefronts: bank conflicts.
+
+    What it detects:
+        Excessive shared-memory wavefronts (`derived__memory_l1_wavefronts_shared_excessive`) as a share of all
+        shared wavefronts (`memory_l1_wavefronts_shared`), with the lines and the n-way conflict of each.
+
+    Why it costs time:
+        Shared memory has 32 banks of 4 bytes. When the threads of a warp hit n different addresses in one bank, the
+        access is replayed n times: a 32-way conflict turns one wavefront into 32 and the shared-memory pipe, which
+        serves one wavefront per cycle per SM, becomes the bottleneck.
+
+    Example:
+        __shared__ float tile[32][32];
+        out[...] = tile[threadIdx.x][threadIdx.y];   // a column: every thread in bank (threadIdx.y % 32)
+
+    Use instead:
+        Pad each row by one element (`__shared__ float tile[32][33]`; 16 bytes for float4 rows) or XOR-swizzle the
+        column index (`tile[r][c ^ r]`).
+
+    Speedup estimate:
+        The shared pipe serves one wavefront per cycle per SM: the excess wavefronts cost excess / (SMs × SM clock);
+        the fix removes that time, never below the roofline floor.
+
+    False positives:
+        Conflicts in a kernel whose time is elsewhere (DRAM-bound with the shared pipe idle) cost little: the
+        estimate then comes out small and the finding is ranked low or dropped.
+    """
+
+    code = "MEM002"
+    slug = "shared-bank-conflicts"
+    category = "bank-conflicts"
+    title = "Shared-memory bank conflicts"
+    requires = ("memory_l1_wavefronts_shared", "derived__memory_l1_wavefronts_shared_excessive")
+    optional = ("memory_l1_wavefronts_shared_ideal",)
+    per_instruction = ("derived__memory_l1_wavefronts_shared_excessive", "derived__memory_l1_conflicts_shared_nway")
+    thresholds = {"min_excess_fraction": 0.2}
+
+    def check(self, k: KernelContext):
+        total = k.m("memory_l1_wavefronts_shared") or 0.0
+        excess = k.m("derived__memory_l1_wavefronts_shared_excessive") or 0.0
+        if excess <= 0:  # the rolled-up value may be absent: add up the instructions
+            excess = sum(e.value for e in k.per_instruction("derived__memory_l1_wavefronts_shared_excessive"))
+        if total <= 0 or excess <= 0:
+            return None
+        frac = excess / total
+        if frac < self.thresholds["min_excess_fraction"]:
+            return None
+        r = k.roofline
+        sms, hz = k.sm_count, r.sm_clock_hz
+        if not sms or not hz or not r.duration_ns:
+            return None
+        saved_ns = excess / (sms * hz) * 1e9
+        lines = k.top_lines("derived__memory_l1_wavefronts_shared_excessive")
+        nway = per_pc(k, "derived__memory_l1_conflicts_shared_nway")
+        worst = max((v.get("derived__memory_l1_conflicts_shared_nway", 1) for v in nway.values()), default=1)
+        if k.is_triton:
+            fix = (
+                "Triton lays out shared memory itself; conflicts usually come from a layout conversion (tl.trans, "
+                "a reduction over the non-contiguous axis). Try another BLOCK shape or num_warps, or keep the "
+                "reduction on the contiguous axis."
+            )
+            code = ""
+        else:
+            fix = (
+                f"Up to {worst:.0f}-way bank conflicts at the lines below: pad the shared array's row by one element "
+                "(one 16-byte vector for float4 rows) or XOR-swizzle the column index."
+            )
+            code = "__shared__ float tile[32][33];   // was [32][32]: the +1 column shifts each row by one bank"
+        return self.finding(
+            title=f"Shared-memory bank conflicts ({worst:.0f}-way): {frac:.0%} of wavefronts are replays",
+            message=(
+                f"{excess:,.0f} of {total:,.0f} shared-memory wavefronts are replays caused by bank conflicts, "
+                f"about {saved_ns / 1e3:.1f} µs of shared-pipe time on {sms} SMs."
+            ),
+            fix=fix,
+            fix_code=code,
+            estimated_speedup=time_after(r.duration_ns, r.duration_ns - saved_ns, r.theoretical_ns),
+            speedup_model="Excess wavefronts / (SMs × SM clock) removed (one wavefront per cycle per SM), not below "
+            "the roofline floor.",
+            confidence="high" if worst >= 8 else "medium",
+            evidence=[
+                Evidence("derived__memory_l1_wavefronts_shared_excessive", excess, None, "excess wavefronts"),
+                Evidence("memory_l1_wavefronts_shared", total, None, "shared wavefronts"),
+                Evidence("excess_fraction", round(frac, 3), self.thresholds["min_excess_fraction"], "replay share"),
+                Evidence("derived__memory_l1_conflicts_shared_nway", worst, None, "worst n-way conflict"),
+            ],
+            source=lines,
+        )

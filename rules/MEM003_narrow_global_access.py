@@ -1,0 +1,114 @@
+from ncuadvisor.rules_api import Evidence, KernelContext, Rule, fmt_bytes, per_pc, time_after
+
+GLOBAL = 4  # memory_type of global accesses in the Source Counters tables
+
+
+class NarrowGlobalAccess(Rule):
+    """Coalesced but narrow global accesses (1, 2 or 4 bytes per thread) keep a streaming kernel below bandwidth.
+
+    What it detects:
+        A memory- or latency-bound kernel below `max_dram_fraction` of DRAM bandwidth whose global load/store
+        instructions are mostly narrower than 16 bytes per thread (`memory_access_size_type` per instruction,
+        weighted by `inst_executed`), while the accesses are coalesced (no sector waste).
+
+    Why it costs time:
+        Each warp instruction moves at most 32 × access size bytes. With 1-byte or 4-byte accesses a warp needs 16×
+        or 4× more instructions and more requests in flight to keep HBM busy than with 16-byte accesses; the SM runs
+        out of issue slots and outstanding requests before DRAM runs out of bandwidth.
+
+    Example:
+        out[i] = in[i] * 2;            // uint8_t per thread
+
+    Use instead:
+        Move 16 bytes per thread: `reinterpret_cast<const uint4*>(in)[i]` (or float4 for floats) with a scalar
+        loop for the tail, on 16-byte aligned pointers.
+
+    Speedup estimate:
+        A 16-byte streaming kernel reaches about `achievable_dram_fraction` of DRAM peak (a float4 copy measured 85%
+        on an H200): new time = compulsory bytes / (that fraction × peak), never below the roofline floor.
+
+    False positives:
+        Kernels whose narrow accesses are gathers (indices) or whose time is spent elsewhere; misaligned or odd-sized
+        buffers need a scalar prologue/epilogue. The rule stays silent when bank conflicts or low occupancy (below
+        `min_achieved_occupancy_pct`) explain the low bandwidth, so their own rules speak first.
+    """
+
+    code = "MEM003"
+    slug = "narrow-global-access"
+    category = "vectorize"
+    title = "Narrow global accesses: use 16-byte vector loads/stores"
+    requires = ("gpu__time_duration.sum", "memory_l2_theoretical_sectors_global")
+    optional = (
+        "derived__memory_l2_theoretical_sectors_global_excessive",
+        "derived__memory_l1_wavefronts_shared_excessive",
+        "memory_l1_wavefronts_shared",
+        "sm__warps_active.avg.pct_of_peak_sustained_active",
+    )
+    per_instruction = ("memory_type", "memory_access_size_type", "inst_executed")
+    thresholds = {"max_dram_fraction": 0.7, "min_narrow_share": 0.5, "achievable_dram_fraction": 0.85,
+                  "max_excess_fraction": 0.3, "min_achieved_occupancy_pct": 40.0}
+
+    def check(self, k: KernelContext):
+        r = k.roofline
+        if r.bound not in ("memory", "latency") or not r.compulsory_bytes or not r.peak_dram_bytes_per_s:
+            return None
+        if (r.achieved_dram_bytes_per_s or 0) > self.thresholds["max_dram_fraction"] * r.peak_dram_bytes_per_s:
+            return None
+        total = k.m("memory_l2_theoretical_sectors_global") or 0
+        excess = k.m("derived__memory_l2_theoretical_sectors_global_excessive") or 0
+        if total and excess / total > self.thresholds["max_excess_fraction"]:
+            return None  # uncoalesced: MEM001 speaks first
+        shared = k.m("memory_l1_wavefronts_shared") or 0
+        if shared and (k.m("derived__memory_l1_wavefronts_shared_excessive") or 0) / shared > 0.2:
+            return None  # bank conflicts explain the low bandwidth: MEM002 speaks first
+        occupancy = k.m("sm__warps_active.avg.pct_of_peak_sustained_active")
+        if occupancy is not None and occupancy < self.thresholds["min_achieved_occupancy_pct"]:
+            return None  # too few warps explain the low bandwidth: OCC001 speaks first
+        pcs = per_pc(k, "memory_type", "memory_access_size_type", "inst_executed")
+        glob = [p for p in pcs.values() if p.get("memory_type") == GLOBAL and p.get("memory_access_size_type")]
+        if not glob:
+            return None
+        weight = lambda p: p.get("inst_executed", 1.0)  # noqa: E731
+        all_w = sum(weight(p) for p in glob)
+        narrow = [p for p in glob if p["memory_access_size_type"] < 128]
+        narrow_w = sum(weight(p) for p in narrow)
+        share = narrow_w / all_w if all_w else 0.0
+        if share < self.thresholds["min_narrow_share"]:
+            return None
+        bits = min(p["memory_access_size_type"] for p in narrow)
+        target_ns = r.compulsory_bytes / (self.thresholds["achievable_dram_fraction"] * r.peak_dram_bytes_per_s) * 1e9
+        lines = k.top_lines("inst_executed", limit=3, min_share=0.0,
+                            sass_filter=lambda s: s.startswith(("LDG", "STG")) and ".128" not in s)
+        achieved = (r.achieved_dram_bytes_per_s or 0) / r.peak_dram_bytes_per_s
+        if k.is_triton:
+            fix = ("Triton emits 16-byte accesses only when it can prove contiguity and alignment: keep the "
+                   "contiguous axis last, hint it with `tl.max_contiguous(tl.multiple_of(offs, 16), 16)`, pass "
+                   "contiguous 16-byte-aligned tensors, and give each program ≥ 4 elements per thread "
+                   "(BLOCK_SIZE ≥ 4 × 32 × num_warps).")
+            code = "offs = tl.max_contiguous(tl.multiple_of(pid * BLOCK + tl.arange(0, BLOCK), 16), 16)"
+        else:
+            fix = (f"The global accesses below move {bits // 8} byte(s) per thread: load and store 16 bytes per "
+                   "thread (float4 / uint4) and handle the tail with a scalar loop.")
+            code = ("const uint4* in16 = reinterpret_cast<const uint4*>(in);   // 16 bytes per thread\n"
+                    "uint4* out16 = reinterpret_cast<uint4*>(out);\n"
+                    "for (size_t i = tid; i < n / 16; i += stride) out16[i] = op(in16[i]);\n"
+                    "// tail: for (size_t i = n / 16 * 16 + tid; i < n; i += stride) out[i] = op(in[i]);")
+        return self.finding(
+            title=f"{bits // 8}-byte global accesses: DRAM at {achieved:.0%} of peak",
+            message=(f"{share:.0%} of global memory instructions move {bits // 8} byte(s) per thread; the kernel moves "
+                     f"{fmt_bytes(r.compulsory_bytes)} at {achieved:.0%} of DRAM peak, too few bytes per instruction "
+                     "to keep HBM busy."),
+            fix=fix,
+            fix_code=code,
+            estimated_speedup=time_after(r.duration_ns or 0, target_ns, r.theoretical_ns),
+            speedup_model=(f"Compulsory bytes at {self.thresholds['achievable_dram_fraction']:.0%} of DRAM peak "
+                           "(what 16-byte streaming reaches), not below the roofline floor."),
+            confidence="medium",
+            evidence=[
+                Evidence("narrow_access_share", round(share, 3), self.thresholds["min_narrow_share"],
+                         "share of global instructions < 16 B"),
+                Evidence("memory_access_size_type", bits, 128, "narrowest access (bits)"),
+                Evidence("dram_fraction_of_peak", round(achieved, 3), self.thresholds["max_dram_fraction"]),
+            ],
+            source=lines,
+        )

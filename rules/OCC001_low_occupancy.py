@@ -1,0 +1,132 @@
+from ncuadvisor.rules_api import Evidence, KernelContext, Rule, time_after
+
+LIMITS = {
+    "registers": "launch__occupancy_limit_registers",
+    "shared memory": "launch__occupancy_limit_shared_mem",
+    "warps (block size)": "launch__occupancy_limit_warps",
+    "blocks per SM": "launch__occupancy_limit_blocks",
+}
+
+
+class LowOccupancy(Rule):
+    """Too few warps per SM to hide latency, capped by a resource the kernel over-uses: the limiter is named.
+
+    What it detects:
+        A kernel that keeps neither memory nor compute busy (latency-bound, or memory-bound below
+        `max_busy_pct`), whose theoretical occupancy (`sm__maximum_warps_per_active_cycle_pct`) is below
+        `max_theoretical_pct` because of registers, shared memory, block size or the block limit
+        (`launch__occupancy_limit_*`, in blocks per SM: the smallest is the limiter).
+
+    Why it costs time:
+        An SM hides the latency of a load (~600 cycles from HBM) by switching to other warps. By Little's law the
+        bytes in flight, and so the bandwidth, scale with the warps resident: at 6% occupancy the SM sits idle.
+
+    Example:
+        kernel<<<grid, 128, 200 * 1024>>>(...);   // 200 KB of dynamic shared memory: 1 block (4 warps) per SM
+
+    Use instead:
+        Registers: `__launch_bounds__(256, 4)` or `-maxrregcount=64` (check for spills). Shared memory: allocate
+        only what a block uses, smaller tiles. Block limit: ≥ 128 threads per block.
+
+    Speedup estimate:
+        Latency-bound throughput scales with resident warps: new time = time × theoretical occupancy now /
+        theoretical occupancy with the limiter relaxed to the next-tightest limit, never below the roofline floor.
+
+    False positives:
+        Kernels that already have enough independent work per warp (ILP, many loads in flight) need fewer warps;
+        forcing registers down can spill to local memory.
+    """
+
+    code = "OCC001"
+    slug = "low-occupancy"
+    category = "occupancy"
+    title = "Low occupancy"
+    requires = (
+        "sm__maximum_warps_per_active_cycle_pct",
+        "launch__block_size",
+        *LIMITS.values(),
+    )
+    optional = (
+        "sm__warps_active.avg.pct_of_peak_sustained_active",
+        "launch__registers_per_thread",
+        "launch__shared_mem_per_block_static",
+        "launch__shared_mem_per_block_dynamic",
+    )
+    thresholds = {"max_theoretical_pct": 50.0, "max_busy_pct": 60.0}
+
+    def check(self, k: KernelContext):
+        r = k.roofline
+        theo = k.m("sm__maximum_warps_per_active_cycle_pct") or 0.0
+        if theo <= 0 or theo >= self.thresholds["max_theoretical_pct"]:
+            return None
+        busy = max(r.sol.get("memory_pct", 0.0), r.sol.get("compute_pct", 0.0))
+        if r.bound == "compute" or busy >= self.thresholds["max_busy_pct"]:
+            return None
+        limits = {name: k.m(metric) for name, metric in LIMITS.items()}
+        limits = {n: v for n, v in limits.items() if v is not None and v > 0}
+        if not limits:
+            return None
+        limiter = min(limits, key=limits.get)
+        now_blocks = limits[limiter]
+        others = [v for n, v in limits.items() if n != limiter and v > now_blocks]
+        max_warps = float(k.device.get("max_warps_per_sm") or 64)
+        warps_per_block = max(1.0, (k.block_size or 32) / 32.0)
+        next_blocks = min(others) if others else now_blocks
+        target = min(100.0, next_blocks * warps_per_block / max_warps * 100.0)
+        if target <= theo * 1.2:
+            return None
+        new_ns = (r.duration_ns or 0) * theo / target
+        regs = k.m("launch__registers_per_thread")
+        smem = (k.m("launch__shared_mem_per_block_static") or 0) + (k.m("launch__shared_mem_per_block_dynamic") or 0)
+        achieved = k.m("sm__warps_active.avg.pct_of_peak_sustained_active")
+        block = k.block_size or 256
+        if limiter == "registers":
+            min_blocks = max(1, int(next_blocks))
+            reg_cap = int(65536 / (min_blocks * block)) // 8 * 8
+            if k.is_triton:
+                fix = (f"{regs:.0f} registers per thread cap the SM at {now_blocks:.0f} program(s). Use a smaller "
+                       "BLOCK size (fewer elements per thread) or fewer num_warps per program; check the compiled "
+                       "kernel's `n_regs` and `n_spills`.")
+                code = "triton.Config({'BLOCK_SIZE': 512}, num_warps=4)  # smaller tile: fewer live registers"
+            else:
+                fix = (f"{regs:.0f} registers per thread cap the SM at {now_blocks:.0f} block(s) of {block}. Cap "
+                       f"registers at {reg_cap} so {min_blocks} blocks fit: `__launch_bounds__({block}, {min_blocks})` "
+                       f"(or -maxrregcount={reg_cap}), then check `-Xptxas -v` for spills.")
+                code = f"__global__ void __launch_bounds__({block}, {min_blocks}) {k.kernel.name}(...)"
+        elif limiter == "shared memory":
+            if k.is_triton:
+                fix = ("Shared memory per program caps occupancy: lower num_stages (each stage buffers one tile) "
+                       "or use smaller BLOCK_M/BLOCK_N/BLOCK_K.")
+                code = "triton.Config({...}, num_stages=2)"
+            else:
+                fix = (f"Each block reserves {smem / 1024:.1f} KB of shared memory, so only {now_blocks:.0f} block(s) "
+                       "fit per SM. Allocate only what a block uses (the dynamic size in the launch), or use "
+                       "smaller tiles.")
+                code = "kernel<<<grid, block, bytes_actually_used>>>(...);   // the third launch parameter"
+        elif limiter == "blocks per SM":
+            fix = (f"Blocks of {block} threads are too small: the SM's limit of {now_blocks:.0f} resident blocks "
+                   "leaves warp slots empty. Use 128-256 threads per block.")
+            code = "kernel<<<(n + 255) / 256, 256>>>(...);"
+        else:
+            fix = (f"Blocks of {block} threads leave part of the SM's warp slots unusable; pick a block size that "
+                   "divides the SM's thread limit (e.g. 256 or 512).")
+            code = "kernel<<<(n + 255) / 256, 256>>>(...);"
+        return self.finding(
+            title=f"Occupancy capped at {theo:.0f}% by {limiter}",
+            message=(f"Theoretical occupancy is {theo:.0f}% (achieved {achieved or 0:.0f}%), limited by {limiter} to "
+                     f"{now_blocks:.0f} block(s) per SM; the kernel keeps neither memory nor compute busy "
+                     f"({busy:.0f}% of peak at most), so it is waiting on latency with too few warps to hide it."),
+            fix=fix,
+            fix_code=code,
+            estimated_speedup=time_after(r.duration_ns or 0, new_ns, r.theoretical_ns),
+            speedup_model=(f"Throughput ∝ resident warps (Little's law): × {theo:.0f}% / {target:.0f}% (the occupancy "
+                           "with the limiter relaxed to the next limit), not below the roofline floor."),
+            confidence="medium",
+            evidence=[
+                Evidence("sm__maximum_warps_per_active_cycle_pct", theo, self.thresholds["max_theoretical_pct"],
+                         "theoretical occupancy", "%"),
+                Evidence(LIMITS[limiter], now_blocks, None, f"block limit by {limiter}"),
+                Evidence("sm__warps_active.avg.pct_of_peak_sustained_active", achieved, None, "achieved occupancy", "%"),
+                Evidence("busy_pct", round(busy, 1), self.thresholds["max_busy_pct"], "max of memory/compute SOL", "%"),
+            ],
+        )

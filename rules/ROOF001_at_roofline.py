@@ -1,0 +1,62 @@
+from ncuadvisor.rules_api import Evidence, KernelContext, Rule, fmt_bytes, fmt_ns
+
+
+class AtRoofline(Rule):
+    """The kernel already runs close to its roofline floor: leave it alone.
+
+    What it detects:
+        Measured time within `max_headroom` times the theoretical minimum: max(FLOPs / FLOP peak, compulsory bytes /
+        DRAM bandwidth), where the compulsory bytes are the bytes the threads needed (ideal sectors), not the bytes
+        DRAM happened to move.
+
+    Why it costs time:
+        It does not: the time is in the work and the bytes the algorithm needs. Tuning the access pattern or the
+        launch cannot win more than the small gap that is left.
+
+    Example:
+        A float4 copy moving 512 MB at 4.1 TB/s on a 4.8 TB/s part: 125 µs against a floor of 107 µs.
+
+    Use instead:
+        Leave the kernel. To go faster, change the algorithm's byte or FLOP count: fuse it with its neighbours so
+        intermediates skip DRAM, use a narrower data type, or skip work.
+
+    Speedup estimate:
+        None is claimed; the message states the most any change that keeps the floor could save (1 - 1/headroom).
+
+    False positives:
+        The floor counts only FP32/FP64/FP16 and tensor FLOPs and DRAM bytes: a kernel limited by integer or
+        special-function work, or by L2-resident data, can look further from its floor than it is, never closer.
+    """
+
+    code = "ROOF001"
+    slug = "at-roofline"
+    category = "at-roofline"
+    title = "Near its roofline bound: leave it"
+    requires = ("gpu__time_duration.sum",)
+    thresholds = {"max_headroom": 1.5}
+
+    def check(self, k: KernelContext):
+        r = k.roofline
+        if r.headroom is None or r.bound == "launch" or r.headroom > self.thresholds["max_headroom"]:
+            return None
+        if r.memory_floor_ns and (not r.compute_floor_ns or r.memory_floor_ns >= r.compute_floor_ns):
+            what = (
+                f"moving {fmt_bytes(r.compulsory_bytes)} at "
+                f"{(r.peak_dram_bytes_per_s or 0) / 1e12:.2f} TB/s takes {fmt_ns(r.memory_floor_ns)}"
+            )
+        else:
+            peak = r.peak_flops_per_s.get(r.limiting_precision or "", 0.0)
+            what = f"{r.flops / 1e9:.2f} GFLOP at {peak / 1e12:.1f} TFLOP/s ({r.limiting_precision}) takes {fmt_ns(r.compute_floor_ns)}"
+        return self.finding(
+            message=(
+                f"Measured {fmt_ns(r.duration_ns)} per launch against a floor of {fmt_ns(r.theoretical_ns)} "
+                f"({what}): {r.headroom:.2f}× the floor. No change that keeps this algorithm can save more than "
+                f"{1 - 1 / r.headroom:.0%}."
+            ),
+            fix="Leave it. Only fewer bytes or FLOPs help now: fuse it with neighbouring kernels, use a narrower "
+            "data type, or skip work.",
+            estimated_speedup=0.0,
+            speedup_model="No saving claimed: the kernel is within the headroom threshold of its floor.",
+            confidence="high",
+            evidence=[Evidence("headroom", round(r.headroom, 3), self.thresholds["max_headroom"], "measured ÷ floor")],
+        )

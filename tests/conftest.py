@@ -1,0 +1,66 @@
+"""Shared test helpers: the real reports in fixtures/ (kept xz-compressed), read through the real ncu_report."""
+
+from __future__ import annotations
+
+import lzma
+import shutil
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = ROOT / "fixtures"
+
+
+def _has_gpu() -> bool:
+    return shutil.which("nvidia-smi") is not None and shutil.which("ncu") is not None
+
+
+def pytest_collection_modifyitems(config, items):
+    if _has_gpu():
+        return
+    skip = pytest.mark.skip(reason="needs an NVIDIA GPU and ncu")
+    for item in items:
+        if "gpu" in item.keywords:
+            item.add_marker(skip)
+
+
+@pytest.fixture(scope="session")
+def report_path(tmp_path_factory):
+    """report_path("probe") -> a decompressed copy of fixtures/probe.ncu-rep.xz (made once per session)."""
+    cache: dict[str, Path] = {}
+    folder = tmp_path_factory.mktemp("reports")
+
+    def get(name: str) -> Path:
+        if name not in cache:
+            src = FIXTURES / f"{name}.ncu-rep.xz"
+            if not src.exists():
+                pytest.fail(f"fixture {src} is missing")
+            dst = folder / f"{name}.ncu-rep"
+            with lzma.open(src, "rb") as fin, dst.open("wb") as fout:
+                shutil.copyfileobj(fin, fout)
+            cache[name] = dst
+        return cache[name]
+
+    return get
+
+
+@pytest.fixture(scope="session")
+def analyzed(report_path):
+    """analyzed("probe") -> the result dict of that fixture (analyzed once per session)."""
+    from ncuadvisor.analyze import analyze
+
+    cache: dict[str, dict] = {}
+
+    def get(name: str) -> dict:
+        if name not in cache:
+            cache[name] = analyze(report_path(name))
+        return cache[name]
+
+    return get
+
+
+def kernel(result: dict, name: str) -> dict:
+    matches = [k for k in result["kernels"] if k["name"] == name]
+    assert matches, f"no kernel {name} in {[k['name'] for k in result['kernels']]}"
+    return matches[0]

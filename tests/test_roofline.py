@@ -1,0 +1,63 @@
+"""Roofline numbers against values computed by hand from the fixture's raw metrics and the kernels' code."""
+
+import pytest
+
+from ncuadvisor import roofline
+from ncuadvisor.load import ReportReader
+
+
+@pytest.fixture(scope="module")
+def rows(report_path):
+    frame = ReportReader(report_path("probe")).results(roofline.METRICS)
+    return {r["name"]: r for r in frame.to_dict("records")}
+
+
+def test_fp32_flops_match_the_kernel_code(rows):
+    r = roofline.compute(rows["fma_loop"])
+    # fma_loop: 132*16 blocks x 256 threads x (4096 iterations x 2 FFMA x 2 FLOP + one FMUL + one FADD)
+    threads = 132 * 16 * 256
+    assert r.flops_by_precision["fp32"] == pytest.approx(threads * (4096 * 2 * 2 + 2), rel=1e-9)
+    assert r.bound == "compute" and r.limiting_precision == "fp32"
+
+
+def test_peaks_come_from_the_report(rows):
+    row = rows["fma_loop"]
+    r = roofline.compute(row)
+    sm_hz = row["sm__cycles_elapsed.avg.per_second"]
+    assert r.peak_flops_per_s["fp32"] == pytest.approx(16896 * 2 * sm_hz)  # 132 SMs x 128 FMA/clk x 2
+    assert 60e12 < r.peak_flops_per_s["fp32"] < 70e12
+    bw = row["dram__bytes.sum.peak_sustained"] * row["dram__cycles_elapsed.avg.per_second"]
+    assert r.peak_dram_bytes_per_s == pytest.approx(bw)
+    assert 4.7e12 < bw < 4.9e12  # H200: 1504 B/clk x 3.2 GHz
+
+
+def test_memory_floor_and_headroom_of_a_copy(rows):
+    row = rows["copy_vec4"]
+    r = roofline.compute(row)
+    dram = row["dram__bytes_read.sum"] + row["dram__bytes_write.sum"]
+    ideal = row["memory_l2_theoretical_sectors_global_ideal"] * 32
+    assert ideal == 2 * 64 * 1024 * 1024 * 4  # read and write 64M floats once
+    assert r.compulsory_bytes == pytest.approx(min(dram, ideal))
+    floor_ns = r.compulsory_bytes / r.peak_dram_bytes_per_s * 1e9
+    assert r.theoretical_ns == pytest.approx(floor_ns)
+    assert r.headroom == pytest.approx(row["gpu__time_duration.sum"] / floor_ns)
+    assert r.headroom < 1.5 and r.bound == "memory"
+    assert r.intensity == 0
+
+
+def test_wasted_sectors_show_as_headroom(rows):
+    r = roofline.compute(rows["copy_strided"])
+    # DRAM sees the same bytes (L2 absorbs the stride) but the kernel takes 4x the floor: headroom, not "near bound"
+    assert r.headroom > 3 and r.bound == "memory"
+
+
+def test_bound_classification_thresholds():
+    base = {"gpu__time_duration.sum": 100_000.0, "launch__grid_size": 1000, "device__attribute_multiprocessor_count": 132}
+    mem = dict(base, **{roofline.SOL_METRICS["memory_pct"]: 85.0, roofline.SOL_METRICS["compute_pct"]: 20.0})
+    comp = dict(base, **{roofline.SOL_METRICS["memory_pct"]: 20.0, roofline.SOL_METRICS["compute_pct"]: 85.0})
+    lat = dict(base, **{roofline.SOL_METRICS["memory_pct"]: 20.0, roofline.SOL_METRICS["compute_pct"]: 30.0})
+    assert roofline.compute(mem).bound == "memory"
+    assert roofline.compute(comp).bound == "compute"
+    assert roofline.compute(lat).bound == "latency"
+    assert roofline.compute(dict(mem, **{"gpu__time_duration.sum": 2_000.0})).bound == "launch"
+    assert roofline.compute(dict(mem, launch__grid_size=16)).bound == "launch"

@@ -1,0 +1,66 @@
+// Shared helpers for the ncuadvisor GPU workloads: error checks and host-side random data.
+// Input data is made on the host from a hash of the index (many threads) and copied to the
+// device with cudaMemcpy, so that no initialisation kernel shows up in the profiled reports.
+#pragma once
+#include <cstdio>
+#include <cstdlib>
+#include <cstdint>
+#include <cstring>
+#include <vector>
+#include <thread>
+#include <functional>
+#include <cuda_runtime.h>
+
+#define CK(x)                                                                                   \
+  do {                                                                                          \
+    cudaError_t e_ = (x);                                                                       \
+    if (e_ != cudaSuccess) {                                                                    \
+      fprintf(stderr, "CUDA error %s (%s) at %s:%d: %s\n", cudaGetErrorName(e_),                 \
+              cudaGetErrorString(e_), __FILE__, __LINE__, #x);                                  \
+      exit(1);                                                                                  \
+    }                                                                                           \
+  } while (0)
+#define CKLAUNCH() CK(cudaGetLastError())
+
+// 32-bit integer hash (lowbias32), usable on host and device.
+__host__ __device__ __forceinline__ uint32_t hash32(uint32_t x) {
+  x ^= x >> 16; x *= 0x7feb352dU; x ^= x >> 15; x *= 0x846ca68bU; x ^= x >> 16;
+  return x;
+}
+// Uniform float in [lo, lo + width), never zero for lo > 0.
+__host__ __device__ __forceinline__ float hash_float(uint32_t i, uint32_t seed, float lo, float width) {
+  return lo + width * (float)(hash32(i * 0x9E3779B9U + seed) >> 8) * (1.0f / 16777216.0f);
+}
+
+// Run f(begin, end) over [0, n) on all host cores.
+static inline void parallel_for(size_t n, const std::function<void(size_t, size_t)>& f) {
+  unsigned nt = std::thread::hardware_concurrency();
+  if (nt == 0) nt = 4;
+  if (nt > 32) nt = 32;
+  if (n < (1u << 16)) { f(0, n); return; }
+  std::vector<std::thread> ts;
+  size_t chunk = (n + nt - 1) / nt;
+  for (unsigned t = 0; t < nt; ++t) {
+    size_t b = t * chunk, e = b + chunk < n ? b + chunk : n;
+    if (b >= e) break;
+    ts.emplace_back(f, b, e);
+  }
+  for (auto& th : ts) th.join();
+}
+
+// Device buffer of n floats in [lo, lo+width), random (hash of the index), copied from the host.
+static inline float* device_random_floats(size_t n, uint32_t seed, float lo = 0.5f, float width = 1.0f) {
+  std::vector<float> h(n);
+  parallel_for(n, [&](size_t b, size_t e) { for (size_t i = b; i < e; ++i) h[i] = hash_float((uint32_t)i, seed, lo, width); });
+  float* d = nullptr;
+  CK(cudaMalloc(&d, n * sizeof(float)));
+  CK(cudaMemcpy(d, h.data(), n * sizeof(float), cudaMemcpyHostToDevice));
+  return d;
+}
+template <class T>
+static inline T* device_alloc(size_t n, int fill_byte = 0) {
+  T* d = nullptr;
+  CK(cudaMalloc(&d, n * sizeof(T)));
+  CK(cudaMemset(d, fill_byte, n * sizeof(T)));
+  return d;
+}
