@@ -79,8 +79,8 @@ def render(result: dict, fmt: Format) -> str:
     raise OutputError(f"format {fmt.value} cannot be written to a file")  # pragma: no cover
 
 
-def write_output(path: Path, text: str, force: bool, inputs: list[Path]) -> None:
-    """Write atomically; never overwrite an input, and an existing file only with --force."""
+def check_output(path: Path, force: bool, inputs: list[Path]) -> None:
+    """Before any work: never overwrite an input, and an existing file only with --force."""
     target = path.resolve()
     for inp in inputs:
         if inp.exists() and inp.resolve() == target:
@@ -92,6 +92,12 @@ def write_output(path: Path, text: str, force: bool, inputs: list[Path]) -> None
     parent = target.parent
     if not parent.is_dir():
         raise OutputError(f"{path}: the folder {parent} does not exist")
+
+
+def write_output(path: Path, text: str) -> None:
+    """Write atomically: a temporary file in the same folder, then rename."""
+    target = path.resolve()
+    parent = target.parent
     try:
         fd, tmp = tempfile.mkstemp(dir=parent, prefix=f".{target.name}.", suffix=".tmp")
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
@@ -119,6 +125,8 @@ def report(
     from ncuadvisor.analyze import analyze
 
     out_format = choose_format(output, fmt)
+    if output is not None:
+        check_output(output, force, [path])
     result = analyze(path, rule_folders=rules_dir or [])
     if output is None and out_format is not Format.terminal:
         sys.stdout.write(render(result, out_format))
@@ -126,7 +134,7 @@ def report(
     if output is not None:
         if out_format is Format.terminal:
             raise OutputError("--format terminal cannot be written to a file; use .html, .json or .md")
-        write_output(output, render(result, out_format), force, [path])
+        write_output(output, render(result, out_format))
     if not quiet:
         from ncuadvisor.render.terminal import render_terminal
 
