@@ -11,7 +11,7 @@ from ncuadvisor import __version__, engine, roofline
 from ncuadvisor.load import ReportReader
 from ncuadvisor.model import Kernel, Profile, group_kernels, num
 from ncuadvisor.result import SCHEMA_VERSION, ncu_guidance
-from ncuadvisor.rules_api import KernelContext, Rule
+from ncuadvisor.rules_api import KernelContext, ProgramContext, ProgramRule, Rule
 
 # The sections the full analysis uses (ncu --section identifiers); `ncuadvisor profile` collects these.
 ANALYSIS_SECTIONS = [
@@ -48,7 +48,7 @@ CARD_METRICS = [
 def analyze(
     path: str | os.PathLike[str],
     rule_folders: Iterable[Path] = (),
-    rules: list[Rule] | None = None,
+    rules: list[Rule | ProgramRule] | None = None,
 ) -> dict[str, Any]:
     """Analyze one report and return the result dict (schema_version 1)."""
     rules = rules if rules is not None else engine.discover(rule_folders)
@@ -70,7 +70,7 @@ def analyze(
     return build_result(profile, kernels, rules)
 
 
-def build_result(profile: Profile, kernels: list[Kernel], rules: list[Rule]) -> dict[str, Any]:
+def build_result(profile: Profile, kernels: list[Kernel], rules: list[Rule | ProgramRule]) -> dict[str, Any]:
     frame = profile.results.set_index("result_id", drop=False)
     total_ns = sum(k.duration_ns for k in kernels)
     sm_count = num(profile.device.get("sm_count"))
@@ -153,14 +153,59 @@ def build_result(profile: Profile, kernels: list[Kernel], rules: list[Rule]) -> 
         },
         "kernels": kernel_entries,
     }
-    result["program_findings"] = []
-    result["top_actions"] = top_actions(kernel_entries, total_ns)
+    program_ctx = ProgramContext(
+        kernels=kernel_entries,
+        launches=_launches(profile, kernels),
+        device=result["report"]["device"],
+        total_ns=total_ns,
+    )
+    program_findings, errors = engine.run_program_rules(rules, program_ctx)
+    for e in errors:
+        warnings.append(f"program rule {e['rule']} failed: {e['error']}")
+    result["program_findings"] = program_findings
+    result["top_actions"] = top_actions(kernel_entries, total_ns, program_findings)
     return result
 
 
-def top_actions(kernels: list[dict[str, Any]], total_ns: float, limit: int = 10) -> list[dict[str, Any]]:
-    """Where to start: every finding across the program ranked by the time it should save."""
-    actions = []
+def _launches(profile: Profile, kernels: list[Kernel]) -> list[dict[str, Any]]:
+    """Every result in launch order, with the id of its kernel entry and what program rules need."""
+    kernel_of = {rid: f"k{i}" for i, k in enumerate(kernels) for rid in k.result_ids}
+    out = []
+    for row in profile.results.sort_values("result_id").to_dict("records"):
+        out.append(
+            {
+                "result_id": int(row["result_id"]),
+                "kernel_id": kernel_of.get(int(row["result_id"])),
+                "name": row["name"],
+                "stream": num(row.get("launch__stream_id")),
+                "duration_ns": num(row.get("gpu__time_duration.sum")),
+                "dram_read_bytes": num(row.get("dram__bytes_read.sum")),
+                "dram_write_bytes": num(row.get("dram__bytes_write.sum")),
+                "grid": row["grid"],
+                "block": row["block"],
+            }
+        )
+    return out
+
+
+def top_actions(
+    kernels: list[dict[str, Any]], total_ns: float, program: list[dict[str, Any]] = (), limit: int = 10
+) -> list[dict[str, Any]]:
+    """Where to start: every finding across the program (kernel and program level) ranked by the time it saves."""
+    actions = [
+        {
+            "kernel": ", ".join(p["kernels"][:3]) + (" …" if len(p["kernels"]) > 3 else ""),
+            "kernel_id": (p.get("kernel_ids") or [None])[0],
+            "rule": p["rule"],
+            "category": p["category"],
+            "title": p["title"],
+            "estimated_saving_ns": p["estimated_saving_ns"],
+            "program_fraction": p["estimated_saving_ns"] / total_ns if total_ns else 0.0,
+            "scope": "program",
+        }
+        for p in program
+        if p["estimated_saving_ns"] > 0
+    ]
     for k in kernels:
         for f in k["findings"]:
             if f["category"] == "at-roofline":
@@ -175,6 +220,7 @@ def top_actions(kernels: list[dict[str, Any]], total_ns: float, limit: int = 10)
                     "title": f["title"],
                     "estimated_saving_ns": saving,
                     "program_fraction": saving / total_ns if total_ns else 0.0,
+                    "scope": "kernel",
                 }
             )
     actions.sort(key=lambda a: -a["estimated_saving_ns"])

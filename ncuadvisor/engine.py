@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from ncuadvisor.errors import RuleError
-from ncuadvisor.rules_api import CATEGORIES, CODE_RE, Finding, KernelContext, Rule
+from ncuadvisor.rules_api import CATEGORIES, CODE_RE, Finding, KernelContext, ProgramContext, ProgramRule, Rule
 
 AT_ROOFLINE_CATEGORY = "at-roofline"
 MIN_WORTH = 0.03  # findings estimated to save less than 3% of the kernel's time are not shown
@@ -27,9 +27,9 @@ def builtin_rules_dir() -> Path:
     raise RuleError("the built-in rules folder is missing from this installation (reinstall ncuadvisor)")
 
 
-def discover(folders: Iterable[Path] = ()) -> list[Rule]:
+def discover(folders: Iterable[Path] = ()) -> list[Rule | ProgramRule]:
     """Load every rule file: the built-in folder first, then each user folder (like ncu --section-folder)."""
-    rules: list[Rule] = []
+    rules: list[Rule | ProgramRule] = []
     seen: dict[str, str] = {}
     dirs = [(builtin_rules_dir(), "builtin")] + [(Path(f), str(f)) for f in folders]
     for folder, origin in dirs:
@@ -47,7 +47,7 @@ def discover(folders: Iterable[Path] = ()) -> list[Rule]:
     return rules
 
 
-def _load_rule_file(path: Path, origin: str) -> list[Rule]:
+def _load_rule_file(path: Path, origin: str) -> list[Rule | ProgramRule]:
     mod_name = "ncuadvisor_rule_" + re.sub(r"\W", "_", str(path.resolve()))
     spec = importlib.util.spec_from_file_location(mod_name, path)
     if spec is None or spec.loader is None:
@@ -61,10 +61,10 @@ def _load_rule_file(path: Path, origin: str) -> list[Rule]:
     classes = [
         c
         for _, c in inspect.getmembers(module, inspect.isclass)
-        if issubclass(c, Rule) and c is not Rule and c.__module__ == mod_name
+        if issubclass(c, (Rule, ProgramRule)) and c not in (Rule, ProgramRule) and c.__module__ == mod_name
     ]
     if len(classes) != 1:
-        raise RuleError(f"{path}: a rule file defines exactly one Rule subclass (found {len(classes)})")
+        raise RuleError(f"{path}: a rule file defines exactly one Rule or ProgramRule subclass (found {len(classes)})")
     cls = classes[0]
     if not CODE_RE.match(cls.code or ""):
         raise RuleError(f"{path}: rule code {cls.code!r} is not of the form ABC123")
@@ -98,11 +98,31 @@ class KernelVerdict:
     errors: list[dict[str, str]] = field(default_factory=list)
 
 
-def run_rules(rules: list[Rule], ctx: KernelContext) -> KernelVerdict:
+def kernel_rules(rules: Iterable[Rule | ProgramRule]) -> list[Rule]:
+    return [r for r in rules if isinstance(r, Rule)]
+
+
+def program_rules(rules: Iterable[Rule | ProgramRule]) -> list[ProgramRule]:
+    return [r for r in rules if isinstance(r, ProgramRule)]
+
+
+def run_program_rules(rules: Iterable[Rule | ProgramRule], ctx: ProgramContext) -> tuple[list[dict], list[dict]]:
+    """Program-level findings (largest saving first) and the errors of rules that failed."""
+    findings, errors = [], []
+    for rule in program_rules(rules):
+        try:
+            findings.extend(rule.check_program(ctx) or [])
+        except Exception as exc:  # a broken rule must not break the report
+            errors.append({"rule": rule.code, "error": f"{type(exc).__name__}: {exc}"})
+    findings.sort(key=lambda f: -f.estimated_saving_ns)
+    return [f.to_dict() for f in findings], errors
+
+
+def run_rules(rules: list[Rule | ProgramRule], ctx: KernelContext) -> KernelVerdict:
     """Run every rule on one kernel; cap estimates at the roofline, rank by value, handle at-roofline."""
     verdict = KernelVerdict()
     raw: list[Finding] = []
-    for rule in rules:
+    for rule in kernel_rules(rules):
         missing = [m for m in rule.requires if ctx.m(m) is None]
         if missing:
             verdict.skipped.append({"rule": rule.code, "reason": "report lacks " + ", ".join(missing[:3])})

@@ -249,3 +249,65 @@ def per_pc(ctx: KernelContext, *names: str) -> dict[int, dict[str, Any]]:
             row = out.setdefault(e.pc, {"file": e.file, "line": e.line, "sass": e.sass or ""})
             row[name] = e.value
     return out
+
+
+@dataclass
+class ProgramFinding:
+    """A finding about the program as a whole (several kernels, or many launches)."""
+
+    rule: str
+    category: str
+    title: str
+    message: str
+    fix: str
+    kernels: list[str] = field(default_factory=list)  # kernel names involved, in launch order
+    kernel_ids: list[str] = field(default_factory=list)
+    estimated_saving_ns: float = 0.0
+    saving_model: str = ""
+    speedup_type: str = "global"
+    confidence: str = "medium"
+    evidence: list[Evidence] = field(default_factory=list)
+    fix_code: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+class ProgramContext:
+    """What a program rule sees: every kernel entry (with roofline and findings) and every launch in order."""
+
+    def __init__(self, kernels: list[dict[str, Any]], launches: list[dict[str, Any]], device: dict[str, Any],
+                 total_ns: float):
+        self.kernels = kernels  # result kernel entries (dicts), by total time
+        self.by_id = {k["id"]: k for k in kernels}
+        # one dict per result in launch order: {"result_id", "kernel_id", "stream", "duration_ns",
+        #                                       "dram_read_bytes", "dram_write_bytes"}
+        self.launches = launches
+        self.device = device
+        self.total_ns = total_ns
+
+
+class ProgramRule:
+    """Base class of a program-level rule: `check_program` returns ProgramFindings."""
+
+    code: ClassVar[str] = ""
+    slug: ClassVar[str] = ""
+    category: ClassVar[str] = ""
+    title: ClassVar[str] = ""
+    requires: ClassVar[tuple[str, ...]] = ()  # metrics read for every result (may be absent: rules degrade)
+    optional: ClassVar[tuple[str, ...]] = ()
+    per_instruction: ClassVar[tuple[str, ...]] = ()
+    thresholds: ClassVar[dict[str, float]] = {}
+    aliases: ClassVar[tuple[str, ...]] = ()
+    origin: str = "builtin"
+
+    def check_program(self, p: ProgramContext) -> list[ProgramFinding]:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def finding(self, **kw: Any) -> ProgramFinding:
+        kw.setdefault("title", self.title)
+        return ProgramFinding(rule=self.code, category=self.category, **kw)
+
+    @classmethod
+    def doc_sections(cls) -> dict[str, str]:
+        return parse_doc(cls.__doc__ or "")

@@ -133,27 +133,20 @@ def is_high_headroom(v: Any) -> bool:
 
 # ----------------------------------------------------------------------------------------------- roofline chart
 
-W, H = 1000, 460
-TOP, BOTTOM = 24, 54  # plot margins (px)
-LEFT, RIGHT = 78, 24
-STRIP_W = 110  # the "no FLOPs" strip at the left edge
+W, H = 1120, 470
+TOP, BOTTOM = 24, 62  # plot margins (px)
+Y_TICKS = 64  # room left of the plot for the y tick labels and the axis title
+RIGHT = 210  # room right of the plot for the ceiling labels
+STRIP_X, STRIP_W, STRIP_GAP = 46, 84, 18  # the "no FLOPs" strip at the left edge
 MAX_DECADES = 10
+LABEL_GAP = 13  # min vertical distance between ceiling labels
 
-PEAK_LABELS = {
-    "fp32": "FP32",
-    "fp64": "FP64",
-    "fp16": "FP16",
-    "tensor_fp16": "Tensor FP16",
-    "tensor_bf16": "Tensor BF16",
-    "tensor_tf32": "Tensor TF32",
-    "tensor_fp64": "Tensor FP64",
-    "tensor_fp8": "Tensor FP8",
-    "tensor_int8": "Tensor INT8",
-}
-
-
-def _peak_label(key: str) -> str:
-    return PEAK_LABELS.get(key, key.replace("_", " "))
+def _peak_label(keys: list[str]) -> str:
+    """['tensor_fp16', 'tensor_bf16'] -> 'FP16/BF16 tensor'; ['fp32', 'tensor_fp64'] -> 'FP32, FP64 tensor'."""
+    plain = [k.upper().replace("_", " ") for k in keys if not k.startswith("tensor_")]
+    tensor = [k[len("tensor_"):].upper().replace("_", " ") for k in keys if k.startswith("tensor_")]
+    parts = (["/".join(plain)] if plain else []) + (["/".join(tensor) + " tensor"] if tensor else [])
+    return ", ".join(parts)
 
 
 def _roofs(peaks: Any) -> list[tuple[float, str]]:
@@ -161,7 +154,7 @@ def _roofs(peaks: Any) -> list[tuple[float, str]]:
     if not isinstance(peaks, dict):
         return []
     vals = [(v, str(k)) for k, v in ((k, _number(v)) for k, v in peaks.items()) if v is not None and v > 0]
-    vals.sort()
+    vals.sort(key=lambda t: t[0])  # stable: equal peaks keep the device's order
     merged: list[tuple[float, list[str]]] = []
     for v, k in vals:
         if merged and abs(v - merged[-1][0]) <= 1e-3 * v:
@@ -170,8 +163,7 @@ def _roofs(peaks: Any) -> list[tuple[float, str]]:
             merged.append((v, [k]))
     out = []
     for v, keys in merged:
-        keys.sort(key=lambda k: (k.startswith("tensor"), k))  # "FP32 / Tensor FP64"
-        out.append((v, " / ".join(_peak_label(k) for k in keys)))
+        out.append((v, _peak_label(keys)))
     return out
 
 
@@ -233,7 +225,7 @@ def roofline_chart(result: dict[str, Any]) -> dict[str, Any]:
     ylo = math.floor(math.log10(min(low_cands))) if low_cands else yhi - 5
     ylo = max(min(ylo, yhi - 3), yhi - MAX_DECADES)
 
-    x0 = LEFT + (STRIP_W if strip else 0)
+    x0 = (STRIP_X + STRIP_W + STRIP_GAP if strip else 0) + Y_TICKS
     x1, y0, y1 = W - RIGHT, TOP, H - BOTTOM  # plot box: x0..x1, y0 (top)..y1 (bottom)
 
     def px(x: float) -> float:
@@ -254,7 +246,7 @@ def roofline_chart(result: dict[str, Any]) -> dict[str, Any]:
         grid.append({"x1": _f(x0), "y1": y, "x2": _f(x1), "y2": y})
         ticks.append({"x": _f(x0 - 6), "y": _f(py(10.0**e) + 4), "text": _si_tick(10.0**e), "anchor": "end"})
 
-    ceilings, labels = [], []
+    ceilings, labels, roof_labels = [], [], []
     top_roof = roofs[-1][0] if roofs else None
     if bw:
         xa = max(10.0**xlo, 10.0**ylo / bw)
@@ -285,7 +277,13 @@ def roofline_chart(result: dict[str, Any]) -> dict[str, Any]:
             continue
         y = py(v)
         ceilings.append({"x1": _f(px(xa)), "y1": _f(y), "x2": _f(x1), "y2": _f(y), "cls": "ceil-flop"})
-        labels.append({"x": _f(x1 - 4), "y": _f(y - 4), "text": f"{name} {fmt_rate(v, 'FLOP/s')}", "anchor": "end", "transform": "", "cls": "lbl-flop"})
+        roof_labels.append([y + 4, f"{name} · {fmt_rate(v, 'FLOP/s')}"])
+    # ceiling labels sit right of the plot, pushed apart so none overlap
+    roof_labels.sort()
+    for n in range(len(roof_labels) - 2, -1, -1):  # from the bottom up: keep each above the next
+        roof_labels[n][0] = min(roof_labels[n][0], roof_labels[n + 1][0] - LABEL_GAP)
+    for y, text in roof_labels:
+        labels.append({"x": _f(x1 + 6), "y": _f(y), "text": text, "anchor": "start", "transform": "", "cls": "lbl-flop"})
 
     def tooltip(i: int, k: dict[str, Any], extra: str) -> str:
         name = k.get("demangled") or k.get("name") or "?"
@@ -314,7 +312,7 @@ def roofline_chart(result: dict[str, Any]) -> dict[str, Any]:
         )
     strip_box = None
     if strip:
-        sx0, sx1 = LEFT, LEFT + STRIP_W - 22
+        sx0, sx1 = STRIP_X, STRIP_X + STRIP_W
         strip_box = {
             "x": _f(sx0),
             "y": _f(y0),
@@ -351,7 +349,7 @@ def roofline_chart(result: dict[str, Any]) -> dict[str, Any]:
         "h": H,
         "plot": {"x": _f(x0), "y": _f(y0), "w": _f(x1 - x0), "h": _f(y1 - y0)},
         "x_label": {"x": _f((x0 + x1) / 2), "y": _f(H - 14)},
-        "y_label": {"x": 16, "y": _f((y0 + y1) / 2)},
+        "y_label": {"x": _f(x0 - Y_TICKS + 14), "y": _f((y0 + y1) / 2)},
         "grid": grid,
         "ticks": ticks,
         "ceilings": ceilings,
@@ -379,7 +377,7 @@ def render_html(result: dict) -> str:
             "basename": basename,
         }
     )
-    env.globals.update({"times": times, "high_headroom": is_high_headroom})
+    env.globals.update({"times": times, "high_headroom": is_high_headroom, "empty": _Rec()})
     template = env.get_template(TEMPLATE)
     return template.render(
         r=_view(result),

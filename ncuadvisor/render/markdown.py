@@ -1,0 +1,160 @@
+"""Markdown renderer (GitHub-flavoured): for pull-request comments and CI job summaries.
+
+The template (templates/report.md.j2) holds one macro per piece; this module escapes untrusted text
+explicitly (autoescape is off: markdown is not HTML) and assembles the pieces so the output stays
+under `max_chars`, dropping per-kernel details from the end (smallest kernels first), then table rows.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from typing import Any
+
+from ncuadvisor.render import environment, fmt_ns, short_name
+from ncuadvisor.render.html import _Rec, _number, _view, fmt_num, fmt_pct100, is_high_headroom, times
+
+TEMPLATE = "report.md.j2"
+GITHUB_LIMIT = 65000
+NOTE_SLACK = 16  # the "left out" note's length varies a little with its numbers
+
+# ASCII punctuation that means something to (GitHub-flavoured) markdown inline: backslash-escaped.
+_MD_SPECIAL = set("\\`*_[]~#!:|$")
+_FENCE_LANG = {"cuda": "cuda", "triton": "python", "pytorch": "python"}
+
+
+def _one_line(v: Any) -> str:
+    return " ".join(str(v).split()) if v is not None else ""
+
+
+def md(v: Any) -> str:
+    """Untrusted text as inline markdown, safe in a paragraph, a list item, a table cell or inside <code>:
+    newlines become spaces, &, <, > become entities, markdown punctuation (| ` * _ [ ] ...) is backslash-escaped."""
+    out = []
+    for ch in _one_line(v):
+        if ch == "&":
+            out.append("&amp;")
+        elif ch == "<":
+            out.append("&lt;")
+        elif ch == ">":
+            out.append("&gt;")
+        elif ch in _MD_SPECIAL:
+            out.append("\\" + ch)
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+def h(v: Any) -> str:
+    """Untrusted text inside a raw HTML block (<summary>): markdown is not parsed there, so entities only."""
+    return html.escape(_one_line(v), quote=True)
+
+
+def fence(code: Any, lang: Any = "") -> str:
+    """A fenced code block whose fence is longer than any backtick run in the code."""
+    text = str(code or "").replace("\r\n", "\n").replace("\r", "\n").rstrip("\n")
+    longest = max((len(m) for m in re.findall(r"`+", text)), default=0)
+    bar = "`" * max(3, longest + 1)
+    tag = _FENCE_LANG.get(str(lang or ""), "")
+    return f"{bar}{tag}\n{text}\n{bar}"
+
+
+def safe_short_name(v: Any, limit: int = 60) -> str:
+    return "–" if v is None else short_name(str(v), limit)
+
+
+def _env():
+    env = environment(autoescape=False)
+    env.filters.update(
+        {
+            "md": md,
+            "h": h,
+            "fence": fence,
+            "num": fmt_num,
+            "pct100": fmt_pct100,
+            "sname": safe_short_name,
+        }
+    )
+    env.globals.update(
+        {
+            "high_headroom": is_high_headroom,
+            "times": times,
+            "empty": _Rec(),
+        }
+    )
+    return env
+
+
+def render_markdown(result: dict, max_chars: int = GITHUB_LIMIT) -> str:
+    env = _env()
+    r = _view(result)
+    mod = env.get_template(TEMPLATE).make_module({"r": r})
+    kernels = [k if isinstance(k, dict) else _Rec() for k in (r.get("kernels") or [])]
+
+    head = str(mod.head()).strip("\n") + "\n\n"
+    table_head = str(mod.table_head()).strip("\n") + "\n" if kernels else ""
+    rows = [str(mod.table_row(i, k)).strip("\n") + "\n" for i, k in enumerate(kernels)]
+    footer = "\n" + str(mod.footer()).strip("\n") + "\n"
+    details_title = "\n" + str(mod.details_title()).strip("\n") + "\n\n" if kernels else ""
+
+    def note_rows(n_left: int, n_shown: int) -> str:
+        left = kernels[n_shown:]
+        total = sum(_number(k.get("duration_ns")) or 0.0 for k in left)
+        return "\n" + str(mod.rows_left_out(n_left, fmt_ns(total))).strip("\n") + "\n"
+
+    def note_details(n_left: int) -> str:
+        return "\n" + str(mod.details_left_out(n_left)).strip("\n") + "\n"
+
+    fixed = len(head) + len(table_head) + sum(map(len, rows)) + len(footer)
+
+    # 1) the whole table fits: add kernel details while they fit (largest kernels first, the list's order)
+    if not kernels:
+        if fixed <= max_chars:
+            return head + footer
+    elif fixed + len(details_title) + len(note_details(len(kernels))) <= max_chars:
+        budget = max_chars - fixed - len(details_title) - len(note_details(len(kernels)))
+        details: list[str] = []
+        for i, k in enumerate(kernels):
+            d = "\n" + str(mod.kernel_detail(i, k)).strip("\n") + "\n"
+            if len(d) > budget:
+                break
+            details.append(d)
+            budget -= len(d)
+        n_left = len(kernels) - len(details)
+        return (
+            head
+            + table_head
+            + "".join(rows)
+            + (details_title + "".join(details) if details else "")
+            + (note_details(n_left) if n_left else "")
+            + footer
+        )
+
+    # 2) no details at all, and the table itself is cut: keep the largest kernels' rows
+    if kernels:
+        base = len(head) + len(table_head) + len(footer) + len(note_details(len(kernels)))
+        budget = max_chars - base - len(note_rows(len(kernels), 0)) - NOTE_SLACK
+        shown = 0
+        for row in rows:
+            if len(row) > budget:
+                break
+            budget -= len(row)
+            shown += 1
+        text = (
+            head
+            + table_head
+            + "".join(rows[:shown])
+            + note_rows(len(kernels) - shown, shown)
+            + note_details(len(kernels))
+            + footer
+        )
+        if len(text) <= max_chars:
+            return text
+
+    # 3) even the headline does not fit (tiny max_chars, huge warnings): cut it at a line and say so
+    note = note_rows(len(kernels), 0) if kernels else ""
+    room = max(0, max_chars - len(note))
+    cut = head[:room]
+    if "\n" in cut:
+        cut = cut[: cut.rindex("\n") + 1]
+    return (cut + note)[:max_chars]

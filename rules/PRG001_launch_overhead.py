@@ -1,0 +1,69 @@
+from ncuadvisor.rules_api import Evidence, ProgramContext, ProgramRule
+
+
+class LaunchOverhead(ProgramRule):
+    """Many launches of kernels that run for only a few microseconds: launch overhead dominates.
+
+    What it detects:
+        At least `min_launches` launches shorter than `short_ns` (`gpu__time_duration.sum` per result), making up at
+        least `min_share` of all launches.
+
+    Why it costs time:
+        Each launch costs a few microseconds of host and driver work and leaves the GPU idle between kernels when the
+        kernels are shorter than that. ncu serializes kernels, so these gaps do not appear in the report: the kernels
+        look cheap while the program waits on launches.
+
+    Example:
+        for (int i = 0; i < 2000; ++i) tiny_add<<<4, 1024>>>(x, y, 4096);
+
+    Use instead:
+        Capture the sequence once in a CUDA Graph and replay it (`cudaStreamBeginCapture` / `cudaGraphLaunch`;
+        PyTorch: `torch.cuda.CUDAGraph` or `torch.compile(mode="reduce-overhead")`), batch the small problems into one
+        launch, or fuse the kernels.
+
+    Speedup estimate:
+        `overhead_ns` (a typical launch cost on x86 hosts) per short launch; confirm the real gaps with Nsight
+        Systems, which sees them.
+
+    False positives:
+        Short kernels that overlap with long ones on other streams, or a program already replaying CUDA Graphs (ncu
+        then still sees each kernel node).
+    """
+
+    code = "PRG001"
+    slug = "launch-overhead"
+    category = "launch-overhead"
+    title = "Many tiny launches: launch overhead"
+    requires = ("gpu__time_duration.sum",)
+    thresholds = {"short_ns": 5000.0, "min_launches": 50, "min_share": 0.2, "overhead_ns": 2000.0}
+
+    def check_program(self, p: ProgramContext):
+        t = self.thresholds
+        short = [x for x in p.launches if x["duration_ns"] is not None and x["duration_ns"] < t["short_ns"]]
+        if len(short) < t["min_launches"] or len(short) < t["min_share"] * len(p.launches):
+            return []
+        counts: dict[str, int] = {}
+        for x in short:
+            counts[x["kernel_id"]] = counts.get(x["kernel_id"], 0) + 1
+        top = sorted(counts.items(), key=lambda kv: -kv[1])
+        names = [p.by_id[kid]["name"] for kid, _ in top if kid in p.by_id]
+        gpu_ns = sum(x["duration_ns"] for x in short)
+        saving = len(short) * t["overhead_ns"]
+        return [self.finding(
+            title=f"{len(short)} launches shorter than {t['short_ns'] / 1000:.0f} µs",
+            message=(f"{len(short)} of {len(p.launches)} launches run under {t['short_ns'] / 1000:.0f} µs "
+                     f"({gpu_ns / 1000:.0f} µs of GPU time in all); at ~{t['overhead_ns'] / 1000:.0f} µs of launch "
+                     "overhead each, the program spends more time launching them than running them."),
+            fix=("Capture the repeated sequence in a CUDA Graph and replay it; in PyTorch use "
+                 "torch.compile(mode=\"reduce-overhead\") or torch.cuda.CUDAGraph for stable shapes. Batch many small "
+                 "problems into one launch, or fuse the kernels."),
+            fix_code=("g = torch.cuda.CUDAGraph()\nwith torch.cuda.graph(g):\n    out = step(static_input)\n"
+                      "g.replay()   # one launch for the whole sequence"),
+            kernels=names,
+            kernel_ids=[kid for kid, _ in top],
+            estimated_saving_ns=saving,
+            saving_model=(f"{t['overhead_ns'] / 1000:.0f} µs of host launch overhead per short launch (ncu cannot see "
+                          "the gaps; Nsight Systems can)."),
+            confidence="low",
+            evidence=[Evidence("short_launches", len(short), t["min_launches"], f"launches < {t['short_ns']:.0f} ns")],
+        )]
