@@ -358,6 +358,7 @@ def roofline_chart(result: dict[str, Any]) -> dict[str, Any]:
         "strip": strip_box,
         "unplaced": [{"index": i, "id": k.get("id") or f"k{i}", "name": k.get("name"), "demangled": k.get("demangled")} for i, k in unplaced],
         "empty": not placed and not strip,
+        "no_ceilings": not ceilings,
     }
 
 

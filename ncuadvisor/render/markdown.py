@@ -12,14 +12,14 @@ import re
 from typing import Any
 
 from ncuadvisor.render import environment, fmt_ns, short_name
-from ncuadvisor.render.html import _Rec, _number, _view, fmt_num, fmt_pct100, is_high_headroom, times
+from ncuadvisor.render.html import _Rec, basename, _number, _view, fmt_num, fmt_pct100, is_high_headroom, times
 
 TEMPLATE = "report.md.j2"
 GITHUB_LIMIT = 65000
 NOTE_SLACK = 16  # the "left out" note's length varies a little with its numbers
 
 # ASCII punctuation that means something to (GitHub-flavoured) markdown inline: backslash-escaped.
-_MD_SPECIAL = set("\\`*_[]~#!:|$")
+_MD_SPECIAL = set("\\`*_[]~#!|$")
 _FENCE_LANG = {"cuda": "cuda", "triton": "python", "pytorch": "python"}
 
 
@@ -31,8 +31,12 @@ def md(v: Any) -> str:
     """Untrusted text as inline markdown, safe in a paragraph, a list item, a table cell or inside <code>:
     newlines become spaces, &, <, > become entities, markdown punctuation (| ` * _ [ ] ...) is backslash-escaped."""
     out = []
-    for ch in _one_line(v):
-        if ch == "&":
+    text = _one_line(v)
+    for n, ch in enumerate(text):
+        nxt = text[n + 1 : n + 2]
+        if ch == ":" and (nxt.isalnum() or nxt in ":_+-"):  # could start an emoji shortcode (`std::x::y`, 12:30)
+            out.append("\\:")
+        elif ch == "&":
             out.append("&amp;")
         elif ch == "<":
             out.append("&lt;")
@@ -73,6 +77,7 @@ def _env():
             "num": fmt_num,
             "pct100": fmt_pct100,
             "sname": safe_short_name,
+            "basename": basename,
         }
     )
     env.globals.update(

@@ -1,0 +1,119 @@
+"""Accuracy of the first finding, and of the speedup estimates, on the project's planted-flaw workloads.
+
+For every kernel of fixtures/flaws.ncu-rep.xz (workloads/cuda/flaws.cu, captured on an H200) it prints: the planted
+flaw (workloads/cuda/manifest.json), our first finding, NCU's own top-ranked rule from the same report, and for each
+flawed/fixed pair our estimated speedup next to the one measured without the profiler (fixtures/bench_flaws.jsonl).
+It ends with one line: our first-finding accuracy, NCU's, and the mean error of our speedup estimates.
+
+    python benchmarks/accuracy.py [--report fixtures/flaws.ncu-rep.xz] [--markdown]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from ncuadvisor.analyze import analyze  # noqa: E402
+
+# NCU rule identifiers -> our categories (for scoring NCU's top rule on the same question).
+NCU_CATEGORY = {
+    "UncoalescedGlobalAccess": "coalescing",
+    "UncoalescedSharedAccess": "bank-conflicts",
+    "SharedMemoryConflicts": "bank-conflicts",
+    "MemoryCacheAccessPattern": "coalescing",
+    "AchievedOccupancy": "occupancy",
+    "TheoreticalOccupancy": "occupancy",
+    "LaunchConfiguration": "launch-config",
+    "SOLBottleneck": "at-roofline",
+    "ThreadDivergence": "divergence",
+    "BranchDivergence": "divergence",
+    "LocalMemory": "local-memory",
+    "SlowPipeUtilization": "precision",
+    "FPInstructions": "precision",
+    "TensorCoreUtilization": "tensor-cores",
+    "CPIStall": "latency",
+    "IssueSlotUtilization": "latency",
+    "HighPipeUtilization": "at-roofline",
+    "MemoryL2Compression": "cache",
+}
+NCU_NEAR_BOUND_PCT = 20.0  # NCU "leaves a kernel alone" when none of its rules estimates 20% or more
+
+
+def ncu_top(k: dict) -> tuple[str, str]:
+    rules = [r for r in k["ncu_rules"] if r.get("speedup_pct") is not None]
+    if not rules:
+        return "-", "at-roofline"
+    top = max(rules, key=lambda r: r["speedup_pct"])
+    if top["speedup_pct"] < NCU_NEAR_BOUND_PCT:
+        return f"{top['rule']} ({top['speedup_pct']:.0f}%)", "at-roofline"
+    return f"{top['rule']} ({top['speedup_pct']:.0f}%)", NCU_CATEGORY.get(top["rule"], "other")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--report", default=str(ROOT / "fixtures" / "flaws.ncu-rep.xz"))
+    ap.add_argument("--manifest", default=str(ROOT / "workloads" / "cuda" / "manifest.json"))
+    ap.add_argument("--bench", default=str(ROOT / "fixtures" / "bench_flaws.jsonl"))
+    ap.add_argument("--markdown", action="store_true", help="print the table as markdown (for RESULTS.md)")
+    args = ap.parse_args()
+
+    manifest = json.loads(Path(args.manifest).read_text())["flaws"]
+    bench = {}
+    if Path(args.bench).exists():
+        for line in Path(args.bench).read_text().splitlines():
+            if line.strip().startswith("{"):
+                row = json.loads(line)
+                bench[row["kernel"]] = row["median_us"]
+    result = analyze(args.report)
+    kernels = {k["name"]: k for k in result["kernels"]}
+
+    rows, ours_ok, ncu_ok, errors = [], 0, 0, []
+    for name, spec in manifest.items():
+        k = kernels.get(name)
+        if k is None:
+            rows.append((name, spec.get("planted") or "at-roofline", "(not in report)", "", "", "", ""))
+            continue
+        expected = spec.get("planted") or "at-roofline"
+        first = k["findings"][0] if k["findings"] else None
+        ours = first["category"] if first else "(none)"
+        ncu_label, ncu_cat = ncu_top(k)
+        ours_ok += ours == expected
+        ncu_ok += ncu_cat == expected
+        est_txt = meas_txt = ""
+        twin = spec.get("twin")
+        if spec.get("planted") and twin and name in bench and twin in bench and first:
+            measured = bench[name] / bench[twin]  # speedup of the fix, as a ratio
+            est_fraction = first["estimated_speedup"] if ours == expected else 0.0
+            estimated = 1.0 / max(1e-9, 1.0 - est_fraction)
+            errors.append(abs(estimated - measured) / measured)
+            est_txt, meas_txt = f"{estimated:.2f}×", f"{measured:.2f}×"
+        rows.append((name, expected, f"{first['rule']} {ours}" if first else ours, ncu_label, est_txt, meas_txt,
+                     "ok" if ours == expected else "MISS"))
+
+    header = ("kernel", "planted", "our first finding", "NCU top rule", "est.", "measured", "")
+    if args.markdown:
+        print("| " + " | ".join(header) + " |")
+        print("|" + "---|" * len(header))
+        for r in rows:
+            print("| " + " | ".join(str(c) for c in r) + " |")
+    else:
+        widths = [max(len(str(r[i])) for r in rows + [header]) for i in range(len(header))]
+        for r in [header] + rows:
+            print("  ".join(str(c).ljust(w) for c, w in zip(r, widths)))
+    n = len([r for r in rows if r[2] != "(not in report)"])
+    mean_err = sum(errors) / len(errors) if errors else float("nan")
+    within = sum(e <= 0.30 for e in errors)
+    print(
+        f"\nfirst-finding accuracy: ours {ours_ok}/{n} ({ours_ok / max(n, 1):.0%}), NCU {ncu_ok}/{n} "
+        f"({ncu_ok / max(n, 1):.0%}); speedup estimates: mean error {mean_err:.0%}, {within}/{len(errors)} within ±30%"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,219 @@
+"""The HTML and markdown renderers, on the result of a real report: content, self-containment, escaping, limits."""
+
+from __future__ import annotations
+
+import copy
+import html
+import json
+import lzma
+import pathlib
+import re
+import shutil
+
+import pytest
+
+from ncuadvisor.render import short_name, to_json
+from ncuadvisor.render.html import render_html
+from ncuadvisor.render.markdown import md, render_markdown
+
+REPORT = pathlib.Path(__file__).parent.parent / "fixtures" / "probe.ncu-rep.xz"
+
+EVIL_NAME = '<script>alert(1)</script>"><img src=x onerror=alert(1)>{{ 7*7 }}</details>|'
+EVIL_CODE = "</script><script>alert(2)</script>"
+JSON_BLOCK = re.compile(r'<script type="application/json" id="ncuadvisor-result">(.*?)</script>', re.S)
+
+
+@pytest.fixture(scope="module")
+def result(tmp_path_factory) -> dict:
+    from ncuadvisor.analyze import analyze
+
+    if not REPORT.exists():
+        pytest.fail(f"fixture {REPORT} is missing")
+    path = tmp_path_factory.mktemp("render") / "probe.ncu-rep"
+    with lzma.open(REPORT, "rb") as fin, path.open("wb") as fout:
+        shutil.copyfileobj(fin, fout)
+    return analyze(path)
+
+
+@pytest.fixture()
+def evil(result) -> dict:
+    """The result with hostile strings where a report's own text goes."""
+    r = copy.deepcopy(result)
+    k = r["kernels"][0]
+    k["name"] = k["demangled"] = EVIL_NAME
+    src = next((f for kk in r["kernels"] for f in kk["findings"] if f["source"]), None)
+    if src is None:  # the probe has source lines; keep the test meaningful if a rule change drops them
+        k["findings"].append(copy.deepcopy(r["kernels"][0]["findings"][0]) if k["findings"] else {})
+        src = k["findings"][-1]
+        src["source"] = [{"file": "x.cu", "line": 1, "code": "", "sass": "", "share": 1.0}]
+    src["source"][0]["code"] = EVIL_CODE
+    if r["top_actions"]:
+        r["top_actions"][0]["kernel"] = EVIL_NAME
+    return r
+
+
+def _json_block(page: str) -> str:
+    blocks = JSON_BLOCK.findall(page)
+    assert len(blocks) == 1, "exactly one embedded result"
+    return blocks[0]
+
+
+def _many(result: dict, copies: int) -> dict:
+    r = copy.deepcopy(result)
+    kernels = []
+    for c in range(copies):
+        for k in result["kernels"]:
+            kk = copy.deepcopy(k)
+            kk["id"] = f"k{len(kernels)}"
+            kk["name"] = f"{k['name']}_{c}"
+            kk["demangled"] = f"{k['demangled']} /* copy {c} */"
+            kernels.append(kk)
+    r["kernels"] = kernels
+    return r
+
+
+# ----------------------------------------------------------------------------------------------- HTML
+
+
+def test_html_has_every_kernel_card_and_escaped_name(result):
+    page = render_html(result)
+    assert page.startswith("<!DOCTYPE html>")
+    for k in result["kernels"]:
+        assert f'<section class="card" id="{k["id"]}">' in page
+        assert f'href="#{k["id"]}"' in page
+        assert html.escape(k["demangled"], quote=False) in page
+        assert html.escape(short_name(k["name"])) in page
+    for a in result["top_actions"]:
+        assert html.escape(a["title"], quote=False) in page
+    assert result["report"]["device"]["name"] in page
+    assert "Where to start" in page and "Where the time goes" in page and "NCU's own guidance" in page
+
+
+def test_html_embeds_the_result_as_parseable_json(result):
+    page = render_html(result)
+    assert json.loads(_json_block(page)) == json.loads(to_json(result))
+
+
+def test_html_is_self_contained(result):
+    page = render_html(result)
+    low = page.lower()
+    assert "<link" not in low and "@import" not in low and "url(" not in low
+    assert not re.search(r'(src|href)\s*=\s*["\']?\s*(https?:)?//', low)
+    # the only <script> is the JSON data block: no JavaScript at all
+    assert low.count("<script") == 1 and '<script type="application/json"' in low
+    assert "http://" not in JSON_BLOCK.sub("", page) and "https://" not in JSON_BLOCK.sub("", page)
+
+
+def test_html_roofline_chart_places_every_kernel(result):
+    page = render_html(result)
+    svg = page[page.index("<svg") : page.index("</svg>")]
+    for i, k in enumerate(result["kernels"]):
+        assert f'<a href="#{k["id"]}"><circle' in svg, f"kernel #{i} missing from the chart"
+    for label in ("FP32", "FP64", "tensor", "DRAM"):
+        assert label in svg
+    if any(not k["roofline"]["flops"] for k in result["kernels"]):
+        assert "no FLOPs" in svg
+
+
+def test_html_details_balanced_and_large_reports_collapse(result):
+    big = _many(result, 7)  # 28 kernels: 20 cards open, the rest closed
+    page = render_html(big)
+    assert page.count("<details") == page.count("</details>")
+    assert len(re.findall(r'<section class="card" id="k\d+">\n<details open>', page)) == 20
+    assert len(re.findall(r'<section class="card" id="k\d+">\n<details>', page)) == len(big["kernels"]) - 20
+
+
+def test_html_escapes_hostile_strings(evil):
+    page = render_html(evil)
+    assert "<script>alert" not in page
+    assert "<img" not in page
+    assert "{{ 7*7 }}" in html.unescape(page) and ">49<" not in page
+    assert page.count("<details") == page.count("</details>")
+    assert page.lower().count("<script") == 1
+    assert json.loads(_json_block(page)) == json.loads(to_json(evil))
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;&#34;&gt;&lt;img" in page
+
+
+def test_html_handles_nulls_and_empty_lists(result):
+    r = copy.deepcopy(result)
+    r["report"]["device"] = None
+    r["report"]["warnings"] = ["the report lacks sections: <SourceCounters>"]
+    r["top_actions"] = []
+    r["program_findings"] = [{"rule": "PRG001", "title": "t", "message": None, "kernels": None}]
+    k = r["kernels"][0]
+    for key in list(k):
+        if key != "id":
+            k[key] = None
+    r["kernels"][1]["roofline"] = {key: None for key in r["kernels"][1]["roofline"]}
+    r["kernels"][1]["findings"] = [{"rule": "X", "evidence": None, "source": None, "estimated_speedup": None}]
+    page = render_html(r)
+    assert page.count("<details") == page.count("</details>")
+    assert "&lt;SourceCounters&gt;" in page
+    for k in r["kernels"]:
+        assert f'id="{k["id"]}"' in page
+    empty = render_html({"kernels": [], "report": None, "top_actions": None})
+    assert "no kernels" in empty
+
+
+# ----------------------------------------------------------------------------------------------- markdown
+
+
+def test_markdown_summary_table_and_details(result):
+    text = render_markdown(result)
+    assert len(text) <= 65000
+    first = result["top_actions"][0]
+    assert md(first["title"]) in text.split("###")[0]  # the headline names the first thing to fix
+    assert "| # | Kernel | Launches | Time | Share | Bound | Headroom | First finding |" in text
+    rows = [line for line in text.splitlines() if re.match(r"^\| \d+ \|", line)]
+    assert len(rows) == len(result["kernels"])
+    for k in result["kernels"]:
+        assert md(short_name(k["name"], 60)) in text
+    assert text.count("<details>") == text.count("</details>") == len(result["kernels"])
+    assert text.count("```") % 2 == 0
+    assert "left out" not in text
+
+
+def test_markdown_escapes_hostile_strings(evil):
+    text = render_markdown(evil)
+    assert "<script>" not in text and "<img" not in text
+    assert text.count("<details>") == text.count("</details>")
+    row = next(line for line in text.splitlines() if line.startswith("| 0 |"))
+    assert row.count("|") - row.count("\\|") == 9  # 8 cells: the name's own "|" is escaped
+    assert "\\|" in row and "&lt;" in row
+    assert "<code>&lt;script&gt;alert(1)&lt;/script&gt;\"&gt;&lt;img src=x onerror=alert(1)&gt;" in text  # full name
+    assert "&lt;/script&gt;&lt;script&gt;alert(2)&lt;/script&gt;" in text  # the source line
+
+
+def test_markdown_fences_outgrow_backticks(result):
+    r = copy.deepcopy(result)
+    f = next(f for k in r["kernels"] for f in k["findings"] if f["fix_code"])
+    f["fix_code"] = "a ``` b\n````\nc"
+    text = render_markdown(r)
+    assert "`````cuda\na ``` b\n````\nc\n`````" in text
+
+
+def test_markdown_stays_under_the_limit(result):
+    big = _many(result, 500)
+    text = render_markdown(big)
+    assert len(text) <= 65000
+    assert "left out" in text
+    assert text.count("<details>") == text.count("</details>")
+    assert len(render_markdown(big, max_chars=20000)) <= 20000
+    # a moderately large report keeps the whole table and drops only the smallest kernels' details
+    mid = _many(result, 30)
+    text = render_markdown(mid, max_chars=30000)
+    assert len(text) <= 30000
+    rows = [line for line in text.splitlines() if re.match(r"^\| \d+ \|", line)]
+    assert len(rows) == len(mid["kernels"])
+    assert 0 < text.count("<details>") < len(mid["kernels"]) and "left out" in text
+
+
+def test_markdown_handles_nulls_and_empty(result):
+    r = copy.deepcopy(result)
+    r["report"]["device"] = None
+    k = r["kernels"][0]
+    for key in list(k):
+        k[key] = None
+    text = render_markdown(r)
+    assert text.count("<details>") == text.count("</details>")
+    assert "Nothing to fix first" in render_markdown({"kernels": [], "top_actions": []})
