@@ -30,7 +30,7 @@ static constexpr int G_W = 80;                    // gather: accumulators per th
 static constexpr int G_LOADS = 16;                // gather: dependent loads per output
 static constexpr int L_THREADS = 1 << 20;         // local-array kernels: 1M threads, 64 inputs each
 static constexpr int L_K = 64;
-static constexpr int CHASE_STEPS = 256;           // pointer chase: dependent loads per thread
+static constexpr int CHASE_STEPS = 256;           // pointer chase: dependent loads per warp (chain)
 static constexpr int DIV_ITERS = 256;
 static constexpr int POLY_ITERS = 2048;
 static constexpr int FMA_ITERS = 1024;
@@ -161,18 +161,22 @@ __device__ __forceinline__ float gather_weight(uint32_t i, int m) { return hash_
 __device__ __forceinline__ uint32_t gather_next(uint32_t j, float v, uint32_t mask) {
   return hash32(j ^ __float_as_uint(v)) & mask;
 }
+// The gathers are warp-coalesced: each warp reads 32 consecutive floats (one 128-byte line) at a random,
+// warp-uniform position, and the next position depends on the value just loaded (lane 0's, via a shuffle).
+// One 128-byte request per warp in flight keeps the kernel latency-bound, so its speed scales with resident warps.
 // PLANTED: occupancy — 80 weights + 80 accumulators kept live in registers (~170 registers/thread): 1 block of 256 per SM (limiter: registers) for a latency-bound gather.
 __global__ void __launch_bounds__(256, 1) gather_regs_capped(const float* __restrict__ x, float* __restrict__ out, uint32_t mask, int n) {
-  uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+  uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;  // n is a multiple of 256: every lane is active (shuffles)
   if (i >= (uint32_t)n) return;
+  const uint32_t lane = threadIdx.x & 31u;
   float w[G_W], acc[G_W];
 #pragma unroll
   for (int m = 0; m < G_W; ++m) { w[m] = gather_weight(i, m); acc[m] = 0.f; }
-  uint32_t j = hash32(i) & mask;
+  uint32_t j = hash32(i >> 5) & mask & ~31u;
 #pragma unroll 1
   for (int k = 0; k < G_LOADS; ++k) {
-    float v = x[j];
-    j = gather_next(j, v, mask);
+    float v = x[j + lane];
+    j = gather_next(j, __shfl_sync(0xffffffffu, v, 0), mask) & ~31u;
 #pragma unroll
     for (int m = 0; m < G_W; ++m) acc[m] = fmaf(acc[m], v, w[m]);
   }
@@ -185,10 +189,14 @@ __global__ void __launch_bounds__(256, 1) gather_regs_capped(const float* __rest
 __global__ void __launch_bounds__(256, 4) gather_regs_bounded(const float* __restrict__ x, float* __restrict__ out, uint32_t mask, int n) {
   uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= (uint32_t)n) return;
+  const uint32_t lane = threadIdx.x & 31u;
   float v[G_LOADS];
-  uint32_t j = hash32(i) & mask;
+  uint32_t j = hash32(i >> 5) & mask & ~31u;
 #pragma unroll
-  for (int k = 0; k < G_LOADS; ++k) { v[k] = x[j]; j = gather_next(j, v[k], mask); }
+  for (int k = 0; k < G_LOADS; ++k) {
+    v[k] = x[j + lane];
+    j = gather_next(j, __shfl_sync(0xffffffffu, v[k], 0), mask) & ~31u;
+  }
   float s = 0.f;
 #pragma unroll 4
   for (int m = 0; m < G_W; ++m) {
@@ -416,20 +424,44 @@ __global__ void __launch_bounds__(1024) rowsum_shfl(const float* __restrict__ in
 // ---------------------------------------------------------------------------------------------
 // Pointer chasing through a random single-cycle permutation of 64M ints
 // ---------------------------------------------------------------------------------------------
-// PLANTED: latency — each thread follows ONE chain of 256 dependent loads j = next[j]: one load in flight per thread.
-__global__ void chase_pointer(const uint32_t* __restrict__ next, uint32_t* __restrict__ out, int steps, uint32_t mask) {
-  uint32_t t = blockIdx.x * blockDim.x + threadIdx.x;
-  uint32_t j = (t * 2654435761u) & mask;
-  for (int s = 0; s < steps; ++s) j = next[j];
-  out[t] = j;
+// The list: CH_NODES = 2M nodes of 32 uint32 (128 bytes; 64M ints in all), linked in one random cycle. Field 0 of
+// a node holds the index of the next node, fields 1..31 a random payload. One warp walks one chain: each lane
+// loads one field of the current node (one coalesced 128-byte load per step) and lane 0's field, shuffled to the
+// whole warp, is the next node. Chains start at evenly spaced positions of the cycle, so they never overlap.
+static constexpr uint32_t CH_NODES = (uint32_t)(N / 32);
+__host__ __device__ __forceinline__ uint32_t sigma21(uint32_t x) {  // a bijection on 21 bits
+  const uint32_t m = CH_NODES - 1;
+  x = (x * 0x2545F491u + 0x1234567u) & m; x ^= x >> 11;
+  x = (x * 0x9E3779B1u) & m; x ^= x >> 9;
+  x = (x * 0x85EBCA6Bu + 0x7654321u) & m; x ^= x >> 12;
+  return x & m;
 }
-// FIXED TWIN of chase_pointer: same threads and same total loads, but each thread advances 4 independent chains interleaved (steps/4 each): 4 loads in flight per thread.
-__global__ void chase_pointer_ilp(const uint32_t* __restrict__ next, uint32_t* __restrict__ out, int steps, uint32_t mask) {
-  uint32_t t = blockIdx.x * blockDim.x + threadIdx.x;
-  uint32_t j0 = ((4 * t + 0) * 2654435761u) & mask, j1 = ((4 * t + 1) * 2654435761u) & mask;
-  uint32_t j2 = ((4 * t + 2) * 2654435761u) & mask, j3 = ((4 * t + 3) * 2654435761u) & mask;
-  for (int s = 0; s < steps / 4; ++s) { j0 = next[j0]; j1 = next[j1]; j2 = next[j2]; j3 = next[j3]; }
-  out[t] = j0 ^ j1 ^ j2 ^ j3;
+// PLANTED: latency — each warp follows ONE chain of 256 dependent loads (node = next[node]): one 128-byte load in flight per warp.
+__global__ void chase_pointer(const uint32_t* __restrict__ nodes, uint32_t* __restrict__ out, int steps) {
+  const uint32_t t = blockIdx.x * blockDim.x + threadIdx.x, lane = threadIdx.x & 31u;
+  const uint32_t warp = t >> 5, nwarps = (gridDim.x * blockDim.x) >> 5;
+  uint32_t node = sigma21(warp * (CH_NODES / nwarps)), acc = 0;
+  for (int s = 0; s < steps; ++s) {
+    uint32_t v = nodes[(size_t)node * 32 + lane];
+    acc ^= v;
+    node = __shfl_sync(0xffffffffu, v, 0);
+  }
+  out[t] = acc;
+}
+// FIXED TWIN of chase_pointer: same threads and same total loads, but each warp advances 4 independent chains interleaved (steps/4 each): 4 loads in flight per warp.
+__global__ void chase_pointer_ilp(const uint32_t* __restrict__ nodes, uint32_t* __restrict__ out, int steps) {
+  const uint32_t t = blockIdx.x * blockDim.x + threadIdx.x, lane = threadIdx.x & 31u;
+  const uint32_t warp = t >> 5, nchains = ((gridDim.x * blockDim.x) >> 5) * 4, spacing = CH_NODES / nchains;
+  uint32_t n0 = sigma21((4 * warp + 0) * spacing), n1 = sigma21((4 * warp + 1) * spacing);
+  uint32_t n2 = sigma21((4 * warp + 2) * spacing), n3 = sigma21((4 * warp + 3) * spacing), acc = 0;
+  for (int s = 0; s < steps / 4; ++s) {
+    uint32_t v0 = nodes[(size_t)n0 * 32 + lane], v1 = nodes[(size_t)n1 * 32 + lane];
+    uint32_t v2 = nodes[(size_t)n2 * 32 + lane], v3 = nodes[(size_t)n3 * 32 + lane];
+    acc ^= v0 ^ v1 ^ v2 ^ v3;
+    n0 = __shfl_sync(0xffffffffu, v0, 0); n1 = __shfl_sync(0xffffffffu, v1, 0);
+    n2 = __shfl_sync(0xffffffffu, v2, 0); n3 = __shfl_sync(0xffffffffu, v3, 0);
+  }
+  out[t] = acc;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -525,20 +557,19 @@ static uint32_t* histIn() {
   return p;
 }
 static unsigned int* hist() { static unsigned int* p = device_alloc<unsigned int>(256); return p; }
-// Random single cycle through all N positions: visit order sigma(0), sigma(1), ... with sigma a bijection on 26 bits.
-static inline uint32_t sigma26(uint32_t x) {
-  const uint32_t m = (1u << 26) - 1;
-  x = (x * 0x2545F491u + 0x1234567u) & m; x ^= x >> 13;
-  x = (x * 0x9E3779B1u) & m; x ^= x >> 11;
-  x = (x * 0x85EBCA6Bu + 0x7654321u) & m; x ^= x >> 15;
-  return x & m;
-}
+// The chase list: node sigma21(k) links to node sigma21(k+1): one random cycle through all CH_NODES nodes.
 static uint32_t* chaseNext() {
   static uint32_t* p = nullptr;
   if (!p) {
     std::vector<uint32_t> h(N);
-    const uint32_t m = (uint32_t)N - 1;
-    parallel_for(N, [&](size_t b, size_t e) { for (size_t k = b; k < e; ++k) h[sigma26((uint32_t)k)] = sigma26(((uint32_t)k + 1) & m); });
+    const uint32_t m = CH_NODES - 1;
+    parallel_for(CH_NODES, [&](size_t b, size_t e) {
+      for (size_t k = b; k < e; ++k) {
+        uint32_t node = sigma21((uint32_t)k);
+        h[(size_t)node * 32] = sigma21(((uint32_t)k + 1) & m);
+        for (uint32_t f = 1; f < 32; ++f) h[(size_t)node * 32 + f] = hash32(node * 32 + f);
+      }
+    });
     CK(cudaMalloc(&p, N * 4));
     CK(cudaMemcpy(p, h.data(), N * 4, cudaMemcpyHostToDevice));
   }
@@ -657,10 +688,10 @@ static std::vector<Kernel> make_kernels() {
                [] { rowsum_shfl<<<NROWS, 1024>>>(fA(), fB()); }, [] { return (void*)fB(); }, (size_t)NROWS, OUT_F32});
   // pointer chase
   K.push_back({"chase_pointer", [] { chaseNext(); chaseOut(); }, none,
-               [sms, mask] { chase_pointer<<<sms * 4, 256>>>(chaseNext(), chaseOut(), CHASE_STEPS, mask); },
+               [sms] { chase_pointer<<<sms * 4, 256>>>(chaseNext(), chaseOut(), CHASE_STEPS); },
                [] { return (void*)chaseOut(); }, (size_t)sms * 4 * 256, OUT_U32});
   K.push_back({"chase_pointer_ilp", [] { chaseNext(); chaseOut(); }, none,
-               [sms, mask] { chase_pointer_ilp<<<sms * 4, 256>>>(chaseNext(), chaseOut(), CHASE_STEPS, mask); },
+               [sms] { chase_pointer_ilp<<<sms * 4, 256>>>(chaseNext(), chaseOut(), CHASE_STEPS); },
                [] { return (void*)chaseOut(); }, (size_t)sms * 4 * 256, OUT_U32});
   // precision
   K.push_back({"poly_double_literal", [] { fA(); fB(); }, none,
@@ -740,15 +771,25 @@ int main(int argc, char** argv) {
     if (!found) { fprintf(stderr, "unknown kernel in --only: %s\n", o.c_str()); return 2; }
   }
 
+  // A launch error that is not sticky (bad launch configuration, too much shared memory...) is reported and
+  // the remaining kernels still run; the exit code is then 1 (unless --exit-code asks for another).
+  int failures = 0;
+  auto launch_ok = [&](Kernel* k) -> bool {
+    k->pre();
+    k->launch();
+    cudaError_t e = cudaGetLastError();
+    if (e == cudaSuccess) e = cudaDeviceSynchronize();
+    if (e != cudaSuccess) {
+      fprintf(stderr, "kernel %s failed: %s (%s)\n", k->name.c_str(), cudaGetErrorName(e), cudaGetErrorString(e));
+      ++failures;
+      return false;
+    }
+    return true;
+  };
   if (mode == "once") {
     for (auto* k : sel) k->prepare();
     CK(cudaDeviceSynchronize());
-    for (auto* k : sel) {
-      k->pre();
-      k->launch();
-      CKLAUNCH();
-      CK(cudaDeviceSynchronize());
-    }
+    for (auto* k : sel) launch_ok(k);
   } else if (mode == "bench") {
     cudaEvent_t e0, e1;
     CK(cudaEventCreate(&e0));
@@ -756,7 +797,8 @@ int main(int argc, char** argv) {
     for (auto* k : sel) {
       k->prepare();
       CK(cudaDeviceSynchronize());
-      for (int w = 0; w < 3; ++w) { k->pre(); k->launch(); CKLAUNCH(); }
+      if (!launch_ok(k)) continue;
+      for (int w = 0; w < 2; ++w) { k->pre(); k->launch(); CKLAUNCH(); }
       CK(cudaDeviceSynchronize());
       std::vector<float> ts;
       for (int r = 0; r < 15; ++r) {
@@ -813,5 +855,6 @@ int main(int argc, char** argv) {
     }
   }
   CK(cudaDeviceSynchronize());
+  if (exit_code == 0 && failures) exit_code = 1;
   return exit_code;
 }

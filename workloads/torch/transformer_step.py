@@ -9,7 +9,9 @@ into Inductor (Triton) kernels.
 
 --steps N runs N steps in all: the first N-1 are warm-up steps outside any NVTX range, the last one is the
 measured step, wrapped in torch.cuda.nvtx.range("step") (profile it with
-`ncu --nvtx --nvtx-include "step/" ...`). --train does forward + backward + AdamW step; the default is
+`ncu --nvtx --nvtx-include "step/" ...`; that push/pop range is thread-local and misses the backward
+kernels of --train, which autograd launches from another thread: the process-wide start/end range
+"step_all_threads" spans the same step, select it with `--nvtx-include "step_all_threads"`). --train does forward + backward + AdamW step; the default is
 forward only (under torch.no_grad). Prints one line with the measured step time.
 """
 import argparse
@@ -112,10 +114,16 @@ def main() -> None:
     t_warm = time.perf_counter()
 
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    # Two NVTX ranges around the measured step: the push/pop range "step" (ncu --nvtx-include "step/") is
+    # thread-local, so it does NOT contain the backward kernels, which autograd launches from its own device
+    # thread; the start/end range "step_all_threads" (ncu --nvtx-include "step_all_threads", no slash) is
+    # process-wide and contains every kernel of the step.
     with torch.cuda.nvtx.range("step"):
+        rid = torch.cuda.nvtx.range_start("step_all_threads")
         start.record()
         val = step()
         end.record()
+        torch.cuda.nvtx.range_end(rid)
     torch.cuda.synchronize()
     t_end = time.perf_counter()
     print(
