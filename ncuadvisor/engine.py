@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from ncuadvisor.errors import RuleError
+from ncuadvisor.roofline import PRACTICAL_FRACTION
 from ncuadvisor.rules_api import CATEGORIES, CODE_RE, Finding, KernelContext, ProgramContext, ProgramRule, Rule
 
 AT_ROOFLINE_CATEGORY = "at-roofline"
@@ -139,14 +140,17 @@ def run_rules(rules: list[Rule | ProgramRule], ctx: KernelContext) -> KernelVerd
     r = ctx.roofline
     cap = None
     if r.theoretical_ns and r.duration_ns:
-        cap = max(0.0, 1.0 - r.theoretical_ns / r.duration_ns)
+        cap = max(0.0, 1.0 - r.theoretical_ns / PRACTICAL_FRACTION / r.duration_ns)
     at_roofline = [f for f in raw if f.category == AT_ROOFLINE_CATEGORY]
     others = [f for f in raw if f.category != AT_ROOFLINE_CATEGORY]
     for f in others:
         f.estimated_speedup = max(0.0, min(1.0, f.estimated_speedup))
         if cap is not None and not f.changes_floor and f.estimated_speedup > cap:
             f.estimated_speedup = cap
-            f.speedup_model += f" Capped at {cap:.0%}: the roofline floor cannot be beaten without changing it."
+            f.speedup_model += (
+                f" Capped at {cap:.0%}: no fix that keeps the algorithm runs faster than its roofline floor at "
+                f"{PRACTICAL_FRACTION:.0%} of peak."
+            )
     kept: list[Finding] = []
     for f in others:
         if at_roofline and not (f.changes_floor and f.estimated_speedup >= NEAR_BOUND_KEEP):

@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, ClassVar, Iterable
 
 from ncuadvisor.model import Kernel, SourceLine, num
-from ncuadvisor.roofline import Roofline
+from ncuadvisor.roofline import PRACTICAL_FRACTION, Roofline
 
 CATEGORIES = (
     "at-roofline",
@@ -213,12 +213,22 @@ def _dedent(text: str) -> str:
 
 
 def time_after(duration_ns: float, new_ns: float, floor_ns: float | None) -> float:
-    """Fraction of time saved going from duration to new_ns, never below the roofline floor."""
+    """Fraction of time saved going from duration to new_ns, never below the floor reached in practice."""
     if not duration_ns or duration_ns <= 0:
         return 0.0
     if floor_ns:
-        new_ns = max(new_ns, floor_ns)
+        new_ns = max(new_ns, floor_ns / PRACTICAL_FRACTION)
     return max(0.0, min(1.0, 1.0 - new_ns / duration_ns))
+
+
+def unit_floor_ns(k: "KernelContext") -> float | None:
+    """The time the busiest unit (Speed Of Light) needs for the kernel's current instructions and traffic, at the
+    practical fraction of its peak: the limit of fixes that change neither (occupancy, grid size, latency hiding)."""
+    r = k.roofline
+    busy = max(r.sol.get("memory_pct", 0.0), r.sol.get("compute_pct", 0.0))
+    if not r.duration_ns or busy <= 0:
+        return None
+    return r.duration_ns * busy / 100.0 / PRACTICAL_FRACTION
 
 
 def fmt_ns(ns: float | None) -> str:

@@ -1,6 +1,6 @@
 import math
 
-from ncuadvisor.rules_api import Evidence, KernelContext, Rule, time_after
+from ncuadvisor.rules_api import Evidence, KernelContext, Rule, time_after, unit_floor_ns
 
 
 class GridTooSmall(Rule):
@@ -23,8 +23,9 @@ class GridTooSmall(Rule):
         `cudaOccupancyMaxActiveBlocksPerMultiprocessor`) for a grid-stride loop, or `ceil(n / block)` blocks.
 
     Speedup estimate:
-        Work spreads over the idle SMs: new time = time × blocks / SMs (small grid) or × waves / ceil(waves) (tail),
-        never below the roofline floor.
+        Small grid: throughput scales with the warps in flight (Little's law), so new time = time × warps now /
+        warps when every SM holds as many blocks as fit; tail: × waves / ceil(waves). Never below the busiest unit's
+        time for the same traffic, nor the roofline floor at 85% of peak.
 
     False positives:
         Kernels that are deliberately small (a reduction's last pass) and run for a few microseconds: the estimate
@@ -36,7 +37,9 @@ class GridTooSmall(Rule):
     category = "launch-config"
     title = "Grid too small to fill the GPU"
     requires = ("launch__grid_size", "launch__block_size")
-    optional = ("launch__waves_per_multiprocessor", "device__attribute_multiprocessor_count")
+    optional = ("launch__waves_per_multiprocessor", "device__attribute_multiprocessor_count",
+                "launch__occupancy_limit_blocks", "launch__occupancy_limit_registers",
+                "launch__occupancy_limit_shared_mem", "launch__occupancy_limit_warps")
     thresholds = {"min_tail_loss": 0.2, "max_waves_for_tail": 4.0}
 
     def check(self, k: KernelContext):
@@ -47,7 +50,15 @@ class GridTooSmall(Rule):
             return None
         block = k.block_size
         if grid < sms:
-            new_ns = r.duration_ns * grid / sms
+            # warps in flight now vs. once every SM holds as many blocks as fit (Little's law)
+            warps_per_block = max(1.0, block / 32.0)
+            per_sm = k.m("launch__occupancy_limit_blocks") or 1.0
+            for limit in ("launch__occupancy_limit_registers", "launch__occupancy_limit_shared_mem",
+                          "launch__occupancy_limit_warps"):
+                if k.m(limit):
+                    per_sm = min(per_sm, k.m(limit))
+            after_warps = sms * per_sm * warps_per_block
+            new_ns = max(r.duration_ns * grid * warps_per_block / after_warps, unit_floor_ns(k) or 0.0)
             if k.is_triton:
                 fix = (f"The launch grid has {grid:.0f} programs for {sms} SMs: use a smaller BLOCK_SIZE so "
                        "`triton.cdiv(n, BLOCK_SIZE)` ≥ 2 × SMs, or split the reduction axis (split-K).")
@@ -65,7 +76,8 @@ class GridTooSmall(Rule):
                 fix=fix,
                 fix_code=code,
                 estimated_speedup=time_after(r.duration_ns, new_ns, r.theoretical_ns),
-                speedup_model=f"Time × {grid:.0f} / {sms} SMs (the work spreads over all SMs), not below the floor.",
+                speedup_model=("Throughput ∝ warps in flight (Little's law): time × warps now / warps when every SM holds "
+                               "as many blocks as fit, not below the busiest unit's time nor the roofline floor."),
                 confidence="high",
                 evidence=[Evidence("launch__grid_size", grid, sms, "blocks (threshold: SM count)")],
             )

@@ -30,7 +30,9 @@ class NarrowGlobalAccess(Rule):
     False positives:
         Kernels whose narrow accesses are gathers (indices) or whose time is spent elsewhere; misaligned or odd-sized
         buffers need a scalar prologue/epilogue. The rule stays silent when bank conflicts or low occupancy (below
-        `min_achieved_occupancy_pct`) explain the low bandwidth, so their own rules speak first.
+        `min_achieved_occupancy_pct`) explain the low bandwidth, so their own rules speak first; likewise
+        data re-read more than `max_reuse_factor` times (tiling), more than `max_loads_per_warp` loads per warp (a
+        loop: latency), more shared than global loads (exchanges: warp primitives), atomics and local memory.
     """
 
     code = "MEM003"
@@ -43,10 +45,21 @@ class NarrowGlobalAccess(Rule):
         "derived__memory_l1_wavefronts_shared_excessive",
         "memory_l1_wavefronts_shared",
         "sm__warps_active.avg.pct_of_peak_sustained_active",
+        "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum",
+        "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum",
+        "l1tex__t_requests_pipe_lsu_mem_global_op_atom.sum",
+        "l1tex__t_requests_pipe_lsu_mem_global_op_red.sum",
+        "l1tex__t_sectors_pipe_lsu_mem_local_op_ld.sum",
+        "l1tex__t_sectors_pipe_lsu_mem_local_op_st.sum",
+        "launch__grid_size",
+        "launch__block_size",
+        "smsp__sass_inst_executed_op_shared_ld.sum",
+        "smsp__sass_inst_executed_op_global_ld.sum",
     )
     per_instruction = ("memory_type", "memory_access_size_type", "inst_executed")
     thresholds = {"max_dram_fraction": 0.7, "min_narrow_share": 0.5, "achievable_dram_fraction": 0.85,
-                  "max_excess_fraction": 0.3, "min_achieved_occupancy_pct": 40.0}
+                  "max_excess_fraction": 0.3, "min_achieved_occupancy_pct": 40.0, "max_reuse_factor": 4.0,
+                  "max_loads_per_warp": 4.0}
 
     def check(self, k: KernelContext):
         r = k.roofline
@@ -64,6 +77,24 @@ class NarrowGlobalAccess(Rule):
         occupancy = k.m("sm__warps_active.avg.pct_of_peak_sustained_active")
         if occupancy is not None and occupancy < self.thresholds["min_achieved_occupancy_pct"]:
             return None  # too few warps explain the low bandwidth: OCC001 speaks first
+        # A streaming kernel: each byte loaded about once, few loads per warp, no local memory, no atomics.
+        ld_sectors = k.m("l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum") or 0
+        if r.compulsory_bytes and ld_sectors * 32 > self.thresholds["max_reuse_factor"] * r.compulsory_bytes:
+            return None  # data re-read many times: tiling (TIL001) speaks
+        ld_requests = k.m("l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum") or 0
+        warps = (k.m("launch__grid_size") or 0) * max(1.0, (k.m("launch__block_size") or 32) / 32)
+        if warps and ld_requests / warps > self.thresholds["max_loads_per_warp"]:
+            return None  # a loop of loads per warp: more loads in flight (LAT001), not wider ones
+        atomics = (k.m("l1tex__t_requests_pipe_lsu_mem_global_op_atom.sum") or 0) + (
+            k.m("l1tex__t_requests_pipe_lsu_mem_global_op_red.sum") or 0)
+        if atomics > 0.1 * max(ld_requests, 1):
+            return None  # atomics dominate: ATM001 speaks
+        local = (k.m("l1tex__t_sectors_pipe_lsu_mem_local_op_ld.sum") or 0) + (
+            k.m("l1tex__t_sectors_pipe_lsu_mem_local_op_st.sum") or 0)
+        if local > 0.1 * max(ld_sectors, 1):
+            return None  # local memory: LOC001 speaks
+        if (k.m("smsp__sass_inst_executed_op_shared_ld.sum") or 0) > (k.m("smsp__sass_inst_executed_op_global_ld.sum") or 0):
+            return None  # values exchanged through shared memory: WRP001/MEM002 speak
         pcs = per_pc(k, "memory_type", "memory_access_size_type", "inst_executed")
         glob = [p for p in pcs.values() if p.get("memory_type") == GLOBAL and p.get("memory_access_size_type")]
         if not glob:

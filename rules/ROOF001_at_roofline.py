@@ -14,7 +14,8 @@ class AtRoofline(Rule):
         launch cannot win more than the small gap that is left.
 
     Example:
-        A float4 copy moving 512 MB at 4.1 TB/s on a 4.8 TB/s part: 125 µs against a floor of 107 µs.
+        A float4 copy moving 512 MB at 4.1 TB/s on a 4.8 TB/s part: 125 µs against a floor of 107 µs. The best
+        kernels reach about 85% of a peak (headroom 1.18); `max_headroom` 1.6 leaves room for clocks and tails.
 
     Use instead:
         Leave the kernel. To go faster, change the algorithm's byte or FLOP count: fuse it with its neighbours so
@@ -33,7 +34,7 @@ class AtRoofline(Rule):
     category = "at-roofline"
     title = "Near its roofline bound: leave it"
     requires = ("gpu__time_duration.sum",)
-    thresholds = {"max_headroom": 1.5}
+    thresholds = {"max_headroom": 1.6}
 
     def check(self, k: KernelContext):
         r = k.roofline

@@ -26,7 +26,7 @@ def test_rule_is_documented(rule):
     assert rule.category in CATEGORIES
     assert rule.requires, "a rule declares the metrics it needs"
     for name in rule.thresholds:
-        assert re.match(r"^[a-z_]+$", name)
+        assert re.match(r"^[a-z0-9_]+$", name)
 
 
 def test_codes_are_unique():

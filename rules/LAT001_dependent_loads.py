@@ -1,0 +1,96 @@
+from ncuadvisor.rules_api import Evidence, KernelContext, Rule, time_after, unit_floor_ns
+
+STALLS = ("long_scoreboard", "barrier", "mio_throttle", "lg_throttle", "short_scoreboard", "math_pipe_throttle",
+          "wait", "not_selected", "selected", "membar", "drain", "no_instruction", "dispatch_stall", "tex_throttle",
+          "branch_resolving", "imc_miss", "misc", "sleeping")
+
+
+def stall(name: str) -> str:
+    return f"smsp__average_warps_issue_stalled_{name}_per_issue_active.ratio"
+
+
+class DependentLoads(Rule):
+    """Warps wait on global loads one at a time: too little memory-level parallelism per warp.
+
+    What it detects:
+        A latency-bound kernel (memory and compute below 50% of peak) with enough warps
+        (`sm__maximum_warps_per_active_cycle_pct` ≥ `min_theoretical_occupancy_pct`), whose warps stall on global
+        memory (`long_scoreboard`) for at least `min_long_scoreboard_share` of their stalls while each warp issues
+        more than `min_loads_per_warp` loads: a loop whose loads wait for each other.
+
+    Why it costs time:
+        A load from HBM takes ~600-800 cycles. A warp that needs the result of one load to address the next (pointer
+        chasing, a dependent gather) or that uses each loaded value right away keeps one request in flight, and even
+        a full SM then moves a few bytes per cycle.
+
+    Example:
+        for (int s = 0; s < steps; ++s) j = next[j];          // each load waits for the previous one
+
+    Use instead:
+        Put more independent loads in flight per warp: unroll the loop and issue the loads of several iterations
+        before using them, walk several independent chains per thread, prefetch the next tile while computing on
+        this one (cp.async with `__pipeline_commit`, or TMA, double buffering).
+
+    Speedup estimate:
+        With the latency hidden, the kernel runs at the pace of its busiest unit for the same traffic: new time =
+        time × Speed Of Light ÷ 0.85, not below the roofline floor at 85% of peak.
+
+    False positives:
+        Random gathers over more data than L2 are bound by DRAM's random-access rate rather than latency; low
+        occupancy (OCC001) and narrow accesses (MEM003) are reported by their own rules.
+    """
+
+    code = "LAT001"
+    slug = "dependent-loads"
+    category = "latency"
+    title = "Too few loads in flight (dependent loads)"
+    requires = (stall("long_scoreboard"), "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum",
+                "sm__maximum_warps_per_active_cycle_pct", "launch__grid_size", "launch__block_size")
+    optional = tuple(stall(s) for s in STALLS if s != "long_scoreboard")
+    per_instruction = ("smsp__pcsamp_warps_issue_stalled_long_scoreboard",)
+    thresholds = {"min_long_scoreboard_share": 0.5, "min_loads_per_warp": 4.0, "min_theoretical_occupancy_pct": 50.0}
+
+    def check(self, k: KernelContext):
+        r = k.roofline
+        t = self.thresholds
+        if r.bound != "latency":
+            return None
+        if (k.m("sm__maximum_warps_per_active_cycle_pct") or 0) < t["min_theoretical_occupancy_pct"]:
+            return None  # too few warps: OCC001
+        total = sum(k.m(stall(s)) or 0.0 for s in STALLS)
+        ls = k.m(stall("long_scoreboard")) or 0.0
+        if total <= 0 or ls / total < t["min_long_scoreboard_share"]:
+            return None
+        warps = (k.m("launch__grid_size") or 0) * max(1.0, (k.m("launch__block_size") or 32) / 32)
+        loads_per_warp = (k.m("l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum") or 0) / max(warps, 1)
+        if loads_per_warp <= t["min_loads_per_warp"]:
+            return None
+        new_ns = unit_floor_ns(k) or 0.0
+        lines = k.top_lines("smsp__pcsamp_warps_issue_stalled_long_scoreboard", limit=3)
+        if k.is_triton:
+            fix = ("Raise num_stages so Triton software-pipelines the tl.load of the next iterations, and give each "
+                   "program more independent work (a larger BLOCK) so more loads are in flight.")
+            code = "@triton.autotune(configs=[triton.Config({'BLOCK': 1024}, num_warps=8, num_stages=4)], key=['n'])"
+        else:
+            fix = (f"Each warp issues {loads_per_warp:.0f} global loads and waits for each one (long-scoreboard stalls "
+                   f"are {ls / total:.0%} of its stalls). Issue several independent loads before using them: unroll, "
+                   "walk several chains per thread, or prefetch with cp.async/TMA into shared memory.")
+            code = ("// 4 independent chains per thread: 4 loads in flight instead of 1\n"
+                    "for (int s = 0; s < steps; ++s) {\n"
+                    "  j0 = next[j0]; j1 = next[j1]; j2 = next[j2]; j3 = next[j3];\n}")
+        return self.finding(
+            title=f"Latency-bound: {ls / total:.0%} of stalls wait on global loads, {loads_per_warp:.0f} loads per warp",
+            message=(f"Memory and compute are both below half of peak; warps mostly wait for global loads "
+                     f"({ls:.0f} cycles of long-scoreboard stall per issued instruction) with too few requests in "
+                     "flight to cover HBM latency."),
+            fix=fix,
+            fix_code=code,
+            estimated_speedup=time_after(r.duration_ns or 0, new_ns, r.theoretical_ns),
+            speedup_model="Latency hidden: the busiest unit's time for the same traffic (Speed Of Light ÷ 0.85), not "
+            "below the roofline floor.",
+            confidence="medium",
+            evidence=[Evidence(stall("long_scoreboard"), round(ls, 2), None, "long-scoreboard stall per issue"),
+                      Evidence("long_scoreboard_share", round(ls / total, 3), t["min_long_scoreboard_share"]),
+                      Evidence("loads_per_warp", round(loads_per_warp, 1), t["min_loads_per_warp"])],
+            source=lines,
+        )

@@ -1,0 +1,99 @@
+from ncuadvisor.rules_api import Evidence, KernelContext, Rule, per_pc, time_after
+
+GLOBAL = 4
+
+
+class FmaMatrixProduct(Rule):
+    """A matrix product (or convolution) computed on the FMA pipes instead of the tensor cores.
+
+    What it detects:
+        At least `min_gflop` GFLOP of FP32/FP16 FMA work, no tensor-core work, the FMA pipe at least `min_fma_pct`
+        busy, and operands loaded from memory at a matrix-product rate (shared + global load instructions at least
+        `min_loads_per_fma` per FMA instruction: a chain of FMAs on registers does not qualify).
+
+    Why it costs time:
+        On an H100/H200 the tensor cores deliver about 990 TFLOP/s in FP16/BF16 and 495 in TF32 against 67 TFLOP/s
+        on the FMA pipes: a matrix product on FMAs uses 7% of the chip.
+
+    Example:
+        acc += __half2float(As[ty][k]) * __half2float(Bs[k][tx]);   // half inputs, scalar FMAs
+
+    Use instead:
+        cuBLAS/cuBLASLt or CUTLASS; by hand, `nvcuda::wmma` 16×16×16 fragments (`mma_sync`) from shared-memory tiles,
+        or `wgmma` on sm_90a. FP32 data can use TF32 (`wmma::precision::tf32`) if its 10-bit mantissa is accurate
+        enough, or be converted to BF16.
+
+    Speedup estimate:
+        The FMA-pipe time moves to the tensor cores (8-16× faster): new time = time × (1 − FMA pipe utilization);
+        the loads and the rest of the kernel remain.
+
+    False positives:
+        Small or skinny products (batched 4×4) that do not fill a 16×16 fragment; elementwise math with many FMAs per
+        loaded value does not qualify.
+    """
+
+    code = "TEN001"
+    slug = "fma-matrix-product"
+    category = "tensor-cores"
+    title = "Matrix product on FMA pipes: use tensor cores"
+    requires = ("sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active",
+                "smsp__sass_inst_executed_op_global_ld.sum")
+    optional = ("smsp__sass_inst_executed_op_shared_ld.sum",
+                "smsp__sass_thread_inst_executed_op_ffma_pred_on.sum.per_cycle_elapsed")
+    per_instruction = ("memory_type", "memory_access_size_type", "inst_executed")
+    thresholds = {"min_gflop": 1.0, "min_fma_pct": 40.0, "min_loads_per_fma": 0.1}
+    changes_floor = True
+
+    def check(self, k: KernelContext):
+        r = k.roofline
+        t = self.thresholds
+        fma_flops = r.flops_by_precision.get("fp32", 0.0) + r.flops_by_precision.get("fp16", 0.0)
+        tensor = sum(v for p, v in r.flops_by_precision.items() if p.startswith("tensor"))
+        if fma_flops < t["min_gflop"] * 1e9 or tensor > 0.05 * fma_flops:
+            return None
+        fma_pct = k.m("sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active") or 0.0
+        if fma_pct < t["min_fma_pct"]:
+            return None
+        fma_warp_inst = fma_flops / 2 / 32
+        loads = (k.m("smsp__sass_inst_executed_op_global_ld.sum") or 0) + (
+            k.m("smsp__sass_inst_executed_op_shared_ld.sum") or 0)
+        if loads < t["min_loads_per_fma"] * fma_warp_inst:
+            return None
+        sizes = [v["memory_access_size_type"] for v in per_pc(k, "memory_type", "memory_access_size_type").values()
+                 if v.get("memory_type") == GLOBAL and v.get("memory_access_size_type")]
+        half = bool(sizes) and min(sizes) <= 16
+        dtype = "FP16/BF16" if half else "TF32 (or BF16)"
+        new_ns = (r.duration_ns or 0) * (1 - fma_pct / 100)
+        if k.is_triton:
+            fix = ("Compute the product with `tl.dot` on BLOCK_M×BLOCK_K and BLOCK_K×BLOCK_N tiles (≥ 16 in each "
+                   "dimension) so Triton emits tensor-core MMA instructions; for float32 inputs pass "
+                   "`input_precision=\"tf32\"`.")
+            code = "acc = tl.dot(a, b, acc)   # tensor cores; BLOCK_* >= 16"
+        else:
+            fix = (f"The {dtype} matrix product runs on the FMA pipes ({fma_pct:.0f}% busy). Call cuBLAS/CUTLASS, or "
+                   "compute 16×16×16 tiles with nvcuda::wmma fragments loaded from the shared-memory tiles.")
+            code = ("#include <mma.h>\nusing namespace nvcuda;\n"
+                    "wmma::fragment<wmma::matrix_a, 16, 16, 16, half, wmma::row_major> a;\n"
+                    "wmma::fragment<wmma::matrix_b, 16, 16, 16, half, wmma::row_major> b;\n"
+                    "wmma::fragment<wmma::accumulator, 16, 16, 16, float> c;\n"
+                    "wmma::fill_fragment(c, 0.f);\n"
+                    "for (int k0 = 0; k0 < 32; k0 += 16) {\n"
+                    "  wmma::load_matrix_sync(a, &As[warp_row][k0], 32 + 8);   // padded tiles\n"
+                    "  wmma::load_matrix_sync(b, &Bs[k0][warp_col], 32 + 8);\n"
+                    "  wmma::mma_sync(c, a, b, c);\n}")
+        return self.finding(
+            title=f"{fma_flops / 1e9:.1f} GFLOP of matrix work on FMA pipes, none on tensor cores",
+            message=(f"The kernel computes {fma_flops / 1e9:.1f} GFLOP with FMA instructions fed from memory "
+                     f"({loads / fma_warp_inst:.2f} loads per FMA), the FMA pipe {fma_pct:.0f}% busy and the tensor "
+                     "cores idle."),
+            fix=fix,
+            fix_code=code,
+            estimated_speedup=time_after(r.duration_ns or 0, new_ns, None),
+            speedup_model=f"The FMA-pipe time moves to the tensor cores: time × (1 − {fma_pct:.0f}%).",
+            confidence="medium",
+            changes_floor=True,
+            evidence=[Evidence("sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active", round(fma_pct, 1),
+                               t["min_fma_pct"], "FMA pipe busy", "%"),
+                      Evidence("loads_per_fma", round(loads / fma_warp_inst, 3), t["min_loads_per_fma"]),
+                      Evidence("tensor_flops", tensor, None, "tensor-core FLOPs")],
+        )

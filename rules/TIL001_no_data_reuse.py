@@ -1,0 +1,106 @@
+from ncuadvisor.rules_api import Evidence, KernelContext, Rule, time_after
+
+
+class NoDataReuse(Rule):
+    """Arithmetic fed straight from global memory (or from shared memory without register reuse): tile it.
+
+    What it detects:
+        A kernel with at least `min_gflop` GFLOP of FMA work whose loads per FLOP are high: global load bytes
+        (`l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum` × 32) above `max_global_bytes_per_flop`, or shared-memory
+        wavefronts (`memory_l1_wavefronts_shared`) above `max_shared_wavefronts_per_flop`, while L1/shared memory is
+        the busiest unit.
+
+    Why it costs time:
+        A matrix product computed one output per thread reads 2 operands per FMA: the load/store unit, not the FMA
+        pipe, sets the pace. Shared-memory tiles cut global loads by the tile width; register tiles (each thread
+        computing a 4×4 or 8×8 block of outputs) cut shared loads by the same factor.
+
+    Example:
+        for (int k = 0; k < K; ++k) acc += A[row * K + k] * B[k * N + col];   // global operands every step
+
+    Use instead:
+        Stage 32×32 tiles of A and B in shared memory (`__shared__ float As[32][32], Bs[32][33]`), then give each
+        thread a register tile of outputs; better, use cuBLAS/CUTLASS, or tensor cores (TEN001).
+
+    Speedup estimate:
+        Global operands: a shared-memory tiled kernel reaches about `tiled_fma_fraction` of the FP32 peak (17 of 67
+        TFLOP/s on an H200); shared operands: a register-tiled kernel about `register_tiled_fma_fraction`. New time =
+        FLOPs / (that fraction × peak).
+
+    False positives:
+        Shared-memory operands with the FMA pipe already above `max_fma_pct` busy are not flagged: the FMA pipe is
+        then the limit (tensor cores, TEN001). Kernels whose operands are genuinely used once (elementwise with many FLOPs per element) have low loads per
+        FLOP and do not fire.
+    """
+
+    code = "TIL001"
+    slug = "no-data-reuse"
+    category = "tiling"
+    title = "Little data reuse: tile in shared memory and registers"
+    requires = ("l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum",)
+    optional = ("memory_l1_wavefronts_shared", "sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active")
+    per_instruction = ("inst_executed",)
+    thresholds = {"min_gflop": 1.0, "max_global_bytes_per_flop": 0.5, "max_shared_wavefronts_per_flop": 0.005,
+                  "min_l1_pct": 60.0, "tiled_fma_fraction": 0.25, "register_tiled_fma_fraction": 0.6,
+                  "max_fma_pct": 50.0}
+
+    def check(self, k: KernelContext):
+        r = k.roofline
+        t = self.thresholds
+        fma_flops = r.flops_by_precision.get("fp32", 0.0) + r.flops_by_precision.get("fp16", 0.0)
+        tensor = sum(v for p, v in r.flops_by_precision.items() if p.startswith("tensor"))
+        if fma_flops < t["min_gflop"] * 1e9 or tensor > 0.1 * fma_flops:
+            return None
+        if r.sol.get("l1_pct", 0.0) < t["min_l1_pct"]:
+            return None
+        global_bpf = (k.m("l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum") or 0) * 32 / fma_flops
+        shared_wpf = (k.m("memory_l1_wavefronts_shared") or 0) / fma_flops
+        peak = r.peak_flops_per_s.get("fp32")
+        if not peak or not r.duration_ns:
+            return None
+        if global_bpf > t["max_global_bytes_per_flop"]:
+            level, frac = "global", t["tiled_fma_fraction"]
+            what = f"{global_bpf:.2f} bytes of global loads per FLOP"
+            fix = ("Operands come from global memory at every step: stage 32×32 tiles of both inputs in shared memory "
+                   "and loop over the tile from there (then add register tiles of outputs per thread).")
+            code = ("__shared__ float As[32][32], Bs[32][33];\n"
+                    "for (int t = 0; t < K; t += 32) {\n"
+                    "  As[ty][tx] = A[row * K + t + tx];  Bs[ty][tx] = B[(t + ty) * N + col];\n"
+                    "  __syncthreads();\n"
+                    "  for (int k = 0; k < 32; ++k) acc += As[ty][k] * Bs[k][tx];\n"
+                    "  __syncthreads();\n}")
+        elif (shared_wpf > t["max_shared_wavefronts_per_flop"]
+              and (k.m("sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active") or 0) < t["max_fma_pct"]):
+            level, frac = "shared", t["register_tiled_fma_fraction"]
+            what = f"{shared_wpf * 1000:.1f} shared-memory wavefronts per 1000 FLOP"
+            fix = ("Operands are re-read from shared memory for every FMA: give each thread a register tile of "
+                   "outputs (e.g. 8×8) so every value loaded from shared memory feeds 8 FMAs.")
+            code = ("float acc[8][8] = {};   // per-thread register tile\n"
+                    "for (int k = 0; k < 32; ++k) {\n"
+                    "  float a[8], b[8];\n"
+                    "  for (int i = 0; i < 8; ++i) { a[i] = As[ty * 8 + i][k]; b[i] = Bs[k][tx * 8 + i]; }\n"
+                    "  for (int i = 0; i < 8; ++i) for (int j = 0; j < 8; ++j) acc[i][j] += a[i] * b[j];\n}")
+        else:
+            return None
+        if k.is_triton:
+            fix = ("Use a blocked `tl.dot` over BLOCK_M×BLOCK_N×BLOCK_K tiles (64×64×32 or larger) instead of scalar "
+                   "loops; tune num_warps and num_stages with @triton.autotune.")
+            code = "acc += tl.dot(a_tile, b_tile)   # a_tile: [BLOCK_M, BLOCK_K], b_tile: [BLOCK_K, BLOCK_N]"
+        new_ns = fma_flops / (frac * peak) * 1e9
+        lines = k.top_lines("inst_executed", limit=2, min_share=0.0,
+                            sass_filter=lambda s: s.startswith(("LDG", "LDS")))
+        return self.finding(
+            title=f"Little data reuse: {what}",
+            message=(f"{fma_flops / 1e9:.1f} GFLOP of FMA work read {what}; L1/shared memory is "
+                     f"{r.sol.get('l1_pct', 0):.0f}% busy while the FMA pipe waits for operands."),
+            fix=fix,
+            fix_code=code,
+            estimated_speedup=time_after(r.duration_ns, new_ns, r.theoretical_ns),
+            speedup_model=(f"A {'shared-memory' if level == 'global' else 'register'}-tiled kernel reaches "
+                           f"~{frac:.0%} of the FP32 peak (measured on an H200): FLOPs / ({frac:.2f} × peak)."),
+            confidence="medium",
+            evidence=[Evidence("global_load_bytes_per_flop", round(global_bpf, 4), t["max_global_bytes_per_flop"]),
+                      Evidence("shared_wavefronts_per_flop", round(shared_wpf, 5), t["max_shared_wavefronts_per_flop"]),
+                      Evidence("l1_pct", round(r.sol.get("l1_pct", 0), 1), t["min_l1_pct"], "L1 throughput", "%")],
+            source=lines,
+        )

@@ -1,0 +1,95 @@
+from ncuadvisor.rules_api import Evidence, KernelContext, Rule, time_after
+
+STALLS = ("long_scoreboard", "barrier", "mio_throttle", "lg_throttle", "short_scoreboard", "math_pipe_throttle",
+          "wait", "not_selected", "selected", "membar", "drain", "no_instruction", "dispatch_stall", "tex_throttle",
+          "branch_resolving", "imc_miss", "misc", "sleeping")
+
+
+def stall(name: str) -> str:
+    return f"smsp__average_warps_issue_stalled_{name}_per_issue_active.ratio"
+
+
+class SharedMemoryReduction(Rule):
+    """Values exchanged between threads through shared memory and barriers where warp shuffles would do.
+
+    What it detects:
+        Warps stalled at barriers (`stall_barrier`) and on shared-memory round trips (`short_scoreboard`,
+        `mio_throttle`) for at least `min_exchange_stall_share` of all stall reasons, barriers alone at least
+        `min_barrier_share`, with at least `min_shared_per_global_load` shared loads per global load: the signature of
+        a tree reduction or scan through shared memory.
+
+    Why it costs time:
+        A shared-memory tree over 1024 threads takes 10 rounds of store, `__syncthreads()`, load; the last five run
+        inside one warp with most threads idle, each round a barrier. Warp shuffles exchange registers within a warp
+        in one instruction, no shared memory and no barrier.
+
+    Example:
+        for (int s = blockDim.x / 2; s > 0; s >>= 1) { if (tid < s) sm[tid] += sm[tid + s]; __syncthreads(); }
+
+    Use instead:
+        Reduce within each warp with `__shfl_down_sync(0xffffffff, v, offset)` (offsets 16, 8, 4, 2, 1), write one
+        value per warp to shared memory, one `__syncthreads()`, and let the first warp reduce those 32 values the same
+        way (or `cooperative_groups::reduce`, CUB `BlockReduce`).
+
+    Speedup estimate:
+        Half of the barrier and shared-memory stall time disappears (shuffles still wait on each other within a warp):
+        new time = time × (1 − share / 2).
+
+    False positives:
+        Shared memory used as a real cache (tiles re-read many times) with barriers between phases; bank conflicts
+        (MEM002) are reported on their own.
+    """
+
+    code = "WRP001"
+    slug = "shared-memory-reduction"
+    category = "warp-primitives"
+    title = "Shared-memory exchanges where warp shuffles would do"
+    requires = (stall("barrier"), stall("short_scoreboard"), "smsp__sass_inst_executed_op_shared_ld.sum",
+                "smsp__sass_inst_executed_op_global_ld.sum")
+    optional = tuple(stall(s) for s in STALLS if s not in ("barrier", "short_scoreboard")) + (
+        "memory_l1_wavefronts_shared", "derived__memory_l1_wavefronts_shared_excessive")
+    thresholds = {"min_exchange_stall_share": 0.4, "min_barrier_share": 0.15, "min_shared_per_global_load": 1.0}
+
+    def check(self, k: KernelContext):
+        t = self.thresholds
+        if k.is_triton:
+            return None  # tl.sum / tl.reduce already reduce with shuffles
+        total = sum(k.m(stall(s)) or 0.0 for s in STALLS)
+        if total <= 0:
+            return None
+        barrier = k.m(stall("barrier")) or 0.0
+        exchange = barrier + (k.m(stall("short_scoreboard")) or 0.0) + (k.m(stall("mio_throttle")) or 0.0)
+        share, bshare = exchange / total, barrier / total
+        shared_ld = k.m("smsp__sass_inst_executed_op_shared_ld.sum") or 0.0
+        global_ld = k.m("smsp__sass_inst_executed_op_global_ld.sum") or 0.0
+        wavefronts = k.m("memory_l1_wavefronts_shared") or 0.0
+        if wavefronts and (k.m("derived__memory_l1_wavefronts_shared_excessive") or 0) / wavefronts > 0.2:
+            return None  # bank conflicts: MEM002
+        if share < t["min_exchange_stall_share"] or bshare < t["min_barrier_share"]:
+            return None
+        if shared_ld < t["min_shared_per_global_load"] * max(global_ld, 1):
+            return None
+        r = k.roofline
+        new_ns = (r.duration_ns or 0) * (1 - share / 2)
+        return self.finding(
+            title=f"Barrier and shared-memory stalls: {share:.0%} of warp stalls",
+            message=(f"Warps spend {share:.0%} of their stall time at barriers ({bshare:.0%}) or waiting on shared "
+                     f"memory, with {shared_ld / max(global_ld, 1):.1f} shared loads per global load: values are "
+                     "exchanged through shared memory round by round."),
+            fix=("Reduce (or scan) within each warp with __shfl_down_sync, exchange one value per warp through shared "
+                 "memory with a single __syncthreads(), then finish in the first warp with shuffles."),
+            fix_code=("__device__ float warp_sum(float v) {\n"
+                      "  for (int o = 16; o > 0; o >>= 1) v += __shfl_down_sync(0xffffffff, v, o);\n  return v;\n}\n"
+                      "__shared__ float partial[32];\n"
+                      "v = warp_sum(v);\n"
+                      "if ((threadIdx.x & 31) == 0) partial[threadIdx.x >> 5] = v;\n"
+                      "__syncthreads();\n"
+                      "if (threadIdx.x < 32) v = warp_sum(threadIdx.x < blockDim.x / 32 ? partial[threadIdx.x] : 0.f);"),
+            estimated_speedup=time_after(r.duration_ns or 0, new_ns, r.theoretical_ns),
+            speedup_model=f"Half of the exchange stalls disappear: time × (1 − {share:.2f} / 2).",
+            confidence="medium",
+            evidence=[Evidence("exchange_stall_share", round(share, 3), t["min_exchange_stall_share"]),
+                      Evidence(stall("barrier"), round(barrier, 2), None, "barrier stall (per issue)"),
+                      Evidence("shared_per_global_load", round(shared_ld / max(global_ld, 1), 2),
+                               t["min_shared_per_global_load"])],
+        )
