@@ -124,6 +124,8 @@ def run_rules(rules: list[Rule | ProgramRule], ctx: KernelContext) -> KernelVerd
     verdict = KernelVerdict()
     raw: list[Finding] = []
     for rule in kernel_rules(rules):
+        if ctx.language not in rule.languages:
+            continue
         missing = [m for m in rule.requires if ctx.m(m) is None]
         if missing:
             verdict.skipped.append({"rule": rule.code, "reason": "report lacks " + ", ".join(missing[:3])})
@@ -178,7 +180,7 @@ def kernel_language(name: str, demangled: str, source_files: Iterable[str]) -> s
     files = list(source_files)
     if name.startswith("triton_") or any(f.endswith(".py") for f in files):
         return "triton"
-    if "at::native" in demangled or "at::cuda" in demangled or demangled.startswith("void at::"):
+    if any(ns in demangled for ns in ("at::native", "at::cuda", "c10::", "at::")):
         return "pytorch"
     if _LIBRARY_RE.match(name) or _LIBRARY_RE.match(demangled):
         return "library"

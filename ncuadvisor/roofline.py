@@ -6,6 +6,8 @@ kernel (`--clock-control none` means the clocks vary), never from a table.
 The floor ("theoretical minimum time") is max(FLOPs / FLOP peak, compulsory bytes / DRAM bandwidth), where the
 compulsory bytes are the smaller of the bytes DRAM moved and the bytes the threads needed (ideal L2 sectors × 32):
 a kernel that keeps DRAM busy moving sectors its threads do not use then shows large headroom, not "near its bound".
+Kernels that load through TMA (the ideal sectors do not see those loads) use DRAM's bytes alone. A report without
+byte counts (`--set basic`) gets its memory floor from DRAM utilization: duration × DRAM % of peak.
 """
 
 from __future__ import annotations
@@ -81,6 +83,7 @@ METRICS: list[str] = [
     "memory_l2_theoretical_sectors_global",
     "memory_l2_theoretical_sectors_global_ideal",
     "derived__memory_l2_theoretical_sectors_global_excessive",
+    "l1tex__m_xbar2l1tex_read_bytes_mem_global_op_tma_ld.sum",
     "launch__grid_size",
     "launch__block_size",
     "launch__waves_per_multiprocessor",
@@ -102,6 +105,7 @@ class Roofline:
     dram_bytes: float | None = None
     ideal_bytes: float | None = None
     compulsory_bytes: float | None = None
+    tma_bytes: float | None = None  # bytes loaded through the tensor memory accelerator (L2 -> SM)
     intensity: float | None = None  # FLOP per compulsory byte
     peak_dram_bytes_per_s: float | None = None
     memory_floor_ns: float | None = None
@@ -174,15 +178,27 @@ def compute(row: Mapping[str, Any], sm_count: float | None = None) -> Roofline:
     ideal = g("memory_l2_theoretical_sectors_global_ideal")
     if ideal is not None:
         r.ideal_bytes = ideal * SECTOR_BYTES
-    candidates = [b for b in (r.dram_bytes, r.ideal_bytes) if b is not None]
+    r.tma_bytes = g("l1tex__m_xbar2l1tex_read_bytes_mem_global_op_tma_ld.sum")
+    # The ideal sectors count per-thread (LSU) accesses only: a kernel that loads through TMA (cuBLAS, CUTLASS on
+    # Hopper) moves its operands outside them, so only DRAM's count is complete. TMA copies whole tiles: no waste.
+    uses_tma = bool(r.tma_bytes)
+    candidates = [b for b in (r.dram_bytes, None if uses_tma else r.ideal_bytes) if b is not None]
     r.compulsory_bytes = min(candidates) if candidates else None
     peak_bpc = g("dram__bytes.sum.peak_sustained")
     if peak_bpc and dram_hz:
         r.peak_dram_bytes_per_s = peak_bpc * dram_hz
 
+    for key, metric in SOL_METRICS.items():
+        v = g(metric)
+        if v is not None:
+            r.sol[key] = v
+
     # Floors.
     if r.compulsory_bytes is not None and r.peak_dram_bytes_per_s:
         r.memory_floor_ns = r.compulsory_bytes / r.peak_dram_bytes_per_s * 1e9
+    elif r.sol.get("dram_pct") and duration_ns:
+        # No byte counts (e.g. --set basic): DRAM's own utilization says how long its bytes take at its peak.
+        r.memory_floor_ns = duration_ns * r.sol["dram_pct"] / 100.0
     compute_floor = None
     for prec, flops in r.flops_by_precision.items():
         peak = r.peak_flops_per_s.get(prec)
@@ -202,11 +218,6 @@ def compute(row: Mapping[str, Any], sm_count: float | None = None) -> Roofline:
         r.achieved_flops_per_s = r.flops / seconds if r.flops else 0.0
         if r.dram_bytes is not None:
             r.achieved_dram_bytes_per_s = r.dram_bytes / seconds
-
-    for key, metric in SOL_METRICS.items():
-        v = g(metric)
-        if v is not None:
-            r.sol[key] = v
 
     r.bound, r.bound_reason = classify(r, row, sm_count)
     return r

@@ -174,6 +174,8 @@ class Rule:
     per_instruction: ClassVar[tuple[str, ...]] = ()  # per-instruction metrics for source lines
     thresholds: ClassVar[dict[str, float]] = {}
     aliases: ClassVar[tuple[str, ...]] = ()  # old codes of a renamed rule
+    # kernel languages the rule's advice applies to: a code change is no advice for a cuBLAS or ATen kernel
+    languages: ClassVar[tuple[str, ...]] = ("cuda", "triton")
     origin: str = "builtin"  # set by the engine: "builtin" or the user folder the rule came from
 
     def check(self, k: KernelContext) -> Finding | list[Finding] | None:  # pragma: no cover - abstract

@@ -1,5 +1,6 @@
 import math
 
+from ncuadvisor.roofline import LAUNCH_BOUND_NS
 from ncuadvisor.rules_api import Evidence, KernelContext, Rule, time_after, unit_floor_ns
 
 
@@ -28,7 +29,8 @@ class GridTooSmall(Rule):
         time for the same traffic, nor the roofline floor at 85% of peak.
 
     False positives:
-        Kernels that are deliberately small (a reduction's last pass) and run for a few microseconds: the estimate
+        Kernels shorter than 5 µs are left to the launch-overhead rule (PRG001): their problem is the launch, not the
+        grid. Kernels that are deliberately small (a reduction's last pass) and run for a few microseconds: the estimate
         is then small in absolute time, and the program ranking says so.
     """
 
@@ -48,6 +50,8 @@ class GridTooSmall(Rule):
         sms = k.sm_count
         if not grid or not sms or not r.duration_ns:
             return None
+        if r.duration_ns < LAUNCH_BOUND_NS:
+            return None  # a few microseconds of work: launch overhead (PRG001), not the grid, is the problem
         block = k.block_size
         if grid < sms:
             # warps in flight now vs. once every SM holds as many blocks as fit (Little's law)
@@ -87,13 +91,21 @@ class GridTooSmall(Rule):
             loss = 1.0 - waves / full
             if loss >= self.thresholds["min_tail_loss"]:
                 new_ns = r.duration_ns * waves / full
+                if k.is_triton:
+                    fix = ("Pick BLOCK sizes so the number of programs is a multiple of the programs that fit at once "
+                           "(SMs × programs per SM), or make the kernel persistent: launch one wave of programs that "
+                           "loop over the tiles.")
+                    code = "grid = (min(triton.cdiv(n, BLOCK), NUM_SMS * PROGRAMS_PER_SM),)  # persistent loop inside"
+                else:
+                    fix = ("Make the block count a multiple of the blocks that fit at once (SMs × blocks per SM): "
+                           "adjust the work per block, or use a persistent grid-stride loop with exactly one wave.")
+                    code = "int blocks = per_sm * sm_count;   // one full wave, grid-stride loop inside"
                 return self.finding(
                     title=f"Tail effect: {waves:.2f} waves, the last one {waves - int(waves):.0%} full",
                     message=(f"The grid runs in {waves:.2f} waves of blocks; during the last one "
                              f"{1 - (waves - int(waves)):.0%} of the SMs are idle."),
-                    fix=("Make the block count a multiple of the blocks that fit at once (SMs × blocks per SM): "
-                         "adjust the work per block, or use a persistent grid-stride loop with exactly one wave."),
-                    fix_code="int blocks = per_sm * sm_count;   // one full wave, grid-stride loop inside",
+                    fix=fix,
+                    fix_code=code,
                     estimated_speedup=time_after(r.duration_ns, new_ns, r.theoretical_ns),
                     speedup_model=f"Time × {waves:.2f} / {full} (no partial last wave), not below the floor.",
                     confidence="medium",

@@ -1,16 +1,12 @@
 from ncuadvisor.rules_api import Evidence, ProgramContext, ProgramRule
 
-FUSABLE_BOUNDS = ("memory", "launch", "latency")
-
-
 class FusionCandidates(ProgramRule):
     """Consecutive bandwidth-bound kernels pass intermediates through HBM: fuse them.
 
     What it detects:
-        Runs of at least two consecutive launches on the same stream whose kernels are memory-, latency- or
-        launch-bound with arithmetic intensity below `max_intensity` FLOP/byte (elementwise, normalization,
-        reduction kernels: LayerNorm → residual add → GELU in eager PyTorch). Compute-bound matrix products break a
-        run.
+        Runs of at least two consecutive launches on the same stream whose kernels have arithmetic intensity below
+        `max_intensity` FLOP/byte and no tensor-core work (elementwise, normalization, reduction, copy kernels:
+        LayerNorm → residual add → GELU in eager PyTorch). Matrix products break a run.
 
     Why it costs time:
         Each kernel writes its output to DRAM and the next one reads it back: for bandwidth-bound kernels that round
@@ -50,7 +46,8 @@ class FusionCandidates(ProgramRule):
     def _fusable(self, k):
         r = k.get("roofline") or {}
         intensity = r.get("intensity")
-        return (k.get("bound") in FUSABLE_BOUNDS and k.get("language") in self.LANGUAGES
+        tensor = sum(v for p, v in (r.get("flops_by_precision") or {}).items() if p.startswith("tensor"))
+        return (k.get("language") in self.LANGUAGES and not tensor
                 and (intensity is None or intensity < self.thresholds["max_intensity"]))
 
     def check_program(self, p: ProgramContext):

@@ -35,6 +35,7 @@ class AtRoofline(Rule):
     title = "Near its roofline bound: leave it"
     requires = ("gpu__time_duration.sum",)
     thresholds = {"max_headroom": 1.6}
+    languages = ("cuda", "triton", "pytorch", "library")
 
     def check(self, k: KernelContext):
         r = k.roofline

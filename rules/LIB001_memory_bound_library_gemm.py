@@ -1,0 +1,71 @@
+from ncuadvisor.rules_api import Evidence, KernelContext, Rule, fmt_ns, time_after
+
+
+class MemoryBoundLibraryGemm(Rule):
+    """A library matrix product (cuBLAS, CUTLASS) far from its floor at a shape too thin to be compute-bound.
+
+    What it detects:
+        A library kernel with tensor-core work whose headroom is at least `min_headroom` and whose arithmetic
+        intensity (FLOPs per compulsory byte) is below the device's ridge point (tensor peak ÷ DRAM bandwidth).
+
+    Why it costs time:
+        A product with a small inner dimension (attention's QKᵀ with head_dim 64, a batch of small matrices) reads
+        and writes more bytes than it computes on: the library cannot make it compute-bound, and its output makes a
+        round trip through HBM to the next kernel.
+
+    Example:
+        scores = q @ k.transpose(-1, -2); p = scores.softmax(-1); out = p @ v    # eager attention
+
+    Use instead:
+        Fuse the product with its neighbours: `torch.nn.functional.scaled_dot_product_attention` (FlashAttention:
+        QKᵀ, softmax and PV in one kernel, the scores never reach HBM); batch small products (`torch.bmm`, grouped
+        GEMM); or put the elementwise tail in a cuBLASLt/Triton epilogue.
+
+    Speedup estimate:
+        Fused, the product's bytes stay on chip and it becomes compute-bound: new time = its FLOPs at 85% of the
+        tensor peak of its type.
+
+    False positives:
+        Products whose neighbours cannot be fused (the output is needed later anyway); the estimate then is an upper
+        bound.
+    """
+
+    code = "LIB001"
+    slug = "memory-bound-library-gemm"
+    category = "fusion"
+    title = "Library matrix product is memory-bound at this shape: fuse it"
+    requires = ("gpu__time_duration.sum",)
+    thresholds = {"min_headroom": 2.0}
+    languages = ("library",)
+    changes_floor = True
+
+    def check(self, k: KernelContext):
+        r = k.roofline
+        tensor = {p: v for p, v in r.flops_by_precision.items() if p.startswith("tensor") and v}
+        if not tensor or r.headroom is None or r.headroom < self.thresholds["min_headroom"]:
+            return None
+        prec = max(tensor, key=tensor.get)
+        peak = r.peak_flops_per_s.get(prec)
+        if not peak or not r.peak_dram_bytes_per_s or r.intensity is None:
+            return None
+        ridge = peak / r.peak_dram_bytes_per_s
+        if r.intensity >= ridge:
+            return None
+        new_ns = r.flops / (0.85 * peak) * 1e9
+        return self.finding(
+            title=f"Memory-bound matrix product: {r.intensity:.0f} FLOP/byte, ridge {ridge:.0f}",
+            message=(f"This {prec.replace('tensor_', '').upper()} product does {r.flops / 1e9:.1f} GFLOP on "
+                     f"{r.compulsory_bytes / 1e6:.1f} MB ({r.intensity:.0f} FLOP/byte, below the ridge point of "
+                     f"{ridge:.0f}): at {fmt_ns(r.duration_ns)} it is {r.headroom:.1f}× its floor, bound by moving its "
+                     "operands and output, which no library kernel choice fixes."),
+            fix=("Fuse it with its neighbours so the product's output stays on chip: for attention use "
+                 "torch.nn.functional.scaled_dot_product_attention (FlashAttention); batch small products; or move the "
+                 "elementwise tail into a cuBLASLt / Triton epilogue."),
+            fix_code="out = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)",
+            estimated_speedup=time_after(r.duration_ns or 0, new_ns, None),
+            speedup_model="Fused, the product is compute-bound: its FLOPs at 85% of the tensor peak of its type.",
+            confidence="low",
+            changes_floor=True,
+            evidence=[Evidence("intensity", round(r.intensity, 1), round(ridge, 1), "FLOP/byte (threshold: ridge)"),
+                      Evidence("headroom", round(r.headroom, 2), self.thresholds["min_headroom"])],
+        )

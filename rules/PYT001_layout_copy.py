@@ -1,0 +1,62 @@
+import re
+
+from ncuadvisor.rules_api import Evidence, KernelContext, Rule, fmt_bytes, fmt_ns
+
+COPY = re.compile(r"direct_copy_kernel|copy_kernel|CatArrayBatchedCopy|index_put|clone|contiguous")
+
+
+class LayoutCopy(Rule):
+    """An eager PyTorch layout copy (`.contiguous()`, `.clone()`, `permute`/`transpose` + `reshape`) that moves
+    data only to change its layout.
+
+    What it detects:
+        ATen copy kernels (`direct_copy_kernel`, `copy_kernel`, batched cat copies) taking at least
+        `min_time_share` of the program's GPU time.
+
+    Why it costs time:
+        A copy reads and writes the whole tensor through HBM and computes nothing; in attention code it typically
+        comes from `transpose(1, 2).contiguous()` or `reshape` of a non-contiguous view.
+
+    Example:
+        q = x.view(b, s, h, d).transpose(1, 2).contiguous()
+
+    Use instead:
+        Keep the layout the consumer wants (pass strided views: `scaled_dot_product_attention` and matmul accept
+        them), produce the tensor in the needed layout in the first place, or `torch.compile` the region so
+        Inductor folds the copy into the kernel that reads it.
+
+    Speedup estimate:
+        The copy kernel disappears: its whole time.
+
+    False positives:
+        Copies that are needed (host transfers, a layout a library requires); the finding then says what it costs.
+    """
+
+    code = "PYT001"
+    slug = "layout-copy"
+    category = "fusion"
+    title = "Layout copy in eager PyTorch"
+    requires = ("gpu__time_duration.sum",)
+    thresholds = {"min_time_share": 0.02}
+    languages = ("pytorch",)
+    changes_floor = True
+
+    def check(self, k: KernelContext):
+        if not COPY.search(k.kernel.demangled) or k.time_share < self.thresholds["min_time_share"]:
+            return None
+        r = k.roofline
+        return self.finding(
+            title=f"Layout copy: {fmt_ns(k.kernel.duration_ns)} moving data that is not computed on",
+            message=(f"This ATen copy kernel moves {fmt_bytes(r.dram_bytes)} per launch ({k.kernel.launches} "
+                     f"launches, {k.time_share:.0%} of GPU time) only to change a tensor's layout."),
+            fix=("Avoid the copy: pass the strided view to the consumer (matmul and scaled_dot_product_attention accept "
+                 "non-contiguous inputs), create the tensor in the layout it is consumed in, or torch.compile the "
+                 "region so the copy is fused into its consumer."),
+            fix_code=("q, k, v = qkv.view(b, s, 3, h, d).unbind(2)\n"
+                      "out = F.scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2))"),
+            estimated_speedup=1.0,
+            speedup_model="The copy kernel disappears.",
+            confidence="medium",
+            changes_floor=True,
+            evidence=[Evidence("time_share", round(k.time_share, 3), self.thresholds["min_time_share"])],
+        )

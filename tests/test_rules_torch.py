@@ -1,0 +1,49 @@
+"""PyTorch eager and torch.compile reports: library/ATen/Triton kernels get advice in their own terms."""
+
+from tests.conftest import kernel
+
+
+def test_languages_are_recognised(analyzed):
+    eager = analyzed("torch_eager")
+    langs = {k["name"]: k["language"] for k in eager["kernels"]}
+    assert langs["vectorized_layer_norm_kernel"] == "pytorch"
+    assert langs["softmax_warp_forward"] == "pytorch"
+    assert any(n.startswith("nvjet") and lang == "library" for n, lang in langs.items())
+    compiled = analyzed("torch_compile")
+    assert all(k["language"] == "triton" for k in compiled["kernels"] if k["name"].startswith("triton_"))
+
+
+def test_cublas_matrix_product_on_tensor_cores_is_at_roofline(analyzed):
+    r = analyzed("torch_eager")
+    qkv = max((k for k in r["kernels"] if k["language"] == "library"), key=lambda k: k["roofline"]["flops"])
+    # 2*M*N*K for the fused QKV projection: M = 8*512 tokens, N = 3*1024, K = 1024 (bf16 on tensor cores)
+    assert abs(qkv["roofline"]["flops_by_precision"]["tensor_bf16"] - 2 * 4096 * 3072 * 1024) < 0.01 * 2 * 4096 * 3072 * 1024
+    assert qkv["bound"] == "compute" and [f["rule"] for f in qkv["findings"]] == ["ROOF001"]
+
+
+def test_no_cuda_code_advice_for_library_or_aten_kernels(analyzed):
+    for k in analyzed("torch_eager")["kernels"]:
+        if k["language"] in ("library", "pytorch"):
+            assert {f["rule"] for f in k["findings"]} <= {"ROOF001", "LIB001", "PYT001"}, (k["name"], k["findings"])
+
+
+def test_layout_copy_and_fusion_in_eager(analyzed):
+    r = analyzed("torch_eager")
+    assert any(f["rule"] == "PYT001" for k in r["kernels"] for f in k["findings"])
+    assert any(p["rule"] == "PRG002" for p in r["program_findings"])
+
+
+def test_triton_advice_speaks_triton(analyzed):
+    r = analyzed("torch_compile")
+    fixes = [f for k in r["kernels"] if k["language"] == "triton" for f in k["findings"] if f["category"] != "at-roofline"]
+    assert fixes
+    for f in fixes:
+        assert "__launch_bounds__" not in f["fix"] + f["fix_code"]
+        assert any(w in f["fix"] + f["fix_code"] for w in ("BLOCK", "num_warps", "num_stages", "tl.", "program"))
+
+
+def test_launch_overhead_on_2000_tiny_launches(analyzed):
+    r = analyzed("tiny_phase1")
+    p = [p for p in r["program_findings"] if p["rule"] == "PRG001"]
+    assert p and "2000 launches" in p[0]["title"]
+    assert r["top_actions"][0]["rule"] == "PRG001"
