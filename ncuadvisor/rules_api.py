@@ -323,3 +323,20 @@ class ProgramRule:
     @classmethod
     def doc_sections(cls) -> dict[str, str]:
         return parse_doc(cls.__doc__ or "")
+
+
+_WIDTH = ((".128", 16), (".64", 8), (".U16", 2), (".S16", 2), (".U8", 1), (".S8", 1))
+
+
+def access_bytes(sass: str, size_type: float | None = None) -> int | None:
+    """Bytes per thread of a load/store instruction, from its SASS (`LDG.E.128` -> 16, `LDG.E.U8` -> 1, `LDG.E` -> 4);
+    `memory_access_size_type` is an enumeration that only matches bits for 32 and up, so the SASS decides."""
+    op = (sass or "").split(" ")[0]
+    if op.startswith(("LD", "ST", "RED", "ATOM")):
+        for suffix, width in _WIDTH:
+            if suffix in op:
+                return width
+        return 4
+    if size_type and size_type >= 8:
+        return int(size_type) // 8
+    return None

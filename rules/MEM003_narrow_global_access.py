@@ -1,4 +1,4 @@
-from ncuadvisor.rules_api import Evidence, KernelContext, Rule, fmt_bytes, per_pc, time_after
+from ncuadvisor.rules_api import Evidence, KernelContext, Rule, access_bytes, fmt_bytes, per_pc, time_after
 
 GLOBAL = 4  # memory_type of global accesses in the Source Counters tables
 
@@ -9,7 +9,8 @@ class NarrowGlobalAccess(Rule):
     What it detects:
         A memory- or latency-bound kernel below `max_dram_fraction` of DRAM bandwidth whose global load/store
         instructions are mostly narrower than 16 bytes per thread (`memory_access_size_type` per instruction,
-        weighted by `inst_executed`), while the accesses are coalesced (no sector waste).
+        weighted by `inst_executed`; the width is read from the SASS, `LDG.E.U8` = 1 byte), while the accesses are
+        coalesced (no sector waste).
 
     Why it costs time:
         Each warp instruction moves at most 32 × access size bytes. With 1-byte or 4-byte accesses a warp needs 16×
@@ -96,17 +97,20 @@ class NarrowGlobalAccess(Rule):
         if (k.m("smsp__sass_inst_executed_op_shared_ld.sum") or 0) > (k.m("smsp__sass_inst_executed_op_global_ld.sum") or 0):
             return None  # values exchanged through shared memory: WRP001/MEM002 speak
         pcs = per_pc(k, "memory_type", "memory_access_size_type", "inst_executed")
-        glob = [p for p in pcs.values() if p.get("memory_type") == GLOBAL and p.get("memory_access_size_type")]
+        glob = [p for p in pcs.values() if p.get("memory_type") == GLOBAL]
+        for p in glob:
+            p["bytes"] = access_bytes(p["sass"], p.get("memory_access_size_type"))
+        glob = [p for p in glob if p["bytes"]]
         if not glob:
             return None
         weight = lambda p: p.get("inst_executed", 1.0)  # noqa: E731
         all_w = sum(weight(p) for p in glob)
-        narrow = [p for p in glob if p["memory_access_size_type"] < 128]
+        narrow = [p for p in glob if p["bytes"] < 16]
         narrow_w = sum(weight(p) for p in narrow)
         share = narrow_w / all_w if all_w else 0.0
         if share < self.thresholds["min_narrow_share"]:
             return None
-        bits = min(p["memory_access_size_type"] for p in narrow)
+        width = min(p["bytes"] for p in narrow)
         target_ns = r.compulsory_bytes / (self.thresholds["achievable_dram_fraction"] * r.peak_dram_bytes_per_s) * 1e9
         lines = k.top_lines("inst_executed", limit=3, min_share=0.0,
                             sass_filter=lambda s: s.startswith(("LDG", "STG")) and ".128" not in s)
@@ -118,15 +122,15 @@ class NarrowGlobalAccess(Rule):
                    "(BLOCK_SIZE ≥ 4 × 32 × num_warps).")
             code = "offs = tl.max_contiguous(tl.multiple_of(pid * BLOCK + tl.arange(0, BLOCK), 16), 16)"
         else:
-            fix = (f"The global accesses below move {bits // 8} byte(s) per thread: load and store 16 bytes per "
+            fix = (f"The global accesses below move {width} byte(s) per thread: load and store 16 bytes per "
                    "thread (float4 / uint4) and handle the tail with a scalar loop.")
             code = ("const uint4* in16 = reinterpret_cast<const uint4*>(in);   // 16 bytes per thread\n"
                     "uint4* out16 = reinterpret_cast<uint4*>(out);\n"
                     "for (size_t i = tid; i < n / 16; i += stride) out16[i] = op(in16[i]);\n"
                     "// tail: for (size_t i = n / 16 * 16 + tid; i < n; i += stride) out[i] = op(in[i]);")
         return self.finding(
-            title=f"{bits // 8}-byte global accesses: DRAM at {achieved:.0%} of peak",
-            message=(f"{share:.0%} of global memory instructions move {bits // 8} byte(s) per thread; the kernel moves "
+            title=f"{width}-byte global accesses: DRAM at {achieved:.0%} of peak",
+            message=(f"{share:.0%} of global memory instructions move {width} byte(s) per thread; the kernel moves "
                      f"{fmt_bytes(r.compulsory_bytes)} at {achieved:.0%} of DRAM peak, too few bytes per instruction "
                      "to keep HBM busy."),
             fix=fix,
@@ -138,7 +142,7 @@ class NarrowGlobalAccess(Rule):
             evidence=[
                 Evidence("narrow_access_share", round(share, 3), self.thresholds["min_narrow_share"],
                          "share of global instructions < 16 B"),
-                Evidence("memory_access_size_type", bits, 128, "narrowest access (bits)"),
+                Evidence("access_bytes", width, 16, "narrowest global access (bytes per thread)"),
                 Evidence("dram_fraction_of_peak", round(achieved, 3), self.thresholds["max_dram_fraction"]),
             ],
             source=lines,

@@ -1,5 +1,5 @@
 from ncuadvisor.roofline import PRACTICAL_FRACTION
-from ncuadvisor.rules_api import Evidence, KernelContext, Rule, per_pc, time_after
+from ncuadvisor.rules_api import Evidence, KernelContext, Rule, access_bytes, per_pc, time_after
 
 GLOBAL = 4
 
@@ -47,9 +47,9 @@ class Fp64InFp32Code(Rule):
         fp64 = r.flops_by_precision.get("fp64", 0.0)
         if not r.flops or fp64 / r.flops < self.thresholds["min_fp64_share"]:
             return None
-        sizes = [v["memory_access_size_type"] for v in per_pc(k, "memory_type", "memory_access_size_type").values()
-                 if v.get("memory_type") == GLOBAL and v.get("memory_access_size_type")]
-        if sizes and max(sizes) > 32 and max(sizes) != 128:
+        sizes = [access_bytes(v["sass"], v.get("memory_access_size_type"))
+                 for v in per_pc(k, "memory_type", "memory_access_size_type").values() if v.get("memory_type") == GLOBAL]
+        if any(s == 8 for s in sizes):
             return None  # 64-bit data: double is probably intended
         p64, p32 = r.peak_flops_per_s.get("fp64"), r.peak_flops_per_s.get("fp32")
         if not p64 or not p32 or not r.duration_ns:

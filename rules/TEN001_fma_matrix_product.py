@@ -1,4 +1,4 @@
-from ncuadvisor.rules_api import Evidence, KernelContext, Rule, per_pc, time_after
+from ncuadvisor.rules_api import Evidence, KernelContext, Rule, access_bytes, per_pc, time_after
 
 GLOBAL = 4
 
@@ -59,9 +59,9 @@ class FmaMatrixProduct(Rule):
             k.m("smsp__sass_inst_executed_op_shared_ld.sum") or 0)
         if loads < t["min_loads_per_fma"] * fma_warp_inst:
             return None
-        sizes = [v["memory_access_size_type"] for v in per_pc(k, "memory_type", "memory_access_size_type").values()
-                 if v.get("memory_type") == GLOBAL and v.get("memory_access_size_type")]
-        half = bool(sizes) and min(sizes) <= 16
+        sizes = [access_bytes(v["sass"], v.get("memory_access_size_type"))
+                 for v in per_pc(k, "memory_type", "memory_access_size_type").values() if v.get("memory_type") == GLOBAL]
+        half = any(s == 2 for s in sizes if s)
         dtype = "FP16/BF16" if half else "TF32 (or BF16)"
         new_ns = (r.duration_ns or 0) * (1 - fma_pct / 100)
         if k.is_triton:

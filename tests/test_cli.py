@@ -109,3 +109,14 @@ def test_rules_catalogue_and_one_rule():
     assert p.returncode == 0 and "Why it costs time" in p.stdout and "tile[32][33]" in p.stdout
     p = run("rules", "NOPE999")
     assert p.returncode != 0 and "no rule" in p.stderr
+
+
+def test_output_file_gets_the_usual_permissions(tmp_path):
+    import os
+    import stat
+
+    out = tmp_path / "r.json"
+    assert run("report", PROBE_XZ, "-o", str(out), "-q").returncode == 0
+    umask = os.umask(0)
+    os.umask(umask)
+    assert stat.S_IMODE(out.stat().st_mode) == 0o666 & ~umask
