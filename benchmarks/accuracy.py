@@ -129,7 +129,34 @@ def main() -> int:
         f"\nfirst-finding accuracy: ours {ours_ok}/{n} ({ours_ok / max(n, 1):.0%}), NCU {ncu_ok}/{n} "
         f"({ncu_ok / max(n, 1):.0%}); speedup estimates: mean error {mean_err:.0%}, {within}/{len(errors)} within ±30%"
     )
+    if not args.markdown:
+        print()
+    library_tables(args.markdown)
     return 0
+
+
+def library_tables(markdown: bool) -> None:
+    """Real-library kernels (PyTorch eager: ATen + cuBLAS; torch.compile: Triton + cuBLAS): verdict per kernel."""
+    header = ("report", "kernel", "language", "launches", "time", "bound", "headroom", "first finding")
+    rows = []
+    for name in ("torch_eager", "torch_compile"):
+        path = ROOT / "fixtures" / f"{name}.ncu-rep.xz"
+        if not path.exists():
+            continue
+        for k in analyze(path)["kernels"]:
+            first = k["findings"][0] if k["findings"] else None
+            rows.append((name, k["name"][:48], k["language"], str(k["launches"]), f"{k['duration_ns'] / 1e3:.1f} µs",
+                         k["bound"], f"{k['headroom']:.2f}" if k["headroom"] else "-",
+                         f"{first['rule']} {first['category']}" if first else "-"))
+    if markdown:
+        print("| " + " | ".join(header) + " |")
+        print("|" + "---|" * len(header))
+        for r in rows:
+            print("| " + " | ".join(r) + " |")
+    else:
+        widths = [max(len(str(r[i])) for r in rows + [header]) for i in range(len(header))]
+        for r in [header] + rows:
+            print("  ".join(str(c).ljust(w) for c, w in zip(r, widths)))
 
 
 if __name__ == "__main__":
