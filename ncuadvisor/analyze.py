@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from ncuadvisor import __version__, engine, roofline
-from ncuadvisor.load import ReportReader
+from ncuadvisor.load import read_profile
 from ncuadvisor.model import Kernel, Profile, group_kernels, num
 from ncuadvisor.result import SCHEMA_VERSION, ncu_guidance
 from ncuadvisor.rules_api import KernelContext, ProgramContext, ProgramRule, Rule
@@ -53,21 +53,13 @@ def analyze(
     """Analyze one report and return the result dict (schema_version 1)."""
     rules = rules if rules is not None else engine.discover(rule_folders)
     metrics = list(dict.fromkeys(roofline.METRICS + CARD_METRICS + engine.required_metrics(rules)))
-    reader = ReportReader(path)
-    frame = reader.results(metrics)
-    kernels = group_kernels(frame)
-    reps = [k.representative for k in kernels]
-    profile = Profile(
-        path=str(path),
-        results=frame,
-        device=reader.device(),
-        ncu_version=reader.ncu_version,
-        command_line=reader.command_line,
-        reader_version=reader.reader_version,
-        details=reader.details(reps, engine.per_instruction_metrics(rules)),
-        source_files=reader.source_files(reps),
+    profile = read_profile(
+        path,
+        metrics,
+        engine.per_instruction_metrics(rules),
+        detail_ids=lambda frame: [k.representative for k in group_kernels(frame)],
     )
-    return build_result(profile, kernels, rules)
+    return build_result(profile, group_kernels(profile.results), rules)
 
 
 def build_result(profile: Profile, kernels: list[Kernel], rules: list[Rule | ProgramRule]) -> dict[str, Any]:

@@ -340,3 +340,19 @@ def access_bytes(sass: str, size_type: float | None = None) -> int | None:
     if size_type and size_type >= 8:
         return int(size_type) // 8
     return None
+
+
+# Warp stall reasons of the Warp State Statistics section, as ncu names them.
+STALL_REASONS = ("long_scoreboard", "barrier", "mio_throttle", "lg_throttle", "short_scoreboard",
+                 "math_pipe_throttle", "wait", "not_selected", "selected", "membar", "drain", "no_instruction",
+                 "dispatch_stall", "tex_throttle", "branch_resolving", "imc_miss", "misc", "sleeping")
+
+
+def stall_metric(reason: str) -> str:
+    """The metric of one stall reason: cycles warps spent stalled for it, per issued instruction."""
+    return f"smsp__average_warps_issue_stalled_{reason}_per_issue_active.ratio"
+
+
+def stall_total(k: KernelContext) -> float:
+    """Sum of all stall reasons (per issued instruction): the denominator of a reason's share."""
+    return sum(k.m(stall_metric(s)) or 0.0 for s in STALL_REASONS)

@@ -1,12 +1,6 @@
-from ncuadvisor.rules_api import Evidence, KernelContext, Rule, time_after, unit_floor_ns
-
-STALLS = ("long_scoreboard", "barrier", "mio_throttle", "lg_throttle", "short_scoreboard", "math_pipe_throttle",
-          "wait", "not_selected", "selected", "membar", "drain", "no_instruction", "dispatch_stall", "tex_throttle",
-          "branch_resolving", "imc_miss", "misc", "sleeping")
-
-
-def stall(name: str) -> str:
-    return f"smsp__average_warps_issue_stalled_{name}_per_issue_active.ratio"
+from ncuadvisor.rules_api import STALL_REASONS as STALLS
+from ncuadvisor.rules_api import Evidence, KernelContext, Rule, stall_total, time_after, unit_floor_ns
+from ncuadvisor.rules_api import stall_metric as stall
 
 
 class DependentLoads(Rule):
@@ -57,7 +51,7 @@ class DependentLoads(Rule):
             return None
         if (k.m("sm__maximum_warps_per_active_cycle_pct") or 0) < t["min_theoretical_occupancy_pct"]:
             return None  # too few warps: OCC001
-        total = sum(k.m(stall(s)) or 0.0 for s in STALLS)
+        total = stall_total(k)
         ls = k.m(stall("long_scoreboard")) or 0.0
         if total <= 0 or ls / total < t["min_long_scoreboard_share"]:
             return None

@@ -1,12 +1,6 @@
-from ncuadvisor.rules_api import Evidence, KernelContext, Rule, time_after
-
-STALLS = ("long_scoreboard", "barrier", "mio_throttle", "lg_throttle", "short_scoreboard", "math_pipe_throttle",
-          "wait", "not_selected", "selected", "membar", "drain", "no_instruction", "dispatch_stall", "tex_throttle",
-          "branch_resolving", "imc_miss", "misc", "sleeping")
-
-
-def stall(name: str) -> str:
-    return f"smsp__average_warps_issue_stalled_{name}_per_issue_active.ratio"
+from ncuadvisor.rules_api import STALL_REASONS as STALLS
+from ncuadvisor.rules_api import Evidence, KernelContext, Rule, stall_total, time_after
+from ncuadvisor.rules_api import stall_metric as stall
 
 
 class SharedMemoryReduction(Rule):
@@ -54,7 +48,7 @@ class SharedMemoryReduction(Rule):
         t = self.thresholds
         if k.is_triton:
             return None  # tl.sum / tl.reduce already reduce with shuffles
-        total = sum(k.m(stall(s)) or 0.0 for s in STALLS)
+        total = stall_total(k)
         if total <= 0:
             return None
         barrier = k.m(stall("barrier")) or 0.0
