@@ -74,7 +74,9 @@ def build_result(profile: Profile, kernels: list[Kernel], rules: list[Rule | Pro
         rl = roofline.compute(row, sm_count)
         detail = profile.details.get(k.representative)
         sections_seen.update(detail.sections if detail else [])
-        files = sorted({e.file for lines in (detail.per_instruction.values() if detail else []) for e in lines if e.file})
+        # the kernel's source file: one resolved instruction tells it (resolving costs ~0.3 ms an instruction)
+        first = next((lines[0] for lines in (detail.per_instruction.values() if detail else []) if lines), None)
+        files = [first.file] if first is not None and first.file else []
         language = engine.kernel_language(k.name, k.demangled, files)
         share = k.duration_ns / total_ns if total_ns else 0.0
         ctx = KernelContext(

@@ -77,10 +77,15 @@ def check_report_path(path: Path, compressed_ok: bool = False) -> None:
 
 def _scan_header(path: Path) -> tuple[str | None, str | None]:
     """The ncu version and command line that wrote the report (plain text inside uncompressed reports)."""
+
+    def near(mm: mmap.mmap, anchor: bytes, pattern: re.Pattern[bytes], before: int) -> re.Match[bytes] | None:
+        at = mm.find(anchor)  # a plain find runs at memory speed; the regex only looks around it
+        return pattern.search(mm[max(0, at - before): at + 4096]) if at >= 0 else None
+
     try:
         with path.open("rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mm:
-            version = _VERSION_RE.search(mm)
-            cmd = _CMDLINE_RE.search(mm)
+            version = near(mm, b" (build ", _VERSION_RE, 64)
+            cmd = near(mm, b"/ncu ", _CMDLINE_RE, 400)
             return (
                 version.group(1).decode() if version else None,
                 cmd.group(0).decode(errors="replace").strip() if cmd else None,
@@ -210,6 +215,12 @@ class ReportReader:
             except Exception:
                 d.sections = []
             resolved: dict[int, tuple[str | None, int | None, str | None]] = {}
+
+            def resolve(pc: int, _action: Any = action, _cache: dict = resolved) -> tuple:
+                if pc not in _cache:
+                    _cache[pc] = self._resolve_pc(_action, pc)
+                return _cache[pc]
+
             for name in per_instruction:
                 metric = action.metric_by_name(name)
                 if metric is None or not metric.has_correlation_ids():
@@ -224,10 +235,7 @@ class ReportReader:
                         continue
                     if value == 0 or pc == 0:
                         continue
-                    if pc not in resolved:
-                        resolved[pc] = self._resolve_pc(action, pc)
-                    file, line, sass = resolved[pc]
-                    lines.append(SourceLine(pc=pc, value=value, file=file, line=line, sass=sass))
+                    lines.append(SourceLine(pc=pc, value=value, resolve=resolve))
                 d.per_instruction[name] = lines
             try:
                 d.ncu_rules = [dict(x) for x in action.rule_results_as_dicts()]
@@ -261,6 +269,19 @@ class ReportReader:
                 continue
         return files
 
+    def source_lookup(self, result_ids: Iterable[int]):
+        """A function file -> text that reads the embedded sources of the given results only until it finds the
+        file (each result's read costs ~25 ms, and most kernels share their module's files)."""
+        pending = list(result_ids)
+        found: dict[str, str] = {}
+
+        def lookup(file: str) -> str | None:
+            while file not in found and pending:
+                found.update({k: v for k, v in self.source_files([pending.pop(0)]).items() if k not in found})
+            return found.get(file)
+
+        return lookup
+
 
 def _dim3(x: Any, y: Any, z: Any) -> str:
     vals = [int(v) if isinstance(v, (int, float)) and v == v else None for v in (x, y, z)]
@@ -288,5 +309,5 @@ def read_profile(
         reader_version=reader.reader_version,
     )
     profile.details = reader.details(ids, per_instruction)
-    profile.source_files = reader.source_files(ids)
+    profile.source_lookup = reader.source_lookup(ids)
     return profile

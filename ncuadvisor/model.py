@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 import pandas as pd
 
@@ -29,15 +29,38 @@ ID_COLUMNS = [
 ]
 
 
-@dataclass
 class SourceLine:
-    """One instruction's share of a per-instruction metric, resolved to its source line."""
+    """One instruction's share of a per-instruction metric. Its file, line and SASS text are looked up on first use
+    (`resolve(pc)` -> (file, line, sass)): a kernel has thousands of instructions, a finding shows three."""
 
-    pc: int
-    value: float
-    file: str | None = None
-    line: int | None = None
-    sass: str | None = None
+    __slots__ = ("pc", "value", "_location", "_resolve")
+
+    def __init__(self, pc: int, value: float, file: str | None = None, line: int | None = None,
+                 sass: str | None = None, resolve: Callable[[int], tuple] | None = None):
+        self.pc = pc
+        self.value = value
+        self._resolve = resolve
+        self._location = None if resolve is not None else (file, line, sass)
+
+    def _loc(self) -> tuple:
+        if self._location is None:
+            self._location = self._resolve(self.pc) if self._resolve else (None, None, None)
+        return self._location
+
+    @property
+    def file(self) -> str | None:
+        return self._loc()[0]
+
+    @property
+    def line(self) -> int | None:
+        return self._loc()[1]
+
+    @property
+    def sass(self) -> str | None:
+        return self._loc()[2]
+
+    def __repr__(self) -> str:
+        return f"SourceLine(pc={self.pc:#x}, value={self.value})"
 
 
 @dataclass
@@ -64,11 +87,17 @@ class Profile:
     details: dict[int, ResultDetail] = field(default_factory=dict)
     source_files: dict[str, str] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
+    # file -> its text, looked up in the report on first use (reading every embedded file costs ~25 ms a result)
+    source_lookup: Callable[[str], str | None] | None = None
 
     def source_code(self, file: str | None, line: int | None) -> str | None:
         """The text of `file`:`line` when the report embeds the source (ncu --import-source yes)."""
         if not file or not line:
             return None
+        if file not in self.source_files and self.source_lookup is not None:
+            text = self.source_lookup(file)
+            if text is not None:
+                self.source_files[file] = text
         text = self.source_files.get(file)
         if text is None:
             return None

@@ -134,10 +134,20 @@ class KernelContext:
     def block_size(self) -> int:
         return int(self.m("launch__block_size") or 0)
 
-    def top_lines(self, name: str, limit: int = 3, min_share: float = 0.05, sass_filter: Any = None) -> list[SourceRef]:
-        """The source lines with the largest share of a per-instruction metric, instructions merged per line."""
-        entries = [e for e in self.per_instruction(name) if sass_filter is None or sass_filter(e.sass or "")]
-        total = sum(e.value for e in self.per_instruction(name)) or 0.0
+    def top_lines(self, name: str, limit: int = 3, min_share: float = 0.05, sass_filter: Any = None,
+                  memory_only: bool = False, pcs: set[int] | None = None) -> list[SourceRef]:
+        """The source lines with the largest share of a per-instruction metric, instructions merged per line.
+        `memory_only` looks only at load/store/atomic instructions (the `memory_type` metric's), so that a SASS filter
+        need not read the text of every instruction."""
+        entries = self.per_instruction(name)
+        total = sum(e.value for e in entries) or 0.0
+        if memory_only:
+            memory = {e.pc for e in self.per_instruction("memory_type")}
+            entries = [e for e in entries if e.pc in memory]
+        if pcs is not None:
+            entries = [e for e in entries if e.pc in pcs]
+        if sass_filter is not None:
+            entries = [e for e in entries if sass_filter(e.sass or "")]
         if not entries or total <= 0:
             return []
         by_line: dict[tuple[str | None, int | None], list[SourceLine]] = {}
@@ -253,13 +263,16 @@ def fmt_bytes(b: float | None) -> str:
     return f"{b:.0f} B"
 
 
-def per_pc(ctx: KernelContext, *names: str) -> dict[int, dict[str, Any]]:
-    """Join per-instruction metrics by pc: {pc: {"file", "line", "sass", name: value, ...}}."""
+def per_pc(ctx: KernelContext, key: str, *others: str) -> dict[int, dict[str, Any]]:
+    """Join per-instruction metrics by pc, for the instructions that have `key`:
+    {pc: {"file", "line", "sass", key: value, other: value, ...}}."""
     out: dict[int, dict[str, Any]] = {}
-    for name in names:
+    for e in ctx.per_instruction(key):
+        out[e.pc] = {"file": e.file, "line": e.line, "sass": e.sass or "", key: e.value}
+    for name in others:
         for e in ctx.per_instruction(name):
-            row = out.setdefault(e.pc, {"file": e.file, "line": e.line, "sass": e.sass or ""})
-            row[name] = e.value
+            if e.pc in out:
+                out[e.pc][name] = e.value
     return out
 
 

@@ -35,7 +35,7 @@ class ContendedAtomics(Rule):
     title = "Contended global atomics"
     requires = ("l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum",)
     optional = ("l1tex__t_requests_pipe_lsu_mem_global_op_atom.sum", "l1tex__t_requests_pipe_lsu_mem_global_op_red.sum")
-    per_instruction = ("inst_executed",)
+    per_instruction = ("inst_executed", "memory_type")
     thresholds = {"min_atomic_ratio": 0.1, "min_headroom": 3.0}
 
     def check(self, k: KernelContext):
@@ -48,7 +48,7 @@ class ContendedAtomics(Rule):
         if r.headroom is None or r.headroom < self.thresholds["min_headroom"]:
             return None
         lines = k.top_lines("inst_executed", limit=3, min_share=0.0,
-                            sass_filter=lambda s: s.startswith(("RED", "ATOM", "ATOMG")))
+                            sass_filter=lambda s: s.startswith(("RED", "ATOM", "ATOMG")), memory_only=True)
         if k.is_triton:
             fix = ("Reduce inside the program before `tl.atomic_add`: accumulate the block's contribution with "
                    "`tl.sum`/`tl.histogram` and issue one atomic per bin per program.")

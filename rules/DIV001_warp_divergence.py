@@ -1,4 +1,4 @@
-from ncuadvisor.rules_api import Evidence, KernelContext, Rule, per_pc, time_after
+from ncuadvisor.rules_api import Evidence, KernelContext, Rule, time_after
 
 
 class WarpDivergence(Rule):
@@ -46,12 +46,9 @@ class WarpDivergence(Rule):
             return None
         weight = 1.0 if r.bound == "compute" else 0.5
         new_ns = (r.duration_ns or 0) * (1 - weight * (1 - eff))
-        pcs = per_pc(k, "derived__avg_thread_executed", "inst_executed")
-        low = {pc for pc, v in pcs.items()
-               if v.get("derived__avg_thread_executed", 32) < self.thresholds["max_line_threads"]}
-        lines = k.top_lines("inst_executed", limit=3, min_share=0.0,
-                            sass_filter=None if not low else (lambda s, _low=low: True))
-        lines = [ln for ln in lines if any(pcs[pc]["file"] == ln.file and pcs[pc]["line"] == ln.line for pc in low)] or lines
+        low = {e.pc for e in k.per_instruction("derived__avg_thread_executed")
+               if e.value < self.thresholds["max_line_threads"]}
+        lines = k.top_lines("inst_executed", limit=3, min_share=0.0, pcs=low)
         if k.is_triton:
             fix = ("Lanes of a program disagree: masked `tl.where` work or data-dependent branches. Split the work by "
                    "condition into separate programs (or kernels), or sort the inputs so a block shares one path.")

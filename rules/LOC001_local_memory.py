@@ -34,7 +34,7 @@ class LocalMemoryTraffic(Rule):
     title = "Local-memory traffic (dynamically indexed array or spills)"
     requires = ("l1tex__t_sectors_pipe_lsu_mem_local_op_ld.sum", "l1tex__t_sectors_pipe_lsu_mem_local_op_st.sum")
     optional = ("l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum", "l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum")
-    per_instruction = ("inst_executed",)
+    per_instruction = ("inst_executed", "memory_type")
     thresholds = {"min_local_share": 0.1}
 
     def check(self, k: KernelContext):
@@ -51,7 +51,7 @@ class LocalMemoryTraffic(Rule):
         weight = 0.5 if r.bound == "compute" else 1.0
         new_ns = (r.duration_ns or 0) * (1 - weight * share)
         lines = k.top_lines("inst_executed", limit=3, min_share=0.0,
-                            sass_filter=lambda s: s.startswith(("LDL", "STL")))
+                            sass_filter=lambda s: s.startswith(("LDL", "STL")), memory_only=True)
         if k.is_triton:
             fix = ("The Triton kernel spills registers to local memory: use smaller BLOCK sizes or fewer elements per "
                    "thread, or more num_warps for the same tile; check the compiled kernel's `n_spills`.")

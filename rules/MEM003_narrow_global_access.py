@@ -113,7 +113,7 @@ class NarrowGlobalAccess(Rule):
         width = min(p["bytes"] for p in narrow)
         target_ns = r.compulsory_bytes / (self.thresholds["achievable_dram_fraction"] * r.peak_dram_bytes_per_s) * 1e9
         lines = k.top_lines("inst_executed", limit=3, min_share=0.0,
-                            sass_filter=lambda s: s.startswith(("LDG", "STG")) and ".128" not in s)
+                            sass_filter=lambda s: s.startswith(("LDG", "STG")) and ".128" not in s, memory_only=True)
         achieved = (r.achieved_dram_bytes_per_s or 0) / r.peak_dram_bytes_per_s
         if k.is_triton:
             fix = ("Triton emits 16-byte accesses only when it can prove contiguity and alignment: keep the "

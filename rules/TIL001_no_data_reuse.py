@@ -39,7 +39,7 @@ class NoDataReuse(Rule):
     title = "Little data reuse: tile in shared memory and registers"
     requires = ("l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum",)
     optional = ("memory_l1_wavefronts_shared", "sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active")
-    per_instruction = ("inst_executed",)
+    per_instruction = ("inst_executed", "memory_type")
     thresholds = {"min_gflop": 1.0, "max_global_bytes_per_flop": 0.5, "max_shared_wavefronts_per_flop": 0.005,
                   "min_l1_pct": 60.0, "tiled_fma_fraction": 0.25, "register_tiled_fma_fraction": 0.6,
                   "max_fma_pct": 50.0}
@@ -88,7 +88,7 @@ class NoDataReuse(Rule):
             code = "acc += tl.dot(a_tile, b_tile)   # a_tile: [BLOCK_M, BLOCK_K], b_tile: [BLOCK_K, BLOCK_N]"
         new_ns = fma_flops / (frac * peak) * 1e9
         lines = k.top_lines("inst_executed", limit=2, min_share=0.0,
-                            sass_filter=lambda s: s.startswith(("LDG", "LDS")))
+                            sass_filter=lambda s: s.startswith(("LDG", "LDS")), memory_only=True)
         return self.finding(
             title=f"Little data reuse: {what}",
             message=(f"{fma_flops / 1e9:.1f} GFLOP of FMA work read {what}; L1/shared memory is "

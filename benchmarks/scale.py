@@ -1,0 +1,97 @@
+"""How ncuadvisor scales with the size of a report.
+
+Measures, on one report: the time to read every metric of every result through `ncu_report` (the naive floor:
+what a tool that reads everything pays), and `ncuadvisor report` end to end to JSON and to HTML (wall time, peak
+memory of the process, output size). Goal (issue 6): the whole analysis in less time than reading every metric
+once, under 5 s per 1,000 full-set results on a 2-core machine, peak memory under 1 GB, HTML under 5 MB.
+
+    python benchmarks/scale.py fixtures/flaws.ncu-rep.xz [more reports...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import lzma
+import os
+import platform
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+
+def decompressed(path: Path, folder: Path) -> Path:
+    if path.suffix != ".xz":
+        return path
+    out = folder / path.with_suffix("").name
+    with lzma.open(path) as src, out.open("wb") as dst:
+        shutil.copyfileobj(src, dst)
+    return out
+
+
+def read_everything(path: Path) -> tuple[float, int, int]:
+    """Seconds to read every metric value of every result; (seconds, results, metric values)."""
+    import ncu_report
+
+    t0 = time.perf_counter()
+    ctx = ncu_report.load_report(str(path))
+    results = values = 0
+    for r in range(ctx.num_ranges()):
+        rng = ctx.range_by_idx(r)
+        for a in range(rng.num_actions()):
+            action = rng.action_by_idx(a)
+            results += 1
+            for name in action.metric_names():
+                m = action.metric_by_name(name)
+                try:
+                    m.as_double() if m.kind() != m.ValueKind_STRING else m.as_string()
+                except Exception:
+                    pass
+                values += 1
+    return time.perf_counter() - t0, results, values
+
+
+def run_cli(report: Path, out: Path) -> tuple[float, float]:
+    """Wall seconds and peak RSS (MB) of `ncuadvisor report REPORT -o OUT` in a child process."""
+    cmd = [sys.executable, "-m", "ncuadvisor", "report", str(report), "-o", str(out), "-q", "--force"]
+    t0 = time.perf_counter()
+    pid = os.fork()
+    if pid == 0:  # child: exec, so that its rusage is its own
+        os.execv(sys.executable, cmd)
+    _, status, usage = os.wait4(pid, 0)
+    wall = time.perf_counter() - t0
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise SystemExit(f"ncuadvisor failed on {report}")
+    return wall, usage.ru_maxrss / 1024.0
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("reports", nargs="+", type=Path)
+    args = ap.parse_args()
+    print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}")
+    header = ("report", "results", "metric values", "read all (s)", "report→JSON (s)", "report→HTML (s)",
+              "peak RSS (MB)", "HTML (MB)", "s per 1k results")
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        for report in args.reports:
+            local = decompressed(report, folder)
+            naive, results, values = read_everything(local)
+            t_json, rss_json = run_cli(local, folder / "r.json")
+            t_html, rss_html = run_cli(local, folder / "r.html")
+            html_mb = (folder / "r.html").stat().st_size / 1e6
+            rows.append((report.name, results, values, f"{naive:.2f}", f"{t_json:.2f}", f"{t_html:.2f}",
+                         f"{max(rss_json, rss_html):.0f}", f"{html_mb:.2f}", f"{t_html / results * 1000:.2f}"))
+    print("| " + " | ".join(header) + " |")
+    print("|" + "---|" * len(header))
+    for r in rows:
+        print("| " + " | ".join(str(c) for c in r) + " |")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
