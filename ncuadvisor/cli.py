@@ -30,9 +30,16 @@ class Format(str, Enum):
     json = "json"
     html = "html"
     md = "md"
+    sarif = "sarif"
 
 
-EXTENSIONS = {".json": Format.json, ".html": Format.html, ".htm": Format.html, ".md": Format.md}
+EXTENSIONS = {
+    ".json": Format.json,
+    ".html": Format.html,
+    ".htm": Format.html,
+    ".md": Format.md,
+    ".sarif": Format.sarif,
+}
 
 
 def _version(value: bool) -> None:
@@ -58,12 +65,12 @@ def choose_format(output: Optional[Path], fmt: Optional[Format]) -> Format:
     by_ext = EXTENSIONS.get(output.suffix.lower())
     if by_ext is None:
         raise OutputError(
-            f"{output}: cannot tell the format from the extension (use .html, .json or .md, or pass --format)"
+            f"{output}: cannot tell the format from the extension (use .html, .json, .md or .sarif, or pass --format)"
         )
     return by_ext
 
 
-def render(result: dict, fmt: Format) -> str:
+def render(result: dict, fmt: Format, source_root: Optional[Path] = None, rules: Optional[list] = None) -> str:
     if fmt is Format.json:
         from ncuadvisor.render import to_json
 
@@ -76,6 +83,10 @@ def render(result: dict, fmt: Format) -> str:
         from ncuadvisor.render.markdown import render_markdown
 
         return render_markdown(result)
+    if fmt is Format.sarif:
+        from ncuadvisor.render.sarif import render_sarif
+
+        return render_sarif(result, str(source_root) if source_root is not None else None, rules=rules)
     raise OutputError(f"format {fmt.value} cannot be written to a file")  # pragma: no cover
 
 
@@ -123,21 +134,31 @@ def report(
     force: Annotated[bool, typer.Option("--force", help="Overwrite an existing output file.")] = False,
     top: Annotated[int, typer.Option("--top", help="Kernels shown in the terminal summary.")] = 10,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No terminal summary when writing a file.")] = False,
+    source_root: Annotated[
+        Optional[Path],
+        typer.Option(
+            "--source-root",
+            help="SARIF: make source paths relative to this folder (default: the git top level of the current "
+            "directory, else the current directory).",
+        ),
+    ] = None,
 ) -> None:
     """Analyze a saved report: roofline bound of every kernel, then ranked findings with fixes."""
     from ncuadvisor.analyze import analyze
+    from ncuadvisor.engine import discover
 
     out_format = choose_format(output, fmt)
     if output is not None:
         check_output(output, force, [path])
-    result = analyze(path, rule_folders=rules_dir or [])
+    rules = discover(rules_dir or [])
+    result = analyze(path, rules=rules)
     if output is None and out_format is not Format.terminal:
-        sys.stdout.write(render(result, out_format))
+        sys.stdout.write(render(result, out_format, source_root, rules))
         return
     if output is not None:
         if out_format is Format.terminal:
-            raise OutputError("--format terminal cannot be written to a file; use .html, .json or .md")
-        write_output(output, render(result, out_format))
+            raise OutputError("--format terminal cannot be written to a file; use .html, .json, .md or .sarif")
+        write_output(output, render(result, out_format, source_root, rules))
     if not quiet:
         from ncuadvisor.render.terminal import render_terminal
 
@@ -196,7 +217,9 @@ def reflow(text: str) -> str:
 def main() -> None:
     """Entry point: run the app; AdvisorError -> one line on stderr and its exit code, never a traceback."""
     try:
-        app(standalone_mode=False)
+        code = app(standalone_mode=False)
+        if isinstance(code, int) and code:  # typer.Exit(n) comes back as a return value outside standalone mode
+            sys.exit(code)
     except AdvisorError as exc:
         err.print(f"ncuadvisor: error: {escape(str(exc))}")
         sys.exit(exc.exit_code)
@@ -223,3 +246,9 @@ def main() -> None:
             "(set NCUADVISOR_DEBUG=1 for the traceback, and please report it)"
         )
         sys.exit(3)
+
+
+# The pull-request commands (`diff`, `render`) live in commands_pr.py; registered here, after `app` exists.
+from ncuadvisor.commands_pr import register as _register_pr_commands  # noqa: E402
+
+_register_pr_commands(app)

@@ -93,7 +93,8 @@ def load_saved(path: Path, want: Iterable[str] = (REPORT_KIND, DIFF_KIND)) -> di
         raise InputError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})") from exc
     if not isinstance(data, dict) or "schema_version" not in data:
         raise InputError(
-            f"{path}: not an ncuadvisor result (no schema_version); save one with `ncuadvisor report x.ncu-rep -o x.json`"
+            f"{path}: not an ncuadvisor result (no schema_version); "
+            "save one with `ncuadvisor report x.ncu-rep -o x.json`"
         )
     kind = data.get("kind", REPORT_KIND)
     versions = supported_versions()
@@ -157,7 +158,9 @@ def _format_name(output: Optional[Path], fmt: Optional[Enum]) -> str:
         raise OutputError(str(exc).replace("use .html, .json or .md", "use .html, .json, .md or .sarif")) from None
 
 
-def _render_report(result: dict[str, Any], name: str, source_root: Optional[Path], rules_dir: Optional[list[Path]]) -> str:
+def _render_report(
+    result: dict[str, Any], name: str, source_root: Optional[Path], rules_dir: Optional[list[Path]]
+) -> str:
     from ncuadvisor.cli import Format, render
 
     if name == "sarif":
@@ -191,7 +194,8 @@ def _console() -> Console:
 
 def diff_command(
     before: Annotated[
-        Path, typer.Argument(help="The baseline (e.g. main): a report (.ncu-rep, .ncu-rep.xz) or a saved result (.json).")
+        Path,
+        typer.Argument(help="The baseline (e.g. main): a report (.ncu-rep, .ncu-rep.xz) or a saved result (.json)."),
     ],
     after: Annotated[Path, typer.Argument(help="The new version (e.g. the pull request), same kinds.")],
     output: Annotated[
@@ -277,7 +281,9 @@ def render_command(
         typer.Option("--rules-dir", help="SARIF: also take rule help texts from this folder (repeatable)."),
     ] = None,
     force: Annotated[bool, typer.Option("--force", help="Overwrite an existing output file.")] = False,
-    top: Annotated[int, typer.Option("--top", help="Kernels shown in the terminal summary.")] = 10,
+    top: Annotated[
+        Optional[int], typer.Option("--top", help="Kernels shown in the terminal summary (default 10, a diff's 20).")
+    ] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Say nothing when writing a file.")] = False,
 ) -> None:
     """Re-render a saved result (report or diff JSON) as html, md, sarif, json or terminal; no report or ncu needed."""
@@ -296,11 +302,11 @@ def render_command(
         if kind == DIFF_KIND:
             from ncuadvisor.render.diff_render import render_diff_terminal
 
-            render_diff_terminal(data, top=max(top, 20))
+            render_diff_terminal(data, top=top or 20)
         else:
             from ncuadvisor.render.terminal import render_terminal
 
-            render_terminal(data, top=top)
+            render_terminal(data, top=top or 10)
         return
     text = _render_diff(data, name) if kind == DIFF_KIND else _render_report(data, name, source_root, rules_dir)
     if output is None:

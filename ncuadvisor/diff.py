@@ -407,13 +407,13 @@ def gate(diff: dict[str, Any], fail_on: str | None) -> list[str]:
     if fail_on == "regression":
         t = diff.get("total") or {}
         if t.get("status") == "regressed":
-            reasons.append(f"program total {_pct(t.get('change'))} ({_ns(t.get('before_ns'))} → {_ns(t.get('after_ns'))})")
+            before_after = f"{_ns(t.get('before_ns'))} → {_ns(t.get('after_ns'))}"
+            reasons.append(f"program total {_pct(t.get('change'))} ({before_after})")
         for k in diff.get("kernels") or []:
             if k.get("status") == "regressed":
-                reasons.append(
-                    f"{k.get('name')} {_pct(k.get('change'))} "
-                    f"({_ns((k.get('before') or {}).get('duration_ns'))} → {_ns((k.get('after') or {}).get('duration_ns'))})"
-                )
+                b_ns = (k.get("before") or {}).get("duration_ns")
+                a_ns = (k.get("after") or {}).get("duration_ns")
+                reasons.append(f"{k.get('name')} {_pct(k.get('change'))} ({_ns(b_ns)} → {_ns(a_ns)})")
     else:
         for k in diff.get("kernels") or []:
             for f in (k.get("findings") or {}).get("new") or []:

@@ -259,6 +259,12 @@ def render_diff_json(diff: dict[str, Any]) -> str:
 # -- terminal --------------------------------------------------------------------------------------------------
 
 
+def _styled(status: str) -> str:
+    text = STATUS_TEXT.get(status, status)
+    style = STATUS_STYLE.get(status)
+    return f"[{style}]{text}[/]" if style else escape(text)
+
+
 def render_diff_terminal(diff: dict[str, Any], console: Console | None = None, top: int = 20) -> None:
     if console is None:
         console = Console(highlight=False)
@@ -267,12 +273,15 @@ def render_diff_terminal(diff: dict[str, Any], console: Console | None = None, t
     b, a = diff.get("before") or {}, diff.get("after") or {}
     t, s, noise = diff.get("total") or {}, diff.get("summary") or {}, diff.get("noise") or {}
     console.print(
-        f"[bold]{escape(str(b.get('name') or 'before'))}[/bold] → [bold]{escape(str(a.get('name') or 'after'))}[/bold]  "
+        f"[bold]{escape(str(b.get('name') or 'before'))}[/bold] → "
+        f"[bold]{escape(str(a.get('name') or 'after'))}[/bold]  "
         f"{escape(str(a.get('device') or b.get('device') or 'unknown GPU'))}"
     )
     verdict = diff.get("verdict") or "unchanged"
     style = {"regressed": "bold red", "improved": "bold green"}.get(verdict, "bold")
-    change = f"{fmt_delta_ns(t.get('change_ns'))}, {fmt_change(t.get('change'))}" if t.get("change") is not None else "–"
+    change = fmt_delta_ns(t.get("change_ns"))
+    if t.get("change") is not None:
+        change += f", {fmt_change(t.get('change'))}"
     console.print(
         f"[{style}]{VERDICT_TEXT.get(verdict, verdict)}[/]: GPU time {fmt_ns(t.get('before_ns'))} → "
         f"{fmt_ns(t.get('after_ns'))} ({change})"
@@ -317,7 +326,7 @@ def render_diff_terminal(diff: dict[str, Any], console: Console | None = None, t
             fmt_ns(kb.get("duration_ns")) if kb else "–",
             fmt_ns(ka.get("duration_ns")) if ka else "–",
             chg,
-            f"[{STATUS_STYLE.get(status, '')}]{STATUS_TEXT.get(status, status)}[/]" if STATUS_STYLE.get(status) else status,
+            _styled(status),
             escape(str(bound)),
             headroom,
             escape(findings_cell_text(k.get("findings"))),

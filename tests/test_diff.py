@@ -1,0 +1,386 @@
+"""`ncuadvisor diff` on real report pairs of the workloads (pipeline_v0 → v1 fixes a kernel, v1 → v2 regresses one,
+v0 → v0_rerun is the same program twice), the noise threshold, matching, the renderers and the CI gate."""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+from html.parser import HTMLParser
+
+import pytest
+from rich.console import Console
+
+from ncuadvisor.diff import (
+    DEFAULT_THRESHOLD,
+    MIN_CHANGE_NS,
+    classify,
+    diff_results,
+    gate,
+    parse_threshold,
+)
+from ncuadvisor.errors import InputError
+from ncuadvisor.render.diff_render import (
+    render_diff_html,
+    render_diff_json,
+    render_diff_markdown,
+    render_diff_terminal,
+)
+from ncuadvisor.render.markdown import GITHUB_LIMIT
+from tests.conftest import FIXTURES
+from tests.golden import check_golden, run_cli, scrub_diff
+
+V0, V0R, V1, V2 = "pipeline_v0", "pipeline_v0_rerun", "pipeline_v1", "pipeline_v2"
+
+
+def xz(name: str) -> str:
+    return str(FIXTURES / f"{name}.ncu-rep.xz")
+
+
+@pytest.fixture(scope="module")
+def diff_of(analyzed):
+    cache: dict = {}
+
+    def get(before: str, after: str, **kw) -> dict:
+        key = (before, after, tuple(sorted(kw.items())))
+        if key not in cache:
+            cache[key] = diff_results(analyzed(before), analyzed(after), **kw)
+        return cache[key]
+
+    return get
+
+
+def entry(diff: dict, name: str) -> dict:
+    found = [k for k in diff["kernels"] if k["name"] == name]
+    assert len(found) == 1, [k["name"] for k in diff["kernels"]]
+    return found[0]
+
+
+def rules(findings: list[dict]) -> list[str]:
+    return [f["rule"] for f in findings]
+
+
+# -- the real pairs ----------------------------------------------------------------------------------------------
+
+
+def test_fix_shows_transpose_faster_and_its_bank_conflicts_resolved(diff_of):
+    d = diff_of(V0, V1)
+    k = entry(d, "transpose_tile")
+    assert k["status"] == "improved" and k["match"] == "identity" and k["match_note"] is None
+    assert k["before"]["duration_ns"] == pytest.approx(328192) and k["after"]["duration_ns"] == pytest.approx(142848)
+    assert k["change"] == pytest.approx(142848 / 328192 - 1)
+    assert rules(k["findings"]["resolved"]) == ["MEM002"] and k["findings"]["new"] == []
+    assert k["before"]["headroom"] > 2.5 and k["after"]["headroom"] < 1.5 and k["after"]["at_roofline"]
+    assert k["before"]["bound"] == k["after"]["bound"] == "memory"
+    # the other two kernels did not change: within the noise threshold
+    assert entry(d, "scale_add")["status"] == entry(d, "normalize_rows")["status"] == "unchanged"
+    assert d["verdict"] == "improved" and d["total"]["status"] == "improved"
+    assert d["summary"]["resolved_findings"] == 1 and d["summary"]["new_findings"] == 0
+    assert gate(d, "regression") == [] and gate(d, "findings") == []
+    assert d["kernels"][0]["name"] == "transpose_tile"  # the largest change first
+
+
+def test_regression_is_found_and_fails_the_gate(diff_of):
+    d = diff_of(V1, V2)
+    k = entry(d, "scale_add")
+    assert k["status"] == "regressed" and k["change"] > 4
+    assert rules(k["findings"]["new"]) == ["MEM001"]
+    assert k["findings"]["new"][0]["location"].endswith("pipeline.cu:68")
+    assert d["verdict"] == "regressed" and d["total"]["status"] == "regressed"
+    reasons = gate(d, "regression")
+    assert any(r.startswith("scale_add +430") for r in reasons), reasons
+    assert gate(d, "findings") == ["new MEM001 in scale_add: " + k["findings"]["new"][0]["title"]]
+    assert d["first_fix"]["rule"] == "MEM001" and d["first_fix"]["kernel"] == "scale_add"
+
+
+def test_rerun_of_the_same_program_is_noise(diff_of):
+    d = diff_of(V0, V0R)
+    assert [k["status"] for k in d["kernels"]] == ["unchanged"] * 3
+    assert d["verdict"] == "unchanged" and gate(d, "regression") == [] and gate(d, "findings") == []
+    assert rules(entry(d, "transpose_tile")["findings"]["unchanged"]) == ["MEM002"]
+    # the measured run-to-run spread the default threshold is derived from (module docstring, docs/ci.md)
+    spreads = {k["name"]: abs(k["change"]) for k in d["kernels"]}
+    assert spreads == pytest.approx({"transpose_tile": 0.0026, "scale_add": 0.0035, "normalize_rows": 0.0020}, abs=5e-4)
+    assert DEFAULT_THRESHOLD >= 10 * max(spreads.values())
+
+
+def test_unchanged_kernels_across_versions_stay_within_the_documented_spread(diff_of):
+    spread = [
+        abs(k["change"])
+        for pair in ((V0, V1), (V1, V2), (V0, V0R))
+        for k in diff_of(*pair)["kernels"]
+        if k["status"] == "unchanged"
+    ]
+    assert len(spread) == 7 and max(spread) < 0.0065 < DEFAULT_THRESHOLD / 5
+
+
+def test_a_tiny_threshold_turns_noise_into_a_regression(diff_of):
+    d = diff_of(V0, V0R, threshold=0.001, min_change_ns=0.0)
+    assert entry(d, "scale_add")["status"] == "regressed"  # +0.35%
+    assert d["noise"] == {"threshold": 0.001, "min_change_ns": 0.0, "threshold_source": "option"}
+    assert gate(d, "regression")
+
+
+def test_different_programs_are_all_added_and_removed(diff_of, analyzed):
+    d = diff_of("flaws", V0)
+    statuses = {k["status"] for k in d["kernels"]}
+    assert statuses == {"added", "removed"}
+    assert d["summary"]["removed"] == len(analyzed("flaws")["kernels"]) and d["summary"]["added"] == 3
+    for k in d["kernels"]:
+        assert k["match"] is None and k["change"] is None
+        assert (k["before"] is None) == (k["status"] == "added") and (k["after"] is None) == (k["status"] == "removed")
+    # an added kernel's findings are new, a removed kernel's resolved
+    assert rules(entry(d, "transpose_tile")["findings"]["new"]) == ["MEM002"]
+    assert rules(entry(d, "copy_strided")["findings"]["resolved"]) == ["MEM001"]
+    assert any("same program" in w for w in d["warnings"])
+
+
+# -- matching --------------------------------------------------------------------------------------------------
+
+
+def test_launch_shape_change_is_matched_by_name_and_said_so(analyzed):
+    before, after = analyzed(V1), copy.deepcopy(analyzed(V2))
+    k = next(k for k in after["kernels"] if k["name"] == "scale_add")
+    k["grid"] = "(131072, 1, 1)"
+    k["block"] = "(512, 1, 1)"
+    d = diff_results(before, after)
+    e = entry(d, "scale_add")
+    assert e["match"] == "name" and e["status"] == "regressed"
+    assert "(262144, 1, 1)" in e["match_note"] and "(131072, 1, 1)" in e["match_note"]
+    assert "by name" in e["match_note"] and d["summary"]["name_matches"] == 1
+    assert any("matched by name alone" in w for w in d["warnings"])
+    assert "*(by name)*" in render_diff_markdown(d)
+
+
+def test_several_shapes_of_one_name_are_compared_as_one(analyzed):
+    before, after = analyzed(V1), copy.deepcopy(analyzed(V1))
+    k = next(k for k in after["kernels"] if k["name"] == "scale_add")
+    twin = copy.deepcopy(k)
+    k["grid"], twin["grid"] = "(1, 1, 1)", "(2, 1, 1)"
+    twin["id"] = "k99"
+    after["kernels"].append(twin)
+    e = entry(diff_results(before, after), "scale_add")
+    assert e["match"] == "name" and e["after"]["launches"] == 2
+    assert e["after"]["duration_ns"] == pytest.approx(2 * k["duration_ns"]) and len(e["after"]["shapes"]) == 2
+
+
+def test_never_matched_by_position(analyzed):
+    before = analyzed(V1)
+    after = copy.deepcopy(before)
+    after["kernels"].reverse()  # order means nothing
+    d = diff_results(before, after)
+    assert all(k["status"] == "unchanged" and k["match"] == "identity" for k in d["kernels"])
+    renamed = copy.deepcopy(before)
+    renamed["kernels"][0]["demangled"] = renamed["kernels"][0]["name"] = "something_else(int)"
+    d = diff_results(before, renamed)  # same place in the list, other kernel: removed + added, not matched
+    assert sorted(k["status"] for k in d["kernels"]) == ["added", "removed", "unchanged", "unchanged"]
+
+
+# -- threshold ---------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "text, value",
+    [("5%", 0.05), ("2.5%", 0.025), ("0.05", 0.05), (" 10 % ", 0.10), ("0", 0.0), (None, DEFAULT_THRESHOLD)],
+)
+def test_parse_threshold(text, value):
+    assert parse_threshold(text) == pytest.approx(value)
+
+
+@pytest.mark.parametrize("text", ["5", "abc", "-1%", "5%%", "2000%"])
+def test_parse_threshold_refuses(text):
+    with pytest.raises(InputError):
+        parse_threshold(text)
+
+
+def test_classify_uses_the_larger_of_threshold_and_absolute_floor():
+    assert classify(100_000, 104_000, 0.05, MIN_CHANGE_NS) == "unchanged"
+    assert classify(100_000, 106_000, 0.05, MIN_CHANGE_NS) == "regressed"
+    assert classify(100_000, 94_000, 0.05, MIN_CHANGE_NS) == "improved"
+    assert classify(2_300, 2_750, 0.05, MIN_CHANGE_NS) == "unchanged"  # a 2.3 µs launch jitters by ±0.45 µs
+    assert classify(None, 5, 0.05, 0) == "added" and classify(5, None, 0.05, 0) == "removed"
+
+
+# -- the diff dict and its renderers -----------------------------------------------------------------------------
+
+
+def test_diff_is_versioned_json(diff_of):
+    d = diff_of(V1, V2)
+    text = render_diff_json(d)
+    back = json.loads(text)
+    assert back["schema_version"] == 1 and back["kind"] == "diff"
+    assert back["noise"]["threshold"] == DEFAULT_THRESHOLD and back["noise"]["threshold_source"] == "default"
+    assert set(back) >= {"before", "after", "total", "kernels", "summary", "verdict", "program_findings", "warnings"}
+    json.dumps(d, allow_nan=False)
+
+
+@pytest.mark.parametrize("pair, golden", [((V0, V1), "diff_v0_v1.md"), ((V1, V2), "diff_v1_v2.md")])
+def test_diff_markdown_golden(diff_of, pair, golden):
+    check_golden(golden, render_diff_markdown(scrub_diff(diff_of(*pair))))
+
+
+def test_diff_markdown_headline_and_tables(diff_of):
+    text = render_diff_markdown(diff_of(V1, V2))
+    assert text.startswith("## ncuadvisor diff · pipeline\\_v1.ncu-rep → pipeline\\_v2.ncu-rep")
+    assert "**❌ Regression**" in text and "<code>scale\\_add</code> +430.7%" in text
+    assert "| Kernel | Before | After | Change | Status | Bound | Headroom | Findings |" in text
+    assert "First fix now" in text and text.count("<details>") == text.count("</details>") == 1
+
+
+class _Tags(HTMLParser):
+    def __init__(self):
+        super().__init__()
+        self.stack: list[str] = []
+        self.bad: list[str] = []
+        self.script = False
+
+    def handle_starttag(self, tag, attrs):
+        if tag == "script":
+            self.script = True
+        if tag not in ("meta", "br", "hr", "img", "input", "link"):
+            self.stack.append(tag)
+
+    def handle_endtag(self, tag):
+        if not self.stack or self.stack[-1] != tag:
+            self.bad.append(tag)
+        else:
+            self.stack.pop()
+
+
+def hostile(diff: dict) -> dict:
+    d = copy.deepcopy(diff)
+    evil = "evil|kernel`<script>alert(1)</script>` **x** _y_ [z](http://a) &amp; ::"
+    for k in d["kernels"]:
+        k["name"] = k["demangled"] = evil
+        for fs in k["findings"].values():
+            for f in fs:
+                f["title"] = f["fix"] = evil
+    d["before"]["name"] = d["after"]["name"] = evil
+    d["warnings"] = [evil]
+    return d
+
+
+def test_diff_markdown_escapes_hostile_names(diff_of):
+    text = render_diff_markdown(hostile(diff_of(V1, V2)))
+    assert "<script>" not in text and "&lt;script&gt;" in text
+    assert "evil\\|kernel\\`" in text
+    for line in text.splitlines():
+        if line.startswith("| ") and "Kernel" not in line and not line.startswith("|:"):
+            assert len(re.findall(r"(?<!\\)\|", line)) in (9, 4), line  # 8 or 3 columns: no stray pipes
+
+
+def test_diff_markdown_stays_under_githubs_limit(diff_of):
+    d = copy.deepcopy(diff_of("flaws", V0))
+    many = []
+    for i in range(60):
+        for k in d["kernels"]:
+            k2 = copy.deepcopy(k)
+            params = "const float *, " * 20
+            k2["name"] = k2["demangled"] = f"void ns{i}::kernel_{k['name']}<float, {i}>({params}int)"
+            many.append(k2)
+    d["kernels"] = many  # 2040 kernels
+    text = render_diff_markdown(d)
+    assert len(text) <= GITHUB_LIMIT < 65536
+    assert "left out" in text and text.count("<details>") == text.count("</details>")
+    small = render_diff_markdown(d, max_chars=3000)
+    assert len(small) <= 3000 and "left out" in small
+
+
+def test_diff_html_is_self_contained_and_escaped(diff_of):
+    page = render_diff_html(hostile(diff_of(V1, V2)))
+    assert page.lstrip().lower().startswith("<!doctype html") and "<script>" not in page
+    assert "http" not in page.replace("http://a", "")  # no external resources
+    parser = _Tags()
+    parser.feed(page)
+    assert not parser.bad and parser.stack == [] and not parser.script
+    page = render_diff_html(diff_of(V0, V1))
+    assert "transpose_tile" in page and "resolved" in page and "MEM002" in page
+
+
+def test_diff_terminal(diff_of):
+    console = Console(record=True, width=160)
+    render_diff_terminal(diff_of(V1, V2), console=console)
+    out = console.export_text()
+    assert "Regression" in out and "scale_add" in out and "new MEM001" in out and "+430.7%" in out
+
+
+def test_renderers_survive_an_empty_diff(analyzed):
+    empty = {"kernels": [], "report": {"name": "x", "total_duration_ns": 0}}
+    d = diff_results(empty, empty)
+    assert d["verdict"] == "unchanged" and d["kernels"] == []
+    assert "No significant change" in render_diff_markdown(d)
+    render_diff_html(d)
+    render_diff_terminal(d, console=Console(record=True))
+
+
+# -- the command line --------------------------------------------------------------------------------------------
+
+
+def test_cli_regression_fails_the_gate_with_exit_1():
+    p = run_cli("diff", xz(V1), xz(V2), "--fail-on", "regression")
+    assert p.returncode == 1, p.stderr
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1 and "--fail-on regression failed" in lines[0] and "scale_add" in lines[0]
+    assert "Regression" in p.stdout  # the terminal summary still printed (no -o)
+
+
+def test_cli_noise_passes_the_gate():
+    p = run_cli("diff", xz(V0), xz(V0R), "--fail-on", "regression")
+    assert p.returncode == 0, p.stderr
+    assert "No significant change" in p.stdout and p.stderr == ""
+
+
+def test_cli_fix_passes_both_gates_and_new_findings_fail():
+    assert run_cli("diff", xz(V0), xz(V1), "--fail-on", "findings", "-q").returncode == 0
+    p = run_cli("diff", xz(V1), xz(V2), "--fail-on", "findings", "--threshold", "1000%", "-q")
+    assert p.returncode == 1 and "new MEM001 in scale_add" in p.stderr
+    p = run_cli("diff", xz(V1), xz(V2), "--fail-on", "regression", "--threshold", "1000%", "-q")
+    assert p.returncode == 0, p.stderr  # a 5.3× kernel is 'unchanged' under a 1000% threshold
+
+
+@pytest.mark.parametrize("ext", ["md", "html", "json"])
+def test_cli_writes_the_format_of_the_extension(tmp_path, ext):
+    out = tmp_path / f"diff.{ext}"
+    p = run_cli("diff", xz(V0), xz(V1), "-o", out, "-q")
+    assert p.returncode == 0, p.stderr
+    text = out.read_text()
+    if ext == "json":
+        assert json.loads(text)["kind"] == "diff"
+    elif ext == "html":
+        assert text.lstrip().lower().startswith("<!doctype html")
+    else:
+        assert text.startswith("## ncuadvisor diff")
+    p = run_cli("diff", xz(V0), xz(V1), "-o", out)
+    assert p.returncode == 2 and "already exists" in p.stderr
+
+
+def test_cli_json_to_stdout_and_saved_results_as_inputs(tmp_path):
+    p = run_cli("diff", xz(V1), xz(V2), "--format", "json")
+    assert p.returncode == 0, p.stderr
+    d = json.loads(p.stdout)
+    assert d["verdict"] == "regressed"
+    for name in (V1, V2):
+        q = run_cli("report", xz(name), "-o", tmp_path / f"{name}.json", "-q")
+        assert q.returncode == 0, q.stderr
+    p = run_cli("diff", tmp_path / f"{V1}.json", tmp_path / f"{V2}.json", "--format", "json")
+    assert p.returncode == 0, p.stderr
+    assert [k["status"] for k in json.loads(p.stdout)["kernels"]] == [k["status"] for k in d["kernels"]]
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (("missing.ncu-rep", xz(V0)), "no such file"),
+        ((str(FIXTURES / "README.md"), xz(V0)), "not an Nsight Compute report"),
+        ((xz(V0), str(FIXTURES)), "is a directory"),
+        ((xz(V0), xz(V1), "--threshold", "five"), "--threshold"),
+        ((xz(V0), xz(V1), "-o", "diff.sarif"), "no SARIF form"),
+        ((xz(V0), xz(V1), "-o", "diff.txt"), "cannot tell the format"),
+    ],
+)
+def test_cli_bad_input_exits_2_with_one_line(tmp_path, args, message):
+    p = run_cli("diff", *args, cwd=tmp_path)
+    assert p.returncode == 2, (p.returncode, p.stderr)
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("ncuadvisor: error: ") and message in lines[0], p.stderr
+    assert "Traceback" not in p.stderr

@@ -1,0 +1,240 @@
+"""SARIF 2.1.0 output: golden files of real fixtures, validated against the official schema (tests/data), levels,
+paths relative to the source root, findings without a location, and rule help texts from the rule docstrings."""
+
+from __future__ import annotations
+
+import copy
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from ncuadvisor.engine import discover
+from ncuadvisor.render.sarif import (
+    LEVEL_ERROR,
+    LEVEL_WARNING,
+    build_sarif,
+    default_source_root,
+    level_for,
+    relative_to_root,
+    render_sarif,
+)
+from tests.conftest import FIXTURES
+from tests.golden import FIXTURE_SOURCE_ROOT, check_golden, run_cli, scrub_result
+
+SCHEMA_PATH = Path(__file__).resolve().parent / "data" / "sarif-schema-2.1.0.json"
+
+
+@pytest.fixture(scope="module")
+def validator():
+    schema = json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
+    assert schema["id"].endswith("/sarif-schema-2.1.0.json") and schema["properties"]["version"]["enum"] == ["2.1.0"]
+    jsonschema.Draft4Validator.check_schema(schema)
+    return jsonschema.Draft4Validator(schema, format_checker=jsonschema.Draft4Validator.FORMAT_CHECKER)
+
+
+@pytest.fixture(scope="module")
+def rules():
+    return discover()
+
+
+def validate(validator, log: dict) -> None:
+    errors = sorted(validator.iter_errors(log), key=lambda e: list(e.path))
+    assert not errors, "\n".join(f"{list(e.path)}: {e.message}" for e in errors[:10])
+
+
+def sarif_of(result: dict, rules, root: str = FIXTURE_SOURCE_ROOT) -> dict:
+    return build_sarif(result, root, rules)
+
+
+def results_of(log: dict) -> list[dict]:
+    return log["runs"][0]["results"]
+
+
+# -- golden files, schema ------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["pipeline_v1", "pipeline_v2", "flaws"])
+def test_sarif_golden_and_valid(analyzed, rules, validator, name):
+    text = render_sarif(scrub_result(analyzed(name)), FIXTURE_SOURCE_ROOT, rules=rules)
+    log = json.loads(text)
+    validate(validator, log)
+    check_golden(f"{name}.sarif", text)
+
+
+def test_flaws_results_one_per_located_finding(analyzed, rules):
+    result = analyzed("flaws")
+    log = sarif_of(result, rules)
+    res = results_of(log)
+    located = [
+        (k["name"], f["rule"])
+        for k in result["kernels"]
+        for f in k["findings"]
+        if f["category"] != "at-roofline" and any(s.get("file") and s.get("line") for s in f["source"])
+    ]
+    got = [(r["properties"]["kernel"], r["ruleId"]) for r in res if not r["properties"]["locationInferred"]]
+    assert got == located and len(located) >= 15
+    assert all(r["ruleId"] != "ROOF001" for r in res)  # at-roofline: nothing to fix
+    ids = [d["id"] for d in log["runs"][0]["tool"]["driver"]["rules"]]
+    assert len(ids) == len(set(ids)) and all(ids[r["ruleIndex"]] == r["ruleId"] for r in res)
+
+
+def test_paths_relative_to_the_source_root(analyzed, rules):
+    log = sarif_of(analyzed("flaws"), rules)
+    run = log["runs"][0]
+    assert run["originalUriBaseIds"] == {"%SRCROOT%": {"uri": "file:///work/main/"}}
+    locs = [r["locations"][0]["physicalLocation"]["artifactLocation"] for r in results_of(log)]
+    inside = [a for a in locs if a.get("uriBaseId") == "%SRCROOT%"]
+    assert inside and all(a["uri"] == "workloads/cuda/flaws.cu" for a in inside)
+    outside = [a for a in locs if "uriBaseId" not in a]  # a CUDA header: outside the repository, absolute
+    assert outside and all(a["uri"].startswith("file:///usr/local/cuda/") for a in outside)
+
+
+def test_primary_location_prefers_the_repository(analyzed, rules):
+    log = sarif_of(analyzed("flaws"), rules)
+    chase = next(r for r in results_of(log) if r["properties"]["kernel"] == "chase_pointer")
+    primary = chase["locations"][0]["physicalLocation"]
+    assert primary["artifactLocation"]["uri"] == "workloads/cuda/flaws.cu" and primary["region"]["startLine"] == 447
+    related = chase["relatedLocations"][0]["physicalLocation"]["artifactLocation"]["uri"]
+    assert related.endswith("sm_30_intrinsics.hpp")
+
+
+def test_finding_without_location_attached_to_the_kernels_first_line(analyzed, rules):
+    log = sarif_of(analyzed("flaws"), rules)
+    res = results_of(log)
+    wmma = [r for r in res if r["properties"]["kernel"] == "matmul_half_wmma"]
+    assert [r["ruleId"] for r in wmma] == ["MEM001", "LCH001"]
+    mem, lch = wmma
+    assert lch["properties"]["locationInferred"] is True and "no source line of its own" in lch["message"]["text"]
+    assert lch["locations"][0]["physicalLocation"] == mem["locations"][0]["physicalLocation"]
+    # stream_small_grid has only a location-less finding: left out
+    assert not [r for r in res if r["properties"]["kernel"] == "stream_small_grid"]
+
+
+def test_levels_follow_the_share_of_program_time(analyzed, rules):
+    result = analyzed("flaws")
+    total = result["report"]["total_duration_ns"]
+    for r in results_of(sarif_of(result, rules)):
+        p = r["properties"]
+        k = next(k for k in result["kernels"] if k["name"] == p["kernel"])
+        f = next(f for f in k["findings"] if f["rule"] == r["ruleId"])
+        fraction = k["duration_ns"] * f["estimated_speedup"] / total
+        assert p["programFraction"] == pytest.approx(fraction, abs=1e-4)
+        assert p["estimatedSpeedup"] == pytest.approx(f["estimated_speedup"], abs=1e-4)
+        assert r["level"] == level_for(fraction)
+        assert r["message"]["text"].startswith(p["kernel"] + ": ") and "Fix:" in r["message"]["text"]
+    levels = {r["level"] for r in results_of(sarif_of(result, rules))}
+    assert levels == {"error", "warning", "note"}
+
+
+@pytest.mark.parametrize(
+    "fraction, level",
+    [
+        (0.5, "error"),
+        (LEVEL_ERROR, "error"),
+        (0.0999, "warning"),
+        (LEVEL_WARNING, "warning"),
+        (0.0199, "note"),
+        (0, "note"),
+    ],
+)
+def test_level_boundaries(fraction, level):
+    assert level_for(fraction) == level
+
+
+def test_rule_help_comes_from_the_rule_docstrings(analyzed, rules):
+    log = sarif_of(analyzed("pipeline_v2"), rules)
+    (rule,) = log["runs"][0]["tool"]["driver"]["rules"]
+    doc = next(r for r in rules if r.code == "MEM001").doc_sections()
+    assert rule["id"] == "MEM001" and rule["name"] and rule["shortDescription"]["text"]
+    assert "**What it detects:**" in rule["help"]["markdown"] and "What it detects:" in rule["help"]["text"]
+    assert " ".join(doc["What it detects"].split())[:60] in rule["help"]["text"]
+    (res,) = results_of(log)
+    assert res["ruleId"] == "MEM001" and res["level"] == "error"  # saves ~57% of the program
+    loc = res["locations"][0]["physicalLocation"]
+    assert loc["artifactLocation"] == {"uri": "workloads/cuda/pipeline.cu", "uriBaseId": "%SRCROOT%"}
+    assert loc["region"]["startLine"] == 68
+
+
+def test_without_rules_the_help_falls_back_to_the_finding(analyzed, validator):
+    log = build_sarif(analyzed("pipeline_v2"), FIXTURE_SOURCE_ROOT, rules=None)
+    validate(validator, log)
+    (rule,) = log["runs"][0]["tool"]["driver"]["rules"]
+    assert rule["shortDescription"]["text"] and rule["help"]["text"]
+
+
+def test_no_locations_at_all_gives_a_valid_empty_run(analyzed, rules, validator):
+    log = sarif_of(analyzed("pipeline_v1"), rules)  # every kernel at its roofline
+    validate(validator, log)
+    assert results_of(log) == [] and log["runs"][0]["tool"]["driver"]["rules"] == []
+
+
+def test_hostile_strings_stay_valid(analyzed, rules, validator):
+    result = copy.deepcopy(analyzed("pipeline_v2"))
+    k = next(k for k in result["kernels"] if k["name"] == "scale_add")
+    k["name"] = "evil\"\n\t<kernel>\\u0000\x00"
+    f = k["findings"][0]
+    f["fix"] = f["title"] = "fix \"quoted\" ```` `code` <b>"
+    f["source"][0]["file"] = "/work/main/dir with space/ü#?.cu"
+    f["source"].append({"file": "C:\\src\\k.cu", "line": 3, "code": None, "sass": None, "share": None})
+    f["source"].append({"file": "/work/main/x.cu", "line": 0})  # not a line: ignored
+    log = sarif_of(result, rules)
+    validate(validator, log)
+    (res,) = results_of(log)
+    assert res["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] == "dir%20with%20space/%C3%BC%23%3F.cu"
+    assert res["relatedLocations"][0]["physicalLocation"]["artifactLocation"]["uri"] == "file:///C:/src/k.cu"
+
+
+@pytest.mark.parametrize(
+    "path, root, uri",
+    [
+        ("/work/main/a/b.cu", "/work/main", "a/b.cu"),
+        ("/work/main/a/b.cu", "/work/main/", "a/b.cu"),
+        ("/work/main/./a/../a/b.cu", "/work/main", "a/b.cu"),
+        ("/work/mainline/b.cu", "/work/main", "file:///work/mainline/b.cu"),
+        ("/usr/include/x.h", "/work/main", "file:///usr/include/x.h"),
+        ("src/k.cu", "/work/main", "src/k.cu"),
+        ("./src/k.cu", "/work/main", "src/k.cu"),
+        ("C:\\proj\\k.cu", "C:\\proj", "k.cu"),
+    ],
+)
+def test_relative_to_root(path, root, uri):
+    assert relative_to_root(path, root) == uri
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+def test_default_source_root_is_the_git_top_level(tmp_path):
+    repo = tmp_path / "repo"
+    (repo / "sub" / "dir").mkdir(parents=True)
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    assert Path(default_source_root(repo / "sub" / "dir")).resolve() == repo.resolve()
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    assert default_source_root(plain) == str(plain)  # not in a repository: the directory itself
+
+
+def test_cli_render_sarif_with_source_root(tmp_path, analyzed, validator):
+    saved = tmp_path / "r.json"
+    saved.write_text(json.dumps(analyzed("flaws")))
+    out = tmp_path / "ncu.sarif"
+    p = run_cli("render", saved, "-o", out, "--source-root", FIXTURE_SOURCE_ROOT, "-q")
+    assert p.returncode == 0, p.stderr
+    log = json.loads(out.read_text())
+    validate(validator, log)
+    assert any(r["locations"][0]["physicalLocation"]["artifactLocation"].get("uri") == "workloads/cuda/flaws.cu"
+               for r in results_of(log))
+    p = run_cli("render", saved, "--format", "sarif", cwd=tmp_path)  # default root: tmp_path (no git): all absolute
+    assert p.returncode == 0, p.stderr
+    log = json.loads(p.stdout)
+    validate(validator, log)
+    assert all("uriBaseId" not in r["locations"][0]["physicalLocation"]["artifactLocation"] for r in results_of(log))
+
+
+def test_fixture_sources_exist_where_the_sarif_points():
+    # the golden SARIF's relative paths name real files of this repository
+    root = FIXTURES.parent
+    for name in ("flaws.cu", "pipeline.cu"):
+        assert (root / "workloads" / "cuda" / name).is_file()
