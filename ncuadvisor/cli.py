@@ -252,3 +252,8 @@ def main() -> None:
 from ncuadvisor.commands_pr import register as _register_pr_commands  # noqa: E402
 
 _register_pr_commands(app)
+
+# `profile` (runs ncu on a program) lives in profile.py.
+from ncuadvisor.profile import register as _register_profile  # noqa: E402
+
+_register_profile(app)

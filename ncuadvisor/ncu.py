@@ -8,12 +8,17 @@ Facts this module relies on (Nsight Compute CLI documentation, and the real outp
 - ncu parses its own options up to the first word that is not an option (the program); everything after it is the
   program's command line, so no `--` separator is passed.
 - `--kernel-id context:stream:[regex:]name:invocation` with the context and stream left empty counts the invocations
-  of each kernel name *and launch configuration* (grid, block, shared memory) separately, so
-  `--kernel-id ::regex:^(a|b)$:1` profiles the first launch of each configuration of `a` and of `b`.
-- `--filter-mode per-launch-config` applies `--launch-count` to each launch configuration separately.
+  of each kernel name *and launch configuration* (grid, block, shared memory) separately (ncu's documentation), so
+  `--kernel-id ::regex:^(a|b)$:1` asks for the first launch of each configuration of `a` and of `b`. Measured with
+  an NVTX filter after warm-up launches: PyTorch's ATen kernels were matched at invocation 1 inside the range, the
+  cuBLAS `nvjet_*` kernels not at all (tests/fake_ncu/outputs/README.md), hence the fallback below.
+- `--filter-mode per-launch-config` applies `--launch-count` to each launch configuration separately; the kernel
+  name is not part of that key (two kernels launched with the same configuration: only the first is profiled).
 - Progress: `==PROF== Profiling "name" - 3: 0%....50%....100% - 36 passes` (with ` (4/20)` after the index when
-  a launch count is known); errors start with `==ERROR==`, warnings with `==WARNING==`; the target's exit code comes
-  back as `==ERROR== The application returned an error code (3).` and as ncu's own exit code.
+  a launch count is known); under `--kernel-id` or per-launch-config there is no index, and with an invocation
+  number the name is the kernel id (`"1:7:<demangled name>:1"`). Errors start with `==ERROR==`, warnings with
+  `==WARNING==`; the target's exit code comes back as `==ERROR== The application returned an error code (3).` and
+  as ncu's own exit code.
 """
 
 from __future__ import annotations
@@ -200,6 +205,7 @@ def phase2_command(
     sections: Sequence[str],
     strategy: str = "kernel-id",
     name_base: str = "demangled",
+    launch_count: int | None = None,
 ) -> list[str]:
     """The deep pass on one launch of each chosen kernel.
 
@@ -208,6 +214,10 @@ def phase2_command(
     of the names, `--filter-mode per-launch-config --launch-count 1`, one per launch configuration (the fallback
     for kernels the first strategy missed). `name_base` is ncu's --kernel-name-base for the names (demangled names
     tell template instances apart; function names are the plain identifiers).
+    strategy "window": `--kernel-name regex:^(names)$ --launch-count N`, the first N launches of those names that pass
+    the filters, N computed from phase 1's launch order so that every chosen kernel is among them: one run of the
+    program catches every kernel whatever its invocation numbering (cuBLAS kernels launched during warm-up outside an
+    NVTX range are missed by "kernel-id").
     A --launch-skip of the user becomes `--launch-skip-before-match` (it counts every launch, whatever the filter).
     """
     args = [ncu] + _common(f, with_skip=False) + section_args(sections) + ["--import-source", "yes"]
@@ -215,7 +225,11 @@ def phase2_command(
         args += ["--launch-skip-before-match", str(f.launch_skip)]
     args += ["--kernel-name-base", name_base]
     regex = names_regex(names)
-    if strategy == "kernel-id":
+    if strategy == "window":
+        if not launch_count or launch_count < 1:
+            raise ValueError("the window strategy needs a launch count")
+        args += ["--kernel-name", f"regex:{regex}", "--launch-count", str(launch_count)]
+    elif strategy == "kernel-id":
         args += ["--kernel-id", f"::regex:{regex}:1"]
     elif strategy == "per-launch-config":
         args += ["--kernel-id", f"::regex:{regex}:", "--filter-mode", "per-launch-config", "--launch-count", "1"]
@@ -244,10 +258,21 @@ def produced_report(out_base: str, announced: str | None = None) -> Path | None:
 
 # -- ncu's output ------------------------------------------------------------------------------------------------
 
+# `"name" - 3: ...`, `"name" - 0 (1/20): ...`, and with --kernel-id or --filter-mode per-launch-config no index:
+# `"1:7:<demangled name>:1": ...` (the kernel id context:stream:name:invocation) or `"name": ...`.
 _PROFILING_RE = re.compile(
-    r'^==PROF== Profiling "(?P<name>.*)" - (?P<index>\d+)(?: \((?P<i>\d+)/(?P<n>\d+)\))?:'
+    r'^==PROF== Profiling "(?P<name>.*)"(?: - (?P<index>\d+)(?: \((?P<i>\d+)/(?P<n>\d+)\))?)?:'
     r"(?P<progress>[ 0-9%.]*)(?:- (?P<passes>\d+) pass(?:es)?)?\s*$"
 )
+_KERNEL_ID_NAME_RE = re.compile(r"^\d+:\d+:(?P<name>.*):(?P<inv>\d+)$")
+
+
+def _kernel_name(raw: str) -> tuple[str, int | None]:
+    """A progress line's kernel: `1:7:name:1` (a kernel id) -> ("name", 1); a plain name as it is."""
+    m = _KERNEL_ID_NAME_RE.match(raw)
+    return (m["name"], int(m["inv"])) if m else (raw, None)
+
+
 _CONNECTED_RE = re.compile(r"^==PROF== Connected to process (?P<pid>\d+) \((?P<exe>.*)\)\s*$")
 _DISCONNECTED_RE = re.compile(r"^==PROF== Disconnected from process (?P<pid>\d+)")
 _REPORT_RE = re.compile(r"^==PROF== Report: (?P<path>.+?)\s*$")
@@ -308,7 +333,7 @@ class Event:
     i: int | None = None
     n: int | None = None
     passes: int | None = None
-    code: int | None = None
+    code: int | None = None  # app-exit: the exit code; progress: the invocation (kernel-id lines); partial: percent
     pid: int | None = None
     error_kind: str | None = None  # for kind "error": permission no-executable no-gpu usage connect write other
     reading: str | None = None  # our one-line reading of an error
@@ -327,11 +352,13 @@ def parse_line(line: str) -> Event:
     line = line.rstrip("\r\n")
     m = _PROFILING_RE.match(line)
     if m:
+        name, invocation = _kernel_name(m["name"])
         return Event(
             "progress",
             line,
-            name=m["name"],
-            index=int(m["index"]),
+            name=name,
+            code=invocation,
+            index=int(m["index"]) if m["index"] else None,
             i=int(m["i"]) if m["i"] else None,
             n=int(m["n"]) if m["n"] else None,
             passes=int(m["passes"]) if m["passes"] else None,
@@ -364,16 +391,16 @@ def parse_line(line: str) -> Event:
 
 def parse_partial(buffer: str) -> Event | None:
     """An unfinished progress line (ncu prints `0%....50%....100%` as the replay passes go by)."""
-    m = re.match(r'^==PROF== Profiling "(?P<name>.*)" - (?P<index>\d+)(?: \((?P<i>\d+)/(?P<n>\d+)\))?:(?P<p>.*)$',
-                 buffer)
+    m = re.match(r'^==PROF== Profiling "(?P<name>.*)"(?: - (?P<index>\d+)(?: \((?P<i>\d+)/(?P<n>\d+)\))?)?:'
+                 r"(?P<p>[ 0-9%.]*)$", buffer)
     if not m:
         return None
     pct = re.findall(r"(\d+)%", m["p"])
     return Event(
         "progress-partial",
         buffer,
-        name=m["name"],
-        index=int(m["index"]),
+        name=_kernel_name(m["name"])[0],
+        index=int(m["index"]) if m["index"] else None,
         i=int(m["i"]) if m["i"] else None,
         n=int(m["n"]) if m["n"] else None,
         code=int(pct[-1]) if pct else 0,

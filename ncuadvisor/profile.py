@@ -6,9 +6,11 @@ Two phases by default:
    the distinct kernels ranked by total GPU time;
 2. the sections the rules need (`ncuadvisor.analyze.ANALYSIS_SECTIONS`, `--import-source yes`) on ONE launch of each
    kernel that matters (`--top K`, or the fewest kernels that cover `--coverage` of the GPU time, 0.9 by default),
-   selected with `--kernel-id ::regex:^(names)$:1`. Kernels that round misses (ncu counts invocations per name and
-   launch configuration; NVTX and skip filters may hide the first one) are retried with
-   `--filter-mode per-launch-config --launch-count 1`, at most `MAX_ROUNDS` rounds in all.
+   selected with `--kernel-id ::regex:^(names)$:1`. Kernels that round misses are retried with
+   `--filter-mode per-launch-config --launch-count 1`, at most `MAX_ROUNDS` rounds in all (each round runs the
+   program again). Measured on the H200 with ncu 2025.3.1 and `--nvtx-range step` after warm-up steps: round 1
+   caught the ATen kernels but none of the cuBLAS `nvjet_*` kernels; per-launch-config caught those, one per launch
+   configuration (grid, block, shared memory; two kernels of the same configuration need two rounds).
 
 The result knows the time share of every kernel from phase 1 and the deep metrics of the chosen ones; kernels seen
 only in phase 1 keep their name, launches and time, with `"profiled": false` and `bound: "unknown"`, and count for the
@@ -179,6 +181,9 @@ def resolve_target(words: Sequence[str], torch_ops: bool = False, python: str | 
 # -- choosing kernels ---------------------------------------------------------------------------------------------
 
 
+WINDOW_SLACK = 8  # the window may profile up to this many launches more than the chosen kernels (repeats)
+
+
 def select_kernels(kernels: Sequence[Any], top: int | None = None, coverage: float | None = None) -> list[Any]:
     """The kernels worth the deep pass, by total time: the first `top`, or the fewest covering `coverage` of the
     GPU time (0.9 by default); with both, the coverage set capped at `top`. Always at least one."""
@@ -199,6 +204,26 @@ def select_kernels(kernels: Sequence[Any], top: int | None = None, coverage: flo
             chosen.append(k)
             acc += k.duration_ns
     return chosen[: max(1, top)] if top is not None else chosen
+
+
+def window_launch_count(launches: Sequence[dict[str, Any]], kernels: Sequence[Any], chosen: Sequence[Any]) -> int | None:
+    """How many launches of the chosen kernels' names (in phase 1's launch order) must be profiled so that every
+    chosen kernel (name and launch shape) is among them; None when a chosen kernel never appears."""
+    index = {f"k{i}": k for i, k in enumerate(kernels)}
+    wanted = {kernel_key(k) for k in chosen}
+    names = {k.demangled for k in chosen}
+    seen: set[tuple[str, str, str]] = set()
+    count = 0
+    for x in launches:
+        k = index.get(x.get("kernel_id"))
+        if k is None or k.demangled not in names:
+            continue  # the name filter never lets these through, so they do not count
+        count += 1
+        if kernel_key(k) in wanted:
+            seen.add(kernel_key(k))
+            if len(seen) == len(wanted):
+                return count
+    return None
 
 
 def kernel_key(k: Any) -> tuple[str, str, str]:
@@ -435,10 +460,8 @@ class ProgressUI:
             self._print_err(ev.text, "dim")
 
     def _print_out(self, text: str) -> None:
-        if self._progress is not None:
-            self._progress.console.print(text, markup=False, highlight=False, style=None)
-        else:
-            self.out.print(text, markup=False, highlight=False)
+        # to stdout; while the bar is live on a terminal, rich redirects stdout above it
+        self.out.print(text, markup=False, highlight=False)
 
     def _print_err(self, text: str, style: str) -> None:
         console = self._progress.console if self._progress is not None else self.err
@@ -949,14 +972,26 @@ class Session:
         found: set[tuple[str, str, str]] = set()
         missing = list(chosen)
         name_base = "demangled"
+        # Round 1 profiles a window of launches that holds every chosen kernel, in one run of the program, unless the
+        # window would be much longer than the kernels (a kernel that first runs late) or the user filters names.
+        window = window_launch_count(launches, kernels, chosen)
+        use_window = (window is not None and not self.filters.kernel
+                      and window <= max(2 * len(chosen), len(chosen) + WINDOW_SLACK))
+        selection["window_launches"] = window
         for rnd in range(1, MAX_ROUNDS + 1):
             if not missing or self.interrupted:
                 break
-            strategy = "kernel-id" if rnd == 1 else "per-launch-config"
+            if rnd == 1:
+                strategy = "window" if use_window else "kernel-id"
+            elif rnd == 2 and use_window:
+                strategy = "kernel-id"
+            else:
+                strategy = "per-launch-config"
             names = [k.demangled if name_base == "demangled" else k.name for k in missing]
             out2 = str(self.work / f"phase2_{rnd}")
             cmd2 = ncu_mod.phase2_command(self.ncu, out2, self.target.argv, self.filters, names, ANALYSIS_SECTIONS,
-                                          strategy=strategy, name_base=name_base)
+                                          strategy=strategy, name_base=name_base,
+                                          launch_count=window if strategy == "window" else None)
             label = f"phase 2/2: full analysis sections, one launch per kernel (round {rnd})" if rnd > 1 else \
                 "phase 2/2: full analysis sections, one launch per kernel"
             run2 = self._run(cmd2, out2, label, len(missing))

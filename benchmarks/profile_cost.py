@@ -1,0 +1,247 @@
+"""What `ncuadvisor profile` costs against a naive `ncu --set full` on every launch, and whether it finds the same things.
+
+One run on the GPU machine, on the PyTorch eager forward step (workloads/torch/transformer_step.py --mode eager
+--steps 3, the measured step inside the NVTX range "step"):
+
+1. the plain run (no profiler);
+2. `ncuadvisor profile` with its defaults (phase 1 on every launch in the range, phase 2 on the kernels covering 90%
+   of the GPU time), `--nvtx-range step`;
+3. the naive way: `ncu --clock-control none --set full --import-source yes --nvtx --nvtx-include step/` on every
+   launch in the range. When that would not fit in the time budget (--budget-s), it runs on the first C launches
+   (`--launch-count C`) and its wall time is extrapolated to every launch from the measured time per profiled
+   kernel (the gaps between ncu's progress lines); the table says so.
+
+Then, for the kernels that hold 90% of the GPU time (phase 1's ranking), the first finding of each kernel in the two
+reports. Prints a table and writes JSON (--json).
+
+    python3 benchmarks/profile_cost.py --out /tmp/pc --json /tmp/pc/profile_cost.json [--budget-s 420] [--train]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+WORKLOAD = ROOT / "workloads" / "torch" / "transformer_step.py"
+WORKLOAD_ARGS = ["--mode", "eager", "--steps", "3"]
+NVTX = "step"
+CLI = "from ncuadvisor import cli; from ncuadvisor.profile import register; register(cli.app); cli.main()"
+FULL_S_PER_KERNEL = 2.4  # estimate for planning only (NCU-FACTS: ~2 s per kernel with the full set)
+
+
+def sh(cmd: list[str], timeout: float | None = None, env: dict | None = None, log: Path | None = None) -> dict:
+    """Run; wall time, exit code, output; progress-line timestamps (for ncu)."""
+    t0 = time.monotonic()
+    stamps: list[float] = []
+    lines: list[str] = []
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, bufsize=1)
+    killed = threading.Event()
+
+    def kill() -> None:
+        killed.set()
+        proc.kill()
+
+    timer = threading.Timer(timeout, kill) if timeout else None
+    if timer:
+        timer.start()
+    try:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            if line.startswith("==PROF== Profiling"):
+                stamps.append(time.monotonic() - t0)
+            lines.append(line)
+        rc = proc.wait()
+    finally:
+        if timer:
+            timer.cancel()
+    timed_out = killed.is_set()
+    wall = time.monotonic() - t0
+    if log:
+        log.write_text("".join(lines))
+    return {"cmd": cmd, "rc": rc, "wall_s": round(wall, 2), "timed_out": timed_out, "stamps": stamps,
+            "tail": "".join(lines[-15:])}
+
+
+def versions() -> dict:
+    def out(cmd):
+        try:
+            return " ".join(subprocess.run(cmd, capture_output=True, text=True, timeout=60).stdout.split())
+        except Exception as exc:  # noqa: BLE001
+            return f"unavailable ({exc})"
+
+    info = {
+        "date_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "gpu": out(["nvidia-smi", "--query-gpu=name,driver_version,memory.total,clocks.max.sm", "--format=csv,noheader"]),
+        "ncu": out(["ncu", "--version"]),
+        "python": sys.version.split()[0],
+    }
+    try:
+        import torch
+
+        info["torch"] = torch.__version__
+    except Exception as exc:  # noqa: BLE001
+        info["torch"] = f"unavailable ({exc})"
+    return info
+
+
+def first_rule(k: dict | None) -> str:
+    if not k:
+        return "(absent)"
+    f = k.get("findings") or []
+    return f[0]["rule"] if f else "(none)"
+
+
+def compare(ours: dict, naive: dict | None, share: float = 0.9) -> list[dict]:
+    by_key = {}
+    by_name = {}
+    for k in (naive or {}).get("kernels", []):
+        by_key.setdefault((k["demangled"], k["grid"], k["block"]), k)
+        by_name.setdefault(k["demangled"], k)
+    rows, acc = [], 0.0
+    for k in ours["kernels"]:
+        if acc >= share - 1e-12:
+            break
+        acc += k["time_share"]
+        nk = by_key.get((k["demangled"], k["grid"], k["block"])) or by_name.get(k["demangled"])
+        rows.append({
+            "kernel": k["name"], "grid": k["grid"], "block": k["block"], "time_share": round(k["time_share"], 4),
+            "profiled": k.get("profiled"), "ours": first_rule(k), "naive": first_rule(nk) if naive else "(no report)",
+            "ours_bound": k.get("bound"), "naive_bound": (nk or {}).get("bound"),
+            "agree": naive is not None and nk is not None and first_rule(k) == first_rule(nk),
+        })
+    return rows
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", type=Path, default=Path("/tmp/profile_cost"))
+    ap.add_argument("--json", type=Path, default=None)
+    ap.add_argument("--budget-s", type=float, default=420.0, help="wall-time budget for the whole benchmark")
+    ap.add_argument("--naive-count", type=int, default=None, help="force --launch-count C on the naive run")
+    ap.add_argument("--train", action="store_true", help="the training step instead (--train, 229 launches in the "
+                    "process-wide NVTX range step_all_threads)")
+    ap.add_argument("--workload", default=str(WORKLOAD), help=argparse.SUPPRESS)  # tests: another program
+    ap.add_argument("--workload-args", default=" ".join(WORKLOAD_ARGS), help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    t_start = time.monotonic()
+    out = args.out
+    workload, wargs = Path(args.workload), args.workload_args.split()
+    # what selects the measured step: the push/pop range "step" (forward), or for --train the process-wide start/end
+    # range "step_all_threads" (autograd launches the backward kernels from another thread)
+    if args.train:
+        wargs = wargs + ["--train"]
+        ours_nvtx, naive_nvtx = ["--nvtx-include", "step_all_threads"], "step_all_threads"
+    else:
+        ours_nvtx, naive_nvtx = ["--nvtx-range", NVTX], f"{NVTX}/"
+    if out.exists():
+        shutil.rmtree(out)
+    out.mkdir(parents=True)
+    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""), PYTHONUNBUFFERED="1")
+    res: dict = {"versions": versions(), "workload": [str(workload), *wargs], "nvtx": naive_nvtx}
+    print(json.dumps(res["versions"], indent=1), flush=True)
+    json_path = args.json or out / "profile_cost.json"
+
+    def save() -> None:  # after every step: a run cut short still leaves what it measured
+        json_path.write_text(json.dumps(res, indent=1, default=str))
+
+    def left() -> float:
+        return args.budget_s - (time.monotonic() - t_start)
+
+    # 1. plain
+    plain = sh([sys.executable, str(workload), *wargs], timeout=120, env=env, log=out / "plain.log")
+    res["plain"] = {k: plain[k] for k in ("cmd", "rc", "wall_s")}
+    print(f"plain: {plain['wall_s']} s rc={plain['rc']}", flush=True)
+    save()
+
+    # 2. ncuadvisor profile, defaults
+    pjson = out / "profile.json"
+    prof = sh([sys.executable, "-c", CLI, "profile", str(workload), *wargs, *ours_nvtx,
+               "-o", str(pjson), "--force", "-v"], timeout=max(60.0, min(240.0, left() - 100)), env=env, log=out / "profile.log")
+    res["profile"] = {k: prof[k] for k in ("cmd", "rc", "wall_s", "timed_out")}
+    ours = json.loads(pjson.read_text()) if pjson.exists() else None
+    if ours:
+        meta = ours["report"]["profile"]
+        res["profile"].update(phases=[{k: p[k] for k in ("phase", "wall_s", "launches_profiled", "ncu_exit_code")}
+                                      for p in meta["phases"]],
+                              selection=meta["selection"], reports=meta["reports"])
+    print(f"ncuadvisor profile: {prof['wall_s']} s rc={prof['rc']}\n{prof['tail'] if prof['rc'] else ''}", flush=True)
+    save()
+
+    # 3. naive full
+    n_launches = (ours or {}).get("report", {}).get("results") or 100
+    room = left() - 40.0  # analysis and writing
+    count = args.naive_count
+    if count is None and 25.0 + n_launches * FULL_S_PER_KERNEL > room:
+        count = max(10, int((room - 25.0) / FULL_S_PER_KERNEL))
+    naive_base = out / "naive"
+    cmd = ["ncu", "--clock-control", "none", "--set", "full", "--import-source", "yes", "--nvtx", "--nvtx-include",
+           naive_nvtx]
+    if count is not None and count < n_launches:
+        cmd += ["--launch-count", str(count)]
+    else:
+        count = None
+    cmd += ["-o", str(naive_base), sys.executable, str(workload), *wargs]
+    naive = sh(cmd, timeout=max(30.0, left() - 30.0), env=env, log=out / "naive.log")
+    gaps = [b - a for a, b in zip(naive["stamps"], naive["stamps"][1:])]
+    per_kernel = statistics.median(gaps) if gaps else None
+    profiled = len(naive["stamps"])
+    measured = naive["wall_s"]
+    if count is not None or naive["timed_out"]:
+        est = measured + (n_launches - profiled) * per_kernel if per_kernel else None
+    else:
+        est = measured
+    res["naive"] = {"cmd": cmd, "rc": naive["rc"], "wall_s": measured, "timed_out": naive["timed_out"],
+                    "launch_count": count, "launches_in_range": n_launches, "launches_profiled": profiled,
+                    "median_s_per_kernel": round(per_kernel, 3) if per_kernel else None,
+                    "wall_s_every_launch": round(est, 1) if est else None,
+                    "extrapolated": bool(count is not None or naive["timed_out"])}
+    print(f"naive full: {measured} s for {profiled} launches (every launch: {res['naive']['wall_s_every_launch']} s"
+          f"{', extrapolated' if res['naive']['extrapolated'] else ''})", flush=True)
+    save()
+
+    naive_result = None
+    rep = next((p for p in (naive_base.with_suffix(".ncu-rep"), Path(str(naive_base) + ".ncu-repz")) if p.exists()),
+               None)
+    if rep is not None:
+        sys.path.insert(0, str(ROOT))
+        from ncuadvisor.analyze import analyze
+
+        naive_result = analyze(rep)
+    res["comparison"] = compare(ours, naive_result) if ours else []
+    if ours and res["naive"]["wall_s_every_launch"]:
+        res["speedup_vs_naive"] = round(res["naive"]["wall_s_every_launch"] / prof["wall_s"], 2)
+    res["profile_over_plain"] = round(prof["wall_s"] / plain["wall_s"], 2) if plain["wall_s"] else None
+    res["agreement"] = (sum(r["agree"] for r in res["comparison"]), len(res["comparison"]))
+
+    # table
+    print("\n| run | wall time |\n|---|---|")
+    print(f"| plain run | {plain['wall_s']:.1f} s |")
+    print(f"| `ncuadvisor profile` (defaults) | {prof['wall_s']:.1f} s |")
+    nv = res["naive"]
+    label = f"{nv['wall_s']:.1f} s for {nv['launches_profiled']} of {n_launches} launches" if nv["extrapolated"] \
+        else f"{nv['wall_s']:.1f} s"
+    print(f"| naive `ncu --set full`, every launch | {label}"
+          + (f" → {nv['wall_s_every_launch']:.0f} s extrapolated |" if nv["extrapolated"] and nv["wall_s_every_launch"]
+             else " |"))
+    print(f"\nspeed-up vs naive: {res.get('speedup_vs_naive')}x; first findings agree on "
+          f"{res['agreement'][0]} of {res['agreement'][1]} kernels holding 90% of GPU time\n")
+    print("| kernel | grid | share | ours | naive | agree |\n|---|---|---|---|---|---|")
+    for r in res["comparison"]:
+        print(f"| {r['kernel']} | {r['grid']} | {r['time_share']:.1%} | {r['ours']} ({r['ours_bound']}) | "
+              f"{r['naive']} ({r['naive_bound']}) | {'yes' if r['agree'] else 'no'} |")
+    res["total_wall_s"] = round(time.monotonic() - t_start, 1)
+    save()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
