@@ -211,12 +211,12 @@ def window_launch_count(launches: Sequence[dict[str, Any]], kernels: Sequence[An
     chosen kernel (name and launch shape) is among them; None when a chosen kernel never appears."""
     index = {f"k{i}": k for i, k in enumerate(kernels)}
     wanted = {kernel_key(k) for k in chosen}
-    names = {k.demangled for k in chosen}
+    names = {k.name for k in chosen}  # the window filters by function name (see two_phase)
     seen: set[tuple[str, str, str]] = set()
     count = 0
     for x in launches:
         k = index.get(x.get("kernel_id"))
-        if k is None or k.demangled not in names:
+        if k is None or k.name not in names:
             continue  # the name filter never lets these through, so they do not count
         count += 1
         if kernel_key(k) in wanted:
@@ -987,10 +987,13 @@ class Session:
                 strategy = "kernel-id"
             else:
                 strategy = "per-launch-config"
-            names = [k.demangled if name_base == "demangled" else k.name for k in missing]
+            # The window matches plain function names: measured on an H200, a demangled-name regex missed every cuBLAS
+            # nvjet_* kernel (their demangled form in ncu's filter is not the name the report stores).
+            base = "function" if strategy == "window" else name_base
+            names = [k.demangled if base == "demangled" else k.name for k in missing]
             out2 = str(self.work / f"phase2_{rnd}")
             cmd2 = ncu_mod.phase2_command(self.ncu, out2, self.target.argv, self.filters, names, ANALYSIS_SECTIONS,
-                                          strategy=strategy, name_base=name_base,
+                                          strategy=strategy, name_base=base,
                                           launch_count=window if strategy == "window" else None)
             label = f"phase 2/2: full analysis sections, one launch per kernel (round {rnd})" if rnd > 1 else \
                 "phase 2/2: full analysis sections, one launch per kernel"
@@ -1010,7 +1013,7 @@ class Session:
                     deep.append((str(dest), res))
                 found |= keys
             selection["rounds"].append({
-                "round": rnd, "strategy": strategy, "kernel_name_base": name_base, "asked": len(missing),
+                "round": rnd, "strategy": strategy, "kernel_name_base": base, "asked": len(missing),
                 "found": len(new), "launches_profiled": run2.parser.profiled,
             })
             still = [k for k in missing if kernel_key(k) not in found]
