@@ -352,21 +352,12 @@ def _analyze_phase1(path: Path, rules: list[Any]) -> tuple[dict[str, Any], list[
     """Phase-1 result (structure only: no kernel rules), its launches for program rules, and its kernel groups."""
     from ncuadvisor import engine
     from ncuadvisor.analyze import _launches, build_result
-    from ncuadvisor.load import ReportReader
-    from ncuadvisor.model import Profile, group_kernels
+    from ncuadvisor.load import read_profile
+    from ncuadvisor.model import group_kernels
 
     metrics = list(dict.fromkeys(PHASE1_METRICS + [m for r in engine.program_rules(rules) for m in r.requires]))
-    reader = ReportReader(path)
-    frame = reader.results(metrics)
-    kernels = group_kernels(frame)
-    profile = Profile(
-        path=str(path),
-        results=frame,
-        device=reader.device(),
-        ncu_version=reader.ncu_version,
-        command_line=reader.command_line,
-        reader_version=reader.reader_version,
-    )
+    profile = read_profile(path, metrics, [], detail_ids=lambda frame: [])
+    kernels = group_kernels(profile.results)
     result = build_result(profile, kernels, [])
     return result, _launches(profile, kernels), kernels
 

@@ -17,12 +17,11 @@ from rich.table import Table
 
 from ncuadvisor.render import environment, fmt_ns, fmt_pct, fmt_x, short_name, to_json
 from ncuadvisor.render.html import _Rec, _view, bound_class, css_token, fmt_num, safe_short_name
-from ncuadvisor.render.markdown import GITHUB_LIMIT, h, md
+from ncuadvisor.render.markdown import GITHUB_LIMIT, fit_markdown, h, md
 from ncuadvisor.render.markdown import safe_short_name as md_short_name
 
 MD_TEMPLATE = "diff.md.j2"
 HTML_TEMPLATE = "diff.html.j2"
-NOTE_SLACK = 16
 
 STATUS_TEXT = {
     "regressed": "slower",
@@ -183,64 +182,15 @@ def render_diff_markdown(diff: dict[str, Any], max_chars: int = GITHUB_LIMIT) ->
 
     details_title = details_title.rstrip("\n") + "\n" if details_title else ""
 
-    def note_rows(n: int) -> str:
+    def note_rows(n: int, _shown: int) -> str:
         return "\n" + str(mod.rows_left_out(n)).strip("\n") + "\n"
 
     def note_details(n: int) -> str:
         return "\n" + str(mod.details_left_out(n)).strip("\n") + "\n"
 
-    fixed = len(head) + len(table_head) + sum(map(len, rows)) + len(footer)
-    if not kernels and fixed <= max_chars:
-        return head + footer
-
-    # 1) the whole table fits: add the details of changed kernels while they fit (largest changes first)
-    if kernels and fixed + len(details_title) + len(note_details(len(detailed))) <= max_chars:
-        budget = max_chars - fixed - len(details_title) - len(note_details(len(detailed)))
-        parts: list[str] = []
-        for k in detailed:
-            text = "\n" + str(mod.kernel_detail(k)).strip("\n") + "\n"
-            if len(text) > budget:
-                break
-            parts.append(text)
-            budget -= len(text)
-        left = len(detailed) - len(parts)
-        return (
-            head
-            + table_head
-            + "".join(rows)
-            + (details_title + "".join(parts) if parts else "")
-            + (note_details(left) if left else "")
-            + footer
-        )
-
-    # 2) no details, and the table is cut: keep the first rows (the largest changes)
-    if kernels:
-        base = len(head) + len(table_head) + len(footer) + (len(note_details(len(detailed))) if detailed else 0)
-        budget = max_chars - base - len(note_rows(len(kernels))) - NOTE_SLACK
-        shown = 0
-        for row in rows:
-            if len(row) > budget:
-                break
-            budget -= len(row)
-            shown += 1
-        text = (
-            head
-            + table_head
-            + "".join(rows[:shown])
-            + note_rows(len(kernels) - shown)
-            + (note_details(len(detailed)) if detailed else "")
-            + footer
-        )
-        if len(text) <= max_chars:
-            return text
-
-    # 3) even the headline does not fit: cut it at a line and say so
-    note = note_rows(len(kernels)) if kernels else ""
-    room = max(0, max_chars - len(note))
-    cut = head[:room]
-    if "\n" in cut:
-        cut = cut[: cut.rindex("\n") + 1]
-    return (cut + note)[:max_chars]
+    # the details of changed kernels, largest changes first (the list's order)
+    details = [lambda k=k: str(mod.kernel_detail(k)) for k in detailed]
+    return fit_markdown(max_chars, head, table_head, rows, details_title, details, footer, note_rows, note_details)
 
 
 # -- HTML and JSON ---------------------------------------------------------------------------------------------

@@ -110,54 +110,66 @@ def render_markdown(result: dict, max_chars: int = GITHUB_LIMIT) -> str:
     def note_details(n_left: int) -> str:
         return "\n" + str(mod.details_left_out(n_left)).strip("\n") + "\n"
 
-    fixed = len(head) + len(table_head) + sum(map(len, rows)) + len(footer)
+    details = [lambda i=i, k=k: str(mod.kernel_detail(i, k)) for i, k in enumerate(kernels)]
+    return fit_markdown(max_chars, head, table_head, rows, details_title, details, footer, note_rows, note_details)
 
-    # 1) the whole table fits: add kernel details while they fit (largest kernels first, the list's order)
-    if not kernels:
-        if fixed <= max_chars:
-            return head + footer
-    elif fixed + len(details_title) + len(note_details(len(kernels))) <= max_chars:
-        budget = max_chars - fixed - len(details_title) - len(note_details(len(kernels)))
-        details: list[str] = []
-        for i, k in enumerate(kernels):
-            d = "\n" + str(mod.kernel_detail(i, k)).strip("\n") + "\n"
-            if len(d) > budget:
+
+def fit_markdown(
+    max_chars: int,
+    head: str,
+    table_head: str,
+    rows: list[str],
+    details_title: str,
+    details: list[Any],
+    footer: str,
+    note_rows: Any,
+    note_details: Any,
+) -> str:
+    """Assemble a markdown comment under `max_chars`: the headline, the whole table and as many detail blocks as fit
+    (in order); else the headline and the first table rows that fit; else the headline cut at a line. Each cut is
+    said: `note_rows(n_left, n_shown)` and `note_details(n_left)` render the notes; `details` are callables that
+    render one block each (rendered only when tried)."""
+    fixed = len(head) + len(table_head) + sum(map(len, rows)) + len(footer)
+    if not rows and fixed <= max_chars:
+        return head + footer
+
+    # 1) the whole table fits: add detail blocks while they fit
+    if rows and fixed + len(details_title) + len(note_details(len(details))) <= max_chars:
+        budget = max_chars - fixed - len(details_title) - len(note_details(len(details)))
+        parts: list[str] = []
+        for render_one in details:
+            text = "\n" + render_one().strip("\n") + "\n"
+            if len(text) > budget:
                 break
-            details.append(d)
-            budget -= len(d)
-        n_left = len(kernels) - len(details)
+            parts.append(text)
+            budget -= len(text)
+        left = len(details) - len(parts)
         return (
             head
             + table_head
             + "".join(rows)
-            + (details_title + "".join(details) if details else "")
-            + (note_details(n_left) if n_left else "")
+            + (details_title + "".join(parts) if parts else "")
+            + (note_details(left) if left else "")
             + footer
         )
 
-    # 2) no details at all, and the table itself is cut: keep the largest kernels' rows
-    if kernels:
-        base = len(head) + len(table_head) + len(footer) + len(note_details(len(kernels)))
-        budget = max_chars - base - len(note_rows(len(kernels), 0)) - NOTE_SLACK
+    # 2) no details at all, and the table itself is cut: keep the first rows
+    if rows:
+        details_note = note_details(len(details)) if details else ""
+        base = len(head) + len(table_head) + len(footer) + len(details_note)
+        budget = max_chars - base - len(note_rows(len(rows), 0)) - NOTE_SLACK
         shown = 0
         for row in rows:
             if len(row) > budget:
                 break
             budget -= len(row)
             shown += 1
-        text = (
-            head
-            + table_head
-            + "".join(rows[:shown])
-            + note_rows(len(kernels) - shown, shown)
-            + note_details(len(kernels))
-            + footer
-        )
+        text = head + table_head + "".join(rows[:shown]) + note_rows(len(rows) - shown, shown) + details_note + footer
         if len(text) <= max_chars:
             return text
 
     # 3) even the headline does not fit (tiny max_chars, huge warnings): cut it at a line and say so
-    note = note_rows(len(kernels), 0) if kernels else ""
+    note = note_rows(len(rows), 0) if rows else ""
     room = max(0, max_chars - len(note))
     cut = head[:room]
     if "\n" in cut:
