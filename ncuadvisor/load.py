@@ -113,6 +113,75 @@ def _decompress(path: Path) -> Path:
     return target
 
 
+# ncu_report keeps every result it has opened in memory for as long as the process lives (about 7 MB for a result
+# with the analysis sections; freeing the report does not return it). Reports with more results than
+# IN_PROCESS_MAX are therefore read in short-lived worker processes, CHUNK results each, at most WORKERS at a time:
+# memory stays bounded and both cores work.
+IN_PROCESS_MAX = 64
+CHUNK = 64
+WORKERS = 2
+
+
+def _value(metric: Any) -> Any:
+    if metric is None:
+        return None
+    try:
+        if metric.kind() == metric.ValueKind_STRING:
+            return metric.as_string()
+        return metric.as_double()
+    except Exception:
+        return None
+
+
+def _nvtx(action: Any) -> str:
+    try:
+        state = action.nvtx_state()
+        if state is None:
+            return ""
+        names: list[str] = []
+        for dom_id in state.domains():
+            dom = state.domain_by_id(dom_id)
+            names.extend(str(n) for n in dom.push_pop_ranges())
+            names.extend(str(n) for n in dom.start_end_ranges())
+        return " > ".join(names)
+    except Exception:
+        return ""
+
+
+def _row(ncu: Any, action: Any, rid: int, r: int, a: int, metrics: list[str]) -> dict[str, Any]:
+    """One result as a row: identity columns and the requested metrics (None where absent)."""
+    row: dict[str, Any] = {
+        "result_id": rid,
+        "range_idx": r,
+        "action_idx": a,
+        "name": action.name(ncu.IAction.NameBase_FUNCTION) or action.name(),
+        "demangled": action.name(ncu.IAction.NameBase_DEMANGLED) or action.name(),
+        "mangled": action.name(ncu.IAction.NameBase_MANGLED) or "",
+        "nvtx": _nvtx(action),
+        "process": "",
+    }
+    by = action.metric_by_name
+    row["grid"] = _dim3(*(_value(by(f"launch__grid_dim_{c}")) for c in "xyz"))
+    row["block"] = _dim3(*(_value(by(f"launch__block_dim_{c}")) for c in "xyz"))
+    row["device_id"] = _value(by("launch__device_id"))
+    for m in metrics:
+        row[m] = _value(by(m))
+    return row
+
+
+def _read_rows(task: tuple[str, list[tuple[int, int, int]], list[str]]) -> list[dict[str, Any]]:
+    """Worker: open the report, read the rows of the given (result id, range, action) triples."""
+    path, items, metrics = task
+    ncu = _import_ncu_report()
+    ctx = ncu.load_report(path)
+    ranges: dict[int, Any] = {}
+    rows = []
+    for rid, r, a in items:
+        rng = ranges.get(r) or ranges.setdefault(r, ctx.range_by_idx(r))
+        rows.append(_row(ncu, rng.action_by_idx(a), rid, r, a, metrics))
+    return rows
+
+
 class ReportReader:
     """An opened report. `results()` reads the scalar metrics of every result; `details()` the deep data of a few."""
 
@@ -121,6 +190,7 @@ class ReportReader:
         check_report_path(self.path, compressed_ok=True)
         local = _decompress(self.path) if self.path.suffix in COMPRESSED_SUFFIXES else self.path
         check_report_path(local)
+        self._local = local
         self._ncu = _import_ncu_report()
         try:
             self._ctx = self._ncu.load_report(str(local))
@@ -129,76 +199,57 @@ class ReportReader:
             raise InputError(f"{self.path}: not a readable Nsight Compute report ({exc})") from exc
         if not n_ranges:
             raise InputError(f"{self.path}: not a readable Nsight Compute report (truncated or corrupt)")
-        self._actions: list[tuple[int, int, Any]] = []
-        for r in range(n_ranges):
-            rng = self._ctx.range_by_idx(r)
-            for a in range(rng.num_actions() or 0):
-                self._actions.append((r, a, rng.action_by_idx(a)))
-        if not self._actions:
+        # (range, action) of every result; an action is opened only when its data is read (see IN_PROCESS_MAX)
+        self._index: list[tuple[int, int]] = []
+        self._ranges = [self._ctx.range_by_idx(r) for r in range(n_ranges)]
+        for r, rng in enumerate(self._ranges):
+            self._index.extend((r, a) for a in range(rng.num_actions() or 0))
+        if not self._index:
             raise InputError(f"{self.path}: the report holds no kernel results")
+        self._opened: dict[int, Any] = {}
         self.ncu_version, self.command_line = _scan_header(local)
         try:
             self.reader_version = str(self._ctx.get_version())
         except Exception:  # pragma: no cover - older ncu_report
             self.reader_version = None
 
+    def __len__(self) -> int:
+        return len(self._index)
+
+    def _action(self, rid: int) -> Any:
+        if rid not in self._opened:
+            r, a = self._index[rid]
+            self._opened[rid] = self._ranges[r].action_by_idx(a)
+        return self._opened[rid]
+
     # -- scalar metrics -------------------------------------------------------------------------------------
-    @staticmethod
-    def _value(metric: Any) -> Any:
-        if metric is None:
-            return None
-        try:
-            if metric.kind() == metric.ValueKind_STRING:
-                return metric.as_string()
-            return metric.as_double()
-        except Exception:
-            return None
-
-    def _nvtx(self, action: Any) -> str:
-        try:
-            state = action.nvtx_state()
-            if state is None:
-                return ""
-            names: list[str] = []
-            for dom_id in state.domains():
-                dom = state.domain_by_id(dom_id)
-                names.extend(str(n) for n in dom.push_pop_ranges())
-                names.extend(str(n) for n in dom.start_end_ranges())
-            return " > ".join(names)
-        except Exception:
-            return ""
-
     def results(self, metrics: Iterable[str]) -> pd.DataFrame:
         """One row per result with the identity columns and the requested metrics (None where absent)."""
         metrics = list(dict.fromkeys(metrics))
-        rows = []
-        for rid, (r, a, action) in enumerate(self._actions):
-            ncu = self._ncu
-            row: dict[str, Any] = {
-                "result_id": rid,
-                "range_idx": r,
-                "action_idx": a,
-                "name": action.name(ncu.IAction.NameBase_FUNCTION) or action.name(),
-                "demangled": action.name(ncu.IAction.NameBase_DEMANGLED) or action.name(),
-                "mangled": action.name(ncu.IAction.NameBase_MANGLED) or "",
-                "nvtx": self._nvtx(action),
-                "process": "",
-            }
-            by = action.metric_by_name
-            gx, gy, gz = (self._value(by(f"launch__grid_dim_{c}")) for c in "xyz")
-            bx, by_, bz = (self._value(by(f"launch__block_dim_{c}")) for c in "xyz")
-            row["grid"] = _dim3(gx, gy, gz)
-            row["block"] = _dim3(bx, by_, bz)
-            row["device_id"] = self._value(by("launch__device_id"))
-            for m in metrics:
-                row[m] = self._value(by(m))
-            rows.append(row)
-        frame = pd.DataFrame(rows, columns=ID_COLUMNS + [m for m in metrics if m not in ID_COLUMNS])
-        return frame
+        items = [(rid, r, a) for rid, (r, a) in enumerate(self._index)]
+        if len(items) <= IN_PROCESS_MAX:
+            rows = [_row(self._ncu, self._action(rid), rid, r, a, metrics) for rid, r, a in items]
+        else:
+            rows = self._results_in_workers(items, metrics)
+        return pd.DataFrame(rows, columns=ID_COLUMNS + [m for m in metrics if m not in ID_COLUMNS])
+
+    def _results_in_workers(self, items: list[tuple[int, int, int]], metrics: list[str]) -> list[dict[str, Any]]:
+        import multiprocessing
+
+        tasks = [(str(self._local), items[i: i + CHUNK], metrics) for i in range(0, len(items), CHUNK)]
+        ctx = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn")
+        rows: list[dict[str, Any]] = []
+        try:
+            with ctx.Pool(processes=min(WORKERS, len(tasks)), maxtasksperchild=1) as pool:
+                for chunk in pool.imap(_read_rows, tasks):
+                    rows.extend(chunk)
+        except Exception as exc:  # a worker that dies (out of memory, a broken report past some result)
+            raise InputError(f"{self.path}: reading the results failed ({type(exc).__name__}: {exc})") from exc
+        return rows
 
     def device(self) -> dict[str, Any]:
-        action = self._actions[0][2]
-        dev = {k: self._value(action.metric_by_name(v)) for k, v in DEVICE_METRICS.items()}
+        action = self._action(0)
+        dev = {k: _value(action.metric_by_name(v)) for k, v in DEVICE_METRICS.items()}
         if dev.get("cc_major") is not None and dev.get("cc_minor") is not None:
             dev["compute_capability"] = f"{int(dev['cc_major'])}.{int(dev['cc_minor'])}"
         return dev
@@ -208,7 +259,7 @@ class ReportReader:
         per_instruction = list(dict.fromkeys(per_instruction))
         out: dict[int, ResultDetail] = {}
         for rid in result_ids:
-            action = self._actions[rid][2]
+            action = self._action(rid)
             d = ResultDetail(result_id=rid)
             try:
                 d.sections = [s.identifier() for s in action.sections()]
@@ -263,7 +314,7 @@ class ReportReader:
         files: dict[str, str] = {}
         for rid in result_ids:
             try:
-                for k, v in dict(self._actions[rid][2].source_files()).items():
+                for k, v in dict(self._action(rid).source_files()).items():
                     files.setdefault(str(k), str(v))
             except Exception:
                 continue

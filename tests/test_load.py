@@ -81,3 +81,14 @@ def test_reads_xz_compressed_report_directly():
 
     reader = ReportReader(FIXTURES / "probe.ncu-rep.xz")
     assert len(reader.results([])) == 4
+
+
+def test_large_reports_are_read_in_workers_with_the_same_result(report_path, monkeypatch):
+    import ncuadvisor.load as load
+
+    metrics = ["gpu__time_duration.sum", "launch__registers_per_thread", "dram__bytes_read.sum"]
+    in_process = ReportReader(report_path("flaws")).results(metrics)
+    monkeypatch.setattr(load, "IN_PROCESS_MAX", 0)
+    monkeypatch.setattr(load, "CHUNK", 7)  # 31 results: 5 worker tasks
+    in_workers = ReportReader(report_path("flaws")).results(metrics)
+    pd.testing.assert_frame_equal(in_process, in_workers)
