@@ -15,6 +15,7 @@ from rich.markup import escape
 
 from ncuadvisor import __version__
 from ncuadvisor.errors import AdvisorError, OutputError
+from ncuadvisor.options import SourceRootOption
 
 app = typer.Typer(
     add_completion=False,
@@ -134,14 +135,7 @@ def report(
     force: Annotated[bool, typer.Option("--force", help="Overwrite an existing output file.")] = False,
     top: Annotated[int, typer.Option("--top", help="Kernels shown in the terminal summary.")] = 10,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No terminal summary when writing a file.")] = False,
-    source_root: Annotated[
-        Optional[Path],
-        typer.Option(
-            "--source-root",
-            help="SARIF: make source paths relative to this folder (default: the git top level of the current "
-            "directory, else the current directory).",
-        ),
-    ] = None,
+    source_root: SourceRootOption = None,
 ) -> None:
     """Analyze a saved report: roofline bound of every kernel, then ranked findings with fixes."""
     from ncuadvisor.analyze import analyze

@@ -20,6 +20,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from ncuadvisor.errors import AdvisorError, InputError, OutputError
+from ncuadvisor.options import SourceRootOption
 
 REPORT_KIND = "report"
 DIFF_KIND = "diff"
@@ -268,14 +269,7 @@ def render_command(
     fmt: Annotated[
         Optional[RenderFormat], typer.Option("--format", "-f", help="Output format (default: by extension).")
     ] = None,
-    source_root: Annotated[
-        Optional[Path],
-        typer.Option(
-            "--source-root",
-            help="SARIF: make source paths relative to this folder (default: the git top level of the current "
-            "directory, else the current directory).",
-        ),
-    ] = None,
+    source_root: SourceRootOption = None,
     rules_dir: Annotated[
         Optional[list[Path]],
         typer.Option("--rules-dir", help="SARIF: also take rule help texts from this folder (repeatable)."),

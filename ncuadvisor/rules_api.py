@@ -369,3 +369,10 @@ def stall_metric(reason: str) -> str:
 def stall_total(k: KernelContext) -> float:
     """Sum of all stall reasons (per issued instruction): the denominator of a reason's share."""
     return sum(k.m(stall_metric(s)) or 0.0 for s in STALL_REASONS)
+
+
+def fma_and_tensor_flops(r: Roofline) -> tuple[float, float]:
+    """FLOPs on the FMA pipes (FP32 + packed FP16) and on the tensor cores, from the roofline's per-precision work."""
+    fma = r.flops_by_precision.get("fp32", 0.0) + r.flops_by_precision.get("fp16", 0.0)
+    tensor = sum(v for p, v in r.flops_by_precision.items() if p.startswith("tensor"))
+    return fma, tensor

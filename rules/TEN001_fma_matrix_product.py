@@ -1,4 +1,4 @@
-from ncuadvisor.rules_api import Evidence, KernelContext, Rule, access_bytes, per_pc, time_after
+from ncuadvisor.rules_api import Evidence, KernelContext, Rule, access_bytes, fma_and_tensor_flops, per_pc, time_after
 
 GLOBAL = 4
 
@@ -47,8 +47,7 @@ class FmaMatrixProduct(Rule):
     def check(self, k: KernelContext):
         r = k.roofline
         t = self.thresholds
-        fma_flops = r.flops_by_precision.get("fp32", 0.0) + r.flops_by_precision.get("fp16", 0.0)
-        tensor = sum(v for p, v in r.flops_by_precision.items() if p.startswith("tensor"))
+        fma_flops, tensor = fma_and_tensor_flops(r)
         if fma_flops < t["min_gflop"] * 1e9 or tensor > 0.05 * fma_flops:
             return None
         fma_pct = k.m("sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active") or 0.0

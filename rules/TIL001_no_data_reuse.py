@@ -1,4 +1,4 @@
-from ncuadvisor.rules_api import Evidence, KernelContext, Rule, time_after
+from ncuadvisor.rules_api import Evidence, KernelContext, Rule, fma_and_tensor_flops, time_after
 
 
 class NoDataReuse(Rule):
@@ -47,8 +47,7 @@ class NoDataReuse(Rule):
     def check(self, k: KernelContext):
         r = k.roofline
         t = self.thresholds
-        fma_flops = r.flops_by_precision.get("fp32", 0.0) + r.flops_by_precision.get("fp16", 0.0)
-        tensor = sum(v for p, v in r.flops_by_precision.items() if p.startswith("tensor"))
+        fma_flops, tensor = fma_and_tensor_flops(r)
         if fma_flops < t["min_gflop"] * 1e9 or tensor > 0.1 * fma_flops:
             return None
         if r.sol.get("l1_pct", 0.0) < t["min_l1_pct"]:

@@ -1,0 +1,15 @@
+"""Command-line option types shared by several commands (kept apart so that command modules do not import each other)."""
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+SourceRootOption = Annotated[
+    Optional[Path],
+    typer.Option(
+        "--source-root",
+        help="SARIF: make source paths relative to this folder (default: the git top level of the current "
+        "directory, else the current directory).",
+    ),
+]
