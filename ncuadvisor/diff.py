@@ -64,6 +64,7 @@ from typing import Any, Iterable
 
 from ncuadvisor import __version__
 from ncuadvisor.errors import InputError
+from ncuadvisor.units import fmt_ns
 
 SCHEMA_VERSION = 1
 KIND = "diff"
@@ -424,14 +425,7 @@ def gate(diff: dict[str, Any], fail_on: str | None) -> list[str]:
 
 
 def _ns(ns: Any) -> str:
-    ns = _num(ns)
-    if ns is None:
-        return "–"
-    if ns >= 1e6:
-        return f"{ns / 1e6:.2f} ms"
-    if ns >= 1e3:
-        return f"{ns / 1e3:.1f} µs"
-    return f"{ns:.0f} ns"
+    return fmt_ns(_num(ns), seconds=False)
 
 
 def _pct(x: Any) -> str:

@@ -11,6 +11,7 @@ import re
 from dataclasses import asdict, dataclass, field
 from typing import Any, ClassVar, Iterable
 
+from ncuadvisor.units import fmt_ns as _units_fmt_ns
 from ncuadvisor.model import Kernel, SourceLine, num
 from ncuadvisor.roofline import PRACTICAL_FRACTION, Roofline
 
@@ -244,14 +245,8 @@ def unit_floor_ns(k: "KernelContext") -> float | None:
 
 
 def fmt_ns(ns: float | None) -> str:
-    """1234 -> '1.23 µs'."""
-    if ns is None:
-        return "?"
-    if ns >= 1e6:
-        return f"{ns / 1e6:.2f} ms"
-    if ns >= 1e3:
-        return f"{ns / 1e3:.1f} µs"
-    return f"{ns:.0f} ns"
+    """1234 -> '1.2 µs' ('?' when unknown), for finding messages."""
+    return _units_fmt_ns(ns, missing="?", seconds=False)
 
 
 def fmt_bytes(b: float | None) -> str:

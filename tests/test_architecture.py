@@ -8,14 +8,15 @@ PKG = Path(__file__).resolve().parent.parent / "ncuadvisor"
 # module -> the ncuadvisor modules it may import
 ALLOWED = {
     "errors": set(),
+    "units": set(),
     "model": set(),
     "load": {"errors", "model"},
     "roofline": {"model"},
-    "rules_api": {"model", "roofline"},
+    "rules_api": {"model", "roofline", "units"},
     "engine": {"errors", "rules_api", "model", "roofline"},
     "result": set(),
     "analyze": {"__init__", "engine", "roofline", "load", "model", "result", "rules_api", "errors"},
-    "render": {"errors"},
+    "render": {"errors", "units"},
 }
 
 

@@ -8,6 +8,7 @@ from typing import Any
 
 import jinja2
 
+from ncuadvisor.units import fmt_ns as _units_fmt_ns
 from ncuadvisor.errors import AdvisorError
 
 
@@ -22,16 +23,7 @@ def templates_dir() -> Path:
 
 def fmt_ns(ns: Any) -> str:
     """Nanoseconds, readable: 1234 -> '1.2 µs'."""
-    if ns is None:
-        return "–"
-    ns = float(ns)
-    if ns >= 1e9:
-        return f"{ns / 1e9:.2f} s"
-    if ns >= 1e6:
-        return f"{ns / 1e6:.2f} ms"
-    if ns >= 1e3:
-        return f"{ns / 1e3:.1f} µs"
-    return f"{ns:.0f} ns"
+    return _units_fmt_ns(ns)
 
 
 def fmt_pct(x: Any, digits: int = 0) -> str:

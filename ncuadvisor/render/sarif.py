@@ -51,6 +51,8 @@ import subprocess
 from typing import Any, Iterable, Mapping
 from urllib.parse import quote
 
+from ncuadvisor.units import fmt_ns
+
 SARIF_VERSION = "2.1.0"
 SARIF_SCHEMA = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
 SRCROOT = "%SRCROOT%"
@@ -247,14 +249,6 @@ def _physical(s: dict[str, Any], roots: list[str]) -> dict[str, Any]:
     return {"artifactLocation": artifact_location(str(s["file"]), roots), "region": region}
 
 
-def _fmt_ns(ns: float) -> str:
-    if ns >= 1e6:
-        return f"{ns / 1e6:.2f} ms"
-    if ns >= 1e3:
-        return f"{ns / 1e3:.1f} µs"
-    return f"{ns:.0f} ns"
-
-
 def _one_line(text: Any) -> str:
     return " ".join(str(text or "").split())
 
@@ -316,7 +310,7 @@ def build_sarif(
                 if not text.endswith("."):
                     text += "."
             text += (
-                f" Estimated saving: {speedup * 100:.0f}% of this kernel's time (~{_fmt_ns(saving)}, "
+                f" Estimated saving: {speedup * 100:.0f}% of this kernel's time (~{fmt_ns(saving, seconds=False)}, "
                 f"{fraction * 100:.1f}% of the program's GPU time)."
             )
             if inferred:

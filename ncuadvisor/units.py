@@ -1,0 +1,19 @@
+"""Formatting of quantities shared by every stage (no dependencies, so any stage may import it)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def fmt_ns(ns: Any, missing: str = "–", seconds: bool = True) -> str:
+    """Nanoseconds, readable: 1234 -> '1.2 µs'; `missing` for None; above 1 s in seconds unless `seconds` is off."""
+    if ns is None:
+        return missing
+    ns = float(ns)
+    if seconds and ns >= 1e9:
+        return f"{ns / 1e9:.2f} s"
+    if ns >= 1e6:
+        return f"{ns / 1e6:.2f} ms"
+    if ns >= 1e3:
+        return f"{ns / 1e3:.1f} µs"
+    return f"{ns:.0f} ns"
