@@ -82,7 +82,10 @@ def main() -> None:
     ap.add_argument("--layers", type=int, default=4)
     ap.add_argument("--d-model", type=int, default=1024)
     ap.add_argument("--heads", type=int, default=16)
+    ap.add_argument("--seqs", default="", help="comma-separated sequence lengths: the measured range runs one step "
+                    "per length (dynamic shapes, as in prefill); --seq is then the warm-up length")
     args = ap.parse_args()
+    seqs = [int(v) for v in args.seqs.split(",") if v.strip()]
 
     assert torch.cuda.is_available(), "needs a CUDA GPU"
     torch.manual_seed(0)
@@ -94,6 +97,10 @@ def main() -> None:
     mask = torch.triu(torch.ones(args.seq, args.seq, device=dev, dtype=torch.bool), diagonal=1)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4) if args.train else None
     fwd = torch.compile(model) if args.mode == "compile" else model
+
+    def inputs(seq: int) -> tuple[torch.Tensor, torch.Tensor]:
+        xs = torch.randn(args.batch, seq, args.d_model, device=dev, dtype=dtype)
+        return xs, torch.triu(torch.ones(seq, seq, device=dev, dtype=torch.bool), diagonal=1)
 
     def step() -> torch.Tensor:
         if args.train:
@@ -121,14 +128,19 @@ def main() -> None:
     with torch.cuda.nvtx.range("step"):
         rid = torch.cuda.nvtx.range_start("step_all_threads")
         start.record()
-        val = step()
+        if seqs:
+            for seq in seqs:  # one step per sequence length: the same kernels with other launch shapes
+                x, mask = inputs(seq)
+                val = step()
+        else:
+            val = step()
         end.record()
         torch.cuda.nvtx.range_end(rid)
     torch.cuda.synchronize()
     t_end = time.perf_counter()
     print(
         f"transformer_step mode={args.mode} train={args.train} layers={args.layers} d_model={args.d_model} "
-        f"heads={args.heads} batch={args.batch} seq={args.seq} dtype=bf16 warmup_steps={steps - 1}: "
+        f"heads={args.heads} batch={args.batch} seq={args.seqs or args.seq} dtype=bf16 warmup_steps={steps - 1}: "
         f"step_ms={start.elapsed_time(end):.3f} step_wall_ms={(t_end - t_warm) * 1e3:.3f} "
         f"warmup_s={t_warm - t_start:.2f} loss={val.item():.6f} torch={torch.__version__}",
         flush=True,
