@@ -9,6 +9,7 @@ from typing import Any, Iterable
 
 from ncuadvisor import __version__, engine, roofline
 from ncuadvisor.load import read_profile
+from ncuadvisor.processes import process_label
 from ncuadvisor.model import Kernel, Profile, group_kernels, num
 from ncuadvisor.result import SCHEMA_VERSION, ncu_guidance
 from ncuadvisor.rules_api import KernelContext, ProgramContext, ProgramRule, Rule
@@ -69,6 +70,7 @@ def build_result(profile: Profile, kernels: list[Kernel], rules: list[Rule | Pro
     sections_seen: set[str] = set()
     kernel_entries = []
     warnings = list(profile.warnings)
+    procs = {str(p["pid"]): p for p in profile.processes}
     for idx, k in enumerate(kernels):
         row = frame.loc[k.representative].to_dict()
         rl = roofline.compute(row, sm_count)
@@ -104,6 +106,7 @@ def build_result(profile: Profile, kernels: list[Kernel], rules: list[Rule | Pro
                 "grid": k.grid,
                 "block": k.block,
                 "nvtx": k.nvtx,
+                **_process_json(k.process, procs),
                 "duration_ns": k.duration_ns,
                 "per_launch_ns": k.per_launch_ns,
                 "time_share": share,
@@ -144,6 +147,7 @@ def build_result(profile: Profile, kernels: list[Kernel], rules: list[Rule | Pro
             "sections": sorted(sections_seen),
             "missing_sections": missing_sections,
             "warnings": warnings,
+            "processes": _processes_json(profile.processes, kernel_entries),
         },
         "kernels": kernel_entries,
     }
@@ -159,6 +163,26 @@ def build_result(profile: Profile, kernels: list[Kernel], rules: list[Rule | Pro
     result["program_findings"] = program_findings
     result["top_actions"] = top_actions(kernel_entries, total_ns, program_findings)
     return result
+
+
+def _process_json(process: str, procs: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """The process fields of a kernel entry: only in multi-process reports."""
+    if not process:
+        return {}
+    p = procs.get(process, {"pid": int(process) if process.isdigit() else process})
+    return {"process": {k: p[k] for k in ("pid", "executable", "rank", "local_rank", "world_size") if k in p},
+            "process_label": process_label(p)}
+
+
+def _processes_json(processes: list[dict[str, Any]], kernels: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each process of a multi-process report with its kernels and GPU time; [] for one process."""
+    out = []
+    for p in processes:
+        mine = [k for k in kernels if (k.get("process") or {}).get("pid") == p["pid"]]
+        out.append({**p, "label": process_label(p), "kernels": len(mine),
+                    "launches": sum(k["launches"] for k in mine),
+                    "duration_ns": sum(k["duration_ns"] for k in mine)})
+    return out
 
 
 def _launches(profile: Profile, kernels: list[Kernel]) -> list[dict[str, Any]]:

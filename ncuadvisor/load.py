@@ -359,6 +359,28 @@ def read_profile(
         command_line=reader.command_line,
         reader_version=reader.reader_version,
     )
+    _attach_processes(profile, reader)
     profile.details = reader.details(ids, per_instruction)
     profile.source_lookup = reader.source_lookup(ids)
     return profile
+
+
+def _attach_processes(profile: Profile, reader: "ReportReader") -> None:
+    """Several processes in one report (ncu --target-processes all): the pid of each result goes into the `process`
+    column (kernels are grouped per process) and the processes, with their ranks when `profile` recorded them, into
+    `profile.processes`. One process: nothing changes."""
+    from ncuadvisor.processes import describe, read_sidecar, result_processes
+
+    procs = result_processes(reader._local)
+    frame = profile.results
+    if not procs or len({p.pid for p in procs}) < 2:
+        return
+    if len(procs) != len(frame):
+        profile.warnings.append(
+            f"the report holds several processes, but their {len(procs)} results do not line up with the "
+            f"{len(frame)} that ncu_report lists: kernels are not split by process"
+        )
+        return
+    by_rid = [str(procs[int(rid)].pid) for rid in frame["result_id"]]
+    frame["process"] = by_rid
+    profile.processes = describe(procs, read_sidecar(profile.path))

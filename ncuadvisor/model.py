@@ -89,6 +89,8 @@ class Profile:
     warnings: list[str] = field(default_factory=list)
     # file -> its text, looked up in the report on first use (reading every embedded file costs ~25 ms a result)
     source_lookup: Callable[[str], str | None] | None = None
+    # one entry per process when the report holds several (pid, host, executable, rank when known), else empty
+    processes: list[dict[str, Any]] = field(default_factory=list)
 
     def source_code(self, file: str | None, line: int | None) -> str | None:
         """The text of `file`:`line` when the report embeds the source (ncu --import-source yes)."""

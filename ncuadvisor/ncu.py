@@ -214,6 +214,9 @@ def phase2_command(
     of the names, `--filter-mode per-launch-config --launch-count 1`, one per launch configuration (the fallback
     for kernels the first strategy missed). `name_base` is ncu's --kernel-name-base for the names (demangled names
     tell template instances apart; function names are the plain identifiers).
+    strategy "config": `--kernel-name regex:^(names)$ --filter-mode per-launch-config --launch-count 1`, with the
+    mangled names (one per template instance, matched by ncu exactly as the report stores them): the first launch of
+    each launch configuration of the chosen kernels, in one run, whatever phase 1's launch order.
     strategy "window": `--kernel-name regex:^(names)$ --launch-count N`, the first N launches of those names that pass
     the filters, N computed from phase 1's launch order so that every chosen kernel is among them: one run of the
     program catches every kernel whatever its invocation numbering (cuBLAS kernels launched during warm-up outside an
@@ -229,6 +232,8 @@ def phase2_command(
         if not launch_count or launch_count < 1:
             raise ValueError("the window strategy needs a launch count")
         args += ["--kernel-name", f"regex:{regex}", "--launch-count", str(launch_count)]
+    elif strategy == "config":
+        args += ["--kernel-name", f"regex:{regex}", "--filter-mode", "per-launch-config", "--launch-count", "1"]
     elif strategy == "kernel-id":
         args += ["--kernel-id", f"::regex:{regex}:1"]
     elif strategy == "per-launch-config":

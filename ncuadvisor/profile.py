@@ -21,7 +21,9 @@ ncu 2026.3+ writes `.ncu-repz`), never over an existing file without `--force`.
 
 Multi-process: ncu follows child processes by default (`--target-processes all`), so workers and `torchrun` ranks
 land in the same report and are analysed together; `--target-processes application-only` profiles the launched
-process alone. One report per process with the rank shown is not supported yet.
+process alone. ncu writes every process into the one report; the analysis splits kernels per process (the report's
+own process blocks) and shows the rank of each, read from the RANK / LOCAL_RANK / WORLD_SIZE environment of the
+processes ncu starts (kept beside the report in `<report>.processes.json`).
 
 Exit codes (`ncuadvisor profile`):
 
@@ -59,6 +61,7 @@ from typing import Annotated, Any, Callable, Optional, Sequence
 import typer
 
 from ncuadvisor import ncu as ncu_mod
+from ncuadvisor.processes import ProcessWatcher, write_sidecar
 from ncuadvisor.errors import AdvisorError, InputError, OutputError
 
 MAX_ROUNDS = 4
@@ -181,7 +184,6 @@ def resolve_target(words: Sequence[str], torch_ops: bool = False, python: str | 
 # -- choosing kernels ---------------------------------------------------------------------------------------------
 
 
-WINDOW_SLACK = 8  # the window may profile up to this many launches more than the chosen kernels (repeats)
 
 
 def select_kernels(kernels: Sequence[Any], top: int | None = None, coverage: float | None = None) -> list[Any]:
@@ -224,6 +226,15 @@ def window_launch_count(launches: Sequence[dict[str, Any]], kernels: Sequence[An
             if len(seen) == len(wanted):
                 return count
     return None
+
+
+def config_launch_count(kernels: Sequence[Any], chosen: Sequence[Any]) -> int | None:
+    """How many launches the "config" strategy profiles: one per launch shape of every kernel (in phase 1) whose
+    mangled name is a chosen kernel's; None when a chosen kernel has no mangled name."""
+    names = {k.mangled for k in chosen}
+    if not names or not all(names):
+        return None
+    return sum(1 for k in kernels if k.mangled in names)
 
 
 def kernel_key(k: Any) -> tuple[str, str, str]:
@@ -283,17 +294,28 @@ def merge_results(
 
     total = float(phase1["report"]["total_duration_ns"] or 0.0)
     deep_by_key: dict[tuple[str, str, str], tuple[str, dict[str, Any]]] = {}
+    # multi-process programs: the pids differ from run to run, the ranks do not; a kernel is matched to the deep
+    # entry of the same rank when both know it, else to the first deep entry of the same kernel and shape
+    deep_by_rank: dict[tuple[tuple[str, str, str], Any], tuple[str, dict[str, Any]]] = {}
     for path, res in deep:
         for d in res["kernels"]:
             deep_by_key.setdefault(kernel_key(d), (path, d))
+            rank = (d.get("process") or {}).get("rank")
+            if rank is not None:
+                deep_by_rank.setdefault((kernel_key(d), rank), (path, d))
     used: set[tuple[str, str, str]] = set()
     merged = []
     for p in phase1["kernels"]:
         key = kernel_key(p)
         if key in deep_by_key:
-            path, d = deep_by_key[key]
+            rank = (p.get("process") or {}).get("rank")
+            path, d = deep_by_rank.get((key, rank)) or deep_by_key[key]
             used.add(key)
             e = copy.deepcopy(d)
+            e.pop("process", None)
+            e.pop("process_label", None)
+            if p.get("process"):
+                e["process"], e["process_label"] = p["process"], p.get("process_label", "")
             e.update(
                 id=p["id"],
                 launches=p["launches"],
@@ -327,6 +349,7 @@ def merge_results(
         if key not in used:
             warnings.append(f"{d['name']} {d['grid']}x{d['block']} was profiled in phase 2 but not seen in phase 1: left out")
     rep.update(
+        processes=phase1["report"].get("processes", []),
         results=phase1["report"]["results"],
         kernels=len(merged),
         total_duration_ns=total,
@@ -375,6 +398,7 @@ class PhaseRun:
     parser: ncu_mod.OutputParser = field(default_factory=ncu_mod.OutputParser)
     report: Path | None = None
     interrupted: bool = False
+    processes: dict[int, dict[str, Any]] = field(default_factory=dict)  # pid -> rank fields (ProcessWatcher)
 
 
 class ProgressUI:
@@ -502,6 +526,7 @@ def run_ncu(
     except OSError as exc:
         ui.stop()
         raise ProfileError(f"cannot run {command[0]}: {exc.strerror or exc}") from exc
+    watcher = ProcessWatcher(proc.pid).start()
     fd = proc.stdout.fileno()  # type: ignore[union-attr]
     try:
         try:
@@ -548,8 +573,11 @@ def run_ncu(
             proc.wait()
         if proc.stdout is not None:
             proc.stdout.close()
+        run.processes = watcher.stop()
     run.wall_s = time.monotonic() - t0
     run.report = ncu_mod.produced_report(out_base, run.parser.report)
+    if run.report is not None:
+        write_sidecar(run.report, run.processes)  # the ranks, for the analysis of this report
     ui.stop(
         f"{run.parser.profiled} launch{'es' if run.parser.profiled != 1 else ''} profiled in {run.wall_s:.1f} s"
         + (f", program exit code {run.parser.app_exit}" if run.parser.app_exit else "")
@@ -867,6 +895,9 @@ class Session:
             return None
         dest = place_report(run.report, self.base.parent / stem, self.force)
         self.placed.append(dest)
+        kept = write_sidecar(dest, run.processes)
+        if kept is not None:
+            self.placed.append(kept)
         return dest
 
     def _meta(self, mode: str, extra: dict[str, Any]) -> dict[str, Any]:
@@ -963,25 +994,36 @@ class Session:
         found: set[tuple[str, str, str]] = set()
         missing = list(chosen)
         name_base = "demangled"
-        # Round 1 profiles a window of launches that holds every chosen kernel, in one run of the program, unless the
-        # window would be much longer than the kernels (a kernel that first runs late) or the user filters names.
+        # Round 1 catches every chosen kernel in one run of the program, profiling as few launches as it can: either
+        # the first launch of each launch configuration of the chosen mangled names ("config"), or a window of the
+        # first N launches of the chosen function names ("window", N from phase 1's launch order), whichever
+        # profiles fewer launches; "kernel-id" when the user filters names (ncu takes one name filter).
         window = window_launch_count(launches, kernels, chosen)
-        use_window = (window is not None and not self.filters.kernel
-                      and window <= max(2 * len(chosen), len(chosen) + WINDOW_SLACK))
+        configs = config_launch_count(kernels, chosen)
+        if self.filters.kernel:
+            first = "kernel-id"
+        elif window is not None and (configs is None or window <= configs):
+            first = "window"
+        elif configs is not None:
+            first = "config"
+        else:
+            first = "kernel-id"
         selection["window_launches"] = window
+        selection["config_launches"] = configs
         for rnd in range(1, MAX_ROUNDS + 1):
             if not missing or self.interrupted:
                 break
             if rnd == 1:
-                strategy = "window" if use_window else "kernel-id"
-            elif rnd == 2 and use_window:
+                strategy = first
+            elif rnd == 2 and first != "kernel-id":
                 strategy = "kernel-id"
             else:
                 strategy = "per-launch-config"
             # The window matches plain function names: measured on an H200, a demangled-name regex missed every cuBLAS
             # nvjet_* kernel (their demangled form in ncu's filter is not the name the report stores).
-            base = "function" if strategy == "window" else name_base
-            names = [k.demangled if base == "demangled" else k.name for k in missing]
+            base = {"window": "function", "config": "mangled"}.get(strategy, name_base)
+            names = [k.mangled if base == "mangled" else k.demangled if base == "demangled" else k.name
+                     for k in missing]
             out2 = str(self.work / f"phase2_{rnd}")
             cmd2 = ncu_mod.phase2_command(self.ncu, out2, self.target.argv, self.filters, names, ANALYSIS_SECTIONS,
                                           strategy=strategy, name_base=base,

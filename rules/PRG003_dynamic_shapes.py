@@ -43,24 +43,43 @@ class DynamicShapes(ProgramRule):
     def check_program(self, p: ProgramContext):
         shapes: dict[str, set] = {}
         ids: dict[str, list[str]] = {}
+        time_ns: dict[str, float] = {}
         for k in p.kernels:
             shapes.setdefault(k["demangled"], set()).add((k["grid"], k["block"]))
             ids.setdefault(k["demangled"], []).append(k["id"])
+            time_ns[k["demangled"]] = time_ns.get(k["demangled"], 0.0) + float(k.get("duration_ns") or 0.0)
         findings = []
-        for name, s in shapes.items():
-            if len(s) >= self.thresholds["min_shapes"]:
-                short = next(k["name"] for k in p.kernels if k["demangled"] == name)
-                findings.append(self.finding(
-                    title=f"{short} runs with {len(s)} launch shapes",
-                    message=(f"The same kernel was launched with {len(s)} different grid/block shapes: shapes vary "
-                             "between calls, which defeats CUDA Graphs and per-shape tuning."),
-                    fix=("Bucket stable shapes (decode) to a few padded sizes with one CUDA Graph each; keep varying "
-                         "shapes (prefill) on shape-generic kernels (Triton masks, torch.compile(dynamic=True))."),
-                    kernels=[short], kernel_ids=ids[name], estimated_saving_ns=0.0,
-                    saving_model="Not estimated: the cost is in recompilation and lost graph replays.",
-                    confidence="low",
-                    evidence=[Evidence("launch_shapes", len(s), self.thresholds["min_shapes"])],
-                ))
+        # One finding for the program: varying shapes are a property of how it is driven (sequence lengths, batch
+        # sizes), not of one kernel; the kernels are listed by GPU time.
+        many = sorted((n for n, s in shapes.items() if len(s) >= self.thresholds["min_shapes"]),
+                      key=lambda n: -time_ns[n])
+        if many:
+            short = {n: next(k["name"] for k in p.kernels if k["demangled"] == n) for n in many}
+            counts = sorted({len(shapes[n]) for n in many})
+            typical = max(counts, key=lambda c: sum(1 for n in many if len(shapes[n]) == c))
+            share = sum(time_ns[n] for n in many) / p.total_ns if p.total_ns else 0.0
+            listed = ", ".join(f"{short[n]} ({len(shapes[n])})" for n in many[:6]) + (" …" if len(many) > 6 else "")
+            findings.append(self.finding(
+                title=(f"{len(many)} kernel{'s' if len(many) > 1 else ''} run with {typical} or more launch shapes"
+                       if len(many) > 1 else f"{short[many[0]]} runs with {len(shapes[many[0]])} launch shapes"),
+                message=(f"{len(many)} kernel{'s' if len(many) > 1 else ''} ({share:.0%} of the GPU time) were "
+                         f"launched with several grid/block shapes ({listed}): the program runs about {typical} "
+                         "problem sizes, so shapes vary between calls, which defeats CUDA Graphs (a graph fixes its "
+                         "shapes), recompiles torch.compile'd code per shape and leaves kernels tuned for one shape "
+                         "running on others."),
+                fix=("Bucket stable shapes (decode) to a few padded sizes with one CUDA Graph each; keep varying "
+                     "shapes (prefill) on shape-generic kernels (Triton masks over a runtime length, "
+                     "torch.compile(dynamic=True) / torch._dynamo.mark_dynamic)."),
+                fix_code=("buckets = [128, 256, 512]\n"
+                          "n = next(b for b in buckets if b >= seq_len)      # pad to the bucket\n"
+                          "graphs[n].replay()                               # one captured CUDA Graph per bucket"),
+                kernels=[short[n] for n in many], kernel_ids=[i for n in many for i in ids[n]],
+                estimated_saving_ns=0.0,
+                saving_model="Not estimated: the cost is in recompilation and lost graph replays.",
+                confidence="low",
+                evidence=[Evidence("kernels_with_many_shapes", len(many)),
+                          Evidence("launch_shapes_max", max(counts), self.thresholds["min_shapes"])],
+            ))
         variants: dict[str, list[dict]] = {}
         for k in p.kernels:
             m = INDUCTOR_VARIANT.match(k["name"])

@@ -10,12 +10,13 @@ ALLOWED = {
     "errors": set(),
     "units": set(),
     "model": set(),
-    "load": {"errors", "model"},
+    "processes": set(),  # part of the load stage: the report file's process blocks (no ncu_report)
+    "load": {"errors", "model", "processes"},
     "roofline": {"model"},
     "rules_api": {"model", "roofline", "units"},
     "engine": {"errors", "rules_api", "model", "roofline"},
     "result": set(),
-    "analyze": {"__init__", "engine", "roofline", "load", "model", "result", "rules_api", "errors"},
+    "analyze": {"__init__", "engine", "roofline", "load", "model", "processes", "result", "rules_api", "errors"},
     "render": {"errors", "units"},
 }
 

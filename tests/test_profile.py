@@ -537,15 +537,22 @@ def test_profile_nvtx_include_verbatim(cli):
 
 
 def test_profile_top_k_and_fallback_round(cli, tmp_path):
-    # --top 2 asks for big_add too; the fake's phase-2 report (tiny_sections) never holds it: a per-launch-config
-    # round retries big_add alone, then the result lists it with its phase-1 time
+    # --top 2 asks for big_add too. big_add is phase 1's last launch (a window of 2001 launches), so round 1
+    # profiles the first launch of each launch configuration of the two mangled names (2 launches); the fake's
+    # phase-2 report (tiny_sections) never holds big_add: a kernel-id round retries it alone, then the result
+    # lists it with its phase-1 time
     r = cli("profile", str(TARGET), "--top", "2", "-o", "x.json", "-q")
     assert r.code == 0, r.err
     calls = r.phase_calls()
     assert len(calls) == 3
-    assert after(calls[1], "--kernel-id").endswith(":1") and "big_add" in after(calls[1], "--kernel-id")
-    assert after(calls[2], "--kernel-id") == "::regex:^(" + N.escape_regex(BIG_ADD) + ")$:"
-    assert after(calls[2], "--filter-mode") == "per-launch-config" and after(calls[2], "--launch-count") == "1"
+    assert after(calls[1], "--kernel-name-base") == "mangled"
+    assert after(calls[1], "--kernel-name") == "regex:^(_Z8tiny_addPKfS0_Pfi|_Z7big_addPKfS0_Pfm)$"
+    assert after(calls[1], "--filter-mode") == "per-launch-config" and after(calls[1], "--launch-count") == "1"
+    assert "--kernel-id" not in calls[1]
+    assert after(calls[2], "--kernel-id") == "::regex:^(" + N.escape_regex(BIG_ADD) + ")$:1"
+    sel = json.loads((tmp_path / "x.json").read_text())["report"]["profile"]["selection"]
+    assert sel["window_launches"] == 2001 and sel["config_launches"] == 2
+    assert [r["strategy"] for r in sel["rounds"]] == ["config", "kernel-id"]
     res = json.loads((tmp_path / "x.json").read_text())
     assert res["report"]["profile"]["selection"]["chosen"] == ["tiny_add", "big_add"]
     assert [k["profiled"] for k in res["kernels"]] == [True, False]
@@ -771,6 +778,36 @@ def test_gpu_profile_flaws_end_to_end(tmp_path):
     assert strided["findings"] and strided["findings"][0]["rule"] == "MEM001", strided["findings"][:2]
     assert sum(k["time_share"] for k in res["kernels"]) == pytest.approx(1.0)
     assert (tmp_path / "flaws.phase1.ncu-rep").exists() and (tmp_path / "flaws.ncu-rep").exists()
+
+
+@pytest.mark.gpu
+def test_gpu_profile_multiprocess_ranks(tmp_path):
+    """Real ncu, real GPU: workloads/cuda/multiproc.cu runs its kernels in 2 worker processes with RANK set (as
+    torchrun does); the result splits kernels per process, shows the ranks, and finds rank 0's strided copy."""
+    nvcc = shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc"
+    if not os.path.exists(nvcc):
+        pytest.skip("needs nvcc")
+    exe = tmp_path / "multiproc"
+    subprocess.run([nvcc, "-arch=sm_90", "-lineinfo", "-O3", "-o", str(exe),
+                    str(ROOT / "workloads/cuda/multiproc.cu")], check=True, cwd=ROOT / "workloads/cuda")
+    out = tmp_path / "mp.json"
+    code = "from ncuadvisor import cli; from ncuadvisor.profile import register; register(cli.app); cli.main()"
+    proc = subprocess.run(
+        [sys.executable, "-c", code, "profile", "--coverage", "1.0", "-o", str(out), "--", str(exe)],
+        cwd=tmp_path, capture_output=True, text=True, timeout=300,
+        env=dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))),
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    res = json.loads(out.read_text())
+    procs = res["report"]["processes"]
+    assert sorted(p.get("rank") for p in procs) == [0, 1], procs
+    assert all(p["label"].startswith("rank ") for p in procs)
+    strided = next(k for k in res["kernels"] if k["name"] == "copy_strided_rank")
+    assert strided["process"]["rank"] == 0 and strided["profiled"] is True
+    assert strided["findings"][0]["category"] == "coalescing", strided["findings"][:2]
+    scale = [k for k in res["kernels"] if k["name"] == "scale_add"]
+    assert sorted(k["process"]["rank"] for k in scale) == [0, 1] and all(k["profiled"] for k in scale)
+    assert (tmp_path / "mp.ncu-rep.processes.json").exists()
 
 
 def test_window_launch_count_from_phase1_order():

@@ -1,0 +1,255 @@
+"""Which process (and which rank) each result of a report comes from.
+
+ncu follows child processes (`--target-processes all`, its default) and writes the results of every process into
+one report. `ncu_report` does not say which process a result belongs to, but the report file does: it is a sequence
+of blocks, each a length-prefixed protobuf `BlockHeader` (1: number of sources, 2: number of results, 5: payload
+size, 6: process {1: pid, 2: host, 3: executable}) followed by its payload. Walking the headers (the payloads are
+skipped, so this reads a few kilobytes of a large report) gives the process of every result in file order, which is
+the order in which `ncu_report` lists them. Verified on a 2-process report captured on an H200 with ncu 2025.3.1
+(fixtures/multiproc.ncu-rep.xz).
+
+A report does not hold the rank of a process (the command line it stores is ncu's own). `ncuadvisor profile`
+therefore watches the processes ncu starts and reads RANK / LOCAL_RANK / WORLD_SIZE from their environment (as
+torchrun and most launchers set them), and keeps them beside the report in `<report>.processes.json`, which
+`ncuadvisor report` reads when it is there.
+"""
+
+from __future__ import annotations
+
+import json
+import mmap
+import os
+import struct
+import threading
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+MAGIC = b"NVR\0"
+RANK_VARS = ("RANK", "LOCAL_RANK", "WORLD_SIZE")
+SIDECAR_SUFFIX = ".processes.json"
+
+
+@dataclass(frozen=True)
+class ProcessInfo:
+    pid: int
+    host: str
+    executable: str
+
+
+def _varint(b: bytes | mmap.mmap, i: int, end: int) -> tuple[int, int]:
+    v = s = 0
+    while True:
+        if i >= end or s > 63:
+            raise ValueError("bad varint")
+        c = b[i]
+        i += 1
+        v |= (c & 0x7F) << s
+        s += 7
+        if c < 0x80:
+            return v, i
+
+
+def _fields(b: bytes | mmap.mmap, start: int, end: int) -> dict[int, list[Any]]:
+    """A protobuf message's fields (varints as ints, length-delimited as (start, end) spans)."""
+    out: dict[int, list[Any]] = {}
+    i = start
+    while i < end:
+        key, i = _varint(b, i, end)
+        field, wire = key >> 3, key & 7
+        if wire == 0:
+            v, i = _varint(b, i, end)
+        elif wire == 2:
+            n, i = _varint(b, i, end)
+            if i + n > end:
+                raise ValueError("field past the end")
+            v = (i, i + n)
+            i += n
+        elif wire == 1:
+            v, i = None, i + 8
+        elif wire == 5:
+            v, i = None, i + 4
+        else:
+            raise ValueError(f"wire type {wire}")
+        out.setdefault(field, []).append(v)
+    if i != end:
+        raise ValueError("message overruns")
+    return out
+
+
+def result_processes(path: str | os.PathLike[str]) -> list[ProcessInfo] | None:
+    """The process of every result of an uncompressed .ncu-rep, in file order; None when the file is not in the
+    block format this understands (another ncu version, a .ncu-repz), so callers fall back to "one process"."""
+    try:
+        with open(path, "rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+            size = len(mm)
+            if size < 8 or mm[:4] != MAGIC:
+                return None
+            i = 8 + struct.unpack_from("<I", mm, 4)[0]
+            out: list[ProcessInfo] = []
+            while i + 4 <= size:
+                hs = struct.unpack_from("<I", mm, i)[0]
+                i += 4
+                if i + hs > size:
+                    return None
+                h = _fields(mm, i, i + hs)
+                i += hs
+                n_results = (h.get(2) or [0])[0]
+                payload = (h.get(5) or [0])[0]
+                if n_results:
+                    proc = ProcessInfo(0, "", "")
+                    if h.get(6):
+                        s, e = h[6][0]
+                        p = _fields(mm, s, e)
+                        host = bytes(mm[slice(*p[2][0])]).decode("utf-8", "replace") if p.get(2) else ""
+                        exe = bytes(mm[slice(*p[3][0])]).decode("utf-8", "replace") if p.get(3) else ""
+                        proc = ProcessInfo(int((p.get(1) or [0])[0]), host, exe)
+                    out.extend([proc] * int(n_results))
+                i += int(payload)
+            return out if i == size else None
+    except (OSError, ValueError, struct.error, TypeError, IndexError):
+        return None
+
+
+# -- ranks: the environment of the processes ncu starts (profile only) ---------------------------------------------
+
+
+def sidecar_path(report: str | os.PathLike[str]) -> Path:
+    p = Path(report)
+    if p.suffix in (".xz", ".gz"):
+        p = p.with_suffix("")
+    return p.with_name(p.name + SIDECAR_SUFFIX)
+
+
+def read_sidecar(report: str | os.PathLike[str]) -> dict[int, dict[str, Any]]:
+    """{pid: {"rank": .., "local_rank": .., "world_size": .., "executable": ..}} kept beside a report, or {}."""
+    try:
+        data = json.loads(sidecar_path(report).read_text())
+        return {int(k): v for k, v in data.get("processes", {}).items() if isinstance(v, dict)}
+    except (OSError, ValueError, AttributeError, TypeError):
+        return {}
+
+
+def write_sidecar(report: str | os.PathLike[str], processes: dict[int, dict[str, Any]]) -> Path | None:
+    if not processes:
+        return None
+    path = sidecar_path(report)
+    tmp = path.with_name(path.name + ".tmp")
+    try:
+        tmp.write_text(json.dumps({"processes": {str(k): v for k, v in sorted(processes.items())}}, indent=1))
+        os.replace(tmp, path)
+        return path
+    except OSError:
+        return None
+
+
+def _environ(pid: int) -> dict[str, str]:
+    try:
+        raw = Path(f"/proc/{pid}/environ").read_bytes()
+    except OSError:
+        return {}
+    env = {}
+    for item in raw.split(b"\0"):
+        k, _, v = item.partition(b"=")
+        if k.decode(errors="replace") in RANK_VARS:
+            env[k.decode()] = v.decode(errors="replace")
+    return env
+
+
+def _children_map() -> dict[int, int]:
+    """{pid: parent pid} of every process visible in /proc."""
+    out: dict[int, int] = {}
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return out
+    for name in names:
+        if not name.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{name}/stat").read_text()
+            # "pid (comm) state ppid ...": comm may hold spaces and parentheses; split after the last ")"
+            ppid = int(stat[stat.rindex(")") + 2:].split()[1])
+            out[int(name)] = ppid
+        except (OSError, ValueError, IndexError):
+            continue
+    return out
+
+
+class ProcessWatcher:
+    """Polls /proc while ncu runs: every descendant of `root` with RANK/LOCAL_RANK/WORLD_SIZE in its environment is
+    remembered with them. Linux only; elsewhere it records nothing."""
+
+    def __init__(self, root: int, interval_s: float = 0.2):
+        self.root = root
+        self.interval_s = interval_s
+        self.found: dict[int, dict[str, Any]] = {}
+        self._seen: set[int] = set()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> "ProcessWatcher":
+        if os.path.isdir("/proc"):
+            self._thread = threading.Thread(target=self._loop, name="ncuadvisor-procs", daemon=True)
+            self._thread.start()
+        return self
+
+    def stop(self) -> dict[int, dict[str, Any]]:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=2.0)
+        return dict(self.found)
+
+    def poll(self) -> None:
+        parents = _children_map()
+        family = {self.root}
+        changed = True
+        while changed:  # descendants of root, whatever their depth
+            changed = False
+            for pid, ppid in parents.items():
+                if ppid in family and pid not in family:
+                    family.add(pid)
+                    changed = True
+        for pid in family - self._seen - {self.root}:
+            self._seen.add(pid)
+            env = _environ(pid)
+            if not env:
+                continue
+            info: dict[str, Any] = {k.lower(): _int_or(v) for k, v in env.items()}
+            try:
+                info["executable"] = os.readlink(f"/proc/{pid}/exe")
+            except OSError:
+                pass
+            self.found[pid] = info
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            self.poll()
+            self._stop.wait(self.interval_s)
+
+
+def _int_or(v: str) -> Any:
+    try:
+        return int(v)
+    except ValueError:
+        return v
+
+
+def describe(processes: list[ProcessInfo], ranks: dict[int, dict[str, Any]]) -> list[dict[str, Any]]:
+    """One entry per distinct process (first-result order): pid, host, executable, rank fields when known."""
+    seen: dict[int, dict[str, Any]] = {}
+    for p in processes:
+        if p.pid not in seen:
+            entry = asdict(p)
+            entry.update({k: v for k, v in ranks.get(p.pid, {}).items() if k in ("rank", "local_rank", "world_size")})
+            seen[p.pid] = entry
+    return list(seen.values())
+
+
+def process_label(entry: dict[str, Any] | None) -> str:
+    """"rank 1 (pid 4242)" or "pid 4242"."""
+    if not entry:
+        return ""
+    if entry.get("rank") is not None:
+        return f"rank {entry['rank']} (pid {entry['pid']})"
+    return f"pid {entry['pid']}"

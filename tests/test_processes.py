@@ -1,0 +1,136 @@
+"""Several processes in one report (ncu --target-processes all): which process each result comes from, kernels
+split per process, ranks from the environment that `profile` records. The multi-process fixture is a real capture:
+fixtures/multiproc.ncu-rep.xz (workloads/cuda/multiproc.cu, 2 worker processes, on an H200)."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+
+from ncuadvisor.analyze import analyze
+from ncuadvisor.processes import (ProcessWatcher, process_label, read_sidecar, result_processes, sidecar_path,
+                                  write_sidecar)
+
+# the order ncu profiled them in: the two processes alternate, the rank-specific copies come last
+NAMES = ["scale_add"] * 8 + ["copy_strided_rank", "copy_vec4_rank"]
+
+
+def test_result_processes_of_a_two_process_report(report_path):
+    import ncu_report
+
+    path = report_path("multiproc")
+    procs = result_processes(path)
+    assert procs is not None and len(procs) == 10
+    pids = [p.pid for p in procs]
+    assert len(set(pids)) == 2
+    assert pids[0::2] == [pids[0]] * 5 and pids[1::2] == [pids[1]] * 5  # they alternate, as ncu's log shows
+    assert all(p.executable.endswith("/multiproc") and p.host for p in procs)
+    # the file order is the order ncu_report lists the results in
+    ctx = ncu_report.load_report(str(path))
+    rng = ctx.range_by_idx(0)
+    assert [rng.action_by_idx(i).name() for i in range(rng.num_actions())] == NAMES
+
+
+def test_single_process_reports_have_one_pid(report_path):
+    for name in ("flaws", "tiny_phase1", "torch_eager"):
+        procs = result_processes(report_path(name))
+        assert procs is not None and len({p.pid for p in procs}) == 1, name
+
+
+def test_not_a_report_gives_none(tmp_path):
+    for data in (b"", b"NVR\0", b"NVR\0\x02\0\0\0\x08\x07\xff\xff\xff\xff", os.urandom(4096), b"hello world" * 100):
+        p = tmp_path / "x.ncu-rep"
+        p.write_bytes(data)
+        assert result_processes(p) is None
+
+
+def test_truncated_report_gives_none(report_path, tmp_path):
+    data = report_path("multiproc").read_bytes()
+    for cut in (100, len(data) // 2, len(data) - 10):
+        p = tmp_path / "cut.ncu-rep"
+        p.write_bytes(data[:cut])
+        assert result_processes(p) is None
+
+
+def test_analysis_splits_kernels_per_process(analyzed):
+    res = analyzed("multiproc")
+    procs = res["report"]["processes"]
+    assert len(procs) == 2 and {p["kernels"] for p in procs} == {2}
+    assert sum(p["launches"] for p in procs) == 10
+    assert abs(sum(p["duration_ns"] for p in procs) - res["report"]["total_duration_ns"]) < 1
+    # scale_add ran in both processes: one kernel entry per process
+    scale = [k for k in res["kernels"] if k["name"] == "scale_add"]
+    assert len(scale) == 2 and {k["process"]["pid"] for k in scale} == {p["pid"] for p in procs}
+    assert all(k["launches"] == 4 for k in scale)
+    strided = next(k for k in res["kernels"] if k["name"] == "copy_strided_rank")
+    vec4 = next(k for k in res["kernels"] if k["name"] == "copy_vec4_rank")
+    assert strided["process"]["pid"] != vec4["process"]["pid"]
+    assert strided["findings"][0]["category"] == "coalescing"
+    assert strided["process_label"] == f"pid {strided['process']['pid']}"
+
+
+def test_single_process_analysis_has_no_process_fields(analyzed):
+    res = analyzed("pipeline_v0")
+    assert res["report"]["processes"] == []
+    assert all("process" not in k for k in res["kernels"])
+
+
+def test_ranks_recorded_beside_the_report_are_shown(report_path, tmp_path):
+    src = report_path("multiproc")
+    path = tmp_path / "mp.ncu-rep"
+    shutil.copyfile(src, path)
+    pids = sorted({p.pid for p in result_processes(path)})
+    ranks = {pids[0]: {"rank": 0, "local_rank": 0, "world_size": 2}, pids[1]: {"rank": 1, "local_rank": 1,
+                                                                            "world_size": 2}}
+    written = write_sidecar(path, ranks)
+    assert written == sidecar_path(path) == tmp_path / "mp.ncu-rep.processes.json"
+    assert sidecar_path(tmp_path / "mp.ncu-rep.xz") == written  # a compressed copy finds the same file
+    assert read_sidecar(path) == ranks
+    res = analyze(path)
+    labels = {p["pid"]: p["label"] for p in res["report"]["processes"]}
+    assert labels == {pids[0]: f"rank 0 (pid {pids[0]})", pids[1]: f"rank 1 (pid {pids[1]})"}
+    strided = next(k for k in res["kernels"] if k["name"] == "copy_strided_rank")
+    assert strided["process"]["rank"] == 0  # rank 0 runs the strided copy (multiproc.cu)
+
+
+def test_broken_sidecar_is_ignored(report_path, tmp_path):
+    path = tmp_path / "mp.ncu-rep"
+    shutil.copyfile(report_path("multiproc"), path)
+    sidecar_path(path).write_text("{not json")
+    assert read_sidecar(path) == {}
+    res = analyze(path)
+    assert all(p["label"].startswith("pid ") for p in res["report"]["processes"])
+
+
+def test_process_label():
+    assert process_label({"pid": 7, "rank": 2}) == "rank 2 (pid 7)"
+    assert process_label({"pid": 7}) == "pid 7"
+    assert process_label(None) == ""
+
+
+def test_watcher_reads_rank_of_descendants():
+    # a child that starts a grandchild with RANK set, as torchrun starts its workers
+    code = ("import os, subprocess, sys, time; env = dict(os.environ, RANK='3', LOCAL_RANK='1', WORLD_SIZE='4'); "
+            "p = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(1.5)'], env=env); "
+            "print(p.pid, flush=True); p.wait()")
+    child = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    watcher = ProcessWatcher(child.pid, interval_s=0.05).start()
+    grandchild = int(child.stdout.readline())
+    time.sleep(0.5)
+    child.wait()
+    found = watcher.stop()
+    assert found[grandchild]["rank"] == 3 and found[grandchild]["local_rank"] == 1
+    assert found[grandchild]["world_size"] == 4
+    assert child.pid not in found  # no RANK in its environment
+
+
+def test_dynamic_shapes_program_finding(analyzed):
+    res = analyzed("torch_dynshapes")
+    dyn = [f for f in res["program_findings"] if f["rule"] == "PRG003"]
+    assert len(dyn) == 1  # one finding for the program, not one per kernel
+    f = dyn[0]
+    assert "5 or more launch shapes" in f["title"] and "about 5 problem sizes" in f["message"]
+    assert len(f["kernels"]) >= 5 and "vectorized_layer_norm_kernel" in f["kernels"]
+    json.dumps(f)
