@@ -82,35 +82,6 @@ def run_cli(report: Path, out: Path) -> tuple[float, float]:
     return wall, usage.ru_maxrss / 1024.0
 
 
-def synthetic_result(result: dict, kernels: int, launches: int) -> dict:
-    """`result` with its kernels copied under distinct names and ids until there are `kernels`, `launches` each."""
-    import copy
-
-    from ncuadvisor.analyze import top_actions
-
-    base = [k for k in result["kernels"] if k.get("duration_ns")]
-    out = copy.deepcopy(result)
-    ks = []
-    for i in range(kernels):
-        k = copy.deepcopy(base[i % len(base)])
-        k["name"] = f"{k['name']}_{i}"
-        k["demangled"] = f"{k['demangled']} /* copy {i} */"
-        k["per_launch_ns"] = k["duration_ns"] / (k.get("launches") or 1)
-        k["duration_ns"] = k["per_launch_ns"] * launches
-        k["launches"] = launches
-        ks.append(k)
-    ks.sort(key=lambda k: -k["duration_ns"])
-    total = sum(k["duration_ns"] for k in ks)
-    for i, k in enumerate(ks):
-        k["id"] = f"k{i}"
-        k["result_ids"] = list(range(i * launches, (i + 1) * launches))
-        k["time_share"] = k["duration_ns"] / total
-    out["kernels"] = ks
-    out["report"].update({"kernels": kernels, "results": kernels * launches, "total_duration_ns": total})
-    out["top_actions"] = top_actions(ks, total, out.get("program_findings") or [])
-    return out
-
-
 def html_size(report: Path, kernels: int, launches: int) -> None:
     """Render the synthetic result of `kernels` x `launches` and print the page's size and where its bytes go."""
     import re
@@ -120,7 +91,10 @@ def html_size(report: Path, kernels: int, launches: int) -> None:
 
     with tempfile.TemporaryDirectory() as tmp:
         result = analyze(decompressed(report, Path(tmp)))
-    big = synthetic_result(result, kernels, launches)
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    from tests.synthetic import many_kernels
+
+    big = many_kernels(result, kernels, launches)
     t0 = time.perf_counter()
     page = render_html(big)
     seconds = time.perf_counter() - t0
