@@ -123,10 +123,12 @@ def main() -> int:
     ap.add_argument("--html-kernels", type=int, metavar="N",
                     help="measure the HTML page of a synthetic result with N distinct kernels (from the first report, "
                          "default fixtures/flaws.ncu-rep.xz)")
-    ap.add_argument("--html-launches", type=int, default=1, metavar="L", help="launches per synthetic kernel (default 1)")
+    ap.add_argument("--html-launches", type=int, default=1, metavar="L",
+                    help="launches per synthetic kernel (default 1)")
     args = ap.parse_args()
     if args.html_kernels:
-        report = args.reports[0] if args.reports else Path(__file__).resolve().parent.parent / "fixtures" / "flaws.ncu-rep.xz"
+        default = Path(__file__).resolve().parent.parent / "fixtures" / "flaws.ncu-rep.xz"
+        report = args.reports[0] if args.reports else default
         html_size(report, args.html_kernels, args.html_launches)
         return 0
     if not args.reports:

@@ -7,7 +7,8 @@ result is ever marked safe except the embedded JSON, which is escaped for a <scr
 Big reports (issue 6) stay under 5 MB: the first FULL_CARDS kernels by time (and any kernel a "where to start"
 action names) get a full card, every other kernel one row in "Other kernels"; the chart places the first
 CHART_POINTS kernels; a result JSON over JSON_EMBED_LIMIT is left out with a note (the JSON output has it).
-A small report (up to 100 kernels, a JSON under 2 MB) renders as before: every kernel a card, on the chart, JSON embedded.
+A small report (up to 100 kernels, a JSON under 2 MB) renders as before: every kernel a card and on the chart,
+the JSON embedded.
 """
 
 from __future__ import annotations
