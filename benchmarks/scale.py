@@ -6,6 +6,12 @@ memory of the process, output size). Goal (issue 6): the whole analysis in less 
 once, under 5 s per 1,000 full-set results on a 2-core machine, peak memory under 1 GB, HTML under 5 MB.
 
     python benchmarks/scale.py fixtures/flaws.ncu-rep.xz [more reports...]
+
+The HTML size for many distinct kernels is measured on a synthetic result (no report that big exists yet): a real
+report is analyzed, then its kernels are copied at the result-dict level under distinct names and ids until there
+are N of them, each with L launches (so N x L results), and the page is rendered in this process:
+
+    python benchmarks/scale.py --html-kernels 1000 [--html-launches 5] [fixtures/flaws.ncu-rep.xz]
 """
 
 from __future__ import annotations
@@ -76,11 +82,57 @@ def run_cli(report: Path, out: Path) -> tuple[float, float]:
     return wall, usage.ru_maxrss / 1024.0
 
 
+def html_size(report: Path, kernels: int, launches: int) -> None:
+    """Render the synthetic result of `kernels` x `launches` and print the page's size and where its bytes go."""
+    import re
+
+    from ncuadvisor.analyze import analyze
+    from ncuadvisor.render.html import render_html
+
+    with tempfile.TemporaryDirectory() as tmp:
+        result = analyze(decompressed(report, Path(tmp)))
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    from tests.synthetic import many_kernels
+
+    big = many_kernels(result, kernels, launches)
+    t0 = time.perf_counter()
+    page = render_html(big)
+    seconds = time.perf_counter() - t0
+
+    def part(start: str, end: str) -> float:
+        i = page.find(start)
+        j = page.find(end, i) if i >= 0 else -1
+        return len(page[i:j].encode()) / 1e6 if j >= 0 else 0.0
+
+    embedded = part('<script type="application/json"', "</script>")
+    cards = sum(len(m.encode()) for m in re.findall(r'<section class="card".*?</section>', page, re.S)) / 1e6
+    header = ("kernels", "results", "HTML (MB)", "embedded JSON (MB)", "chart (MB)", "full cards", "cards (MB)",
+              "tail rows", "render (s)")
+    row = (kernels, kernels * launches, f"{len(page.encode()) / 1e6:.2f}",
+           f"{embedded:.2f}", f"{part('<svg', '</svg>'):.2f}",
+           page.count('<section class="card"'), f"{cards:.2f}", page.count('<tr id="'), f"{seconds:.2f}")
+    print("| " + " | ".join(header) + " |")
+    print("|" + "---|" * len(header))
+    print("| " + " | ".join(str(c) for c in row) + " |")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("reports", nargs="+", type=Path)
+    ap.add_argument("reports", nargs="*", type=Path)
     ap.add_argument("--read-all", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--html-kernels", type=int, metavar="N",
+                    help="measure the HTML page of a synthetic result with N distinct kernels (from the first report, "
+                         "default fixtures/flaws.ncu-rep.xz)")
+    ap.add_argument("--html-launches", type=int, default=1, metavar="L",
+                    help="launches per synthetic kernel (default 1)")
     args = ap.parse_args()
+    if args.html_kernels:
+        default = Path(__file__).resolve().parent.parent / "fixtures" / "flaws.ncu-rep.xz"
+        report = args.reports[0] if args.reports else default
+        html_size(report, args.html_kernels, args.html_launches)
+        return 0
+    if not args.reports:
+        ap.error("give at least one report (or --html-kernels N)")
     if args.read_all:
         print(*read_everything(args.reports[0]))
         return 0

@@ -9,8 +9,9 @@ import subprocess
 import pytest
 
 from ncuadvisor import roofline
-from ncuadvisor.render.html import render_html
+from ncuadvisor.render.html import FULL_CARDS, render_html
 from ncuadvisor.render.markdown import render_markdown
+from tests.synthetic import many_kernels
 
 PAYLOADS = [
     "<script>document.title='PWNED-script'</script>",
@@ -37,17 +38,23 @@ def hostile(result):
     return r
 
 
-@pytest.fixture(scope="module")
-def evil(analyzed):
-    return hostile(analyzed("flaws"))
+@pytest.fixture(scope="module", params=[31, 1000], ids=["31 kernels", "1000 kernels"])
+def evil(analyzed, request):
+    """The flaws report with hostile text everywhere; as is (every kernel a card, the JSON embedded), and copied at
+    the result-dict level to 1,000 distinct kernels (the long tail as rows, no JSON block: a renderer test)."""
+    flaws = analyzed("flaws")
+    return hostile(flaws if request.param == len(flaws["kernels"]) else many_kernels(flaws, request.param))
 
 
 def test_html_escapes_every_payload(evil):
     html = render_html(evil)
     assert "<script>document" not in html and "<img" not in html
     assert html.count("<details") == html.count("</details>")
-    body = re.search(r'<script type="application/json" id="ncuadvisor-result">(.*?)</script>', html, re.S).group(1)
-    assert json.loads(body)["kernels"][0]["name"] == evil["kernels"][0]["name"]
+    block = re.search(r'<script type="application/json" id="ncuadvisor-result">(.*?)</script>', html, re.S)
+    if len(evil["kernels"]) <= FULL_CARDS:
+        assert json.loads(block.group(1))["kernels"][0]["name"] == evil["kernels"][0]["name"]
+    else:  # too big to embed: no JSON block, so no <script> element at all
+        assert block is None and "<script" not in html.lower()
     assert "{{ 7*7 }}" in html  # template syntax in data is shown, not evaluated
 
 
@@ -92,9 +99,9 @@ def test_no_script_runs_in_a_real_browser(evil, tmp_path):
     parser = Elements()
     parser.feed(dom)
     assert parser.bad == []  # no element the payloads tried to inject exists in the live DOM
-    # every kernel still has its card
+    # every kernel is still there: a full card for the first FULL_CARDS by time, one row each for the rest
     for i in range(len(evil["kernels"])):
-        assert f'id="k{i}"' in dom
+        assert (f'<section class="card" id="k{i}">' if i < FULL_CARDS else f'<tr id="k{i}">') in dom
 
 
 @pytest.mark.parametrize("duration", [0.0, None, float("nan")])

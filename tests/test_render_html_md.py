@@ -13,8 +13,9 @@ import shutil
 import pytest
 
 from ncuadvisor.render import short_name, to_json
-from ncuadvisor.render.html import render_html
+from ncuadvisor.render.html import CHART_POINTS, FULL_CARDS, PROGRAM_KERNELS_SHOWN, render_html
 from ncuadvisor.render.markdown import md, render_markdown
+from tests.synthetic import many_kernels
 
 REPORT = pathlib.Path(__file__).parent.parent / "fixtures" / "probe.ncu-rep.xz"
 
@@ -217,3 +218,97 @@ def test_markdown_handles_nulls_and_empty(result):
     text = render_markdown(r)
     assert text.count("<details>") == text.count("</details>")
     assert "Nothing to fix first" in render_markdown({"kernels": [], "top_actions": []})
+
+
+# ----------------------------------------------------------------------------------------------- HTML, big reports
+# Renderer tests: the big results are a real report's analysis (flaws, 31 kernels) copied at the result-dict level
+# under distinct names and ids (tests/synthetic.py); no report that big is read.
+
+MB = 1_000_000
+
+
+@pytest.fixture(scope="module")
+def flaws(analyzed) -> dict:
+    return analyzed("flaws")
+
+
+@pytest.mark.parametrize("kernels, launches", [(1000, 1), (1000, 5), (5000, 1)])
+def test_html_of_a_big_report_stays_small_and_keeps_every_kernel(flaws, kernels, launches):
+    big = many_kernels(flaws, kernels, launches)
+    page = render_html(big)
+    assert len(page.encode()) < 5 * MB
+    assert page.count("<details") == page.count("</details>")
+    cards = re.findall(r'<section class="card" id="(k\d+)">', page)
+    rows = re.findall(r'<tr id="(k\d+)">', page)
+    assert cards == [f"k{i}" for i in range(FULL_CARDS)]  # the kernels with the most time, in order
+    assert rows == [f"k{i}" for i in range(FULL_CARDS, kernels)]  # every other kernel, one row each
+    tail = page[page.index('<h2 id="tail">') :]
+    for k in big["kernels"][FULL_CARDS:]:
+        assert html.escape(k["name"]) in tail
+    top = page[: page.index('id="start"')]
+    assert f"one row each</a> for the other {kernels - FULL_CARDS:,}" in top  # said before the summary
+    # the summary comes first: where to start, where the time goes, the chart, then the cards and the tail
+    order = [page.index(s) for s in ('id="start"', 'id="time"', 'id="roofline"', 'id="kernels"', 'id="tail"')]
+    assert order == sorted(order)
+
+
+def test_big_report_chart_places_only_the_top_kernels_and_says_so(flaws):
+    big = many_kernels(flaws, 1000)
+    page = render_html(big)
+    svg = page[page.index("<svg") : page.index("</svg>")]
+    placed = set(re.findall(r'<a href="#(k\d+)"><circle', svg))
+    assert placed and placed <= {f"k{i}" for i in range(CHART_POINTS)}
+    assert f"top {CHART_POINTS} of 1,000 kernels by time" in svg
+
+
+def test_big_report_leaves_the_json_out_and_says_where_it_is(flaws):
+    page = render_html(many_kernels(flaws, 1000))
+    assert not JSON_BLOCK.search(page)
+    assert "<script" not in page.lower()  # no JavaScript at all, and now no data block either
+    assert "is not embedded" in page and "-f json" in page
+
+
+def test_json_limit_is_what_decides_embedding(result):
+    assert JSON_BLOCK.search(render_html(result))
+    small_limit = render_html(result, json_limit=100)
+    assert not JSON_BLOCK.search(small_limit) and "is not embedded" in small_limit
+
+
+def test_small_report_is_rendered_in_full(flaws):
+    page = render_html(flaws)
+    assert len(re.findall(r'<section class="card" id="k\d+">', page)) == len(flaws["kernels"])
+    assert '<tr id="' not in page and 'id="tail"' not in page and 'id="big-report"' not in page
+    assert json.loads(_json_block(page)) == json.loads(to_json(flaws))
+    svg = page[page.index("<svg") : page.index("</svg>")]
+    assert "kernels by time" not in svg
+
+
+def test_a_kernel_where_to_start_names_keeps_its_card(flaws):
+    big = many_kernels(flaws, 300)
+    far = big["kernels"][250]
+    big["top_actions"][0].update({"kernel": far["name"], "kernel_id": far["id"]})
+    page = render_html(big)
+    assert f'<section class="card" id="{far["id"]}">' in page
+    assert f'<tr id="{far["id"]}">' not in page
+    assert len(re.findall(r'<section class="card" id="k\d+">', page)) == FULL_CARDS + 1
+
+
+def test_long_tail_rows_escape_hostile_names(flaws):
+    big = many_kernels(flaws, FULL_CARDS + 3)
+    k = big["kernels"][-1]
+    k["name"] = k["demangled"] = EVIL_NAME + "x" * 1000
+    k["findings"] = [{"rule": "<b>R</b>", "title": EVIL_CODE, "category": "memory", "estimated_speedup": 0.5}]
+    page = render_html(big)
+    row = re.search(rf'<tr id="{k["id"]}">.*?</tr>', page).group(0)
+    assert "<script" not in row and "<img" not in row and "<b>" not in row
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in row and "&lt;/script&gt;&lt;script&gt;alert(2)" in row
+    assert len(row) < 2000  # the tooltip keeps a clipped name, not the whole 1 KB one
+
+
+def test_program_finding_lists_a_bounded_number_of_kernels(result):
+    r = copy.deepcopy(result)
+    names = [f"kernel_{i}" for i in range(PROGRAM_KERNELS_SHOWN + 25)]
+    r["program_findings"] = [{"rule": "PRG001", "title": "t", "kernels": names, "kernel_ids": None}]
+    page = JSON_BLOCK.sub("", render_html(r))
+    assert names[PROGRAM_KERNELS_SHOWN - 1] in page and names[PROGRAM_KERNELS_SHOWN] not in page
+    assert "and 25 more" in page

@@ -3,6 +3,12 @@
 It only formats the result: the roofline chart's coordinates are the one thing computed here.
 Every string from the result is untrusted and goes through Jinja2's autoescape; nothing from the
 result is ever marked safe except the embedded JSON, which is escaped for a <script> block first.
+
+Big reports (issue 6) stay under 5 MB: the first FULL_CARDS kernels by time (and any kernel a "where to start"
+action names) get a full card, every other kernel one row in "Other kernels"; the chart places the first
+CHART_POINTS kernels; a result JSON over JSON_EMBED_LIMIT is left out with a note (the JSON output has it).
+A small report (up to 100 kernels, a JSON under 2 MB) renders as before: every kernel a card and on the chart,
+the JSON embedded.
 """
 
 from __future__ import annotations
@@ -17,6 +23,11 @@ from ncuadvisor.render import environment, fmt_rate, short_name, to_json
 
 TEMPLATE = "report.html.j2"
 OPEN_CARDS = 20  # kernel cards after this many start closed, so a 1000-kernel report stays usable
+FULL_CARDS = 100  # kernels by time with a full card (~8 KB each); the long tail gets one row each
+CHART_POINTS = 100  # kernels by time placed on the roofline chart
+JSON_EMBED_LIMIT = 2_000_000  # bytes of result JSON embedded at most; a bigger one is left out, with a note
+PROGRAM_KERNELS_SHOWN = 50  # kernel names listed under one program-level finding
+TAIL_TITLE_CHARS = 300  # characters of a long-tail kernel's full name kept in its tooltip
 BOUNDS = ("memory", "compute", "latency", "launch")
 
 
@@ -60,12 +71,18 @@ def _sanitize(o: Any) -> Any:
     return o
 
 
-def script_json(result: dict[str, Any]) -> Markup:
-    """The result as JSON that cannot end its <script> block: <, > and & become \\u escapes (still valid JSON)."""
+def _compact_json(result: dict[str, Any]) -> str:
     try:
-        text = to_json(result, indent=None)
+        return to_json(result, indent=None)
     except ValueError:
-        text = to_json(_sanitize(result), indent=None)
+        return to_json(_sanitize(result), indent=None)
+
+
+def script_json(result: dict[str, Any], text: str | None = None) -> Markup:
+    """The result as JSON that cannot end its <script> block: <, > and & become \\u escapes (still valid JSON).
+
+    `text` is the result's compact JSON when the caller has it already."""
+    text = _compact_json(result) if text is None else text
     text = text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
     text = text.replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
     return Markup(text)  # safe: no <, > or & left
@@ -126,6 +143,12 @@ def times(a: Any, b: Any) -> float | None:
     return None if fa is None or fb is None else fa * fb
 
 
+def clip(v: Any, limit: int) -> str:
+    """Text cut at `limit` characters (with an ellipsis), for tooltips that would otherwise repeat long names."""
+    text = "" if v is None else str(v)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 def is_high_headroom(v: Any) -> bool:
     f = _number(v)
     return f is not None and f >= 2.0
@@ -182,14 +205,21 @@ def _f(v: float) -> str:
     return f"{v:.1f}"
 
 
-def roofline_chart(result: dict[str, Any]) -> dict[str, Any]:
-    """SVG primitives for the log-log roofline: grid, ceilings, one point per kernel (strip for FLOP-less ones)."""
+def roofline_chart(result: dict[str, Any], limit: int | None = CHART_POINTS) -> dict[str, Any]:
+    """SVG primitives for the log-log roofline: grid, ceilings, one point per kernel (strip for FLOP-less ones).
+
+    Only the first `limit` kernels (the result orders them by time) are placed; `shown` says how many of how many."""
     report = result.get("report") or {}
     device = report.get("device") or {}
     bw = _number(device.get("peak_dram_bytes_per_s"))
     bw = bw if bw and bw > 0 else None
     roofs = _roofs(device.get("peak_flops_per_s"))
-    kernels = result.get("kernels") or []
+    every = result.get("kernels") or []
+    kernels = every if limit is None else every[:limit]
+    shown = None
+    if len(kernels) < len(every):
+        share = sum(_number(k.get("time_share")) or 0.0 for k in kernels if isinstance(k, dict))
+        shown = {"count": len(kernels), "total": len(every), "share": share}
 
     placed, strip, unplaced = [], [], []
     for i, k in enumerate(kernels):
@@ -359,13 +389,36 @@ def roofline_chart(result: dict[str, Any]) -> dict[str, Any]:
         "unplaced": [{"index": i, "id": k.get("id") or f"k{i}", "name": k.get("name"), "demangled": k.get("demangled")} for i, k in unplaced],
         "empty": not placed and not strip,
         "no_ceilings": not ceilings,
+        "shown": shown,
     }
 
 
 # ----------------------------------------------------------------------------------------------- entry point
 
 
-def render_html(result: dict) -> str:
+def page_layout(result: dict[str, Any], full_cards: int = FULL_CARDS) -> dict[str, Any]:
+    """Which kernels get a full card and which one row in "Other kernels" (indices into result["kernels"]).
+
+    The first `full_cards` kernels by time get cards, and so does every kernel a "where to start" action links to;
+    the rest (the long tail) are rows, each with the kernel's id so links still land on it."""
+    kernels = result.get("kernels") or []
+    ids = [(k.get("id") if isinstance(k, dict) else None) or f"k{i}" for i, k in enumerate(kernels)]
+    wanted = {a.get("kernel_id") for a in result.get("top_actions") or [] if isinstance(a, dict)}
+    cards = [i for i in range(len(kernels)) if i < full_cards or ids[i] in wanted]
+    carded = set(cards)
+    tail = [i for i in range(len(kernels)) if i not in carded]
+    share = sum(_number(kernels[i].get("time_share")) or 0.0 for i in tail if isinstance(kernels[i], dict))
+    duration = sum(_number(kernels[i].get("duration_ns")) or 0.0 for i in tail if isinstance(kernels[i], dict))
+    return {"cards": cards, "tail": tail, "tail_share": share, "tail_duration_ns": duration}
+
+
+def render_html(
+    result: dict,
+    full_cards: int = FULL_CARDS,
+    chart_points: int | None = CHART_POINTS,
+    json_limit: int = JSON_EMBED_LIMIT,
+) -> str:
+    """The page. The limits keep a big report under 5 MB; a report under all of them renders every kernel in full."""
     env = environment(autoescape=True)
     env.filters.update(
         {
@@ -376,13 +429,20 @@ def render_html(result: dict) -> str:
             "bound_class": bound_class,
             "css_token": css_token,
             "basename": basename,
+            "clip": clip,
         }
     )
     env.globals.update({"times": times, "high_headroom": is_high_headroom, "empty": _Rec()})
     template = env.get_template(TEMPLATE)
+    text = _compact_json(result)
+    json_bytes = len(text.encode())
     return template.render(
         r=_view(result),
-        chart=roofline_chart(result),
-        result_json=script_json(result),
+        chart=roofline_chart(result, chart_points),
+        layout=page_layout(result, full_cards),
+        result_json=script_json(result, text) if json_bytes <= json_limit else None,
+        json_bytes=json_bytes,
         open_cards=OPEN_CARDS,
+        program_kernels_shown=PROGRAM_KERNELS_SHOWN,
+        tail_title_chars=TAIL_TITLE_CHARS,
     )

@@ -1,0 +1,33 @@
+"""Big results for renderer tests and benchmarks/scale.py, built from a real analyzed report (no big report exists)."""
+
+from __future__ import annotations
+
+import copy
+
+from ncuadvisor.analyze import top_actions
+
+
+def many_kernels(result: dict, count: int, launches: int = 1) -> dict:
+    """A renderer-test result: `result`'s kernels copied at the result-dict level under distinct names and ids until
+    there are `count` of them, `launches` results each, ordered by time like a real result (no report is read)."""
+    base = [k for k in result["kernels"] if k.get("duration_ns")]
+    out = copy.deepcopy(result)
+    kernels = []
+    for i in range(count):
+        k = copy.deepcopy(base[i % len(base)])
+        k["name"] = f"{k['name']}_{i}"
+        k["demangled"] = f"{k['demangled']} /* copy {i} */"
+        k["per_launch_ns"] = k["duration_ns"] / (k.get("launches") or 1)
+        k["duration_ns"] = k["per_launch_ns"] * launches
+        k["launches"] = launches
+        kernels.append(k)
+    kernels.sort(key=lambda k: -k["duration_ns"])
+    total = sum(k["duration_ns"] for k in kernels)
+    for i, k in enumerate(kernels):
+        k["id"] = f"k{i}"
+        k["result_ids"] = list(range(i * launches, (i + 1) * launches))
+        k["time_share"] = k["duration_ns"] / total
+    out["kernels"] = kernels
+    out["report"].update({"kernels": count, "results": count * launches, "total_duration_ns": total})
+    out["top_actions"] = top_actions(kernels, total, out.get("program_findings") or [])
+    return out
