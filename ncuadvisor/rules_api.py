@@ -338,6 +338,19 @@ def streaming_ns(k: "KernelContext", bytes_in_flight_per_warp: float, warps: flo
     return latency_cycles / r.sm_clock_hz * 1e9 + r.theoretical_ns
 
 
+def parallelism_ns(k: "KernelContext", gain: float) -> float | None:
+    """The time after a fix that multiplies the work in flight by `gain` (more resident warps, more independent loads
+    per warp), in the same latency-plus-throughput model as `streaming_ns`: the measured time splits into a throughput
+    term, the busiest unit's work at its peak (duration × its Speed Of Light %), which the fix keeps, and a latency
+    term, the rest, which Little's law divides by the gain: new = duration × (busy + (1 − busy) / gain)."""
+    r = k.roofline
+    busy = max(r.sol.get("memory_pct", 0.0), r.sol.get("compute_pct", 0.0)) / 100.0
+    if not r.duration_ns or gain <= 0:
+        return None
+    busy = min(1.0, max(0.0, busy))
+    return r.duration_ns * (busy + (1.0 - busy) / gain)
+
+
 def fmt_ns(ns: float | None) -> str:
     """1234 -> '1.2 µs' ('?' when unknown), for finding messages."""
     return _units_fmt_ns(ns, missing="?", seconds=False)
