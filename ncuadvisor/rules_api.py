@@ -244,6 +244,113 @@ def unit_floor_ns(k: "KernelContext") -> float | None:
     return r.duration_ns * busy / 100.0 / PRACTICAL_FRACTION
 
 
+# The latency-plus-throughput model of a memory-bound kernel after a fix (Little's law with a queue):
+#     time = read bytes per SM × DRAM_LATENCY_CYCLES / bytes in flight per SM  +  the roofline floor
+# Each SM keeps (warps × loads in flight per warp × 32 lanes × bytes per load) in flight; a round trip takes the
+# unloaded latency, and the throughput term (bytes at DRAM peak) is the queueing a busy HBM adds on top of it. That
+# is X = N / (L + N / P): far below peak it is Little's law, near peak it is the bandwidth.
+# DRAM_LATENCY_CYCLES is calibrated, once for every kernel, on the H200 fixture (fixtures/flaws.ncu-rep.xz): solving
+# the model for L on the streaming kernels whose loads in flight the SASS tells and whose DRAM is 5-75% busy gives
+# copy_scalar 491, scale_u8 778, stream_smem_fit 598, stream_smem_hog 1167, hist_shared_atomic 393, chase_pointer
+# 553, chase_pointer_ilp 488, stream_full_grid 413 SM cycles: median 520 (~260 ns at 1.98 GHz), the order of the
+# unloaded HBM latency that microbenchmarks of Hopper report (several hundred cycles).
+DRAM_LATENCY_CYCLES = 520.0
+_FLOW_BREAK = ("BRA", "EXIT", "RET", "BAR", "BSYNC", "WARPSYNC", "CALL", "JMP", "BRX", "JMX")
+_NO_DEST = ("ST", "RED", "BRA", "EXIT", "RET", "BAR", "BSYNC", "BSSY", "WARPSYNC", "CALL", "JMP", "MEMBAR", "NOP",
+            "DEPBAR", "ERRBAR", "CCTL", "YIELD", "BPT", "BRX", "JMX", "ARRIVES")
+_REG_RE = re.compile(r"(?<![A-Za-z0-9_])R(\d+)(\.64|\.128)?")
+
+
+def _regs(operand: str) -> set[int]:
+    out: set[int] = set()
+    for m in _REG_RE.finditer(operand):
+        base, width = int(m.group(1)), {".64": 2, ".128": 4}.get(m.group(2) or "", 1)
+        out.update(range(base, base + width))
+    return out
+
+
+def global_loads_in_flight(k: "KernelContext") -> tuple[float, float]:
+    """(loads, bytes) a warp keeps in flight: the most global loads (LDG) of the kernel's hot path that its SASS issues
+    before it must wait for one of them, from register dataflow over the listing in address order (a use of a load's
+    register waits for it and every earlier load; a branch or barrier waits for all). Hot loads are those executed at
+    least half as often as the most executed one. Bytes: 32 lanes × the width of those loads. (1, 128) without SASS."""
+    entries = sorted((e for e in k.per_instruction("inst_executed") if e.sass), key=lambda e: e.pc)
+    loads = {e.pc: e.value for e in entries if _opcode(e.sass).startswith("LDG") and _opcode(e.sass) != "LDGSTS"}
+    if not loads:
+        return 1.0, 128.0
+    hot_min = 0.5 * max(loads.values())
+    pending: list[tuple[set[int], int]] = []  # (destination registers, bytes per thread), in issue order
+    best_n, best_bytes = 0, 0.0
+    for e in entries:
+        op = _opcode(e.sass)
+        if op.startswith(_FLOW_BREAK):
+            pending = []
+            continue
+        text = e.sass.strip().rstrip(";").strip()
+        if text.startswith("@"):
+            text = text.split(None, 1)[1] if " " in text else ""
+        operands = [o.strip() for o in text.split(None, 1)[1].split(",")] if " " in text else []
+        has_dest = not op.startswith(_NO_DEST)
+        used = set().union(*(_regs(o) for o in (operands[1:] if has_dest else operands)))
+        hit = [i for i, (regs, _) in enumerate(pending) if regs & used]
+        if hit:
+            pending = pending[max(hit) + 1:]
+        if loads.get(e.pc, -1.0) >= hot_min:
+            width = access_bytes(e.sass) or 4
+            first = min(_regs(operands[0]) or {0}) if operands else 0
+            pending.append((set(range(first, first + max(1, width // 4))), width))
+            if len(pending) > best_n:
+                best_n, best_bytes = len(pending), 32.0 * sum(w for _, w in pending)
+    return (float(best_n), best_bytes) if best_n else (1.0, 128.0)
+
+
+def _opcode(sass: str) -> str:
+    parts = (sass or "").strip().split()
+    if parts and parts[0].startswith("@"):
+        parts = parts[1:]
+    return parts[0] if parts else ""
+
+
+def warps_per_sm(k: "KernelContext") -> float | None:
+    """Achieved resident warps per SM (Occupancy section), None without it."""
+    pct = k.m("sm__warps_active.avg.pct_of_peak_sustained_active")
+    if pct is None:
+        return None
+    return pct / 100.0 * float(k.device.get("max_warps_per_sm") or 64)
+
+
+def streaming_ns(k: "KernelContext", bytes_in_flight_per_warp: float, warps: float | None = None) -> float | None:
+    """The latency-plus-throughput time of the kernel's compulsory bytes (model above DRAM_LATENCY_CYCLES): the read
+    share of them per SM × DRAM latency ÷ bytes in flight per SM, plus the roofline floor. `warps` per SM defaults
+    to the achieved ones. None when the report lacks bytes, clocks or occupancy."""
+    r = k.roofline
+    warps = warps if warps is not None else warps_per_sm(k)
+    if not (r.compulsory_bytes and r.sm_clock_hz and r.theoretical_ns and warps and bytes_in_flight_per_warp):
+        return None
+    read, write = k.m("dram__bytes_read.sum"), k.m("dram__bytes_write.sum")
+    read_share = read / (read + (write or 0.0)) if read else 1.0
+    grid = k.m("launch__grid_size") or float("inf")
+    sms = min(float(k.sm_count or 0) or grid, grid)
+    if not sms or sms == float("inf"):
+        return None
+    in_flight = warps * bytes_in_flight_per_warp
+    latency_cycles = r.compulsory_bytes * read_share / sms * DRAM_LATENCY_CYCLES / in_flight
+    return latency_cycles / r.sm_clock_hz * 1e9 + r.theoretical_ns
+
+
+def parallelism_ns(k: "KernelContext", gain: float) -> float | None:
+    """The time after a fix that multiplies the work in flight by `gain` (more resident warps, more independent loads
+    per warp), in the same latency-plus-throughput model as `streaming_ns`: the measured time splits into a throughput
+    term, the busiest unit's work at its peak (duration × its Speed Of Light %), which the fix keeps, and a latency
+    term, the rest, which Little's law divides by the gain: new = duration × (busy + (1 − busy) / gain)."""
+    r = k.roofline
+    busy = max(r.sol.get("memory_pct", 0.0), r.sol.get("compute_pct", 0.0)) / 100.0
+    if not r.duration_ns or gain <= 0:
+        return None
+    busy = min(1.0, max(0.0, busy))
+    return r.duration_ns * (busy + (1.0 - busy) / gain)
+
+
 def fmt_ns(ns: float | None) -> str:
     """1234 -> '1.2 µs' ('?' when unknown), for finding messages."""
     return _units_fmt_ns(ns, missing="?", seconds=False)

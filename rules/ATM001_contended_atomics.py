@@ -1,4 +1,4 @@
-from ncuadvisor.rules_api import Evidence, KernelContext, Rule, time_after
+from ncuadvisor.rules_api import Evidence, KernelContext, Rule, global_loads_in_flight, streaming_ns, time_after
 
 
 class ContendedAtomics(Rule):
@@ -22,7 +22,10 @@ class ContendedAtomics(Rule):
         (`__reduce_add_sync`, `__match_any_sync` to aggregate equal keys) so one lane updates for the warp.
 
     Speedup estimate:
-        With the atomics pre-reduced the kernel streams its input: new time = the roofline floor at 85% of peak.
+        With the atomics pre-reduced the kernel streams its input with the loads it has in flight now: new time =
+        read bytes per SM × DRAM latency ÷ (warps × loads in flight per warp × 32 × access bytes) + the roofline
+        floor (latency plus throughput, `DRAM_LATENCY_CYCLES` in ncuadvisor/rules_api.py), not below the floor at
+        85% of peak.
 
     False positives:
         Atomics on distinct addresses (scatter-add with few collisions) cost little more than stores; the kernel is
@@ -49,6 +52,8 @@ class ContendedAtomics(Rule):
             return None
         lines = k.top_lines("inst_executed", limit=3, min_share=0.0,
                             sass_filter=lambda s: s.startswith(("RED", "ATOM", "ATOMG")), memory_only=True)
+        loads_in_flight, inflight = global_loads_in_flight(k)
+        new_ns = streaming_ns(k, inflight) or 0.0
         if k.is_triton:
             fix = ("Reduce inside the program before `tl.atomic_add`: accumulate the block's contribution with "
                    "`tl.sum`/`tl.histogram` and issue one atomic per bin per program.")
@@ -67,9 +72,11 @@ class ContendedAtomics(Rule):
                      f"runs at {r.headroom:.0f}× its roofline floor: the atomics serialize on a few addresses."),
             fix=fix,
             fix_code=code,
-            estimated_speedup=time_after(r.duration_ns or 0, 0.0, r.theoretical_ns),
-            speedup_model="With the updates pre-reduced, the kernel streams its input: the roofline floor at 85% "
-            "of peak.",
+            estimated_speedup=time_after(r.duration_ns or 0, new_ns, r.theoretical_ns),
+            speedup_model=(f"With the updates pre-reduced, the kernel streams its input with {loads_in_flight:.0f} "
+                           "load(s) in flight per warp: latency + throughput of its compulsory bytes"
+                           + (f" ({new_ns / 1e3:.1f} µs)" if new_ns else "") + ", not below the roofline floor at "
+                           "85% of peak."),
             confidence="medium",
             evidence=[Evidence("atomic_requests", atom, None, "global atom + red requests"),
                       Evidence("atomic_per_load", round(atom / max(loads, 1), 3), self.thresholds["min_atomic_ratio"]),

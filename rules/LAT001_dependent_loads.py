@@ -1,5 +1,5 @@
 from ncuadvisor.rules_api import STALL_REASONS as STALLS
-from ncuadvisor.rules_api import Evidence, KernelContext, Rule, stall_total, time_after, unit_floor_ns
+from ncuadvisor.rules_api import Evidence, KernelContext, Rule, parallelism_ns, stall_total, time_after
 from ncuadvisor.rules_api import stall_metric as stall
 
 
@@ -26,8 +26,10 @@ class DependentLoads(Rule):
         this one (cp.async with `__pipeline_commit`, or TMA, double buffering).
 
     Speedup estimate:
-        With the latency hidden, the kernel runs at the pace of its busiest unit for the same traffic: new time =
-        time × Speed Of Light ÷ 0.85, not below the roofline floor at 85% of peak.
+        The fix (`loads_in_flight_gain` independent chains or unrolled loads per warp) multiplies the loads in flight
+        by that gain. Latency plus throughput: the busiest unit's share of the time at its peak (Speed Of Light %)
+        stays, the rest, waiting on latency, divides by the gain (Little's law): new time = time × (SOL + (1 − SOL)
+        ÷ gain), not below the roofline floor at 85% of peak.
 
     False positives:
         Random gathers over more data than L2 are bound by DRAM's random-access rate rather than latency; low
@@ -42,7 +44,8 @@ class DependentLoads(Rule):
                 "sm__maximum_warps_per_active_cycle_pct", "launch__grid_size", "launch__block_size")
     optional = tuple(stall(s) for s in STALLS if s != "long_scoreboard")
     per_instruction = ("smsp__pcsamp_warps_issue_stalled_long_scoreboard",)
-    thresholds = {"min_long_scoreboard_share": 0.5, "min_loads_per_warp": 4.0, "min_theoretical_occupancy_pct": 50.0}
+    thresholds = {"min_long_scoreboard_share": 0.5, "min_loads_per_warp": 4.0, "min_theoretical_occupancy_pct": 50.0,
+                  "loads_in_flight_gain": 4.0}
 
     def check(self, k: KernelContext):
         r = k.roofline
@@ -59,7 +62,8 @@ class DependentLoads(Rule):
         loads_per_warp = (k.m("l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum") or 0) / max(warps, 1)
         if loads_per_warp <= t["min_loads_per_warp"]:
             return None
-        new_ns = unit_floor_ns(k) or 0.0
+        gain = t["loads_in_flight_gain"]
+        new_ns = parallelism_ns(k, gain) or 0.0
         lines = k.top_lines("smsp__pcsamp_warps_issue_stalled_long_scoreboard", limit=3)
         if k.is_triton:
             fix = ("Raise num_stages so Triton software-pipelines the tl.load of the next iterations, and give each "
@@ -80,8 +84,9 @@ class DependentLoads(Rule):
             fix=fix,
             fix_code=code,
             estimated_speedup=time_after(r.duration_ns or 0, new_ns, r.theoretical_ns),
-            speedup_model="Latency hidden: the busiest unit's time for the same traffic (Speed Of Light ÷ 0.85), not "
-            "below the roofline floor.",
+            speedup_model=(f"{gain:.0f}× the loads in flight: the busiest unit's time at its peak stays, the time "
+                           f"spent waiting on latency divides by {gain:.0f} (Little's law), not below the roofline "
+                           "floor."),
             confidence="medium",
             evidence=[Evidence(stall("long_scoreboard"), round(ls, 2), None, "long-scoreboard stall per issue"),
                       Evidence("long_scoreboard_share", round(ls / total, 3), t["min_long_scoreboard_share"]),

@@ -1,7 +1,7 @@
 import math
 
 from ncuadvisor.roofline import LAUNCH_BOUND_NS
-from ncuadvisor.rules_api import Evidence, KernelContext, Rule, time_after, unit_floor_ns
+from ncuadvisor.rules_api import Evidence, KernelContext, Rule, parallelism_ns, time_after
 
 
 class GridTooSmall(Rule):
@@ -24,9 +24,10 @@ class GridTooSmall(Rule):
         `cudaOccupancyMaxActiveBlocksPerMultiprocessor`) for a grid-stride loop, or `ceil(n / block)` blocks.
 
     Speedup estimate:
-        Small grid: throughput scales with the warps in flight (Little's law), so new time = time × warps now /
-        warps when every SM holds as many blocks as fit; tail: × waves / ceil(waves). Never below the busiest unit's
-        time for the same traffic, nor the roofline floor at 85% of peak.
+        Small grid: latency plus throughput: the busiest unit's share of the time at its peak (Speed Of Light %)
+        stays; the rest, waiting on latency, divides by the gain in warps in flight (Little's law), warps when every
+        SM holds as many blocks as fit ÷ warps now. Tail: × waves / ceil(waves). Never below the roofline floor at
+        85% of peak.
 
     False positives:
         Kernels shorter than 5 µs are left to the launch-overhead rule (PRG001): their problem is the launch, not the
@@ -62,7 +63,7 @@ class GridTooSmall(Rule):
                 if k.m(limit):
                     per_sm = min(per_sm, k.m(limit))
             after_warps = sms * per_sm * warps_per_block
-            new_ns = max(r.duration_ns * grid * warps_per_block / after_warps, unit_floor_ns(k) or 0.0)
+            new_ns = parallelism_ns(k, after_warps / (grid * warps_per_block)) or 0.0
             if k.is_triton:
                 fix = (f"The launch grid has {grid:.0f} programs for {sms} SMs: use a smaller BLOCK_SIZE so "
                        "`triton.cdiv(n, BLOCK_SIZE)` ≥ 2 × SMs, or split the reduction axis (split-K).")
@@ -80,8 +81,9 @@ class GridTooSmall(Rule):
                 fix=fix,
                 fix_code=code,
                 estimated_speedup=time_after(r.duration_ns, new_ns, r.theoretical_ns),
-                speedup_model=("Throughput ∝ warps in flight (Little's law): time × warps now / warps when every SM holds "
-                               "as many blocks as fit, not below the busiest unit's time nor the roofline floor."),
+                speedup_model=("Latency + throughput: the busiest unit's time at its peak stays, the time spent waiting "
+                               "on latency divides by the gain in warps in flight (Little's law: every SM holding as "
+                               "many blocks as fit), not below the roofline floor."),
                 confidence="high",
                 evidence=[Evidence("launch__grid_size", grid, sms, "blocks (threshold: SM count)")],
             )

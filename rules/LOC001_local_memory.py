@@ -1,4 +1,4 @@
-from ncuadvisor.rules_api import Evidence, KernelContext, Rule, time_after
+from ncuadvisor.rules_api import Evidence, KernelContext, Rule, global_loads_in_flight, streaming_ns, time_after
 
 
 class LocalMemoryTraffic(Rule):
@@ -22,7 +22,12 @@ class LocalMemoryTraffic(Rule):
         `__launch_bounds__`/`-maxrregcount`.
 
     Speedup estimate:
-        Time scales with the L1 sectors moved: new time = time × (1 - local share), never below the roofline floor.
+        A memory- or latency-bound kernel, once its per-thread data stays on chip, streams its compulsory global
+        bytes with the global loads it has in flight (SASS dataflow): latency plus throughput, read bytes per SM ×
+        DRAM latency ÷ (warps × loads in flight per warp × 32 × access bytes) + the roofline floor
+        (`DRAM_LATENCY_CYCLES` in ncuadvisor/rules_api.py). A local access costs a round trip through L1, L2 and
+        often DRAM on the kernel's critical path, far more than its share of sectors says. A compute-bound kernel:
+        time × (1 - 0.5 × local share of L1 sectors). Never below the roofline floor.
 
     False positives:
         A few spills in a cold path; `-Xptxas -v` tells spills (spill stores) from arrays (stack frame).
@@ -50,6 +55,14 @@ class LocalMemoryTraffic(Rule):
             return None
         weight = 0.5 if r.bound == "compute" else 1.0
         new_ns = (r.duration_ns or 0) * (1 - weight * share)
+        loads, inflight = global_loads_in_flight(k)
+        stream_ns = streaming_ns(k, inflight) if r.bound in ("memory", "latency") else None
+        if stream_ns:
+            new_ns = stream_ns
+            model = (f"Without local memory the kernel streams its compulsory bytes with {loads:.0f} global load(s) in "
+                     f"flight per warp: latency + throughput, {stream_ns / 1e3:.1f} µs; not below the roofline floor.")
+        else:
+            model = f"Time × (1 - {weight:g} × local share {share:.2f}), not below the roofline floor."
         lines = k.top_lines("inst_executed", limit=3, min_share=0.0,
                             sass_filter=lambda s: s.startswith(("LDL", "STL")), memory_only=True)
         if k.is_triton:
@@ -69,7 +82,7 @@ class LocalMemoryTraffic(Rule):
             fix=fix,
             fix_code=code,
             estimated_speedup=time_after(r.duration_ns or 0, new_ns, r.theoretical_ns),
-            speedup_model=f"Time × (1 - {weight:g} × local share {share:.2f}), not below the roofline floor.",
+            speedup_model=model,
             confidence="high" if share >= 0.3 else "medium",
             evidence=[Evidence("local_sector_share", round(share, 3), self.thresholds["min_local_share"],
                                "local / (local + global) L1 sectors"),

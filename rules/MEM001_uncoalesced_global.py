@@ -1,4 +1,4 @@
-from ncuadvisor.rules_api import Evidence, KernelContext, Rule, time_after
+from ncuadvisor.rules_api import Evidence, KernelContext, Rule, global_loads_in_flight, streaming_ns, time_after
 
 
 class UncoalescedGlobal(Rule):
@@ -23,8 +23,11 @@ class UncoalescedGlobal(Rule):
         transposed tile out row by row.
 
     Speedup estimate:
-        The time of a memory- or latency-bound kernel scales with the sectors it moves: new time = time × ideal /
-        actual sectors (half of that effect for a compute-bound kernel), never below the roofline floor.
+        The larger of two lower bounds on the new time: the time scaled by the sectors moved (time × ideal / actual
+        sectors; half that effect for a compute-bound kernel), and, for a memory- or latency-bound kernel, the
+        latency-plus-throughput time of its compulsory bytes with the same loads in flight, now coalesced (read
+        bytes per SM × DRAM latency ÷ (warps × loads in flight per warp × 32 × access bytes) + the roofline floor;
+        `DRAM_LATENCY_CYCLES` in ncuadvisor/rules_api.py). Never below the roofline floor.
 
     False positives:
         Gathers through an index array (embedding lookups, sparse matrices) are uncoalesced by nature; sort or
@@ -50,7 +53,11 @@ class UncoalescedGlobal(Rule):
             return None
         r = k.roofline
         weight = 0.5 if r.bound == "compute" else 1.0
-        new_ns = (r.duration_ns or 0) * (1 - weight * frac)
+        sector_ns = (r.duration_ns or 0) * (1 - weight * frac)
+        # Coalescing keeps the loads and their count: each now brings 32 lanes × its width of useful bytes.
+        loads, inflight = global_loads_in_flight(k)
+        stream_ns = streaming_ns(k, inflight) if r.bound in ("memory", "latency") else None
+        new_ns = max(sector_ns, stream_ns or 0.0)
         lines = k.top_lines("derived__memory_l2_theoretical_sectors_global_excessive")
         stores = any((ln.sass or "").startswith(("STG", "ST.")) for ln in lines[:1])
         kind = "stores" if stores else "loads"
@@ -85,8 +92,10 @@ class UncoalescedGlobal(Rule):
             fix_code=code,
             estimated_speedup=time_after(r.duration_ns or 0, new_ns, r.theoretical_ns),
             speedup_model=(
-                f"Time scales with sectors moved: × (1 - {weight:g} × {frac:.2f}) for a {r.bound}-bound kernel, "
-                "not below the roofline floor."
+                f"Time scales with sectors moved: × (1 - {weight:g} × {frac:.2f}) for a {r.bound}-bound kernel"
+                + (f", but no faster than its compulsory bytes with {loads:.0f} coalesced load(s) in flight per "
+                   f"warp allow (latency + throughput: {stream_ns / 1e3:.1f} µs)" if stream_ns else "")
+                + "; not below the roofline floor."
             ),
             confidence="high" if frac >= 0.5 else "medium",
             evidence=[

@@ -1,4 +1,4 @@
-from ncuadvisor.rules_api import Evidence, KernelContext, Rule, time_after, unit_floor_ns
+from ncuadvisor.rules_api import Evidence, KernelContext, Rule, parallelism_ns, time_after
 
 LIMITS = {
     "registers": "launch__occupancy_limit_registers",
@@ -29,10 +29,10 @@ class LowOccupancy(Rule):
         only what a block uses, smaller tiles. Block limit: ≥ 128 threads per block.
 
     Speedup estimate:
-        Latency-bound throughput scales with resident warps (Little's law): new time = time × theoretical occupancy
-        now / theoretical occupancy with the limiter relaxed to the next-tightest limit; but never below the time its
-        busiest unit needs for the same instructions and traffic (Speed Of Light × time ÷ 0.85), nor below the
-        roofline floor at 85% of peak.
+        Latency plus throughput: the busiest unit's share of the time at its peak (Speed Of Light %) stays; the rest,
+        waiting on latency, divides by the gain in resident warps (Little's law), theoretical occupancy with the
+        limiter relaxed to the next-tightest limit ÷ theoretical occupancy now: new time = time × (SOL + (1 − SOL) ÷
+        gain), not below the roofline floor at 85% of peak.
 
     False positives:
         Kernels that already have enough independent work per warp (ILP, many loads in flight) need fewer warps;
@@ -77,7 +77,7 @@ class LowOccupancy(Rule):
         target = min(100.0, next_blocks * warps_per_block / max_warps * 100.0)
         if target <= theo * 1.2:
             return None
-        new_ns = max((r.duration_ns or 0) * theo / target, unit_floor_ns(k) or 0.0)
+        new_ns = parallelism_ns(k, target / theo) or 0.0
         regs = k.m("launch__registers_per_thread")
         smem = (k.m("launch__shared_mem_per_block_static") or 0) + (k.m("launch__shared_mem_per_block_dynamic") or 0)
         achieved = k.m("sm__warps_active.avg.pct_of_peak_sustained_active")
@@ -121,9 +121,10 @@ class LowOccupancy(Rule):
             fix=fix,
             fix_code=code,
             estimated_speedup=time_after(r.duration_ns or 0, new_ns, r.theoretical_ns),
-            speedup_model=(f"Throughput ∝ resident warps (Little's law): × {theo:.0f}% / {target:.0f}% (the occupancy "
-                           "with the limiter relaxed to the next limit), not below the busiest unit's time for the same "
-                           "instructions and traffic, nor the roofline floor."),
+            speedup_model=(f"Latency + throughput: the busiest unit's {busy:.0f}% of the time stays, the time spent "
+                           f"waiting on latency divides by the gain in resident warps, {target:.0f}% / {theo:.0f}% "
+                           "(Little's law: the occupancy with the limiter relaxed to the next limit); not below the "
+                           "roofline floor."),
             confidence="medium",
             evidence=[
                 Evidence("sm__maximum_warps_per_active_cycle_pct", theo, self.thresholds["max_theoretical_pct"],
