@@ -134,3 +134,16 @@ def test_dynamic_shapes_program_finding(analyzed):
     assert "5 or more launch shapes" in f["title"] and "about 5 problem sizes" in f["message"]
     assert len(f["kernels"]) >= 5 and "vectorized_layer_norm_kernel" in f["kernels"]
     json.dumps(f)
+
+
+def test_process_labels_are_rendered(analyzed):
+    from ncuadvisor.render.html import render_html
+    from ncuadvisor.render.markdown import render_markdown
+
+    res = analyzed("multiproc")
+    pids = [p["pid"] for p in res["report"]["processes"]]
+    html = render_html(res)
+    md = render_markdown(res)
+    for pid in pids:
+        assert f"pid {pid}" in html and f"pid {pid}" in md
+    assert "2 processes in this report" in html

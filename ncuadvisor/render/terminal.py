@@ -62,7 +62,7 @@ def render_terminal(result: dict[str, Any], console: Console | None = None, top:
         bound = k.get("bound") or "unknown"
         table.add_row(
             str(i),
-            escape(short_name(k["name"], 48)),
+            escape(short_name(k["name"], 48) + (f" [{k['process_label']}]" if k.get("process_label") else "")),
             str(k.get("launches")),
             fmt_ns(k.get("duration_ns")),
             fmt_pct(k.get("time_share")),
