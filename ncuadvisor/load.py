@@ -216,7 +216,7 @@ def _deep_data(action: Any, per_instruction: list[str], file_names: bool) -> dic
         out["ncu_rules"] = [dict(x) for x in action.rule_results_as_dicts()]
     except Exception:
         pass
-    if file_names:
+    if file_names and any(out["per_instruction"].values()):  # (only instructions lead to a file: see source_lookup)
         try:
             out["files"] = [str(k) for k in dict(action.source_files())]
         except Exception:
@@ -425,7 +425,7 @@ class ReportReader:
                  for i in range(0, len(items), DETAIL_CHUNK)]
         chunks = _in_workers(_read_deep, tasks, f"{self.path}: reading the per-instruction data failed")
         deep = dict(pair for chunk in chunks for pair in chunk)
-        self._deferred = _Deferred(self, ids, {rid: deep[rid]["files"] for rid in ids})
+        self._deferred = _Deferred(self, ids, {rid: deep[rid]["files"] for rid in ids})  # (see _deep_data)
         return {rid: _detail(rid, deep[rid], self._deferred.resolver(rid)) for rid in ids}
 
     def _detail_in_process(self, rid: int, per_instruction: list[str]) -> ResultDetail:
@@ -564,6 +564,10 @@ def read_profile(
         reader_version=reader.reader_version,
     )
     profile.details = reader.details(ids, per_instruction)
-    profile.source_lookup = reader.source_lookup(ids)
+    # embedded sources are searched in the results with per-instruction data (a file is only ever asked for because
+    # one of their instructions named it): listing a result's files loads its module's tables (~400 MB for PyTorch)
+    profile.source_lookup = reader.source_lookup(
+        [rid for rid in ids if any(profile.details[rid].per_instruction.values())]
+    )
     profile.fetch_pending = reader.fetch_pending
     return profile
