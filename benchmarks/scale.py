@@ -12,6 +12,11 @@ report is analyzed, then its kernels are copied at the result-dict level under d
 are N of them, each with L launches (so N x L results), and the page is rendered in this process:
 
     python benchmarks/scale.py --html-kernels 1000 [--html-launches 5] [fixtures/flaws.ncu-rep.xz]
+    python benchmarks/scale.py fixtures/flaws.ncu-rep.xz [more reports...] [--workers] [--repeat N]
+
+Peak memory is given for the largest process (exact) and summed over the process and its worker processes (RSS and
+PSS, sampled every 50 ms, so a shorter peak can be missed). `--workers` reads results and deep data in worker
+processes whatever the report's size: the path of a report with hundreds of distinct kernels, on the small fixtures.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ import os
 import platform
 import resource
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -68,18 +74,62 @@ def read_everything_in_child(path: Path) -> tuple[float, int, int]:
     return float(seconds), int(results), int(values)
 
 
-def run_cli(report: Path, out: Path) -> tuple[float, float]:
-    """Wall seconds and peak RSS (MB) of `ncuadvisor report REPORT -o OUT` in a child process."""
-    cmd = [sys.executable, "-m", "ncuadvisor", "report", str(report), "-o", str(out), "-q", "--force"]
+# `ncuadvisor report` with every threshold at 0: results and deep data read in worker processes, as on a report with
+# hundreds of distinct kernels (the fixtures at hand are small).
+FORCE_WORKERS = (
+    "import ncuadvisor.load as load; load.IN_PROCESS_MAX = load.DETAIL_IN_PROCESS_MAX = 0; "
+    "from ncuadvisor.cli import main; main()"
+)
+
+
+def tree_memory(root: int) -> tuple[float, float]:
+    """RSS and PSS (MB) summed over `root` and all its descendants, now (Linux). PSS counts a page shared by n
+    processes (a forked worker's inherited pages) as 1/n in each, so its sum is the memory the tree really holds."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                ppid = int(Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            children.setdefault(ppid, []).append(int(entry))
+    rss = pss = 0
+    todo = [root]
+    while todo:
+        pid = todo.pop()
+        todo.extend(children.get(pid, []))
+        try:
+            for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+                if line.startswith("Rss:"):
+                    rss += int(line.split()[1])
+                elif line.startswith("Pss:"):
+                    pss += int(line.split()[1])
+        except OSError:
+            continue
+    return rss / 1024.0, pss / 1024.0
+
+
+def run_cli(report: Path, out: Path, workers: bool = False) -> tuple[float, float, float, float]:
+    """`ncuadvisor report REPORT -o OUT` in a child process: wall seconds, peak RSS of its largest process (MB,
+    exact), and the peak RSS and PSS summed over the process and its workers (MB, sampled every 50 ms)."""
+    cmd = [sys.executable, "-m", "ncuadvisor"] if not workers else [sys.executable, "-c", FORCE_WORKERS]
+    cmd += ["report", str(report), "-o", str(out), "-q", "--force"]
     t0 = time.perf_counter()
     pid = os.fork()
     if pid == 0:  # child: exec, so that its rusage is its own
         os.execv(sys.executable, cmd)
-    _, status, usage = os.wait4(pid, 0)
+    tree_rss = tree_pss = 0.0
+    while True:
+        done, status, usage = os.wait4(pid, os.WNOHANG)
+        if done:
+            break
+        rss, pss = tree_memory(pid)
+        tree_rss, tree_pss = max(tree_rss, rss), max(tree_pss, pss)
+        time.sleep(0.05)
     wall = time.perf_counter() - t0
     if os.waitstatus_to_exitcode(status) != 0:
         raise SystemExit(f"ncuadvisor failed on {report}")
-    return wall, usage.ru_maxrss / 1024.0
+    return wall, usage.ru_maxrss / 1024.0, tree_rss, tree_pss
 
 
 def html_size(report: Path, kernels: int, launches: int) -> None:
@@ -125,6 +175,9 @@ def main() -> int:
                          "default fixtures/flaws.ncu-rep.xz)")
     ap.add_argument("--html-launches", type=int, default=1, metavar="L",
                     help="launches per synthetic kernel (default 1)")
+    ap.add_argument("--workers", action="store_true",
+                    help="read results and deep data in worker processes whatever the report's size")
+    ap.add_argument("--repeat", type=int, default=1, help="run each `ncuadvisor report` N times, keep the median time")
     args = ap.parse_args()
     if args.html_kernels:
         default = Path(__file__).resolve().parent.parent / "fixtures" / "flaws.ncu-rep.xz"
@@ -137,19 +190,25 @@ def main() -> int:
         print(*read_everything(args.reports[0]))
         return 0
     print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}")
+    mode = "results and deep data in worker processes (--workers)" if args.workers else "default thresholds"
+    print(f"mode: {mode}")
     header = ("report", "results", "metric values", "read all (s)", "report→JSON (s)", "report→HTML (s)",
-              "peak RSS (MB)", "HTML (MB)", "s per 1k results")
+              "peak RSS (MB)", "peak RSS, all processes (MB)", "peak PSS, all processes (MB)", "HTML (MB)",
+              "s per 1k results")
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         for report in args.reports:
             local = decompressed(report, folder)
             naive, results, values = read_everything_in_child(local)
-            t_json, rss_json = run_cli(local, folder / "r.json")
-            t_html, rss_html = run_cli(local, folder / "r.html")
+            runs = [run_cli(local, folder / f"r.{ext}", args.workers)
+                    for _ in range(args.repeat) for ext in ("json", "html")]
+            t_json = statistics.median(r[0] for r in runs[0::2])
+            t_html = statistics.median(r[0] for r in runs[1::2])
             html_mb = (folder / "r.html").stat().st_size / 1e6
             rows.append((report.name, results, values, f"{naive:.2f}", f"{t_json:.2f}", f"{t_html:.2f}",
-                         f"{max(rss_json, rss_html):.0f}", f"{html_mb:.2f}", f"{t_html / results * 1000:.2f}"))
+                         f"{max(r[1] for r in runs):.0f}", f"{max(r[2] for r in runs):.0f}",
+                         f"{max(r[3] for r in runs):.0f}", f"{html_mb:.2f}", f"{t_html / results * 1000:.2f}"))
     print("| " + " | ".join(header) + " |")
     print("|" + "---|" * len(header))
     for r in rows:

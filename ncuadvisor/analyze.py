@@ -60,7 +60,13 @@ def analyze(
         engine.per_instruction_metrics(rules),
         detail_ids=lambda frame: [k.representative for k in group_kernels(frame)],
     )
-    return build_result(profile, group_kernels(profile.results), rules)
+    kernels = group_kernels(profile.results)
+    result = build_result(profile, kernels, rules)
+    # deep data read in worker processes: the source lines the rules asked for are fetched and the rules run again,
+    # until they ask for nothing new (they then saw what reading in-process shows them)
+    while profile.fetch_pending is not None and profile.fetch_pending():
+        result = build_result(profile, kernels, rules)
+    return result
 
 
 def build_result(profile: Profile, kernels: list[Kernel], rules: list[Rule | ProgramRule]) -> dict[str, Any]:

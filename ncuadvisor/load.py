@@ -120,6 +120,11 @@ def _decompress(path: Path) -> Path:
 IN_PROCESS_MAX = 64
 CHUNK = 64
 WORKERS = 2
+# The same for the deep data (per-instruction metrics, source lines, NCU's rule results) of the results the analysis
+# looks at closely, one per distinct kernel: a whole-model report has hundreds. Resolving source lines loads the
+# module's line tables and SASS (up to ~400 MB for PyTorch's kernels), so the chunks are smaller.
+DETAIL_IN_PROCESS_MAX = 16
+DETAIL_CHUNK = 16
 
 
 def _value(metric: Any) -> Any:
@@ -182,6 +187,164 @@ def _read_rows(task: tuple[str, list[tuple[int, int, int]], list[str]]) -> list[
     return rows
 
 
+def _deep_data(action: Any, per_instruction: list[str], file_names: bool) -> dict[str, Any]:
+    """The deep data of one result as plain data: section identifiers, NCU's rule results, and per per-instruction
+    metric the (pc, value) pairs of the instructions where it is non-zero; with `file_names`, the names of the
+    source files the result embeds (their text is read only when a finding shows one of their lines)."""
+    out: dict[str, Any] = {"sections": [], "per_instruction": {}, "ncu_rules": [], "files": []}
+    try:
+        out["sections"] = [s.identifier() for s in action.sections()]
+    except Exception:
+        pass
+    for name in per_instruction:
+        metric = action.metric_by_name(name)
+        if metric is None or not metric.has_correlation_ids():
+            continue
+        pairs = []
+        ids = metric.correlation_ids()
+        for i in range(metric.num_instances()):
+            try:
+                value = float(metric.as_double(i))
+                pc = int(ids.as_uint64(i))
+            except Exception:
+                continue
+            if value == 0 or pc == 0:
+                continue
+            pairs.append((pc, value))
+        out["per_instruction"][name] = pairs
+    try:
+        out["ncu_rules"] = [dict(x) for x in action.rule_results_as_dicts()]
+    except Exception:
+        pass
+    if file_names and any(out["per_instruction"].values()):  # (only instructions lead to a file: see source_lookup)
+        try:
+            out["files"] = [str(k) for k in dict(action.source_files())]
+        except Exception:
+            pass
+    return out
+
+
+# ncu_report starts a thread the first time it disassembles (sass_by_pc); a process forked after that hangs when it
+# disassembles in turn. Workers are forked only while this process has not disassembled (see _start_method).
+_disassembled_here = False
+
+
+def _resolve_pc(action: Any, pc: int) -> tuple[str | None, int | None, str | None]:
+    """(file, line, SASS text) of one instruction (~0.25 ms: the reason this is done only for lines shown)."""
+    global _disassembled_here
+    _disassembled_here = True
+    file = line = sass = None
+    try:
+        info = action.source_info(pc)
+        if info is not None:
+            file, line = info.file_name() or None, int(info.line()) or None
+    except Exception:
+        pass
+    try:
+        sass = (action.sass_by_pc(pc) or "").strip() or None
+    except Exception:
+        pass
+    return file, line, sass
+
+
+def _read_deep(task: tuple[str, list[tuple[int, int, int]], list[str]]) -> list[tuple[int, dict[str, Any]]]:
+    """Worker: the deep data (`_deep_data`) of the given (result id, range, action) triples."""
+    path, items, per_instruction = task
+    ctx = _import_ncu_report().load_report(path)
+    ranges: dict[int, Any] = {}
+    out = []
+    for rid, r, a in items:
+        rng = ranges.get(r) or ranges.setdefault(r, ctx.range_by_idx(r))
+        out.append((rid, _deep_data(rng.action_by_idx(a), per_instruction, file_names=True)))
+    return out
+
+
+def _read_locations(task: tuple[str, list[tuple[int, int, int, list[int], list[str]]]]) -> list[tuple]:
+    """Worker: for each (result id, range, action, pcs, files): the location of every pc and the text of the files."""
+    path, items = task
+    ctx = _import_ncu_report().load_report(path)
+    ranges: dict[int, Any] = {}
+    out = []
+    for rid, r, a, pcs, files in items:
+        rng = ranges.get(r) or ranges.setdefault(r, ctx.range_by_idx(r))
+        action = rng.action_by_idx(a)
+        texts: dict[str, str | None] = {}
+        if files:
+            try:
+                embedded = dict(action.source_files())
+            except Exception:
+                embedded = {}
+            texts = {f: (str(embedded[f]) if f in embedded else None) for f in files}
+        out.append((rid, {pc: _resolve_pc(action, pc) for pc in pcs}, texts))
+    return out
+
+
+def _worker_main(fn: Any, task: Any, conn: Any) -> None:
+    try:
+        reply = (True, fn(task))
+    except BaseException as exc:  # sent to the parent as one line, never a traceback
+        reply = (False, f"{type(exc).__name__}: {exc}")
+    try:
+        conn.send(reply)
+    finally:
+        conn.close()
+
+
+def _start_method() -> str:
+    """fork (no start-up cost) where available and safe; else forkserver (children forked from a fresh process that
+    has only imported this module), else spawn."""
+    import multiprocessing
+
+    methods = multiprocessing.get_all_start_methods()
+    if "fork" in methods and not _disassembled_here:
+        return "fork"
+    if "forkserver" in methods:
+        multiprocessing.get_context("forkserver").set_forkserver_preload([__name__])
+        return "forkserver"
+    return "spawn"
+
+
+def _in_workers(fn: Any, tasks: list[Any], failure: str) -> list[Any]:
+    """fn(task) for every task, each in its own short-lived process (fork where available), at most WORKERS at a
+    time; the results in task order. A task that raises, or a worker that dies (killed for memory, a crash in the
+    native library), is an InputError that starts with `failure`."""
+    import multiprocessing
+    from multiprocessing.connection import wait
+
+    ctx = multiprocessing.get_context(_start_method())
+    results: list[Any] = [None] * len(tasks)
+    todo = list(reversed(list(enumerate(tasks))))
+    running: dict[Any, tuple[int, Any]] = {}
+    try:
+        while todo or running:
+            while todo and len(running) < WORKERS:
+                i, task = todo.pop()
+                receive, send = ctx.Pipe(duplex=False)
+                proc = ctx.Process(target=_worker_main, args=(fn, task, send), daemon=True)
+                proc.start()
+                send.close()
+                running[receive] = (i, proc)
+            for conn in wait(list(running)):
+                i, proc = running.pop(conn)
+                try:
+                    ok, payload = conn.recv()
+                except (EOFError, OSError):
+                    proc.join()
+                    raise InputError(f"{failure} (a worker process died, exit code {proc.exitcode})") from None
+                finally:
+                    conn.close()
+                proc.join()
+                if not ok:
+                    raise InputError(f"{failure} ({payload})")
+                results[i] = payload
+    finally:
+        for conn, (_, proc) in running.items():
+            proc.terminate()
+            proc.join()
+            conn.close()
+    return results
+
+
 class ReportReader:
     """An opened report. `results()` reads the scalar metrics of every result; `details()` the deep data of a few."""
 
@@ -207,6 +370,7 @@ class ReportReader:
         if not self._index:
             raise InputError(f"{self.path}: the report holds no kernel results")
         self._opened: dict[int, Any] = {}
+        self._deferred: _Deferred | None = None
         self.ncu_version, self.command_line = _scan_header(local)
         try:
             self.reader_version = str(self._ctx.get_version())
@@ -234,18 +398,9 @@ class ReportReader:
         return pd.DataFrame(rows, columns=ID_COLUMNS + [m for m in metrics if m not in ID_COLUMNS])
 
     def _results_in_workers(self, items: list[tuple[int, int, int]], metrics: list[str]) -> list[dict[str, Any]]:
-        import multiprocessing
-
         tasks = [(str(self._local), items[i: i + CHUNK], metrics) for i in range(0, len(items), CHUNK)]
-        ctx = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn")
-        rows: list[dict[str, Any]] = []
-        try:
-            with ctx.Pool(processes=min(WORKERS, len(tasks)), maxtasksperchild=1) as pool:
-                for chunk in pool.imap(_read_rows, tasks):
-                    rows.extend(chunk)
-        except Exception as exc:  # a worker that dies (out of memory, a broken report past some result)
-            raise InputError(f"{self.path}: reading the results failed ({type(exc).__name__}: {exc})") from exc
-        return rows
+        chunks = _in_workers(_read_rows, tasks, f"{self.path}: reading the results failed")
+        return [row for chunk in chunks for row in chunk]
 
     def device(self) -> dict[str, Any]:
         action = self._action(0)
@@ -256,59 +411,33 @@ class ReportReader:
 
     # -- deep data --------------------------------------------------------------------------------------------
     def details(self, result_ids: Iterable[int], per_instruction: Iterable[str]) -> dict[int, ResultDetail]:
+        """Deep data of the given results. Up to DETAIL_IN_PROCESS_MAX results (or results this process has opened
+        anyway) are read here, and their instructions' source lines resolved on first use; more are read in worker
+        processes, DETAIL_CHUNK results each, and what the analysis then asks for (source lines of instructions,
+        embedded source files) is noted and fetched by `fetch_pending()` in another worker pass."""
+        ids = list(dict.fromkeys(result_ids))
         per_instruction = list(dict.fromkeys(per_instruction))
-        out: dict[int, ResultDetail] = {}
-        for rid in result_ids:
-            action = self._action(rid)
-            d = ResultDetail(result_id=rid)
-            try:
-                d.sections = [s.identifier() for s in action.sections()]
-            except Exception:
-                d.sections = []
-            resolved: dict[int, tuple[str | None, int | None, str | None]] = {}
+        if len([rid for rid in ids if rid not in self._opened]) <= DETAIL_IN_PROCESS_MAX:
+            self._deferred = None
+            return {rid: self._detail_in_process(rid, per_instruction) for rid in ids}
+        items = [(rid, *self._index[rid]) for rid in ids]
+        tasks = [(str(self._local), items[i: i + DETAIL_CHUNK], per_instruction)
+                 for i in range(0, len(items), DETAIL_CHUNK)]
+        chunks = _in_workers(_read_deep, tasks, f"{self.path}: reading the per-instruction data failed")
+        deep = dict(pair for chunk in chunks for pair in chunk)
+        self._deferred = _Deferred(self, ids, {rid: deep[rid]["files"] for rid in ids})  # (see _deep_data)
+        return {rid: _detail(rid, deep[rid], self._deferred.resolver(rid)) for rid in ids}
 
-            def resolve(pc: int, _action: Any = action, _cache: dict = resolved) -> tuple:
-                if pc not in _cache:
-                    _cache[pc] = self._resolve_pc(_action, pc)
-                return _cache[pc]
+    def _detail_in_process(self, rid: int, per_instruction: list[str]) -> ResultDetail:
+        action = self._action(rid)
+        resolved: dict[int, tuple[str | None, int | None, str | None]] = {}
 
-            for name in per_instruction:
-                metric = action.metric_by_name(name)
-                if metric is None or not metric.has_correlation_ids():
-                    continue
-                lines = []
-                ids = metric.correlation_ids()
-                for i in range(metric.num_instances()):
-                    try:
-                        value = float(metric.as_double(i))
-                        pc = int(ids.as_uint64(i))
-                    except Exception:
-                        continue
-                    if value == 0 or pc == 0:
-                        continue
-                    lines.append(SourceLine(pc=pc, value=value, resolve=resolve))
-                d.per_instruction[name] = lines
-            try:
-                d.ncu_rules = [dict(x) for x in action.rule_results_as_dicts()]
-            except Exception:
-                d.ncu_rules = []
-            out[rid] = d
-        return out
+        def resolve(pc: int) -> tuple:
+            if pc not in resolved:
+                resolved[pc] = _resolve_pc(action, pc)
+            return resolved[pc]
 
-    @staticmethod
-    def _resolve_pc(action: Any, pc: int) -> tuple[str | None, int | None, str | None]:
-        file = line = sass = None
-        try:
-            info = action.source_info(pc)
-            if info is not None:
-                file, line = info.file_name() or None, int(info.line()) or None
-        except Exception:
-            pass
-        try:
-            sass = (action.sass_by_pc(pc) or "").strip() or None
-        except Exception:
-            pass
-        return file, line, sass
+        return _detail(rid, _deep_data(action, per_instruction, file_names=False), resolve)
 
     def source_files(self, result_ids: Iterable[int]) -> dict[str, str]:
         files: dict[str, str] = {}
@@ -322,7 +451,10 @@ class ReportReader:
 
     def source_lookup(self, result_ids: Iterable[int]):
         """A function file -> text that reads the embedded sources of the given results only until it finds the
-        file (each result's read costs ~25 ms, and most kernels share their module's files)."""
+        file (each result's read costs ~25 ms, and most kernels share their module's files). After `details()` read
+        in workers, it answers from what workers fetched and notes the files still to fetch."""
+        if self._deferred is not None:
+            return self._deferred.lookup
         pending = list(result_ids)
         found: dict[str, str] = {}
 
@@ -332,6 +464,78 @@ class ReportReader:
             return found.get(file)
 
         return lookup
+
+    def fetch_pending(self) -> bool:
+        """After `details()` read in workers: fetch, in workers, the source lines and files the analysis asked for
+        since the last call. False when there was nothing to fetch (the analysis saw everything it asked for)."""
+        return self._deferred.fetch() if self._deferred is not None else False
+
+
+def _detail(rid: int, deep: dict[str, Any], resolve: Any) -> ResultDetail:
+    return ResultDetail(
+        result_id=rid,
+        per_instruction={
+            name: [SourceLine(pc=pc, value=value, resolve=resolve) for pc, value in pairs]
+            for name, pairs in deep["per_instruction"].items()
+        },
+        ncu_rules=deep["ncu_rules"],
+        sections=deep["sections"],
+    )
+
+
+class _Deferred:
+    """Source lines and embedded files of results whose deep data was read in workers. A lookup the parent cannot
+    answer yet returns "unknown" (SourceLine does not keep it) and is noted; `fetch()` reads every noted one in one
+    worker pass. The analysis runs again until nothing new is noted, so it ends having seen exactly what it would
+    have seen reading in-process, and the parent never opens these results."""
+
+    def __init__(self, reader: ReportReader, ids: list[int], embedded: dict[int, list[str]]):
+        self._reader = reader
+        self._locations: dict[int, dict[int, tuple]] = {rid: {} for rid in ids}
+        self._pcs: dict[int, set[int]] = {}
+        # file -> the first result (in the order given, as the in-process lookup searches) that embeds it
+        self._source_of: dict[str, int] = {}
+        for rid in ids:
+            for f in embedded.get(rid, []):
+                self._source_of.setdefault(f, rid)
+        self._texts: dict[str, str | None] = {}
+        self._files: set[str] = set()
+
+    def resolver(self, rid: int) -> Any:
+        known = self._locations[rid]
+
+        def resolve(pc: int) -> tuple | None:
+            loc = known.get(pc)
+            if loc is None:
+                self._pcs.setdefault(rid, set()).add(pc)
+            return loc
+
+        return resolve
+
+    def lookup(self, file: str) -> str | None:
+        if file in self._texts:
+            return self._texts[file]
+        if file in self._source_of:
+            self._files.add(file)
+        return None
+
+    def fetch(self) -> bool:
+        if not self._pcs and not self._files:
+            return False
+        files: dict[int, list[str]] = {}
+        for f in sorted(self._files):
+            files.setdefault(self._source_of[f], []).append(f)
+        rids = sorted(set(self._pcs) | set(files))
+        index = self._reader._index
+        items = [(rid, *index[rid], sorted(self._pcs.get(rid, ())), files.get(rid, [])) for rid in rids]
+        tasks = [(str(self._reader._local), items[i: i + DETAIL_CHUNK]) for i in range(0, len(items), DETAIL_CHUNK)]
+        chunks = _in_workers(_read_locations, tasks, f"{self._reader.path}: reading source lines failed")
+        for rid, locations, texts in (x for chunk in chunks for x in chunk):
+            self._locations[rid].update(locations)
+            self._texts.update(texts)
+        self._pcs.clear()
+        self._files.clear()
+        return True
 
 
 def _dim3(x: Any, y: Any, z: Any) -> str:
@@ -361,7 +565,12 @@ def read_profile(
     )
     _attach_processes(profile, reader)
     profile.details = reader.details(ids, per_instruction)
-    profile.source_lookup = reader.source_lookup(ids)
+    # embedded sources are searched in the results with per-instruction data (a file is only ever asked for because
+    # one of their instructions named it): listing a result's files loads its module's tables (~400 MB for PyTorch)
+    profile.source_lookup = reader.source_lookup(
+        [rid for rid in ids if any(profile.details[rid].per_instruction.values())]
+    )
+    profile.fetch_pending = reader.fetch_pending
     return profile
 
 

@@ -31,7 +31,8 @@ ID_COLUMNS = [
 
 class SourceLine:
     """One instruction's share of a per-instruction metric. Its file, line and SASS text are looked up on first use
-    (`resolve(pc)` -> (file, line, sass)): a kernel has thousands of instructions, a finding shows three."""
+    (`resolve(pc)` -> (file, line, sass), or None while not known yet): a kernel has thousands of instructions, a
+    finding shows three."""
 
     __slots__ = ("pc", "value", "_location", "_resolve")
 
@@ -44,7 +45,10 @@ class SourceLine:
 
     def _loc(self) -> tuple:
         if self._location is None:
-            self._location = self._resolve(self.pc) if self._resolve else (None, None, None)
+            location = self._resolve(self.pc) if self._resolve else (None, None, None)
+            if location is None:  # not known yet (read later, in a worker process): unknown for now, asked again
+                return (None, None, None)
+            self._location = location
         return self._location
 
     @property
@@ -91,6 +95,9 @@ class Profile:
     source_lookup: Callable[[str], str | None] | None = None
     # one entry per process when the report holds several (pid, host, executable, rank when known), else empty
     processes: list[dict[str, Any]] = field(default_factory=list)
+    # when deep data was read in worker processes: fetches the source lines and files the analysis asked for but
+    # did not get yet; True when it fetched something (run the analysis again), False when nothing was missing
+    fetch_pending: Callable[[], bool] | None = None
 
     def source_code(self, file: str | None, line: int | None) -> str | None:
         """The text of `file`:`line` when the report embeds the source (ncu --import-source yes)."""

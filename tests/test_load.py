@@ -92,3 +92,136 @@ def test_large_reports_are_read_in_workers_with_the_same_result(report_path, mon
     monkeypatch.setattr(load, "CHUNK", 7)  # 31 results: 5 worker tasks
     in_workers = ReportReader(report_path("flaws")).results(metrics)
     pd.testing.assert_frame_equal(in_process, in_workers)
+
+
+def _report_json(path, tmp_path, name, capsys):
+    """`ncuadvisor report PATH -o x.json`, run in this process (so that monkeypatched thresholds apply), as a dict
+    without its `created` timestamp."""
+    import json
+    import sys
+
+    from ncuadvisor.cli import main
+
+    out = tmp_path / f"{name}.json"
+    argv = sys.argv
+    sys.argv = ["ncuadvisor", "report", str(path), "-o", str(out), "-q"]
+    try:
+        main()
+    except SystemExit as exc:
+        assert exc.code in (0, None), capsys.readouterr().err
+    finally:
+        sys.argv = argv
+    result = json.loads(out.read_text())
+    result.pop("created")
+    return result
+
+
+# `ncuadvisor report` as a big report runs it: results and deep data in worker processes (thresholds lowered), in a
+# fresh process like the command line's. Prints what the parent opened, the fetch passes and the start methods used.
+WORKER_DRIVER = """
+import json, sys
+import ncuadvisor.load as load
+from ncuadvisor.cli import main
+
+load.IN_PROCESS_MAX, load.DETAIL_IN_PROCESS_MAX, load.DETAIL_CHUNK = 1, 2, int(sys.argv[1])
+opened, fetches, methods = [], [], []
+action, fetch, start = load.ReportReader._action, load.ReportReader.fetch_pending, load._start_method
+load.ReportReader._action = lambda self, rid: opened.append(rid) or action(self, rid)
+load.ReportReader.fetch_pending = lambda self: fetches.append(fetch(self)) or fetches[-1]
+load._start_method = lambda: methods.append(start()) or methods[-1]
+sys.argv = ["ncuadvisor", "report", sys.argv[2], "-o", sys.argv[3], "-q"]
+try:
+    main()
+finally:
+    print(json.dumps({"opened": sorted(set(opened)), "fetches": fetches, "methods": sorted(set(methods))}))
+"""
+
+
+@pytest.mark.parametrize("fixture, detail_chunk", [("flaws", 7), ("torch_eager", 4)])
+def test_deep_data_read_in_workers_gives_the_same_report(report_path, tmp_path, capsys, fixture, detail_chunk):
+    import json
+    import subprocess
+    import sys
+
+    path = report_path(fixture)
+    in_process = _report_json(path, tmp_path, "in_process", capsys)
+    if fixture == "flaws":  # findings show source lines (torch_eager's kernels are libraries: none)
+        assert any(f["source"] for k in in_process["kernels"] for f in k["findings"])
+
+    out = tmp_path / "in_workers.json"
+    run = subprocess.run([sys.executable, "-c", WORKER_DRIVER, str(detail_chunk), str(path), str(out)],
+                         capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr
+    seen = json.loads(run.stdout.splitlines()[-1])
+    in_workers = json.loads(out.read_text())
+    in_workers.pop("created")
+
+    assert in_workers == in_process
+    assert seen["opened"] == [0]  # the parent opened only the first result (device attributes), no deep data
+    assert seen["fetches"][0] and not seen["fetches"][-1]  # source lines fetched in workers until none was missing
+    assert seen["methods"] == ["fork"]
+
+
+def test_workers_start_from_a_fork_server_once_this_process_disassembled(report_path, tmp_path, monkeypatch,
+                                                                          capsys):
+    import multiprocessing
+
+    import ncuadvisor.load as load
+
+    path = report_path("probe")
+    in_process = _report_json(path, tmp_path, "in_process", capsys)  # reads SASS here: forking is no longer safe
+    if "forkserver" not in multiprocessing.get_all_start_methods():
+        pytest.skip("no forkserver start method on this platform")
+    assert load._start_method() == "forkserver"
+    monkeypatch.setattr(load, "IN_PROCESS_MAX", 1)
+    monkeypatch.setattr(load, "DETAIL_IN_PROCESS_MAX", 1)
+    monkeypatch.setattr(load, "DETAIL_CHUNK", 2)
+    assert _report_json(path, tmp_path, "in_workers", capsys) == in_process
+
+
+def test_deep_data_of_results_already_opened_is_read_in_process(report_path, monkeypatch):
+    import ncuadvisor.load as load
+
+    def no_workers(*args):
+        raise AssertionError("no worker process expected")
+
+    monkeypatch.setattr(load, "DETAIL_IN_PROCESS_MAX", 1)
+    monkeypatch.setattr(load, "_in_workers", no_workers)
+    reader = ReportReader(report_path("probe"))
+    reader.results(["gpu__time_duration.sum"])  # 4 results: opened in this process
+    details = reader.details(range(4), ["inst_executed"])
+    assert details[0].per_instruction["inst_executed"][0].file.endswith("probe.cu")
+
+
+@pytest.mark.parametrize(
+    "target, failure, message",
+    [
+        ("_deep_data", "raise", "reading the per-instruction data failed (RuntimeError: boom)"),
+        ("_read_deep", "die", "reading the per-instruction data failed (a worker process died, exit code 9)"),
+        ("_read_locations", "raise", "reading source lines failed (RuntimeError: boom)"),
+        ("_read_rows", "die", "reading the results failed (a worker process died, exit code 9)"),
+    ],
+)
+def test_worker_failures_are_one_clear_line(report_path, monkeypatch, capsys, target, failure, message):
+    import os
+    import sys
+
+    import ncuadvisor.load as load
+    from ncuadvisor.cli import main
+
+    def broken(*args, **kwargs):
+        if failure == "die":
+            os._exit(9)  # as a worker killed for memory, or one crashing in the native library
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(load, target, broken)  # workers are forked: they run the patched function
+    monkeypatch.setattr(load, "_disassembled_here", False)  # (the patched functions never disassemble)
+    monkeypatch.setattr(load, "IN_PROCESS_MAX", 1)
+    monkeypatch.setattr(load, "DETAIL_IN_PROCESS_MAX", 1)
+    path = report_path("probe")
+    monkeypatch.setattr(sys, "argv", ["ncuadvisor", "report", str(path), "--format", "json"])
+    with pytest.raises(SystemExit) as exc:
+        main()
+    err = capsys.readouterr().err
+    assert exc.value.code == 2
+    assert err == f"ncuadvisor: error: {path}: {message}\n"
