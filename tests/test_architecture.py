@@ -11,7 +11,8 @@ ALLOWED = {
     "units": set(),
     "model": set(),
     "processes": set(),  # part of the load stage: the report file's process blocks (no ncu_report)
-    "load": {"errors", "model", "processes"},
+    "fastread": set(),  # part of the load stage: scalar metrics straight from the report file
+    "load": {"errors", "model", "processes", "fastread"},
     "roofline": {"model"},
     "rules_api": {"model", "roofline", "units"},
     "engine": {"errors", "rules_api", "model", "roofline"},

@@ -1,0 +1,84 @@
+"""The scalar metrics read straight from the report file (ncuadvisor/fastread.py) against ncu_report, on every real
+report in fixtures/: every result, every metric the analysis reads, the same values to the last digit."""
+
+import json
+import os
+
+import pytest
+
+from ncuadvisor import engine, fastread, load, roofline
+from ncuadvisor.analyze import CARD_METRICS, analyze
+
+FIXTURES = ["cache", "flaws", "flaws_basic", "model_step_315", "multiproc", "multiproc_phase1", "pipeline_v0",
+            "probe", "target_exit3", "tiny_phase1", "tiny_sections", "torch_compile", "torch_dynshapes",
+            "torch_eager", "torch_train_phase1_all"]
+METRICS = list(dict.fromkeys(roofline.METRICS + CARD_METRICS + engine.required_metrics(engine.discover([]))))
+
+
+@pytest.mark.parametrize("name", FIXTURES)
+def test_rows_equal_ncu_report(report_path, name):
+    reader = load.ReportReader(report_path(name))
+    items = [(rid, r, a) for rid, (r, a) in enumerate(reader._index)]
+    rows = reader._results_from_file(items, METRICS)
+    assert rows is not None, "the file reader refused a report of the fixtures' ncu version"
+    assert len(rows) == len(items)
+    step = max(1, len(items) // 150)  # every result of the small reports, 150 spread over the big ones
+    for rid, r, a in items[::step]:
+        ref = load._row(reader._ncu, reader._action(rid), rid, r, a, METRICS)
+        for key, value in ref.items():
+            if key == "nvtx":
+                continue  # read through ncu_report for the first launch of each kernel only (next test)
+            assert load._same(value, rows[rid].get(key)), (name, rid, key, value, rows[rid].get(key))
+
+
+@pytest.mark.parametrize("name", ["torch_eager", "torch_dynshapes", "torch_train_phase1_all", "multiproc_phase1"])
+def test_analysis_identical_through_the_file_reader(report_path, name, monkeypatch):
+    """The whole result (NVTX ranges of every kernel included) is the same whichever way the rows were read."""
+    path = report_path(name)
+    used = []
+    orig = load.ReportReader._results_from_file
+
+    def spy(self, items, metrics):
+        rows = orig(self, items, metrics)
+        used.append(rows is not None)
+        return rows
+
+    monkeypatch.setattr(load, "IN_PROCESS_MAX", 0)
+    monkeypatch.setattr(load.ReportReader, "_results_from_file", spy)
+    fast = analyze(path)
+    assert used == [True]
+    monkeypatch.setattr(load, "IN_PROCESS_MAX", 10**9)
+    slow = analyze(path)
+    for r in (fast, slow):
+        r.pop("created")
+    assert json.dumps(fast, sort_keys=True, default=str) == json.dumps(slow, sort_keys=True, default=str)
+    if name == "torch_eager":
+        assert all(k["nvtx"] for k in fast["kernels"])  # the NVTX ranges did come through
+
+
+def test_unknown_layouts_give_none(report_path, tmp_path):
+    data = report_path("pipeline_v0").read_bytes()
+    cases = {"empty": b"", "magic only": b"NVR\0", "random": os.urandom(5000), "text": b"hello\n" * 100,
+             "truncated": data[: len(data) // 2], "cut by 3 bytes": data[:-3]}
+    for label, blob in cases.items():
+        p = tmp_path / "x.ncu-rep"
+        p.write_bytes(blob)
+        assert fastread.read_rows(p, ["gpu__time_duration.sum"]) is None, label
+
+
+def test_a_disagreeing_file_reader_is_not_used(report_path, monkeypatch):
+    """If the file's values ever differ from ncu_report's (another ncu version's layout), the rows come from
+    ncu_report: here the file reader is made to report every duration 1 ns longer."""
+    orig = fastread.read_rows
+
+    def off_by_one(*args, **kwargs):
+        rows = orig(*args, **kwargs)
+        for r in rows or []:
+            if "gpu__time_duration.sum" in r:
+                r["gpu__time_duration.sum"] += 1.0
+        return rows
+
+    monkeypatch.setattr("ncuadvisor.fastread.read_rows", off_by_one)
+    reader = load.ReportReader(report_path("tiny_sections"))
+    items = [(rid, r, a) for rid, (r, a) in enumerate(reader._index)]
+    assert reader._results_from_file(items, ["gpu__time_duration.sum"]) is None
