@@ -77,6 +77,8 @@ def build_result(profile: Profile, kernels: list[Kernel], rules: list[Rule | Pro
     kernel_entries = []
     warnings = list(profile.warnings)
     procs = {str(p["pid"]): p for p in profile.processes}
+    # several GPUs in one report (a multi-GPU program): each kernel says which one ran it
+    devices = sorted({int(d) for d in profile.results.get("device_id", []) if num(d) is not None})
     for idx, k in enumerate(kernels):
         row = frame.loc[k.representative].to_dict()
         rl = roofline.compute(row, sm_count)
@@ -113,6 +115,8 @@ def build_result(profile: Profile, kernels: list[Kernel], rules: list[Rule | Pro
                 "block": k.block,
                 "nvtx": k.nvtx,
                 **_process_json(k.process, procs),
+                **({"device_id": int(row["device_id"])} if len(devices) > 1 and num(row.get("device_id")) is not None
+                   else {}),
                 "duration_ns": k.duration_ns,
                 "per_launch_ns": k.per_launch_ns,
                 "time_share": share,
@@ -154,6 +158,7 @@ def build_result(profile: Profile, kernels: list[Kernel], rules: list[Rule | Pro
             "missing_sections": missing_sections,
             "warnings": warnings,
             "processes": _processes_json(profile.processes, kernel_entries),
+            "devices": devices,
         },
         "kernels": kernel_entries,
     }

@@ -842,8 +842,9 @@ def profile(
         con = Console(highlight=False, soft_wrap=True)
         con.print(f"\nwrote {escape(str(out_path))}")
         if keep and session.placed:
+            reports = [p for p in session.placed if not str(p).endswith(".processes.json")]
             con.print("reports: " + ", ".join(escape(str(p)) for p in session.placed)
-                      + f" (re-analyse one with `ncuadvisor report {escape(str(session.placed[-1]))}`)")
+                      + f" (re-analyse one with `ncuadvisor report {escape(str(reports[-1] if reports else session.placed[-1]))}`)")
     err = Console(stderr=True, highlight=False, soft_wrap=True)
     if session.interrupted:
         err.print(f"ncuadvisor: interrupted: wrote what was collected to {escape(str(out_path))} (partial)")

@@ -147,3 +147,25 @@ def test_process_labels_are_rendered(analyzed):
     for pid in pids:
         assert f"pid {pid}" in html and f"pid {pid}" in md
     assert "2 processes in this report" in html
+
+
+def test_two_gpu_report(analyzed):
+    """fixtures/multigpu.ncu-rep.xz: the same program on a 2-GPU H200 machine, rank r on GPU r."""
+    from ncuadvisor.render.markdown import render_markdown
+
+    res = analyzed("multigpu")
+    assert res["report"]["devices"] == [0, 1]
+    assert len(res["report"]["processes"]) == 2
+    by_pid = {}
+    for k in res["kernels"]:
+        by_pid.setdefault(k["process"]["pid"], set()).add(k["device_id"])
+    assert sorted(tuple(v) for v in by_pid.values()) == [(0,), (1,)]  # each process on its own GPU
+    strided = next(k for k in res["kernels"] if k["name"] == "copy_strided_rank")
+    assert strided["device_id"] == 0 and strided["findings"][0]["category"] == "coalescing"
+    assert "· GPU 1" in render_markdown(res)
+
+
+def test_single_gpu_report_has_no_device_fields(analyzed):
+    res = analyzed("multiproc")
+    assert res["report"]["devices"] == [0]
+    assert all("device_id" not in k for k in res["kernels"])

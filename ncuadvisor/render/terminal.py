@@ -62,7 +62,8 @@ def render_terminal(result: dict[str, Any], console: Console | None = None, top:
         bound = k.get("bound") or "unknown"
         table.add_row(
             str(i),
-            escape(short_name(k["name"], 48) + (f" [{k['process_label']}]" if k.get("process_label") else "")),
+            escape(short_name(k["name"], 48) + (f" [{k['process_label']}]" if k.get("process_label") else "")
+                   + (f" [GPU {k['device_id']}]" if isinstance(k.get("device_id"), int) else "")),
             str(k.get("launches")),
             fmt_ns(k.get("duration_ns")),
             fmt_pct(k.get("time_share")),
