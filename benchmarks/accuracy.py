@@ -1,11 +1,13 @@
 """Accuracy of the first finding, and of the speedup estimates, on the project's planted-flaw workloads.
 
-For every kernel of fixtures/flaws.ncu-rep.xz (workloads/cuda/flaws.cu, captured on an H200) it prints: the planted
-flaw (workloads/cuda/manifest.json), our first finding, NCU's own top-ranked rule from the same report, and for each
-flawed/fixed pair our estimated speedup next to the one measured without the profiler (fixtures/bench_flaws.jsonl).
-It ends with one line: our first-finding accuracy, NCU's, and the mean error of our speedup estimates.
+For every kernel of fixtures/flaws.ncu-rep.xz (workloads/cuda/flaws.cu) and fixtures/cache.ncu-rep.xz
+(workloads/cuda/cache.cu), both captured on an H200, it prints: the planted flaw (workloads/cuda/manifest.json,
+manifest_cache.json), our first finding, NCU's own top-ranked rule from the same report, and for each flawed/fixed
+pair our estimated speedup next to the one measured without the profiler (fixtures/bench_flaws.jsonl,
+fixtures/session2/bench_cache.jsonl). It ends with one line: our first-finding accuracy, NCU's, and the mean error
+of our speedup estimates.
 
-    python benchmarks/accuracy.py [--report fixtures/flaws.ncu-rep.xz] [--markdown]
+    python benchmarks/accuracy.py [--markdown] [--report R --manifest M --bench B]
 """
 
 from __future__ import annotations
@@ -41,6 +43,13 @@ NCU_CATEGORY = {
     "HighPipeUtilization": "other",  # "compute pipelines under-utilized": not the actionable problem
     "MemoryL2Compression": "cache",
 }
+# (report, manifest, measured times): the 31 kernels of flaws.cu, and the index-math pair of cache.cu (session 2)
+SETS = [
+    (str(ROOT / "fixtures" / "flaws.ncu-rep.xz"), str(ROOT / "workloads" / "cuda" / "manifest.json"),
+     str(ROOT / "fixtures" / "bench_flaws.jsonl")),
+    (str(ROOT / "fixtures" / "cache.ncu-rep.xz"), str(ROOT / "workloads" / "cuda" / "manifest_cache.json"),
+     str(ROOT / "fixtures" / "session2" / "bench_cache.jsonl")),
+]
 NCU_NEAR_BOUND_PCT = 20.0  # NCU "leaves a kernel alone" when none of its rules estimates 20% or more
 NEAR_BOUND_PCT = 70.0  # a fixed twin measured at >= 70% of DRAM or SM peak is expected to be called at-roofline
 
@@ -72,45 +81,46 @@ def ncu_top(k: dict) -> tuple[str, str]:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--report", default=str(ROOT / "fixtures" / "flaws.ncu-rep.xz"))
-    ap.add_argument("--manifest", default=str(ROOT / "workloads" / "cuda" / "manifest.json"))
-    ap.add_argument("--bench", default=str(ROOT / "fixtures" / "bench_flaws.jsonl"))
+    ap.add_argument("--report", default=None, help="one report only (with --manifest and --bench)")
+    ap.add_argument("--manifest", default=None)
+    ap.add_argument("--bench", default=None)
     ap.add_argument("--markdown", action="store_true", help="print the table as markdown (for RESULTS.md)")
     args = ap.parse_args()
-
-    manifest = json.loads(Path(args.manifest).read_text())["flaws"]
-    bench = {}
-    if Path(args.bench).exists():
-        for line in Path(args.bench).read_text().splitlines():
-            if line.strip().startswith("{"):
-                row = json.loads(line)
-                bench[row["kernel"]] = row["median_us"]
-    result = analyze(args.report)
-    kernels = {k["name"]: k for k in result["kernels"]}
+    sets = [(args.report, args.manifest, args.bench)] if args.report else SETS
 
     rows, ours_ok, ncu_ok, errors = [], 0, 0, []
-    for name, spec in manifest.items():
-        k = kernels.get(name)
-        if k is None:
-            rows.append((name, expectation(name, spec, manifest)[0], "(not in report)", "", "", "", ""))
-            continue
-        expected, forbidden = expectation(name, spec, manifest)
-        first = k["findings"][0] if k["findings"] else None
-        ours = first["category"] if first else "(none)"
-        ncu_label, ncu_cat = ncu_top(k)
-        ok = (ours != forbidden) if forbidden else (ours == expected)
-        ours_ok += ok
-        ncu_ok += (ncu_cat != forbidden) if forbidden else (ncu_cat == expected)
-        est_txt = meas_txt = ""
-        twin = spec.get("twin")
-        if spec.get("planted") and twin and name in bench and twin in bench and first:
-            measured = bench[name] / bench[twin]  # speedup of the fix, as a ratio
-            est_fraction = first["estimated_speedup"] if ours == expected else 0.0
-            estimated = 1.0 / max(1e-9, 1.0 - est_fraction)
-            errors.append(abs(estimated - measured) / measured)
-            est_txt, meas_txt = f"{estimated:.2f}×", f"{measured:.2f}×"
-        rows.append((name, expected, f"{first['rule']} {ours}" if first else ours, ncu_label, est_txt, meas_txt,
-                     "ok" if ok else "MISS"))
+    for report, manifest_path, bench_path in sets:
+        manifest = json.loads(Path(manifest_path).read_text())["flaws"]
+        bench = {}
+        if bench_path and Path(bench_path).exists():
+            for line in Path(bench_path).read_text().splitlines():
+                if line.strip().startswith("{"):
+                    row = json.loads(line)
+                    bench[row["kernel"]] = row["median_us"]
+        result = analyze(report)
+        kernels = {k["name"]: k for k in result["kernels"]}
+        for name, spec in manifest.items():
+            k = kernels.get(name)
+            if k is None:
+                rows.append((name, expectation(name, spec, manifest)[0], "(not in report)", "", "", "", ""))
+                continue
+            expected, forbidden = expectation(name, spec, manifest)
+            first = k["findings"][0] if k["findings"] else None
+            ours = first["category"] if first else "(none)"
+            ncu_label, ncu_cat = ncu_top(k)
+            ok = (ours != forbidden) if forbidden else (ours == expected)
+            ours_ok += ok
+            ncu_ok += (ncu_cat != forbidden) if forbidden else (ncu_cat == expected)
+            est_txt = meas_txt = ""
+            twin = spec.get("twin")
+            if spec.get("planted") and twin and name in bench and twin in bench and first:
+                measured = bench[name] / bench[twin]  # speedup of the fix, as a ratio
+                est_fraction = first["estimated_speedup"] if ours == expected else 0.0
+                estimated = 1.0 / max(1e-9, 1.0 - est_fraction)
+                errors.append(abs(estimated - measured) / measured)
+                est_txt, meas_txt = f"{estimated:.2f}×", f"{measured:.2f}×"
+            rows.append((name, expected, f"{first['rule']} {ours}" if first else ours, ncu_label, est_txt, meas_txt,
+                         "ok" if ok else "MISS"))
 
     header = ("kernel", "expected", "our first finding", "NCU top rule", "est.", "measured", "")
     if args.markdown:

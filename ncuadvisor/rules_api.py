@@ -34,6 +34,7 @@ CATEGORIES = (
     "dynamic-shapes",
     "precision",
     "cache",
+    "instruction-overhead",
 )
 
 DOC_SECTIONS = (

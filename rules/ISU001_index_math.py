@@ -1,0 +1,136 @@
+from ncuadvisor.rules_api import Evidence, KernelContext, Rule, _opcode, time_after
+
+# Opcode families (SASS, sm_70 and later). Everything else that executes is bookkeeping: integer and address
+# arithmetic (IMAD, LEA, IADD3, SHF, LOP3), compares and selects (ISETP, SEL, VIMNMX), moves and conversions.
+MATH = ("FFMA", "FADD", "FMUL", "FMNMX", "FCHK", "HFMA2", "HADD2", "HMUL2", "HMNMX2", "HMMA", "HGMMA", "DFMA", "DADD",
+        "DMUL", "DMNMX", "MUFU", "IMMA", "IDP", "QGMMA", "IGMMA", "BMMA")
+MEMORY = ("LD", "ST", "ATOM", "RED", "UTMA", "UBLKCP", "LDGSTS", "LDSM", "STSM", "SULD", "SUST", "TEX", "TLD")
+CONTROL = ("BRA", "EXIT", "BAR", "BSSY", "BSYNC", "WARPSYNC", "RET", "CALL", "NOP", "YIELD", "DEPBAR", "MEMBAR",
+           "ERRBAR", "JMP", "BREAK", "WARPGROUP", "SYNCS", "ELECT", "VOTE", "MATCH", "SHFL", "REDUX", "NANOSLEEP")
+
+
+def family(sass: str) -> str:
+    op = _opcode(sass).split(".")[0]
+    if op.startswith(MATH):
+        return "math"
+    if op.startswith(MEMORY):
+        return "memory"
+    if op.startswith(CONTROL):
+        return "control"
+    return "overhead"
+
+
+class IndexMath(Rule):
+    """Issue slots spent on index and address arithmetic rather than on the kernel's math and memory instructions.
+
+    What it detects:
+        A kernel that is not near its roofline bound (headroom at least `min_headroom`), whose schedulers issue an
+        instruction in at least `min_issue_pct`% of cycles (`smsp__issue_active`), and whose executed instructions
+        (per instruction: `inst_executed`, opcode from the SASS) are at least `min_overhead_share` bookkeeping:
+        integer and address arithmetic, compares, clamps, selects and moves, i.e. neither floating-point math, nor
+        loads and stores, nor control flow.
+
+    Why it costs time:
+        An issue-bound kernel runs as fast as its schedulers can issue instructions. When two thirds of them compute
+        indices (`y * w + x` in 64 bits, `min`/`max` clamps at every tap, bounds checks), the memory system and the
+        math pipes wait for the bookkeeping: the kernel looks compute-bound on the Speed Of Light chart while its
+        FLOP rate is a fraction of the peak.
+
+    Example:
+        for (dy...) for (dx...) acc += in[(size_t)min(max(y + dy, 0), h - 1) * w + min(max(x + dx, 0), w - 1)];
+
+    Use instead:
+        Hoist the address arithmetic out of the inner loops (advance a pointer by the row pitch), keep indices in
+        32-bit `int` where sizes allow, give interior blocks a path without clamps (handle borders separately), and
+        compute several outputs per thread so that indices and loaded neighbours are shared (register blocking).
+        Triton: bigger BLOCK sizes, masks only where needed (an `EVEN_N: tl.constexpr` fast path), `tl.multiple_of`
+        / `tl.max_contiguous` hints. ATen: the index math of non-contiguous or broadcast inputs (TensorIterator's
+        offset calculator): make the inputs contiguous once, or let `torch.compile` fuse the op.
+
+    Speedup estimate:
+        The kernel is issue-bound, so its time follows the instructions it issues: removing half of the bookkeeping
+        instructions gives new time = time × (1 − `removable_fraction` × overhead share), never below the practical
+        roofline floor. Half is what hoisting and clamp-free interiors typically remove; the estimate is labelled low
+        confidence.
+
+    False positives:
+        Kernels whose work is integer arithmetic (hashing, sorting keys, integer codecs): there the "bookkeeping" is
+        the computation. Tensor-core kernels are excluded (their math is few, wide instructions).
+    """
+
+    code = "ISU001"
+    slug = "index-math"
+    category = "instruction-overhead"
+    title = "Issue slots spent on index arithmetic"
+    languages = ("cuda", "triton", "pytorch")
+    requires = ("smsp__issue_active.avg.pct_of_peak_sustained_active",)
+    per_instruction = ("inst_executed",)
+    thresholds = {"min_headroom": 1.5, "min_issue_pct": 50.0, "min_overhead_share": 0.5, "coverage": 0.95,
+                  "removable_fraction": 0.5}
+
+    def check(self, k: KernelContext):
+        t = self.thresholds
+        r = k.roofline
+        if r.headroom is None or r.headroom < t["min_headroom"] or not r.duration_ns:
+            return None
+        issue = k.m("smsp__issue_active.avg.pct_of_peak_sustained_active") or 0.0
+        if issue < t["min_issue_pct"]:
+            return None
+        if any(v for key, v in r.flops_by_precision.items() if key.startswith("tensor")):
+            return None
+        entries = sorted(k.per_instruction("inst_executed"), key=lambda e: -e.value)
+        total = sum(e.value for e in entries)
+        if total <= 0:
+            return None
+        counts = {"math": 0.0, "memory": 0.0, "control": 0.0, "overhead": 0.0}
+        seen = 0.0
+        overhead_pcs = set()
+        for e in entries:  # the instructions that make up `coverage` of the executed ones (their SASS is read)
+            if seen >= t["coverage"] * total:
+                break
+            fam = family(e.sass or "")
+            counts[fam] += e.value
+            seen += e.value
+            if fam == "overhead":
+                overhead_pcs.add(e.pc)
+        share = counts["overhead"] / seen if seen else 0.0
+        if share < t["min_overhead_share"]:
+            return None
+        new_ns = r.duration_ns * (1.0 - t["removable_fraction"] * share)
+        lines = k.top_lines("inst_executed", limit=2, min_share=0.02, pcs=overhead_pcs)
+        if k.language == "triton":
+            fix = ("Most issued instructions compute offsets and masks: use bigger BLOCK sizes so each program does "
+                   "more work per offset computation, drop masks in the interior (an EVEN_N constexpr fast path), and "
+                   "tell the compiler about alignment with tl.multiple_of / tl.max_contiguous.")
+            code = ("offs = pid * BLOCK + tl.arange(0, BLOCK)\n"
+                    "offs = tl.max_contiguous(tl.multiple_of(offs, BLOCK), BLOCK)\n"
+                    "x = tl.load(X + offs) if EVEN_N else tl.load(X + offs, mask=offs < n)")
+        elif k.language == "pytorch":
+            fix = ("This ATen kernel spends its issue slots on index arithmetic, which TensorIterator needs for "
+                   "non-contiguous, broadcast or type-promoting inputs: make the inputs contiguous (and of one dtype) "
+                   "before the op, or let torch.compile fuse it into a kernel with simple indexing.")
+            code = "y = torch.compile(fn)(x)          # or: x = x.contiguous() once, before the elementwise chain"
+        else:
+            fix = ("Hoist the address arithmetic out of the inner loop (advance a pointer by the row pitch), use 32-bit "
+                   "indices, give interior blocks a path without clamps, and compute several outputs per thread so "
+                   "that the index math and the loaded neighbours are shared.")
+            code = ("const float* row = in + (y - R) * w + x - R;          // interior block: no clamps, int indices\n"
+                    "for (int dy = 0; dy <= 2 * R; ++dy, row += w)\n"
+                    "  for (int dx = 0; dx <= 2 * R; ++dx) acc += row[dx];")
+        return self.finding(
+            title=f"{share:.0%} of issued instructions are index arithmetic",
+            message=(f"The schedulers issue in {issue:.0f}% of cycles, and {share:.0%} of the executed instructions "
+                     f"are integer/address bookkeeping (floating-point math {counts['math'] / seen:.0%}, loads and "
+                     f"stores {counts['memory'] / seen:.0%}): the kernel is issue-bound on index math, "
+                     f"{r.headroom:.1f}× above its roofline floor."),
+            fix=fix,
+            fix_code=code,
+            estimated_speedup=time_after(r.duration_ns, new_ns, r.theoretical_ns),
+            speedup_model=(f"Issue-bound: time follows issued instructions; removing half of the bookkeeping ones gives "
+                           f"time × (1 − {t['removable_fraction']} × {share:.2f})."),
+            confidence="low",
+            evidence=[Evidence("overhead_instruction_share", round(share, 3), t["min_overhead_share"]),
+                      Evidence("issue_active_pct", round(issue, 1), t["min_issue_pct"], "issue slots busy", "%"),
+                      Evidence("headroom", round(r.headroom, 2), t["min_headroom"])],
+            source=lines,
+        )
