@@ -23,12 +23,13 @@ import os
 import struct
 from typing import Any, Iterable
 
-MAGIC = b"NVR\0"
+from ncuadvisor.processes import iter_blocks
+
 _CLASSES: tuple[Any, Any] | None = None
 
 
 def _classes() -> tuple[Any, Any] | None:
-    """The two message classes (block header, result), built at run time from a minimal schema; None without the
+    """The two message classes (metric-name table, result), built at run time from a minimal schema; None without the
     protobuf package."""
     global _CLASSES
     if _CLASSES is not None:
@@ -56,13 +57,11 @@ def _classes() -> tuple[Any, Any] | None:
                        (7, "demangled", F.TYPE_BYTES, opt, None), (13, "metrics", F.TYPE_MESSAGE, rep, "Metric"),
                        (21, "nvtx", F.TYPE_BYTES, opt, None)])
     message("Names", [(1, "name", F.TYPE_STRING, rep, None)])
-    message("Header", [(1, "n_sources", F.TYPE_UINT32, opt, None), (2, "n_results", F.TYPE_UINT32, opt, None),
-                       (4, "names", F.TYPE_MESSAGE, opt, "Names"), (5, "payload", F.TYPE_UINT64, opt, None)])
     try:
         pool = descriptor_pool.DescriptorPool()
         pool.Add(fdp)
         get = lambda n: message_factory.GetMessageClass(pool.FindMessageTypeByName("ncuadvisor_fastread." + n))
-        _CLASSES = (get("Header"), get("Result"))
+        _CLASSES = (get("Names"), get("Result"))
     except Exception:  # pragma: no cover - an incompatible protobuf
         return None
     return _CLASSES
@@ -90,33 +89,24 @@ def read_rows(path: str | os.PathLike[str], metrics: Iterable[str], extra: Itera
     classes = _classes()
     if classes is None:
         return None
-    Header, Result = classes
+    Names, Result = classes
     wanted_names = list(dict.fromkeys([*metrics, *extra]))
     try:
         with open(path, "rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mm:
-            size = len(mm)
-            if size < 8 or mm[:4] != MAGIC:
-                return None
-            i = 8 + struct.unpack_from("<I", mm, 4)[0]
             names: list[str] = []
             wanted: dict[int, str] = {}
             rows: list[dict[str, Any]] = []
-            while i + 4 <= size:
-                hs = struct.unpack_from("<I", mm, i)[0]
-                if i + 4 + hs > size:
-                    return None
-                h = Header.FromString(mm[i + 4: i + 4 + hs])
-                if h.HasField("names") and h.names.name:
+            for block in iter_blocks(mm):
+                h = block.header
+                if h.get(4):  # metric names, appended to the table
+                    s, e = h[4][0]
                     start = len(names)
-                    names.extend(h.names.name)
+                    names.extend(Names.FromString(mm[s:e]).name)
                     for k in range(start, len(names)):
                         if names[k] in wanted_names:
                             wanted[k] = names[k]
-                j = i + 4 + hs
-                end = j + h.payload
-                if end > size:
-                    return None
-                for _ in range(h.n_results):
+                j, end = block.payload_start, block.payload_end
+                for _ in range(int((h.get(2) or [0])[0])):
                     if j + 4 > end:
                         return None
                     n = struct.unpack_from("<I", mm, j)[0]
@@ -135,7 +125,6 @@ def read_rows(path: str | os.PathLike[str], metrics: Iterable[str], extra: Itera
                         if key is not None and m.HasField("value"):
                             row[key] = _number(m.value)
                     rows.append(row)
-                i = end
-            return rows if i == size else None
+            return rows
     except Exception:  # a layout this reader does not know: the caller falls back to ncu_report
         return None

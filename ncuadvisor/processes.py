@@ -23,7 +23,7 @@ import struct
 import threading
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator, NamedTuple
 
 MAGIC = b"NVR\0"
 RANK_VARS = ("RANK", "LOCAL_RANK", "WORLD_SIZE")
@@ -77,25 +77,46 @@ def _fields(b: bytes | mmap.mmap, start: int, end: int) -> dict[int, list[Any]]:
     return out
 
 
+class Block(NamedTuple):
+    """One block of a report file: its header's fields (see `_fields`) and where its payload lies."""
+
+    header: dict[int, list[Any]]
+    payload_start: int
+    payload_end: int
+
+
+def iter_blocks(mm: bytes | mmap.mmap) -> Iterator[Block]:
+    """The blocks of a report file's bytes, in order; ValueError when the bytes are not in that layout (a truncated
+    file ends in the middle of a block)."""
+    size = len(mm)
+    if size < 8 or mm[:4] != MAGIC:
+        raise ValueError("not an uncompressed Nsight Compute report")
+    i = 8 + struct.unpack_from("<I", mm, 4)[0]
+    while i + 4 <= size:
+        hs = struct.unpack_from("<I", mm, i)[0]
+        i += 4
+        if i + hs > size:
+            raise ValueError("block header past the end")
+        h = _fields(mm, i, i + hs)
+        i += hs
+        end = i + int((h.get(5) or [0])[0])
+        if end > size:
+            raise ValueError("block payload past the end")
+        yield Block(h, i, end)
+        i = end
+    if i != size:
+        raise ValueError("trailing bytes")
+
+
 def result_processes(path: str | os.PathLike[str]) -> list[ProcessInfo] | None:
     """The process of every result of an uncompressed .ncu-rep, in file order; None when the file is not in the
     block format this understands (another ncu version, a .ncu-repz), so callers fall back to "one process"."""
     try:
         with open(path, "rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mm:
-            size = len(mm)
-            if size < 8 or mm[:4] != MAGIC:
-                return None
-            i = 8 + struct.unpack_from("<I", mm, 4)[0]
             out: list[ProcessInfo] = []
-            while i + 4 <= size:
-                hs = struct.unpack_from("<I", mm, i)[0]
-                i += 4
-                if i + hs > size:
-                    return None
-                h = _fields(mm, i, i + hs)
-                i += hs
+            for block in iter_blocks(mm):
+                h = block.header
                 n_results = (h.get(2) or [0])[0]
-                payload = (h.get(5) or [0])[0]
                 if n_results:
                     proc = ProcessInfo(0, "", "")
                     if h.get(6):
@@ -105,8 +126,7 @@ def result_processes(path: str | os.PathLike[str]) -> list[ProcessInfo] | None:
                         exe = bytes(mm[slice(*p[3][0])]).decode("utf-8", "replace") if p.get(3) else ""
                         proc = ProcessInfo(int((p.get(1) or [0])[0]), host, exe)
                     out.extend([proc] * int(n_results))
-                i += int(payload)
-            return out if i == size else None
+            return out
     except (OSError, ValueError, struct.error, TypeError, IndexError):
         return None
 

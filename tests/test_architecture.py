@@ -11,7 +11,7 @@ ALLOWED = {
     "units": set(),
     "model": set(),
     "processes": set(),  # part of the load stage: the report file's process blocks (no ncu_report)
-    "fastread": set(),  # part of the load stage: scalar metrics straight from the report file
+    "fastread": {"processes"},  # part of the load stage: scalar metrics straight from the report file (its blocks)
     "load": {"errors", "model", "processes", "fastread"},
     "roofline": {"model"},
     "rules_api": {"model", "roofline", "units"},
