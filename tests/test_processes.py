@@ -169,3 +169,32 @@ def test_single_gpu_report_has_no_device_fields(analyzed):
     res = analyzed("multiproc")
     assert res["report"]["devices"] == [0]
     assert all("device_id" not in k for k in res["kernels"])
+
+
+def test_phase1_and_phase2_kernels_are_matched_by_rank(report_path, tmp_path):
+    """profile's merge on the two real multi-process captures (different pids in each run, as in a real profile):
+    with the ranks recorded beside both reports, every phase-1 kernel gets the deep data of its own rank."""
+    from ncuadvisor.profile import merge_results
+
+    runs = {}
+    for name in ("multiproc_phase1", "multiproc"):
+        path = tmp_path / f"{name}.ncu-rep"
+        shutil.copyfile(report_path(name), path)
+        pids = sorted({p.pid for p in result_processes(path)})  # fork order: rank 0 first (multiproc.cu)
+        write_sidecar(path, {pid: {"rank": r, "local_rank": r, "world_size": 2} for r, pid in enumerate(pids)})
+        runs[name] = (path, analyze(path))
+    p1_path, phase1 = runs["multiproc_phase1"]
+    p2_path, deep = runs["multiproc"]
+    assert {p["pid"] for p in phase1["report"]["processes"]}.isdisjoint({p["pid"] for p in deep["report"]["processes"]})
+    merged = merge_results(phase1, [(str(p2_path), deep)])
+    assert all(k["profiled"] for k in merged["kernels"])
+    assert merged["report"]["processes"] == phase1["report"]["processes"]
+    deep_by = {(k["name"], k["process"]["rank"]): k for k in deep["kernels"]}
+    for k in merged["kernels"]:
+        rank = k["process"]["rank"]
+        src = deep_by[(k["name"], rank)]
+        assert k["process"]["pid"] in {p["pid"] for p in phase1["report"]["processes"]}  # phase 1's pid is kept
+        assert k["deep_result_ids"] == src["result_ids"]  # the deep data of the same rank
+        assert k["process_label"] == f"rank {rank} (pid {k['process']['pid']})"
+    strided = next(k for k in merged["kernels"] if k["name"] == "copy_strided_rank")
+    assert strided["process"]["rank"] == 0 and strided["findings"][0]["category"] == "coalescing"
