@@ -64,7 +64,7 @@ from typing import Any, Iterable
 
 from ncuadvisor import __version__
 from ncuadvisor.errors import InputError
-from ncuadvisor.units import fmt_ns
+from ncuadvisor.units import finite, fmt_ns
 
 SCHEMA_VERSION = 1
 KIND = "diff"
@@ -148,12 +148,7 @@ def match_kernels(
 # -- one side of a kernel entry -------------------------------------------------------------------------------------
 
 
-def _num(v: Any) -> float | None:
-    try:
-        f = float(v)
-    except (TypeError, ValueError):
-        return None
-    return f if f == f and f not in (float("inf"), float("-inf")) else None
+_num = finite
 
 
 def _is_at_roofline(k: dict[str, Any]) -> bool:

@@ -7,11 +7,12 @@ the identity columns below. Non-scalar data (per-instruction source metrics, NCU
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import pandas as pd
+
+from ncuadvisor.units import finite
 
 # Identity columns of Profile.results (metrics are the other columns, named as ncu names them).
 ID_COLUMNS = [
@@ -138,13 +139,7 @@ class Kernel:
 
 def num(value: Any) -> float | None:
     """A metric value as a finite float, or None when it is missing or not a number."""
-    if value is None:
-        return None
-    try:
-        f = float(value)
-    except (TypeError, ValueError):
-        return None
-    return f if math.isfinite(f) else None
+    return finite(value)
 
 
 def group_kernels(results: pd.DataFrame, duration_metric: str = "gpu__time_duration.sum") -> list[Kernel]:

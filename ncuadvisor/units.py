@@ -2,7 +2,17 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
+
+
+def finite(value: Any) -> float | None:
+    """A value as a finite float, or None when it is missing, not a number, NaN or infinite."""
+    try:
+        f = float(value)
+    except (TypeError, ValueError):
+        return None
+    return f if math.isfinite(f) else None
 
 
 def fmt_ns(ns: Any, missing: str = "–", seconds: bool = True) -> str:

@@ -9,7 +9,7 @@ PKG = Path(__file__).resolve().parent.parent / "ncuadvisor"
 ALLOWED = {
     "errors": set(),
     "units": set(),
-    "model": set(),
+    "model": {"units"},
     "processes": set(),  # part of the load stage: the report file's process blocks (no ncu_report)
     "fastread": {"processes"},  # part of the load stage: scalar metrics straight from the report file (its blocks)
     "load": {"errors", "model", "processes", "fastread"},

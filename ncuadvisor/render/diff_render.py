@@ -19,6 +19,7 @@ from ncuadvisor.render import environment, fmt_ns, fmt_pct, fmt_x, short_name, t
 from ncuadvisor.render.html import _Rec, _view, bound_class, css_token, fmt_num, safe_short_name
 from ncuadvisor.render.markdown import GITHUB_LIMIT, fit_markdown, h, md
 from ncuadvisor.render.markdown import safe_short_name as md_short_name
+from ncuadvisor.units import finite
 
 MD_TEMPLATE = "diff.md.j2"
 HTML_TEMPLATE = "diff.html.j2"
@@ -49,12 +50,7 @@ STATUS_STYLE = {"regressed": "bold red", "improved": "bold green", "added": "yel
 # -- small formatters (shared by the three templated formats) --------------------------------------------------
 
 
-def _num(v: Any) -> float | None:
-    try:
-        f = float(v)
-    except (TypeError, ValueError):
-        return None
-    return f if f == f and abs(f) != float("inf") else None
+_num = finite
 
 
 def fmt_change(x: Any) -> str:

@@ -20,6 +20,7 @@ from typing import Any
 from markupsafe import Markup
 
 from ncuadvisor.render import environment, fmt_rate, short_name, to_json
+from ncuadvisor.units import finite
 
 TEMPLATE = "report.html.j2"
 OPEN_CARDS = 20  # kernel cards after this many start closed, so a 1000-kernel report stays usable
@@ -36,13 +37,7 @@ BOUNDS = ("memory", "compute", "latency", "launch")
 
 def _number(v: Any) -> float | None:
     """A finite float, or None (None, NaN, infinities, strings and booleans are not numbers here)."""
-    if v is None or isinstance(v, bool):
-        return None
-    try:
-        f = float(v)
-    except (TypeError, ValueError):
-        return None
-    return f if math.isfinite(f) else None
+    return None if isinstance(v, bool) else finite(v)
 
 
 class _Rec(dict):

@@ -51,7 +51,7 @@ import subprocess
 from typing import Any, Iterable, Mapping
 from urllib.parse import quote
 
-from ncuadvisor.units import fmt_ns
+from ncuadvisor.units import finite, fmt_ns
 
 SARIF_VERSION = "2.1.0"
 SARIF_SCHEMA = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
@@ -220,12 +220,7 @@ def level_for(program_fraction: float) -> str:
     return "note"
 
 
-def _num(v: Any) -> float | None:
-    try:
-        f = float(v)
-    except (TypeError, ValueError):
-        return None
-    return f if f == f and abs(f) != float("inf") else None
+_num = finite
 
 
 def _located(source: list[dict[str, Any]]) -> list[dict[str, Any]]:
