@@ -162,18 +162,21 @@ def build_result(profile: Profile, kernels: list[Kernel], rules: list[Rule | Pro
         },
         "kernels": kernel_entries,
     }
-    program_ctx = ProgramContext(
-        kernels=kernel_entries,
-        launches=_launches(profile, kernels),
-        device=result["report"]["device"],
-        total_ns=total_ns,
-    )
-    program_findings, errors = engine.run_program_rules(rules, program_ctx)
-    for e in errors:
-        warnings.append(f"program rule {e['rule']} failed: {e['error']}")
-    result["program_findings"] = program_findings
-    result["top_actions"] = top_actions(kernel_entries, total_ns, program_findings)
+    add_program_level(result, _launches(profile, kernels), rules)
     return result
+
+
+def add_program_level(result: dict[str, Any], launches: list[dict[str, Any]], rules: list[Rule | ProgramRule]) -> None:
+    """Run the program rules over the result's kernels and launches, and rank "where to start" across both levels:
+    sets `program_findings` and `top_actions`; a failing program rule becomes a warning."""
+    rep, kernels = result["report"], result["kernels"]
+    total_ns = rep["total_duration_ns"]
+    ctx = ProgramContext(kernels=kernels, launches=launches, device=rep["device"], total_ns=total_ns)
+    program_findings, errors = engine.run_program_rules(rules, ctx)
+    for e in errors:
+        rep["warnings"].append(f"program rule {e['rule']} failed: {e['error']}")
+    result["program_findings"] = program_findings
+    result["top_actions"] = top_actions(kernels, total_ns, program_findings)
 
 
 def _process_json(process: str, procs: dict[str, dict[str, Any]]) -> dict[str, Any]:

@@ -288,9 +288,7 @@ def merge_results(
     merged kernels and the phase-1 launches; top actions are recomputed with phase-1 times.
     `deep` is a list of (report path, result of analyze()).
     """
-    from ncuadvisor import engine
-    from ncuadvisor.analyze import ANALYSIS_SECTIONS, top_actions
-    from ncuadvisor.rules_api import ProgramContext
+    from ncuadvisor.analyze import ANALYSIS_SECTIONS, add_program_level
 
     total = float(phase1["report"]["total_duration_ns"] or 0.0)
     deep_by_key: dict[tuple[str, str, str], tuple[str, dict[str, Any]]] = {}
@@ -361,13 +359,7 @@ def merge_results(
         rep["device"] = phase1["report"]["device"]
     base["kernels"] = merged
 
-    rules = rules if rules is not None else []
-    ctx = ProgramContext(kernels=merged, launches=launches or [], device=rep["device"], total_ns=total)
-    program_findings, errors = engine.run_program_rules(rules, ctx)
-    for e in errors:
-        warnings.append(f"program rule {e['rule']} failed: {e['error']}")
-    base["program_findings"] = program_findings
-    base["top_actions"] = top_actions(merged, total, program_findings)
+    add_program_level(base, launches or [], rules if rules is not None else [])
     return base
 
 
