@@ -25,7 +25,6 @@ import argparse
 import lzma
 import os
 import platform
-import resource
 import shutil
 import statistics
 import subprocess

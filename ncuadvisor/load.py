@@ -401,11 +401,11 @@ class ReportReader:
 
     def _results_from_file(self, items: list[tuple[int, int, int]], metrics: list[str]) -> list[dict[str, Any]] | None:
         """The rows read straight from the report file (ncuadvisor/fastread.py, ~1 ms a result instead of ~15 ms
-        through ncu_report), used only when they equal ncu_report's rows for the first and the last result; the NVTX
+        through ncu_report), used only when they equal ncu_report's rows for the first and the last result and one result per
+        kind of naming; the NVTX
         ranges (not decoded from the file) are read through ncu_report for the first launch of each kernel, the one
         whose ranges the analysis shows. None: read through ncu_report instead."""
         from ncuadvisor.fastread import read_rows
-        from ncuadvisor.processes import result_processes
 
         if len(self._ranges) != 1:
             return None
@@ -438,7 +438,7 @@ class ReportReader:
             if not all(_same(ref[k], rows[rid].get(k)) for k in ref):
                 return None
         if any(f["has_nvtx"] for f in fast):
-            procs = result_processes(self._local)
+            procs = self.processes()
             pid = (lambda rid: procs[rid].pid) if procs and len(procs) == len(rows) else (lambda rid: 0)
             firsts: dict[tuple[Any, ...], int] = {}
             for row, f in zip(rows, fast):
@@ -458,6 +458,14 @@ class ReportReader:
         tasks = [(str(self._local), items[i: i + CHUNK], metrics) for i in range(0, len(items), CHUNK)]
         chunks = _in_workers(_read_rows, tasks, f"{self.path}: reading the results failed")
         return [row for chunk in chunks for row in chunk]
+
+    def processes(self) -> list[Any] | None:
+        """The process of every result in file order (`processes.result_processes`), read once per report."""
+        if not hasattr(self, "_processes"):
+            from ncuadvisor.processes import result_processes
+
+            self._processes = result_processes(self._local)
+        return self._processes
 
     def device(self) -> dict[str, Any]:
         action = self._action(0)
@@ -642,9 +650,9 @@ def _attach_processes(profile: Profile, reader: "ReportReader") -> None:
     """Several processes in one report (ncu --target-processes all): the pid of each result goes into the `process`
     column (kernels are grouped per process) and the processes, with their ranks when `profile` recorded them, into
     `profile.processes`. One process: nothing changes."""
-    from ncuadvisor.processes import describe, read_sidecar, result_processes
+    from ncuadvisor.processes import describe, read_sidecar
 
-    procs = result_processes(reader._local)
+    procs = reader.processes()
     frame = profile.results
     if not procs or len({p.pid for p in procs}) < 2:
         return

@@ -883,6 +883,15 @@ class Session:
             self.incomplete = self.incomplete or f"the program exited with code {run.parser.app_exit}"
         return run
 
+    def _run_saved(self, command: list[str], out_base: str, label: str, phase: str) -> PhaseRun:
+        """A run whose report the rest depends on: ncu's failures raised as one clear error, and an interruption
+        before ncu saved anything raised too."""
+        run = self._run(command, out_base, label, None)
+        check_run(run, self.filters, self.target, phase)
+        if run.report is None:  # interrupted before ncu saved anything
+            raise ProfileInterrupted("interrupted before ncu saved anything: nothing to analyze")
+        return run
+
     def _place(self, run: PhaseRun, stem: str) -> Path | None:
         if run.report is None:
             return None
@@ -943,10 +952,7 @@ class Session:
 
         out_base = str(self.work / "full")
         cmd = ncu_mod.full_command(self.ncu, out_base, self.target.argv, self.filters)
-        run = self._run(cmd, out_base, "full: every launch, ncu's full set", None)
-        check_run(run, self.filters, self.target, "full run")
-        if run.report is None:  # interrupted before anything was saved
-            raise ProfileInterrupted("interrupted before ncu saved anything: nothing to analyze")
+        run = self._run_saved(cmd, out_base, "full: every launch, ncu's full set", "full run")
         dest = self._place(run, f"{self.base.name}")
         result = analyze(dest, rules=self.rules)
         for k in result["kernels"]:
@@ -960,10 +966,7 @@ class Session:
 
         out1 = str(self.work / "phase1")
         cmd1 = ncu_mod.phase1_command(self.ncu, out1, self.target.argv, self.filters)
-        run1 = self._run(cmd1, out1, "phase 1/2: timing every kernel launch", None)
-        check_run(run1, self.filters, self.target, "phase 1")
-        if run1.report is None:  # interrupted before ncu saved anything
-            raise ProfileInterrupted("interrupted before ncu saved anything: nothing to analyze")
+        run1 = self._run_saved(cmd1, out1, "phase 1/2: timing every kernel launch", "phase 1")
         p1_path = self._place(run1, f"{self.base.name}.phase1")
         assert p1_path is not None
         p1_result, launches, kernels = _analyze_phase1(p1_path, self.rules)

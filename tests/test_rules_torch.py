@@ -1,7 +1,5 @@
 """PyTorch eager and torch.compile reports: library/ATen/Triton kernels get advice in their own terms."""
 
-from tests.conftest import kernel
-
 
 def test_languages_are_recognised(analyzed):
     eager = analyzed("torch_eager")
