@@ -54,13 +54,14 @@ def analyze(
     """Analyze one report and return the result dict (schema_version 1)."""
     rules = rules if rules is not None else engine.discover(rule_folders)
     metrics = list(dict.fromkeys(roofline.METRICS + CARD_METRICS + engine.required_metrics(rules)))
-    profile = read_profile(
-        path,
-        metrics,
-        engine.per_instruction_metrics(rules),
-        detail_ids=lambda frame: [k.representative for k in group_kernels(frame)],
-    )
-    kernels = group_kernels(profile.results)
+    grouped: list[Kernel] = []
+
+    def representatives(frame: Any) -> list[int]:  # the kernels are grouped once, here, and reused below
+        grouped.extend(group_kernels(frame))
+        return [k.representative for k in grouped]
+
+    profile = read_profile(path, metrics, engine.per_instruction_metrics(rules), detail_ids=representatives)
+    kernels = grouped
     result = build_result(profile, kernels, rules)
     # deep data read in worker processes: the source lines the rules asked for are fetched and the rules run again,
     # until they ask for nothing new (they then saw what reading in-process shows them)

@@ -626,7 +626,6 @@ def read_profile(
     """Load a report: scalar metrics of every result, deep data of `detail_ids(frame)` (default: all results)."""
     reader = ReportReader(path)
     frame = reader.results(metrics)
-    ids = list(detail_ids(frame)) if detail_ids is not None else list(frame["result_id"])
     profile = Profile(
         path=str(path),
         results=frame,
@@ -635,7 +634,8 @@ def read_profile(
         command_line=reader.command_line,
         reader_version=reader.reader_version,
     )
-    _attach_processes(profile, reader)
+    _attach_processes(profile, reader)  # before choosing the results to look at closely: kernels differ per process
+    ids = list(detail_ids(frame)) if detail_ids is not None else list(frame["result_id"])
     profile.details = reader.details(ids, per_instruction)
     # embedded sources are searched in the results with per-instruction data (a file is only ever asked for because
     # one of their instructions named it): listing a result's files loads its module's tables (~400 MB for PyTorch)

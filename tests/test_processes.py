@@ -69,6 +69,8 @@ def test_analysis_splits_kernels_per_process(analyzed):
     assert strided["process"]["pid"] != vec4["process"]["pid"]
     assert strided["findings"][0]["category"] == "coalescing"
     assert strided["process_label"] == f"pid {strided['process']['pid']}"
+    # every kernel, in each process, got its deep data (sections, NCU's rules)
+    assert all(k["sections"] and k["ncu_rules"] for k in res["kernels"])
 
 
 def test_single_process_analysis_has_no_process_fields(analyzed):
