@@ -1,19 +1,27 @@
-// cache.cu — the planted `cache` flaw of the accuracy benchmark, with its fixed twin.
+// cache.cu — the planted `cache` flaw of the accuracy benchmark (vstencil_rows, with its fixed twin), and the
+// planted index-math flaw (blur_global, with its fixed twin).
 //
-// PLANTED: cache — blur_global: a 5×5 box blur on a 4096×4096 float image where every thread reads its 25
-//   neighbours straight from global memory. Neighbouring threads and rows re-read the same sectors 25 times; the
-//   reuse is served by the L1/L2 caches, so the kernel is limited by cache bandwidth (L1TEX wavefronts), not by
-//   DRAM: DRAM moves the image about once while L1 serves it 25 times.
-// FIXED TWIN: blur_smem — each 32×8 block stages its (32+4)×(8+4) input tile (with the halo) in shared memory
-//   once, then reads the 25 taps from there; global memory is read about once per element.
+// PLANTED: cache — vstencil_rows: a vertical 33-tap stencil (radius 16) over an 8192×8192 float image, launched
+//   with 256×1 blocks. Every input element is read by the 33 threads above and below it, but those threads sit in
+//   33 different blocks on different SMs, so L1 never sees the reuse: each of the 33 reads is an L1 miss served by
+//   L2. DRAM moves the image about once (the 33-row band fits in L2), L2 serves it 33 times: the kernel is limited by
+//   L2 bandwidth, not DRAM.
+// FIXED TWIN: vstencil_tiles — the same code, launched with 32×32 blocks: the 33 threads that share an input
+//   element now sit in one block, on one SM, and L1 serves the reuse (about 64 rows fetched per 32 rows computed).
+//   The fix is the block shape alone.
 //
-// Also blur_global_hoisted (below): the fixed twin of blur_global's index arithmetic (ISU001).
+// PLANTED: instruction-overhead — blur_global: a 5×5 box blur on a 4096×4096 float image where every thread reads
+//   its 25 neighbours straight from global memory with clamped 64-bit indices computed in the inner loop (70% of the
+//   executed instructions are index arithmetic). FIXED TWIN: blur_global_hoisted. blur_smem stages the tile in
+//   shared memory (still issue-bound on its index math; no fixed twin measured).
+//
 // Modes: ./cache --once            launch each kernel once (for ncu)
 //        ./cache --bench           3 warm-ups, median of 15 cudaEvent timings, JSON lines
-//        ./cache --check           compare the two outputs, JSON line
+//        ./cache --check           compare the outputs of each pair, JSON lines
 // Build: nvcc -arch=sm_90 -lineinfo -O3 -o bin/cache cache.cu
 #include "common.cuh"
 #include <algorithm>
+#include <cstring>
 #include <string>
 
 namespace {
@@ -74,9 +82,54 @@ __global__ void blur_global_hoisted(const float* __restrict__ in, float* __restr
   out[(size_t)y * w + x] = acc * (1.f / 25.f);
 }
 
+// The vertical stencil: SR rows above and below, on an SW × SH image (compile-time sizes, so the 33 row offsets are
+// immediates of the loads and the loop is loads and adds only). Rows within SR of the border copy their input.
+constexpr int SW = 8192, SH = 8192, SR = 16;
+
+template <int SBX, int SBY>
+__device__ __forceinline__ void vstencil_body(const float* __restrict__ in, float* __restrict__ out) {
+  int x = blockIdx.x * SBX + threadIdx.x, y = blockIdx.y * SBY + threadIdx.y;
+  if (x >= SW || y >= SH) return;
+  float acc;
+  if (y >= SR && y < SH - SR) {
+    const float* p = in + (size_t)(y - SR) * SW + x;
+    acc = 0.f;
+#pragma unroll
+    for (int d = 0; d <= 2 * SR; ++d) acc += p[(size_t)d * SW];  // 33 reads of elements 32 other blocks read too
+    acc *= 1.f / (2 * SR + 1);
+  } else {
+    acc = in[(size_t)y * SW + x];
+  }
+  out[(size_t)y * SW + x] = acc;
+}
+
+// PLANTED (cache): 256×1 blocks; the threads that share an input element are in 33 different blocks.
+__global__ void vstencil_rows(const float* __restrict__ in, float* __restrict__ out, int, int) {
+  vstencil_body<256, 1>(in, out);
+}
+// FIXED TWIN: 32×32 blocks; they share it inside one block, through L1.
+__global__ void vstencil_tiles(const float* __restrict__ in, float* __restrict__ out, int, int) {
+  vstencil_body<32, 32>(in, out);
+}
+
 using KernelFn = void (*)(const float*, float*, int, int);
-struct K { const char* name; KernelFn fn; };
-const K KERNELS[] = {{"blur_global", blur_global}, {"blur_smem", blur_smem}, {"blur_global_hoisted", blur_global_hoisted}};
+struct K { const char* name; KernelFn fn; dim3 grid, block; bool big; };
+const K KERNELS[] = {
+    {"blur_global", blur_global, dim3(W / BX, Hh / BY), dim3(BX, BY), false},
+    {"blur_smem", blur_smem, dim3(W / BX, Hh / BY), dim3(BX, BY), false},
+    {"blur_global_hoisted", blur_global_hoisted, dim3(W / BX, Hh / BY), dim3(BX, BY), false},
+    {"vstencil_rows", vstencil_rows, dim3(SW / 256, SH), dim3(256, 1), true},
+    {"vstencil_tiles", vstencil_tiles, dim3(SW / 32, SH / 32), dim3(32, 32), true},
+};
+
+double max_diff(const float* a, const float* b, size_t n) {
+  std::vector<float> h1(n), h2(n);
+  CK(cudaMemcpy(h1.data(), a, n * 4, cudaMemcpyDeviceToHost));
+  CK(cudaMemcpy(h2.data(), b, n * 4, cudaMemcpyDeviceToHost));
+  double md = 0;
+  for (size_t i = 0; i < n; ++i) md = std::max(md, (double)fabsf(h1[i] - h2[i]));
+  return md;
+}
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -85,10 +138,16 @@ int main(int argc, char** argv) {
   float* in = device_random_floats((size_t)W * Hh, 11u);
   float* out = device_alloc<float>((size_t)W * Hh);
   float* out2 = device_alloc<float>((size_t)W * Hh);
-  dim3 grid(W / BX, Hh / BY), block(BX, BY);
+  float* big_in = device_random_floats((size_t)SW * SH, 12u);
+  float* big_out = device_alloc<float>((size_t)SW * SH);
+  float* big_out2 = device_alloc<float>((size_t)SW * SH);
   CK(cudaDeviceSynchronize());
+  auto launch = [&](const K& k, float* o) {
+    if (k.big) k.fn<<<k.grid, k.block>>>(big_in, o ? o : big_out, SW, SH);
+    else k.fn<<<k.grid, k.block>>>(in, o ? o : out, W, Hh);
+  };
   if (mode == "--once") {
-    for (auto& k : KERNELS) { k.fn<<<grid, block>>>(in, out, W, Hh); CKLAUNCH(); }
+    for (auto& k : KERNELS) { launch(k, nullptr); CKLAUNCH(); }
     CK(cudaDeviceSynchronize());
     return 0;
   }
@@ -96,11 +155,11 @@ int main(int argc, char** argv) {
     cudaEvent_t a, b;
     CK(cudaEventCreate(&a)); CK(cudaEventCreate(&b));
     for (auto& k : KERNELS) {
-      for (int i = 0; i < 3; ++i) k.fn<<<grid, block>>>(in, out, W, Hh);
+      for (int i = 0; i < 3; ++i) launch(k, nullptr);
       CKLAUNCH();
       std::vector<float> t;
       for (int i = 0; i < 15; ++i) {
-        CK(cudaEventRecord(a)); k.fn<<<grid, block>>>(in, out, W, Hh); CK(cudaEventRecord(b));
+        CK(cudaEventRecord(a)); launch(k, nullptr); CK(cudaEventRecord(b));
         CK(cudaEventSynchronize(b));
         float ms; CK(cudaEventElapsedTime(&ms, a, b)); t.push_back(ms * 1000.f);
       }
@@ -111,22 +170,18 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (mode == "--check") {
-    blur_global<<<grid, block>>>(in, out, W, Hh);
-    blur_smem<<<grid, block>>>(in, out2, W, Hh);
-    CK(cudaDeviceSynchronize());
-    std::vector<float> h1((size_t)W * Hh), h2((size_t)W * Hh);
-    CK(cudaMemcpy(h1.data(), out, h1.size() * 4, cudaMemcpyDeviceToHost));
-    CK(cudaMemcpy(h2.data(), out2, h2.size() * 4, cudaMemcpyDeviceToHost));
-    double md = 0;
-    for (size_t i = 0; i < h1.size(); ++i) md = std::max(md, (double)fabsf(h1[i] - h2[i]));
-    printf("{\"planted\": \"blur_global\", \"twin\": \"blur_smem\", \"max_abs_diff\": %.3g, \"ok\": %s}\n", md,
-           md < 1e-4 ? "true" : "false");
-    blur_global_hoisted<<<grid, block>>>(in, out2, W, Hh);
-    CK(cudaMemcpy(h2.data(), out2, h2.size() * 4, cudaMemcpyDeviceToHost));
-    md = 0;
-    for (size_t i = 0; i < h1.size(); ++i) md = std::max(md, (double)fabsf(h1[i] - h2[i]));
-    printf("{\"planted\": \"blur_global\", \"twin\": \"blur_global_hoisted\", \"max_abs_diff\": %.3g, \"ok\": %s}\n",
-           md, md < 1e-4 ? "true" : "false");
+    const char* pairs[][2] = {{"blur_global", "blur_smem"}, {"blur_global", "blur_global_hoisted"},
+                              {"vstencil_rows", "vstencil_tiles"}};
+    for (auto& pr : pairs) {
+      const K *p = nullptr, *q = nullptr;
+      for (auto& k : KERNELS) { if (!strcmp(k.name, pr[0])) p = &k; if (!strcmp(k.name, pr[1])) q = &k; }
+      launch(*p, p->big ? big_out : out);
+      launch(*q, q->big ? big_out2 : out2);
+      CK(cudaDeviceSynchronize());
+      double md = p->big ? max_diff(big_out, big_out2, (size_t)SW * SH) : max_diff(out, out2, (size_t)W * Hh);
+      printf("{\"planted\": \"%s\", \"twin\": \"%s\", \"max_abs_diff\": %.3g, \"ok\": %s}\n", pr[0], pr[1], md,
+             md < 1e-4 ? "true" : "false");
+    }
     return 0;
   }
   fprintf(stderr, "usage: cache (--once | --bench | --check)\n");
