@@ -10,6 +10,16 @@ Matching kernels (never by position)
        (their times summed; bound and headroom of the largest).
     Everything else is `added` (only after) or `removed` (only before).
 
+Several processes (`report.processes` of a report of `ncu --target-processes all`: torchrun ranks, workers)
+    When both reports hold several processes, kernels are matched per process: the key above gets the process's
+    rank when the report knows the rank of each of its processes (recorded by `ncuadvisor profile`), else the
+    process's place in start order, 0 first: ascending pid, as Linux hands pids out in increasing order to the
+    workers a launcher starts one after another (a pid wrap-around between two of them would swap them). Not the
+    order of their first results: in fixtures/multigpu.ncu-rep.xz rank 1 was profiled first. Pids themselves differ
+    from run to run and never match. Each entry then has `process` (its key, label "rank 1" or "process 1", and the
+    pid on each side). When only one report has several processes, each kernel's results of all processes are
+    compared as one (summed), and a warning says so.
+
 Noise: what counts as a change
     A kernel (or the program total) is `regressed` or `improved` only when its time changed by more than
     max(threshold × time before, MIN_CHANGE_NS); otherwise it is `unchanged`, whatever the sign.
@@ -45,8 +55,10 @@ Shape (schema_version 1):
      "noise": {"threshold", "min_change_ns", "threshold_source": "default"|"option"},
      "before"/"after": {"name", "path", "ncu_version", "device", "kernels", "results", "total_duration_ns", "created"},
      "total": {"before_ns", "after_ns", "change_ns", "change", "status"},
+     "process_match": "per-process"|"summed"|null (null: neither report has several processes),
      "kernels": [{"name", "demangled", "status": "regressed"|"improved"|"unchanged"|"added"|"removed",
                   "match": "identity"|"name"|null, "match_note", "change_ns", "change",
+                  "process": {"key", "label", "before"/"after": {"pid", "rank"?} | null} (per-process matching only),
                   "before"/"after": {"ids", "launches", "grid", "block", "duration_ns", "per_launch_ns", "time_share",
                                      "bound", "headroom", "at_roofline"} | null,
                   "findings": {"new", "resolved", "unchanged": [{"rule", "category", "title", "estimated_speedup",
@@ -60,7 +72,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import re
-from typing import Any, Iterable
+from typing import Any, Iterable, NamedTuple
 
 from ncuadvisor import __version__
 from ncuadvisor.errors import InputError
@@ -107,17 +119,49 @@ def _dname(k: dict[str, Any]) -> str:
     return str(k.get("demangled") or k.get("name") or "")
 
 
+class ProcessKeys(NamedTuple):
+    """The process key of every pid of one report (its rank, or its place in start order) and whether they are ranks."""
+
+    by_pid: dict[Any, int]
+    ranks: bool
+
+    def of(self, k: dict[str, Any]) -> int | None:
+        return self.by_pid.get((k.get("process") or {}).get("pid"))
+
+
+def process_keys(result: dict[str, Any]) -> ProcessKeys | None:
+    """How a report's kernels are keyed per process (module docstring); None when it holds one process.
+
+    Ranks only when every process has one and no two share it: a partial record would mix the two kinds of key."""
+    procs = [p for p in (result.get("report") or {}).get("processes") or [] if isinstance(p, dict)]
+    if len(procs) < 2:
+        return None
+    ranks = [p.get("rank") for p in procs]
+    if all(isinstance(r, int) and not isinstance(r, bool) for r in ranks) and len(set(ranks)) == len(ranks):
+        return ProcessKeys({p.get("pid"): p["rank"] for p in procs}, True)
+    started = sorted(procs, key=lambda p: (finite(p.get("pid")) is None, finite(p.get("pid")) or 0.0))
+    return ProcessKeys({p.get("pid"): i for i, p in enumerate(started)}, False)
+
+
+_NO_PROCESS = ProcessKeys({}, False)  # every kernel keyed None: one group per kernel across processes
+
+
 def match_kernels(
-    before: list[dict[str, Any]], after: list[dict[str, Any]]
+    before: list[dict[str, Any]],
+    after: list[dict[str, Any]],
+    before_keys: ProcessKeys = _NO_PROCESS,
+    after_keys: ProcessKeys = _NO_PROCESS,
 ) -> list[tuple[list[dict[str, Any]], list[dict[str, Any]], str | None]]:
-    """Pairs (before group, after group, how): how is 'identity', 'name', or None (added or removed: one side empty)."""
+    """Pairs (before group, after group, how): how is 'identity', 'name', or None (added or removed: one side empty).
+
+    With process keys, a kernel only matches the same kernel of the same process key."""
     pairs: list[tuple[list[dict], list[dict], str | None]] = []
     b_by_id: dict[tuple, list[dict]] = {}
     a_by_id: dict[tuple, list[dict]] = {}
     for k in before:
-        b_by_id.setdefault(_identity(k), []).append(k)
+        b_by_id.setdefault((before_keys.of(k), *_identity(k)), []).append(k)
     for k in after:
-        a_by_id.setdefault(_identity(k), []).append(k)
+        a_by_id.setdefault((after_keys.of(k), *_identity(k)), []).append(k)
     left_b: list[dict] = []
     left_a: list[dict] = []
     for key, group in b_by_id.items():
@@ -128,12 +172,12 @@ def match_kernels(
     for key, group in a_by_id.items():
         if key not in b_by_id:
             left_a.extend(group)
-    b_by_name: dict[str, list[dict]] = {}
-    a_by_name: dict[str, list[dict]] = {}
+    b_by_name: dict[tuple, list[dict]] = {}
+    a_by_name: dict[tuple, list[dict]] = {}
     for k in left_b:
-        b_by_name.setdefault(_dname(k), []).append(k)
+        b_by_name.setdefault((before_keys.of(k), _dname(k)), []).append(k)
     for k in left_a:
-        a_by_name.setdefault(_dname(k), []).append(k)
+        a_by_name.setdefault((after_keys.of(k), _dname(k)), []).append(k)
     for name, group in b_by_name.items():
         if name in a_by_name:
             pairs.append((group, a_by_name[name], "name"))
@@ -239,8 +283,21 @@ def _shape(side: dict[str, Any] | None) -> str:
     return f"grid {side['grid']} block {side['block']}"
 
 
+def _process_entry(bgroup: list[dict], agroup: list[dict], bkeys: ProcessKeys, akeys: ProcessKeys) -> dict[str, Any]:
+    """The process of a per-process entry: its key, its label ("rank 1" when a side knows the rank, else "process 1",
+    the place in start order) and the pid (and rank) on each side."""
+    key = bkeys.of(bgroup[0]) if bgroup else akeys.of(agroup[0])
+    ranked = bool(bgroup and bkeys.ranks) or bool(agroup and akeys.ranks)
+    entry: dict[str, Any] = {"key": key, "label": f"{'rank' if ranked else 'process'} {'?' if key is None else key}"}
+    for side, group in (("before", bgroup), ("after", agroup)):
+        proc = (group[0].get("process") or {}) if group else None
+        entry[side] = None if proc is None else {f: proc[f] for f in ("pid", "rank") if f in proc}
+    return entry
+
+
 def _kernel_entry(
-    bgroup: list[dict], agroup: list[dict], how: str | None, threshold: float, min_change_ns: float
+    bgroup: list[dict], agroup: list[dict], how: str | None, threshold: float, min_change_ns: float,
+    process: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     b, a = _side(bgroup), _side(agroup)
     ref = (agroup or bgroup)[0]
@@ -253,7 +310,7 @@ def _kernel_entry(
     elif how == "identity" and (len(bgroup) > 1 or len(agroup) > 1):
         note = "several results share this name and launch shape; compared as one"
     change_ns = (a_ns or 0.0) - (b_ns or 0.0)
-    return {
+    entry = {
         "name": ref.get("name") or ref.get("demangled"),
         "demangled": _dname(ref),
         "status": status,
@@ -265,6 +322,9 @@ def _kernel_entry(
         "after": a,
         "findings": _compare_findings(_findings_of(bgroup), _findings_of(agroup)),
     }
+    if process is not None:
+        entry["process"] = process
+    return entry
 
 
 # -- the diff ----------------------------------------------------------------------------------------------------
@@ -291,6 +351,11 @@ def _total(result: dict[str, Any]) -> float:
     if total is None:
         total = sum(_num(k.get("duration_ns")) or 0.0 for k in result.get("kernels") or [])
     return total
+
+
+def _process_count(result: dict[str, Any]) -> int:
+    """The processes of a report: `report.processes` lists them only when there are several."""
+    return max(1, len((result.get("report") or {}).get("processes") or []))
 
 
 def _program_findings(result: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -330,9 +395,14 @@ def diff_results(
     """The diff dict of two result dicts (see the module docstring)."""
     source = "default" if threshold is None else "option"
     threshold = DEFAULT_THRESHOLD if threshold is None else float(threshold)
+    bkeys, akeys = process_keys(before), process_keys(after)
+    per_process = bkeys is not None and akeys is not None
+    b_kernels, a_kernels = list(before.get("kernels") or []), list(after.get("kernels") or [])
+    pairs = match_kernels(b_kernels, a_kernels, bkeys, akeys) if per_process else match_kernels(b_kernels, a_kernels)
     kernels = [
-        _kernel_entry(bg, ag, how, threshold, min_change_ns)
-        for bg, ag, how in match_kernels(list(before.get("kernels") or []), list(after.get("kernels") or []))
+        _kernel_entry(bg, ag, how, threshold, min_change_ns,
+                      _process_entry(bg, ag, bkeys, akeys) if per_process else None)
+        for bg, ag, how in pairs
     ]
     kernels.sort(key=_sort_key)
     b_total, a_total = _total(before), _total(after)
@@ -351,6 +421,23 @@ def diff_results(
             f"the reports come from different GPUs ({mb['device']} before, {ma['device']} after): "
             "their times are not comparable"
         )
+    if per_process:
+        process_match = "per-process"
+        unranked = [side for side, keys in (("before", bkeys), ("after", akeys)) if not keys.ranks]
+        if unranked:
+            warnings.append(
+                f"ranks not recorded for {' and '.join(unranked)} (`ncuadvisor profile` records them): processes "
+                "matched by start order, lowest pid first (process 0, 1, …)"
+            )
+    elif bkeys is not None or akeys is not None:
+        process_match = "summed"
+        n_before, n_after = _process_count(before), _process_count(after)
+        warnings.append(
+            f"{n_before} process{'es' if n_before != 1 else ''} before, {n_after} after: each kernel's time is summed "
+            "over all processes, not compared per rank"
+        )
+    else:
+        process_match = None
     if summary["name_matches"]:
         warnings.append(
             f"{summary['name_matches']} kernel(s) matched by name alone because their launch shape changed: "
@@ -384,6 +471,7 @@ def diff_results(
             "change": total_change / b_total if b_total else None,
             "status": total_status,
         },
+        "process_match": process_match,
         "kernels": kernels,
         "program_findings": program,
         "summary": summary,
@@ -409,14 +497,20 @@ def gate(diff: dict[str, Any], fail_on: str | None) -> list[str]:
             if k.get("status") == "regressed":
                 b_ns = (k.get("before") or {}).get("duration_ns")
                 a_ns = (k.get("after") or {}).get("duration_ns")
-                reasons.append(f"{k.get('name')} {_pct(k.get('change'))} ({_ns(b_ns)} → {_ns(a_ns)})")
+                reasons.append(f"{_kernel_label(k)} {_pct(k.get('change'))} ({_ns(b_ns)} → {_ns(a_ns)})")
     else:
         for k in diff.get("kernels") or []:
             for f in (k.get("findings") or {}).get("new") or []:
-                reasons.append(f"new {f.get('rule')} in {k.get('name')}: {f.get('title')}")
+                reasons.append(f"new {f.get('rule')} in {_kernel_label(k)}: {f.get('title')}")
         for f in (diff.get("program_findings") or {}).get("new") or []:
             reasons.append(f"new {f.get('rule')} (program-wide): {f.get('title')}")
     return reasons
+
+
+def _kernel_label(k: dict[str, Any]) -> str:
+    """A diff entry's kernel name, with its process when matched per process: "scale_add (rank 1)"."""
+    label = (k.get("process") or {}).get("label")
+    return f"{k.get('name')} ({label})" if label else str(k.get("name"))
 
 
 def _ns(ns: Any) -> str:

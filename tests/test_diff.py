@@ -6,11 +6,13 @@ from __future__ import annotations
 import copy
 import json
 import re
+import shutil
 from html.parser import HTMLParser
 
 import pytest
 from rich.console import Console
 
+from ncuadvisor.analyze import analyze
 from ncuadvisor.diff import (
     DEFAULT_THRESHOLD,
     MIN_CHANGE_NS,
@@ -20,6 +22,7 @@ from ncuadvisor.diff import (
     parse_threshold,
 )
 from ncuadvisor.errors import InputError
+from ncuadvisor.processes import write_sidecar
 from ncuadvisor.render.diff_render import (
     render_diff_html,
     render_diff_json,
@@ -174,6 +177,129 @@ def test_never_matched_by_position(analyzed):
     renamed["kernels"][0]["demangled"] = renamed["kernels"][0]["name"] = "something_else(int)"
     d = diff_results(before, renamed)  # same place in the list, other kernel: removed + added, not matched
     assert sorted(k["status"] for k in d["kernels"]) == ["added", "removed", "unchanged", "unchanged"]
+
+
+# -- several processes ------------------------------------------------------------------------------------------
+# fixtures/multiproc.ncu-rep.xz (one H200: pid 18918 = rank 0, pid 18919 = rank 1) and multigpu.ncu-rep.xz (the same
+# program on two H200s: pid 786 = rank 0 on GPU 0, pid 787 = rank 1 on GPU 1; fixtures/README.md). Each rank runs
+# scale_add ×4, rank 0 copy_strided_rank, rank 1 copy_vec4_rank.
+MP, MG = "multiproc", "multigpu"
+
+
+def rows(diff: dict) -> dict[tuple[str, str], dict]:
+    """(process label, kernel name) -> entry; fails when two entries share one."""
+    out = {(k["process"]["label"], k["name"]): k for k in diff["kernels"]}
+    assert len(out) == len(diff["kernels"])
+    return out
+
+
+def with_ranks(report_path, path, name: str, rank_of_pid: dict[int, int]) -> dict:
+    """The analysis of a copy (at path) of a fixture with ranks recorded beside it, as `ncuadvisor profile` does."""
+    shutil.copyfile(report_path(name), path)
+    write_sidecar(path, {pid: {"rank": r, "local_rank": r, "world_size": 2} for pid, r in rank_of_pid.items()})
+    return analyze(path)
+
+
+def test_multiprocess_report_against_itself_has_one_unchanged_row_per_process_and_kernel(diff_of):
+    d = diff_of(MP, MP)
+    assert d["process_match"] == "per-process"
+    r = rows(d)
+    assert sorted(r) == [("process 0", "copy_strided_rank"), ("process 0", "scale_add"),
+                         ("process 1", "copy_vec4_rank"), ("process 1", "scale_add")]
+    for k in r.values():
+        assert k["status"] == "unchanged" and k["change_ns"] == 0 and k["match"] == "identity"
+        assert k["match_note"] is None  # one result group per side: nothing summed
+        assert k["process"]["before"] == k["process"]["after"]
+    # each process's own scale_add time, not the sum over both (471488 ns)
+    assert r[("process 0", "scale_add")]["before"]["duration_ns"] == pytest.approx(234816)
+    assert r[("process 1", "scale_add")]["before"]["duration_ns"] == pytest.approx(236672)
+    assert r[("process 0", "scale_add")]["before"]["launches"] == 4
+    assert r[("process 0", "copy_strided_rank")]["process"]["before"] == {"pid": 18918}
+    assert r[("process 1", "copy_vec4_rank")]["process"]["before"] == {"pid": 18919}
+    assert d["summary"]["unchanged"] == 4 and d["verdict"] == "unchanged"
+    assert [w for w in d["warnings"] if "process" in w] == [
+        "ranks not recorded for before and after (`ncuadvisor profile` records them): processes matched by start "
+        "order, lowest pid first (process 0, 1, …)"
+    ]
+
+
+def test_one_gpu_against_two_gpus_matches_each_rank(diff_of, analyzed):
+    # rank 1 (pid 787) profiled first on the 2-GPU machine: the order of first results is not the rank order
+    assert [p["pid"] for p in analyzed(MG)["report"]["processes"]] == [787, 786]
+    d = diff_of(MP, MG)
+    r = rows(d)
+    assert d["summary"]["added"] == d["summary"]["removed"] == 0 and len(r) == 4
+    strided = r[("process 0", "copy_strided_rank")]
+    assert strided["process"]["before"] == {"pid": 18918} and strided["process"]["after"] == {"pid": 786}
+    assert strided["before"]["duration_ns"] == pytest.approx(290464)
+    assert strided["after"]["duration_ns"] == pytest.approx(290656)
+    assert rules(strided["findings"]["unchanged"]) == ["MEM001"]
+    vec4 = r[("process 1", "copy_vec4_rank")]
+    assert vec4["process"]["after"] == {"pid": 787} and vec4["change_ns"] == pytest.approx(30720 - 31168)
+    scale1 = r[("process 1", "scale_add")]
+    assert (scale1["process"]["before"]["pid"], scale1["process"]["after"]["pid"]) == (18919, 787)
+    assert scale1["change_ns"] == pytest.approx(234784 - 236672)
+    assert all(k["status"] == "unchanged" for k in r.values()) and d["verdict"] == "unchanged"
+    # a threshold below the spread: the gate names each kernel with its process
+    tight = diff_of(MP, MG, threshold=0.0001, min_change_ns=0.0)
+    assert gate(tight, "regression") == [
+        "copy_strided_rank (process 0) +0.1% (290.5 µs → 290.7 µs)",
+        "scale_add (process 0) +0.1% (234.8 µs → 234.9 µs)",
+    ]
+
+
+def test_recorded_ranks_are_the_key_and_the_label(report_path, tmp_path):
+    before = with_ranks(report_path, tmp_path / "mp.ncu-rep", MP, {18918: 0, 18919: 1})
+    after = with_ranks(report_path, tmp_path / "mg.ncu-rep", MG, {786: 0, 787: 1})
+    d = diff_results(before, after)
+    r = rows(d)
+    assert sorted(r) == [("rank 0", "copy_strided_rank"), ("rank 0", "scale_add"),
+                         ("rank 1", "copy_vec4_rank"), ("rank 1", "scale_add")]
+    assert r[("rank 0", "copy_strided_rank")]["process"] == {
+        "key": 0, "label": "rank 0", "before": {"pid": 18918, "rank": 0}, "after": {"pid": 786, "rank": 0}}
+    assert not any("process" in w for w in d["warnings"])
+    # ranks win over the start order: recorded the other way round, pid 786's strided copy is rank 1's
+    swapped = with_ranks(report_path, tmp_path / "mg_swapped.ncu-rep", MG, {786: 1, 787: 0})
+    r = rows(diff_results(before, swapped))
+    assert r[("rank 0", "copy_strided_rank")]["status"] == "removed"
+    assert r[("rank 1", "copy_strided_rank")]["status"] == "added"
+    assert r[("rank 0", "scale_add")]["after"]["duration_ns"] == pytest.approx(234784)  # pid 787's
+
+
+def test_one_process_against_several_sums_each_kernel_and_says_so(analyzed):
+    # the same program seen as one process: what an older report, or one without per-process data, gives
+    single = copy.deepcopy(analyzed(MP))
+    single["report"]["processes"] = []
+    for k in single["kernels"]:
+        k.pop("process")
+        k.pop("process_label")
+    for before, after, counts in ((single, analyzed(MG), "1 process before, 2 after"),
+                                  (analyzed(MG), single, "2 processes before, 1 after")):
+        d = diff_results(before, after)
+        assert d["process_match"] == "summed" and len(d["kernels"]) == 3
+        assert all("process" not in k for k in d["kernels"])
+        scale = entry(d, "scale_add")
+        mp_ns, mg_ns = 234816 + 236672, 234944 + 234784
+        assert {scale["before"]["duration_ns"], scale["after"]["duration_ns"]} == {mp_ns, mg_ns}
+        assert scale["before"]["launches"] == scale["after"]["launches"] == 8
+        said = [w for w in d["warnings"] if "process" in w]
+        assert said == [f"{counts}: each kernel's time is summed over all processes, not compared per rank"]
+        assert render_diff_markdown(d).count("summed over all processes") == 1
+
+
+def test_single_process_diffs_have_no_process_fields(diff_of):
+    d = diff_of(V0, V1)
+    assert d["process_match"] is None and all("process" not in k for k in d["kernels"])
+
+
+def test_cli_diff_of_two_multiprocess_reports():
+    p = run_cli("diff", xz(MP), xz(MG), "--format", "json")
+    assert p.returncode == 0, p.stderr
+    d = json.loads(p.stdout)
+    assert d["process_match"] == "per-process"
+    assert sorted((k["process"]["label"], k["name"], k["status"]) for k in d["kernels"]) == [
+        ("process 0", "copy_strided_rank", "unchanged"), ("process 0", "scale_add", "unchanged"),
+        ("process 1", "copy_vec4_rank", "unchanged"), ("process 1", "scale_add", "unchanged")]
 
 
 # -- threshold ---------------------------------------------------------------------------------------------------
