@@ -292,6 +292,21 @@ def test_single_process_diffs_have_no_process_fields(diff_of):
     assert d["process_match"] is None and all("process" not in k for k in d["kernels"])
 
 
+def test_process_labels_are_rendered(diff_of):
+    d = diff_of(MP, MG)
+    md_text = render_diff_markdown(diff_of(MP, MG, threshold=0.0001, min_change_ns=0.0))  # changes get details
+    assert "| <code>copy\\_strided\\_rank</code> · process 0 | 290.5 µs | 290.7 µs |" in md_text
+    assert "| Process | pid 18918 | pid 786 |" in md_text
+    assert "<summary><b>scale_add</b> · process 1 · faster −0.8%" in md_text
+    page = render_diff_html(d)
+    assert "copy_strided_rank</code> · process 0</td>" in page
+    assert '<tr><td>Process</td><td class="num">pid 18919</td><td class="num">pid 787</td></tr>' in page
+    console = Console(record=True, width=160)
+    render_diff_terminal(d, console=console)
+    out = console.export_text()
+    assert "copy_vec4_rank · process 1" in out and "scale_add · process 0" in out
+
+
 def test_cli_diff_of_two_multiprocess_reports():
     p = run_cli("diff", xz(MP), xz(MG), "--format", "json")
     assert p.returncode == 0, p.stderr

@@ -265,6 +265,8 @@ def render_diff_terminal(diff: dict[str, Any], console: Console | None = None, t
             bound = f"{kb.get('bound')} → {ka.get('bound')}"
         headroom = " → ".join(fmt_x(side.get("headroom")) for side in (kb, ka) if side)
         name = short_name(str(k.get("name") or k.get("demangled") or ""), 48)
+        if (k.get("process") or {}).get("label"):
+            name += f" · {k['process']['label']}"
         if k.get("match") == "name":
             name += " (by name)"
         table.add_row(
