@@ -21,6 +21,7 @@ import mmap
 import os
 import struct
 import threading
+import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Iterator, NamedTuple
@@ -164,6 +165,7 @@ def write_sidecar(report: str | os.PathLike[str], processes: dict[int, dict[str,
 
 
 def _environ(pid: int) -> dict[str, str]:
+    """The RANK / LOCAL_RANK / WORLD_SIZE of a process's environment; {} when there are none or it cannot be read."""
     try:
         raw = Path(f"/proc/{pid}/environ").read_bytes()
     except OSError:
@@ -171,9 +173,27 @@ def _environ(pid: int) -> dict[str, str]:
     env = {}
     for item in raw.split(b"\0"):
         k, _, v = item.partition(b"=")
-        if k.decode(errors="replace") in RANK_VARS:
-            env[k.decode()] = v.decode(errors="replace")
+        name = k.decode(errors="replace")
+        if name in RANK_VARS:
+            env[name] = v.decode(errors="replace")
     return env
+
+
+class _Stat(NamedTuple):
+    state: str  # R, S, ..., Z (exited, not yet waited for), X (dead)
+    ppid: int
+    start_ticks: int  # start time after boot: a pid reused by another process has another
+
+
+def _stat(pid: int | str) -> _Stat | None:
+    """A process's /proc/<pid>/stat, or None when it is gone (or was never there) or unreadable."""
+    try:
+        raw = Path(f"/proc/{pid}/stat").read_bytes()
+        # "pid (comm) state ppid ...": comm may hold spaces and parentheses; split after the last ")"
+        rest = raw[raw.rindex(b")") + 2:].split()
+        return _Stat(rest[0].decode(errors="replace"), int(rest[1]), int(rest[19]))
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 def _children_map() -> dict[int, int]:
@@ -184,27 +204,32 @@ def _children_map() -> dict[int, int]:
     except OSError:
         return out
     for name in names:
-        if not name.isdigit():
-            continue
-        try:
-            stat = Path(f"/proc/{name}/stat").read_text()
-            # "pid (comm) state ppid ...": comm may hold spaces and parentheses; split after the last ")"
-            ppid = int(stat[stat.rindex(")") + 2:].split()[1])
-            out[int(name)] = ppid
-        except (OSError, ValueError, IndexError):
-            continue
+        if name.isdigit():
+            st = _stat(name)
+            if st is not None:
+                out[int(name)] = st.ppid
     return out
 
 
 class ProcessWatcher:
-    """Polls /proc while ncu runs: every descendant of `root` with RANK/LOCAL_RANK/WORLD_SIZE in its environment is
-    remembered with them. Linux only; elsewhere it records nothing."""
+    """Polls /proc while ncu runs: every descendant of `root` (ncu) with RANK/LOCAL_RANK/WORLD_SIZE in its environment
+    is remembered with them. Linux only; elsewhere it records nothing.
 
-    def __init__(self, root: int, interval_s: float = 0.2):
+    It runs during every profile, most of them of one process, so it keeps its cost down (a poll reads the stat of
+    every process on the machine): every `fast_interval_s` for the first `fast_for_s` (launchers start their workers
+    early, and a short-lived one must not be missed), then every `slow_interval_s`, and not at all once `root` has
+    exited (its processes are then gone, or no longer its descendants). Processes vanish while they are read: what
+    cannot be read is skipped, and neither a poll nor the thread ever raises."""
+
+    def __init__(self, root: int, fast_interval_s: float = 0.2, slow_interval_s: float = 1.0, fast_for_s: float = 2.0):
         self.root = root
-        self.interval_s = interval_s
+        self.fast_interval_s = fast_interval_s
+        self.slow_interval_s = slow_interval_s
+        self.fast_for_s = fast_for_s
         self.found: dict[int, dict[str, Any]] = {}
         self._seen: set[int] = set()
+        root_stat = _stat(root)
+        self._root_start = root_stat.start_ticks if root_stat is not None else None
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -220,16 +245,27 @@ class ProcessWatcher:
             self._thread.join(timeout=2.0)
         return dict(self.found)
 
+    def interval_s(self, elapsed_s: float) -> float:
+        """The wait before the next poll, `elapsed_s` after the first."""
+        return self.fast_interval_s if elapsed_s < self.fast_for_s else self.slow_interval_s
+
+    def root_running(self) -> bool:
+        """Whether `root` still runs: not gone, not exited (a zombie until waited for), its pid not reused."""
+        st = _stat(self.root)
+        return st is not None and st.state not in ("Z", "X") and st.start_ticks == self._root_start
+
     def poll(self) -> None:
+        """One look at /proc: the ranks of root's descendants not seen yet."""
         parents = _children_map()
-        family = {self.root}
-        changed = True
-        while changed:  # descendants of root, whatever their depth
-            changed = False
-            for pid, ppid in parents.items():
-                if ppid in family and pid not in family:
-                    family.add(pid)
-                    changed = True
+        children: dict[int, list[int]] = {}
+        for pid, ppid in parents.items():
+            children.setdefault(ppid, []).append(pid)
+        family, todo = set(), [self.root]
+        while todo:  # descendants of root, whatever their depth (a set: pids reused mid-scan can make a cycle)
+            pid = todo.pop()
+            if pid not in family:
+                family.add(pid)
+                todo.extend(children.get(pid, ()))
         for pid in family - self._seen - {self.root}:
             self._seen.add(pid)
             env = _environ(pid)
@@ -243,9 +279,14 @@ class ProcessWatcher:
             self.found[pid] = info
 
     def _loop(self) -> None:
-        while not self._stop.is_set():
-            self.poll()
-            self._stop.wait(self.interval_s)
+        t0 = time.monotonic()
+        try:
+            while self.root_running():
+                self.poll()
+                if self._stop.wait(self.interval_s(time.monotonic() - t0)):
+                    return
+        except Exception:  # ranks are a nicety: a failure must not print a traceback over the profile's progress
+            return
 
 
 def _int_or(v: str) -> Any:

@@ -118,7 +118,7 @@ def test_watcher_reads_rank_of_descendants():
             "p = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(1.5)'], env=env); "
             "print(p.pid, flush=True); p.wait()")
     child = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
-    watcher = ProcessWatcher(child.pid, interval_s=0.05).start()
+    watcher = ProcessWatcher(child.pid, fast_interval_s=0.05).start()
     grandchild = int(child.stdout.readline())
     time.sleep(0.5)
     child.wait()
@@ -126,6 +126,43 @@ def test_watcher_reads_rank_of_descendants():
     assert found[grandchild]["rank"] == 3 and found[grandchild]["local_rank"] == 1
     assert found[grandchild]["world_size"] == 4
     assert child.pid not in found  # no RANK in its environment
+
+
+def test_watcher_records_the_rank_of_a_short_lived_child_and_stops_when_its_root_exits():
+    # as under ncu: the root (ncu here, bash) starts a worker with RANK set, and exits when its workers are done
+    root = subprocess.Popen(["bash", "-c", "RANK=3 WORLD_SIZE=4 sleep 0.5 & wait"])
+    watcher = ProcessWatcher(root.pid).start()  # the defaults profile uses
+    os.waitid(os.P_PID, root.pid, os.WEXITED | os.WNOWAIT)  # exited, not yet waited for: a zombie, as ncu is then
+    assert not watcher.root_running()
+    watcher._thread.join(timeout=2.0)
+    assert not watcher._thread.is_alive()  # it stopped polling by itself, before stop()
+    found = watcher.stop()
+    root.wait()
+    assert len(found) == 1
+    (info,) = found.values()
+    assert info["rank"] == 3 and info["world_size"] == 4 and "local_rank" not in info
+    assert os.path.basename(info["executable"]) == "sleep"
+
+
+def test_watcher_polls_fast_first_then_slowly():
+    watcher = ProcessWatcher(os.getpid())
+    assert [watcher.interval_s(t) for t in (0.0, 1.99, 2.0, 600.0)] == [0.2, 0.2, 1.0, 1.0]
+
+
+def test_watcher_survives_processes_that_vanish_while_it_reads():
+    # 300 short-lived children with RANK=1, polled back to back: most exit between the /proc listing and the reads
+    root = subprocess.Popen(["bash", "-c", "for i in $(seq 300); do RANK=1 true & done; wait"])
+    watcher = ProcessWatcher(root.pid)
+    polls = 0
+    while root.poll() is None:
+        watcher.poll()
+        polls += 1
+    assert polls > 0 and all(info["rank"] == 1 for info in watcher.found.values())
+    gone = ProcessWatcher(root.pid)  # a root already waited for: nothing to read, nothing raised
+    assert not gone.root_running()
+    gone.poll()
+    assert gone.found == {}
+    assert gone.start().stop() == {}
 
 
 def test_dynamic_shapes_program_finding(analyzed):
