@@ -218,8 +218,9 @@ class ProcessWatcher:
     It runs during every profile, most of them of one process, so it keeps its cost down (a poll reads the stat of
     every process on the machine): every `fast_interval_s` for the first `fast_for_s` (launchers start their workers
     early, and a short-lived one must not be missed), then every `slow_interval_s`, and not at all once `root` has
-    exited (its processes are then gone, or no longer its descendants). Processes vanish while they are read: what
-    cannot be read is skipped, and neither a poll nor the thread ever raises."""
+    exited (its processes are then gone, or no longer its descendants). A descendant without ranks is read again at
+    the next poll: between fork and exec, a launcher's child still shows the launcher's environment. Processes vanish
+    while they are read: what cannot be read is skipped, and neither a poll nor the thread ever raises."""
 
     def __init__(self, root: int, fast_interval_s: float = 0.2, slow_interval_s: float = 1.0, fast_for_s: float = 2.0):
         self.root = root
@@ -227,7 +228,6 @@ class ProcessWatcher:
         self.slow_interval_s = slow_interval_s
         self.fast_for_s = fast_for_s
         self.found: dict[int, dict[str, Any]] = {}
-        self._seen: set[int] = set()
         root_stat = _stat(root)
         self._root_start = root_stat.start_ticks if root_stat is not None else None
         self._stop = threading.Event()
@@ -255,7 +255,7 @@ class ProcessWatcher:
         return st is not None and st.state not in ("Z", "X") and st.start_ticks == self._root_start
 
     def poll(self) -> None:
-        """One look at /proc: the ranks of root's descendants not seen yet."""
+        """One look at /proc: the ranks of root's descendants not found yet."""
         parents = _children_map()
         children: dict[int, list[int]] = {}
         for pid, ppid in parents.items():
@@ -266,8 +266,7 @@ class ProcessWatcher:
             if pid not in family:
                 family.add(pid)
                 todo.extend(children.get(pid, ()))
-        for pid in family - self._seen - {self.root}:
-            self._seen.add(pid)
+        for pid in family - self.found.keys() - {self.root}:
             env = _environ(pid)
             if not env:
                 continue

@@ -144,6 +144,16 @@ def test_watcher_records_the_rank_of_a_short_lived_child_and_stops_when_its_root
     assert os.path.basename(info["executable"]) == "sleep"
 
 
+def test_watcher_reads_a_child_again_after_it_execs():
+    # a launcher's child is seen between fork and exec with the launcher's environment (no RANK): here for 0.4 s,
+    # then the same pid execs with RANK=2
+    root = subprocess.Popen(["bash", "-c", "(sleep 0.4; RANK=2 exec sleep 0.4) & wait"])
+    watcher = ProcessWatcher(root.pid, fast_interval_s=0.05).start()
+    root.wait()
+    found = watcher.stop()
+    assert [info["rank"] for info in found.values()] == [2]
+
+
 def test_watcher_polls_fast_first_then_slowly():
     watcher = ProcessWatcher(os.getpid())
     assert [watcher.interval_s(t) for t in (0.0, 1.99, 2.0, 600.0)] == [0.2, 0.2, 1.0, 1.0]
