@@ -463,23 +463,31 @@ class OutputParser:
         return any(e.error_kind == "permission" for e in self.errors)
 
 
+def _last_redraw(line: str) -> str:
+    """What a terminal is left showing of a line redrawn with carriage returns: its last redraw."""
+    return line.rstrip("\r").rsplit("\r", 1)[-1]
+
+
 class LineSplitter:
-    """Bytes from a pipe -> complete lines, plus the unfinished tail (for in-line progress)."""
+    """Bytes from a pipe -> complete lines, plus the unfinished tail (for in-line progress).
+
+    A line the program redraws with carriage returns (its own progress bar: tqdm writes `\r 10%|#   |` again and
+    again on one line) comes out once, as a terminal would end up showing it, not as one line per redraw."""
 
     def __init__(self) -> None:
         self._buf = ""
 
     def feed(self, data: str) -> list[str]:
-        self._buf += data.replace("\r\n", "\n").replace("\r", "\n")
+        self._buf = (self._buf + data).replace("\r\n", "\n")
         *lines, self._buf = self._buf.split("\n")
-        return lines
+        return [_last_redraw(line) for line in lines]
 
     @property
     def partial(self) -> str:
-        return self._buf
+        return _last_redraw(self._buf)
 
     def flush(self) -> list[str]:
-        rest, self._buf = self._buf, ""
+        rest, self._buf = _last_redraw(self._buf), ""
         return [rest] if rest else []
 
 

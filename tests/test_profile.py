@@ -336,7 +336,11 @@ def test_partial_progress_and_line_splitting():
     assert N.parse_partial("hello") is None
     s = N.LineSplitter()
     assert s.feed("a\nb") == ["a"] and s.partial == "b"
-    assert s.feed("c\r\nd\re") == ["bc", "d"] and s.flush() == ["e"]
+    assert s.feed("c\r\nd\re") == ["bc"] and s.partial == "e" and s.flush() == ["e"]
+    assert s.feed("x\r") == [] and s.feed("\ny") == ["x"] and s.flush() == ["y"]  # \r\n split across two reads
+    # a program's own progress bar (tqdm redraws its line with \r): its last state, once
+    assert s.feed("\rtrain:   0%|   | 0/3\rtrain:  33%|#  | 1/3") == [] and s.partial == "train:  33%|#  | 1/3"
+    assert s.feed("\rtrain: 100%|###| 3/3\ndone\n") == ["train: 100%|###| 3/3", "done"]
 
 
 # -- choosing kernels and merging ---------------------------------------------------------------------------------
