@@ -341,6 +341,12 @@ def test_partial_progress_and_line_splitting():
     # a program's own progress bar (tqdm redraws its line with \r): its last state, once
     assert s.feed("\rtrain:   0%|   | 0/3\rtrain:  33%|#  | 1/3") == [] and s.partial == "train:  33%|#  | 1/3"
     assert s.feed("\rtrain: 100%|###| 3/3\ndone\n") == ["train: 100%|###| 3/3", "done"]
+    # ncu's line after a line the program left open (the merged pipe): still a line of ncu's, partial and complete
+    assert s.feed('\rtrain:  33%|#  | 1/3==PROF== Profiling "k" - 0: 0%....50%') == []
+    assert N.parse_partial(s.partial).code == 50
+    assert s.feed("....100% - 36 passes\n") == [
+        "train:  33%|#  | 1/3", '==PROF== Profiling "k" - 0: 0%....50%....100% - 36 passes']
+    assert N.parse_line(s.feed("\rtrain:  66%|## | 2/3==WARNING== Note\n")[1]).kind == "warning"
 
 
 # -- choosing kernels and merging ---------------------------------------------------------------------------------
