@@ -463,24 +463,39 @@ class OutputParser:
         return any(e.error_kind == "permission" for e in self.errors)
 
 
+# An ncu tag inside a line: ncu's line written after text the program left without a line end
+_TAG_INSIDE_RE = re.compile(r"(?<=.)(?===(?:PROF|ERROR|WARNING|INFO)==)")
+
+
+def _split(line: str) -> list[str]:
+    """One line of the merged output -> the lines it holds: what a terminal is left showing of a line redrawn with
+    carriage returns (its last redraw), then cut before each ncu tag that does not start it."""
+    return _TAG_INSIDE_RE.split(line.rstrip("\r").rsplit("\r", 1)[-1])
+
+
 class LineSplitter:
-    """Bytes from a pipe -> complete lines, plus the unfinished tail (for in-line progress)."""
+    """Bytes from a pipe -> complete lines, plus the unfinished tail (for in-line progress).
+
+    The program and ncu write to the same pipe. A line the program redraws with carriage returns (its own progress
+    bar: tqdm writes `\r 10%|#   |` again and again, with no line end until it is done) comes out once, as a
+    terminal would end up showing it, not as one line per redraw; and an ncu line that lands after such an open
+    line (`\r 10%|#   |==PROF== Profiling ...`) is a line of its own, so that it is still read as ncu's."""
 
     def __init__(self) -> None:
         self._buf = ""
 
     def feed(self, data: str) -> list[str]:
-        self._buf += data.replace("\r\n", "\n").replace("\r", "\n")
+        self._buf = (self._buf + data).replace("\r\n", "\n")
         *lines, self._buf = self._buf.split("\n")
-        return lines
+        return [part for line in lines for part in _split(line)]
 
     @property
     def partial(self) -> str:
-        return self._buf
+        return _split(self._buf)[-1]
 
     def flush(self) -> list[str]:
         rest, self._buf = self._buf, ""
-        return [rest] if rest else []
+        return [part for part in _split(rest) if part]
 
 
 # Lines of ncu that are noise for a user of ncuadvisor (shown with --verbose only).

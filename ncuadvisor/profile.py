@@ -394,7 +394,15 @@ class PhaseRun:
 
 
 class ProgressUI:
-    """The progress bar (stderr) fed by ncu's own output; the program's output goes to stdout as it comes."""
+    """The progress bar (stderr) fed by ncu's own output; the program's output goes to stdout as it comes.
+
+    On an interactive terminal the bar is one row that rich redraws in place (and erases at the end of the phase):
+    the phase, the bar, the launches profiled so far (`12/31` with ncu's own count, `12/~29` against our estimate,
+    `2001` when no total is known), the kernel and its replay, the elapsed time. The phase and the count keep their
+    width; the bar and the kernel name share what is left, so a narrow terminal still shows which phase and how far.
+    Anywhere else (a pipe, a file, TERM=dumb) there is no bar: one line per phase and its summary, with the program's
+    output and ncu's warnings as they come.
+    """
 
     def __init__(self, verbose: bool = False, quiet: bool = False):
         from rich.console import Console
@@ -408,48 +416,63 @@ class ProgressUI:
         self._label = ""
         self._done = 0
         self._total: int | None = None
+        self._exact = False  # the total is ncu's own (`(i/n)` in its progress lines), not our estimate
 
     def start(self, label: str, total: int | None) -> None:
         from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+        from rich.table import Column
 
-        self._label, self._done, self._total = label, 0, total
+        self._label, self._done, self._total, self._exact = label, 0, total, False
         if not self.quiet:
             self.err.print(f"[bold]{label}[/bold]")
-        if self.err.is_terminal and not self.quiet:
+        if self.err.is_interactive and not self.quiet:
             self._progress = Progress(
                 SpinnerColumn(),
                 TextColumn("[bold]{task.fields[phase]}"),
-                BarColumn(),
-                TextColumn("{task.fields[detail]}"),
+                BarColumn(bar_width=None, table_column=Column(ratio=1)),
+                TextColumn("{task.fields[count]}"),
+                TextColumn("{task.fields[detail]}", table_column=Column(ratio=2, no_wrap=True, overflow="ellipsis")),
                 TimeElapsedColumn(),
                 console=self.err,
                 transient=True,
+                expand=True,
             )
             self._progress.start()
-            self._task = self._progress.add_task("", total=total, phase=label.split(":")[0], detail="starting the program")
+            self._task = self._progress.add_task("", total=total, phase=label.split(":")[0], count=self._count(0),
+                                                 detail="starting the program")
 
-    def _detail(self, text: str, advance: int = 0) -> None:
+    def _count(self, launch: int) -> str:
+        if not self._total:
+            return str(launch)
+        return f"{launch}/{'' if self._exact else '~'}{self._total}"
+
+    def _update(self, detail: str, launch: int) -> None:
+        """Show `detail` about `launch` (1-based); an estimated total that turns out short grows with the count."""
         if self._progress is None or self._task is None:
             return
-        if self._total is not None and self._done > self._total:
-            self._total = self._done
-            self._progress.update(self._task, total=self._total)
-        self._progress.update(self._task, detail=text, advance=advance)
+        if self._total is not None and not self._exact and launch > self._total:
+            self._total = launch
+        self._progress.update(self._task, total=self._total, completed=self._done, count=self._count(launch),
+                              detail=detail)
 
-    def _of(self, i: int) -> str:
-        return f"kernel {i}" + (f" of ~{self._total}" if self._total else "")
+    def _count_from(self, ev: ncu_mod.Event) -> None:
+        if ev.n is not None:
+            self._total, self._exact = ev.n, True
 
     def event(self, ev: ncu_mod.Event) -> None:
         from rich.markup import escape
 
         if ev.kind == "progress":
-            self._done += 1
-            passes = f" · {ev.passes} passes" if ev.passes else ""
-            self._detail(f"{self._of(self._done)} · {escape(_short(ev.name or ''))}{passes}", advance=1)
+            self._count_from(ev)
+            self._done = ev.i if ev.i is not None else self._done + 1
+            passes = f" · {ev.passes} pass{'es' if ev.passes != 1 else ''}" if ev.passes else ""
+            self._update(f"{escape(_short(ev.name or ''))}{passes}", self._done)
             if self.verbose:
                 self._print_err(ev.text, "dim")
         elif ev.kind == "progress-partial":
-            self._detail(f"{self._of(self._done + 1)} · {escape(_short(ev.name or ''))} · replay {ev.code}%")
+            self._count_from(ev)
+            self._update(f"{escape(_short(ev.name or ''))} · replay {ev.code}%",
+                         ev.i if ev.i is not None else self._done + 1)
         elif ev.kind == "output":
             self._print_out(ev.text)
         elif ev.kind in ("error", "app-exit"):
@@ -460,15 +483,18 @@ class ProgressUI:
             if self.verbose or not any(q in ev.text for q in ncu_mod.QUIET_WARNINGS):
                 self._print_err(ev.text, "yellow")
         elif ev.kind == "connected":
-            self._detail("program started")
+            self._update("program started", self._done)
             if self.verbose:
                 self._print_err(ev.text, "dim")
         elif self.verbose:
             self._print_err(ev.text, "dim")
 
     def _print_out(self, text: str) -> None:
-        # to stdout; while the bar is live on a terminal, rich redirects stdout above it
-        self.out.print(text, markup=False, highlight=False)
+        # While the bar is live on the terminal that stdout also writes to, the line goes through the bar's console,
+        # which prints it above the bar (as rich's own stdout redirection does): written to stdout directly it would
+        # land on the bar's row and leave a stale copy of the bar on screen.
+        console = self._progress.console if self._progress is not None and self.out.is_terminal else self.out
+        console.print(text, markup=False, highlight=False)
 
     def _print_err(self, text: str, style: str) -> None:
         console = self._progress.console if self._progress is not None else self.err
@@ -1026,7 +1052,10 @@ class Session:
                                           launch_count=window if strategy == "window" else None)
             label = f"phase 2/2: full analysis sections, one launch per kernel (round {rnd})" if rnd > 1 else \
                 "phase 2/2: full analysis sections, one launch per kernel"
-            run2 = self._run(cmd2, out2, label, len(missing))
+            # what the bar counts up to: the launches this round profiles (one per kernel and launch shape, as
+            # far as phase 1 saw them), until ncu's own count replaces it
+            expected = {"window": window, "config": configs}.get(strategy) or len(missing)
+            run2 = self._run(cmd2, out2, label, expected)
             if run2.parser.permission_denied:
                 check_run(run2, self.filters, self.target, "phase 2")
             new: set[tuple[str, str, str]] = set()

@@ -336,7 +336,17 @@ def test_partial_progress_and_line_splitting():
     assert N.parse_partial("hello") is None
     s = N.LineSplitter()
     assert s.feed("a\nb") == ["a"] and s.partial == "b"
-    assert s.feed("c\r\nd\re") == ["bc", "d"] and s.flush() == ["e"]
+    assert s.feed("c\r\nd\re") == ["bc"] and s.partial == "e" and s.flush() == ["e"]
+    assert s.feed("x\r") == [] and s.feed("\ny") == ["x"] and s.flush() == ["y"]  # \r\n split across two reads
+    # a program's own progress bar (tqdm redraws its line with \r): its last state, once
+    assert s.feed("\rtrain:   0%|   | 0/3\rtrain:  33%|#  | 1/3") == [] and s.partial == "train:  33%|#  | 1/3"
+    assert s.feed("\rtrain: 100%|###| 3/3\ndone\n") == ["train: 100%|###| 3/3", "done"]
+    # ncu's line after a line the program left open (the merged pipe): still a line of ncu's, partial and complete
+    assert s.feed('\rtrain:  33%|#  | 1/3==PROF== Profiling "k" - 0: 0%....50%') == []
+    assert N.parse_partial(s.partial).code == 50
+    assert s.feed("....100% - 36 passes\n") == [
+        "train:  33%|#  | 1/3", '==PROF== Profiling "k" - 0: 0%....50%....100% - 36 passes']
+    assert N.parse_line(s.feed("\rtrain:  66%|## | 2/3==WARNING== Note\n")[1]).kind == "warning"
 
 
 # -- choosing kernels and merging ---------------------------------------------------------------------------------
@@ -737,6 +747,119 @@ def test_ctrl_c_keeps_and_analyses_what_was_collected(tmp_path):
     assert res["report"]["warnings"][0].startswith("partial: interrupted")
     assert [k["name"] for k in res["kernels"]] == ["tiny_add", "big_add"]
     assert (tmp_path / "x.phase1.ncu-rep").exists()
+
+
+# On a terminal: the progress bar as a user sees it. The command runs in a pseudo-terminal (stdout and stderr both the
+# terminal, as in a shell), and what it wrote, escape codes included, is read back.
+
+TERMINAL_ENV = ("COLUMNS", "LINES", "NO_COLOR", "FORCE_COLOR", "TTY_COMPATIBLE", "TTY_INTERACTIVE", "TERM", "COLORTERM")
+
+
+def run_on_a_terminal(tmp_path: Path, columns: int, *args: str, term: str = "xterm-256color") -> tuple[int, str]:
+    """Run `ncuadvisor profile ARGS` with the fake ncu in a pseudo-terminal `columns` wide; its exit code and all
+    it wrote (rich reads the width from the terminal itself: COLUMNS and the colour variables are left out)."""
+    pty = pytest.importorskip("pty", reason="needs a pseudo-terminal (pty)")
+    import fcntl
+    import select
+    import struct
+    import termios
+
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, columns, 0, 0))
+    env = {k: v for k, v in os.environ.items() if k not in TERMINAL_ENV and not k.startswith("FAKE_NCU_")}
+    env.update(TERM=term, PATH=str(FAKE_DIR) + os.pathsep + os.environ["PATH"],
+               PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
+    try:
+        proc = subprocess.Popen([sys.executable, "-m", "ncuadvisor", "profile", *args], cwd=tmp_path, env=env,
+                                stdin=slave, stdout=slave, stderr=slave, start_new_session=True)
+    finally:
+        os.close(slave)
+    raw = bytearray()
+    deadline = time.time() + 120
+    try:
+        while time.time() < deadline:
+            if select.select([master], [], [], 0.5)[0]:
+                try:
+                    data = os.read(master, 65536)
+                except OSError:  # Linux: EIO once the program and its children have closed the terminal
+                    break
+                if not data:
+                    break
+                raw += data
+            elif proc.poll() is not None:
+                break
+        code = proc.wait(timeout=max(1.0, deadline - time.time()))
+    finally:
+        os.close(master)
+        if proc.poll() is None:
+            proc.kill()
+    return code, raw.decode("utf-8", "replace")
+
+
+def screen_rows(raw: str) -> list[str]:
+    """The rows a terminal is left showing after `raw`: text, carriage return, line feed, cursor up and erase line
+    (what rich's live display uses) are applied; other escape codes are dropped; long rows are not wrapped."""
+    import re
+
+    rows, r, c = [""], 0, 0
+    for tok in re.findall(r"\x1b\[[0-9;?]*[A-Za-z]|\r|\n|[^\x1b\r\n]+", raw):
+        if tok == "\r":
+            c = 0
+        elif tok == "\n":
+            r += 1
+            rows += [""] * (r + 1 - len(rows))
+        elif tok.startswith("\x1b["):
+            if tok.endswith("A"):
+                r = max(0, r - int(tok[2:-1] or 1))
+            elif tok == "\x1b[2K":
+                rows[r] = ""
+        else:
+            row = rows[r].ljust(c)
+            rows[r] = row[:c] + tok + row[c + len(tok):]
+            c += len(tok)
+    return [row.rstrip() for row in rows]
+
+
+@pytest.mark.parametrize("columns", [100, 40])
+def test_progress_bar_on_a_terminal(tmp_path, columns):
+    """Phase 1 (2001 launches of tiny_phase1) and phase 2 (a window of one launch) each draw a live bar that is
+    redrawn in place, names its phase, counts up to the last launch, fits the width, and is gone at the end; the
+    program's output and the summary are left on their own rows, not glued to a stale copy of the bar."""
+    import re
+
+    code, raw = run_on_a_terminal(tmp_path, columns, str(TARGET), "-o", "step.json")
+    assert code == 0, raw
+    assert "Traceback" not in raw
+    plain = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", raw)
+    frames = {p: [f for f in re.split(r"[\r\n]", plain) if re.search(rf"phase {p}/2(?!:)", f)] for p in (1, 2)}
+    assert len(frames[1]) >= 2 and len(frames[2]) >= 2, frames  # drawn when it starts, redrawn when it ends
+    assert re.search(r"\s2001\s", frames[1][-1]), frames[1]  # every launch of phase 1 counted (no total known)
+    assert re.search(r"\s1/1\s", frames[2][-1]), frames[2]  # ncu's own count: launch 1 of --launch-count 1
+    too_wide = [f for f in frames[1] + frames[2] if len(f) > columns]
+    assert not too_wide, too_wide
+    assert "\x1b[2K" in raw and raw.count("\n") < 200  # redrawn in place, not a line per launch
+    rows = screen_rows(raw)
+    assert not [r for r in rows if re.search(r"phase [12]/2(?!:)", r)], rows  # no stale bar left on screen
+    order = ["phase 1/2: timing every kernel launch", "target: args=[]", "2001 launches profiled",
+             "phase 2/2: full analysis sections", "target: args=[]", "1 launch profiled", "wrote step.json"]
+    at, seen = 0, []
+    for row in rows:
+        if at < len(order) and row.strip().startswith(order[at]):
+            seen.append(row)
+            at += 1
+    assert at == len(order), (seen, rows)
+
+
+def test_progress_on_a_dumb_terminal(tmp_path):
+    """TERM=dumb: no live bar and no escape codes, the same rows as in a pipe (no blank rows from the bar)."""
+    code, raw = run_on_a_terminal(tmp_path, 100, str(TARGET), "-o", "step.json", term="dumb")
+    assert code == 0, raw
+    assert "\x1b" not in raw and "Traceback" not in raw
+    rows = raw.replace("\r\n", "\n").split("\n")
+    assert rows[:2] == ["phase 1/2: timing every kernel launch", "target: args=[]"], rows
+    assert rows[2].startswith("  2001 launches profiled in "), rows
+    i = rows.index("phase 2/2: full analysis sections, one launch per kernel")
+    assert rows[i + 1] == "target: args=[]" and rows[i + 2].startswith("  1 launch profiled in "), rows
 
 
 def test_register_is_idempotent():
