@@ -4,7 +4,7 @@ For every kernel of fixtures/flaws.ncu-rep.xz (workloads/cuda/flaws.cu) and fixt
 (workloads/cuda/cache.cu), both captured on an H200, it prints: the planted flaw (workloads/cuda/manifest.json,
 manifest_cache.json), our first finding, NCU's own top-ranked rule from the same report, and for each flawed/fixed
 pair our estimated speedup next to the one measured without the profiler (fixtures/bench_flaws.jsonl,
-fixtures/session2/bench_cache.jsonl). It ends with one line: our first-finding accuracy, NCU's, and the mean error
+fixtures/session3/bench_cache_s3.jsonl). It ends with one line: our first-finding accuracy, NCU's, and the mean error
 of our speedup estimates.
 
     python benchmarks/accuracy.py [--markdown] [--report R --manifest M --bench B]
@@ -43,12 +43,12 @@ NCU_CATEGORY = {
     "HighPipeUtilization": "other",  # "compute pipelines under-utilized": not the actionable problem
     "MemoryL2Compression": "cache",
 }
-# (report, manifest, measured times): the 31 kernels of flaws.cu, and the index-math pair of cache.cu (session 2)
+# (report, manifest, measured times): the 31 kernels of flaws.cu, and the cache and index-math pairs of cache.cu
 SETS = [
     (str(ROOT / "fixtures" / "flaws.ncu-rep.xz"), str(ROOT / "workloads" / "cuda" / "manifest.json"),
      str(ROOT / "fixtures" / "bench_flaws.jsonl")),
     (str(ROOT / "fixtures" / "cache.ncu-rep.xz"), str(ROOT / "workloads" / "cuda" / "manifest_cache.json"),
-     str(ROOT / "fixtures" / "session2" / "bench_cache.jsonl")),
+     str(ROOT / "fixtures" / "session3" / "bench_cache_s3.jsonl")),
 ]
 NCU_NEAR_BOUND_PCT = 20.0  # NCU "leaves a kernel alone" when none of its rules estimates 20% or more
 NEAR_BOUND_PCT = 70.0  # a fixed twin measured at >= 70% of DRAM or SM peak is expected to be called at-roofline

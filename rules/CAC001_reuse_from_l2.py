@@ -1,0 +1,119 @@
+from ncuadvisor.roofline import PRACTICAL_FRACTION
+from ncuadvisor.rules_api import Evidence, KernelContext, Rule, fmt_bytes, fmt_ns, time_after
+
+
+class ReuseFromL2(Rule):
+    """Data re-read many times, each time from L2: L1 misses the reuse, and L2 bandwidth sets the pace.
+
+    What it detects:
+        L2 is the busiest memory unit (`lts__throughput` at least `min_l2_pct`% of peak, at least `min_l2_over_dram`
+        times DRAM's %), L1 hits fewer than `max_l1_hit_pct`% of the sectors it is asked for, and L2 sends L1 at
+        least `min_reuse` times the bytes DRAM delivered (`lts__t_sectors_srcunit_tex_op_read` × 32 ÷
+        `dram__bytes_read`): the data fits in L2 and is reused, but the reuse happens across blocks (other SMs, other
+        times), never inside one SM's L1. Kernels whose L2 traffic is wasted sectors (uncoalesced, MEM001) are left to
+        that rule: at most `max_excess_share` of the L2 sectors may be excess.
+
+    Why it costs time:
+        L2 delivers a few times DRAM's bandwidth, L1 an order more. A thread grid whose neighbours share inputs but sit
+        in different blocks (a 256×1 block on a vertical stencil; a matrix product whose tiles walk the grid in raster
+        order) fetches every shared line once per block from L2, so the kernel waits on L2 while DRAM idles.
+
+    Example:
+        vstencil<<<dim3(W / 256, H), dim3(256, 1)>>>(in, out);   // reads in[y-16 .. y+16][x]: 33 blocks share each line
+
+    Use instead:
+        Put the threads that share inputs into one block, so that L1 serves the reuse: a 2-D block (`dim3(32, 32)`)
+        for stencils, shared-memory tiles with their halo, or each thread computing several neighbouring outputs from
+        values it keeps in registers. In Triton, load one 2-D tile per program and compute all its outputs from it, or
+        group program ids (`GROUP_SIZE_M`, as in the Triton matmul tutorial) so programs sharing inputs run together.
+
+    Speedup estimate:
+        The L2 traffic of the reuse goes away; the other units keep their work (L1 still serves every request, DRAM
+        still moves the same bytes): new time = the busiest of L1, DRAM and the SM (Speed Of Light % × duration) at the
+        practical fraction of its peak.
+
+    False positives:
+        Working sets that are genuinely read once from L2 (a gather over a table that fits in L2) have a low reuse
+        ratio and do not fire; reuse across kernel launches (L2 persistence) is a different problem and shows as DRAM,
+        not L2, traffic.
+    """
+
+    code = "CAC001"
+    slug = "reuse-from-l2"
+    category = "cache"
+    title = "Reuse served by L2, not L1: the threads that share data are in different blocks"
+    requires = ("lts__t_sectors_srcunit_tex_op_read.sum", "dram__bytes_read.sum", "l1tex__t_sector_hit_rate.pct")
+    optional = ("lts__t_sectors_srcunit_tex.sum", "derived__memory_l2_theoretical_sectors_global_excessive",
+                "launch__block_dim_x", "launch__block_dim_y", "launch__block_dim_z", "launch__grid_dim_y")
+    per_instruction = ("inst_executed", "memory_type")
+    thresholds = {"min_l2_pct": 60.0, "min_l2_over_dram": 1.5, "max_l1_hit_pct": 50.0, "min_reuse": 4.0,
+                  "max_excess_share": 0.25}
+
+    def check(self, k: KernelContext):
+        r, t = k.roofline, self.thresholds
+        sol = r.sol
+        l2, dram = sol.get("l2_pct", 0.0), sol.get("dram_pct", 0.0)
+        if not r.duration_ns or l2 < t["min_l2_pct"] or l2 < t["min_l2_over_dram"] * dram:
+            return None
+        if l2 < sol.get("l1_pct", 0.0):
+            return None
+        hit = k.m("l1tex__t_sector_hit_rate.pct") or 0.0
+        if hit > t["max_l1_hit_pct"]:
+            return None
+        l2_read = (k.m("lts__t_sectors_srcunit_tex_op_read.sum") or 0.0) * 32.0
+        dram_read = k.m("dram__bytes_read.sum") or 0.0
+        if dram_read <= 0 or l2_read / dram_read < t["min_reuse"]:
+            return None
+        l2_sectors = k.m("lts__t_sectors_srcunit_tex.sum") or l2_read / 32.0
+        excess = k.m("derived__memory_l2_theoretical_sectors_global_excessive") or 0.0
+        if l2_sectors and excess / l2_sectors > t["max_excess_share"]:
+            return None
+        reuse = l2_read / dram_read
+        # after the fix: the other units' work stays; the busiest of them at the practical fraction of its peak
+        rest = max(sol.get("l1_pct", 0.0), dram, sol.get("compute_pct", 0.0))
+        new_ns = r.duration_ns * rest / 100.0 / PRACTICAL_FRACTION
+        bx, by, bz = (int(k.m(f"launch__block_dim_{d}") or 0) for d in "xyz")
+        grid_y = int(k.m("launch__grid_dim_y") or 0)
+        if k.is_triton:
+            fix = ("Programs that read the same inputs run far apart: load one 2-D tile per program (e.g. "
+                   "[BLOCK_Y + halo, BLOCK_X] with tl.load) and compute all of its outputs from it, or group the "
+                   "program ids (GROUP_SIZE_M, as in the Triton matmul tutorial) so that programs sharing inputs run "
+                   "at the same time.")
+            code = ("pid_m, pid_n = tl.program_id(0), tl.program_id(1)\n"
+                    "rows = pid_m * BLOCK_Y + tl.arange(0, BLOCK_Y + 2 * R)[:, None]   # the tile with its halo\n"
+                    "tile = tl.load(x_ptr + rows * stride + cols[None, :], mask=mask)  # once per program")
+        elif by == 1 and bz == 1 and grid_y > 1 and bx >= 64:
+            fix = (f"The {bx}×1 blocks put the threads that share inputs (the rows above and below) into different "
+                   f"blocks: launch 2-D blocks so they share L1, e.g. dim3(32, {max(1, bx // 32)}) or dim3(32, 32), "
+                   "and index rows with threadIdx.y; or stage the block's tile with its halo in shared memory.")
+            code = (f"dim3 block(32, {max(1, bx // 32)});            // was dim3({bx}, 1)\n"
+                    "dim3 grid(W / block.x, H / block.y);\n"
+                    "int x = blockIdx.x * blockDim.x + threadIdx.x, y = blockIdx.y * blockDim.y + threadIdx.y;")
+        else:
+            fix = ("Blocks re-read lines other blocks already fetched: stage each block's input tile (with its halo) in "
+                   "shared memory once, or have each thread compute several neighbouring outputs and keep the values "
+                   "they share in registers; for tiled matrix products, walk the tiles in grouped (swizzled) order so "
+                   "that blocks running together share their inputs in L2 and L1.")
+            code = ("__shared__ float tile[BY + 2 * R][BX + 2 * R];   // the block's inputs, read once from global\n"
+                    "/* cooperative load of the tile and its halo */  __syncthreads();\n"
+                    "/* every tap from tile[][] */")
+        lines = k.top_lines("inst_executed", limit=2, min_share=0.0,
+                            sass_filter=lambda s: s.startswith("LDG"), memory_only=True)
+        return self.finding(
+            title=f"Reuse served by L2, not L1: L2 sends {reuse:.0f}× the bytes DRAM delivers",
+            message=(f"L2 is {l2:.0f}% busy (DRAM {dram:.0f}%): it sent L1 {fmt_bytes(l2_read)} for "
+                     f"{fmt_bytes(dram_read)} read from DRAM, and L1 hit only {hit:.0f}% of its sectors. The data is "
+                     "reused, but by threads in other blocks, so every reuse is another trip to L2."),
+            fix=fix,
+            fix_code=code,
+            estimated_speedup=time_after(r.duration_ns, new_ns, r.theoretical_ns),
+            speedup_model=(f"The reuse traffic leaves L2; L1, DRAM and the SM keep their work: the busiest of them "
+                           f"({rest:.0f}% of {fmt_ns(r.duration_ns)}) at {PRACTICAL_FRACTION:.0%} of its peak, "
+                           f"{fmt_ns(new_ns)}."),
+            confidence="medium",
+            evidence=[Evidence("l2_pct", round(l2, 1), t["min_l2_pct"], "L2 throughput", "%"),
+                      Evidence("l1_hit_pct", round(hit, 1), t["max_l1_hit_pct"], "L1 hit rate", "%"),
+                      Evidence("l2_to_dram_read_ratio", round(reuse, 1), t["min_reuse"],
+                               "L2→L1 bytes per DRAM byte read", "×")],
+            source=lines,
+        )
