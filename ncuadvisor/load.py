@@ -59,6 +59,8 @@ def check_report_path(path: Path, compressed_ok: bool = False) -> None:
         raise InputError(f"{path}: no such file")
     if path.is_dir():
         raise InputError(f"{path}: is a directory, not an Nsight Compute report (.ncu-rep)")
+    if not path.is_file():  # a pipe would block the reader forever, a device would be read without end
+        raise InputError(f"{path}: not a regular file (a pipe, socket or device), not an Nsight Compute report")
     if not os.access(path, os.R_OK):
         raise InputError(f"{path}: permission denied")
     try:
@@ -73,6 +75,25 @@ def check_report_path(path: Path, compressed_ok: bool = False) -> None:
         return
     if head not in _REPORT_MAGIC and head != _ZSTD_MAGIC:
         raise InputError(f"{path}: not an Nsight Compute report (.ncu-rep/.ncu-repz): unknown file format")
+
+
+class _native_stderr_silenced:
+    """Keep the native library's own log lines (protobuf's "Can't parse message ..." on a cut-short header) off the
+    user's terminal: file descriptor 2 points at /dev/null while it runs; our one-line error says what went wrong."""
+
+    def __enter__(self) -> None:
+        try:
+            self._saved = os.dup(2)
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, 2)
+            os.close(devnull)
+        except OSError:  # no fd 2 to redirect: nothing to silence
+            self._saved = None
+
+    def __exit__(self, *exc: Any) -> None:
+        if self._saved is not None:
+            os.dup2(self._saved, 2)
+            os.close(self._saved)
 
 
 def _scan_header(path: Path) -> tuple[str | None, str | None]:
@@ -356,7 +377,8 @@ class ReportReader:
         self._local = local
         self._ncu = _import_ncu_report()
         try:
-            self._ctx = self._ncu.load_report(str(local))
+            with _native_stderr_silenced():
+                self._ctx = self._ncu.load_report(str(local))
             n_ranges = self._ctx.num_ranges() if self._ctx is not None else None
         except Exception as exc:  # the native library raises its own exception types
             raise InputError(f"{self.path}: not a readable Nsight Compute report ({exc})") from exc
@@ -458,6 +480,21 @@ class ReportReader:
         tasks = [(str(self._local), items[i: i + CHUNK], metrics) for i in range(0, len(items), CHUNK)]
         chunks = _in_workers(_read_rows, tasks, f"{self.path}: reading the results failed")
         return [row for chunk in chunks for row in chunk]
+
+    def truncation(self) -> str | None:
+        """Why the report file is cut short, None when it is whole (or not in the block layout this reads: a
+        .ncu-repz, another ncu version). ncu_report reads the results before the cut without complaint."""
+        from ncuadvisor.processes import iter_blocks
+
+        try:
+            with self._local.open("rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+                for _ in iter_blocks(mm):
+                    pass
+        except ValueError as exc:
+            return str(exc) if "past the end" in str(exc) else None
+        except OSError:
+            return None
+        return None
 
     def processes(self) -> list[Any] | None:
         """The process of every result in file order (`processes.result_processes`), read once per report."""
@@ -634,6 +671,16 @@ def read_profile(
         command_line=reader.command_line,
         reader_version=reader.reader_version,
     )
+    cut = reader.truncation()
+    if cut:
+        # the result the cut went through reads back without a name or metrics: it is dropped, not analysed as "nan"
+        whole = frame["name"].notna() & (frame["name"].astype(str) != "")
+        dropped = int((~whole).sum())
+        if dropped and whole.any():
+            frame = profile.results = frame[whole].reset_index(drop=True)
+        profile.warnings.insert(0, f"partial: the report file is truncated ({cut}): this analyses the {len(frame)} "
+                                   "whole results before the cut" + (f" ({dropped} cut through, left out)" if dropped
+                                                                     else "") + "; the rest are lost")
     _attach_processes(profile, reader)  # before choosing the results to look at closely: kernels differ per process
     ids = list(detail_ids(frame)) if detail_ids is not None else list(frame["result_id"])
     profile.details = reader.details(ids, per_instruction)

@@ -17,6 +17,13 @@
 #   bash workloads/capture_s3.sh wait SECONDS       print progress every 60 s for up to SECONDS (returns early when
 #                                                   both GPUs are done)
 #   bash workloads/capture_s3.sh finish             stop what still runs (SIGINT), pack everything into $OUT
+# Learnt in session 3 (2026-11-30):
+#   - the device machine is given back 30 s after a call ends: the background capture survives only if the next
+#     `wait` call follows at once (the first attempt was lost that way after 132 results);
+#   - the second GPU did not help the big capture: while GPU 1 ran ncu (profile_cost), GPU 0's capture slowed from
+#     1.55 to 2.7 s per result, separate TMPDIRs notwithstanding. Run it alone: S3_BIG_ONLY=1 skips GPU 1's work.
+#   At 1.55 s per result, 1,080 results need ~28 min: a whole session's device time, started first, nothing else
+#   (S3_BIG_COUNT=1000 caps the launches profiled; the deadline's SIGINT saves what ncu has).
 # ncu always gets --clock-control none; nothing here changes clocks, power or any other GPU setting.
 set -u
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -49,7 +56,9 @@ start)
   mkdir -p "$W/repo" && (cd "$REPO" && tar -cf - --exclude=.git --exclude=fixtures --exclude=.whl . ) | tar -xf - -C "$W/repo"
   cp "$0" "$W/capture_s3.sh"
   NG=$(nvidia-smi -L | wc -l)
-  if (( NG < 2 )); then  # one GPU: the cache pair first (its timings alone on the GPU), no cost run
+  if [ "${S3_BIG_ONLY:-0}" = 1 ]; then
+    NG=1; echo 0 > "$W/gpu1.rc"; echo "none (S3_BIG_ONLY)" > "$W/gpu1.stage"
+  elif (( NG < 2 )); then  # one GPU: the cache pair first (its timings alone on the GPU), no cost run
     bash "$W/capture_s3.sh" _cache 0; echo "cache pair done on GPU 0"
     echo 0 > "$W/gpu1.rc"; echo "none (one GPU)" > "$W/gpu1.stage"
   fi
@@ -67,7 +76,7 @@ _cache)  # the cache pair on GPU $2: check, bench, report
   ;;
 _big)  # GPU 0: the whole-model capture, SIGINT at the deadline
   cd "$W/bin" && CUDA_VISIBLE_DEVICES=0 TMPDIR=$W/tmp0 timeout -s INT -k 120 "$2" \
-    ncu --clock-control none --import-source yes $SECS -o "$W/model_step_1080" ./model_step > "$W/big.log" 2>&1
+    ncu --clock-control none --import-source yes $SECS -c "${S3_BIG_COUNT:-1080}" -o "$W/model_step_1080" ./model_step > "$W/big.log" 2>&1
   echo $? > "$W/big.rc"; date +%s > "$W/big.t1"
   ;;
 _gpu1)  # GPU 1: the cache pair, then the profile-cost benchmark with the naive run over every launch

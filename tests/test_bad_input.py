@@ -1,0 +1,136 @@
+"""The bad-input corpus, run as a user runs the command (a subprocess): every case ends in one clear line on stderr and
+exit code 2, or in a correct analysis of what is there that says what is missing; never a traceback, never a hang.
+Reports are real reports (fixtures/) read by the real ncu_report; the damaged ones are cut or mangled copies of them."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from tests.conftest import FIXTURES
+
+
+def run(*args, cwd=None, timeout=120):
+    return subprocess.run([sys.executable, "-m", "ncuadvisor", *args], capture_output=True, text=True, cwd=cwd,
+                          timeout=timeout)
+
+
+def assert_one_clear_line(p, *needles):
+    lines = [ln for ln in p.stderr.splitlines() if ln.strip()]
+    assert p.returncode == 2, (p.returncode, p.stderr)
+    assert len(lines) == 1, p.stderr  # no native-library log lines, no traceback
+    assert lines[0].startswith("ncuadvisor: error: ")
+    for n in needles:
+        assert n in lines[0]
+
+
+def make_case(kind, tmp_path, report_path):
+    probe = report_path("probe").read_bytes()
+    path = tmp_path / "x.ncu-rep"
+    if kind == "missing":
+        return tmp_path / "nope.ncu-rep"
+    if kind == "directory":
+        return tmp_path
+    if kind == "empty":
+        path.write_bytes(b"")
+    elif kind == "random":
+        path.write_bytes(os.urandom(1 << 16))
+    elif kind == "text":
+        path.write_text("==PROF== this is a log file that was saved with the wrong name\n" * 50)
+    elif kind.startswith("cut"):
+        path.write_bytes(probe[: int(kind[3:])])
+    elif kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "bad_xz":
+        path = tmp_path / "x.ncu-rep.xz"
+        path.write_bytes((FIXTURES / "probe.ncu-rep.xz").read_bytes()[:5000])
+    elif kind == "magic_then_garbage":
+        path.write_bytes(probe[:16] + os.urandom(1 << 16))
+    return path
+
+
+@pytest.mark.parametrize(
+    "kind, needles",
+    [
+        ("missing", ["no such file"]),
+        ("directory", ["is a directory"]),
+        ("empty", ["empty file"]),
+        ("random", ["unknown file format"]),
+        ("text", ["unknown file format"]),
+        ("cut8", ["truncated or corrupt"]),  # inside the file header: the native library logs, we stay one line
+        ("cut200", ["truncated or corrupt"]),
+        ("cut5000", ["truncated or corrupt"]),
+        ("cut100000", ["truncated or corrupt"]),
+        ("fifo", ["not a regular file"]),  # would block a reader forever
+        ("bad_xz", []),
+        ("magic_then_garbage", []),
+    ],
+)
+def test_unusable_input_is_one_clear_line_and_exit_2(kind, needles, tmp_path, report_path):
+    path = make_case(kind, tmp_path, report_path)
+    p = run("report", str(path), timeout=60)
+    assert_one_clear_line(p, *needles)
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root reads files whatever their mode")
+def test_unreadable_file(tmp_path, report_path):
+    path = tmp_path / "x.ncu-rep"
+    path.write_bytes(report_path("probe").read_bytes())
+    path.chmod(0)
+    assert_one_clear_line(run("report", str(path)), "permission denied")
+
+
+@pytest.mark.parametrize("fraction, whole", [(0.5, 1), (0.999, 3)])
+def test_report_cut_late_is_analysed_and_said_partial(tmp_path, report_path, fraction, whole):
+    """A report cut inside its results (a full disk, a copy interrupted): ncu_report reads the results before the cut
+    without complaint; we analyse the whole ones, drop the one the cut went through, and say so first."""
+    probe = report_path("probe").read_bytes()
+    path = tmp_path / "cut.ncu-rep"
+    path.write_bytes(probe[: int(len(probe) * fraction)])
+    out = tmp_path / "cut.json"
+    p = run("report", str(path), "-f", "json", "-o", str(out))
+    assert p.returncode == 0, p.stderr
+    assert "Traceback" not in p.stderr
+    res = json.loads(out.read_text())
+    assert res["report"]["warnings"][0].startswith("partial: the report file is truncated")
+    assert len(res["kernels"]) == whole
+    assert all(k["name"] and k["name"] != "nan" for k in res["kernels"])
+    assert "copy_vec4" in {k["name"] for k in res["kernels"]}  # the first result of the file
+
+
+def test_ncu_repz_gives_the_same_analysis(tmp_path):
+    """fixtures/probe.ncu-repz is probe.ncu-rep compressed with `zstd -19` (ncu 2026.3+ writes zstd-compressed
+    .ncu-repz; the ncu 2025.3.1 at hand writes .ncu-rep only): ncu_report reads it, and the analysis is the same."""
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    assert run("report", str(FIXTURES / "probe.ncu-repz"), "-f", "json", "-o", str(a)).returncode == 0
+    assert run("report", str(FIXTURES / "probe.ncu-rep.xz"), "-f", "json", "-o", str(b)).returncode == 0
+    ra, rb = json.loads(a.read_text()), json.loads(b.read_text())
+    assert [(k["name"], k["duration_ns"], [f["rule"] for f in k["findings"]]) for k in ra["kernels"]] == \
+        [(k["name"], k["duration_ns"], [f["rule"] for f in k["findings"]]) for k in rb["kernels"]]
+    assert len(ra["kernels"]) == 4
+
+
+@pytest.mark.parametrize("fixture, warning", [
+    ("flaws_basic", "lacks sections"),  # --set basic only: the roofline and the rules that need no more
+    ("tiny_phase1", None),  # one metric only (gpu__time_duration): time shares, program-level advice
+])
+def test_reports_with_fewer_sections_are_analysed(tmp_path, fixture, warning):
+    out = tmp_path / "r.json"
+    p = run("report", str(FIXTURES / f"{fixture}.ncu-rep.xz"), "-f", "json", "-o", str(out))
+    assert p.returncode == 0 and "Traceback" not in p.stderr, p.stderr
+    res = json.loads(out.read_text())
+    assert res["kernels"]
+    if warning:
+        assert any(warning in w for w in res["report"]["warnings"])
+
+
+@pytest.mark.parametrize("fixture, processes", [("multiproc", 2), ("multigpu", 2)])
+def test_reports_of_several_processes_and_gpus(tmp_path, fixture, processes):
+    out = tmp_path / "r.json"
+    p = run("report", str(FIXTURES / f"{fixture}.ncu-rep.xz"), "-f", "json", "-o", str(out))
+    assert p.returncode == 0, p.stderr
+    res = json.loads(out.read_text())
+    assert len(res["report"]["processes"]) == processes
+    assert {k["process"]["pid"] for k in res["kernels"]} == {pr["pid"] for pr in res["report"]["processes"]}
