@@ -417,6 +417,8 @@ class ProgressUI:
         self._done = 0
         self._total: int | None = None
         self._exact = False  # the total is ncu's own (`(i/n)` in its progress lines), not our estimate
+        # the names ncu prints when it filters by mangled name (`_ZN2at6native…`) -> the function names users know
+        self.display_names: dict[str, str] = {}
 
     def start(self, label: str, total: int | None) -> None:
         from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
@@ -462,16 +464,17 @@ class ProgressUI:
     def event(self, ev: ncu_mod.Event) -> None:
         from rich.markup import escape
 
+        name = self.display_names.get(ev.name or "", ev.name or "")
         if ev.kind == "progress":
             self._count_from(ev)
             self._done = ev.i if ev.i is not None else self._done + 1
             passes = f" · {ev.passes} pass{'es' if ev.passes != 1 else ''}" if ev.passes else ""
-            self._update(f"{escape(_short(ev.name or ''))}{passes}", self._done)
+            self._update(f"{escape(_short(name))}{passes}", self._done)
             if self.verbose:
                 self._print_err(ev.text, "dim")
         elif ev.kind == "progress-partial":
             self._count_from(ev)
-            self._update(f"{escape(_short(ev.name or ''))} · replay {ev.code}%",
+            self._update(f"{escape(_short(name))} · replay {ev.code}%",
                          ev.i if ev.i is not None else self._done + 1)
         elif ev.kind == "output":
             self._print_out(ev.text)
@@ -1055,7 +1058,9 @@ class Session:
             # what the bar counts up to: the launches this round profiles (one per kernel and launch shape, as
             # far as phase 1 saw them), until ncu's own count replaces it
             expected = {"window": window, "config": configs}.get(strategy) or len(missing)
+            self.ui.display_names = {k.mangled: k.name for k in missing if k.mangled} if base == "mangled" else {}
             run2 = self._run(cmd2, out2, label, expected)
+            self.ui.display_names = {}
             if run2.parser.permission_denied:
                 check_run(run2, self.filters, self.target, "phase 2")
             new: set[tuple[str, str, str]] = set()

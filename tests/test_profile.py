@@ -954,3 +954,23 @@ def test_window_strategy_command_line():
     assert after(cmd, "--kernel-name") == "regex:^(a|b)$" and after(cmd, "--launch-count") == "7"
     with pytest.raises(ValueError):
         N.phase2_command("ncu", "/tmp/x", ["./prog"], N.Filters(), ["a"], [], strategy="window")
+
+
+def test_bar_shows_function_names_when_ncu_prints_mangled_ones():
+    """Phase 2 filters by mangled name, so real ncu prints `==PROF== Profiling "_ZN2at6native…"`: the bar maps it
+    back to the function name phase 1 saw (seen on the H200 in session 3, before the mapping existed)."""
+    from ncuadvisor import ncu as ncu_mod
+    from ncuadvisor.profile import ProgressUI
+
+    ui = ProgressUI()
+    shown = []
+    ui._update = lambda detail, launch: shown.append(detail)
+    mangled = "_ZN2at6native29vectorized_elementwise_kernelILi8ENS0_11FillFunctorIfEENS_6detail5ArrayIPcLi1EEEEEviT0_T1_"
+    ev = ncu_mod.parse_line(f'==PROF== Profiling "{mangled}" - 8 (9/9): 0%....50%....100% - 36 passes')
+    assert ev.kind == "progress" and ev.name == mangled
+    ui.display_names = {mangled: "vectorized_elementwise_kernel"}
+    ui.event(ev)
+    ui.display_names = {}
+    ui.event(ev)
+    assert shown[0] == "vectorized_elementwise_kernel · 36 passes"
+    assert shown[1].startswith("_ZN2at6native29")
