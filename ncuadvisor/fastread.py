@@ -18,12 +18,10 @@ report is read through `ncu_report` as before. Verified on every fixture of ncu 
 
 from __future__ import annotations
 
-import mmap
 import os
-import struct
 from typing import Any, Iterable
 
-from ncuadvisor.processes import iter_blocks
+from ncuadvisor.processes import FileView, iter_blocks, u32
 
 _CLASSES: tuple[Any, Any] | None = None
 
@@ -92,7 +90,8 @@ def read_rows(path: str | os.PathLike[str], metrics: Iterable[str], extra: Itera
     Names, Result = classes
     wanted_names = list(dict.fromkeys([*metrics, *extra]))
     try:
-        with open(path, "rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+        with open(path, "rb") as fh:
+            mm = FileView(fh)  # not an mmap: its touched pages would all count as resident memory
             names: list[str] = []
             wanted: dict[int, str] = {}
             rows: list[dict[str, Any]] = []
@@ -109,7 +108,7 @@ def read_rows(path: str | os.PathLike[str], metrics: Iterable[str], extra: Itera
                 for _ in range(int((h.get(2) or [0])[0])):
                     if j + 4 > end:
                         return None
-                    n = struct.unpack_from("<I", mm, j)[0]
+                    n = u32(mm, j)
                     if j + 4 + n > end:
                         return None
                     r = Result.FromString(mm[j + 4: j + 4 + n])

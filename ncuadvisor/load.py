@@ -484,11 +484,11 @@ class ReportReader:
     def truncation(self) -> str | None:
         """Why the report file is cut short, None when it is whole (or not in the block layout this reads: a
         .ncu-repz, another ncu version). ncu_report reads the results before the cut without complaint."""
-        from ncuadvisor.processes import iter_blocks
+        from ncuadvisor.processes import FileView, iter_blocks
 
         try:
-            with self._local.open("rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mm:
-                for _ in iter_blocks(mm):
+            with self._local.open("rb") as fh:
+                for _ in iter_blocks(FileView(fh)):
                     pass
         except ValueError as exc:
             return str(exc) if "past the end" in str(exc) else None

@@ -82,3 +82,24 @@ def test_a_disagreeing_file_reader_is_not_used(report_path, monkeypatch):
     reader = load.ReportReader(report_path("tiny_sections"))
     items = [(rid, r, a) for rid, (r, a) in enumerate(reader._index)]
     assert reader._results_from_file(items, ["gpu__time_duration.sum"]) is None
+
+
+def test_file_view_reads_like_bytes(report_path):
+    """FileView (the reports' headers and payloads read on demand instead of through an mmap, whose touched pages
+    all count as resident memory: 1 GB on a 1,253-result report) gives the same bytes as the file, and the same blocks."""
+    import random
+
+    from ncuadvisor.processes import FileView, iter_blocks
+
+    path = report_path("flaws")
+    data = path.read_bytes()
+    rnd = random.Random(7)
+    with path.open("rb") as fh:
+        view = FileView(fh)
+        assert len(view) == len(data)
+        for _ in range(300):
+            a = rnd.randrange(len(data))
+            b = a + rnd.choice([0, 1, 4, 100, 70_000, 2_000_000])
+            assert view[a:b] == data[a:b]
+            assert view[a] == data[a] and view[-1] == data[-1]
+        assert list(iter_blocks(view)) == list(iter_blocks(data))
