@@ -134,6 +134,33 @@ def _decompress(path: Path) -> Path:
     return target
 
 
+def _unzstd(path: Path) -> Path:
+    """A `.ncu-repz` (ncu 2026.3+ writes them by default: zstd-compressed reports) read from a private decompressed
+    copy when it is one zstd stream of a plain report: the report-file reader (fast metrics of big reports) and the
+    process split need the plain layout; ncu_report reads either. Anything else (no `zstandard` module, another
+    inner layout, a damaged stream) leaves the file to ncu_report as it is."""
+    try:
+        import zstandard  # noqa: PLC0415 - optional at run time: without it ncu_report still reads the file
+    except ImportError:
+        return path
+    import shutil
+
+    tmpdir = Path(tempfile.mkdtemp(prefix="ncuadvisor-"))
+    target = tmpdir / (path.stem + ".ncu-rep")
+    try:
+        with path.open("rb") as src, target.open("wb") as dst:
+            zstandard.ZstdDecompressor().copy_stream(src, dst, read_size=1 << 20, write_size=1 << 20)
+        with target.open("rb") as fh:
+            plain = fh.read(4) in _REPORT_MAGIC
+    except (OSError, zstandard.ZstdError):
+        plain = False
+    if not plain:
+        shutil.rmtree(tmpdir, ignore_errors=True)
+        return path
+    atexit.register(shutil.rmtree, tmpdir, True)
+    return target
+
+
 # ncu_report keeps every result it has opened in memory for as long as the process lives (about 7 MB for a result
 # with the analysis sections; freeing the report does not return it). Reports with more results than
 # IN_PROCESS_MAX are therefore read in short-lived worker processes, CHUNK results each, at most WORKERS at a time:
@@ -372,7 +399,8 @@ class ReportReader:
     def __init__(self, path: str | os.PathLike[str]):
         self.path = Path(path)
         check_report_path(self.path, compressed_ok=True)
-        local = _decompress(self.path) if self.path.suffix in COMPRESSED_SUFFIXES else self.path
+        local = _decompress(self.path) if self.path.suffix in COMPRESSED_SUFFIXES else \
+            _unzstd(self.path) if self.path.suffix == ".ncu-repz" else self.path
         check_report_path(local)
         self._local = local
         self._ncu = _import_ncu_report()

@@ -48,6 +48,9 @@ def make_case(kind, tmp_path, report_path):
         path.write_bytes((FIXTURES / "probe.ncu-rep.xz").read_bytes()[:5000])
     elif kind == "magic_then_garbage":
         path.write_bytes(probe[:16] + os.urandom(1 << 16))
+    elif kind == "zstd_garbage":
+        path = tmp_path / "x.ncu-repz"
+        path.write_bytes(b"\x28\xb5\x2f\xfd" + os.urandom(1 << 16))
     return path
 
 
@@ -66,6 +69,7 @@ def make_case(kind, tmp_path, report_path):
         ("fifo", ["not a regular file"]),  # would block a reader forever
         ("bad_xz", []),
         ("magic_then_garbage", []),
+        ("zstd_garbage", []),  # a .ncu-repz that is no zstd stream: left to ncu_report, which refuses it
     ],
 )
 def test_unusable_input_is_one_clear_line_and_exit_2(kind, needles, tmp_path, report_path):
@@ -134,3 +138,19 @@ def test_reports_of_several_processes_and_gpus(tmp_path, fixture, processes):
     res = json.loads(out.read_text())
     assert len(res["report"]["processes"]) == processes
     assert {k["process"]["pid"] for k in res["kernels"]} == {pr["pid"] for pr in res["report"]["processes"]}
+
+
+def test_multi_process_ncu_repz_is_split_by_process(tmp_path):
+    """A .ncu-repz is read from its decompressed copy, so the report-file layout (which process each result came
+    from) is there as for a .ncu-rep: the real 2-process fixture, zstd-compressed, keeps both processes."""
+    import lzma
+
+    zstandard = pytest.importorskip("zstandard")
+    path = tmp_path / "multiproc.ncu-repz"
+    path.write_bytes(zstandard.ZstdCompressor(level=3).compress(lzma.open(FIXTURES / "multiproc.ncu-rep.xz").read()))
+    out = tmp_path / "r.json"
+    p = run("report", str(path), "-f", "json", "-o", str(out))
+    assert p.returncode == 0, p.stderr
+    res = json.loads(out.read_text())
+    assert sorted(pr["pid"] for pr in res["report"]["processes"]) == [18918, 18919]
+    assert res["report"]["ncu_version"] == "2025.3.1.0"  # read from the plain bytes, as for a .ncu-rep
