@@ -32,7 +32,9 @@ class LowOccupancy(Rule):
         Latency plus throughput: the busiest unit's share of the time at its peak (Speed Of Light %) stays; the rest,
         waiting on latency, divides by the gain in resident warps (Little's law), theoretical occupancy with the
         limiter relaxed to the next-tightest limit ÷ theoretical occupancy now: new time = time × (SOL + (1 − SOL) ÷
-        gain), not below the roofline floor at 85% of peak.
+        gain), not below the roofline floor at 85% of peak. Registers are never capped below `min_register_cap`
+        per thread (64): a kernel that needs far more (a 172-register kernel capped at 32 to reach 100%) would
+        spill to local memory, so the advice and the estimate stop at the blocks that fit at that cap.
 
     False positives:
         Kernels that already have enough independent work per warp (ILP, many loads in flight) need fewer warps;
@@ -54,7 +56,7 @@ class LowOccupancy(Rule):
         "launch__shared_mem_per_block_static",
         "launch__shared_mem_per_block_dynamic",
     )
-    thresholds = {"max_theoretical_pct": 50.0, "max_busy_pct": 60.0}
+    thresholds = {"max_theoretical_pct": 50.0, "max_busy_pct": 60.0, "min_register_cap": 64.0}
 
     def check(self, k: KernelContext):
         r = k.roofline
@@ -74,6 +76,11 @@ class LowOccupancy(Rule):
         max_warps = float(k.device.get("max_warps_per_sm") or 64)
         warps_per_block = max(1.0, (k.block_size or 32) / 32.0)
         next_blocks = min(others) if others else now_blocks
+        block = k.block_size or 256
+        if limiter == "registers":  # not below min_register_cap registers per thread: far fewer than needed spill
+            fit = int(65536 // (self.thresholds["min_register_cap"] * block))
+            if fit > now_blocks:
+                next_blocks = min(next_blocks, fit)
         target = min(100.0, next_blocks * warps_per_block / max_warps * 100.0)
         if target <= theo * 1.2:
             return None
@@ -81,7 +88,6 @@ class LowOccupancy(Rule):
         regs = k.m("launch__registers_per_thread")
         smem = (k.m("launch__shared_mem_per_block_static") or 0) + (k.m("launch__shared_mem_per_block_dynamic") or 0)
         achieved = k.m("sm__warps_active.avg.pct_of_peak_sustained_active")
-        block = k.block_size or 256
         if limiter == "registers":
             min_blocks = max(1, int(next_blocks))
             reg_cap = int(65536 / (min_blocks * block)) // 8 * 8
