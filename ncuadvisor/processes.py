@@ -156,7 +156,8 @@ def iter_blocks(mm: Any) -> Iterator[Block]:
 
 def result_processes(path: str | os.PathLike[str]) -> list[ProcessInfo] | None:
     """The process of every result of an uncompressed .ncu-rep, in file order; None when the file is not in the
-    block format this understands (another ncu version, a .ncu-repz), so callers fall back to "one process"."""
+    block format this understands (another ncu version; a .ncu-repz reaches here decompressed only when it is one zstd
+    stream of this format, see load._unzstd), so callers fall back to "one process"."""
     try:
         with open(path, "rb") as fh:
             mm = FileView(fh)
