@@ -1,6 +1,11 @@
 from ncuadvisor.rules_api import Evidence, KernelContext, Rule, fma_and_tensor_flops, time_after
 
 
+FFMA = "smsp__sass_thread_inst_executed_op_ffma_pred_on.sum.per_cycle_elapsed"
+FADD = "smsp__sass_thread_inst_executed_op_fadd_pred_on.sum.per_cycle_elapsed"
+FMUL = "smsp__sass_thread_inst_executed_op_fmul_pred_on.sum.per_cycle_elapsed"
+
+
 class NoDataReuse(Rule):
     """Arithmetic fed straight from global memory (or from shared memory without register reuse): tile it.
 
@@ -20,7 +25,10 @@ class NoDataReuse(Rule):
 
     Use instead:
         Stage 32×32 tiles of A and B in shared memory (`__shared__ float As[32][32], Bs[32][33]`), then give each
-        thread a register tile of outputs; better, use cuBLAS/CUTLASS, or tensor cores (TEN001).
+        thread a register tile of outputs; better, use cuBLAS/CUTLASS, or tensor cores (TEN001). When the arithmetic is
+        adds rather than multiply-adds (FFMA under `max_fma_share_for_stencil` of the FP32 work: a stencil, a filter,
+        a sum over neighbours), the fix shown is a register window: each thread computes several neighbouring outputs
+        from values it loaded once.
 
     Speedup estimate:
         Global operands: a shared-memory tiled kernel reaches about `tiled_fma_fraction` of the FP32 peak (17 of 67
@@ -38,11 +46,12 @@ class NoDataReuse(Rule):
     category = "tiling"
     title = "Little data reuse: tile in shared memory and registers"
     requires = ("l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum",)
-    optional = ("memory_l1_wavefronts_shared", "sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active")
+    optional = ("memory_l1_wavefronts_shared", "sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active",
+                FFMA, FADD, FMUL)
     per_instruction = ("inst_executed", "memory_type")
     thresholds = {"min_gflop": 1.0, "max_global_bytes_per_flop": 0.5, "max_shared_wavefronts_per_flop": 0.005,
                   "min_l1_pct": 60.0, "tiled_fma_fraction": 0.25, "register_tiled_fma_fraction": 0.6,
-                  "max_fma_pct": 50.0}
+                  "max_fma_pct": 50.0, "max_fma_share_for_stencil": 0.2}
 
     def check(self, k: KernelContext):
         r = k.roofline
@@ -57,17 +66,31 @@ class NoDataReuse(Rule):
         peak = r.peak_flops_per_s.get("fp32")
         if not peak or not r.duration_ns:
             return None
+        ffma, fadd, fmul = (k.m(m) or 0.0 for m in (FFMA, FADD, FMUL))
+        # a matrix product is multiply-adds; a stencil, a filter or a sum over neighbours is mostly adds
+        adds_only = (fadd + fmul) > 0 and 2 * ffma < t["max_fma_share_for_stencil"] * (2 * ffma + fadd + fmul)
         if global_bpf > t["max_global_bytes_per_flop"]:
             level, frac = "global", t["tiled_fma_fraction"]
             what = f"{global_bpf:.2f} bytes of global loads per FLOP"
-            fix = ("Operands come from global memory at every step: stage 32×32 tiles of both inputs in shared memory "
-                   "and loop over the tile from there (then add register tiles of outputs per thread).")
-            code = ("__shared__ float As[32][32], Bs[32][33];\n"
-                    "for (int t = 0; t < K; t += 32) {\n"
-                    "  As[ty][tx] = A[row * K + t + tx];  Bs[ty][tx] = B[(t + ty) * N + col];\n"
-                    "  __syncthreads();\n"
-                    "  for (int k = 0; k < 32; ++k) acc += As[ty][k] * Bs[k][tx];\n"
-                    "  __syncthreads();\n}")
+            if adds_only:
+                fix = ("Each input is loaded again for every output that uses it (the arithmetic is adds, a stencil or "
+                       "a sum over neighbours): have each thread compute several neighbouring outputs and slide the "
+                       "values they share through registers, or stage the block's tile with its halo in shared memory "
+                       "once.")
+                code = ("float w[2 * R + 1];                       // the window, in registers\n"
+                        "for (int d = 0; d < 2 * R; ++d) w[d + 1] = in[(y0 - R + d) * W + x];\n"
+                        "for (int y = y0; y < y0 + ROWS; ++y) {    // ROWS outputs per thread\n"
+                        "  /* shift w down by one, load the one new row */  w[2 * R] = in[(y + R) * W + x];\n"
+                        "  float acc = 0.f; for (int d = 0; d <= 2 * R; ++d) acc += w[d];  out[y * W + x] = acc;\n}")
+            else:
+                fix = ("Operands come from global memory at every step: stage 32×32 tiles of both inputs in shared "
+                       "memory and loop over the tile from there (then add register tiles of outputs per thread).")
+                code = ("__shared__ float As[32][32], Bs[32][33];\n"
+                        "for (int t = 0; t < K; t += 32) {\n"
+                        "  As[ty][tx] = A[row * K + t + tx];  Bs[ty][tx] = B[(t + ty) * N + col];\n"
+                        "  __syncthreads();\n"
+                        "  for (int k = 0; k < 32; ++k) acc += As[ty][k] * Bs[k][tx];\n"
+                        "  __syncthreads();\n}")
         elif (shared_wpf > t["max_shared_wavefronts_per_flop"]
               and (k.m("sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active") or 0) < t["max_fma_pct"]):
             level, frac = "shared", t["register_tiled_fma_fraction"]
@@ -81,7 +104,11 @@ class NoDataReuse(Rule):
                     "  for (int i = 0; i < 8; ++i) for (int j = 0; j < 8; ++j) acc[i][j] += a[i] * b[j];\n}")
         else:
             return None
-        if k.is_triton:
+        if k.is_triton and adds_only:
+            fix = ("Load each input tile once per program (a [BLOCK_Y + halo, BLOCK_X] block with tl.load) and compute "
+                   "all of its outputs from it, instead of one load per output and tap.")
+            code = "tile = tl.load(x_ptr + rows[:, None] * stride + cols[None, :], mask=m)   # once per program"
+        elif k.is_triton:
             fix = ("Use a blocked `tl.dot` over BLOCK_M×BLOCK_N×BLOCK_K tiles (64×64×32 or larger) instead of scalar "
                    "loops; tune num_warps and num_stages with @triton.autotune.")
             code = "acc += tl.dot(a_tile, b_tile)   # a_tile: [BLOCK_M, BLOCK_K], b_tile: [BLOCK_K, BLOCK_N]"

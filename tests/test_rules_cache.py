@@ -37,3 +37,13 @@ def test_silent_where_l2_is_not_the_limit(analyzed, fixture):
     (their uncoalesced kernels waste sectors, which is MEM001's), PyTorch eager and compiled kernels, the pipeline."""
     res = analyzed(fixture)
     assert not [k["name"] for k in res["kernels"] for f in k["findings"] if f["rule"] == "CAC001"]
+
+
+def test_the_twin_next_fix_is_a_register_window_not_matrix_tiles(analyzed):
+    """vstencil_tiles (L1 now serves the reuse; 33 loads per output remain) gets TIL001, and since its arithmetic is
+    adds, the fix shown is a sliding register window, not the matrix-product tiles shown for matmul_naive."""
+    f = by_name(analyzed("cache"))["vstencil_tiles"]["findings"][0]
+    assert f["rule"] == "TIL001"
+    assert "neighbouring outputs" in f["fix"] and "w[2 * R]" in f["fix_code"] and "As[" not in f["fix_code"]
+    g = by_name(analyzed("flaws"))["matmul_naive"]["findings"][0]
+    assert g["rule"] == "TIL001" and "As[32][32]" in g["fix_code"]
