@@ -120,6 +120,8 @@ def build_result(profile: Profile, kernels: list[Kernel], rules: list[Rule | Pro
                    else {}),
                 "duration_ns": k.duration_ns,
                 "per_launch_ns": k.per_launch_ns,
+                "launch_range_ns": [k.launch_min_ns, k.launch_max_ns],
+                "launch_note": k.launch_note,
                 "time_share": share,
                 "bound": rl.bound,
                 "bound_reason": rl.bound_reason,

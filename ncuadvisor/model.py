@@ -131,10 +131,27 @@ class Kernel:
     duration_ns: float  # total over launches
     nvtx: str = ""
     process: str = ""
+    launch_min_ns: float = 0.0  # the shortest and the longest launch: far apart when one name and launch shape
+    launch_max_ns: float = 0.0  # holds several problem sizes or call sites, while the analysis looks at one launch
 
     @property
     def per_launch_ns(self) -> float:
         return self.duration_ns / self.launches if self.launches else 0.0
+
+    @property
+    def launch_note(self) -> str | None:
+        """Said when the launches of this group differ by more than LAUNCH_SPREAD in duration: one name and launch
+        shape then holds several problem sizes or call sites (a cuBLAS kernel at two K's, an ATen copy that transposes
+        at one call site and not at another), and the deep metrics and findings come from one of its launches."""
+        if self.launches < 2 or self.launch_min_ns <= 0 or self.launch_max_ns <= LAUNCH_SPREAD * self.launch_min_ns:
+            return None
+        from ncuadvisor.units import fmt_ns
+
+        return (f"launches take {fmt_ns(self.launch_min_ns)} to {fmt_ns(self.launch_max_ns)}: several problem sizes or "
+                "call sites share this name and launch shape, and the analysis looks at one launch")
+
+
+LAUNCH_SPREAD = 1.5  # longest ÷ shortest launch of a kernel group above which its launches are not alike
 
 
 def num(value: Any) -> float | None:
@@ -172,6 +189,8 @@ def group_kernels(results: pd.DataFrame, duration_metric: str = "gpu__time_durat
                 duration_ns=float(g["_dur"].sum()),
                 nvtx=str(first["nvtx"]),
                 process=str(process),
+                launch_min_ns=float(g_sorted["_dur"].iloc[0]),
+                launch_max_ns=float(g_sorted["_dur"].iloc[-1]),
             )
         )
     kernels.sort(key=lambda k: -k.duration_ns)

@@ -319,6 +319,8 @@ def merge_results(
                 launches=p["launches"],
                 duration_ns=p["duration_ns"],
                 per_launch_ns=p["per_launch_ns"],
+                launch_range_ns=p.get("launch_range_ns"),
+                launch_note=p.get("launch_note"),
                 time_share=(p["duration_ns"] / total) if total else 0.0,
                 result_ids=p["result_ids"],
                 nvtx=d.get("nvtx") or p.get("nvtx", ""),

@@ -230,3 +230,16 @@ def test_worker_failures_are_one_clear_line(report_path, monkeypatch, capsys, ta
     err = capsys.readouterr().err
     assert exc.value.code == 2
     assert err == f"ncuadvisor: error: {path}: {message}\n"
+
+
+def test_kernel_groups_whose_launches_differ_say_so(analyzed):
+    """One name and launch shape can hold several problem sizes or call sites (the training step's direct-copy
+    ATen kernel takes 14 µs at 24 launches and 28 µs at 4; a cuBLAS kernel 24 and 49 µs): the kernel says its launches
+    differ and that the analysis looks at one; kernels whose launches are alike say nothing."""
+    res = analyzed("torch_train_phase1_all")
+    copy = next(k for k in res["kernels"] if "direct_copy_kernel" in k["demangled"] and k["grid"] == "(8192, 1, 1)")
+    lo, hi = copy["launch_range_ns"]
+    assert 13_000 < lo < 15_000 and 28_000 < hi < 30_000
+    assert copy["launch_note"].startswith("launches take 13.9 µs to 28.9 µs")
+    alike = [k for k in res["kernels"] if k["launches"] > 1 and k["launch_range_ns"][1] < 1.2 * k["launch_range_ns"][0]]
+    assert alike and all(k["launch_note"] is None for k in alike)
