@@ -12,8 +12,9 @@ library's C parser costs ~1 ms a result.
 
 This reader is a shortcut, not a second source of truth: `load.ReportReader` compares its rows with `ncu_report`'s
 on the first and last results of every report and uses it only when they agree to the last digit; anything it does
-not understand (another ncu version's layout, a .ncu-repz, a truncated file, several ranges) returns None and the
-report is read through `ncu_report` as before. Verified on every fixture of ncu 2025.3.1 (tests/test_load.py).
+not understand (another ncu version's layout, a .ncu-repz that is not one zstd stream of this layout, a truncated
+file, several ranges) returns None and the report is read through `ncu_report` as before. Verified row by row on
+every fixture of ncu 2025.3.1 (tests/test_fastread.py).
 """
 
 from __future__ import annotations

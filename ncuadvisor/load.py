@@ -12,7 +12,7 @@ import os
 import re
 import tempfile
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Iterator
 
 import pandas as pd
 
@@ -222,17 +222,21 @@ def _row(ncu: Any, action: Any, rid: int, r: int, a: int, metrics: list[str]) ->
     return row
 
 
+def _worker_actions(path: str, items: list[tuple]) -> Iterator[tuple[tuple, Any]]:
+    """Worker side: open the report and give each item (result id, range, action, ...) with its action."""
+    ctx = _import_ncu_report().load_report(path)
+    ranges: dict[int, Any] = {}
+    for item in items:
+        r, a = item[1], item[2]
+        rng = ranges.get(r) or ranges.setdefault(r, ctx.range_by_idx(r))
+        yield item, rng.action_by_idx(a)
+
+
 def _read_rows(task: tuple[str, list[tuple[int, int, int]], list[str]]) -> list[dict[str, Any]]:
     """Worker: open the report, read the rows of the given (result id, range, action) triples."""
     path, items, metrics = task
     ncu = _import_ncu_report()
-    ctx = ncu.load_report(path)
-    ranges: dict[int, Any] = {}
-    rows = []
-    for rid, r, a in items:
-        rng = ranges.get(r) or ranges.setdefault(r, ctx.range_by_idx(r))
-        rows.append(_row(ncu, rng.action_by_idx(a), rid, r, a, metrics))
-    return rows
+    return [_row(ncu, action, rid, r, a, metrics) for (rid, r, a), action in _worker_actions(path, items)]
 
 
 def _deep_data(action: Any, per_instruction: list[str], file_names: bool) -> dict[str, Any]:
@@ -298,24 +302,15 @@ def _resolve_pc(action: Any, pc: int) -> tuple[str | None, int | None, str | Non
 def _read_deep(task: tuple[str, list[tuple[int, int, int]], list[str]]) -> list[tuple[int, dict[str, Any]]]:
     """Worker: the deep data (`_deep_data`) of the given (result id, range, action) triples."""
     path, items, per_instruction = task
-    ctx = _import_ncu_report().load_report(path)
-    ranges: dict[int, Any] = {}
-    out = []
-    for rid, r, a in items:
-        rng = ranges.get(r) or ranges.setdefault(r, ctx.range_by_idx(r))
-        out.append((rid, _deep_data(rng.action_by_idx(a), per_instruction, file_names=True)))
-    return out
+    return [(item[0], _deep_data(action, per_instruction, file_names=True))
+            for item, action in _worker_actions(path, items)]
 
 
 def _read_locations(task: tuple[str, list[tuple[int, int, int, list[int], list[str]]]]) -> list[tuple]:
     """Worker: for each (result id, range, action, pcs, files): the location of every pc and the text of the files."""
     path, items = task
-    ctx = _import_ncu_report().load_report(path)
-    ranges: dict[int, Any] = {}
     out = []
-    for rid, r, a, pcs, files in items:
-        rng = ranges.get(r) or ranges.setdefault(r, ctx.range_by_idx(r))
-        action = rng.action_by_idx(a)
+    for (rid, _, _, pcs, files), action in _worker_actions(path, items):
         texts: dict[str, str | None] = {}
         if files:
             try:
@@ -451,10 +446,9 @@ class ReportReader:
 
     def _results_from_file(self, items: list[tuple[int, int, int]], metrics: list[str]) -> list[dict[str, Any]] | None:
         """The rows read straight from the report file (ncuadvisor/fastread.py, ~1 ms a result instead of ~15 ms
-        through ncu_report), used only when they equal ncu_report's rows for the first and the last result and one result per
-        kind of naming; the NVTX
-        ranges (not decoded from the file) are read through ncu_report for the first launch of each kernel, the one
-        whose ranges the analysis shows. None: read through ncu_report instead."""
+        through ncu_report), used only when they equal ncu_report's rows for the first and the last result and one
+        result per kind of naming; the NVTX ranges (not decoded from the file) are read through ncu_report for the
+        first launch of each kernel, the one whose ranges the analysis shows. None: read through ncu_report instead."""
         from ncuadvisor.fastread import read_rows
 
         if len(self._ranges) != 1:
@@ -509,28 +503,23 @@ class ReportReader:
         chunks = _in_workers(_read_rows, tasks, f"{self.path}: reading the results failed")
         return [row for chunk in chunks for row in chunk]
 
-    def truncation(self) -> str | None:
-        """Why the report file is cut short, None when it is whole (or not in the block layout this reads: a
-        .ncu-repz, another ncu version). ncu_report reads the results before the cut without complaint."""
-        from ncuadvisor.processes import FileView, iter_blocks
+    def _layout(self) -> Any:
+        """The report file's block layout (`processes.scan_blocks`: each result's process, where the file is cut
+        short), walked once per report."""
+        if not hasattr(self, "_blocks"):
+            from ncuadvisor.processes import scan_blocks
 
-        try:
-            with self._local.open("rb") as fh:
-                for _ in iter_blocks(FileView(fh)):
-                    pass
-        except ValueError as exc:
-            return str(exc) if "past the end" in str(exc) else None
-        except OSError:
-            return None
-        return None
+            self._blocks = scan_blocks(self._local)
+        return self._blocks
+
+    def truncation(self) -> str | None:
+        """Why the report file is cut short, None when it is whole (or not in the block layout this reads: another
+        ncu version). ncu_report reads the results before the cut without complaint."""
+        return self._layout().cut
 
     def processes(self) -> list[Any] | None:
-        """The process of every result in file order (`processes.result_processes`), read once per report."""
-        if not hasattr(self, "_processes"):
-            from ncuadvisor.processes import result_processes
-
-            self._processes = result_processes(self._local)
-        return self._processes
+        """The process of every result in file order; None when the file is not in the block layout (or cut)."""
+        return self._layout().processes
 
     def device(self) -> dict[str, Any]:
         action = self._action(0)

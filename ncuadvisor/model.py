@@ -12,7 +12,7 @@ from typing import Any, Callable
 
 import pandas as pd
 
-from ncuadvisor.units import finite
+from ncuadvisor.units import finite, fmt_ns
 
 # Identity columns of Profile.results (metrics are the other columns, named as ncu names them).
 ID_COLUMNS = [
@@ -145,8 +145,6 @@ class Kernel:
         at one call site and not at another), and the deep metrics and findings come from one of its launches."""
         if self.launches < 2 or self.launch_min_ns <= 0 or self.launch_max_ns <= LAUNCH_SPREAD * self.launch_min_ns:
             return None
-        from ncuadvisor.units import fmt_ns
-
         return (f"launches take {fmt_ns(self.launch_min_ns)} to {fmt_ns(self.launch_max_ns)}: several problem sizes or "
                 "call sites share this name and launch shape, and the analysis looks at one launch")
 

@@ -154,10 +154,18 @@ def iter_blocks(mm: Any) -> Iterator[Block]:
         raise ValueError("trailing bytes")
 
 
-def result_processes(path: str | os.PathLike[str]) -> list[ProcessInfo] | None:
-    """The process of every result of an uncompressed .ncu-rep, in file order; None when the file is not in the
-    block format this understands (another ncu version; a .ncu-repz reaches here decompressed only when it is one zstd
-    stream of this format, see load._unzstd), so callers fall back to "one process"."""
+class BlockScan(NamedTuple):
+    """What one walk over a report file's block headers tells: the process of every result in file order (None
+    when the file is not in the block layout or is cut short), and why it is cut short (None when whole)."""
+
+    processes: list[ProcessInfo] | None
+    cut: str | None
+
+
+def scan_blocks(path: str | os.PathLike[str]) -> BlockScan:
+    """Walk the block headers of an uncompressed .ncu-rep once (payloads skipped). A file not in this layout
+    (another ncu version; a .ncu-repz reaches here decompressed only when it is one zstd stream of this layout, see
+    load._unzstd) gives (None, None), so callers fall back to "one process"."""
     try:
         with open(path, "rb") as fh:
             mm = FileView(fh)
@@ -174,9 +182,16 @@ def result_processes(path: str | os.PathLike[str]) -> list[ProcessInfo] | None:
                         exe = bytes(mm[slice(*p[3][0])]).decode("utf-8", "replace") if p.get(3) else ""
                         proc = ProcessInfo(int((p.get(1) or [0])[0]), host, exe)
                     out.extend([proc] * int(n_results))
-            return out
-    except (OSError, ValueError, struct.error, TypeError, IndexError):
-        return None
+            return BlockScan(out, None)
+    except ValueError as exc:
+        return BlockScan(None, str(exc) if "past the end" in str(exc) else None)
+    except (OSError, struct.error, TypeError, IndexError):
+        return BlockScan(None, None)
+
+
+def result_processes(path: str | os.PathLike[str]) -> list[ProcessInfo] | None:
+    """The process of every result of an uncompressed .ncu-rep, in file order (`scan_blocks`); None when unknown."""
+    return scan_blocks(path).processes
 
 
 # -- ranks: the environment of the processes ncu starts (profile only) ---------------------------------------------
