@@ -62,6 +62,7 @@ import typer
 
 from ncuadvisor import ncu as ncu_mod
 from ncuadvisor.processes import ProcessWatcher, write_sidecar
+from ncuadvisor.units import clip
 from ncuadvisor.errors import AdvisorError, InputError, OutputError
 
 MAX_ROUNDS = 4
@@ -471,12 +472,12 @@ class ProgressUI:
             self._count_from(ev)
             self._done = ev.i if ev.i is not None else self._done + 1
             passes = f" · {ev.passes} pass{'es' if ev.passes != 1 else ''}" if ev.passes else ""
-            self._update(f"{escape(_short(name))}{passes}", self._done)
+            self._update(f"{escape(clip(name, 60))}{passes}", self._done)
             if self.verbose:
                 self._print_err(ev.text, "dim")
         elif ev.kind == "progress-partial":
             self._count_from(ev)
-            self._update(f"{escape(_short(name))} · replay {ev.code}%",
+            self._update(f"{escape(clip(name, 60))} · replay {ev.code}%",
                          ev.i if ev.i is not None else self._done + 1)
         elif ev.kind == "output":
             self._print_out(ev.text)
@@ -515,10 +516,6 @@ class ProgressUI:
             self._progress = None
         if summary and not self.quiet:
             self.err.print(f"  {summary}", style="dim", markup=False, highlight=False)
-
-
-def _short(name: str, n: int = 60) -> str:
-    return name if len(name) <= n else name[: n - 1] + "…"
 
 
 def run_ncu(
@@ -1088,7 +1085,7 @@ class Session:
                 break
             missing = still
         if missing:
-            names = ", ".join(_short(k.name, 40) for k in missing[:5]) + (" …" if len(missing) > 5 else "")
+            names = ", ".join(clip(k.name, 40) for k in missing[:5]) + (" …" if len(missing) > 5 else "")
             self.warnings.append(
                 f"{len(missing)} of the {len(chosen)} chosen kernels could not be profiled in depth ({names}): "
                 "they are listed with their phase-1 time only"

@@ -27,3 +27,9 @@ def fmt_ns(ns: Any, missing: str = "–", seconds: bool = True) -> str:
     if ns >= 1e3:
         return f"{ns / 1e3:.1f} µs"
     return f"{ns:.0f} ns"
+
+
+def clip(text: Any, limit: int) -> str:
+    """Text cut at `limit` characters, the last one an ellipsis ("" for None): long kernel names in one line."""
+    text = "" if text is None else str(text)
+    return text if len(text) <= limit else text[: limit - 1] + "…"

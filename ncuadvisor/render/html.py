@@ -20,7 +20,7 @@ from typing import Any
 from markupsafe import Markup
 
 from ncuadvisor.render import environment, fmt_rate, short_name, to_json
-from ncuadvisor.units import finite
+from ncuadvisor.units import clip, finite
 
 TEMPLATE = "report.html.j2"
 OPEN_CARDS = 20  # kernel cards after this many start closed, so a 1000-kernel report stays usable
@@ -136,12 +136,6 @@ def times(a: Any, b: Any) -> float | None:
     """duration × fraction for a display value (time saved), None when either is missing."""
     fa, fb = _number(a), _number(b)
     return None if fa is None or fb is None else fa * fb
-
-
-def clip(v: Any, limit: int) -> str:
-    """Text cut at `limit` characters (with an ellipsis), for tooltips that would otherwise repeat long names."""
-    text = "" if v is None else str(v)
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def is_high_headroom(v: Any) -> bool:
