@@ -24,6 +24,8 @@
 #     1.55 to 2.7 s per result, separate TMPDIRs notwithstanding. Run it alone: S3_BIG_ONLY=1 skips GPU 1's work.
 #   At 1.55 s per result, 1,080 results need ~28 min: a whole session's device time, started first, nothing else
 #   (S3_BIG_COUNT=1000 caps the launches profiled; the deadline's SIGINT saves what ncu has).
+# Session 4 (one H200): `start 1560` with S3_BIG_COUNT=1040 gave 989 results in 1,561 s (1.58 s each); the machine
+#   starts in ~30 s and `finish` takes ~5 s, so `start 1680` fits one session's 30 minutes and reaches ~1,060.
 # ncu always gets --clock-control none; nothing here changes clocks, power or any other GPU setting.
 set -u
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
