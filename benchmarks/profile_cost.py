@@ -100,24 +100,51 @@ def first_rule(k: dict | None) -> str:
     return f[0]["rule"] if f else "(none)"
 
 
-def compare(ours: dict, naive: dict | None, share: float = 0.9) -> list[dict]:
-    by_key = {}
-    by_name = {}
-    for k in (naive or {}).get("kernels", []):
-        by_key.setdefault((k["demangled"], k["grid"], k["block"]), k)
-        by_name.setdefault(k["demangled"], k)
+def top_findings(k: dict | None, n: int = 3) -> list[str]:
+    """'RULE −NN%' for the first n findings: how close the first one was to the second."""
+    return [f"{f['rule']} −{f.get('estimated_speedup') or 0:.0%}" for f in ((k or {}).get("findings") or [])[:n]]
+
+
+def compare(ours: dict, naive: dict | None, share: float = 0.9, naive_first: dict | None = None,
+            launches: dict | None = None) -> list[dict]:
+    """The first finding of each kernel holding `share` of the GPU time: ours against the naive report's, analysed
+    on its median launch (what `ncuadvisor report` does) and, when given, on its first launch (the launch `profile`
+    analyses: same launch, so a difference there is run-to-run noise, not the choice of launch); `launches`
+    (launch_choice.summarize of the naive report) adds how the first finding spreads over all launches."""
+    def index(result: dict | None) -> tuple[dict, dict]:
+        by_key: dict = {}
+        by_name: dict = {}
+        for k in (result or {}).get("kernels", []):
+            by_key.setdefault((k["demangled"], k["grid"], k["block"]), k)
+            by_name.setdefault(k["demangled"], k)
+        return by_key, by_name
+
+    naive_idx, first_idx = index(naive), index(naive_first)
+    spread = {(r["demangled"], r["grid"], r["block"]): r for r in (launches or {}).get("rows", []) if "demangled" in r}
     rows, acc = [], 0.0
     for k in ours["kernels"]:
         if acc >= share - 1e-12:
             break
         acc += k["time_share"]
-        nk = by_key.get((k["demangled"], k["grid"], k["block"])) or by_name.get(k["demangled"])
-        rows.append({
+        key = (k["demangled"], k["grid"], k["block"])
+        nk = naive_idx[0].get(key) or naive_idx[1].get(k["demangled"])
+        fk = first_idx[0].get(key) or first_idx[1].get(k["demangled"])
+        row = {
             "kernel": k["name"], "grid": k["grid"], "block": k["block"], "time_share": round(k["time_share"], 4),
             "profiled": k.get("profiled"), "ours": first_rule(k), "naive": first_rule(nk) if naive else "(no report)",
             "ours_bound": k.get("bound"), "naive_bound": (nk or {}).get("bound"),
             "agree": naive is not None and nk is not None and first_rule(k) == first_rule(nk),
-        })
+            "ours_top": top_findings(k), "naive_top": top_findings(nk),
+            "ours_launch_ns": (k.get("roofline") or {}).get("duration_ns"),
+            "naive_launch_ns": ((nk or {}).get("roofline") or {}).get("duration_ns"),
+            "launch_range_ns": (nk or {}).get("launch_range_ns"),
+        }
+        if naive_first is not None:
+            row.update(naive_first=first_rule(fk), naive_first_top=top_findings(fk),
+                       agree_same_launch=fk is not None and first_rule(k) == first_rule(fk))
+        if key in spread:
+            row["naive_findings_by_time"] = spread[key]["findings_by_time"]
+        rows.append(row)
     return rows
 
 
@@ -215,12 +242,24 @@ def main() -> int:
         sys.path.insert(0, str(ROOT))
         from ncuadvisor.analyze import analyze
 
-        naive_result = analyze(rep)
-    res["comparison"] = compare(ours, naive_result) if ours else []
+        sys.path.insert(0, str(ROOT / "benchmarks"))
+        from launch_choice import analyses, summarize
+
+        t0 = time.monotonic()
+        naive_result, naive_first, naive_each = analyses(rep)
+        launches = summarize(naive_result, naive_first, naive_each)
+        res["naive_launch_choice"] = {k: v for k, v in launches.items() if k != "rows"}
+        res["naive_analysis_s"] = round(time.monotonic() - t0, 1)
+    else:
+        naive_first = launches = None
+    res["comparison"] = compare(ours, naive_result, naive_first=naive_first, launches=launches) if ours else []
     if ours and res["naive"]["wall_s_every_launch"]:
         res["speedup_vs_naive"] = round(res["naive"]["wall_s_every_launch"] / prof["wall_s"], 2)
     res["profile_over_plain"] = round(prof["wall_s"] / plain["wall_s"], 2) if plain["wall_s"] else None
     res["agreement"] = (sum(r["agree"] for r in res["comparison"]), len(res["comparison"]))
+    if naive_first is not None:
+        res["agreement_same_launch"] = (sum(r.get("agree_same_launch", False) for r in res["comparison"]),
+                                        len(res["comparison"]))
 
     # table
     print("\n| run | wall time |\n|---|---|")
@@ -234,10 +273,16 @@ def main() -> int:
              else " |"))
     print(f"\nspeed-up vs naive: {res.get('speedup_vs_naive')}x; first findings agree on "
           f"{res['agreement'][0]} of {res['agreement'][1]} kernels holding 90% of GPU time\n")
-    print("| kernel | grid | share | ours | naive | agree |\n|---|---|---|---|---|---|")
+    if "agreement_same_launch" in res:
+        print(f"on the same (first) launch of each kernel in the naive report: {res['agreement_same_launch'][0]} of "
+              f"{res['agreement_same_launch'][1]}\n")
+    print("| kernel | grid | share | ours | naive, median launch | naive, first launch | naive, all launches "
+          "(share of time) | agree |\n|---|---|---|---|---|---|---|---|")
     for r in res["comparison"]:
-        print(f"| {r['kernel']} | {r['grid']} | {r['time_share']:.1%} | {r['ours']} ({r['ours_bound']}) | "
-              f"{r['naive']} ({r['naive_bound']}) | {'yes' if r['agree'] else 'no'} |")
+        spread = ", ".join(f"{k} {v:.0%}" for k, v in (r.get("naive_findings_by_time") or {}).items())
+        print(f"| {r['kernel']} | {r['grid']} | {r['time_share']:.1%} | {' · '.join(r['ours_top']) or r['ours']} | "
+              f"{' · '.join(r['naive_top']) or r['naive']} | {' · '.join(r.get('naive_first_top') or []) or '–'} | "
+              f"{spread or '–'} | {'yes' if r['agree'] else 'no'} |")
     res["total_wall_s"] = round(time.monotonic() - t_start, 1)
     save()
     return 0

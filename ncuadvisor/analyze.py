@@ -50,14 +50,16 @@ def analyze(
     path: str | os.PathLike[str],
     rule_folders: Iterable[Path] = (),
     rules: list[Rule | ProgramRule] | None = None,
+    pick: str = "median",
 ) -> dict[str, Any]:
-    """Analyze one report and return the result dict (schema_version 1)."""
+    """Analyze one report and return the result dict (schema_version 1). `pick`: which launch of a kernel group the
+    deep analysis looks at (`model.group_kernels`: "median", "first" or "each")."""
     rules = rules if rules is not None else engine.discover(rule_folders)
     metrics = list(dict.fromkeys(roofline.METRICS + CARD_METRICS + engine.required_metrics(rules)))
     grouped: list[Kernel] = []
 
     def representatives(frame: Any) -> list[int]:  # the kernels are grouped once, here, and reused below
-        grouped.extend(group_kernels(frame))
+        grouped.extend(group_kernels(frame, pick=pick))
         return [k.representative for k in grouped]
 
     profile = read_profile(path, metrics, engine.per_instruction_metrics(rules), detail_ids=representatives)

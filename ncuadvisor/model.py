@@ -157,22 +157,33 @@ def num(value: Any) -> float | None:
     return finite(value)
 
 
-def group_kernels(results: pd.DataFrame, duration_metric: str = "gpu__time_duration.sum") -> list[Kernel]:
-    """Group results by (process, demangled name, grid, block), ordered by total time, largest first."""
+LAUNCH_PICKS = ("median", "first", "each")
+
+
+def group_kernels(
+    results: pd.DataFrame, duration_metric: str = "gpu__time_duration.sum", pick: str = "median"
+) -> list[Kernel]:
+    """Group results by (process, demangled name, grid, block), ordered by total time, largest first.
+
+    `pick` is the launch whose deep metrics stand for a group: "median" (the launch of median duration, the default),
+    "first" (the first launch, the one `ncuadvisor profile` profiles in depth), or "each" (no grouping: every launch
+    is a kernel of its own, to see how the analysis varies from launch to launch)."""
+    if pick not in LAUNCH_PICKS:
+        raise ValueError(f"pick must be one of {LAUNCH_PICKS}, not {pick!r}")
     if results.empty:
         return []
     frame = results.copy()
     if duration_metric not in frame.columns:
         frame[duration_metric] = float("nan")
     frame["_dur"] = pd.to_numeric(frame[duration_metric], errors="coerce").fillna(0.0)
+    columns = ["process", "demangled", "grid", "block"] + (["result_id"] if pick == "each" else [])
     kernels: list[Kernel] = []
-    for (process, demangled, grid, block), g in frame.groupby(
-        ["process", "demangled", "grid", "block"], sort=False, dropna=False
-    ):
-        g_sorted = g.sort_values("_dur")
-        rep = int(g_sorted.iloc[(len(g_sorted) - 1) // 2]["result_id"])
+    for keys, g in frame.groupby(columns, sort=False, dropna=False):
+        process, demangled, grid, block = keys[:4]
+        g_sorted = g.sort_values("_dur", kind="stable")
+        rep = int((g if pick == "first" else g_sorted).iloc[0 if pick == "first" else (len(g) - 1) // 2]["result_id"])
         first = g.iloc[0]
-        key = f"{process}|{demangled}|{grid}|{block}"
+        key = f"{process}|{demangled}|{grid}|{block}" + (f"|{keys[4]}" if pick == "each" else "")
         kernels.append(
             Kernel(
                 key=key,
