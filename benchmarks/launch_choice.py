@@ -28,6 +28,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from ncuadvisor.analyze import analyze  # noqa: E402
+from ncuadvisor.profile import Phase1Time, kernel_key  # noqa: E402
 
 
 def first_rule(k: dict) -> str:
@@ -40,8 +41,19 @@ def group_key(k: dict) -> tuple[str, str, str, str]:
 
 
 def analyses(path: Path) -> tuple[dict, dict, dict]:
-    """The report analysed on the median launch of each group, on the first, and on every launch on its own."""
-    return analyze(path, pick="median"), analyze(path, pick="first"), analyze(path, pick="each")
+    """The report analysed on the median launch of each group, on the first, and on every launch on its own. Every
+    launch on its own is judged by the time of its group's launches of its size (as `ncuadvisor profile` judges the
+    one launch it profiles), not by its own share: a rule with a time-share threshold (PYT001) would otherwise
+    split a group by launch count alone."""
+    median, first = analyze(path, pick="median"), analyze(path, pick="first")
+    once = analyze(path, pick="each")
+    durations: dict = {}
+    for k in once["kernels"]:
+        ids, durs = durations.setdefault(kernel_key(k), ([], []))
+        ids.append(k["result_ids"][0])
+        durs.append(float(k["duration_ns"] or 0.0))
+    each = analyze(path, pick="each", group_time=Phase1Time(durations, float(once["report"]["total_duration_ns"] or 0)))
+    return median, first, each
 
 
 def compare(path: Path) -> dict:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import shutil
 import statistics
@@ -119,6 +120,15 @@ def compare(ours: dict, naive: dict | None, share: float = 0.9, naive_first: dic
             by_name.setdefault(k["demangled"], k)
         return by_key, by_name
 
+    def same_size(nk: dict | None, launch_ns: float | None) -> dict | None:
+        """The naive report's analysis of the launches of the size ours profiled: the kernel's own, or one of its
+        variants (launches of another size, analysed on their own), the nearest in duration."""
+        if not nk or not launch_ns or not nk.get("variants"):
+            return nk
+        own = (nk.get("roofline") or {}).get("duration_ns")
+        options = [(own, nk)] + [(v.get("launch_ns"), v) for v in nk["variants"] if v.get("profiled")]
+        return min((o for o in options if o[0]), key=lambda o: abs(math.log(o[0] / launch_ns)), default=(None, nk))[1]
+
     naive_idx, first_idx = index(naive), index(naive_first)
     spread = {(r["demangled"], r["grid"], r["block"]): r for r in (launches or {}).get("rows", []) if "demangled" in r}
     rows, acc = [], 0.0
@@ -127,23 +137,31 @@ def compare(ours: dict, naive: dict | None, share: float = 0.9, naive_first: dic
             break
         acc += k["time_share"]
         key = (k["demangled"], k["grid"], k["block"])
-        nk = naive_idx[0].get(key) or naive_idx[1].get(k["demangled"])
-        fk = first_idx[0].get(key) or first_idx[1].get(k["demangled"])
+        ours_ns = (k.get("roofline") or {}).get("duration_ns")
+        nk = same_size(naive_idx[0].get(key) or naive_idx[1].get(k["demangled"]), ours_ns)
+        fk = same_size(first_idx[0].get(key) or first_idx[1].get(k["demangled"]), ours_ns)
         row = {
             "kernel": k["name"], "grid": k["grid"], "block": k["block"], "time_share": round(k["time_share"], 4),
             "profiled": k.get("profiled"), "ours": first_rule(k), "naive": first_rule(nk) if naive else "(no report)",
             "ours_bound": k.get("bound"), "naive_bound": (nk or {}).get("bound"),
             "agree": naive is not None and nk is not None and first_rule(k) == first_rule(nk),
             "ours_top": top_findings(k), "naive_top": top_findings(nk),
-            "ours_launch_ns": (k.get("roofline") or {}).get("duration_ns"),
-            "naive_launch_ns": ((nk or {}).get("roofline") or {}).get("duration_ns"),
+            "ours_launch_ns": ours_ns,
+            "naive_launch_ns": ((nk or {}).get("roofline") or {}).get("duration_ns") or (nk or {}).get("launch_ns"),
             "launch_range_ns": (nk or {}).get("launch_range_ns"),
+            "ours_variants_timed_only": [round(v["duration_ns"] / (ours["report"]["total_duration_ns"] or 1), 4)
+                                         for v in k.get("variants") or [] if not v.get("profiled")],
         }
         if naive_first is not None:
             row.update(naive_first=first_rule(fk), naive_first_top=top_findings(fk),
                        agree_same_launch=fk is not None and first_rule(k) == first_rule(fk))
         if key in spread:
+            # how the naive report's own launches of this kernel spread over first findings (by time): ours agrees
+            # "within the naive report's launch-to-launch variation" when its first finding is the first finding of
+            # at least a quarter of that time (a threshold straddled by launches of one size, as LIB001's headroom
+            # of 2.0 by two nvjet launches at 1.96x and 2.07x in fixtures/torch_compile)
             row["naive_findings_by_time"] = spread[key]["findings_by_time"]
+            row["agree_within_launches"] = row["agree"] or row["naive_findings_by_time"].get(row["ours"], 0) >= 0.25
         rows.append(row)
     return rows
 
@@ -257,6 +275,9 @@ def main() -> int:
         res["speedup_vs_naive"] = round(res["naive"]["wall_s_every_launch"] / prof["wall_s"], 2)
     res["profile_over_plain"] = round(prof["wall_s"] / plain["wall_s"], 2) if plain["wall_s"] else None
     res["agreement"] = (sum(r["agree"] for r in res["comparison"]), len(res["comparison"]))
+    if launches is not None:
+        res["agreement_within_launches"] = (sum(r.get("agree_within_launches", r["agree"]) for r in res["comparison"]),
+                                            len(res["comparison"]))
     if naive_first is not None:
         res["agreement_same_launch"] = (sum(r.get("agree_same_launch", False) for r in res["comparison"]),
                                         len(res["comparison"]))

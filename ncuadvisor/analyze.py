@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import datetime as _dt
 import os
+from dataclasses import replace
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Protocol
 
 from ncuadvisor import __version__, engine, roofline
 from ncuadvisor.load import read_profile
@@ -13,6 +14,7 @@ from ncuadvisor.processes import process_label
 from ncuadvisor.model import Kernel, Profile, group_kernels, num
 from ncuadvisor.result import SCHEMA_VERSION, ncu_guidance
 from ncuadvisor.rules_api import KernelContext, ProgramContext, ProgramRule, Rule
+from ncuadvisor.units import fmt_ns
 
 # The sections the full analysis uses (ncu --section identifiers); `ncuadvisor profile` collects these.
 ANALYSIS_SECTIONS = [
@@ -51,30 +53,45 @@ def analyze(
     rule_folders: Iterable[Path] = (),
     rules: list[Rule | ProgramRule] | None = None,
     pick: str = "median",
+    group_time: GroupTime | None = None,
 ) -> dict[str, Any]:
     """Analyze one report and return the result dict (schema_version 1). `pick`: which launch of a kernel group the
-    deep analysis looks at (`model.group_kernels`: "median", "first" or "each")."""
+    deep analysis looks at (`model.group_kernels`: "median", "first" or "each"). `group_time`: the launches and time
+    a kernel stands for when the report holds only some of its launches (`ncuadvisor profile`'s phase 2 profiles
+    one launch of each kernel; phase 1 timed them all), so that rules judging a kernel by its share of the program's
+    time see the true share."""
     rules = rules if rules is not None else engine.discover(rule_folders)
     metrics = list(dict.fromkeys(roofline.METRICS + CARD_METRICS + engine.required_metrics(rules)))
     grouped: list[Kernel] = []
 
     def representatives(frame: Any) -> list[int]:  # the kernels are grouped once, here, and reused below
         grouped.extend(group_kernels(frame, pick=pick))
-        return [k.representative for k in grouped]
+        return [k.representative for k in grouped] + [v.representative for k in grouped for v in k.variants]
 
     profile = read_profile(path, metrics, engine.per_instruction_metrics(rules), detail_ids=representatives)
     kernels = grouped
-    result = build_result(profile, kernels, rules)
+    result = build_result(profile, kernels, rules, group_time)
     # deep data read in worker processes: the source lines the rules asked for are fetched and the rules run again,
     # until they ask for nothing new (they then saw what reading in-process shows them)
     while profile.fetch_pending is not None and profile.fetch_pending():
-        result = build_result(profile, kernels, rules)
+        result = build_result(profile, kernels, rules, group_time)
     return result
 
 
-def build_result(profile: Profile, kernels: list[Kernel], rules: list[Rule | ProgramRule]) -> dict[str, Any]:
+class GroupTime(Protocol):
+    """(launches, nanoseconds) a kernel's representative launch (`launch_ns` long) stands for, and the program's
+    total nanoseconds; None when unknown."""
+
+    total_ns: float
+
+    def __call__(self, kernel: Kernel, launch_ns: float | None) -> tuple[int, float] | None: ...
+
+
+def build_result(profile: Profile, kernels: list[Kernel], rules: list[Rule | ProgramRule],
+                 group_time: GroupTime | None = None) -> dict[str, Any]:
     frame = profile.results.set_index("result_id", drop=False)
     total_ns = sum(k.duration_ns for k in kernels)
+    rule_total_ns = group_time.total_ns if group_time is not None and group_time.total_ns else total_ns
     sm_count = num(profile.device.get("sm_count"))
     sections_seen: set[str] = set()
     kernel_entries = []
@@ -82,7 +99,9 @@ def build_result(profile: Profile, kernels: list[Kernel], rules: list[Rule | Pro
     procs = {str(p["pid"]): p for p in profile.processes}
     # several GPUs in one report (a multi-GPU program): each kernel says which one ran it
     devices = sorted({int(d) for d in profile.results.get("device_id", []) if num(d) is not None})
-    for idx, k in enumerate(kernels):
+
+    def run(k: Kernel, share: float) -> tuple[dict[str, Any], roofline.Roofline, Any, str, engine.KernelVerdict]:
+        """The rules on the representative launch of k (a group, or the launches of one of its variants)."""
         row = frame.loc[k.representative].to_dict()
         rl = roofline.compute(row, sm_count)
         detail = profile.details.get(k.representative)
@@ -91,7 +110,6 @@ def build_result(profile: Profile, kernels: list[Kernel], rules: list[Rule | Pro
         first = next((lines[0] for lines in (detail.per_instruction.values() if detail else []) if lines), None)
         files = [first.file] if first is not None and first.file else []
         language = engine.kernel_language(k.name, k.demangled, files)
-        share = k.duration_ns / total_ns if total_ns else 0.0
         ctx = KernelContext(
             kernel=k,
             metrics=row,
@@ -106,6 +124,25 @@ def build_result(profile: Profile, kernels: list[Kernel], rules: list[Rule | Pro
         verdict = engine.run_rules(rules, ctx)
         for e in verdict.errors:
             warnings.append(f"rule {e['rule']} failed on {k.name}: {e['error']}")
+        return row, rl, detail, language, verdict
+
+    for idx, k in enumerate(kernels):
+        share = k.duration_ns / total_ns if total_ns else 0.0
+        # with variants, the group's own analysis speaks for its other launches only
+        main = replace(k, launches=k.analysed_launches, duration_ns=k.analysed_ns, variants=[],
+                       result_ids=sorted(set(k.result_ids) - {r for v in k.variants for r in v.result_ids})) \
+            if k.variants else k
+        told = group_time(k, num(frame.loc[k.representative].get("gpu__time_duration.sum"))) if group_time else None
+        if told is not None:
+            main = replace(main, launches=told[0], duration_ns=told[1])
+        row, rl, detail, language, verdict = run(main, main.duration_ns / rule_total_ns if rule_total_ns else 0.0)
+        variants = []
+        for v in k.variants:
+            vk = replace(k, result_ids=v.result_ids, representative=v.representative, launches=v.launches,
+                         duration_ns=v.duration_ns, launch_min_ns=v.launch_min_ns, launch_max_ns=v.launch_max_ns,
+                         variants=[])
+            _, vrl, _, _, vverdict = run(vk, v.duration_ns / rule_total_ns if rule_total_ns else 0.0)
+            variants.append(_variant_json(vk, vrl, vverdict, total_ns))
         kernel_entries.append(
             {
                 "id": f"k{idx}",
@@ -124,6 +161,9 @@ def build_result(profile: Profile, kernels: list[Kernel], rules: list[Rule | Pro
                 "per_launch_ns": k.per_launch_ns,
                 "launch_range_ns": [k.launch_min_ns, k.launch_max_ns],
                 "launch_note": k.launch_note,
+                "analysed_launches": main.launches,
+                "analysed_duration_ns": main.duration_ns,
+                "variants": variants,
                 "time_share": share,
                 "bound": rl.bound,
                 "bound_reason": rl.bound_reason,
@@ -244,24 +284,58 @@ def top_actions(
         if p["estimated_saving_ns"] > 0
     ]
     for k in kernels:
-        for f in k["findings"]:
-            if f["category"] == "at-roofline":
-                continue
-            saving = k["duration_ns"] * f["estimated_speedup"]
-            actions.append(
-                {
-                    "kernel": k["name"],
-                    "kernel_id": k["id"],
-                    "rule": f["rule"],
-                    "category": f["category"],
-                    "title": f["title"],
-                    "estimated_saving_ns": saving,
-                    "program_fraction": saving / total_ns if total_ns else 0.0,
-                    "scope": "kernel",
-                }
-            )
+        # a kernel's findings speak for the launches it analysed; each variant's for its own launches
+        own = k.get("analysed_duration_ns")
+        parts = [(k["name"], k["duration_ns"] if own is None else own, k["findings"], None)]
+        parts += [(f"{k['name']} ({fmt_ns(v.get('per_launch_ns'))} launches)", v["duration_ns"], v.get("findings") or [], i)
+                  for i, v in enumerate(k.get("variants") or [])]
+        named: dict[str, dict[str, Any]] = {}  # one action per rule and kernel: a variant's adds its saving
+        for label, ns, findings, variant in parts:
+            for f in findings:
+                if f["category"] == "at-roofline":
+                    continue
+                saving = (ns or 0.0) * f["estimated_speedup"]
+                if f["rule"] in named:
+                    a = named[f["rule"]]
+                    a["estimated_saving_ns"] += saving
+                    a["program_fraction"] = a["estimated_saving_ns"] / total_ns if total_ns else 0.0
+                    continue
+                actions.append(
+                    {
+                        "kernel": label,
+                        "kernel_id": k["id"],
+                        "rule": f["rule"],
+                        "category": f["category"],
+                        "title": f["title"],
+                        "estimated_saving_ns": saving,
+                        "program_fraction": saving / total_ns if total_ns else 0.0,
+                        "scope": "kernel",
+                        **({"variant": variant} if variant is not None else {}),
+                    }
+                )
+                named[f["rule"]] = actions[-1]
     actions.sort(key=lambda a: -a["estimated_saving_ns"])
     return actions[:limit]
+
+
+def _variant_json(k: Kernel, rl: roofline.Roofline, verdict: engine.KernelVerdict, total_ns: float) -> dict[str, Any]:
+    """A variant of a kernel group (model.Variant): its launches, time, bound and findings."""
+    return {
+        "launches": k.launches,
+        "duration_ns": k.duration_ns,
+        "per_launch_ns": k.per_launch_ns,
+        "time_share": k.duration_ns / total_ns if total_ns else 0.0,
+        "launch_range_ns": [k.launch_min_ns, k.launch_max_ns],
+        "launch_ns": rl.duration_ns,
+        "profiled": True,
+        "bound": rl.bound,
+        "bound_reason": rl.bound_reason,
+        "headroom": rl.headroom,
+        "theoretical_ns": rl.theoretical_ns,
+        "findings": [f.to_dict() for f in verdict.findings],
+        "suppressed": verdict.suppressed,
+        "result_ids": k.result_ids,
+    }
 
 
 def _roofline_json(rl: roofline.Roofline) -> dict[str, Any]:

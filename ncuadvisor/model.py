@@ -116,6 +116,20 @@ class Profile:
 
 
 @dataclass
+class Variant:
+    """Launches of a kernel group whose duration sets them apart from the launch the group is analysed on: another
+    problem size or call site of the same kernel and launch shape (an ATen copy that transposes at one call site
+    and not at another, one cuBLAS kernel at two K's), analysed on a launch of its own."""
+
+    result_ids: list[int]
+    representative: int  # the launch of median duration among these
+    launches: int
+    duration_ns: float
+    launch_min_ns: float
+    launch_max_ns: float
+
+
+@dataclass
 class Kernel:
     """Results of the same kernel with the same launch shape, grouped: the unit the analysis talks about."""
 
@@ -133,6 +147,16 @@ class Kernel:
     process: str = ""
     launch_min_ns: float = 0.0  # the shortest and the longest launch: far apart when one name and launch shape
     launch_max_ns: float = 0.0  # holds several problem sizes or call sites, while the analysis looks at one launch
+    variants: list[Variant] = field(default_factory=list)  # launches of another duration, analysed on their own
+
+    @property
+    def analysed_launches(self) -> int:
+        """The launches the group's own analysis stands for: all of them but its variants'."""
+        return self.launches - sum(v.launches for v in self.variants)
+
+    @property
+    def analysed_ns(self) -> float:
+        return self.duration_ns - sum(v.duration_ns for v in self.variants)
 
     @property
     def per_launch_ns(self) -> float:
@@ -143,6 +167,10 @@ class Kernel:
         """Said when the launches of this group differ by more than LAUNCH_SPREAD in duration: one name and launch
         shape then holds several problem sizes or call sites (a cuBLAS kernel at two K's, an ATen copy that transposes
         at one call site and not at another), and the deep metrics and findings come from one of its launches."""
+        if self.variants:
+            return (f"launches take {fmt_ns(self.launch_min_ns)} to {fmt_ns(self.launch_max_ns)}: several problem sizes "
+                    f"or call sites share this name and launch shape; {self.analysed_launches} of the {self.launches} "
+                    f"launches are analysed here, the other sizes as variants of their own")
         if self.launches < 2 or self.launch_min_ns <= 0 or self.launch_max_ns <= LAUNCH_SPREAD * self.launch_min_ns:
             return None
         return (f"launches take {fmt_ns(self.launch_min_ns)} to {fmt_ns(self.launch_max_ns)}: several problem sizes or "
@@ -150,6 +178,45 @@ class Kernel:
 
 
 LAUNCH_SPREAD = 1.5  # longest ÷ shortest launch of a kernel group above which its launches are not alike
+VARIANT_GAP = 1.25  # launches sorted by duration split into sizes where one is this much longer than the one before
+VARIANT_MIN_SHARE = 0.1  # a size of launches is analysed on its own (a Variant) from this share of its group's time
+
+
+def launch_clusters(durations: list[float], gap: float = VARIANT_GAP) -> list[list[int]]:
+    """Indices of launches grouped by duration: sorted, and split wherever a launch takes more than `gap` times the
+    one before it. Launch-to-launch noise (a few %) never splits; two problem sizes (14 and 28 µs) always do."""
+    order = sorted(range(len(durations)), key=lambda i: durations[i])
+    clusters: list[list[int]] = []
+    for i in order:
+        if clusters and not (durations[clusters[-1][-1]] > 0 and durations[i] > gap * durations[clusters[-1][-1]]):
+            clusters[-1].append(i)
+        else:
+            clusters.append([i])
+    return clusters
+
+
+def split_variants(ids: list[int], durations: list[float], representative: int,
+                   min_share: float = VARIANT_MIN_SHARE) -> list[Variant]:
+    """The sizes of launches (launch_clusters) other than the representative's that hold `min_share` of the time,
+    largest first; smaller ones stay with the group."""
+    total = sum(durations)
+    if len(ids) < 2 or total <= 0:
+        return []
+    out = []
+    for c in launch_clusters(durations):
+        if representative in (ids[i] for i in c) or sum(durations[i] for i in c) < min_share * total:
+            continue
+        by_time = sorted(c, key=lambda i: durations[i])
+        out.append(Variant(
+            result_ids=[int(ids[i]) for i in sorted(c)],
+            representative=int(ids[by_time[(len(by_time) - 1) // 2]]),
+            launches=len(c),
+            duration_ns=float(sum(durations[i] for i in c)),
+            launch_min_ns=float(durations[by_time[0]]),
+            launch_max_ns=float(durations[by_time[-1]]),
+        ))
+    out.sort(key=lambda v: -v.duration_ns)
+    return out
 
 
 def num(value: Any) -> float | None:
@@ -200,6 +267,8 @@ def group_kernels(
                 process=str(process),
                 launch_min_ns=float(g_sorted["_dur"].iloc[0]),
                 launch_max_ns=float(g_sorted["_dur"].iloc[-1]),
+                variants=[] if pick == "each" else split_variants(
+                    [int(x) for x in g["result_id"]], [float(x) for x in g["_dur"]], rep),
             )
         )
     kernels.sort(key=lambda k: -k.duration_ns)

@@ -44,6 +44,7 @@ from __future__ import annotations
 import codecs
 import copy
 import importlib.util
+import math
 import os
 import re
 import select
@@ -62,7 +63,7 @@ import typer
 
 from ncuadvisor import ncu as ncu_mod
 from ncuadvisor.processes import ProcessWatcher, write_sidecar
-from ncuadvisor.units import clip
+from ncuadvisor.units import clip, fmt_ns
 from ncuadvisor.errors import AdvisorError, InputError, OutputError
 
 MAX_ROUNDS = 4
@@ -247,6 +248,50 @@ def kernel_key(k: Any) -> tuple[str, str, str]:
 
 # -- merging ------------------------------------------------------------------------------------------------------
 
+
+def phase1_durations(phase1: dict[str, Any], launches: Sequence[dict[str, Any]]) -> dict[tuple[str, str, str], tuple[list[int], list[float]]]:
+    """kernel_key -> (result ids, durations) of every phase-1 launch of that kernel, in launch order."""
+    key_of = {k["id"]: kernel_key(k) for k in phase1["kernels"]}
+    out: dict[tuple[str, str, str], tuple[list[int], list[float]]] = {}
+    for x in launches:
+        key = key_of.get(x.get("kernel_id"))
+        if key is not None:
+            ids, durs = out.setdefault(key, ([], []))
+            ids.append(int(x["result_id"]))
+            durs.append(float(x.get("duration_ns") or 0.0))
+    return out
+
+
+def split_at(ids: list[int], durations: list[float], launch_ns: float | None) -> tuple[int, float, list[Any]]:
+    """(launches, ns, variants): the phase-1 launches a profiled launch of `launch_ns` stands for (its size: the
+    phase-1 launch nearest in duration, and the launches like it) and the other sizes (model.split_variants)."""
+    from ncuadvisor.model import split_variants
+
+    if not ids:
+        return 0, 0.0, []
+    if launch_ns and launch_ns > 0:
+        near = min(range(len(ids)), key=lambda i: abs(math.log(max(durations[i], 1e-9) / launch_ns)))
+    else:
+        near = sorted(range(len(ids)), key=lambda i: durations[i])[(len(ids) - 1) // 2]
+    variants = split_variants(ids, durations, ids[near])
+    return (len(ids) - sum(v.launches for v in variants), sum(durations) - sum(v.duration_ns for v in variants),
+            variants)
+
+
+class Phase1Time:
+    """analyze()'s group_time for phase-2 reports: the launches and time phase 1 measured for the size of launch
+    that phase 2 profiled, so that rules see each kernel's true share of the program's GPU time."""
+
+    def __init__(self, durations: dict[tuple[str, str, str], tuple[list[int], list[float]]], total_ns: float):
+        self.durations, self.total_ns = durations, total_ns
+
+    def __call__(self, kernel: Any, launch_ns: float | None) -> tuple[int, float] | None:
+        found = self.durations.get(kernel_key(kernel))
+        if not found:
+            return None
+        n, ns, _ = split_at(found[0], found[1], launch_ns)
+        return n, ns
+
 _ATEN_RE = re.compile(r"\b((?:aten|c10d?|torchvision|triton|prims|inductor)::[A-Za-z0-9_.]+)")
 _MODULE_RE = re.compile(r"\bmodule:([A-Za-z0-9_.]+)")
 
@@ -271,6 +316,8 @@ def _unprofiled(entry: dict[str, Any]) -> dict[str, Any]:
         sections=[],
         profiled=False,
     )
+    e["variants"] = [dict(v, profiled=False, bound="unknown", bound_reason=None, headroom=None, findings=[],
+                          suppressed=[]) for v in e.get("variants") or []]
     return e
 
 
@@ -292,6 +339,7 @@ def merge_results(
     from ncuadvisor.analyze import ANALYSIS_SECTIONS, add_program_level
 
     total = float(phase1["report"]["total_duration_ns"] or 0.0)
+    p1_durations = phase1_durations(phase1, launches or [])
     deep_by_key: dict[tuple[str, str, str], tuple[str, dict[str, Any]]] = {}
     # multi-process programs: the pids differ from run to run, the ranks do not; a kernel is matched to the deep
     # entry of the same rank when both know it, else to the first deep entry of the same kernel and shape
@@ -330,6 +378,24 @@ def merge_results(
                 deep_result_ids=d.get("result_ids", []),
                 deep_launches=d.get("launches"),
             )
+            # the profiled launch speaks for the phase-1 launches of its size; other sizes were timed only
+            found = p1_durations.get(key)
+            n, ns, variants = split_at(found[0], found[1], (d.get("roofline") or {}).get("duration_ns")) if found \
+                else (p["launches"], p["duration_ns"], [])
+            e["analysed_launches"], e["analysed_duration_ns"] = n, ns
+            e["variants"] = [{
+                "launches": v.launches, "duration_ns": v.duration_ns, "per_launch_ns": v.duration_ns / v.launches,
+                "time_share": v.duration_ns / total if total else 0.0,
+                "launch_range_ns": [v.launch_min_ns, v.launch_max_ns], "launch_ns": None, "profiled": False,
+                "bound": "unknown", "bound_reason": None, "headroom": None, "theoretical_ns": None,
+                "findings": [], "suppressed": [], "result_ids": v.result_ids,
+            } for v in variants]
+            if variants:
+                lo, hi = p.get("launch_range_ns") or (None, None)
+                e["launch_note"] = (
+                    f"launches take {fmt_ns(lo)} to {fmt_ns(hi)}: several problem sizes or call sites share this name "
+                    f"and launch shape; the launch profiled in depth stands for {n} of the {p['launches']} launches, "
+                    "the other sizes were timed in phase 1 only")
         else:
             e = _unprofiled(p)
             e["time_share"] = (p["duration_ns"] / total) if total else 0.0
@@ -998,6 +1064,8 @@ class Session:
         p1_path = self._place(run1, f"{self.base.name}.phase1")
         assert p1_path is not None
         p1_result, launches, kernels = _analyze_phase1(p1_path, self.rules)
+        # the deep analysis judges each kernel by the time phase 1 measured for it, not by its one profiled launch
+        group_time = Phase1Time(phase1_durations(p1_result, launches), float(p1_result["report"]["total_duration_ns"] or 0))
         chosen = select_kernels(kernels, top=top, coverage=coverage)
         total = sum(k.duration_ns for k in kernels)
         covered = sum(k.duration_ns for k in chosen) / total if total else 0.0
@@ -1064,7 +1132,7 @@ class Session:
                 check_run(run2, self.filters, self.target, "phase 2")
             new: set[tuple[str, str, str]] = set()
             if run2.report is not None:
-                res = analyze(run2.report, rules=self.rules)
+                res = analyze(run2.report, rules=self.rules, group_time=group_time)
                 keys = {kernel_key(k) for k in res["kernels"]}
                 new = {kernel_key(k) for k in missing} & keys
                 if new or not deep:

@@ -17,7 +17,7 @@ ALLOWED = {
     "rules_api": {"model", "roofline", "units"},
     "engine": {"errors", "rules_api", "model", "roofline"},
     "result": set(),
-    "analyze": {"__init__", "engine", "roofline", "load", "model", "processes", "result", "rules_api", "errors"},
+    "analyze": {"__init__", "engine", "roofline", "load", "model", "processes", "result", "rules_api", "errors", "units"},
     "render": {"errors", "units"},
 }
 

@@ -272,16 +272,25 @@ def build_sarif(
     results: list[dict[str, Any]] = []
     for k in result.get("kernels") or []:
         findings = [f for f in k.get("findings") or [] if f.get("category") != AT_ROOFLINE and f.get("rule")]
+        # a kernel's findings speak for the launches it analysed; a variant (launches of another size) adds the
+        # problems the kernel's own analysis did not name, over its own time
+        own_ns = _num(k.get("analysed_duration_ns"))
+        pairs = [(f, own_ns if own_ns is not None else (_num(k.get("duration_ns")) or 0.0)) for f in findings]
+        named = {f["rule"] for f in findings}
+        for v in k.get("variants") or []:
+            for f in v.get("findings") or []:
+                if f.get("category") != AT_ROOFLINE and f.get("rule") and f["rule"] not in named:
+                    pairs.append((f, _num(v.get("duration_ns")) or 0.0))
+                    named.add(f["rule"])
         kernel_anchor = None
-        for f in findings:
+        for f, _ in pairs:
             located = _located(f.get("source") or [])
             if located:
                 inside = [s for s in located if _in_root(s, roots)]
                 kernel_anchor = (inside or located)[0]
                 break
-        duration = _num(k.get("duration_ns")) or 0.0
         name = str(k.get("name") or k.get("demangled") or "kernel")
-        for f in findings:
+        for f, duration in pairs:
             located = _located(f.get("source") or [])
             inferred = False
             if located:
