@@ -1,0 +1,23 @@
+"""LCH001's partial wave: a grid of at least a block per SM but a fraction of one wave (real reports)."""
+
+import pytest
+
+
+def test_partial_wave_on_the_model_steps_gemm(analyzed):
+    res = analyzed("model_step_315")
+    k = next(k for k in res["kernels"] if k["name"] == "gemm_tiled" and k["grid"] == "(32, 8, 1)")
+    f = k["findings"][0]
+    assert f["rule"] == "LCH001" and f["title"].startswith("Partial wave: 256 blocks where 792 fit")
+    assert "split-K" in f["fix"] and "792 blocks" in f["fix"]
+    waves = next(e for e in f["evidence"] if e["metric"] == "launch__waves_per_multiprocessor")
+    assert waves["value"] < waves["threshold"] == 0.5
+    # the same kernel at 512 blocks (0.65 waves) is told nothing of the kind
+    big = next(k for k in res["kernels"] if k["name"] == "gemm_tiled" and k["grid"] == "(64, 8, 1)")
+    assert not any(f["title"].startswith("Partial wave") for f in big["findings"])
+    assert 0.3 < f["estimated_speedup"] < 0.6
+
+
+@pytest.mark.parametrize("name", ["flaws", "cache", "torch_eager", "torch_compile", "probe", "tiny_sections"])
+def test_partial_wave_silent_elsewhere(analyzed, name):
+    for k in analyzed(name)["kernels"]:
+        assert not any(f["title"].startswith("Partial wave") for f in k["findings"]), k["name"]
