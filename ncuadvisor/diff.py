@@ -244,13 +244,25 @@ def _findings_of(group: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     """Rule code -> brief (the largest saving where a rule fires on several shapes), at-roofline left out."""
     out: dict[str, dict[str, Any]] = {}
     for k in group:
-        for f in k.get("findings") or []:
-            if f.get("category") == AT_ROOFLINE or not f.get("rule"):
-                continue
-            b = _brief(f, _num(k.get("duration_ns")) or 0.0)
-            prev = out.get(b["rule"])
+        # a kernel's findings speak for the launches it analysed, its variants' (launches of another size) for
+        # theirs: one rule's savings over the sizes of one kernel add up
+        own = _num(k.get("analysed_duration_ns"))
+        parts = [(k.get("findings") or [], own if own is not None else (_num(k.get("duration_ns")) or 0.0))]
+        parts += [(v.get("findings") or [], _num(v.get("duration_ns")) or 0.0) for v in k.get("variants") or []]
+        mine: dict[str, dict[str, Any]] = {}
+        for findings, ns in parts:
+            for f in findings:
+                if f.get("category") == AT_ROOFLINE or not f.get("rule"):
+                    continue
+                b = _brief(f, ns)
+                if b["rule"] in mine:
+                    mine[b["rule"]]["estimated_saving_ns"] += b["estimated_saving_ns"]
+                else:
+                    mine[b["rule"]] = b
+        for code, b in mine.items():
+            prev = out.get(code)
             if prev is None or b["estimated_saving_ns"] > prev["estimated_saving_ns"]:
-                out[b["rule"]] = b
+                out[code] = b
     return out
 
 

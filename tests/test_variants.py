@@ -111,3 +111,18 @@ def test_profile_merge_names_the_sizes_phase_2_did_not_profile(report_path):
     assert v["time_share"] == pytest.approx(v["duration_ns"] / m["report"]["total_duration_ns"])
     unprofiled = [k for k in m["kernels"] if not k["profiled"]]
     assert all(not v["profiled"] for k in unprofiled for v in k.get("variants") or [])
+
+
+def test_diff_counts_a_variants_findings(eager):
+    """`ncuadvisor diff`: a problem found only on the launches of another size is still a finding of the kernel."""
+    import copy
+
+    from ncuadvisor.diff import _findings_of
+
+    copy_k = next(k for k in eager["kernels"] if k["name"] == "elementwise_kernel" and k["grid"] == "(8192, 1, 1)")
+    both = _findings_of([copy_k])["PYT001"]["estimated_saving_ns"]
+    v = copy_k["variants"][0]
+    assert both == pytest.approx(copy_k["analysed_duration_ns"] * 1.0 + v["duration_ns"] * 1.0)
+    only_variant = copy.deepcopy(copy_k)
+    only_variant["findings"] = [f for f in only_variant["findings"] if f["rule"] != "PYT001"]
+    assert _findings_of([only_variant])["PYT001"]["estimated_saving_ns"] == pytest.approx(v["duration_ns"])
