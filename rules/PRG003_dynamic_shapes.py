@@ -9,8 +9,11 @@ class DynamicShapes(ProgramRule):
     """One kernel launched with many shapes, or many compiled variants of one Inductor kernel.
 
     What it detects:
-        A kernel function seen with at least `min_shapes` distinct launch shapes (grid × block), or at least
-        `min_variants` TorchInductor kernels that differ only by their numeric suffix (recompiled per shape).
+        A kernel function seen with at least `min_shapes` distinct launch shapes (grid × block), at least
+        `min_changing` of them confined to part of the run: a shape that is launched from the first third of the
+        kernel's launches to the last third is a call site that runs every step (a model's several matrix sizes),
+        not a shape that changes. Or at least `min_variants` TorchInductor kernels that differ only by their numeric
+        suffix (recompiled per shape).
 
     Why it costs time:
         Shapes that change from call to call defeat CUDA Graphs (a graph fixes its shapes), trigger recompilation
@@ -30,7 +33,8 @@ class DynamicShapes(ProgramRule):
         finding says where to look.
 
     False positives:
-        Programs that legitimately run a few distinct problem sizes (a multi-scale model) once each.
+        Programs that legitimately run a few distinct problem sizes (a multi-scale model) once each; a capture of
+        a single step, where no shape can recur.
     """
 
     code = "PRG003"
@@ -38,7 +42,28 @@ class DynamicShapes(ProgramRule):
     category = "dynamic-shapes"
     title = "Many launch shapes of the same kernel"
     requires = ("gpu__time_duration.sum",)
-    thresholds = {"min_shapes": 4, "min_variants": 4}
+    thresholds = {"min_shapes": 4, "min_variants": 4, "min_changing": 2}
+
+    @staticmethod
+    def changing_shapes(p: ProgramContext) -> dict[str, set]:
+        """Kernel (demangled) -> its launch shapes that do not recur over its launches: first launched after the
+        first third of the kernel's launches, or last launched before the last third."""
+        name_of = {k["id"]: k["demangled"] for k in p.kernels}
+        seqs: dict[str, list[tuple]] = {}
+        for x in p.launches:
+            name = name_of.get(x.get("kernel_id"))
+            if name is not None:
+                seqs.setdefault(name, []).append((x.get("grid"), x.get("block")))
+        out: dict[str, set] = {}
+        for name, seq in seqs.items():
+            first: dict[tuple, int] = {}
+            last: dict[tuple, int] = {}
+            for i, shape in enumerate(seq):
+                first.setdefault(shape, i)
+                last[shape] = i
+            n = len(seq)
+            out[name] = {s for s in first if not (first[s] < n / 3 and last[s] >= 2 * n / 3)}
+        return out
 
     def check_program(self, p: ProgramContext):
         shapes: dict[str, set] = {}
@@ -51,8 +76,10 @@ class DynamicShapes(ProgramRule):
         findings = []
         # One finding for the program: varying shapes are a property of how it is driven (sequence lengths, batch
         # sizes), not of one kernel; the kernels are listed by GPU time.
-        many = sorted((n for n, s in shapes.items() if len(s) >= self.thresholds["min_shapes"]),
-                      key=lambda n: -time_ns[n])
+        # without the launch order (no launches given) every shape counts as changing
+        changing = self.changing_shapes(p) if p.launches else shapes
+        many = sorted((n for n, s in shapes.items() if len(s) >= self.thresholds["min_shapes"]
+                       and len(changing.get(n, s)) >= self.thresholds["min_changing"]), key=lambda n: -time_ns[n])
         if many:
             short = {n: next(k["name"] for k in p.kernels if k["demangled"] == n) for n in many}
             counts = sorted({len(shapes[n]) for n in many})

@@ -21,3 +21,13 @@ def test_partial_wave_on_the_model_steps_gemm(analyzed):
 def test_partial_wave_silent_elsewhere(analyzed, name):
     for k in analyzed(name)["kernels"]:
         assert not any(f["title"].startswith("Partial wave") for f in k["findings"]), k["name"]
+
+
+def test_fixed_call_sites_are_not_dynamic_shapes(analyzed):
+    """model_step runs gemm_tiled at 6 matrix sizes, every one of them in every step: call sites, not shapes that
+    change (PRG003 used to say they defeat CUDA Graphs). The duration-only capture of 5 sequence lengths, one after
+    the other, still gets PRG003 (tests/test_processes.py)."""
+    res = analyzed("model_step_315")
+    shapes = {(k["grid"], k["block"]) for k in res["kernels"] if k["name"] == "gemm_tiled"}
+    assert len(shapes) >= 4
+    assert not [f for f in res["program_findings"] if f["rule"] == "PRG003"]
