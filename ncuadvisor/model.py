@@ -180,15 +180,18 @@ class Kernel:
 LAUNCH_SPREAD = 1.5  # longest ÷ shortest launch of a kernel group above which its launches are not alike
 VARIANT_GAP = 1.25  # launches sorted by duration split into sizes where one is this much longer than the one before
 VARIANT_MIN_SHARE = 0.1  # a size of launches is analysed on its own (a Variant) from this share of its group's time
+VARIANT_MIN_STEP_NS = 1000.0  # ... and the step between sizes is at least this long: the jitter of 2 µs launches is not a size
 
 
 def launch_clusters(durations: list[float], gap: float = VARIANT_GAP) -> list[list[int]]:
-    """Indices of launches grouped by duration: sorted, and split wherever a launch takes more than `gap` times the
-    one before it. Launch-to-launch noise (a few %) never splits; two problem sizes (14 and 28 µs) always do."""
+    """Indices of launches grouped by duration (ns): sorted, and split wherever a launch takes more than `gap` times
+    the one before it and at least VARIANT_MIN_STEP_NS longer. Launch-to-launch noise (a few %, or a few hundred ns
+    on a short kernel) never splits; two problem sizes (14 and 28 µs) always do."""
     order = sorted(range(len(durations)), key=lambda i: durations[i])
     clusters: list[list[int]] = []
     for i in order:
-        if clusters and not (durations[clusters[-1][-1]] > 0 and durations[i] > gap * durations[clusters[-1][-1]]):
+        prev = durations[clusters[-1][-1]] if clusters else 0.0
+        if clusters and not (prev > 0 and durations[i] > gap * prev and durations[i] - prev >= VARIANT_MIN_STEP_NS):
             clusters[-1].append(i)
         else:
             clusters.append([i])
