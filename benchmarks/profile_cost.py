@@ -302,7 +302,7 @@ def main() -> int:
     for r in res["comparison"]:
         spread = ", ".join(f"{k} {v:.0%}" for k, v in (r.get("naive_findings_by_time") or {}).items())
         print(f"| {r['kernel']} | {r['grid']} | {r['time_share']:.1%} | {' · '.join(r['ours_top']) or r['ours']} | "
-              f"{' · '.join(r['naive_top']) or r['naive']} | {' · '.join(r.get('naive_first_top') or []) or '–'} | "
+              f"{' · '.join(r['naive_top']) or r['naive']} | {' · '.join(r.get('naive_first_top') or []) or r.get('naive_first', '–')} | "
               f"{spread or '–'} | {'yes' if r['agree'] else 'no'} |")
     res["total_wall_s"] = round(time.monotonic() - t_start, 1)
     save()

@@ -1,0 +1,34 @@
+"""benchmarks/profile_cost.py end to end on the fake ncu (real reports captured on the H200), so that a device call
+spent on it does not fail on a bug of the script: phase 1 is the training step's duration-only capture, phase 2 and
+the naive full run are the forward step's full-section report."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_profile_cost_on_the_fake_ncu(tmp_path):
+    env = dict(os.environ, PATH=f"{ROOT / 'tests' / 'fake_ncu'}{os.pathsep}{os.environ.get('PATH', '')}",
+               FAKE_NCU_PHASE1="torch_train_phase1_all", FAKE_NCU_PHASE2="torch_eager", FAKE_NCU_FULL="torch_eager")
+    out = tmp_path / "pc.json"
+    p = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "profile_cost.py"), "--train", "--out",
+                        str(tmp_path / "work"), "--json", str(out), "--workload",
+                        str(ROOT / "tests" / "fake_ncu" / "target.py"), "--workload-args", ""],
+                       capture_output=True, text=True, env=env, timeout=300)
+    assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
+    res = json.loads(out.read_text())
+    assert res["profile"]["rc"] == 0 and res["naive"]["rc"] == 0
+    rows = {(r["kernel"], r["grid"]): r for r in res["comparison"]}
+    copy = rows[("elementwise_kernel", "(8192, 1, 1)")]
+    # the copy's first finding is PYT001 on both sides now that the deep analysis sees phase 1's time share
+    assert copy["ours"] == copy["naive"] == copy["naive_first"] == "PYT001" and copy["agree_same_launch"]
+    assert copy["ours_variants_timed_only"]  # its 28 µs launches: timed in phase 1, not profiled
+    assert copy["naive_findings_by_time"]["PYT001"] == 1.0
+    for key in ("agreement", "agreement_same_launch", "agreement_within_launches"):
+        assert len(res[key]) == 2 and res[key][1] == len(res["comparison"])
+    assert res["naive_launch_choice"]["results"] == 25
+    assert (tmp_path / "work" / "profile.ncu-rep").exists() and (tmp_path / "work" / "naive.ncu-rep").exists()
