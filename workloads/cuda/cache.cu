@@ -122,14 +122,6 @@ const K KERNELS[] = {
     {"vstencil_tiles", vstencil_tiles, dim3(SW / 32, SH / 32), dim3(32, 32), true},
 };
 
-double max_diff(const float* a, const float* b, size_t n) {
-  std::vector<float> h1(n), h2(n);
-  CK(cudaMemcpy(h1.data(), a, n * 4, cudaMemcpyDeviceToHost));
-  CK(cudaMemcpy(h2.data(), b, n * 4, cudaMemcpyDeviceToHost));
-  double md = 0;
-  for (size_t i = 0; i < n; ++i) md = std::max(md, (double)fabsf(h1[i] - h2[i]));
-  return md;
-}
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -152,21 +144,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (mode == "--bench") {
-    cudaEvent_t a, b;
-    CK(cudaEventCreate(&a)); CK(cudaEventCreate(&b));
-    for (auto& k : KERNELS) {
-      for (int i = 0; i < 3; ++i) launch(k, nullptr);
-      CKLAUNCH();
-      std::vector<float> t;
-      for (int i = 0; i < 15; ++i) {
-        CK(cudaEventRecord(a)); launch(k, nullptr); CK(cudaEventRecord(b));
-        CK(cudaEventSynchronize(b));
-        float ms; CK(cudaEventElapsedTime(&ms, a, b)); t.push_back(ms * 1000.f);
-      }
-      std::sort(t.begin(), t.end());
-      printf("{\"kernel\": \"%s\", \"median_us\": %.3f, \"min_us\": %.3f, \"max_us\": %.3f, \"runs\": 15}\n", k.name,
-             t[7], t[0], t[14]);
-    }
+    for (auto& k : KERNELS) bench_json(k.name, [&] { launch(k, nullptr); });
     return 0;
   }
   if (mode == "--check") {
@@ -178,7 +156,7 @@ int main(int argc, char** argv) {
       launch(*p, p->big ? big_out : out);
       launch(*q, q->big ? big_out2 : out2);
       CK(cudaDeviceSynchronize());
-      double md = p->big ? max_diff(big_out, big_out2, (size_t)SW * SH) : max_diff(out, out2, (size_t)W * Hh);
+      double md = p->big ? max_abs_diff(big_out, big_out2, (size_t)SW * SH) : max_abs_diff(out, out2, (size_t)W * Hh);
       printf("{\"planted\": \"%s\", \"twin\": \"%s\", \"max_abs_diff\": %.3g, \"ok\": %s}\n", pr[0], pr[1], md,
              md < 1e-4 ? "true" : "false");
     }

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <vector>
 #include <thread>
+#include <algorithm>
 #include <functional>
 #include <cuda_runtime.h>
 
@@ -63,4 +64,32 @@ static inline T* device_alloc(size_t n, int fill_byte = 0) {
   CK(cudaMalloc(&d, n * sizeof(T)));
   CK(cudaMemset(d, fill_byte, n * sizeof(T)));
   return d;
+}
+
+// Largest |a[i] - b[i]| over n device floats (the --check modes: a planted kernel against its twin).
+static inline double max_abs_diff(const float* a, const float* b, size_t n) {
+  std::vector<float> h1(n), h2(n);
+  CK(cudaMemcpy(h1.data(), a, n * 4, cudaMemcpyDeviceToHost));
+  CK(cudaMemcpy(h2.data(), b, n * 4, cudaMemcpyDeviceToHost));
+  double md = 0;
+  for (size_t i = 0; i < n; ++i) md = std::max(md, (double)fabsf(h1[i] - h2[i]));
+  return md;
+}
+
+// The --bench modes: 3 warm-ups, then the median of 15 cudaEvent timings of launch(), one JSON line.
+static inline void bench_json(const char* name, const std::function<void()>& launch) {
+  cudaEvent_t a, b;
+  CK(cudaEventCreate(&a)); CK(cudaEventCreate(&b));
+  for (int i = 0; i < 3; ++i) launch();
+  CK(cudaGetLastError());
+  std::vector<float> t;
+  for (int i = 0; i < 15; ++i) {
+    CK(cudaEventRecord(a)); launch(); CK(cudaEventRecord(b));
+    CK(cudaEventSynchronize(b));
+    float ms; CK(cudaEventElapsedTime(&ms, a, b)); t.push_back(ms * 1000.f);
+  }
+  std::sort(t.begin(), t.end());
+  printf("{\"kernel\": \"%s\", \"median_us\": %.3f, \"min_us\": %.3f, \"max_us\": %.3f, \"runs\": 15}\n", name, t[7],
+         t[0], t[14]);
+  CK(cudaEventDestroy(a)); CK(cudaEventDestroy(b));
 }

@@ -88,14 +88,6 @@ __global__ void splitk_sum(const float* __restrict__ W, float* __restrict__ C) {
   if (i < M * N) C[i] = W[i] + W[(size_t)M * N + i] + W[2 * (size_t)M * N + i];
 }
 
-double max_diff(const float* a, const float* b, size_t n) {
-  std::vector<float> h1(n), h2(n);
-  CK(cudaMemcpy(h1.data(), a, n * 4, cudaMemcpyDeviceToHost));
-  CK(cudaMemcpy(h2.data(), b, n * 4, cudaMemcpyDeviceToHost));
-  double md = 0;
-  for (size_t i = 0; i < n; ++i) md = std::max(md, (double)fabsf(h1[i] - h2[i]));
-  return md;
-}
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -122,21 +114,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (mode == "--bench") {
-    cudaEvent_t a, b;
-    CK(cudaEventCreate(&a)); CK(cudaEventCreate(&b));
-    for (auto& r : runs) {
-      for (int i = 0; i < 3; ++i) r.fn();
-      CKLAUNCH();
-      std::vector<float> t;
-      for (int i = 0; i < 15; ++i) {
-        CK(cudaEventRecord(a)); r.fn(); CK(cudaEventRecord(b));
-        CK(cudaEventSynchronize(b));
-        float ms; CK(cudaEventElapsedTime(&ms, a, b)); t.push_back(ms * 1000.f);
-      }
-      std::sort(t.begin(), t.end());
-      printf("{\"kernel\": \"%s\", \"median_us\": %.3f, \"min_us\": %.3f, \"max_us\": %.3f, \"runs\": 15}\n", r.name,
-             t[7], t[0], t[14]);
-    }
+    for (auto& r : runs) bench_json(r.name, r.fn);
     return 0;
   }
   if (mode == "--check") {
@@ -144,7 +122,7 @@ int main(int argc, char** argv) {
     CKLAUNCH();
     CK(cudaDeviceSynchronize());
     for (auto pr : {std::make_pair("gemm_small_tiles", C2), std::make_pair("gemm_splitk+splitk_sum", C3)}) {
-      double md = max_diff(C1, pr.second, (size_t)M * N);
+      double md = max_abs_diff(C1, pr.second, (size_t)M * N);
       printf("{\"planted\": \"gemm_big_tiles\", \"twin\": \"%s\", \"max_abs_diff\": %.3g, \"ok\": %s}\n", pr.first, md,
              md < 1e-3 ? "true" : "false");
     }
