@@ -59,6 +59,11 @@ def render_terminal(result: dict[str, Any], console: Console | None = None, top:
         if first:
             est = first.get("estimated_speedup") or 0
             first_text = f"{first['rule']} {first['category']}" + (f" −{fmt_pct(est)}" if est else "")
+        sizes = k.get("variants") or []
+        if sizes:  # launches of another size, analysed on their own (or timed only)
+            vfirst = [(v.get("findings") or [{}])[0].get("rule") for v in sizes]
+            first_text += f" (+{len(sizes)} size{'s' if len(sizes) > 1 else ''}: " + ", ".join(
+                r or ("–" if v.get("profiled") else "timed") for r, v in zip(vfirst, sizes)) + ")"
         bound = k.get("bound") or "unknown"
         table.add_row(
             str(i),
