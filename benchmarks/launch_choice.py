@@ -28,7 +28,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from ncuadvisor.analyze import analyze  # noqa: E402
-from ncuadvisor.profile import Phase1Time, kernel_key  # noqa: E402
+from ncuadvisor.profile import Phase1Time  # noqa: E402
 
 
 def first_rule(k: dict) -> str:
@@ -47,12 +47,10 @@ def analyses(path: Path) -> tuple[dict, dict, dict]:
     split a group by launch count alone."""
     median, first = analyze(path, pick="median"), analyze(path, pick="first")
     once = analyze(path, pick="each")
-    durations: dict = {}
-    for k in once["kernels"]:
-        ids, durs = durations.setdefault(kernel_key(k), ([], []))
-        ids.append(k["result_ids"][0])
-        durs.append(float(k["duration_ns"] or 0.0))
-    each = analyze(path, pick="each", group_time=Phase1Time(durations, float(once["report"]["total_duration_ns"] or 0)))
+    group_of = {rid: k["id"] for k in median["kernels"] for rid in k["result_ids"]}
+    launches = [{"kernel_id": group_of.get(k["result_ids"][0]), "result_id": k["result_ids"][0],
+                 "duration_ns": k["duration_ns"]} for k in once["kernels"]]
+    each = analyze(path, pick="each", group_time=Phase1Time(median, launches))
     return median, first, each
 
 

@@ -249,14 +249,13 @@ def kernel_key(k: Any) -> tuple[str, str, str]:
 # -- merging ------------------------------------------------------------------------------------------------------
 
 
-def phase1_durations(phase1: dict[str, Any], launches: Sequence[dict[str, Any]]) -> dict[tuple[str, str, str], tuple[list[int], list[float]]]:
-    """kernel_key -> (result ids, durations) of every phase-1 launch of that kernel, in launch order."""
-    key_of = {k["id"]: kernel_key(k) for k in phase1["kernels"]}
-    out: dict[tuple[str, str, str], tuple[list[int], list[float]]] = {}
+def phase1_durations(phase1: dict[str, Any], launches: Sequence[dict[str, Any]]) -> dict[str, tuple[list[int], list[float]]]:
+    """Phase-1 kernel id -> (result ids, durations) of its launches, in launch order (a kernel of each process has
+    an id of its own)."""
+    out: dict[str, tuple[list[int], list[float]]] = {k["id"]: ([], []) for k in phase1["kernels"]}
     for x in launches:
-        key = key_of.get(x.get("kernel_id"))
-        if key is not None:
-            ids, durs = out.setdefault(key, ([], []))
+        if x.get("kernel_id") in out:
+            ids, durs = out[x["kernel_id"]]
             ids.append(int(x["result_id"]))
             durs.append(float(x.get("duration_ns") or 0.0))
     return out
@@ -280,17 +279,22 @@ def split_at(ids: list[int], durations: list[float], launch_ns: float | None) ->
 
 class Phase1Time:
     """analyze()'s group_time for phase-2 reports: the launches and time phase 1 measured for the size of launch
-    that phase 2 profiled, so that rules see each kernel's true share of the program's GPU time."""
+    that phase 2 profiled, so that rules see each kernel's true share of the program's GPU time. A kernel that
+    several processes ran counts as one process's (the mean over them), as the analysis of one process sees it."""
 
-    def __init__(self, durations: dict[tuple[str, str, str], tuple[list[int], list[float]]], total_ns: float):
-        self.durations, self.total_ns = durations, total_ns
+    def __init__(self, phase1: dict[str, Any], launches: Sequence[dict[str, Any]]):
+        durations = phase1_durations(phase1, launches)
+        self.by_key: dict[tuple[str, str, str], list[tuple[list[int], list[float]]]] = {}
+        for k in phase1["kernels"]:
+            self.by_key.setdefault(kernel_key(k), []).append(durations[k["id"]])
+        self.total_ns = float(phase1["report"]["total_duration_ns"] or 0.0)
 
     def __call__(self, kernel: Any, launch_ns: float | None) -> tuple[int, float] | None:
-        found = self.durations.get(kernel_key(kernel))
+        found = [split_at(ids, durs, launch_ns) for ids, durs in self.by_key.get(kernel_key(kernel), []) if ids]
         if not found:
             return None
-        n, ns, _ = split_at(found[0], found[1], launch_ns)
-        return n, ns
+        return round(sum(f[0] for f in found) / len(found)), sum(f[1] for f in found) / len(found)
+
 
 _ATEN_RE = re.compile(r"\b((?:aten|c10d?|torchvision|triton|prims|inductor)::[A-Za-z0-9_.]+)")
 _MODULE_RE = re.compile(r"\bmodule:([A-Za-z0-9_.]+)")
@@ -379,9 +383,9 @@ def merge_results(
                 deep_launches=d.get("launches"),
             )
             # the profiled launch speaks for the phase-1 launches of its size; other sizes were timed only
-            found = p1_durations.get(key)
-            n, ns, variants = split_at(found[0], found[1], (d.get("roofline") or {}).get("duration_ns")) if found \
-                else (p["launches"], p["duration_ns"], [])
+            found = p1_durations.get(p["id"])
+            n, ns, variants = split_at(found[0], found[1], (d.get("roofline") or {}).get("duration_ns")) \
+                if found and found[0] else (p["launches"], p["duration_ns"], [])
             e["analysed_launches"], e["analysed_duration_ns"] = n, ns
             e["variants"] = [{
                 "launches": v.launches, "duration_ns": v.duration_ns, "per_launch_ns": v.duration_ns / v.launches,
@@ -1065,7 +1069,7 @@ class Session:
         assert p1_path is not None
         p1_result, launches, kernels = _analyze_phase1(p1_path, self.rules)
         # the deep analysis judges each kernel by the time phase 1 measured for it, not by its one profiled launch
-        group_time = Phase1Time(phase1_durations(p1_result, launches), float(p1_result["report"]["total_duration_ns"] or 0))
+        group_time = Phase1Time(p1_result, launches)
         chosen = select_kernels(kernels, top=top, coverage=coverage)
         total = sum(k.duration_ns for k in kernels)
         covered = sum(k.duration_ns for k in chosen) / total if total else 0.0

@@ -85,7 +85,9 @@ def test_phase1_time_decides_what_the_deep_analysis_sees(report_path, analyzed):
     ids = copy["result_ids"]
 
     def first_rules(per_launch_ns: float, total_ns: float) -> list[str]:
-        told = Phase1Time({key: (ids, [per_launch_ns] * len(ids))}, total_ns)
+        phase1 = {"kernels": [{"id": "k0", "demangled": copy["demangled"], "grid": copy["grid"], "block": copy["block"]}],
+                  "report": {"total_duration_ns": total_ns}}
+        told = Phase1Time(phase1, [{"kernel_id": "k0", "result_id": r, "duration_ns": per_launch_ns} for r in ids])
         res = analyze(path, group_time=told)
         k = next(k for k in res["kernels"] if kernel_key(k) == key)
         return [f["rule"] for f in k["findings"]]
@@ -128,3 +130,20 @@ def test_diff_counts_a_variants_findings(eager):
     only_variant = copy.deepcopy(copy_k)
     only_variant["findings"] = [f for f in only_variant["findings"] if f["rule"] != "PYT001"]
     assert _findings_of([only_variant])["PYT001"]["estimated_saving_ns"] == pytest.approx(v["duration_ns"])
+
+
+def test_profile_merge_keeps_each_process_to_its_own_launches(report_path):
+    """Two worker processes run the same kernels: each process's kernel stands for its own launches only."""
+    from ncuadvisor import engine
+    from ncuadvisor.analyze import analyze
+    from ncuadvisor.profile import Phase1Time, _analyze_phase1, merge_results
+
+    rules = engine.discover([])
+    p1, launches, _ = _analyze_phase1(report_path("multiproc_phase1"), rules)
+    deep = analyze(report_path("multiproc"), rules=rules, group_time=Phase1Time(p1, launches))
+    m = merge_results(p1, [("multiproc.ncu-rep", deep)], launches=launches, rules=rules)
+    shared = [k for k in m["kernels"] if k["name"] == "scale_add"]
+    assert len(shared) == 2 and {k["process"]["pid"] for k in shared} == {p["pid"] for p in p1["report"]["processes"]}
+    for k in m["kernels"]:
+        if k["profiled"]:
+            assert k["analysed_launches"] + sum(v["launches"] for v in k["variants"]) == k["launches"]
