@@ -11,8 +11,8 @@ from typing import Any, Iterable, Protocol
 from ncuadvisor import __version__, engine, roofline
 from ncuadvisor.load import read_profile
 from ncuadvisor.processes import process_label
-from ncuadvisor.model import Kernel, Profile, group_kernels, num
-from ncuadvisor.result import SCHEMA_VERSION, ncu_guidance
+from ncuadvisor.model import Kernel, Profile, Variant, group_kernels, num
+from ncuadvisor.result import SCHEMA_VERSION, findings_with_time, ncu_guidance
 from ncuadvisor.rules_api import KernelContext, ProgramContext, ProgramRule, Rule
 from ncuadvisor.units import fmt_ns
 
@@ -142,7 +142,7 @@ def build_result(profile: Profile, kernels: list[Kernel], rules: list[Rule | Pro
                          duration_ns=v.duration_ns, launch_min_ns=v.launch_min_ns, launch_max_ns=v.launch_max_ns,
                          variants=[])
             _, vrl, _, _, vverdict = run(vk, v.duration_ns / rule_total_ns if rule_total_ns else 0.0)
-            variants.append(_variant_json(vk, vrl, vverdict, total_ns))
+            variants.append(variant_json(v, total_ns, vrl, vverdict))
         kernel_entries.append(
             {
                 "id": f"k{idx}",
@@ -284,17 +284,14 @@ def top_actions(
         if p["estimated_saving_ns"] > 0
     ]
     for k in kernels:
-        # a kernel's findings speak for the launches it analysed; each variant's for its own launches
-        own = k.get("analysed_duration_ns")
-        parts = [(k["name"], k["duration_ns"] if own is None else own, k["findings"], None)]
-        parts += [(f"{k['name']} ({fmt_ns(v.get('per_launch_ns'))} launches)", v["duration_ns"], v.get("findings") or [], i)
-                  for i, v in enumerate(k.get("variants") or [])]
         named: dict[str, dict[str, Any]] = {}  # one action per rule and kernel: a variant's adds its saving
-        for label, ns, findings, variant in parts:
+        for findings, ns, variant in findings_with_time(k):
+            label = k["name"] if variant is None else \
+                f"{k['name']} ({fmt_ns(k['variants'][variant].get('per_launch_ns'))} launches)"
             for f in findings:
                 if f["category"] == "at-roofline":
                     continue
-                saving = (ns or 0.0) * f["estimated_speedup"]
+                saving = ns * f["estimated_speedup"]
                 if f["rule"] in named:
                     a = named[f["rule"]]
                     a["estimated_saving_ns"] += saving
@@ -318,23 +315,25 @@ def top_actions(
     return actions[:limit]
 
 
-def _variant_json(k: Kernel, rl: roofline.Roofline, verdict: engine.KernelVerdict, total_ns: float) -> dict[str, Any]:
-    """A variant of a kernel group (model.Variant): its launches, time, bound and findings."""
+def variant_json(v: Variant, total_ns: float, rl: roofline.Roofline | None = None,
+                 verdict: engine.KernelVerdict | None = None) -> dict[str, Any]:
+    """A variant of a kernel group (model.Variant): its launches and time, and, when its representative launch was
+    analysed (`rl`, `verdict`), its bound and findings; otherwise it was timed only (`ncuadvisor profile`)."""
     return {
-        "launches": k.launches,
-        "duration_ns": k.duration_ns,
-        "per_launch_ns": k.per_launch_ns,
-        "time_share": k.duration_ns / total_ns if total_ns else 0.0,
-        "launch_range_ns": [k.launch_min_ns, k.launch_max_ns],
-        "launch_ns": rl.duration_ns,
-        "profiled": True,
-        "bound": rl.bound,
-        "bound_reason": rl.bound_reason,
-        "headroom": rl.headroom,
-        "theoretical_ns": rl.theoretical_ns,
-        "findings": [f.to_dict() for f in verdict.findings],
-        "suppressed": verdict.suppressed,
-        "result_ids": k.result_ids,
+        "launches": v.launches,
+        "duration_ns": v.duration_ns,
+        "per_launch_ns": v.duration_ns / v.launches if v.launches else 0.0,
+        "time_share": v.duration_ns / total_ns if total_ns else 0.0,
+        "launch_range_ns": [v.launch_min_ns, v.launch_max_ns],
+        "launch_ns": rl.duration_ns if rl else None,
+        "profiled": rl is not None,
+        "bound": rl.bound if rl else "unknown",
+        "bound_reason": rl.bound_reason if rl else None,
+        "headroom": rl.headroom if rl else None,
+        "theoretical_ns": rl.theoretical_ns if rl else None,
+        "findings": [f.to_dict() for f in verdict.findings] if verdict else [],
+        "suppressed": verdict.suppressed if verdict else [],
+        "result_ids": v.result_ids,
     }
 
 

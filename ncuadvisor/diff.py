@@ -76,6 +76,7 @@ from typing import Any, Iterable, NamedTuple
 
 from ncuadvisor import __version__
 from ncuadvisor.errors import InputError
+from ncuadvisor.result import findings_with_time
 from ncuadvisor.units import finite, fmt_ns
 
 SCHEMA_VERSION = 1
@@ -244,13 +245,9 @@ def _findings_of(group: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     """Rule code -> brief (the largest saving where a rule fires on several shapes), at-roofline left out."""
     out: dict[str, dict[str, Any]] = {}
     for k in group:
-        # a kernel's findings speak for the launches it analysed, its variants' (launches of another size) for
-        # theirs: one rule's savings over the sizes of one kernel add up
-        own = _num(k.get("analysed_duration_ns"))
-        parts = [(k.get("findings") or [], own if own is not None else (_num(k.get("duration_ns")) or 0.0))]
-        parts += [(v.get("findings") or [], _num(v.get("duration_ns")) or 0.0) for v in k.get("variants") or []]
+        # one rule's savings over the sizes of one kernel (its own launches and its variants') add up
         mine: dict[str, dict[str, Any]] = {}
-        for findings, ns in parts:
+        for findings, ns, _ in findings_with_time(k):
             for f in findings:
                 if f.get("category") == AT_ROOFLINE or not f.get("rule"):
                     continue

@@ -340,7 +340,7 @@ def merge_results(
     merged kernels and the phase-1 launches; top actions are recomputed with phase-1 times.
     `deep` is a list of (report path, result of analyze()).
     """
-    from ncuadvisor.analyze import ANALYSIS_SECTIONS, add_program_level
+    from ncuadvisor.analyze import ANALYSIS_SECTIONS, add_program_level, variant_json
 
     total = float(phase1["report"]["total_duration_ns"] or 0.0)
     p1_durations = phase1_durations(phase1, launches or [])
@@ -387,13 +387,7 @@ def merge_results(
             n, ns, variants = split_at(found[0], found[1], (d.get("roofline") or {}).get("duration_ns")) \
                 if found and found[0] else (p["launches"], p["duration_ns"], [])
             e["analysed_launches"], e["analysed_duration_ns"] = n, ns
-            e["variants"] = [{
-                "launches": v.launches, "duration_ns": v.duration_ns, "per_launch_ns": v.duration_ns / v.launches,
-                "time_share": v.duration_ns / total if total else 0.0,
-                "launch_range_ns": [v.launch_min_ns, v.launch_max_ns], "launch_ns": None, "profiled": False,
-                "bound": "unknown", "bound_reason": None, "headroom": None, "theoretical_ns": None,
-                "findings": [], "suppressed": [], "result_ids": v.result_ids,
-            } for v in variants]
+            e["variants"] = [variant_json(v, total) for v in variants]
             if variants:
                 lo, hi = p.get("launch_range_ns") or (None, None)
                 e["launch_note"] = (

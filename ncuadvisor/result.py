@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from ncuadvisor.units import finite
+
 SCHEMA_VERSION = 1
 
 _MARKUP_RE = re.compile(r"@(section|url|source|sass):([^@]*)@")
@@ -51,3 +53,16 @@ def ncu_guidance(rule_dicts: list[dict[str, Any]]) -> list[dict[str, Any]]:
         if prev is None or (entry["speedup_pct"] or 0) > (prev["speedup_pct"] or 0):
             out[key] = entry
     return sorted(out.values(), key=lambda e: -(e["speedup_pct"] or 0.0))
+
+
+def findings_with_time(kernel: dict[str, Any]) -> list[tuple[list[dict[str, Any]], float, int | None]]:
+    """A kernel entry's findings with the GPU time they speak for: its own over the launches it analysed
+    (`analysed_duration_ns`, else all of its launches), then each variant's (launches of another size) over that
+    variant's launches, with the variant's index: [(findings, ns, None), (findings, ns, 0), ...]."""
+    own = finite(kernel.get("analysed_duration_ns"))
+    parts: list[tuple[list[dict[str, Any]], float, int | None]] = [
+        (kernel.get("findings") or [], own if own is not None else (finite(kernel.get("duration_ns")) or 0.0), None)
+    ]
+    parts += [(v.get("findings") or [], finite(v.get("duration_ns")) or 0.0, i)
+              for i, v in enumerate(kernel.get("variants") or [])]
+    return parts

@@ -16,7 +16,7 @@ ALLOWED = {
     "roofline": {"model"},
     "rules_api": {"model", "roofline", "units"},
     "engine": {"errors", "rules_api", "model", "roofline"},
-    "result": set(),
+    "result": {"units"},
     "analyze": {"__init__", "engine", "roofline", "load", "model", "processes", "result", "rules_api", "errors", "units"},
     "render": {"errors", "units"},
 }

@@ -51,6 +51,7 @@ import subprocess
 from typing import Any, Iterable, Mapping
 from urllib.parse import quote
 
+from ncuadvisor.result import findings_with_time
 from ncuadvisor.units import finite, fmt_ns
 
 SARIF_VERSION = "2.1.0"
@@ -271,16 +272,14 @@ def build_sarif(
     rule_index: dict[str, int] = {}
     results: list[dict[str, Any]] = []
     for k in result.get("kernels") or []:
-        findings = [f for f in k.get("findings") or [] if f.get("category") != AT_ROOFLINE and f.get("rule")]
-        # a kernel's findings speak for the launches it analysed; a variant (launches of another size) adds the
-        # problems the kernel's own analysis did not name, over its own time
-        own_ns = _num(k.get("analysed_duration_ns"))
-        pairs = [(f, own_ns if own_ns is not None else (_num(k.get("duration_ns")) or 0.0)) for f in findings]
-        named = {f["rule"] for f in findings}
-        for v in k.get("variants") or []:
-            for f in v.get("findings") or []:
-                if f.get("category") != AT_ROOFLINE and f.get("rule") and f["rule"] not in named:
-                    pairs.append((f, _num(v.get("duration_ns")) or 0.0))
+        # one alert per rule and kernel: a variant (launches of another size) adds the problems the kernel's own
+        # analysis did not name, over its own time
+        pairs: list[tuple[dict[str, Any], float]] = []
+        named: set[str] = set()
+        for findings, ns, variant in findings_with_time(k):
+            for f in findings:
+                if f.get("category") != AT_ROOFLINE and f.get("rule") and (variant is None or f["rule"] not in named):
+                    pairs.append((f, ns))
                     named.add(f["rule"])
         kernel_anchor = None
         for f, _ in pairs:
