@@ -1,7 +1,7 @@
 import math
 
-from ncuadvisor.roofline import LAUNCH_BOUND_NS
-from ncuadvisor.rules_api import Evidence, KernelContext, Rule, parallelism_ns, time_after
+from ncuadvisor.roofline import LAUNCH_BOUND_NS, PRACTICAL_FRACTION
+from ncuadvisor.rules_api import Evidence, KernelContext, Rule, fmt_ns, parallelism_ns, time_after
 
 
 class GridTooSmall(Rule):
@@ -25,14 +25,19 @@ class GridTooSmall(Rule):
     Use instead:
         Launch at least one full wave: `blocks = sm_count * blocks_per_sm` (from
         `cudaOccupancyMaxActiveBlocksPerMultiprocessor`) for a grid-stride loop, or `ceil(n / block)` blocks. A
-        tiled kernel whose tiles are too big for the problem: smaller tiles per block, or split the reduction loop
-        across blocks (split-K); where the grid cannot grow, more independent work per thread.
+        tiled kernel (its loop's operands staged in shared memory), whose grid is set by its output tiles: split the
+        reduction loop across blocks (split-K; serial split-K adds the partial tiles in the same kernel), keeping the
+        work per thread. Smaller tiles add blocks too but lose reuse: on the H200 the planted 32×32-tile GEMM of
+        workloads/cuda/wave.cu ran 54% slower in 16×16 tiles, one output per thread.
 
     Speedup estimate:
         Small grid and partial wave: latency plus throughput: the busiest unit's share of the time at its peak
         (Speed Of Light %) stays; the rest, waiting on latency, divides by the gain in warps in flight (Little's
         law), warps when every SM holds as many blocks as fit ÷ warps now (the grid's, or for a partial wave the
-        achieved occupancy's). Tail: × waves / ceil(waves). Never below the roofline floor at 85% of peak.
+        achieved occupancy's). For a tiled kernel the model runs over the busiest SM's active cycles (launch ramp
+        and drain stay), takes the busiest unit among L1/shared memory, issue, memory and compute, caps it at 85%,
+        and adds split-K's reduction (one more ramp and drain, the partial results through L2). Tail: × waves /
+        ceil(waves). Never below the roofline floor at 85% of peak.
 
     False positives:
         Kernels shorter than 5 µs are left to the launch-overhead rule (PRG001): their problem is the launch, not the
@@ -48,7 +53,11 @@ class GridTooSmall(Rule):
     optional = ("launch__waves_per_multiprocessor", "device__attribute_multiprocessor_count",
                 "launch__occupancy_limit_blocks", "launch__occupancy_limit_registers",
                 "launch__occupancy_limit_shared_mem", "launch__occupancy_limit_warps",
-                "sm__maximum_warps_per_active_cycle_pct", "sm__warps_active.avg.pct_of_peak_sustained_active")
+                "sm__maximum_warps_per_active_cycle_pct", "sm__warps_active.avg.pct_of_peak_sustained_active",
+                "gpc__cycles_elapsed.max", "sm__cycles_active.max", "l1tex__throughput.max.pct_of_peak_sustained_active",
+                "smsp__issue_active.max.pct_of_peak_sustained_active", "launch__shared_mem_per_block_static",
+                "l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum", "lts__t_sectors.avg.peak_sustained",
+                "lts__t_sectors.sum", "lts__t_sectors.avg", "lts__cycles_elapsed.avg.per_second")
     thresholds = {"min_tail_loss": 0.2, "max_waves_for_tail": 4.0, "max_partial_wave": 0.5, "max_busy_pct": 60.0,
                   "max_achieved_fraction": 0.5}
 
@@ -62,38 +71,7 @@ class GridTooSmall(Rule):
             return None  # a few microseconds of work: launch overhead (PRG001), not the grid, is the problem
         block = k.block_size
         if grid < sms:
-            # warps in flight now vs. once every SM holds as many blocks as fit (Little's law)
-            warps_per_block = max(1.0, block / 32.0)
-            per_sm = k.m("launch__occupancy_limit_blocks") or 1.0
-            for limit in ("launch__occupancy_limit_registers", "launch__occupancy_limit_shared_mem",
-                          "launch__occupancy_limit_warps"):
-                if k.m(limit):
-                    per_sm = min(per_sm, k.m(limit))
-            after_warps = sms * per_sm * warps_per_block
-            new_ns = parallelism_ns(k, after_warps / (grid * warps_per_block)) or 0.0
-            if k.is_triton:
-                fix = (f"The launch grid has {grid:.0f} programs for {sms} SMs: use a smaller BLOCK_SIZE so "
-                       "`triton.cdiv(n, BLOCK_SIZE)` ≥ 2 × SMs, or split the reduction axis (split-K).")
-                code = "grid = (triton.cdiv(n, BLOCK_SIZE),)  # with BLOCK_SIZE small enough for >= 2*SM programs"
-            else:
-                fix = (f"{grid:.0f} blocks of {block} threads run on {grid:.0f} of {sms} SMs. Launch at least one full "
-                       "wave: for a grid-stride loop, size the grid from the occupancy API.")
-                code = ("int per_sm = 0;\n"
-                        f"cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, {k.kernel.name}, {block}, 0);\n"
-                        f"{k.kernel.name}<<<per_sm * sm_count, {block}>>>(...);")
-            return self.finding(
-                title=f"{grid:.0f} blocks for {sms} SMs: {1 - grid / sms:.0%} of the GPU idle",
-                message=(f"The grid has {grid:.0f} blocks; each runs on one SM, so {sms - grid:.0f} of {sms} SMs have "
-                         "nothing to do for the whole kernel."),
-                fix=fix,
-                fix_code=code,
-                estimated_speedup=time_after(r.duration_ns, new_ns, r.theoretical_ns),
-                speedup_model=("Latency + throughput: the busiest unit's time at its peak stays, the time spent waiting "
-                               "on latency divides by the gain in warps in flight (Little's law: every SM holding as "
-                               "many blocks as fit), not below the roofline floor."),
-                confidence="high",
-                evidence=[Evidence("launch__grid_size", grid, sms, "blocks (threshold: SM count)")],
-            )
+            return self.small_grid(k, grid, sms, block)
         waves = k.m("launch__waves_per_multiprocessor")
         partial = self.partial_wave(k, grid, sms, block, waves)
         if partial is not None:
@@ -125,6 +103,56 @@ class GridTooSmall(Rule):
                 )
         return None
 
+    def small_grid(self, k: KernelContext, grid: float, sms: int, block: int):
+        """Fewer blocks than SMs: whole SMs idle for the whole kernel."""
+        r = k.roofline
+        # warps in flight now vs. once every SM holds as many blocks as fit (Little's law)
+        warps_per_block = max(1.0, block / 32.0)
+        per_sm = k.m("launch__occupancy_limit_blocks") or 1.0
+        for limit in ("launch__occupancy_limit_registers", "launch__occupancy_limit_shared_mem",
+                      "launch__occupancy_limit_warps"):
+            if k.m(limit):
+                per_sm = min(per_sm, k.m(limit))
+        gain = sms * per_sm / grid
+        fill = int(sms * per_sm)
+        tiled = self.is_tiled(k) and not k.is_triton
+        if tiled:
+            splits = max(2, int(fill // grid))
+            # the busiest SM runs one block now, and after the split grid × splits / SMs blocks of 1/splits the work
+            per_sm_after = grid * splits / sms
+            est = self.full_wave_estimate(k, per_sm_after, splits, work_ratio=per_sm_after / splits)
+            new_ns = est["new_ns"]
+            fix = self.split_k_fix(fill, splits, est, f"{grid:.0f} blocks of {block} threads run on {grid:.0f} of "
+                                   f"{sms} SMs, which hold {fill} at once")
+            code = self.split_k_code(splits)
+            model = self.split_k_model(est, f"{fill} blocks in flight instead of {grid:.0f}")
+        else:
+            new_ns = parallelism_ns(k, gain) or 0.0
+            model = ("Latency + throughput: the busiest unit's time at its peak stays, the time spent waiting on "
+                     "latency divides by the gain in warps in flight (Little's law: every SM holding as many blocks "
+                     "as fit), not below the roofline floor.")
+            if k.is_triton:
+                fix = (f"The launch grid has {grid:.0f} programs for {sms} SMs: use a smaller BLOCK_SIZE so "
+                       "`triton.cdiv(n, BLOCK_SIZE)` ≥ 2 × SMs, or split the reduction axis (split-K).")
+                code = "grid = (triton.cdiv(n, BLOCK_SIZE),)  # with BLOCK_SIZE small enough for >= 2*SM programs"
+            else:
+                fix = (f"{grid:.0f} blocks of {block} threads run on {grid:.0f} of {sms} SMs. Launch at least one full "
+                       "wave: for a grid-stride loop, size the grid from the occupancy API.")
+                code = ("int per_sm = 0;\n"
+                        f"cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, {k.kernel.name}, {block}, 0);\n"
+                        f"{k.kernel.name}<<<per_sm * sm_count, {block}>>>(...);")
+        return self.finding(
+            title=f"{grid:.0f} blocks for {sms} SMs: {1 - grid / sms:.0%} of the GPU idle",
+            message=(f"The grid has {grid:.0f} blocks; each runs on one SM, so {sms - grid:.0f} of {sms} SMs have "
+                     "nothing to do for the whole kernel."),
+            fix=fix,
+            fix_code=code,
+            estimated_speedup=time_after(r.duration_ns, new_ns, r.theoretical_ns),
+            speedup_model=model,
+            confidence="high",
+            evidence=[Evidence("launch__grid_size", grid, sms, "blocks (threshold: SM count)")],
+        )
+
     def partial_wave(self, k: KernelContext, grid: float, sms: int, block: int, waves: float | None):
         """At least a block per SM, but a fraction of a wave: the SMs run latency-bound with warps to spare."""
         r = k.roofline
@@ -135,23 +163,32 @@ class GridTooSmall(Rule):
             return None
         if busy >= self.thresholds["max_busy_pct"] or achieved >= self.thresholds["max_achieved_fraction"] * theo:
             return None
-        gain = theo / achieved  # warps in flight once every SM holds the blocks that fit
-        new_ns = parallelism_ns(k, gain) or 0.0
         fill = math.ceil(grid / waves) if waves else 0  # blocks in one full wave
         per_sm = fill / sms if sms else 0
-        if k.is_triton:
-            fix = (f"{grid:.0f} programs fill {waves:.0%} of one wave ({fill} programs fit at once): use smaller "
-                   "BLOCK_M/BLOCK_N (or BLOCK_SIZE) so the grid has at least a full wave, or split the reduction axis "
-                   "(split-K) across programs.")
-            code = "grid = (triton.cdiv(M, BLOCK_M) * triton.cdiv(N, BLOCK_N),)  # smaller BLOCK_M/N: >= 1 full wave"
+        splits = max(2, int(fill // grid)) if grid else 2  # K chunks per tile: at most one wave of blocks
+        # the busiest SM runs ceil(grid / SMs) blocks now; after the split, grid × splits / SMs of 1/splits the work
+        now = math.ceil(grid / sms)
+        after = grid * splits / sms
+        if self.is_tiled(k):
+            est = self.full_wave_estimate(k, min(theo / achieved, after / now), splits, work_ratio=after / splits / now)
         else:
-            fix = (f"{grid:.0f} blocks fill {waves:.0%} of one wave: the {sms} SMs hold {per_sm:.0f} blocks of {block} "
-                   f"threads each, and get about {grid / sms:.1f}. Give the grid at least {fill} blocks: smaller tiles "
-                   "per block, or split the reduction loop across blocks (split-K, then add the partial results); "
-                   "where the grid cannot grow, more independent work per thread.")
-            code = (f"// {fill} blocks fit at once: cut each block's tile (or its share of the K loop) so the grid has "
-                    "at least that many\n"
-                    "dim3 grid(ceil_div(N, TILE / 2), ceil_div(M, TILE / 2));   // 4x the blocks of TILE x TILE tiles")
+            est = self.full_wave_estimate(k, theo / achieved, splits)
+        situation = (f"{grid:.0f} blocks fill {waves:.0%} of one wave: the {sms} SMs hold {per_sm:.0f} blocks of "
+                     f"{block} threads each, and get about {grid / sms:.1f}")
+        if k.is_triton:
+            fix = (f"{grid:.0f} programs fill {waves:.0%} of one wave ({fill} programs fit at once): split the "
+                   "reduction axis (split-K) across programs, or use smaller BLOCK_M/BLOCK_N (or BLOCK_SIZE) where "
+                   "the loss of reuse per program is small, so the grid has at least a full wave.")
+            code = "grid = (triton.cdiv(M, BLOCK_M) * triton.cdiv(N, BLOCK_N), SPLIT_K)  # program_id(1): a K chunk"
+        elif est["tiled"]:
+            fix = self.split_k_fix(fill, splits, est, situation)
+            code = self.split_k_code(splits)
+        else:
+            fix = (f"{situation}. Give the grid at least {fill} blocks (less work per block, the grid sized from the "
+                   "occupancy API); where the grid cannot grow, more independent work per thread.")
+            code = (f"// {fill} blocks fit at once: cut each block's share of the work so the grid has at least that "
+                    "many\nint per_sm = 0;\n"
+                    f"cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, {k.kernel.name}, {block}, 0);")
         return self.finding(
             title=f"Partial wave: {grid:.0f} blocks where {fill} fit, {achieved:.0f}% of warps active",
             message=(f"The grid runs {waves:.2f} of a wave: each SM gets about {grid / sms:.1f} of the {per_sm:.0f} "
@@ -160,10 +197,8 @@ class GridTooSmall(Rule):
                      f"{r.sol.get('compute_pct', 0):.0f}% of peak."),
             fix=fix,
             fix_code=code,
-            estimated_speedup=time_after(r.duration_ns, new_ns, r.theoretical_ns),
-            speedup_model=("Latency + throughput: the busiest unit's time at its peak stays, the time spent waiting on "
-                           f"latency divides by the gain in warps in flight (Little's law: {theo:.0f}% of warps "
-                           f"active instead of {achieved:.0f}%), not below the roofline floor."),
+            estimated_speedup=time_after(r.duration_ns, est["new_ns"], r.theoretical_ns),
+            speedup_model=self.split_k_model(est, f"{theo:.0f}% of warps active instead of {achieved:.0f}%"),
             confidence="medium",
             evidence=[
                 Evidence("launch__waves_per_multiprocessor", round(waves, 2), self.thresholds["max_partial_wave"],
@@ -172,3 +207,80 @@ class GridTooSmall(Rule):
                          round(self.thresholds["max_achieved_fraction"] * theo, 1), "achieved occupancy", "%"),
             ],
         )
+
+    @staticmethod
+    def is_tiled(k: KernelContext) -> bool:
+        """A kernel that stages its loop's operands in shared memory (a tiled product, a blocked reduction): its grid
+        is set by the output tiles, so more blocks means split-K (or smaller tiles), not a bigger launch."""
+        return bool(k.m("launch__shared_mem_per_block_static"))
+
+    @staticmethod
+    def split_k_fix(fill: int, splits: int, est: dict, situation: str) -> str:
+        return (f"{situation}. Give the grid at least {fill} blocks without cutting the work per thread: split the "
+                f"reduction loop across {splits} blocks per tile (split-K) and let the last block of each tile add "
+                "the partial tiles (serial split-K: one kernel, a counter per tile), or a stream-K loop. Smaller tiles "
+                "also add blocks, but each thread then reuses fewer loaded values. Split-K pays a reduction of the "
+                f"{splits} partial results: about {fmt_ns(est['reduction_ns'])} here, against the "
+                f"{fmt_ns(est['kernel_saving_ns'])} the fuller grid saves.")
+
+    @staticmethod
+    def split_k_code(splits: int) -> str:
+        return (f"// split-K: {splits} blocks per output tile, each over 1/{splits} of the K loop\n"
+                f"gemm<<<dim3(N / TILE, M / TILE, {splits}), threads>>>(A, B, partial, C, tile_counter);\n"
+                "// in the kernel, after the K chunk: store the partial tile, __threadfence(), then\n"
+                f"// if (atomicAdd(&tile_counter[tile], 1) == {splits - 1}) {{ C = sum of the partial tiles; "
+                "tile_counter[tile] = 0; }")
+
+    @staticmethod
+    def split_k_model(est: dict, warps: str) -> str:
+        return ("Latency + throughput over the busiest SM's active time "
+                f"({est['active_fraction']:.0%} of the kernel; the rest, launch ramp and drain, stays): the busiest "
+                f"unit ({est['unit']}, {est['busy']:.0%} of its peak while active) keeps its time, the time spent "
+                f"waiting on latency divides by the gain in warps in flight (Little's law: {warps}), the unit at most "
+                f"at {PRACTICAL_FRACTION:.0%}"
+                + ("; plus split-K's reduction: one more ramp and drain, and the partial results read and the output "
+                   "written once more through L2" if est["tiled"] else "")
+                + "; not below the roofline floor.")
+
+    def full_wave_estimate(self, k: KernelContext, gain: float, splits: int, work_ratio: float = 1.0) -> dict:
+        """The kernel's time once its grid fills a wave with the same work per thread (Little's law over the busiest
+        SM's active cycles), and for a tiled kernel (shared memory: the grid grows by splitting the K loop) the price
+        of split-K's reduction. `gain`: warps in flight on the busiest SM after ÷ before; `work_ratio`: its work
+        after ÷ before (below 1 when the split spreads the work over SMs that sat idle). Checked on workloads/cuda/wave.cu (the planted gemm_big_tiles, K = 256, and its
+        split-K twins, H200, session 5): the split kernel alone estimated 10.8 µs, measured 11.1 µs; the reduction
+        estimated 2.1 µs, measured 2.9 µs (serial split-K, one kernel) and 3.2 µs (a second kernel)."""
+        r = k.roofline
+        duration = r.duration_ns or 0.0
+        elapsed, active = k.m("gpc__cycles_elapsed.max"), k.m("sm__cycles_active.max")  # the busiest SM's
+        act_frac = active / elapsed if elapsed and active and 0 < active <= elapsed else 1.0
+        units = {
+            "L1/shared memory": k.m("l1tex__throughput.max.pct_of_peak_sustained_active"),
+            "instruction issue": k.m("smsp__issue_active.max.pct_of_peak_sustained_active"),
+            "memory": r.sol.get("memory_pct", 0.0) / act_frac,
+            "compute": r.sol.get("compute_pct", 0.0) / act_frac,
+        }
+        unit, busy_pct = max(((n, v or 0.0) for n, v in units.items()), key=lambda nv: nv[1])
+        busy = min(1.0, max(0.0, busy_pct / 100.0))
+        tiled = self.is_tiled(k)
+        act_ns, fixed_ns = duration * act_frac, duration * (1.0 - act_frac)
+        gain = max(1.0, gain)
+        new_act = act_ns * work_ratio * max(busy + (1.0 - busy) / gain, busy / PRACTICAL_FRACTION)
+        kernel_ns = min(duration, fixed_ns + new_act)
+        reduction_ns = 0.0
+        if tiled:
+            out_bytes = (k.m("l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum") or 0.0) * 32.0
+            l2_bps = self.l2_bytes_per_s(k)
+            reduction_ns = fixed_ns + ((splits + 1) * out_bytes / l2_bps * 1e9 if l2_bps else 0.0)
+        return {"new_ns": kernel_ns + reduction_ns, "kernel_saving_ns": duration - kernel_ns,
+                "reduction_ns": reduction_ns, "tiled": tiled, "unit": unit, "busy": busy,
+                "active_fraction": act_frac}
+
+    @staticmethod
+    def l2_bytes_per_s(k: KernelContext) -> float | None:
+        """L2 bandwidth from the report: sectors per cycle per slice × slices × 32 B × the L2 clock."""
+        per_slice = k.m("lts__t_sectors.avg.peak_sustained")
+        total, avg = k.m("lts__t_sectors.sum"), k.m("lts__t_sectors.avg")
+        clock = k.m("lts__cycles_elapsed.avg.per_second")
+        if not (per_slice and total and avg and clock):
+            return None
+        return per_slice * (total / avg) * 32.0 * clock

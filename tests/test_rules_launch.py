@@ -14,6 +14,23 @@ def test_partial_wave_on_the_model_steps_gemm(analyzed):
     # the same kernel at 512 blocks (0.65 waves) is told nothing of the kind
     big = next(k for k in res["kernels"] if k["name"] == "gemm_tiled" and k["grid"] == "(64, 8, 1)")
     assert not any(f["title"].startswith("Partial wave") for f in big["findings"])
+    # Little's law over the busiest SM's active time, the L1/shared pipe capped at 85%, minus split-K's reduction
+    # (checked against the split-K twins of workloads/cuda/wave.cu): about a quarter, not the 40-50% of Little's law
+    # over the whole duration
+    assert 0.15 < f["estimated_speedup"] < 0.35
+    assert "Split-K pays a reduction of the 3 partial results" in f["fix"]
+    assert "L1/shared memory" in f["speedup_model"]
+
+
+def test_small_grid_of_a_tiled_kernel_is_told_split_k(analyzed):
+    """64 blocks of the tiled GEMM on 132 SMs: the grid is the output tiles, so the fix is split-K (not a grid-stride
+    launch), and the estimate spreads the same work over the idle SMs, less the reduction."""
+    res = analyzed("model_step_315")
+    k = next(k for k in res["kernels"] if k["name"] == "gemm_tiled" and k["grid"] == "(8, 8, 1)")
+    f = k["findings"][0]
+    assert f["rule"] == "LCH001" and f["title"].startswith("64 blocks for 132 SMs")
+    assert "split the reduction loop across 12 blocks per tile" in f["fix"]
+    assert "grid-stride" not in f["fix"]
     assert 0.3 < f["estimated_speedup"] < 0.6
 
 

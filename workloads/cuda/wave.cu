@@ -10,6 +10,11 @@
 //   64 × 16 = 1024 blocks, about one full wave. The fix LCH001 names first ("smaller tiles per block").
 // SECOND TWIN: gemm_splitk + splitk_sum — the big tiles with the K loop split in 3 (768 blocks, 0.97 of a wave),
 //   partial products to a workspace, then a sum kernel; measured as the sum of both kernels' times.
+// Added in session 5, after the first measurement (the two twins above did not beat the planted kernel):
+//   gemm_splitk_serial — split-K in one kernel, the last block of each tile adds the partial tiles;
+//   gemm_two_per_thread — 256 blocks of 32×16 threads, 2 outputs per thread: twice the warps per SM;
+//   and a long-K pair, K = 4096 on the same grid (the K loop, not launch and drain, is the time there):
+//   PLANTED gemm_big_tiles_long, FIXED TWIN gemm_splitk_serial_long.
 //
 // Modes: ./wave --once            launch each kernel once (for ncu)
 //        ./wave --bench           3 warm-ups, median of 15 cudaEvent timings, JSON lines
@@ -24,8 +29,11 @@
 
 namespace {
 constexpr int M = 256, N = 1024, K = 256, SPLIT = 3;
+constexpr int wave_k = K;
+constexpr int KL = 4096;  // the long-K shape (session 5): the same grid, 16x the K loop
 
 // The big-tile product over the K range [kb, ke) of blockIdx.z's chunk (k_chunk 0: all of K), into slice z of C.
+template <int K = wave_k>
 __device__ __forceinline__ void big_tiles_body(const float* __restrict__ A, const float* __restrict__ B,
                                                float* __restrict__ C, int k_chunk) {
   constexpr int T = 32;
@@ -88,6 +96,71 @@ __global__ void splitk_sum(const float* __restrict__ W, float* __restrict__ C) {
   if (i < M * N) C[i] = W[i] + W[(size_t)M * N + i] + W[2 * (size_t)M * N + i];
 }
 
+// THIRD TWIN (session 5): split-K in one kernel ("serial split-K"): each of the 3 blocks of a tile writes its partial
+// tile to the workspace; the last of them to finish (a counter per tile) adds the other two to its own and writes C,
+// then resets the counter. No second kernel, no memset.
+template <int KK>
+__device__ __forceinline__ void splitk_serial_body(const float* __restrict__ A, const float* __restrict__ B,
+                                                   float* __restrict__ W, float* __restrict__ C,
+                                                   unsigned* __restrict__ count) {
+  constexpr int CHUNK = ((KK / SPLIT + 31) / 32) * 32;
+  big_tiles_body<KK>(A, B, W, CHUNK);  // partial tile z -> slice z of W
+  __shared__ unsigned arrived;
+  __threadfence();
+  __syncthreads();
+  unsigned tile = blockIdx.y * gridDim.x + blockIdx.x;
+  if (threadIdx.x == 0 && threadIdx.y == 0) arrived = atomicAdd(&count[tile], 1u);
+  __syncthreads();
+  if (arrived != SPLIT - 1) return;  // not the last block of this tile
+  __threadfence();
+  int col = blockIdx.x * 32 + threadIdx.x;
+  for (int i = 0; i < 4; ++i) {
+    int r = blockIdx.y * 32 + threadIdx.y + 8 * i;
+    size_t o = (size_t)r * N + col;
+    float s = 0.f;
+    for (int z = 0; z < SPLIT; ++z) s += __ldcg(W + (size_t)z * M * N + o);
+    C[o] = s;
+  }
+  if (threadIdx.x == 0 && threadIdx.y == 0) count[tile] = 0;
+}
+__global__ void gemm_splitk_serial(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ W,
+                                   float* __restrict__ C, unsigned* __restrict__ count) {
+  splitk_serial_body<K>(A, B, W, C, count);
+}
+
+// THE LONG-K PAIR (session 5): the same 256-block grid over K = 4096, where the K loop, not the launch, is the time:
+// PLANTED gemm_big_tiles_long (the partial wave) and its split-K twin gemm_splitk_serial_long.
+__global__ void gemm_big_tiles_long(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C) {
+  big_tiles_body<KL>(A, B, C, 0);
+}
+__global__ void gemm_splitk_serial_long(const float* __restrict__ A, const float* __restrict__ B,
+                                        float* __restrict__ W, float* __restrict__ C, unsigned* __restrict__ count) {
+  splitk_serial_body<KL>(A, B, W, C, count);
+}
+
+// FOURTH TWIN (session 5): the big tiles with twice the threads, 2 outputs per thread (32×16 threads): the grid stays
+// 256 blocks, each SM gets twice the warps ("more warps per block" rather than more blocks).
+__global__ void gemm_two_per_thread(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C) {
+  constexpr int T = 32;
+  __shared__ float As[T][T], Bs[T][T + 1];
+  int tx = threadIdx.x, ty = threadIdx.y;  // 32 × 16 threads, 2 rows each
+  int row0 = blockIdx.y * T, col = blockIdx.x * T + tx;
+  float acc[2] = {0.f, 0.f};
+  for (int t = 0; t < K; t += T) {
+    for (int r = ty; r < T; r += 16) {
+      As[r][tx] = A[(size_t)(row0 + r) * K + t + tx];
+      Bs[r][tx] = B[(size_t)(t + r) * N + col];
+    }
+    __syncthreads();
+    for (int k = 0; k < T; ++k) {
+      float bv = Bs[k][tx];
+      for (int i = 0; i < 2; ++i) acc[i] += As[ty + 16 * i][k] * bv;
+    }
+    __syncthreads();
+  }
+  for (int i = 0; i < 2; ++i) C[(size_t)(row0 + ty + 16 * i) * N + col] = acc[i];
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -99,6 +172,16 @@ int main(int argc, char** argv) {
   float* C2 = device_alloc<float>((size_t)M * N);
   float* C3 = device_alloc<float>((size_t)M * N);
   float* Wk = device_alloc<float>((size_t)SPLIT * M * N);
+  float* C4 = device_alloc<float>((size_t)M * N);
+  float* C5 = device_alloc<float>((size_t)M * N);
+  float* Wk2 = device_alloc<float>((size_t)SPLIT * M * N);
+  unsigned* count = nullptr;
+  CK(cudaMalloc(&count, (N / 32) * (M / 32) * sizeof(unsigned)));
+  CK(cudaMemset(count, 0, (N / 32) * (M / 32) * sizeof(unsigned)));
+  float* AL = device_random_floats((size_t)M * KL, 23u, -0.5f, 1.0f);
+  float* BL = device_random_floats((size_t)KL * N, 24u, -0.5f, 1.0f);
+  float* CL1 = device_alloc<float>((size_t)M * N);
+  float* CL2 = device_alloc<float>((size_t)M * N);
   CK(cudaDeviceSynchronize());
   auto big = [&] { gemm_big_tiles<<<dim3(N / 32, M / 32), dim3(32, 8)>>>(A, B, C1); };
   auto small = [&] { gemm_small_tiles<<<dim3(N / 16, M / 16), dim3(16, 16)>>>(A, B, C2); };
@@ -106,8 +189,16 @@ int main(int argc, char** argv) {
     gemm_splitk<<<dim3(N / 32, M / 32, SPLIT), dim3(32, 8)>>>(A, B, Wk);
     splitk_sum<<<(M * N + 255) / 256, 256>>>(Wk, C3);
   };
+  auto serial = [&] { gemm_splitk_serial<<<dim3(N / 32, M / 32, SPLIT), dim3(32, 8)>>>(A, B, Wk2, C4, count); };
+  auto two = [&] { gemm_two_per_thread<<<dim3(N / 32, M / 32), dim3(32, 16)>>>(A, B, C5); };
+  auto big_long = [&] { gemm_big_tiles_long<<<dim3(N / 32, M / 32), dim3(32, 8)>>>(AL, BL, CL1); };
+  auto serial_long = [&] {
+    gemm_splitk_serial_long<<<dim3(N / 32, M / 32, SPLIT), dim3(32, 8)>>>(AL, BL, Wk2, CL2, count);
+  };
   struct Run { const char* name; std::function<void()> fn; };
-  const Run runs[] = {{"gemm_big_tiles", big}, {"gemm_small_tiles", small}, {"gemm_splitk+splitk_sum", splitk}};
+  const Run runs[] = {{"gemm_big_tiles", big}, {"gemm_small_tiles", small}, {"gemm_splitk+splitk_sum", splitk},
+                      {"gemm_splitk_serial", serial}, {"gemm_two_per_thread", two},
+                      {"gemm_big_tiles_long", big_long}, {"gemm_splitk_serial_long", serial_long}};
   if (mode == "--once") {
     for (auto& r : runs) { r.fn(); CKLAUNCH(); }
     CK(cudaDeviceSynchronize());
@@ -118,14 +209,21 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (mode == "--check") {
-    big(); small(); splitk();
+    big(); small(); splitk(); serial(); serial(); two();  // serial twice: the counters must reset themselves
     CKLAUNCH();
     CK(cudaDeviceSynchronize());
-    for (auto pr : {std::make_pair("gemm_small_tiles", C2), std::make_pair("gemm_splitk+splitk_sum", C3)}) {
+    for (auto pr : {std::make_pair("gemm_small_tiles", C2), std::make_pair("gemm_splitk+splitk_sum", C3),
+                    std::make_pair("gemm_splitk_serial", C4), std::make_pair("gemm_two_per_thread", C5)}) {
       double md = max_abs_diff(C1, pr.second, (size_t)M * N);
       printf("{\"planted\": \"gemm_big_tiles\", \"twin\": \"%s\", \"max_abs_diff\": %.3g, \"ok\": %s}\n", pr.first, md,
              md < 1e-3 ? "true" : "false");
     }
+    big_long(); serial_long(); serial_long();
+    CKLAUNCH();
+    CK(cudaDeviceSynchronize());
+    double md = max_abs_diff(CL1, CL2, (size_t)M * N);  // sums of 4096 products of magnitude <= 1
+    printf("{\"planted\": \"gemm_big_tiles_long\", \"twin\": \"gemm_splitk_serial_long\", \"max_abs_diff\": %.3g, "
+           "\"ok\": %s}\n", md, md < 1e-2 ? "true" : "false");
     return 0;
   }
   fprintf(stderr, "usage: wave (--once | --bench | --check)\n");
