@@ -1,10 +1,11 @@
 """Accuracy of the first finding, and of the speedup estimates, on the project's planted-flaw workloads.
 
-For every kernel of fixtures/flaws.ncu-rep.xz (workloads/cuda/flaws.cu) and fixtures/cache.ncu-rep.xz
-(workloads/cuda/cache.cu), both captured on an H200, it prints: the planted flaw (workloads/cuda/manifest.json,
-manifest_cache.json), our first finding, NCU's own top-ranked rule from the same report, and for each flawed/fixed
-pair our estimated speedup next to the one measured without the profiler (fixtures/bench_flaws.jsonl,
-fixtures/session3/bench_cache_s3.jsonl). It ends with one line: our first-finding accuracy, NCU's, and the mean error
+For every kernel of fixtures/flaws.ncu-rep.xz (workloads/cuda/flaws.cu), fixtures/cache.ncu-rep.xz
+(workloads/cuda/cache.cu) and fixtures/wave.ncu-rep.xz (workloads/cuda/wave.cu), all captured on an H200, it prints:
+the planted flaw (workloads/cuda/manifest.json, manifest_cache.json, manifest_wave.json), our first finding, NCU's own
+top-ranked rule from the same report, and for each flawed/fixed pair our estimated speedup next to the one measured
+without the profiler (fixtures/bench_flaws.jsonl, fixtures/session3/bench_cache_s3.jsonl,
+fixtures/session5/bench_wave3.jsonl). It ends with one line: our first-finding accuracy, NCU's, and the mean error
 of our speedup estimates.
 
     python benchmarks/accuracy.py [--markdown] [--report R --manifest M --bench B]
@@ -49,6 +50,8 @@ SETS = [
      str(ROOT / "fixtures" / "bench_flaws.jsonl")),
     (str(ROOT / "fixtures" / "cache.ncu-rep.xz"), str(ROOT / "workloads" / "cuda" / "manifest_cache.json"),
      str(ROOT / "fixtures" / "session3" / "bench_cache_s3.jsonl")),
+    (str(ROOT / "fixtures" / "wave.ncu-rep.xz"), str(ROOT / "workloads" / "cuda" / "manifest_wave.json"),
+     str(ROOT / "fixtures" / "session5" / "bench_wave3.jsonl")),
 ]
 NCU_NEAR_BOUND_PCT = 20.0  # NCU "leaves a kernel alone" when none of its rules estimates 20% or more
 NEAR_BOUND_PCT = 70.0  # a fixed twin measured at >= 70% of DRAM or SM peak is expected to be called at-roofline

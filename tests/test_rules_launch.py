@@ -48,3 +48,20 @@ def test_fixed_call_sites_are_not_dynamic_shapes(analyzed):
     shapes = {(k["grid"], k["block"]) for k in res["kernels"] if k["name"] == "gemm_tiled"}
     assert len(shapes) >= 4
     assert not [f for f in res["program_findings"] if f["rule"] == "PRG003"]
+
+
+def test_split_k_estimate_on_the_measured_twins(analyzed):
+    """workloads/cuda/wave.cu on the H200 (fixtures/wave.ncu-rep.xz; manifest_wave.json holds the timings): the same
+    256-block GEMM over K = 256 and K = 4096. Serial split-K measured 14.5 -> 14.2 us (the reduction eats the gain)
+    and 190.5 -> 144.4 us (-24%). The estimate must tell the two apart: small at K = 256, near the measured quarter at
+    K = 4096; and no fixed twin is told to fix its grid again."""
+    res = analyzed("wave")
+    by = {k["name"]: k for k in res["kernels"]}
+    short, long_ = by["gemm_big_tiles"]["findings"][0], by["gemm_big_tiles_long"]["findings"][0]
+    assert short["rule"] == long_["rule"] == "LCH001"
+    assert short["estimated_speedup"] < 0.2
+    assert 0.2 < long_["estimated_speedup"] < 0.32
+    assert "serial split-K" in long_["fix"] and "3 blocks per tile" in long_["fix"]
+    for twin in ("gemm_small_tiles", "gemm_splitk", "splitk_sum", "gemm_splitk_serial", "gemm_two_per_thread",
+                 "gemm_splitk_serial_long"):
+        assert not any(f["rule"] == "LCH001" for f in by[twin]["findings"]), twin
