@@ -15,6 +15,7 @@ Then, for the kernels that hold 90% of the GPU time (phase 1's ranking), the fir
 reports. Prints a table and writes JSON (--json).
 
     python3 benchmarks/profile_cost.py --out /tmp/pc --json /tmp/pc/profile_cost.json [--budget-s 420] [--train]
+    python3 benchmarks/profile_cost.py --binary /tmp/model_step --binary-args "--steps 2" --out /tmp/pcc  # CUDA
 """
 
 from __future__ import annotations
@@ -174,6 +175,9 @@ def main() -> int:
     ap.add_argument("--naive-count", type=int, default=None, help="force --launch-count C on the naive run")
     ap.add_argument("--train", action="store_true", help="the training step instead (--train, 229 launches in the "
                     "process-wide NVTX range step_all_threads)")
+    ap.add_argument("--binary", default=None, help="an executable instead of the Python workload (a CUDA program: "
+                    "every launch is measured, no NVTX range), with --binary-args")
+    ap.add_argument("--binary-args", default="", help="the executable's arguments, one string")
     ap.add_argument("--workload", default=str(WORKLOAD), help=argparse.SUPPRESS)  # tests: another program
     ap.add_argument("--workload-args", default=" ".join(WORKLOAD_ARGS), help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -182,11 +186,18 @@ def main() -> int:
     workload, wargs = Path(args.workload), args.workload_args.split()
     # what selects the measured step: the push/pop range "step" (forward), or for --train the process-wide start/end
     # range "step_all_threads" (autograd launches the backward kernels from another thread)
-    if args.train:
+    if args.binary:
+        # a CUDA program: the executable and its arguments, every launch (no NVTX range)
+        workload, wargs = Path(args.binary).resolve(), args.binary_args.split()
+        program = [str(workload), *wargs]
+        ours_nvtx, naive_nvtx = [], None
+    elif args.train:
         wargs = wargs + ["--train"]
         ours_nvtx, naive_nvtx = ["--nvtx-include", "step_all_threads"], "step_all_threads"
     else:
         ours_nvtx, naive_nvtx = ["--nvtx-range", NVTX], f"{NVTX}/"
+    if not args.binary:
+        program = [sys.executable, str(workload), *wargs]
     if out.exists():
         shutil.rmtree(out)
     out.mkdir(parents=True)
@@ -202,15 +213,17 @@ def main() -> int:
         return args.budget_s - (time.monotonic() - t_start)
 
     # 1. plain
-    plain = sh([sys.executable, str(workload), *wargs], timeout=120, env=env, log=out / "plain.log")
+    plain = sh(program, timeout=120, env=env, log=out / "plain.log")
     res["plain"] = {k: plain[k] for k in ("cmd", "rc", "wall_s")}
     print(f"plain: {plain['wall_s']} s rc={plain['rc']}", flush=True)
     save()
 
     # 2. ncuadvisor profile, defaults
     pjson = out / "profile.json"
-    prof = sh([sys.executable, "-c", CLI, "profile", str(workload), *wargs, *ours_nvtx,
-               "-o", str(pjson), "--force", "-v"], timeout=max(60.0, min(240.0, left() - 100)), env=env, log=out / "profile.log")
+    # the program after `--`, so that its own arguments reach it untouched
+    prof = sh([sys.executable, "-c", CLI, "profile", *ours_nvtx, "-o", str(pjson), "--force", "-v", "--",
+               *(program[1:] if not args.binary else program)],
+              timeout=max(60.0, min(240.0, left() - 100)), env=env, log=out / "profile.log")
     res["profile"] = {k: prof[k] for k in ("cmd", "rc", "wall_s", "timed_out")}
     ours = json.loads(pjson.read_text()) if pjson.exists() else None
     if ours:
@@ -228,13 +241,14 @@ def main() -> int:
     if count is None and 25.0 + n_launches * FULL_S_PER_KERNEL > room:
         count = max(10, int((room - 25.0) / FULL_S_PER_KERNEL))
     naive_base = out / "naive"
-    cmd = ["ncu", "--clock-control", "none", "--set", "full", "--import-source", "yes", "--nvtx", "--nvtx-include",
-           naive_nvtx]
+    cmd = ["ncu", "--clock-control", "none", "--set", "full", "--import-source", "yes"]
+    if naive_nvtx:
+        cmd += ["--nvtx", "--nvtx-include", naive_nvtx]
     if count is not None and count < n_launches:
         cmd += ["--launch-count", str(count)]
     else:
         count = None
-    cmd += ["-o", str(naive_base), sys.executable, str(workload), *wargs]
+    cmd += ["-o", str(naive_base), *program]
     naive = sh(cmd, timeout=max(30.0, left() - 30.0), env=env, log=out / "naive.log")
     gaps = [b - a for a, b in zip(naive["stamps"], naive["stamps"][1:])]
     per_kernel = statistics.median(gaps) if gaps else None

@@ -32,3 +32,27 @@ def test_profile_cost_on_the_fake_ncu(tmp_path):
         assert len(res[key]) == 2 and res[key][1] == len(res["comparison"])
     assert res["naive_launch_choice"]["results"] == 25
     assert (tmp_path / "work" / "profile.ncu-rep").exists() and (tmp_path / "work" / "naive.ncu-rep").exists()
+
+
+def test_profile_cost_on_a_cuda_binary(tmp_path):
+    """--binary: an executable run as it is (no Python, no NVTX range), every launch profiled by the naive run; the
+    fake ncu stands for the tiny CUDA program's real captures (phase 1: tiny_phase1, sections: tiny_sections)."""
+    prog = tmp_path / "prog"
+    prog.write_text("#!/bin/sh\necho \"prog $*\"\n")
+    prog.chmod(0o755)
+    log = tmp_path / "argv.jsonl"
+    env = dict(os.environ, PATH=f"{ROOT / 'tests' / 'fake_ncu'}{os.pathsep}{os.environ.get('PATH', '')}",
+               FAKE_NCU_ARGV_LOG=str(log))
+    out = tmp_path / "pc.json"
+    p = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "profile_cost.py"), "--binary", str(prog),
+                        "--binary-args", "--steps 2", "--out", str(tmp_path / "work"), "--json", str(out)],
+                       capture_output=True, text=True, env=env, timeout=300)
+    assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
+    res = json.loads(out.read_text())
+    assert res["plain"]["cmd"] == [str(prog), "--steps", "2"] and res["plain"]["rc"] == 0
+    assert res["profile"]["rc"] == 0 and res["naive"]["rc"] == 0
+    calls = [json.loads(line) for line in log.read_text().splitlines()]
+    naive = next(c for c in calls if "full" in c)
+    assert "--nvtx" not in naive and naive[-3:] == [str(prog), "--steps", "2"]
+    assert all(c[-3:] == [str(prog), "--steps", "2"] for c in calls if "--version" not in c)
+    assert res["comparison"] and res["agreement"][1] == len(res["comparison"])
