@@ -1,7 +1,9 @@
 """What `ncuadvisor profile` costs against a naive `ncu --set full` on every launch, and whether it finds the same things.
 
 One run on the GPU machine, on the PyTorch eager forward step (workloads/torch/transformer_step.py --mode eager
---steps 3, the measured step inside the NVTX range "step"):
+--steps 3, the measured step inside the NVTX range "step"), the training step (--train: the process-wide range
+"step_all_threads", since autograd launches the backward from another thread), or a CUDA program (--binary: the
+executable and --binary-args, every launch, no NVTX range):
 
 1. the plain run (no profiler);
 2. `ncuadvisor profile` with its defaults (phase 1 on every launch in the range, phase 2 on the kernels covering 90%
