@@ -191,15 +191,14 @@ def main() -> int:
     if args.binary:
         # a CUDA program: the executable and its arguments, every launch (no NVTX range)
         workload, wargs = Path(args.binary).resolve(), args.binary_args.split()
-        program = [str(workload), *wargs]
         ours_nvtx, naive_nvtx = [], None
     elif args.train:
         wargs = wargs + ["--train"]
         ours_nvtx, naive_nvtx = ["--nvtx-include", "step_all_threads"], "step_all_threads"
     else:
         ours_nvtx, naive_nvtx = ["--nvtx-range", NVTX], f"{NVTX}/"
-    if not args.binary:
-        program = [sys.executable, str(workload), *wargs]
+    # how the program runs without ncuadvisor (a Python workload with this Python)
+    program = [str(workload), *wargs] if args.binary else [sys.executable, str(workload), *wargs]
     if out.exists():
         shutil.rmtree(out)
     out.mkdir(parents=True)
@@ -223,8 +222,9 @@ def main() -> int:
     # 2. ncuadvisor profile, defaults
     pjson = out / "profile.json"
     # the program after `--`, so that its own arguments reach it untouched
+    # (`profile` runs a script with its own Python: it is given the script, not this interpreter)
     prof = sh([sys.executable, "-c", CLI, "profile", *ours_nvtx, "-o", str(pjson), "--force", "-v", "--",
-               *(program[1:] if not args.binary else program)],
+               str(workload), *wargs],
               timeout=max(60.0, min(240.0, left() - 100)), env=env, log=out / "profile.log")
     res["profile"] = {k: prof[k] for k in ("cmd", "rc", "wall_s", "timed_out")}
     ours = json.loads(pjson.read_text()) if pjson.exists() else None

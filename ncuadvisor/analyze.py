@@ -12,7 +12,7 @@ from ncuadvisor import __version__, engine, roofline
 from ncuadvisor.load import read_profile
 from ncuadvisor.processes import process_label
 from ncuadvisor.model import Kernel, Profile, Variant, group_kernels, num
-from ncuadvisor.result import SCHEMA_VERSION, findings_with_time, ncu_guidance
+from ncuadvisor.result import SCHEMA_VERSION, ncu_guidance, savings_by_rule
 from ncuadvisor.rules_api import KernelContext, ProgramContext, ProgramRule, Rule
 from ncuadvisor.units import fmt_ns
 
@@ -284,33 +284,22 @@ def top_actions(
         if p["estimated_saving_ns"] > 0
     ]
     for k in kernels:
-        named: dict[str, dict[str, Any]] = {}  # one action per rule and kernel: a variant's adds its saving
-        for findings, ns, variant in findings_with_time(k):
+        for f, saving, variant in savings_by_rule(k).values():  # one action per rule and kernel
             label = k["name"] if variant is None else \
                 f"{k['name']} ({fmt_ns(k['variants'][variant].get('per_launch_ns'))} launches)"
-            for f in findings:
-                if f["category"] == "at-roofline":
-                    continue
-                saving = ns * f["estimated_speedup"]
-                if f["rule"] in named:
-                    a = named[f["rule"]]
-                    a["estimated_saving_ns"] += saving
-                    a["program_fraction"] = a["estimated_saving_ns"] / total_ns if total_ns else 0.0
-                    continue
-                actions.append(
-                    {
-                        "kernel": label,
-                        "kernel_id": k["id"],
-                        "rule": f["rule"],
-                        "category": f["category"],
-                        "title": f["title"],
-                        "estimated_saving_ns": saving,
-                        "program_fraction": saving / total_ns if total_ns else 0.0,
-                        "scope": "kernel",
-                        **({"variant": variant} if variant is not None else {}),
-                    }
-                )
-                named[f["rule"]] = actions[-1]
+            actions.append(
+                {
+                    "kernel": label,
+                    "kernel_id": k["id"],
+                    "rule": f["rule"],
+                    "category": f["category"],
+                    "title": f["title"],
+                    "estimated_saving_ns": saving,
+                    "program_fraction": saving / total_ns if total_ns else 0.0,
+                    "scope": "kernel",
+                    **({"variant": variant} if variant is not None else {}),
+                }
+            )
     actions.sort(key=lambda a: -a["estimated_saving_ns"])
     return actions[:limit]
 

@@ -76,7 +76,7 @@ from typing import Any, Iterable, NamedTuple
 
 from ncuadvisor import __version__
 from ncuadvisor.errors import InputError
-from ncuadvisor.result import findings_with_time
+from ncuadvisor.result import savings_by_rule
 from ncuadvisor.units import finite, fmt_ns
 
 SCHEMA_VERSION = 1
@@ -228,14 +228,13 @@ def _location(f: dict[str, Any]) -> str | None:
     return None
 
 
-def _brief(f: dict[str, Any], kernel_ns: float) -> dict[str, Any]:
-    speedup = _num(f.get("estimated_speedup")) or 0.0
+def _brief(f: dict[str, Any], saving_ns: float) -> dict[str, Any]:
     return {
         "rule": f.get("rule"),
         "category": f.get("category"),
         "title": f.get("title"),
-        "estimated_speedup": speedup,
-        "estimated_saving_ns": kernel_ns * speedup,
+        "estimated_speedup": _num(f.get("estimated_speedup")) or 0.0,
+        "estimated_saving_ns": saving_ns,
         "fix": f.get("fix"),
         "location": _location(f),
     }
@@ -246,20 +245,10 @@ def _findings_of(group: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     out: dict[str, dict[str, Any]] = {}
     for k in group:
         # one rule's savings over the sizes of one kernel (its own launches and its variants') add up
-        mine: dict[str, dict[str, Any]] = {}
-        for findings, ns, _ in findings_with_time(k):
-            for f in findings:
-                if f.get("category") == AT_ROOFLINE or not f.get("rule"):
-                    continue
-                b = _brief(f, ns)
-                if b["rule"] in mine:
-                    mine[b["rule"]]["estimated_saving_ns"] += b["estimated_saving_ns"]
-                else:
-                    mine[b["rule"]] = b
-        for code, b in mine.items():
+        for code, (f, saving, _) in savings_by_rule(k).items():
             prev = out.get(code)
-            if prev is None or b["estimated_saving_ns"] > prev["estimated_saving_ns"]:
-                out[code] = b
+            if prev is None or saving > prev["estimated_saving_ns"]:
+                out[code] = _brief(f, saving)
     return out
 
 

@@ -168,13 +168,19 @@ class Kernel:
         shape then holds several problem sizes or call sites (a cuBLAS kernel at two K's, an ATen copy that transposes
         at one call site and not at another), and the deep metrics and findings come from one of its launches."""
         if self.variants:
-            return (f"launches take {fmt_ns(self.launch_min_ns)} to {fmt_ns(self.launch_max_ns)}: several problem sizes "
-                    f"or call sites share this name and launch shape; {self.analysed_launches} of the {self.launches} "
-                    f"launches are analysed here, the other sizes as variants of their own")
+            return spread_note(self.launch_min_ns, self.launch_max_ns,
+                               f"{self.analysed_launches} of the {self.launches} launches are analysed here, the other "
+                               "sizes as variants of their own")
         if self.launches < 2 or self.launch_min_ns <= 0 or self.launch_max_ns <= LAUNCH_SPREAD * self.launch_min_ns:
             return None
-        return (f"launches take {fmt_ns(self.launch_min_ns)} to {fmt_ns(self.launch_max_ns)}: several problem sizes or "
-                "call sites share this name and launch shape, and the analysis looks at one launch")
+        return spread_note(self.launch_min_ns, self.launch_max_ns, "the analysis looks at one launch")
+
+
+def spread_note(shortest_ns: Any, longest_ns: Any, what: str) -> str:
+    """The note of a kernel group whose launches differ in duration (`Kernel.launch_note`), ending in what was
+    analysed of them."""
+    return (f"launches take {fmt_ns(shortest_ns)} to {fmt_ns(longest_ns)}: several problem sizes or call sites share "
+            f"this name and launch shape; {what}")
 
 
 LAUNCH_SPREAD = 1.5  # longest ÷ shortest launch of a kernel group above which its launches are not alike

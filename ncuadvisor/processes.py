@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import json
 import os
-import struct
 import threading
 import time
 from dataclasses import asdict, dataclass
@@ -185,7 +184,7 @@ def scan_blocks(path: str | os.PathLike[str]) -> BlockScan:
             return BlockScan(out, None)
     except ValueError as exc:
         return BlockScan(None, str(exc) if "past the end" in str(exc) else None)
-    except (OSError, struct.error, TypeError, IndexError):
+    except (OSError, TypeError, IndexError):
         return BlockScan(None, None)
 
 

@@ -63,7 +63,7 @@ import typer
 
 from ncuadvisor import ncu as ncu_mod
 from ncuadvisor.processes import ProcessWatcher, write_sidecar
-from ncuadvisor.units import clip, fmt_ns
+from ncuadvisor.units import clip
 from ncuadvisor.errors import AdvisorError, InputError, OutputError
 
 MAX_ROUNDS = 4
@@ -341,6 +341,7 @@ def merge_results(
     `deep` is a list of (report path, result of analyze()).
     """
     from ncuadvisor.analyze import ANALYSIS_SECTIONS, add_program_level, variant_json
+    from ncuadvisor.model import spread_note
 
     total = float(phase1["report"]["total_duration_ns"] or 0.0)
     p1_durations = phase1_durations(phase1, launches or [])
@@ -390,10 +391,8 @@ def merge_results(
             e["variants"] = [variant_json(v, total) for v in variants]
             if variants:
                 lo, hi = p.get("launch_range_ns") or (None, None)
-                e["launch_note"] = (
-                    f"launches take {fmt_ns(lo)} to {fmt_ns(hi)}: several problem sizes or call sites share this name "
-                    f"and launch shape; the launch profiled in depth stands for {n} of the {p['launches']} launches, "
-                    "the other sizes were timed in phase 1 only")
+                e["launch_note"] = spread_note(lo, hi, f"the launch profiled in depth stands for {n} of the "
+                                               f"{p['launches']} launches, the other sizes were timed in phase 1 only")
         else:
             e = _unprofiled(p)
             e["time_share"] = (p["duration_ns"] / total) if total else 0.0

@@ -66,3 +66,18 @@ def findings_with_time(kernel: dict[str, Any]) -> list[tuple[list[dict[str, Any]
     parts += [(v.get("findings") or [], finite(v.get("duration_ns")) or 0.0, i)
               for i, v in enumerate(kernel.get("variants") or [])]
     return parts
+
+
+def savings_by_rule(kernel: dict[str, Any]) -> dict[str, tuple[dict[str, Any], float, int | None]]:
+    """Rule code -> (the rule's first finding on a kernel entry, the time it saves in ns, the variant it was first
+    found on: None for the kernel's own launches). One rule's savings over the kernel's sizes (its own launches and
+    its variants', `findings_with_time`) add up; at-roofline verdicts are left out."""
+    out: dict[str, tuple[dict[str, Any], float, int | None]] = {}
+    for findings, ns, variant in findings_with_time(kernel):
+        for f in findings:
+            if f.get("category") == "at-roofline" or not f.get("rule"):
+                continue
+            saving = ns * (finite(f.get("estimated_speedup")) or 0.0)
+            first, total, where = out.get(f["rule"], (f, 0.0, variant))
+            out[f["rule"]] = (first, total + saving, where)
+    return out

@@ -111,7 +111,6 @@ class GridTooSmall(Rule):
         """Fewer blocks than SMs: whole SMs idle for the whole kernel."""
         r = k.roofline
         # warps in flight now vs. once every SM holds as many blocks as fit (Little's law)
-        warps_per_block = max(1.0, block / 32.0)
         per_sm = k.m("launch__occupancy_limit_blocks") or 1.0
         for limit in ("launch__occupancy_limit_registers", "launch__occupancy_limit_shared_mem",
                       "launch__occupancy_limit_warps"):
@@ -121,10 +120,7 @@ class GridTooSmall(Rule):
         fill = int(sms * per_sm)
         tiled = self.is_tiled(k) and not k.is_triton
         if tiled:
-            splits = max(2, int(fill // grid))
-            # the busiest SM runs one block now, and after the split grid × splits / SMs blocks of 1/splits the work
-            per_sm_after = grid * splits / sms
-            est = self.full_wave_estimate(k, per_sm_after, splits, work_ratio=per_sm_after / splits)
+            splits, est = self.split_k_estimate(k, grid, sms, fill)
             new_ns = est["new_ns"]
             fix = self.split_k_fix(fill, splits, est, f"{grid:.0f} blocks of {block} threads run on {grid:.0f} of "
                                    f"{sms} SMs, which hold {fill} at once")
@@ -169,14 +165,10 @@ class GridTooSmall(Rule):
             return None
         fill = math.ceil(grid / waves) if waves else 0  # blocks in one full wave
         per_sm = fill / sms if sms else 0
-        splits = max(2, int(fill // grid)) if grid else 2  # K chunks per tile: at most one wave of blocks
-        # the busiest SM runs ceil(grid / SMs) blocks now; after the split, grid × splits / SMs of 1/splits the work
-        now = math.ceil(grid / sms)
-        after = grid * splits / sms
         if self.is_tiled(k):
-            est = self.full_wave_estimate(k, min(theo / achieved, after / now), splits, work_ratio=after / splits / now)
+            splits, est = self.split_k_estimate(k, grid, sms, fill, max_gain=theo / achieved)
         else:
-            est = self.full_wave_estimate(k, theo / achieved, splits)
+            splits, est = 0, self.full_wave_estimate(k, theo / achieved)
         situation = (f"{grid:.0f} blocks fill {waves:.0%} of one wave: the {sms} SMs hold {per_sm:.0f} blocks of "
                      f"{block} threads each, and get about {grid / sms:.1f}")
         if k.is_triton:
@@ -246,7 +238,17 @@ class GridTooSmall(Rule):
                    "written once more through L2" if est["tiled"] else "")
                 + "; not below the roofline floor.")
 
-    def full_wave_estimate(self, k: KernelContext, gain: float, splits: int, work_ratio: float = 1.0) -> dict:
+    def split_k_estimate(self, k: KernelContext, grid: float, sms: int, fill: int,
+                         max_gain: float | None = None) -> tuple[int, dict]:
+        """(K chunks per tile, `full_wave_estimate`) for split-K up to one wave of `fill` blocks. The busiest SM runs
+        ceil(grid / SMs) blocks now, and after the split grid × splits / SMs blocks of 1/splits the work; the warps
+        gain is capped at `max_gain` (the occupancy there is to gain) when given."""
+        splits = max(2, int(fill // grid))
+        now, after = math.ceil(grid / sms), grid * splits / sms
+        gain = after / now if max_gain is None else min(max_gain, after / now)
+        return splits, self.full_wave_estimate(k, gain, splits, work_ratio=after / splits / now)
+
+    def full_wave_estimate(self, k: KernelContext, gain: float, splits: int = 0, work_ratio: float = 1.0) -> dict:
         """The kernel's time once its grid fills a wave with the same work per thread (Little's law over the busiest
         SM's active cycles), and for a tiled kernel (shared memory: the grid grows by splitting the K loop) the price
         of split-K's reduction. `gain`: warps in flight on the busiest SM after ÷ before; `work_ratio`: its work
