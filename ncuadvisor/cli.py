@@ -208,6 +208,20 @@ def reflow(text: str) -> str:
     return "\n\n".join(" ".join(p.split()) for p in text.split("\n\n"))
 
 
+def _click_exceptions() -> tuple:
+    """click's ClickException, from click itself and from the copy typer >= 0.29 carries (typer._click): a usage
+    error (unknown option, bad value, missing argument) from either is the user's, not an internal error."""
+    import importlib
+
+    found = []
+    for name in ("typer._click.exceptions", "click.exceptions"):
+        try:
+            found.append(importlib.import_module(name).ClickException)
+        except (ImportError, AttributeError):
+            pass
+    return tuple(found)
+
+
 def main() -> None:
     """Entry point: run the app; AdvisorError -> one line on stderr and its exit code, never a traceback."""
     try:
@@ -228,10 +242,11 @@ def main() -> None:
     except BrokenPipeError:
         sys.exit(0)
     except Exception as exc:  # click usage errors and anything unexpected
-        import click
-
-        if isinstance(exc, click.ClickException):
-            exc.show()
+        if isinstance(exc, _click_exceptions()):
+            ctx = getattr(exc, "ctx", None)
+            where = f" (see `{ctx.command_path} --help`)" if ctx is not None and getattr(ctx, "command_path", "") else ""
+            if exc.format_message().strip():  # no arguments at all: the help was shown, nothing to add
+                err.print(f"ncuadvisor: error: {escape(exc.format_message())}{escape(where)}")
             sys.exit(exc.exit_code)
         if os.environ.get("NCUADVISOR_DEBUG"):
             raise

@@ -154,3 +154,28 @@ def test_multi_process_ncu_repz_is_split_by_process(tmp_path):
     res = json.loads(out.read_text())
     assert sorted(pr["pid"] for pr in res["report"]["processes"]) == [18918, 18919]
     assert res["report"]["ncu_version"] == "2025.3.1.0"  # read from the plain bytes, as for a .ncu-rep
+
+
+@pytest.mark.parametrize("args,needle", [
+    (["report", "fixtures/flaws_basic.ncu-rep.xz", "-f", "markdown"], "'--format'"),
+    (["report", "fixtures/flaws_basic.ncu-rep.xz", "--top", "abc"], "'--top'"),
+    (["report", "fixtures/flaws_basic.ncu-rep.xz", "--bogus"], "--bogus"),
+    (["report"], "'path'"),
+    (["report", "a.ncu-rep", "b.ncu-rep"], "(b.ncu-rep)"),
+    (["diff", "fixtures/flaws_basic.ncu-rep.xz"], "'after'"),
+    (["no-such-command"], "no-such-command"),
+])
+def test_command_line_misuse_is_a_usage_error(args, needle):
+    """Misused options and arguments are the user's error (exit 2, one line naming it and the help to read), not an
+    'internal error': typer >= 0.29 raises its own copy of click's exceptions, which a plain `click.ClickException`
+    check misses."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    p = run(*args, cwd=root)
+    assert_one_clear_line(p, needle, "--help`)")
+    assert "internal error" not in p.stderr
+
+
+def test_no_arguments_shows_the_help():
+    p = run()
+    assert p.returncode == 2 and "Usage" in p.stdout
+    assert "error" not in p.stderr
