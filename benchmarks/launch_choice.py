@@ -9,7 +9,7 @@ and every launch on its own, and says for each group:
 - how the first finding is spread over all the group's launches, weighted by their time (is the median launch's
   finding the finding of most of the time?).
 
-    python benchmarks/launch_choice.py fixtures/model_step_989.ncu-rep.xz [more reports] [--json out.json]
+    python benchmarks/launch_choice.py fixtures/model_step_1010.ncu-rep.xz [more reports] [--json out.json]
 """
 
 from __future__ import annotations

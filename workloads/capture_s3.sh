@@ -26,6 +26,8 @@
 #   (S3_BIG_COUNT=1000 caps the launches profiled; the deadline's SIGINT saves what ncu has).
 # Session 4 (one H200): `start 1560` with S3_BIG_COUNT=1040 gave 989 results in 1,561 s (1.58 s each); the machine
 #   starts in ~30 s and `finish` takes ~5 s, so `start 1680` fits one session's 30 minutes and reaches ~1,060.
+# Session 6 (one H200): `S3_BIG_COUNT=1010 ... start 1620` gave 1,010 results in 1,582 s (1.57 s each), ncu stopping by
+#   itself at the launch cap (exit 0): three back-to-back calls, 1,634 s of device time with `finish` (xz -6 ~20 s).
 # ncu always gets --clock-control none; nothing here changes clocks, power or any other GPU setting.
 set -u
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
