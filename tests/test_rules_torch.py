@@ -48,3 +48,13 @@ def test_launch_overhead_on_2000_tiny_launches(analyzed):
     p = [p for p in r["program_findings"] if p["rule"] == "PRG001"]
     assert p and "2000 launches" in p[0]["title"]
     assert r["top_actions"][0]["rule"] == "PRG001"
+
+
+def test_launch_overhead_fix_speaks_the_program_language(analyzed):
+    """PRG001's fix is the graph API of the code that launches: stream capture for hand-written CUDA kernels,
+    torch.cuda.CUDAGraph / reduce-overhead for PyTorch's and Triton's."""
+    cuda = [p for p in analyzed("tiny_phase1")["program_findings"] if p["rule"] == "PRG001"][0]
+    assert "cudaStreamBeginCapture" in cuda["fix_code"] and "cudaGraphLaunch" in cuda["fix_code"]
+    assert "torch" not in cuda["fix"] + cuda["fix_code"]
+    torch = [p for p in analyzed("torch_dynshapes")["program_findings"] if p["rule"] == "PRG001"][0]
+    assert "torch.cuda.CUDAGraph" in torch["fix_code"] and "cudaStreamBeginCapture" not in torch["fix_code"]
