@@ -312,3 +312,49 @@ def test_program_finding_lists_a_bounded_number_of_kernels(result):
     page = JSON_BLOCK.sub("", render_html(r))
     assert names[PROGRAM_KERNELS_SHOWN - 1] in page and names[PROGRAM_KERNELS_SHOWN] not in page
     assert "and 25 more" in page
+
+
+def test_groups_of_one_name_are_told_apart_by_their_launch_shape(analyzed):
+    """The model step's gemm_tiled is six kernel groups (one per grid): every view names the grid beside the name,
+    where to start included, so 'gemm_tiled: 64 blocks for 132 SMs' twice is two different launches to fix; kernels
+    with a name of their own get no tag."""
+    import io
+
+    from rich.console import Console
+
+    from ncuadvisor.render import shape_tags
+    from ncuadvisor.render.terminal import render_terminal
+
+    r = analyzed("model_step_315")
+    tags = shape_tags(r)
+    gemms = [k for k in r["kernels"] if k["name"] == "gemm_tiled"]
+    assert len(gemms) == 6 and {tags[k["id"]] for k in gemms} == {f"grid {k['grid']}" for k in gemms}
+    assert not any(k["id"] in tags for k in r["kernels"] if k["name"] != "gemm_tiled")
+    first = r["top_actions"][0]
+    assert first["kernel"] == "gemm_tiled"
+    grid = tags[first["kernel_id"]]
+    page = render_html(r)
+    assert f'gemm_tiled</a> <span class="muted">· {html.escape(grid)}</span>:' in page  # where to start
+    assert page.count('<span class="muted">· grid ') >= 6 * 2 + 1  # the table, the cards, where to start
+    text = render_markdown(r)
+    assert f"<code>gemm\\_tiled</code> · {md(grid)}:" in text
+    assert "<code>layernorm\\_fwd</code> | " in text
+    buf = io.StringIO()
+    render_terminal(r, Console(file=buf, width=200, highlight=False))
+    out = buf.getvalue()
+    assert f"1. gemm_tiled · {grid}: " in out
+    assert "layernorm_fwd · grid" not in out
+    # a program-wide action listed among the first five is not listed again below them
+    assert sum(1 for line in out.splitlines() if "(PRG001)" in line) == 1
+
+
+def test_shape_tags_add_the_block_where_grids_agree():
+    from ncuadvisor.render import shape_tags
+
+    r = {"kernels": [{"id": "a", "name": "k", "grid": "(4, 1, 1)", "block": "(128, 1, 1)"},
+                     {"id": "b", "name": "k", "grid": "(4, 1, 1)", "block": "(256, 1, 1)"},
+                     {"id": "c", "name": "k", "grid": "(8, 1, 1)", "block": "(128, 1, 1)"},
+                     {"id": "d", "name": "other", "grid": "(4, 1, 1)"}, "not a kernel"]}
+    assert shape_tags(r) == {"a": "grid (4, 1, 1) block (128, 1, 1)", "b": "grid (4, 1, 1) block (256, 1, 1)",
+                             "c": "grid (8, 1, 1)"}
+    assert shape_tags(None) == {} and shape_tags({"kernels": "x"}) == {}

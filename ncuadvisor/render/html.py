@@ -19,7 +19,7 @@ from typing import Any
 
 from markupsafe import Markup
 
-from ncuadvisor.render import environment, fmt_rate, short_name, to_json
+from ncuadvisor.render import environment, fmt_rate, shape_tags, short_name, to_json
 from ncuadvisor.units import clip, finite
 
 TEMPLATE = "report.html.j2"
@@ -421,7 +421,9 @@ def render_html(
             "clip": clip,
         }
     )
-    env.globals.update({"times": times, "high_headroom": is_high_headroom, "empty": _Rec()})
+    tags = shape_tags(result)
+    env.globals.update({"times": times, "high_headroom": is_high_headroom, "empty": _Rec(),
+                        "shape_tag": lambda kid: tags.get(str(kid), "") if kid is not None else ""})
     template = env.get_template(TEMPLATE)
     text = _compact_json(result)
     json_bytes = len(text.encode())

@@ -8,7 +8,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from ncuadvisor.render import fmt_ns, fmt_pct, fmt_x, short_name
+from ncuadvisor.render import fmt_ns, fmt_pct, fmt_x, shape_tags, short_name
 
 BOUND_STYLE = {"memory": "cyan", "compute": "magenta", "latency": "yellow", "launch": "red", "unknown": "dim"}
 
@@ -30,15 +30,19 @@ def render_terminal(result: dict[str, Any], console: Console | None = None, top:
 
     actions = result.get("top_actions") or []
     program = result.get("program_findings") or []
+    tags = shape_tags(result)
     if actions or program:
         console.print("\n[bold]Where to start[/bold]")
         for i, a in enumerate(actions[:5], 1):
+            tag = tags.get(str(a.get("kernel_id"))) if a.get("scope") != "program" else None
             console.print(
-                f"  {i}. [bold]{escape(short_name(a['kernel'], 60))}[/bold]: {escape(a['title'])} "
-                f"[dim]({a['rule']})[/dim] saves ~{fmt_ns(a['estimated_saving_ns'])} "
+                f"  {i}. [bold]{escape(short_name(a['kernel'], 60))}[/bold]"
+                + (f" [dim]· {escape(tag)}[/dim]" if tag else "")
+                + f": {escape(a['title'])} [dim]({a['rule']})[/dim] saves ~{fmt_ns(a['estimated_saving_ns'])} "
                 f"({fmt_pct(a['program_fraction'])} of the program)"
             )
-        for p in program[:5]:
+        listed = {(a.get("rule"), a.get("title")) for a in actions[:5] if a.get("scope") == "program"}
+        for p in [p for p in program if (p.get("rule"), p.get("title")) not in listed][:5]:
             console.print(
                 f"  • {escape(p['title'])} [dim]({p['rule']})[/dim] saves ~{fmt_ns(p.get('estimated_saving_ns'))}"
             )
@@ -67,7 +71,8 @@ def render_terminal(result: dict[str, Any], console: Console | None = None, top:
         bound = k.get("bound") or "unknown"
         table.add_row(
             str(i),
-            escape(short_name(k["name"], 48) + (f" [{k['process_label']}]" if k.get("process_label") else "")
+            escape(short_name(k["name"], 48) + (f" · {tags[str(k.get('id'))]}" if str(k.get("id")) in tags else "")
+                   + (f" [{k['process_label']}]" if k.get("process_label") else "")
                    + (f" [GPU {k['device_id']}]" if isinstance(k.get("device_id"), int) else "")),
             str(k.get("launches")),
             fmt_ns(k.get("duration_ns")),
