@@ -334,8 +334,8 @@ def test_groups_of_one_name_are_told_apart_by_their_launch_shape(analyzed):
     assert first["kernel"] == "gemm_tiled"
     grid = tags[first["kernel_id"]]
     page = render_html(r)
-    assert f'gemm_tiled</a> <span class="muted">· {html.escape(grid)}</span>:' in page  # where to start
-    assert page.count('<span class="muted">· grid ') >= 6 * 2 + 1  # the table, the cards, where to start
+    assert f'gemm_tiled</a> <span class="muted shape">· {html.escape(grid)}</span>:' in page  # where to start
+    assert page.count('<span class="muted shape">· grid ') >= 6 * 2 + 1  # the table, the cards, where to start
     text = render_markdown(r)
     assert f"<code>gemm\\_tiled</code> · {md(grid)}:" in text
     assert "<code>layernorm\\_fwd</code> | " in text
