@@ -41,6 +41,18 @@ Noise: what counts as a change
     MIN_CHANGE_NS = 1 µs: an absolute floor, so that one launch of a few-µs kernel (±0.45 µs measured) is not called
     a regression for a 10% jitter.
 
+Captures of different lengths: totals or per launch
+    A kernel's time is the sum over its launches in the report, so a report of 1,010 launches of a model step is
+    "slower" than one of 314 launches of the same binary. When the reports hold different numbers of results (by more
+    than the threshold) and every kernel matched by identity has its launches scaled by about the same factor
+    (within ±`COVERAGE_TOLERANCE` of the ratio of the results, or one launch on either side of where a capture was
+    cut), and both hold at least `COVERAGE_MIN_RESULTS` results, the captures cover different lengths of one program:
+    every matched kernel is then compared per launch (its time before × its launches after ÷ its launches before,
+    against its time after) and the program total per result (before × results after ÷ results before), and a
+    warning says so (`comparison.mode` "per-launch", `comparison.launch_scale` the ratio). Otherwise totals are
+    compared (`comparison.mode` "total"), and a kernel whose launch count changed says so in its `launches_note`,
+    with both per-launch times: a kernel launched twice as often by a change is a real regression.
+
 Findings are compared by rule code per matched kernel: `new` (only after), `resolved` (only before), `unchanged`
 (both). `at-roofline` verdicts are not findings here (a kernel reaching its bound is good news, shown as the kernel's
 `at_roofline` flag). An added kernel's findings are new, a removed kernel's resolved. Program-level findings are
@@ -65,8 +77,10 @@ Shape (schema_version 1):
                                "estimated_saving_ns", "before_saving_ns", "fix", "location"}]}}],
      "program_findings": {"new", "resolved", "unchanged"},
      "summary": {"regressed", "improved", "unchanged", "added", "removed", "new_findings", "resolved_findings"},
+     "comparison": {"mode": "total"|"per-launch", "launch_scale": float|null},
      "verdict": "regressed"|"improved"|"unchanged", "first_fix": {...}|null, "warnings": [...]}
-"""
+    Kernel entries also have "launches_note" (str|null) and, in per-launch mode, "before_scaled_ns" (the time before
+    at the launch count after, which change_ns and change are measured from)."""
 
 from __future__ import annotations
 
@@ -86,6 +100,8 @@ MIN_CHANGE_NS = 1000.0
 AT_ROOFLINE = "at-roofline"
 STATUSES = ("regressed", "improved", "unchanged", "added", "removed")
 FAIL_ON = ("regression", "findings")
+COVERAGE_TOLERANCE = 0.25
+COVERAGE_MIN_RESULTS = 20  # below, a launch more or less cannot tell a longer capture from a changed program
 
 
 def parse_threshold(text: str | float | None) -> float:
@@ -295,19 +311,30 @@ def _process_entry(bgroup: list[dict], agroup: list[dict], bkeys: ProcessKeys, a
 
 def _kernel_entry(
     bgroup: list[dict], agroup: list[dict], how: str | None, threshold: float, min_change_ns: float,
-    process: dict[str, Any] | None = None,
+    process: dict[str, Any] | None = None, per_launch: bool = False,
 ) -> dict[str, Any]:
     b, a = _side(bgroup), _side(agroup)
     ref = (agroup or bgroup)[0]
     b_ns = b["duration_ns"] if b else None
     a_ns = a["duration_ns"] if a else None
-    status = classify(b_ns, a_ns, threshold, min_change_ns)
+    launches_note, scaled = None, None
+    if b and a and b["launches"] and a["launches"] and b["launches"] != a["launches"]:
+        launches_note = (f"launches {b['launches']} → {a['launches']}; per launch {_ns(b['per_launch_ns'])} → "
+                         f"{_ns(a['per_launch_ns'])} ({_pct(a['per_launch_ns'] / b['per_launch_ns'] - 1)})"
+                         if b["per_launch_ns"] else f"launches {b['launches']} → {a['launches']}")
+        if per_launch and b_ns is not None:
+            scaled = b_ns * a["launches"] / b["launches"]
+            launches_note += ": compared per launch"
+        else:
+            launches_note += ": the times above are totals over each side's launches"
+    ref_ns = scaled if scaled is not None else b_ns
+    status = classify(ref_ns, a_ns, threshold, min_change_ns)
     note = None
     if how == "name":
         note = f"matched by name alone: the launch shape changed ({_shape(b)} before, {_shape(a)} after)"
     elif how == "identity" and (len(bgroup) > 1 or len(agroup) > 1):
         note = "several results share this name and launch shape; compared as one"
-    change_ns = (a_ns or 0.0) - (b_ns or 0.0)
+    change_ns = (a_ns or 0.0) - (ref_ns or 0.0)
     entry = {
         "name": ref.get("name") or ref.get("demangled"),
         "demangled": _dname(ref),
@@ -315,14 +342,40 @@ def _kernel_entry(
         "match": how,
         "match_note": note,
         "change_ns": change_ns,
-        "change": change_ns / b_ns if (b_ns and a_ns is not None) else None,
+        "change": change_ns / ref_ns if (ref_ns and a_ns is not None) else None,
+        "launches_note": launches_note,
         "before": b,
         "after": a,
         "findings": _compare_findings(_findings_of(bgroup), _findings_of(agroup)),
     }
+    if scaled is not None:
+        entry["before_scaled_ns"] = scaled
     if process is not None:
         entry["process"] = process
     return entry
+
+
+def coverage_scale(pairs: list[tuple[list[dict], list[dict], str | None]], before: dict[str, Any],
+                   after: dict[str, Any], threshold: float) -> float | None:
+    """results after ÷ results before when the two captures cover different lengths of one program (every kernel
+    matched by identity has its launches scaled by that ratio, within ±COVERAGE_TOLERANCE or one launch on each side
+    of the capture's cut); None otherwise."""
+    rb, ra = _num(before.get("results")), _num(after.get("results"))
+    if not rb or not ra or min(rb, ra) < COVERAGE_MIN_RESULTS or abs(ra / rb - 1) <= threshold:
+        return None
+    ratio = ra / rb
+    seen = 0
+    for bg, ag, how in pairs:
+        if how != "identity":
+            continue
+        b, a = _side(bg), _side(ag)
+        if not b or not a or not b["launches"] or not a["launches"]:
+            return None
+        expected = b["launches"] * ratio  # a capture cut mid-step can miss one launch of a kernel on either side
+        if abs(a["launches"] - expected) > max(COVERAGE_TOLERANCE * expected, ratio + 1):
+            return None
+        seen += 1
+    return ratio if seen else None
 
 
 # -- the diff ----------------------------------------------------------------------------------------------------
@@ -397,15 +450,18 @@ def diff_results(
     per_process = bkeys is not None and akeys is not None
     b_kernels, a_kernels = list(before.get("kernels") or []), list(after.get("kernels") or [])
     pairs = match_kernels(b_kernels, a_kernels, bkeys, akeys) if per_process else match_kernels(b_kernels, a_kernels)
+    mb, ma = _meta(before), _meta(after)
+    scale = coverage_scale(pairs, mb, ma, threshold)
     kernels = [
         _kernel_entry(bg, ag, how, threshold, min_change_ns,
-                      _process_entry(bg, ag, bkeys, akeys) if per_process else None)
+                      _process_entry(bg, ag, bkeys, akeys) if per_process else None, per_launch=scale is not None)
         for bg, ag, how in pairs
     ]
     kernels.sort(key=_sort_key)
     b_total, a_total = _total(before), _total(after)
-    total_change = a_total - b_total
-    total_status = classify(b_total, a_total, threshold, min_change_ns)
+    b_ref = b_total * scale if scale is not None else b_total
+    total_change = a_total - b_ref
+    total_status = classify(b_ref, a_total, threshold, min_change_ns)
     summary = {s: sum(1 for k in kernels if k["status"] == s) for s in STATUSES}
     program = _compare_findings(_program_findings(before), _program_findings(after))
     summary["new_findings"] = sum(len(k["findings"]["new"]) for k in kernels) + len(program["new"])
@@ -413,7 +469,18 @@ def diff_results(
     summary["name_matches"] = sum(1 for k in kernels if k["match"] == "name")
 
     warnings: list[str] = []
-    mb, ma = _meta(before), _meta(after)
+    if scale is not None:
+        warnings.append(
+            f"before holds {mb['results']} results, after {ma['results']}, and every kernel's launches scale alike "
+            f"(×{scale:.2f}): the captures cover different lengths of the same program, so kernels are compared per "
+            "launch and the program total per result"
+        )
+    elif mb["results"] and ma["results"] and mb["results"] != ma["results"] and any(k["launches_note"] for k in kernels):
+        warnings.append(
+            f"before holds {mb['results']} results, after {ma['results']}: kernels whose launch count changed are "
+            "compared on their total time (a change that launches a kernel more often costs time); their per-launch "
+            "times are in the details"
+        )
     if mb["device"] and ma["device"] and mb["device"] != ma["device"]:
         warnings.append(
             f"the reports come from different GPUs ({mb['device']} before, {ma['device']} after): "
@@ -466,9 +533,11 @@ def diff_results(
             "before_ns": b_total,
             "after_ns": a_total,
             "change_ns": total_change,
-            "change": total_change / b_total if b_total else None,
+            "change": total_change / b_ref if b_ref else None,
             "status": total_status,
+            **({"before_scaled_ns": b_ref} if scale is not None else {}),
         },
+        "comparison": {"mode": "per-launch" if scale is not None else "total", "launch_scale": scale},
         "process_match": process_match,
         "kernels": kernels,
         "program_findings": program,

@@ -525,3 +525,65 @@ def test_cli_bad_input_exits_2_with_one_line(tmp_path, args, message):
     lines = p.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("ncuadvisor: error: ") and message in lines[0], p.stderr
     assert "Traceback" not in p.stderr
+
+
+# -- captures of different lengths ----------------------------------------------------------------------------------
+
+
+def test_captures_of_different_lengths_are_compared_per_launch(analyzed):
+    """The same binary captured for 314 launches (session 2) and for 1,010 (session 6): every kernel runs ~3.2× as
+    often in the longer capture. Compared on totals, all 13 kernels 'regressed' by +215..+353%; per launch they are
+    within 0.6-2.7% (the run-to-run spread over two sessions, under the 5% threshold)."""
+    before, after = analyzed("model_step_315"), analyzed("model_step_1010")
+    d = diff_results(before, after)
+    assert d["comparison"]["mode"] == "per-launch"
+    assert d["comparison"]["launch_scale"] == pytest.approx(1010 / 314)
+    assert [k["status"] for k in d["kernels"]] == ["unchanged"] * 13
+    assert all(abs(k["change"]) < 0.03 and "compared per launch" in k["launches_note"] for k in d["kernels"])
+    assert d["total"]["status"] == "unchanged" and abs(d["total"]["change"]) < 0.03
+    assert d["verdict"] == "unchanged" and gate(d, "regression") == []
+    assert any("different lengths of the same program" in w for w in d["warnings"])
+    gemm = [k for k in d["kernels"] if k["name"] == "gemm_tiled"]
+    assert len(gemm) == 6 and len({k["after"]["grid"] for k in gemm}) == 6
+    out_md = render_diff_markdown(d)
+    assert "per result: 3.22× the results" in out_md
+    assert "<code>gemm\\_tiled</code> · grid (8, 8, 1)" in out_md  # six groups of one name, told apart
+    console = Console(record=True, width=200)
+    render_diff_terminal(d, console=console)
+    assert "gemm_tiled · grid (8, 8, 1)" in console.export_text()
+
+
+def test_a_kernel_launched_more_often_is_still_a_regression(analyzed):
+    """Per-launch comparison is only for captures whose every kernel scales alike: in a capture twice as long where
+    one kernel runs four times as often (a change that launches it twice per step), that kernel is compared on its
+    total time and regresses, and so do the rest of the comparisons on totals."""
+    before = analyzed("model_step_315")
+    after = copy.deepcopy(before)
+    for k in after["kernels"]:
+        k["launches"] *= 2
+        k["duration_ns"] *= 2
+    k = after["kernels"][4]  # layernorm_fwd, 46 launches before
+    k["launches"] *= 2
+    k["duration_ns"] *= 2
+    after["report"]["results"] = 2 * before["report"]["results"] + k["launches"] // 2
+    after["report"]["total_duration_ns"] = sum(x["duration_ns"] for x in after["kernels"])
+    d = diff_results(before, after)
+    assert d["comparison"]["mode"] == "total"
+    e = next(e for e in d["kernels"] if e["name"] == k["name"] and e["after"]["grid"] == k["grid"])
+    assert e["status"] == "regressed" and e["change"] == pytest.approx(3.0)
+    assert "totals over each side's launches" in e["launches_note"] and "(+0.0%)" in e["launches_note"]
+    assert gate(d, "regression")
+    assert any("compared on their total time" in w for w in d["warnings"])
+
+
+def test_small_captures_are_compared_on_totals(analyzed):
+    """Three results against four: one launch more cannot tell a longer capture from a changed program."""
+    before = analyzed(V1)
+    after = copy.deepcopy(before)
+    k = next(k for k in after["kernels"] if k["name"] == "scale_add")
+    k["launches"] *= 2
+    k["duration_ns"] *= 2
+    after["report"]["results"] = before["report"]["results"] + 1
+    d = diff_results(before, after)
+    assert d["comparison"]["mode"] == "total"
+    assert next(e for e in d["kernels"] if e["name"] == "scale_add")["status"] == "regressed"

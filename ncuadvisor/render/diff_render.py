@@ -119,8 +119,45 @@ def _sum_ns(kernels: list[dict[str, Any]], side: str) -> float:
     return sum((_num((k.get(side) or {}).get("duration_ns")) or 0.0) for k in kernels)
 
 
+def diff_shape_tag(d: dict[str, Any]):
+    """entry -> 'grid (8, 8, 1)' (and the block where grids agree) for entries whose name other entries share, else ''."""
+    entries = [k for k in d.get("kernels") or [] if isinstance(k, dict)]
+
+    def name(k):  # per-process entries are already told apart by their process
+        return (str(k.get("name") or k.get("demangled") or ""), str((k.get("process") or {}).get("label") or ""))
+
+    def grid(k):
+        side = k.get("after") or k.get("before") or {}
+        return str(side.get("grid") or "–") if isinstance(side, dict) else "–"
+
+    names = [name(k) for k in entries]
+    shapes = [(name(k), grid(k)) for k in entries]
+
+    def tag(k) -> str:
+        if not isinstance(k, dict) or names.count(name(k)) < 2:
+            return ""
+        side = k.get("after") or k.get("before") or {}
+        out = f"grid {grid(k)}"
+        if shapes.count((name(k), grid(k))) > 1 and isinstance(side, dict):
+            out += f" block {side.get('block') or '–'}"
+        return out
+
+    return tag
+
+
+def total_change_text(t: dict[str, Any], delta: str, change: str | None) -> str:
+    """'+205.5 µs, +1.8% per result: 3.22× the results' in per-launch mode, '+7.93 ms, +227.6%' otherwise."""
+    text = delta + (f", {change}" if change else "")
+    if _num(t.get("before_scaled_ns")) is not None and _num(t.get("before_ns")):
+        text += f" per result: {_num(t['before_scaled_ns']) / _num(t['before_ns']):.2f}× the results"
+    return text
+
+
 def _globals(d: dict[str, Any], markdown: bool) -> dict[str, Any]:
     return {
+        "shape_tag": diff_shape_tag(d),
+        "total_change": lambda t: total_change_text(
+            t, fmt_delta_ns(t.get("change_ns")), fmt_change(t.get("change")) if t.get("change") is not None else None),
         "empty": _Rec(),
         "by_status": lambda s: _by_status(d, s),
         "sum_ns": _sum_ns,
@@ -225,9 +262,8 @@ def render_diff_terminal(diff: dict[str, Any], console: Console | None = None, t
     )
     verdict = diff.get("verdict") or "unchanged"
     style = {"regressed": "bold red", "improved": "bold green"}.get(verdict, "bold")
-    change = fmt_delta_ns(t.get("change_ns"))
-    if t.get("change") is not None:
-        change += f", {fmt_change(t.get('change'))}"
+    change = total_change_text(t, fmt_delta_ns(t.get("change_ns")),
+                               fmt_change(t.get("change")) if t.get("change") is not None else None)
     console.print(
         f"[{style}]{VERDICT_TEXT.get(verdict, verdict)}[/]: GPU time {fmt_ns(t.get('before_ns'))} → "
         f"{fmt_ns(t.get('after_ns'))} ({change})"
@@ -254,6 +290,7 @@ def render_diff_terminal(diff: dict[str, Any], console: Console | None = None, t
     ):
         table.add_column(col, justify=just, overflow="fold", max_width=48 if col in ("kernel", "findings") else None)
     kernels = diff.get("kernels") or []
+    tag = diff_shape_tag(diff)
     for k in kernels[:top]:
         kb, ka = k.get("before") or {}, k.get("after") or {}
         status = k.get("status") or "unchanged"
@@ -265,6 +302,8 @@ def render_diff_terminal(diff: dict[str, Any], console: Console | None = None, t
             bound = f"{kb.get('bound')} → {ka.get('bound')}"
         headroom = " → ".join(fmt_x(side.get("headroom")) for side in (kb, ka) if side)
         name = short_name(str(k.get("name") or k.get("demangled") or ""), 48)
+        if tag(k):
+            name += f" · {tag(k)}"
         if (k.get("process") or {}).get("label"):
             name += f" · {k['process']['label']}"
         if k.get("match") == "name":
