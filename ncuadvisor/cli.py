@@ -14,7 +14,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from ncuadvisor import __version__
-from ncuadvisor.errors import AdvisorError, OutputError
+from ncuadvisor.errors import AdvisorError, InputError, OutputError
 from ncuadvisor.options import SourceRootOption
 
 app = typer.Typer(
@@ -133,7 +133,7 @@ def report(
         Optional[list[Path]], typer.Option("--rules-dir", help="A folder of your own rule files (repeatable).")
     ] = None,
     force: Annotated[bool, typer.Option("--force", help="Overwrite an existing output file.")] = False,
-    top: Annotated[int, typer.Option("--top", help="Kernels shown in the terminal summary.")] = 10,
+    top: Annotated[int, typer.Option("--top", min=0, help="Kernels shown in the terminal summary.")] = 10,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No terminal summary when writing a file.")] = False,
     source_root: SourceRootOption = None,
 ) -> None:
@@ -185,7 +185,7 @@ def rules(
         return
     match = [r for r in loaded if code.upper() in (r.code, *r.aliases) or code == r.slug]
     if not match:
-        raise AdvisorError(f"no rule {code!r} (run `ncuadvisor rules` for the list)")
+        raise InputError(f"no rule {code!r} (run `ncuadvisor rules` for the list)")
     rule = match[0]
     docs = rule.doc_sections()
     console.print(f"[bold]{rule.code}[/bold] {escape(rule.slug)}  [dim]category: {rule.category}[/dim]")

@@ -225,7 +225,7 @@ def diff_command(
         Optional[list[Path]], typer.Option("--rules-dir", help="A folder of your own rule files (repeatable).")
     ] = None,
     force: Annotated[bool, typer.Option("--force", help="Overwrite an existing output file.")] = False,
-    top: Annotated[int, typer.Option("--top", help="Kernels shown in the terminal table.")] = 20,
+    top: Annotated[int, typer.Option("--top", min=0, help="Kernels shown in the terminal table.")] = 20,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No terminal summary when writing a file.")] = False,
 ) -> None:
     """Compare two reports of the same program (before, after): time, bound and findings per kernel; a CI gate."""
@@ -276,7 +276,7 @@ def render_command(
     ] = None,
     force: Annotated[bool, typer.Option("--force", help="Overwrite an existing output file.")] = False,
     top: Annotated[
-        Optional[int], typer.Option("--top", help="Kernels shown in the terminal summary (default 10, a diff's 20).")
+        Optional[int], typer.Option("--top", min=0, help="Kernels shown in the terminal summary (default 10, a diff's 20).")
     ] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Say nothing when writing a file.")] = False,
 ) -> None:

@@ -9,6 +9,8 @@ SourceRootOption = Annotated[
     Optional[Path],
     typer.Option(
         "--source-root",
+        exists=True,
+        file_okay=False,
         help="SARIF: make source paths relative to this folder (default: the git top level of the current "
         "directory, else the current directory).",
     ),

@@ -164,6 +164,9 @@ def test_multi_process_ncu_repz_is_split_by_process(tmp_path):
     (["report", "a.ncu-rep", "b.ncu-rep"], "(b.ncu-rep)"),
     (["diff", "fixtures/flaws_basic.ncu-rep.xz"], "'after'"),
     (["no-such-command"], "no-such-command"),
+    (["report", "fixtures/flaws_basic.ncu-rep.xz", "--top", "-3"], "'--top'"),
+    (["report", "fixtures/flaws_basic.ncu-rep.xz", "--source-root", "no/such/folder", "-o", "no/such/folder/x.sarif"],
+     "'--source-root'"),
 ])
 def test_command_line_misuse_is_a_usage_error(args, needle):
     """Misused options and arguments are the user's error (exit 2, one line naming it and the help to read), not an
@@ -179,3 +182,8 @@ def test_no_arguments_shows_the_help():
     p = run()
     assert p.returncode == 2 and "Usage" in p.stdout
     assert "error" not in p.stderr
+
+
+def test_an_unknown_rule_code_is_bad_input():
+    p = run("rules", "NOPE001")
+    assert_one_clear_line(p, "no rule 'NOPE001'")
