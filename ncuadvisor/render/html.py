@@ -304,31 +304,29 @@ def roofline_chart(result: dict[str, Any], limit: int | None = CHART_POINTS) -> 
     for y, text in roof_labels:
         labels.append({"x": _f(x1 + 6), "y": _f(y), "text": text, "anchor": "start", "transform": "", "cls": "lbl-flop"})
 
-    def tooltip(i: int, k: dict[str, Any], extra: str) -> str:
+    def point(i: int, k: dict[str, Any], cx: float, cy: float, lx: float, ly: float, extra: str) -> dict[str, Any]:
+        """One kernel's dot: area by its time share, colour by its bound, a link to its card, a tooltip."""
+        share = _number(k.get("time_share")) or 0.0
         name = k.get("demangled") or k.get("name") or "?"
-        return f"#{i} {name}\n{extra}"
+        shape = f"grid {k.get('grid')} block {k.get('block')}\n" if k.get("grid") else ""
+        return {
+            "cx": _f(cx),
+            "cy": _f(cy),
+            "r": _f(4 + 10 * math.sqrt(max(0.0, min(1.0, share)))),
+            "cls": bound_class(k.get("bound")),
+            "label": f"#{i}",
+            "lx": _f(lx),
+            "ly": _f(ly),
+            "href": f"#{k.get('id') or 'k' + str(i)}",
+            "title": f"#{i} {name}\n{shape}{extra}",
+        }
 
     points = []
     for n, (i, k, inten, perf) in enumerate(placed):
         cx, cy = px(inten), py(perf)
-        share = _number(k.get("time_share")) or 0.0
-        points.append(
-            {
-                "cx": _f(cx),
-                "cy": _f(cy),
-                "r": _f(4 + 10 * math.sqrt(max(0.0, min(1.0, share)))),
-                "cls": bound_class(k.get("bound")),
-                "label": f"#{i}",
-                "lx": _f(cx + 9),
-                "ly": _f(cy - 7 if n % 2 == 0 else cy + 14),
-                "href": f"#{k.get('id') or 'k' + str(i)}",
-                "title": tooltip(
-                    i,
-                    k,
-                    f"{inten:.3g} FLOP/byte, {fmt_rate(perf, 'FLOP/s')} achieved, {k.get('bound') or 'unknown'} bound",
-                ),
-            }
-        )
+        points.append(point(i, k, cx, cy, cx + 9, cy - 7 if n % 2 == 0 else cy + 14,
+                            f"{inten:.3g} FLOP/byte, {fmt_rate(perf, 'FLOP/s')} achieved, "
+                            f"{k.get('bound') or 'unknown'} bound"))
     strip_box = None
     if strip:
         sx0, sx1 = STRIP_X, STRIP_X + STRIP_W
@@ -348,20 +346,8 @@ def roofline_chart(result: dict[str, Any], limit: int | None = CHART_POINTS) -> 
         for n, (i, k, frac, got) in enumerate(strip):
             cx = sx0 + 14 + (n % cols) * ((sx1 - sx0 - 28) / (cols - 1))
             cy = y1 - frac * (y1 - y0)
-            share = _number(k.get("time_share")) or 0.0
-            points.append(
-                {
-                    "cx": _f(cx),
-                    "cy": _f(cy),
-                    "r": _f(4 + 10 * math.sqrt(max(0.0, min(1.0, share)))),
-                    "cls": bound_class(k.get("bound")),
-                    "label": f"#{i}",
-                    "lx": _f(cx + 6),
-                    "ly": _f(cy - 8),
-                    "href": f"#{k.get('id') or 'k' + str(i)}",
-                    "title": tooltip(i, k, f"no FLOPs; DRAM {fmt_rate(got, 'B/s')} ({frac:.0%} of peak)"),
-                }
-            )
+            points.append(point(i, k, cx, cy, cx + 6, cy - 8,
+                                f"no FLOPs; DRAM {fmt_rate(got, 'B/s')} ({frac:.0%} of peak)"))
 
     return {
         "w": W,
