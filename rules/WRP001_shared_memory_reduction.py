@@ -42,6 +42,7 @@ class SharedMemoryReduction(Rule):
                 "smsp__sass_inst_executed_op_global_ld.sum")
     optional = tuple(stall(s) for s in STALLS if s not in ("barrier", "short_scoreboard")) + (
         "memory_l1_wavefronts_shared", "derived__memory_l1_wavefronts_shared_excessive")
+    per_instruction = ("smsp__pcsamp_warps_issue_stalled_barrier",)
     thresholds = {"min_exchange_stall_share": 0.4, "min_barrier_share": 0.15, "min_shared_per_global_load": 1.0}
 
     def check(self, k: KernelContext):
@@ -65,6 +66,7 @@ class SharedMemoryReduction(Rule):
             return None
         r = k.roofline
         new_ns = (r.duration_ns or 0) * (1 - share / 2)
+        lines = k.top_lines("smsp__pcsamp_warps_issue_stalled_barrier", limit=3)  # the __syncthreads() warps wait at
         return self.finding(
             title=f"Barrier and shared-memory stalls: {share:.0%} of warp stalls",
             message=(f"Warps spend {share:.0%} of their stall time at barriers ({bshare:.0%}) or waiting on shared "
@@ -86,4 +88,5 @@ class SharedMemoryReduction(Rule):
                       Evidence(stall("barrier"), round(barrier, 2), None, "barrier stall (per issue)"),
                       Evidence("shared_per_global_load", round(shared_ld / max(global_ld, 1), 2),
                                t["min_shared_per_global_load"])],
+            source=lines,
         )

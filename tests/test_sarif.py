@@ -22,7 +22,7 @@ from ncuadvisor.render.sarif import (
     relative_to_root,
     render_sarif,
 )
-from tests.conftest import FIXTURES
+from tests.conftest import FIXTURES, ROOT
 from tests.golden import FIXTURE_SOURCE_ROOT, check_golden, run_cli, scrub_result
 
 SCHEMA_PATH = Path(__file__).resolve().parent / "data" / "sarif-schema-2.1.0.json"
@@ -110,8 +110,32 @@ def test_finding_without_location_attached_to_the_kernels_first_line(analyzed, r
     mem, lch = wmma
     assert lch["properties"]["locationInferred"] is True and "no source line of its own" in lch["message"]["text"]
     assert lch["locations"][0]["physicalLocation"] == mem["locations"][0]["physicalLocation"]
-    # stream_small_grid has only a location-less finding: left out
-    assert not [r for r in res if r["properties"]["kernel"] == "stream_small_grid"]
+    # stream_small_grid has only a location-less finding (LCH001): shown at the kernel's entry, its signature's line
+    small = [r for r in res if r["properties"]["kernel"] == "stream_small_grid"]
+    assert [r["ruleId"] for r in small] == ["LCH001"] and small[0]["properties"]["locationInferred"] is True
+    assert "the kernel's entry" in small[0]["message"]["text"]
+    where = small[0]["locations"][0]["physicalLocation"]
+    src = (ROOT / "workloads/cuda/flaws.cu").read_text().splitlines()
+    assert where["artifactLocation"]["uri"] == "workloads/cuda/flaws.cu"
+    assert "stream_small_grid(" in src[where["region"]["startLine"] - 1]
+
+
+def test_kernels_with_one_name_and_several_shapes_are_separate_alerts(analyzed, rules):
+    """The model step's gemm_tiled: four launch shapes with LCH001, none with a source line of its own. Each is an
+    alert at the kernel's signature, its message naming the grid, its fingerprint its own (code scanning merges
+    alerts with one fingerprint). softmax_causal's WRP001 points at the __syncthreads() tree reduction."""
+    res = results_of(sarif_of(analyzed("model_step_315"), rules))
+    gemm = [r for r in res if r["properties"]["kernel"] == "gemm_tiled"]
+    assert len(gemm) >= 4 and {r["ruleId"] for r in gemm} == {"LCH001"}
+    assert len({r["partialFingerprints"]["ncuadvisorFinding/v1"] for r in gemm}) == len(gemm)
+    assert all(r["message"]["text"].startswith("gemm_tiled (grid (") for r in gemm)
+    src = (ROOT / "workloads/cuda/model_step.cu").read_text().splitlines()
+    for r in gemm:
+        line = r["locations"][0]["physicalLocation"]["region"]["startLine"]
+        assert "__global__ void gemm_tiled(" in src[line - 1]
+    wrp = next(r for r in res if r["ruleId"] == "WRP001")
+    line = wrp["locations"][0]["physicalLocation"]["region"]["startLine"]
+    assert "__syncthreads()" in src[line - 1] and "red[tid]" in src[line - 1]
 
 
 def test_levels_follow_the_share_of_program_time(analyzed, rules):

@@ -16,15 +16,17 @@ What goes in
     - `message.text`: kernel, title, the fix and the estimate; `properties`: estimatedSpeedup (fraction of the kernel's
       time), estimatedSavingNs, programFraction, kernel, category, confidence.
     - `partialFingerprints["ncuadvisorFinding/v1"]`: a hash of rule, kernel and file (not the line), so an alert
-      survives edits that move the line.
+      survives edits that move the line; for a kernel whose name several launch shapes share (a model's gemm), the
+      shape too (`grid (8, 8, 1)`), so that each shape's finding is its own alert instead of being merged into one.
 
 What is left out
     - `at-roofline` verdicts (a kernel near its bound: nothing to fix).
     - program-level findings (launch overhead, fusion): they have no single source line.
-    - a kernel finding without a location of its own is attached to the kernel's first located line, the primary
-      location of the kernel's first finding (in ranking order) that has one, with `locationInferred: true` and a
-      note in the message; when no finding of that kernel has a location, it is left out (the HTML, markdown and JSON
-      still show it).
+    - a kernel finding without a location of its own (a launch configuration, an occupancy limit) is attached to
+      the kernel's first located line, the primary location of the kernel's first finding (in ranking order) that has
+      one, else to the kernel's entry (`source_anchor`: the line of its first instruction), with
+      `locationInferred: true` and a note in the message; a kernel with no source lines at all (built without
+      `-lineinfo`, or a library's) has its findings left out (the HTML, markdown and JSON still show them).
 
 Paths
     A path under the source root is written relative to it (`uriBaseId` `%SRCROOT%`, with the root itself in
@@ -51,6 +53,7 @@ import subprocess
 from typing import Any, Iterable, Mapping
 from urllib.parse import quote
 
+from ncuadvisor.render import shape_tags
 from ncuadvisor.result import findings_with_time
 from ncuadvisor.units import finite, fmt_ns
 
@@ -271,6 +274,7 @@ def build_sarif(
     descriptors: list[dict[str, Any]] = []
     rule_index: dict[str, int] = {}
     results: list[dict[str, Any]] = []
+    tags = shape_tags(result)
     for k in result.get("kernels") or []:
         # one alert per rule and kernel: a variant (launches of another size) adds the problems the kernel's own
         # analysis did not name, over its own time
@@ -288,7 +292,11 @@ def build_sarif(
                 inside = [s for s in located if _in_root(s, roots)]
                 kernel_anchor = (inside or located)[0]
                 break
+        anchor_text = "the kernel's first located line"
+        if kernel_anchor is None and isinstance(k.get("source_anchor"), dict) and _located([k["source_anchor"]]):
+            kernel_anchor, anchor_text = k["source_anchor"], "the kernel's entry (its first instruction's line)"
         name = str(k.get("name") or k.get("demangled") or "kernel")
+        tag = tags.get(str(k.get("id")), "")  # one name, several launch shapes: each its own alert
         for f, duration in pairs:
             located = _located(f.get("source") or [])
             inferred = False
@@ -307,7 +315,7 @@ def build_sarif(
             speedup = _num(f.get("estimated_speedup")) or 0.0
             saving = duration * speedup
             fraction = saving / total if total else 0.0
-            text = f"{name}: {_one_line(f.get('title'))}."
+            text = f"{name}{f' ({tag})' if tag else ''}: {_one_line(f.get('title'))}."
             if f.get("fix"):
                 text += f" Fix: {_one_line(f.get('fix'))}"
                 if not text.endswith("."):
@@ -317,7 +325,7 @@ def build_sarif(
                 f"{fraction * 100:.1f}% of the program's GPU time)."
             )
             if inferred:
-                text += " (This finding has no source line of its own: shown at the kernel's first located line.)"
+                text += f" (This finding has no source line of its own: shown at {anchor_text}.)"
             location: dict[str, Any] = {"physicalLocation": _physical(primary, roots)}
             logical = {"name": name, "kind": "function"}
             if k.get("demangled"):
@@ -343,12 +351,15 @@ def build_sarif(
                 ]
             entry["partialFingerprints"] = {
                 "ncuadvisorFinding/v1": _fingerprint(
-                    code, k.get("demangled") or name, location["physicalLocation"]["artifactLocation"]["uri"]
+                    code, k.get("demangled") or name, location["physicalLocation"]["artifactLocation"]["uri"],
+                    *([tag] if tag else []),
                 )
             }
             entry["properties"] = {
                 "kernel": name,
                 "kernelDemangled": str(k.get("demangled") or name),
+                "grid": k.get("grid"),
+                "block": k.get("block"),
                 "category": f.get("category"),
                 "estimatedSpeedup": round(speedup, 4),
                 "estimatedSavingNs": round(saving, 1),
