@@ -1,4 +1,5 @@
-from ncuadvisor.rules_api import Evidence, KernelContext, Rule, access_bytes, fma_and_tensor_flops, per_pc, time_after
+from ncuadvisor.rules_api import (Evidence, KernelContext, Rule, _opcode, access_bytes, fma_and_tensor_flops, per_pc,
+                                  time_after)
 
 GLOBAL = 4
 
@@ -80,6 +81,9 @@ class FmaMatrixProduct(Rule):
                     "  wmma::load_matrix_sync(a, &As[warp_row][k0], 32 + 8);   // padded tiles\n"
                     "  wmma::load_matrix_sync(b, &Bs[k0][warp_col], 32 + 8);\n"
                     "  wmma::mma_sync(c, a, b, c);\n}")
+        # the product's inner loop: the lines whose FMA instructions run most (FFMA, HFMA2, DFMA)
+        lines = k.top_lines("inst_executed", limit=3, min_share=0.0,
+                            sass_filter=lambda sass: "FMA" in _opcode(sass).split(".")[0])
         return self.finding(
             title=f"{fma_flops / 1e9:.1f} GFLOP of matrix work on FMA pipes, none on tensor cores",
             message=(f"The kernel computes {fma_flops / 1e9:.1f} GFLOP with FMA instructions fed from memory "
@@ -95,4 +99,5 @@ class FmaMatrixProduct(Rule):
                                t["min_fma_pct"], "FMA pipe busy", "%"),
                       Evidence("loads_per_fma", round(loads / fma_warp_inst, 3), t["min_loads_per_fma"]),
                       Evidence("tensor_flops", tensor, None, "tensor-core FLOPs")],
+            source=lines,
         )

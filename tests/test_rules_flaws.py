@@ -101,3 +101,12 @@ def test_basic_set_report_still_gets_bound_and_verdict(analyzed):
     assert [f["rule"] for f in by["copy_vec4"]["findings"]] == ["ROOF001"]
     assert by["copy_strided"]["headroom"] > 3  # the waste shows as headroom even without the tables
     assert any(s["rule"] == "MEM001" for s in by["copy_strided"]["skipped_rules"])
+
+
+def test_fma_matrix_product_points_at_its_inner_loop(analyzed):
+    """TEN001 names the line whose FMA instructions run most: the half-precision product's fmaf loop."""
+    k = next(k for k in analyzed("flaws")["kernels"] if k["name"] == "matmul_half_fma")
+    f = next(f for f in k["findings"] if f["rule"] == "TEN001")
+    assert f["source"] and f["source"][0]["sass"].split()[0].startswith("FFMA")
+    src = (ROOT / "workloads/cuda/flaws.cu").read_text().splitlines()
+    assert "fmaf(" in src[f["source"][0]["line"] - 1]
