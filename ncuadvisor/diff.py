@@ -90,7 +90,7 @@ from typing import Any, Iterable, NamedTuple
 
 from ncuadvisor import __version__
 from ncuadvisor.errors import InputError
-from ncuadvisor.result import savings_by_rule
+from ncuadvisor.result import savings_by_rule, shape_tags
 from ncuadvisor.units import finite, fmt_ns
 
 SCHEMA_VERSION = 1
@@ -521,6 +521,8 @@ def diff_results(
 
     actions = after.get("top_actions") or []
     first_fix = dict(actions[0]) if actions else None
+    if first_fix is not None and first_fix.get("scope") != "program":
+        first_fix["kernel_shape"] = shape_tags(after).get(str(first_fix.get("kernel_id"))) or None
     return {
         "schema_version": SCHEMA_VERSION,
         "kind": KIND,

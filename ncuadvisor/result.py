@@ -81,3 +81,25 @@ def savings_by_rule(kernel: dict[str, Any]) -> dict[str, tuple[dict[str, Any], f
             first, total, where = out.get(f["rule"], (f, 0.0, variant))
             out[f["rule"]] = (first, total + saving, where)
     return out
+
+
+def shape_tags(result: Any) -> dict[str, str]:
+    """Kernel id -> what tells its group from other groups of the same name ('grid (8, 8, 1)', or the grid and the
+    block where grids agree), '' for a kernel whose name is its own: a model's gemm is many groups, one per launch
+    shape, and a list of five identical names cannot say which one to fix."""
+    kernels = [k for k in ((result or {}).get("kernels") or []) if isinstance(k, dict)] if isinstance(result, dict) else []
+    by_name: dict[str, list[dict]] = {}
+    for k in kernels:
+        by_name.setdefault(str(k.get("name") or k.get("demangled") or ""), []).append(k)
+    tags: dict[str, str] = {}
+    for group in by_name.values():
+        if len(group) < 2:
+            continue
+        grids = [str(k.get("grid") or "–") for k in group]
+        for k, grid in zip(group, grids):
+            tag = f"grid {grid}"
+            if grids.count(grid) > 1:
+                tag += f" block {k.get('block') or '–'}"
+            if k.get("id") is not None:
+                tags[str(k["id"])] = tag
+    return tags

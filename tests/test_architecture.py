@@ -18,7 +18,7 @@ ALLOWED = {
     "engine": {"errors", "rules_api", "model", "roofline"},
     "result": {"units"},
     "analyze": {"__init__", "engine", "roofline", "load", "model", "processes", "result", "rules_api", "errors", "units"},
-    "render": {"errors", "units"},
+    "render": {"errors", "units", "result"},
 }
 
 

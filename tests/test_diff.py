@@ -550,7 +550,10 @@ def test_captures_of_different_lengths_are_compared_per_launch(analyzed):
     assert "<code>gemm\\_tiled</code> · grid (8, 8, 1)" in out_md  # six groups of one name, told apart
     console = Console(record=True, width=200)
     render_diff_terminal(d, console=console)
-    assert "gemm_tiled · grid (8, 8, 1)" in console.export_text()
+    out = console.export_text()
+    assert "gemm_tiled · grid (8, 8, 1)" in out
+    assert d["first_fix"]["kernel"] == "gemm_tiled" and d["first_fix"]["kernel_shape"] == "grid (8, 8, 1)"
+    assert "First fix now: gemm_tiled · grid (8, 8, 1): " in out
 
 
 def test_a_kernel_launched_more_often_is_still_a_regression(analyzed):

@@ -10,6 +10,7 @@ import jinja2
 
 from ncuadvisor.units import fmt_ns as _units_fmt_ns
 from ncuadvisor.errors import AdvisorError
+from ncuadvisor.result import shape_tags  # noqa: F401  (re-exported for the renderers)
 
 
 def templates_dir() -> Path:
@@ -76,28 +77,6 @@ def short_name(name: str, limit: int = 80) -> str:
             out.append(ch)
     text = "".join(out)
     return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def shape_tags(result: Any) -> dict[str, str]:
-    """Kernel id -> what tells its group from other groups of the same name ('grid (8, 8, 1)', or the grid and the
-    block where grids agree), '' for a kernel whose name is its own: a model's gemm is many groups, one per launch
-    shape, and a list of five identical names cannot say which one to fix."""
-    kernels = [k for k in ((result or {}).get("kernels") or []) if isinstance(k, dict)] if isinstance(result, dict) else []
-    by_name: dict[str, list[dict]] = {}
-    for k in kernels:
-        by_name.setdefault(str(k.get("name") or k.get("demangled") or ""), []).append(k)
-    tags: dict[str, str] = {}
-    for group in by_name.values():
-        if len(group) < 2:
-            continue
-        grids = [str(k.get("grid") or "–") for k in group]
-        for k, grid in zip(group, grids):
-            tag = f"grid {grid}"
-            if grids.count(grid) > 1:
-                tag += f" block {k.get('block') or '–'}"
-            if k.get("id") is not None:
-                tags[str(k["id"])] = tag
-    return tags
 
 
 FILTERS = {

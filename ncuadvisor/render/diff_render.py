@@ -325,7 +325,8 @@ def render_diff_terminal(diff: dict[str, Any], console: Console | None = None, t
     ff = diff.get("first_fix")
     if ff:
         console.print(
-            f"\n[bold]First fix now[/bold]: {escape(short_name(str(ff.get('kernel') or ''), 60))}: "
+            f"\n[bold]First fix now[/bold]: {escape(short_name(str(ff.get('kernel') or ''), 60))}"
+            + (f" [dim]· {escape(str(ff['kernel_shape']))}[/dim]" if ff.get("kernel_shape") else "") + ": "
             f"{escape(str(ff.get('title') or ''))} [dim]({escape(str(ff.get('rule') or ''))})[/dim] saves "
             f"~{fmt_ns(ff.get('estimated_saving_ns'))} ({fmt_pct(ff.get('program_fraction'))} of the program)"
         )
