@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import re
-from typing import Any
+from collections import Counter
+from typing import Any, Callable
 
 from ncuadvisor.units import finite
 
@@ -83,23 +84,33 @@ def savings_by_rule(kernel: dict[str, Any]) -> dict[str, tuple[dict[str, Any], f
     return out
 
 
+def shape_tagger(entries: list[Any], name: Callable[[Any], Any],
+                 shape: Callable[[Any], tuple[str, str]]) -> Callable[[Any], str]:
+    """entry -> what tells it from the other entries of the same name: 'grid (8, 8, 1)', with the block where the
+    grids agree too, and '' for an entry whose name is its own. `name` and `shape` (grid, block) read an entry; the
+    tag depends on those values only, so an entry read again through a wrapper gets the same tag."""
+    names = Counter(name(e) for e in entries)
+    grids = Counter((name(e), shape(e)[0]) for e in entries)
+
+    def tag(e: Any) -> str:
+        n, (grid, block) = name(e), shape(e)
+        if names[n] < 2:
+            return ""
+        return f"grid {grid}" + (f" block {block}" if grids[(n, grid)] > 1 else "")
+
+    return tag
+
+
 def shape_tags(result: Any) -> dict[str, str]:
-    """Kernel id -> what tells its group from other groups of the same name ('grid (8, 8, 1)', or the grid and the
-    block where grids agree), '' for a kernel whose name is its own: a model's gemm is many groups, one per launch
-    shape, and a list of five identical names cannot say which one to fix."""
-    kernels = [k for k in ((result or {}).get("kernels") or []) if isinstance(k, dict)] if isinstance(result, dict) else []
-    by_name: dict[str, list[dict]] = {}
-    for k in kernels:
-        by_name.setdefault(str(k.get("name") or k.get("demangled") or ""), []).append(k)
-    tags: dict[str, str] = {}
-    for group in by_name.values():
-        if len(group) < 2:
-            continue
-        grids = [str(k.get("grid") or "–") for k in group]
-        for k, grid in zip(group, grids):
-            tag = f"grid {grid}"
-            if grids.count(grid) > 1:
-                tag += f" block {k.get('block') or '–'}"
-            if k.get("id") is not None:
-                tags[str(k["id"])] = tag
-    return tags
+    """Kernel id -> its `shape_tagger` tag, for the kernels whose name other kernel groups share: a model's gemm is
+    many groups, one per launch shape, and a list of five identical names cannot say which one to fix."""
+    kernels = [k for k in (result.get("kernels") or []) if isinstance(k, dict)] if isinstance(result, dict) else []
+    tag = shape_tagger(kernels, lambda k: str(k.get("name") or k.get("demangled") or ""),
+                       lambda k: (str(k.get("grid") or "–"), str(k.get("block") or "–")))
+    return {str(k["id"]): t for k in kernels if k.get("id") is not None and (t := tag(k))}
+
+
+def shape_tag_lookup(result: Any) -> Callable[[Any], str]:
+    """kernel id -> its shape tag or '' (the templates' `shape_tag`)."""
+    tags = shape_tags(result)
+    return lambda kid: tags.get(str(kid), "") if kid is not None else ""

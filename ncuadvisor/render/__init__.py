@@ -10,7 +10,7 @@ import jinja2
 
 from ncuadvisor.units import fmt_ns as _units_fmt_ns
 from ncuadvisor.errors import AdvisorError
-from ncuadvisor.result import shape_tags  # noqa: F401  (re-exported for the renderers)
+from ncuadvisor.result import shape_tag_lookup, shape_tagger, shape_tags  # noqa: F401  (for the renderers)
 
 
 def templates_dir() -> Path:

@@ -15,7 +15,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from ncuadvisor.render import environment, fmt_ns, fmt_pct, fmt_x, short_name, to_json
+from ncuadvisor.render import environment, fmt_ns, fmt_pct, fmt_x, shape_tagger, short_name, to_json
 from ncuadvisor.render.html import _Rec, _view, bound_class, css_token, fmt_num, safe_short_name
 from ncuadvisor.render.markdown import GITHUB_LIMIT, fit_markdown, h, md
 from ncuadvisor.render.markdown import safe_short_name as md_short_name
@@ -120,34 +120,25 @@ def _sum_ns(kernels: list[dict[str, Any]], side: str) -> float:
 
 
 def diff_shape_tag(d: dict[str, Any]):
-    """entry -> 'grid (8, 8, 1)' (and the block where grids agree) for entries whose name other entries share, else ''."""
-    entries = [k for k in d.get("kernels") or [] if isinstance(k, dict)]
+    """entry -> its `shape_tagger` tag among the diff's entries ('grid (8, 8, 1)' where other entries share its name;
+    per-process entries are already told apart by their process), from the after side, else the before side."""
+    def side(k: Any) -> dict[str, Any]:
+        s = (k.get("after") or k.get("before") or {}) if isinstance(k, dict) else {}
+        return s if isinstance(s, dict) else {}
 
-    def name(k):  # per-process entries are already told apart by their process
+    def name(k: Any) -> tuple[str, str]:
+        if not isinstance(k, dict):
+            return ("", "")
         return (str(k.get("name") or k.get("demangled") or ""), str((k.get("process") or {}).get("label") or ""))
 
-    def grid(k):
-        side = k.get("after") or k.get("before") or {}
-        return str(side.get("grid") or "–") if isinstance(side, dict) else "–"
-
-    names = [name(k) for k in entries]
-    shapes = [(name(k), grid(k)) for k in entries]
-
-    def tag(k) -> str:
-        if not isinstance(k, dict) or names.count(name(k)) < 2:
-            return ""
-        side = k.get("after") or k.get("before") or {}
-        out = f"grid {grid(k)}"
-        if shapes.count((name(k), grid(k))) > 1 and isinstance(side, dict):
-            out += f" block {side.get('block') or '–'}"
-        return out
-
-    return tag
+    entries = [k for k in d.get("kernels") or [] if isinstance(k, dict)]
+    return shape_tagger(entries, name, lambda k: (str(side(k).get("grid") or "–"), str(side(k).get("block") or "–")))
 
 
-def total_change_text(t: dict[str, Any], delta: str, change: str | None) -> str:
-    """'+205.5 µs, +1.8% per result: 3.22× the results' in per-launch mode, '+7.93 ms, +227.6%' otherwise."""
-    text = delta + (f", {change}" if change else "")
+def total_change_text(t: dict[str, Any]) -> str:
+    """The program total's change: '+7.93 ms, +227.6%', and in per-launch mode '+205.5 µs, +1.8% per result: 3.22×
+    the results'."""
+    text = fmt_delta_ns(t.get("change_ns")) + (f", {fmt_change(t.get('change'))}" if t.get("change") is not None else "")
     if _num(t.get("before_scaled_ns")) is not None and _num(t.get("before_ns")):
         text += f" per result: {_num(t['before_scaled_ns']) / _num(t['before_ns']):.2f}× the results"
     return text
@@ -156,8 +147,7 @@ def total_change_text(t: dict[str, Any], delta: str, change: str | None) -> str:
 def _globals(d: dict[str, Any], markdown: bool) -> dict[str, Any]:
     return {
         "shape_tag": diff_shape_tag(d),
-        "total_change": lambda t: total_change_text(
-            t, fmt_delta_ns(t.get("change_ns")), fmt_change(t.get("change")) if t.get("change") is not None else None),
+        "total_change": total_change_text,
         "empty": _Rec(),
         "by_status": lambda s: _by_status(d, s),
         "sum_ns": _sum_ns,
@@ -262,8 +252,7 @@ def render_diff_terminal(diff: dict[str, Any], console: Console | None = None, t
     )
     verdict = diff.get("verdict") or "unchanged"
     style = {"regressed": "bold red", "improved": "bold green"}.get(verdict, "bold")
-    change = total_change_text(t, fmt_delta_ns(t.get("change_ns")),
-                               fmt_change(t.get("change")) if t.get("change") is not None else None)
+    change = total_change_text(t)
     console.print(
         f"[{style}]{VERDICT_TEXT.get(verdict, verdict)}[/]: GPU time {fmt_ns(t.get('before_ns'))} → "
         f"{fmt_ns(t.get('after_ns'))} ({change})"
@@ -302,8 +291,8 @@ def render_diff_terminal(diff: dict[str, Any], console: Console | None = None, t
             bound = f"{kb.get('bound')} → {ka.get('bound')}"
         headroom = " → ".join(fmt_x(side.get("headroom")) for side in (kb, ka) if side)
         name = short_name(str(k.get("name") or k.get("demangled") or ""), 48)
-        if tag(k):
-            name += f" · {tag(k)}"
+        if shape := tag(k):
+            name += f" · {shape}"
         if (k.get("process") or {}).get("label"):
             name += f" · {k['process']['label']}"
         if k.get("match") == "name":

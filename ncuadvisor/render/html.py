@@ -19,7 +19,7 @@ from typing import Any
 
 from markupsafe import Markup
 
-from ncuadvisor.render import environment, fmt_rate, shape_tags, short_name, to_json
+from ncuadvisor.render import environment, fmt_rate, shape_tag_lookup, short_name, to_json
 from ncuadvisor.units import clip, finite
 
 TEMPLATE = "report.html.j2"
@@ -407,9 +407,8 @@ def render_html(
             "clip": clip,
         }
     )
-    tags = shape_tags(result)
     env.globals.update({"times": times, "high_headroom": is_high_headroom, "empty": _Rec(),
-                        "shape_tag": lambda kid: tags.get(str(kid), "") if kid is not None else ""})
+                        "shape_tag": shape_tag_lookup(result)})
     template = env.get_template(TEMPLATE)
     text = _compact_json(result)
     json_bytes = len(text.encode())

@@ -11,7 +11,7 @@ import html
 import re
 from typing import Any
 
-from ncuadvisor.render import environment, fmt_ns, shape_tags, short_name
+from ncuadvisor.render import environment, fmt_ns, shape_tag_lookup, short_name
 from ncuadvisor.render.html import _Rec, basename, _number, _view, fmt_num, fmt_pct100, is_high_headroom, times
 
 TEMPLATE = "report.md.j2"
@@ -92,8 +92,7 @@ def _env():
 
 def render_markdown(result: dict, max_chars: int = GITHUB_LIMIT) -> str:
     env = _env()
-    tags = shape_tags(result)
-    env.globals["shape_tag"] = lambda kid: tags.get(str(kid), "") if kid is not None else ""
+    env.globals["shape_tag"] = shape_tag_lookup(result)
     r = _view(result)
     mod = env.get_template(TEMPLATE).make_module({"r": r})
     kernels = [k if isinstance(k, dict) else _Rec() for k in (r.get("kernels") or [])]
