@@ -46,12 +46,21 @@ NCU_CATEGORY = {
 }
 # (report, manifest, measured times): the 31 kernels of flaws.cu, and the cache and index-math pairs of cache.cu
 SETS = [
-    (str(ROOT / "fixtures" / "flaws.ncu-rep.xz"), str(ROOT / "workloads" / "cuda" / "manifest.json"),
-     str(ROOT / "fixtures" / "bench_flaws.jsonl")),
-    (str(ROOT / "fixtures" / "cache.ncu-rep.xz"), str(ROOT / "workloads" / "cuda" / "manifest_cache.json"),
-     str(ROOT / "fixtures" / "session3" / "bench_cache_s3.jsonl")),
-    (str(ROOT / "fixtures" / "wave.ncu-rep.xz"), str(ROOT / "workloads" / "cuda" / "manifest_wave.json"),
-     str(ROOT / "fixtures" / "session5" / "bench_wave3.jsonl")),
+    (
+        str(ROOT / "fixtures" / "flaws.ncu-rep.xz"),
+        str(ROOT / "workloads" / "cuda" / "manifest.json"),
+        str(ROOT / "fixtures" / "bench_flaws.jsonl"),
+    ),
+    (
+        str(ROOT / "fixtures" / "cache.ncu-rep.xz"),
+        str(ROOT / "workloads" / "cuda" / "manifest_cache.json"),
+        str(ROOT / "fixtures" / "session3" / "bench_cache_s3.jsonl"),
+    ),
+    (
+        str(ROOT / "fixtures" / "wave.ncu-rep.xz"),
+        str(ROOT / "workloads" / "cuda" / "manifest_wave.json"),
+        str(ROOT / "fixtures" / "session5" / "bench_wave3.jsonl"),
+    ),
 ]
 NCU_NEAR_BOUND_PCT = 20.0  # NCU "leaves a kernel alone" when none of its rules estimates 20% or more
 NEAR_BOUND_PCT = 70.0  # a fixed twin measured at >= 70% of DRAM or SM peak is expected to be called at-roofline
@@ -122,8 +131,17 @@ def main() -> int:
                 estimated = 1.0 / max(1e-9, 1.0 - est_fraction)
                 errors.append(abs(estimated - measured) / measured)
                 est_txt, meas_txt = f"{estimated:.2f}×", f"{measured:.2f}×"
-            rows.append((name, expected, f"{first['rule']} {ours}" if first else ours, ncu_label, est_txt, meas_txt,
-                         "ok" if ok else "MISS"))
+            rows.append(
+                (
+                    name,
+                    expected,
+                    f"{first['rule']} {ours}" if first else ours,
+                    ncu_label,
+                    est_txt,
+                    meas_txt,
+                    "ok" if ok else "MISS",
+                )
+            )
 
     header = ("kernel", "expected", "our first finding", "NCU top rule", "est.", "measured", "")
     if args.markdown:
@@ -158,9 +176,18 @@ def library_tables(markdown: bool) -> None:
             continue
         for k in analyze(path)["kernels"]:
             first = k["findings"][0] if k["findings"] else None
-            rows.append((name, k["name"][:48], k["language"], str(k["launches"]), f"{k['duration_ns'] / 1e3:.1f} µs",
-                         k["bound"], f"{k['headroom']:.2f}" if k["headroom"] else "-",
-                         f"{first['rule']} {first['category']}" if first else "-"))
+            rows.append(
+                (
+                    name,
+                    k["name"][:48],
+                    k["language"],
+                    str(k["launches"]),
+                    f"{k['duration_ns'] / 1e3:.1f} µs",
+                    k["bound"],
+                    f"{k['headroom']:.2f}" if k["headroom"] else "-",
+                    f"{first['rule']} {first['category']}" if first else "-",
+                )
+            )
     if markdown:
         print("| " + " | ".join(header) + " |")
         print("|" + "---|" * len(header))

@@ -39,8 +39,11 @@ def main() -> int:
         starts.append(i)
         blocks.append(b)
         i = b.payload_end
-    spans = [data[s:b.payload_end] for s, b in zip(starts, blocks)
-             if (b.header.get(2) or [0])[0] == 1 and not any(e > s0 for s0, e in b.header.get(4) or [])]
+    spans = [
+        data[s : b.payload_end]
+        for s, b in zip(starts, blocks)
+        if (b.header.get(2) or [0])[0] == 1 and not any(e > s0 for s0, e in b.header.get(4) or [])
+    ]
     with args.out.open("wb") as fh:
         fh.write(data)
         for _ in range(args.copies):

@@ -48,8 +48,14 @@ def analyses(path: Path) -> tuple[dict, dict, dict]:
     median, first = analyze(path, pick="median"), analyze(path, pick="first")
     once = analyze(path, pick="each")
     group_of = {rid: k["id"] for k in median["kernels"] for rid in k["result_ids"]}
-    launches = [{"kernel_id": group_of.get(k["result_ids"][0]), "result_id": k["result_ids"][0],
-                 "duration_ns": k["duration_ns"]} for k in once["kernels"]]
+    launches = [
+        {
+            "kernel_id": group_of.get(k["result_ids"][0]),
+            "result_id": k["result_ids"][0],
+            "duration_ns": k["duration_ns"],
+        }
+        for k in once["kernels"]
+    ]
     each = analyze(path, pick="each", group_time=Phase1Time(median, launches))
     return median, first, each
 
@@ -74,18 +80,26 @@ def summarize(median: dict, first: dict, each: dict) -> dict:
         dist = spread.get(key, {})
         total = sum(dist.values()) or 1.0
         med, fst = first_rule(k), first_rule(by_first.get(key, {}))
-        rows.append({
-            "kernel": k["name"], "demangled": k["demangled"], "grid": k["grid"], "block": k["block"],
-            "launches": k["launches"],
-            "time_share": round(k["time_share"], 4),
-            "launch_range_ns": k.get("launch_range_ns"),
-            "median_launch": med, "first_launch": fst, "agree": med == fst,
-            "share_of_time_median_finding": round(dist.get(med, 0.0) / total, 3),
-            "findings_by_time": {r: round(v / total, 3) for r, v in sorted(dist.items(), key=lambda kv: -kv[1])},
-        })
+        rows.append(
+            {
+                "kernel": k["name"],
+                "demangled": k["demangled"],
+                "grid": k["grid"],
+                "block": k["block"],
+                "launches": k["launches"],
+                "time_share": round(k["time_share"], 4),
+                "launch_range_ns": k.get("launch_range_ns"),
+                "median_launch": med,
+                "first_launch": fst,
+                "agree": med == fst,
+                "share_of_time_median_finding": round(dist.get(med, 0.0) / total, 3),
+                "findings_by_time": {r: round(v / total, 3) for r, v in sorted(dist.items(), key=lambda kv: -kv[1])},
+            }
+        )
     multi = [r for r in rows if r["launches"] > 1]
     return {
-        "results": sum(k["launches"] for k in median["kernels"]), "groups": len(rows),
+        "results": sum(k["launches"] for k in median["kernels"]),
+        "groups": len(rows),
         "groups_with_several_launches": len(multi),
         "median_vs_first_agree": sum(r["agree"] for r in multi),
         "unanimous_groups": sum(len(r["findings_by_time"]) == 1 for r in multi),
@@ -110,22 +124,30 @@ def main() -> int:
                     shutil.copyfileobj(fin, fout)
             res = compare(path)
             out.append(res)
-            print(f"\n{res['report']}: {res['results']} results, {res['groups']} groups "
-                  f"({res['groups_with_several_launches']} with several launches), analysed 3 ways in "
-                  f"{res['analysis_s']} s")
-            print(f"{'kernel':28} {'grid':14} {'launches':>8} {'share':>6}  {'median launch':14} {'first launch':14} "
-                  "first finding over all launches (share of the group's time)")
+            print(
+                f"\n{res['report']}: {res['results']} results, {res['groups']} groups "
+                f"({res['groups_with_several_launches']} with several launches), analysed 3 ways in "
+                f"{res['analysis_s']} s"
+            )
+            print(
+                f"{'kernel':28} {'grid':14} {'launches':>8} {'share':>6}  {'median launch':14} {'first launch':14} "
+                "first finding over all launches (share of the group's time)"
+            )
             for r in res["rows"]:
                 if r["launches"] < 2:
                     continue
                 dist = ", ".join(f"{k} {v:.0%}" for k, v in r["findings_by_time"].items())
                 mark = "" if r["agree"] else "  <- differ"
-                print(f"{r['kernel'][:28]:28} {r['grid'][:14]:14} {r['launches']:>8} {r['time_share']:>6.1%}  "
-                      f"{r['median_launch']:14} {r['first_launch']:14} {dist}{mark}")
-            print(f"median vs first launch: same first finding on {res['median_vs_first_agree']} of "
-                  f"{res['groups_with_several_launches']} groups ({res['time_share_agree']:.0%} of "
-                  f"{res['time_share_multi']:.0%} of the time); one first finding on every launch: "
-                  f"{res['unanimous_groups']} groups")
+                print(
+                    f"{r['kernel'][:28]:28} {r['grid'][:14]:14} {r['launches']:>8} {r['time_share']:>6.1%}  "
+                    f"{r['median_launch']:14} {r['first_launch']:14} {dist}{mark}"
+                )
+            print(
+                f"median vs first launch: same first finding on {res['median_vs_first_agree']} of "
+                f"{res['groups_with_several_launches']} groups ({res['time_share_agree']:.0%} of "
+                f"{res['time_share_multi']:.0%} of the time); one first finding on every launch: "
+                f"{res['unanimous_groups']} groups"
+            )
     if args.json:
         args.json.write_text(json.dumps(out, indent=1))
     return 0

@@ -71,8 +71,14 @@ def sh(cmd: list[str], timeout: float | None = None, env: dict | None = None, lo
     wall = time.monotonic() - t0
     if log:
         log.write_text("".join(lines))
-    return {"cmd": cmd, "rc": rc, "wall_s": round(wall, 2), "timed_out": timed_out, "stamps": stamps,
-            "tail": "".join(lines[-15:])}
+    return {
+        "cmd": cmd,
+        "rc": rc,
+        "wall_s": round(wall, 2),
+        "timed_out": timed_out,
+        "stamps": stamps,
+        "tail": "".join(lines[-15:]),
+    }
 
 
 def versions() -> dict:
@@ -84,7 +90,9 @@ def versions() -> dict:
 
     info = {
         "date_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "gpu": out(["nvidia-smi", "--query-gpu=name,driver_version,memory.total,clocks.max.sm", "--format=csv,noheader"]),
+        "gpu": out(
+            ["nvidia-smi", "--query-gpu=name,driver_version,memory.total,clocks.max.sm", "--format=csv,noheader"]
+        ),
         "ncu": out(["ncu", "--version"]),
         "python": sys.version.split()[0],
     }
@@ -109,12 +117,14 @@ def top_findings(k: dict | None, n: int = 3) -> list[str]:
     return [f"{f['rule']} −{f.get('estimated_speedup') or 0:.0%}" for f in ((k or {}).get("findings") or [])[:n]]
 
 
-def compare(ours: dict, naive: dict | None, share: float = 0.9, naive_first: dict | None = None,
-            launches: dict | None = None) -> list[dict]:
+def compare(
+    ours: dict, naive: dict | None, share: float = 0.9, naive_first: dict | None = None, launches: dict | None = None
+) -> list[dict]:
     """The first finding of each kernel holding `share` of the GPU time: ours against the naive report's, analysed
     on its median launch (what `ncuadvisor report` does) and, when given, on its first launch (the launch `profile`
     analyses: same launch, so a difference there is run-to-run noise, not the choice of launch); `launches`
     (launch_choice.summarize of the naive report) adds how the first finding spreads over all launches."""
+
     def index(result: dict | None) -> tuple[dict, dict]:
         by_key: dict = {}
         by_name: dict = {}
@@ -144,20 +154,33 @@ def compare(ours: dict, naive: dict | None, share: float = 0.9, naive_first: dic
         nk = same_size(naive_idx[0].get(key) or naive_idx[1].get(k["demangled"]), ours_ns)
         fk = same_size(first_idx[0].get(key) or first_idx[1].get(k["demangled"]), ours_ns)
         row = {
-            "kernel": k["name"], "grid": k["grid"], "block": k["block"], "time_share": round(k["time_share"], 4),
-            "profiled": k.get("profiled"), "ours": first_rule(k), "naive": first_rule(nk) if naive else "(no report)",
-            "ours_bound": k.get("bound"), "naive_bound": (nk or {}).get("bound"),
+            "kernel": k["name"],
+            "grid": k["grid"],
+            "block": k["block"],
+            "time_share": round(k["time_share"], 4),
+            "profiled": k.get("profiled"),
+            "ours": first_rule(k),
+            "naive": first_rule(nk) if naive else "(no report)",
+            "ours_bound": k.get("bound"),
+            "naive_bound": (nk or {}).get("bound"),
             "agree": naive is not None and nk is not None and first_rule(k) == first_rule(nk),
-            "ours_top": top_findings(k), "naive_top": top_findings(nk),
+            "ours_top": top_findings(k),
+            "naive_top": top_findings(nk),
             "ours_launch_ns": ours_ns,
             "naive_launch_ns": ((nk or {}).get("roofline") or {}).get("duration_ns") or (nk or {}).get("launch_ns"),
             "launch_range_ns": (nk or {}).get("launch_range_ns"),
-            "ours_variants_timed_only": [round(v["duration_ns"] / (ours["report"]["total_duration_ns"] or 1), 4)
-                                         for v in k.get("variants") or [] if not v.get("profiled")],
+            "ours_variants_timed_only": [
+                round(v["duration_ns"] / (ours["report"]["total_duration_ns"] or 1), 4)
+                for v in k.get("variants") or []
+                if not v.get("profiled")
+            ],
         }
         if naive_first is not None:
-            row.update(naive_first=first_rule(fk), naive_first_top=top_findings(fk),
-                       agree_same_launch=fk is not None and first_rule(k) == first_rule(fk))
+            row.update(
+                naive_first=first_rule(fk),
+                naive_first_top=top_findings(fk),
+                agree_same_launch=fk is not None and first_rule(k) == first_rule(fk),
+            )
         if key in spread:
             # how the naive report's own launches of this kernel spread over first findings (by time): ours agrees
             # "within the naive report's launch-to-launch variation" when its first finding is the first finding of
@@ -175,10 +198,17 @@ def main() -> int:
     ap.add_argument("--json", type=Path, default=None)
     ap.add_argument("--budget-s", type=float, default=420.0, help="wall-time budget for the whole benchmark")
     ap.add_argument("--naive-count", type=int, default=None, help="force --launch-count C on the naive run")
-    ap.add_argument("--train", action="store_true", help="the training step instead (--train, 229 launches in the "
-                    "process-wide NVTX range step_all_threads)")
-    ap.add_argument("--binary", default=None, help="an executable instead of the Python workload (a CUDA program: "
-                    "every launch is measured, no NVTX range), with --binary-args")
+    ap.add_argument(
+        "--train",
+        action="store_true",
+        help="the training step instead (--train, 229 launches in the process-wide NVTX range step_all_threads)",
+    )
+    ap.add_argument(
+        "--binary",
+        default=None,
+        help="an executable instead of the Python workload (a CUDA program: "
+        "every launch is measured, no NVTX range), with --binary-args",
+    )
     ap.add_argument("--binary-args", default="", help="the executable's arguments, one string")
     ap.add_argument("--workload", default=str(WORKLOAD), help=argparse.SUPPRESS)  # tests: another program
     ap.add_argument("--workload-args", default=" ".join(WORKLOAD_ARGS), help=argparse.SUPPRESS)
@@ -223,16 +253,36 @@ def main() -> int:
     pjson = out / "profile.json"
     # the program after `--`, so that its own arguments reach it untouched
     # (`profile` runs a script with its own Python: it is given the script, not this interpreter)
-    prof = sh([sys.executable, "-c", CLI, "profile", *ours_nvtx, "-o", str(pjson), "--force", "-v", "--",
-               str(workload), *wargs],
-              timeout=max(60.0, min(240.0, left() - 100)), env=env, log=out / "profile.log")
+    prof = sh(
+        [
+            sys.executable,
+            "-c",
+            CLI,
+            "profile",
+            *ours_nvtx,
+            "-o",
+            str(pjson),
+            "--force",
+            "-v",
+            "--",
+            str(workload),
+            *wargs,
+        ],
+        timeout=max(60.0, min(240.0, left() - 100)),
+        env=env,
+        log=out / "profile.log",
+    )
     res["profile"] = {k: prof[k] for k in ("cmd", "rc", "wall_s", "timed_out")}
     ours = json.loads(pjson.read_text()) if pjson.exists() else None
     if ours:
         meta = ours["report"]["profile"]
-        res["profile"].update(phases=[{k: p[k] for k in ("phase", "wall_s", "launches_profiled", "ncu_exit_code")}
-                                      for p in meta["phases"]],
-                              selection=meta["selection"], reports=meta["reports"])
+        res["profile"].update(
+            phases=[
+                {k: p[k] for k in ("phase", "wall_s", "launches_profiled", "ncu_exit_code")} for p in meta["phases"]
+            ],
+            selection=meta["selection"],
+            reports=meta["reports"],
+        )
     print(f"ncuadvisor profile: {prof['wall_s']} s rc={prof['rc']}\n{prof['tail'] if prof['rc'] else ''}", flush=True)
     save()
 
@@ -260,21 +310,31 @@ def main() -> int:
         est = measured + (n_launches - profiled) * per_kernel if per_kernel else None
     else:
         est = measured
-    res["naive"] = {"cmd": cmd, "rc": naive["rc"], "wall_s": measured, "timed_out": naive["timed_out"],
-                    "launch_count": count, "launches_in_range": n_launches, "launches_profiled": profiled,
-                    "median_s_per_kernel": round(per_kernel, 3) if per_kernel else None,
-                    "wall_s_every_launch": round(est, 1) if est else None,
-                    "extrapolated": bool(count is not None or naive["timed_out"])}
-    print(f"naive full: {measured} s for {profiled} launches (every launch: {res['naive']['wall_s_every_launch']} s"
-          f"{', extrapolated' if res['naive']['extrapolated'] else ''})", flush=True)
+    res["naive"] = {
+        "cmd": cmd,
+        "rc": naive["rc"],
+        "wall_s": measured,
+        "timed_out": naive["timed_out"],
+        "launch_count": count,
+        "launches_in_range": n_launches,
+        "launches_profiled": profiled,
+        "median_s_per_kernel": round(per_kernel, 3) if per_kernel else None,
+        "wall_s_every_launch": round(est, 1) if est else None,
+        "extrapolated": bool(count is not None or naive["timed_out"]),
+    }
+    print(
+        f"naive full: {measured} s for {profiled} launches (every launch: {res['naive']['wall_s_every_launch']} s"
+        f"{', extrapolated' if res['naive']['extrapolated'] else ''})",
+        flush=True,
+    )
     save()
 
     naive_result = None
-    rep = next((p for p in (naive_base.with_suffix(".ncu-rep"), Path(str(naive_base) + ".ncu-repz")) if p.exists()),
-               None)
+    rep = next(
+        (p for p in (naive_base.with_suffix(".ncu-rep"), Path(str(naive_base) + ".ncu-repz")) if p.exists()), None
+    )
     if rep is not None:
         sys.path.insert(0, str(ROOT))
-        from ncuadvisor.analyze import analyze
 
         sys.path.insert(0, str(ROOT / "benchmarks"))
         from launch_choice import analyses, summarize
@@ -292,34 +352,54 @@ def main() -> int:
     res["profile_over_plain"] = round(prof["wall_s"] / plain["wall_s"], 2) if plain["wall_s"] else None
     res["agreement"] = (sum(r["agree"] for r in res["comparison"]), len(res["comparison"]))
     if launches is not None:
-        res["agreement_within_launches"] = (sum(r.get("agree_within_launches", r["agree"]) for r in res["comparison"]),
-                                            len(res["comparison"]))
+        res["agreement_within_launches"] = (
+            sum(r.get("agree_within_launches", r["agree"]) for r in res["comparison"]),
+            len(res["comparison"]),
+        )
     if naive_first is not None:
-        res["agreement_same_launch"] = (sum(r.get("agree_same_launch", False) for r in res["comparison"]),
-                                        len(res["comparison"]))
+        res["agreement_same_launch"] = (
+            sum(r.get("agree_same_launch", False) for r in res["comparison"]),
+            len(res["comparison"]),
+        )
 
     # table
     print("\n| run | wall time |\n|---|---|")
     print(f"| plain run | {plain['wall_s']:.1f} s |")
     print(f"| `ncuadvisor profile` (defaults) | {prof['wall_s']:.1f} s |")
     nv = res["naive"]
-    label = f"{nv['wall_s']:.1f} s for {nv['launches_profiled']} of {n_launches} launches" if nv["extrapolated"] \
+    label = (
+        f"{nv['wall_s']:.1f} s for {nv['launches_profiled']} of {n_launches} launches"
+        if nv["extrapolated"]
         else f"{nv['wall_s']:.1f} s"
-    print(f"| naive `ncu --set full`, every launch | {label}"
-          + (f" → {nv['wall_s_every_launch']:.0f} s extrapolated |" if nv["extrapolated"] and nv["wall_s_every_launch"]
-             else " |"))
-    print(f"\nspeed-up vs naive: {res.get('speedup_vs_naive')}x; first findings agree on "
-          f"{res['agreement'][0]} of {res['agreement'][1]} kernels holding 90% of GPU time\n")
+    )
+    print(
+        f"| naive `ncu --set full`, every launch | {label}"
+        + (
+            f" → {nv['wall_s_every_launch']:.0f} s extrapolated |"
+            if nv["extrapolated"] and nv["wall_s_every_launch"]
+            else " |"
+        )
+    )
+    print(
+        f"\nspeed-up vs naive: {res.get('speedup_vs_naive')}x; first findings agree on "
+        f"{res['agreement'][0]} of {res['agreement'][1]} kernels holding 90% of GPU time\n"
+    )
     if "agreement_same_launch" in res:
-        print(f"on the same (first) launch of each kernel in the naive report: {res['agreement_same_launch'][0]} of "
-              f"{res['agreement_same_launch'][1]}\n")
-    print("| kernel | grid | share | ours | naive, median launch | naive, first launch | naive, all launches "
-          "(share of time) | agree |\n|---|---|---|---|---|---|---|---|")
+        print(
+            f"on the same (first) launch of each kernel in the naive report: {res['agreement_same_launch'][0]} of "
+            f"{res['agreement_same_launch'][1]}\n"
+        )
+    print(
+        "| kernel | grid | share | ours | naive, median launch | naive, first launch | naive, all launches "
+        "(share of time) | agree |\n|---|---|---|---|---|---|---|---|"
+    )
     for r in res["comparison"]:
         spread = ", ".join(f"{k} {v:.0%}" for k, v in (r.get("naive_findings_by_time") or {}).items())
-        print(f"| {r['kernel']} | {r['grid']} | {r['time_share']:.1%} | {' · '.join(r['ours_top']) or r['ours']} | "
-              f"{' · '.join(r['naive_top']) or r['naive']} | {' · '.join(r.get('naive_first_top') or []) or r.get('naive_first', '–')} | "
-              f"{spread or '–'} | {'yes' if r['agree'] else 'no'} |")
+        print(
+            f"| {r['kernel']} | {r['grid']} | {r['time_share']:.1%} | {' · '.join(r['ours_top']) or r['ours']} | "
+            f"{' · '.join(r['naive_top']) or r['naive']} | {' · '.join(r.get('naive_first_top') or []) or r.get('naive_first', '–')} | "
+            f"{spread or '–'} | {'yes' if r['agree'] else 'no'} |"
+        )
     res["total_wall_s"] = round(time.monotonic() - t_start, 1)
     save()
     return 0

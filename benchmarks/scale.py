@@ -68,7 +68,9 @@ def read_everything(path: Path) -> tuple[float, int, int]:
 def read_everything_in_child(path: Path) -> tuple[float, int, int]:
     """read_everything() in a fresh interpreter, so that this process stays small: a child forked from a process
     holding a loaded report would inherit its resident size in the peak-memory measurement."""
-    out = subprocess.run([sys.executable, __file__, "--read-all", str(path)], capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, __file__, "--read-all", str(path)], capture_output=True, text=True, check=True
+    )
     seconds, results, values = out.stdout.split()
     return float(seconds), int(results), int(values)
 
@@ -155,11 +157,28 @@ def html_size(report: Path, kernels: int, launches: int) -> None:
 
     embedded = part('<script type="application/json"', "</script>")
     cards = sum(len(m.encode()) for m in re.findall(r'<section class="card".*?</section>', page, re.S)) / 1e6
-    header = ("kernels", "results", "HTML (MB)", "embedded JSON (MB)", "chart (MB)", "full cards", "cards (MB)",
-              "tail rows", "render (s)")
-    row = (kernels, kernels * launches, f"{len(page.encode()) / 1e6:.2f}",
-           f"{embedded:.2f}", f"{part('<svg', '</svg>'):.2f}",
-           page.count('<section class="card"'), f"{cards:.2f}", page.count('<tr id="'), f"{seconds:.2f}")
+    header = (
+        "kernels",
+        "results",
+        "HTML (MB)",
+        "embedded JSON (MB)",
+        "chart (MB)",
+        "full cards",
+        "cards (MB)",
+        "tail rows",
+        "render (s)",
+    )
+    row = (
+        kernels,
+        kernels * launches,
+        f"{len(page.encode()) / 1e6:.2f}",
+        f"{embedded:.2f}",
+        f"{part('<svg', '</svg>'):.2f}",
+        page.count('<section class="card"'),
+        f"{cards:.2f}",
+        page.count('<tr id="'),
+        f"{seconds:.2f}",
+    )
     print("| " + " | ".join(header) + " |")
     print("|" + "---|" * len(header))
     print("| " + " | ".join(str(c) for c in row) + " |")
@@ -169,13 +188,21 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("reports", nargs="*", type=Path)
     ap.add_argument("--read-all", action="store_true", help=argparse.SUPPRESS)
-    ap.add_argument("--html-kernels", type=int, metavar="N",
-                    help="measure the HTML page of a synthetic result with N distinct kernels (from the first report, "
-                         "default fixtures/flaws.ncu-rep.xz)")
-    ap.add_argument("--html-launches", type=int, default=1, metavar="L",
-                    help="launches per synthetic kernel (default 1)")
-    ap.add_argument("--workers", action="store_true",
-                    help="read results and deep data in worker processes whatever the report's size")
+    ap.add_argument(
+        "--html-kernels",
+        type=int,
+        metavar="N",
+        help="measure the HTML page of a synthetic result with N distinct kernels (from the first report, "
+        "default fixtures/flaws.ncu-rep.xz)",
+    )
+    ap.add_argument(
+        "--html-launches", type=int, default=1, metavar="L", help="launches per synthetic kernel (default 1)"
+    )
+    ap.add_argument(
+        "--workers",
+        action="store_true",
+        help="read results and deep data in worker processes whatever the report's size",
+    )
     ap.add_argument("--repeat", type=int, default=1, help="run each `ncuadvisor report` N times, keep the median time")
     args = ap.parse_args()
     if args.html_kernels:
@@ -188,26 +215,53 @@ def main() -> int:
     if args.read_all:
         print(*read_everything(args.reports[0]))
         return 0
-    print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}")
+    print(
+        f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}"
+    )
     mode = "results and deep data in worker processes (--workers)" if args.workers else "default thresholds"
     print(f"mode: {mode}")
-    header = ("report", "results", "metric values", "read all (s)", "report→JSON (s)", "report→HTML (s)",
-              "peak RSS (MB)", "peak RSS, all processes (MB)", "peak PSS, all processes (MB)", "HTML (MB)",
-              "s per 1k results")
+    header = (
+        "report",
+        "results",
+        "metric values",
+        "read all (s)",
+        "report→JSON (s)",
+        "report→HTML (s)",
+        "peak RSS (MB)",
+        "peak RSS, all processes (MB)",
+        "peak PSS, all processes (MB)",
+        "HTML (MB)",
+        "s per 1k results",
+    )
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         for report in args.reports:
             local = decompressed(report, folder)
             naive, results, values = read_everything_in_child(local)
-            runs = [run_cli(local, folder / f"r.{ext}", args.workers)
-                    for _ in range(args.repeat) for ext in ("json", "html")]
+            runs = [
+                run_cli(local, folder / f"r.{ext}", args.workers)
+                for _ in range(args.repeat)
+                for ext in ("json", "html")
+            ]
             t_json = statistics.median(r[0] for r in runs[0::2])
             t_html = statistics.median(r[0] for r in runs[1::2])
             html_mb = (folder / "r.html").stat().st_size / 1e6
-            rows.append((report.name, results, values, f"{naive:.2f}", f"{t_json:.2f}", f"{t_html:.2f}",
-                         f"{max(r[1] for r in runs):.0f}", f"{max(r[2] for r in runs):.0f}",
-                         f"{max(r[3] for r in runs):.0f}", f"{html_mb:.2f}", f"{t_html / results * 1000:.2f}"))
+            rows.append(
+                (
+                    report.name,
+                    results,
+                    values,
+                    f"{naive:.2f}",
+                    f"{t_json:.2f}",
+                    f"{t_html:.2f}",
+                    f"{max(r[1] for r in runs):.0f}",
+                    f"{max(r[2] for r in runs):.0f}",
+                    f"{max(r[3] for r in runs):.0f}",
+                    f"{html_mb:.2f}",
+                    f"{t_html / results * 1000:.2f}",
+                )
+            )
     print("| " + " | ".join(header) + " |")
     print("|" + "---|" * len(header))
     for r in rows:

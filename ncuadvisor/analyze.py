@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import datetime as _dt
 import os
+from collections.abc import Iterable
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Iterable, Protocol
+from typing import Any, Protocol
 
 from ncuadvisor import __version__, engine, roofline
 from ncuadvisor.load import read_profile
-from ncuadvisor.processes import process_label
 from ncuadvisor.model import Kernel, Profile, Variant, group_kernels, num
+from ncuadvisor.processes import process_label
 from ncuadvisor.result import SCHEMA_VERSION, ncu_guidance, savings_by_rule
 from ncuadvisor.rules_api import KernelContext, ProgramContext, ProgramRule, Rule
 from ncuadvisor.units import fmt_ns
@@ -87,8 +88,9 @@ class GroupTime(Protocol):
     def __call__(self, kernel: Kernel, launch_ns: float | None) -> tuple[int, float] | None: ...
 
 
-def build_result(profile: Profile, kernels: list[Kernel], rules: list[Rule | ProgramRule],
-                 group_time: GroupTime | None = None) -> dict[str, Any]:
+def build_result(
+    profile: Profile, kernels: list[Kernel], rules: list[Rule | ProgramRule], group_time: GroupTime | None = None
+) -> dict[str, Any]:
     frame = profile.results.set_index("result_id", drop=False)
     total_ns = sum(k.duration_ns for k in kernels)
     rule_total_ns = group_time.total_ns if group_time is not None and group_time.total_ns else total_ns
@@ -141,18 +143,33 @@ def build_result(profile: Profile, kernels: list[Kernel], rules: list[Rule | Pro
     for idx, k in enumerate(kernels):
         share = k.duration_ns / total_ns if total_ns else 0.0
         # with variants, the group's own analysis speaks for its other launches only
-        main = replace(k, launches=k.analysed_launches, duration_ns=k.analysed_ns, variants=[],
-                       result_ids=sorted(set(k.result_ids) - {r for v in k.variants for r in v.result_ids})) \
-            if k.variants else k
+        main = (
+            replace(
+                k,
+                launches=k.analysed_launches,
+                duration_ns=k.analysed_ns,
+                variants=[],
+                result_ids=sorted(set(k.result_ids) - {r for v in k.variants for r in v.result_ids}),
+            )
+            if k.variants
+            else k
+        )
         told = group_time(k, num(frame.loc[k.representative].get("gpu__time_duration.sum"))) if group_time else None
         if told is not None:
             main = replace(main, launches=told[0], duration_ns=told[1])
         row, rl, detail, language, verdict = run(main, main.duration_ns / rule_total_ns if rule_total_ns else 0.0)
         variants = []
         for v in k.variants:
-            vk = replace(k, result_ids=v.result_ids, representative=v.representative, launches=v.launches,
-                         duration_ns=v.duration_ns, launch_min_ns=v.launch_min_ns, launch_max_ns=v.launch_max_ns,
-                         variants=[])
+            vk = replace(
+                k,
+                result_ids=v.result_ids,
+                representative=v.representative,
+                launches=v.launches,
+                duration_ns=v.duration_ns,
+                launch_min_ns=v.launch_min_ns,
+                launch_max_ns=v.launch_max_ns,
+                variants=[],
+            )
             _, vrl, _, _, vverdict = run(vk, v.duration_ns / rule_total_ns if rule_total_ns else 0.0)
             variants.append(variant_json(v, total_ns, vrl, vverdict))
         kernel_entries.append(
@@ -167,8 +184,11 @@ def build_result(profile: Profile, kernels: list[Kernel], rules: list[Rule | Pro
                 "block": k.block,
                 "nvtx": k.nvtx,
                 **_process_json(k.process, procs),
-                **({"device_id": int(row["device_id"])} if len(devices) > 1 and num(row.get("device_id")) is not None
-                   else {}),
+                **(
+                    {"device_id": int(row["device_id"])}
+                    if len(devices) > 1 and num(row.get("device_id")) is not None
+                    else {}
+                ),
                 "duration_ns": k.duration_ns,
                 "per_launch_ns": k.per_launch_ns,
                 "launch_range_ns": [k.launch_min_ns, k.launch_max_ns],
@@ -242,8 +262,10 @@ def _process_json(process: str, procs: dict[str, dict[str, Any]]) -> dict[str, A
     if not process:
         return {}
     p = procs.get(process, {"pid": int(process) if process.isdigit() else process})
-    return {"process": {k: p[k] for k in ("pid", "executable", "rank", "local_rank", "world_size") if k in p},
-            "process_label": process_label(p)}
+    return {
+        "process": {k: p[k] for k in ("pid", "executable", "rank", "local_rank", "world_size") if k in p},
+        "process_label": process_label(p),
+    }
 
 
 def _processes_json(processes: list[dict[str, Any]], kernels: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -251,9 +273,15 @@ def _processes_json(processes: list[dict[str, Any]], kernels: list[dict[str, Any
     out = []
     for p in processes:
         mine = [k for k in kernels if (k.get("process") or {}).get("pid") == p["pid"]]
-        out.append({**p, "label": process_label(p), "kernels": len(mine),
-                    "launches": sum(k["launches"] for k in mine),
-                    "duration_ns": sum(k["duration_ns"] for k in mine)})
+        out.append(
+            {
+                **p,
+                "label": process_label(p),
+                "kernels": len(mine),
+                "launches": sum(k["launches"] for k in mine),
+                "duration_ns": sum(k["duration_ns"] for k in mine),
+            }
+        )
     return out
 
 
@@ -298,8 +326,11 @@ def top_actions(
     ]
     for k in kernels:
         for f, saving, variant in savings_by_rule(k).values():  # one action per rule and kernel
-            label = k["name"] if variant is None else \
-                f"{k['name']} ({fmt_ns(k['variants'][variant].get('per_launch_ns'))} launches)"
+            label = (
+                k["name"]
+                if variant is None
+                else f"{k['name']} ({fmt_ns(k['variants'][variant].get('per_launch_ns'))} launches)"
+            )
             actions.append(
                 {
                     "kernel": label,
@@ -317,8 +348,9 @@ def top_actions(
     return actions[:limit]
 
 
-def variant_json(v: Variant, total_ns: float, rl: roofline.Roofline | None = None,
-                 verdict: engine.KernelVerdict | None = None) -> dict[str, Any]:
+def variant_json(
+    v: Variant, total_ns: float, rl: roofline.Roofline | None = None, verdict: engine.KernelVerdict | None = None
+) -> dict[str, Any]:
     """A variant of a kernel group (model.Variant): its launches and time, and, when its representative launch was
     analysed (`rl`, `verdict`), its bound and findings; otherwise it was timed only (`ncuadvisor profile`)."""
     return {

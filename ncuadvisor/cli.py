@@ -7,7 +7,7 @@ import sys
 import tempfile
 from enum import Enum
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 from rich.console import Console
@@ -52,13 +52,13 @@ def _version(value: bool) -> None:
 @app.callback()
 def _main(
     version: Annotated[
-        Optional[bool], typer.Option("--version", callback=_version, is_eager=True, help="Show the version and exit.")
+        bool | None, typer.Option("--version", callback=_version, is_eager=True, help="Show the version and exit.")
     ] = None,
 ) -> None:
     """ncuadvisor: what to fix in your kernels, in order of what it is worth."""
 
 
-def choose_format(output: Optional[Path], fmt: Optional[Format]) -> Format:
+def choose_format(output: Path | None, fmt: Format | None) -> Format:
     if fmt is not None:
         return fmt
     if output is None:
@@ -71,7 +71,7 @@ def choose_format(output: Optional[Path], fmt: Optional[Format]) -> Format:
     return by_ext
 
 
-def render(result: dict, fmt: Format, source_root: Optional[Path] = None, rules: Optional[list] = None) -> str:
+def render(result: dict, fmt: Format, source_root: Path | None = None, rules: list | None = None) -> str:
     if fmt is Format.json:
         from ncuadvisor.render import to_json
 
@@ -126,11 +126,11 @@ def write_output(path: Path, text: str) -> None:
 def report(
     path: Annotated[Path, typer.Argument(help="An Nsight Compute report (.ncu-rep or .ncu-repz).")],
     output: Annotated[
-        Optional[Path], typer.Option("--output", "-o", help="Write the report here; the extension picks the format.")
+        Path | None, typer.Option("--output", "-o", help="Write the report here; the extension picks the format.")
     ] = None,
-    fmt: Annotated[Optional[Format], typer.Option("--format", "-f", help="Output format (default: by extension).")] = None,
+    fmt: Annotated[Format | None, typer.Option("--format", "-f", help="Output format (default: by extension).")] = None,
     rules_dir: Annotated[
-        Optional[list[Path]], typer.Option("--rules-dir", help="A folder of your own rule files (repeatable).")
+        list[Path] | None, typer.Option("--rules-dir", help="A folder of your own rule files (repeatable).")
     ] = None,
     force: Annotated[bool, typer.Option("--force", help="Overwrite an existing output file.")] = False,
     top: Annotated[int, typer.Option("--top", min=0, help="Kernels shown in the terminal summary.")] = 10,
@@ -163,9 +163,9 @@ def report(
 
 @app.command()
 def rules(
-    code: Annotated[Optional[str], typer.Argument(help="A rule code (e.g. MEM001) to explain in full.")] = None,
+    code: Annotated[str | None, typer.Argument(help="A rule code (e.g. MEM001) to explain in full.")] = None,
     rules_dir: Annotated[
-        Optional[list[Path]], typer.Option("--rules-dir", help="Also list the rules in this folder.")
+        list[Path] | None, typer.Option("--rules-dir", help="Also list the rules in this folder.")
     ] = None,
 ) -> None:
     """The rule catalogue; `ncuadvisor rules MEM001` explains one rule."""
@@ -244,7 +244,9 @@ def main() -> None:
     except Exception as exc:  # click usage errors and anything unexpected
         if isinstance(exc, _click_exceptions()):
             ctx = getattr(exc, "ctx", None)
-            where = f" (see `{ctx.command_path} --help`)" if ctx is not None and getattr(ctx, "command_path", "") else ""
+            where = (
+                f" (see `{ctx.command_path} --help`)" if ctx is not None and getattr(ctx, "command_path", "") else ""
+            )
             if exc.format_message().strip():  # no arguments at all: the help was shown, nothing to add
                 err.print(f"ncuadvisor: error: {escape(exc.format_message())}{escape(where)}")
             sys.exit(exc.exit_code)

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Iterable
 from enum import Enum
 from pathlib import Path
-from typing import Annotated, Any, Iterable, Optional
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
@@ -110,8 +111,10 @@ def load_saved(path: Path, want: Iterable[str] = (REPORT_KIND, DIFF_KIND)) -> di
             + (f"; it was written by ncuadvisor {writer}" if writer else "")
             + " (re-create it from the report with this version)"
         )
-    need = {REPORT_KIND: {"report": dict, "kernels": list}, DIFF_KIND: {"before": dict, "after": dict,
-                                                                       "total": dict, "kernels": list}}[kind]
+    need = {
+        REPORT_KIND: {"report": dict, "kernels": list},
+        DIFF_KIND: {"before": dict, "after": dict, "total": dict, "kernels": list},
+    }[kind]
     for key, typ in need.items():
         if not isinstance(data.get(key), typ):
             raise InputError(f"{path}: not a complete {kind} result (`{key}` is missing or not a {typ.__name__})")
@@ -129,14 +132,14 @@ def _result_of(path: Path, rules: list) -> dict[str, Any]:
     return analyze(path, rules=rules)
 
 
-def discover_rules(rules_dir: Optional[list[Path]]) -> list:
+def discover_rules(rules_dir: list[Path] | None) -> list:
     """The rule objects (built-in and the user's folders): the SARIF's rule help texts come from their docstrings."""
     from ncuadvisor.engine import discover
 
     return discover(rules_dir or [])
 
 
-def sarif_text(result: dict[str, Any], source_root: Optional[Path], rules: Optional[list] = None) -> str:
+def sarif_text(result: dict[str, Any], source_root: Path | None, rules: list | None = None) -> str:
     from ncuadvisor.render.sarif import render_sarif
 
     return render_sarif(result, str(source_root) if source_root is not None else None, rules=rules)
@@ -145,7 +148,7 @@ def sarif_text(result: dict[str, Any], source_root: Optional[Path], rules: Optio
 # -- formats ---------------------------------------------------------------------------------------------------
 
 
-def _format_name(output: Optional[Path], fmt: Optional[Enum]) -> str:
+def _format_name(output: Path | None, fmt: Enum | None) -> str:
     """The format's name: --format, else the output's extension (.sarif here; the rest as `report` does)."""
     from ncuadvisor.cli import choose_format
 
@@ -159,9 +162,7 @@ def _format_name(output: Optional[Path], fmt: Optional[Enum]) -> str:
         raise OutputError(str(exc).replace("use .html, .json or .md", "use .html, .json, .md or .sarif")) from None
 
 
-def _render_report(
-    result: dict[str, Any], name: str, source_root: Optional[Path], rules_dir: Optional[list[Path]]
-) -> str:
+def _render_report(result: dict[str, Any], name: str, source_root: Path | None, rules_dir: list[Path] | None) -> str:
     from ncuadvisor.cli import Format, render
 
     if name == "sarif":
@@ -200,13 +201,13 @@ def diff_command(
     ],
     after: Annotated[Path, typer.Argument(help="The new version (e.g. the pull request), same kinds.")],
     output: Annotated[
-        Optional[Path], typer.Option("--output", "-o", help="Write the diff here; the extension picks the format.")
+        Path | None, typer.Option("--output", "-o", help="Write the diff here; the extension picks the format.")
     ] = None,
     fmt: Annotated[
-        Optional[DiffFormat], typer.Option("--format", "-f", help="Output format (default: by extension).")
+        DiffFormat | None, typer.Option("--format", "-f", help="Output format (default: by extension).")
     ] = None,
     fail_on: Annotated[
-        Optional[FailOn],
+        FailOn | None,
         typer.Option(
             "--fail-on",
             help="Exit 1 when a kernel or the total got slower beyond the threshold (regression), "
@@ -214,7 +215,7 @@ def diff_command(
         ),
     ] = None,
     threshold: Annotated[
-        Optional[str],
+        str | None,
         typer.Option(
             "--threshold",
             help="Noise threshold: smaller changes are 'unchanged' (e.g. 5%, 0.05). Default 5%, from ncu's "
@@ -222,17 +223,16 @@ def diff_command(
         ),
     ] = None,
     rules_dir: Annotated[
-        Optional[list[Path]], typer.Option("--rules-dir", help="A folder of your own rule files (repeatable).")
+        list[Path] | None, typer.Option("--rules-dir", help="A folder of your own rule files (repeatable).")
     ] = None,
     force: Annotated[bool, typer.Option("--force", help="Overwrite an existing output file.")] = False,
     top: Annotated[int, typer.Option("--top", min=0, help="Kernels shown in the terminal table.")] = 20,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No terminal summary when writing a file.")] = False,
 ) -> None:
     """Compare two reports of the same program (before, after): time, bound and findings per kernel; a CI gate."""
+    from ncuadvisor.cli import check_output, write_output
     from ncuadvisor.diff import diff_results, gate, parse_threshold
     from ncuadvisor.render.diff_render import render_diff_terminal
-
-    from ncuadvisor.cli import check_output, write_output
 
     value = parse_threshold(threshold) if threshold is not None else None
     name = _format_name(output, fmt)
@@ -264,19 +264,20 @@ def diff_command(
 def render_command(
     path: Annotated[Path, typer.Argument(help="A saved result: the JSON of `ncuadvisor report` or `ncuadvisor diff`.")],
     output: Annotated[
-        Optional[Path], typer.Option("--output", "-o", help="Write here; the extension picks the format.")
+        Path | None, typer.Option("--output", "-o", help="Write here; the extension picks the format.")
     ] = None,
     fmt: Annotated[
-        Optional[RenderFormat], typer.Option("--format", "-f", help="Output format (default: by extension).")
+        RenderFormat | None, typer.Option("--format", "-f", help="Output format (default: by extension).")
     ] = None,
     source_root: SourceRootOption = None,
     rules_dir: Annotated[
-        Optional[list[Path]],
+        list[Path] | None,
         typer.Option("--rules-dir", help="SARIF: also take rule help texts from this folder (repeatable)."),
     ] = None,
     force: Annotated[bool, typer.Option("--force", help="Overwrite an existing output file.")] = False,
     top: Annotated[
-        Optional[int], typer.Option("--top", min=0, help="Kernels shown in the terminal summary (default 10, a diff's 20).")
+        int | None,
+        typer.Option("--top", min=0, help="Kernels shown in the terminal summary (default 10, a diff's 20)."),
     ] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Say nothing when writing a file.")] = False,
 ) -> None:

@@ -86,7 +86,8 @@ from __future__ import annotations
 
 import datetime as _dt
 import re
-from typing import Any, Iterable, NamedTuple
+from collections.abc import Iterable
+from typing import Any, NamedTuple
 
 from ncuadvisor import __version__
 from ncuadvisor.errors import InputError
@@ -310,8 +311,13 @@ def _process_entry(bgroup: list[dict], agroup: list[dict], bkeys: ProcessKeys, a
 
 
 def _kernel_entry(
-    bgroup: list[dict], agroup: list[dict], how: str | None, threshold: float, min_change_ns: float,
-    process: dict[str, Any] | None = None, per_launch: bool = False,
+    bgroup: list[dict],
+    agroup: list[dict],
+    how: str | None,
+    threshold: float,
+    min_change_ns: float,
+    process: dict[str, Any] | None = None,
+    per_launch: bool = False,
 ) -> dict[str, Any]:
     b, a = _side(bgroup), _side(agroup)
     ref = (agroup or bgroup)[0]
@@ -319,9 +325,12 @@ def _kernel_entry(
     a_ns = a["duration_ns"] if a else None
     launches_note, scaled = None, None
     if b and a and b["launches"] and a["launches"] and b["launches"] != a["launches"]:
-        launches_note = (f"launches {b['launches']} → {a['launches']}; per launch {_ns(b['per_launch_ns'])} → "
-                         f"{_ns(a['per_launch_ns'])} ({_pct(a['per_launch_ns'] / b['per_launch_ns'] - 1)})"
-                         if b["per_launch_ns"] else f"launches {b['launches']} → {a['launches']}")
+        launches_note = (
+            f"launches {b['launches']} → {a['launches']}; per launch {_ns(b['per_launch_ns'])} → "
+            f"{_ns(a['per_launch_ns'])} ({_pct(a['per_launch_ns'] / b['per_launch_ns'] - 1)})"
+            if b["per_launch_ns"]
+            else f"launches {b['launches']} → {a['launches']}"
+        )
         if per_launch and b_ns is not None:
             scaled = b_ns * a["launches"] / b["launches"]
             launches_note += ": compared per launch"
@@ -355,8 +364,12 @@ def _kernel_entry(
     return entry
 
 
-def coverage_scale(pairs: list[tuple[list[dict], list[dict], str | None]], before: dict[str, Any],
-                   after: dict[str, Any], threshold: float) -> float | None:
+def coverage_scale(
+    pairs: list[tuple[list[dict], list[dict], str | None]],
+    before: dict[str, Any],
+    after: dict[str, Any],
+    threshold: float,
+) -> float | None:
     """results after ÷ results before when the two captures cover different lengths of one program (every kernel
     matched by identity has its launches scaled by that ratio, within ±COVERAGE_TOLERANCE or one launch on each side
     of the capture's cut); None otherwise."""
@@ -453,8 +466,15 @@ def diff_results(
     mb, ma = _meta(before), _meta(after)
     scale = coverage_scale(pairs, mb, ma, threshold)
     kernels = [
-        _kernel_entry(bg, ag, how, threshold, min_change_ns,
-                      _process_entry(bg, ag, bkeys, akeys) if per_process else None, per_launch=scale is not None)
+        _kernel_entry(
+            bg,
+            ag,
+            how,
+            threshold,
+            min_change_ns,
+            _process_entry(bg, ag, bkeys, akeys) if per_process else None,
+            per_launch=scale is not None,
+        )
         for bg, ag, how in pairs
     ]
     kernels.sort(key=_sort_key)
@@ -475,7 +495,9 @@ def diff_results(
             f"(×{scale:.2f}): the captures cover different lengths of the same program, so kernels are compared per "
             "launch and the program total per result"
         )
-    elif mb["results"] and ma["results"] and mb["results"] != ma["results"] and any(k["launches_note"] for k in kernels):
+    elif (
+        mb["results"] and ma["results"] and mb["results"] != ma["results"] and any(k["launches_note"] for k in kernels)
+    ):
         warnings.append(
             f"before holds {mb['results']} results, after {ma['results']}: kernels whose launch count changed are "
             "compared on their total time (a change that launches a kernel more often costs time); their per-launch "

@@ -6,9 +6,10 @@ import importlib.util
 import inspect
 import re
 import sys
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from ncuadvisor.errors import RuleError
 from ncuadvisor.roofline import PRACTICAL_FRACTION

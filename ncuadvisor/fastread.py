@@ -20,7 +20,8 @@ every fixture of ncu 2025.3.1 (tests/test_fastread.py).
 from __future__ import annotations
 
 import os
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from ncuadvisor.processes import FileView, iter_blocks, u32
 
@@ -48,18 +49,35 @@ def _classes() -> tuple[Any, Any] | None:
             if type_name:
                 f.type_name = ".ncuadvisor_fastread." + type_name
 
-    message("Value", [(1, "s", F.TYPE_STRING, opt, None), (2, "f", F.TYPE_FLOAT, opt, None),
-                      (3, "d", F.TYPE_DOUBLE, opt, None), (4, "u32", F.TYPE_UINT32, opt, None),
-                      (5, "u64", F.TYPE_UINT64, opt, None)])
+    message(
+        "Value",
+        [
+            (1, "s", F.TYPE_STRING, opt, None),
+            (2, "f", F.TYPE_FLOAT, opt, None),
+            (3, "d", F.TYPE_DOUBLE, opt, None),
+            (4, "u32", F.TYPE_UINT32, opt, None),
+            (5, "u64", F.TYPE_UINT64, opt, None),
+        ],
+    )
     message("Metric", [(1, "name_id", F.TYPE_UINT32, opt, None), (2, "value", F.TYPE_MESSAGE, opt, "Value")])
-    message("Result", [(5, "mangled", F.TYPE_BYTES, opt, None), (6, "function", F.TYPE_BYTES, opt, None),
-                       (7, "demangled", F.TYPE_BYTES, opt, None), (13, "metrics", F.TYPE_MESSAGE, rep, "Metric"),
-                       (21, "nvtx", F.TYPE_BYTES, opt, None)])
+    message(
+        "Result",
+        [
+            (5, "mangled", F.TYPE_BYTES, opt, None),
+            (6, "function", F.TYPE_BYTES, opt, None),
+            (7, "demangled", F.TYPE_BYTES, opt, None),
+            (13, "metrics", F.TYPE_MESSAGE, rep, "Metric"),
+            (21, "nvtx", F.TYPE_BYTES, opt, None),
+        ],
+    )
     message("Names", [(1, "name", F.TYPE_STRING, rep, None)])
     try:
         pool = descriptor_pool.DescriptorPool()
         pool.Add(fdp)
-        get = lambda n: message_factory.GetMessageClass(pool.FindMessageTypeByName("ncuadvisor_fastread." + n))
+
+        def get(n):
+            return message_factory.GetMessageClass(pool.FindMessageTypeByName("ncuadvisor_fastread." + n))
+
         _CLASSES = (get("Names"), get("Result"))
     except Exception:  # pragma: no cover - an incompatible protobuf
         return None
@@ -81,7 +99,9 @@ def _number(v: Any) -> Any:
     return None
 
 
-def read_rows(path: str | os.PathLike[str], metrics: Iterable[str], extra: Iterable[str] = ()) -> list[dict[str, Any]] | None:
+def read_rows(
+    path: str | os.PathLike[str], metrics: Iterable[str], extra: Iterable[str] = ()
+) -> list[dict[str, Any]] | None:
     """One dict per result in file order: names (`name`, `demangled`, `mangled`), `has_nvtx`, and the value of every
     metric of `metrics` and `extra` the result holds (absent metrics are absent keys). None when the file is not in
     the layout described above or protobuf is missing."""
@@ -112,7 +132,7 @@ def read_rows(path: str | os.PathLike[str], metrics: Iterable[str], extra: Itera
                     n = u32(mm, j)
                     if j + 4 + n > end:
                         return None
-                    r = Result.FromString(mm[j + 4: j + 4 + n])
+                    r = Result.FromString(mm[j + 4 : j + 4 + n])
                     j += 4 + n
                     row: dict[str, Any] = {
                         "name": r.function.decode("utf-8", "replace"),

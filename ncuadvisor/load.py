@@ -11,8 +11,9 @@ import mmap
 import os
 import re
 import tempfile
+from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any
 
 import pandas as pd
 
@@ -101,7 +102,7 @@ def _scan_header(path: Path) -> tuple[str | None, str | None]:
 
     def near(mm: mmap.mmap, anchor: bytes, pattern: re.Pattern[bytes], before: int) -> re.Match[bytes] | None:
         at = mm.find(anchor)  # a plain find runs at memory speed; the regex only looks around it
-        return pattern.search(mm[max(0, at - before): at + 4096]) if at >= 0 else None
+        return pattern.search(mm[max(0, at - before) : at + 4096]) if at >= 0 else None
 
     try:
         with path.open("rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mm:
@@ -302,8 +303,9 @@ def _resolve_pc(action: Any, pc: int) -> tuple[str | None, int | None, str | Non
 def _read_deep(task: tuple[str, list[tuple[int, int, int]], list[str]]) -> list[tuple[int, dict[str, Any]]]:
     """Worker: the deep data (`_deep_data`) of the given (result id, range, action) triples."""
     path, items, per_instruction = task
-    return [(item[0], _deep_data(action, per_instruction, file_names=True))
-            for item, action in _worker_actions(path, items)]
+    return [
+        (item[0], _deep_data(action, per_instruction, file_names=True)) for item, action in _worker_actions(path, items)
+    ]
 
 
 def _read_locations(task: tuple[str, list[tuple[int, int, int, list[int], list[str]]]]) -> list[tuple]:
@@ -394,8 +396,13 @@ class ReportReader:
     def __init__(self, path: str | os.PathLike[str]):
         self.path = Path(path)
         check_report_path(self.path, compressed_ok=True)
-        local = _decompress(self.path) if self.path.suffix in COMPRESSED_SUFFIXES else \
-            _unzstd(self.path) if self.path.suffix == ".ncu-repz" else self.path
+        local = (
+            _decompress(self.path)
+            if self.path.suffix in COMPRESSED_SUFFIXES
+            else _unzstd(self.path)
+            if self.path.suffix == ".ncu-repz"
+            else self.path
+        )
         check_report_path(local)
         self._local = local
         self._ncu = _import_ncu_report()
@@ -461,8 +468,14 @@ class ReportReader:
         for (rid, r, a), f in zip(items, fast):
             name = f["name"] or f["demangled"] or f["mangled"]  # as _row: a missing name falls back
             row: dict[str, Any] = {
-                "result_id": rid, "range_idx": r, "action_idx": a, "name": name, "demangled": f["demangled"] or name,
-                "mangled": f["mangled"], "nvtx": "", "process": "",
+                "result_id": rid,
+                "range_idx": r,
+                "action_idx": a,
+                "name": name,
+                "demangled": f["demangled"] or name,
+                "mangled": f["mangled"],
+                "nvtx": "",
+                "process": "",
                 "grid": _dim3(*(f.get(f"launch__grid_dim_{c}") for c in "xyz")),
                 "block": _dim3(*(f.get(f"launch__block_dim_{c}") for c in "xyz")),
                 "device_id": f.get("launch__device_id"),
@@ -487,8 +500,9 @@ class ReportReader:
             firsts: dict[tuple[Any, ...], int] = {}
             for row, f in zip(rows, fast):
                 if f["has_nvtx"]:
-                    firsts.setdefault((pid(row["result_id"]), row["demangled"], row["grid"], row["block"]),
-                                      row["result_id"])
+                    firsts.setdefault(
+                        (pid(row["result_id"]), row["demangled"], row["grid"], row["block"]), row["result_id"]
+                    )
             want = sorted(set(firsts.values()) - set(check))
             if len(want) <= DETAIL_IN_PROCESS_MAX:
                 for rid in want:
@@ -499,7 +513,7 @@ class ReportReader:
         return rows
 
     def _results_in_workers(self, items: list[tuple[int, int, int]], metrics: list[str]) -> list[dict[str, Any]]:
-        tasks = [(str(self._local), items[i: i + CHUNK], metrics) for i in range(0, len(items), CHUNK)]
+        tasks = [(str(self._local), items[i : i + CHUNK], metrics) for i in range(0, len(items), CHUNK)]
         chunks = _in_workers(_read_rows, tasks, f"{self.path}: reading the results failed")
         return [row for chunk in chunks for row in chunk]
 
@@ -540,8 +554,9 @@ class ReportReader:
             self._deferred = None
             return {rid: self._detail_in_process(rid, per_instruction) for rid in ids}
         items = [(rid, *self._index[rid]) for rid in ids]
-        tasks = [(str(self._local), items[i: i + DETAIL_CHUNK], per_instruction)
-                 for i in range(0, len(items), DETAIL_CHUNK)]
+        tasks = [
+            (str(self._local), items[i : i + DETAIL_CHUNK], per_instruction) for i in range(0, len(items), DETAIL_CHUNK)
+        ]
         chunks = _in_workers(_read_deep, tasks, f"{self.path}: reading the per-instruction data failed")
         deep = dict(pair for chunk in chunks for pair in chunk)
         self._deferred = _Deferred(self, ids, {rid: deep[rid]["files"] for rid in ids})  # (see _deep_data)
@@ -647,7 +662,7 @@ class _Deferred:
         rids = sorted(set(self._pcs) | set(files))
         index = self._reader._index
         items = [(rid, *index[rid], sorted(self._pcs.get(rid, ())), files.get(rid, [])) for rid in rids]
-        tasks = [(str(self._reader._local), items[i: i + DETAIL_CHUNK]) for i in range(0, len(items), DETAIL_CHUNK)]
+        tasks = [(str(self._reader._local), items[i : i + DETAIL_CHUNK]) for i in range(0, len(items), DETAIL_CHUNK)]
         chunks = _in_workers(_read_locations, tasks, f"{self._reader.path}: reading source lines failed")
         for rid, locations, texts in (x for chunk in chunks for x in chunk):
             self._locations[rid].update(locations)
@@ -695,9 +710,13 @@ def read_profile(
         dropped = int((~whole).sum())
         if dropped and whole.any():
             frame = profile.results = frame[whole].reset_index(drop=True)
-        profile.warnings.insert(0, f"partial: the report file is truncated ({cut}): this analyses the {len(frame)} "
-                                   "whole results before the cut" + (f" ({dropped} cut through, left out)" if dropped
-                                                                     else "") + "; the rest are lost")
+        profile.warnings.insert(
+            0,
+            f"partial: the report file is truncated ({cut}): this analyses the {len(frame)} "
+            "whole results before the cut"
+            + (f" ({dropped} cut through, left out)" if dropped else "")
+            + "; the rest are lost",
+        )
     _attach_processes(profile, reader)  # before choosing the results to look at closely: kernels differ per process
     ids = list(detail_ids(frame)) if detail_ids is not None else list(frame["result_id"])
     profile.details = reader.details(ids, per_instruction)
@@ -710,7 +729,7 @@ def read_profile(
     return profile
 
 
-def _attach_processes(profile: Profile, reader: "ReportReader") -> None:
+def _attach_processes(profile: Profile, reader: ReportReader) -> None:
     """Several processes in one report (ncu --target-processes all): the pid of each result goes into the `process`
     column (kernels are grouped per process) and the processes, with their ranks when `profile` recorded them, into
     `profile.processes`. One process: nothing changes."""

@@ -7,8 +7,9 @@ the identity columns below. Non-scalar data (per-instruction source metrics, NCU
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import pandas as pd
 
@@ -37,8 +38,15 @@ class SourceLine:
 
     __slots__ = ("pc", "value", "_location", "_resolve")
 
-    def __init__(self, pc: int, value: float, file: str | None = None, line: int | None = None,
-                 sass: str | None = None, resolve: Callable[[int], tuple] | None = None):
+    def __init__(
+        self,
+        pc: int,
+        value: float,
+        file: str | None = None,
+        line: int | None = None,
+        sass: str | None = None,
+        resolve: Callable[[int], tuple] | None = None,
+    ):
         self.pc = pc
         self.value = value
         self._resolve = resolve
@@ -168,9 +176,12 @@ class Kernel:
         shape then holds several problem sizes or call sites (a cuBLAS kernel at two K's, an ATen copy that transposes
         at one call site and not at another), and the deep metrics and findings come from one of its launches."""
         if self.variants:
-            return spread_note(self.launch_min_ns, self.launch_max_ns,
-                               f"{self.analysed_launches} of the {self.launches} launches are analysed here, the other "
-                               "sizes as variants of their own")
+            return spread_note(
+                self.launch_min_ns,
+                self.launch_max_ns,
+                f"{self.analysed_launches} of the {self.launches} launches are analysed here, the other "
+                "sizes as variants of their own",
+            )
         if self.launches < 2 or self.launch_min_ns <= 0 or self.launch_max_ns <= LAUNCH_SPREAD * self.launch_min_ns:
             return None
         return spread_note(self.launch_min_ns, self.launch_max_ns, "the analysis looks at one launch")
@@ -179,14 +190,18 @@ class Kernel:
 def spread_note(shortest_ns: Any, longest_ns: Any, what: str) -> str:
     """The note of a kernel group whose launches differ in duration (`Kernel.launch_note`), ending in what was
     analysed of them."""
-    return (f"launches take {fmt_ns(shortest_ns)} to {fmt_ns(longest_ns)}: several problem sizes or call sites share "
-            f"this name and launch shape; {what}")
+    return (
+        f"launches take {fmt_ns(shortest_ns)} to {fmt_ns(longest_ns)}: several problem sizes or call sites share "
+        f"this name and launch shape; {what}"
+    )
 
 
 LAUNCH_SPREAD = 1.5  # longest ÷ shortest launch of a kernel group above which its launches are not alike
 VARIANT_GAP = 1.25  # launches sorted by duration split into sizes where one is this much longer than the one before
 VARIANT_MIN_SHARE = 0.1  # a size of launches is analysed on its own (a Variant) from this share of its group's time
-VARIANT_MIN_STEP_NS = 1000.0  # ... and the step between sizes is at least this long: the jitter of 2 µs launches is not a size
+VARIANT_MIN_STEP_NS = (
+    1000.0  # ... and the step between sizes is at least this long: the jitter of 2 µs launches is not a size
+)
 
 
 def launch_clusters(durations: list[float], gap: float = VARIANT_GAP) -> list[list[int]]:
@@ -204,8 +219,9 @@ def launch_clusters(durations: list[float], gap: float = VARIANT_GAP) -> list[li
     return clusters
 
 
-def split_variants(ids: list[int], durations: list[float], representative: int,
-                   min_share: float = VARIANT_MIN_SHARE) -> list[Variant]:
+def split_variants(
+    ids: list[int], durations: list[float], representative: int, min_share: float = VARIANT_MIN_SHARE
+) -> list[Variant]:
     """The sizes of launches (launch_clusters) other than the representative's that hold `min_share` of the time,
     largest first; smaller ones stay with the group."""
     total = sum(durations)
@@ -216,14 +232,16 @@ def split_variants(ids: list[int], durations: list[float], representative: int,
         if representative in (ids[i] for i in c) or sum(durations[i] for i in c) < min_share * total:
             continue
         by_time = sorted(c, key=lambda i: durations[i])
-        out.append(Variant(
-            result_ids=[int(ids[i]) for i in sorted(c)],
-            representative=int(ids[by_time[(len(by_time) - 1) // 2]]),
-            launches=len(c),
-            duration_ns=float(sum(durations[i] for i in c)),
-            launch_min_ns=float(durations[by_time[0]]),
-            launch_max_ns=float(durations[by_time[-1]]),
-        ))
+        out.append(
+            Variant(
+                result_ids=[int(ids[i]) for i in sorted(c)],
+                representative=int(ids[by_time[(len(by_time) - 1) // 2]]),
+                launches=len(c),
+                duration_ns=float(sum(durations[i] for i in c)),
+                launch_min_ns=float(durations[by_time[0]]),
+                launch_max_ns=float(durations[by_time[-1]]),
+            )
+        )
     out.sort(key=lambda v: -v.duration_ns)
     return out
 
@@ -276,8 +294,9 @@ def group_kernels(
                 process=str(process),
                 launch_min_ns=float(g_sorted["_dur"].iloc[0]),
                 launch_max_ns=float(g_sorted["_dur"].iloc[-1]),
-                variants=[] if pick == "each" else split_variants(
-                    [int(x) for x in g["result_id"]], [float(x) for x in g["_dur"]], rep),
+                variants=[]
+                if pick == "each"
+                else split_variants([int(x) for x in g["result_id"]], [float(x) for x in g["_dur"]], rep),
             )
         )
     kernels.sort(key=lambda k: -k.duration_ns)

@@ -28,9 +28,9 @@ import os
 import re
 import shutil
 import subprocess
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Mapping, Sequence
 
 # -- finding ncu ------------------------------------------------------------------------------------------------
 
@@ -301,16 +301,22 @@ ERROR_READINGS: list[tuple[re.Pattern[str], str, str]] = [
         "ncu could not start the program: the path does not exist or is not executable",
     ),
     (
-        re.compile(r"(no CUDA-capable device|Failed to find any (CUDA|supported) devices?|No supported GPU|"
-                   r"CUDA_ERROR_NO_DEVICE|cuInit|driver.*(not loaded|insufficient|not found)|"
-                   r"Failed to initialize (the )?(NVML|driver))", re.I),
+        re.compile(
+            r"(no CUDA-capable device|Failed to find any (CUDA|supported) devices?|No supported GPU|"
+            r"CUDA_ERROR_NO_DEVICE|cuInit|driver.*(not loaded|insufficient|not found)|"
+            r"Failed to initialize (the )?(NVML|driver))",
+            re.I,
+        ),
         "no-gpu",
         "no usable NVIDIA GPU: ncu found no device it can profile (check `nvidia-smi`, the driver, and that the "
         "GPU is visible here, e.g. CUDA_VISIBLE_DEVICES or the container's --gpus option)",
     ),
     (
-        re.compile(r"(unrecognised|unrecognized|unknown) option|invalid (option|value|argument)|the argument "
-                   r"\('.*'\) for option", re.I),
+        re.compile(
+            r"(unrecognised|unrecognized|unknown) option|invalid (option|value|argument)|the argument "
+            r"\('.*'\) for option",
+            re.I,
+        ),
         "usage",
         "this ncu rejected an option ncuadvisor passed it (is it too old? check `ncu --version`)",
     ),
@@ -396,8 +402,11 @@ def parse_line(line: str) -> Event:
 
 def parse_partial(buffer: str) -> Event | None:
     """An unfinished progress line (ncu prints `0%....50%....100%` as the replay passes go by)."""
-    m = re.match(r'^==PROF== Profiling "(?P<name>.*)"(?: - (?P<index>\d+)(?: \((?P<i>\d+)/(?P<n>\d+)\))?)?:'
-                 r"(?P<p>[ 0-9%.]*)$", buffer)
+    m = re.match(
+        r'^==PROF== Profiling "(?P<name>.*)"(?: - (?P<index>\d+)(?: \((?P<i>\d+)/(?P<n>\d+)\))?)?:'
+        r"(?P<p>[ 0-9%.]*)$",
+        buffer,
+    )
     if not m:
         return None
     pct = re.findall(r"(\d+)%", m["p"])

@@ -1,12 +1,12 @@
 """Command-line option types shared by several commands (kept apart so that command modules do not import each other)."""
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
 SourceRootOption = Annotated[
-    Optional[Path],
+    Path | None,
     typer.Option(
         "--source-root",
         exists=True,

@@ -20,9 +20,10 @@ import json
 import os
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Iterator, NamedTuple
+from typing import Any, NamedTuple
 
 MAGIC = b"NVR\0"
 RANK_VARS = ("RANK", "LOCAL_RANK", "WORLD_SIZE")
@@ -108,7 +109,7 @@ class FileView:
                 self._fh.seek(start)
                 return self._fh.read(n)
             s = self._at(start, n)
-            return self._buf[start - s: start - s + n]
+            return self._buf[start - s : start - s + n]
         if k < 0:
             k += self._size
         if not 0 <= k < self._size:
@@ -119,7 +120,7 @@ class FileView:
 
 def u32(b: Any, i: int) -> int:
     """The little-endian uint32 at offset i of bytes, an mmap or a FileView."""
-    return int.from_bytes(b[i: i + 4], "little")
+    return int.from_bytes(b[i : i + 4], "little")
 
 
 class Block(NamedTuple):
@@ -251,7 +252,7 @@ def _stat(pid: int | str) -> _Stat | None:
     try:
         raw = Path(f"/proc/{pid}/stat").read_bytes()
         # "pid (comm) state ppid ...": comm may hold spaces and parentheses; split after the last ")"
-        rest = raw[raw.rindex(b")") + 2:].split()
+        rest = raw[raw.rindex(b")") + 2 :].split()
         return _Stat(rest[0].decode(errors="replace"), int(rest[1]), int(rest[19]))
     except (OSError, ValueError, IndexError):
         return None
@@ -294,7 +295,7 @@ class ProcessWatcher:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
-    def start(self) -> "ProcessWatcher":
+    def start(self) -> ProcessWatcher:
         if os.path.isdir("/proc"):
             self._thread = threading.Thread(target=self._loop, name="ncuadvisor-procs", daemon=True)
             self._thread.start()
@@ -368,7 +369,7 @@ def describe(processes: list[ProcessInfo], ranks: dict[int, dict[str, Any]]) -> 
 
 
 def process_label(entry: dict[str, Any] | None) -> str:
-    """"rank 1 (pid 4242)" or "pid 4242"."""
+    """ "rank 1 (pid 4242)" or "pid 4242"."""
     if not entry:
         return ""
     if entry.get("rank") is not None:

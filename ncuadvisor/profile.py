@@ -54,17 +54,18 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
-from typing import Annotated, Any, Callable, Optional, Sequence
+from typing import Annotated, Any
 
 import typer
 
 from ncuadvisor import ncu as ncu_mod
+from ncuadvisor.errors import AdvisorError, InputError, OutputError
 from ncuadvisor.processes import ProcessWatcher, write_sidecar
 from ncuadvisor.units import clip
-from ncuadvisor.errors import AdvisorError, InputError, OutputError
 
 MAX_ROUNDS = 4
 DEFAULT_COVERAGE = 0.9
@@ -147,7 +148,9 @@ class Target:
 def resolve_target(words: Sequence[str], torch_ops: bool = False, python: str | None = None) -> Target:
     """`train.py args` -> [python, train.py, args]; `./bin args` -> as given, checked to exist and be executable."""
     if not words:
-        raise InputError("nothing to profile: give a Python script or an executable (e.g. `ncuadvisor profile train.py`)")
+        raise InputError(
+            "nothing to profile: give a Python script or an executable (e.g. `ncuadvisor profile train.py`)"
+        )
     first, rest = words[0], list(words[1:])
     if first.startswith("-"):
         raise InputError(
@@ -186,8 +189,6 @@ def resolve_target(words: Sequence[str], torch_ops: bool = False, python: str | 
 # -- choosing kernels ---------------------------------------------------------------------------------------------
 
 
-
-
 def select_kernels(kernels: Sequence[Any], top: int | None = None, coverage: float | None = None) -> list[Any]:
     """The kernels worth the deep pass, by total time: the first `top`, or the fewest covering `coverage` of the
     GPU time (0.9 by default); with both, the coverage set capped at `top`. Always at least one."""
@@ -210,7 +211,9 @@ def select_kernels(kernels: Sequence[Any], top: int | None = None, coverage: flo
     return chosen[: max(1, top)] if top is not None else chosen
 
 
-def window_launch_count(launches: Sequence[dict[str, Any]], kernels: Sequence[Any], chosen: Sequence[Any]) -> int | None:
+def window_launch_count(
+    launches: Sequence[dict[str, Any]], kernels: Sequence[Any], chosen: Sequence[Any]
+) -> int | None:
     """How many launches of the chosen kernels' names (in phase 1's launch order) must be profiled so that every
     chosen kernel (name and launch shape) is among them; None when a chosen kernel never appears."""
     index = {f"k{i}": k for i, k in enumerate(kernels)}
@@ -249,7 +252,9 @@ def kernel_key(k: Any) -> tuple[str, str, str]:
 # -- merging ------------------------------------------------------------------------------------------------------
 
 
-def phase1_durations(phase1: dict[str, Any], launches: Sequence[dict[str, Any]]) -> dict[str, tuple[list[int], list[float]]]:
+def phase1_durations(
+    phase1: dict[str, Any], launches: Sequence[dict[str, Any]]
+) -> dict[str, tuple[list[int], list[float]]]:
     """Phase-1 kernel id -> (result ids, durations) of its launches, in launch order (a kernel of each process has
     an id of its own)."""
     out: dict[str, tuple[list[int], list[float]]] = {k["id"]: ([], []) for k in phase1["kernels"]}
@@ -273,8 +278,11 @@ def split_at(ids: list[int], durations: list[float], launch_ns: float | None) ->
     else:
         near = sorted(range(len(ids)), key=lambda i: durations[i])[(len(ids) - 1) // 2]
     variants = split_variants(ids, durations, ids[near])
-    return (len(ids) - sum(v.launches for v in variants), sum(durations) - sum(v.duration_ns for v in variants),
-            variants)
+    return (
+        len(ids) - sum(v.launches for v in variants),
+        sum(durations) - sum(v.duration_ns for v in variants),
+        variants,
+    )
 
 
 class Phase1Time:
@@ -320,8 +328,10 @@ def _unprofiled(entry: dict[str, Any]) -> dict[str, Any]:
         sections=[],
         profiled=False,
     )
-    e["variants"] = [dict(v, profiled=False, bound="unknown", bound_reason=None, headroom=None, findings=[],
-                          suppressed=[]) for v in e.get("variants") or []]
+    e["variants"] = [
+        dict(v, profiled=False, bound="unknown", bound_reason=None, headroom=None, findings=[], suppressed=[])
+        for v in e.get("variants") or []
+    ]
     return e
 
 
@@ -385,14 +395,21 @@ def merge_results(
             )
             # the profiled launch speaks for the phase-1 launches of its size; other sizes were timed only
             found = p1_durations.get(p["id"])
-            n, ns, variants = split_at(found[0], found[1], (d.get("roofline") or {}).get("duration_ns")) \
-                if found and found[0] else (p["launches"], p["duration_ns"], [])
+            n, ns, variants = (
+                split_at(found[0], found[1], (d.get("roofline") or {}).get("duration_ns"))
+                if found and found[0]
+                else (p["launches"], p["duration_ns"], [])
+            )
             e["analysed_launches"], e["analysed_duration_ns"] = n, ns
             e["variants"] = [variant_json(v, total) for v in variants]
             if variants:
                 lo, hi = p.get("launch_range_ns") or (None, None)
-                e["launch_note"] = spread_note(lo, hi, f"the launch profiled in depth stands for {n} of the "
-                                               f"{p['launches']} launches, the other sizes were timed in phase 1 only")
+                e["launch_note"] = spread_note(
+                    lo,
+                    hi,
+                    f"the launch profiled in depth stands for {n} of the "
+                    f"{p['launches']} launches, the other sizes were timed in phase 1 only",
+                )
         else:
             e = _unprofiled(p)
             e["time_share"] = (p["duration_ns"] / total) if total else 0.0
@@ -404,14 +421,16 @@ def merge_results(
     rep = base["report"]
     warnings: list[str] = [w for w in phase1["report"]["warnings"] if "lacks sections" not in w]
     sections: set[str] = set()
-    for path, res in deep:
+    for _path, res in deep:
         sections.update(res["report"].get("sections") or [])
         for w in res["report"]["warnings"]:
             if w not in warnings:
                 warnings.append(w)
-    for key, (path, d) in deep_by_key.items():
+    for key, (_path, d) in deep_by_key.items():
         if key not in used:
-            warnings.append(f"{d['name']} {d['grid']}x{d['block']} was profiled in phase 2 but not seen in phase 1: left out")
+            warnings.append(
+                f"{d['name']} {d['grid']}x{d['block']} was profiled in phase 2 but not seen in phase 1: left out"
+            )
     rep.update(
         processes=phase1["report"].get("processes", []),
         results=phase1["report"]["results"],
@@ -506,8 +525,9 @@ class ProgressUI:
                 expand=True,
             )
             self._progress.start()
-            self._task = self._progress.add_task("", total=total, phase=label.split(":")[0], count=self._count(0),
-                                                 detail="starting the program")
+            self._task = self._progress.add_task(
+                "", total=total, phase=label.split(":")[0], count=self._count(0), detail="starting the program"
+            )
 
     def _count(self, launch: int) -> str:
         if not self._total:
@@ -520,8 +540,9 @@ class ProgressUI:
             return
         if self._total is not None and not self._exact and launch > self._total:
             self._total = launch
-        self._progress.update(self._task, total=self._total, completed=self._done, count=self._count(launch),
-                              detail=detail)
+        self._progress.update(
+            self._task, total=self._total, completed=self._done, count=self._count(launch), detail=detail
+        )
 
     def _count_from(self, ev: ncu_mod.Event) -> None:
         if ev.n is not None:
@@ -540,8 +561,7 @@ class ProgressUI:
                 self._print_err(ev.text, "dim")
         elif ev.kind == "progress-partial":
             self._count_from(ev)
-            self._update(f"{escape(clip(name, 60))} · replay {ev.code}%",
-                         ev.i if ev.i is not None else self._done + 1)
+            self._update(f"{escape(clip(name, 60))} · replay {ev.code}%", ev.i if ev.i is not None else self._done + 1)
         elif ev.kind == "output":
             self._print_out(ev.text)
         elif ev.kind in ("error", "app-exit"):
@@ -684,23 +704,27 @@ def check_run(run: PhaseRun, filters: ncu_mod.Filters, target: Target, phase: st
         return
     if p.app_exit not in (None, 0) and p.profiled == 0:
         raise NothingProfiledError(
-            f"the program exited with code {p.app_exit} before any kernel was profiled ({phase}); "
-            "its output is above"
+            f"the program exited with code {p.app_exit} before any kernel was profiled ({phase}); its output is above"
         )
     if p.no_kernels or (p.profiled == 0 and not p.errors and run.rc == 0):
         what = []
         if filters.nvtx_include:
-            what.append("the NVTX filter " + " ".join(repr(x) for x in filters.nvtx_include) + " (a push/pop range "
-                        "holds only the kernels of the thread that opened it; a start/end range is selected with "
-                        "--nvtx-include NAME, without the trailing /)")
+            what.append(
+                "the NVTX filter " + " ".join(repr(x) for x in filters.nvtx_include) + " (a push/pop range "
+                "holds only the kernels of the thread that opened it; a start/end range is selected with "
+                "--nvtx-include NAME, without the trailing /)"
+            )
         if filters.kernel:
             what.append(f"--kernel {filters.kernel}")
         if filters.launch_skip:
             what.append(f"--launch-skip {filters.launch_skip}")
         avail = ""
         if p.available:
-            avail = "; kernels the program did launch: " + ", ".join(p.available[:10]) + (
-                " …" if len(p.available) > 10 else "")
+            avail = (
+                "; kernels the program did launch: "
+                + ", ".join(p.available[:10])
+                + (" …" if len(p.available) > 10 else "")
+            )
         if what:
             cause = "nothing matched " + " and ".join(what)
         elif p.available:
@@ -739,9 +763,12 @@ def report_base(output: Path) -> Path:
 
 
 def planned_reports(base: Path, full: bool) -> list[Path]:
-    names = [f"{base.name}.ncu-rep"] if full else [f"{base.name}.phase1.ncu-rep", f"{base.name}.ncu-rep"] + [
-        f"{base.name}.round{r}.ncu-rep" for r in range(2, MAX_ROUNDS + 1)
-    ]
+    names = (
+        [f"{base.name}.ncu-rep"]
+        if full
+        else [f"{base.name}.phase1.ncu-rep", f"{base.name}.ncu-rep"]
+        + [f"{base.name}.round{r}.ncu-rep" for r in range(2, MAX_ROUNDS + 1)]
+    )
     out = []
     for n in names:
         out += [base.parent / n, base.parent / (n + "z")]
@@ -766,7 +793,7 @@ def place_report(src: Path, dest_stem: Path, force: bool) -> Path:
 
 def profile(
     target: Annotated[
-        Optional[list[str]],
+        list[str] | None,
         typer.Argument(
             help="The program: a Python script (run with this Python) or an executable, then its own arguments. "
             "Options ncuadvisor knows are taken wherever they are: put the program after `--` to pass them to it.",
@@ -774,32 +801,46 @@ def profile(
         ),
     ] = None,
     output: Annotated[
-        Optional[Path],
-        typer.Option("--output", "-o", help="The report; the extension picks the format (.html .json .md). "
-                     "Default: <program name>.html here."),
+        Path | None,
+        typer.Option(
+            "--output",
+            "-o",
+            help="The report; the extension picks the format (.html .json .md). Default: <program name>.html here.",
+        ),
     ] = None,
     nvtx_range: Annotated[
-        Optional[list[str]],
-        typer.Option("--nvtx-range", help="Only kernels launched inside this NVTX push/pop range, e.g. "
-                     "torch.cuda.nvtx.range('step') (repeatable; becomes ncu's --nvtx-include 'step/')."),
+        list[str] | None,
+        typer.Option(
+            "--nvtx-range",
+            help="Only kernels launched inside this NVTX push/pop range, e.g. "
+            "torch.cuda.nvtx.range('step') (repeatable; becomes ncu's --nvtx-include 'step/').",
+        ),
     ] = None,
     nvtx_include: Annotated[
-        Optional[list[str]],
-        typer.Option("--nvtx-include", help="An ncu NVTX filter expression passed as it is (repeatable), e.g. "
-                     "'step_all_threads' for a start/end range, 'Domain@range/' or 'regex:iter_[0-9]+/'."),
+        list[str] | None,
+        typer.Option(
+            "--nvtx-include",
+            help="An ncu NVTX filter expression passed as it is (repeatable), e.g. "
+            "'step_all_threads' for a start/end range, 'Domain@range/' or 'regex:iter_[0-9]+/'.",
+        ),
     ] = None,
     kernel: Annotated[
-        Optional[str],
+        str | None,
         typer.Option("--kernel", "-k", help="Only kernels matching this ncu filter: a name, or 'regex:EXPR'."),
     ] = None,
     top: Annotated[
-        Optional[int],
+        int | None,
         typer.Option("--top", min=1, help="Profile in depth the K kernels with the most GPU time."),
     ] = None,
     coverage: Annotated[
-        Optional[float],
-        typer.Option("--coverage", min=0.0, max=1.0, help="Profile in depth the fewest kernels that hold this "
-                     "share of the GPU time (default 0.9; with --top, capped at K)."),
+        float | None,
+        typer.Option(
+            "--coverage",
+            min=0.0,
+            max=1.0,
+            help="Profile in depth the fewest kernels that hold this "
+            "share of the GPU time (default 0.9; with --top, capped at K).",
+        ),
     ] = None,
     full: Annotated[
         bool, typer.Option("--full", help="ncu's full set on every launch, one pass: the slow, exhaustive way.")
@@ -808,33 +849,45 @@ def profile(
         int, typer.Option("--launch-skip", min=0, help="Skip this many launches first (warm-up).")
     ] = 0,
     cache_control: Annotated[
-        Optional[CacheControl],
-        typer.Option("--cache-control", help="ncu's cache control between replay passes: all (flush; ncu's "
-                     "default) or none (keep caches warm, as in production)."),
+        CacheControl | None,
+        typer.Option(
+            "--cache-control",
+            help="ncu's cache control between replay passes: all (flush; ncu's "
+            "default) or none (keep caches warm, as in production).",
+        ),
     ] = None,
     clock_control: Annotated[
         ClockControl,
-        typer.Option("--clock-control", help="none: clocks as in production (peaks come from the measured "
-                     "clocks); base: ncu locks them to base."),
+        typer.Option(
+            "--clock-control",
+            help="none: clocks as in production (peaks come from the measured clocks); base: ncu locks them to base.",
+        ),
     ] = ClockControl.none,
     torch_ops: Annotated[
-        bool, typer.Option("--torch-ops", help="Run the script under PyTorch's NVTX emission: each kernel shows "
-                           "the ATen op and module that launched it (needs PyTorch).")
+        bool,
+        typer.Option(
+            "--torch-ops",
+            help="Run the script under PyTorch's NVTX emission: each kernel shows "
+            "the ATen op and module that launched it (needs PyTorch).",
+        ),
     ] = False,
     target_processes: Annotated[
-        Optional[TargetProcesses],
-        typer.Option("--target-processes", help="all (ncu's default: child processes too, e.g. workers and "
-                     "torchrun ranks, in the same report) or application-only."),
+        TargetProcesses | None,
+        typer.Option(
+            "--target-processes",
+            help="all (ncu's default: child processes too, e.g. workers and "
+            "torchrun ranks, in the same report) or application-only.",
+        ),
     ] = None,
     force: Annotated[bool, typer.Option("--force", help="Overwrite existing output and report files.")] = False,
     keep: Annotated[
         bool, typer.Option("--keep/--no-keep", help="Keep the .ncu-rep files next to the output (default).")
     ] = True,
     rules_dir: Annotated[
-        Optional[list[Path]], typer.Option("--rules-dir", help="A folder of your own rule files (repeatable).")
+        list[Path] | None, typer.Option("--rules-dir", help="A folder of your own rule files (repeatable).")
     ] = None,
     ncu_path: Annotated[
-        Optional[str], typer.Option("--ncu", help="The ncu executable (default: PATH, CUDA_HOME, usual folders).")
+        str | None, typer.Option("--ncu", help="The ncu executable (default: PATH, CUDA_HOME, usual folders).")
     ] = None,
     show: Annotated[int, typer.Option("--show", help="Kernels shown in the terminal summary.")] = 10,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress and no terminal summary.")] = False,
@@ -899,8 +952,19 @@ def profile(
     except OSError as exc:
         raise OutputError(f"{out_path}: cannot write in its folder ({exc.strerror or exc})") from exc
 
-    session = Session(ncu=ncu, info=info, target=tgt, filters=filters, ui=ui, env=env, work=work, base=base,
-                      force=force, rules=rules, torch_ops=torch_ops)
+    session = Session(
+        ncu=ncu,
+        info=info,
+        target=tgt,
+        filters=filters,
+        ui=ui,
+        env=env,
+        work=work,
+        base=base,
+        force=force,
+        rules=rules,
+        torch_ops=torch_ops,
+    )
     t0 = time.monotonic()
     try:
         if full:
@@ -926,8 +990,11 @@ def profile(
         con.print(f"\nwrote {escape(str(out_path))}")
         if keep and session.placed:
             reports = [p for p in session.placed if not str(p).endswith(".processes.json")]
-            con.print("reports: " + ", ".join(escape(str(p)) for p in session.placed)
-                      + f" (re-analyse one with `ncuadvisor report {escape(str(reports[-1] if reports else session.placed[-1]))}`)")
+            con.print(
+                "reports: "
+                + ", ".join(escape(str(p)) for p in session.placed)
+                + f" (re-analyse one with `ncuadvisor report {escape(str(reports[-1] if reports else session.placed[-1]))}`)"
+            )
     err = Console(stderr=True, highlight=False, soft_wrap=True)
     if session.interrupted:
         err.print(f"ncuadvisor: interrupted: wrote what was collected to {escape(str(out_path))} (partial)")
@@ -996,7 +1063,8 @@ class Session:
     def _meta(self, mode: str, extra: dict[str, Any]) -> dict[str, Any]:
         meta = {
             "mode": mode,
-            "target": self.target.argv if self.target.script is None or not self.torch_ops
+            "target": self.target.argv
+            if self.target.script is None or not self.torch_ops
             else [self.target.argv[0], "-c", "<ncuadvisor torch runner>", *self.target.argv[3:]],
             "ncu": self.ncu,
             "ncu_version": self.info.version_str,
@@ -1111,14 +1179,26 @@ class Session:
             # The window matches plain function names: measured on an H200, a demangled-name regex missed every cuBLAS
             # nvjet_* kernel (their demangled form in ncu's filter is not the name the report stores).
             base = {"window": "function", "config": "mangled"}.get(strategy, name_base)
-            names = [k.mangled if base == "mangled" else k.demangled if base == "demangled" else k.name
-                     for k in missing]
+            names = [
+                k.mangled if base == "mangled" else k.demangled if base == "demangled" else k.name for k in missing
+            ]
             out2 = str(self.work / f"phase2_{rnd}")
-            cmd2 = ncu_mod.phase2_command(self.ncu, out2, self.target.argv, self.filters, names, ANALYSIS_SECTIONS,
-                                          strategy=strategy, name_base=base,
-                                          launch_count=window if strategy == "window" else None)
-            label = f"phase 2/2: full analysis sections, one launch per kernel (round {rnd})" if rnd > 1 else \
-                "phase 2/2: full analysis sections, one launch per kernel"
+            cmd2 = ncu_mod.phase2_command(
+                self.ncu,
+                out2,
+                self.target.argv,
+                self.filters,
+                names,
+                ANALYSIS_SECTIONS,
+                strategy=strategy,
+                name_base=base,
+                launch_count=window if strategy == "window" else None,
+            )
+            label = (
+                f"phase 2/2: full analysis sections, one launch per kernel (round {rnd})"
+                if rnd > 1
+                else "phase 2/2: full analysis sections, one launch per kernel"
+            )
             # what the bar counts up to: the launches this round profiles (one per kernel and launch shape, as
             # far as phase 1 saw them), until ncu's own count replaces it
             expected = {"window": window, "config": configs}.get(strategy) or len(missing)
@@ -1139,10 +1219,16 @@ class Session:
                     res["report"]["name"] = dest.name if dest else res["report"]["name"]
                     deep.append((str(dest), res))
                 found |= keys
-            selection["rounds"].append({
-                "round": rnd, "strategy": strategy, "kernel_name_base": base, "asked": len(missing),
-                "found": len(new), "launches_profiled": run2.parser.profiled,
-            })
+            selection["rounds"].append(
+                {
+                    "round": rnd,
+                    "strategy": strategy,
+                    "kernel_name_base": base,
+                    "asked": len(missing),
+                    "found": len(new),
+                    "launches_profiled": run2.parser.profiled,
+                }
+            )
             still = [k for k in missing if kernel_key(k) not in found]
             if not new and name_base == "demangled" and run2.parser.profiled == 0 and rnd >= 2:
                 name_base = "function"  # the demangled names did not match at all: try the plain function names

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from ncuadvisor.units import finite
 
@@ -64,8 +65,10 @@ def findings_with_time(kernel: dict[str, Any]) -> list[tuple[list[dict[str, Any]
     parts: list[tuple[list[dict[str, Any]], float, int | None]] = [
         (kernel.get("findings") or [], own if own is not None else (finite(kernel.get("duration_ns")) or 0.0), None)
     ]
-    parts += [(v.get("findings") or [], finite(v.get("duration_ns")) or 0.0, i)
-              for i, v in enumerate(kernel.get("variants") or [])]
+    parts += [
+        (v.get("findings") or [], finite(v.get("duration_ns")) or 0.0, i)
+        for i, v in enumerate(kernel.get("variants") or [])
+    ]
     return parts
 
 
@@ -84,8 +87,9 @@ def savings_by_rule(kernel: dict[str, Any]) -> dict[str, tuple[dict[str, Any], f
     return out
 
 
-def shape_tagger(entries: list[Any], name: Callable[[Any], Any],
-                 shape: Callable[[Any], tuple[str, str]]) -> Callable[[Any], str]:
+def shape_tagger(
+    entries: list[Any], name: Callable[[Any], Any], shape: Callable[[Any], tuple[str, str]]
+) -> Callable[[Any], str]:
     """entry -> what tells it from the other entries of the same name: 'grid (8, 8, 1)', with the block where the
     grids agree too, and '' for an entry whose name is its own. `name` and `shape` (grid, block) read an entry; the
     tag depends on those values only, so an entry read again through a wrapper gets the same tag."""
@@ -105,8 +109,11 @@ def shape_tags(result: Any) -> dict[str, str]:
     """Kernel id -> its `shape_tagger` tag, for the kernels whose name other kernel groups share: a model's gemm is
     many groups, one per launch shape, and a list of five identical names cannot say which one to fix."""
     kernels = [k for k in (result.get("kernels") or []) if isinstance(k, dict)] if isinstance(result, dict) else []
-    tag = shape_tagger(kernels, lambda k: str(k.get("name") or k.get("demangled") or ""),
-                       lambda k: (str(k.get("grid") or "–"), str(k.get("block") or "–")))
+    tag = shape_tagger(
+        kernels,
+        lambda k: str(k.get("name") or k.get("demangled") or ""),
+        lambda k: (str(k.get("grid") or "–"), str(k.get("block") or "–")),
+    )
     return {str(k["id"]): t for k in kernels if k.get("id") is not None and (t := tag(k))}
 
 

@@ -12,8 +12,9 @@ byte counts (`--set basic`) gets its memory floor from DRAM utilization: duratio
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 from ncuadvisor.model import num
 

@@ -8,12 +8,13 @@ for every kernel, skips the rule (and says why) when the report lacks them, and 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
-from typing import Any, ClassVar, Iterable
+from typing import Any, ClassVar
 
-from ncuadvisor.units import fmt_ns as _units_fmt_ns
 from ncuadvisor.model import Kernel, SourceLine, num
 from ncuadvisor.roofline import PRACTICAL_FRACTION, Roofline
+from ncuadvisor.units import fmt_ns as _units_fmt_ns
 
 CATEGORIES = (
     "at-roofline",
@@ -136,8 +137,15 @@ class KernelContext:
     def block_size(self) -> int:
         return int(self.m("launch__block_size") or 0)
 
-    def top_lines(self, name: str, limit: int = 3, min_share: float = 0.05, sass_filter: Any = None,
-                  memory_only: bool = False, pcs: set[int] | None = None) -> list[SourceRef]:
+    def top_lines(
+        self,
+        name: str,
+        limit: int = 3,
+        min_share: float = 0.05,
+        sass_filter: Any = None,
+        memory_only: bool = False,
+        pcs: set[int] | None = None,
+    ) -> list[SourceRef]:
         """The source lines with the largest share of a per-instruction metric, instructions merged per line.
         `memory_only` looks only at load/store/atomic instructions (the `memory_type` metric's), so that a SASS filter
         need not read the text of every instruction."""
@@ -235,7 +243,7 @@ def time_after(duration_ns: float, new_ns: float, floor_ns: float | None) -> flo
     return max(0.0, min(1.0, 1.0 - new_ns / duration_ns))
 
 
-def unit_floor_ns(k: "KernelContext") -> float | None:
+def unit_floor_ns(k: KernelContext) -> float | None:
     """The time the busiest unit (Speed Of Light) needs for the kernel's current instructions and traffic, at the
     practical fraction of its peak: the limit of fixes that change neither (occupancy, grid size, latency hiding)."""
     r = k.roofline
@@ -257,8 +265,29 @@ def unit_floor_ns(k: "KernelContext") -> float | None:
 # unloaded HBM latency that microbenchmarks of Hopper report (several hundred cycles).
 DRAM_LATENCY_CYCLES = 520.0
 _FLOW_BREAK = ("BRA", "EXIT", "RET", "BAR", "BSYNC", "WARPSYNC", "CALL", "JMP", "BRX", "JMX")
-_NO_DEST = ("ST", "RED", "BRA", "EXIT", "RET", "BAR", "BSYNC", "BSSY", "WARPSYNC", "CALL", "JMP", "MEMBAR", "NOP",
-            "DEPBAR", "ERRBAR", "CCTL", "YIELD", "BPT", "BRX", "JMX", "ARRIVES")
+_NO_DEST = (
+    "ST",
+    "RED",
+    "BRA",
+    "EXIT",
+    "RET",
+    "BAR",
+    "BSYNC",
+    "BSSY",
+    "WARPSYNC",
+    "CALL",
+    "JMP",
+    "MEMBAR",
+    "NOP",
+    "DEPBAR",
+    "ERRBAR",
+    "CCTL",
+    "YIELD",
+    "BPT",
+    "BRX",
+    "JMX",
+    "ARRIVES",
+)
 _REG_RE = re.compile(r"(?<![A-Za-z0-9_])R(\d+)(\.64|\.128)?")
 
 
@@ -270,7 +299,7 @@ def _regs(operand: str) -> set[int]:
     return out
 
 
-def global_loads_in_flight(k: "KernelContext") -> tuple[float, float]:
+def global_loads_in_flight(k: KernelContext) -> tuple[float, float]:
     """(loads, bytes) a warp keeps in flight: the most global loads (LDG) of the kernel's hot path that its SASS issues
     before it must wait for one of them, from register dataflow over the listing in address order (a use of a load's
     register waits for it and every earlier load; a branch or barrier waits for all). Hot loads are those executed at
@@ -295,7 +324,7 @@ def global_loads_in_flight(k: "KernelContext") -> tuple[float, float]:
         used = set().union(*(_regs(o) for o in (operands[1:] if has_dest else operands)))
         hit = [i for i, (regs, _) in enumerate(pending) if regs & used]
         if hit:
-            pending = pending[max(hit) + 1:]
+            pending = pending[max(hit) + 1 :]
         if loads.get(e.pc, -1.0) >= hot_min:
             width = access_bytes(e.sass) or 4
             first = min(_regs(operands[0]) or {0}) if operands else 0
@@ -312,7 +341,7 @@ def _opcode(sass: str) -> str:
     return parts[0] if parts else ""
 
 
-def warps_per_sm(k: "KernelContext") -> float | None:
+def warps_per_sm(k: KernelContext) -> float | None:
     """Achieved resident warps per SM (Occupancy section), None without it."""
     pct = k.m("sm__warps_active.avg.pct_of_peak_sustained_active")
     if pct is None:
@@ -320,7 +349,7 @@ def warps_per_sm(k: "KernelContext") -> float | None:
     return pct / 100.0 * float(k.device.get("max_warps_per_sm") or 64)
 
 
-def streaming_ns(k: "KernelContext", bytes_in_flight_per_warp: float, warps: float | None = None) -> float | None:
+def streaming_ns(k: KernelContext, bytes_in_flight_per_warp: float, warps: float | None = None) -> float | None:
     """The latency-plus-throughput time of the kernel's compulsory bytes (model above DRAM_LATENCY_CYCLES): the read
     share of them per SM × DRAM latency ÷ bytes in flight per SM, plus the roofline floor. `warps` per SM defaults
     to the achieved ones. None when the report lacks bytes, clocks or occupancy."""
@@ -339,7 +368,7 @@ def streaming_ns(k: "KernelContext", bytes_in_flight_per_warp: float, warps: flo
     return latency_cycles / r.sm_clock_hz * 1e9 + r.theoretical_ns
 
 
-def parallelism_ns(k: "KernelContext", gain: float) -> float | None:
+def parallelism_ns(k: KernelContext, gain: float) -> float | None:
     """The time after a fix that multiplies the work in flight by `gain` (more resident warps, more independent loads
     per warp), in the same latency-plus-throughput model as `streaming_ns`: the measured time splits into a throughput
     term, the busiest unit's work at its peak (duration × its Speed Of Light %), which the fix keeps, and a latency
@@ -404,8 +433,9 @@ class ProgramFinding:
 class ProgramContext:
     """What a program rule sees: every kernel entry (with roofline and findings) and every launch in order."""
 
-    def __init__(self, kernels: list[dict[str, Any]], launches: list[dict[str, Any]], device: dict[str, Any],
-                 total_ns: float):
+    def __init__(
+        self, kernels: list[dict[str, Any]], launches: list[dict[str, Any]], device: dict[str, Any], total_ns: float
+    ):
         self.kernels = kernels  # result kernel entries (dicts), by total time
         self.by_id = {k["id"]: k for k in kernels}
         # one dict per result in launch order: {"result_id", "kernel_id", "stream", "duration_ns",
@@ -459,9 +489,26 @@ def access_bytes(sass: str, size_type: float | None = None) -> int | None:
 
 
 # Warp stall reasons of the Warp State Statistics section, as ncu names them.
-STALL_REASONS = ("long_scoreboard", "barrier", "mio_throttle", "lg_throttle", "short_scoreboard",
-                 "math_pipe_throttle", "wait", "not_selected", "selected", "membar", "drain", "no_instruction",
-                 "dispatch_stall", "tex_throttle", "branch_resolving", "imc_miss", "misc", "sleeping")
+STALL_REASONS = (
+    "long_scoreboard",
+    "barrier",
+    "mio_throttle",
+    "lg_throttle",
+    "short_scoreboard",
+    "math_pipe_throttle",
+    "wait",
+    "not_selected",
+    "selected",
+    "membar",
+    "drain",
+    "no_instruction",
+    "dispatch_stall",
+    "tex_throttle",
+    "branch_resolving",
+    "imc_miss",
+    "misc",
+    "sleeping",
+)
 
 
 def stall_metric(reason: str) -> str:

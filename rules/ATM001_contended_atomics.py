@@ -44,42 +44,61 @@ class ContendedAtomics(Rule):
     def check(self, k: KernelContext):
         r = k.roofline
         atom = (k.m("l1tex__t_requests_pipe_lsu_mem_global_op_atom.sum") or 0) + (
-            k.m("l1tex__t_requests_pipe_lsu_mem_global_op_red.sum") or 0)
+            k.m("l1tex__t_requests_pipe_lsu_mem_global_op_red.sum") or 0
+        )
         loads = k.m("l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum") or 0
         if atom <= 0 or atom < self.thresholds["min_atomic_ratio"] * max(loads, 1):
             return None
         if r.headroom is None or r.headroom < self.thresholds["min_headroom"]:
             return None
-        lines = k.top_lines("inst_executed", limit=3, min_share=0.0,
-                            sass_filter=lambda s: s.startswith(("RED", "ATOM", "ATOMG")), memory_only=True)
+        lines = k.top_lines(
+            "inst_executed",
+            limit=3,
+            min_share=0.0,
+            sass_filter=lambda s: s.startswith(("RED", "ATOM", "ATOMG")),
+            memory_only=True,
+        )
         loads_in_flight, inflight = global_loads_in_flight(k)
         new_ns = streaming_ns(k, inflight) or 0.0
         if k.is_triton:
-            fix = ("Reduce inside the program before `tl.atomic_add`: accumulate the block's contribution with "
-                   "`tl.sum`/`tl.histogram` and issue one atomic per bin per program.")
+            fix = (
+                "Reduce inside the program before `tl.atomic_add`: accumulate the block's contribution with "
+                "`tl.sum`/`tl.histogram` and issue one atomic per bin per program."
+            )
             code = "counts = tl.histogram(vals, NUM_BINS)\ntl.atomic_add(bins_ptr + tl.arange(0, NUM_BINS), counts)"
         else:
-            fix = ("Pre-reduce the updates: keep a per-block copy in shared memory, update it with shared-memory "
-                   "atomics, and add it to global memory once per block (or aggregate equal keys within a warp).")
-            code = ("__shared__ unsigned s_bins[256];\n"
-                    "for (int b = threadIdx.x; b < 256; b += blockDim.x) s_bins[b] = 0;\n__syncthreads();\n"
-                    "for (size_t i = tid; i < n; i += stride) atomicAdd(&s_bins[data[i] & 255], 1u);\n"
-                    "__syncthreads();\n"
-                    "for (int b = threadIdx.x; b < 256; b += blockDim.x) atomicAdd(&bins[b], s_bins[b]);")
+            fix = (
+                "Pre-reduce the updates: keep a per-block copy in shared memory, update it with shared-memory "
+                "atomics, and add it to global memory once per block (or aggregate equal keys within a warp)."
+            )
+            code = (
+                "__shared__ unsigned s_bins[256];\n"
+                "for (int b = threadIdx.x; b < 256; b += blockDim.x) s_bins[b] = 0;\n__syncthreads();\n"
+                "for (size_t i = tid; i < n; i += stride) atomicAdd(&s_bins[data[i] & 255], 1u);\n"
+                "__syncthreads();\n"
+                "for (int b = threadIdx.x; b < 256; b += blockDim.x) atomicAdd(&bins[b], s_bins[b]);"
+            )
         return self.finding(
             title=f"Contended global atomics: {atom:,.0f} atomic requests, {r.headroom:.0f}× the floor",
-            message=(f"The kernel issues {atom:,.0f} global atomic requests ({atom / max(loads, 1):.1f} per load) and "
-                     f"runs at {r.headroom:.0f}× its roofline floor: the atomics serialize on a few addresses."),
+            message=(
+                f"The kernel issues {atom:,.0f} global atomic requests ({atom / max(loads, 1):.1f} per load) and "
+                f"runs at {r.headroom:.0f}× its roofline floor: the atomics serialize on a few addresses."
+            ),
             fix=fix,
             fix_code=code,
             estimated_speedup=time_after(r.duration_ns or 0, new_ns, r.theoretical_ns),
-            speedup_model=(f"With the updates pre-reduced, the kernel streams its input with {loads_in_flight:.0f} "
-                           "load(s) in flight per warp: latency + throughput of its compulsory bytes"
-                           + (f" ({new_ns / 1e3:.1f} µs)" if new_ns else "") + ", not below the roofline floor at "
-                           "85% of peak."),
+            speedup_model=(
+                f"With the updates pre-reduced, the kernel streams its input with {loads_in_flight:.0f} "
+                "load(s) in flight per warp: latency + throughput of its compulsory bytes"
+                + (f" ({new_ns / 1e3:.1f} µs)" if new_ns else "")
+                + ", not below the roofline floor at "
+                "85% of peak."
+            ),
             confidence="medium",
-            evidence=[Evidence("atomic_requests", atom, None, "global atom + red requests"),
-                      Evidence("atomic_per_load", round(atom / max(loads, 1), 3), self.thresholds["min_atomic_ratio"]),
-                      Evidence("headroom", round(r.headroom, 1), self.thresholds["min_headroom"])],
+            evidence=[
+                Evidence("atomic_requests", atom, None, "global atom + red requests"),
+                Evidence("atomic_per_load", round(atom / max(loads, 1), 3), self.thresholds["min_atomic_ratio"]),
+                Evidence("headroom", round(r.headroom, 1), self.thresholds["min_headroom"]),
+            ],
             source=lines,
         )

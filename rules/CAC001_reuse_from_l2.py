@@ -43,11 +43,22 @@ class ReuseFromL2(Rule):
     category = "cache"
     title = "Reuse served by L2, not L1: the threads that share data are in different blocks"
     requires = ("lts__t_sectors_srcunit_tex_op_read.sum", "dram__bytes_read.sum", "l1tex__t_sector_hit_rate.pct")
-    optional = ("lts__t_sectors_srcunit_tex.sum", "derived__memory_l2_theoretical_sectors_global_excessive",
-                "launch__block_dim_x", "launch__block_dim_y", "launch__block_dim_z", "launch__grid_dim_y")
+    optional = (
+        "lts__t_sectors_srcunit_tex.sum",
+        "derived__memory_l2_theoretical_sectors_global_excessive",
+        "launch__block_dim_x",
+        "launch__block_dim_y",
+        "launch__block_dim_z",
+        "launch__grid_dim_y",
+    )
     per_instruction = ("inst_executed", "memory_type")
-    thresholds = {"min_l2_pct": 60.0, "min_l2_over_dram": 1.5, "max_l1_hit_pct": 50.0, "min_reuse": 4.0,
-                  "max_excess_share": 0.25}
+    thresholds = {
+        "min_l2_pct": 60.0,
+        "min_l2_over_dram": 1.5,
+        "max_l1_hit_pct": 50.0,
+        "min_reuse": 4.0,
+        "max_excess_share": 0.25,
+    }
 
     def check(self, k: KernelContext):
         r, t = k.roofline, self.thresholds
@@ -75,45 +86,65 @@ class ReuseFromL2(Rule):
         bx, by, bz = (int(k.m(f"launch__block_dim_{d}") or 0) for d in "xyz")
         grid_y = int(k.m("launch__grid_dim_y") or 0)
         if k.is_triton:
-            fix = ("Programs that read the same inputs run far apart: load one 2-D tile per program (e.g. "
-                   "[BLOCK_Y + halo, BLOCK_X] with tl.load) and compute all of its outputs from it, or group the "
-                   "program ids (GROUP_SIZE_M, as in the Triton matmul tutorial) so that programs sharing inputs run "
-                   "at the same time.")
-            code = ("pid_m, pid_n = tl.program_id(0), tl.program_id(1)\n"
-                    "rows = pid_m * BLOCK_Y + tl.arange(0, BLOCK_Y + 2 * R)[:, None]   # the tile with its halo\n"
-                    "tile = tl.load(x_ptr + rows * stride + cols[None, :], mask=mask)  # once per program")
+            fix = (
+                "Programs that read the same inputs run far apart: load one 2-D tile per program (e.g. "
+                "[BLOCK_Y + halo, BLOCK_X] with tl.load) and compute all of its outputs from it, or group the "
+                "program ids (GROUP_SIZE_M, as in the Triton matmul tutorial) so that programs sharing inputs run "
+                "at the same time."
+            )
+            code = (
+                "pid_m, pid_n = tl.program_id(0), tl.program_id(1)\n"
+                "rows = pid_m * BLOCK_Y + tl.arange(0, BLOCK_Y + 2 * R)[:, None]   # the tile with its halo\n"
+                "tile = tl.load(x_ptr + rows * stride + cols[None, :], mask=mask)  # once per program"
+            )
         elif by == 1 and bz == 1 and grid_y > 1 and bx >= 64:
-            fix = (f"The {bx}×1 blocks put the threads that share inputs (the rows above and below) into different "
-                   f"blocks: launch 2-D blocks so they share L1, e.g. dim3(32, {max(1, bx // 32)}) or dim3(32, 32), "
-                   "and index rows with threadIdx.y; or stage the block's tile with its halo in shared memory.")
-            code = (f"dim3 block(32, {max(1, bx // 32)});            // was dim3({bx}, 1)\n"
-                    "dim3 grid(W / block.x, H / block.y);\n"
-                    "int x = blockIdx.x * blockDim.x + threadIdx.x, y = blockIdx.y * blockDim.y + threadIdx.y;")
+            fix = (
+                f"The {bx}×1 blocks put the threads that share inputs (the rows above and below) into different "
+                f"blocks: launch 2-D blocks so they share L1, e.g. dim3(32, {max(1, bx // 32)}) or dim3(32, 32), "
+                "and index rows with threadIdx.y; or stage the block's tile with its halo in shared memory."
+            )
+            code = (
+                f"dim3 block(32, {max(1, bx // 32)});            // was dim3({bx}, 1)\n"
+                "dim3 grid(W / block.x, H / block.y);\n"
+                "int x = blockIdx.x * blockDim.x + threadIdx.x, y = blockIdx.y * blockDim.y + threadIdx.y;"
+            )
         else:
-            fix = ("Blocks re-read lines other blocks already fetched: stage each block's input tile (with its halo) in "
-                   "shared memory once, or have each thread compute several neighbouring outputs and keep the values "
-                   "they share in registers; for tiled matrix products, walk the tiles in grouped (swizzled) order so "
-                   "that blocks running together share their inputs in L2 and L1.")
-            code = ("__shared__ float tile[BY + 2 * R][BX + 2 * R];   // the block's inputs, read once from global\n"
-                    "/* cooperative load of the tile and its halo */  __syncthreads();\n"
-                    "/* every tap from tile[][] */")
-        lines = k.top_lines("inst_executed", limit=2, min_share=0.0,
-                            sass_filter=lambda s: s.startswith("LDG"), memory_only=True)
+            fix = (
+                "Blocks re-read lines other blocks already fetched: stage each block's input tile (with its halo) in "
+                "shared memory once, or have each thread compute several neighbouring outputs and keep the values "
+                "they share in registers; for tiled matrix products, walk the tiles in grouped (swizzled) order so "
+                "that blocks running together share their inputs in L2 and L1."
+            )
+            code = (
+                "__shared__ float tile[BY + 2 * R][BX + 2 * R];   // the block's inputs, read once from global\n"
+                "/* cooperative load of the tile and its halo */  __syncthreads();\n"
+                "/* every tap from tile[][] */"
+            )
+        lines = k.top_lines(
+            "inst_executed", limit=2, min_share=0.0, sass_filter=lambda s: s.startswith("LDG"), memory_only=True
+        )
         return self.finding(
             title=f"Reuse served by L2, not L1: L2 sends {reuse:.0f}× the bytes DRAM delivers",
-            message=(f"L2 is {l2:.0f}% busy (DRAM {dram:.0f}%): it sent L1 {fmt_bytes(l2_read)} for "
-                     f"{fmt_bytes(dram_read)} read from DRAM, and L1 hit only {hit:.0f}% of its sectors. The data is "
-                     "reused, but by threads in other blocks, so every reuse is another trip to L2."),
+            message=(
+                f"L2 is {l2:.0f}% busy (DRAM {dram:.0f}%): it sent L1 {fmt_bytes(l2_read)} for "
+                f"{fmt_bytes(dram_read)} read from DRAM, and L1 hit only {hit:.0f}% of its sectors. The data is "
+                "reused, but by threads in other blocks, so every reuse is another trip to L2."
+            ),
             fix=fix,
             fix_code=code,
             estimated_speedup=time_after(r.duration_ns, new_ns, r.theoretical_ns),
-            speedup_model=(f"The reuse traffic leaves L2; L1, DRAM and the SM keep their work: the busiest of them "
-                           f"({rest:.0f}% of {fmt_ns(r.duration_ns)}) at {PRACTICAL_FRACTION:.0%} of its peak, "
-                           f"{fmt_ns(new_ns)}."),
+            speedup_model=(
+                f"The reuse traffic leaves L2; L1, DRAM and the SM keep their work: the busiest of them "
+                f"({rest:.0f}% of {fmt_ns(r.duration_ns)}) at {PRACTICAL_FRACTION:.0%} of its peak, "
+                f"{fmt_ns(new_ns)}."
+            ),
             confidence="medium",
-            evidence=[Evidence("l2_pct", round(l2, 1), t["min_l2_pct"], "L2 throughput", "%"),
-                      Evidence("l1_hit_pct", round(hit, 1), t["max_l1_hit_pct"], "L1 hit rate", "%"),
-                      Evidence("l2_to_dram_read_ratio", round(reuse, 1), t["min_reuse"],
-                               "L2→L1 bytes per DRAM byte read", "×")],
+            evidence=[
+                Evidence("l2_pct", round(l2, 1), t["min_l2_pct"], "L2 throughput", "%"),
+                Evidence("l1_hit_pct", round(hit, 1), t["max_l1_hit_pct"], "L1 hit rate", "%"),
+                Evidence(
+                    "l2_to_dram_read_ratio", round(reuse, 1), t["min_reuse"], "L2→L1 bytes per DRAM byte read", "×"
+                ),
+            ],
             source=lines,
         )

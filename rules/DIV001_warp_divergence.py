@@ -46,28 +46,43 @@ class WarpDivergence(Rule):
             return None
         weight = 1.0 if r.bound == "compute" else 0.5
         new_ns = (r.duration_ns or 0) * (1 - weight * (1 - eff))
-        low = {e.pc for e in k.per_instruction("derived__avg_thread_executed")
-               if e.value < self.thresholds["max_line_threads"]}
+        low = {
+            e.pc
+            for e in k.per_instruction("derived__avg_thread_executed")
+            if e.value < self.thresholds["max_line_threads"]
+        }
         lines = k.top_lines("inst_executed", limit=3, min_share=0.0, pcs=low)
         if k.is_triton:
-            fix = ("Lanes of a program disagree: masked `tl.where` work or data-dependent branches. Split the work by "
-                   "condition into separate programs (or kernels), or sort the inputs so a block shares one path.")
+            fix = (
+                "Lanes of a program disagree: masked `tl.where` work or data-dependent branches. Split the work by "
+                "condition into separate programs (or kernels), or sort the inputs so a block shares one path."
+            )
             code = "out = tl.where(cond, a, b)  # only when both sides are cheap"
         else:
-            fix = (f"Warps execute with {ratio:.1f} of 32 threads active on average: make the branch condition "
-                   "uniform per warp (branch on the warp index, or bin/sort the work so a warp's 32 lanes agree).")
+            fix = (
+                f"Warps execute with {ratio:.1f} of 32 threads active on average: make the branch condition "
+                "uniform per warp (branch on the warp index, or bin/sort the work so a warp's 32 lanes agree)."
+            )
             code = "if ((threadIdx.x / 32) & 1) x = path_a(x); else x = path_b(x);   // was threadIdx.x & 1"
         return self.finding(
             title=f"Warp divergence: {ratio:.1f} of 32 threads active per instruction",
-            message=(f"On average only {ratio:.1f} threads execute each warp instruction ({eff:.0%}); the "
-                     f"{r.bound}-bound kernel spends its issue slots on masked lanes."),
+            message=(
+                f"On average only {ratio:.1f} threads execute each warp instruction ({eff:.0%}); the "
+                f"{r.bound}-bound kernel spends its issue slots on masked lanes."
+            ),
             fix=fix,
             fix_code=code,
             estimated_speedup=time_after(r.duration_ns or 0, new_ns, r.theoretical_ns),
             speedup_model=f"Issued warp instructions scale with efficiency: time × (1 - {weight:g} × {1 - eff:.2f}), "
             "not below the roofline floor.",
             confidence="medium",
-            evidence=[Evidence("smsp__thread_inst_executed_per_inst_executed.ratio", round(ratio, 2),
-                               self.thresholds["max_efficiency"] * 32, "active threads per instruction")],
+            evidence=[
+                Evidence(
+                    "smsp__thread_inst_executed_per_inst_executed.ratio",
+                    round(ratio, 2),
+                    self.thresholds["max_efficiency"] * 32,
+                    "active threads per instruction",
+                )
+            ],
             source=lines,
         )

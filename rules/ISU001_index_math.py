@@ -2,11 +2,55 @@ from ncuadvisor.rules_api import Evidence, KernelContext, Rule, _opcode, time_af
 
 # Opcode families (SASS, sm_70 and later). Everything else that executes is bookkeeping: integer and address
 # arithmetic (IMAD, LEA, IADD3, SHF, LOP3), compares and selects (ISETP, SEL, VIMNMX), moves and conversions.
-MATH = ("FFMA", "FADD", "FMUL", "FMNMX", "FCHK", "HFMA2", "HADD2", "HMUL2", "HMNMX2", "HMMA", "HGMMA", "DFMA", "DADD",
-        "DMUL", "DMNMX", "MUFU", "IMMA", "IDP", "QGMMA", "IGMMA", "BMMA")
+MATH = (
+    "FFMA",
+    "FADD",
+    "FMUL",
+    "FMNMX",
+    "FCHK",
+    "HFMA2",
+    "HADD2",
+    "HMUL2",
+    "HMNMX2",
+    "HMMA",
+    "HGMMA",
+    "DFMA",
+    "DADD",
+    "DMUL",
+    "DMNMX",
+    "MUFU",
+    "IMMA",
+    "IDP",
+    "QGMMA",
+    "IGMMA",
+    "BMMA",
+)
 MEMORY = ("LD", "ST", "ATOM", "RED", "UTMA", "UBLKCP", "LDGSTS", "LDSM", "STSM", "SULD", "SUST", "TEX", "TLD")
-CONTROL = ("BRA", "EXIT", "BAR", "BSSY", "BSYNC", "WARPSYNC", "RET", "CALL", "NOP", "YIELD", "DEPBAR", "MEMBAR",
-           "ERRBAR", "JMP", "BREAK", "WARPGROUP", "SYNCS", "ELECT", "VOTE", "MATCH", "SHFL", "REDUX", "NANOSLEEP")
+CONTROL = (
+    "BRA",
+    "EXIT",
+    "BAR",
+    "BSSY",
+    "BSYNC",
+    "WARPSYNC",
+    "RET",
+    "CALL",
+    "NOP",
+    "YIELD",
+    "DEPBAR",
+    "MEMBAR",
+    "ERRBAR",
+    "JMP",
+    "BREAK",
+    "WARPGROUP",
+    "SYNCS",
+    "ELECT",
+    "VOTE",
+    "MATCH",
+    "SHFL",
+    "REDUX",
+    "NANOSLEEP",
+)
 
 
 def family(sass: str) -> str:
@@ -65,8 +109,13 @@ class IndexMath(Rule):
     languages = ("cuda", "triton", "pytorch")
     requires = ("smsp__issue_active.avg.pct_of_peak_sustained_active",)
     per_instruction = ("inst_executed",)
-    thresholds = {"min_headroom": 1.5, "min_issue_pct": 50.0, "min_overhead_share": 0.5, "coverage": 0.95,
-                  "removable_fraction": 0.5}
+    thresholds = {
+        "min_headroom": 1.5,
+        "min_issue_pct": 50.0,
+        "min_overhead_share": 0.5,
+        "coverage": 0.95,
+        "removable_fraction": 0.5,
+    }
 
     def check(self, k: KernelContext):
         t = self.thresholds
@@ -99,38 +148,54 @@ class IndexMath(Rule):
         new_ns = r.duration_ns * (1.0 - t["removable_fraction"] * share)
         lines = k.top_lines("inst_executed", limit=2, min_share=0.02, pcs=overhead_pcs)
         if k.language == "triton":
-            fix = ("Most issued instructions compute offsets and masks: use bigger BLOCK sizes so each program does "
-                   "more work per offset computation, drop masks in the interior (an EVEN_N constexpr fast path), and "
-                   "tell the compiler about alignment with tl.multiple_of / tl.max_contiguous.")
-            code = ("offs = pid * BLOCK + tl.arange(0, BLOCK)\n"
-                    "offs = tl.max_contiguous(tl.multiple_of(offs, BLOCK), BLOCK)\n"
-                    "x = tl.load(X + offs) if EVEN_N else tl.load(X + offs, mask=offs < n)")
+            fix = (
+                "Most issued instructions compute offsets and masks: use bigger BLOCK sizes so each program does "
+                "more work per offset computation, drop masks in the interior (an EVEN_N constexpr fast path), and "
+                "tell the compiler about alignment with tl.multiple_of / tl.max_contiguous."
+            )
+            code = (
+                "offs = pid * BLOCK + tl.arange(0, BLOCK)\n"
+                "offs = tl.max_contiguous(tl.multiple_of(offs, BLOCK), BLOCK)\n"
+                "x = tl.load(X + offs) if EVEN_N else tl.load(X + offs, mask=offs < n)"
+            )
         elif k.language == "pytorch":
-            fix = ("This ATen kernel spends its issue slots on index arithmetic, which TensorIterator needs for "
-                   "non-contiguous, broadcast or type-promoting inputs: make the inputs contiguous (and of one dtype) "
-                   "before the op, or let torch.compile fuse it into a kernel with simple indexing.")
+            fix = (
+                "This ATen kernel spends its issue slots on index arithmetic, which TensorIterator needs for "
+                "non-contiguous, broadcast or type-promoting inputs: make the inputs contiguous (and of one dtype) "
+                "before the op, or let torch.compile fuse it into a kernel with simple indexing."
+            )
             code = "y = torch.compile(fn)(x)          # or: x = x.contiguous() once, before the elementwise chain"
         else:
-            fix = ("Hoist the address arithmetic out of the inner loop (advance a pointer by the row pitch), use 32-bit "
-                   "indices, give interior blocks a path without clamps, and compute several outputs per thread so "
-                   "that the index math and the loaded neighbours are shared.")
-            code = ("const float* row = in + (y - R) * w + x - R;          // interior block: no clamps, int indices\n"
-                    "for (int dy = 0; dy <= 2 * R; ++dy, row += w)\n"
-                    "  for (int dx = 0; dx <= 2 * R; ++dx) acc += row[dx];")
+            fix = (
+                "Hoist the address arithmetic out of the inner loop (advance a pointer by the row pitch), use 32-bit "
+                "indices, give interior blocks a path without clamps, and compute several outputs per thread so "
+                "that the index math and the loaded neighbours are shared."
+            )
+            code = (
+                "const float* row = in + (y - R) * w + x - R;          // interior block: no clamps, int indices\n"
+                "for (int dy = 0; dy <= 2 * R; ++dy, row += w)\n"
+                "  for (int dx = 0; dx <= 2 * R; ++dx) acc += row[dx];"
+            )
         return self.finding(
             title=f"{share:.0%} of issued instructions are index arithmetic",
-            message=(f"The schedulers issue in {issue:.0f}% of cycles, and {share:.0%} of the executed instructions "
-                     f"are integer/address bookkeeping (floating-point math {counts['math'] / seen:.0%}, loads and "
-                     f"stores {counts['memory'] / seen:.0%}): the kernel is issue-bound on index math, "
-                     f"{r.headroom:.1f}× above its roofline floor."),
+            message=(
+                f"The schedulers issue in {issue:.0f}% of cycles, and {share:.0%} of the executed instructions "
+                f"are integer/address bookkeeping (floating-point math {counts['math'] / seen:.0%}, loads and "
+                f"stores {counts['memory'] / seen:.0%}): the kernel is issue-bound on index math, "
+                f"{r.headroom:.1f}× above its roofline floor."
+            ),
             fix=fix,
             fix_code=code,
             estimated_speedup=time_after(r.duration_ns, new_ns, r.theoretical_ns),
-            speedup_model=(f"Issue-bound: time follows issued instructions; removing half of the bookkeeping ones gives "
-                           f"time × (1 − {t['removable_fraction']} × {share:.2f})."),
+            speedup_model=(
+                f"Issue-bound: time follows issued instructions; removing half of the bookkeeping ones gives "
+                f"time × (1 − {t['removable_fraction']} × {share:.2f})."
+            ),
             confidence="low",
-            evidence=[Evidence("overhead_instruction_share", round(share, 3), t["min_overhead_share"]),
-                      Evidence("issue_active_pct", round(issue, 1), t["min_issue_pct"], "issue slots busy", "%"),
-                      Evidence("headroom", round(r.headroom, 2), t["min_headroom"])],
+            evidence=[
+                Evidence("overhead_instruction_share", round(share, 3), t["min_overhead_share"]),
+                Evidence("issue_active_pct", round(issue, 1), t["min_issue_pct"], "issue slots busy", "%"),
+                Evidence("headroom", round(r.headroom, 2), t["min_headroom"]),
+            ],
             source=lines,
         )

@@ -40,12 +40,21 @@ class DependentLoads(Rule):
     slug = "dependent-loads"
     category = "latency"
     title = "Too few loads in flight (dependent loads)"
-    requires = (stall("long_scoreboard"), "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum",
-                "sm__maximum_warps_per_active_cycle_pct", "launch__grid_size", "launch__block_size")
+    requires = (
+        stall("long_scoreboard"),
+        "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum",
+        "sm__maximum_warps_per_active_cycle_pct",
+        "launch__grid_size",
+        "launch__block_size",
+    )
     optional = tuple(stall(s) for s in STALLS if s != "long_scoreboard")
     per_instruction = ("smsp__pcsamp_warps_issue_stalled_long_scoreboard",)
-    thresholds = {"min_long_scoreboard_share": 0.5, "min_loads_per_warp": 4.0, "min_theoretical_occupancy_pct": 50.0,
-                  "loads_in_flight_gain": 4.0}
+    thresholds = {
+        "min_long_scoreboard_share": 0.5,
+        "min_loads_per_warp": 4.0,
+        "min_theoretical_occupancy_pct": 50.0,
+        "loads_in_flight_gain": 4.0,
+    }
 
     def check(self, k: KernelContext):
         r = k.roofline
@@ -66,30 +75,42 @@ class DependentLoads(Rule):
         new_ns = parallelism_ns(k, gain) or 0.0
         lines = k.top_lines("smsp__pcsamp_warps_issue_stalled_long_scoreboard", limit=3)
         if k.is_triton:
-            fix = ("Raise num_stages so Triton software-pipelines the tl.load of the next iterations, and give each "
-                   "program more independent work (a larger BLOCK) so more loads are in flight.")
+            fix = (
+                "Raise num_stages so Triton software-pipelines the tl.load of the next iterations, and give each "
+                "program more independent work (a larger BLOCK) so more loads are in flight."
+            )
             code = "@triton.autotune(configs=[triton.Config({'BLOCK': 1024}, num_warps=8, num_stages=4)], key=['n'])"
         else:
-            fix = (f"Each warp issues {loads_per_warp:.0f} global loads and waits for each one (long-scoreboard stalls "
-                   f"are {ls / total:.0%} of its stalls). Issue several independent loads before using them: unroll, "
-                   "walk several chains per thread, or prefetch with cp.async/TMA into shared memory.")
-            code = ("// 4 independent chains per thread: 4 loads in flight instead of 1\n"
-                    "for (int s = 0; s < steps; ++s) {\n"
-                    "  j0 = next[j0]; j1 = next[j1]; j2 = next[j2]; j3 = next[j3];\n}")
+            fix = (
+                f"Each warp issues {loads_per_warp:.0f} global loads and waits for each one (long-scoreboard stalls "
+                f"are {ls / total:.0%} of its stalls). Issue several independent loads before using them: unroll, "
+                "walk several chains per thread, or prefetch with cp.async/TMA into shared memory."
+            )
+            code = (
+                "// 4 independent chains per thread: 4 loads in flight instead of 1\n"
+                "for (int s = 0; s < steps; ++s) {\n"
+                "  j0 = next[j0]; j1 = next[j1]; j2 = next[j2]; j3 = next[j3];\n}"
+            )
         return self.finding(
             title=f"Latency-bound: {ls / total:.0%} of stalls wait on global loads, {loads_per_warp:.0f} loads per warp",
-            message=(f"Memory and compute are both below half of peak; warps mostly wait for global loads "
-                     f"({ls:.0f} cycles of long-scoreboard stall per issued instruction) with too few requests in "
-                     "flight to cover HBM latency."),
+            message=(
+                f"Memory and compute are both below half of peak; warps mostly wait for global loads "
+                f"({ls:.0f} cycles of long-scoreboard stall per issued instruction) with too few requests in "
+                "flight to cover HBM latency."
+            ),
             fix=fix,
             fix_code=code,
             estimated_speedup=time_after(r.duration_ns or 0, new_ns, r.theoretical_ns),
-            speedup_model=(f"{gain:.0f}× the loads in flight: the busiest unit's time at its peak stays, the time "
-                           f"spent waiting on latency divides by {gain:.0f} (Little's law), not below the roofline "
-                           "floor."),
+            speedup_model=(
+                f"{gain:.0f}× the loads in flight: the busiest unit's time at its peak stays, the time "
+                f"spent waiting on latency divides by {gain:.0f} (Little's law), not below the roofline "
+                "floor."
+            ),
             confidence="medium",
-            evidence=[Evidence(stall("long_scoreboard"), round(ls, 2), None, "long-scoreboard stall per issue"),
-                      Evidence("long_scoreboard_share", round(ls / total, 3), t["min_long_scoreboard_share"]),
-                      Evidence("loads_per_warp", round(loads_per_warp, 1), t["min_loads_per_warp"])],
+            evidence=[
+                Evidence(stall("long_scoreboard"), round(ls, 2), None, "long-scoreboard stall per issue"),
+                Evidence("long_scoreboard_share", round(ls / total, 3), t["min_long_scoreboard_share"]),
+                Evidence("loads_per_warp", round(loads_per_warp, 1), t["min_loads_per_warp"]),
+            ],
             source=lines,
         )

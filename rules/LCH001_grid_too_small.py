@@ -51,16 +51,33 @@ class GridTooSmall(Rule):
     category = "launch-config"
     title = "Grid too small to fill the GPU"
     requires = ("launch__grid_size", "launch__block_size")
-    optional = ("launch__waves_per_multiprocessor", "device__attribute_multiprocessor_count",
-                "launch__occupancy_limit_blocks", "launch__occupancy_limit_registers",
-                "launch__occupancy_limit_shared_mem", "launch__occupancy_limit_warps",
-                "sm__maximum_warps_per_active_cycle_pct", "sm__warps_active.avg.pct_of_peak_sustained_active",
-                "gpc__cycles_elapsed.max", "sm__cycles_active.max", "l1tex__throughput.max.pct_of_peak_sustained_active",
-                "smsp__issue_active.max.pct_of_peak_sustained_active", "launch__shared_mem_per_block_static",
-                "l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum", "lts__t_sectors.avg.peak_sustained",
-                "lts__t_sectors.sum", "lts__t_sectors.avg", "lts__cycles_elapsed.avg.per_second")
-    thresholds = {"min_tail_loss": 0.2, "max_waves_for_tail": 4.0, "max_partial_wave": 0.5, "max_busy_pct": 60.0,
-                  "max_achieved_fraction": 0.5}
+    optional = (
+        "launch__waves_per_multiprocessor",
+        "device__attribute_multiprocessor_count",
+        "launch__occupancy_limit_blocks",
+        "launch__occupancy_limit_registers",
+        "launch__occupancy_limit_shared_mem",
+        "launch__occupancy_limit_warps",
+        "sm__maximum_warps_per_active_cycle_pct",
+        "sm__warps_active.avg.pct_of_peak_sustained_active",
+        "gpc__cycles_elapsed.max",
+        "sm__cycles_active.max",
+        "l1tex__throughput.max.pct_of_peak_sustained_active",
+        "smsp__issue_active.max.pct_of_peak_sustained_active",
+        "launch__shared_mem_per_block_static",
+        "l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum",
+        "lts__t_sectors.avg.peak_sustained",
+        "lts__t_sectors.sum",
+        "lts__t_sectors.avg",
+        "lts__cycles_elapsed.avg.per_second",
+    )
+    thresholds = {
+        "min_tail_loss": 0.2,
+        "max_waves_for_tail": 4.0,
+        "max_partial_wave": 0.5,
+        "max_busy_pct": 60.0,
+        "max_achieved_fraction": 0.5,
+    }
 
     def check(self, k: KernelContext):
         r = k.roofline
@@ -85,23 +102,31 @@ class GridTooSmall(Rule):
                 act_frac = self.active_fraction(k)
                 new_ns = r.duration_ns * ((1.0 - act_frac) + act_frac * waves / full)
                 if k.is_triton:
-                    fix = ("Pick BLOCK sizes so the number of programs is a multiple of the programs that fit at once "
-                           "(SMs × programs per SM), or make the kernel persistent: launch one wave of programs that "
-                           "loop over the tiles.")
+                    fix = (
+                        "Pick BLOCK sizes so the number of programs is a multiple of the programs that fit at once "
+                        "(SMs × programs per SM), or make the kernel persistent: launch one wave of programs that "
+                        "loop over the tiles."
+                    )
                     code = "grid = (min(triton.cdiv(n, BLOCK), NUM_SMS * PROGRAMS_PER_SM),)  # persistent loop inside"
                 else:
-                    fix = ("Make the block count a multiple of the blocks that fit at once (SMs × blocks per SM): "
-                           "adjust the work per block, or use a persistent grid-stride loop with exactly one wave.")
+                    fix = (
+                        "Make the block count a multiple of the blocks that fit at once (SMs × blocks per SM): "
+                        "adjust the work per block, or use a persistent grid-stride loop with exactly one wave."
+                    )
                     code = "int blocks = per_sm * sm_count;   // one full wave, grid-stride loop inside"
                 return self.finding(
                     title=f"Tail effect: {waves:.2f} waves, the last one {waves - int(waves):.0%} full",
-                    message=(f"The grid runs in {waves:.2f} waves of blocks; during the last one "
-                             f"{1 - (waves - int(waves)):.0%} of the SMs are idle."),
+                    message=(
+                        f"The grid runs in {waves:.2f} waves of blocks; during the last one "
+                        f"{1 - (waves - int(waves)):.0%} of the SMs are idle."
+                    ),
                     fix=fix,
                     fix_code=code,
                     estimated_speedup=time_after(r.duration_ns, new_ns, r.theoretical_ns),
-                    speedup_model=(f"The busiest SM's active time ({act_frac:.0%} of the kernel) × {waves:.2f} / {full} "
-                                   "(no partial last wave); launch ramp and drain stay; not below the floor."),
+                    speedup_model=(
+                        f"The busiest SM's active time ({act_frac:.0%} of the kernel) × {waves:.2f} / {full} "
+                        "(no partial last wave); launch ramp and drain stay; not below the floor."
+                    ),
                     confidence="medium",
                     evidence=[Evidence("launch__waves_per_multiprocessor", waves, None, "waves")],
                 )
@@ -112,8 +137,11 @@ class GridTooSmall(Rule):
         r = k.roofline
         # warps in flight now vs. once every SM holds as many blocks as fit (Little's law)
         per_sm = k.m("launch__occupancy_limit_blocks") or 1.0
-        for limit in ("launch__occupancy_limit_registers", "launch__occupancy_limit_shared_mem",
-                      "launch__occupancy_limit_warps"):
+        for limit in (
+            "launch__occupancy_limit_registers",
+            "launch__occupancy_limit_shared_mem",
+            "launch__occupancy_limit_warps",
+        ):
             if k.m(limit):
                 per_sm = min(per_sm, k.m(limit))
         gain = sms * per_sm / grid
@@ -122,29 +150,43 @@ class GridTooSmall(Rule):
         if tiled:
             splits, est = self.split_k_estimate(k, grid, sms, fill)
             new_ns = est["new_ns"]
-            fix = self.split_k_fix(fill, splits, est, f"{grid:.0f} blocks of {block} threads run on {grid:.0f} of "
-                                   f"{sms} SMs, which hold {fill} at once")
+            fix = self.split_k_fix(
+                fill,
+                splits,
+                est,
+                f"{grid:.0f} blocks of {block} threads run on {grid:.0f} of {sms} SMs, which hold {fill} at once",
+            )
             code = self.split_k_code(splits)
             model = self.split_k_model(est, f"{fill} blocks in flight instead of {grid:.0f}")
         else:
             new_ns = parallelism_ns(k, gain) or 0.0
-            model = ("Latency + throughput: the busiest unit's time at its peak stays, the time spent waiting on "
-                     "latency divides by the gain in warps in flight (Little's law: every SM holding as many blocks "
-                     "as fit), not below the roofline floor.")
+            model = (
+                "Latency + throughput: the busiest unit's time at its peak stays, the time spent waiting on "
+                "latency divides by the gain in warps in flight (Little's law: every SM holding as many blocks "
+                "as fit), not below the roofline floor."
+            )
             if k.is_triton:
-                fix = (f"The launch grid has {grid:.0f} programs for {sms} SMs: use a smaller BLOCK_SIZE so "
-                       "`triton.cdiv(n, BLOCK_SIZE)` ≥ 2 × SMs, or split the reduction axis (split-K).")
+                fix = (
+                    f"The launch grid has {grid:.0f} programs for {sms} SMs: use a smaller BLOCK_SIZE so "
+                    "`triton.cdiv(n, BLOCK_SIZE)` ≥ 2 × SMs, or split the reduction axis (split-K)."
+                )
                 code = "grid = (triton.cdiv(n, BLOCK_SIZE),)  # with BLOCK_SIZE small enough for >= 2*SM programs"
             else:
-                fix = (f"{grid:.0f} blocks of {block} threads run on {grid:.0f} of {sms} SMs. Launch at least one full "
-                       "wave: for a grid-stride loop, size the grid from the occupancy API.")
-                code = ("int per_sm = 0;\n"
-                        f"cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, {k.kernel.name}, {block}, 0);\n"
-                        f"{k.kernel.name}<<<per_sm * sm_count, {block}>>>(...);")
+                fix = (
+                    f"{grid:.0f} blocks of {block} threads run on {grid:.0f} of {sms} SMs. Launch at least one full "
+                    "wave: for a grid-stride loop, size the grid from the occupancy API."
+                )
+                code = (
+                    "int per_sm = 0;\n"
+                    f"cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, {k.kernel.name}, {block}, 0);\n"
+                    f"{k.kernel.name}<<<per_sm * sm_count, {block}>>>(...);"
+                )
         return self.finding(
             title=f"{grid:.0f} blocks for {sms} SMs: {1 - grid / sms:.0%} of the GPU idle",
-            message=(f"The grid has {grid:.0f} blocks; each runs on one SM, so {sms - grid:.0f} of {sms} SMs have "
-                     "nothing to do for the whole kernel."),
+            message=(
+                f"The grid has {grid:.0f} blocks; each runs on one SM, so {sms - grid:.0f} of {sms} SMs have "
+                "nothing to do for the whole kernel."
+            ),
             fix=fix,
             fix_code=code,
             estimated_speedup=time_after(r.duration_ns, new_ns, r.theoretical_ns),
@@ -169,38 +211,54 @@ class GridTooSmall(Rule):
             splits, est = self.split_k_estimate(k, grid, sms, fill, max_gain=theo / achieved)
         else:
             splits, est = 0, self.full_wave_estimate(k, theo / achieved)
-        situation = (f"{grid:.0f} blocks fill {waves:.0%} of one wave: the {sms} SMs hold {per_sm:.0f} blocks of "
-                     f"{block} threads each, and get about {grid / sms:.1f}")
+        situation = (
+            f"{grid:.0f} blocks fill {waves:.0%} of one wave: the {sms} SMs hold {per_sm:.0f} blocks of "
+            f"{block} threads each, and get about {grid / sms:.1f}"
+        )
         if k.is_triton:
-            fix = (f"{grid:.0f} programs fill {waves:.0%} of one wave ({fill} programs fit at once): split the "
-                   "reduction axis (split-K) across programs, or use smaller BLOCK_M/BLOCK_N (or BLOCK_SIZE) where "
-                   "the loss of reuse per program is small, so the grid has at least a full wave.")
+            fix = (
+                f"{grid:.0f} programs fill {waves:.0%} of one wave ({fill} programs fit at once): split the "
+                "reduction axis (split-K) across programs, or use smaller BLOCK_M/BLOCK_N (or BLOCK_SIZE) where "
+                "the loss of reuse per program is small, so the grid has at least a full wave."
+            )
             code = "grid = (triton.cdiv(M, BLOCK_M) * triton.cdiv(N, BLOCK_N), SPLIT_K)  # program_id(1): a K chunk"
         elif est["tiled"]:
             fix = self.split_k_fix(fill, splits, est, situation)
             code = self.split_k_code(splits)
         else:
-            fix = (f"{situation}. Give the grid at least {fill} blocks (less work per block, the grid sized from the "
-                   "occupancy API); where the grid cannot grow, more independent work per thread.")
-            code = (f"// {fill} blocks fit at once: cut each block's share of the work so the grid has at least that "
-                    "many\nint per_sm = 0;\n"
-                    f"cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, {k.kernel.name}, {block}, 0);")
+            fix = (
+                f"{situation}. Give the grid at least {fill} blocks (less work per block, the grid sized from the "
+                "occupancy API); where the grid cannot grow, more independent work per thread."
+            )
+            code = (
+                f"// {fill} blocks fit at once: cut each block's share of the work so the grid has at least that "
+                "many\nint per_sm = 0;\n"
+                f"cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, {k.kernel.name}, {block}, 0);"
+            )
         return self.finding(
             title=f"Partial wave: {grid:.0f} blocks where {fill} fit, {achieved:.0f}% of warps active",
-            message=(f"The grid runs {waves:.2f} of a wave: each SM gets about {grid / sms:.1f} of the {per_sm:.0f} "
-                     f"blocks it can hold, so {achieved:.0f}% of its warp slots are busy (theoretical {theo:.0f}%), too "
-                     f"few to hide latency: memory and compute are at {r.sol.get('memory_pct', 0):.0f}% and "
-                     f"{r.sol.get('compute_pct', 0):.0f}% of peak."),
+            message=(
+                f"The grid runs {waves:.2f} of a wave: each SM gets about {grid / sms:.1f} of the {per_sm:.0f} "
+                f"blocks it can hold, so {achieved:.0f}% of its warp slots are busy (theoretical {theo:.0f}%), too "
+                f"few to hide latency: memory and compute are at {r.sol.get('memory_pct', 0):.0f}% and "
+                f"{r.sol.get('compute_pct', 0):.0f}% of peak."
+            ),
             fix=fix,
             fix_code=code,
             estimated_speedup=time_after(r.duration_ns, est["new_ns"], r.theoretical_ns),
             speedup_model=self.split_k_model(est, f"{theo:.0f}% of warps active instead of {achieved:.0f}%"),
             confidence="medium",
             evidence=[
-                Evidence("launch__waves_per_multiprocessor", round(waves, 2), self.thresholds["max_partial_wave"],
-                         "waves"),
-                Evidence("sm__warps_active.avg.pct_of_peak_sustained_active", round(achieved, 1),
-                         round(self.thresholds["max_achieved_fraction"] * theo, 1), "achieved occupancy", "%"),
+                Evidence(
+                    "launch__waves_per_multiprocessor", round(waves, 2), self.thresholds["max_partial_wave"], "waves"
+                ),
+                Evidence(
+                    "sm__warps_active.avg.pct_of_peak_sustained_active",
+                    round(achieved, 1),
+                    round(self.thresholds["max_achieved_fraction"] * theo, 1),
+                    "achieved occupancy",
+                    "%",
+                ),
             ],
         )
 
@@ -212,34 +270,45 @@ class GridTooSmall(Rule):
 
     @staticmethod
     def split_k_fix(fill: int, splits: int, est: dict, situation: str) -> str:
-        return (f"{situation}. Give the grid at least {fill} blocks without cutting the work per thread: split the "
-                f"reduction loop across {splits} blocks per tile (split-K) and let the last block of each tile add "
-                "the partial tiles (serial split-K: one kernel, a counter per tile), or a stream-K loop. Smaller tiles "
-                "also add blocks, but each thread then reuses fewer loaded values. Split-K pays a reduction of the "
-                f"{splits} partial results: about {fmt_ns(est['reduction_ns'])} here, against the "
-                f"{fmt_ns(est['kernel_saving_ns'])} the fuller grid saves.")
+        return (
+            f"{situation}. Give the grid at least {fill} blocks without cutting the work per thread: split the "
+            f"reduction loop across {splits} blocks per tile (split-K) and let the last block of each tile add "
+            "the partial tiles (serial split-K: one kernel, a counter per tile), or a stream-K loop. Smaller tiles "
+            "also add blocks, but each thread then reuses fewer loaded values. Split-K pays a reduction of the "
+            f"{splits} partial results: about {fmt_ns(est['reduction_ns'])} here, against the "
+            f"{fmt_ns(est['kernel_saving_ns'])} the fuller grid saves."
+        )
 
     @staticmethod
     def split_k_code(splits: int) -> str:
-        return (f"// split-K: {splits} blocks per output tile, each over 1/{splits} of the K loop\n"
-                f"gemm<<<dim3(N / TILE, M / TILE, {splits}), threads>>>(A, B, partial, C, tile_counter);\n"
-                "// in the kernel, after the K chunk: store the partial tile, __threadfence(), then\n"
-                f"// if (atomicAdd(&tile_counter[tile], 1) == {splits - 1}) {{ C = sum of the partial tiles; "
-                "tile_counter[tile] = 0; }")
+        return (
+            f"// split-K: {splits} blocks per output tile, each over 1/{splits} of the K loop\n"
+            f"gemm<<<dim3(N / TILE, M / TILE, {splits}), threads>>>(A, B, partial, C, tile_counter);\n"
+            "// in the kernel, after the K chunk: store the partial tile, __threadfence(), then\n"
+            f"// if (atomicAdd(&tile_counter[tile], 1) == {splits - 1}) {{ C = sum of the partial tiles; "
+            "tile_counter[tile] = 0; }"
+        )
 
     @staticmethod
     def split_k_model(est: dict, warps: str) -> str:
-        return ("Latency + throughput over the busiest SM's active time "
-                f"({est['active_fraction']:.0%} of the kernel; the rest, launch ramp and drain, stays): the busiest "
-                f"unit ({est['unit']}, {est['busy']:.0%} of its peak while active) keeps its time, the time spent "
-                f"waiting on latency divides by the gain in warps in flight (Little's law: {warps}), the unit at most "
-                f"at {PRACTICAL_FRACTION:.0%}"
-                + ("; plus split-K's reduction: one more ramp and drain, and the partial results read and the output "
-                   "written once more through L2" if est["tiled"] else "")
-                + "; not below the roofline floor.")
+        return (
+            "Latency + throughput over the busiest SM's active time "
+            f"({est['active_fraction']:.0%} of the kernel; the rest, launch ramp and drain, stays): the busiest "
+            f"unit ({est['unit']}, {est['busy']:.0%} of its peak while active) keeps its time, the time spent "
+            f"waiting on latency divides by the gain in warps in flight (Little's law: {warps}), the unit at most "
+            f"at {PRACTICAL_FRACTION:.0%}"
+            + (
+                "; plus split-K's reduction: one more ramp and drain, and the partial results read and the output "
+                "written once more through L2"
+                if est["tiled"]
+                else ""
+            )
+            + "; not below the roofline floor."
+        )
 
-    def split_k_estimate(self, k: KernelContext, grid: float, sms: int, fill: int,
-                         max_gain: float | None = None) -> tuple[int, dict]:
+    def split_k_estimate(
+        self, k: KernelContext, grid: float, sms: int, fill: int, max_gain: float | None = None
+    ) -> tuple[int, dict]:
         """(K chunks per tile, `full_wave_estimate`) for split-K up to one wave of `fill` blocks. The busiest SM runs
         ceil(grid / SMs) blocks now, and after the split grid × splits / SMs blocks of 1/splits the work; the warps
         gain is capped at `max_gain` (the occupancy there is to gain) when given."""
@@ -276,9 +345,15 @@ class GridTooSmall(Rule):
             out_bytes = (k.m("l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum") or 0.0) * 32.0
             l2_bps = self.l2_bytes_per_s(k)
             reduction_ns = fixed_ns + ((splits + 1) * out_bytes / l2_bps * 1e9 if l2_bps else 0.0)
-        return {"new_ns": kernel_ns + reduction_ns, "kernel_saving_ns": duration - kernel_ns,
-                "reduction_ns": reduction_ns, "tiled": tiled, "unit": unit, "busy": busy,
-                "active_fraction": act_frac}
+        return {
+            "new_ns": kernel_ns + reduction_ns,
+            "kernel_saving_ns": duration - kernel_ns,
+            "reduction_ns": reduction_ns,
+            "tiled": tiled,
+            "unit": unit,
+            "busy": busy,
+            "active_fraction": act_frac,
+        }
 
     @staticmethod
     def active_fraction(k: KernelContext) -> float:

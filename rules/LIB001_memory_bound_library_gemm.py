@@ -54,18 +54,24 @@ class MemoryBoundLibraryGemm(Rule):
         new_ns = r.flops / (0.85 * peak) * 1e9
         return self.finding(
             title=f"Memory-bound matrix product: {r.intensity:.0f} FLOP/byte, ridge {ridge:.0f}",
-            message=(f"This {prec.replace('tensor_', '').upper()} product does {r.flops / 1e9:.1f} GFLOP on "
-                     f"{r.compulsory_bytes / 1e6:.1f} MB ({r.intensity:.0f} FLOP/byte, below the ridge point of "
-                     f"{ridge:.0f}): at {fmt_ns(r.duration_ns)} it is {r.headroom:.1f}× its floor, bound by moving its "
-                     "operands and output, which no library kernel choice fixes."),
-            fix=("Fuse it with its neighbours so the product's output stays on chip: for attention use "
-                 "torch.nn.functional.scaled_dot_product_attention (FlashAttention); batch small products; or move the "
-                 "elementwise tail into a cuBLASLt / Triton epilogue."),
+            message=(
+                f"This {prec.replace('tensor_', '').upper()} product does {r.flops / 1e9:.1f} GFLOP on "
+                f"{r.compulsory_bytes / 1e6:.1f} MB ({r.intensity:.0f} FLOP/byte, below the ridge point of "
+                f"{ridge:.0f}): at {fmt_ns(r.duration_ns)} it is {r.headroom:.1f}× its floor, bound by moving its "
+                "operands and output, which no library kernel choice fixes."
+            ),
+            fix=(
+                "Fuse it with its neighbours so the product's output stays on chip: for attention use "
+                "torch.nn.functional.scaled_dot_product_attention (FlashAttention); batch small products; or move the "
+                "elementwise tail into a cuBLASLt / Triton epilogue."
+            ),
             fix_code="out = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)",
             estimated_speedup=time_after(r.duration_ns or 0, new_ns, None),
             speedup_model="Fused, the product is compute-bound: its FLOPs at 85% of the tensor peak of its type.",
             confidence="low",
             changes_floor=True,
-            evidence=[Evidence("intensity", round(r.intensity, 1), round(ridge, 1), "FLOP/byte (threshold: ridge)"),
-                      Evidence("headroom", round(r.headroom, 2), self.thresholds["min_headroom"])],
+            evidence=[
+                Evidence("intensity", round(r.intensity, 1), round(ridge, 1), "FLOP/byte (threshold: ridge)"),
+                Evidence("headroom", round(r.headroom, 2), self.thresholds["min_headroom"]),
+            ],
         )

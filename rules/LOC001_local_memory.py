@@ -45,9 +45,11 @@ class LocalMemoryTraffic(Rule):
     def check(self, k: KernelContext):
         r = k.roofline
         local = (k.m("l1tex__t_sectors_pipe_lsu_mem_local_op_ld.sum") or 0) + (
-            k.m("l1tex__t_sectors_pipe_lsu_mem_local_op_st.sum") or 0)
+            k.m("l1tex__t_sectors_pipe_lsu_mem_local_op_st.sum") or 0
+        )
         glob = (k.m("l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum") or 0) + (
-            k.m("l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum") or 0)
+            k.m("l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum") or 0
+        )
         if local <= 0:
             return None
         share = local / (local + glob)
@@ -59,34 +61,59 @@ class LocalMemoryTraffic(Rule):
         stream_ns = streaming_ns(k, inflight) if r.bound in ("memory", "latency") else None
         if stream_ns:
             new_ns = stream_ns
-            model = (f"Without local memory the kernel streams its compulsory bytes with {loads:.0f} global load(s) in "
-                     f"flight per warp: latency + throughput, {stream_ns / 1e3:.1f} µs; not below the roofline floor.")
+            model = (
+                f"Without local memory the kernel streams its compulsory bytes with {loads:.0f} global load(s) in "
+                f"flight per warp: latency + throughput, {stream_ns / 1e3:.1f} µs; not below the roofline floor."
+            )
         else:
             model = f"Time × (1 - {weight:g} × local share {share:.2f}), not below the roofline floor."
-        lines = k.top_lines("inst_executed", limit=3, min_share=0.0,
-                            sass_filter=lambda s: s.startswith(("LDL", "STL")), memory_only=True)
+        lines = k.top_lines(
+            "inst_executed",
+            limit=3,
+            min_share=0.0,
+            sass_filter=lambda s: s.startswith(("LDL", "STL")),
+            memory_only=True,
+        )
         if k.is_triton:
-            fix = ("The Triton kernel spills registers to local memory: use smaller BLOCK sizes or fewer elements per "
-                   "thread, or more num_warps for the same tile; check the compiled kernel's `n_spills`.")
+            fix = (
+                "The Triton kernel spills registers to local memory: use smaller BLOCK sizes or fewer elements per "
+                "thread, or more num_warps for the same tile; check the compiled kernel's `n_spills`."
+            )
             code = "triton.Config({'BLOCK_SIZE': 256}, num_warps=8)"
         else:
-            fix = ("Per-thread data goes through local memory at the lines below (LDL/STL). If it is an array indexed "
-                   "at run time, index it only with constants (unrolled loops) or move it to shared memory with a "
-                   "thread-major layout; if `-Xptxas -v` shows spill stores, relax the register cap.")
-            code = ("__shared__ float bins[64][BLOCK];          // was: float bins[64]; in registers/local\n"
-                    "bins[key & 63][threadIdx.x] += v;           // each thread owns a column: no bank conflicts")
+            fix = (
+                "Per-thread data goes through local memory at the lines below (LDL/STL). If it is an array indexed "
+                "at run time, index it only with constants (unrolled loops) or move it to shared memory with a "
+                "thread-major layout; if `-Xptxas -v` shows spill stores, relax the register cap."
+            )
+            code = (
+                "__shared__ float bins[64][BLOCK];          // was: float bins[64]; in registers/local\n"
+                "bins[key & 63][threadIdx.x] += v;           // each thread owns a column: no bank conflicts"
+            )
         return self.finding(
             title=f"Local memory: {share:.0%} of L1 traffic is per-thread spills/arrays",
-            message=(f"{local:,.0f} local-memory sectors ({share:.0%} of load/store sectors): per-thread data that "
-                     "should be in registers travels through the memory hierarchy."),
+            message=(
+                f"{local:,.0f} local-memory sectors ({share:.0%} of load/store sectors): per-thread data that "
+                "should be in registers travels through the memory hierarchy."
+            ),
             fix=fix,
             fix_code=code,
             estimated_speedup=time_after(r.duration_ns or 0, new_ns, r.theoretical_ns),
             speedup_model=model,
             confidence="high" if share >= 0.3 else "medium",
-            evidence=[Evidence("local_sector_share", round(share, 3), self.thresholds["min_local_share"],
-                               "local / (local + global) L1 sectors"),
-                      Evidence("l1tex__t_sectors_pipe_lsu_mem_local_op_ld.sum",
-                               k.m("l1tex__t_sectors_pipe_lsu_mem_local_op_ld.sum"), None, "local load sectors")],
+            evidence=[
+                Evidence(
+                    "local_sector_share",
+                    round(share, 3),
+                    self.thresholds["min_local_share"],
+                    "local / (local + global) L1 sectors",
+                ),
+                Evidence(
+                    "l1tex__t_sectors_pipe_lsu_mem_local_op_ld.sum",
+                    k.m("l1tex__t_sectors_pipe_lsu_mem_local_op_ld.sum"),
+                    None,
+                    "local load sectors",
+                ),
+            ],
             source=lines,
         )

@@ -93,8 +93,12 @@ class UncoalescedGlobal(Rule):
             estimated_speedup=time_after(r.duration_ns or 0, new_ns, r.theoretical_ns),
             speedup_model=(
                 f"Time scales with sectors moved: × (1 - {weight:g} × {frac:.2f}) for a {r.bound}-bound kernel"
-                + (f", but no faster than its compulsory bytes with {loads:.0f} coalesced load(s) in flight per "
-                   f"warp allow (latency + throughput: {stream_ns / 1e3:.1f} µs)" if stream_ns else "")
+                + (
+                    f", but no faster than its compulsory bytes with {loads:.0f} coalesced load(s) in flight per "
+                    f"warp allow (latency + throughput: {stream_ns / 1e3:.1f} µs)"
+                    if stream_ns
+                    else ""
+                )
                 + "; not below the roofline floor."
             ),
             confidence="high" if frac >= 0.5 else "medium",

@@ -1,5 +1,14 @@
-from ncuadvisor.rules_api import (Evidence, KernelContext, Rule, access_bytes, fmt_bytes, global_loads_in_flight, per_pc,
-                                  streaming_ns, time_after)
+from ncuadvisor.rules_api import (
+    Evidence,
+    KernelContext,
+    Rule,
+    access_bytes,
+    fmt_bytes,
+    global_loads_in_flight,
+    per_pc,
+    streaming_ns,
+    time_after,
+)
 
 GLOBAL = 4  # memory_type of global accesses in the Source Counters tables
 
@@ -62,9 +71,15 @@ class NarrowGlobalAccess(Rule):
         "smsp__sass_inst_executed_op_global_ld.sum",
     )
     per_instruction = ("memory_type", "memory_access_size_type", "inst_executed")
-    thresholds = {"max_dram_fraction": 0.7, "min_narrow_share": 0.5, "achievable_dram_fraction": 0.85,
-                  "max_excess_fraction": 0.3, "min_achieved_occupancy_pct": 40.0, "max_reuse_factor": 4.0,
-                  "max_loads_per_warp": 4.0}
+    thresholds = {
+        "max_dram_fraction": 0.7,
+        "min_narrow_share": 0.5,
+        "achievable_dram_fraction": 0.85,
+        "max_excess_fraction": 0.3,
+        "min_achieved_occupancy_pct": 40.0,
+        "max_reuse_factor": 4.0,
+        "max_loads_per_warp": 4.0,
+    }
 
     def check(self, k: KernelContext):
         r = k.roofline
@@ -91,14 +106,18 @@ class NarrowGlobalAccess(Rule):
         if warps and ld_requests / warps > self.thresholds["max_loads_per_warp"]:
             return None  # a loop of loads per warp: more loads in flight (LAT001), not wider ones
         atomics = (k.m("l1tex__t_requests_pipe_lsu_mem_global_op_atom.sum") or 0) + (
-            k.m("l1tex__t_requests_pipe_lsu_mem_global_op_red.sum") or 0)
+            k.m("l1tex__t_requests_pipe_lsu_mem_global_op_red.sum") or 0
+        )
         if atomics > 0.1 * max(ld_requests, 1):
             return None  # atomics dominate: ATM001 speaks
         local = (k.m("l1tex__t_sectors_pipe_lsu_mem_local_op_ld.sum") or 0) + (
-            k.m("l1tex__t_sectors_pipe_lsu_mem_local_op_st.sum") or 0)
+            k.m("l1tex__t_sectors_pipe_lsu_mem_local_op_st.sum") or 0
+        )
         if local > 0.1 * max(ld_sectors, 1):
             return None  # local memory: LOC001 speaks
-        if (k.m("smsp__sass_inst_executed_op_shared_ld.sum") or 0) > (k.m("smsp__sass_inst_executed_op_global_ld.sum") or 0):
+        if (k.m("smsp__sass_inst_executed_op_shared_ld.sum") or 0) > (
+            k.m("smsp__sass_inst_executed_op_global_ld.sum") or 0
+        ):
             return None  # values exchanged through shared memory: WRP001/MEM002 speak
         pcs = per_pc(k, "memory_type", "memory_access_size_type", "inst_executed")
         glob = [p for p in pcs.values() if p.get("memory_type") == GLOBAL]
@@ -118,39 +137,63 @@ class NarrowGlobalAccess(Rule):
         loads, _ = global_loads_in_flight(k)
         stream_ns = streaming_ns(k, loads * 32 * 16)
         target_ns = stream_ns or (
-            r.compulsory_bytes / (self.thresholds["achievable_dram_fraction"] * r.peak_dram_bytes_per_s) * 1e9)
-        lines = k.top_lines("inst_executed", limit=3, min_share=0.0,
-                            sass_filter=lambda s: s.startswith(("LDG", "STG")) and ".128" not in s, memory_only=True)
+            r.compulsory_bytes / (self.thresholds["achievable_dram_fraction"] * r.peak_dram_bytes_per_s) * 1e9
+        )
+        lines = k.top_lines(
+            "inst_executed",
+            limit=3,
+            min_share=0.0,
+            sass_filter=lambda s: s.startswith(("LDG", "STG")) and ".128" not in s,
+            memory_only=True,
+        )
         achieved = (r.achieved_dram_bytes_per_s or 0) / r.peak_dram_bytes_per_s
         if k.is_triton:
-            fix = ("Triton emits 16-byte accesses only when it can prove contiguity and alignment: keep the "
-                   "contiguous axis last, hint it with `tl.max_contiguous(tl.multiple_of(offs, 16), 16)`, pass "
-                   "contiguous 16-byte-aligned tensors, and give each program ≥ 4 elements per thread "
-                   "(BLOCK_SIZE ≥ 4 × 32 × num_warps).")
+            fix = (
+                "Triton emits 16-byte accesses only when it can prove contiguity and alignment: keep the "
+                "contiguous axis last, hint it with `tl.max_contiguous(tl.multiple_of(offs, 16), 16)`, pass "
+                "contiguous 16-byte-aligned tensors, and give each program ≥ 4 elements per thread "
+                "(BLOCK_SIZE ≥ 4 × 32 × num_warps)."
+            )
             code = "offs = tl.max_contiguous(tl.multiple_of(pid * BLOCK + tl.arange(0, BLOCK), 16), 16)"
         else:
-            fix = (f"The global accesses below move {width} byte(s) per thread: load and store 16 bytes per "
-                   "thread (float4 / uint4) and handle the tail with a scalar loop.")
-            code = ("const uint4* in16 = reinterpret_cast<const uint4*>(in);   // 16 bytes per thread\n"
-                    "uint4* out16 = reinterpret_cast<uint4*>(out);\n"
-                    "for (size_t i = tid; i < n / 16; i += stride) out16[i] = op(in16[i]);\n"
-                    "// tail: for (size_t i = n / 16 * 16 + tid; i < n; i += stride) out[i] = op(in[i]);")
+            fix = (
+                f"The global accesses below move {width} byte(s) per thread: load and store 16 bytes per "
+                "thread (float4 / uint4) and handle the tail with a scalar loop."
+            )
+            code = (
+                "const uint4* in16 = reinterpret_cast<const uint4*>(in);   // 16 bytes per thread\n"
+                "uint4* out16 = reinterpret_cast<uint4*>(out);\n"
+                "for (size_t i = tid; i < n / 16; i += stride) out16[i] = op(in16[i]);\n"
+                "// tail: for (size_t i = n / 16 * 16 + tid; i < n; i += stride) out[i] = op(in[i]);"
+            )
         return self.finding(
             title=f"{width}-byte global accesses: DRAM at {achieved:.0%} of peak",
-            message=(f"{share:.0%} of global memory instructions move {width} byte(s) per thread; the kernel moves "
-                     f"{fmt_bytes(r.compulsory_bytes)} at {achieved:.0%} of DRAM peak, too few bytes per instruction "
-                     "to keep HBM busy."),
+            message=(
+                f"{share:.0%} of global memory instructions move {width} byte(s) per thread; the kernel moves "
+                f"{fmt_bytes(r.compulsory_bytes)} at {achieved:.0%} of DRAM peak, too few bytes per instruction "
+                "to keep HBM busy."
+            ),
             fix=fix,
             fix_code=code,
             estimated_speedup=time_after(r.duration_ns or 0, target_ns, r.theoretical_ns),
-            speedup_model=((f"The same {loads:.0f} load(s) in flight per warp, 16 bytes per thread each: latency + "
-                            f"throughput of the compulsory bytes, {stream_ns / 1e3:.1f} µs" if stream_ns else
-                            f"Compulsory bytes at {self.thresholds['achievable_dram_fraction']:.0%} of DRAM peak "
-                            "(what 16-byte streaming reaches)") + ", not below the roofline floor."),
+            speedup_model=(
+                (
+                    f"The same {loads:.0f} load(s) in flight per warp, 16 bytes per thread each: latency + "
+                    f"throughput of the compulsory bytes, {stream_ns / 1e3:.1f} µs"
+                    if stream_ns
+                    else f"Compulsory bytes at {self.thresholds['achievable_dram_fraction']:.0%} of DRAM peak "
+                    "(what 16-byte streaming reaches)"
+                )
+                + ", not below the roofline floor."
+            ),
             confidence="medium",
             evidence=[
-                Evidence("narrow_access_share", round(share, 3), self.thresholds["min_narrow_share"],
-                         "share of global instructions < 16 B"),
+                Evidence(
+                    "narrow_access_share",
+                    round(share, 3),
+                    self.thresholds["min_narrow_share"],
+                    "share of global instructions < 16 B",
+                ),
                 Evidence("access_bytes", width, 16, "narrowest global access (bytes per thread)"),
                 Evidence("dram_fraction_of_peak", round(achieved, 3), self.thresholds["max_dram_fraction"]),
             ],

@@ -92,51 +92,74 @@ class LowOccupancy(Rule):
             min_blocks = max(1, int(next_blocks))
             reg_cap = int(65536 / (min_blocks * block)) // 8 * 8
             if k.is_triton:
-                fix = (f"{regs:.0f} registers per thread cap the SM at {now_blocks:.0f} program(s). Use a smaller "
-                       "BLOCK size (fewer elements per thread) or fewer num_warps per program; check the compiled "
-                       "kernel's `n_regs` and `n_spills`.")
+                fix = (
+                    f"{regs:.0f} registers per thread cap the SM at {now_blocks:.0f} program(s). Use a smaller "
+                    "BLOCK size (fewer elements per thread) or fewer num_warps per program; check the compiled "
+                    "kernel's `n_regs` and `n_spills`."
+                )
                 code = "triton.Config({'BLOCK_SIZE': 512}, num_warps=4)  # smaller tile: fewer live registers"
             else:
-                fix = (f"{regs:.0f} registers per thread cap the SM at {now_blocks:.0f} block(s) of {block}. Cap "
-                       f"registers at {reg_cap} so {min_blocks} blocks fit: `__launch_bounds__({block}, {min_blocks})` "
-                       f"(or -maxrregcount={reg_cap}), then check `-Xptxas -v` for spills.")
+                fix = (
+                    f"{regs:.0f} registers per thread cap the SM at {now_blocks:.0f} block(s) of {block}. Cap "
+                    f"registers at {reg_cap} so {min_blocks} blocks fit: `__launch_bounds__({block}, {min_blocks})` "
+                    f"(or -maxrregcount={reg_cap}), then check `-Xptxas -v` for spills."
+                )
                 code = f"__global__ void __launch_bounds__({block}, {min_blocks}) {k.kernel.name}(...)"
         elif limiter == "shared memory":
             if k.is_triton:
-                fix = ("Shared memory per program caps occupancy: lower num_stages (each stage buffers one tile) "
-                       "or use smaller BLOCK_M/BLOCK_N/BLOCK_K.")
+                fix = (
+                    "Shared memory per program caps occupancy: lower num_stages (each stage buffers one tile) "
+                    "or use smaller BLOCK_M/BLOCK_N/BLOCK_K."
+                )
                 code = "triton.Config({...}, num_stages=2)"
             else:
-                fix = (f"Each block reserves {smem / 1024:.1f} KB of shared memory, so only {now_blocks:.0f} block(s) "
-                       "fit per SM. Allocate only what a block uses (the dynamic size in the launch), or use "
-                       "smaller tiles.")
+                fix = (
+                    f"Each block reserves {smem / 1024:.1f} KB of shared memory, so only {now_blocks:.0f} block(s) "
+                    "fit per SM. Allocate only what a block uses (the dynamic size in the launch), or use "
+                    "smaller tiles."
+                )
                 code = "kernel<<<grid, block, bytes_actually_used>>>(...);   // the third launch parameter"
         elif limiter == "blocks per SM":
-            fix = (f"Blocks of {block} threads are too small: the SM's limit of {now_blocks:.0f} resident blocks "
-                   "leaves warp slots empty. Use 128-256 threads per block.")
+            fix = (
+                f"Blocks of {block} threads are too small: the SM's limit of {now_blocks:.0f} resident blocks "
+                "leaves warp slots empty. Use 128-256 threads per block."
+            )
             code = "kernel<<<(n + 255) / 256, 256>>>(...);"
         else:
-            fix = (f"Blocks of {block} threads leave part of the SM's warp slots unusable; pick a block size that "
-                   "divides the SM's thread limit (e.g. 256 or 512).")
+            fix = (
+                f"Blocks of {block} threads leave part of the SM's warp slots unusable; pick a block size that "
+                "divides the SM's thread limit (e.g. 256 or 512)."
+            )
             code = "kernel<<<(n + 255) / 256, 256>>>(...);"
         return self.finding(
             title=f"Occupancy capped at {theo:.0f}% by {limiter}",
-            message=(f"Theoretical occupancy is {theo:.0f}% (achieved {achieved or 0:.0f}%), limited by {limiter} to "
-                     f"{now_blocks:.0f} block(s) per SM; the kernel keeps neither memory nor compute busy "
-                     f"({busy:.0f}% of peak at most), so it is waiting on latency with too few warps to hide it."),
+            message=(
+                f"Theoretical occupancy is {theo:.0f}% (achieved {achieved or 0:.0f}%), limited by {limiter} to "
+                f"{now_blocks:.0f} block(s) per SM; the kernel keeps neither memory nor compute busy "
+                f"({busy:.0f}% of peak at most), so it is waiting on latency with too few warps to hide it."
+            ),
             fix=fix,
             fix_code=code,
             estimated_speedup=time_after(r.duration_ns or 0, new_ns, r.theoretical_ns),
-            speedup_model=(f"Latency + throughput: the busiest unit's {busy:.0f}% of the time stays, the time spent "
-                           f"waiting on latency divides by the gain in resident warps, {target:.0f}% / {theo:.0f}% "
-                           "(Little's law: the occupancy with the limiter relaxed to the next limit); not below the "
-                           "roofline floor."),
+            speedup_model=(
+                f"Latency + throughput: the busiest unit's {busy:.0f}% of the time stays, the time spent "
+                f"waiting on latency divides by the gain in resident warps, {target:.0f}% / {theo:.0f}% "
+                "(Little's law: the occupancy with the limiter relaxed to the next limit); not below the "
+                "roofline floor."
+            ),
             confidence="medium",
             evidence=[
-                Evidence("sm__maximum_warps_per_active_cycle_pct", theo, self.thresholds["max_theoretical_pct"],
-                         "theoretical occupancy", "%"),
+                Evidence(
+                    "sm__maximum_warps_per_active_cycle_pct",
+                    theo,
+                    self.thresholds["max_theoretical_pct"],
+                    "theoretical occupancy",
+                    "%",
+                ),
                 Evidence(LIMITS[limiter], now_blocks, None, f"block limit by {limiter}"),
-                Evidence("sm__warps_active.avg.pct_of_peak_sustained_active", achieved, None, "achieved occupancy", "%"),
+                Evidence(
+                    "sm__warps_active.avg.pct_of_peak_sustained_active", achieved, None, "achieved occupancy", "%"
+                ),
                 Evidence("busy_pct", round(busy, 1), self.thresholds["max_busy_pct"], "max of memory/compute SOL", "%"),
             ],
         )

@@ -57,34 +57,50 @@ class LaunchOverhead(ProgramRule):
             by_lang[lang] = by_lang.get(lang, 0.0) + x["duration_ns"]
         torch_ns = sum(v for lang, v in by_lang.items() if lang in ("pytorch", "triton"))
         if torch_ns >= sum(by_lang.values()) - torch_ns:
-            fix = ("Capture the repeated sequence in a CUDA Graph and replay it; in PyTorch use "
-                   "torch.compile(mode=\"reduce-overhead\") or torch.cuda.CUDAGraph for stable shapes. Batch many small "
-                   "problems into one launch, or fuse the kernels.")
-            fix_code = ("g = torch.cuda.CUDAGraph()\nwith torch.cuda.graph(g):\n    out = step(static_input)\n"
-                        "g.replay()   # one launch for the whole sequence")
+            fix = (
+                "Capture the repeated sequence in a CUDA Graph and replay it; in PyTorch use "
+                'torch.compile(mode="reduce-overhead") or torch.cuda.CUDAGraph for stable shapes. Batch many small '
+                "problems into one launch, or fuse the kernels."
+            )
+            fix_code = (
+                "g = torch.cuda.CUDAGraph()\nwith torch.cuda.graph(g):\n    out = step(static_input)\n"
+                "g.replay()   # one launch for the whole sequence"
+            )
         else:
-            fix = ("Capture the repeated sequence (one step, one layer) once in a CUDA Graph with stream capture and "
-                   "replay it with cudaGraphLaunch: one launch instead of one per kernel; keep the pointers and sizes "
-                   "fixed (or update the graph's nodes with cudaGraphExecUpdate). Batch many small problems into one "
-                   "launch, or fuse the kernels.")
-            fix_code = ("cudaGraph_t graph; cudaGraphExec_t exec;\n"
-                        "cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal);\n"
-                        "step(stream);                                 // the step's launches, unchanged\n"
-                        "cudaStreamEndCapture(stream, &graph);\n"
-                        "cudaGraphInstantiate(&exec, graph, 0);\n"
-                        "for (int s = 0; s < steps; ++s) cudaGraphLaunch(exec, stream);   // one launch per step")
-        return [self.finding(
-            title=f"{len(short)} launches shorter than {t['short_ns'] / 1000:.0f} µs",
-            message=(f"{len(short)} of {len(p.launches)} launches run under {t['short_ns'] / 1000:.0f} µs "
-                     f"({gpu_ns / 1000:.0f} µs of GPU time in all); at ~{t['overhead_ns'] / 1000:.0f} µs of launch "
-                     "overhead each, the program spends more time launching them than running them."),
-            fix=fix,
-            fix_code=fix_code,
-            kernels=names,
-            kernel_ids=[kid for kid, _ in top],
-            estimated_saving_ns=saving,
-            saving_model=(f"{t['overhead_ns'] / 1000:.0f} µs of host launch overhead per short launch (ncu cannot see "
-                          "the gaps; Nsight Systems can)."),
-            confidence="low",
-            evidence=[Evidence("short_launches", len(short), t["min_launches"], f"launches < {t['short_ns']:.0f} ns")],
-        )]
+            fix = (
+                "Capture the repeated sequence (one step, one layer) once in a CUDA Graph with stream capture and "
+                "replay it with cudaGraphLaunch: one launch instead of one per kernel; keep the pointers and sizes "
+                "fixed (or update the graph's nodes with cudaGraphExecUpdate). Batch many small problems into one "
+                "launch, or fuse the kernels."
+            )
+            fix_code = (
+                "cudaGraph_t graph; cudaGraphExec_t exec;\n"
+                "cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal);\n"
+                "step(stream);                                 // the step's launches, unchanged\n"
+                "cudaStreamEndCapture(stream, &graph);\n"
+                "cudaGraphInstantiate(&exec, graph, 0);\n"
+                "for (int s = 0; s < steps; ++s) cudaGraphLaunch(exec, stream);   // one launch per step"
+            )
+        return [
+            self.finding(
+                title=f"{len(short)} launches shorter than {t['short_ns'] / 1000:.0f} µs",
+                message=(
+                    f"{len(short)} of {len(p.launches)} launches run under {t['short_ns'] / 1000:.0f} µs "
+                    f"({gpu_ns / 1000:.0f} µs of GPU time in all); at ~{t['overhead_ns'] / 1000:.0f} µs of launch "
+                    "overhead each, the program spends more time launching them than running them."
+                ),
+                fix=fix,
+                fix_code=fix_code,
+                kernels=names,
+                kernel_ids=[kid for kid, _ in top],
+                estimated_saving_ns=saving,
+                saving_model=(
+                    f"{t['overhead_ns'] / 1000:.0f} µs of host launch overhead per short launch (ncu cannot see "
+                    "the gaps; Nsight Systems can)."
+                ),
+                confidence="low",
+                evidence=[
+                    Evidence("short_launches", len(short), t["min_launches"], f"launches < {t['short_ns']:.0f} ns")
+                ],
+            )
+        ]

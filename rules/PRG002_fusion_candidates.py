@@ -1,5 +1,6 @@
 from ncuadvisor.rules_api import Evidence, ProgramContext, ProgramRule
 
+
 class FusionCandidates(ProgramRule):
     """Consecutive bandwidth-bound kernels pass intermediates through HBM: fuse them.
 
@@ -47,8 +48,11 @@ class FusionCandidates(ProgramRule):
         r = k.get("roofline") or {}
         intensity = r.get("intensity")
         tensor = sum(v for p, v in (r.get("flops_by_precision") or {}).items() if p.startswith("tensor"))
-        return (k.get("language") in self.LANGUAGES and not tensor
-                and (intensity is None or intensity < self.thresholds["max_intensity"]))
+        return (
+            k.get("language") in self.LANGUAGES
+            and not tensor
+            and (intensity is None or intensity < self.thresholds["max_intensity"])
+        )
 
     def check_program(self, p: ProgramContext):
         runs, current = [], []
@@ -73,7 +77,9 @@ class FusionCandidates(ProgramRule):
             saved_bytes = run_ns = saving_ns = 0.0
             for run in instances:
                 total_bytes = sum((x["dram_read_bytes"] or 0) + (x["dram_write_bytes"] or 0) for x in run)
-                inter = sum(2 * min(a["dram_write_bytes"] or 0, b["dram_read_bytes"] or 0) for a, b in zip(run, run[1:]))
+                inter = sum(
+                    2 * min(a["dram_write_bytes"] or 0, b["dram_read_bytes"] or 0) for a, b in zip(run, run[1:])
+                )
                 dur = sum(x["duration_ns"] or 0 for x in run)
                 run_ns += dur
                 saved_bytes += inter
@@ -84,28 +90,40 @@ class FusionCandidates(ProgramRule):
             names = [p.by_id[kid]["name"] for kid in key]
             langs = {p.by_id[kid]["language"] for kid in key}
             if langs & {"pytorch", "triton"}:
-                fix = ("Wrap the module in torch.compile so Inductor fuses these ops into one Triton kernel; for a "
-                       "hand-written Triton kernel, compute the whole chain on the tile held in registers and store "
-                       "once.")
+                fix = (
+                    "Wrap the module in torch.compile so Inductor fuses these ops into one Triton kernel; for a "
+                    "hand-written Triton kernel, compute the whole chain on the tile held in registers and store "
+                    "once."
+                )
                 code = "model = torch.compile(model)   # Inductor fuses pointwise + normalization chains"
             else:
-                fix = ("Fuse the chain into one kernel: each thread loads its inputs once, applies every stage in "
-                       "registers, and stores only the final output; a tail after a GEMM belongs in its epilogue.")
+                fix = (
+                    "Fuse the chain into one kernel: each thread loads its inputs once, applies every stage in "
+                    "registers, and stores only the final output; a tail after a GEMM belongs in its epilogue."
+                )
                 code = "out[i] = stage3(stage2(stage1(in[i])));   // one kernel instead of three round trips"
-            findings.append(self.finding(
-                title=f"Fuse {len(key)} consecutive kernels ({len(instances)}× in the program)",
-                message=(f"{' → '.join(names)} run back to back on one stream, all bandwidth-bound; their "
-                         f"intermediates make {saved_bytes / 1e6:.1f} MB of round trips through HBM "
-                         f"({len(instances)} occurrence(s), {run_ns / 1000:.1f} µs in all)."),
-                fix=fix,
-                fix_code=code,
-                kernels=names,
-                kernel_ids=list(key),
-                estimated_saving_ns=saving_ns,
-                saving_model=("Intermediate bytes (min of producer writes and consumer reads) saved twice; each run's "
-                              "time scales with its bytes. Upper bound: some intermediates may stay in L2."),
-                confidence="medium",
-                evidence=[Evidence("intermediate_bytes", saved_bytes, None, "round-trip bytes saved"),
-                          Evidence("occurrences", len(instances), None, "times this chain runs")],
-            ))
+            findings.append(
+                self.finding(
+                    title=f"Fuse {len(key)} consecutive kernels ({len(instances)}× in the program)",
+                    message=(
+                        f"{' → '.join(names)} run back to back on one stream, all bandwidth-bound; their "
+                        f"intermediates make {saved_bytes / 1e6:.1f} MB of round trips through HBM "
+                        f"({len(instances)} occurrence(s), {run_ns / 1000:.1f} µs in all)."
+                    ),
+                    fix=fix,
+                    fix_code=code,
+                    kernels=names,
+                    kernel_ids=list(key),
+                    estimated_saving_ns=saving_ns,
+                    saving_model=(
+                        "Intermediate bytes (min of producer writes and consumer reads) saved twice; each run's "
+                        "time scales with its bytes. Upper bound: some intermediates may stay in L2."
+                    ),
+                    confidence="medium",
+                    evidence=[
+                        Evidence("intermediate_bytes", saved_bytes, None, "round-trip bytes saved"),
+                        Evidence("occurrences", len(instances), None, "times this chain runs"),
+                    ],
+                )
+            )
         return findings

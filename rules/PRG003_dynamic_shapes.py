@@ -78,35 +78,56 @@ class DynamicShapes(ProgramRule):
         # sizes), not of one kernel; the kernels are listed by GPU time.
         # without the launch order (no launches given) every shape counts as changing
         changing = self.changing_shapes(p) if p.launches else shapes
-        many = sorted((n for n, s in shapes.items() if len(s) >= self.thresholds["min_shapes"]
-                       and len(changing.get(n, s)) >= self.thresholds["min_changing"]), key=lambda n: -time_ns[n])
+        many = sorted(
+            (
+                n
+                for n, s in shapes.items()
+                if len(s) >= self.thresholds["min_shapes"]
+                and len(changing.get(n, s)) >= self.thresholds["min_changing"]
+            ),
+            key=lambda n: -time_ns[n],
+        )
         if many:
             short = {n: next(k["name"] for k in p.kernels if k["demangled"] == n) for n in many}
             counts = sorted({len(shapes[n]) for n in many})
             typical = max(counts, key=lambda c: sum(1 for n in many if len(shapes[n]) == c))
             share = sum(time_ns[n] for n in many) / p.total_ns if p.total_ns else 0.0
             listed = ", ".join(f"{short[n]} ({len(shapes[n])})" for n in many[:6]) + (" …" if len(many) > 6 else "")
-            findings.append(self.finding(
-                title=(f"{len(many)} kernel{'s' if len(many) > 1 else ''} run with {typical} or more launch shapes"
-                       if len(many) > 1 else f"{short[many[0]]} runs with {len(shapes[many[0]])} launch shapes"),
-                message=(f"{len(many)} kernel{'s' if len(many) > 1 else ''} ({share:.0%} of the GPU time) were "
-                         f"launched with several grid/block shapes ({listed}): the program runs about {typical} "
-                         "problem sizes, so shapes vary between calls, which defeats CUDA Graphs (a graph fixes its "
-                         "shapes), recompiles torch.compile'd code per shape and leaves kernels tuned for one shape "
-                         "running on others."),
-                fix=("Bucket stable shapes (decode) to a few padded sizes with one CUDA Graph each; keep varying "
-                     "shapes (prefill) on shape-generic kernels (Triton masks over a runtime length, "
-                     "torch.compile(dynamic=True) / torch._dynamo.mark_dynamic)."),
-                fix_code=("buckets = [128, 256, 512]\n"
-                          "n = next(b for b in buckets if b >= seq_len)      # pad to the bucket\n"
-                          "graphs[n].replay()                               # one captured CUDA Graph per bucket"),
-                kernels=[short[n] for n in many], kernel_ids=[i for n in many for i in ids[n]],
-                estimated_saving_ns=0.0,
-                saving_model="Not estimated: the cost is in recompilation and lost graph replays.",
-                confidence="low",
-                evidence=[Evidence("kernels_with_many_shapes", len(many)),
-                          Evidence("launch_shapes_max", max(counts), self.thresholds["min_shapes"])],
-            ))
+            findings.append(
+                self.finding(
+                    title=(
+                        f"{len(many)} kernel{'s' if len(many) > 1 else ''} run with {typical} or more launch shapes"
+                        if len(many) > 1
+                        else f"{short[many[0]]} runs with {len(shapes[many[0]])} launch shapes"
+                    ),
+                    message=(
+                        f"{len(many)} kernel{'s' if len(many) > 1 else ''} ({share:.0%} of the GPU time) were "
+                        f"launched with several grid/block shapes ({listed}): the program runs about {typical} "
+                        "problem sizes, so shapes vary between calls, which defeats CUDA Graphs (a graph fixes its "
+                        "shapes), recompiles torch.compile'd code per shape and leaves kernels tuned for one shape "
+                        "running on others."
+                    ),
+                    fix=(
+                        "Bucket stable shapes (decode) to a few padded sizes with one CUDA Graph each; keep varying "
+                        "shapes (prefill) on shape-generic kernels (Triton masks over a runtime length, "
+                        "torch.compile(dynamic=True) / torch._dynamo.mark_dynamic)."
+                    ),
+                    fix_code=(
+                        "buckets = [128, 256, 512]\n"
+                        "n = next(b for b in buckets if b >= seq_len)      # pad to the bucket\n"
+                        "graphs[n].replay()                               # one captured CUDA Graph per bucket"
+                    ),
+                    kernels=[short[n] for n in many],
+                    kernel_ids=[i for n in many for i in ids[n]],
+                    estimated_saving_ns=0.0,
+                    saving_model="Not estimated: the cost is in recompilation and lost graph replays.",
+                    confidence="low",
+                    evidence=[
+                        Evidence("kernels_with_many_shapes", len(many)),
+                        Evidence("launch_shapes_max", max(counts), self.thresholds["min_shapes"]),
+                    ],
+                )
+            )
         variants: dict[str, list[dict]] = {}
         for k in p.kernels:
             m = INDUCTOR_VARIANT.match(k["name"])
@@ -114,17 +135,25 @@ class DynamicShapes(ProgramRule):
                 variants.setdefault(m.group(1), []).append(k)
         for base, ks in variants.items():
             if len(ks) >= self.thresholds["min_variants"]:
-                findings.append(self.finding(
-                    title=f"{len(ks)} compiled variants of {base}",
-                    message=(f"TorchInductor emitted {len(ks)} kernels named {base}_N: the same fused op compiled "
-                             "again, typically once per input shape."),
-                    fix=("Mark the varying dimension dynamic (torch._dynamo.mark_dynamic(x, dim) or "
-                         "torch.compile(dynamic=True)) so one shape-generic kernel serves all sizes, or pad inputs "
-                         "to a few buckets."),
-                    fix_code="torch._dynamo.mark_dynamic(x, 1)   # sequence length varies",
-                    kernels=[k["name"] for k in ks], kernel_ids=[k["id"] for k in ks], estimated_saving_ns=0.0,
-                    saving_model="Not estimated: the cost is in compilation and code size.",
-                    confidence="low",
-                    evidence=[Evidence("variants", len(ks), self.thresholds["min_variants"])],
-                ))
+                findings.append(
+                    self.finding(
+                        title=f"{len(ks)} compiled variants of {base}",
+                        message=(
+                            f"TorchInductor emitted {len(ks)} kernels named {base}_N: the same fused op compiled "
+                            "again, typically once per input shape."
+                        ),
+                        fix=(
+                            "Mark the varying dimension dynamic (torch._dynamo.mark_dynamic(x, dim) or "
+                            "torch.compile(dynamic=True)) so one shape-generic kernel serves all sizes, or pad inputs "
+                            "to a few buckets."
+                        ),
+                        fix_code="torch._dynamo.mark_dynamic(x, 1)   # sequence length varies",
+                        kernels=[k["name"] for k in ks],
+                        kernel_ids=[k["id"] for k in ks],
+                        estimated_saving_ns=0.0,
+                        saving_model="Not estimated: the cost is in compilation and code size.",
+                        confidence="low",
+                        evidence=[Evidence("variants", len(ks), self.thresholds["min_variants"])],
+                    )
+                )
         return findings

@@ -47,13 +47,19 @@ class LayoutCopy(Rule):
         r = k.roofline
         return self.finding(
             title=f"Layout copy: {fmt_ns(k.kernel.duration_ns)} moving data that is not computed on",
-            message=(f"This ATen copy kernel moves {fmt_bytes(r.dram_bytes)} per launch ({k.kernel.launches} "
-                     f"launches, {k.time_share:.0%} of GPU time) only to change a tensor's layout."),
-            fix=("Avoid the copy: pass the strided view to the consumer (matmul and scaled_dot_product_attention accept "
-                 "non-contiguous inputs), create the tensor in the layout it is consumed in, or torch.compile the "
-                 "region so the copy is fused into its consumer."),
-            fix_code=("q, k, v = qkv.view(b, s, 3, h, d).unbind(2)\n"
-                      "out = F.scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2))"),
+            message=(
+                f"This ATen copy kernel moves {fmt_bytes(r.dram_bytes)} per launch ({k.kernel.launches} "
+                f"launches, {k.time_share:.0%} of GPU time) only to change a tensor's layout."
+            ),
+            fix=(
+                "Avoid the copy: pass the strided view to the consumer (matmul and scaled_dot_product_attention accept "
+                "non-contiguous inputs), create the tensor in the layout it is consumed in, or torch.compile the "
+                "region so the copy is fused into its consumer."
+            ),
+            fix_code=(
+                "q, k, v = qkv.view(b, s, 3, h, d).unbind(2)\n"
+                "out = F.scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2))"
+            ),
             estimated_speedup=1.0,
             speedup_model="The copy kernel disappears.",
             confidence="medium",

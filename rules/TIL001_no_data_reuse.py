@@ -1,6 +1,5 @@
 from ncuadvisor.rules_api import Evidence, KernelContext, Rule, fma_and_tensor_flops, time_after
 
-
 FFMA = "smsp__sass_thread_inst_executed_op_ffma_pred_on.sum.per_cycle_elapsed"
 FADD = "smsp__sass_thread_inst_executed_op_fadd_pred_on.sum.per_cycle_elapsed"
 FMUL = "smsp__sass_thread_inst_executed_op_fmul_pred_on.sum.per_cycle_elapsed"
@@ -46,12 +45,24 @@ class NoDataReuse(Rule):
     category = "tiling"
     title = "Little data reuse: tile in shared memory and registers"
     requires = ("l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum",)
-    optional = ("memory_l1_wavefronts_shared", "sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active",
-                FFMA, FADD, FMUL)
+    optional = (
+        "memory_l1_wavefronts_shared",
+        "sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active",
+        FFMA,
+        FADD,
+        FMUL,
+    )
     per_instruction = ("inst_executed", "memory_type")
-    thresholds = {"min_gflop": 1.0, "max_global_bytes_per_flop": 0.5, "max_shared_wavefronts_per_flop": 0.005,
-                  "min_l1_pct": 60.0, "tiled_fma_fraction": 0.25, "register_tiled_fma_fraction": 0.6,
-                  "max_fma_pct": 50.0, "max_fma_share_for_stencil": 0.2}
+    thresholds = {
+        "min_gflop": 1.0,
+        "max_global_bytes_per_flop": 0.5,
+        "max_shared_wavefronts_per_flop": 0.005,
+        "min_l1_pct": 60.0,
+        "tiled_fma_fraction": 0.25,
+        "register_tiled_fma_fraction": 0.6,
+        "max_fma_pct": 50.0,
+        "max_fma_share_for_stencil": 0.2,
+    }
 
     def check(self, k: KernelContext):
         r = k.roofline
@@ -73,60 +84,89 @@ class NoDataReuse(Rule):
             level, frac = "global", t["tiled_fma_fraction"]
             what = f"{global_bpf:.2f} bytes of global loads per FLOP"
             if adds_only:
-                fix = ("Each input is loaded again for every output that uses it (the arithmetic is adds, a stencil or "
-                       "a sum over neighbours): have each thread compute several neighbouring outputs and slide the "
-                       "values they share through registers, or stage the block's tile with its halo in shared memory "
-                       "once.")
-                code = ("float w[2 * R + 1];                       // the window, in registers\n"
-                        "for (int d = 0; d < 2 * R; ++d) w[d + 1] = in[(y0 - R + d) * W + x];\n"
-                        "for (int y = y0; y < y0 + ROWS; ++y) {    // ROWS outputs per thread\n"
-                        "  /* shift w down by one, load the one new row */  w[2 * R] = in[(y + R) * W + x];\n"
-                        "  float acc = 0.f; for (int d = 0; d <= 2 * R; ++d) acc += w[d];  out[y * W + x] = acc;\n}")
+                fix = (
+                    "Each input is loaded again for every output that uses it (the arithmetic is adds, a stencil or "
+                    "a sum over neighbours): have each thread compute several neighbouring outputs and slide the "
+                    "values they share through registers, or stage the block's tile with its halo in shared memory "
+                    "once."
+                )
+                code = (
+                    "float w[2 * R + 1];                       // the window, in registers\n"
+                    "for (int d = 0; d < 2 * R; ++d) w[d + 1] = in[(y0 - R + d) * W + x];\n"
+                    "for (int y = y0; y < y0 + ROWS; ++y) {    // ROWS outputs per thread\n"
+                    "  /* shift w down by one, load the one new row */  w[2 * R] = in[(y + R) * W + x];\n"
+                    "  float acc = 0.f; for (int d = 0; d <= 2 * R; ++d) acc += w[d];  out[y * W + x] = acc;\n}"
+                )
             else:
-                fix = ("Operands come from global memory at every step: stage 32×32 tiles of both inputs in shared "
-                       "memory and loop over the tile from there (then add register tiles of outputs per thread).")
-                code = ("__shared__ float As[32][32], Bs[32][33];\n"
-                        "for (int t = 0; t < K; t += 32) {\n"
-                        "  As[ty][tx] = A[row * K + t + tx];  Bs[ty][tx] = B[(t + ty) * N + col];\n"
-                        "  __syncthreads();\n"
-                        "  for (int k = 0; k < 32; ++k) acc += As[ty][k] * Bs[k][tx];\n"
-                        "  __syncthreads();\n}")
-        elif (shared_wpf > t["max_shared_wavefronts_per_flop"]
-              and (k.m("sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active") or 0) < t["max_fma_pct"]):
+                fix = (
+                    "Operands come from global memory at every step: stage 32×32 tiles of both inputs in shared "
+                    "memory and loop over the tile from there (then add register tiles of outputs per thread)."
+                )
+                code = (
+                    "__shared__ float As[32][32], Bs[32][33];\n"
+                    "for (int t = 0; t < K; t += 32) {\n"
+                    "  As[ty][tx] = A[row * K + t + tx];  Bs[ty][tx] = B[(t + ty) * N + col];\n"
+                    "  __syncthreads();\n"
+                    "  for (int k = 0; k < 32; ++k) acc += As[ty][k] * Bs[k][tx];\n"
+                    "  __syncthreads();\n}"
+                )
+        elif (
+            shared_wpf > t["max_shared_wavefronts_per_flop"]
+            and (k.m("sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active") or 0) < t["max_fma_pct"]
+        ):
             level, frac = "shared", t["register_tiled_fma_fraction"]
             what = f"{shared_wpf * 1000:.1f} shared-memory wavefronts per 1000 FLOP"
-            fix = ("Operands are re-read from shared memory for every FMA: give each thread a register tile of "
-                   "outputs (e.g. 8×8) so every value loaded from shared memory feeds 8 FMAs.")
-            code = ("float acc[8][8] = {};   // per-thread register tile\n"
-                    "for (int k = 0; k < 32; ++k) {\n"
-                    "  float a[8], b[8];\n"
-                    "  for (int i = 0; i < 8; ++i) { a[i] = As[ty * 8 + i][k]; b[i] = Bs[k][tx * 8 + i]; }\n"
-                    "  for (int i = 0; i < 8; ++i) for (int j = 0; j < 8; ++j) acc[i][j] += a[i] * b[j];\n}")
+            fix = (
+                "Operands are re-read from shared memory for every FMA: give each thread a register tile of "
+                "outputs (e.g. 8×8) so every value loaded from shared memory feeds 8 FMAs."
+            )
+            code = (
+                "float acc[8][8] = {};   // per-thread register tile\n"
+                "for (int k = 0; k < 32; ++k) {\n"
+                "  float a[8], b[8];\n"
+                "  for (int i = 0; i < 8; ++i) { a[i] = As[ty * 8 + i][k]; b[i] = Bs[k][tx * 8 + i]; }\n"
+                "  for (int i = 0; i < 8; ++i) for (int j = 0; j < 8; ++j) acc[i][j] += a[i] * b[j];\n}"
+            )
         else:
             return None
         if k.is_triton and adds_only:
-            fix = ("Load each input tile once per program (a [BLOCK_Y + halo, BLOCK_X] block with tl.load) and compute "
-                   "all of its outputs from it, instead of one load per output and tap.")
+            fix = (
+                "Load each input tile once per program (a [BLOCK_Y + halo, BLOCK_X] block with tl.load) and compute "
+                "all of its outputs from it, instead of one load per output and tap."
+            )
             code = "tile = tl.load(x_ptr + rows[:, None] * stride + cols[None, :], mask=m)   # once per program"
         elif k.is_triton:
-            fix = ("Use a blocked `tl.dot` over BLOCK_M×BLOCK_N×BLOCK_K tiles (64×64×32 or larger) instead of scalar "
-                   "loops; tune num_warps and num_stages with @triton.autotune.")
+            fix = (
+                "Use a blocked `tl.dot` over BLOCK_M×BLOCK_N×BLOCK_K tiles (64×64×32 or larger) instead of scalar "
+                "loops; tune num_warps and num_stages with @triton.autotune."
+            )
             code = "acc += tl.dot(a_tile, b_tile)   # a_tile: [BLOCK_M, BLOCK_K], b_tile: [BLOCK_K, BLOCK_N]"
         new_ns = fma_flops / (frac * peak) * 1e9
-        lines = k.top_lines("inst_executed", limit=2, min_share=0.0,
-                            sass_filter=lambda s: s.startswith(("LDG", "LDS")), memory_only=True)
+        lines = k.top_lines(
+            "inst_executed",
+            limit=2,
+            min_share=0.0,
+            sass_filter=lambda s: s.startswith(("LDG", "LDS")),
+            memory_only=True,
+        )
         return self.finding(
             title=f"Little data reuse: {what}",
-            message=(f"{fma_flops / 1e9:.1f} GFLOP of FMA work read {what}; L1/shared memory is "
-                     f"{r.sol.get('l1_pct', 0):.0f}% busy while the FMA pipe waits for operands."),
+            message=(
+                f"{fma_flops / 1e9:.1f} GFLOP of FMA work read {what}; L1/shared memory is "
+                f"{r.sol.get('l1_pct', 0):.0f}% busy while the FMA pipe waits for operands."
+            ),
             fix=fix,
             fix_code=code,
             estimated_speedup=time_after(r.duration_ns, new_ns, r.theoretical_ns),
-            speedup_model=(f"A {'shared-memory' if level == 'global' else 'register'}-tiled kernel reaches "
-                           f"~{frac:.0%} of the FP32 peak (measured on an H200): FLOPs / ({frac:.2f} × peak)."),
+            speedup_model=(
+                f"A {'shared-memory' if level == 'global' else 'register'}-tiled kernel reaches "
+                f"~{frac:.0%} of the FP32 peak (measured on an H200): FLOPs / ({frac:.2f} × peak)."
+            ),
             confidence="medium",
-            evidence=[Evidence("global_load_bytes_per_flop", round(global_bpf, 4), t["max_global_bytes_per_flop"]),
-                      Evidence("shared_wavefronts_per_flop", round(shared_wpf, 5), t["max_shared_wavefronts_per_flop"]),
-                      Evidence("l1_pct", round(r.sol.get("l1_pct", 0), 1), t["min_l1_pct"], "L1 throughput", "%")],
+            evidence=[
+                Evidence("global_load_bytes_per_flop", round(global_bpf, 4), t["max_global_bytes_per_flop"]),
+                Evidence("shared_wavefronts_per_flop", round(shared_wpf, 5), t["max_shared_wavefronts_per_flop"]),
+                Evidence("l1_pct", round(r.sol.get("l1_pct", 0), 1), t["min_l1_pct"], "L1 throughput", "%"),
+            ],
             source=lines,
         )

@@ -38,10 +38,16 @@ class SharedMemoryReduction(Rule):
     slug = "shared-memory-reduction"
     category = "warp-primitives"
     title = "Shared-memory exchanges where warp shuffles would do"
-    requires = (stall("barrier"), stall("short_scoreboard"), "smsp__sass_inst_executed_op_shared_ld.sum",
-                "smsp__sass_inst_executed_op_global_ld.sum")
+    requires = (
+        stall("barrier"),
+        stall("short_scoreboard"),
+        "smsp__sass_inst_executed_op_shared_ld.sum",
+        "smsp__sass_inst_executed_op_global_ld.sum",
+    )
     optional = tuple(stall(s) for s in STALLS if s not in ("barrier", "short_scoreboard")) + (
-        "memory_l1_wavefronts_shared", "derived__memory_l1_wavefronts_shared_excessive")
+        "memory_l1_wavefronts_shared",
+        "derived__memory_l1_wavefronts_shared_excessive",
+    )
     per_instruction = ("smsp__pcsamp_warps_issue_stalled_barrier",)
     thresholds = {"min_exchange_stall_share": 0.4, "min_barrier_share": 0.15, "min_shared_per_global_load": 1.0}
 
@@ -69,24 +75,33 @@ class SharedMemoryReduction(Rule):
         lines = k.top_lines("smsp__pcsamp_warps_issue_stalled_barrier", limit=3)  # the __syncthreads() warps wait at
         return self.finding(
             title=f"Barrier and shared-memory stalls: {share:.0%} of warp stalls",
-            message=(f"Warps spend {share:.0%} of their stall time at barriers ({bshare:.0%}) or waiting on shared "
-                     f"memory, with {shared_ld / max(global_ld, 1):.1f} shared loads per global load: values are "
-                     "exchanged through shared memory round by round."),
-            fix=("Reduce (or scan) within each warp with __shfl_down_sync, exchange one value per warp through shared "
-                 "memory with a single __syncthreads(), then finish in the first warp with shuffles."),
-            fix_code=("__device__ float warp_sum(float v) {\n"
-                      "  for (int o = 16; o > 0; o >>= 1) v += __shfl_down_sync(0xffffffff, v, o);\n  return v;\n}\n"
-                      "__shared__ float partial[32];\n"
-                      "v = warp_sum(v);\n"
-                      "if ((threadIdx.x & 31) == 0) partial[threadIdx.x >> 5] = v;\n"
-                      "__syncthreads();\n"
-                      "if (threadIdx.x < 32) v = warp_sum(threadIdx.x < blockDim.x / 32 ? partial[threadIdx.x] : 0.f);"),
+            message=(
+                f"Warps spend {share:.0%} of their stall time at barriers ({bshare:.0%}) or waiting on shared "
+                f"memory, with {shared_ld / max(global_ld, 1):.1f} shared loads per global load: values are "
+                "exchanged through shared memory round by round."
+            ),
+            fix=(
+                "Reduce (or scan) within each warp with __shfl_down_sync, exchange one value per warp through shared "
+                "memory with a single __syncthreads(), then finish in the first warp with shuffles."
+            ),
+            fix_code=(
+                "__device__ float warp_sum(float v) {\n"
+                "  for (int o = 16; o > 0; o >>= 1) v += __shfl_down_sync(0xffffffff, v, o);\n  return v;\n}\n"
+                "__shared__ float partial[32];\n"
+                "v = warp_sum(v);\n"
+                "if ((threadIdx.x & 31) == 0) partial[threadIdx.x >> 5] = v;\n"
+                "__syncthreads();\n"
+                "if (threadIdx.x < 32) v = warp_sum(threadIdx.x < blockDim.x / 32 ? partial[threadIdx.x] : 0.f);"
+            ),
             estimated_speedup=time_after(r.duration_ns or 0, new_ns, r.theoretical_ns),
             speedup_model=f"Half of the exchange stalls disappear: time × (1 − {share:.2f} / 2).",
             confidence="medium",
-            evidence=[Evidence("exchange_stall_share", round(share, 3), t["min_exchange_stall_share"]),
-                      Evidence(stall("barrier"), round(barrier, 2), None, "barrier stall (per issue)"),
-                      Evidence("shared_per_global_load", round(shared_ld / max(global_ld, 1), 2),
-                               t["min_shared_per_global_load"])],
+            evidence=[
+                Evidence("exchange_stall_share", round(share, 3), t["min_exchange_stall_share"]),
+                Evidence(stall("barrier"), round(barrier, 2), None, "barrier stall (per issue)"),
+                Evidence(
+                    "shared_per_global_load", round(shared_ld / max(global_ld, 1), 2), t["min_shared_per_global_load"]
+                ),
+            ],
             source=lines,
         )

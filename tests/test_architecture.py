@@ -17,7 +17,18 @@ ALLOWED = {
     "rules_api": {"model", "roofline", "units"},
     "engine": {"errors", "rules_api", "model", "roofline"},
     "result": {"units"},
-    "analyze": {"__init__", "engine", "roofline", "load", "model", "processes", "result", "rules_api", "errors", "units"},
+    "analyze": {
+        "__init__",
+        "engine",
+        "roofline",
+        "load",
+        "model",
+        "processes",
+        "result",
+        "rules_api",
+        "errors",
+        "units",
+    },
     "render": {"errors", "units", "result"},
 }
 

@@ -13,8 +13,9 @@ from tests.conftest import FIXTURES
 
 
 def run(*args, cwd=None, timeout=120):
-    return subprocess.run([sys.executable, "-m", "ncuadvisor", *args], capture_output=True, text=True, cwd=cwd,
-                          timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "ncuadvisor", *args], capture_output=True, text=True, cwd=cwd, timeout=timeout
+    )
 
 
 def assert_one_clear_line(p, *needles):
@@ -111,15 +112,19 @@ def test_ncu_repz_gives_the_same_analysis(tmp_path):
     assert run("report", str(FIXTURES / "probe.ncu-repz"), "-f", "json", "-o", str(a)).returncode == 0
     assert run("report", str(FIXTURES / "probe.ncu-rep.xz"), "-f", "json", "-o", str(b)).returncode == 0
     ra, rb = json.loads(a.read_text()), json.loads(b.read_text())
-    assert [(k["name"], k["duration_ns"], [f["rule"] for f in k["findings"]]) for k in ra["kernels"]] == \
-        [(k["name"], k["duration_ns"], [f["rule"] for f in k["findings"]]) for k in rb["kernels"]]
+    assert [(k["name"], k["duration_ns"], [f["rule"] for f in k["findings"]]) for k in ra["kernels"]] == [
+        (k["name"], k["duration_ns"], [f["rule"] for f in k["findings"]]) for k in rb["kernels"]
+    ]
     assert len(ra["kernels"]) == 4
 
 
-@pytest.mark.parametrize("fixture, warning", [
-    ("flaws_basic", "lacks sections"),  # --set basic only: the roofline and the rules that need no more
-    ("tiny_phase1", None),  # one metric only (gpu__time_duration): time shares, program-level advice
-])
+@pytest.mark.parametrize(
+    "fixture, warning",
+    [
+        ("flaws_basic", "lacks sections"),  # --set basic only: the roofline and the rules that need no more
+        ("tiny_phase1", None),  # one metric only (gpu__time_duration): time shares, program-level advice
+    ],
+)
 def test_reports_with_fewer_sections_are_analysed(tmp_path, fixture, warning):
     out = tmp_path / "r.json"
     p = run("report", str(FIXTURES / f"{fixture}.ncu-rep.xz"), "-f", "json", "-o", str(out))
@@ -156,18 +161,30 @@ def test_multi_process_ncu_repz_is_split_by_process(tmp_path):
     assert res["report"]["ncu_version"] == "2025.3.1.0"  # read from the plain bytes, as for a .ncu-rep
 
 
-@pytest.mark.parametrize("args,needle", [
-    (["report", "fixtures/flaws_basic.ncu-rep.xz", "-f", "markdown"], "'--format'"),
-    (["report", "fixtures/flaws_basic.ncu-rep.xz", "--top", "abc"], "'--top'"),
-    (["report", "fixtures/flaws_basic.ncu-rep.xz", "--bogus"], "--bogus"),
-    (["report"], "'path'"),
-    (["report", "a.ncu-rep", "b.ncu-rep"], "(b.ncu-rep)"),
-    (["diff", "fixtures/flaws_basic.ncu-rep.xz"], "'after'"),
-    (["no-such-command"], "no-such-command"),
-    (["report", "fixtures/flaws_basic.ncu-rep.xz", "--top", "-3"], "'--top'"),
-    (["report", "fixtures/flaws_basic.ncu-rep.xz", "--source-root", "no/such/folder", "-o", "no/such/folder/x.sarif"],
-     "'--source-root'"),
-])
+@pytest.mark.parametrize(
+    "args,needle",
+    [
+        (["report", "fixtures/flaws_basic.ncu-rep.xz", "-f", "markdown"], "'--format'"),
+        (["report", "fixtures/flaws_basic.ncu-rep.xz", "--top", "abc"], "'--top'"),
+        (["report", "fixtures/flaws_basic.ncu-rep.xz", "--bogus"], "--bogus"),
+        (["report"], "'path'"),
+        (["report", "a.ncu-rep", "b.ncu-rep"], "(b.ncu-rep)"),
+        (["diff", "fixtures/flaws_basic.ncu-rep.xz"], "'after'"),
+        (["no-such-command"], "no-such-command"),
+        (["report", "fixtures/flaws_basic.ncu-rep.xz", "--top", "-3"], "'--top'"),
+        (
+            [
+                "report",
+                "fixtures/flaws_basic.ncu-rep.xz",
+                "--source-root",
+                "no/such/folder",
+                "-o",
+                "no/such/folder/x.sarif",
+            ],
+            "'--source-root'",
+        ),
+    ],
+)
 def test_command_line_misuse_is_a_usage_error(args, needle):
     """Misused options and arguments are the user's error (exit 2, one line naming it and the help to read), not an
     'internal error': typer >= 0.29 raises its own copy of click's exceptions, which a plain `click.ClickException`

@@ -12,13 +12,33 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_profile_cost_on_the_fake_ncu(tmp_path):
-    env = dict(os.environ, PATH=f"{ROOT / 'tests' / 'fake_ncu'}{os.pathsep}{os.environ.get('PATH', '')}",
-               FAKE_NCU_PHASE1="torch_train_phase1_all", FAKE_NCU_PHASE2="torch_eager", FAKE_NCU_FULL="torch_eager")
+    env = dict(
+        os.environ,
+        PATH=f"{ROOT / 'tests' / 'fake_ncu'}{os.pathsep}{os.environ.get('PATH', '')}",
+        FAKE_NCU_PHASE1="torch_train_phase1_all",
+        FAKE_NCU_PHASE2="torch_eager",
+        FAKE_NCU_FULL="torch_eager",
+    )
     out = tmp_path / "pc.json"
-    p = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "profile_cost.py"), "--train", "--out",
-                        str(tmp_path / "work"), "--json", str(out), "--workload",
-                        str(ROOT / "tests" / "fake_ncu" / "target.py"), "--workload-args", ""],
-                       capture_output=True, text=True, env=env, timeout=300)
+    p = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "benchmarks" / "profile_cost.py"),
+            "--train",
+            "--out",
+            str(tmp_path / "work"),
+            "--json",
+            str(out),
+            "--workload",
+            str(ROOT / "tests" / "fake_ncu" / "target.py"),
+            "--workload-args",
+            "",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
     assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
     res = json.loads(out.read_text())
     assert res["profile"]["rc"] == 0 and res["naive"]["rc"] == 0
@@ -38,15 +58,33 @@ def test_profile_cost_on_a_cuda_binary(tmp_path):
     """--binary: an executable run as it is (no Python, no NVTX range), every launch profiled by the naive run; the
     fake ncu stands for the tiny CUDA program's real captures (phase 1: tiny_phase1, sections: tiny_sections)."""
     prog = tmp_path / "prog"
-    prog.write_text("#!/bin/sh\necho \"prog $*\"\n")
+    prog.write_text('#!/bin/sh\necho "prog $*"\n')
     prog.chmod(0o755)
     log = tmp_path / "argv.jsonl"
-    env = dict(os.environ, PATH=f"{ROOT / 'tests' / 'fake_ncu'}{os.pathsep}{os.environ.get('PATH', '')}",
-               FAKE_NCU_ARGV_LOG=str(log))
+    env = dict(
+        os.environ,
+        PATH=f"{ROOT / 'tests' / 'fake_ncu'}{os.pathsep}{os.environ.get('PATH', '')}",
+        FAKE_NCU_ARGV_LOG=str(log),
+    )
     out = tmp_path / "pc.json"
-    p = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "profile_cost.py"), "--binary", str(prog),
-                        "--binary-args", "--steps 2", "--out", str(tmp_path / "work"), "--json", str(out)],
-                       capture_output=True, text=True, env=env, timeout=300)
+    p = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "benchmarks" / "profile_cost.py"),
+            "--binary",
+            str(prog),
+            "--binary-args",
+            "--steps 2",
+            "--out",
+            str(tmp_path / "work"),
+            "--json",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
     assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
     res = json.loads(out.read_text())
     assert res["plain"]["cmd"] == [str(prog), "--steps", "2"] and res["plain"]["rc"] == 0

@@ -13,8 +13,21 @@ from tests.conftest import FIXTURES
 def test_the_1010_result_capture_end_to_end(tmp_path):
     out_json, out_html = tmp_path / "ms.json", tmp_path / "ms.html"
     for out in (out_json, out_html):
-        p = subprocess.run([sys.executable, "-m", "ncuadvisor", "report", str(FIXTURES / "model_step_1010.ncu-rep.xz"),
-                            "-o", str(out), "-q"], capture_output=True, text=True, timeout=300)
+        p = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "ncuadvisor",
+                "report",
+                str(FIXTURES / "model_step_1010.ncu-rep.xz"),
+                "-o",
+                str(out),
+                "-q",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         assert p.returncode == 0, p.stderr
         assert p.stderr.strip() == ""
     res = json.loads(out_json.read_text())
@@ -22,14 +35,15 @@ def test_the_1010_result_capture_end_to_end(tmp_path):
     assert sum(k["launches"] for k in kernels) == 1010
     assert len(kernels) == 13 and len({k["name"] for k in kernels}) == 8
     first = {(k["name"], k["grid"]): (k["findings"][0]["rule"] if k["findings"] else None) for k in kernels}
-    assert first[("gemm_tiled", "(8, 8, 1)")] == "LCH001"          # 64 blocks on 132 SMs: split-K
-    assert first[("softmax_causal", "(1024, 1, 1)")] == "WRP001"   # shared-memory tree reduction
-    assert first[("split_heads", "(256, 4, 1)")] == "MEM001"       # strided stores
+    assert first[("gemm_tiled", "(8, 8, 1)")] == "LCH001"  # 64 blocks on 132 SMs: split-K
+    assert first[("softmax_causal", "(1024, 1, 1)")] == "WRP001"  # shared-memory tree reduction
+    assert first[("split_heads", "(256, 4, 1)")] == "MEM001"  # strided stores
     assert first[("cross_entropy", "(256, 1, 1)")] == "LAT001"
     assert {f["rule"] for f in res["program_findings"]} >= {"PRG001"}  # 473 launches under 5 µs
     html = out_html.read_text()
     assert len(html.encode()) < 5_000_000
     import re
+
     scripts = re.findall(r"<script[^>]*>", html, re.I)
     assert scripts == ['<script type="application/json" id="ncuadvisor-result">']  # data for tools, never run
     for name in {k["name"] for k in kernels}:

@@ -204,8 +204,12 @@ def test_multiprocess_report_against_itself_has_one_unchanged_row_per_process_an
     d = diff_of(MP, MP)
     assert d["process_match"] == "per-process"
     r = rows(d)
-    assert sorted(r) == [("process 0", "copy_strided_rank"), ("process 0", "scale_add"),
-                         ("process 1", "copy_vec4_rank"), ("process 1", "scale_add")]
+    assert sorted(r) == [
+        ("process 0", "copy_strided_rank"),
+        ("process 0", "scale_add"),
+        ("process 1", "copy_vec4_rank"),
+        ("process 1", "scale_add"),
+    ]
     for k in r.values():
         assert k["status"] == "unchanged" and k["change_ns"] == 0 and k["match"] == "identity"
         assert k["match_note"] is None  # one result group per side: nothing summed
@@ -253,10 +257,18 @@ def test_recorded_ranks_are_the_key_and_the_label(report_path, tmp_path):
     after = with_ranks(report_path, tmp_path / "mg.ncu-rep", MG, {786: 0, 787: 1})
     d = diff_results(before, after)
     r = rows(d)
-    assert sorted(r) == [("rank 0", "copy_strided_rank"), ("rank 0", "scale_add"),
-                         ("rank 1", "copy_vec4_rank"), ("rank 1", "scale_add")]
+    assert sorted(r) == [
+        ("rank 0", "copy_strided_rank"),
+        ("rank 0", "scale_add"),
+        ("rank 1", "copy_vec4_rank"),
+        ("rank 1", "scale_add"),
+    ]
     assert r[("rank 0", "copy_strided_rank")]["process"] == {
-        "key": 0, "label": "rank 0", "before": {"pid": 18918, "rank": 0}, "after": {"pid": 786, "rank": 0}}
+        "key": 0,
+        "label": "rank 0",
+        "before": {"pid": 18918, "rank": 0},
+        "after": {"pid": 786, "rank": 0},
+    }
     assert not any("process" in w for w in d["warnings"])
     # ranks win over the start order: recorded the other way round, pid 786's strided copy is rank 1's
     swapped = with_ranks(report_path, tmp_path / "mg_swapped.ncu-rep", MG, {786: 1, 787: 0})
@@ -273,8 +285,10 @@ def test_one_process_against_several_sums_each_kernel_and_says_so(analyzed):
     for k in single["kernels"]:
         k.pop("process")
         k.pop("process_label")
-    for before, after, counts in ((single, analyzed(MG), "1 process before, 2 after"),
-                                  (analyzed(MG), single, "2 processes before, 1 after")):
+    for before, after, counts in (
+        (single, analyzed(MG), "1 process before, 2 after"),
+        (analyzed(MG), single, "2 processes before, 1 after"),
+    ):
         d = diff_results(before, after)
         assert d["process_match"] == "summed" and len(d["kernels"]) == 3
         assert all("process" not in k for k in d["kernels"])
@@ -313,8 +327,11 @@ def test_cli_diff_of_two_multiprocess_reports():
     d = json.loads(p.stdout)
     assert d["process_match"] == "per-process"
     assert sorted((k["process"]["label"], k["name"], k["status"]) for k in d["kernels"]) == [
-        ("process 0", "copy_strided_rank", "unchanged"), ("process 0", "scale_add", "unchanged"),
-        ("process 1", "copy_vec4_rank", "unchanged"), ("process 1", "scale_add", "unchanged")]
+        ("process 0", "copy_strided_rank", "unchanged"),
+        ("process 0", "scale_add", "unchanged"),
+        ("process 1", "copy_vec4_rank", "unchanged"),
+        ("process 1", "scale_add", "unchanged"),
+    ]
 
 
 # -- threshold ---------------------------------------------------------------------------------------------------

@@ -9,9 +9,23 @@ import pytest
 from ncuadvisor import engine, fastread, load, roofline
 from ncuadvisor.analyze import CARD_METRICS, analyze
 
-FIXTURES = ["cache", "flaws", "flaws_basic", "model_step_315", "multiproc", "multiproc_phase1", "pipeline_v0",
-            "probe", "target_exit3", "tiny_phase1", "tiny_sections", "torch_compile", "torch_dynshapes",
-            "torch_eager", "torch_train_phase1_all"]
+FIXTURES = [
+    "cache",
+    "flaws",
+    "flaws_basic",
+    "model_step_315",
+    "multiproc",
+    "multiproc_phase1",
+    "pipeline_v0",
+    "probe",
+    "target_exit3",
+    "tiny_phase1",
+    "tiny_sections",
+    "torch_compile",
+    "torch_dynshapes",
+    "torch_eager",
+    "torch_train_phase1_all",
+]
 METRICS = list(dict.fromkeys(roofline.METRICS + CARD_METRICS + engine.required_metrics(engine.discover([]))))
 
 
@@ -58,8 +72,14 @@ def test_analysis_identical_through_the_file_reader(report_path, name, monkeypat
 
 def test_unknown_layouts_give_none(report_path, tmp_path):
     data = report_path("pipeline_v0").read_bytes()
-    cases = {"empty": b"", "magic only": b"NVR\0", "random": os.urandom(5000), "text": b"hello\n" * 100,
-             "truncated": data[: len(data) // 2], "cut by 3 bytes": data[:-3]}
+    cases = {
+        "empty": b"",
+        "magic only": b"NVR\0",
+        "random": os.urandom(5000),
+        "text": b"hello\n" * 100,
+        "truncated": data[: len(data) // 2],
+        "cut by 3 bytes": data[:-3],
+    }
     for label, blob in cases.items():
         p = tmp_path / "x.ncu-rep"
         p.write_bytes(blob)

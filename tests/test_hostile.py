@@ -75,9 +75,18 @@ def test_no_script_runs_in_a_real_browser(evil, tmp_path):
     page = tmp_path / "evil.html"
     page.write_text(render_html(evil))
     dom = subprocess.run(
-        [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--virtual-time-budget=2000", "--dump-dom",
-         page.as_uri()],
-        capture_output=True, text=True, timeout=120,
+        [
+            CHROMIUM,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--virtual-time-budget=2000",
+            "--dump-dom",
+            page.as_uri(),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
     ).stdout
     assert dom, "chromium printed no DOM"
     title = re.search(r"<title>(.*?)</title>", dom, re.S).group(1).strip()

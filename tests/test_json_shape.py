@@ -20,8 +20,17 @@ def test_kernels_ordered_by_total_time_with_roofline(analyzed):
     assert times == sorted(times, reverse=True)
     assert abs(sum(k["time_share"] for k in kernels) - 1) < 1e-9
     for k in kernels:
-        assert {"name", "demangled", "launches", "duration_ns", "time_share", "bound", "roofline", "findings",
-                "ncu_rules"} <= set(k)
+        assert {
+            "name",
+            "demangled",
+            "launches",
+            "duration_ns",
+            "time_share",
+            "bound",
+            "roofline",
+            "findings",
+            "ncu_rules",
+        } <= set(k)
         assert k["bound"] in BOUNDS
         assert {"flops", "dram_bytes", "ideal_bytes", "intensity", "theoretical_ns", "headroom"} <= set(k["roofline"])
 

@@ -149,8 +149,12 @@ def test_deep_data_read_in_workers_gives_the_same_report(report_path, tmp_path, 
         assert any(f["source"] for k in in_process["kernels"] for f in k["findings"])
 
     out = tmp_path / "in_workers.json"
-    run = subprocess.run([sys.executable, "-c", WORKER_DRIVER, str(detail_chunk), str(path), str(out)],
-                         capture_output=True, text=True, timeout=600)
+    run = subprocess.run(
+        [sys.executable, "-c", WORKER_DRIVER, str(detail_chunk), str(path), str(out)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert run.returncode == 0, run.stderr
     seen = json.loads(run.stdout.splitlines()[-1])
     in_workers = json.loads(out.read_text())
@@ -165,8 +169,7 @@ def test_deep_data_read_in_workers_gives_the_same_report(report_path, tmp_path, 
     assert seen["methods"] == ["fork"]
 
 
-def test_workers_start_from_a_fork_server_once_this_process_disassembled(report_path, tmp_path, monkeypatch,
-                                                                          capsys):
+def test_workers_start_from_a_fork_server_once_this_process_disassembled(report_path, tmp_path, monkeypatch, capsys):
     import multiprocessing
 
     import ncuadvisor.load as load

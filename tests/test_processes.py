@@ -10,8 +10,14 @@ import sys
 import time
 
 from ncuadvisor.analyze import analyze
-from ncuadvisor.processes import (ProcessWatcher, process_label, read_sidecar, result_processes, sidecar_path,
-                                  write_sidecar)
+from ncuadvisor.processes import (
+    ProcessWatcher,
+    process_label,
+    read_sidecar,
+    result_processes,
+    sidecar_path,
+    write_sidecar,
+)
 
 # the order ncu profiled them in: the two processes alternate, the rank-specific copies come last
 NAMES = ["scale_add"] * 8 + ["copy_strided_rank", "copy_vec4_rank"]
@@ -84,8 +90,10 @@ def test_ranks_recorded_beside_the_report_are_shown(report_path, tmp_path):
     path = tmp_path / "mp.ncu-rep"
     shutil.copyfile(src, path)
     pids = sorted({p.pid for p in result_processes(path)})
-    ranks = {pids[0]: {"rank": 0, "local_rank": 0, "world_size": 2}, pids[1]: {"rank": 1, "local_rank": 1,
-                                                                            "world_size": 2}}
+    ranks = {
+        pids[0]: {"rank": 0, "local_rank": 0, "world_size": 2},
+        pids[1]: {"rank": 1, "local_rank": 1, "world_size": 2},
+    }
     written = write_sidecar(path, ranks)
     assert written == sidecar_path(path) == tmp_path / "mp.ncu-rep.processes.json"
     assert sidecar_path(tmp_path / "mp.ncu-rep.xz") == written  # a compressed copy finds the same file
@@ -114,9 +122,11 @@ def test_process_label():
 
 def test_watcher_reads_rank_of_descendants():
     # a child that starts a grandchild with RANK set, as torchrun starts its workers
-    code = ("import os, subprocess, sys, time; env = dict(os.environ, RANK='3', LOCAL_RANK='1', WORLD_SIZE='4'); "
-            "p = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(1.5)'], env=env); "
-            "print(p.pid, flush=True); p.wait()")
+    code = (
+        "import os, subprocess, sys, time; env = dict(os.environ, RANK='3', LOCAL_RANK='1', WORLD_SIZE='4'); "
+        "p = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(1.5)'], env=env); "
+        "print(p.pid, flush=True); p.wait()"
+    )
     child = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
     watcher = ProcessWatcher(child.pid, fast_interval_s=0.05).start()
     grandchild = int(child.stdout.readline())

@@ -64,8 +64,14 @@ def cli(tmp_path, monkeypatch, capsys):
     log = tmp_path / "ncu_argv.jsonl"
     monkeypatch.setenv("PATH", str(FAKE_DIR) + os.pathsep + os.environ.get("PATH", ""))
     monkeypatch.setenv("FAKE_NCU_ARGV_LOG", str(log))
-    for var in ("FAKE_NCU_SCENARIO", "FAKE_NCU_VERSION", "FAKE_NCU_PHASE1", "FAKE_NCU_PHASE2", "FAKE_NCU_FULL",
-                "NCUADVISOR_NCU"):
+    for var in (
+        "FAKE_NCU_SCENARIO",
+        "FAKE_NCU_VERSION",
+        "FAKE_NCU_PHASE1",
+        "FAKE_NCU_PHASE2",
+        "FAKE_NCU_FULL",
+        "NCUADVISOR_NCU",
+    ):
         monkeypatch.delenv(var, raising=False)
 
     def run(*args: str, **env: str) -> CliRun:
@@ -115,7 +121,9 @@ def test_find_ncu_path_first_then_cuda_home_then_usual_folders(tmp_path):
     home = _exe(tmp_path / "cuda" / "bin" / "ncu")
     opt = _exe(tmp_path / "opt" / "nsight-compute" / "2025.3.1" / "ncu")
     std = [str(tmp_path / "opt" / "nsight-compute" / "*")]
-    assert N.find_ncu(env={"PATH": str(on_path.parent), "CUDA_HOME": str(tmp_path / "cuda")}, standard_dirs=std) == str(on_path)
+    assert N.find_ncu(env={"PATH": str(on_path.parent), "CUDA_HOME": str(tmp_path / "cuda")}, standard_dirs=std) == str(
+        on_path
+    )
     assert N.find_ncu(env={"PATH": "", "CUDA_HOME": str(tmp_path / "cuda")}, standard_dirs=std) == str(home)
     assert N.find_ncu(env={"PATH": "", "CUDA_PATH": str(tmp_path / "cuda")}, standard_dirs=std) == str(home)
     assert N.find_ncu(env={"PATH": ""}, standard_dirs=std) == str(opt)
@@ -147,15 +155,28 @@ TARGET_ARGV = ["/usr/bin/python3", "train.py", "--epochs", "1"]
 
 def test_phase1_command_defaults():
     cmd = N.phase1_command("ncu", "/tmp/w/phase1", TARGET_ARGV, N.Filters())
-    assert cmd == ["ncu", "--clock-control", "none", "--metrics", "gpu__time_duration.sum", "-o", "/tmp/w/phase1",
-                   *TARGET_ARGV]
+    assert cmd == [
+        "ncu",
+        "--clock-control",
+        "none",
+        "--metrics",
+        "gpu__time_duration.sum",
+        "-o",
+        "/tmp/w/phase1",
+        *TARGET_ARGV,
+    ]
 
 
 def test_phase1_command_every_option():
-    f = N.Filters(nvtx_include=["step/"], kernel="regex:gemm|softmax", launch_skip=5, cache_control="none",
-                  target_processes="application-only")
+    f = N.Filters(
+        nvtx_include=["step/"],
+        kernel="regex:gemm|softmax",
+        launch_skip=5,
+        cache_control="none",
+        target_processes="application-only",
+    )
     cmd = N.phase1_command("ncu", "/w/p1", TARGET_ARGV, f)
-    assert cmd[-len(TARGET_ARGV):] == TARGET_ARGV and cmd[-len(TARGET_ARGV) - 2:-len(TARGET_ARGV)] == ["-o", "/w/p1"]
+    assert cmd[-len(TARGET_ARGV) :] == TARGET_ARGV and cmd[-len(TARGET_ARGV) - 2 : -len(TARGET_ARGV)] == ["-o", "/w/p1"]
     assert after(cmd, "--clock-control") == "none"
     assert "--nvtx" in cmd and after(cmd, "--nvtx-include") == "step/"
     assert after(cmd, "-k") == "regex:gemm|softmax"
@@ -168,25 +189,40 @@ def test_phase1_command_every_option():
 
 
 def test_phase2_command_one_launch_per_kernel():
-    cmd = N.phase2_command("ncu", "/w/p2", TARGET_ARGV, N.Filters(nvtx_include=["step/"], kernel="regex:x",
-                                                                   launch_skip=3),
-                           [TINY_ADD, BIG_ADD, TINY_ADD], ["SpeedOfLight", "Occupancy"])
+    cmd = N.phase2_command(
+        "ncu",
+        "/w/p2",
+        TARGET_ARGV,
+        N.Filters(nvtx_include=["step/"], kernel="regex:x", launch_skip=3),
+        [TINY_ADD, BIG_ADD, TINY_ADD],
+        ["SpeedOfLight", "Occupancy"],
+    )
     assert cmd[1:3] == ["--clock-control", "none"]
     assert [cmd[i + 1] for i, a in enumerate(cmd) if a == "--section"] == ["SpeedOfLight", "Occupancy"]
     assert after(cmd, "--import-source") == "yes"
     assert after(cmd, "--kernel-name-base") == "demangled"
     kid = after(cmd, "--kernel-id")
-    assert kid == r"::regex:^(tiny_add\(const float \*, const float \*, float \*, int\)|big_add\(const float \*, " \
-                  r"const float \*, float \*, unsigned long\))$:1"
+    assert (
+        kid == r"::regex:^(tiny_add\(const float \*, const float \*, float \*, int\)|big_add\(const float \*, "
+        r"const float \*, float \*, unsigned long\))$:1"
+    )
     assert after(cmd, "--nvtx-include") == "step/" and "--nvtx" in cmd
     # the user's skip counts every launch in phase 2; their kernel filter is already in the chosen names
     assert after(cmd, "--launch-skip-before-match") == "3" and "--launch-skip" not in cmd and "-k" not in cmd
-    assert cmd[-len(TARGET_ARGV) - 2:] == ["-o", "/w/p2", *TARGET_ARGV]
+    assert cmd[-len(TARGET_ARGV) - 2 :] == ["-o", "/w/p2", *TARGET_ARGV]
 
 
 def test_phase2_fallback_command_per_launch_config():
-    cmd = N.phase2_command("ncu", "/w/p2", ["./a"], N.Filters(), ["tiny_add"], ["SpeedOfLight"],
-                           strategy="per-launch-config", name_base="function")
+    cmd = N.phase2_command(
+        "ncu",
+        "/w/p2",
+        ["./a"],
+        N.Filters(),
+        ["tiny_add"],
+        ["SpeedOfLight"],
+        strategy="per-launch-config",
+        name_base="function",
+    )
     assert after(cmd, "--kernel-id") == "::regex:^(tiny_add)$:"
     assert after(cmd, "--filter-mode") == "per-launch-config" and after(cmd, "--launch-count") == "1"
     assert after(cmd, "--kernel-name-base") == "function"
@@ -200,8 +236,10 @@ def test_full_command():
 
 
 def test_regex_escaping_of_demangled_names():
-    name = ("void at::native::<unnamed>::vectorized_layer_norm_kernel<c10::BFloat16, float, (bool)0>"
-            "(int, T2, const T1 *, T2 *)")
+    name = (
+        "void at::native::<unnamed>::vectorized_layer_norm_kernel<c10::BFloat16, float, (bool)0>"
+        "(int, T2, const T1 *, T2 *)"
+    )
     rx = N.names_regex([name])
     assert ":" not in rx  # ncu splits --kernel-id at colons: `.` stands for each colon
     import re
@@ -277,9 +315,11 @@ def test_missing_executable_error():
 
 
 def test_permission_error_reading():
-    line = ("==ERROR== ERR_NVGPUCTRPERM - The user does not have permission to access NVIDIA GPU Performance "
-            "Counters on the target device 0. For instructions on enabling permissions and to get more "
-            "information see https://developer.nvidia.com/ERR_NVGPUCTRPERM")
+    line = (
+        "==ERROR== ERR_NVGPUCTRPERM - The user does not have permission to access NVIDIA GPU Performance "
+        "Counters on the target device 0. For instructions on enabling permissions and to get more "
+        "information see https://developer.nvidia.com/ERR_NVGPUCTRPERM"
+    )
     ev = N.parse_line(line)
     assert ev.kind == "error" and ev.error_kind == "permission"
     for needle in ("admin", "root", "NVreg_RestrictProfilingToAdminUsers=0", "SYS_ADMIN"):
@@ -307,8 +347,10 @@ def test_phase2_progress_lines_of_the_real_ncu():
     assert any(e.kind == "output" and e.text.startswith("transformer_step") for e in p.events)
     p = feed(FAKE_DIR / "outputs" / "phase2_per_launch_config.txt")
     assert [e.name for e in p.events if e.kind == "progress"] == [
-        "nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_bias_TNT", "nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_NNT",
-        "nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_bias_TNT"]
+        "nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_bias_TNT",
+        "nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_NNT",
+        "nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_bias_TNT",
+    ]
     assert any("No source files were imported" in w for w in p.warnings)
 
 
@@ -317,11 +359,20 @@ def test_every_option_we_pass_exists_in_the_real_ncu():
 
     help_text = (FAKE_DIR / "outputs" / "ncu_help.txt").read_text()
     known = set(re.findall(r"(--[a-z][a-z0-9-]*)", help_text)) | set(re.findall(r"^\s+(-[a-z]) \[", help_text, re.M))
-    f = N.Filters(nvtx_include=["step/"], kernel="regex:x", launch_skip=2, cache_control="none",
-                  target_processes="all", record_nvtx=True)
+    f = N.Filters(
+        nvtx_include=["step/"],
+        kernel="regex:x",
+        launch_skip=2,
+        cache_control="none",
+        target_processes="all",
+        record_nvtx=True,
+    )
     cmds = [N.phase1_command("ncu", "o", ["./a"], f), N.full_command("ncu", "o", ["./a"], f)]
-    cmds += [N.phase2_command("ncu", "o", ["./a"], f, ["k"], ["SpeedOfLight"], strategy=s, name_base=b)
-             for s in ("kernel-id", "per-launch-config") for b in ("demangled", "function")]
+    cmds += [
+        N.phase2_command("ncu", "o", ["./a"], f, ["k"], ["SpeedOfLight"], strategy=s, name_base=b)
+        for s in ("kernel-id", "per-launch-config")
+        for b in ("demangled", "function")
+    ]
     used = {a for c in cmds for a in c[1:-1] if a.startswith("-")}
     assert used and used <= known, used - known
     sections = (OUTPUTS / "list_sections.txt").read_text()
@@ -345,7 +396,9 @@ def test_partial_progress_and_line_splitting():
     assert s.feed('\rtrain:  33%|#  | 1/3==PROF== Profiling "k" - 0: 0%....50%') == []
     assert N.parse_partial(s.partial).code == 50
     assert s.feed("....100% - 36 passes\n") == [
-        "train:  33%|#  | 1/3", '==PROF== Profiling "k" - 0: 0%....50%....100% - 36 passes']
+        "train:  33%|#  | 1/3",
+        '==PROF== Profiling "k" - 0: 0%....50%....100% - 36 passes',
+    ]
     assert N.parse_line(s.feed("\rtrain:  66%|## | 2/3==WARNING== Note\n")[1]).kind == "warning"
 
 
@@ -478,8 +531,10 @@ def test_resolve_target(tmp_path):
 
 
 def test_torch_runner_keeps_torch_optional():
-    code = ("import sys, ncuadvisor, ncuadvisor.cli, ncuadvisor.profile, ncuadvisor.ncu; "
-            "assert 'torch' not in sys.modules, 'torch imported'")
+    code = (
+        "import sys, ncuadvisor, ncuadvisor.cli, ncuadvisor.profile, ncuadvisor.ncu; "
+        "assert 'torch' not in sys.modules, 'torch imported'"
+    )
     subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)
     assert "emit_nvtx" in TORCH_RUNNER and "runpy.run_path" in TORCH_RUNNER
     compile(TORCH_RUNNER, "<runner>", "exec")
@@ -497,14 +552,15 @@ def test_profile_default_two_phases(cli, tmp_path):
     p1, p2 = calls
     assert p1[:5] == ["--clock-control", "none", "--metrics", "gpu__time_duration.sum", "-o"]
     assert p1[-3:] == [str(TARGET), "--epochs", "1"] and p1[-4] == sys.executable
-    assert p2[p2.index("--section"):p2.index("--section") + len(SECTIONS_ARGS)] == SECTIONS_ARGS
+    assert p2[p2.index("--section") : p2.index("--section") + len(SECTIONS_ARGS)] == SECTIONS_ARGS
     assert after(p2, "--import-source") == "yes"
     # coverage 0.9: tiny_add; its first launch is phase 1's first, so a window of one launch holds it
     assert after(p2, "--kernel-name") == "regex:^(tiny_add)$" and after(p2, "--kernel-name-base") == "function"
     assert after(p2, "--launch-count") == "1" and "--kernel-id" not in p2
     assert "target: args=['--epochs', '1']" in r.out  # the program's own output passes through
-    assert [p["launches_profiled"] for p in json.loads((tmp_path / "step.json").read_text())["report"]["profile"][
-        "phases"]] == [2001, 1]
+    assert [
+        p["launches_profiled"] for p in json.loads((tmp_path / "step.json").read_text())["report"]["profile"]["phases"]
+    ] == [2001, 1]
     assert (tmp_path / "step.phase1.ncu-rep").is_file() and (tmp_path / "step.ncu-rep").is_file()
     assert not list(tmp_path.glob(".ncuadvisor-*"))  # the private folder is gone
     res = json.loads((tmp_path / "step.json").read_text())
@@ -527,9 +583,25 @@ def test_profile_html_by_default_named_after_the_program(cli, tmp_path):
 
 
 def test_profile_options_reach_ncu(cli):
-    r = cli("profile", str(TARGET), "--nvtx-range", "step", "--kernel", "regex:tiny|big", "--launch-skip", "5",
-            "--cache-control", "none", "--target-processes", "application-only", "--clock-control", "base",
-            "-o", "x.json", "-q")
+    r = cli(
+        "profile",
+        str(TARGET),
+        "--nvtx-range",
+        "step",
+        "--kernel",
+        "regex:tiny|big",
+        "--launch-skip",
+        "5",
+        "--cache-control",
+        "none",
+        "--target-processes",
+        "application-only",
+        "--clock-control",
+        "base",
+        "-o",
+        "x.json",
+        "-q",
+    )
     assert r.code == 0, r.err
     p1, p2 = r.phase_calls()
     for cmd in (p1, p2):
@@ -726,13 +798,23 @@ def test_phase2_collecting_nothing_is_incomplete(cli, tmp_path):
 
 def test_ctrl_c_keeps_and_analyses_what_was_collected(tmp_path):
     ready = tmp_path / "ready"
-    env = dict(os.environ, PATH=str(FAKE_DIR) + os.pathsep + os.environ["PATH"], FAKE_NCU_SCENARIO="phase1:hang",
-               FAKE_NCU_READY=str(ready),
-               PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
+    env = dict(
+        os.environ,
+        PATH=str(FAKE_DIR) + os.pathsep + os.environ["PATH"],
+        FAKE_NCU_SCENARIO="phase1:hang",
+        FAKE_NCU_READY=str(ready),
+        PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
+    )
     code = "from ncuadvisor import cli; from ncuadvisor.profile import register; register(cli.app); cli.main()"
-    proc = subprocess.Popen([sys.executable, "-c", code, "profile", str(TARGET), "-o", "x.json"], cwd=tmp_path,
-                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code, "profile", str(TARGET), "-o", "x.json"],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     deadline = time.time() + 60
     while not ready.exists() and time.time() < deadline and proc.poll() is None:
         time.sleep(0.05)
@@ -767,11 +849,21 @@ def run_on_a_terminal(tmp_path: Path, columns: int, *args: str, term: str = "xte
     master, slave = pty.openpty()
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, columns, 0, 0))
     env = {k: v for k, v in os.environ.items() if k not in TERMINAL_ENV and not k.startswith("FAKE_NCU_")}
-    env.update(TERM=term, PATH=str(FAKE_DIR) + os.pathsep + os.environ["PATH"],
-               PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
+    env.update(
+        TERM=term,
+        PATH=str(FAKE_DIR) + os.pathsep + os.environ["PATH"],
+        PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
+    )
     try:
-        proc = subprocess.Popen([sys.executable, "-m", "ncuadvisor", "profile", *args], cwd=tmp_path, env=env,
-                                stdin=slave, stdout=slave, stderr=slave, start_new_session=True)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "ncuadvisor", "profile", *args],
+            cwd=tmp_path,
+            env=env,
+            stdin=slave,
+            stdout=slave,
+            stderr=slave,
+            start_new_session=True,
+        )
     finally:
         os.close(slave)
     raw = bytearray()
@@ -815,7 +907,7 @@ def screen_rows(raw: str) -> list[str]:
                 rows[r] = ""
         else:
             row = rows[r].ljust(c)
-            rows[r] = row[:c] + tok + row[c + len(tok):]
+            rows[r] = row[:c] + tok + row[c + len(tok) :]
             c += len(tok)
     return [row.rstrip() for row in rows]
 
@@ -840,8 +932,15 @@ def test_progress_bar_on_a_terminal(tmp_path, columns):
     assert "\x1b[2K" in raw and raw.count("\n") < 200  # redrawn in place, not a line per launch
     rows = screen_rows(raw)
     assert not [r for r in rows if re.search(r"phase [12]/2(?!:)", r)], rows  # no stale bar left on screen
-    order = ["phase 1/2: timing every kernel launch", "target: args=[]", "2001 launches profiled",
-             "phase 2/2: full analysis sections", "target: args=[]", "1 launch profiled", "wrote step.json"]
+    order = [
+        "phase 1/2: timing every kernel launch",
+        "target: args=[]",
+        "2001 launches profiled",
+        "phase 2/2: full analysis sections",
+        "target: args=[]",
+        "1 launch profiled",
+        "wrote step.json",
+    ]
     at, seen = 0, []
     for row in rows:
         if at < len(order) and row.strip().startswith(order[at]):
@@ -882,14 +981,33 @@ def test_gpu_profile_flaws_end_to_end(tmp_path):
     if not os.path.exists(nvcc):
         pytest.skip("needs nvcc")
     exe = tmp_path / "flaws"
-    subprocess.run([nvcc, "-arch=sm_90", "-lineinfo", "-O3", "-o", str(exe), str(ROOT / "workloads/cuda/flaws.cu")],
-                   check=True, cwd=ROOT / "workloads/cuda")
+    subprocess.run(
+        [nvcc, "-arch=sm_90", "-lineinfo", "-O3", "-o", str(exe), str(ROOT / "workloads/cuda/flaws.cu")],
+        check=True,
+        cwd=ROOT / "workloads/cuda",
+    )
     out = tmp_path / "flaws.json"
     code = "from ncuadvisor import cli; from ncuadvisor.profile import register; register(cli.app); cli.main()"
     proc = subprocess.run(
-        [sys.executable, "-c", code, "profile", "--top", "2", "-o", str(out), "--", str(exe), "--once", "--only",
-         "copy_strided,copy_vec4"],
-        cwd=tmp_path, capture_output=True, text=True, timeout=300,
+        [
+            sys.executable,
+            "-c",
+            code,
+            "profile",
+            "--top",
+            "2",
+            "-o",
+            str(out),
+            "--",
+            str(exe),
+            "--once",
+            "--only",
+            "copy_strided,copy_vec4",
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
         env=dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))),
     )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
@@ -911,13 +1029,19 @@ def test_gpu_profile_multiprocess_ranks(tmp_path):
     if not os.path.exists(nvcc):
         pytest.skip("needs nvcc")
     exe = tmp_path / "multiproc"
-    subprocess.run([nvcc, "-arch=sm_90", "-lineinfo", "-O3", "-o", str(exe),
-                    str(ROOT / "workloads/cuda/multiproc.cu")], check=True, cwd=ROOT / "workloads/cuda")
+    subprocess.run(
+        [nvcc, "-arch=sm_90", "-lineinfo", "-O3", "-o", str(exe), str(ROOT / "workloads/cuda/multiproc.cu")],
+        check=True,
+        cwd=ROOT / "workloads/cuda",
+    )
     out = tmp_path / "mp.json"
     code = "from ncuadvisor import cli; from ncuadvisor.profile import register; register(cli.app); cli.main()"
     proc = subprocess.run(
         [sys.executable, "-c", code, "profile", "--coverage", "1.0", "-o", str(out), "--", str(exe)],
-        cwd=tmp_path, capture_output=True, text=True, timeout=300,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
         env=dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))),
     )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
@@ -949,8 +1073,9 @@ def test_window_launch_count_from_phase1_order():
 
 
 def test_window_strategy_command_line():
-    cmd = N.phase2_command("ncu", "/tmp/x", ["./prog"], N.Filters(), ["a", "b"], ["SpeedOfLight"], strategy="window",
-                           launch_count=7)
+    cmd = N.phase2_command(
+        "ncu", "/tmp/x", ["./prog"], N.Filters(), ["a", "b"], ["SpeedOfLight"], strategy="window", launch_count=7
+    )
     assert after(cmd, "--kernel-name") == "regex:^(a|b)$" and after(cmd, "--launch-count") == "7"
     with pytest.raises(ValueError):
         N.phase2_command("ncu", "/tmp/x", ["./prog"], N.Filters(), ["a"], [], strategy="window")
@@ -965,7 +1090,9 @@ def test_bar_shows_function_names_when_ncu_prints_mangled_ones():
     ui = ProgressUI()
     shown = []
     ui._update = lambda detail, launch: shown.append(detail)
-    mangled = "_ZN2at6native29vectorized_elementwise_kernelILi8ENS0_11FillFunctorIfEENS_6detail5ArrayIPcLi1EEEEEviT0_T1_"
+    mangled = (
+        "_ZN2at6native29vectorized_elementwise_kernelILi8ENS0_11FillFunctorIfEENS_6detail5ArrayIPcLi1EEEEEviT0_T1_"
+    )
     ev = ncu_mod.parse_line(f'==PROF== Profiling "{mangled}" - 8 (9/9): 0%....50%....100% - 36 passes')
     assert ev.kind == "progress" and ev.name == mangled
     ui.display_names = {mangled: "vectorized_elementwise_kernel"}

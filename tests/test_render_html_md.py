@@ -181,7 +181,7 @@ def test_markdown_escapes_hostile_strings(evil):
     row = next(line for line in text.splitlines() if line.startswith("| 0 |"))
     assert row.count("|") - row.count("\\|") == 9  # 8 cells: the name's own "|" is escaped
     assert "\\|" in row and "&lt;" in row
-    assert "<code>&lt;script&gt;alert(1)&lt;/script&gt;\"&gt;&lt;img src=x onerror=alert(1)&gt;" in text  # full name
+    assert '<code>&lt;script&gt;alert(1)&lt;/script&gt;"&gt;&lt;img src=x onerror=alert(1)&gt;' in text  # full name
     assert "&lt;/script&gt;&lt;script&gt;alert(2)&lt;/script&gt;" in text  # the source line
 
 
@@ -351,10 +351,18 @@ def test_groups_of_one_name_are_told_apart_by_their_launch_shape(analyzed):
 def test_shape_tags_add_the_block_where_grids_agree():
     from ncuadvisor.render import shape_tags
 
-    r = {"kernels": [{"id": "a", "name": "k", "grid": "(4, 1, 1)", "block": "(128, 1, 1)"},
-                     {"id": "b", "name": "k", "grid": "(4, 1, 1)", "block": "(256, 1, 1)"},
-                     {"id": "c", "name": "k", "grid": "(8, 1, 1)", "block": "(128, 1, 1)"},
-                     {"id": "d", "name": "other", "grid": "(4, 1, 1)"}, "not a kernel"]}
-    assert shape_tags(r) == {"a": "grid (4, 1, 1) block (128, 1, 1)", "b": "grid (4, 1, 1) block (256, 1, 1)",
-                             "c": "grid (8, 1, 1)"}
+    r = {
+        "kernels": [
+            {"id": "a", "name": "k", "grid": "(4, 1, 1)", "block": "(128, 1, 1)"},
+            {"id": "b", "name": "k", "grid": "(4, 1, 1)", "block": "(256, 1, 1)"},
+            {"id": "c", "name": "k", "grid": "(8, 1, 1)", "block": "(128, 1, 1)"},
+            {"id": "d", "name": "other", "grid": "(4, 1, 1)"},
+            "not a kernel",
+        ]
+    }
+    assert shape_tags(r) == {
+        "a": "grid (4, 1, 1) block (128, 1, 1)",
+        "b": "grid (4, 1, 1) block (256, 1, 1)",
+        "c": "grid (8, 1, 1)",
+    }
     assert shape_tags(None) == {} and shape_tags({"kernels": "x"}) == {}

@@ -52,7 +52,11 @@ def test_wasted_sectors_show_as_headroom(rows):
 
 
 def test_bound_classification_thresholds():
-    base = {"gpu__time_duration.sum": 100_000.0, "launch__grid_size": 1000, "device__attribute_multiprocessor_count": 132}
+    base = {
+        "gpu__time_duration.sum": 100_000.0,
+        "launch__grid_size": 1000,
+        "device__attribute_multiprocessor_count": 132,
+    }
     mem = dict(base, **{roofline.SOL_METRICS["memory_pct"]: 85.0, roofline.SOL_METRICS["compute_pct"]: 20.0})
     comp = dict(base, **{roofline.SOL_METRICS["memory_pct"]: 20.0, roofline.SOL_METRICS["compute_pct"]: 85.0})
     lat = dict(base, **{roofline.SOL_METRICS["memory_pct"]: 20.0, roofline.SOL_METRICS["compute_pct"]: 30.0})

@@ -60,8 +60,9 @@ def test_rule_is_silent_on_the_fixed_twin(analyzed, name):
     assert EXPECTED_RULE[name] not in codes(k), (twin, codes(k))
 
 
-@pytest.mark.parametrize("name", ["copy_vec4", "fma_peak", "scale_u8x16", "transpose_smem_padded", "stream_full_grid",
-                                  "poly_float_literal"])
+@pytest.mark.parametrize(
+    "name", ["copy_vec4", "fma_peak", "scale_u8x16", "transpose_smem_padded", "stream_full_grid", "poly_float_literal"]
+)
 def test_near_bound_kernels_get_at_roofline_and_nothing_else(analyzed, name):
     k = kernel(analyzed("flaws"), name)
     assert codes(k) == ["ROOF001"], (name, codes(k))

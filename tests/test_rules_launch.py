@@ -62,8 +62,14 @@ def test_split_k_estimate_on_the_measured_twins(analyzed):
     assert short["estimated_speedup"] < 0.2
     assert 0.2 < long_["estimated_speedup"] < 0.32
     assert "serial split-K" in long_["fix"] and "3 blocks per tile" in long_["fix"]
-    for twin in ("gemm_small_tiles", "gemm_splitk", "splitk_sum", "gemm_splitk_serial", "gemm_two_per_thread",
-                 "gemm_splitk_serial_long"):
+    for twin in (
+        "gemm_small_tiles",
+        "gemm_splitk",
+        "splitk_sum",
+        "gemm_splitk_serial",
+        "gemm_two_per_thread",
+        "gemm_splitk_serial_long",
+    ):
         assert not any(f["rule"] == "LCH001" for f in by[twin]["findings"]), twin
 
 
@@ -72,8 +78,12 @@ def test_tail_effect_on_the_compiled_layer_norms(analyzed):
     advice speaks Triton (a persistent grid of one wave), and the estimate shrinks only the SMs' active time: launch
     ramp and drain stay, so it saves less than the 1 - 1.11 / 2 = 44.5% of the whole duration."""
     res = analyzed("torch_compile")
-    tails = [(k, f) for k in res["kernels"] for f in k["findings"]
-             if f["rule"] == "LCH001" and f["title"].startswith("Tail effect: 1.11 waves")]
+    tails = [
+        (k, f)
+        for k in res["kernels"]
+        for f in k["findings"]
+        if f["rule"] == "LCH001" and f["title"].startswith("Tail effect: 1.11 waves")
+    ]
     names = {k["name"] for k, _ in tails}
     assert any(n.startswith("triton_per_fused_add_native_layer_norm") for n in names), names
     for k, f in tails:

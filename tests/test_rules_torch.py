@@ -15,14 +15,20 @@ def test_cublas_matrix_product_on_tensor_cores_is_at_roofline(analyzed):
     r = analyzed("torch_eager")
     qkv = max((k for k in r["kernels"] if k["language"] == "library"), key=lambda k: k["roofline"]["flops"])
     # 2*M*N*K for the fused QKV projection: M = 8*512 tokens, N = 3*1024, K = 1024 (bf16 on tensor cores)
-    assert abs(qkv["roofline"]["flops_by_precision"]["tensor_bf16"] - 2 * 4096 * 3072 * 1024) < 0.01 * 2 * 4096 * 3072 * 1024
+    assert (
+        abs(qkv["roofline"]["flops_by_precision"]["tensor_bf16"] - 2 * 4096 * 3072 * 1024)
+        < 0.01 * 2 * 4096 * 3072 * 1024
+    )
     assert qkv["bound"] == "compute" and [f["rule"] for f in qkv["findings"]] == ["ROOF001"]
 
 
 def test_no_cuda_code_advice_for_library_or_aten_kernels(analyzed):
     for k in analyzed("torch_eager")["kernels"]:
         if k["language"] in ("library", "pytorch"):
-            assert {f["rule"] for f in k["findings"]} <= {"ROOF001", "LIB001", "PYT001", "ISU001"}, (k["name"], k["findings"])
+            assert {f["rule"] for f in k["findings"]} <= {"ROOF001", "LIB001", "PYT001", "ISU001"}, (
+                k["name"],
+                k["findings"],
+            )
             for f in k["findings"]:  # the rules that do speak here speak PyTorch, not CUDA
                 assert "__launch_bounds__" not in f["fix"] + (f.get("fix_code") or "")
                 assert "__shared__" not in f["fix"] + (f.get("fix_code") or "")
@@ -36,7 +42,9 @@ def test_layout_copy_and_fusion_in_eager(analyzed):
 
 def test_triton_advice_speaks_triton(analyzed):
     r = analyzed("torch_compile")
-    fixes = [f for k in r["kernels"] if k["language"] == "triton" for f in k["findings"] if f["category"] != "at-roofline"]
+    fixes = [
+        f for k in r["kernels"] if k["language"] == "triton" for f in k["findings"] if f["category"] != "at-roofline"
+    ]
     assert fixes
     for f in fixes:
         assert "__launch_bounds__" not in f["fix"] + f["fix_code"]

@@ -199,9 +199,9 @@ def test_no_locations_at_all_gives_a_valid_empty_run(analyzed, rules, validator)
 def test_hostile_strings_stay_valid(analyzed, rules, validator):
     result = copy.deepcopy(analyzed("pipeline_v2"))
     k = next(k for k in result["kernels"] if k["name"] == "scale_add")
-    k["name"] = "evil\"\n\t<kernel>\\u0000\x00"
+    k["name"] = 'evil"\n\t<kernel>\\u0000\x00'
     f = k["findings"][0]
-    f["fix"] = f["title"] = "fix \"quoted\" ```` `code` <b>"
+    f["fix"] = f["title"] = 'fix "quoted" ```` `code` <b>'
     f["source"][0]["file"] = "/work/main/dir with space/ü#?.cu"
     f["source"].append({"file": "C:\\src\\k.cu", "line": 3, "code": None, "sass": None, "share": None})
     f["source"].append({"file": "/work/main/x.cu", "line": 0})  # not a line: ignored
@@ -248,8 +248,10 @@ def test_cli_render_sarif_with_source_root(tmp_path, analyzed, validator):
     assert p.returncode == 0, p.stderr
     log = json.loads(out.read_text())
     validate(validator, log)
-    assert any(r["locations"][0]["physicalLocation"]["artifactLocation"].get("uri") == "workloads/cuda/flaws.cu"
-               for r in results_of(log))
+    assert any(
+        r["locations"][0]["physicalLocation"]["artifactLocation"].get("uri") == "workloads/cuda/flaws.cu"
+        for r in results_of(log)
+    )
     p = run_cli("render", saved, "--format", "sarif", cwd=tmp_path)  # default root: tmp_path (no git): all absolute
     assert p.returncode == 0, p.stderr
     log = json.loads(p.stdout)

@@ -43,17 +43,21 @@ def test_eager_copy_kernel_splits_at_its_two_sizes(eager):
     # one action per rule and kernel in "where to start": the variant's saving adds to the kernel's
     pyt = [a for a in eager["top_actions"] if a["rule"] == "PYT001" and a["kernel_id"] == copy["id"]]
     assert len(pyt) == 1
-    main_saving = copy["analysed_duration_ns"] * next(f for f in copy["findings"] if f["rule"] == "PYT001")[
-        "estimated_speedup"]
-    assert pyt[0]["estimated_saving_ns"] == pytest.approx(main_saving + v["duration_ns"] * v["findings"][0][
-        "estimated_speedup"])
+    main_saving = (
+        copy["analysed_duration_ns"] * next(f for f in copy["findings"] if f["rule"] == "PYT001")["estimated_speedup"]
+    )
+    assert pyt[0]["estimated_saving_ns"] == pytest.approx(
+        main_saving + v["duration_ns"] * v["findings"][0]["estimated_speedup"]
+    )
 
 
 def test_eager_gemm_at_two_sizes(eager):
     # one cuBLAS kernel and grid at two K's: 15.8 µs (analysed) and 45.3 µs (near its bound, a variant)
     g = next(k for k in eager["kernels"] if k["name"].startswith("nvjet") and k["grid"] == "(2, 64, 1)")
     (v,) = g["variants"]
-    assert g["analysed_launches"] == 1 and v["launches"] == 1 and v["launch_range_ns"][0] > 2 * g["analysed_duration_ns"]
+    assert (
+        g["analysed_launches"] == 1 and v["launches"] == 1 and v["launch_range_ns"][0] > 2 * g["analysed_duration_ns"]
+    )
     assert [f["rule"] for f in v["findings"]] == ["ROOF001"]
 
 
@@ -79,14 +83,19 @@ def test_phase1_time_decides_what_the_deep_analysis_sees(report_path, analyzed):
     from ncuadvisor.profile import Phase1Time, kernel_key
 
     path = report_path("torch_eager")
-    copy = next(k for k in analyzed("torch_eager")["kernels"]
-                if k["name"] == "elementwise_kernel" and k["grid"] == "(8192, 1, 1)")
+    copy = next(
+        k
+        for k in analyzed("torch_eager")["kernels"]
+        if k["name"] == "elementwise_kernel" and k["grid"] == "(8192, 1, 1)"
+    )
     key = kernel_key(copy)
     ids = copy["result_ids"]
 
     def first_rules(per_launch_ns: float, total_ns: float) -> list[str]:
-        phase1 = {"kernels": [{"id": "k0", "demangled": copy["demangled"], "grid": copy["grid"], "block": copy["block"]}],
-                  "report": {"total_duration_ns": total_ns}}
+        phase1 = {
+            "kernels": [{"id": "k0", "demangled": copy["demangled"], "grid": copy["grid"], "block": copy["block"]}],
+            "report": {"total_duration_ns": total_ns},
+        }
         told = Phase1Time(phase1, [{"kernel_id": "k0", "result_id": r, "duration_ns": per_launch_ns} for r in ids])
         res = analyze(path, group_time=told)
         k = next(k for k in res["kernels"] if kernel_key(k) == key)

@@ -8,9 +8,9 @@ from typing import Any
 
 import jinja2
 
-from ncuadvisor.units import fmt_ns as _units_fmt_ns
 from ncuadvisor.errors import AdvisorError
 from ncuadvisor.result import shape_tag_lookup, shape_tagger, shape_tags  # noqa: F401  (for the renderers)
+from ncuadvisor.units import fmt_ns as _units_fmt_ns
 
 
 def templates_dir() -> Path:

@@ -122,6 +122,7 @@ def _sum_ns(kernels: list[dict[str, Any]], side: str) -> float:
 def diff_shape_tag(d: dict[str, Any]):
     """entry -> its `shape_tagger` tag among the diff's entries ('grid (8, 8, 1)' where other entries share its name;
     per-process entries are already told apart by their process), from the after side, else the before side."""
+
     def side(k: Any) -> dict[str, Any]:
         s = (k.get("after") or k.get("before") or {}) if isinstance(k, dict) else {}
         return s if isinstance(s, dict) else {}
@@ -138,7 +139,9 @@ def diff_shape_tag(d: dict[str, Any]):
 def total_change_text(t: dict[str, Any]) -> str:
     """The program total's change: '+7.93 ms, +227.6%', and in per-launch mode '+205.5 µs, +1.8% per result: 3.22×
     the results'."""
-    text = fmt_delta_ns(t.get("change_ns")) + (f", {fmt_change(t.get('change'))}" if t.get("change") is not None else "")
+    text = fmt_delta_ns(t.get("change_ns")) + (
+        f", {fmt_change(t.get('change'))}" if t.get("change") is not None else ""
+    )
     if _num(t.get("before_scaled_ns")) is not None and _num(t.get("before_ns")):
         text += f" per result: {_num(t['before_scaled_ns']) / _num(t['before_ns']):.2f}× the results"
     return text
@@ -315,7 +318,8 @@ def render_diff_terminal(diff: dict[str, Any], console: Console | None = None, t
     if ff:
         console.print(
             f"\n[bold]First fix now[/bold]: {escape(short_name(str(ff.get('kernel') or ''), 60))}"
-            + (f" [dim]· {escape(str(ff['kernel_shape']))}[/dim]" if ff.get("kernel_shape") else "") + ": "
+            + (f" [dim]· {escape(str(ff['kernel_shape']))}[/dim]" if ff.get("kernel_shape") else "")
+            + ": "
             f"{escape(str(ff.get('title') or ''))} [dim]({escape(str(ff.get('rule') or ''))})[/dim] saves "
             f"~{fmt_ns(ff.get('estimated_saving_ns'))} ({fmt_pct(ff.get('program_fraction'))} of the program)"
         )

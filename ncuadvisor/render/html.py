@@ -153,10 +153,11 @@ STRIP_X, STRIP_W, STRIP_GAP = 46, 84, 18  # the "no FLOPs" strip at the left edg
 MAX_DECADES = 10
 LABEL_GAP = 13  # min vertical distance between ceiling labels
 
+
 def _peak_label(keys: list[str]) -> str:
     """['tensor_fp16', 'tensor_bf16'] -> 'FP16/BF16 tensor'; ['fp32', 'tensor_fp64'] -> 'FP32, FP64 tensor'."""
     plain = [k.upper().replace("_", " ") for k in keys if not k.startswith("tensor_")]
-    tensor = [k[len("tensor_"):].upper().replace("_", " ") for k in keys if k.startswith("tensor_")]
+    tensor = [k[len("tensor_") :].upper().replace("_", " ") for k in keys if k.startswith("tensor_")]
     parts = (["/".join(plain)] if plain else []) + (["/".join(tensor) + " tensor"] if tensor else [])
     return ", ".join(parts)
 
@@ -271,7 +272,9 @@ def roofline_chart(result: dict[str, Any], limit: int | None = CHART_POINTS) -> 
         xa = max(10.0**xlo, 10.0**ylo / bw)
         xb = min(10.0**xhi, (top_roof or 10.0**yhi) / bw, 10.0**yhi / bw)
         if xb > xa:
-            ceilings.append({"x1": _f(px(xa)), "y1": _f(py(bw * xa)), "x2": _f(px(xb)), "y2": _f(py(bw * xb)), "cls": "ceil-mem"})
+            ceilings.append(
+                {"x1": _f(px(xa)), "y1": _f(py(bw * xa)), "x2": _f(px(xb)), "y2": _f(py(bw * xb)), "cls": "ceil-mem"}
+            )
             # the label sits along the slope, a third of the way up
             xm = 10 ** (math.log10(xa) + (math.log10(xb) - math.log10(xa)) * 0.3)
             ppd_x = (x1 - x0) / (xhi - xlo)
@@ -302,7 +305,9 @@ def roofline_chart(result: dict[str, Any], limit: int | None = CHART_POINTS) -> 
     for n in range(len(roof_labels) - 2, -1, -1):  # from the bottom up: keep each above the next
         roof_labels[n][0] = min(roof_labels[n][0], roof_labels[n + 1][0] - LABEL_GAP)
     for y, text in roof_labels:
-        labels.append({"x": _f(x1 + 6), "y": _f(y), "text": text, "anchor": "start", "transform": "", "cls": "lbl-flop"})
+        labels.append(
+            {"x": _f(x1 + 6), "y": _f(y), "text": text, "anchor": "start", "transform": "", "cls": "lbl-flop"}
+        )
 
     def point(i: int, k: dict[str, Any], cx: float, cy: float, lx: float, ly: float, extra: str) -> dict[str, Any]:
         """One kernel's dot: area by its time share, colour by its bound, a link to its card, a tooltip."""
@@ -324,9 +329,17 @@ def roofline_chart(result: dict[str, Any], limit: int | None = CHART_POINTS) -> 
     points = []
     for n, (i, k, inten, perf) in enumerate(placed):
         cx, cy = px(inten), py(perf)
-        points.append(point(i, k, cx, cy, cx + 9, cy - 7 if n % 2 == 0 else cy + 14,
-                            f"{inten:.3g} FLOP/byte, {fmt_rate(perf, 'FLOP/s')} achieved, "
-                            f"{k.get('bound') or 'unknown'} bound"))
+        points.append(
+            point(
+                i,
+                k,
+                cx,
+                cy,
+                cx + 9,
+                cy - 7 if n % 2 == 0 else cy + 14,
+                f"{inten:.3g} FLOP/byte, {fmt_rate(perf, 'FLOP/s')} achieved, {k.get('bound') or 'unknown'} bound",
+            )
+        )
     strip_box = None
     if strip:
         sx0, sx1 = STRIP_X, STRIP_X + STRIP_W
@@ -346,8 +359,9 @@ def roofline_chart(result: dict[str, Any], limit: int | None = CHART_POINTS) -> 
         for n, (i, k, frac, got) in enumerate(strip):
             cx = sx0 + 14 + (n % cols) * ((sx1 - sx0 - 28) / (cols - 1))
             cy = y1 - frac * (y1 - y0)
-            points.append(point(i, k, cx, cy, cx + 6, cy - 8,
-                                f"no FLOPs; DRAM {fmt_rate(got, 'B/s')} ({frac:.0%} of peak)"))
+            points.append(
+                point(i, k, cx, cy, cx + 6, cy - 8, f"no FLOPs; DRAM {fmt_rate(got, 'B/s')} ({frac:.0%} of peak)")
+            )
 
     return {
         "w": W,
@@ -361,7 +375,10 @@ def roofline_chart(result: dict[str, Any], limit: int | None = CHART_POINTS) -> 
         "labels": labels,
         "points": points,
         "strip": strip_box,
-        "unplaced": [{"index": i, "id": k.get("id") or f"k{i}", "name": k.get("name"), "demangled": k.get("demangled")} for i, k in unplaced],
+        "unplaced": [
+            {"index": i, "id": k.get("id") or f"k{i}", "name": k.get("name"), "demangled": k.get("demangled")}
+            for i, k in unplaced
+        ],
         "empty": not placed and not strip,
         "no_ceilings": not ceilings,
         "shown": shown,
@@ -407,8 +424,9 @@ def render_html(
             "clip": clip,
         }
     )
-    env.globals.update({"times": times, "high_headroom": is_high_headroom, "empty": _Rec(),
-                        "shape_tag": shape_tag_lookup(result)})
+    env.globals.update(
+        {"times": times, "high_headroom": is_high_headroom, "empty": _Rec(), "shape_tag": shape_tag_lookup(result)}
+    )
     template = env.get_template(TEMPLATE)
     text = _compact_json(result)
     json_bytes = len(text.encode())

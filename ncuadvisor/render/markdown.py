@@ -12,7 +12,7 @@ import re
 from typing import Any
 
 from ncuadvisor.render import environment, fmt_ns, shape_tag_lookup, short_name
-from ncuadvisor.render.html import _Rec, basename, _number, _view, fmt_num, fmt_pct100, is_high_headroom, times
+from ncuadvisor.render.html import _number, _Rec, _view, basename, fmt_num, fmt_pct100, is_high_headroom, times
 
 TEMPLATE = "report.md.j2"
 GITHUB_LIMIT = 65000

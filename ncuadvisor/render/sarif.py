@@ -50,7 +50,8 @@ import os
 import posixpath
 import re
 import subprocess
-from typing import Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 from urllib.parse import quote
 
 from ncuadvisor.render import shape_tags
@@ -116,7 +117,7 @@ def artifact_location(file: str, roots: list[str]) -> dict[str, str]:
     for root in roots:
         prefix = root.rstrip("/") + "/"
         if path.startswith(prefix) and len(path) > len(prefix):
-            return {"uri": quote(path[len(prefix):], safe="/"), "uriBaseId": SRCROOT}
+            return {"uri": quote(path[len(prefix) :], safe="/"), "uriBaseId": SRCROOT}
     return {"uri": file_uri(path)}
 
 
@@ -351,7 +352,9 @@ def build_sarif(
                 ]
             entry["partialFingerprints"] = {
                 "ncuadvisorFinding/v1": _fingerprint(
-                    code, k.get("demangled") or name, location["physicalLocation"]["artifactLocation"]["uri"],
+                    code,
+                    k.get("demangled") or name,
+                    location["physicalLocation"]["artifactLocation"]["uri"],
                     *([tag] if tag else []),
                 )
             }

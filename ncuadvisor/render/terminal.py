@@ -66,14 +66,20 @@ def render_terminal(result: dict[str, Any], console: Console | None = None, top:
         sizes = k.get("variants") or []
         if sizes:  # launches of another size, analysed on their own (or timed only)
             vfirst = [(v.get("findings") or [{}])[0].get("rule") for v in sizes]
-            first_text += f" (+{len(sizes)} size{'s' if len(sizes) > 1 else ''}: " + ", ".join(
-                r or ("–" if v.get("profiled") else "timed") for r, v in zip(vfirst, sizes)) + ")"
+            first_text += (
+                f" (+{len(sizes)} size{'s' if len(sizes) > 1 else ''}: "
+                + ", ".join(r or ("–" if v.get("profiled") else "timed") for r, v in zip(vfirst, sizes))
+                + ")"
+            )
         bound = k.get("bound") or "unknown"
         table.add_row(
             str(i),
-            escape(short_name(k["name"], 48) + (f" · {tags[str(k.get('id'))]}" if str(k.get("id")) in tags else "")
-                   + (f" [{k['process_label']}]" if k.get("process_label") else "")
-                   + (f" [GPU {k['device_id']}]" if isinstance(k.get("device_id"), int) else "")),
+            escape(
+                short_name(k["name"], 48)
+                + (f" · {tags[str(k.get('id'))]}" if str(k.get("id")) in tags else "")
+                + (f" [{k['process_label']}]" if k.get("process_label") else "")
+                + (f" [GPU {k['device_id']}]" if isinstance(k.get("device_id"), int) else "")
+            ),
             str(k.get("launches")),
             fmt_ns(k.get("duration_ns")),
             fmt_pct(k.get("time_share")),

@@ -84,11 +84,9 @@ def check_golden(name: str, text: str) -> None:
     expected = path.read_text(encoding="utf-8")
     if text != expected:
         delta = "".join(
-            list(
-                difflib.unified_diff(
-                    expected.splitlines(True), text.splitlines(True), f"golden/{name}", "now", n=1
-                )
-            )[:80]
+            list(difflib.unified_diff(expected.splitlines(True), text.splitlines(True), f"golden/{name}", "now", n=1))[
+                :80
+            ]
         )
         pytest.fail(
             f"{name} differs from its golden file; if the change is intended, regenerate with "
