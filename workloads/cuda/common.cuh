@@ -10,6 +10,7 @@
 #include <thread>
 #include <algorithm>
 #include <functional>
+#include <string>
 #include <cuda_runtime.h>
 
 #define CK(x)                                                                                   \
@@ -92,4 +93,31 @@ static inline void bench_json(const char* name, const std::function<void()>& lau
   printf("{\"kernel\": \"%s\", \"median_us\": %.3f, \"min_us\": %.3f, \"max_us\": %.3f, \"runs\": 15}\n", name, t[7],
          t[0], t[14]);
   CK(cudaEventDestroy(a)); CK(cudaEventDestroy(b));
+}
+
+// The --bench modes of ceilings.cu and patterns.cu: `warmups` untimed launches, then the median of `runs`
+// cudaEvent timings of launch() (each timing spans one call of launch(), which may hold several kernel launches).
+// One JSON line: name, median/min/max, runs, and `extra` (a JSON fragment without braces, e.g. "\"role\": \"twin\"").
+// Returns the median in microseconds.
+static inline double bench_json_runs(const char* name, const std::function<void()>& launch, int runs = 25,
+                                     const std::string& extra = std::string(), int warmups = 3) {
+  cudaEvent_t a, b;
+  CK(cudaEventCreate(&a)); CK(cudaEventCreate(&b));
+  for (int i = 0; i < warmups; ++i) launch();
+  CK(cudaGetLastError());
+  CK(cudaDeviceSynchronize());
+  std::vector<float> t;
+  for (int i = 0; i < runs; ++i) {
+    CK(cudaEventRecord(a)); launch(); CK(cudaEventRecord(b));
+    CK(cudaEventSynchronize(b));
+    float ms; CK(cudaEventElapsedTime(&ms, a, b)); t.push_back(ms * 1000.f);
+  }
+  CK(cudaGetLastError());
+  std::sort(t.begin(), t.end());
+  double med = runs % 2 ? t[runs / 2] : 0.5 * (t[runs / 2 - 1] + t[runs / 2]);
+  printf("{\"kernel\": \"%s\", \"median_us\": %.3f, \"min_us\": %.3f, \"max_us\": %.3f, \"runs\": %d%s%s}\n", name, med,
+         t[0], t[runs - 1], runs, extra.empty() ? "" : ", ", extra.c_str());
+  fflush(stdout);
+  CK(cudaEventDestroy(a)); CK(cudaEventDestroy(b));
+  return med;
 }

@@ -1,0 +1,422 @@
+"""Planted PyTorch cases, each with a fixed twin, for checking the analysis' advice against measured savings.
+
+    python3 planted.py --case NAME[,NAME...] [--twin | --both] [--steps N]    one measured step per variant
+    python3 planted.py --case NAME[:planted+twin],...  --steps N                 variants per case
+    python3 planted.py --bench [--case all] [--iters 25] [--warmup 5]            JSON lines, no NVTX
+
+Cases (planted → twin):
+  index_add     torch.zeros(1024, 256).index_add_(0, idx, src): 65,536 source rows of 256 floats (16.8 M element
+                updates, 64 per output row on average) through atomics → sort the indices once (torch.sort),
+                gather the rows in sorted order, torch.segment_reduce(..., "sum") over the runs
+  scatter_add   the same sums through scatter_add_ with the row index expanded to (65,536, 256) → the same twin
+  norm_chain    eager LayerNorm → residual add → GELU on 8192 × 4096 bf16 (three kernels, three round trips to
+                DRAM) → the same function under torch.compile (one fused Triton kernel)
+  fp32_matmul   4096 × 4096 × 4096 fp32 matmul with TF32 off (FFMA, the FP32 pipe) → TF32 on (tensor cores)
+  conv_nchw     fp32 NCHW conv2d, batch 32, 64 → 64 channels, 56 × 56, 3 × 3, padding 1, cuDNN TF32 off
+                → TF32 on and channels_last input and weight
+  cast_vs_copy  x (16384 × 4096 fp32) → x.to(bfloat16) (a cast kernel), .t().contiguous() (a layout copy kernel),
+                then xt @ w (bf16 GEMM) → x kept in bf16 and the transposed view handed to the GEMM (no cast, no copy)
+  train_step    training step of a 2-block MLP (d 512, hidden 2048, 4096 tokens): forward, MSE loss, backward, AdamW
+                (foreach), fp32 with TF32 off → bf16 autocast and AdamW(fused=True)
+
+--steps N (default 2): N - 1 warm-up calls of a variant outside any NVTX range, then one measured call inside the
+push/pop range "step" (ncu --nvtx --nvtx-include "step/") and the process-wide start/end range "step_all_threads"
+(ncu --nvtx-include "step_all_threads": also holds train_step's backward kernels, which autograd launches from
+its own thread). With several variants or cases, each measured call has its own "step" range, in the order given,
+and a line "planted.py: measured step case=... variant=..." is printed before it.
+
+--bench: per case, a check (planted and twin on the same inputs: relative error of the outputs, or of the first
+loss for train_step), then per variant `--warmup` calls and `--iters` calls timed with CUDA events around each call;
+JSON lines {case, variant: planted|twin, median_us, min_us, max_us, iters, ...}, then {case, saving_us, ...}.
+"""
+
+import argparse
+import copy
+import json
+import statistics
+import sys
+import time
+import traceback
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+DEV = torch.device("cuda")
+
+
+def set_tf32(on: bool) -> None:
+    """TF32 for cuBLAS matmuls and cuDNN convolutions (the legacy switches; both read at dispatch time)."""
+    torch.backends.cuda.matmul.allow_tf32 = on
+    torch.backends.cudnn.allow_tf32 = on
+
+
+def rel_err(a: torch.Tensor, b: torch.Tensor) -> float:
+    a, b = a.detach().double(), b.detach().double()
+    return float((a - b).norm() / b.norm().clamp_min(1e-30))
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Cases: each make_* builds its inputs (outside any NVTX range) and returns a dict with "planted" and "twin"
+# callables (no arguments, returning the output), "tol" for the check and a short "note".
+
+
+def _sorted_segment_sum(idx: torch.Tensor, src: torch.Tensor, bins: int, edges: torch.Tensor, impl: str):
+    sidx, perm = torch.sort(idx)
+    rows = src.index_select(0, perm)
+    if impl == "segment_reduce":
+        lengths = torch.searchsorted(sidx, edges).diff()
+        return torch.segment_reduce(rows, "sum", lengths=lengths, axis=0, unsafe=True, initial=0.0)
+    # fallback where segment_reduce is not available: atomics again, but on sorted rows
+    return torch.zeros(bins, src.shape[1], device=DEV, dtype=src.dtype).index_add_(0, sidx, rows)
+
+
+def _scatter_inputs():
+    bins, rows, width = 1024, 65536, 256
+    g = torch.Generator(device=DEV).manual_seed(1)
+    idx = torch.randint(0, bins, (rows,), device=DEV, generator=g)
+    src = torch.randn(rows, width, device=DEV, generator=g)
+    edges = torch.arange(bins + 1, device=DEV)
+    impl = "segment_reduce"
+    try:
+        _sorted_segment_sum(idx[:1000], src[:1000], bins, edges, impl)
+        torch.cuda.synchronize()
+    except Exception as exc:  # noqa: BLE001 - reported in the JSON and the log
+        print(
+            f"planted.py: torch.segment_reduce failed ({exc!r}); twin falls back to sorted index_add_",
+            file=sys.stderr,
+            flush=True,
+        )
+        impl = "sorted_index_add"
+    return bins, rows, width, idx, src, edges, impl
+
+
+def make_index_add():
+    bins, rows, width, idx, src, edges, impl = _scatter_inputs()
+    return {
+        "planted": lambda: torch.zeros(bins, width, device=DEV).index_add_(0, idx, src),
+        "twin": lambda: _sorted_segment_sum(idx, src, bins, edges, impl),
+        "tol": 1e-5,
+        "note": f"{rows} rows x {width} fp32 into {bins} rows; twin: sort + {impl}",
+        "bytes_min": rows * width * 4 + rows * 8 + bins * width * 4,
+    }
+
+
+def make_scatter_add():
+    bins, rows, width, idx, src, edges, impl = _scatter_inputs()
+    idx2 = idx[:, None].expand(rows, width)
+    return {
+        "planted": lambda: torch.zeros(bins, width, device=DEV).scatter_add_(0, idx2, src),
+        "twin": lambda: _sorted_segment_sum(idx, src, bins, edges, impl),
+        "tol": 1e-5,
+        "note": f"scatter_add_ with the index expanded to ({rows}, {width}); twin: sort + {impl}",
+        "bytes_min": rows * width * 4 + rows * 8 + bins * width * 4,
+    }
+
+
+def _norm_chain(x, r, w, b):
+    return F.gelu(F.layer_norm(x, (x.shape[-1],), w, b) + r)
+
+
+def make_norm_chain():
+    m, n = 8192, 4096
+    g = torch.Generator(device=DEV).manual_seed(2)
+    x = torch.randn(m, n, device=DEV, dtype=torch.bfloat16, generator=g)
+    r = torch.randn(m, n, device=DEV, dtype=torch.bfloat16, generator=g)
+    w = (1 + 0.1 * torch.randn(n, device=DEV, generator=g)).to(torch.bfloat16)
+    b = (0.1 * torch.randn(n, device=DEV, generator=g)).to(torch.bfloat16)
+    compiled = torch.compile(_norm_chain)
+    return {
+        "planted": lambda: _norm_chain(x, r, w, b),
+        "twin": lambda: compiled(x, r, w, b),
+        "tol": 2e-2,
+        "note": "8192 x 4096 bf16: layer_norm, add, gelu (eager) vs torch.compile",
+        "bytes_min": 3 * m * n * 2,
+    }
+
+
+def make_fp32_matmul():
+    n = 4096
+    g = torch.Generator(device=DEV).manual_seed(3)
+    a = torch.randn(n, n, device=DEV, generator=g)
+    b = torch.randn(n, n, device=DEV, generator=g)
+
+    def planted():
+        set_tf32(False)
+        return a @ b
+
+    def twin():
+        set_tf32(True)
+        return a @ b
+
+    return {
+        "planted": planted,
+        "twin": twin,
+        "tol": 5e-3,
+        "note": "4096^3 fp32, TF32 off vs on",
+        "flop": 2 * n**3,
+        "bytes_min": 3 * n * n * 4,
+    }
+
+
+def make_conv_nchw():
+    g = torch.Generator(device=DEV).manual_seed(4)
+    x = torch.randn(32, 64, 56, 56, device=DEV, generator=g)
+    w = torch.randn(64, 64, 3, 3, device=DEV, generator=g) * (1.0 / 24)
+    x_cl = x.contiguous(memory_format=torch.channels_last)
+    w_cl = w.contiguous(memory_format=torch.channels_last)
+
+    def planted():
+        set_tf32(False)
+        return F.conv2d(x, w, padding=1)
+
+    def twin():
+        set_tf32(True)
+        return F.conv2d(x_cl, w_cl, padding=1)
+
+    return {
+        "planted": planted,
+        "twin": twin,
+        "tol": 5e-3,
+        "note": "fp32 NCHW conv 32x64x56x56, 3x3, TF32 off vs TF32 on + channels_last",
+        "flop": 2 * 32 * 64 * 64 * 9 * 56 * 56,
+        "bytes_min": (2 * 32 * 64 * 56 * 56 + 64 * 64 * 9) * 4,
+    }
+
+
+def make_cast_vs_copy():
+    s, h, k = 16384, 4096, 256
+    g = torch.Generator(device=DEV).manual_seed(5)
+    x32 = torch.randn(s, h, device=DEV, generator=g)
+    w = (torch.randn(s, k, device=DEV, generator=g) * (1.0 / 128)).to(torch.bfloat16)
+    x_kept = x32.to(torch.bfloat16)  # the twin keeps the activation in bf16 from where it is made
+
+    def planted():
+        xb = x32.to(torch.bfloat16)  # cast kernel: 256 MB read, 128 MB written
+        xt = xb.t().contiguous()  # layout copy kernel: 128 MB read, 128 MB written
+        return xt @ w  # (4096 x 16384) @ (16384 x 256), bf16 GEMM
+
+    def twin():
+        return x_kept.t() @ w  # the transposed view goes to cuBLAS as is (transA), no copy
+
+    return {
+        "planted": planted,
+        "twin": twin,
+        "tol": 2e-2,
+        "note": "cast fp32->bf16 + transpose copy before a bf16 GEMM vs bf16 kept and the view passed",
+        "flop": 2 * s * h * k,
+    }
+
+
+class _MLPBlock(nn.Module):
+    def __init__(self, d: int, hidden: int):
+        super().__init__()
+        self.ln = nn.LayerNorm(d)
+        self.fc1 = nn.Linear(d, hidden)
+        self.fc2 = nn.Linear(hidden, d)
+
+    def forward(self, x):
+        return x + self.fc2(F.gelu(self.fc1(self.ln(x))))
+
+
+def make_train_step():
+    d, hidden, tokens = 512, 2048, 4096
+    torch.manual_seed(6)
+    model = nn.Sequential(_MLPBlock(d, hidden), _MLPBlock(d, hidden), nn.Linear(d, d)).to(DEV)
+    model_t = copy.deepcopy(model)
+    g = torch.Generator(device=DEV).manual_seed(7)
+    x = torch.randn(tokens, d, device=DEV, generator=g)
+    y = torch.randn(tokens, d, device=DEV, generator=g)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)  # foreach (the default on CUDA)
+    opt_t = torch.optim.AdamW(model_t.parameters(), lr=1e-4, fused=True)
+
+    def planted():
+        set_tf32(False)
+        opt.zero_grad(set_to_none=True)
+        loss = F.mse_loss(model(x), y)
+        loss.backward()
+        opt.step()
+        return loss.detach()
+
+    def twin():
+        opt_t.zero_grad(set_to_none=True)
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            loss = F.mse_loss(model_t(x), y)
+        loss.backward()
+        opt_t.step()
+        return loss.detach()
+
+    flop = 3 * 2 * tokens * (2 * 2 * d * hidden + d * d)
+    return {
+        "planted": planted,
+        "twin": twin,
+        "tol": 2e-2,
+        "grad": True,
+        "note": "2-block MLP d512 h2048, 4096 tokens: fp32 + foreach AdamW vs bf16 autocast + fused AdamW "
+        "(check: the first loss of each, from the same weights)",
+        "flop": flop,
+    }
+
+
+CASES = {
+    "index_add": make_index_add,
+    "scatter_add": make_scatter_add,
+    "norm_chain": make_norm_chain,
+    "fp32_matmul": make_fp32_matmul,
+    "conv_nchw": make_conv_nchw,
+    "cast_vs_copy": make_cast_vs_copy,
+    "train_step": make_train_step,
+}
+
+
+def parse_cases(spec: str, default_variants: list[str]) -> list[tuple[str, list[str]]]:
+    out = []
+    for item in [s.strip() for s in spec.split(",") if s.strip()]:
+        name, _, vs = item.partition(":")
+        names = list(CASES) if name == "all" else [name]
+        for nm in names:
+            if nm not in CASES:
+                raise SystemExit(f"unknown case {nm!r}; known: {', '.join(CASES)}")
+            variants = [v for v in vs.split("+") if v] if vs else default_variants
+            for v in variants:
+                if v not in ("planted", "twin"):
+                    raise SystemExit(f"unknown variant {v!r} (planted, twin)")
+            out.append((nm, variants))
+    return out
+
+
+def run_steps(cases, steps: int) -> int:
+    failures = 0
+    for name, variants in cases:
+        try:
+            c = CASES[name]()
+            ctx = torch.enable_grad() if c.get("grad") else torch.no_grad()
+            with ctx:
+                for variant in variants:
+                    fn = c[variant]
+                    t0 = time.perf_counter()
+                    for _ in range(max(1, steps) - 1):  # warm-up: compilation, handles, allocator
+                        fn()
+                    torch.cuda.synchronize()
+                    t_warm = time.perf_counter() - t0
+                    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                    print(f"planted.py: measured step case={name} variant={variant}", flush=True)
+                    with torch.cuda.nvtx.range("step"):
+                        rid = torch.cuda.nvtx.range_start("step_all_threads")
+                        start.record()
+                        fn()
+                        end.record()
+                        torch.cuda.nvtx.range_end(rid)
+                    torch.cuda.synchronize()
+                    print(
+                        f"planted.py: done case={name} variant={variant} step_us={start.elapsed_time(end) * 1e3:.1f} "
+                        f"warmup_s={t_warm:.2f}",
+                        flush=True,
+                    )
+            del c
+            torch.cuda.empty_cache()
+        except Exception:  # noqa: BLE001 - one failing case must not stop the others
+            failures += 1
+            print(f"planted.py: case {name} FAILED", flush=True)
+            traceback.print_exc()
+    return failures
+
+
+def time_calls(fn, iters: int, warmup: int) -> list[float]:
+    for _ in range(warmup):
+        fn()
+    torch.cuda.synchronize()
+    out = []
+    for _ in range(iters):
+        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        s.record()
+        fn()
+        e.record()
+        e.synchronize()
+        out.append(s.elapsed_time(e) * 1e3)
+    return out
+
+
+def bench(cases, iters: int, warmup: int) -> int:
+    failures = 0
+    for name, variants in cases:
+        try:
+            t_case = time.perf_counter()
+            c = CASES[name]()
+            ctx = torch.enable_grad() if c.get("grad") else torch.no_grad()
+            extra = {k: c[k] for k in ("note", "flop", "bytes_min") if k in c}
+            with ctx:
+                p = c["planted"]()
+                t = c["twin"]()
+                torch.cuda.synchronize()
+                err = rel_err(t, p)
+                ok = err < c["tol"] and bool(torch.isfinite(p).all()) and bool(torch.isfinite(t).all())
+                print(
+                    json.dumps({"case": name, "check": "twin vs planted", "rel_err": err, "tol": c["tol"], "ok": ok}),
+                    flush=True,
+                )
+                del p, t
+                med = {}
+                for variant in variants:
+                    ts = time_calls(c[variant], iters, warmup)
+                    med[variant] = statistics.median(ts)
+                    print(
+                        json.dumps(
+                            {
+                                "case": name,
+                                "variant": variant,
+                                "median_us": round(med[variant], 3),
+                                "min_us": round(min(ts), 3),
+                                "max_us": round(max(ts), 3),
+                                "iters": iters,
+                                "warmup": warmup,
+                                **extra,
+                            }
+                        ),
+                        flush=True,
+                    )
+            if "planted" in med and "twin" in med:
+                print(
+                    json.dumps(
+                        {
+                            "case": name,
+                            "saving_us": round(med["planted"] - med["twin"], 3),
+                            "saving_pct": round(100 * (1 - med["twin"] / med["planted"]), 2),
+                            "case_wall_s": round(time.perf_counter() - t_case, 2),
+                        }
+                    ),
+                    flush=True,
+                )
+            del c
+            torch.cuda.empty_cache()
+        except Exception as exc:  # noqa: BLE001
+            failures += 1
+            print(json.dumps({"case": name, "error": repr(exc)}), flush=True)
+            traceback.print_exc()
+    return failures
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--case", default="all", help="NAME[:planted+twin][,...] or all")
+    ap.add_argument("--twin", action="store_true", help="the fixed twin instead of the planted code")
+    ap.add_argument("--both", action="store_true", help="planted, then twin (each its own measured step)")
+    ap.add_argument("--steps", type=int, default=2, help="calls per variant; the last one is measured in NVTX 'step'")
+    ap.add_argument("--bench", action="store_true", help="check and time (CUDA events), JSON lines")
+    ap.add_argument("--iters", type=int, default=25)
+    ap.add_argument("--warmup", type=int, default=5)
+    args = ap.parse_args()
+    assert torch.cuda.is_available(), "needs a CUDA GPU"
+    default = ["planted", "twin"] if (args.both or args.bench) else (["twin"] if args.twin else ["planted"])
+    cases = parse_cases(args.case, default)
+    print(
+        f"planted.py: torch {torch.__version__}, {torch.cuda.get_device_name(0)}, cases {[(n, v) for n, v in cases]}",
+        file=sys.stderr if args.bench else sys.stdout,
+        flush=True,
+    )
+    failures = bench(cases, args.iters, args.warmup) if args.bench else run_steps(cases, args.steps)
+    sys.exit(1 if failures else 0)
+
+
+if __name__ == "__main__":
+    main()
