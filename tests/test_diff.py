@@ -548,9 +548,9 @@ def test_cli_bad_input_exits_2_with_one_line(tmp_path, args, message):
 
 
 def test_captures_of_different_lengths_are_compared_per_launch(analyzed):
-    """The same binary captured for 314 launches (session 2) and for 1,010 (session 6): every kernel runs ~3.2× as
+    """The same binary captured for 314 launches (2026-11-29) and for 1,010 (2026-11-30): every kernel runs ~3.2× as
     often in the longer capture. Compared on totals, all 13 kernels 'regressed' by +215..+353%; per launch they are
-    within 0.6-2.7% (the run-to-run spread over two sessions, under the 5% threshold)."""
+    within 0.6-2.7% (the run-to-run spread over two captures, under the 5% threshold)."""
     before, after = analyzed("model_step_315"), analyzed("model_step_1010")
     d = diff_results(before, after)
     assert d["comparison"]["mode"] == "per-launch"

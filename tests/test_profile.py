@@ -1083,7 +1083,7 @@ def test_window_strategy_command_line():
 
 def test_bar_shows_function_names_when_ncu_prints_mangled_ones():
     """Phase 2 filters by mangled name, so real ncu prints `==PROF== Profiling "_ZN2at6native…"`: the bar maps it
-    back to the function name phase 1 saw (seen on the H200 in session 3, before the mapping existed)."""
+    back to the function name phase 1 saw (seen on the H200 on 2026-11-30, before the mapping existed)."""
     from ncuadvisor import ncu as ncu_mod
     from ncuadvisor.profile import ProgressUI
 
