@@ -7,7 +7,11 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 from tests.conftest import FIXTURES
+
+pytestmark = pytest.mark.slow
 
 
 def test_the_1010_result_capture_end_to_end(tmp_path):
