@@ -28,7 +28,7 @@ def pytest_collection_modifyitems(config, items):
 
 @pytest.fixture(scope="session")
 def report_path(tmp_path_factory):
-    """report_path("probe") -> a decompressed copy of fixtures/probe.ncu-rep.xz (made once per session)."""
+    """report_path("probe") -> a decompressed copy of fixtures/probe.ncu-rep.xz (made once per test run)."""
     cache: dict[str, Path] = {}
     folder = tmp_path_factory.mktemp("reports")
 
