@@ -4,8 +4,8 @@ For every kernel of fixtures/flaws.ncu-rep.xz (workloads/cuda/flaws.cu), fixture
 (workloads/cuda/cache.cu) and fixtures/wave.ncu-rep.xz (workloads/cuda/wave.cu), all captured on an H200, it prints:
 the planted flaw (workloads/cuda/manifest.json, manifest_cache.json, manifest_wave.json), our first finding, NCU's own
 top-ranked rule from the same report, and for each flawed/fixed pair our estimated speedup next to the one measured
-without the profiler (fixtures/bench_flaws.jsonl, fixtures/session3/bench_cache_s3.jsonl,
-fixtures/session5/bench_wave3.jsonl). It ends with one line: our first-finding accuracy, NCU's, and the mean error
+without the profiler (fixtures/bench_flaws.jsonl, fixtures/cache-and-naive-cost-2026-11-30/bench_cache.jsonl,
+fixtures/profile-cost-2026-11-30/bench_wave3.jsonl). It ends with one line: our first-finding accuracy, NCU's, and the mean error
 of our speedup estimates.
 
     python benchmarks/accuracy.py [--markdown] [--report R --manifest M --bench B]
@@ -54,12 +54,12 @@ SETS = [
     (
         str(ROOT / "fixtures" / "cache.ncu-rep.xz"),
         str(ROOT / "workloads" / "cuda" / "manifest_cache.json"),
-        str(ROOT / "fixtures" / "session3" / "bench_cache_s3.jsonl"),
+        str(ROOT / "fixtures" / "cache-and-naive-cost-2026-11-30" / "bench_cache.jsonl"),
     ),
     (
         str(ROOT / "fixtures" / "wave.ncu-rep.xz"),
         str(ROOT / "workloads" / "cuda" / "manifest_wave.json"),
-        str(ROOT / "fixtures" / "session5" / "bench_wave3.jsonl"),
+        str(ROOT / "fixtures" / "profile-cost-2026-11-30" / "bench_wave3.jsonl"),
     ),
 ]
 NCU_NEAR_BOUND_PCT = 20.0  # NCU "leaves a kernel alone" when none of its rules estimates 20% or more

@@ -2,7 +2,7 @@
 
 Measures, on one report: the time to read every metric of every result through `ncu_report` (the naive floor:
 what a tool that reads everything pays), and `ncuadvisor report` end to end to JSON and to HTML (wall time, peak
-memory of the process, output size). Goal (issue 6): the whole analysis in less time than reading every metric
+memory of the process, output size). Goal (the big-report benchmark): the whole analysis in less time than reading every metric
 once, under 5 s per 1,000 full-set results on a 2-core machine, peak memory under 1 GB, HTML under 5 MB.
 
     python benchmarks/scale.py fixtures/flaws.ncu-rep.xz [more reports...]

@@ -322,7 +322,7 @@ class GridTooSmall(Rule):
         SM's active cycles), and for a tiled kernel (shared memory: the grid grows by splitting the K loop) the price
         of split-K's reduction. `gain`: warps in flight on the busiest SM after ÷ before; `work_ratio`: its work
         after ÷ before (below 1 when the split spreads the work over SMs that sat idle). Checked on workloads/cuda/wave.cu (the planted gemm_big_tiles, K = 256, and its
-        split-K twins, H200, session 5): the split kernel alone estimated 10.8 µs, measured 11.1 µs; the reduction
+        split-K twins, H200, 2026-11-30): the split kernel alone estimated 10.8 µs, measured 11.1 µs; the reduction
         estimated 2.1 µs, measured 2.9 µs (serial split-K, one kernel) and 3.2 µs (a second kernel)."""
         r = k.roofline
         duration = r.duration_ns or 0.0

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import lzma
+import pickle
 import shutil
 from pathlib import Path
 
@@ -27,7 +28,7 @@ def pytest_collection_modifyitems(config, items):
 
 @pytest.fixture(scope="session")
 def report_path(tmp_path_factory):
-    """report_path("probe") -> a decompressed copy of fixtures/probe.ncu-rep.xz (made once per session)."""
+    """report_path("probe") -> a decompressed copy of fixtures/probe.ncu-rep.xz (made once per test run)."""
     cache: dict[str, Path] = {}
     folder = tmp_path_factory.mktemp("reports")
 
@@ -47,15 +48,18 @@ def report_path(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def analyzed(report_path):
-    """analyzed("probe") -> the result dict of that fixture (analyzed once per session)."""
+    """analyzed("probe") -> the result dict of that fixture, analyzed once per test run with the default rules.
+
+    Every call returns a deep copy of its own (unpickled from the one analysis: ~5x faster than copy.deepcopy), so a
+    test may change what it gets without another test seeing the change."""
     from ncuadvisor.analyze import analyze
 
-    cache: dict[str, dict] = {}
+    cache: dict[str, bytes] = {}
 
     def get(name: str) -> dict:
         if name not in cache:
-            cache[name] = analyze(report_path(name))
-        return cache[name]
+            cache[name] = pickle.dumps(analyze(report_path(name)), protocol=pickle.HIGHEST_PROTOCOL)
+        return pickle.loads(cache[name])
 
     return get
 

@@ -55,6 +55,7 @@ def make_case(kind, tmp_path, report_path):
     return path
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "kind, needles",
     [
@@ -79,6 +80,7 @@ def test_unusable_input_is_one_clear_line_and_exit_2(kind, needles, tmp_path, re
     assert_one_clear_line(p, *needles)
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(os.geteuid() == 0, reason="root reads files whatever their mode")
 def test_unreadable_file(tmp_path, report_path):
     path = tmp_path / "x.ncu-rep"
@@ -87,6 +89,7 @@ def test_unreadable_file(tmp_path, report_path):
     assert_one_clear_line(run("report", str(path)), "permission denied")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fraction, whole", [(0.5, 1), (0.999, 3)])
 def test_report_cut_late_is_analysed_and_said_partial(tmp_path, report_path, fraction, whole):
     """A report cut inside its results (a full disk, a copy interrupted): ncu_report reads the results before the cut
@@ -105,6 +108,7 @@ def test_report_cut_late_is_analysed_and_said_partial(tmp_path, report_path, fra
     assert "copy_vec4" in {k["name"] for k in res["kernels"]}  # the first result of the file
 
 
+@pytest.mark.slow
 def test_ncu_repz_gives_the_same_analysis(tmp_path):
     """fixtures/probe.ncu-repz is probe.ncu-rep compressed with `zstd -19` (ncu 2026.3+ writes zstd-compressed
     .ncu-repz; the ncu 2025.3.1 at hand writes .ncu-rep only): ncu_report reads it, and the analysis is the same."""
@@ -118,6 +122,7 @@ def test_ncu_repz_gives_the_same_analysis(tmp_path):
     assert len(ra["kernels"]) == 4
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "fixture, warning",
     [
@@ -135,6 +140,7 @@ def test_reports_with_fewer_sections_are_analysed(tmp_path, fixture, warning):
         assert any(warning in w for w in res["report"]["warnings"])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fixture, processes", [("multiproc", 2), ("multigpu", 2)])
 def test_reports_of_several_processes_and_gpus(tmp_path, fixture, processes):
     out = tmp_path / "r.json"
@@ -145,6 +151,7 @@ def test_reports_of_several_processes_and_gpus(tmp_path, fixture, processes):
     assert {k["process"]["pid"] for k in res["kernels"]} == {pr["pid"] for pr in res["report"]["processes"]}
 
 
+@pytest.mark.slow
 def test_multi_process_ncu_repz_is_split_by_process(tmp_path):
     """A .ncu-repz is read from its decompressed copy, so the report-file layout (which process each result came
     from) is there as for a .ncu-rep: the real 2-process fixture, zstd-compressed, keeps both processes."""
@@ -161,6 +168,7 @@ def test_multi_process_ncu_repz_is_split_by_process(tmp_path):
     assert res["report"]["ncu_version"] == "2025.3.1.0"  # read from the plain bytes, as for a .ncu-rep
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "args,needle",
     [
@@ -201,6 +209,7 @@ def test_no_arguments_shows_the_help():
     assert "error" not in p.stderr
 
 
+@pytest.mark.slow
 def test_an_unknown_rule_code_is_bad_input():
     p = run("rules", "NOPE001")
     assert_one_clear_line(p, "no rule 'NOPE001'")

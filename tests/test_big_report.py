@@ -1,13 +1,17 @@
-"""The issue-6 whole-model capture (fixtures/model_step_1010.ncu-rep.xz: 1,010 results with the 13 analysis sections,
+"""The big-report whole-model capture (fixtures/model_step_1010.ncu-rep.xz: 1,010 results with the 13 analysis sections,
 833 MB raw) through the command a user runs: every result is counted, every kernel group analysed, the first findings
 are the ones the rules give this program, and the page stays small. Timing and memory goals are benchmarks
-(benchmarks/scale.py, RESULTS.md "Session 6"), not asserted here."""
+(benchmarks/scale.py, RESULTS.md, the 1,010-result capture), not asserted here."""
 
 import json
 import subprocess
 import sys
 
+import pytest
+
 from tests.conftest import FIXTURES
+
+pytestmark = pytest.mark.slow
 
 
 def test_the_1010_result_capture_end_to_end(tmp_path):

@@ -22,12 +22,14 @@ def test_version():
     assert p.returncode == 0 and p.stdout.startswith("ncuadvisor ")
 
 
+@pytest.mark.slow
 def test_report_terminal_summary():
     p = run("report", PROBE_XZ)
     assert p.returncode == 0, p.stderr
     assert "copy_strided" in p.stdout and "MEM001" in p.stdout and "Where to start" in p.stdout
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("ext", ["json", "html", "md"])
 def test_report_writes_the_format_of_the_extension(tmp_path, ext):
     out = tmp_path / f"r.{ext}"
@@ -48,6 +50,7 @@ def test_json_to_stdout():
     assert len(json.loads(p.stdout)["kernels"]) == 4
 
 
+@pytest.mark.slow
 def test_never_overwrites_without_force(tmp_path):
     out = tmp_path / "r.json"
     out.write_text("mine")
@@ -57,6 +60,7 @@ def test_never_overwrites_without_force(tmp_path):
     assert p.returncode == 0 and json.loads(out.read_text())["schema_version"] == 1
 
 
+@pytest.mark.slow
 def test_refuses_to_overwrite_the_input(tmp_path, report_path):
     rep = tmp_path / "x.html"
     rep.write_bytes(report_path("probe").read_bytes())
@@ -87,6 +91,7 @@ def _bad_inputs(tmp_path, report_path):
     }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", ["missing", "directory", "empty", "text", "random", "truncated", "bad-xz"])
 def test_unusable_input_one_line_exit_2(tmp_path, report_path, case):
     path = _bad_inputs(tmp_path, report_path)[case]
@@ -97,11 +102,13 @@ def test_unusable_input_one_line_exit_2(tmp_path, report_path, case):
     assert "Traceback" not in p.stderr
 
 
+@pytest.mark.slow
 def test_unknown_extension_is_an_error(tmp_path):
     p = run("report", PROBE_XZ, "-o", str(tmp_path / "r.txt"))
     assert p.returncode == 2 and "extension" in p.stderr
 
 
+@pytest.mark.slow
 def test_rules_catalogue_and_one_rule():
     p = run("rules")
     assert p.returncode == 0 and "MEM001" in p.stdout and "ROOF001" in p.stdout
@@ -111,6 +118,7 @@ def test_rules_catalogue_and_one_rule():
     assert p.returncode != 0 and "no rule" in p.stderr
 
 
+@pytest.mark.slow
 def test_output_file_gets_the_usual_permissions(tmp_path):
     import os
     import stat

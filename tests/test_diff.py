@@ -321,6 +321,7 @@ def test_process_labels_are_rendered(diff_of):
     assert "copy_vec4_rank · process 1" in out and "scale_add · process 0" in out
 
 
+@pytest.mark.slow
 def test_cli_diff_of_two_multiprocess_reports():
     p = run_cli("diff", xz(MP), xz(MG), "--format", "json")
     assert p.returncode == 0, p.stderr
@@ -474,6 +475,7 @@ def test_renderers_survive_an_empty_diff(analyzed):
 # -- the command line --------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_cli_regression_fails_the_gate_with_exit_1():
     p = run_cli("diff", xz(V1), xz(V2), "--fail-on", "regression")
     assert p.returncode == 1, p.stderr
@@ -482,12 +484,14 @@ def test_cli_regression_fails_the_gate_with_exit_1():
     assert "Regression" in p.stdout  # the terminal summary still printed (no -o)
 
 
+@pytest.mark.slow
 def test_cli_noise_passes_the_gate():
     p = run_cli("diff", xz(V0), xz(V0R), "--fail-on", "regression")
     assert p.returncode == 0, p.stderr
     assert "No significant change" in p.stdout and p.stderr == ""
 
 
+@pytest.mark.slow
 def test_cli_fix_passes_both_gates_and_new_findings_fail():
     assert run_cli("diff", xz(V0), xz(V1), "--fail-on", "findings", "-q").returncode == 0
     p = run_cli("diff", xz(V1), xz(V2), "--fail-on", "findings", "--threshold", "1000%", "-q")
@@ -496,6 +500,7 @@ def test_cli_fix_passes_both_gates_and_new_findings_fail():
     assert p.returncode == 0, p.stderr  # a 5.3× kernel is 'unchanged' under a 1000% threshold
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("ext", ["md", "html", "json"])
 def test_cli_writes_the_format_of_the_extension(tmp_path, ext):
     out = tmp_path / f"diff.{ext}"
@@ -512,6 +517,7 @@ def test_cli_writes_the_format_of_the_extension(tmp_path, ext):
     assert p.returncode == 2 and "already exists" in p.stderr
 
 
+@pytest.mark.slow
 def test_cli_json_to_stdout_and_saved_results_as_inputs(tmp_path):
     p = run_cli("diff", xz(V1), xz(V2), "--format", "json")
     assert p.returncode == 0, p.stderr
@@ -525,6 +531,7 @@ def test_cli_json_to_stdout_and_saved_results_as_inputs(tmp_path):
     assert [k["status"] for k in json.loads(p.stdout)["kernels"]] == [k["status"] for k in d["kernels"]]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "args, message",
     [
@@ -547,10 +554,11 @@ def test_cli_bad_input_exits_2_with_one_line(tmp_path, args, message):
 # -- captures of different lengths ----------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_captures_of_different_lengths_are_compared_per_launch(analyzed):
-    """The same binary captured for 314 launches (session 2) and for 1,010 (session 6): every kernel runs ~3.2× as
+    """The same binary captured for 314 launches (2026-11-29) and for 1,010 (2026-11-30): every kernel runs ~3.2× as
     often in the longer capture. Compared on totals, all 13 kernels 'regressed' by +215..+353%; per launch they are
-    within 0.6-2.7% (the run-to-run spread over two sessions, under the 5% threshold)."""
+    within 0.6-2.7% (the run-to-run spread over two captures, under the 5% threshold)."""
     before, after = analyzed("model_step_315"), analyzed("model_step_1010")
     d = diff_results(before, after)
     assert d["comparison"]["mode"] == "per-launch"

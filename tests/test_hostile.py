@@ -70,6 +70,7 @@ def test_markdown_escapes_every_payload(evil):
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(CHROMIUM is None, reason="needs a headless Chromium (.ci/run installs it)")
 def test_no_script_runs_in_a_real_browser(evil, tmp_path):
     page = tmp_path / "evil.html"

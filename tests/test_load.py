@@ -137,6 +137,7 @@ finally:
 """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fixture, detail_chunk", [("flaws", 7), ("torch_eager", 4)])
 def test_deep_data_read_in_workers_gives_the_same_report(report_path, tmp_path, capsys, fixture, detail_chunk):
     import json

@@ -439,11 +439,10 @@ def test_phase1_ranking_on_a_real_report(report_path):
 
 
 @pytest.fixture(scope="module")
-def merged(tmp_path_factory):
+def merged(tmp_path_factory, analyzed):
     import lzma
 
     from ncuadvisor import engine
-    from ncuadvisor.analyze import analyze
     from ncuadvisor.profile import _analyze_phase1
 
     folder = tmp_path_factory.mktemp("merge")
@@ -454,7 +453,7 @@ def merged(tmp_path_factory):
             shutil.copyfileobj(fin, fout)
     rules = engine.discover([])
     p1, launches, _ = _analyze_phase1(paths["tiny_phase1"], rules)
-    deep = analyze(paths["tiny_sections"], rules=rules)
+    deep = analyzed("tiny_sections")  # the same rules: engine.discover([])
     return p1, deep, merge_results(p1, [(str(paths["tiny_sections"]), deep)], launches=launches, rules=rules)
 
 
@@ -543,6 +542,7 @@ def test_torch_runner_keeps_torch_optional():
 # -- the command, end to end with the fake ncu --------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_profile_default_two_phases(cli, tmp_path):
     r = cli("profile", str(TARGET), "--epochs", "1", "-o", "step.json")
     assert r.code == 0, r.err
@@ -575,6 +575,7 @@ def test_profile_default_two_phases(cli, tmp_path):
     assert "tiny_add" in r.out and "wrote step.json" in r.out  # the terminal summary
 
 
+@pytest.mark.slow
 def test_profile_html_by_default_named_after_the_program(cli, tmp_path):
     r = cli("profile", str(TARGET), "-q")
     assert r.code == 0, r.err
@@ -582,6 +583,7 @@ def test_profile_html_by_default_named_after_the_program(cli, tmp_path):
     assert (tmp_path / "target.phase1.ncu-rep").exists() and (tmp_path / "target.ncu-rep").exists()
 
 
+@pytest.mark.slow
 def test_profile_options_reach_ncu(cli):
     r = cli(
         "profile",
@@ -612,12 +614,14 @@ def test_profile_options_reach_ncu(cli):
     assert after(p2, "--launch-skip-before-match") == "5" and "-k" not in p2
 
 
+@pytest.mark.slow
 def test_profile_nvtx_include_verbatim(cli):
     r = cli("profile", str(TARGET), "--nvtx-include", "step_all_threads", "-o", "x.json", "-q")
     assert r.code == 0, r.err
     assert after(r.phase_calls()[0], "--nvtx-include") == "step_all_threads"
 
 
+@pytest.mark.slow
 def test_profile_top_k_and_fallback_round(cli, tmp_path):
     # --top 2 asks for big_add too. big_add is phase 1's last launch (a window of 2001 launches), so round 1
     # profiles the first launch of each launch configuration of the two mangled names (2 launches); the fake's
@@ -642,6 +646,7 @@ def test_profile_top_k_and_fallback_round(cli, tmp_path):
     assert not (tmp_path / "x.round2.ncu-rep").exists()  # a round that found nothing new leaves no report
 
 
+@pytest.mark.slow
 def test_profile_coverage_option(cli, tmp_path):
     r = cli("profile", str(TARGET), "--coverage", "0.5", "-o", "x.json", "-q")
     assert r.code == 0, r.err
@@ -649,6 +654,7 @@ def test_profile_coverage_option(cli, tmp_path):
     assert res["report"]["profile"]["selection"]["chosen"] == ["tiny_add"]
 
 
+@pytest.mark.slow
 def test_profile_full(cli, tmp_path):
     r = cli("profile", "--full", "-o", "full.md", "--", str(TARGET), "--top", "3")
     assert r.code == 0, r.err
@@ -658,6 +664,7 @@ def test_profile_full(cli, tmp_path):
     assert (tmp_path / "full.ncu-rep").exists() and (tmp_path / "full.md").exists()
 
 
+@pytest.mark.slow
 def test_profile_full_json(cli, tmp_path):
     r = cli("profile", "--full", "-o", "full.json", "-q", str(TARGET))
     assert r.code == 0, r.err
@@ -666,12 +673,14 @@ def test_profile_full_json(cli, tmp_path):
     assert all(k["profiled"] for k in res["kernels"])
 
 
+@pytest.mark.slow
 def test_profile_no_keep(cli, tmp_path):
     r = cli("profile", str(TARGET), "--no-keep", "-o", "x.json", "-q")
     assert r.code == 0, r.err
     assert (tmp_path / "x.json").exists() and not list(tmp_path.glob("*.ncu-rep"))
 
 
+@pytest.mark.slow
 def test_profile_never_overwrites(cli, tmp_path):
     (tmp_path / "x.json").write_text("mine")
     r = cli("profile", str(TARGET), "-o", "x.json")
@@ -687,6 +696,7 @@ def test_profile_never_overwrites(cli, tmp_path):
     assert (tmp_path / "x.phase1.ncu-rep").stat().st_size > 1000
 
 
+@pytest.mark.slow
 def test_profile_refuses_to_overwrite_the_script(cli, tmp_path):
     script = tmp_path / "t.py"
     script.write_text("print(1)\n")
@@ -774,6 +784,7 @@ def test_error_program_fails_before_any_kernel(cli):
     assert "exited with code 2 before any kernel" in assert_one_error_line(r, 7)
 
 
+@pytest.mark.slow
 def test_program_exit_code_gives_a_partial_report(cli, tmp_path):
     r = cli("profile", str(TARGET), "--exit-code", "3", "-o", "x.json", "-q")
     assert r.code == 4, r.err
@@ -786,6 +797,7 @@ def test_program_exit_code_gives_a_partial_report(cli, tmp_path):
     assert [k["profiled"] for k in res["kernels"]] == [True, False]  # what was collected is still analysed
 
 
+@pytest.mark.slow
 def test_phase2_collecting_nothing_is_incomplete(cli, tmp_path):
     r = cli("profile", str(TARGET), "-o", "x.json", "-q", FAKE_NCU_SCENARIO="phase2:no_kernels")
     assert r.code == 4, r.err
@@ -796,6 +808,7 @@ def test_phase2_collecting_nothing_is_incomplete(cli, tmp_path):
     assert res["report"]["path"].endswith("x.phase1.ncu-rep")
 
 
+@pytest.mark.slow
 def test_ctrl_c_keeps_and_analyses_what_was_collected(tmp_path):
     ready = tmp_path / "ready"
     env = dict(
@@ -912,6 +925,7 @@ def screen_rows(raw: str) -> list[str]:
     return [row.rstrip() for row in rows]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("columns", [100, 40])
 def test_progress_bar_on_a_terminal(tmp_path, columns):
     """Phase 1 (2001 launches of tiny_phase1) and phase 2 (a window of one launch) each draw a live bar that is
@@ -949,6 +963,7 @@ def test_progress_bar_on_a_terminal(tmp_path, columns):
     assert at == len(order), (seen, rows)
 
 
+@pytest.mark.slow
 def test_progress_on_a_dumb_terminal(tmp_path):
     """TERM=dumb: no live bar and no escape codes, the same rows as in a pipe (no blank rows from the bar)."""
     code, raw = run_on_a_terminal(tmp_path, 100, str(TARGET), "-o", "step.json", term="dumb")
@@ -1083,7 +1098,7 @@ def test_window_strategy_command_line():
 
 def test_bar_shows_function_names_when_ncu_prints_mangled_ones():
     """Phase 2 filters by mangled name, so real ncu prints `==PROF== Profiling "_ZN2at6native…"`: the bar maps it
-    back to the function name phase 1 saw (seen on the H200 in session 3, before the mapping existed)."""
+    back to the function name phase 1 saw (seen on the H200 on 2026-11-30, before the mapping existed)."""
     from ncuadvisor import ncu as ncu_mod
     from ncuadvisor.profile import ProgressUI
 

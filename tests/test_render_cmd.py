@@ -59,6 +59,7 @@ def test_diff_markdown_golden_through_render(saved_diff):
 # -- every format ------------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("ext", ["html", "md", "json", "sarif"])
 def test_render_report_to_each_format(tmp_path, saved, ext):
     out = tmp_path / f"r.{ext}"
@@ -76,12 +77,14 @@ def test_render_report_to_each_format(tmp_path, saved, ext):
         assert json.loads(text)["version"] == "2.1.0"
 
 
+@pytest.mark.slow
 def test_render_report_terminal(saved):
     p = run_cli("render", saved("pipeline_v2"))
     assert p.returncode == 0, p.stderr
     assert "Where to start" in p.stdout and "scale_add" in p.stdout and "MEM001" in p.stdout
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("ext", ["html", "md", "json"])
 def test_render_diff_to_each_format(tmp_path, saved_diff, ext):
     out = tmp_path / f"d.{ext}"
@@ -93,12 +96,14 @@ def test_render_diff_to_each_format(tmp_path, saved_diff, ext):
         assert json.loads(text)["kind"] == "diff"
 
 
+@pytest.mark.slow
 def test_render_diff_terminal(saved_diff):
     p = run_cli("render", saved_diff)
     assert p.returncode == 0, p.stderr
     assert "Regression" in p.stdout and "scale_add" in p.stdout
 
 
+@pytest.mark.slow
 def test_render_never_overwrites_without_force(tmp_path, saved):
     out = tmp_path / "r.md"
     out.write_text("mine")
@@ -110,6 +115,7 @@ def test_render_never_overwrites_without_force(tmp_path, saved):
     assert p.returncode == 2 and "input" in p.stderr
 
 
+@pytest.mark.slow
 def test_markdown_of_a_large_saved_report_stays_under_the_limit(tmp_path, analyzed):
     big = copy.deepcopy(analyzed("flaws"))
     kernels = []
@@ -138,6 +144,7 @@ def _write(tmp_path, name, text):
     return path
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "content, message",
     [
@@ -165,6 +172,7 @@ def test_unusable_saved_result(tmp_path, content, message):
         load_saved(path)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "args, message",
     [
@@ -180,6 +188,7 @@ def test_unusable_paths(tmp_path, args, message):
     assert len(lines) == 1 and message in lines[0], p.stderr
 
 
+@pytest.mark.slow
 def test_unusable_outputs(tmp_path, saved, saved_diff):
     p = run_cli("render", saved_diff, "--format", "sarif")
     assert p.returncode == 2 and "a diff has no SARIF form" in p.stderr and len(p.stderr.strip().splitlines()) == 1
@@ -191,6 +200,7 @@ def test_unusable_outputs(tmp_path, saved, saved_diff):
     assert p.returncode == 2 and "does not exist" in p.stderr
 
 
+@pytest.mark.slow
 def test_diff_rejects_a_saved_diff_as_input(saved_diff, saved):
     p = run_cli("diff", saved_diff, saved("pipeline_v1"))
     assert p.returncode == 2 and "is a saved diff; expected a saved report" in p.stderr

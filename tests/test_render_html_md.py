@@ -232,7 +232,7 @@ def flaws(analyzed) -> dict:
     return analyzed("flaws")
 
 
-@pytest.mark.parametrize("kernels, launches", [(1000, 1), (1000, 5), (5000, 1)])
+@pytest.mark.parametrize("kernels, launches", [(1000, 1), (1000, 5), pytest.param(5000, 1, marks=pytest.mark.slow)])
 def test_html_of_a_big_report_stays_small_and_keeps_every_kernel(flaws, kernels, launches):
     big = many_kernels(flaws, kernels, launches)
     page = render_html(big)

@@ -1,5 +1,5 @@
 """CAC001 (reuse served by L2) on real reports: the vertical-stencil pair of workloads/cuda/cache.cu
-(fixtures/cache.ncu-rep.xz, captured on an H200 in session 3), and silence on every other real kernel we have."""
+(fixtures/cache.ncu-rep.xz, captured on an H200 on 2026-11-30), and silence on every other real kernel we have."""
 
 import pytest
 

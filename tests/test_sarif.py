@@ -240,6 +240,7 @@ def test_default_source_root_is_the_git_top_level(tmp_path):
     assert default_source_root(plain) == str(plain)  # not in a repository: the directory itself
 
 
+@pytest.mark.slow
 def test_cli_render_sarif_with_source_root(tmp_path, analyzed, validator):
     saved = tmp_path / "r.json"
     saved.write_text(json.dumps(analyzed("flaws")))

@@ -105,16 +105,15 @@ def test_phase1_time_decides_what_the_deep_analysis_sees(report_path, analyzed):
     assert "PYT001" not in first_rules(14_000.0, 6 * 14_000.0 / 0.01)  # 1%: under PYT001's 2% threshold
 
 
-def test_profile_merge_names_the_sizes_phase_2_did_not_profile(report_path):
+def test_profile_merge_names_the_sizes_phase_2_did_not_profile(report_path, analyzed):
     """Phase 1 of the training step (every launch timed) merged with a deep report: the copy kernel's profiled
     launch (14 µs) speaks for the 24 launches of its size; the 4 launches of 28 µs were timed only."""
     from ncuadvisor import engine
-    from ncuadvisor.analyze import analyze
     from ncuadvisor.profile import _analyze_phase1, merge_results
 
     rules = engine.discover([])
     p1, launches, _ = _analyze_phase1(report_path("torch_train_phase1_all"), rules)
-    deep = analyze(report_path("torch_eager"), rules=rules)
+    deep = analyzed("torch_eager")  # the same rules: engine.discover([])
     m = merge_results(p1, [("torch_eager.ncu-rep", deep)], launches=launches, rules=rules)
     copy = next(k for k in m["kernels"] if k["name"] == "elementwise_kernel" and k["grid"] == "(8192, 1, 1)")
     assert copy["profiled"] and copy["launches"] == 28 and copy["analysed_launches"] == 24

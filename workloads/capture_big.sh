@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Capture, in ONE call on the GPU machine, the session-2 fixtures:
+# Capture, in ONE call on the GPU machine, the fixtures of 2026-11-29 evening (fixtures/capture-big-2026-11-29/):
 #   big        a whole-model report with more than 1,000 results and the sections the rules need
 #              (workloads/cuda/model_step.cu, ncu's application replay: one pass of the program per replay pass,
 #              so the cost per result is far below kernel replay's ~1.5 s); the launch count is chosen from two

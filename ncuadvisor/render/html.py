@@ -4,7 +4,7 @@ It only formats the result: the roofline chart's coordinates are the one thing c
 Every string from the result is untrusted and goes through Jinja2's autoescape; nothing from the
 result is ever marked safe except the embedded JSON, which is escaped for a <script> block first.
 
-Big reports (issue 6) stay under 5 MB: the first FULL_CARDS kernels by time (and any kernel a "where to start"
+Big reports (1,000 results and more) stay under 5 MB: the first FULL_CARDS kernels by time (and any kernel a "where to start"
 action names) get a full card, every other kernel one row in "Other kernels"; the chart places the first
 CHART_POINTS kernels; a result JSON over JSON_EMBED_LIMIT is left out with a note (the JSON output has it).
 A small report (up to 100 kernels, a JSON under 2 MB) renders as before: every kernel a card and on the chart,

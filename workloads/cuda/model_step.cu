@@ -3,7 +3,7 @@
 // attention products, softmax, residual adds, final LayerNorm, logits and a cross-entropy reduction), repeated for
 // --steps steps. About 13 launches per layer and 5 per step beside the layers: 8 layers × 10 steps = 1090 launches
 // of ~20 distinct (kernel, grid, block) shapes, every launch deterministic in order and shape, so that ncu's
-// application replay can match kernels across passes. It exists for the big-report benchmark (issue 6): a report
+// application replay can match kernels across passes. It exists for the big-report benchmark: a report
 // with more than 1,000 results holding the sections the rules need.
 //
 // Deliberately not tuned (a model a user would profile): a 32×32 shared-memory tiled FP32 GEMM without register

@@ -10,7 +10,7 @@
 //   64 × 16 = 1024 blocks, about one full wave. The fix LCH001 names first ("smaller tiles per block").
 // SECOND TWIN: gemm_splitk + splitk_sum — the big tiles with the K loop split in 3 (768 blocks, 0.97 of a wave),
 //   partial products to a workspace, then a sum kernel; measured as the sum of both kernels' times.
-// Added in session 5, after the first measurement (the two twins above did not beat the planted kernel):
+// Added on 2026-11-30, after the first measurement (the two twins above did not beat the planted kernel):
 //   gemm_splitk_serial — split-K in one kernel, the last block of each tile adds the partial tiles;
 //   gemm_two_per_thread — 256 blocks of 32×16 threads, 2 outputs per thread: twice the warps per SM;
 //   and a long-K pair, K = 4096 on the same grid (the K loop, not launch and drain, is the time there):
@@ -30,7 +30,7 @@
 namespace {
 constexpr int M = 256, N = 1024, K = 256, SPLIT = 3;
 constexpr int wave_k = K;
-constexpr int KL = 4096;  // the long-K shape (session 5): the same grid, 16x the K loop
+constexpr int KL = 4096;  // the long-K shape (added 2026-11-30): the same grid, 16x the K loop
 
 // The big-tile product over the K range [kb, ke) of blockIdx.z's chunk (k_chunk 0: all of K), into slice z of C.
 template <int K = wave_k>
@@ -96,7 +96,7 @@ __global__ void splitk_sum(const float* __restrict__ W, float* __restrict__ C) {
   if (i < M * N) C[i] = W[i] + W[(size_t)M * N + i] + W[2 * (size_t)M * N + i];
 }
 
-// THIRD TWIN (session 5): split-K in one kernel ("serial split-K"): each of the 3 blocks of a tile writes its partial
+// THIRD TWIN (2026-11-30): split-K in one kernel ("serial split-K"): each of the 3 blocks of a tile writes its partial
 // tile to the workspace; the last of them to finish (a counter per tile) adds the other two to its own and writes C,
 // then resets the counter. No second kernel, no memset.
 template <int KK>
@@ -128,7 +128,7 @@ __global__ void gemm_splitk_serial(const float* __restrict__ A, const float* __r
   splitk_serial_body<K>(A, B, W, C, count);
 }
 
-// THE LONG-K PAIR (session 5): the same 256-block grid over K = 4096, where the K loop, not the launch, is the time:
+// THE LONG-K PAIR (2026-11-30): the same 256-block grid over K = 4096, where the K loop, not the launch, is the time:
 // PLANTED gemm_big_tiles_long (the partial wave) and its split-K twin gemm_splitk_serial_long.
 __global__ void gemm_big_tiles_long(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C) {
   big_tiles_body<KL>(A, B, C, 0);
@@ -138,7 +138,7 @@ __global__ void gemm_splitk_serial_long(const float* __restrict__ A, const float
   splitk_serial_body<KL>(A, B, W, C, count);
 }
 
-// FOURTH TWIN (session 5): the big tiles with twice the threads, 2 outputs per thread (32×16 threads): the grid stays
+// FOURTH TWIN (2026-11-30): the big tiles with twice the threads, 2 outputs per thread (32×16 threads): the grid stays
 // 256 blocks, each SM gets twice the warps ("more warps per block" rather than more blocks).
 __global__ void gemm_two_per_thread(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C) {
   constexpr int T = 32;

@@ -1,15 +1,17 @@
 #!/usr/bin/env bash
-# Captures planned for the next session with device time (one H200, ~15 of its 30 minutes), in the background like
-# capture_s3.sh (the device tool gives the machine back 30 s after a call ends, so `wait` calls follow at once):
+# The profile-cost capture of 2026-11-30 (one H200, ~15 of a 30-minute device lease), in the background like
+# capture_whole_model.sh (the device tool gives the machine back 30 s after a call ends, so `wait` calls follow at
+# once):
 #   wave   workloads/cuda/wave.cu: the planted partial-wave flaw (LCH001) and its twins: --check, --bench, and a
 #          report with the analysis sections (4 launches, ~10 s)
-#   cost   benchmarks/profile_cost.py --train with no launch cap: `ncuadvisor profile` (with session 4's fixes: phase-1
-#          time for the deep analysis, launch sizes as variants) against the naive `ncu --set full` over every launch
-#          (~12 minutes); the reports are kept (xz) so the comparison can be re-read here
-# Usage (repository root, PYTHONPATH with ncu_report set up, as in capture_s3.sh):
-#   bash workloads/capture_s5.sh start        build, start both stages in the background, return after 60 s
-#   bash workloads/capture_s5.sh wait SECONDS print progress every 60 s for up to SECONDS (returns when done)
-#   bash workloads/capture_s5.sh finish       pack everything into $OUT
+#   cost   benchmarks/profile_cost.py --train with no launch cap: `ncuadvisor profile` (with the fixes of
+#          2026-11-30 ~03:00 UTC: phase-1 time for the deep analysis, launch sizes as variants) against the naive
+#          `ncu --set full` over every launch (~12 minutes); the reports are kept (xz) so the comparison can be
+#          re-read here
+# Usage (repository root, PYTHONPATH with ncu_report set up, as in capture_whole_model.sh):
+#   bash workloads/capture_profile_cost.sh start        build, start both stages in the background, return after 60 s
+#   bash workloads/capture_profile_cost.sh wait SECONDS print progress every 60 s for up to SECONDS (returns when done)
+#   bash workloads/capture_profile_cost.sh finish       pack everything into $OUT
 # ncu always gets --clock-control none; nothing here changes clocks, power or any other GPU setting.
 set -u
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -32,8 +34,8 @@ start)
   cat "$W/files/versions.txt"
   (cd "$REPO/workloads/cuda" && nvcc -arch=sm_90 -lineinfo -O3 -o "$W/bin/wave" wave.cu) || { echo "build failed"; exit 1; }
   mkdir -p "$W/repo" && (cd "$REPO" && tar -cf - --exclude=.git --exclude=fixtures --exclude=.whl . ) | tar -xf - -C "$W/repo"
-  cp "$0" "$W/capture_s5.sh"
-  setsid nohup bash "$W/capture_s5.sh" _run > "$W/run.log" 2>&1 < /dev/null &
+  cp "$0" "$W/capture_profile_cost.sh"
+  setsid nohup bash "$W/capture_profile_cost.sh" _run > "$W/run.log" 2>&1 < /dev/null &
   sleep 60
   progress
   ;;
@@ -69,11 +71,11 @@ finish)
       split -b 15000000 -d -a 2 "$OUT/$b.xz" "$OUT/$b.xz.part" && rm -f "$OUT/$b.xz"
     fi
   done
-  tar -cJf "$OUT/s5_files.tar.xz" -C "$W/files" .
+  tar -cJf "$OUT/profile_cost_files.tar.xz" -C "$W/files" .
   ls -la "$OUT"
   cat "$W/files/check_wave.jsonl" "$W/files/bench_wave.jsonl" 2>/dev/null
   tail -45 "$W/files/profile_cost_train.txt" 2>/dev/null
   ;;
 *)
-  sed -n 2,15p "$0"; exit 2 ;;
+  sed -n 2,17p "$0"; exit 2 ;;
 esac

@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# Session 5, last device minutes: benchmarks/profile_cost.py on the CUDA program (issue 3's second workload):
+# The profile-cost capture's last device minutes (2026-11-30 04:00 UTC): benchmarks/profile_cost.py on the CUDA
+# program (the profile-cost benchmark's second workload):
 # workloads/cuda/model_step.cu, 2 steps x 8 layers (~218 launches, every one in the naive `--set full` run), in the
-# background like capture_s5.sh (the device tool gives the machine back 30 s after a call ends).
+# background like capture_profile_cost.sh (the device tool gives the machine back 30 s after a call ends).
 # Usage (repository root, PYTHONPATH with ncu_report set up):
-#   bash workloads/capture_s5_cuda.sh start        build, start in the background, return after 30 s
-#   bash workloads/capture_s5_cuda.sh wait SECONDS print progress every 30 s for up to SECONDS (returns when done)
-#   bash workloads/capture_s5_cuda.sh finish       pack the JSON, logs and reports into $OUT
+#   bash workloads/capture_profile_cost_cuda.sh start        build, start in the background, return after 30 s
+#   bash workloads/capture_profile_cost_cuda.sh wait SECONDS print progress every 30 s for up to SECONDS (returns
+#                                                            when done)
+#   bash workloads/capture_profile_cost_cuda.sh finish       pack the JSON, logs and reports into $OUT
 # ncu always gets --clock-control none; nothing here changes clocks, power or any other GPU setting.
 set -u
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -43,8 +45,8 @@ finish)
   for f in profile.ncu-rep profile.phase1.ncu-rep naive.ncu-rep; do
     [ -f "$W/pcc/$f" ] && xz -T0 -6 -c "$W/pcc/$f" > "$OUT/cuda_$f.xz"
   done
-  tar -cJf "$OUT/s5_cuda_files.tar.xz" -C "$W/files" .
+  tar -cJf "$OUT/profile_cost_cuda_files.tar.xz" -C "$W/files" .
   ls -la "$OUT"; tail -40 "$W/files/profile_cost_cuda.txt"
   ;;
-*) sed -n 2,9p "$0"; exit 2 ;;
+*) sed -n 2,11p "$0"; exit 2 ;;
 esac
