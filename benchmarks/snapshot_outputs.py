@@ -46,7 +46,7 @@ def run(tree: Path, report: Path, fmt: str, out: Path) -> str:
     )
     if proc.returncode not in (0,):
         target.write_text(f"exit {proc.returncode}\n{proc.stderr[-2000:]}")
-    text = target.read_text(errors="replace")
+    text = target.read_text(errors="replace").replace(f"{ROOT}/fixtures/", "FIXTURES/")
     for pattern, repl in _SCRUB:
         text = pattern.sub(repl, text)
     if fmt == "json":

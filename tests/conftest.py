@@ -48,7 +48,7 @@ def report_path(tmp_path_factory):
 @pytest.fixture(scope="session")
 def analyzed(report_path):
     """analyzed("probe") -> the result dict of that fixture (analyzed once per session)."""
-    from ncuadvisor.analyze import analyze
+    from ncuadvisor.analysis.pipeline import analyze
 
     cache: dict[str, dict] = {}
 
