@@ -2,7 +2,7 @@
 `ncuadvisor report` scales past the reports at hand, NOT the benchmark's whole-model capture (which must be a real
 report of >= 1,000 results; see benchmarks/RESULTS.md).
 
-A report file is a sequence of blocks (ncuadvisor/processes.py); each result of a kernel-replay capture sits in a
+A report file is a sequence of blocks (ncuadvisor/reportfile/blocks.py); each result of a kernel-replay capture sits in a
 block of its own, after the blocks that carry the metric-name table and the session's strings. Appending copies of
 the result blocks that carry no name table of their own gives a file that `ncu_report` reads as a report with that
 many more results (verified: 314 + 3 x 313 = 1,253 results from fixtures/model_step_315.ncu-rep.xz).
@@ -20,7 +20,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from ncuadvisor.processes import FileView, iter_blocks, u32  # noqa: E402
+from ncuadvisor.reportfile.blocks import FileView, iter_blocks, u32  # noqa: E402
 
 
 def main() -> int:

@@ -78,7 +78,7 @@ def read_everything_in_child(path: Path) -> tuple[float, int, int]:
 # `ncuadvisor report` with every threshold at 0: results and deep data read in worker processes, as on a report with
 # hundreds of distinct kernels (the fixtures at hand are small).
 FORCE_WORKERS = (
-    "import ncuadvisor.load as load; load.IN_PROCESS_MAX = load.DETAIL_IN_PROCESS_MAX = 0; "
+    "import ncuadvisor.load.reader as load; load.IN_PROCESS_MAX = load.DETAIL_IN_PROCESS_MAX = 0; "
     "from ncuadvisor.cli import main; main()"
 )
 
@@ -137,7 +137,7 @@ def html_size(report: Path, kernels: int, launches: int) -> None:
     """Render the synthetic result of `kernels` x `launches` and print the page's size and where its bytes go."""
     import re
 
-    from ncuadvisor.analyze import analyze
+    from ncuadvisor.analysis.pipeline import analyze
     from ncuadvisor.render.html import render_html
 
     with tempfile.TemporaryDirectory() as tmp:

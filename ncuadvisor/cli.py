@@ -138,7 +138,7 @@ def report(
     source_root: SourceRootOption = None,
 ) -> None:
     """Analyze a saved report: roofline bound of every kernel, then ranked findings with fixes."""
-    from ncuadvisor.analyze import analyze
+    from ncuadvisor.analysis.pipeline import analyze
     from ncuadvisor.engine import discover
 
     out_format = choose_format(output, fmt)

@@ -127,7 +127,7 @@ def _result_of(path: Path, rules: list) -> dict[str, Any]:
     """A report is analyzed; a saved report result (.json) is read as it is."""
     if path.suffix.lower() == ".json":
         return load_saved(path, want=(REPORT_KIND,))
-    from ncuadvisor.analyze import analyze
+    from ncuadvisor.analysis.pipeline import analyze
 
     return analyze(path, rules=rules)
 

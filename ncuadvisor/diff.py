@@ -1,7 +1,7 @@
 """Compare two analysis results (before, after): what got faster or slower, and which findings appeared or went away.
 
 The diff is its own versioned, JSON-ready dict (`{"schema_version": 1, "kind": "diff", ...}`, shape below), computed
-here from two result dicts (`ncuadvisor.analyze.analyze`) and formatted by `ncuadvisor.render.diff_render`.
+here from two result dicts (`ncuadvisor.analysis.pipeline.analyze`) and formatted by `ncuadvisor.render.diff_render`.
 
 Matching kernels (never by position)
     1. by identity: demangled name + grid + block (the key `ncuadvisor.model.group_kernels` groups launches by);

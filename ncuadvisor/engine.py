@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ncuadvisor.analysis.roofline import PRACTICAL_FRACTION
 from ncuadvisor.errors import RuleError
-from ncuadvisor.roofline import PRACTICAL_FRACTION
 from ncuadvisor.rules_api import CATEGORIES, CODE_RE, Finding, KernelContext, ProgramContext, ProgramRule, Rule
 
 AT_ROOFLINE_CATEGORY = "at-roofline"
@@ -92,6 +92,11 @@ def per_instruction_metrics(rules: Iterable[Rule]) -> list[str]:
     return list(dict.fromkeys(out))
 
 
+def sass_languages(rules: Iterable[Rule | ProgramRule]) -> set[str]:
+    """The kernel languages in which some rule reads per-instruction data (and so the instructions' SASS)."""
+    return {lang for r in kernel_rules(rules) if r.per_instruction for lang in r.languages}
+
+
 @dataclass
 class KernelVerdict:
     findings: list[Finding] = field(default_factory=list)
@@ -167,29 +172,3 @@ def run_rules(rules: list[Rule | ProgramRule], ctx: KernelContext) -> KernelVerd
     kept.sort(key=lambda f: -f.estimated_speedup)
     verdict.findings = kept + at_roofline[:1] if at_roofline else kept
     return verdict
-
-
-# vendor kernels, never the user's code: cuBLAS(Lt), cuDNN, CUTLASS, NCCL, MAGMA
-_LIBRARY_RE = re.compile(
-    r"^(void )?(sm\d+_xmma|sm\d+_|ampere_|volta_|turing_|hopper_|cutlass|cublas|cublasLt|nvjet|xmma|cudnn|magma|"
-    r"ncclDevKernel|ncclKernel)",
-    re.IGNORECASE,
-)
-# names a library kernel often has (cuBLAS's gemv2T_kernel_val, gemmSN_NN_kernel, splitKreduce_kernel; FlashAttention's
-# flash_fwd_kernel) and the user's own kernels as often (a gemm_tiled compiled with -lineinfo): library only when the
-# kernel carries no source lines of its own
-_LIBRARY_LIKE_RE = re.compile(r"^(void )?(gemm|gemv|splitKreduce|fmha|flash)", re.IGNORECASE)
-
-
-def kernel_language(name: str, demangled: str, source_files: Iterable[str]) -> str:
-    """cuda | triton | library | pytorch: decides which language the fix is written in."""
-    files = [f for f in source_files if f]
-    if name.startswith("triton_") or any(f.endswith(".py") for f in files):
-        return "triton"
-    if any(ns in demangled for ns in ("at::native", "at::cuda", "c10::", "at::")):
-        return "pytorch"
-    if _LIBRARY_RE.match(name) or _LIBRARY_RE.match(demangled):
-        return "library"
-    if not files and (_LIBRARY_LIKE_RE.match(name) or _LIBRARY_LIKE_RE.match(demangled)):
-        return "library"
-    return "cuda"

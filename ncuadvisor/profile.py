@@ -4,7 +4,7 @@ Two phases by default:
 
 1. one cheap pass over every launch the filters let through (`--metrics gpu__time_duration.sum`, one replay pass):
    the distinct kernels ranked by total GPU time;
-2. the sections the rules need (`ncuadvisor.analyze.ANALYSIS_SECTIONS`, `--import-source yes`) on ONE launch of each
+2. the sections the rules need (`ncuadvisor.analysis.pipeline.ANALYSIS_SECTIONS`, `--import-source yes`) on ONE launch of each
    kernel that matters (`--top K`, or the fewest kernels that cover `--coverage` of the GPU time, 0.9 by default),
    selected with `--kernel-id ::regex:^(names)$:1`. Kernels that round misses are retried with
    `--filter-mode per-launch-config --launch-count 1`, at most `MAX_ROUNDS` rounds in all (each round runs the
@@ -64,7 +64,7 @@ import typer
 
 from ncuadvisor import ncu as ncu_mod
 from ncuadvisor.errors import AdvisorError, InputError, OutputError
-from ncuadvisor.processes import ProcessWatcher, write_sidecar
+from ncuadvisor.load.processes import ProcessWatcher, write_sidecar
 from ncuadvisor.units import clip
 
 MAX_ROUNDS = 4
@@ -350,7 +350,8 @@ def merge_results(
     merged kernels and the phase-1 launches; top actions are recomputed with phase-1 times.
     `deep` is a list of (report path, result of analyze()).
     """
-    from ncuadvisor.analyze import ANALYSIS_SECTIONS, add_program_level, variant_json
+    from ncuadvisor.analysis.entries import variant_entry as variant_json
+    from ncuadvisor.analysis.pipeline import ANALYSIS_SECTIONS, add_program_level
     from ncuadvisor.model import spread_note
 
     total = float(phase1["report"]["total_duration_ns"] or 0.0)
@@ -451,15 +452,16 @@ def merge_results(
 def _analyze_phase1(path: Path, rules: list[Any]) -> tuple[dict[str, Any], list[dict[str, Any]], list[Any]]:
     """Phase-1 result (structure only: no kernel rules), its launches for program rules, and its kernel groups."""
     from ncuadvisor import engine
-    from ncuadvisor.analyze import _launches, build_result
-    from ncuadvisor.load import read_profile
+    from ncuadvisor.analysis.entries import launch_list
+    from ncuadvisor.analysis.pipeline import build_result
+    from ncuadvisor.load import ReportReader, read_results
     from ncuadvisor.model import group_kernels
 
     metrics = list(dict.fromkeys(PHASE1_METRICS + [m for r in engine.program_rules(rules) for m in r.requires]))
-    profile = read_profile(path, metrics, [], detail_ids=lambda frame: [])
+    profile = read_results(ReportReader(path), metrics)
     kernels = group_kernels(profile.results)
     result = build_result(profile, kernels, [])
-    return result, _launches(profile, kernels), kernels
+    return result, launch_list(profile, kernels), kernels
 
 
 # -- running ncu --------------------------------------------------------------------------------------------------
@@ -1107,7 +1109,7 @@ class Session:
 
     # -- modes ----------------------------------------------------------------------------------------------------
     def full(self) -> dict[str, Any]:
-        from ncuadvisor.analyze import analyze
+        from ncuadvisor.analysis.pipeline import analyze
 
         out_base = str(self.work / "full")
         cmd = ncu_mod.full_command(self.ncu, out_base, self.target.argv, self.filters)
@@ -1121,7 +1123,7 @@ class Session:
         return self._finish(result, "full", {})
 
     def two_phase(self, top: int | None, coverage: float | None) -> dict[str, Any]:
-        from ncuadvisor.analyze import ANALYSIS_SECTIONS, analyze
+        from ncuadvisor.analysis.pipeline import ANALYSIS_SECTIONS, analyze
 
         out1 = str(self.work / "phase1")
         cmd1 = ncu_mod.phase1_command(self.ncu, out1, self.target.argv, self.filters)

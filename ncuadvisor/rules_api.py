@@ -8,12 +8,12 @@ for every kernel, skips the rule (and says why) when the report lacks them, and 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from typing import Any, ClassVar
 
-from ncuadvisor.model import Kernel, SourceLine, num
-from ncuadvisor.roofline import PRACTICAL_FRACTION, Roofline
+from ncuadvisor.analysis.roofline import PRACTICAL_FRACTION, Roofline
+from ncuadvisor.model import Instruction, Kernel, num
 from ncuadvisor.units import fmt_ns as _units_fmt_ns
 
 CATEGORIES = (
@@ -71,6 +71,32 @@ class SourceRef:
 
 
 @dataclass
+class SourceSelection:
+    """The source lines a finding points at, chosen by a rule (`KernelContext.top_lines`) and placed after the rules
+    ran (`ncuadvisor.analysis.locate`): the instructions that qualify, their metric and its total over the kernel;
+    their lines are those with the largest share of the total (instructions merged per line), at least `min_share`
+    of it, at most `limit` of them. Iterating gives the instructions, largest value first."""
+
+    metric: str
+    total: float
+    candidates: list[Instruction]
+    limit: int = 3
+    min_share: float = 0.05
+
+    def _by_value(self) -> list[Instruction]:
+        return sorted(self.candidates, key=lambda e: -e.value)
+
+    def __iter__(self) -> Iterator[Instruction]:
+        return iter(self._by_value())
+
+    def __getitem__(self, index: Any) -> Any:
+        return self._by_value()[index]
+
+    def __len__(self) -> int:
+        return len(self.candidates)
+
+
+@dataclass
 class Finding:
     rule: str
     category: str
@@ -83,7 +109,7 @@ class Finding:
     speedup_type: str = "local"  # local to the kernel (NCU's "local"), as opposed to global to the program
     confidence: str = "medium"  # low | medium | high
     evidence: list[Evidence] = field(default_factory=list)
-    source: list[SourceRef] = field(default_factory=list)
+    source: list[SourceRef] | SourceSelection = field(default_factory=list)  # lines, placed after the rules ran
     changes_floor: bool = False  # the fix lowers the floor itself (tensor cores, precision), so no headroom cap
 
     def to_dict(self) -> dict[str, Any]:
@@ -99,8 +125,7 @@ class KernelContext:
         metrics: dict[str, Any],
         roofline: Roofline,
         device: dict[str, Any],
-        per_instruction: dict[str, list[SourceLine]],
-        source_code: Any,
+        per_instruction: dict[str, list[Instruction]],
         language: str,
         time_share: float,
         sections: Iterable[str] = (),
@@ -110,7 +135,6 @@ class KernelContext:
         self.roofline = roofline
         self.device = device
         self._per_instruction = per_instruction
-        self._source_code = source_code
         self.language = language  # "cuda" | "triton" | "library"
         self.time_share = time_share
         self.sections = set(sections)
@@ -122,7 +146,7 @@ class KernelContext:
     def has(self, *names: str) -> bool:
         return all(self.m(n) is not None for n in names)
 
-    def per_instruction(self, name: str) -> list[SourceLine]:
+    def per_instruction(self, name: str) -> list[Instruction]:
         return self._per_instruction.get(name, [])
 
     @property
@@ -145,10 +169,10 @@ class KernelContext:
         sass_filter: Any = None,
         memory_only: bool = False,
         pcs: set[int] | None = None,
-    ) -> list[SourceRef]:
-        """The source lines with the largest share of a per-instruction metric, instructions merged per line.
-        `memory_only` looks only at load/store/atomic instructions (the `memory_type` metric's), so that a SASS filter
-        need not read the text of every instruction."""
+    ) -> SourceSelection:
+        """The source lines with the largest share of a per-instruction metric, instructions merged per line (placed
+        after the rules ran: `SourceSelection`). `memory_only` looks only at load/store/atomic instructions (the
+        `memory_type` metric's)."""
         entries = self.per_instruction(name)
         total = sum(e.value for e in entries) or 0.0
         if memory_only:
@@ -158,28 +182,9 @@ class KernelContext:
             entries = [e for e in entries if e.pc in pcs]
         if sass_filter is not None:
             entries = [e for e in entries if sass_filter(e.sass or "")]
-        if not entries or total <= 0:
-            return []
-        by_line: dict[tuple[str | None, int | None], list[SourceLine]] = {}
-        for e in entries:
-            by_line.setdefault((e.file, e.line), []).append(e)
-        refs = []
-        for (file, line), group in by_line.items():
-            value = sum(e.value for e in group)
-            top = max(group, key=lambda e: e.value)
-            refs.append(
-                SourceRef(
-                    file=file,
-                    line=line,
-                    code=self._source_code(file, line),
-                    sass=top.sass,
-                    metric=name,
-                    value=value,
-                    share=value / total,
-                )
-            )
-        refs.sort(key=lambda r: -(r.value or 0))
-        return [r for r in refs if (r.share or 0) >= min_share][:limit]
+        if total <= 0:
+            entries = []
+        return SourceSelection(metric=name, total=total, candidates=entries, limit=limit, min_share=min_share)
 
 
 class Rule:

@@ -1,4 +1,4 @@
-from ncuadvisor.roofline import PRACTICAL_FRACTION
+from ncuadvisor.analysis.roofline import PRACTICAL_FRACTION
 from ncuadvisor.rules_api import Evidence, KernelContext, Rule, fmt_bytes, fmt_ns, time_after
 
 

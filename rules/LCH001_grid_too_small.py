@@ -1,6 +1,6 @@
 import math
 
-from ncuadvisor.roofline import LAUNCH_BOUND_NS, PRACTICAL_FRACTION
+from ncuadvisor.analysis.roofline import LAUNCH_BOUND_NS, PRACTICAL_FRACTION
 from ncuadvisor.rules_api import Evidence, KernelContext, Rule, fmt_ns, parallelism_ns, time_after
 
 

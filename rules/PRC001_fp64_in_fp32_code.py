@@ -1,4 +1,4 @@
-from ncuadvisor.roofline import PRACTICAL_FRACTION
+from ncuadvisor.analysis.roofline import PRACTICAL_FRACTION
 from ncuadvisor.rules_api import Evidence, KernelContext, Rule, access_bytes, per_pc, time_after
 
 GLOBAL = 4

@@ -52,7 +52,7 @@ def analyzed(report_path):
 
     Every call returns a deep copy of its own (unpickled from the one analysis: ~5x faster than copy.deepcopy), so a
     test may change what it gets without another test seeing the change."""
-    from ncuadvisor.analyze import analyze
+    from ncuadvisor.analysis.pipeline import analyze
 
     cache: dict[str, bytes] = {}
 

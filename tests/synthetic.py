@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import copy
 
-from ncuadvisor.analyze import top_actions
+from ncuadvisor.analysis.ranking import top_actions
 
 
 def many_kernels(result: dict, count: int, launches: int = 1) -> dict:

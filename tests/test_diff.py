@@ -12,7 +12,7 @@ from html.parser import HTMLParser
 import pytest
 from rich.console import Console
 
-from ncuadvisor.analyze import analyze
+from ncuadvisor.analysis.pipeline import analyze
 from ncuadvisor.diff import (
     DEFAULT_THRESHOLD,
     MIN_CHANGE_NS,
@@ -22,7 +22,7 @@ from ncuadvisor.diff import (
     parse_threshold,
 )
 from ncuadvisor.errors import InputError
-from ncuadvisor.processes import write_sidecar
+from ncuadvisor.load.processes import write_sidecar
 from ncuadvisor.render.diff_render import (
     render_diff_html,
     render_diff_json,

@@ -1,4 +1,4 @@
-"""The scalar metrics read straight from the report file (ncuadvisor/fastread.py) against ncu_report, on every real
+"""The scalar metrics read straight from the report file (ncuadvisor/reportfile/fastread.py) against ncu_report, on every real
 report in fixtures/: every result, every metric the analysis reads, the same values to the last digit."""
 
 import json
@@ -6,8 +6,12 @@ import os
 
 import pytest
 
-from ncuadvisor import engine, fastread, load, roofline
-from ncuadvisor.analyze import CARD_METRICS, analyze
+from ncuadvisor import engine
+from ncuadvisor.analysis import roofline
+from ncuadvisor.analysis.pipeline import CARD_METRICS, analyze
+from ncuadvisor.load import native
+from ncuadvisor.load import reader as load
+from ncuadvisor.reportfile import fastread
 
 FIXTURES = [
     "cache",
@@ -38,11 +42,11 @@ def test_rows_equal_ncu_report(report_path, name):
     assert len(rows) == len(items)
     step = max(1, len(items) // 150)  # every result of the small reports, 150 spread over the big ones
     for rid, r, a in items[::step]:
-        ref = load._row(reader._ncu, reader._action(rid), rid, r, a, METRICS)
+        ref = native.row(reader._ncu, reader._action(rid), rid, r, a, METRICS)
         for key, value in ref.items():
             if key == "nvtx":
                 continue  # read through ncu_report for the first launch of each kernel only (next test)
-            assert load._same(value, rows[rid].get(key)), (name, rid, key, value, rows[rid].get(key))
+            assert native.same(value, rows[rid].get(key)), (name, rid, key, value, rows[rid].get(key))
 
 
 @pytest.mark.parametrize("name", ["torch_eager", "torch_dynshapes", "torch_train_phase1_all", "multiproc_phase1"])
@@ -98,7 +102,7 @@ def test_a_disagreeing_file_reader_is_not_used(report_path, monkeypatch):
                 r["gpu__time_duration.sum"] += 1.0
         return rows
 
-    monkeypatch.setattr("ncuadvisor.fastread.read_rows", off_by_one)
+    monkeypatch.setattr("ncuadvisor.reportfile.fastread.read_rows", off_by_one)
     reader = load.ReportReader(report_path("tiny_sections"))
     items = [(rid, r, a) for rid, (r, a) in enumerate(reader._index)]
     assert reader._results_from_file(items, ["gpu__time_duration.sum"]) is None
@@ -109,7 +113,7 @@ def test_file_view_reads_like_bytes(report_path):
     all count as resident memory: 1 GB on a 1,253-result report) gives the same bytes as the file, and the same blocks."""
     import random
 
-    from ncuadvisor.processes import FileView, iter_blocks
+    from ncuadvisor.reportfile.blocks import FileView, iter_blocks
 
     path = report_path("flaws")
     data = path.read_bytes()

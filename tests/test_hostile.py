@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 
-from ncuadvisor import roofline
+from ncuadvisor.analysis import roofline
 from ncuadvisor.render.html import FULL_CARDS, render_html
 from ncuadvisor.render.markdown import render_markdown
 from tests.synthetic import many_kernels

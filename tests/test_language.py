@@ -1,6 +1,6 @@
 """Which language a kernel's advice is written in: the user's own `gemm_*` kernel is CUDA code, not a library's."""
 
-from ncuadvisor.engine import kernel_language
+from ncuadvisor.analysis.language import kernel_language
 
 
 def test_user_gemm_with_source_lines_is_cuda_code(analyzed):

@@ -3,8 +3,9 @@
 import pandas as pd
 import pytest
 
+from ncuadvisor.analysis.locate import source_line
 from ncuadvisor.errors import InputError
-from ncuadvisor.load import ReportReader, read_profile
+from ncuadvisor.load import ReportReader
 from ncuadvisor.model import group_kernels
 
 
@@ -27,15 +28,17 @@ def test_device_and_header(report_path):
 
 
 def test_source_lines_resolve_to_the_cuda_file(report_path):
-    profile = read_profile(
-        report_path("probe"), ["gpu__time_duration.sum"], ["derived__memory_l1_wavefronts_shared_excessive"]
-    )
-    detail = profile.details[2]  # transpose_conflict
+    reader = ReportReader(report_path("probe"))
+    detail = reader.details([2], ["derived__memory_l1_wavefronts_shared_excessive"])[2]  # transpose_conflict
     lines = detail.per_instruction["derived__memory_l1_wavefronts_shared_excessive"]
-    assert lines and all(e.file.endswith("probe.cu") for e in lines)
-    assert {e.line for e in lines} == {23}  # the transposed read from tile[threadIdx.x][...]
-    assert all(e.sass.startswith("LDS") for e in lines)
-    assert "tile[threadIdx.x][threadIdx.y + j]" in profile.source_code(lines[0].file, 23)
+    pcs = [e.pc for e in lines]
+    assert lines and all(e.file is None and e.sass is None for e in lines)  # plain data: read when asked for
+    where, texts = reader.locations({2: (pcs, [])})[2]
+    assert all(where[pc][0].endswith("probe.cu") for pc in pcs)
+    assert {where[pc][1] for pc in pcs} == {23}  # the transposed read from tile[threadIdx.x][...]
+    assert all(text.startswith("LDS") for text in reader.sass({2: pcs})[2].values())
+    assert "tile[threadIdx.x][threadIdx.y + j]" in source_line(texts, where[pcs[0]][0], 23)
+    assert detail.first_file.endswith("probe.cu") and detail.entry[0].endswith("probe.cu")
     assert any(r["rule_identifier"] == "SharedMemoryConflicts" for r in detail.ncu_rules)
 
 
@@ -84,7 +87,7 @@ def test_reads_xz_compressed_report_directly():
 
 
 def test_large_reports_are_read_in_workers_with_the_same_result(report_path, monkeypatch):
-    import ncuadvisor.load as load
+    import ncuadvisor.load.reader as load
 
     metrics = ["gpu__time_duration.sum", "launch__registers_per_thread", "dram__bytes_read.sum"]
     in_process = ReportReader(report_path("flaws")).results(metrics)
@@ -120,20 +123,21 @@ def _report_json(path, tmp_path, name, capsys):
 # fresh process like the command line's. Prints what the parent opened, the fetch passes and the start methods used.
 WORKER_DRIVER = """
 import json, sys
-import ncuadvisor.load as load
+import ncuadvisor.load.reader as reader
+import ncuadvisor.load.workers as workers
 from ncuadvisor.cli import main
 
-load.IN_PROCESS_MAX, load.DETAIL_IN_PROCESS_MAX, load.DETAIL_CHUNK = 1, 2, int(sys.argv[1])
-opened, fetches, methods = [], [], []
-action, fetch, start = load.ReportReader._action, load.ReportReader.fetch_pending, load._start_method
-load.ReportReader._action = lambda self, rid: opened.append(rid) or action(self, rid)
-load.ReportReader.fetch_pending = lambda self: fetches.append(fetch(self)) or fetches[-1]
-load._start_method = lambda: methods.append(start()) or methods[-1]
+reader.IN_PROCESS_MAX, reader.DETAIL_IN_PROCESS_MAX, reader.DETAIL_CHUNK = 1, 2, int(sys.argv[1])
+opened, passes, methods = [], [], []
+action, in_workers, start = reader.ReportReader._action, reader.in_workers, workers._start_method
+reader.ReportReader._action = lambda self, rid: opened.append(rid) or action(self, rid)
+reader.in_workers = lambda fn, tasks, failure: passes.append(fn.__name__) or in_workers(fn, tasks, failure)
+workers._start_method = lambda: methods.append(start()) or methods[-1]
 sys.argv = ["ncuadvisor", "report", sys.argv[2], "-o", sys.argv[3], "-q"]
 try:
     main()
 finally:
-    print(json.dumps({"opened": sorted(set(opened)), "fetches": fetches, "methods": sorted(set(methods))}))
+    print(json.dumps({"opened": sorted(set(opened)), "passes": passes, "methods": sorted(set(methods))}))
 """
 
 
@@ -163,23 +167,26 @@ def test_deep_data_read_in_workers_gives_the_same_report(report_path, tmp_path, 
 
     assert in_workers == in_process
     # the parent opened only the results the file reader is checked against (the first and the last, one per kind
-    # of naming: ncuadvisor/fastread.py), never one for its deep data
+    # of naming: ncuadvisor/reportfile/fastread.py), never one for its deep data
     n = len(in_process["kernels"][0]["result_ids"]) and in_process["report"]["results"]
     assert seen["opened"][0] == 0 and seen["opened"][-1] == n - 1 and len(seen["opened"]) <= 4, seen["opened"]
-    assert seen["fetches"][0] and not seen["fetches"][-1]  # source lines fetched in workers until none was missing
+    # one pass of workers per stage, each once: (rows,) deep data, then SASS, then the lines of the findings
+    deep_passes = [p for p in seen["passes"] if p != "read_rows_task"]
+    assert deep_passes == ["read_deep_task", "read_sass_task", "read_locations_task"], seen["passes"]
     assert seen["methods"] == ["fork"]
 
 
 def test_workers_start_from_a_fork_server_once_this_process_disassembled(report_path, tmp_path, monkeypatch, capsys):
     import multiprocessing
 
-    import ncuadvisor.load as load
+    import ncuadvisor.load.reader as load
+    import ncuadvisor.load.workers as workers
 
     path = report_path("probe")
     in_process = _report_json(path, tmp_path, "in_process", capsys)  # reads SASS here: forking is no longer safe
     if "forkserver" not in multiprocessing.get_all_start_methods():
         pytest.skip("no forkserver start method on this platform")
-    assert load._start_method() == "forkserver"
+    assert workers._start_method() == "forkserver"
     monkeypatch.setattr(load, "IN_PROCESS_MAX", 1)
     monkeypatch.setattr(load, "DETAIL_IN_PROCESS_MAX", 1)
     monkeypatch.setattr(load, "DETAIL_CHUNK", 2)
@@ -187,53 +194,58 @@ def test_workers_start_from_a_fork_server_once_this_process_disassembled(report_
 
 
 def test_deep_data_of_results_already_opened_is_read_in_process(report_path, monkeypatch):
-    import ncuadvisor.load as load
+    import ncuadvisor.load.reader as load
 
     def no_workers(*args):
         raise AssertionError("no worker process expected")
 
     monkeypatch.setattr(load, "DETAIL_IN_PROCESS_MAX", 1)
-    monkeypatch.setattr(load, "_in_workers", no_workers)
+    monkeypatch.setattr(load, "in_workers", no_workers)
     reader = ReportReader(report_path("probe"))
     reader.results(["gpu__time_duration.sum"])  # 4 results: opened in this process
     details = reader.details(range(4), ["inst_executed"])
-    assert details[0].per_instruction["inst_executed"][0].file.endswith("probe.cu")
+    pc = details[0].per_instruction["inst_executed"][0].pc
+    assert reader.locations({0: ([pc], [])})[0][0][pc][0].endswith("probe.cu")
 
 
 @pytest.mark.parametrize(
     "target, failure, message",
     [
-        ("_deep_data", "raise", "reading the per-instruction data failed (RuntimeError: boom)"),
-        ("_read_deep", "die", "reading the per-instruction data failed (a worker process died, exit code 9)"),
-        ("_read_locations", "raise", "reading source lines failed (RuntimeError: boom)"),
-        ("_read_rows", "die", "reading the results failed (a worker process died, exit code 9)"),
+        ("deep_data", "raise", "reading the per-instruction data failed (RuntimeError: boom)"),
+        ("read_deep_task", "die", "reading the per-instruction data failed (a worker process died, exit code 9)"),
+        ("read_sass_task", "raise", "reading the instructions failed (RuntimeError: boom)"),
+        ("locations_of", "raise", "reading source lines failed (RuntimeError: boom)"),
+        ("read_rows_task", "die", "reading the results failed (a worker process died, exit code 9)"),
     ],
 )
-def test_worker_failures_are_one_clear_line(report_path, monkeypatch, capsys, target, failure, message):
-    import os
+def test_worker_failures_are_one_clear_line(report_path, target, failure, message):
+    import subprocess
     import sys
 
-    import ncuadvisor.load as load
-    from ncuadvisor.cli import main
+    # in a fresh process, as the command line runs it: nothing disassembled yet, so workers are forked and run the
+    # patched function (a process that disassembled starts them from a fork server, which does not see the patch)
+    driver = f"""
+import os, sys
+import ncuadvisor.load.deep as deep
+import ncuadvisor.load.reader as load
+from ncuadvisor.cli import main
 
-    def broken(*args, **kwargs):
-        if failure == "die":
-            os._exit(9)  # as a worker killed for memory, or one crashing in the native library
-        raise RuntimeError("boom")
+def broken(*args, **kwargs):
+    if {failure!r} == "die":
+        os._exit(9)  # as a worker killed for memory, or one crashing in the native library
+    raise RuntimeError("boom")
 
-    monkeypatch.setattr(load, target, broken)  # workers are forked: they run the patched function
-    # the rows through ncu_report in workers, as before the report-file reader (which needs no worker)
-    monkeypatch.setattr(load.ReportReader, "_results_from_file", lambda self, items, metrics: None)
-    monkeypatch.setattr(load, "_disassembled_here", False)  # (the patched functions never disassemble)
-    monkeypatch.setattr(load, "IN_PROCESS_MAX", 1)
-    monkeypatch.setattr(load, "DETAIL_IN_PROCESS_MAX", 1)
+deep.{target} = broken
+# the rows through ncu_report in workers, as before the report-file reader (which needs no worker)
+load.ReportReader._results_from_file = lambda self, items, metrics: None
+load.IN_PROCESS_MAX = load.DETAIL_IN_PROCESS_MAX = 1
+sys.argv = ["ncuadvisor", "report", sys.argv[1], "--format", "json"]
+main()
+"""
     path = report_path("probe")
-    monkeypatch.setattr(sys, "argv", ["ncuadvisor", "report", str(path), "--format", "json"])
-    with pytest.raises(SystemExit) as exc:
-        main()
-    err = capsys.readouterr().err
-    assert exc.value.code == 2
-    assert err == f"ncuadvisor: error: {path}: {message}\n"
+    run = subprocess.run([sys.executable, "-c", driver, str(path)], capture_output=True, text=True, timeout=300)
+    assert run.returncode == 2, run.stderr
+    assert run.stderr == f"ncuadvisor: error: {path}: {message}\n"
 
 
 def test_kernel_groups_whose_launches_differ_say_so(analyzed):

@@ -9,15 +9,9 @@ import subprocess
 import sys
 import time
 
-from ncuadvisor.analyze import analyze
-from ncuadvisor.processes import (
-    ProcessWatcher,
-    process_label,
-    read_sidecar,
-    result_processes,
-    sidecar_path,
-    write_sidecar,
-)
+from ncuadvisor.analysis.pipeline import analyze
+from ncuadvisor.load.processes import ProcessWatcher, process_label, read_sidecar, sidecar_path, write_sidecar
+from ncuadvisor.reportfile.blocks import result_processes
 
 # the order ncu profiled them in: the two processes alternate, the rank-specific copies come last
 NAMES = ["scale_add"] * 8 + ["copy_strided_rank", "copy_vec4_rank"]

@@ -34,7 +34,9 @@ FIXTURES = ROOT / "fixtures"
 OUTPUTS = FIXTURES / "ncu_outputs"
 FAKE_DIR = ROOT / "tests" / "fake_ncu"
 TARGET = FAKE_DIR / "target.py"
-SECTIONS_ARGS = sum((["--section", s] for s in __import__("ncuadvisor.analyze", fromlist=["x"]).ANALYSIS_SECTIONS), [])
+SECTIONS_ARGS = sum(
+    (["--section", s] for s in __import__("ncuadvisor.analysis.pipeline", fromlist=["x"]).ANALYSIS_SECTIONS), []
+)
 TINY_ADD = "tiny_add(const float *, const float *, float *, int)"
 BIG_ADD = "big_add(const float *, const float *, float *, unsigned long)"
 
@@ -376,7 +378,7 @@ def test_every_option_we_pass_exists_in_the_real_ncu():
     used = {a for c in cmds for a in c[1:-1] if a.startswith("-")}
     assert used and used <= known, used - known
     sections = (OUTPUTS / "list_sections.txt").read_text()
-    from ncuadvisor.analyze import ANALYSIS_SECTIONS
+    from ncuadvisor.analysis.pipeline import ANALYSIS_SECTIONS
 
     assert all(re.search(rf"^{s}\s", sections, re.M) for s in ANALYSIS_SECTIONS)
 

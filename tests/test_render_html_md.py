@@ -26,7 +26,7 @@ JSON_BLOCK = re.compile(r'<script type="application/json" id="ncuadvisor-result"
 
 @pytest.fixture(scope="module")
 def result(tmp_path_factory) -> dict:
-    from ncuadvisor.analyze import analyze
+    from ncuadvisor.analysis.pipeline import analyze
 
     if not REPORT.exists():
         pytest.fail(f"fixture {REPORT} is missing")

@@ -2,7 +2,7 @@
 
 import pytest
 
-from ncuadvisor import roofline
+from ncuadvisor.analysis import roofline
 from ncuadvisor.load import ReportReader
 
 

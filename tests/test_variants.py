@@ -79,7 +79,7 @@ def test_variants_render(eager):
 def test_phase1_time_decides_what_the_deep_analysis_sees(report_path, analyzed):
     """`ncuadvisor profile` analyses one launch per kernel in phase 2; rules that weigh a kernel by its share of the
     program's time must see phase 1's share, not the share of that launch in the small phase-2 report."""
-    from ncuadvisor.analyze import analyze
+    from ncuadvisor.analysis.pipeline import analyze
     from ncuadvisor.profile import Phase1Time, kernel_key
 
     path = report_path("torch_eager")
@@ -143,7 +143,7 @@ def test_diff_counts_a_variants_findings(eager):
 def test_profile_merge_keeps_each_process_to_its_own_launches(report_path):
     """Two worker processes run the same kernels: each process's kernel stands for its own launches only."""
     from ncuadvisor import engine
-    from ncuadvisor.analyze import analyze
+    from ncuadvisor.analysis.pipeline import analyze
     from ncuadvisor.profile import Phase1Time, _analyze_phase1, merge_results
 
     rules = engine.discover([])

@@ -23,7 +23,7 @@ import os
 from collections.abc import Iterable
 from typing import Any
 
-from ncuadvisor.processes import FileView, iter_blocks, u32
+from ncuadvisor.reportfile.blocks import FileView, iter_blocks, u32
 
 _CLASSES: tuple[Any, Any] | None = None
 

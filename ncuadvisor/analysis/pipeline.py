@@ -1,0 +1,340 @@
+"""The pipeline, the only place the stages are composed, each once and in order:
+
+    report -> load (scalars) -> model (kernels) -> load (deep data, SASS) -> roofline -> rules -> locate -> result
+
+Rules run once, on plain data read before them; the source lines of the findings they emit are read afterwards,
+for all kernels in one batch. The result is a JSON-ready dict (schema_version 1).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, Protocol
+
+from ncuadvisor import __version__, engine
+from ncuadvisor.analysis import locate, roofline
+from ncuadvisor.analysis.entries import (
+    device_entry,
+    launch_entry,
+    launch_list,
+    process_fields,
+    processes_entry,
+    roofline_entry,
+    variant_entry,
+)
+from ncuadvisor.analysis.language import kernel_language
+from ncuadvisor.analysis.ranking import top_actions
+from ncuadvisor.load import ReportReader, read_results
+from ncuadvisor.model import Kernel, Profile, ResultDetail, group_kernels, num
+from ncuadvisor.result import SCHEMA_VERSION, ncu_guidance
+from ncuadvisor.rules_api import KernelContext, ProgramContext, ProgramRule, Rule
+
+# The sections the full analysis uses (ncu --section identifiers); `ncuadvisor profile` collects these.
+ANALYSIS_SECTIONS = [
+    "SpeedOfLight",
+    "LaunchStats",
+    "Occupancy",
+    "MemoryWorkloadAnalysis",
+    "MemoryWorkloadAnalysis_Chart",
+    "MemoryWorkloadAnalysis_Tables",
+    "ComputeWorkloadAnalysis",
+    "SourceCounters",
+    "WarpStateStats",
+    "InstructionStats",
+    "SchedulerStats",
+    "SpeedOfLight_RooflineChart",
+    "SpeedOfLight_HierarchicalTensorRooflineChart",
+]
+
+# Shown on each kernel card, whatever the rules need.
+CARD_METRICS = [
+    "launch__registers_per_thread",
+    "launch__shared_mem_per_block_static",
+    "launch__shared_mem_per_block_dynamic",
+    "launch__occupancy_limit_registers",
+    "launch__occupancy_limit_shared_mem",
+    "launch__occupancy_limit_warps",
+    "launch__occupancy_limit_blocks",
+    "sm__maximum_warps_per_active_cycle_pct",
+    "sm__warps_active.avg.pct_of_peak_sustained_active",
+    "launch__stream_id",
+]
+
+
+class GroupTime(Protocol):
+    """(launches, nanoseconds) a kernel's representative launch (`launch_ns` long) stands for, and the program's
+    total nanoseconds; None when unknown."""
+
+    total_ns: float
+
+    def __call__(self, kernel: Kernel, launch_ns: float | None) -> tuple[int, float] | None: ...
+
+
+def analyze(
+    path: str | os.PathLike[str],
+    rule_folders: Iterable[Path] = (),
+    rules: list[Rule | ProgramRule] | None = None,
+    pick: str = "median",
+    group_time: GroupTime | None = None,
+) -> dict[str, Any]:
+    """Analyze one report and return the result dict (schema_version 1). `pick`: which launch of a kernel group the
+    deep analysis looks at (`model.group_kernels`: "median", "first" or "each"). `group_time`: the launches and time
+    a kernel stands for when the report holds only some of its launches (`ncuadvisor profile`'s phase 2 profiles
+    one launch of each kernel; phase 1 timed them all), so that rules judging a kernel by its share of the program's
+    time see the true share."""
+    rules = rules if rules is not None else engine.discover(rule_folders)
+    metrics = list(dict.fromkeys(roofline.METRICS + CARD_METRICS + engine.required_metrics(rules)))
+    reader = ReportReader(path)
+    profile = read_results(reader, metrics)
+    kernels = group_kernels(profile.results, pick=pick)
+    ids = [k.representative for k in kernels] + [v.representative for k in kernels for v in k.variants]
+    profile.details = reader.details(ids, engine.per_instruction_metrics(rules))
+    languages = kernel_languages(kernels, profile.details)
+    _add_sass(reader, profile.details, languages, engine.sass_languages(rules))
+    evaluation = evaluate(profile, kernels, rules, group_time, languages)
+    findings = evaluation.findings()
+    entries = [(rid, d.entry[0] if d.entry else None) for rid, d in profile.details.items()]
+    located = reader.locations(locate.wanted(findings, entries))
+    locate.resolve(findings, located)
+    return assemble(profile, kernels, rules, evaluation, located)
+
+
+def build_result(
+    profile: Profile, kernels: list[Kernel], rules: list[Rule | ProgramRule], group_time: GroupTime | None = None
+) -> dict[str, Any]:
+    """The result of a profile read without deep data (`ncuadvisor profile`'s timing pass): rules that need none
+    still run."""
+    languages = kernel_languages(kernels, profile.details)
+    return assemble(profile, kernels, rules, evaluate(profile, kernels, rules, group_time, languages), {})
+
+
+def kernel_languages(kernels: list[Kernel], details: dict[int, ResultDetail]) -> dict[int, str]:
+    """The language of each analysed launch (cuda, triton, pytorch, library), by result id: its name and the source
+    file of its first instruction tell it."""
+    out = {}
+    for k in kernels:
+        for rid in [k.representative] + [v.representative for v in k.variants]:
+            detail = details.get(rid)
+            files = [detail.first_file] if detail is not None and detail.first_file else []
+            out[rid] = kernel_language(k.name, k.demangled, files)
+    return out
+
+
+def _add_sass(
+    reader: ReportReader, details: dict[int, ResultDetail], languages: dict[int, str], wanted: set[str]
+) -> None:
+    """The SASS text of every instruction with per-instruction data, for the kernels in a language whose rules read
+    instructions (a library kernel's thousands of instructions are not read)."""
+    pcs = {
+        rid: [e.pc for entries in d.per_instruction.values() for e in entries]
+        for rid, d in details.items()
+        if languages.get(rid) in wanted
+    }
+    for rid, texts in reader.sass(pcs).items():
+        for entries in details[rid].per_instruction.values():
+            for e in entries:
+                e.sass = texts.get(e.pc)
+
+
+@dataclass
+class Analysed:
+    """One analysed launch: of a kernel group (`variant` None) or of one of its variants."""
+
+    kernel: Kernel  # the group, or the launches it stands for (its own time and launches)
+    row: dict[str, Any]
+    roofline: roofline.Roofline
+    detail: ResultDetail | None
+    language: str
+    verdict: engine.KernelVerdict
+
+
+@dataclass
+class Evaluation:
+    """The rules' verdicts on every kernel group and variant, in the order of `kernels`."""
+
+    groups: list[tuple[Analysed, list[Analysed]]]
+    sections_seen: set[str]
+    warnings: list[str]
+
+    def findings(self) -> list[tuple[int, Any]]:
+        """(result id, finding) of every kept finding: the findings whose source is placed after the rules."""
+        out = []
+        for main, variants in self.groups:
+            for a in [main, *variants]:
+                out.extend((a.kernel.representative, f) for f in a.verdict.findings)
+        return out
+
+
+def evaluate(
+    profile: Profile,
+    kernels: list[Kernel],
+    rules: list[Rule | ProgramRule],
+    group_time: GroupTime | None,
+    languages: dict[int, str],
+) -> Evaluation:
+    """The roofline and the rules, once, on the representative launch of every kernel group and variant."""
+    frame = profile.results.set_index("result_id", drop=False)
+    total_ns = sum(k.duration_ns for k in kernels)
+    rule_total_ns = group_time.total_ns if group_time is not None and group_time.total_ns else total_ns
+    sm_count = num(profile.device.get("sm_count"))
+    evaluation = Evaluation(groups=[], sections_seen=set(), warnings=[])
+
+    def run(k: Kernel, share: float) -> Analysed:
+        row = frame.loc[k.representative].to_dict()
+        rl = roofline.compute(row, sm_count)
+        detail = profile.details.get(k.representative)
+        evaluation.sections_seen.update(detail.sections if detail else [])
+        language = languages.get(k.representative) or kernel_language(k.name, k.demangled, [])
+        ctx = KernelContext(
+            kernel=k,
+            metrics=row,
+            roofline=rl,
+            device=profile.device,
+            per_instruction=detail.per_instruction if detail else {},
+            language=language,
+            time_share=share,
+            sections=detail.sections if detail else (),
+        )
+        verdict = engine.run_rules(rules, ctx)
+        for e in verdict.errors:
+            evaluation.warnings.append(f"rule {e['rule']} failed on {k.name}: {e['error']}")
+        return Analysed(k, row, rl, detail, language, verdict)
+
+    for k in kernels:
+        # with variants, the group's own analysis speaks for its other launches only
+        main = (
+            replace(
+                k,
+                launches=k.analysed_launches,
+                duration_ns=k.analysed_ns,
+                variants=[],
+                result_ids=sorted(set(k.result_ids) - {r for v in k.variants for r in v.result_ids}),
+            )
+            if k.variants
+            else k
+        )
+        told = group_time(k, num(frame.loc[k.representative].get("gpu__time_duration.sum"))) if group_time else None
+        if told is not None:
+            main = replace(main, launches=told[0], duration_ns=told[1])
+        analysed = run(main, main.duration_ns / rule_total_ns if rule_total_ns else 0.0)
+        variants = []
+        for v in k.variants:
+            vk = replace(
+                k,
+                result_ids=v.result_ids,
+                representative=v.representative,
+                launches=v.launches,
+                duration_ns=v.duration_ns,
+                launch_min_ns=v.launch_min_ns,
+                launch_max_ns=v.launch_max_ns,
+                variants=[],
+            )
+            variants.append(run(vk, v.duration_ns / rule_total_ns if rule_total_ns else 0.0))
+        evaluation.groups.append((analysed, variants))
+    return evaluation
+
+
+def assemble(
+    profile: Profile,
+    kernels: list[Kernel],
+    rules: list[Rule | ProgramRule],
+    evaluation: Evaluation,
+    located: locate.Located,
+) -> dict[str, Any]:
+    """The result dict: one entry per kernel group, the report's facts, the program-level findings and the ranking."""
+    total_ns = sum(k.duration_ns for k in kernels)
+    warnings = list(profile.warnings) + evaluation.warnings
+    procs = {str(p["pid"]): p for p in profile.processes}
+    # several GPUs in one report (a multi-GPU program): each kernel says which one ran it
+    devices = sorted({int(d) for d in profile.results.get("device_id", []) if num(d) is not None})
+    kernel_entries = []
+    for idx, (k, (main, variants)) in enumerate(zip(kernels, evaluation.groups)):
+        row, rl, detail, verdict = main.row, main.roofline, main.detail, main.verdict
+        texts = located.get(k.representative, ({}, {}))[1]
+        kernel_entries.append(
+            {
+                "id": f"k{idx}",
+                "name": k.name,
+                "demangled": k.demangled,
+                "mangled": k.mangled,
+                "language": main.language,
+                "launches": k.launches,
+                "grid": k.grid,
+                "block": k.block,
+                "nvtx": k.nvtx,
+                **process_fields(k.process, procs),
+                **(
+                    {"device_id": int(row["device_id"])}
+                    if len(devices) > 1 and num(row.get("device_id")) is not None
+                    else {}
+                ),
+                "duration_ns": k.duration_ns,
+                "per_launch_ns": k.per_launch_ns,
+                "launch_range_ns": [k.launch_min_ns, k.launch_max_ns],
+                "launch_note": k.launch_note,
+                "analysed_launches": main.kernel.launches,
+                "analysed_duration_ns": main.kernel.duration_ns,
+                "variants": [variant_entry(v, total_ns, a.roofline, a.verdict) for v, a in zip(k.variants, variants)],
+                "time_share": k.duration_ns / total_ns if total_ns else 0.0,
+                "bound": rl.bound,
+                "bound_reason": rl.bound_reason,
+                "headroom": rl.headroom,
+                "roofline": roofline_entry(rl),
+                "launch": launch_entry(row),
+                "findings": [f.to_dict() for f in verdict.findings],
+                "suppressed": verdict.suppressed,
+                "skipped_rules": verdict.skipped,
+                "source_anchor": locate.anchor(detail.entry if detail else None, texts),
+                "ncu_rules": ncu_guidance(detail.ncu_rules if detail else []),
+                "sections": sorted(detail.sections) if detail else [],
+                "result_ids": k.result_ids,
+            }
+        )
+    missing_sections = [s for s in ANALYSIS_SECTIONS if s not in evaluation.sections_seen]
+    if missing_sections and kernels:
+        warnings.append(
+            "the report lacks sections the full analysis uses ("
+            + ", ".join(missing_sections)
+            + "): findings that need them are skipped; re-profile with `ncuadvisor profile` for all of them"
+        )
+    result: dict[str, Any] = {
+        "schema_version": SCHEMA_VERSION,
+        "generator": {"name": "ncuadvisor", "version": __version__},
+        "created": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "report": {
+            "path": profile.path,
+            "name": Path(profile.path).name,
+            "ncu_version": profile.ncu_version,
+            "reader_version": profile.reader_version,
+            "command_line": profile.command_line,
+            "device": device_entry(profile.device, kernel_entries),
+            "results": int(len(profile.results)),
+            "kernels": len(kernels),
+            "total_duration_ns": total_ns,
+            "sections": sorted(evaluation.sections_seen),
+            "missing_sections": missing_sections,
+            "warnings": warnings,
+            "processes": processes_entry(profile.processes, kernel_entries),
+            "devices": devices,
+        },
+        "kernels": kernel_entries,
+    }
+    add_program_level(result, launch_list(profile, kernels), rules)
+    return result
+
+
+def add_program_level(result: dict[str, Any], launches: list[dict[str, Any]], rules: list[Rule | ProgramRule]) -> None:
+    """Run the program rules over the result's kernels and launches, and rank "where to start" across both levels:
+    sets `program_findings` and `top_actions`; a failing program rule becomes a warning."""
+    rep, kernels = result["report"], result["kernels"]
+    total_ns = rep["total_duration_ns"]
+    ctx = ProgramContext(kernels=kernels, launches=launches, device=rep["device"], total_ns=total_ns)
+    program_findings, errors = engine.run_program_rules(rules, ctx)
+    for e in errors:
+        rep["warnings"].append(f"program rule {e['rule']} failed: {e['error']}")
+    result["program_findings"] = program_findings
+    result["top_actions"] = top_actions(kernels, total_ns, program_findings)

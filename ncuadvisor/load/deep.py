@@ -1,0 +1,123 @@
+"""The deep data of single results, read from their `ncu_report` actions as plain data: per-instruction metrics,
+NCU's rule results and section list, the SASS text of instructions, and the source lines of instructions.
+
+Each reader is one function over an action, run in this process for a few results or in worker processes
+(`ncuadvisor.load.workers`) for many; the worker tasks at the end take (report path, items) and return plain data.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ncuadvisor.load.native import import_ncu_report, row
+from ncuadvisor.load.workers import note_disassembly, worker_actions
+
+Location = tuple[str | None, int | None]
+
+
+def deep_data(action: Any, per_instruction: list[str]) -> dict[str, Any]:
+    """Section identifiers, NCU's rule results, and per per-instruction metric the (pc, value) pairs of the
+    instructions where it is non-zero, in the report's order; plus the source file of the first instruction listed
+    (it tells a Triton kernel's generated Python from CUDA code) and the location of the kernel's entry (the lowest
+    pc of its longest list: the line a finding with no line of its own is shown at)."""
+    out: dict[str, Any] = {"sections": [], "per_instruction": {}, "ncu_rules": [], "first_file": None, "entry": None}
+    try:
+        out["sections"] = [s.identifier() for s in action.sections()]
+    except Exception:
+        pass
+    for name in per_instruction:
+        metric = action.metric_by_name(name)
+        if metric is None or not metric.has_correlation_ids():
+            continue
+        pairs = []
+        ids = metric.correlation_ids()
+        for i in range(metric.num_instances()):
+            try:
+                value = float(metric.as_double(i))
+                pc = int(ids.as_uint64(i))
+            except Exception:
+                continue
+            if value == 0 or pc == 0:
+                continue
+            pairs.append((pc, value))
+        out["per_instruction"][name] = pairs
+    try:
+        out["ncu_rules"] = [dict(x) for x in action.rule_results_as_dicts()]
+    except Exception:
+        pass
+    lists = [pairs for pairs in out["per_instruction"].values() if pairs]
+    if lists:
+        out["first_file"] = location(action, lists[0][0][0])[0]
+        entry_pc = min(pc for pc, _ in max(lists, key=len))
+        out["entry_pc"] = entry_pc
+        out["entry"] = location(action, entry_pc)
+    return out
+
+
+def location(action: Any, pc: int) -> Location:
+    """(file, line) of one instruction (~0.1-1 ms: the reason it is read only for the lines shown)."""
+    note_disassembly()
+    try:
+        info = action.source_info(pc)
+        if info is not None:
+            return info.file_name() or None, int(info.line()) or None
+    except Exception:
+        pass
+    return None, None
+
+
+def sass_of(action: Any, pcs: list[int]) -> dict[int, str | None]:
+    """The SASS text of each instruction."""
+    note_disassembly()
+    out: dict[int, str | None] = {}
+    for pc in pcs:
+        try:
+            out[pc] = (action.sass_by_pc(pc) or "").strip() or None
+        except Exception:
+            out[pc] = None
+    return out
+
+
+def locations_of(action: Any, pcs: list[int], files: list[str]) -> tuple[dict[int, Location], dict[str, str | None]]:
+    """The location of each instruction, and the text of the source files named (by `files` or by a location), when
+    the report embeds them (ncu --import-source yes)."""
+    where = {pc: location(action, pc) for pc in pcs}
+    wanted = set(files) | {f for f, _ in where.values() if f}
+    texts: dict[str, str | None] = {}
+    if wanted:
+        try:
+            embedded = dict(action.source_files())
+        except Exception:
+            embedded = {}
+        texts = {f: (str(embedded[f]) if f in embedded else None) for f in sorted(wanted)}
+    return where, texts
+
+
+# -- worker tasks: (report path, items, arguments) -> plain data ----------------------------------------------------
+
+
+def read_rows_task(task: tuple[str, list[tuple[int, int, int]], list[str]]) -> list[dict[str, Any]]:
+    """Worker: the scalar rows (`native.row`) of the given (result id, range, action) triples."""
+    path, items, metrics = task
+    ncu = import_ncu_report()
+    return [row(ncu, action, rid, r, a, metrics) for (rid, r, a), action in worker_actions(path, items)]
+
+
+def read_deep_task(task: tuple[str, list[tuple[int, int, int]], list[str]]) -> list[tuple[int, dict[str, Any]]]:
+    """Worker: `deep_data` of the given (result id, range, action) triples."""
+    path, items, per_instruction = task
+    return [(item[0], deep_data(action, per_instruction)) for item, action in worker_actions(path, items)]
+
+
+def read_sass_task(task: tuple[str, list[tuple[int, int, int, list[int]]]]) -> list[tuple[int, dict[int, str | None]]]:
+    """Worker: `sass_of` for each (result id, range, action, pcs)."""
+    path, items = task
+    return [(item[0], sass_of(action, item[3])) for item, action in worker_actions(path, items)]
+
+
+def read_locations_task(
+    task: tuple[str, list[tuple[int, int, int, list[int], list[str]]]],
+) -> list[tuple[int, dict[int, Location], dict[str, str | None]]]:
+    """Worker: `locations_of` for each (result id, range, action, pcs, files)."""
+    path, items = task
+    return [(item[0], *locations_of(action, item[3], item[4])) for item, action in worker_actions(path, items)]

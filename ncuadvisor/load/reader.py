@@ -1,0 +1,294 @@
+"""Reading Nsight Compute reports through `ncu_report`: the scalar metrics of every result, and the deep data
+(per-instruction metrics, SASS, source lines) of the few results the analysis looks at closely.
+
+Metrics are read once, by name, for the names the analysis asks for (reading one metric costs ~25 µs, so reading
+every metric of a full-set report would dominate the run time). Each read is a call the pipeline makes in turn
+(`ncuadvisor.analysis.pipeline`): the loader never calls back into the analysis.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from ncuadvisor.errors import InputError
+from ncuadvisor.load import deep, native
+from ncuadvisor.load.native import DEVICE_METRICS, import_ncu_report, native_stderr_silenced
+from ncuadvisor.load.workers import in_workers
+from ncuadvisor.model import ID_COLUMNS, Instruction, Profile, ResultDetail
+from ncuadvisor.reportfile.sniff import local_copy, scan_header
+
+# ncu_report keeps every result it has opened in memory for as long as the process lives (about 7 MB for a result
+# with the analysis sections; freeing the report does not return it). Reports with more results than
+# IN_PROCESS_MAX are therefore read in short-lived worker processes, CHUNK results each: memory stays bounded and
+# both cores work.
+IN_PROCESS_MAX = 64
+CHUNK = 64
+# The same for the deep data of the results the analysis looks at closely, one per distinct kernel: a whole-model
+# report has hundreds. Resolving instructions loads the module's line tables and SASS (up to ~400 MB for PyTorch's
+# kernels), so the chunks are smaller.
+DETAIL_IN_PROCESS_MAX = 16
+DETAIL_CHUNK = 16
+
+Location = deep.Location
+
+
+class ReportReader:
+    """An opened report: `results()` reads the scalar metrics of every result; `details()`, `sass()` and
+    `locations()` the deep data of a few, in this process or, for many, in worker processes."""
+
+    def __init__(self, path: str | os.PathLike[str]):
+        self.path = Path(path)
+        local = local_copy(self.path)
+        self._local = local
+        self._ncu = import_ncu_report()
+        try:
+            with native_stderr_silenced():
+                self._ctx = self._ncu.load_report(str(local))
+            n_ranges = self._ctx.num_ranges() if self._ctx is not None else None
+        except Exception as exc:  # the native library raises its own exception types
+            raise InputError(f"{self.path}: not a readable Nsight Compute report ({exc})") from exc
+        if not n_ranges:
+            raise InputError(f"{self.path}: not a readable Nsight Compute report (truncated or corrupt)")
+        # (range, action) of every result; an action is opened only when its data is read (see IN_PROCESS_MAX)
+        self._index: list[tuple[int, int]] = []
+        self._ranges = [self._ctx.range_by_idx(r) for r in range(n_ranges)]
+        for r, rng in enumerate(self._ranges):
+            self._index.extend((r, a) for a in range(rng.num_actions() or 0))
+        if not self._index:
+            raise InputError(f"{self.path}: the report holds no kernel results")
+        self._opened: dict[int, Any] = {}
+        self._deep_in_workers = False
+        self.ncu_version, self.command_line = scan_header(local)
+        try:
+            self.reader_version: str | None = str(self._ctx.get_version())
+        except Exception:  # pragma: no cover - older ncu_report
+            self.reader_version = None
+
+    def __len__(self) -> int:
+        return len(self._index)
+
+    def _action(self, rid: int) -> Any:
+        if rid not in self._opened:
+            r, a = self._index[rid]
+            self._opened[rid] = self._ranges[r].action_by_idx(a)
+        return self._opened[rid]
+
+    # -- scalar metrics -------------------------------------------------------------------------------------
+    def results(self, metrics: Iterable[str]) -> pd.DataFrame:
+        """One row per result with the identity columns and the requested metrics (None where absent)."""
+        metrics = list(dict.fromkeys(metrics))
+        items = [(rid, r, a) for rid, (r, a) in enumerate(self._index)]
+        if len(items) <= IN_PROCESS_MAX:
+            rows = [native.row(self._ncu, self._action(rid), rid, r, a, metrics) for rid, r, a in items]
+        else:
+            rows = self._results_from_file(items, metrics)
+            if rows is None:
+                rows = self._results_in_workers(items, metrics)
+        return pd.DataFrame(rows, columns=ID_COLUMNS + [m for m in metrics if m not in ID_COLUMNS])
+
+    def _results_from_file(self, items: list[tuple[int, int, int]], metrics: list[str]) -> list[dict[str, Any]] | None:
+        """The rows read straight from the report file (ncuadvisor/reportfile/fastread.py, ~1 ms a result instead of ~15 ms
+        through ncu_report), used only when they equal ncu_report's rows for the first and the last result and one
+        result per kind of naming; the NVTX ranges (not decoded from the file) are read through ncu_report for the
+        first launch of each kernel, the one whose ranges the analysis shows. None: read through ncu_report instead."""
+        from ncuadvisor.reportfile.fastread import read_rows
+
+        if len(self._ranges) != 1:
+            return None
+        shape = [f"launch__{w}_dim_{c}" for w in ("grid", "block") for c in "xyz"] + ["launch__device_id"]
+        fast = read_rows(self._local, metrics, shape)
+        if fast is None or len(fast) != len(items):
+            return None
+        rows = []
+        for (rid, r, a), f in zip(items, fast):
+            name = f["name"] or f["demangled"] or f["mangled"]  # as _row: a missing name falls back
+            row: dict[str, Any] = {
+                "result_id": rid,
+                "range_idx": r,
+                "action_idx": a,
+                "name": name,
+                "demangled": f["demangled"] or name,
+                "mangled": f["mangled"],
+                "nvtx": "",
+                "process": "",
+                "grid": native.dim3(*(f.get(f"launch__grid_dim_{c}") for c in "xyz")),
+                "block": native.dim3(*(f.get(f"launch__block_dim_{c}") for c in "xyz")),
+                "device_id": f.get("launch__device_id"),
+            }
+            for m in metrics:
+                row[m] = f.get(m)
+            rows.append(row)
+        # checked against ncu_report: the first and the last result, and the first result of each kind of naming
+        # (which of the three names the file holds differs between nvcc kernels, cuBLAS kernels, ...)
+        kinds: dict[tuple[bool, bool, bool], int] = {}
+        for rid, f in enumerate(fast):
+            kinds.setdefault((bool(f["name"]), bool(f["demangled"]), bool(f["mangled"])), rid)
+        check = sorted({0, len(items) - 1, *kinds.values()})
+        for rid, r, a in (items[k] for k in check):
+            ref = native.row(self._ncu, self._action(rid), rid, r, a, metrics)
+            rows[rid]["nvtx"] = ref["nvtx"]
+            if not all(native.same(ref[k], rows[rid].get(k)) for k in ref):
+                return None
+        if any(f["has_nvtx"] for f in fast):
+            procs = self.processes()
+            pid = (lambda rid: procs[rid].pid) if procs and len(procs) == len(rows) else (lambda rid: 0)
+            firsts: dict[tuple[Any, ...], int] = {}
+            for row, f in zip(rows, fast):
+                if f["has_nvtx"]:
+                    firsts.setdefault(
+                        (pid(row["result_id"]), row["demangled"], row["grid"], row["block"]), row["result_id"]
+                    )
+            want = sorted(set(firsts.values()) - set(check))
+            if len(want) <= DETAIL_IN_PROCESS_MAX:
+                for rid in want:
+                    rows[rid]["nvtx"] = native.nvtx(self._action(rid))
+            else:
+                for got in self._results_in_workers([items[rid] for rid in want], []):
+                    rows[got["result_id"]]["nvtx"] = got["nvtx"]
+        return rows
+
+    def _results_in_workers(self, items: list[tuple[int, int, int]], metrics: list[str]) -> list[dict[str, Any]]:
+        tasks = [(str(self._local), items[i : i + CHUNK], metrics) for i in range(0, len(items), CHUNK)]
+        chunks = in_workers(deep.read_rows_task, tasks, f"{self.path}: reading the results failed")
+        return [row for chunk in chunks for row in chunk]
+
+    def _layout(self) -> Any:
+        """The report file's block layout (`reportfile.blocks.scan_blocks`: each result's process, where the file is cut
+        short), walked once per report."""
+        if not hasattr(self, "_blocks"):
+            from ncuadvisor.reportfile.blocks import scan_blocks
+
+            self._blocks = scan_blocks(self._local)
+        return self._blocks
+
+    def truncation(self) -> str | None:
+        """Why the report file is cut short, None when it is whole (or not in the block layout this reads: another
+        ncu version). ncu_report reads the results before the cut without complaint."""
+        return self._layout().cut
+
+    def processes(self) -> list[Any] | None:
+        """The process of every result in file order; None when the file is not in the block layout (or cut)."""
+        return self._layout().processes
+
+    def device(self) -> dict[str, Any]:
+        action = self._action(0)
+        dev = {k: native.value(action.metric_by_name(v)) for k, v in DEVICE_METRICS.items()}
+        if dev.get("cc_major") is not None and dev.get("cc_minor") is not None:
+            dev["compute_capability"] = f"{int(dev['cc_major'])}.{int(dev['cc_minor'])}"
+        return dev
+
+    # -- deep data ------------------------------------------------------------------------------------------------
+    def details(self, result_ids: Iterable[int], per_instruction: Iterable[str]) -> dict[int, ResultDetail]:
+        """Deep data of the given results (`deep.deep_data`), without SASS or source lines. Up to
+        DETAIL_IN_PROCESS_MAX results (or results this process has opened anyway) are read here, more in worker
+        processes, DETAIL_CHUNK results each; `sass()` and `locations()` then read the same way."""
+        ids = list(dict.fromkeys(result_ids))
+        metrics = list(dict.fromkeys(per_instruction))
+        self._deep_in_workers = len([rid for rid in ids if rid not in self._opened]) > DETAIL_IN_PROCESS_MAX
+        if not self._deep_in_workers:
+            got = {rid: deep.deep_data(self._action(rid), metrics) for rid in ids}
+        else:
+            items = [(rid, *self._index[rid]) for rid in ids]
+            tasks = [
+                (str(self._local), items[i : i + DETAIL_CHUNK], metrics) for i in range(0, len(items), DETAIL_CHUNK)
+            ]
+            chunks = in_workers(deep.read_deep_task, tasks, f"{self.path}: reading the per-instruction data failed")
+            got = dict(pair for chunk in chunks for pair in chunk)
+        return {rid: _detail(rid, got[rid]) for rid in ids}
+
+    def sass(self, pcs: dict[int, list[int]]) -> dict[int, dict[int, str | None]]:
+        """The SASS text of the given instructions of each result: {result id: {pc: text}}."""
+        wanted = {rid: sorted(set(p)) for rid, p in pcs.items() if p}
+        if not self._deep_in_workers:
+            return {rid: deep.sass_of(self._action(rid), p) for rid, p in wanted.items()}
+        items = [(rid, *self._index[rid], p) for rid, p in wanted.items()]
+        return dict(self._chunked(deep.read_sass_task, items, "reading the instructions failed"))
+
+    def locations(
+        self, wanted: dict[int, tuple[list[int], list[str]]]
+    ) -> dict[int, tuple[dict[int, Location], dict[str, str | None]]]:
+        """For each result, the (file, line) of the given pcs and the embedded text of the given files and of the
+        files those lines are in: {result id: ({pc: (file, line)}, {file: text or None})}."""
+        todo = {rid: (sorted(set(p)), sorted(set(f))) for rid, (p, f) in wanted.items() if p or f}
+        if not self._deep_in_workers:
+            return {rid: deep.locations_of(self._action(rid), p, f) for rid, (p, f) in todo.items()}
+        items = [(rid, *self._index[rid], p, f) for rid, (p, f) in todo.items()]
+        return {
+            rid: (where, texts)
+            for rid, where, texts in self._chunked(deep.read_locations_task, items, "reading source lines failed")
+        }
+
+    def _chunked(self, task: Any, items: list[Any], failure: str) -> list[Any]:
+        tasks = [(str(self._local), items[i : i + DETAIL_CHUNK]) for i in range(0, len(items), DETAIL_CHUNK)]
+        return [x for chunk in in_workers(task, tasks, f"{self.path}: {failure}") for x in chunk]
+
+
+def _detail(rid: int, data: dict[str, Any]) -> ResultDetail:
+    entry = data.get("entry")
+    return ResultDetail(
+        result_id=rid,
+        per_instruction={
+            name: [Instruction(pc=pc, value=v) for pc, v in pairs] for name, pairs in data["per_instruction"].items()
+        },
+        ncu_rules=data["ncu_rules"],
+        sections=data["sections"],
+        first_file=data.get("first_file"),
+        entry=(entry[0], int(entry[1])) if entry and entry[0] and entry[1] else None,
+        entry_pc=data.get("entry_pc"),
+    )
+
+
+def read_results(reader: ReportReader, metrics: Iterable[str]) -> Profile:
+    """The scalar side of a report as a Profile: every result's metrics, the device, the processes, and a warning
+    when the file is cut short. Deep data is read separately (`ReportReader.details`)."""
+    frame = reader.results(metrics)
+    profile = Profile(
+        path=str(reader.path),
+        results=frame,
+        device=reader.device(),
+        ncu_version=reader.ncu_version,
+        command_line=reader.command_line,
+        reader_version=reader.reader_version,
+    )
+    cut = reader.truncation()
+    if cut:
+        # the result the cut went through reads back without a name or metrics: it is dropped, not analysed as "nan"
+        whole = frame["name"].notna() & (frame["name"].astype(str) != "")
+        dropped = int((~whole).sum())
+        if dropped and whole.any():
+            frame = profile.results = frame[whole].reset_index(drop=True)
+        profile.warnings.insert(
+            0,
+            f"partial: the report file is truncated ({cut}): this analyses the {len(frame)} "
+            "whole results before the cut"
+            + (f" ({dropped} cut through, left out)" if dropped else "")
+            + "; the rest are lost",
+        )
+    _attach_processes(profile, reader)
+    return profile
+
+
+def _attach_processes(profile: Profile, reader: ReportReader) -> None:
+    """Several processes in one report (ncu --target-processes all): the pid of each result goes into the `process`
+    column (kernels are grouped per process) and the processes, with their ranks when `profile` recorded them, into
+    `profile.processes`. One process: nothing changes."""
+    from ncuadvisor.load.processes import describe, read_sidecar
+
+    procs = reader.processes()
+    frame = profile.results
+    if not procs or len({p.pid for p in procs}) < 2:
+        return
+    if len(procs) != len(frame):
+        profile.warnings.append(
+            f"the report holds several processes, but their {len(procs)} results do not line up with the "
+            f"{len(frame)} that ncu_report lists: kernels are not split by process"
+        )
+        return
+    by_rid = [str(procs[int(rid)].pid) for rid in frame["result_id"]]
+    frame["process"] = by_rid
+    profile.processes = describe(procs, read_sidecar(profile.path))

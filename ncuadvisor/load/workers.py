@@ -1,0 +1,99 @@
+"""Short-lived worker processes that read parts of a report through ncu_report, so that memory stays bounded (ncu_report
+keeps every result it opened for as long as the process lives) and both cores work."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from ncuadvisor.errors import InputError
+
+WORKERS = 2
+
+# ncu_report starts a thread the first time it disassembles (sass_by_pc); a process forked after that hangs when it
+# disassembles in turn. Workers are forked only while this process has not disassembled (see _start_method).
+_disassembled_here = False
+
+
+def note_disassembly() -> None:
+    """Called before this process resolves an instruction in-process: from then on workers are not forked."""
+    global _disassembled_here
+    _disassembled_here = True
+
+
+def worker_actions(path: str, items: list[tuple[Any, ...]]) -> Iterator[tuple[tuple[Any, ...], Any]]:
+    """Worker side: open the report and give each item (result id, range, action, ...) with its action."""
+    from ncuadvisor.load.native import import_ncu_report
+
+    ctx = import_ncu_report().load_report(path)
+    ranges: dict[int, Any] = {}
+    for item in items:
+        r, a = item[1], item[2]
+        rng = ranges.get(r) or ranges.setdefault(r, ctx.range_by_idx(r))
+        yield item, rng.action_by_idx(a)
+
+
+def _worker_main(fn: Any, task: Any, conn: Any) -> None:
+    try:
+        reply = (True, fn(task))
+    except BaseException as exc:  # sent to the parent as one line, never a traceback
+        reply = (False, f"{type(exc).__name__}: {exc}")
+    try:
+        conn.send(reply)
+    finally:
+        conn.close()
+
+
+def _start_method() -> str:
+    """fork (no start-up cost) where available and safe; else forkserver (children forked from a fresh process that
+    has only imported this module), else spawn."""
+    import multiprocessing
+
+    methods = multiprocessing.get_all_start_methods()
+    if "fork" in methods and not _disassembled_here:
+        return "fork"
+    if "forkserver" in methods:
+        multiprocessing.get_context("forkserver").set_forkserver_preload([__name__])
+        return "forkserver"
+    return "spawn"
+
+
+def in_workers(fn: Callable[[Any], Any], tasks: list[Any], failure: str) -> list[Any]:
+    """fn(task) for every task, each in its own short-lived process (fork where available), at most WORKERS at a
+    time; the results in task order. A task that raises, or a worker that dies (killed for memory, a crash in the
+    native library), is an InputError that starts with `failure`."""
+    import multiprocessing
+    from multiprocessing.connection import wait
+
+    ctx = multiprocessing.get_context(_start_method())
+    results: list[Any] = [None] * len(tasks)
+    todo = list(reversed(list(enumerate(tasks))))
+    running: dict[Any, tuple[int, Any]] = {}
+    try:
+        while todo or running:
+            while todo and len(running) < WORKERS:
+                i, task = todo.pop()
+                receive, send = ctx.Pipe(duplex=False)
+                proc = ctx.Process(target=_worker_main, args=(fn, task, send), daemon=True)
+                proc.start()
+                send.close()
+                running[receive] = (i, proc)
+            for conn in wait(list(running)):
+                i, proc = running.pop(conn)
+                try:
+                    ok, payload = conn.recv()
+                except (EOFError, OSError):
+                    proc.join()
+                    raise InputError(f"{failure} (a worker process died, exit code {proc.exitcode})") from None
+                finally:
+                    conn.close()
+                proc.join()
+                if not ok:
+                    raise InputError(f"{failure} ({payload})")
+                results[i] = payload
+    finally:
+        for conn, (_, proc) in running.items():
+            proc.terminate()
+            proc.join()
+            conn.close()
+    return results

@@ -1,0 +1,187 @@
+"""The block layout of an .ncu-rep file, read without ncu_report: which process each result comes from, where a file
+is cut short.
+
+ncu follows child processes (`--target-processes all`, its default) and writes the results of every process into
+one report. `ncu_report` does not say which process a result belongs to, but the report file does: it is a sequence
+of blocks, each a length-prefixed protobuf `BlockHeader` (1: number of sources, 2: number of results, 5: payload
+size, 6: process {1: pid, 2: host, 3: executable}) followed by its payload. Walking the headers (the payloads are
+skipped, so this reads a few kilobytes of a large report) gives the process of every result in file order, which is
+the order in which `ncu_report` lists them. Verified on a 2-process report captured on an H200 with ncu 2025.3.1
+(fixtures/multiproc.ncu-rep.xz).
+
+A report does not hold the rank of a process: `ncuadvisor.load.processes` reads the ranks `ncuadvisor profile`
+kept beside the report.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+MAGIC = b"NVR\0"
+
+
+@dataclass(frozen=True)
+class ProcessInfo:
+    pid: int
+    host: str
+    executable: str
+
+
+def _varint(b: Any, i: int, end: int) -> tuple[int, int]:
+    v = s = 0
+    while True:
+        if i >= end or s > 63:
+            raise ValueError("bad varint")
+        c = b[i]
+        i += 1
+        v |= (c & 0x7F) << s
+        s += 7
+        if c < 0x80:
+            return v, i
+
+
+def _fields(b: Any, start: int, end: int) -> dict[int, list[Any]]:
+    """A protobuf message's fields (varints as ints, length-delimited as (start, end) spans)."""
+    out: dict[int, list[Any]] = {}
+    i = start
+    while i < end:
+        key, i = _varint(b, i, end)
+        field, wire = key >> 3, key & 7
+        if wire == 0:
+            v, i = _varint(b, i, end)
+        elif wire == 2:
+            n, i = _varint(b, i, end)
+            if i + n > end:
+                raise ValueError("field past the end")
+            v = (i, i + n)
+            i += n
+        elif wire == 1:
+            v, i = None, i + 8
+        elif wire == 5:
+            v, i = None, i + 4
+        else:
+            raise ValueError(f"wire type {wire}")
+        out.setdefault(field, []).append(v)
+    if i != end:
+        raise ValueError("message overruns")
+    return out
+
+
+class FileView:
+    """The bytes of an open file, read on demand: indexing and slicing like `bytes`, through a small cached window
+    (one read per 64 KB of headers) or, for a slice larger than the window (a result's payload), one read of its own.
+    Walking a large report this way keeps resident memory small; an mmap of it would count every page it touched (a
+    1 GB report walked through mmap showed a 1 GB peak RSS)."""
+
+    WINDOW = 1 << 16
+
+    def __init__(self, fh: Any):
+        self._fh = fh
+        self._size = os.fstat(fh.fileno()).st_size
+        self._start = 0
+        self._buf = b""
+
+    def __len__(self) -> int:
+        return self._size
+
+    def _at(self, i: int, n: int) -> int:
+        if not (self._start <= i and i + n <= self._start + len(self._buf)):
+            self._fh.seek(i)
+            self._buf = self._fh.read(max(n, self.WINDOW))
+            self._start = i
+        return self._start
+
+    def __getitem__(self, k: int | slice) -> Any:
+        if isinstance(k, slice):
+            start, stop, _ = k.indices(self._size)
+            n = max(0, stop - start)
+            if n > self.WINDOW:
+                self._fh.seek(start)
+                return self._fh.read(n)
+            s = self._at(start, n)
+            return self._buf[start - s : start - s + n]
+        if k < 0:
+            k += self._size
+        if not 0 <= k < self._size:
+            raise IndexError("FileView index out of range")
+        s = self._at(k, 1)
+        return self._buf[k - s]
+
+
+def u32(b: Any, i: int) -> int:
+    """The little-endian uint32 at offset i of bytes, an mmap or a FileView."""
+    return int.from_bytes(b[i : i + 4], "little")
+
+
+class Block(NamedTuple):
+    """One block of a report file: its header's fields (see `_fields`) and where its payload lies."""
+
+    header: dict[int, list[Any]]
+    payload_start: int
+    payload_end: int
+
+
+def iter_blocks(mm: Any) -> Iterator[Block]:
+    """The blocks of a report file's bytes (bytes, an mmap, or a FileView), in order; ValueError when the bytes are
+    not in that layout (a truncated file ends in the middle of a block)."""
+    size = len(mm)
+    if size < 8 or mm[:4] != MAGIC:
+        raise ValueError("not an uncompressed Nsight Compute report")
+    i = 8 + u32(mm, 4)
+    while i + 4 <= size:
+        hs = u32(mm, i)
+        i += 4
+        if i + hs > size:
+            raise ValueError("block header past the end")
+        h = _fields(mm, i, i + hs)
+        i += hs
+        end = i + int((h.get(5) or [0])[0])
+        if end > size:
+            raise ValueError("block payload past the end")
+        yield Block(h, i, end)
+        i = end
+    if i != size:
+        raise ValueError("trailing bytes")
+
+
+class BlockScan(NamedTuple):
+    """What one walk over a report file's block headers tells: the process of every result in file order (None
+    when the file is not in the block layout or is cut short), and why it is cut short (None when whole)."""
+
+    processes: list[ProcessInfo] | None
+    cut: str | None
+
+
+def scan_blocks(path: str | os.PathLike[str]) -> BlockScan:
+    """Walk the block headers of an uncompressed .ncu-rep once (payloads skipped). A file not in this layout
+    (another ncu version; a .ncu-repz reaches here decompressed only when it is one zstd stream of this layout, see
+    load._unzstd) gives (None, None), so callers fall back to "one process"."""
+    try:
+        with open(path, "rb") as fh:
+            mm = FileView(fh)
+            out: list[ProcessInfo] = []
+            for block in iter_blocks(mm):
+                h = block.header
+                n_results = (h.get(2) or [0])[0]
+                if n_results:
+                    proc = ProcessInfo(0, "", "")
+                    if h.get(6):
+                        s, e = h[6][0]
+                        p = _fields(mm, s, e)
+                        host = bytes(mm[slice(*p[2][0])]).decode("utf-8", "replace") if p.get(2) else ""
+                        exe = bytes(mm[slice(*p[3][0])]).decode("utf-8", "replace") if p.get(3) else ""
+                        proc = ProcessInfo(int((p.get(1) or [0])[0]), host, exe)
+                    out.extend([proc] * int(n_results))
+            return BlockScan(out, None)
+    except ValueError as exc:
+        return BlockScan(None, str(exc) if "past the end" in str(exc) else None)
+    except (OSError, TypeError, IndexError):
+        return BlockScan(None, None)
+
+
+def result_processes(path: str | os.PathLike[str]) -> list[ProcessInfo] | None:
+    """The process of every result of an uncompressed .ncu-rep, in file order (`scan_blocks`); None when unknown."""
+    return scan_blocks(path).processes
