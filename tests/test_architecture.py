@@ -14,7 +14,8 @@ ALLOWED = {
     "fastread": {"processes"},  # part of the load stage: scalar metrics straight from the report file (its blocks)
     "load": {"errors", "model", "processes", "fastread"},
     "roofline": {"model"},
-    "rules_api": {"model", "roofline", "units"},
+    "metrics": set(),
+    "rules_api": {"model", "roofline", "units", "analysis", "metrics"},
     "engine": {"errors", "rules_api", "model", "roofline"},
     "result": {"units"},
     "analyze": {

@@ -1,0 +1,1 @@
+"""The analysis layer: roofline, kernel language, performance models, ranking, source location and the pipeline."""
