@@ -98,6 +98,14 @@ class Fix:
         found = [m.group(1) for m in _FIELD_RE.finditer(self.text + "\n" + self.code)]
         return list(dict.fromkeys(found))
 
+    def plain(self) -> Fix:
+        """The template with each field shown as `{name}`, without its format spec: what the docs print."""
+
+        def bare(m: re.Match[str]) -> str:
+            return "{" + m.group(1) + "}"
+
+        return Fix(text=_FIELD_RE.sub(bare, self.text), code=_FIELD_RE.sub(bare, self.code))
+
     def fill(self, **values: Any) -> Fix:
         """The fix with its fields filled in; a field without a value is a KeyError (a bug of the rule)."""
 
