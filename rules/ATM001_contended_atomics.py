@@ -1,6 +1,6 @@
 from ncuadvisor.analysis.perfmodels import global_loads_in_flight, streaming_ns, time_after
 from ncuadvisor.metrics import MemoryTables, SourceCounters
-from ncuadvisor.rules_api import Evidence, Fix, KernelContext, Rule
+from ncuadvisor.rules_api import Evidence, Finding, Fix, KernelContext, Rule
 
 
 class ContendedAtomics(Rule):
@@ -65,7 +65,7 @@ class ContendedAtomics(Rule):
         ),
     }
 
-    def check(self, k: KernelContext):
+    def check(self, k: KernelContext) -> Finding | None:
         r = k.roofline
         atom = (k.m(MemoryTables.GLOBAL_ATOMIC_REQUESTS) or 0) + (k.m(MemoryTables.GLOBAL_REDUCTION_REQUESTS) or 0)
         loads = k.m(MemoryTables.GLOBAL_LOAD_REQUESTS) or 0

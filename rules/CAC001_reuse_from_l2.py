@@ -1,7 +1,7 @@
 from ncuadvisor.analysis.perfmodels import fmt_bytes, fmt_ns, time_after
 from ncuadvisor.metrics import LaunchStats, MemoryWorkloadAnalysis, SourceCounters
 from ncuadvisor.roofline import PRACTICAL_FRACTION
-from ncuadvisor.rules_api import Evidence, Fix, KernelContext, Rule
+from ncuadvisor.rules_api import Evidence, Finding, Fix, KernelContext, Rule
 
 ROWS_OF_1D_BLOCKS = "1-D blocks on a grid of rows"
 
@@ -113,7 +113,7 @@ class ReuseFromL2(Rule):
         },
     }
 
-    def check(self, k: KernelContext):
+    def check(self, k: KernelContext) -> Finding | None:
         r, t = k.roofline, self.thresholds
         sol = r.sol
         l2, dram = sol.get("l2_pct", 0.0), sol.get("dram_pct", 0.0)

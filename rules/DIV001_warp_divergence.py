@@ -1,6 +1,6 @@
 from ncuadvisor.analysis.perfmodels import time_after
 from ncuadvisor.metrics import SourceCounters, WarpStateStats
-from ncuadvisor.rules_api import Evidence, Fix, KernelContext, Rule
+from ncuadvisor.rules_api import Evidence, Finding, Fix, KernelContext, Rule
 
 
 class WarpDivergence(Rule):
@@ -56,7 +56,7 @@ class WarpDivergence(Rule):
         ),
     }
 
-    def check(self, k: KernelContext):
+    def check(self, k: KernelContext) -> Finding | None:
         r = k.roofline
         ratio = k.m(WarpStateStats.THREADS_PER_INST) or 32.0
         eff = ratio / 32.0

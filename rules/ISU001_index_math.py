@@ -1,6 +1,6 @@
 from ncuadvisor.analysis.perfmodels import opcode, time_after
 from ncuadvisor.metrics import SchedulerStats, SourceCounters
-from ncuadvisor.rules_api import Evidence, Fix, KernelContext, Rule
+from ncuadvisor.rules_api import Evidence, Finding, Fix, KernelContext, Rule
 
 # Opcode families (SASS, sm_70 and later). Everything else that executes is bookkeeping: integer and address
 # arithmetic (IMAD, LEA, IADD3, SHF, LOP3), compares and selects (ISETP, SEL, VIMNMX), moves and conversions.
@@ -153,7 +153,7 @@ class IndexMath(Rule):
         ),
     }
 
-    def check(self, k: KernelContext):
+    def check(self, k: KernelContext) -> Finding | None:
         t = self.thresholds
         r = k.roofline
         if r.headroom is None or r.headroom < t["min_headroom"] or not r.duration_ns:

@@ -1,6 +1,6 @@
 from ncuadvisor.analysis.perfmodels import parallelism_ns, stall_total, time_after
 from ncuadvisor.metrics import LaunchStats, MemoryTables, Occupancy, SourceCounters, WarpStateStats
-from ncuadvisor.rules_api import Evidence, Fix, KernelContext, Rule
+from ncuadvisor.rules_api import Evidence, Finding, Fix, KernelContext, Rule
 
 stall = WarpStateStats.stall
 
@@ -79,7 +79,7 @@ class DependentLoads(Rule):
         ),
     }
 
-    def check(self, k: KernelContext):
+    def check(self, k: KernelContext) -> Finding | None:
         r = k.roofline
         t = self.thresholds
         if r.bound != "latency":

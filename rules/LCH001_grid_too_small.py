@@ -12,7 +12,7 @@ from ncuadvisor.metrics import (
     TensorRooflineChart,
 )
 from ncuadvisor.roofline import LAUNCH_BOUND_NS, PRACTICAL_FRACTION
-from ncuadvisor.rules_api import Evidence, Fix, KernelContext, Rule
+from ncuadvisor.rules_api import Evidence, Finding, Fix, KernelContext, Rule
 
 TAIL = "a tail effect: the last wave is partial"
 SMALL_GRID = "fewer blocks than SMs"
@@ -189,7 +189,7 @@ class GridTooSmall(Rule):
         },
     }
 
-    def check(self, k: KernelContext):
+    def check(self, k: KernelContext) -> Finding | None:
         r = k.roofline
         grid = k.m(LaunchStats.GRID_SIZE) or 0
         sms = k.sm_count
@@ -228,14 +228,15 @@ class GridTooSmall(Rule):
                 )
         return None
 
-    def small_grid(self, k: KernelContext, grid: float, sms: int, block: int):
+    def small_grid(self, k: KernelContext, grid: float, sms: int, block: int) -> Finding:
         """Fewer blocks than SMs: whole SMs idle for the whole kernel."""
         r = k.roofline
         # warps in flight now vs. once every SM holds as many blocks as fit (Little's law)
         per_sm = k.m(Occupancy.LIMIT_BLOCKS) or 1.0
         for limit in (Occupancy.LIMIT_REGISTERS, Occupancy.LIMIT_SHARED_MEM, Occupancy.LIMIT_WARPS):
-            if k.m(limit):
-                per_sm = min(per_sm, k.m(limit))
+            blocks = k.m(limit)
+            if blocks:
+                per_sm = min(per_sm, blocks)
         gain = sms * per_sm / grid
         fill = int(sms * per_sm)
         tiled = self.is_tiled(k) and not k.is_triton
@@ -261,13 +262,13 @@ class GridTooSmall(Rule):
                 "nothing to do for the whole kernel."
             ),
             fix=fix,
-            estimated_speedup=time_after(r.duration_ns, new_ns, r.theoretical_ns),
+            estimated_speedup=time_after(r.duration_ns or 0.0, new_ns, r.theoretical_ns),
             speedup_model=model,
             confidence="high",
             evidence=[Evidence(LaunchStats.GRID_SIZE, grid, sms, "blocks (threshold: SM count)")],
         )
 
-    def partial_wave(self, k: KernelContext, grid: float, sms: int, block: int, waves: float | None):
+    def partial_wave(self, k: KernelContext, grid: float, sms: int, block: int, waves: float | None) -> Finding | None:
         """At least a block per SM, but a fraction of a wave: the SMs run latency-bound with warps to spare."""
         r = k.roofline
         theo = k.m(Occupancy.THEORETICAL_PCT)
@@ -305,7 +306,7 @@ class GridTooSmall(Rule):
                 f"{r.sol.get('compute_pct', 0):.0f}% of peak."
             ),
             fix=fix,
-            estimated_speedup=time_after(r.duration_ns, est["new_ns"], r.theoretical_ns),
+            estimated_speedup=time_after(r.duration_ns or 0.0, est["new_ns"], r.theoretical_ns),
             speedup_model=self.split_k_model(est, f"{theo:.0f}% of warps active instead of {achieved:.0f}%"),
             confidence="medium",
             evidence=[

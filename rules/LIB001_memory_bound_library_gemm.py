@@ -1,6 +1,6 @@
 from ncuadvisor.analysis.perfmodels import fmt_ns, time_after
 from ncuadvisor.metrics import SpeedOfLight
-from ncuadvisor.rules_api import Evidence, Fix, KernelContext, Rule
+from ncuadvisor.rules_api import Evidence, Finding, Fix, KernelContext, Rule
 
 
 class MemoryBoundLibraryGemm(Rule):
@@ -51,14 +51,14 @@ class MemoryBoundLibraryGemm(Rule):
     }
     changes_floor = True
 
-    def check(self, k: KernelContext):
+    def check(self, k: KernelContext) -> Finding | None:
         r = k.roofline
         tensor = {p: v for p, v in r.flops_by_precision.items() if p.startswith("tensor") and v}
         if not tensor or r.headroom is None or r.headroom < self.thresholds["min_headroom"]:
             return None
-        prec = max(tensor, key=tensor.get)
+        prec = max(tensor, key=lambda p: tensor[p])
         peak = r.peak_flops_per_s.get(prec)
-        if not peak or not r.peak_dram_bytes_per_s or r.intensity is None:
+        if not peak or not r.peak_dram_bytes_per_s or r.intensity is None or not r.compulsory_bytes:
             return None
         ridge = peak / r.peak_dram_bytes_per_s
         if r.intensity >= ridge:

@@ -1,6 +1,6 @@
 from ncuadvisor.analysis.perfmodels import global_loads_in_flight, streaming_ns, time_after
 from ncuadvisor.metrics import MemoryTables, SourceCounters
-from ncuadvisor.rules_api import Evidence, Fix, KernelContext, Rule
+from ncuadvisor.rules_api import Evidence, Finding, Fix, KernelContext, Rule
 
 
 class LocalMemoryTraffic(Rule):
@@ -64,7 +64,7 @@ class LocalMemoryTraffic(Rule):
         ),
     }
 
-    def check(self, k: KernelContext):
+    def check(self, k: KernelContext) -> Finding | None:
         r = k.roofline
         local = (k.m(MemoryTables.LOCAL_LOAD_SECTORS) or 0) + (k.m(MemoryTables.LOCAL_STORE_SECTORS) or 0)
         glob = (k.m(MemoryTables.GLOBAL_LOAD_SECTORS) or 0) + (k.m(MemoryTables.GLOBAL_STORE_SECTORS) or 0)

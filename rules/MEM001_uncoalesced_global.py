@@ -1,6 +1,6 @@
 from ncuadvisor.analysis.perfmodels import global_loads_in_flight, streaming_ns, time_after
 from ncuadvisor.metrics import SourceCounters
-from ncuadvisor.rules_api import Evidence, Fix, KernelContext, Rule
+from ncuadvisor.rules_api import Evidence, Finding, Fix, KernelContext, Rule
 
 
 class UncoalescedGlobal(Rule):
@@ -70,7 +70,7 @@ class UncoalescedGlobal(Rule):
         ),
     }
 
-    def check(self, k: KernelContext):
+    def check(self, k: KernelContext) -> Finding | None:
         total = k.m(SourceCounters.L2_SECTORS_GLOBAL) or 0.0
         excess = k.m(SourceCounters.L2_SECTORS_GLOBAL_EXCESSIVE) or 0.0
         if total <= 0:

@@ -1,6 +1,6 @@
 from ncuadvisor.analysis.perfmodels import per_pc, time_after
 from ncuadvisor.metrics import SourceCounters
-from ncuadvisor.rules_api import Evidence, Fix, KernelContext, Rule
+from ncuadvisor.rules_api import Evidence, Finding, Fix, KernelContext, Rule
 
 
 class SharedBankConflicts(Rule):
@@ -57,7 +57,7 @@ class SharedBankConflicts(Rule):
         ),
     }
 
-    def check(self, k: KernelContext):
+    def check(self, k: KernelContext) -> Finding | None:
         total = k.m(SourceCounters.SHARED_WAVEFRONTS) or 0.0
         excess = k.m(SourceCounters.SHARED_WAVEFRONTS_EXCESSIVE) or 0.0
         if excess <= 0:  # the rolled-up value may be absent: add up the instructions

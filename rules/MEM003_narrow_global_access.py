@@ -15,7 +15,7 @@ from ncuadvisor.metrics import (
     SourceCounters,
     SpeedOfLight,
 )
-from ncuadvisor.rules_api import Evidence, Fix, KernelContext, Rule
+from ncuadvisor.rules_api import Evidence, Finding, Fix, KernelContext, Rule
 
 
 class NarrowGlobalAccess(Rule):
@@ -109,7 +109,7 @@ class NarrowGlobalAccess(Rule):
         ),
     }
 
-    def check(self, k: KernelContext):
+    def check(self, k: KernelContext) -> Finding | None:
         r = k.roofline
         if r.bound not in ("memory", "latency") or not r.compulsory_bytes or not r.peak_dram_bytes_per_s:
             return None

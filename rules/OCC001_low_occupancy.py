@@ -1,6 +1,6 @@
 from ncuadvisor.analysis.perfmodels import parallelism_ns, time_after
 from ncuadvisor.metrics import LaunchStats, Occupancy
-from ncuadvisor.rules_api import Evidence, Fix, KernelContext, Rule
+from ncuadvisor.rules_api import Evidence, Finding, Fix, KernelContext, Rule
 
 LIMITS = {
     "registers": Occupancy.LIMIT_REGISTERS,
@@ -117,7 +117,7 @@ class LowOccupancy(Rule):
         },
     }
 
-    def check(self, k: KernelContext):
+    def check(self, k: KernelContext) -> Finding | None:
         r = k.roofline
         theo = k.m(Occupancy.THEORETICAL_PCT) or 0.0
         if theo <= 0 or theo >= self.thresholds["max_theoretical_pct"]:
@@ -125,11 +125,11 @@ class LowOccupancy(Rule):
         busy = max(r.sol.get("memory_pct", 0.0), r.sol.get("compute_pct", 0.0))
         if r.bound == "compute" or busy >= self.thresholds["max_busy_pct"]:
             return None
-        limits = {name: k.m(metric) for name, metric in LIMITS.items()}
-        limits = {n: v for n, v in limits.items() if v is not None and v > 0}
+        read = {name: k.m(metric) for name, metric in LIMITS.items()}
+        limits = {n: v for n, v in read.items() if v is not None and v > 0}
         if not limits:
             return None
-        limiter = min(limits, key=limits.get)
+        limiter = min(limits, key=lambda n: limits[n])
         now_blocks = limits[limiter]
         others = [v for n, v in limits.items() if n != limiter and v > now_blocks]
         max_warps = float(k.device.get("max_warps_per_sm") or 64)

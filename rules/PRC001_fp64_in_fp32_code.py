@@ -1,7 +1,7 @@
 from ncuadvisor.analysis.perfmodels import access_bytes, per_pc, time_after
 from ncuadvisor.metrics import MEMORY_TYPE_GLOBAL, ComputeWorkloadAnalysis, RooflineChart, SourceCounters, SpeedOfLight
 from ncuadvisor.roofline import PRACTICAL_FRACTION
-from ncuadvisor.rules_api import Evidence, Fix, KernelContext, Rule
+from ncuadvisor.rules_api import Evidence, Finding, Fix, KernelContext, Rule
 
 
 class Fp64InFp32Code(Rule):
@@ -60,7 +60,7 @@ class Fp64InFp32Code(Rule):
     }
     changes_floor = True
 
-    def check(self, k: KernelContext):
+    def check(self, k: KernelContext) -> Finding | None:
         r = k.roofline
         fp64 = r.flops_by_precision.get("fp64", 0.0)
         if not r.flops or fp64 / r.flops < self.thresholds["min_fp64_share"]:

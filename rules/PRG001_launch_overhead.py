@@ -1,5 +1,5 @@
 from ncuadvisor.metrics import SpeedOfLight
-from ncuadvisor.rules_api import Evidence, Fix, ProgramContext, ProgramRule
+from ncuadvisor.rules_api import Evidence, Fix, ProgramContext, ProgramFinding, ProgramRule
 
 # PyTorch and Triton (TorchInductor) programs capture graphs through torch.cuda
 _TORCH_GRAPHS = Fix(
@@ -71,7 +71,7 @@ class LaunchOverhead(ProgramRule):
         "triton": _TORCH_GRAPHS,
     }
 
-    def check_program(self, p: ProgramContext):
+    def check_program(self, p: ProgramContext) -> list[ProgramFinding]:
         t = self.thresholds
         short = [x for x in p.launches if x["duration_ns"] is not None and x["duration_ns"] < t["short_ns"]]
         if len(short) < t["min_launches"] or len(short) < t["min_share"] * len(p.launches):

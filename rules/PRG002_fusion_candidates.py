@@ -1,5 +1,7 @@
+from typing import Any
+
 from ncuadvisor.metrics import MemoryWorkloadAnalysis
-from ncuadvisor.rules_api import Evidence, Fix, ProgramContext, ProgramRule
+from ncuadvisor.rules_api import Evidence, Fix, ProgramContext, ProgramFinding, ProgramRule
 
 _TORCH_COMPILE = Fix(
     text=(
@@ -65,7 +67,7 @@ class FusionCandidates(ProgramRule):
         "triton": _TORCH_COMPILE,
     }
 
-    def _fusable(self, k):
+    def _fusable(self, k: dict[str, Any]) -> bool:
         r = k.get("roofline") or {}
         intensity = r.get("intensity")
         tensor = sum(v for p, v in (r.get("flops_by_precision") or {}).items() if p.startswith("tensor"))
@@ -75,8 +77,9 @@ class FusionCandidates(ProgramRule):
             and (intensity is None or intensity < self.thresholds["max_intensity"])
         )
 
-    def check_program(self, p: ProgramContext):
-        runs, current = [], []
+    def check_program(self, p: ProgramContext) -> list[ProgramFinding]:
+        runs: list[list[dict[str, Any]]] = []
+        current: list[dict[str, Any]] = []
         last_stream = object()
         for x in p.launches:
             k = p.by_id.get(x["kernel_id"])

@@ -1,7 +1,7 @@
 import re
 
 from ncuadvisor.metrics import SpeedOfLight
-from ncuadvisor.rules_api import Evidence, Fix, ProgramContext, ProgramRule
+from ncuadvisor.rules_api import Evidence, Fix, ProgramContext, ProgramFinding, ProgramRule
 
 INDUCTOR_VARIANT = re.compile(r"^(triton_(?:poi|red|per|tem|for)_\w+?)_(\d+)$")
 INDUCTOR_VARIANTS = "TorchInductor compiled one kernel again per shape"
@@ -93,7 +93,7 @@ class DynamicShapes(ProgramRule):
             out[name] = {s for s in first if not (first[s] < n / 3 and last[s] >= 2 * n / 3)}
         return out
 
-    def check_program(self, p: ProgramContext):
+    def check_program(self, p: ProgramContext) -> list[ProgramFinding]:
         shapes: dict[str, set] = {}
         ids: dict[str, list[str]] = {}
         time_ns: dict[str, float] = {}

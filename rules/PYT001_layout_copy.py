@@ -2,7 +2,7 @@ import re
 
 from ncuadvisor.analysis.perfmodels import fmt_bytes, fmt_ns
 from ncuadvisor.metrics import SpeedOfLight
-from ncuadvisor.rules_api import Evidence, Fix, KernelContext, Rule
+from ncuadvisor.rules_api import Evidence, Finding, Fix, KernelContext, Rule
 
 COPY = re.compile(r"direct_copy_kernel|copy_kernel|CatArrayBatchedCopy|index_put|clone|contiguous")
 
@@ -56,7 +56,7 @@ class LayoutCopy(Rule):
     }
     changes_floor = True
 
-    def check(self, k: KernelContext):
+    def check(self, k: KernelContext) -> Finding | None:
         if not COPY.search(k.kernel.demangled) or k.time_share < self.thresholds["min_time_share"]:
             return None
         r = k.roofline

@@ -1,6 +1,6 @@
 from ncuadvisor.analysis.perfmodels import fmt_bytes, fmt_ns
 from ncuadvisor.metrics import SpeedOfLight
-from ncuadvisor.rules_api import Evidence, Fix, KernelContext, Rule
+from ncuadvisor.rules_api import Evidence, Finding, Fix, KernelContext, Rule
 
 
 class AtRoofline(Rule):
@@ -47,7 +47,7 @@ class AtRoofline(Rule):
         ),
     }
 
-    def check(self, k: KernelContext):
+    def check(self, k: KernelContext) -> Finding | None:
         r = k.roofline
         if r.headroom is None or r.bound == "launch" or r.headroom > self.thresholds["max_headroom"]:
             return None

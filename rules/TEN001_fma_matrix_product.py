@@ -6,7 +6,7 @@ from ncuadvisor.metrics import (
     RooflineChart,
     SourceCounters,
 )
-from ncuadvisor.rules_api import Evidence, Fix, KernelContext, Rule
+from ncuadvisor.rules_api import Evidence, Finding, Fix, KernelContext, Rule
 
 
 class FmaMatrixProduct(Rule):
@@ -82,7 +82,7 @@ class FmaMatrixProduct(Rule):
     }
     changes_floor = True
 
-    def check(self, k: KernelContext):
+    def check(self, k: KernelContext) -> Finding | None:
         r = k.roofline
         t = self.thresholds
         fma_flops, tensor = fma_and_tensor_flops(r)

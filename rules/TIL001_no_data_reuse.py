@@ -1,6 +1,6 @@
 from ncuadvisor.analysis.perfmodels import fma_and_tensor_flops, time_after
 from ncuadvisor.metrics import ComputeWorkloadAnalysis, MemoryTables, RooflineChart, SourceCounters
-from ncuadvisor.rules_api import Evidence, Fix, KernelContext, Rule
+from ncuadvisor.rules_api import Evidence, Finding, Fix, KernelContext, Rule
 
 FFMA = RooflineChart.FFMA_PER_CYCLE
 FADD = RooflineChart.FADD_PER_CYCLE
@@ -134,7 +134,7 @@ class NoDataReuse(Rule):
         },
     }
 
-    def check(self, k: KernelContext):
+    def check(self, k: KernelContext) -> Finding | None:
         r = k.roofline
         t = self.thresholds
         fma_flops, tensor = fma_and_tensor_flops(r)

@@ -1,6 +1,6 @@
 from ncuadvisor.analysis.perfmodels import stall_total, time_after
 from ncuadvisor.metrics import InstructionStats, SourceCounters, WarpStateStats
-from ncuadvisor.rules_api import Evidence, Fix, KernelContext, Rule
+from ncuadvisor.rules_api import Evidence, Finding, Fix, KernelContext, Rule
 
 stall = WarpStateStats.stall
 
@@ -71,7 +71,7 @@ class SharedMemoryReduction(Rule):
         ),
     }
 
-    def check(self, k: KernelContext):
+    def check(self, k: KernelContext) -> Finding | None:
         t = self.thresholds
         total = stall_total(k)
         if total <= 0:

@@ -1,5 +1,9 @@
 """ncuadvisor.metrics names real metrics: each exists in a report captured with every section `profile` asks for."""
 
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
 import pytest
 
 from ncuadvisor import metrics
@@ -10,7 +14,7 @@ NOT_COLLECTED = {metrics.HalfRooflineChart}
 
 
 @pytest.fixture(scope="module")
-def full_report(report_path):
+def full_report(report_path: Callable[[str], Path]) -> Any:
     """The first result of fixtures/flaws (captured with every section `profile` asks for), read by ncu_report."""
     import ncu_report
 
@@ -18,12 +22,12 @@ def full_report(report_path):
 
 
 @pytest.fixture(scope="module")
-def full_report_names(full_report) -> set[str]:
+def full_report_names(full_report: Any) -> set[str]:
     return set(full_report.metric_names())
 
 
 @pytest.mark.parametrize("group", metrics.SECTIONS, ids=lambda g: g.__name__)
-def test_every_constant_is_a_metric_of_a_full_report(group, full_report_names):
+def test_every_constant_is_a_metric_of_a_full_report(group: type, full_report_names: set[str]) -> None:
     names = metrics.names(group)
     assert names, f"{group.__name__} declares no metric"
     if group in NOT_COLLECTED:
@@ -32,7 +36,7 @@ def test_every_constant_is_a_metric_of_a_full_report(group, full_report_names):
     assert not missing, f"{group.__name__}: not in a full-section report: {missing}"
 
 
-def test_sections_are_ncu_section_identifiers(full_report):
+def test_sections_are_ncu_section_identifiers(full_report: Any) -> None:
     collected = {section.identifier() for section in full_report.sections()}
     for group in metrics.SECTIONS:
         section = getattr(group, "SECTION", None)
@@ -42,7 +46,7 @@ def test_sections_are_ncu_section_identifiers(full_report):
             assert section in collected, group.__name__
 
 
-def test_rules_read_only_declared_metrics():
+def test_rules_read_only_declared_metrics() -> None:
     """Every metric a built-in rule declares is one of ncuadvisor.metrics' names."""
     known = {n for group in metrics.SECTIONS for n in metrics.names(group)}
     for rule in discover():

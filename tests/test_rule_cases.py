@@ -30,6 +30,7 @@ duration_ns, dram_read_bytes, dram_write_bytes, grid, block; `repeat = N` for N 
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -39,9 +40,9 @@ from ncuadvisor import engine, roofline
 from ncuadvisor.model import Kernel, SourceLine, num
 from ncuadvisor.rules_api import KernelContext, ProgramContext, ProgramRule, Rule
 
-try:
+if sys.version_info >= (3, 11):
     import tomllib
-except ModuleNotFoundError:  # Python 3.10
+else:  # Python 3.10
     import tomli as tomllib
 
 CASES = Path(__file__).resolve().parent / "rule_cases"

@@ -14,9 +14,9 @@ import json
 import sys
 from pathlib import Path
 
-try:
+if sys.version_info >= (3, 11):
     import tomllib
-except ModuleNotFoundError:  # Python 3.10
+else:  # Python 3.10
     import tomli as tomllib
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -62,11 +62,12 @@ def main() -> int:
         if (v or (v == 0 and m in rule.requires)) and defaults["metrics"].get(m) != v:
             print(f'"{m}" = {number(v)}')
     detail = profile.details.get(k.representative)
-    pcs = [e.pc for entries in (detail.per_instruction.values() if detail else []) for e in entries]
+    per_instruction = detail.per_instruction if detail else {}
+    pcs = [e.pc for entries in per_instruction.values() for e in entries]
     if pcs:
         print("\n[case.per_instruction]")
         first = min(pcs)
-        for m, entries in detail.per_instruction.items():
+        for m, entries in per_instruction.items():
             top = sorted(sorted(entries, key=lambda e: -e.value)[: args.top], key=lambda e: e.pc)
             print(f'"{m}" = [')
             for e in top:
