@@ -291,7 +291,7 @@ class Rule(_FixTable):
 
     def fix_for(self, k: KernelContext, when: str | Iterable[str] = (), **fields: Any) -> Fix:
         """The fix in the kernel's language (`fixes`, else its CUDA fix), in the situations `when` (`fixes_when`),
-        its template fields filled from `fields`: `self.finding(fix=f.text, fix_code=f.code, ...)`."""
+        its template fields filled from `fields`: `self.finding(fix=self.fix_for(k, kind=kind), ...)`."""
         return self.fix_in(k.language, when, **fields)
 
     def finding(self, **kw: Any) -> Finding:
