@@ -172,6 +172,7 @@ def rules(
     from rich.table import Table
 
     from ncuadvisor.engine import discover
+    from ncuadvisor.ruledoc import rule_help
 
     loaded = discover(rules_dir or [])
     console = Console(highlight=False, soft_wrap=True)
@@ -186,21 +187,7 @@ def rules(
     match = [r for r in loaded if code.upper() in (r.code, *r.aliases) or code == r.slug]
     if not match:
         raise InputError(f"no rule {code!r} (run `ncuadvisor rules` for the list)")
-    rule = match[0]
-    docs = rule.doc_sections()
-    console.print(f"[bold]{rule.code}[/bold] {escape(rule.slug)}  [dim]category: {rule.category}[/dim]")
-    console.print(escape(docs.get("summary", rule.title)))
-    for section, text in docs.items():
-        if section == "summary":
-            continue
-        console.print(f"\n[bold]{section}[/bold]")
-        console.print(escape(text if section in ("Example", "Use instead") else reflow(text)))
-    if rule.thresholds:
-        console.print("\n[bold]Thresholds[/bold]")
-        for k, v in rule.thresholds.items():
-            console.print(f"  {k} = {v}")
-    if rule.requires:
-        console.print("\n[bold]Metrics[/bold]\n  " + "\n  ".join(rule.requires + rule.optional))
+    console.print(escape(rule_help(match[0])), end="")
 
 
 def reflow(text: str) -> str:

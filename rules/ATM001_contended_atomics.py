@@ -1,4 +1,6 @@
-from ncuadvisor.rules_api import Evidence, KernelContext, Rule, global_loads_in_flight, streaming_ns, time_after
+from ncuadvisor.analysis.perfmodels import global_loads_in_flight, streaming_ns, time_after
+from ncuadvisor.metrics import MemoryTables, SourceCounters
+from ncuadvisor.rules_api import Evidence, Finding, Fix, KernelContext, Rule
 
 
 class ContendedAtomics(Rule):
@@ -24,7 +26,7 @@ class ContendedAtomics(Rule):
     Speedup estimate:
         With the atomics pre-reduced the kernel streams its input with the loads it has in flight now: new time =
         read bytes per SM × DRAM latency ÷ (warps × loads in flight per warp × 32 × access bytes) + the roofline
-        floor (latency plus throughput, `DRAM_LATENCY_CYCLES` in ncuadvisor/rules_api.py), not below the floor at
+        floor (latency plus throughput, `DRAM_LATENCY_CYCLES` in ncuadvisor/analysis/perfmodels.py), not below the floor at
         85% of peak.
 
     False positives:
@@ -36,23 +38,43 @@ class ContendedAtomics(Rule):
     slug = "contended-atomics"
     category = "atomics"
     title = "Contended global atomics"
-    requires = ("l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum",)
-    optional = ("l1tex__t_requests_pipe_lsu_mem_global_op_atom.sum", "l1tex__t_requests_pipe_lsu_mem_global_op_red.sum")
-    per_instruction = ("inst_executed", "memory_type")
+    requires = (MemoryTables.GLOBAL_LOAD_REQUESTS,)
+    optional = (MemoryTables.GLOBAL_ATOMIC_REQUESTS, MemoryTables.GLOBAL_REDUCTION_REQUESTS)
+    per_instruction = (SourceCounters.INST_EXECUTED, SourceCounters.MEMORY_TYPE)
     thresholds = {"min_atomic_ratio": 0.1, "min_headroom": 3.0}
+    fixes = {
+        "cuda": Fix(
+            text=(
+                "Pre-reduce the updates: keep a per-block copy in shared memory, update it with shared-memory "
+                "atomics, and add it to global memory once per block (or aggregate equal keys within a warp)."
+            ),
+            code=(
+                "__shared__ unsigned s_bins[256];\n"
+                "for (int b = threadIdx.x; b < 256; b += blockDim.x) s_bins[b] = 0;\n__syncthreads();\n"
+                "for (size_t i = tid; i < n; i += stride) atomicAdd(&s_bins[data[i] & 255], 1u);\n"
+                "__syncthreads();\n"
+                "for (int b = threadIdx.x; b < 256; b += blockDim.x) atomicAdd(&bins[b], s_bins[b]);"
+            ),
+        ),
+        "triton": Fix(
+            text=(
+                "Reduce inside the program before `tl.atomic_add`: accumulate the block's contribution with "
+                "`tl.sum`/`tl.histogram` and issue one atomic per bin per program."
+            ),
+            code="counts = tl.histogram(vals, NUM_BINS)\ntl.atomic_add(bins_ptr + tl.arange(0, NUM_BINS), counts)",
+        ),
+    }
 
-    def check(self, k: KernelContext):
+    def check(self, k: KernelContext) -> Finding | None:
         r = k.roofline
-        atom = (k.m("l1tex__t_requests_pipe_lsu_mem_global_op_atom.sum") or 0) + (
-            k.m("l1tex__t_requests_pipe_lsu_mem_global_op_red.sum") or 0
-        )
-        loads = k.m("l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum") or 0
+        atom = (k.m(MemoryTables.GLOBAL_ATOMIC_REQUESTS) or 0) + (k.m(MemoryTables.GLOBAL_REDUCTION_REQUESTS) or 0)
+        loads = k.m(MemoryTables.GLOBAL_LOAD_REQUESTS) or 0
         if atom <= 0 or atom < self.thresholds["min_atomic_ratio"] * max(loads, 1):
             return None
         if r.headroom is None or r.headroom < self.thresholds["min_headroom"]:
             return None
         lines = k.top_lines(
-            "inst_executed",
+            SourceCounters.INST_EXECUTED,
             limit=3,
             min_share=0.0,
             sass_filter=lambda s: s.startswith(("RED", "ATOM", "ATOMG")),
@@ -60,32 +82,13 @@ class ContendedAtomics(Rule):
         )
         loads_in_flight, inflight = global_loads_in_flight(k)
         new_ns = streaming_ns(k, inflight) or 0.0
-        if k.is_triton:
-            fix = (
-                "Reduce inside the program before `tl.atomic_add`: accumulate the block's contribution with "
-                "`tl.sum`/`tl.histogram` and issue one atomic per bin per program."
-            )
-            code = "counts = tl.histogram(vals, NUM_BINS)\ntl.atomic_add(bins_ptr + tl.arange(0, NUM_BINS), counts)"
-        else:
-            fix = (
-                "Pre-reduce the updates: keep a per-block copy in shared memory, update it with shared-memory "
-                "atomics, and add it to global memory once per block (or aggregate equal keys within a warp)."
-            )
-            code = (
-                "__shared__ unsigned s_bins[256];\n"
-                "for (int b = threadIdx.x; b < 256; b += blockDim.x) s_bins[b] = 0;\n__syncthreads();\n"
-                "for (size_t i = tid; i < n; i += stride) atomicAdd(&s_bins[data[i] & 255], 1u);\n"
-                "__syncthreads();\n"
-                "for (int b = threadIdx.x; b < 256; b += blockDim.x) atomicAdd(&bins[b], s_bins[b]);"
-            )
         return self.finding(
             title=f"Contended global atomics: {atom:,.0f} atomic requests, {r.headroom:.0f}× the floor",
             message=(
                 f"The kernel issues {atom:,.0f} global atomic requests ({atom / max(loads, 1):.1f} per load) and "
                 f"runs at {r.headroom:.0f}× its roofline floor: the atomics serialize on a few addresses."
             ),
-            fix=fix,
-            fix_code=code,
+            fix=self.fix_for(k),
             estimated_speedup=time_after(r.duration_ns or 0, new_ns, r.theoretical_ns),
             speedup_model=(
                 f"With the updates pre-reduced, the kernel streams its input with {loads_in_flight:.0f} "

@@ -1,5 +1,9 @@
+from ncuadvisor.analysis.perfmodels import fmt_bytes, fmt_ns, time_after
+from ncuadvisor.metrics import LaunchStats, MemoryWorkloadAnalysis, SourceCounters
 from ncuadvisor.analysis.roofline import PRACTICAL_FRACTION
-from ncuadvisor.rules_api import Evidence, KernelContext, Rule, fmt_bytes, fmt_ns, time_after
+from ncuadvisor.rules_api import Evidence, Finding, Fix, KernelContext, Rule
+
+ROWS_OF_1D_BLOCKS = "1-D blocks on a grid of rows"
 
 
 class ReuseFromL2(Rule):
@@ -42,16 +46,20 @@ class ReuseFromL2(Rule):
     slug = "reuse-from-l2"
     category = "cache"
     title = "Reuse served by L2, not L1: the threads that share data are in different blocks"
-    requires = ("lts__t_sectors_srcunit_tex_op_read.sum", "dram__bytes_read.sum", "l1tex__t_sector_hit_rate.pct")
-    optional = (
-        "lts__t_sectors_srcunit_tex.sum",
-        "derived__memory_l2_theoretical_sectors_global_excessive",
-        "launch__block_dim_x",
-        "launch__block_dim_y",
-        "launch__block_dim_z",
-        "launch__grid_dim_y",
+    requires = (
+        MemoryWorkloadAnalysis.L2_SECTORS_FROM_L1_READ,
+        MemoryWorkloadAnalysis.DRAM_BYTES_READ,
+        MemoryWorkloadAnalysis.L1_HIT_RATE_PCT,
     )
-    per_instruction = ("inst_executed", "memory_type")
+    optional = (
+        MemoryWorkloadAnalysis.L2_SECTORS_FROM_L1,
+        SourceCounters.L2_SECTORS_GLOBAL_EXCESSIVE,
+        LaunchStats.BLOCK_DIM_X,
+        LaunchStats.BLOCK_DIM_Y,
+        LaunchStats.BLOCK_DIM_Z,
+        LaunchStats.GRID_DIM_Y,
+    )
+    per_instruction = (SourceCounters.INST_EXECUTED, SourceCounters.MEMORY_TYPE)
     thresholds = {
         "min_l2_pct": 60.0,
         "min_l2_over_dram": 1.5,
@@ -59,8 +67,53 @@ class ReuseFromL2(Rule):
         "min_reuse": 4.0,
         "max_excess_share": 0.25,
     }
+    fixes = {
+        "cuda": Fix(
+            text=(
+                "Blocks re-read lines other blocks already fetched: stage each block's input tile (with its halo) in "
+                "shared memory once, or have each thread compute several neighbouring outputs and keep the values "
+                "they share in registers; for tiled matrix products, walk the tiles in grouped (swizzled) order so "
+                "that blocks running together share their inputs in L2 and L1."
+            ),
+            code=(
+                "__shared__ float tile[BY + 2 * R][BX + 2 * R];   // the block's inputs, read once from global\n"
+                "/* cooperative load of the tile and its halo */  __syncthreads();\n"
+                "/* every tap from tile[][] */"
+            ),
+        ),
+        "triton": Fix(
+            text=(
+                "Programs that read the same inputs run far apart: load one 2-D tile per program (e.g. "
+                "[BLOCK_Y + halo, BLOCK_X] with tl.load) and compute all of its outputs from it, or group the "
+                "program ids (GROUP_SIZE_M, as in the Triton matmul tutorial) so that programs sharing inputs run "
+                "at the same time."
+            ),
+            code=(
+                "pid_m, pid_n = tl.program_id(0), tl.program_id(1)\n"
+                "rows = pid_m * BLOCK_Y + tl.arange(0, BLOCK_Y + 2 * R)[:, None]   # the tile with its halo\n"
+                "tile = tl.load(x_ptr + rows * stride + cols[None, :], mask=mask)  # once per program"
+            ),
+        ),
+    }
+    fixes_when = {
+        # blocks one row high on a grid of many rows: the rows above and below are in other blocks
+        ROWS_OF_1D_BLOCKS: {
+            "cuda": Fix(
+                text=(
+                    "The {bx}×1 blocks put the threads that share inputs (the rows above and below) into different "
+                    "blocks: launch 2-D blocks so they share L1, e.g. dim3(32, {rows}) or dim3(32, 32), "
+                    "and index rows with threadIdx.y; or stage the block's tile with its halo in shared memory."
+                ),
+                code=(
+                    "dim3 block(32, {rows});            // was dim3({bx}, 1)\n"
+                    "dim3 grid(W / block.x, H / block.y);\n"
+                    "int x = blockIdx.x * blockDim.x + threadIdx.x, y = blockIdx.y * blockDim.y + threadIdx.y;"
+                ),
+            ),
+        },
+    }
 
-    def check(self, k: KernelContext):
+    def check(self, k: KernelContext) -> Finding | None:
         r, t = k.roofline, self.thresholds
         sol = r.sol
         l2, dram = sol.get("l2_pct", 0.0), sol.get("dram_pct", 0.0)
@@ -68,60 +121,33 @@ class ReuseFromL2(Rule):
             return None
         if l2 < sol.get("l1_pct", 0.0):
             return None
-        hit = k.m("l1tex__t_sector_hit_rate.pct") or 0.0
+        hit = k.m(MemoryWorkloadAnalysis.L1_HIT_RATE_PCT) or 0.0
         if hit > t["max_l1_hit_pct"]:
             return None
-        l2_read = (k.m("lts__t_sectors_srcunit_tex_op_read.sum") or 0.0) * 32.0
-        dram_read = k.m("dram__bytes_read.sum") or 0.0
+        l2_read = (k.m(MemoryWorkloadAnalysis.L2_SECTORS_FROM_L1_READ) or 0.0) * 32.0
+        dram_read = k.m(MemoryWorkloadAnalysis.DRAM_BYTES_READ) or 0.0
         if dram_read <= 0 or l2_read / dram_read < t["min_reuse"]:
             return None
-        l2_sectors = k.m("lts__t_sectors_srcunit_tex.sum") or l2_read / 32.0
-        excess = k.m("derived__memory_l2_theoretical_sectors_global_excessive") or 0.0
+        l2_sectors = k.m(MemoryWorkloadAnalysis.L2_SECTORS_FROM_L1) or l2_read / 32.0
+        excess = k.m(SourceCounters.L2_SECTORS_GLOBAL_EXCESSIVE) or 0.0
         if l2_sectors and excess / l2_sectors > t["max_excess_share"]:
             return None
         reuse = l2_read / dram_read
         # after the fix: the other units' work stays; the busiest of them at the practical fraction of its peak
         rest = max(sol.get("l1_pct", 0.0), dram, sol.get("compute_pct", 0.0))
         new_ns = r.duration_ns * rest / 100.0 / PRACTICAL_FRACTION
-        bx, by, bz = (int(k.m(f"launch__block_dim_{d}") or 0) for d in "xyz")
-        grid_y = int(k.m("launch__grid_dim_y") or 0)
-        if k.is_triton:
-            fix = (
-                "Programs that read the same inputs run far apart: load one 2-D tile per program (e.g. "
-                "[BLOCK_Y + halo, BLOCK_X] with tl.load) and compute all of its outputs from it, or group the "
-                "program ids (GROUP_SIZE_M, as in the Triton matmul tutorial) so that programs sharing inputs run "
-                "at the same time."
-            )
-            code = (
-                "pid_m, pid_n = tl.program_id(0), tl.program_id(1)\n"
-                "rows = pid_m * BLOCK_Y + tl.arange(0, BLOCK_Y + 2 * R)[:, None]   # the tile with its halo\n"
-                "tile = tl.load(x_ptr + rows * stride + cols[None, :], mask=mask)  # once per program"
-            )
-        elif by == 1 and bz == 1 and grid_y > 1 and bx >= 64:
-            fix = (
-                f"The {bx}×1 blocks put the threads that share inputs (the rows above and below) into different "
-                f"blocks: launch 2-D blocks so they share L1, e.g. dim3(32, {max(1, bx // 32)}) or dim3(32, 32), "
-                "and index rows with threadIdx.y; or stage the block's tile with its halo in shared memory."
-            )
-            code = (
-                f"dim3 block(32, {max(1, bx // 32)});            // was dim3({bx}, 1)\n"
-                "dim3 grid(W / block.x, H / block.y);\n"
-                "int x = blockIdx.x * blockDim.x + threadIdx.x, y = blockIdx.y * blockDim.y + threadIdx.y;"
-            )
-        else:
-            fix = (
-                "Blocks re-read lines other blocks already fetched: stage each block's input tile (with its halo) in "
-                "shared memory once, or have each thread compute several neighbouring outputs and keep the values "
-                "they share in registers; for tiled matrix products, walk the tiles in grouped (swizzled) order so "
-                "that blocks running together share their inputs in L2 and L1."
-            )
-            code = (
-                "__shared__ float tile[BY + 2 * R][BX + 2 * R];   // the block's inputs, read once from global\n"
-                "/* cooperative load of the tile and its halo */  __syncthreads();\n"
-                "/* every tap from tile[][] */"
-            )
+        bx, by, bz = (
+            int(k.m(dim) or 0) for dim in (LaunchStats.BLOCK_DIM_X, LaunchStats.BLOCK_DIM_Y, LaunchStats.BLOCK_DIM_Z)
+        )
+        grid_y = int(k.m(LaunchStats.GRID_DIM_Y) or 0)
+        rows_of_1d_blocks = by == 1 and bz == 1 and grid_y > 1 and bx >= 64
+        fix = self.fix_for(k, ROWS_OF_1D_BLOCKS if rows_of_1d_blocks else (), bx=bx, rows=max(1, bx // 32))
         lines = k.top_lines(
-            "inst_executed", limit=2, min_share=0.0, sass_filter=lambda s: s.startswith("LDG"), memory_only=True
+            SourceCounters.INST_EXECUTED,
+            limit=2,
+            min_share=0.0,
+            sass_filter=lambda s: s.startswith("LDG"),
+            memory_only=True,
         )
         return self.finding(
             title=f"Reuse served by L2, not L1: L2 sends {reuse:.0f}× the bytes DRAM delivers",
@@ -131,7 +157,6 @@ class ReuseFromL2(Rule):
                 "reused, but by threads in other blocks, so every reuse is another trip to L2."
             ),
             fix=fix,
-            fix_code=code,
             estimated_speedup=time_after(r.duration_ns, new_ns, r.theoretical_ns),
             speedup_model=(
                 f"The reuse traffic leaves L2; L1, DRAM and the SM keep their work: the busiest of them "

@@ -1,4 +1,6 @@
-from ncuadvisor.rules_api import Evidence, KernelContext, Rule, time_after
+from ncuadvisor.analysis.perfmodels import time_after
+from ncuadvisor.metrics import SourceCounters, WarpStateStats
+from ncuadvisor.rules_api import Evidence, Finding, Fix, KernelContext, Rule
 
 
 class WarpDivergence(Rule):
@@ -34,13 +36,29 @@ class WarpDivergence(Rule):
     slug = "warp-divergence"
     category = "divergence"
     title = "Divergent branches within warps"
-    requires = ("smsp__thread_inst_executed_per_inst_executed.ratio",)
-    per_instruction = ("derived__avg_thread_executed", "inst_executed")
+    requires = (WarpStateStats.THREADS_PER_INST,)
+    per_instruction = (SourceCounters.AVG_THREADS_EXECUTED, SourceCounters.INST_EXECUTED)
     thresholds = {"max_efficiency": 0.75, "max_line_threads": 24.0}
+    fixes = {
+        "cuda": Fix(
+            text=(
+                "Warps execute with {ratio:.1f} of 32 threads active on average: make the branch condition "
+                "uniform per warp (branch on the warp index, or bin/sort the work so a warp's 32 lanes agree)."
+            ),
+            code="if ((threadIdx.x / 32) & 1) x = path_a(x); else x = path_b(x);   // was threadIdx.x & 1",
+        ),
+        "triton": Fix(
+            text=(
+                "Lanes of a program disagree: masked `tl.where` work or data-dependent branches. Split the work by "
+                "condition into separate programs (or kernels), or sort the inputs so a block shares one path."
+            ),
+            code="out = tl.where(cond, a, b)  # only when both sides are cheap",
+        ),
+    }
 
-    def check(self, k: KernelContext):
+    def check(self, k: KernelContext) -> Finding | None:
         r = k.roofline
-        ratio = k.m("smsp__thread_inst_executed_per_inst_executed.ratio") or 32.0
+        ratio = k.m(WarpStateStats.THREADS_PER_INST) or 32.0
         eff = ratio / 32.0
         if eff >= self.thresholds["max_efficiency"] or r.bound not in ("compute", "latency"):
             return None
@@ -48,37 +66,24 @@ class WarpDivergence(Rule):
         new_ns = (r.duration_ns or 0) * (1 - weight * (1 - eff))
         low = {
             e.pc
-            for e in k.per_instruction("derived__avg_thread_executed")
+            for e in k.per_instruction(SourceCounters.AVG_THREADS_EXECUTED)
             if e.value < self.thresholds["max_line_threads"]
         }
-        lines = k.top_lines("inst_executed", limit=3, min_share=0.0, pcs=low)
-        if k.is_triton:
-            fix = (
-                "Lanes of a program disagree: masked `tl.where` work or data-dependent branches. Split the work by "
-                "condition into separate programs (or kernels), or sort the inputs so a block shares one path."
-            )
-            code = "out = tl.where(cond, a, b)  # only when both sides are cheap"
-        else:
-            fix = (
-                f"Warps execute with {ratio:.1f} of 32 threads active on average: make the branch condition "
-                "uniform per warp (branch on the warp index, or bin/sort the work so a warp's 32 lanes agree)."
-            )
-            code = "if ((threadIdx.x / 32) & 1) x = path_a(x); else x = path_b(x);   // was threadIdx.x & 1"
+        lines = k.top_lines(SourceCounters.INST_EXECUTED, limit=3, min_share=0.0, pcs=low)
         return self.finding(
             title=f"Warp divergence: {ratio:.1f} of 32 threads active per instruction",
             message=(
                 f"On average only {ratio:.1f} threads execute each warp instruction ({eff:.0%}); the "
                 f"{r.bound}-bound kernel spends its issue slots on masked lanes."
             ),
-            fix=fix,
-            fix_code=code,
+            fix=self.fix_for(k, ratio=ratio),
             estimated_speedup=time_after(r.duration_ns or 0, new_ns, r.theoretical_ns),
             speedup_model=f"Issued warp instructions scale with efficiency: time × (1 - {weight:g} × {1 - eff:.2f}), "
             "not below the roofline floor.",
             confidence="medium",
             evidence=[
                 Evidence(
-                    "smsp__thread_inst_executed_per_inst_executed.ratio",
+                    WarpStateStats.THREADS_PER_INST,
                     round(ratio, 2),
                     self.thresholds["max_efficiency"] * 32,
                     "active threads per instruction",

@@ -1,4 +1,6 @@
-from ncuadvisor.rules_api import Evidence, KernelContext, Rule, _opcode, time_after
+from ncuadvisor.analysis.perfmodels import opcode, time_after
+from ncuadvisor.metrics import SchedulerStats, SourceCounters
+from ncuadvisor.rules_api import Evidence, Finding, Fix, KernelContext, Rule
 
 # Opcode families (SASS, sm_70 and later). Everything else that executes is bookkeeping: integer and address
 # arithmetic (IMAD, LEA, IADD3, SHF, LOP3), compares and selects (ISETP, SEL, VIMNMX), moves and conversions.
@@ -54,7 +56,7 @@ CONTROL = (
 
 
 def family(sass: str) -> str:
-    op = _opcode(sass).split(".")[0]
+    op = opcode(sass).split(".")[0]
     if op.startswith(MATH):
         return "math"
     if op.startswith(MEMORY):
@@ -107,8 +109,8 @@ class IndexMath(Rule):
     category = "instruction-overhead"
     title = "Issue slots spent on index arithmetic"
     languages = ("cuda", "triton", "pytorch")
-    requires = ("smsp__issue_active.avg.pct_of_peak_sustained_active",)
-    per_instruction = ("inst_executed",)
+    requires = (SchedulerStats.ISSUE_ACTIVE_PCT,)
+    per_instruction = (SourceCounters.INST_EXECUTED,)
     thresholds = {
         "min_headroom": 1.5,
         "min_issue_pct": 50.0,
@@ -116,18 +118,52 @@ class IndexMath(Rule):
         "coverage": 0.95,
         "removable_fraction": 0.5,
     }
+    fixes = {
+        "cuda": Fix(
+            text=(
+                "Hoist the address arithmetic out of the inner loop (advance a pointer by the row pitch), use 32-bit "
+                "indices, give interior blocks a path without clamps, and compute several outputs per thread so "
+                "that the index math and the loaded neighbours are shared."
+            ),
+            code=(
+                "const float* row = in + (y - R) * w + x - R;          // interior block: no clamps, int indices\n"
+                "for (int dy = 0; dy <= 2 * R; ++dy, row += w)\n"
+                "  for (int dx = 0; dx <= 2 * R; ++dx) acc += row[dx];"
+            ),
+        ),
+        "triton": Fix(
+            text=(
+                "Most issued instructions compute offsets and masks: use bigger BLOCK sizes so each program does "
+                "more work per offset computation, drop masks in the interior (an EVEN_N constexpr fast path), and "
+                "tell the compiler about alignment with tl.multiple_of / tl.max_contiguous."
+            ),
+            code=(
+                "offs = pid * BLOCK + tl.arange(0, BLOCK)\n"
+                "offs = tl.max_contiguous(tl.multiple_of(offs, BLOCK), BLOCK)\n"
+                "x = tl.load(X + offs) if EVEN_N else tl.load(X + offs, mask=offs < n)"
+            ),
+        ),
+        "pytorch": Fix(
+            text=(
+                "This ATen kernel spends its issue slots on index arithmetic, which TensorIterator needs for "
+                "non-contiguous, broadcast or type-promoting inputs: make the inputs contiguous (and of one dtype) "
+                "before the op, or let torch.compile fuse it into a kernel with simple indexing."
+            ),
+            code="y = torch.compile(fn)(x)          # or: x = x.contiguous() once, before the elementwise chain",
+        ),
+    }
 
-    def check(self, k: KernelContext):
+    def check(self, k: KernelContext) -> Finding | None:
         t = self.thresholds
         r = k.roofline
         if r.headroom is None or r.headroom < t["min_headroom"] or not r.duration_ns:
             return None
-        issue = k.m("smsp__issue_active.avg.pct_of_peak_sustained_active") or 0.0
+        issue = k.m(SchedulerStats.ISSUE_ACTIVE_PCT) or 0.0
         if issue < t["min_issue_pct"]:
             return None
         if any(v for key, v in r.flops_by_precision.items() if key.startswith("tensor")):
             return None
-        entries = sorted(k.per_instruction("inst_executed"), key=lambda e: -e.value)
+        entries = sorted(k.per_instruction(SourceCounters.INST_EXECUTED), key=lambda e: -e.value)
         total = sum(e.value for e in entries)
         if total <= 0:
             return None
@@ -146,36 +182,7 @@ class IndexMath(Rule):
         if share < t["min_overhead_share"]:
             return None
         new_ns = r.duration_ns * (1.0 - t["removable_fraction"] * share)
-        lines = k.top_lines("inst_executed", limit=2, min_share=0.02, pcs=overhead_pcs)
-        if k.language == "triton":
-            fix = (
-                "Most issued instructions compute offsets and masks: use bigger BLOCK sizes so each program does "
-                "more work per offset computation, drop masks in the interior (an EVEN_N constexpr fast path), and "
-                "tell the compiler about alignment with tl.multiple_of / tl.max_contiguous."
-            )
-            code = (
-                "offs = pid * BLOCK + tl.arange(0, BLOCK)\n"
-                "offs = tl.max_contiguous(tl.multiple_of(offs, BLOCK), BLOCK)\n"
-                "x = tl.load(X + offs) if EVEN_N else tl.load(X + offs, mask=offs < n)"
-            )
-        elif k.language == "pytorch":
-            fix = (
-                "This ATen kernel spends its issue slots on index arithmetic, which TensorIterator needs for "
-                "non-contiguous, broadcast or type-promoting inputs: make the inputs contiguous (and of one dtype) "
-                "before the op, or let torch.compile fuse it into a kernel with simple indexing."
-            )
-            code = "y = torch.compile(fn)(x)          # or: x = x.contiguous() once, before the elementwise chain"
-        else:
-            fix = (
-                "Hoist the address arithmetic out of the inner loop (advance a pointer by the row pitch), use 32-bit "
-                "indices, give interior blocks a path without clamps, and compute several outputs per thread so "
-                "that the index math and the loaded neighbours are shared."
-            )
-            code = (
-                "const float* row = in + (y - R) * w + x - R;          // interior block: no clamps, int indices\n"
-                "for (int dy = 0; dy <= 2 * R; ++dy, row += w)\n"
-                "  for (int dx = 0; dx <= 2 * R; ++dx) acc += row[dx];"
-            )
+        lines = k.top_lines(SourceCounters.INST_EXECUTED, limit=2, min_share=0.02, pcs=overhead_pcs)
         return self.finding(
             title=f"{share:.0%} of issued instructions are index arithmetic",
             message=(
@@ -184,8 +191,7 @@ class IndexMath(Rule):
                 f"stores {counts['memory'] / seen:.0%}): the kernel is issue-bound on index math, "
                 f"{r.headroom:.1f}× above its roofline floor."
             ),
-            fix=fix,
-            fix_code=code,
+            fix=self.fix_for(k),
             estimated_speedup=time_after(r.duration_ns, new_ns, r.theoretical_ns),
             speedup_model=(
                 f"Issue-bound: time follows issued instructions; removing half of the bookkeeping ones gives "

@@ -1,6 +1,8 @@
-from ncuadvisor.rules_api import STALL_REASONS as STALLS
-from ncuadvisor.rules_api import Evidence, KernelContext, Rule, parallelism_ns, stall_total, time_after
-from ncuadvisor.rules_api import stall_metric as stall
+from ncuadvisor.analysis.perfmodels import parallelism_ns, stall_total, time_after
+from ncuadvisor.metrics import LaunchStats, MemoryTables, Occupancy, SourceCounters, WarpStateStats
+from ncuadvisor.rules_api import Evidence, Finding, Fix, KernelContext, Rule
+
+stall = WarpStateStats.stall
 
 
 class DependentLoads(Rule):
@@ -42,55 +44,59 @@ class DependentLoads(Rule):
     title = "Too few loads in flight (dependent loads)"
     requires = (
         stall("long_scoreboard"),
-        "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum",
-        "sm__maximum_warps_per_active_cycle_pct",
-        "launch__grid_size",
-        "launch__block_size",
+        MemoryTables.GLOBAL_LOAD_REQUESTS,
+        Occupancy.THEORETICAL_PCT,
+        LaunchStats.GRID_SIZE,
+        LaunchStats.BLOCK_SIZE,
     )
-    optional = tuple(stall(s) for s in STALLS if s != "long_scoreboard")
-    per_instruction = ("smsp__pcsamp_warps_issue_stalled_long_scoreboard",)
+    optional = tuple(stall(s) for s in WarpStateStats.STALL_REASONS if s != "long_scoreboard")
+    per_instruction = (SourceCounters.SAMPLED_STALL_LONG_SCOREBOARD,)
     thresholds = {
         "min_long_scoreboard_share": 0.5,
         "min_loads_per_warp": 4.0,
         "min_theoretical_occupancy_pct": 50.0,
         "loads_in_flight_gain": 4.0,
     }
+    fixes = {
+        "cuda": Fix(
+            text=(
+                "Each warp issues {loads_per_warp:.0f} global loads and waits for each one (long-scoreboard stalls "
+                "are {stall_share:.0%} of its stalls). Issue several independent loads before using them: unroll, "
+                "walk several chains per thread, or prefetch with cp.async/TMA into shared memory."
+            ),
+            code=(
+                "// 4 independent chains per thread: 4 loads in flight instead of 1\n"
+                "for (int s = 0; s < steps; ++s) {\n"
+                "  j0 = next[j0]; j1 = next[j1]; j2 = next[j2]; j3 = next[j3];\n}"
+            ),
+        ),
+        "triton": Fix(
+            text=(
+                "Raise num_stages so Triton software-pipelines the tl.load of the next iterations, and give each "
+                "program more independent work (a larger BLOCK) so more loads are in flight."
+            ),
+            code="@triton.autotune(configs=[triton.Config({'BLOCK': 1024}, num_warps=8, num_stages=4)], key=['n'])",
+        ),
+    }
 
-    def check(self, k: KernelContext):
+    def check(self, k: KernelContext) -> Finding | None:
         r = k.roofline
         t = self.thresholds
         if r.bound != "latency":
             return None
-        if (k.m("sm__maximum_warps_per_active_cycle_pct") or 0) < t["min_theoretical_occupancy_pct"]:
+        if (k.m(Occupancy.THEORETICAL_PCT) or 0) < t["min_theoretical_occupancy_pct"]:
             return None  # too few warps: OCC001
         total = stall_total(k)
         ls = k.m(stall("long_scoreboard")) or 0.0
         if total <= 0 or ls / total < t["min_long_scoreboard_share"]:
             return None
-        warps = (k.m("launch__grid_size") or 0) * max(1.0, (k.m("launch__block_size") or 32) / 32)
-        loads_per_warp = (k.m("l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum") or 0) / max(warps, 1)
+        warps = (k.m(LaunchStats.GRID_SIZE) or 0) * max(1.0, (k.m(LaunchStats.BLOCK_SIZE) or 32) / 32)
+        loads_per_warp = (k.m(MemoryTables.GLOBAL_LOAD_REQUESTS) or 0) / max(warps, 1)
         if loads_per_warp <= t["min_loads_per_warp"]:
             return None
         gain = t["loads_in_flight_gain"]
         new_ns = parallelism_ns(k, gain) or 0.0
-        lines = k.top_lines("smsp__pcsamp_warps_issue_stalled_long_scoreboard", limit=3)
-        if k.is_triton:
-            fix = (
-                "Raise num_stages so Triton software-pipelines the tl.load of the next iterations, and give each "
-                "program more independent work (a larger BLOCK) so more loads are in flight."
-            )
-            code = "@triton.autotune(configs=[triton.Config({'BLOCK': 1024}, num_warps=8, num_stages=4)], key=['n'])"
-        else:
-            fix = (
-                f"Each warp issues {loads_per_warp:.0f} global loads and waits for each one (long-scoreboard stalls "
-                f"are {ls / total:.0%} of its stalls). Issue several independent loads before using them: unroll, "
-                "walk several chains per thread, or prefetch with cp.async/TMA into shared memory."
-            )
-            code = (
-                "// 4 independent chains per thread: 4 loads in flight instead of 1\n"
-                "for (int s = 0; s < steps; ++s) {\n"
-                "  j0 = next[j0]; j1 = next[j1]; j2 = next[j2]; j3 = next[j3];\n}"
-            )
+        lines = k.top_lines(SourceCounters.SAMPLED_STALL_LONG_SCOREBOARD, limit=3)
         return self.finding(
             title=f"Latency-bound: {ls / total:.0%} of stalls wait on global loads, {loads_per_warp:.0f} loads per warp",
             message=(
@@ -98,8 +104,7 @@ class DependentLoads(Rule):
                 f"({ls:.0f} cycles of long-scoreboard stall per issued instruction) with too few requests in "
                 "flight to cover HBM latency."
             ),
-            fix=fix,
-            fix_code=code,
+            fix=self.fix_for(k, loads_per_warp=loads_per_warp, stall_share=ls / total),
             estimated_speedup=time_after(r.duration_ns or 0, new_ns, r.theoretical_ns),
             speedup_model=(
                 f"{gain:.0f}× the loads in flight: the busiest unit's time at its peak stays, the time "

@@ -1,7 +1,45 @@
 import math
 
+from ncuadvisor.analysis.perfmodels import fmt_ns, parallelism_ns, time_after
+from ncuadvisor.metrics import (
+    Device,
+    LaunchStats,
+    MemoryTables,
+    MemoryWorkloadAnalysis,
+    Occupancy,
+    SchedulerStats,
+    SpeedOfLight,
+    TensorRooflineChart,
+)
 from ncuadvisor.analysis.roofline import LAUNCH_BOUND_NS, PRACTICAL_FRACTION
-from ncuadvisor.rules_api import Evidence, KernelContext, Rule, fmt_ns, parallelism_ns, time_after
+from ncuadvisor.rules_api import Evidence, Finding, Fix, KernelContext, Rule
+
+TAIL = "a tail effect: the last wave is partial"
+SMALL_GRID = "fewer blocks than SMs"
+SMALL_GRID_TILED = "fewer blocks than SMs, in a tiled kernel"
+PARTIAL_WAVE = "less than one wave of blocks"
+PARTIAL_WAVE_TILED = "less than one wave of blocks, in a tiled kernel"
+
+# split-K, for a tiled kernel whose grid is set by its output tiles (after the sentence that says what is wrong)
+_SPLIT_K_TEXT = (
+    "Give the grid at least {fill} blocks without cutting the work per thread: split the "
+    "reduction loop across {splits} blocks per tile (split-K) and let the last block of each tile add "
+    "the partial tiles (serial split-K: one kernel, a counter per tile), or a stream-K loop. Smaller tiles "
+    "also add blocks, but each thread then reuses fewer loaded values. Split-K pays a reduction of the "
+    "{splits} partial results: about {reduction} here, against the "
+    "{saving} the fuller grid saves."
+)
+_SPLIT_K_CODE = (
+    "// split-K: {splits} blocks per output tile, each over 1/{splits} of the K loop\n"
+    "gemm<<<dim3(N / TILE, M / TILE, {splits}), threads>>>(A, B, partial, C, tile_counter);\n"
+    "// in the kernel, after the K chunk: store the partial tile, __threadfence(), then\n"
+    "// if (atomicAdd(&tile_counter[tile], 1) == {last_split}) { C = sum of the partial tiles; "
+    "tile_counter[tile] = 0; }"
+)
+_PARTIAL_WAVE_SITUATION = (
+    "{grid:.0f} blocks fill {waves:.0%} of one wave: the {sms} SMs hold {per_sm:.0f} blocks of "
+    "{block} threads each, and get about {blocks_per_sm:.1f}"
+)
 
 
 class GridTooSmall(Rule):
@@ -50,26 +88,26 @@ class GridTooSmall(Rule):
     slug = "grid-too-small"
     category = "launch-config"
     title = "Grid too small to fill the GPU"
-    requires = ("launch__grid_size", "launch__block_size")
+    requires = (LaunchStats.GRID_SIZE, LaunchStats.BLOCK_SIZE)
     optional = (
-        "launch__waves_per_multiprocessor",
-        "device__attribute_multiprocessor_count",
-        "launch__occupancy_limit_blocks",
-        "launch__occupancy_limit_registers",
-        "launch__occupancy_limit_shared_mem",
-        "launch__occupancy_limit_warps",
-        "sm__maximum_warps_per_active_cycle_pct",
-        "sm__warps_active.avg.pct_of_peak_sustained_active",
-        "gpc__cycles_elapsed.max",
-        "sm__cycles_active.max",
-        "l1tex__throughput.max.pct_of_peak_sustained_active",
-        "smsp__issue_active.max.pct_of_peak_sustained_active",
-        "launch__shared_mem_per_block_static",
-        "l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum",
-        "lts__t_sectors.avg.peak_sustained",
-        "lts__t_sectors.sum",
-        "lts__t_sectors.avg",
-        "lts__cycles_elapsed.avg.per_second",
+        LaunchStats.WAVES_PER_SM,
+        Device.SM_COUNT,
+        Occupancy.LIMIT_BLOCKS,
+        Occupancy.LIMIT_REGISTERS,
+        Occupancy.LIMIT_SHARED_MEM,
+        Occupancy.LIMIT_WARPS,
+        Occupancy.THEORETICAL_PCT,
+        Occupancy.ACHIEVED_PCT,
+        SpeedOfLight.ELAPSED_CYCLES_MAX,
+        SpeedOfLight.SM_ACTIVE_CYCLES_MAX,
+        SpeedOfLight.L1_MAX_ACTIVE_PCT,
+        SchedulerStats.ISSUE_ACTIVE_MAX_PCT,
+        LaunchStats.SHARED_MEM_STATIC,
+        MemoryTables.GLOBAL_STORE_SECTORS,
+        MemoryWorkloadAnalysis.L2_SECTORS_PEAK_PER_SLICE_CYCLE,
+        MemoryWorkloadAnalysis.L2_SECTORS,
+        MemoryWorkloadAnalysis.L2_SECTORS_PER_SLICE,
+        TensorRooflineChart.L2_CLOCK_HZ,
     )
     thresholds = {
         "min_tail_loss": 0.2,
@@ -78,10 +116,82 @@ class GridTooSmall(Rule):
         "max_busy_pct": 60.0,
         "max_achieved_fraction": 0.5,
     }
+    fixes_when = {
+        TAIL: {
+            "cuda": Fix(
+                text=(
+                    "Make the block count a multiple of the blocks that fit at once (SMs × blocks per SM): "
+                    "adjust the work per block, or use a persistent grid-stride loop with exactly one wave."
+                ),
+                code="int blocks = per_sm * sm_count;   // one full wave, grid-stride loop inside",
+            ),
+            "triton": Fix(
+                text=(
+                    "Pick BLOCK sizes so the number of programs is a multiple of the programs that fit at once "
+                    "(SMs × programs per SM), or make the kernel persistent: launch one wave of programs that "
+                    "loop over the tiles."
+                ),
+                code="grid = (min(triton.cdiv(n, BLOCK), NUM_SMS * PROGRAMS_PER_SM),)  # persistent loop inside",
+            ),
+        },
+        SMALL_GRID: {
+            "cuda": Fix(
+                text=(
+                    "{grid:.0f} blocks of {block} threads run on {grid:.0f} of {sms} SMs. Launch at least one full "
+                    "wave: for a grid-stride loop, size the grid from the occupancy API."
+                ),
+                code=(
+                    "int per_sm = 0;\n"
+                    "cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, {kernel}, {block}, 0);\n"
+                    "{kernel}<<<per_sm * sm_count, {block}>>>(...);"
+                ),
+            ),
+            "triton": Fix(
+                text=(
+                    "The launch grid has {grid:.0f} programs for {sms} SMs: use a smaller BLOCK_SIZE so "
+                    "`triton.cdiv(n, BLOCK_SIZE)` ≥ 2 × SMs, or split the reduction axis (split-K)."
+                ),
+                code="grid = (triton.cdiv(n, BLOCK_SIZE),)  # with BLOCK_SIZE small enough for >= 2*SM programs",
+            ),
+        },
+        SMALL_GRID_TILED: {
+            "cuda": Fix(
+                text=(
+                    "{grid:.0f} blocks of {block} threads run on {grid:.0f} of {sms} SMs, which hold {fill} at once. "
+                    + _SPLIT_K_TEXT
+                ),
+                code=_SPLIT_K_CODE,
+            ),
+        },
+        PARTIAL_WAVE: {
+            "cuda": Fix(
+                text=(
+                    _PARTIAL_WAVE_SITUATION + ". Give the grid at least {fill} blocks (less work per block, the grid "
+                    "sized from the occupancy API); where the grid cannot grow, more independent work per thread."
+                ),
+                code=(
+                    "// {fill} blocks fit at once: cut each block's share of the work so the grid has at least that "
+                    "many\nint per_sm = 0;\n"
+                    "cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, {kernel}, {block}, 0);"
+                ),
+            ),
+            "triton": Fix(
+                text=(
+                    "{grid:.0f} programs fill {waves:.0%} of one wave ({fill} programs fit at once): split the "
+                    "reduction axis (split-K) across programs, or use smaller BLOCK_M/BLOCK_N (or BLOCK_SIZE) where "
+                    "the loss of reuse per program is small, so the grid has at least a full wave."
+                ),
+                code="grid = (triton.cdiv(M, BLOCK_M) * triton.cdiv(N, BLOCK_N), SPLIT_K)  # program_id(1): a K chunk",
+            ),
+        },
+        PARTIAL_WAVE_TILED: {
+            "cuda": Fix(text=_PARTIAL_WAVE_SITUATION + ". " + _SPLIT_K_TEXT, code=_SPLIT_K_CODE),
+        },
+    }
 
-    def check(self, k: KernelContext):
+    def check(self, k: KernelContext) -> Finding | None:
         r = k.roofline
-        grid = k.m("launch__grid_size") or 0
+        grid = k.m(LaunchStats.GRID_SIZE) or 0
         sms = k.sm_count
         if not grid or not sms or not r.duration_ns:
             return None
@@ -90,7 +200,7 @@ class GridTooSmall(Rule):
         block = k.block_size
         if grid < sms:
             return self.small_grid(k, grid, sms, block)
-        waves = k.m("launch__waves_per_multiprocessor")
+        waves = k.m(LaunchStats.WAVES_PER_SM)
         partial = self.partial_wave(k, grid, sms, block, waves)
         if partial is not None:
             return partial
@@ -101,62 +211,41 @@ class GridTooSmall(Rule):
                 # the SMs' active time shrinks to waves / full of itself; launch ramp and drain stay
                 act_frac = self.active_fraction(k)
                 new_ns = r.duration_ns * ((1.0 - act_frac) + act_frac * waves / full)
-                if k.is_triton:
-                    fix = (
-                        "Pick BLOCK sizes so the number of programs is a multiple of the programs that fit at once "
-                        "(SMs × programs per SM), or make the kernel persistent: launch one wave of programs that "
-                        "loop over the tiles."
-                    )
-                    code = "grid = (min(triton.cdiv(n, BLOCK), NUM_SMS * PROGRAMS_PER_SM),)  # persistent loop inside"
-                else:
-                    fix = (
-                        "Make the block count a multiple of the blocks that fit at once (SMs × blocks per SM): "
-                        "adjust the work per block, or use a persistent grid-stride loop with exactly one wave."
-                    )
-                    code = "int blocks = per_sm * sm_count;   // one full wave, grid-stride loop inside"
                 return self.finding(
                     title=f"Tail effect: {waves:.2f} waves, the last one {waves - int(waves):.0%} full",
                     message=(
                         f"The grid runs in {waves:.2f} waves of blocks; during the last one "
                         f"{1 - (waves - int(waves)):.0%} of the SMs are idle."
                     ),
-                    fix=fix,
-                    fix_code=code,
+                    fix=self.fix_for(k, TAIL),
                     estimated_speedup=time_after(r.duration_ns, new_ns, r.theoretical_ns),
                     speedup_model=(
                         f"The busiest SM's active time ({act_frac:.0%} of the kernel) × {waves:.2f} / {full} "
                         "(no partial last wave); launch ramp and drain stay; not below the floor."
                     ),
                     confidence="medium",
-                    evidence=[Evidence("launch__waves_per_multiprocessor", waves, None, "waves")],
+                    evidence=[Evidence(LaunchStats.WAVES_PER_SM, waves, None, "waves")],
                 )
         return None
 
-    def small_grid(self, k: KernelContext, grid: float, sms: int, block: int):
+    def small_grid(self, k: KernelContext, grid: float, sms: int, block: int) -> Finding:
         """Fewer blocks than SMs: whole SMs idle for the whole kernel."""
         r = k.roofline
         # warps in flight now vs. once every SM holds as many blocks as fit (Little's law)
-        per_sm = k.m("launch__occupancy_limit_blocks") or 1.0
-        for limit in (
-            "launch__occupancy_limit_registers",
-            "launch__occupancy_limit_shared_mem",
-            "launch__occupancy_limit_warps",
-        ):
-            if k.m(limit):
-                per_sm = min(per_sm, k.m(limit))
+        per_sm = k.m(Occupancy.LIMIT_BLOCKS) or 1.0
+        for limit in (Occupancy.LIMIT_REGISTERS, Occupancy.LIMIT_SHARED_MEM, Occupancy.LIMIT_WARPS):
+            blocks = k.m(limit)
+            if blocks:
+                per_sm = min(per_sm, blocks)
         gain = sms * per_sm / grid
         fill = int(sms * per_sm)
         tiled = self.is_tiled(k) and not k.is_triton
         if tiled:
             splits, est = self.split_k_estimate(k, grid, sms, fill)
             new_ns = est["new_ns"]
-            fix = self.split_k_fix(
-                fill,
-                splits,
-                est,
-                f"{grid:.0f} blocks of {block} threads run on {grid:.0f} of {sms} SMs, which hold {fill} at once",
+            fix = self.fix_for(
+                k, SMALL_GRID_TILED, grid=grid, block=block, sms=sms, fill=fill, **self.split_k(splits, est)
             )
-            code = self.split_k_code(splits)
             model = self.split_k_model(est, f"{fill} blocks in flight instead of {grid:.0f}")
         else:
             new_ns = parallelism_ns(k, gain) or 0.0
@@ -165,22 +254,7 @@ class GridTooSmall(Rule):
                 "latency divides by the gain in warps in flight (Little's law: every SM holding as many blocks "
                 "as fit), not below the roofline floor."
             )
-            if k.is_triton:
-                fix = (
-                    f"The launch grid has {grid:.0f} programs for {sms} SMs: use a smaller BLOCK_SIZE so "
-                    "`triton.cdiv(n, BLOCK_SIZE)` ≥ 2 × SMs, or split the reduction axis (split-K)."
-                )
-                code = "grid = (triton.cdiv(n, BLOCK_SIZE),)  # with BLOCK_SIZE small enough for >= 2*SM programs"
-            else:
-                fix = (
-                    f"{grid:.0f} blocks of {block} threads run on {grid:.0f} of {sms} SMs. Launch at least one full "
-                    "wave: for a grid-stride loop, size the grid from the occupancy API."
-                )
-                code = (
-                    "int per_sm = 0;\n"
-                    f"cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, {k.kernel.name}, {block}, 0);\n"
-                    f"{k.kernel.name}<<<per_sm * sm_count, {block}>>>(...);"
-                )
+            fix = self.fix_for(k, SMALL_GRID, grid=grid, block=block, sms=sms, kernel=k.kernel.name)
         return self.finding(
             title=f"{grid:.0f} blocks for {sms} SMs: {1 - grid / sms:.0%} of the GPU idle",
             message=(
@@ -188,18 +262,17 @@ class GridTooSmall(Rule):
                 "nothing to do for the whole kernel."
             ),
             fix=fix,
-            fix_code=code,
-            estimated_speedup=time_after(r.duration_ns, new_ns, r.theoretical_ns),
+            estimated_speedup=time_after(r.duration_ns or 0.0, new_ns, r.theoretical_ns),
             speedup_model=model,
             confidence="high",
-            evidence=[Evidence("launch__grid_size", grid, sms, "blocks (threshold: SM count)")],
+            evidence=[Evidence(LaunchStats.GRID_SIZE, grid, sms, "blocks (threshold: SM count)")],
         )
 
-    def partial_wave(self, k: KernelContext, grid: float, sms: int, block: int, waves: float | None):
+    def partial_wave(self, k: KernelContext, grid: float, sms: int, block: int, waves: float | None) -> Finding | None:
         """At least a block per SM, but a fraction of a wave: the SMs run latency-bound with warps to spare."""
         r = k.roofline
-        theo = k.m("sm__maximum_warps_per_active_cycle_pct")
-        achieved = k.m("sm__warps_active.avg.pct_of_peak_sustained_active")
+        theo = k.m(Occupancy.THEORETICAL_PCT)
+        achieved = k.m(Occupancy.ACHIEVED_PCT)
         busy = max(r.sol.get("memory_pct", 0.0), r.sol.get("compute_pct", 0.0))
         if not waves or waves >= self.thresholds["max_partial_wave"] or not theo or not achieved:
             return None
@@ -211,30 +284,19 @@ class GridTooSmall(Rule):
             splits, est = self.split_k_estimate(k, grid, sms, fill, max_gain=theo / achieved)
         else:
             splits, est = 0, self.full_wave_estimate(k, theo / achieved)
-        situation = (
-            f"{grid:.0f} blocks fill {waves:.0%} of one wave: the {sms} SMs hold {per_sm:.0f} blocks of "
-            f"{block} threads each, and get about {grid / sms:.1f}"
+        fix = self.fix_for(
+            k,
+            (PARTIAL_WAVE, PARTIAL_WAVE_TILED) if est["tiled"] else PARTIAL_WAVE,
+            grid=grid,
+            waves=waves,
+            sms=sms,
+            per_sm=per_sm,
+            block=block,
+            blocks_per_sm=grid / sms,
+            fill=fill,
+            kernel=k.kernel.name,
+            **(self.split_k(splits, est) if est["tiled"] else {}),
         )
-        if k.is_triton:
-            fix = (
-                f"{grid:.0f} programs fill {waves:.0%} of one wave ({fill} programs fit at once): split the "
-                "reduction axis (split-K) across programs, or use smaller BLOCK_M/BLOCK_N (or BLOCK_SIZE) where "
-                "the loss of reuse per program is small, so the grid has at least a full wave."
-            )
-            code = "grid = (triton.cdiv(M, BLOCK_M) * triton.cdiv(N, BLOCK_N), SPLIT_K)  # program_id(1): a K chunk"
-        elif est["tiled"]:
-            fix = self.split_k_fix(fill, splits, est, situation)
-            code = self.split_k_code(splits)
-        else:
-            fix = (
-                f"{situation}. Give the grid at least {fill} blocks (less work per block, the grid sized from the "
-                "occupancy API); where the grid cannot grow, more independent work per thread."
-            )
-            code = (
-                f"// {fill} blocks fit at once: cut each block's share of the work so the grid has at least that "
-                "many\nint per_sm = 0;\n"
-                f"cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, {k.kernel.name}, {block}, 0);"
-            )
         return self.finding(
             title=f"Partial wave: {grid:.0f} blocks where {fill} fit, {achieved:.0f}% of warps active",
             message=(
@@ -244,16 +306,13 @@ class GridTooSmall(Rule):
                 f"{r.sol.get('compute_pct', 0):.0f}% of peak."
             ),
             fix=fix,
-            fix_code=code,
-            estimated_speedup=time_after(r.duration_ns, est["new_ns"], r.theoretical_ns),
+            estimated_speedup=time_after(r.duration_ns or 0.0, est["new_ns"], r.theoretical_ns),
             speedup_model=self.split_k_model(est, f"{theo:.0f}% of warps active instead of {achieved:.0f}%"),
             confidence="medium",
             evidence=[
+                Evidence(LaunchStats.WAVES_PER_SM, round(waves, 2), self.thresholds["max_partial_wave"], "waves"),
                 Evidence(
-                    "launch__waves_per_multiprocessor", round(waves, 2), self.thresholds["max_partial_wave"], "waves"
-                ),
-                Evidence(
-                    "sm__warps_active.avg.pct_of_peak_sustained_active",
+                    Occupancy.ACHIEVED_PCT,
                     round(achieved, 1),
                     round(self.thresholds["max_achieved_fraction"] * theo, 1),
                     "achieved occupancy",
@@ -266,28 +325,17 @@ class GridTooSmall(Rule):
     def is_tiled(k: KernelContext) -> bool:
         """A kernel that stages its loop's operands in shared memory (a tiled product, a blocked reduction): its grid
         is set by the output tiles, so more blocks means split-K (or smaller tiles), not a bigger launch."""
-        return bool(k.m("launch__shared_mem_per_block_static"))
+        return bool(k.m(LaunchStats.SHARED_MEM_STATIC))
 
     @staticmethod
-    def split_k_fix(fill: int, splits: int, est: dict, situation: str) -> str:
-        return (
-            f"{situation}. Give the grid at least {fill} blocks without cutting the work per thread: split the "
-            f"reduction loop across {splits} blocks per tile (split-K) and let the last block of each tile add "
-            "the partial tiles (serial split-K: one kernel, a counter per tile), or a stream-K loop. Smaller tiles "
-            "also add blocks, but each thread then reuses fewer loaded values. Split-K pays a reduction of the "
-            f"{splits} partial results: about {fmt_ns(est['reduction_ns'])} here, against the "
-            f"{fmt_ns(est['kernel_saving_ns'])} the fuller grid saves."
-        )
-
-    @staticmethod
-    def split_k_code(splits: int) -> str:
-        return (
-            f"// split-K: {splits} blocks per output tile, each over 1/{splits} of the K loop\n"
-            f"gemm<<<dim3(N / TILE, M / TILE, {splits}), threads>>>(A, B, partial, C, tile_counter);\n"
-            "// in the kernel, after the K chunk: store the partial tile, __threadfence(), then\n"
-            f"// if (atomicAdd(&tile_counter[tile], 1) == {splits - 1}) {{ C = sum of the partial tiles; "
-            "tile_counter[tile] = 0; }"
-        )
+    def split_k(splits: int, est: dict) -> dict:
+        """The fields of the split-K fix: K chunks per tile, and the reduction's cost against the grid's saving."""
+        return {
+            "splits": splits,
+            "last_split": splits - 1,
+            "reduction": fmt_ns(est["reduction_ns"]),
+            "saving": fmt_ns(est["kernel_saving_ns"]),
+        }
 
     @staticmethod
     def split_k_model(est: dict, warps: str) -> str:
@@ -328,8 +376,8 @@ class GridTooSmall(Rule):
         duration = r.duration_ns or 0.0
         act_frac = self.active_fraction(k)
         units = {
-            "L1/shared memory": k.m("l1tex__throughput.max.pct_of_peak_sustained_active"),
-            "instruction issue": k.m("smsp__issue_active.max.pct_of_peak_sustained_active"),
+            "L1/shared memory": k.m(SpeedOfLight.L1_MAX_ACTIVE_PCT),
+            "instruction issue": k.m(SchedulerStats.ISSUE_ACTIVE_MAX_PCT),
             "memory": r.sol.get("memory_pct", 0.0) / act_frac,
             "compute": r.sol.get("compute_pct", 0.0) / act_frac,
         }
@@ -342,7 +390,7 @@ class GridTooSmall(Rule):
         kernel_ns = min(duration, fixed_ns + new_act)
         reduction_ns = 0.0
         if tiled:
-            out_bytes = (k.m("l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum") or 0.0) * 32.0
+            out_bytes = (k.m(MemoryTables.GLOBAL_STORE_SECTORS) or 0.0) * 32.0
             l2_bps = self.l2_bytes_per_s(k)
             reduction_ns = fixed_ns + ((splits + 1) * out_bytes / l2_bps * 1e9 if l2_bps else 0.0)
         return {
@@ -359,15 +407,15 @@ class GridTooSmall(Rule):
     def active_fraction(k: KernelContext) -> float:
         """The busiest SM's active cycles ÷ the kernel's elapsed cycles: what is left is launch ramp and drain, which
         no change of the grid removes (measured on wave.cu: 1.6-1.8 µs of a 14.5 µs kernel). 1 when unknown."""
-        elapsed, active = k.m("gpc__cycles_elapsed.max"), k.m("sm__cycles_active.max")
+        elapsed, active = k.m(SpeedOfLight.ELAPSED_CYCLES_MAX), k.m(SpeedOfLight.SM_ACTIVE_CYCLES_MAX)
         return active / elapsed if elapsed and active and 0 < active <= elapsed else 1.0
 
     @staticmethod
     def l2_bytes_per_s(k: KernelContext) -> float | None:
         """L2 bandwidth from the report: sectors per cycle per slice × slices × 32 B × the L2 clock."""
-        per_slice = k.m("lts__t_sectors.avg.peak_sustained")
-        total, avg = k.m("lts__t_sectors.sum"), k.m("lts__t_sectors.avg")
-        clock = k.m("lts__cycles_elapsed.avg.per_second")
+        per_slice = k.m(MemoryWorkloadAnalysis.L2_SECTORS_PEAK_PER_SLICE_CYCLE)
+        total, avg = k.m(MemoryWorkloadAnalysis.L2_SECTORS), k.m(MemoryWorkloadAnalysis.L2_SECTORS_PER_SLICE)
+        clock = k.m(TensorRooflineChart.L2_CLOCK_HZ)
         if not (per_slice and total and avg and clock):
             return None
         return per_slice * (total / avg) * 32.0 * clock

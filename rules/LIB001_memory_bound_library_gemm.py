@@ -1,4 +1,6 @@
-from ncuadvisor.rules_api import Evidence, KernelContext, Rule, fmt_ns, time_after
+from ncuadvisor.analysis.perfmodels import fmt_ns, time_after
+from ncuadvisor.metrics import SpeedOfLight
+from ncuadvisor.rules_api import Evidence, Finding, Fix, KernelContext, Rule
 
 
 class MemoryBoundLibraryGemm(Rule):
@@ -34,19 +36,29 @@ class MemoryBoundLibraryGemm(Rule):
     slug = "memory-bound-library-gemm"
     category = "fusion"
     title = "Library matrix product is memory-bound at this shape: fuse it"
-    requires = ("gpu__time_duration.sum",)
+    requires = (SpeedOfLight.DURATION,)
     thresholds = {"min_headroom": 2.0}
     languages = ("library",)
+    fixes = {
+        "library": Fix(
+            text=(
+                "Fuse it with its neighbours so the product's output stays on chip: for attention use "
+                "torch.nn.functional.scaled_dot_product_attention (FlashAttention); batch small products; or move "
+                "the elementwise tail into a cuBLASLt / Triton epilogue."
+            ),
+            code="out = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)",
+        ),
+    }
     changes_floor = True
 
-    def check(self, k: KernelContext):
+    def check(self, k: KernelContext) -> Finding | None:
         r = k.roofline
         tensor = {p: v for p, v in r.flops_by_precision.items() if p.startswith("tensor") and v}
         if not tensor or r.headroom is None or r.headroom < self.thresholds["min_headroom"]:
             return None
-        prec = max(tensor, key=tensor.get)
+        prec = max(tensor, key=lambda p: tensor[p])
         peak = r.peak_flops_per_s.get(prec)
-        if not peak or not r.peak_dram_bytes_per_s or r.intensity is None:
+        if not peak or not r.peak_dram_bytes_per_s or r.intensity is None or not r.compulsory_bytes:
             return None
         ridge = peak / r.peak_dram_bytes_per_s
         if r.intensity >= ridge:
@@ -60,12 +72,7 @@ class MemoryBoundLibraryGemm(Rule):
                 f"{ridge:.0f}): at {fmt_ns(r.duration_ns)} it is {r.headroom:.1f}× its floor, bound by moving its "
                 "operands and output, which no library kernel choice fixes."
             ),
-            fix=(
-                "Fuse it with its neighbours so the product's output stays on chip: for attention use "
-                "torch.nn.functional.scaled_dot_product_attention (FlashAttention); batch small products; or move the "
-                "elementwise tail into a cuBLASLt / Triton epilogue."
-            ),
-            fix_code="out = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)",
+            fix=self.fix_for(k),
             estimated_speedup=time_after(r.duration_ns or 0, new_ns, None),
             speedup_model="Fused, the product is compute-bound: its FLOPs at 85% of the tensor peak of its type.",
             confidence="low",

@@ -1,4 +1,6 @@
-from ncuadvisor.rules_api import Evidence, KernelContext, Rule, global_loads_in_flight, streaming_ns, time_after
+from ncuadvisor.analysis.perfmodels import global_loads_in_flight, streaming_ns, time_after
+from ncuadvisor.metrics import MemoryTables, SourceCounters
+from ncuadvisor.rules_api import Evidence, Finding, Fix, KernelContext, Rule
 
 
 class LocalMemoryTraffic(Rule):
@@ -25,7 +27,7 @@ class LocalMemoryTraffic(Rule):
         A memory- or latency-bound kernel, once its per-thread data stays on chip, streams its compulsory global
         bytes with the global loads it has in flight (SASS dataflow): latency plus throughput, read bytes per SM ×
         DRAM latency ÷ (warps × loads in flight per warp × 32 × access bytes) + the roofline floor
-        (`DRAM_LATENCY_CYCLES` in ncuadvisor/rules_api.py). A local access costs a round trip through L1, L2 and
+        (`DRAM_LATENCY_CYCLES` in ncuadvisor/analysis/perfmodels.py). A local access costs a round trip through L1, L2 and
         often DRAM on the kernel's critical path, far more than its share of sectors says. A compute-bound kernel:
         time × (1 - 0.5 × local share of L1 sectors). Never below the roofline floor.
 
@@ -37,19 +39,35 @@ class LocalMemoryTraffic(Rule):
     slug = "local-memory"
     category = "local-memory"
     title = "Local-memory traffic (dynamically indexed array or spills)"
-    requires = ("l1tex__t_sectors_pipe_lsu_mem_local_op_ld.sum", "l1tex__t_sectors_pipe_lsu_mem_local_op_st.sum")
-    optional = ("l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum", "l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum")
-    per_instruction = ("inst_executed", "memory_type")
+    requires = (MemoryTables.LOCAL_LOAD_SECTORS, MemoryTables.LOCAL_STORE_SECTORS)
+    optional = (MemoryTables.GLOBAL_LOAD_SECTORS, MemoryTables.GLOBAL_STORE_SECTORS)
+    per_instruction = (SourceCounters.INST_EXECUTED, SourceCounters.MEMORY_TYPE)
     thresholds = {"min_local_share": 0.1}
+    fixes = {
+        "cuda": Fix(
+            text=(
+                "Per-thread data goes through local memory at the lines below (LDL/STL). If it is an array indexed "
+                "at run time, index it only with constants (unrolled loops) or move it to shared memory with a "
+                "thread-major layout; if `-Xptxas -v` shows spill stores, relax the register cap."
+            ),
+            code=(
+                "__shared__ float bins[64][BLOCK];          // was: float bins[64]; in registers/local\n"
+                "bins[key & 63][threadIdx.x] += v;           // each thread owns a column: no bank conflicts"
+            ),
+        ),
+        "triton": Fix(
+            text=(
+                "The Triton kernel spills registers to local memory: use smaller BLOCK sizes or fewer elements per "
+                "thread, or more num_warps for the same tile; check the compiled kernel's `n_spills`."
+            ),
+            code="triton.Config({'BLOCK_SIZE': 256}, num_warps=8)",
+        ),
+    }
 
-    def check(self, k: KernelContext):
+    def check(self, k: KernelContext) -> Finding | None:
         r = k.roofline
-        local = (k.m("l1tex__t_sectors_pipe_lsu_mem_local_op_ld.sum") or 0) + (
-            k.m("l1tex__t_sectors_pipe_lsu_mem_local_op_st.sum") or 0
-        )
-        glob = (k.m("l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum") or 0) + (
-            k.m("l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum") or 0
-        )
+        local = (k.m(MemoryTables.LOCAL_LOAD_SECTORS) or 0) + (k.m(MemoryTables.LOCAL_STORE_SECTORS) or 0)
+        glob = (k.m(MemoryTables.GLOBAL_LOAD_SECTORS) or 0) + (k.m(MemoryTables.GLOBAL_STORE_SECTORS) or 0)
         if local <= 0:
             return None
         share = local / (local + glob)
@@ -68,36 +86,19 @@ class LocalMemoryTraffic(Rule):
         else:
             model = f"Time × (1 - {weight:g} × local share {share:.2f}), not below the roofline floor."
         lines = k.top_lines(
-            "inst_executed",
+            SourceCounters.INST_EXECUTED,
             limit=3,
             min_share=0.0,
             sass_filter=lambda s: s.startswith(("LDL", "STL")),
             memory_only=True,
         )
-        if k.is_triton:
-            fix = (
-                "The Triton kernel spills registers to local memory: use smaller BLOCK sizes or fewer elements per "
-                "thread, or more num_warps for the same tile; check the compiled kernel's `n_spills`."
-            )
-            code = "triton.Config({'BLOCK_SIZE': 256}, num_warps=8)"
-        else:
-            fix = (
-                "Per-thread data goes through local memory at the lines below (LDL/STL). If it is an array indexed "
-                "at run time, index it only with constants (unrolled loops) or move it to shared memory with a "
-                "thread-major layout; if `-Xptxas -v` shows spill stores, relax the register cap."
-            )
-            code = (
-                "__shared__ float bins[64][BLOCK];          // was: float bins[64]; in registers/local\n"
-                "bins[key & 63][threadIdx.x] += v;           // each thread owns a column: no bank conflicts"
-            )
         return self.finding(
             title=f"Local memory: {share:.0%} of L1 traffic is per-thread spills/arrays",
             message=(
                 f"{local:,.0f} local-memory sectors ({share:.0%} of load/store sectors): per-thread data that "
                 "should be in registers travels through the memory hierarchy."
             ),
-            fix=fix,
-            fix_code=code,
+            fix=self.fix_for(k),
             estimated_speedup=time_after(r.duration_ns or 0, new_ns, r.theoretical_ns),
             speedup_model=model,
             confidence="high" if share >= 0.3 else "medium",
@@ -109,10 +110,7 @@ class LocalMemoryTraffic(Rule):
                     "local / (local + global) L1 sectors",
                 ),
                 Evidence(
-                    "l1tex__t_sectors_pipe_lsu_mem_local_op_ld.sum",
-                    k.m("l1tex__t_sectors_pipe_lsu_mem_local_op_ld.sum"),
-                    None,
-                    "local load sectors",
+                    MemoryTables.LOCAL_LOAD_SECTORS, k.m(MemoryTables.LOCAL_LOAD_SECTORS), None, "local load sectors"
                 ),
             ],
             source=lines,

@@ -1,4 +1,6 @@
-from ncuadvisor.rules_api import Evidence, KernelContext, Rule, global_loads_in_flight, streaming_ns, time_after
+from ncuadvisor.analysis.perfmodels import global_loads_in_flight, streaming_ns, time_after
+from ncuadvisor.metrics import SourceCounters
+from ncuadvisor.rules_api import Evidence, Finding, Fix, KernelContext, Rule
 
 
 class UncoalescedGlobal(Rule):
@@ -27,7 +29,7 @@ class UncoalescedGlobal(Rule):
         sectors; half that effect for a compute-bound kernel), and, for a memory- or latency-bound kernel, the
         latency-plus-throughput time of its compulsory bytes with the same loads in flight, now coalesced (read
         bytes per SM × DRAM latency ÷ (warps × loads in flight per warp × 32 × access bytes) + the roofline floor;
-        `DRAM_LATENCY_CYCLES` in ncuadvisor/rules_api.py). Never below the roofline floor.
+        `DRAM_LATENCY_CYCLES` in ncuadvisor/analysis/perfmodels.py). Never below the roofline floor.
 
     False positives:
         Gathers through an index array (embedding lookups, sparse matrices) are uncoalesced by nature; sort or
@@ -38,14 +40,39 @@ class UncoalescedGlobal(Rule):
     slug = "uncoalesced-global"
     category = "coalescing"
     title = "Uncoalesced global memory access"
-    requires = ("memory_l2_theoretical_sectors_global", "derived__memory_l2_theoretical_sectors_global_excessive")
-    optional = ("memory_l2_theoretical_sectors_global_ideal",)
-    per_instruction = ("derived__memory_l2_theoretical_sectors_global_excessive",)
+    requires = (SourceCounters.L2_SECTORS_GLOBAL, SourceCounters.L2_SECTORS_GLOBAL_EXCESSIVE)
+    optional = (SourceCounters.L2_SECTORS_GLOBAL_IDEAL,)
+    per_instruction = (SourceCounters.L2_SECTORS_GLOBAL_EXCESSIVE,)
     thresholds = {"min_excess_fraction": 0.3}
+    # {kind}: "loads" or "stores", the kind of the instruction with the most excess sectors
+    fixes = {
+        "cuda": Fix(
+            text=(
+                "Global {kind} at the lines below are uncoalesced: consecutive threads (threadIdx.x) must touch "
+                "consecutive addresses. For a column walk or transpose, stage a 32×32 tile through shared memory "
+                "(padded to 33 columns to avoid bank conflicts) and read/write global memory row by row."
+            ),
+            code=(
+                "__shared__ float tile[32][33];\n"
+                "tile[threadIdx.y][threadIdx.x] = in[(by * 32 + threadIdx.y) * n + bx * 32 + threadIdx.x];\n"
+                "__syncthreads();\n"
+                "out[(bx * 32 + threadIdx.y) * n + by * 32 + threadIdx.x] = tile[threadIdx.x][threadIdx.y];"
+            ),
+        ),
+        "triton": Fix(
+            text=(
+                "The {kind} of this Triton kernel are strided: make the contiguous (stride-1) dimension the last "
+                "axis of the offsets, e.g. `offs = rows[:, None] * stride_row + cols[None, :]`, and load 2-D tiles "
+                "with `tl.make_block_ptr(..., order=(1, 0))`; for a transpose, load the tile coalesced and "
+                "`tl.trans` it in registers."
+            ),
+            code="ptrs = base + rows[:, None] * stride_row + cols[None, :]  # cols: the stride-1 axis",
+        ),
+    }
 
-    def check(self, k: KernelContext):
-        total = k.m("memory_l2_theoretical_sectors_global") or 0.0
-        excess = k.m("derived__memory_l2_theoretical_sectors_global_excessive") or 0.0
+    def check(self, k: KernelContext) -> Finding | None:
+        total = k.m(SourceCounters.L2_SECTORS_GLOBAL) or 0.0
+        excess = k.m(SourceCounters.L2_SECTORS_GLOBAL_EXCESSIVE) or 0.0
         if total <= 0:
             return None
         frac = excess / total
@@ -58,29 +85,9 @@ class UncoalescedGlobal(Rule):
         loads, inflight = global_loads_in_flight(k)
         stream_ns = streaming_ns(k, inflight) if r.bound in ("memory", "latency") else None
         new_ns = max(sector_ns, stream_ns or 0.0)
-        lines = k.top_lines("derived__memory_l2_theoretical_sectors_global_excessive")
+        lines = k.top_lines(SourceCounters.L2_SECTORS_GLOBAL_EXCESSIVE)
         stores = any((ln.sass or "").startswith(("STG", "ST.")) for ln in lines[:1])
         kind = "stores" if stores else "loads"
-        if k.is_triton:
-            fix = (
-                f"The {kind} of this Triton kernel are strided: make the contiguous (stride-1) dimension the last axis "
-                "of the offsets, e.g. `offs = rows[:, None] * stride_row + cols[None, :]`, and load 2-D tiles with "
-                "`tl.make_block_ptr(..., order=(1, 0))`; for a transpose, load the tile coalesced and `tl.trans` it "
-                "in registers."
-            )
-            code = "ptrs = base + rows[:, None] * stride_row + cols[None, :]  # cols: the stride-1 axis"
-        else:
-            fix = (
-                f"Global {kind} at the lines below are uncoalesced: consecutive threads (threadIdx.x) must touch "
-                "consecutive addresses. For a column walk or transpose, stage a 32×32 tile through shared memory "
-                "(padded to 33 columns to avoid bank conflicts) and read/write global memory row by row."
-            )
-            code = (
-                "__shared__ float tile[32][33];\n"
-                "tile[threadIdx.y][threadIdx.x] = in[(by * 32 + threadIdx.y) * n + bx * 32 + threadIdx.x];\n"
-                "__syncthreads();\n"
-                "out[(bx * 32 + threadIdx.y) * n + by * 32 + threadIdx.x] = tile[threadIdx.x][threadIdx.y];"
-            )
         return self.finding(
             title=f"Uncoalesced global {kind}: {frac:.0%} of sectors wasted",
             message=(
@@ -88,8 +95,7 @@ class UncoalescedGlobal(Rule):
                 f"({excess:,.0f} of {total:,.0f}); the memory system carries {1 / max(1e-9, 1 - frac):.1f}× the "
                 "useful traffic."
             ),
-            fix=fix,
-            fix_code=code,
+            fix=self.fix_for(k, kind=kind),
             estimated_speedup=time_after(r.duration_ns or 0, new_ns, r.theoretical_ns),
             speedup_model=(
                 f"Time scales with sectors moved: × (1 - {weight:g} × {frac:.2f}) for a {r.bound}-bound kernel"
@@ -103,8 +109,8 @@ class UncoalescedGlobal(Rule):
             ),
             confidence="high" if frac >= 0.5 else "medium",
             evidence=[
-                Evidence("derived__memory_l2_theoretical_sectors_global_excessive", excess, None, "excessive sectors"),
-                Evidence("memory_l2_theoretical_sectors_global", total, None, "sectors"),
+                Evidence(SourceCounters.L2_SECTORS_GLOBAL_EXCESSIVE, excess, None, "excessive sectors"),
+                Evidence(SourceCounters.L2_SECTORS_GLOBAL, total, None, "sectors"),
                 Evidence("excess_fraction", round(frac, 3), self.thresholds["min_excess_fraction"], "wasted share"),
             ],
             source=lines,

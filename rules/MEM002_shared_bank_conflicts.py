@@ -1,4 +1,6 @@
-from ncuadvisor.rules_api import Evidence, KernelContext, Rule, per_pc, time_after
+from ncuadvisor.analysis.perfmodels import per_pc, time_after
+from ncuadvisor.metrics import SourceCounters
+from ncuadvisor.rules_api import Evidence, Finding, Fix, KernelContext, Rule
 
 
 class SharedBankConflicts(Rule):
@@ -34,16 +36,32 @@ class SharedBankConflicts(Rule):
     slug = "shared-bank-conflicts"
     category = "bank-conflicts"
     title = "Shared-memory bank conflicts"
-    requires = ("memory_l1_wavefronts_shared", "derived__memory_l1_wavefronts_shared_excessive")
-    optional = ("memory_l1_wavefronts_shared_ideal",)
-    per_instruction = ("derived__memory_l1_wavefronts_shared_excessive", "derived__memory_l1_conflicts_shared_nway")
+    requires = (SourceCounters.SHARED_WAVEFRONTS, SourceCounters.SHARED_WAVEFRONTS_EXCESSIVE)
+    optional = (SourceCounters.SHARED_WAVEFRONTS_IDEAL,)
+    per_instruction = (SourceCounters.SHARED_WAVEFRONTS_EXCESSIVE, SourceCounters.SHARED_CONFLICTS_NWAY)
     thresholds = {"min_excess_fraction": 0.2}
+    fixes = {
+        "cuda": Fix(
+            text=(
+                "Up to {worst:.0f}-way bank conflicts at the lines below: pad the shared array's row by one element "
+                "(one 16-byte vector for float4 rows) or XOR-swizzle the column index."
+            ),
+            code="__shared__ float tile[32][33];   // was [32][32]: the +1 column shifts each row by one bank",
+        ),
+        "triton": Fix(
+            text=(
+                "Triton lays out shared memory itself; conflicts usually come from a layout conversion (tl.trans, "
+                "a reduction over the non-contiguous axis). Try another BLOCK shape or num_warps, or keep the "
+                "reduction on the contiguous axis."
+            ),
+        ),
+    }
 
-    def check(self, k: KernelContext):
-        total = k.m("memory_l1_wavefronts_shared") or 0.0
-        excess = k.m("derived__memory_l1_wavefronts_shared_excessive") or 0.0
+    def check(self, k: KernelContext) -> Finding | None:
+        total = k.m(SourceCounters.SHARED_WAVEFRONTS) or 0.0
+        excess = k.m(SourceCounters.SHARED_WAVEFRONTS_EXCESSIVE) or 0.0
         if excess <= 0:  # the rolled-up value may be absent: add up the instructions
-            excess = sum(e.value for e in k.per_instruction("derived__memory_l1_wavefronts_shared_excessive"))
+            excess = sum(e.value for e in k.per_instruction(SourceCounters.SHARED_WAVEFRONTS_EXCESSIVE))
         if total <= 0 or excess <= 0:
             return None
         frac = excess / total
@@ -54,39 +72,25 @@ class SharedBankConflicts(Rule):
         if not sms or not hz or not r.duration_ns:
             return None
         saved_ns = excess / (sms * hz) * 1e9
-        lines = k.top_lines("derived__memory_l1_wavefronts_shared_excessive")
-        nway = per_pc(k, "derived__memory_l1_conflicts_shared_nway")
-        worst = max((v.get("derived__memory_l1_conflicts_shared_nway", 1) for v in nway.values()), default=1)
-        if k.is_triton:
-            fix = (
-                "Triton lays out shared memory itself; conflicts usually come from a layout conversion (tl.trans, "
-                "a reduction over the non-contiguous axis). Try another BLOCK shape or num_warps, or keep the "
-                "reduction on the contiguous axis."
-            )
-            code = ""
-        else:
-            fix = (
-                f"Up to {worst:.0f}-way bank conflicts at the lines below: pad the shared array's row by one element "
-                "(one 16-byte vector for float4 rows) or XOR-swizzle the column index."
-            )
-            code = "__shared__ float tile[32][33];   // was [32][32]: the +1 column shifts each row by one bank"
+        lines = k.top_lines(SourceCounters.SHARED_WAVEFRONTS_EXCESSIVE)
+        nway = per_pc(k, SourceCounters.SHARED_CONFLICTS_NWAY)
+        worst = max((v.get(SourceCounters.SHARED_CONFLICTS_NWAY, 1) for v in nway.values()), default=1)
         return self.finding(
             title=f"Shared-memory bank conflicts ({worst:.0f}-way): {frac:.0%} of wavefronts are replays",
             message=(
                 f"{excess:,.0f} of {total:,.0f} shared-memory wavefronts are replays caused by bank conflicts, "
                 f"about {saved_ns / 1e3:.1f} µs of shared-pipe time on {sms} SMs."
             ),
-            fix=fix,
-            fix_code=code,
+            fix=self.fix_for(k, worst=worst),
             estimated_speedup=time_after(r.duration_ns, r.duration_ns - saved_ns, r.theoretical_ns),
             speedup_model="Excess wavefronts / (SMs × SM clock) removed (one wavefront per cycle per SM), not below "
             "the roofline floor.",
             confidence="high" if worst >= 8 else "medium",
             evidence=[
-                Evidence("derived__memory_l1_wavefronts_shared_excessive", excess, None, "excess wavefronts"),
-                Evidence("memory_l1_wavefronts_shared", total, None, "shared wavefronts"),
+                Evidence(SourceCounters.SHARED_WAVEFRONTS_EXCESSIVE, excess, None, "excess wavefronts"),
+                Evidence(SourceCounters.SHARED_WAVEFRONTS, total, None, "shared wavefronts"),
                 Evidence("excess_fraction", round(frac, 3), self.thresholds["min_excess_fraction"], "replay share"),
-                Evidence("derived__memory_l1_conflicts_shared_nway", worst, None, "worst n-way conflict"),
+                Evidence(SourceCounters.SHARED_CONFLICTS_NWAY, worst, None, "worst n-way conflict"),
             ],
             source=lines,
         )

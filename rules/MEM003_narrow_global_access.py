@@ -1,7 +1,4 @@
-from ncuadvisor.rules_api import (
-    Evidence,
-    KernelContext,
-    Rule,
+from ncuadvisor.analysis.perfmodels import (
     access_bytes,
     fmt_bytes,
     global_loads_in_flight,
@@ -9,8 +6,16 @@ from ncuadvisor.rules_api import (
     streaming_ns,
     time_after,
 )
-
-GLOBAL = 4  # memory_type of global accesses in the Source Counters tables
+from ncuadvisor.metrics import (
+    MEMORY_TYPE_GLOBAL,
+    InstructionStats,
+    LaunchStats,
+    MemoryTables,
+    Occupancy,
+    SourceCounters,
+    SpeedOfLight,
+)
+from ncuadvisor.rules_api import Evidence, Finding, Fix, KernelContext, Rule
 
 
 class NarrowGlobalAccess(Rule):
@@ -37,7 +42,7 @@ class NarrowGlobalAccess(Rule):
     Speedup estimate:
         The same loads in flight per warp (SASS dataflow), each now 16 bytes per thread: latency plus throughput of
         the compulsory bytes, read bytes per SM × DRAM latency ÷ (warps × loads in flight per warp × 32 × 16) + the
-        roofline floor (`DRAM_LATENCY_CYCLES` in ncuadvisor/rules_api.py); without SASS or occupancy data, compulsory
+        roofline floor (`DRAM_LATENCY_CYCLES` in ncuadvisor/analysis/perfmodels.py); without SASS or occupancy data, compulsory
         bytes at `achievable_dram_fraction` of DRAM peak (a float4 copy measured 85% on an H200). Never below the
         roofline floor at 85% of peak.
 
@@ -53,24 +58,24 @@ class NarrowGlobalAccess(Rule):
     slug = "narrow-global-access"
     category = "vectorize"
     title = "Narrow global accesses: use 16-byte vector loads/stores"
-    requires = ("gpu__time_duration.sum", "memory_l2_theoretical_sectors_global")
+    requires = (SpeedOfLight.DURATION, SourceCounters.L2_SECTORS_GLOBAL)
     optional = (
-        "derived__memory_l2_theoretical_sectors_global_excessive",
-        "derived__memory_l1_wavefronts_shared_excessive",
-        "memory_l1_wavefronts_shared",
-        "sm__warps_active.avg.pct_of_peak_sustained_active",
-        "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum",
-        "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum",
-        "l1tex__t_requests_pipe_lsu_mem_global_op_atom.sum",
-        "l1tex__t_requests_pipe_lsu_mem_global_op_red.sum",
-        "l1tex__t_sectors_pipe_lsu_mem_local_op_ld.sum",
-        "l1tex__t_sectors_pipe_lsu_mem_local_op_st.sum",
-        "launch__grid_size",
-        "launch__block_size",
-        "smsp__sass_inst_executed_op_shared_ld.sum",
-        "smsp__sass_inst_executed_op_global_ld.sum",
+        SourceCounters.L2_SECTORS_GLOBAL_EXCESSIVE,
+        SourceCounters.SHARED_WAVEFRONTS_EXCESSIVE,
+        SourceCounters.SHARED_WAVEFRONTS,
+        Occupancy.ACHIEVED_PCT,
+        MemoryTables.GLOBAL_LOAD_SECTORS,
+        MemoryTables.GLOBAL_LOAD_REQUESTS,
+        MemoryTables.GLOBAL_ATOMIC_REQUESTS,
+        MemoryTables.GLOBAL_REDUCTION_REQUESTS,
+        MemoryTables.LOCAL_LOAD_SECTORS,
+        MemoryTables.LOCAL_STORE_SECTORS,
+        LaunchStats.GRID_SIZE,
+        LaunchStats.BLOCK_SIZE,
+        InstructionStats.SHARED_LOAD_INST,
+        InstructionStats.GLOBAL_LOAD_INST,
     )
-    per_instruction = ("memory_type", "memory_access_size_type", "inst_executed")
+    per_instruction = (SourceCounters.MEMORY_TYPE, SourceCounters.MEMORY_ACCESS_SIZE_TYPE, SourceCounters.INST_EXECUTED)
     thresholds = {
         "max_dram_fraction": 0.7,
         "min_narrow_share": 0.5,
@@ -80,53 +85,72 @@ class NarrowGlobalAccess(Rule):
         "max_reuse_factor": 4.0,
         "max_loads_per_warp": 4.0,
     }
+    fixes = {
+        "cuda": Fix(
+            text=(
+                "The global accesses below move {width} byte(s) per thread: load and store 16 bytes per "
+                "thread (float4 / uint4) and handle the tail with a scalar loop."
+            ),
+            code=(
+                "const uint4* in16 = reinterpret_cast<const uint4*>(in);   // 16 bytes per thread\n"
+                "uint4* out16 = reinterpret_cast<uint4*>(out);\n"
+                "for (size_t i = tid; i < n / 16; i += stride) out16[i] = op(in16[i]);\n"
+                "// tail: for (size_t i = n / 16 * 16 + tid; i < n; i += stride) out[i] = op(in[i]);"
+            ),
+        ),
+        "triton": Fix(
+            text=(
+                "Triton emits 16-byte accesses only when it can prove contiguity and alignment: keep the "
+                "contiguous axis last, hint it with `tl.max_contiguous(tl.multiple_of(offs, 16), 16)`, pass "
+                "contiguous 16-byte-aligned tensors, and give each program ≥ 4 elements per thread "
+                "(BLOCK_SIZE ≥ 4 × 32 × num_warps)."
+            ),
+            code="offs = tl.max_contiguous(tl.multiple_of(pid * BLOCK + tl.arange(0, BLOCK), 16), 16)",
+        ),
+    }
 
-    def check(self, k: KernelContext):
+    def check(self, k: KernelContext) -> Finding | None:
         r = k.roofline
         if r.bound not in ("memory", "latency") or not r.compulsory_bytes or not r.peak_dram_bytes_per_s:
             return None
         if (r.achieved_dram_bytes_per_s or 0) > self.thresholds["max_dram_fraction"] * r.peak_dram_bytes_per_s:
             return None
-        total = k.m("memory_l2_theoretical_sectors_global") or 0
-        excess = k.m("derived__memory_l2_theoretical_sectors_global_excessive") or 0
+        total = k.m(SourceCounters.L2_SECTORS_GLOBAL) or 0
+        excess = k.m(SourceCounters.L2_SECTORS_GLOBAL_EXCESSIVE) or 0
         if total and excess / total > self.thresholds["max_excess_fraction"]:
             return None  # uncoalesced: MEM001 speaks first
-        shared = k.m("memory_l1_wavefronts_shared") or 0
-        if shared and (k.m("derived__memory_l1_wavefronts_shared_excessive") or 0) / shared > 0.2:
+        shared = k.m(SourceCounters.SHARED_WAVEFRONTS) or 0
+        if shared and (k.m(SourceCounters.SHARED_WAVEFRONTS_EXCESSIVE) or 0) / shared > 0.2:
             return None  # bank conflicts explain the low bandwidth: MEM002 speaks first
-        occupancy = k.m("sm__warps_active.avg.pct_of_peak_sustained_active")
+        occupancy = k.m(Occupancy.ACHIEVED_PCT)
         if occupancy is not None and occupancy < self.thresholds["min_achieved_occupancy_pct"]:
             return None  # too few warps explain the low bandwidth: OCC001 speaks first
         # A streaming kernel: each byte loaded about once, few loads per warp, no local memory, no atomics.
-        ld_sectors = k.m("l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum") or 0
+        ld_sectors = k.m(MemoryTables.GLOBAL_LOAD_SECTORS) or 0
         if r.compulsory_bytes and ld_sectors * 32 > self.thresholds["max_reuse_factor"] * r.compulsory_bytes:
             return None  # data re-read many times: tiling (TIL001) speaks
-        ld_requests = k.m("l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum") or 0
-        warps = (k.m("launch__grid_size") or 0) * max(1.0, (k.m("launch__block_size") or 32) / 32)
+        ld_requests = k.m(MemoryTables.GLOBAL_LOAD_REQUESTS) or 0
+        warps = (k.m(LaunchStats.GRID_SIZE) or 0) * max(1.0, (k.m(LaunchStats.BLOCK_SIZE) or 32) / 32)
         if warps and ld_requests / warps > self.thresholds["max_loads_per_warp"]:
             return None  # a loop of loads per warp: more loads in flight (LAT001), not wider ones
-        atomics = (k.m("l1tex__t_requests_pipe_lsu_mem_global_op_atom.sum") or 0) + (
-            k.m("l1tex__t_requests_pipe_lsu_mem_global_op_red.sum") or 0
-        )
+        atomics = (k.m(MemoryTables.GLOBAL_ATOMIC_REQUESTS) or 0) + (k.m(MemoryTables.GLOBAL_REDUCTION_REQUESTS) or 0)
         if atomics > 0.1 * max(ld_requests, 1):
             return None  # atomics dominate: ATM001 speaks
-        local = (k.m("l1tex__t_sectors_pipe_lsu_mem_local_op_ld.sum") or 0) + (
-            k.m("l1tex__t_sectors_pipe_lsu_mem_local_op_st.sum") or 0
-        )
+        local = (k.m(MemoryTables.LOCAL_LOAD_SECTORS) or 0) + (k.m(MemoryTables.LOCAL_STORE_SECTORS) or 0)
         if local > 0.1 * max(ld_sectors, 1):
             return None  # local memory: LOC001 speaks
-        if (k.m("smsp__sass_inst_executed_op_shared_ld.sum") or 0) > (
-            k.m("smsp__sass_inst_executed_op_global_ld.sum") or 0
-        ):
+        if (k.m(InstructionStats.SHARED_LOAD_INST) or 0) > (k.m(InstructionStats.GLOBAL_LOAD_INST) or 0):
             return None  # values exchanged through shared memory: WRP001/MEM002 speak
-        pcs = per_pc(k, "memory_type", "memory_access_size_type", "inst_executed")
-        glob = [p for p in pcs.values() if p.get("memory_type") == GLOBAL]
+        pcs = per_pc(
+            k, SourceCounters.MEMORY_TYPE, SourceCounters.MEMORY_ACCESS_SIZE_TYPE, SourceCounters.INST_EXECUTED
+        )
+        glob = [p for p in pcs.values() if p.get(SourceCounters.MEMORY_TYPE) == MEMORY_TYPE_GLOBAL]
         for p in glob:
-            p["bytes"] = access_bytes(p["sass"], p.get("memory_access_size_type"))
+            p["bytes"] = access_bytes(p["sass"], p.get(SourceCounters.MEMORY_ACCESS_SIZE_TYPE))
         glob = [p for p in glob if p["bytes"]]
         if not glob:
             return None
-        weight = lambda p: p.get("inst_executed", 1.0)  # noqa: E731
+        weight = lambda p: p.get(SourceCounters.INST_EXECUTED, 1.0)  # noqa: E731
         all_w = sum(weight(p) for p in glob)
         narrow = [p for p in glob if p["bytes"] < 16]
         narrow_w = sum(weight(p) for p in narrow)
@@ -140,32 +164,13 @@ class NarrowGlobalAccess(Rule):
             r.compulsory_bytes / (self.thresholds["achievable_dram_fraction"] * r.peak_dram_bytes_per_s) * 1e9
         )
         lines = k.top_lines(
-            "inst_executed",
+            SourceCounters.INST_EXECUTED,
             limit=3,
             min_share=0.0,
             sass_filter=lambda s: s.startswith(("LDG", "STG")) and ".128" not in s,
             memory_only=True,
         )
         achieved = (r.achieved_dram_bytes_per_s or 0) / r.peak_dram_bytes_per_s
-        if k.is_triton:
-            fix = (
-                "Triton emits 16-byte accesses only when it can prove contiguity and alignment: keep the "
-                "contiguous axis last, hint it with `tl.max_contiguous(tl.multiple_of(offs, 16), 16)`, pass "
-                "contiguous 16-byte-aligned tensors, and give each program ≥ 4 elements per thread "
-                "(BLOCK_SIZE ≥ 4 × 32 × num_warps)."
-            )
-            code = "offs = tl.max_contiguous(tl.multiple_of(pid * BLOCK + tl.arange(0, BLOCK), 16), 16)"
-        else:
-            fix = (
-                f"The global accesses below move {width} byte(s) per thread: load and store 16 bytes per "
-                "thread (float4 / uint4) and handle the tail with a scalar loop."
-            )
-            code = (
-                "const uint4* in16 = reinterpret_cast<const uint4*>(in);   // 16 bytes per thread\n"
-                "uint4* out16 = reinterpret_cast<uint4*>(out);\n"
-                "for (size_t i = tid; i < n / 16; i += stride) out16[i] = op(in16[i]);\n"
-                "// tail: for (size_t i = n / 16 * 16 + tid; i < n; i += stride) out[i] = op(in[i]);"
-            )
         return self.finding(
             title=f"{width}-byte global accesses: DRAM at {achieved:.0%} of peak",
             message=(
@@ -173,8 +178,7 @@ class NarrowGlobalAccess(Rule):
                 f"{fmt_bytes(r.compulsory_bytes)} at {achieved:.0%} of DRAM peak, too few bytes per instruction "
                 "to keep HBM busy."
             ),
-            fix=fix,
-            fix_code=code,
+            fix=self.fix_for(k, width=width),
             estimated_speedup=time_after(r.duration_ns or 0, target_ns, r.theoretical_ns),
             speedup_model=(
                 (

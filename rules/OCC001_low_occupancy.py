@@ -1,11 +1,14 @@
-from ncuadvisor.rules_api import Evidence, KernelContext, Rule, parallelism_ns, time_after
+from ncuadvisor.analysis.perfmodels import parallelism_ns, time_after
+from ncuadvisor.metrics import LaunchStats, Occupancy
+from ncuadvisor.rules_api import Evidence, Finding, Fix, KernelContext, Rule
 
 LIMITS = {
-    "registers": "launch__occupancy_limit_registers",
-    "shared memory": "launch__occupancy_limit_shared_mem",
-    "warps (block size)": "launch__occupancy_limit_warps",
-    "blocks per SM": "launch__occupancy_limit_blocks",
+    "registers": Occupancy.LIMIT_REGISTERS,
+    "shared memory": Occupancy.LIMIT_SHARED_MEM,
+    "warps (block size)": Occupancy.LIMIT_WARPS,
+    "blocks per SM": Occupancy.LIMIT_BLOCKS,
 }
+_SMALL_BLOCKS_CODE = "kernel<<<(n + 255) / 256, 256>>>(...);"
 
 
 class LowOccupancy(Rule):
@@ -46,31 +49,87 @@ class LowOccupancy(Rule):
     category = "occupancy"
     title = "Low occupancy"
     requires = (
-        "sm__maximum_warps_per_active_cycle_pct",
-        "launch__block_size",
+        Occupancy.THEORETICAL_PCT,
+        LaunchStats.BLOCK_SIZE,
         *LIMITS.values(),
     )
     optional = (
-        "sm__warps_active.avg.pct_of_peak_sustained_active",
-        "launch__registers_per_thread",
-        "launch__shared_mem_per_block_static",
-        "launch__shared_mem_per_block_dynamic",
+        Occupancy.ACHIEVED_PCT,
+        LaunchStats.REGISTERS_PER_THREAD,
+        LaunchStats.SHARED_MEM_STATIC,
+        LaunchStats.SHARED_MEM_DYNAMIC,
     )
     thresholds = {"max_theoretical_pct": 50.0, "max_busy_pct": 60.0, "min_register_cap": 64.0}
+    # one situation per limiter (LIMITS), named "the limiter is <limiter>"
+    fixes_when = {
+        "the limiter is registers": {
+            "cuda": Fix(
+                text=(
+                    "{regs:.0f} registers per thread cap the SM at {now_blocks:.0f} block(s) of {block}. Cap "
+                    "registers at {reg_cap} so {min_blocks} blocks fit: `__launch_bounds__({block}, {min_blocks})` "
+                    "(or -maxrregcount={reg_cap}), then check `-Xptxas -v` for spills."
+                ),
+                code="__global__ void __launch_bounds__({block}, {min_blocks}) {kernel}(...)",
+            ),
+            "triton": Fix(
+                text=(
+                    "{regs:.0f} registers per thread cap the SM at {now_blocks:.0f} program(s). Use a smaller "
+                    "BLOCK size (fewer elements per thread) or fewer num_warps per program; check the compiled "
+                    "kernel's `n_regs` and `n_spills`."
+                ),
+                code="triton.Config({'BLOCK_SIZE': 512}, num_warps=4)  # smaller tile: fewer live registers",
+            ),
+        },
+        "the limiter is shared memory": {
+            "cuda": Fix(
+                text=(
+                    "Each block reserves {smem_kb:.1f} KB of shared memory, so only {now_blocks:.0f} block(s) "
+                    "fit per SM. Allocate only what a block uses (the dynamic size in the launch), or use "
+                    "smaller tiles."
+                ),
+                code="kernel<<<grid, block, bytes_actually_used>>>(...);   // the third launch parameter",
+            ),
+            "triton": Fix(
+                text=(
+                    "Shared memory per program caps occupancy: lower num_stages (each stage buffers one tile) "
+                    "or use smaller BLOCK_M/BLOCK_N/BLOCK_K."
+                ),
+                code="triton.Config({...}, num_stages=2)",
+            ),
+        },
+        "the limiter is blocks per SM": {
+            "cuda": Fix(
+                text=(
+                    "Blocks of {block} threads are too small: the SM's limit of {now_blocks:.0f} resident blocks "
+                    "leaves warp slots empty. Use 128-256 threads per block."
+                ),
+                code=_SMALL_BLOCKS_CODE,
+            ),
+        },
+        "the limiter is warps (block size)": {
+            "cuda": Fix(
+                text=(
+                    "Blocks of {block} threads leave part of the SM's warp slots unusable; pick a block size that "
+                    "divides the SM's thread limit (e.g. 256 or 512)."
+                ),
+                code=_SMALL_BLOCKS_CODE,
+            ),
+        },
+    }
 
-    def check(self, k: KernelContext):
+    def check(self, k: KernelContext) -> Finding | None:
         r = k.roofline
-        theo = k.m("sm__maximum_warps_per_active_cycle_pct") or 0.0
+        theo = k.m(Occupancy.THEORETICAL_PCT) or 0.0
         if theo <= 0 or theo >= self.thresholds["max_theoretical_pct"]:
             return None
         busy = max(r.sol.get("memory_pct", 0.0), r.sol.get("compute_pct", 0.0))
         if r.bound == "compute" or busy >= self.thresholds["max_busy_pct"]:
             return None
-        limits = {name: k.m(metric) for name, metric in LIMITS.items()}
-        limits = {n: v for n, v in limits.items() if v is not None and v > 0}
+        read = {name: k.m(metric) for name, metric in LIMITS.items()}
+        limits = {n: v for n, v in read.items() if v is not None and v > 0}
         if not limits:
             return None
-        limiter = min(limits, key=limits.get)
+        limiter = min(limits, key=lambda n: limits[n])
         now_blocks = limits[limiter]
         others = [v for n, v in limits.items() if n != limiter and v > now_blocks]
         max_warps = float(k.device.get("max_warps_per_sm") or 64)
@@ -85,52 +144,21 @@ class LowOccupancy(Rule):
         if target <= theo * 1.2:
             return None
         new_ns = parallelism_ns(k, target / theo) or 0.0
-        regs = k.m("launch__registers_per_thread")
-        smem = (k.m("launch__shared_mem_per_block_static") or 0) + (k.m("launch__shared_mem_per_block_dynamic") or 0)
-        achieved = k.m("sm__warps_active.avg.pct_of_peak_sustained_active")
-        if limiter == "registers":
-            min_blocks = max(1, int(next_blocks))
-            reg_cap = int(65536 / (min_blocks * block)) // 8 * 8
-            if k.is_triton:
-                fix = (
-                    f"{regs:.0f} registers per thread cap the SM at {now_blocks:.0f} program(s). Use a smaller "
-                    "BLOCK size (fewer elements per thread) or fewer num_warps per program; check the compiled "
-                    "kernel's `n_regs` and `n_spills`."
-                )
-                code = "triton.Config({'BLOCK_SIZE': 512}, num_warps=4)  # smaller tile: fewer live registers"
-            else:
-                fix = (
-                    f"{regs:.0f} registers per thread cap the SM at {now_blocks:.0f} block(s) of {block}. Cap "
-                    f"registers at {reg_cap} so {min_blocks} blocks fit: `__launch_bounds__({block}, {min_blocks})` "
-                    f"(or -maxrregcount={reg_cap}), then check `-Xptxas -v` for spills."
-                )
-                code = f"__global__ void __launch_bounds__({block}, {min_blocks}) {k.kernel.name}(...)"
-        elif limiter == "shared memory":
-            if k.is_triton:
-                fix = (
-                    "Shared memory per program caps occupancy: lower num_stages (each stage buffers one tile) "
-                    "or use smaller BLOCK_M/BLOCK_N/BLOCK_K."
-                )
-                code = "triton.Config({...}, num_stages=2)"
-            else:
-                fix = (
-                    f"Each block reserves {smem / 1024:.1f} KB of shared memory, so only {now_blocks:.0f} block(s) "
-                    "fit per SM. Allocate only what a block uses (the dynamic size in the launch), or use "
-                    "smaller tiles."
-                )
-                code = "kernel<<<grid, block, bytes_actually_used>>>(...);   // the third launch parameter"
-        elif limiter == "blocks per SM":
-            fix = (
-                f"Blocks of {block} threads are too small: the SM's limit of {now_blocks:.0f} resident blocks "
-                "leaves warp slots empty. Use 128-256 threads per block."
-            )
-            code = "kernel<<<(n + 255) / 256, 256>>>(...);"
-        else:
-            fix = (
-                f"Blocks of {block} threads leave part of the SM's warp slots unusable; pick a block size that "
-                "divides the SM's thread limit (e.g. 256 or 512)."
-            )
-            code = "kernel<<<(n + 255) / 256, 256>>>(...);"
+        regs = k.m(LaunchStats.REGISTERS_PER_THREAD)
+        smem = (k.m(LaunchStats.SHARED_MEM_STATIC) or 0) + (k.m(LaunchStats.SHARED_MEM_DYNAMIC) or 0)
+        achieved = k.m(Occupancy.ACHIEVED_PCT)
+        min_blocks = max(1, int(next_blocks))
+        fix = self.fix_for(
+            k,
+            f"the limiter is {limiter}",
+            regs=regs,
+            now_blocks=now_blocks,
+            block=block,
+            reg_cap=int(65536 / (min_blocks * block)) // 8 * 8,
+            min_blocks=min_blocks,
+            kernel=k.kernel.name,
+            smem_kb=smem / 1024,
+        )
         return self.finding(
             title=f"Occupancy capped at {theo:.0f}% by {limiter}",
             message=(
@@ -139,7 +167,6 @@ class LowOccupancy(Rule):
                 f"({busy:.0f}% of peak at most), so it is waiting on latency with too few warps to hide it."
             ),
             fix=fix,
-            fix_code=code,
             estimated_speedup=time_after(r.duration_ns or 0, new_ns, r.theoretical_ns),
             speedup_model=(
                 f"Latency + throughput: the busiest unit's {busy:.0f}% of the time stays, the time spent "
@@ -150,16 +177,14 @@ class LowOccupancy(Rule):
             confidence="medium",
             evidence=[
                 Evidence(
-                    "sm__maximum_warps_per_active_cycle_pct",
+                    Occupancy.THEORETICAL_PCT,
                     theo,
                     self.thresholds["max_theoretical_pct"],
                     "theoretical occupancy",
                     "%",
                 ),
                 Evidence(LIMITS[limiter], now_blocks, None, f"block limit by {limiter}"),
-                Evidence(
-                    "sm__warps_active.avg.pct_of_peak_sustained_active", achieved, None, "achieved occupancy", "%"
-                ),
+                Evidence(Occupancy.ACHIEVED_PCT, achieved, None, "achieved occupancy", "%"),
                 Evidence("busy_pct", round(busy, 1), self.thresholds["max_busy_pct"], "max of memory/compute SOL", "%"),
             ],
         )

@@ -1,7 +1,7 @@
+from ncuadvisor.analysis.perfmodels import access_bytes, per_pc, time_after
+from ncuadvisor.metrics import MEMORY_TYPE_GLOBAL, ComputeWorkloadAnalysis, RooflineChart, SourceCounters, SpeedOfLight
 from ncuadvisor.analysis.roofline import PRACTICAL_FRACTION
-from ncuadvisor.rules_api import Evidence, KernelContext, Rule, access_bytes, per_pc, time_after
-
-GLOBAL = 4
+from ncuadvisor.rules_api import Evidence, Finding, Fix, KernelContext, Rule
 
 
 class Fp64InFp32Code(Rule):
@@ -35,62 +35,65 @@ class Fp64InFp32Code(Rule):
     slug = "fp64-in-fp32-code"
     category = "precision"
     title = "Double-precision math in a float kernel"
-    requires = ("gpu__time_duration.sum", "smsp__sass_thread_inst_executed_op_dfma_pred_on.sum.per_cycle_elapsed")
+    requires = (SpeedOfLight.DURATION, RooflineChart.DFMA_PER_CYCLE)
     optional = (
-        "sm__pipe_fp64_cycles_active.avg.pct_of_peak_sustained_active",
-        "sm__inst_executed_pipe_xu.avg.pct_of_peak_sustained_active",
+        ComputeWorkloadAnalysis.FP64_PIPE_PCT,
+        ComputeWorkloadAnalysis.XU_PIPE_PCT,
     )
-    per_instruction = ("memory_type", "memory_access_size_type", "inst_executed")
+    per_instruction = (SourceCounters.MEMORY_TYPE, SourceCounters.MEMORY_ACCESS_SIZE_TYPE, SourceCounters.INST_EXECUTED)
     thresholds = {"min_fp64_share": 0.3}
+    fixes = {
+        "cuda": Fix(
+            text=(
+                "Add the `f` suffix to floating-point literals and use float math functions (sinf, expf, fmaf) at "
+                "the lines below; compile with `-Xptxas -warn-double-usage` to find the rest."
+            ),
+            code="y = fmaf(y, 1.0001f, 0.5f);   // was: y = y * 1.0001 + 0.5;",
+        ),
+        "triton": Fix(
+            text=(
+                "Float64 math in a Triton kernel whose tensors are float32: a Python float constant combined with "
+                "an fp64 tensor, or `.to(tl.float64)`; keep constants and intermediates in tl.float32."
+            ),
+            code="y = x * 1.0001 + 0.5   # with x: tl.float32, stays float32 in Triton",
+        ),
+    }
     changes_floor = True
 
-    def check(self, k: KernelContext):
+    def check(self, k: KernelContext) -> Finding | None:
         r = k.roofline
         fp64 = r.flops_by_precision.get("fp64", 0.0)
         if not r.flops or fp64 / r.flops < self.thresholds["min_fp64_share"]:
             return None
         sizes = [
-            access_bytes(v["sass"], v.get("memory_access_size_type"))
-            for v in per_pc(k, "memory_type", "memory_access_size_type").values()
-            if v.get("memory_type") == GLOBAL
+            access_bytes(v["sass"], v.get(SourceCounters.MEMORY_ACCESS_SIZE_TYPE))
+            for v in per_pc(k, SourceCounters.MEMORY_TYPE, SourceCounters.MEMORY_ACCESS_SIZE_TYPE).values()
+            if v.get(SourceCounters.MEMORY_TYPE) == MEMORY_TYPE_GLOBAL
         ]
         if any(s == 8 for s in sizes):
             return None  # 64-bit data: double is probably intended
         p64, p32 = r.peak_flops_per_s.get("fp64"), r.peak_flops_per_s.get("fp32")
         if not p64 or not p32 or not r.duration_ns:
             return None
-        conversions = [e for e in k.per_instruction("inst_executed") if (e.sass or "").startswith("F2F")]
-        pipe = k.m("sm__pipe_fp64_cycles_active.avg.pct_of_peak_sustained_active") or 0.0
+        conversions = [e for e in k.per_instruction(SourceCounters.INST_EXECUTED) if (e.sass or "").startswith("F2F")]
+        pipe = k.m(ComputeWorkloadAnalysis.FP64_PIPE_PCT) or 0.0
         if conversions:  # float<->double conversions run on the XU pipe
-            pipe = max(pipe, k.m("sm__inst_executed_pipe_xu.avg.pct_of_peak_sustained_active") or 0.0)
+            pipe = max(pipe, k.m(ComputeWorkloadAnalysis.XU_PIPE_PCT) or 0.0)
         fp32_ns = r.flops / p32 * 1e9 / PRACTICAL_FRACTION  # all the work at the FP32 peak
         new_ns = max(r.duration_ns * (1 - pipe / 100), fp32_ns)
         lines = k.top_lines(
-            "inst_executed",
+            SourceCounters.INST_EXECUTED,
             limit=3,
             min_share=0.0,
             sass_filter=lambda s: s.startswith(("DFMA", "DADD", "DMUL", "F2F.F64", "F2F.F32.F64")),
         )
-        if k.is_triton:
-            fix = (
-                "Float64 math in a Triton kernel whose tensors are float32: a Python float constant combined with "
-                "an fp64 tensor, or `.to(tl.float64)`; keep constants and intermediates in tl.float32."
-            )
-            code = "y = x * 1.0001 + 0.5   # with x: tl.float32, stays float32 in Triton"
-        else:
-            fix = (
-                "Add the `f` suffix to floating-point literals and use float math functions (sinf, expf, fmaf) at "
-                "the lines below; compile with `-Xptxas -warn-double-usage` to find the rest."
-            )
-            code = "y = fmaf(y, 1.0001f, 0.5f);   // was: y = y * 1.0001 + 0.5;"
         return self.finding(
             title=f"FP64 arithmetic in float code: {fp64 / r.flops:.0%} of FLOPs in double",
             message=(
                 f"{fp64 / 1e9:.2f} GFLOP run in double precision although the kernel's data is 32-bit; this GPU's "
                 f"FP64 peak is {p64 / 1e12:.1f} TFLOP/s against {p32 / 1e12:.1f} for FP32."
             ),
-            fix=fix,
-            fix_code=code,
+            fix=self.fix_for(k),
             estimated_speedup=time_after(r.duration_ns, new_ns, None),
             speedup_model=(
                 f"The busiest pipe carrying the double work ({pipe:.0f}% busy: FP64, or XU for the "

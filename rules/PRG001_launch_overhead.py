@@ -1,4 +1,18 @@
-from ncuadvisor.rules_api import Evidence, ProgramContext, ProgramRule
+from ncuadvisor.metrics import SpeedOfLight
+from ncuadvisor.rules_api import Evidence, Fix, ProgramContext, ProgramFinding, ProgramRule
+
+# PyTorch and Triton (TorchInductor) programs capture graphs through torch.cuda
+_TORCH_GRAPHS = Fix(
+    text=(
+        "Capture the repeated sequence in a CUDA Graph and replay it; in PyTorch use "
+        'torch.compile(mode="reduce-overhead") or torch.cuda.CUDAGraph for stable shapes. Batch many small '
+        "problems into one launch, or fuse the kernels."
+    ),
+    code=(
+        "g = torch.cuda.CUDAGraph()\nwith torch.cuda.graph(g):\n    out = step(static_input)\n"
+        "g.replay()   # one launch for the whole sequence"
+    ),
+)
 
 
 class LaunchOverhead(ProgramRule):
@@ -34,10 +48,30 @@ class LaunchOverhead(ProgramRule):
     slug = "launch-overhead"
     category = "launch-overhead"
     title = "Many tiny launches: launch overhead"
-    requires = ("gpu__time_duration.sum",)
+    requires = (SpeedOfLight.DURATION,)
     thresholds = {"short_ns": 5000.0, "min_launches": 50, "min_share": 0.2, "overhead_ns": 2000.0}
+    fixes = {
+        "cuda": Fix(
+            text=(
+                "Capture the repeated sequence (one step, one layer) once in a CUDA Graph with stream capture and "
+                "replay it with cudaGraphLaunch: one launch instead of one per kernel; keep the pointers and sizes "
+                "fixed (or update the graph's nodes with cudaGraphExecUpdate). Batch many small problems into one "
+                "launch, or fuse the kernels."
+            ),
+            code=(
+                "cudaGraph_t graph; cudaGraphExec_t exec;\n"
+                "cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal);\n"
+                "step(stream);                                 // the step's launches, unchanged\n"
+                "cudaStreamEndCapture(stream, &graph);\n"
+                "cudaGraphInstantiate(&exec, graph, 0);\n"
+                "for (int s = 0; s < steps; ++s) cudaGraphLaunch(exec, stream);   // one launch per step"
+            ),
+        ),
+        "pytorch": _TORCH_GRAPHS,
+        "triton": _TORCH_GRAPHS,
+    }
 
-    def check_program(self, p: ProgramContext):
+    def check_program(self, p: ProgramContext) -> list[ProgramFinding]:
         t = self.thresholds
         short = [x for x in p.launches if x["duration_ns"] is not None and x["duration_ns"] < t["short_ns"]]
         if len(short) < t["min_launches"] or len(short) < t["min_share"] * len(p.launches):
@@ -56,31 +90,7 @@ class LaunchOverhead(ProgramRule):
             lang = (p.by_id.get(x["kernel_id"]) or {}).get("language") or "cuda"
             by_lang[lang] = by_lang.get(lang, 0.0) + x["duration_ns"]
         torch_ns = sum(v for lang, v in by_lang.items() if lang in ("pytorch", "triton"))
-        if torch_ns >= sum(by_lang.values()) - torch_ns:
-            fix = (
-                "Capture the repeated sequence in a CUDA Graph and replay it; in PyTorch use "
-                'torch.compile(mode="reduce-overhead") or torch.cuda.CUDAGraph for stable shapes. Batch many small '
-                "problems into one launch, or fuse the kernels."
-            )
-            fix_code = (
-                "g = torch.cuda.CUDAGraph()\nwith torch.cuda.graph(g):\n    out = step(static_input)\n"
-                "g.replay()   # one launch for the whole sequence"
-            )
-        else:
-            fix = (
-                "Capture the repeated sequence (one step, one layer) once in a CUDA Graph with stream capture and "
-                "replay it with cudaGraphLaunch: one launch instead of one per kernel; keep the pointers and sizes "
-                "fixed (or update the graph's nodes with cudaGraphExecUpdate). Batch many small problems into one "
-                "launch, or fuse the kernels."
-            )
-            fix_code = (
-                "cudaGraph_t graph; cudaGraphExec_t exec;\n"
-                "cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal);\n"
-                "step(stream);                                 // the step's launches, unchanged\n"
-                "cudaStreamEndCapture(stream, &graph);\n"
-                "cudaGraphInstantiate(&exec, graph, 0);\n"
-                "for (int s = 0; s < steps; ++s) cudaGraphLaunch(exec, stream);   // one launch per step"
-            )
+        fix = self.fix_in("pytorch" if torch_ns >= sum(by_lang.values()) - torch_ns else "cuda")
         return [
             self.finding(
                 title=f"{len(short)} launches shorter than {t['short_ns'] / 1000:.0f} µs",
@@ -90,7 +100,6 @@ class LaunchOverhead(ProgramRule):
                     "overhead each, the program spends more time launching them than running them."
                 ),
                 fix=fix,
-                fix_code=fix_code,
                 kernels=names,
                 kernel_ids=[kid for kid, _ in top],
                 estimated_saving_ns=saving,

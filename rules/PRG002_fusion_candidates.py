@@ -1,4 +1,16 @@
-from ncuadvisor.rules_api import Evidence, ProgramContext, ProgramRule
+from typing import Any
+
+from ncuadvisor.metrics import MemoryWorkloadAnalysis
+from ncuadvisor.rules_api import Evidence, Fix, ProgramContext, ProgramFinding, ProgramRule
+
+_TORCH_COMPILE = Fix(
+    text=(
+        "Wrap the module in torch.compile so Inductor fuses these ops into one Triton kernel; for a "
+        "hand-written Triton kernel, compute the whole chain on the tile held in registers and store "
+        "once."
+    ),
+    code="model = torch.compile(model)   # Inductor fuses pointwise + normalization chains",
+)
 
 
 class FusionCandidates(ProgramRule):
@@ -38,13 +50,24 @@ class FusionCandidates(ProgramRule):
     slug = "fusion-candidates"
     category = "fusion"
     title = "Fuse consecutive bandwidth-bound kernels"
-    requires = ("dram__bytes_read.sum", "dram__bytes_write.sum")
+    requires = (MemoryWorkloadAnalysis.DRAM_BYTES_READ, MemoryWorkloadAnalysis.DRAM_BYTES_WRITE)
     thresholds = {"max_intensity": 4.0, "min_saving_fraction": 0.05}
     # ncu records no buffer addresses, so whether B reads what A wrote cannot be seen. In PyTorch eager and Inductor
     # code consecutive ops on one stream almost always form such a chain; hand-written CUDA kernels often do not.
     LANGUAGES = ("pytorch", "triton")
+    fixes = {
+        "cuda": Fix(
+            text=(
+                "Fuse the chain into one kernel: each thread loads its inputs once, applies every stage in "
+                "registers, and stores only the final output; a tail after a GEMM belongs in its epilogue."
+            ),
+            code="out[i] = stage3(stage2(stage1(in[i])));   // one kernel instead of three round trips",
+        ),
+        "pytorch": _TORCH_COMPILE,
+        "triton": _TORCH_COMPILE,
+    }
 
-    def _fusable(self, k):
+    def _fusable(self, k: dict[str, Any]) -> bool:
         r = k.get("roofline") or {}
         intensity = r.get("intensity")
         tensor = sum(v for p, v in (r.get("flops_by_precision") or {}).items() if p.startswith("tensor"))
@@ -54,8 +77,9 @@ class FusionCandidates(ProgramRule):
             and (intensity is None or intensity < self.thresholds["max_intensity"])
         )
 
-    def check_program(self, p: ProgramContext):
-        runs, current = [], []
+    def check_program(self, p: ProgramContext) -> list[ProgramFinding]:
+        runs: list[list[dict[str, Any]]] = []
+        current: list[dict[str, Any]] = []
         last_stream = object()
         for x in p.launches:
             k = p.by_id.get(x["kernel_id"])
@@ -89,19 +113,7 @@ class FusionCandidates(ProgramRule):
                 continue
             names = [p.by_id[kid]["name"] for kid in key]
             langs = {p.by_id[kid]["language"] for kid in key}
-            if langs & {"pytorch", "triton"}:
-                fix = (
-                    "Wrap the module in torch.compile so Inductor fuses these ops into one Triton kernel; for a "
-                    "hand-written Triton kernel, compute the whole chain on the tile held in registers and store "
-                    "once."
-                )
-                code = "model = torch.compile(model)   # Inductor fuses pointwise + normalization chains"
-            else:
-                fix = (
-                    "Fuse the chain into one kernel: each thread loads its inputs once, applies every stage in "
-                    "registers, and stores only the final output; a tail after a GEMM belongs in its epilogue."
-                )
-                code = "out[i] = stage3(stage2(stage1(in[i])));   // one kernel instead of three round trips"
+            fix = self.fix_in("pytorch" if langs & {"pytorch", "triton"} else "cuda")
             findings.append(
                 self.finding(
                     title=f"Fuse {len(key)} consecutive kernels ({len(instances)}× in the program)",
@@ -111,7 +123,6 @@ class FusionCandidates(ProgramRule):
                         f"({len(instances)} occurrence(s), {run_ns / 1000:.1f} µs in all)."
                     ),
                     fix=fix,
-                    fix_code=code,
                     kernels=names,
                     kernel_ids=list(key),
                     estimated_saving_ns=saving_ns,

@@ -1,8 +1,10 @@
 import re
 
-from ncuadvisor.rules_api import Evidence, ProgramContext, ProgramRule
+from ncuadvisor.metrics import SpeedOfLight
+from ncuadvisor.rules_api import Evidence, Fix, ProgramContext, ProgramFinding, ProgramRule
 
 INDUCTOR_VARIANT = re.compile(r"^(triton_(?:poi|red|per|tem|for)_\w+?)_(\d+)$")
+INDUCTOR_VARIANTS = "TorchInductor compiled one kernel again per shape"
 
 
 class DynamicShapes(ProgramRule):
@@ -41,8 +43,34 @@ class DynamicShapes(ProgramRule):
     slug = "dynamic-shapes"
     category = "dynamic-shapes"
     title = "Many launch shapes of the same kernel"
-    requires = ("gpu__time_duration.sum",)
+    requires = (SpeedOfLight.DURATION,)
     thresholds = {"min_shapes": 4, "min_variants": 4, "min_changing": 2}
+    fixes = {
+        "cuda": Fix(
+            text=(
+                "Bucket stable shapes (decode) to a few padded sizes with one CUDA Graph each; keep varying "
+                "shapes (prefill) on shape-generic kernels (Triton masks over a runtime length, "
+                "torch.compile(dynamic=True) / torch._dynamo.mark_dynamic)."
+            ),
+            code=(
+                "buckets = [128, 256, 512]\n"
+                "n = next(b for b in buckets if b >= seq_len)      # pad to the bucket\n"
+                "graphs[n].replay()                               # one captured CUDA Graph per bucket"
+            ),
+        ),
+    }
+    fixes_when = {
+        INDUCTOR_VARIANTS: {
+            "cuda": Fix(
+                text=(
+                    "Mark the varying dimension dynamic (torch._dynamo.mark_dynamic(x, dim) or "
+                    "torch.compile(dynamic=True)) so one shape-generic kernel serves all sizes, or pad inputs "
+                    "to a few buckets."
+                ),
+                code="torch._dynamo.mark_dynamic(x, 1)   # sequence length varies",
+            ),
+        },
+    }
 
     @staticmethod
     def changing_shapes(p: ProgramContext) -> dict[str, set]:
@@ -65,7 +93,7 @@ class DynamicShapes(ProgramRule):
             out[name] = {s for s in first if not (first[s] < n / 3 and last[s] >= 2 * n / 3)}
         return out
 
-    def check_program(self, p: ProgramContext):
+    def check_program(self, p: ProgramContext) -> list[ProgramFinding]:
         shapes: dict[str, set] = {}
         ids: dict[str, list[str]] = {}
         time_ns: dict[str, float] = {}
@@ -107,16 +135,7 @@ class DynamicShapes(ProgramRule):
                         "shapes), recompiles torch.compile'd code per shape and leaves kernels tuned for one shape "
                         "running on others."
                     ),
-                    fix=(
-                        "Bucket stable shapes (decode) to a few padded sizes with one CUDA Graph each; keep varying "
-                        "shapes (prefill) on shape-generic kernels (Triton masks over a runtime length, "
-                        "torch.compile(dynamic=True) / torch._dynamo.mark_dynamic)."
-                    ),
-                    fix_code=(
-                        "buckets = [128, 256, 512]\n"
-                        "n = next(b for b in buckets if b >= seq_len)      # pad to the bucket\n"
-                        "graphs[n].replay()                               # one captured CUDA Graph per bucket"
-                    ),
+                    fix=self.fix_in("cuda"),
                     kernels=[short[n] for n in many],
                     kernel_ids=[i for n in many for i in ids[n]],
                     estimated_saving_ns=0.0,
@@ -142,12 +161,7 @@ class DynamicShapes(ProgramRule):
                             f"TorchInductor emitted {len(ks)} kernels named {base}_N: the same fused op compiled "
                             "again, typically once per input shape."
                         ),
-                        fix=(
-                            "Mark the varying dimension dynamic (torch._dynamo.mark_dynamic(x, dim) or "
-                            "torch.compile(dynamic=True)) so one shape-generic kernel serves all sizes, or pad inputs "
-                            "to a few buckets."
-                        ),
-                        fix_code="torch._dynamo.mark_dynamic(x, 1)   # sequence length varies",
+                        fix=self.fix_in("cuda", INDUCTOR_VARIANTS),
                         kernels=[k["name"] for k in ks],
                         kernel_ids=[k["id"] for k in ks],
                         estimated_saving_ns=0.0,

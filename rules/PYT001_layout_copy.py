@@ -1,6 +1,8 @@
 import re
 
-from ncuadvisor.rules_api import Evidence, KernelContext, Rule, fmt_bytes, fmt_ns
+from ncuadvisor.analysis.perfmodels import fmt_bytes, fmt_ns
+from ncuadvisor.metrics import SpeedOfLight
+from ncuadvisor.rules_api import Evidence, Finding, Fix, KernelContext, Rule
 
 COPY = re.compile(r"direct_copy_kernel|copy_kernel|CatArrayBatchedCopy|index_put|clone|contiguous")
 
@@ -36,12 +38,25 @@ class LayoutCopy(Rule):
     slug = "layout-copy"
     category = "fusion"
     title = "Layout copy in eager PyTorch"
-    requires = ("gpu__time_duration.sum",)
+    requires = (SpeedOfLight.DURATION,)
     thresholds = {"min_time_share": 0.02}
     languages = ("pytorch",)
+    fixes = {
+        "pytorch": Fix(
+            text=(
+                "Avoid the copy: pass the strided view to the consumer (matmul and scaled_dot_product_attention "
+                "accept non-contiguous inputs), create the tensor in the layout it is consumed in, or torch.compile "
+                "the region so the copy is fused into its consumer."
+            ),
+            code=(
+                "q, k, v = qkv.view(b, s, 3, h, d).unbind(2)\n"
+                "out = F.scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2))"
+            ),
+        ),
+    }
     changes_floor = True
 
-    def check(self, k: KernelContext):
+    def check(self, k: KernelContext) -> Finding | None:
         if not COPY.search(k.kernel.demangled) or k.time_share < self.thresholds["min_time_share"]:
             return None
         r = k.roofline
@@ -51,15 +66,7 @@ class LayoutCopy(Rule):
                 f"This ATen copy kernel moves {fmt_bytes(r.dram_bytes)} per launch ({k.kernel.launches} "
                 f"launches, {k.time_share:.0%} of GPU time) only to change a tensor's layout."
             ),
-            fix=(
-                "Avoid the copy: pass the strided view to the consumer (matmul and scaled_dot_product_attention accept "
-                "non-contiguous inputs), create the tensor in the layout it is consumed in, or torch.compile the "
-                "region so the copy is fused into its consumer."
-            ),
-            fix_code=(
-                "q, k, v = qkv.view(b, s, 3, h, d).unbind(2)\n"
-                "out = F.scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2))"
-            ),
+            fix=self.fix_for(k),
             estimated_speedup=1.0,
             speedup_model="The copy kernel disappears.",
             confidence="medium",

@@ -1,4 +1,6 @@
-from ncuadvisor.rules_api import Evidence, KernelContext, Rule, fmt_bytes, fmt_ns
+from ncuadvisor.analysis.perfmodels import fmt_bytes, fmt_ns
+from ncuadvisor.metrics import SpeedOfLight
+from ncuadvisor.rules_api import Evidence, Finding, Fix, KernelContext, Rule
 
 
 class AtRoofline(Rule):
@@ -33,11 +35,19 @@ class AtRoofline(Rule):
     slug = "at-roofline"
     category = "at-roofline"
     title = "Near its roofline bound: leave it"
-    requires = ("gpu__time_duration.sum",)
+    requires = (SpeedOfLight.DURATION,)
     thresholds = {"max_headroom": 1.6}
     languages = ("cuda", "triton", "pytorch", "library")
+    fixes = {
+        "cuda": Fix(
+            text=(
+                "Leave it. Only fewer bytes or FLOPs help now: fuse it with neighbouring kernels, use a narrower "
+                "data type, or skip work."
+            )
+        ),
+    }
 
-    def check(self, k: KernelContext):
+    def check(self, k: KernelContext) -> Finding | None:
         r = k.roofline
         if r.headroom is None or r.bound == "launch" or r.headroom > self.thresholds["max_headroom"]:
             return None
@@ -55,8 +65,7 @@ class AtRoofline(Rule):
                 f"({what}): {r.headroom:.2f}× the floor. No change that keeps this algorithm can save more than "
                 f"{1 - 1 / r.headroom:.0%}."
             ),
-            fix="Leave it. Only fewer bytes or FLOPs help now: fuse it with neighbouring kernels, use a narrower "
-            "data type, or skip work.",
+            fix=self.fix_for(k),
             estimated_speedup=0.0,
             speedup_model="No saving claimed: the kernel is within the headroom threshold of its floor.",
             confidence="high",

@@ -1,15 +1,12 @@
-from ncuadvisor.rules_api import (
-    Evidence,
-    KernelContext,
-    Rule,
-    _opcode,
-    access_bytes,
-    fma_and_tensor_flops,
-    per_pc,
-    time_after,
+from ncuadvisor.analysis.perfmodels import access_bytes, fma_and_tensor_flops, opcode, per_pc, time_after
+from ncuadvisor.metrics import (
+    MEMORY_TYPE_GLOBAL,
+    ComputeWorkloadAnalysis,
+    InstructionStats,
+    RooflineChart,
+    SourceCounters,
 )
-
-GLOBAL = 4
+from ncuadvisor.rules_api import Evidence, Finding, Fix, KernelContext, Rule
 
 
 class FmaMatrixProduct(Rule):
@@ -46,53 +43,23 @@ class FmaMatrixProduct(Rule):
     category = "tensor-cores"
     title = "Matrix product on FMA pipes: use tensor cores"
     requires = (
-        "sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active",
-        "smsp__sass_inst_executed_op_global_ld.sum",
+        ComputeWorkloadAnalysis.FMA_PIPE_PCT,
+        InstructionStats.GLOBAL_LOAD_INST,
     )
     optional = (
-        "smsp__sass_inst_executed_op_shared_ld.sum",
-        "smsp__sass_thread_inst_executed_op_ffma_pred_on.sum.per_cycle_elapsed",
+        InstructionStats.SHARED_LOAD_INST,
+        RooflineChart.FFMA_PER_CYCLE,
     )
-    per_instruction = ("memory_type", "memory_access_size_type", "inst_executed")
+    per_instruction = (SourceCounters.MEMORY_TYPE, SourceCounters.MEMORY_ACCESS_SIZE_TYPE, SourceCounters.INST_EXECUTED)
     thresholds = {"min_gflop": 1.0, "min_fma_pct": 40.0, "min_loads_per_fma": 0.1}
-    changes_floor = True
-
-    def check(self, k: KernelContext):
-        r = k.roofline
-        t = self.thresholds
-        fma_flops, tensor = fma_and_tensor_flops(r)
-        if fma_flops < t["min_gflop"] * 1e9 or tensor > 0.05 * fma_flops:
-            return None
-        fma_pct = k.m("sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active") or 0.0
-        if fma_pct < t["min_fma_pct"]:
-            return None
-        fma_warp_inst = fma_flops / 2 / 32
-        loads = (k.m("smsp__sass_inst_executed_op_global_ld.sum") or 0) + (
-            k.m("smsp__sass_inst_executed_op_shared_ld.sum") or 0
-        )
-        if loads < t["min_loads_per_fma"] * fma_warp_inst:
-            return None
-        sizes = [
-            access_bytes(v["sass"], v.get("memory_access_size_type"))
-            for v in per_pc(k, "memory_type", "memory_access_size_type").values()
-            if v.get("memory_type") == GLOBAL
-        ]
-        half = any(s == 2 for s in sizes if s)
-        dtype = "FP16/BF16" if half else "TF32 (or BF16)"
-        new_ns = (r.duration_ns or 0) * (1 - fma_pct / 100)
-        if k.is_triton:
-            fix = (
-                "Compute the product with `tl.dot` on BLOCK_M×BLOCK_K and BLOCK_K×BLOCK_N tiles (≥ 16 in each "
-                "dimension) so Triton emits tensor-core MMA instructions; for float32 inputs pass "
-                '`input_precision="tf32"`.'
-            )
-            code = "acc = tl.dot(a, b, acc)   # tensor cores; BLOCK_* >= 16"
-        else:
-            fix = (
-                f"The {dtype} matrix product runs on the FMA pipes ({fma_pct:.0f}% busy). Call cuBLAS/CUTLASS, or "
+    # {dtype}: the tensor-core type to use, "FP16/BF16" for half-precision loads, else "TF32 (or BF16)"
+    fixes = {
+        "cuda": Fix(
+            text=(
+                "The {dtype} matrix product runs on the FMA pipes ({fma_pct:.0f}% busy). Call cuBLAS/CUTLASS, or "
                 "compute 16×16×16 tiles with nvcuda::wmma fragments loaded from the shared-memory tiles."
-            )
-            code = (
+            ),
+            code=(
                 "#include <mma.h>\nusing namespace nvcuda;\n"
                 "wmma::fragment<wmma::matrix_a, 16, 16, 16, half, wmma::row_major> a;\n"
                 "wmma::fragment<wmma::matrix_b, 16, 16, 16, half, wmma::row_major> b;\n"
@@ -102,10 +69,46 @@ class FmaMatrixProduct(Rule):
                 "  wmma::load_matrix_sync(a, &As[warp_row][k0], 32 + 8);   // padded tiles\n"
                 "  wmma::load_matrix_sync(b, &Bs[k0][warp_col], 32 + 8);\n"
                 "  wmma::mma_sync(c, a, b, c);\n}"
-            )
+            ),
+        ),
+        "triton": Fix(
+            text=(
+                "Compute the product with `tl.dot` on BLOCK_M×BLOCK_K and BLOCK_K×BLOCK_N tiles (≥ 16 in each "
+                "dimension) so Triton emits tensor-core MMA instructions; for float32 inputs pass "
+                '`input_precision="tf32"`.'
+            ),
+            code="acc = tl.dot(a, b, acc)   # tensor cores; BLOCK_* >= 16",
+        ),
+    }
+    changes_floor = True
+
+    def check(self, k: KernelContext) -> Finding | None:
+        r = k.roofline
+        t = self.thresholds
+        fma_flops, tensor = fma_and_tensor_flops(r)
+        if fma_flops < t["min_gflop"] * 1e9 or tensor > 0.05 * fma_flops:
+            return None
+        fma_pct = k.m(ComputeWorkloadAnalysis.FMA_PIPE_PCT) or 0.0
+        if fma_pct < t["min_fma_pct"]:
+            return None
+        fma_warp_inst = fma_flops / 2 / 32
+        loads = (k.m(InstructionStats.GLOBAL_LOAD_INST) or 0) + (k.m(InstructionStats.SHARED_LOAD_INST) or 0)
+        if loads < t["min_loads_per_fma"] * fma_warp_inst:
+            return None
+        sizes = [
+            access_bytes(v["sass"], v.get(SourceCounters.MEMORY_ACCESS_SIZE_TYPE))
+            for v in per_pc(k, SourceCounters.MEMORY_TYPE, SourceCounters.MEMORY_ACCESS_SIZE_TYPE).values()
+            if v.get(SourceCounters.MEMORY_TYPE) == MEMORY_TYPE_GLOBAL
+        ]
+        half = any(s == 2 for s in sizes if s)
+        dtype = "FP16/BF16" if half else "TF32 (or BF16)"
+        new_ns = (r.duration_ns or 0) * (1 - fma_pct / 100)
         # the product's inner loop: the lines whose FMA instructions run most (FFMA, HFMA2, DFMA)
         lines = k.top_lines(
-            "inst_executed", limit=3, min_share=0.0, sass_filter=lambda sass: "FMA" in _opcode(sass).split(".")[0]
+            SourceCounters.INST_EXECUTED,
+            limit=3,
+            min_share=0.0,
+            sass_filter=lambda sass: "FMA" in opcode(sass).split(".")[0],
         )
         return self.finding(
             title=f"{fma_flops / 1e9:.1f} GFLOP of matrix work on FMA pipes, none on tensor cores",
@@ -114,15 +117,14 @@ class FmaMatrixProduct(Rule):
                 f"({loads / fma_warp_inst:.2f} loads per FMA), the FMA pipe {fma_pct:.0f}% busy and the tensor "
                 "cores idle."
             ),
-            fix=fix,
-            fix_code=code,
+            fix=self.fix_for(k, dtype=dtype, fma_pct=fma_pct),
             estimated_speedup=time_after(r.duration_ns or 0, new_ns, None),
             speedup_model=f"The FMA-pipe time moves to the tensor cores: time × (1 − {fma_pct:.0f}%).",
             confidence="medium",
             changes_floor=True,
             evidence=[
                 Evidence(
-                    "sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active",
+                    ComputeWorkloadAnalysis.FMA_PIPE_PCT,
                     round(fma_pct, 1),
                     t["min_fma_pct"],
                     "FMA pipe busy",

@@ -1,8 +1,14 @@
-from ncuadvisor.rules_api import Evidence, KernelContext, Rule, fma_and_tensor_flops, time_after
+from ncuadvisor.analysis.perfmodels import fma_and_tensor_flops, time_after
+from ncuadvisor.metrics import ComputeWorkloadAnalysis, MemoryTables, RooflineChart, SourceCounters
+from ncuadvisor.rules_api import Evidence, Finding, Fix, KernelContext, Rule
 
-FFMA = "smsp__sass_thread_inst_executed_op_ffma_pred_on.sum.per_cycle_elapsed"
-FADD = "smsp__sass_thread_inst_executed_op_fadd_pred_on.sum.per_cycle_elapsed"
-FMUL = "smsp__sass_thread_inst_executed_op_fmul_pred_on.sum.per_cycle_elapsed"
+FFMA = RooflineChart.FFMA_PER_CYCLE
+FADD = RooflineChart.FADD_PER_CYCLE
+FMUL = RooflineChart.FMUL_PER_CYCLE
+
+# the situations of fixes_when, applied in this order
+ADDS = "the arithmetic is adds (a stencil, a filter, a sum over neighbours)"
+SHARED = "the operands come from shared memory"
 
 
 class NoDataReuse(Rule):
@@ -44,15 +50,15 @@ class NoDataReuse(Rule):
     slug = "no-data-reuse"
     category = "tiling"
     title = "Little data reuse: tile in shared memory and registers"
-    requires = ("l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum",)
+    requires = (MemoryTables.GLOBAL_LOAD_SECTORS,)
     optional = (
-        "memory_l1_wavefronts_shared",
-        "sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active",
+        SourceCounters.SHARED_WAVEFRONTS,
+        ComputeWorkloadAnalysis.FMA_PIPE_PCT,
         FFMA,
         FADD,
         FMUL,
     )
-    per_instruction = ("inst_executed", "memory_type")
+    per_instruction = (SourceCounters.INST_EXECUTED, SourceCounters.MEMORY_TYPE)
     thresholds = {
         "min_gflop": 1.0,
         "max_global_bytes_per_flop": 0.5,
@@ -63,8 +69,72 @@ class NoDataReuse(Rule):
         "max_fma_pct": 50.0,
         "max_fma_share_for_stencil": 0.2,
     }
+    fixes = {
+        "cuda": Fix(
+            text=(
+                "Operands come from global memory at every step: stage 32×32 tiles of both inputs in shared "
+                "memory and loop over the tile from there (then add register tiles of outputs per thread)."
+            ),
+            code=(
+                "__shared__ float As[32][32], Bs[32][33];\n"
+                "for (int t = 0; t < K; t += 32) {\n"
+                "  As[ty][tx] = A[row * K + t + tx];  Bs[ty][tx] = B[(t + ty) * N + col];\n"
+                "  __syncthreads();\n"
+                "  for (int k = 0; k < 32; ++k) acc += As[ty][k] * Bs[k][tx];\n"
+                "  __syncthreads();\n}"
+            ),
+        ),
+        "triton": Fix(
+            text=(
+                "Use a blocked `tl.dot` over BLOCK_M×BLOCK_N×BLOCK_K tiles (64×64×32 or larger) instead of scalar "
+                "loops; tune num_warps and num_stages with @triton.autotune."
+            ),
+            code="acc += tl.dot(a_tile, b_tile)   # a_tile: [BLOCK_M, BLOCK_K], b_tile: [BLOCK_K, BLOCK_N]",
+        ),
+    }
+    fixes_when = {
+        ADDS: {
+            "cuda": Fix(
+                text=(
+                    "Each input is loaded again for every output that uses it (the arithmetic is adds, a stencil "
+                    "or a sum over neighbours): have each thread compute several neighbouring outputs and slide the "
+                    "values they share through registers, or stage the block's tile with its halo in shared memory "
+                    "once."
+                ),
+                code=(
+                    "float w[2 * R + 1];                       // the window, in registers\n"
+                    "for (int d = 0; d < 2 * R; ++d) w[d + 1] = in[(y0 - R + d) * W + x];\n"
+                    "for (int y = y0; y < y0 + ROWS; ++y) {    // ROWS outputs per thread\n"
+                    "  /* shift w down by one, load the one new row */  w[2 * R] = in[(y + R) * W + x];\n"
+                    "  float acc = 0.f; for (int d = 0; d <= 2 * R; ++d) acc += w[d];  out[y * W + x] = acc;\n}"
+                ),
+            ),
+            "triton": Fix(
+                text=(
+                    "Load each input tile once per program (a [BLOCK_Y + halo, BLOCK_X] block with tl.load) and "
+                    "compute all of its outputs from it, instead of one load per output and tap."
+                ),
+                code="tile = tl.load(x_ptr + rows[:, None] * stride + cols[None, :], mask=m)   # once per program",
+            ),
+        },
+        SHARED: {
+            "cuda": Fix(
+                text=(
+                    "Operands are re-read from shared memory for every FMA: give each thread a register tile of "
+                    "outputs (e.g. 8×8) so every value loaded from shared memory feeds 8 FMAs."
+                ),
+                code=(
+                    "float acc[8][8] = {};   // per-thread register tile\n"
+                    "for (int k = 0; k < 32; ++k) {\n"
+                    "  float a[8], b[8];\n"
+                    "  for (int i = 0; i < 8; ++i) { a[i] = As[ty * 8 + i][k]; b[i] = Bs[k][tx * 8 + i]; }\n"
+                    "  for (int i = 0; i < 8; ++i) for (int j = 0; j < 8; ++j) acc[i][j] += a[i] * b[j];\n}"
+                ),
+            ),
+        },
+    }
 
-    def check(self, k: KernelContext):
+    def check(self, k: KernelContext) -> Finding | None:
         r = k.roofline
         t = self.thresholds
         fma_flops, tensor = fma_and_tensor_flops(r)
@@ -72,8 +142,8 @@ class NoDataReuse(Rule):
             return None
         if r.sol.get("l1_pct", 0.0) < t["min_l1_pct"]:
             return None
-        global_bpf = (k.m("l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum") or 0) * 32 / fma_flops
-        shared_wpf = (k.m("memory_l1_wavefronts_shared") or 0) / fma_flops
+        global_bpf = (k.m(MemoryTables.GLOBAL_LOAD_SECTORS) or 0) * 32 / fma_flops
+        shared_wpf = (k.m(SourceCounters.SHARED_WAVEFRONTS) or 0) / fma_flops
         peak = r.peak_flops_per_s.get("fp32")
         if not peak or not r.duration_ns:
             return None
@@ -83,67 +153,17 @@ class NoDataReuse(Rule):
         if global_bpf > t["max_global_bytes_per_flop"]:
             level, frac = "global", t["tiled_fma_fraction"]
             what = f"{global_bpf:.2f} bytes of global loads per FLOP"
-            if adds_only:
-                fix = (
-                    "Each input is loaded again for every output that uses it (the arithmetic is adds, a stencil or "
-                    "a sum over neighbours): have each thread compute several neighbouring outputs and slide the "
-                    "values they share through registers, or stage the block's tile with its halo in shared memory "
-                    "once."
-                )
-                code = (
-                    "float w[2 * R + 1];                       // the window, in registers\n"
-                    "for (int d = 0; d < 2 * R; ++d) w[d + 1] = in[(y0 - R + d) * W + x];\n"
-                    "for (int y = y0; y < y0 + ROWS; ++y) {    // ROWS outputs per thread\n"
-                    "  /* shift w down by one, load the one new row */  w[2 * R] = in[(y + R) * W + x];\n"
-                    "  float acc = 0.f; for (int d = 0; d <= 2 * R; ++d) acc += w[d];  out[y * W + x] = acc;\n}"
-                )
-            else:
-                fix = (
-                    "Operands come from global memory at every step: stage 32×32 tiles of both inputs in shared "
-                    "memory and loop over the tile from there (then add register tiles of outputs per thread)."
-                )
-                code = (
-                    "__shared__ float As[32][32], Bs[32][33];\n"
-                    "for (int t = 0; t < K; t += 32) {\n"
-                    "  As[ty][tx] = A[row * K + t + tx];  Bs[ty][tx] = B[(t + ty) * N + col];\n"
-                    "  __syncthreads();\n"
-                    "  for (int k = 0; k < 32; ++k) acc += As[ty][k] * Bs[k][tx];\n"
-                    "  __syncthreads();\n}"
-                )
         elif (
             shared_wpf > t["max_shared_wavefronts_per_flop"]
-            and (k.m("sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active") or 0) < t["max_fma_pct"]
+            and (k.m(ComputeWorkloadAnalysis.FMA_PIPE_PCT) or 0) < t["max_fma_pct"]
         ):
             level, frac = "shared", t["register_tiled_fma_fraction"]
             what = f"{shared_wpf * 1000:.1f} shared-memory wavefronts per 1000 FLOP"
-            fix = (
-                "Operands are re-read from shared memory for every FMA: give each thread a register tile of "
-                "outputs (e.g. 8×8) so every value loaded from shared memory feeds 8 FMAs."
-            )
-            code = (
-                "float acc[8][8] = {};   // per-thread register tile\n"
-                "for (int k = 0; k < 32; ++k) {\n"
-                "  float a[8], b[8];\n"
-                "  for (int i = 0; i < 8; ++i) { a[i] = As[ty * 8 + i][k]; b[i] = Bs[k][tx * 8 + i]; }\n"
-                "  for (int i = 0; i < 8; ++i) for (int j = 0; j < 8; ++j) acc[i][j] += a[i] * b[j];\n}"
-            )
         else:
             return None
-        if k.is_triton and adds_only:
-            fix = (
-                "Load each input tile once per program (a [BLOCK_Y + halo, BLOCK_X] block with tl.load) and compute "
-                "all of its outputs from it, instead of one load per output and tap."
-            )
-            code = "tile = tl.load(x_ptr + rows[:, None] * stride + cols[None, :], mask=m)   # once per program"
-        elif k.is_triton:
-            fix = (
-                "Use a blocked `tl.dot` over BLOCK_M×BLOCK_N×BLOCK_K tiles (64×64×32 or larger) instead of scalar "
-                "loops; tune num_warps and num_stages with @triton.autotune."
-            )
-            code = "acc += tl.dot(a_tile, b_tile)   # a_tile: [BLOCK_M, BLOCK_K], b_tile: [BLOCK_K, BLOCK_N]"
         new_ns = fma_flops / (frac * peak) * 1e9
         lines = k.top_lines(
-            "inst_executed",
+            SourceCounters.INST_EXECUTED,
             limit=2,
             min_share=0.0,
             sass_filter=lambda s: s.startswith(("LDG", "LDS")),
@@ -155,8 +175,7 @@ class NoDataReuse(Rule):
                 f"{fma_flops / 1e9:.1f} GFLOP of FMA work read {what}; L1/shared memory is "
                 f"{r.sol.get('l1_pct', 0):.0f}% busy while the FMA pipe waits for operands."
             ),
-            fix=fix,
-            fix_code=code,
+            fix=self.fix_for(k, [ADDS] * adds_only + [SHARED] * (level == "shared")),
             estimated_speedup=time_after(r.duration_ns, new_ns, r.theoretical_ns),
             speedup_model=(
                 f"A {'shared-memory' if level == 'global' else 'register'}-tiled kernel reaches "

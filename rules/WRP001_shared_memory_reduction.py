@@ -1,6 +1,8 @@
-from ncuadvisor.rules_api import STALL_REASONS as STALLS
-from ncuadvisor.rules_api import Evidence, KernelContext, Rule, stall_total, time_after
-from ncuadvisor.rules_api import stall_metric as stall
+from ncuadvisor.analysis.perfmodels import stall_total, time_after
+from ncuadvisor.metrics import InstructionStats, SourceCounters, WarpStateStats
+from ncuadvisor.rules_api import Evidence, Finding, Fix, KernelContext, Rule
+
+stall = WarpStateStats.stall
 
 
 class SharedMemoryReduction(Rule):
@@ -41,50 +43,23 @@ class SharedMemoryReduction(Rule):
     requires = (
         stall("barrier"),
         stall("short_scoreboard"),
-        "smsp__sass_inst_executed_op_shared_ld.sum",
-        "smsp__sass_inst_executed_op_global_ld.sum",
+        InstructionStats.SHARED_LOAD_INST,
+        InstructionStats.GLOBAL_LOAD_INST,
     )
-    optional = tuple(stall(s) for s in STALLS if s not in ("barrier", "short_scoreboard")) + (
-        "memory_l1_wavefronts_shared",
-        "derived__memory_l1_wavefronts_shared_excessive",
+    optional = tuple(stall(s) for s in WarpStateStats.STALL_REASONS if s not in ("barrier", "short_scoreboard")) + (
+        SourceCounters.SHARED_WAVEFRONTS,
+        SourceCounters.SHARED_WAVEFRONTS_EXCESSIVE,
     )
-    per_instruction = ("smsp__pcsamp_warps_issue_stalled_barrier",)
+    per_instruction = (SourceCounters.SAMPLED_STALL_BARRIER,)
     thresholds = {"min_exchange_stall_share": 0.4, "min_barrier_share": 0.15, "min_shared_per_global_load": 1.0}
-
-    def check(self, k: KernelContext):
-        t = self.thresholds
-        if k.is_triton:
-            return None  # tl.sum / tl.reduce already reduce with shuffles
-        total = stall_total(k)
-        if total <= 0:
-            return None
-        barrier = k.m(stall("barrier")) or 0.0
-        exchange = barrier + (k.m(stall("short_scoreboard")) or 0.0) + (k.m(stall("mio_throttle")) or 0.0)
-        share, bshare = exchange / total, barrier / total
-        shared_ld = k.m("smsp__sass_inst_executed_op_shared_ld.sum") or 0.0
-        global_ld = k.m("smsp__sass_inst_executed_op_global_ld.sum") or 0.0
-        wavefronts = k.m("memory_l1_wavefronts_shared") or 0.0
-        if wavefronts and (k.m("derived__memory_l1_wavefronts_shared_excessive") or 0) / wavefronts > 0.2:
-            return None  # bank conflicts: MEM002
-        if share < t["min_exchange_stall_share"] or bshare < t["min_barrier_share"]:
-            return None
-        if shared_ld < t["min_shared_per_global_load"] * max(global_ld, 1):
-            return None
-        r = k.roofline
-        new_ns = (r.duration_ns or 0) * (1 - share / 2)
-        lines = k.top_lines("smsp__pcsamp_warps_issue_stalled_barrier", limit=3)  # the __syncthreads() warps wait at
-        return self.finding(
-            title=f"Barrier and shared-memory stalls: {share:.0%} of warp stalls",
-            message=(
-                f"Warps spend {share:.0%} of their stall time at barriers ({bshare:.0%}) or waiting on shared "
-                f"memory, with {shared_ld / max(global_ld, 1):.1f} shared loads per global load: values are "
-                "exchanged through shared memory round by round."
+    languages = ("cuda",)  # Triton's tl.sum / tl.reduce already reduce with shuffles
+    fixes = {
+        "cuda": Fix(
+            text=(
+                "Reduce (or scan) within each warp with __shfl_down_sync, exchange one value per warp through "
+                "shared memory with a single __syncthreads(), then finish in the first warp with shuffles."
             ),
-            fix=(
-                "Reduce (or scan) within each warp with __shfl_down_sync, exchange one value per warp through shared "
-                "memory with a single __syncthreads(), then finish in the first warp with shuffles."
-            ),
-            fix_code=(
+            code=(
                 "__device__ float warp_sum(float v) {\n"
                 "  for (int o = 16; o > 0; o >>= 1) v += __shfl_down_sync(0xffffffff, v, o);\n  return v;\n}\n"
                 "__shared__ float partial[32];\n"
@@ -93,6 +68,37 @@ class SharedMemoryReduction(Rule):
                 "__syncthreads();\n"
                 "if (threadIdx.x < 32) v = warp_sum(threadIdx.x < blockDim.x / 32 ? partial[threadIdx.x] : 0.f);"
             ),
+        ),
+    }
+
+    def check(self, k: KernelContext) -> Finding | None:
+        t = self.thresholds
+        total = stall_total(k)
+        if total <= 0:
+            return None
+        barrier = k.m(stall("barrier")) or 0.0
+        exchange = barrier + (k.m(stall("short_scoreboard")) or 0.0) + (k.m(stall("mio_throttle")) or 0.0)
+        share, bshare = exchange / total, barrier / total
+        shared_ld = k.m(InstructionStats.SHARED_LOAD_INST) or 0.0
+        global_ld = k.m(InstructionStats.GLOBAL_LOAD_INST) or 0.0
+        wavefronts = k.m(SourceCounters.SHARED_WAVEFRONTS) or 0.0
+        if wavefronts and (k.m(SourceCounters.SHARED_WAVEFRONTS_EXCESSIVE) or 0) / wavefronts > 0.2:
+            return None  # bank conflicts: MEM002
+        if share < t["min_exchange_stall_share"] or bshare < t["min_barrier_share"]:
+            return None
+        if shared_ld < t["min_shared_per_global_load"] * max(global_ld, 1):
+            return None
+        r = k.roofline
+        new_ns = (r.duration_ns or 0) * (1 - share / 2)
+        lines = k.top_lines(SourceCounters.SAMPLED_STALL_BARRIER, limit=3)  # the __syncthreads() warps wait at
+        return self.finding(
+            title=f"Barrier and shared-memory stalls: {share:.0%} of warp stalls",
+            message=(
+                f"Warps spend {share:.0%} of their stall time at barriers ({bshare:.0%}) or waiting on shared "
+                f"memory, with {shared_ld / max(global_ld, 1):.1f} shared loads per global load: values are "
+                "exchanged through shared memory round by round."
+            ),
+            fix=self.fix_for(k),
             estimated_speedup=time_after(r.duration_ns or 0, new_ns, r.theoretical_ns),
             speedup_model=f"Half of the exchange stalls disappear: time × (1 − {share:.2f} / 2).",
             confidence="medium",

@@ -174,8 +174,12 @@ def test_rule_help_comes_from_the_rule_docstrings(analyzed, rules):
     (rule,) = log["runs"][0]["tool"]["driver"]["rules"]
     doc = next(r for r in rules if r.code == "MEM001").doc_sections()
     assert rule["id"] == "MEM001" and rule["name"] and rule["shortDescription"]["text"]
-    assert "**What it detects:**" in rule["help"]["markdown"] and "What it detects:" in rule["help"]["text"]
+    assert "## What it detects" in rule["help"]["markdown"] and "\nWhat it detects\n" in rule["help"]["text"]
     assert " ".join(doc["What it detects"].split())[:60] in rule["help"]["text"]
+    # the fix in every language the rule speaks, not only the one of this report's kernels (CUDA)
+    mem001 = next(r for r in rules if r.code == "MEM001")
+    for fix in mem001.fixes.values():
+        assert fix.plain().text[:60] in rule["help"]["markdown"] and fix.plain().text[:60] in rule["help"]["text"]
     (res,) = results_of(log)
     assert res["ruleId"] == "MEM001" and res["level"] == "error"  # saves ~57% of the program
     loc = res["locations"][0]["physicalLocation"]

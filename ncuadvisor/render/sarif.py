@@ -56,6 +56,7 @@ from urllib.parse import quote
 
 from ncuadvisor.render import shape_tags
 from ncuadvisor.result import findings_with_time
+from ncuadvisor.ruledoc import rule_help, rule_markdown
 from ncuadvisor.units import finite, fmt_ns
 
 SARIF_VERSION = "2.1.0"
@@ -157,6 +158,10 @@ def _rule_docs(rules: Iterable[Any] | Mapping[str, Any] | None) -> dict[str, dic
             "category": getattr(r, "category", "") or "",
             "sections": sections,
         }
+        try:  # the rule's whole documentation, its fix in every kernel language included (ncuadvisor rules CODE)
+            entry["help"] = {"text": rule_help(r), "markdown": rule_markdown(r)}
+        except Exception:  # a user rule that strays from the contract keeps the help built from its sections
+            pass
         for c in (code, *(getattr(r, "aliases", ()) or ())):
             out[str(c)] = entry
     return out
@@ -205,7 +210,7 @@ def _rule_descriptor(code: str, doc: dict[str, Any] | None, finding: dict[str, A
         "id": code,
         "shortDescription": {"text": title},
         "fullDescription": {"text": summary},
-        "help": {"text": "\n\n".join(text_parts), "markdown": "\n\n".join(md_parts)},
+        "help": doc.get("help") or {"text": "\n\n".join(text_parts), "markdown": "\n\n".join(md_parts)},
         "defaultConfiguration": {"level": "warning"},
         "properties": {"tags": ["performance", "cuda"] + ([category] if category else []), "category": category},
     }

@@ -1,0 +1,256 @@
+"""Performance models the rules share: time after a fix, latency and throughput, access widths, stalls, SASS.
+
+Each function takes a kernel's context (or its roofline) and returns a number a rule turns into an estimated speedup;
+none reads the report. The rule contract itself is in `ncuadvisor.rules_api`, which re-exports these names for rule
+files written against it before they lived here.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Protocol
+
+from ncuadvisor.metrics import LaunchStats, MemoryWorkloadAnalysis, Occupancy, WarpStateStats
+from ncuadvisor.model import Instruction
+from ncuadvisor.analysis.roofline import PRACTICAL_FRACTION, Roofline
+from ncuadvisor.units import fmt_ns as _units_fmt_ns
+
+
+class KernelContext(Protocol):
+    """What the models read of a kernel: `ncuadvisor.rules_api.KernelContext` is one (a protocol here, so that this
+    module does not import the rule contract that re-exports it)."""
+
+    roofline: Roofline
+    device: dict[str, Any]
+
+    @property
+    def sm_count(self) -> int: ...
+
+    def m(self, name: str) -> float | None: ...
+
+    def per_instruction(self, name: str) -> list[Instruction]: ...
+
+
+def time_after(duration_ns: float, new_ns: float, floor_ns: float | None) -> float:
+    """Fraction of time saved going from duration to new_ns, never below the floor reached in practice."""
+    if not duration_ns or duration_ns <= 0:
+        return 0.0
+    if floor_ns:
+        new_ns = max(new_ns, floor_ns / PRACTICAL_FRACTION)
+    return max(0.0, min(1.0, 1.0 - new_ns / duration_ns))
+
+
+def unit_floor_ns(k: KernelContext) -> float | None:
+    """The time the busiest unit (Speed Of Light) needs for the kernel's current instructions and traffic, at the
+    practical fraction of its peak: the limit of fixes that change neither (occupancy, grid size, latency hiding)."""
+    r = k.roofline
+    busy = max(r.sol.get("memory_pct", 0.0), r.sol.get("compute_pct", 0.0))
+    if not r.duration_ns or busy <= 0:
+        return None
+    return r.duration_ns * busy / 100.0 / PRACTICAL_FRACTION
+
+
+# The latency-plus-throughput model of a memory-bound kernel after a fix (Little's law with a queue):
+#     time = read bytes per SM × DRAM_LATENCY_CYCLES / bytes in flight per SM  +  the roofline floor
+# Each SM keeps (warps × loads in flight per warp × 32 lanes × bytes per load) in flight; a round trip takes the
+# unloaded latency, and the throughput term (bytes at DRAM peak) is the queueing a busy HBM adds on top of it. That
+# is X = N / (L + N / P): far below peak it is Little's law, near peak it is the bandwidth.
+# DRAM_LATENCY_CYCLES is calibrated, once for every kernel, on the H200 fixture (fixtures/flaws.ncu-rep.xz): solving
+# the model for L on the streaming kernels whose loads in flight the SASS tells and whose DRAM is 5-75% busy gives
+# copy_scalar 491, scale_u8 778, stream_smem_fit 598, stream_smem_hog 1167, hist_shared_atomic 393, chase_pointer
+# 553, chase_pointer_ilp 488, stream_full_grid 413 SM cycles: median 520 (~260 ns at 1.98 GHz), the order of the
+# unloaded HBM latency that microbenchmarks of Hopper report (several hundred cycles).
+DRAM_LATENCY_CYCLES = 520.0
+
+
+def warps_per_sm(k: KernelContext) -> float | None:
+    """Achieved resident warps per SM (Occupancy section), None without it."""
+    pct = k.m(Occupancy.ACHIEVED_PCT)
+    if pct is None:
+        return None
+    return pct / 100.0 * float(k.device.get("max_warps_per_sm") or 64)
+
+
+def streaming_ns(k: KernelContext, bytes_in_flight_per_warp: float, warps: float | None = None) -> float | None:
+    """The latency-plus-throughput time of the kernel's compulsory bytes (model above DRAM_LATENCY_CYCLES): the read
+    share of them per SM × DRAM latency ÷ bytes in flight per SM, plus the roofline floor. `warps` per SM defaults
+    to the achieved ones. None when the report lacks bytes, clocks or occupancy."""
+    r = k.roofline
+    warps = warps if warps is not None else warps_per_sm(k)
+    if not (r.compulsory_bytes and r.sm_clock_hz and r.theoretical_ns and warps and bytes_in_flight_per_warp):
+        return None
+    read, write = k.m(MemoryWorkloadAnalysis.DRAM_BYTES_READ), k.m(MemoryWorkloadAnalysis.DRAM_BYTES_WRITE)
+    read_share = read / (read + (write or 0.0)) if read else 1.0
+    grid = k.m(LaunchStats.GRID_SIZE) or float("inf")
+    sms = min(float(k.sm_count or 0) or grid, grid)
+    if not sms or sms == float("inf"):
+        return None
+    in_flight = warps * bytes_in_flight_per_warp
+    latency_cycles = r.compulsory_bytes * read_share / sms * DRAM_LATENCY_CYCLES / in_flight
+    return latency_cycles / r.sm_clock_hz * 1e9 + r.theoretical_ns
+
+
+def parallelism_ns(k: KernelContext, gain: float) -> float | None:
+    """The time after a fix that multiplies the work in flight by `gain` (more resident warps, more independent loads
+    per warp), in the same latency-plus-throughput model as `streaming_ns`: the measured time splits into a throughput
+    term, the busiest unit's work at its peak (duration × its Speed Of Light %), which the fix keeps, and a latency
+    term, the rest, which Little's law divides by the gain: new = duration × (busy + (1 − busy) / gain)."""
+    r = k.roofline
+    busy = max(r.sol.get("memory_pct", 0.0), r.sol.get("compute_pct", 0.0)) / 100.0
+    if not r.duration_ns or gain <= 0:
+        return None
+    busy = min(1.0, max(0.0, busy))
+    return r.duration_ns * (busy + (1.0 - busy) / gain)
+
+
+def fma_and_tensor_flops(r: Roofline) -> tuple[float, float]:
+    """FLOPs on the FMA pipes (FP32 + packed FP16) and on the tensor cores, from the roofline's per-precision work."""
+    fma = r.flops_by_precision.get("fp32", 0.0) + r.flops_by_precision.get("fp16", 0.0)
+    tensor = sum(v for p, v in r.flops_by_precision.items() if p.startswith("tensor"))
+    return fma, tensor
+
+
+# -- warp stalls -----------------------------------------------------------------------------------------------------
+
+# Warp stall reasons of the Warp State Statistics section, as ncu names them.
+STALL_REASONS = WarpStateStats.STALL_REASONS
+
+
+def stall_metric(reason: str) -> str:
+    """The metric of one stall reason: cycles warps spent stalled for it, per issued instruction."""
+    return WarpStateStats.stall(reason)
+
+
+def stall_total(k: KernelContext) -> float:
+    """Sum of all stall reasons (per issued instruction): the denominator of a reason's share."""
+    return sum(k.m(stall_metric(s)) or 0.0 for s in STALL_REASONS)
+
+
+# -- per-instruction data and SASS -----------------------------------------------------------------------------------
+
+
+def per_pc(ctx: KernelContext, key: str, *others: str) -> dict[int, dict[str, Any]]:
+    """Join per-instruction metrics by pc, for the instructions that have `key`:
+    {pc: {"file", "line", "sass", key: value, other: value, ...}}."""
+    out: dict[int, dict[str, Any]] = {}
+    for e in ctx.per_instruction(key):
+        out[e.pc] = {"file": e.file, "line": e.line, "sass": e.sass or "", key: e.value}
+    for name in others:
+        for e in ctx.per_instruction(name):
+            if e.pc in out:
+                out[e.pc][name] = e.value
+    return out
+
+
+def opcode(sass: str | None) -> str:
+    """The opcode of one SASS instruction with its modifiers (`@P0 LDG.E.128 R4, [R2.64]` -> `LDG.E.128`)."""
+    parts = (sass or "").strip().split()
+    if parts and parts[0].startswith("@"):
+        parts = parts[1:]
+    return parts[0] if parts else ""
+
+
+_WIDTH = ((".128", 16), (".64", 8), (".U16", 2), (".S16", 2), (".U8", 1), (".S8", 1))
+
+
+def access_bytes(sass: str, size_type: float | None = None) -> int | None:
+    """Bytes per thread of a load/store instruction, from its SASS (`LDG.E.128` -> 16, `LDG.E.U8` -> 1, `LDG.E` -> 4);
+    `memory_access_size_type` is an enumeration that only matches bits for 32 and up, so the SASS decides."""
+    op = (sass or "").split(" ")[0]
+    if op.startswith(("LD", "ST", "RED", "ATOM")):
+        for suffix, width in _WIDTH:
+            if suffix in op:
+                return width
+        return 4
+    if size_type and size_type >= 8:
+        return int(size_type) // 8
+    return None
+
+
+_FLOW_BREAK = ("BRA", "EXIT", "RET", "BAR", "BSYNC", "WARPSYNC", "CALL", "JMP", "BRX", "JMX")
+_NO_DEST = (
+    "ST",
+    "RED",
+    "BRA",
+    "EXIT",
+    "RET",
+    "BAR",
+    "BSYNC",
+    "BSSY",
+    "WARPSYNC",
+    "CALL",
+    "JMP",
+    "MEMBAR",
+    "NOP",
+    "DEPBAR",
+    "ERRBAR",
+    "CCTL",
+    "YIELD",
+    "BPT",
+    "BRX",
+    "JMX",
+    "ARRIVES",
+)
+_REG_RE = re.compile(r"(?<![A-Za-z0-9_])R(\d+)(\.64|\.128)?")
+
+
+def _regs(operand: str) -> set[int]:
+    out: set[int] = set()
+    for m in _REG_RE.finditer(operand):
+        base, width = int(m.group(1)), {".64": 2, ".128": 4}.get(m.group(2) or "", 1)
+        out.update(range(base, base + width))
+    return out
+
+
+def global_loads_in_flight(k: KernelContext) -> tuple[float, float]:
+    """(loads, bytes) a warp keeps in flight: the most global loads (LDG) of the kernel's hot path that its SASS issues
+    before it must wait for one of them, from register dataflow over the listing in address order (a use of a load's
+    register waits for it and every earlier load; a branch or barrier waits for all). Hot loads are those executed at
+    least half as often as the most executed one. Bytes: 32 lanes × the width of those loads. (1, 128) without SASS."""
+    entries = sorted((e for e in k.per_instruction("inst_executed") if e.sass), key=lambda e: e.pc)
+    loads = {e.pc: e.value for e in entries if opcode(e.sass).startswith("LDG") and opcode(e.sass) != "LDGSTS"}
+    if not loads:
+        return 1.0, 128.0
+    hot_min = 0.5 * max(loads.values())
+    pending: list[tuple[set[int], int]] = []  # (destination registers, bytes per thread), in issue order
+    best_n, best_bytes = 0, 0.0
+    for e in entries:
+        sass = e.sass or ""
+        op = opcode(sass)
+        if op.startswith(_FLOW_BREAK):
+            pending = []
+            continue
+        text = sass.strip().rstrip(";").strip()
+        if text.startswith("@"):
+            text = text.split(None, 1)[1] if " " in text else ""
+        operands = [o.strip() for o in text.split(None, 1)[1].split(",")] if " " in text else []
+        has_dest = not op.startswith(_NO_DEST)
+        used = set().union(*(_regs(o) for o in (operands[1:] if has_dest else operands)))
+        hit = [i for i, (regs, _) in enumerate(pending) if regs & used]
+        if hit:
+            pending = pending[max(hit) + 1 :]
+        if loads.get(e.pc, -1.0) >= hot_min:
+            width = access_bytes(sass) or 4
+            first = min(_regs(operands[0]) or {0}) if operands else 0
+            pending.append((set(range(first, first + max(1, width // 4))), width))
+            if len(pending) > best_n:
+                best_n, best_bytes = len(pending), 32.0 * sum(w for _, w in pending)
+    return (float(best_n), best_bytes) if best_n else (1.0, 128.0)
+
+
+# -- formatting for finding messages ---------------------------------------------------------------------------------
+
+
+def fmt_ns(ns: float | None) -> str:
+    """1234 -> '1.2 µs' ('?' when unknown), for finding messages."""
+    return _units_fmt_ns(ns, missing="?", seconds=False)
+
+
+def fmt_bytes(b: float | None) -> str:
+    """1.5e6 -> '1.5 MB' ('?' when unknown), for finding messages."""
+    if b is None:
+        return "?"
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("KB", 1e3)):
+        if b >= scale:
+            return f"{b / scale:.1f} {unit}"
+    return f"{b:.0f} B"
