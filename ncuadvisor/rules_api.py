@@ -37,9 +37,9 @@ from ncuadvisor.analysis.perfmodels import (  # noqa: F401
     warps_per_sm,
 )
 from ncuadvisor.analysis.perfmodels import opcode as _opcode  # noqa: F401
+from ncuadvisor.analysis.roofline import Roofline
 from ncuadvisor.metrics import Device, LaunchStats
 from ncuadvisor.model import Instruction, Kernel, num
-from ncuadvisor.analysis.roofline import Roofline
 
 CATEGORIES = (
     "at-roofline",

@@ -1,6 +1,6 @@
 from ncuadvisor.analysis.perfmodels import fmt_bytes, fmt_ns, time_after
-from ncuadvisor.metrics import LaunchStats, MemoryWorkloadAnalysis, SourceCounters
 from ncuadvisor.analysis.roofline import PRACTICAL_FRACTION
+from ncuadvisor.metrics import LaunchStats, MemoryWorkloadAnalysis, SourceCounters
 from ncuadvisor.rules_api import Evidence, Finding, Fix, KernelContext, Rule
 
 ROWS_OF_1D_BLOCKS = "1-D blocks on a grid of rows"

@@ -1,6 +1,7 @@
 import math
 
 from ncuadvisor.analysis.perfmodels import fmt_ns, parallelism_ns, time_after
+from ncuadvisor.analysis.roofline import LAUNCH_BOUND_NS, PRACTICAL_FRACTION
 from ncuadvisor.metrics import (
     Device,
     LaunchStats,
@@ -11,7 +12,6 @@ from ncuadvisor.metrics import (
     SpeedOfLight,
     TensorRooflineChart,
 )
-from ncuadvisor.analysis.roofline import LAUNCH_BOUND_NS, PRACTICAL_FRACTION
 from ncuadvisor.rules_api import Evidence, Finding, Fix, KernelContext, Rule
 
 TAIL = "a tail effect: the last wave is partial"

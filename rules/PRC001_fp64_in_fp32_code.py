@@ -1,6 +1,6 @@
 from ncuadvisor.analysis.perfmodels import access_bytes, per_pc, time_after
-from ncuadvisor.metrics import MEMORY_TYPE_GLOBAL, ComputeWorkloadAnalysis, RooflineChart, SourceCounters, SpeedOfLight
 from ncuadvisor.analysis.roofline import PRACTICAL_FRACTION
+from ncuadvisor.metrics import MEMORY_TYPE_GLOBAL, ComputeWorkloadAnalysis, RooflineChart, SourceCounters, SpeedOfLight
 from ncuadvisor.rules_api import Evidence, Finding, Fix, KernelContext, Rule
 
 

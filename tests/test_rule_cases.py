@@ -91,10 +91,7 @@ def kernel_context(case: dict[str, Any]) -> KernelContext:
         duration_ns=(num(metrics.get("gpu__time_duration.sum")) or 0.0) * launches,
     )
     per_instruction = {
-        metric: [
-            Instruction(pc=e[0], value=float(e[1]), sass=e[2] if len(e) > 2 else None)
-            for e in entries
-        ]
+        metric: [Instruction(pc=e[0], value=float(e[1]), sass=e[2] if len(e) > 2 else None) for e in entries]
         for metric, entries in case.get("per_instruction", {}).items()
     }
     return KernelContext(

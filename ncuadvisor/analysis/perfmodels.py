@@ -10,9 +10,9 @@ from __future__ import annotations
 import re
 from typing import Any, Protocol
 
+from ncuadvisor.analysis.roofline import PRACTICAL_FRACTION, Roofline
 from ncuadvisor.metrics import LaunchStats, MemoryWorkloadAnalysis, Occupancy, WarpStateStats
 from ncuadvisor.model import Instruction
-from ncuadvisor.analysis.roofline import PRACTICAL_FRACTION, Roofline
 from ncuadvisor.units import fmt_ns as _units_fmt_ns
 
 
