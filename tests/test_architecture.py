@@ -16,7 +16,7 @@ ALLOWED = {
     "roofline": {"model"},
     "rules_api": {"model", "roofline", "units"},
     "engine": {"errors", "rules_api", "model", "roofline"},
-    "result": {"units"},
+    "result": {"result", "units"},
     "analyze": {
         "__init__",
         "engine",
