@@ -17,6 +17,7 @@ ALLOWED = {
     "rules_api": {"model", "roofline", "units"},
     "engine": {"errors", "rules_api", "model", "roofline"},
     "result": {"result", "units"},
+    "diff": {"diff"},
     "analyze": {
         "__init__",
         "engine",
