@@ -293,16 +293,19 @@ def json_schema(root: type[Record], schema_id: str, title: str) -> dict[str, Any
 def _record_schema(cls: type[Record], defs: dict[str, Any]) -> dict[str, Any]:
     properties: dict[str, Any] = {}
     required: list[str] = []
+    together: dict[str, list[str]] = {}  # a flat record's keys: written all or none
     for f in _fields(cls):
         if f.flat:
             sub = _record_schema(_flat_record(f.hint), defs)
             properties.update(sub["properties"])
+            together.update({k: [o for o in sub["required"] if o != k] for k in sub["required"]})
             continue
         properties[f.name] = _schema(f.hint, defs)
         if f.omit is None:
             required.append(f.name)
     doc = cls.schema_title or (cls.__doc__ or "").strip().split("\n")[0]
-    return {"description": doc, "type": "object", "properties": properties, "required": required}
+    out = {"description": doc, "type": "object", "properties": properties, "required": required}
+    return {**out, "dependentRequired": together} if together else out
 
 
 def _schema(hint: Any, defs: dict[str, Any]) -> dict[str, Any]:
