@@ -97,7 +97,7 @@ def _read_json(path: Path) -> Any:
     except RecursionError:
         raise InputError(f"{path}: nested too deeply to be a saved ncuadvisor result") from None
     except ValueError as exc:  # an integer of more digits than Python converts (4300)
-        raise InputError(f"{path}: not a saved ncuadvisor result ({str(exc).split(':')[0]})") from None
+        raise InputError(f"{path}: holds a number too long to read ({str(exc).split(':')[0]})") from None
 
 
 def _check_version(path: Path, data: dict[str, Any], kind: str, supported: int) -> None:
