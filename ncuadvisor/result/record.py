@@ -8,7 +8,7 @@ A record's fields are its JSON keys, in the order it writes them. Types are read
 - `optional()`: a key that is written only when the record has it (`omit` says when not: by default, when the value
   is None); the JSON Schema does not require it.
 - `flat()`: a record whose keys are written into this one's (not under a key of their own) when it is not None; it is
-  read back when any of its keys is there.
+  read back when any of its keys is there, and its keys come all or none (`torch_op` with `torch_module`).
 
 `from_dict` checks every value's type. With `complete=True` it also checks that every key the JSON Schema requires
 is there (`json_schema` derives the schema from the same annotations, so the two agree: a saved file is read that
@@ -53,6 +53,7 @@ class _Field:
     omit: Callable[[Any, Any], bool] | None
     flat: bool
     default: Any  # dataclasses.MISSING when the field has none
+    default_factory: Callable[[], Any] | None
 
 
 class Record:
@@ -101,10 +102,10 @@ def _fields(cls: type) -> tuple[_Field, ...]:
     hints = typing.get_type_hints(cls)
     out = []
     for f in dataclasses.fields(cls):
-        default: Any = f.default
-        if f.default_factory is not dataclasses.MISSING:
-            default = f.default_factory
-        out.append(_Field(f.name, hints[f.name], f.metadata.get("omit"), bool(f.metadata.get("flat")), default))
+        factory = None if f.default_factory is dataclasses.MISSING else f.default_factory
+        out.append(
+            _Field(f.name, hints[f.name], f.metadata.get("omit"), bool(f.metadata.get("flat")), f.default, factory)
+        )
     _FIELDS[cls] = tuple(out)
     return _FIELDS[cls]
 
@@ -140,8 +141,10 @@ def _read_record(cls: type[R], data: Any, path: str, complete: bool) -> R:
             kwargs[f.name] = _read(f.hint, data[f.name], _at(path, f.name), complete)
         elif complete and f.omit is None:
             raise InputError(f"{path or 'the result'}: `{f.name}` is missing")
+        elif f.default_factory is not None:
+            kwargs[f.name] = f.default_factory()
         elif f.default is not dataclasses.MISSING:
-            kwargs[f.name] = f.default() if callable(f.default) else f.default
+            kwargs[f.name] = f.default
         else:
             kwargs[f.name] = _empty(f.hint)
     return cls(**kwargs)
