@@ -9,9 +9,7 @@ Exit codes of `diff`: 0 clean, 1 the `--fail-on` gate failed, 2 unusable input o
 
 from __future__ import annotations
 
-import json
 import sys
-from collections.abc import Iterable
 from enum import Enum
 from pathlib import Path
 from typing import Annotated, Any
@@ -20,12 +18,9 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from ncuadvisor.errors import AdvisorError, InputError, OutputError
+from ncuadvisor.errors import AdvisorError, OutputError
 from ncuadvisor.options import SourceRootOption
-
-REPORT_KIND = "report"
-DIFF_KIND = "diff"
-_REPORT_MAGIC = (b"NVR\x00", b"\x28\xb5\x2f\xfd", b"\xfd7zX", b"\x1f\x8b")  # ncu-rep, ncu-repz, xz, gzip
+from ncuadvisor.result.validate import DIFF_KIND, REPORT_KIND, kind_of, load_saved, supported_versions  # noqa: F401
 
 
 class GateFailed(AdvisorError):
@@ -60,70 +55,7 @@ class FailOn(str, Enum):
 # -- saved results ---------------------------------------------------------------------------------------------
 
 
-def supported_versions() -> dict[str, int]:
-    from ncuadvisor.diff import SCHEMA_VERSION as DIFF_VERSION
-    from ncuadvisor.result import SCHEMA_VERSION as REPORT_VERSION
-
-    return {REPORT_KIND: REPORT_VERSION, DIFF_KIND: DIFF_VERSION}
-
-
-def load_saved(path: Path, want: Iterable[str] = (REPORT_KIND, DIFF_KIND)) -> dict[str, Any]:
-    """A saved JSON result (of `report` or `diff`), checked: readable, valid JSON, a known kind and schema_version.
-
-    Every problem is an InputError of one line (exit code 2)."""
-    from ncuadvisor import __version__
-
-    if not path.exists():
-        raise InputError(f"{path}: no such file")
-    if path.is_dir():
-        raise InputError(f"{path}: is a directory, not a saved ncuadvisor result (.json)")
-    try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise InputError(f"{path}: cannot read ({exc.strerror or exc})") from exc
-    if raw[:4] in _REPORT_MAGIC or path.name.endswith((".ncu-rep", ".ncu-repz", ".ncu-rep.xz", ".ncu-rep.gz")):
-        raise InputError(
-            f"{path}: is an Nsight Compute report, not a saved result; analyze it with `ncuadvisor report {path}`"
-        )
-    if not raw.strip():
-        raise InputError(f"{path}: empty file, not a saved ncuadvisor result")
-    try:
-        data = json.loads(raw.decode("utf-8-sig"))
-    except UnicodeDecodeError as exc:
-        raise InputError(f"{path}: not a text file (not UTF-8), not a saved ncuadvisor result") from exc
-    except json.JSONDecodeError as exc:
-        raise InputError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})") from exc
-    if not isinstance(data, dict) or "schema_version" not in data:
-        raise InputError(
-            f"{path}: not an ncuadvisor result (no schema_version); "
-            "save one with `ncuadvisor report x.ncu-rep -o x.json`"
-        )
-    kind = data.get("kind", REPORT_KIND)
-    versions = supported_versions()
-    if kind not in versions:
-        raise InputError(f"{path}: unknown result kind {kind!r} (this ncuadvisor reads: {', '.join(versions)})")
-    version = data.get("schema_version")
-    if isinstance(version, bool) or version != versions[kind]:
-        writer = (data.get("generator") or {}).get("version") if isinstance(data.get("generator"), dict) else None
-        raise InputError(
-            f"{path}: {kind} schema_version {version!r} is not supported: ncuadvisor {__version__} reads version "
-            f"{versions[kind]}"
-            + (f"; it was written by ncuadvisor {writer}" if writer else "")
-            + " (re-create it from the report with this version)"
-        )
-    need = {
-        REPORT_KIND: {"report": dict, "kernels": list},
-        DIFF_KIND: {"before": dict, "after": dict, "total": dict, "kernels": list},
-    }[kind]
-    for key, typ in need.items():
-        if not isinstance(data.get(key), typ):
-            raise InputError(f"{path}: not a complete {kind} result (`{key}` is missing or not a {typ.__name__})")
-    if kind not in want:
-        raise InputError(f"{path}: is a saved {kind}; expected a saved {' or '.join(want)}")
-    return data
-
-
-def _result_of(path: Path, rules: list) -> dict[str, Any]:
+def _result_of(path: Path, rules: list) -> Any:
     """A report is analyzed; a saved report result (.json) is read as it is."""
     if path.suffix.lower() == ".json":
         return load_saved(path, want=(REPORT_KIND,))
@@ -289,8 +221,8 @@ def render_command(
         check_output(output, force, [path])
         if name == "terminal":
             raise OutputError("--format terminal cannot be written to a file; use .html, .json, .md or .sarif")
-    data = load_saved(path)
-    kind = data.get("kind", REPORT_KIND)
+    saved = load_saved(path)
+    kind, data = kind_of(saved), saved.to_dict()
     if kind == DIFF_KIND and name == "sarif":
         _render_diff(data, name)  # raises the explanation
     if name == "terminal":

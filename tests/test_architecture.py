@@ -15,7 +15,8 @@ ALLOWED = {
     "metrics": set(),
     "rules_api": {"model", "analysis", "units", "metrics"},
     "engine": {"errors", "rules_api", "model", "analysis"},
-    "result": {"units", "errors", "result"},
+    "result": {"units", "errors", "result", "__init__", "diff"},
+    "diff": {"diff", "result", "errors", "units", "__init__"},
     "render": {"errors", "units", "result", "render"},
 }
 

@@ -129,15 +129,18 @@ def test_diff_counts_a_variants_findings(eager):
     """`ncuadvisor diff`: a problem found only on the launches of another size is still a finding of the kernel."""
     import copy
 
-    from ncuadvisor.diff import _findings_of
+    from ncuadvisor.diff.compare import findings_of
+    from ncuadvisor.result import KernelEntry
 
     copy_k = next(k for k in eager["kernels"] if k["name"] == "elementwise_kernel" and k["grid"] == "(8192, 1, 1)")
-    both = _findings_of([copy_k])["PYT001"]["estimated_saving_ns"]
+    both = findings_of([KernelEntry.from_dict(copy_k)])["PYT001"].estimated_saving_ns
     v = copy_k["variants"][0]
     assert both == pytest.approx(copy_k["analysed_duration_ns"] * 1.0 + v["duration_ns"] * 1.0)
     only_variant = copy.deepcopy(copy_k)
     only_variant["findings"] = [f for f in only_variant["findings"] if f["rule"] != "PYT001"]
-    assert _findings_of([only_variant])["PYT001"]["estimated_saving_ns"] == pytest.approx(v["duration_ns"])
+    assert findings_of([KernelEntry.from_dict(only_variant)])["PYT001"].estimated_saving_ns == pytest.approx(
+        v["duration_ns"]
+    )
 
 
 def test_profile_merge_keeps_each_process_to_its_own_launches(report_path):

@@ -1,4 +1,5 @@
-"""The result: one versioned, JSON-ready dict that every renderer formats (schema in README, "JSON output")."""
+"""Helpers over a result's JSON-ready dict, for the stages that still pass the dict: NCU's rule messages, the time each
+rule's findings save, the shape tags that tell kernels of one name apart. `KernelEntry` has the typed equivalents."""
 
 from __future__ import annotations
 
@@ -8,8 +9,6 @@ from collections.abc import Callable
 from typing import Any
 
 from ncuadvisor.units import finite
-
-SCHEMA_VERSION = 1
 
 _MARKUP_RE = re.compile(r"@(section|url|source|sass):([^@]*)@")
 _NCU_TYPES = {1: "ok", 2: "optimization", 3: "warning", 4: "error"}

@@ -1,0 +1,465 @@
+"""The result of an analysis (schema_version 1): the typed form of the JSON that `ncuadvisor report` writes and every
+renderer formats. `Result.to_dict()` is that JSON; `Result.from_dict()` reads it back (README, "JSON output").
+
+Fields are in the order the JSON has them. Optional ones (`optional()`) appear in some results only: per-process
+fields in reports of several processes, `device_id` with several GPUs, the `profile` fields in the result of
+`ncuadvisor profile`, the `torch_op`/`torch_module` pair with `--torch-ops` or ATen ranges.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Final, Literal
+
+from ncuadvisor.result.helpers import shape_tagger
+from ncuadvisor.result.record import Record, flat, optional
+
+SCHEMA_VERSION: Final = 1
+
+Bound = Literal["memory", "compute", "latency", "launch", "unknown"]
+Number = float | None
+Ident = int | str  # a pid, or a rank as the launcher's environment wrote it
+
+
+@dataclass(kw_only=True)
+class Generator(Record):
+    """The program that wrote the result."""
+
+    name: str = "ncuadvisor"
+    version: str
+
+
+@dataclass(kw_only=True)
+class Device(Record):
+    """The GPU of the report (its first result's attributes) with the ceilings measured in it (medians over the
+    kernels: clocks vary). Attributes the report lacks are null."""
+
+    name: str | None = None
+    chip: float | str | None = None
+    cc_major: Number = None
+    cc_minor: Number = None
+    sm_count: Number = None
+    l2_bytes: Number = None
+    max_warps_per_sm: Number = None
+    max_threads_per_sm: Number = None
+    max_blocks_per_sm: Number = None
+    max_registers_per_sm: Number = None
+    max_shared_mem_per_sm: Number = None
+    max_shared_mem_per_block_optin: Number = None
+    memory_bus_width: Number = None
+    max_gpu_frequency_khz: Number = None
+    max_mem_frequency_khz: Number = None
+    compute_capability: str | None = optional()
+    peak_dram_bytes_per_s: Number = None
+    peak_flops_per_s: dict[str, float | None] = field(default_factory=dict)
+    sm_clock_hz: Number = None
+
+
+@dataclass(kw_only=True)
+class ProcessEntry(Record):
+    """One process of a multi-process report, with its kernels and GPU time."""
+
+    pid: Ident
+    host: str = ""
+    executable: str = ""
+    rank: Ident | None = optional()
+    local_rank: Ident | None = optional()
+    world_size: Ident | None = optional()
+    label: str  # "rank 1 (pid 4242)" or "pid 4242"
+    kernels: int
+    launches: int
+    duration_ns: float
+
+
+@dataclass(kw_only=True)
+class ProfileFilters(Record):
+    """What the user asked `ncuadvisor profile` to profile."""
+
+    nvtx_include: list[str] = field(default_factory=list)
+    kernel: str | None = None
+    launch_skip: int | None = 0
+    cache_control: str | None = "all"
+    clock_control: str | None = "none"
+    target_processes: str | None = "all"
+
+
+@dataclass(kw_only=True)
+class ProfilePhase(Record):
+    """One run of ncu."""
+
+    phase: str
+    command: list[str]
+    wall_s: float
+    ncu_exit_code: int | None = None
+    program_exit_code: int | None = None
+    launches_profiled: int | None = None
+    interrupted: bool = False
+
+
+@dataclass(kw_only=True)
+class SelectionRound(Record):
+    """One phase-2 run: how it named the kernels it was missing and how many it found."""
+
+    round: int
+    strategy: str
+    kernel_name_base: str
+    asked: int
+    found: int
+    launches_profiled: int | None = None
+
+
+@dataclass(kw_only=True)
+class Selection(Record):
+    """Which kernels a two-phase profile analysed in depth, and how."""
+
+    top: int | None = None
+    coverage: float | None = None
+    phase1_kernels: int
+    phase1_launches: int
+    chosen: list[str] = field(default_factory=list)
+    chosen_share: float
+    rounds: list[SelectionRound] = field(default_factory=list)
+    window_launches: int | None = None
+    config_launches: int | None = None
+
+
+@dataclass(kw_only=True)
+class ProfileInfo(Record):
+    """How `ncuadvisor profile` made the result: the target, the filters, each run of ncu."""
+
+    mode: Literal["two-phase", "full"]
+    target: list[str]
+    ncu: str
+    ncu_version: str | None = None
+    filters: ProfileFilters
+    torch_ops: bool = False
+    phases: list[ProfilePhase] = field(default_factory=list)
+    reports: list[str] = field(default_factory=list)
+    partial: bool = False
+    selection: Selection | None = optional()
+    wall_s: float | None = optional()
+
+
+@dataclass(kw_only=True)
+class ReportInfo(Record):
+    """The report that was analysed, its device and what it lacks."""
+
+    path: str
+    name: str
+    ncu_version: str | None = None
+    reader_version: str | None = None
+    command_line: str | None = None
+    device: Device
+    results: int
+    kernels: int
+    total_duration_ns: float
+    sections: list[str] = field(default_factory=list)
+    missing_sections: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    processes: list[ProcessEntry] = field(default_factory=list)  # [] for one process
+    devices: list[int] = field(default_factory=list)
+    phase1_report: str | None = optional()
+    profile: ProfileInfo | None = optional()
+
+
+@dataclass(kw_only=True)
+class EvidenceEntry(Record):
+    """A measured value a finding rests on, with the threshold it crossed."""
+
+    metric: str
+    value: float | str | None
+    threshold: float | str | None = None
+    label: str = ""
+    unit: str = ""
+
+
+@dataclass(kw_only=True)
+class SourceRefEntry(Record):
+    """A source line a finding points at, with its share of the per-instruction metric."""
+
+    file: str | None
+    line: int | None
+    code: str | None = None
+    sass: str | None = None
+    metric: str = ""
+    value: float | None = None
+    share: float | None = None
+
+
+@dataclass(kw_only=True)
+class FindingEntry(Record):
+    """What one rule found on a kernel: why it costs time, the fix, the estimated speedup and its evidence."""
+
+    rule: str
+    category: str
+    title: str
+    message: str
+    fix: str
+    fix_code: str = ""
+    estimated_speedup: float = 0.0  # the fraction of the kernel's time the fix should save
+    speedup_model: str = ""
+    speedup_type: str = "local"
+    confidence: str = "medium"
+    evidence: list[EvidenceEntry] = field(default_factory=list)
+    source: list[SourceRefEntry] = field(default_factory=list)
+    changes_floor: bool = False
+
+    @property
+    def location(self) -> str | None:
+        """`file:line` of the first source line that has both, None when none has."""
+        for s in self.source:
+            if s.file and s.line is not None:
+                return f"{s.file}:{s.line}"
+        return None
+
+
+@dataclass(kw_only=True)
+class SuppressedFinding(Record):
+    """A finding left out, and why (the kernel is near its bound, or the saving is too small)."""
+
+    rule: str
+    title: str
+    reason: str
+
+
+@dataclass(kw_only=True)
+class SkippedRule(Record):
+    """A rule that did not run on a kernel, and why (the report lacks its metrics)."""
+
+    rule: str
+    reason: str
+
+
+@dataclass(kw_only=True)
+class NcuRuleEntry(Record):
+    """One of Nsight Compute's own rule results that says something to act on."""
+
+    rule: str
+    name: str
+    section: str
+    title: str
+    message: str
+    type: str
+    speedup_pct: float | None = None
+    speedup_type: str | None = None
+
+
+@dataclass(kw_only=True)
+class SourceAnchor(Record):
+    """The kernel's entry in its source: where a finding without a line of its own is shown."""
+
+    file: str
+    line: int
+    code: str | None = None
+
+
+@dataclass(kw_only=True)
+class Roofline(Record):
+    """The roofline of the kernel's representative launch: work, bytes, floors, headroom and bound."""
+
+    duration_ns: float | None
+    flops: float = 0.0
+    flops_by_precision: dict[str, float] = field(default_factory=dict)
+    peak_flops_per_s: dict[str, float] = field(default_factory=dict)
+    dram_bytes: Number = None
+    ideal_bytes: Number = None
+    compulsory_bytes: Number = None
+    tma_bytes: Number = None
+    intensity: Number = None
+    peak_dram_bytes_per_s: Number = None
+    memory_floor_ns: Number = None
+    compute_floor_ns: Number = None
+    theoretical_ns: Number = None
+    headroom: Number = None
+    bound: Bound = "unknown"
+    bound_reason: str = ""
+    achieved_flops_per_s: Number = None
+    achieved_dram_bytes_per_s: Number = None
+    sol: dict[str, float] = field(default_factory=dict)
+    sm_clock_hz: Number = None
+    dram_clock_hz: Number = None
+    limiting_precision: str | None = None
+    thresholds: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass(kw_only=True)
+class Launch(Record):
+    """The launch configuration and occupancy of the representative launch."""
+
+    grid_size: Number = None
+    block_size: Number = None
+    registers_per_thread: Number = None
+    shared_mem_static: Number = None
+    shared_mem_dynamic: Number = None
+    waves_per_sm: Number = None
+    theoretical_occupancy_pct: Number = None
+    achieved_occupancy_pct: Number = None
+    stream: Number = None
+
+
+@dataclass(kw_only=True)
+class VariantEntry(Record):
+    """Launches of a kernel group of another size than its representative's: their time, and their bound and
+    findings when one of them was analysed (`profiled`); otherwise they were timed only."""
+
+    launches: int
+    duration_ns: float
+    per_launch_ns: float
+    time_share: float
+    launch_range_ns: list[float | None]
+    launch_ns: float | None = None
+    profiled: bool
+    bound: Bound = "unknown"
+    bound_reason: str | None = None
+    headroom: Number = None
+    theoretical_ns: Number = None
+    findings: list[FindingEntry] = field(default_factory=list)
+    suppressed: list[SuppressedFinding] = field(default_factory=list)
+    result_ids: list[int] = field(default_factory=list)
+
+
+@dataclass(kw_only=True)
+class ProcessRef(Record):
+    """The process that ran a kernel group (multi-process reports)."""
+
+    pid: Ident
+    executable: str | None = optional()
+    rank: Ident | None = optional()
+    local_rank: Ident | None = optional()
+    world_size: Ident | None = optional()
+
+
+@dataclass(kw_only=True)
+class TorchContext(Record):
+    """The innermost ATen op and nn.Module of a kernel, from its NVTX ranges (null when none)."""
+
+    torch_op: str | None = None
+    torch_module: str | None = None
+
+
+@dataclass(kw_only=True)
+class KernelEntry(Record):
+    """One kernel group (the launches of one kernel with one launch shape, in one process): its time, the roofline
+    and findings of its representative launch, and its variants (launches of other sizes)."""
+
+    id: str
+    name: str
+    demangled: str
+    mangled: str = ""
+    language: str
+    launches: int
+    grid: str
+    block: str
+    nvtx: str = ""
+    process: ProcessRef | None = optional()
+    process_label: str | None = optional()
+    device_id: int | None = optional()
+    duration_ns: float
+    per_launch_ns: float
+    launch_range_ns: list[float | None]
+    launch_note: str | None = None
+    analysed_launches: int
+    analysed_duration_ns: float
+    variants: list[VariantEntry] = field(default_factory=list)
+    time_share: float
+    bound: Bound
+    bound_reason: str
+    headroom: Number = None
+    roofline: Roofline
+    launch: Launch
+    findings: list[FindingEntry] = field(default_factory=list)
+    suppressed: list[SuppressedFinding] = field(default_factory=list)
+    skipped_rules: list[SkippedRule] = field(default_factory=list)
+    source_anchor: SourceAnchor | None = None
+    ncu_rules: list[NcuRuleEntry] = field(default_factory=list)
+    sections: list[str] = field(default_factory=list)
+    result_ids: list[int] = field(default_factory=list)
+    # `ncuadvisor profile`: whether the kernel was profiled in depth, and from which report
+    profiled: bool | None = optional()
+    deep_report: str | None = optional()
+    deep_result_ids: list[int] | None = optional()
+    deep_launches: int | None = optional()
+    torch: TorchContext | None = flat()
+
+    def findings_with_time(self) -> list[tuple[list[FindingEntry], float, int | None]]:
+        """The kernel's findings with the GPU time they speak for: its own over the launches it analysed, then each
+        variant's over that variant's launches, with the variant's index: [(findings, ns, None), (findings, ns, 0)]."""
+        parts: list[tuple[list[FindingEntry], float, int | None]] = [
+            (self.findings, float(self.analysed_duration_ns), None)
+        ]
+        parts += [(v.findings, float(v.duration_ns), i) for i, v in enumerate(self.variants)]
+        return parts
+
+    def savings_by_rule(self) -> dict[str, tuple[FindingEntry, float, int | None]]:
+        """Rule code -> (the rule's first finding, the time it saves in ns over every size of the kernel, the variant
+        it was first found on: None for the kernel's own launches); at-roofline verdicts are left out."""
+        out: dict[str, tuple[FindingEntry, float, int | None]] = {}
+        for findings, ns, variant in self.findings_with_time():
+            for f in findings:
+                if f.category == "at-roofline" or not f.rule:
+                    continue
+                first, total, where = out.get(f.rule, (f, 0.0, variant))
+                out[f.rule] = (first, total + ns * f.estimated_speedup, where)
+        return out
+
+    @property
+    def at_roofline(self) -> bool:
+        """Whether the analysis found the kernel at its bound (its at-roofline verdict)."""
+        return any(f.category == "at-roofline" for f in self.findings)
+
+
+@dataclass(kw_only=True)
+class ProgramFindingEntry(Record):
+    """A finding about the program as a whole (several kernels, or many launches)."""
+
+    rule: str
+    category: str
+    title: str
+    message: str
+    fix: str
+    kernels: list[str] = field(default_factory=list)  # kernel names involved, in launch order
+    kernel_ids: list[str] = field(default_factory=list)
+    estimated_saving_ns: float = 0.0
+    saving_model: str = ""
+    speedup_type: str = "global"
+    confidence: str = "medium"
+    evidence: list[EvidenceEntry] = field(default_factory=list)
+    fix_code: str = ""
+
+
+@dataclass(kw_only=True)
+class TopAction(Record):
+    """One entry of "where to start": a finding (kernel or program level) ranked by the time it saves."""
+
+    kernel: str
+    kernel_id: str | None = None
+    rule: str
+    category: str
+    title: str
+    estimated_saving_ns: float
+    program_fraction: float
+    scope: Literal["kernel", "program"]
+    variant: int | None = optional()  # the variant (index) the finding was found on
+
+
+@dataclass(kw_only=True)
+class Result(Record):
+    """The analysis of one report: the report, every kernel group by total time, program findings, where to start."""
+
+    schema_version: Literal[1] = SCHEMA_VERSION
+    generator: Generator
+    created: str
+    report: ReportInfo
+    kernels: list[KernelEntry] = field(default_factory=list)
+    program_findings: list[ProgramFindingEntry] = field(default_factory=list)
+    top_actions: list[TopAction] = field(default_factory=list)
+
+    def kernel(self, kernel_id: str | None) -> KernelEntry | None:
+        """The kernel entry of an id (`k3`), None when there is none."""
+        return next((k for k in self.kernels if k.id == kernel_id), None) if kernel_id is not None else None
+
+    def shape_tags(self) -> dict[str, str]:
+        """Kernel id -> what tells it from the other kernel groups of its name ('grid (8, 8, 1)'), for the kernels
+        whose name others share (`helpers.shape_tagger`): a model's gemm is many groups, one per launch shape."""
+        tag = shape_tagger(self.kernels, lambda k: k.name or k.demangled, lambda k: (k.grid or "–", k.block or "–"))
+        return {k.id: t for k in self.kernels if (t := tag(k))}
