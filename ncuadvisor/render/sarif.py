@@ -54,8 +54,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 from urllib.parse import quote
 
-from ncuadvisor.render import shape_tags
-from ncuadvisor.result import findings_with_time
+from ncuadvisor.result import findings_with_time, shape_tags
 from ncuadvisor.units import finite, fmt_ns
 
 SARIF_VERSION = "2.1.0"
