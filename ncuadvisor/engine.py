@@ -49,6 +49,30 @@ def discover(folders: Iterable[Path] = ()) -> list[Rule | ProgramRule]:
     return rules
 
 
+def rule_docs(rules: Iterable[Any]) -> list[dict[str, Any]]:
+    """The rules' documentation as plain data, for renderers that show it without the rule objects (the SARIF's
+    rule help): one dict per rule, {"code", "aliases", "slug", "title", "category", "sections"}."""
+    out = []
+    for r in rules:
+        if not getattr(r, "code", None):
+            continue
+        try:
+            sections = dict(r.doc_sections())
+        except Exception:  # a user rule with an odd docstring must not break the output
+            sections = {}
+        out.append(
+            {
+                "code": str(r.code),
+                "aliases": [str(a) for a in getattr(r, "aliases", ()) or ()],
+                "slug": getattr(r, "slug", "") or "",
+                "title": getattr(r, "title", "") or "",
+                "category": getattr(r, "category", "") or "",
+                "sections": sections,
+            }
+        )
+    return out
+
+
 def _load_rule_file(path: Path, origin: str) -> list[Rule | ProgramRule]:
     mod_name = "ncuadvisor_rule_" + re.sub(r"\W", "_", str(path.resolve()))
     spec = importlib.util.spec_from_file_location(mod_name, path)

@@ -19,11 +19,12 @@ from ncuadvisor.render.diff_render import render_diff_html, render_diff_markdown
 from ncuadvisor.render.diff_view import diff_view
 from ncuadvisor.render.html import render_html
 from ncuadvisor.render.markdown import render_markdown
+from ncuadvisor.render.sarif import build_sarif
 from ncuadvisor.render.terminal import render_terminal
 from ncuadvisor.render.view import Generator, report_view
 
 RENDER = Path(render_pkg.__file__).resolve().parent
-RENDERERS = ("html", "markdown", "terminal", "diff_render")
+RENDERERS = ("html", "markdown", "terminal", "sarif", "diff_render")
 SHARED = {"ncuadvisor.render", "ncuadvisor.render.view", "ncuadvisor.render.diff_view"}
 SHARED |= {"ncuadvisor.render.chart", "ncuadvisor.render.mdtext"}
 
@@ -81,6 +82,8 @@ def test_every_renderer_takes_an_odd_result():
     buf = io.StringIO()
     render_terminal(ODD_RESULT, Console(file=buf, width=160))
     assert "unknown GPU" in buf.getvalue()
+    log = build_sarif(ODD_RESULT, "/src", {"a.cu": "a.cu"})
+    assert [r["ruleId"] for r in log["runs"][0]["results"]] == ["MEM001"]
     odd_diff = {"kernels": ["x", {"name": "k", "findings": None, "process": {"label": "rank 0", "before": {}}}]}
     assert "rank 0" in render_diff_html(odd_diff) and "rank 0" in render_diff_markdown(odd_diff)
     render_diff_terminal(odd_diff, Console(file=io.StringIO()))
