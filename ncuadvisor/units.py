@@ -156,8 +156,8 @@ def fmt_decade(e: int) -> str:
 
 def clip(text: Any, limit: int) -> str:
     """Text cut at `limit` characters, the last one an ellipsis ("" for None): long kernel names in one line."""
-    text = "" if text is None else str(text)
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    s = "" if text is None else str(text)
+    return s if len(s) <= limit else s[: limit - 1] + "…"
 
 
 def short_name(name: Any, limit: int = 80) -> str:

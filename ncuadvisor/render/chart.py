@@ -241,9 +241,9 @@ def roofline_chart(view: Result, limit: int | None) -> Chart:
         xa = max(10.0**xlo, v / bw) if bw else 10.0**xlo
         if xa >= 10.0**xhi:
             continue
-        y = py(v)
-        ceilings.append(Line(_f(px(xa)), _f(y), _f(x1), _f(y), "ceil-flop"))
-        roof_labels.append((y + 4, f"{name} · {fmt_rate(v, 'FLOP/s')}"))
+        roof_y = py(v)
+        ceilings.append(Line(_f(px(xa)), _f(roof_y), _f(x1), _f(roof_y), "ceil-flop"))
+        roof_labels.append((roof_y + 4, f"{name} · {fmt_rate(v, 'FLOP/s')}"))
     # ceiling labels sit right of the plot, pushed apart so none overlap: from the bottom up, each above the next
     roof_labels.sort()
     for n in range(len(roof_labels) - 2, -1, -1):

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from rich.console import Console
+from rich.console import Console, JustifyMethod
 from rich.markup import escape
 from rich.table import Table
 
@@ -57,7 +57,7 @@ def render_diff_markdown(diff: Mapping[str, Any], max_chars: int = GITHUB_LIMIT)
     """The markdown of a diff dict, at most `max_chars` long."""
     view = diff_view(diff)
     env = environment(autoescape=False, filters={**MD_FILTERS, **LABEL_FILTERS, **MD_LABEL_FILTERS})
-    mod = env.get_template(MD_TEMPLATE).make_module({"d": view})
+    mod: Any = env.get_template(MD_TEMPLATE).make_module({"d": view})  # its macros, one per piece
     kernels = view.kernels
     detailed = [k for k in kernels if k.has_detail]  # largest changes first (the diff's order)
 
@@ -120,7 +120,7 @@ def render_diff_terminal(diff: Mapping[str, Any], console: Console | None = None
         console.print(f"[yellow]warning:[/yellow] {escape(str(w))}")
 
     table = Table(header_style="bold")
-    for col, just in (
+    columns: tuple[tuple[str, JustifyMethod], ...] = (
         ("kernel", "left"),
         ("before", "right"),
         ("after", "right"),
@@ -129,7 +129,8 @@ def render_diff_terminal(diff: Mapping[str, Any], console: Console | None = None
         ("bound", "left"),
         ("headroom", "right"),
         ("findings", "left"),
-    ):
+    )
+    for col, just in columns:
         table.add_column(col, justify=just, overflow="fold", max_width=48 if col in ("kernel", "findings") else None)
     for k in d.kernels[:top]:
         kb, ka = k.before, k.after

@@ -78,7 +78,8 @@ def page_layout(view: Result, full_cards: int = FULL_CARDS) -> Layout:
     """The first `full_cards` kernels by time get cards, and so does every kernel a "where to start" action links to;
     the rest are rows, each with the kernel's id so that links still land on it."""
     wanted = {a.kernel_id for a in view.top_actions}
-    cards, tail = [], []
+    cards: list[Kernel] = []
+    tail: list[Kernel] = []
     for k in view.kernels:
         (cards if k.index < full_cards or (k.id or f"k{k.index}") in wanted else tail).append(k)
     return Layout(

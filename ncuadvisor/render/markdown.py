@@ -24,7 +24,7 @@ def render_markdown(result: Mapping[str, Any], max_chars: int = GITHUB_LIMIT) ->
     """The markdown of a result dict, at most `max_chars` long."""
     view = report_view(result)
     env = environment(autoescape=False, filters=MD_FILTERS)
-    mod = env.get_template(TEMPLATE).make_module({"r": view})
+    mod: Any = env.get_template(TEMPLATE).make_module({"r": view})  # its macros, one per piece
     kernels = view.kernels
 
     head = block(mod.head(), after="\n\n")

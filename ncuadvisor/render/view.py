@@ -19,8 +19,13 @@ from ncuadvisor.result import shape_tags
 from ncuadvisor.units import finite, number
 
 AT_ROOFLINE = "at-roofline"
-SOL_BARS = (("memory_pct", "Memory SOL"), ("compute_pct", "Compute SOL"), ("dram_pct", "DRAM"), ("l2_pct", "L2"))
-SOL_BARS += (("l1_pct", "L1"),)
+SOL_BARS: tuple[tuple[str, str], ...] = (
+    ("memory_pct", "Memory SOL"),
+    ("compute_pct", "Compute SOL"),
+    ("dram_pct", "DRAM"),
+    ("l2_pct", "L2"),
+    ("l1_pct", "L1"),
+)
 
 T = TypeVar("T")
 
