@@ -48,6 +48,7 @@ import json
 import posixpath
 import re
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote
 
@@ -137,11 +138,29 @@ def artifact_location(file: str, paths: Mapping[str, str]) -> dict[str, str]:
 # -- rules -----------------------------------------------------------------------------------------------------
 
 
-def _rule_index(rules: Iterable[Mapping[str, Any]]) -> dict[str, Mapping[str, Any]]:
+@dataclass(frozen=True)
+class RuleDoc:
+    """A rule's documentation, its fields filled ("" and no sections for what the caller's mapping lacks)."""
+
+    slug: str = ""
+    title: str = ""
+    category: str = ""
+    sections: Mapping[str, str] = field(default_factory=dict)
+
+
+def _rule_index(rules: Iterable[Mapping[str, Any]]) -> dict[str, RuleDoc]:
     """code (and each old code) -> the rule's documentation."""
-    out: dict[str, Mapping[str, Any]] = {}
-    for doc in rules:
-        for code in (doc.get("code"), *(doc.get("aliases") or ())):
+    out: dict[str, RuleDoc] = {}
+    for raw in rules:
+        sections = raw.get("sections")
+        doc = RuleDoc(
+            slug=str(raw.get("slug") or ""),
+            title=str(raw.get("title") or ""),
+            category=str(raw.get("category") or ""),
+            sections={str(k): str(v) for k, v in sections.items()} if isinstance(sections, Mapping) else {},
+        )
+        aliases = raw.get("aliases")
+        for code in (raw.get("code"), *(aliases if isinstance(aliases, (list, tuple)) else ())):
             if code:
                 out[str(code)] = doc
     return out
@@ -161,10 +180,10 @@ def _pascal(slug: str) -> str:
     return "".join(p[:1].upper() + p[1:] for p in re.split(r"[^0-9A-Za-z]+", slug) if p)
 
 
-def _rule_descriptor(code: str, doc: Mapping[str, Any], finding: Finding) -> dict[str, Any]:
-    sections: dict[str, str] = dict(doc.get("sections") or {})
-    title = str(doc.get("title") or finding.title or code)
-    category = str(doc.get("category") or finding.category or "")
+def _rule_descriptor(code: str, doc: RuleDoc, finding: Finding) -> dict[str, Any]:
+    sections = doc.sections
+    title = str(doc.title or finding.title or code)
+    category = str(doc.category or finding.category or "")
     summary = _reflow(sections.get("summary") or title)
     text_parts, md_parts = [summary], [summary]
     for name in DOC_ORDER:
@@ -193,8 +212,8 @@ def _rule_descriptor(code: str, doc: Mapping[str, Any], finding: Finding) -> dic
         "defaultConfiguration": {"level": "warning"},
         "properties": {"tags": ["performance", "cuda"] + ([category] if category else []), "category": category},
     }
-    if doc.get("slug"):
-        descriptor["name"] = _pascal(str(doc["slug"]))
+    if doc.slug:
+        descriptor["name"] = _pascal(doc.slug)
     return descriptor
 
 
@@ -230,7 +249,7 @@ def _related_text(s: SourceLine) -> str:
 class _Log:
     """The run being written: its rule descriptors (each once, in order of first use) and results."""
 
-    def __init__(self, paths: Mapping[str, str], docs: Mapping[str, Mapping[str, Any]], total: float) -> None:
+    def __init__(self, paths: Mapping[str, str], docs: Mapping[str, RuleDoc], total: float) -> None:
         self.paths, self.docs, self.total = paths, docs, total
         self.descriptors: list[dict[str, Any]] = []
         self.rule_index: dict[str, int] = {}
@@ -291,7 +310,7 @@ class _Log:
         code = str(f.rule)
         if code not in self.rule_index:
             self.rule_index[code] = len(self.descriptors)
-            self.descriptors.append(_rule_descriptor(code, self.docs.get(code, {}), f))
+            self.descriptors.append(_rule_descriptor(code, self.docs.get(code, RuleDoc()), f))
         speedup = number(f.estimated_speedup) or 0.0
         saving = duration * speedup
         fraction = saving / self.total if self.total else 0.0
