@@ -85,9 +85,9 @@ def render(result: dict, fmt: Format, source_root: Path | None = None, rules: li
 
         return render_markdown(result)
     if fmt is Format.sarif:
-        from ncuadvisor.render.sarif import render_sarif
+        from ncuadvisor.commands_pr import sarif_text
 
-        return render_sarif(result, str(source_root) if source_root is not None else None, rules=rules)
+        return sarif_text(result, source_root, rules)
     raise OutputError(f"format {fmt.value} cannot be written to a file")  # pragma: no cover
 
 

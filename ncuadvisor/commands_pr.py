@@ -72,9 +72,15 @@ def discover_rules(rules_dir: list[Path] | None) -> list:
 
 
 def sarif_text(result: dict[str, Any], source_root: Path | None, rules: list | None = None) -> str:
-    from ncuadvisor.render.sarif import render_sarif
+    """The SARIF of a result: the source root (--source-root, else the git top level), the repository-relative path
+    of each source file under it and the rules' documentation are looked up here and passed in as data."""
+    from ncuadvisor.gitinfo import default_source_root, source_root_forms
+    from ncuadvisor.render.sarif import render_sarif, repository_paths, source_files
+    from ncuadvisor.ruledoc import rule_docs
 
-    return render_sarif(result, str(source_root) if source_root is not None else None, rules=rules)
+    root = str(source_root) if source_root is not None else default_source_root()
+    paths = repository_paths(source_files(result), source_root_forms(root))
+    return render_sarif(result, root, paths, rule_docs(rules or []))
 
 
 # -- formats ---------------------------------------------------------------------------------------------------

@@ -12,7 +12,7 @@ import re
 import sys
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ncuadvisor.rules_api import Fix, ProgramRule, Rule
@@ -262,6 +262,40 @@ def main(argv: list[str]) -> int:
     written = write_docs(Path(argv[0]), discover())
     print(f"wrote {len(written)} pages under {argv[0]}")
     return 0
+
+
+def rule_docs(rules: Iterable[Any]) -> list[dict[str, Any]]:
+    """The rules' documentation as plain data, for renderers that show it without the rule objects (the SARIF's
+    rule help): one dict per rule, {"code", "aliases", "slug", "title", "category", "sections", "help"}."""
+    out = []
+    for r in rules:
+        if not getattr(r, "code", None):
+            continue
+        try:
+            sections = dict(r.doc_sections())
+        except Exception:  # a user rule with an odd docstring must not break the output
+            sections = {}
+        out.append(
+            {
+                "code": str(r.code),
+                "aliases": [str(a) for a in getattr(r, "aliases", ()) or ()],
+                "slug": getattr(r, "slug", "") or "",
+                "title": getattr(r, "title", "") or "",
+                "category": getattr(r, "category", "") or "",
+                "sections": sections,
+                "help": _help(r),
+            }
+        )
+    return out
+
+
+def _help(rule: Any) -> dict[str, str]:
+    """{"text", "markdown"}: the rule's whole documentation, its fix in every kernel language; {} for a user rule that
+    strays from the contract (the renderer then builds the help from the docstring's sections)."""
+    try:
+        return {"text": rule_help(rule), "markdown": rule_markdown(rule)}
+    except Exception:
+        return {}
 
 
 if __name__ == "__main__":

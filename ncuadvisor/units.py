@@ -1,9 +1,18 @@
-"""Formatting of quantities shared by every stage (no dependencies, so any stage may import it)."""
+"""Formatting of quantities: the only formatters (no dependencies, so any stage may import them).
+
+Every formatter takes whatever a result holds (a number, None, sometimes text from a hand-edited JSON) and returns
+text; a missing value is "–" (an en dash) unless the formatter says otherwise.
+"""
 
 from __future__ import annotations
 
 import math
+import os
+import posixpath
 from typing import Any
+
+MISSING = "–"
+_SI = (("P", 1e15), ("T", 1e12), ("G", 1e9), ("M", 1e6), ("k", 1e3))
 
 
 def finite(value: Any) -> float | None:
@@ -15,7 +24,15 @@ def finite(value: Any) -> float | None:
     return f if math.isfinite(f) else None
 
 
-def fmt_ns(ns: Any, missing: str = "–", seconds: bool = True) -> str:
+def number(value: Any) -> float | None:
+    """A finite float, or None: like `finite`, but booleans are not numbers here."""
+    return None if isinstance(value, bool) else finite(value)
+
+
+# -- durations, fractions, sizes, rates ------------------------------------------------------------------------
+
+
+def fmt_ns(ns: Any, missing: str = MISSING, seconds: bool = True) -> str:
     """Nanoseconds, readable: 1234 -> '1.2 µs'; `missing` for None; above 1 s in seconds unless `seconds` is off."""
     if ns is None:
         return missing
@@ -29,7 +46,150 @@ def fmt_ns(ns: Any, missing: str = "–", seconds: bool = True) -> str:
     return f"{ns:.0f} ns"
 
 
+def fmt_pct(x: Any, digits: int = 0) -> str:
+    """A 0..1 fraction as a percentage: 0.256 -> '26%'."""
+    if x is None:
+        return MISSING
+    return f"{float(x) * 100:.{digits}f}%"
+
+
+def fmt_pct100(v: Any, digits: int = 0) -> str:
+    """A percentage already on a 0..100 scale (SOL values, NCU speedups): 25.6 -> '26%'."""
+    f = number(v)
+    return MISSING if f is None else f"{f:.{digits}f}%"
+
+
+def fmt_bytes(b: Any) -> str:
+    """A byte count with a decimal prefix: 1.5e6 -> '1.5 MB'."""
+    if b is None:
+        return MISSING
+    b = float(b)
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("KB", 1e3)):
+        if b >= scale:
+            return f"{b / scale:.1f} {unit}"
+    return f"{b:.0f} B"
+
+
+def fmt_rate(x: Any, unit: str) -> str:
+    """Per-second rates with SI prefixes: fmt_rate(4.8e12, 'B/s') -> '4.80 TB/s'."""
+    if x is None:
+        return MISSING
+    x = float(x)
+    for prefix, scale in _SI:
+        if abs(x) >= scale:
+            return f"{x / scale:.2f} {prefix}{unit}"
+    return f"{x:.2f} {unit}"
+
+
+def fmt_x(x: Any) -> str:
+    """A ratio such as headroom: 3.04 -> '3.0×', 250 -> '250×'."""
+    if x is None:
+        return MISSING
+    x = float(x)
+    return f"{x:.1f}×" if x < 100 else f"{x:.0f}×"
+
+
+def fmt_num(v: Any) -> str:
+    """An evidence value: integers with thousands separators, others to 3 significant digits; text as it is."""
+    if v is None:
+        return MISSING
+    if isinstance(v, (bool, str)):
+        return str(v)
+    f = number(v)
+    if f is None:
+        return str(v)
+    if f.is_integer() and abs(f) < 1e15:
+        return f"{int(f):,}"
+    if abs(f) >= 1000:
+        return f"{f:,.0f}"
+    if abs(f) >= 100:
+        return f"{f:.1f}"
+    return f"{f:.3g}"
+
+
+# -- changes (the diff) ----------------------------------------------------------------------------------------
+
+
+def _sign(x: float) -> str:
+    return "+" if x > 0 else "−" if x < 0 else "±"  # a real minus sign
+
+
+def fmt_change(x: Any) -> str:
+    """A relative change with its sign: 0.05 -> '+5.0%', -0.565 -> '−56.5%'."""
+    f = finite(x)
+    if f is None:
+        return MISSING
+    text = f"{abs(f) * 100:.1f}%" if abs(f) < 10 else f"{abs(f) * 100:.0f}%"
+    return _sign(f) + text
+
+
+def fmt_delta_ns(ns: Any) -> str:
+    """A signed duration: 997900 -> '+997.9 µs'."""
+    f = finite(ns)
+    return MISSING if f is None else _sign(f) + fmt_ns(abs(f))
+
+
+def fmt_threshold(x: Any) -> str:
+    """A threshold as a percentage without trailing zeros: 0.05 -> '5%', 0.025 -> '2.5%'."""
+    f = finite(x)
+    return MISSING if f is None else f"{f * 100:.3g}%"
+
+
+# -- chart axes ------------------------------------------------------------------------------------------------
+
+
+def fmt_si(v: float) -> str:
+    """An axis value with an SI prefix and no unit: 1e12 -> '1 T'."""
+    for prefix, scale in _SI:
+        if v >= scale:
+            return f"{v / scale:g} {prefix}"
+    return f"{v:g}"
+
+
+def fmt_decade(e: int) -> str:
+    """The label of 10**e on a log axis: '0.01', '1000', '1e5'."""
+    return f"{10.0**e:g}" if -3 <= e <= 4 else f"1e{e}"
+
+
+# -- names and paths -------------------------------------------------------------------------------------------
+
+
 def clip(text: Any, limit: int) -> str:
     """Text cut at `limit` characters, the last one an ellipsis ("" for None): long kernel names in one line."""
-    text = "" if text is None else str(text)
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    s = "" if text is None else str(text)
+    return s if len(s) <= limit else s[: limit - 1] + "…"
+
+
+def short_name(name: Any, limit: int = 80) -> str:
+    """A readable kernel name: templates collapsed (`f<...>`), then cut at `limit` characters; "–" for None."""
+    if name is None:
+        return MISSING
+    out, depth = [], 0
+    for ch in str(name):
+        if ch == "<":
+            if depth == 0:
+                out.append("<…>")
+            depth += 1
+        elif ch == ">" and depth:
+            depth -= 1
+        elif depth == 0:
+            out.append(ch)
+    return clip("".join(out), limit)
+
+
+def basename(path: Any) -> str:
+    """A source path's file name ('/a/b/k.cu' -> 'k.cu', Windows separators too); "–" for none."""
+    if not path:
+        return MISSING
+    return posixpath.basename(str(path).replace("\\", "/")) or str(path)
+
+
+def basename_loc(loc: Any) -> str:
+    """A location's file name and line: '/a/b/pipeline.cu:68' -> 'pipeline.cu:68'; "" for none."""
+    if not loc:
+        return ""
+    text = str(loc)
+    path, sep, line = text.rpartition(":")
+    if not sep or not line.isdigit():
+        return os.path.basename(text.replace("\\", "/"))
+    return f"{os.path.basename(path.replace(chr(92), '/'))}:{line}"

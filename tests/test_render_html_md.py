@@ -12,9 +12,11 @@ import shutil
 
 import pytest
 
-from ncuadvisor.render import short_name, to_json
+from ncuadvisor.render import to_json
 from ncuadvisor.render.html import CHART_POINTS, FULL_CARDS, PROGRAM_KERNELS_SHOWN, render_html
 from ncuadvisor.render.markdown import md, render_markdown
+from ncuadvisor.result import shape_tags
+from ncuadvisor.units import short_name
 from tests.synthetic import many_kernels
 
 REPORT = pathlib.Path(__file__).parent.parent / "fixtures" / "probe.ncu-rep.xz"
@@ -322,7 +324,6 @@ def test_groups_of_one_name_are_told_apart_by_their_launch_shape(analyzed):
 
     from rich.console import Console
 
-    from ncuadvisor.render import shape_tags
     from ncuadvisor.render.terminal import render_terminal
 
     r = analyzed("model_step_315")
@@ -349,8 +350,6 @@ def test_groups_of_one_name_are_told_apart_by_their_launch_shape(analyzed):
 
 
 def test_shape_tags_add_the_block_where_grids_agree():
-    from ncuadvisor.render import shape_tags
-
     r = {
         "kernels": [
             {"id": "a", "name": "k", "grid": "(4, 1, 1)", "block": "(128, 1, 1)"},

@@ -1,5 +1,6 @@
 """SARIF 2.1.0 output: golden files of real fixtures, validated against the official schema (tests/data), levels,
-paths relative to the source root, findings without a location, and rule help texts from the rule docstrings."""
+paths relative to the source root, findings without a location, rule help texts from the rule docstrings, and a
+renderer that takes all of that as data (no command run, no file read)."""
 
 from __future__ import annotations
 
@@ -13,15 +14,18 @@ import jsonschema
 import pytest
 
 from ncuadvisor.engine import discover
+from ncuadvisor.gitinfo import default_source_root, source_root_forms
 from ncuadvisor.render.sarif import (
     LEVEL_ERROR,
     LEVEL_WARNING,
     build_sarif,
-    default_source_root,
     level_for,
     relative_to_root,
     render_sarif,
+    repository_paths,
+    source_files,
 )
+from ncuadvisor.ruledoc import rule_docs
 from tests.conftest import FIXTURES, ROOT
 from tests.golden import FIXTURE_SOURCE_ROOT, check_golden, run_cli, scrub_result
 
@@ -41,13 +45,22 @@ def rules():
     return discover()
 
 
+@pytest.fixture(scope="module")
+def docs(rules):
+    return rule_docs(rules)
+
+
 def validate(validator, log: dict) -> None:
     errors = sorted(validator.iter_errors(log), key=lambda e: list(e.path))
     assert not errors, "\n".join(f"{list(e.path)}: {e.message}" for e in errors[:10])
 
 
-def sarif_of(result: dict, rules, root: str = FIXTURE_SOURCE_ROOT) -> dict:
-    return build_sarif(result, root, rules)
+def paths_of(result: dict, root: str = FIXTURE_SOURCE_ROOT) -> dict[str, str]:
+    return repository_paths(source_files(result), [root])
+
+
+def sarif_of(result: dict, docs, root: str = FIXTURE_SOURCE_ROOT) -> dict:
+    return build_sarif(result, root, paths_of(result, root), docs)
 
 
 def results_of(log: dict) -> list[dict]:
@@ -58,16 +71,17 @@ def results_of(log: dict) -> list[dict]:
 
 
 @pytest.mark.parametrize("name", ["pipeline_v1", "pipeline_v2", "flaws"])
-def test_sarif_golden_and_valid(analyzed, rules, validator, name):
-    text = render_sarif(scrub_result(analyzed(name)), FIXTURE_SOURCE_ROOT, rules=rules)
+def test_sarif_golden_and_valid(analyzed, docs, validator, name):
+    result = scrub_result(analyzed(name))
+    text = render_sarif(result, FIXTURE_SOURCE_ROOT, paths_of(result), docs)
     log = json.loads(text)
     validate(validator, log)
     check_golden(f"{name}.sarif", text)
 
 
-def test_flaws_results_one_per_located_finding(analyzed, rules):
+def test_flaws_results_one_per_located_finding(analyzed, docs):
     result = analyzed("flaws")
-    log = sarif_of(result, rules)
+    log = sarif_of(result, docs)
     res = results_of(log)
     located = [
         (k["name"], f["rule"])
@@ -82,8 +96,8 @@ def test_flaws_results_one_per_located_finding(analyzed, rules):
     assert len(ids) == len(set(ids)) and all(ids[r["ruleIndex"]] == r["ruleId"] for r in res)
 
 
-def test_paths_relative_to_the_source_root(analyzed, rules):
-    log = sarif_of(analyzed("flaws"), rules)
+def test_paths_relative_to_the_source_root(analyzed, docs):
+    log = sarif_of(analyzed("flaws"), docs)
     run = log["runs"][0]
     assert run["originalUriBaseIds"] == {"%SRCROOT%": {"uri": "file:///work/main/"}}
     locs = [r["locations"][0]["physicalLocation"]["artifactLocation"] for r in results_of(log)]
@@ -93,8 +107,8 @@ def test_paths_relative_to_the_source_root(analyzed, rules):
     assert outside and all(a["uri"].startswith("file:///usr/local/cuda/") for a in outside)
 
 
-def test_primary_location_prefers_the_repository(analyzed, rules):
-    log = sarif_of(analyzed("flaws"), rules)
+def test_primary_location_prefers_the_repository(analyzed, docs):
+    log = sarif_of(analyzed("flaws"), docs)
     chase = next(r for r in results_of(log) if r["properties"]["kernel"] == "chase_pointer")
     primary = chase["locations"][0]["physicalLocation"]
     assert primary["artifactLocation"]["uri"] == "workloads/cuda/flaws.cu" and primary["region"]["startLine"] == 447
@@ -102,8 +116,8 @@ def test_primary_location_prefers_the_repository(analyzed, rules):
     assert related.endswith("sm_30_intrinsics.hpp")
 
 
-def test_finding_without_location_attached_to_the_kernels_first_line(analyzed, rules):
-    log = sarif_of(analyzed("flaws"), rules)
+def test_finding_without_location_attached_to_the_kernels_first_line(analyzed, docs):
+    log = sarif_of(analyzed("flaws"), docs)
     res = results_of(log)
     wmma = [r for r in res if r["properties"]["kernel"] == "matmul_half_wmma"]
     assert [r["ruleId"] for r in wmma] == ["MEM001", "LCH001"]
@@ -120,11 +134,11 @@ def test_finding_without_location_attached_to_the_kernels_first_line(analyzed, r
     assert "stream_small_grid(" in src[where["region"]["startLine"] - 1]
 
 
-def test_kernels_with_one_name_and_several_shapes_are_separate_alerts(analyzed, rules):
+def test_kernels_with_one_name_and_several_shapes_are_separate_alerts(analyzed, docs):
     """The model step's gemm_tiled: four launch shapes with LCH001, none with a source line of its own. Each is an
     alert at the kernel's signature, its message naming the grid, its fingerprint its own (code scanning merges
     alerts with one fingerprint). softmax_causal's WRP001 points at the __syncthreads() tree reduction."""
-    res = results_of(sarif_of(analyzed("model_step_315"), rules))
+    res = results_of(sarif_of(analyzed("model_step_315"), docs))
     gemm = [r for r in res if r["properties"]["kernel"] == "gemm_tiled"]
     assert len(gemm) >= 4 and {r["ruleId"] for r in gemm} == {"LCH001"}
     assert len({r["partialFingerprints"]["ncuadvisorFinding/v1"] for r in gemm}) == len(gemm)
@@ -138,10 +152,10 @@ def test_kernels_with_one_name_and_several_shapes_are_separate_alerts(analyzed, 
     assert "__syncthreads()" in src[line - 1] and "red[tid]" in src[line - 1]
 
 
-def test_levels_follow_the_share_of_program_time(analyzed, rules):
+def test_levels_follow_the_share_of_program_time(analyzed, docs):
     result = analyzed("flaws")
     total = result["report"]["total_duration_ns"]
-    for r in results_of(sarif_of(result, rules)):
+    for r in results_of(sarif_of(result, docs)):
         p = r["properties"]
         k = next(k for k in result["kernels"] if k["name"] == p["kernel"])
         f = next(f for f in k["findings"] if f["rule"] == r["ruleId"])
@@ -150,7 +164,7 @@ def test_levels_follow_the_share_of_program_time(analyzed, rules):
         assert p["estimatedSpeedup"] == pytest.approx(f["estimated_speedup"], abs=1e-4)
         assert r["level"] == level_for(fraction)
         assert r["message"]["text"].startswith(p["kernel"] + ": ") and "Fix:" in r["message"]["text"]
-    levels = {r["level"] for r in results_of(sarif_of(result, rules))}
+    levels = {r["level"] for r in results_of(sarif_of(result, docs))}
     assert levels == {"error", "warning", "note"}
 
 
@@ -169,8 +183,8 @@ def test_level_boundaries(fraction, level):
     assert level_for(fraction) == level
 
 
-def test_rule_help_comes_from_the_rule_docstrings(analyzed, rules):
-    log = sarif_of(analyzed("pipeline_v2"), rules)
+def test_rule_help_comes_from_the_rule_docstrings(analyzed, rules, docs):
+    log = sarif_of(analyzed("pipeline_v2"), docs)
     (rule,) = log["runs"][0]["tool"]["driver"]["rules"]
     doc = next(r for r in rules if r.code == "MEM001").doc_sections()
     assert rule["id"] == "MEM001" and rule["name"] and rule["shortDescription"]["text"]
@@ -188,19 +202,20 @@ def test_rule_help_comes_from_the_rule_docstrings(analyzed, rules):
 
 
 def test_without_rules_the_help_falls_back_to_the_finding(analyzed, validator):
-    log = build_sarif(analyzed("pipeline_v2"), FIXTURE_SOURCE_ROOT, rules=None)
+    result = analyzed("pipeline_v2")
+    log = build_sarif(result, FIXTURE_SOURCE_ROOT, paths_of(result))
     validate(validator, log)
     (rule,) = log["runs"][0]["tool"]["driver"]["rules"]
     assert rule["shortDescription"]["text"] and rule["help"]["text"]
 
 
-def test_no_locations_at_all_gives_a_valid_empty_run(analyzed, rules, validator):
-    log = sarif_of(analyzed("pipeline_v1"), rules)  # every kernel at its roofline
+def test_no_locations_at_all_gives_a_valid_empty_run(analyzed, docs, validator):
+    log = sarif_of(analyzed("pipeline_v1"), docs)  # every kernel at its roofline
     validate(validator, log)
     assert results_of(log) == [] and log["runs"][0]["tool"]["driver"]["rules"] == []
 
 
-def test_hostile_strings_stay_valid(analyzed, rules, validator):
+def test_hostile_strings_stay_valid(analyzed, docs, validator):
     result = copy.deepcopy(analyzed("pipeline_v2"))
     k = next(k for k in result["kernels"] if k["name"] == "scale_add")
     k["name"] = 'evil"\n\t<kernel>\\u0000\x00'
@@ -209,7 +224,7 @@ def test_hostile_strings_stay_valid(analyzed, rules, validator):
     f["source"][0]["file"] = "/work/main/dir with space/ü#?.cu"
     f["source"].append({"file": "C:\\src\\k.cu", "line": 3, "code": None, "sass": None, "share": None})
     f["source"].append({"file": "/work/main/x.cu", "line": 0})  # not a line: ignored
-    log = sarif_of(result, rules)
+    log = sarif_of(result, docs)
     validate(validator, log)
     (res,) = results_of(log)
     assert res["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] == "dir%20with%20space/%C3%BC%23%3F.cu"
@@ -242,6 +257,44 @@ def test_default_source_root_is_the_git_top_level(tmp_path):
     plain = tmp_path / "plain"
     plain.mkdir()
     assert default_source_root(plain) == str(plain)  # not in a repository: the directory itself
+
+
+def test_source_root_forms_add_the_real_path_of_a_symlinked_root(tmp_path):
+    real = tmp_path / "real"
+    (real / "src").mkdir(parents=True)
+    link = tmp_path / "link"
+    link.symlink_to(real)
+    forms = source_root_forms(link)
+    assert forms == [str(link), str(real.resolve())]
+    files = [f"{real.resolve()}/src/k.cu", f"{link}/src/j.cu", "/elsewhere/x.cu", "./rel/y.cu"]
+    assert repository_paths(files, forms) == {files[0]: "src/k.cu", files[1]: "src/j.cu", files[3]: "rel/y.cu"}
+    assert source_root_forms(real) == [str(real)]
+
+
+def test_rule_documentation_is_plain_data(analyzed, validator):
+    """The renderer needs no rule object: a mapping per rule, found by its code or an old code (alias)."""
+    result = analyzed("pipeline_v2")
+    doc = {"code": "MEM999", "aliases": ["MEM001"], "slug": "uncoalesced-loads", "title": "Plain title"}
+    doc["sections"] = {"summary": "Plain summary.", "What it detects": "Loads that waste sectors."}
+    log = build_sarif(result, FIXTURE_SOURCE_ROOT, paths_of(result), [doc])
+    validate(validator, log)
+    (rule,) = log["runs"][0]["tool"]["driver"]["rules"]
+    assert rule["id"] == "MEM001" and rule["name"] == "UncoalescedLoads"
+    assert rule["shortDescription"]["text"] == "Plain title"
+    assert rule["help"]["text"].startswith("Plain summary.\n\nWhat it detects: Loads that waste sectors.")
+
+
+def test_the_renderer_runs_no_command_and_reads_no_file():
+    """Everything SARIF needs from the machine (the git top level, real paths) is looked up by the caller."""
+    import ast
+
+    from tests.test_architecture import PKG
+
+    for path in (PKG / "render").glob("*.py"):
+        tree = ast.parse(path.read_text())
+        modules = {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+        modules |= {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
+        assert not modules & {"os", "subprocess", "ncuadvisor.gitinfo", "ncuadvisor.engine"}, path
 
 
 @pytest.mark.slow

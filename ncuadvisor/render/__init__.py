@@ -1,16 +1,88 @@
-"""Renderers: format a result dict (never compute analysis). Jinja2 environment and shared filters live here."""
+"""Renderers: a result (or a diff) as HTML, markdown, SARIF, JSON or terminal text; they format, never compute.
+
+Each renderer reads a view (`render.view`, `render.diff_view`): plain objects with every default filled. The
+templates share one Jinja2 environment: autoescape on for HTML, StrictUndefined everywhere (a misspelt field is an
+error, not an empty string), and the named filters of `ncuadvisor.units` for numbers and units.
+"""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import jinja2
 
 from ncuadvisor.errors import AdvisorError
-from ncuadvisor.result import shape_tag_lookup, shape_tagger, shape_tags  # noqa: F401  (for the renderers)
-from ncuadvisor.units import fmt_ns as _units_fmt_ns
+from ncuadvisor.units import (
+    basename,
+    basename_loc,
+    clip,
+    fmt_bytes,
+    fmt_change,
+    fmt_delta_ns,
+    fmt_ns,
+    fmt_num,
+    fmt_pct,
+    fmt_pct100,
+    fmt_rate,
+    fmt_threshold,
+    fmt_x,
+    number,
+    short_name,
+)
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+# The number, unit and name filters every template may use (templates/_base.html.j2 and the markdown ones).
+FILTERS = {
+    "ns": fmt_ns,
+    "dns": fmt_delta_ns,
+    "pct": fmt_pct,
+    "pct100": fmt_pct100,
+    "chg": fmt_change,
+    "thr": fmt_threshold,
+    "bytes": fmt_bytes,
+    "rate": fmt_rate,
+    "x": fmt_x,
+    "num": fmt_num,
+    "sname": short_name,
+    "clip": clip,
+    "basename": basename,
+    "basename_loc": basename_loc,
+}
+
+
+BOUNDS = ("memory", "compute", "latency", "launch")
+
+
+def bound_class(v: Any) -> str:
+    """A kernel's bound as a CSS class suffix: one of BOUNDS, else 'unknown'."""
+    return v if isinstance(v, str) and v in BOUNDS else "unknown"
+
+
+def css_width(v: Any, scale: float = 100.0) -> str:
+    """A bar width for a style attribute: always a clamped number, never text from the result."""
+    f = number(v)
+    return "0" if f is None else f"{max(0.0, min(100.0, f * scale)):.1f}"
+
+
+def css_token(v: Any) -> str:
+    """A category as a CSS class suffix: letters, digits and dashes only."""
+    return "".join(ch if ch.isalnum() or ch == "-" else "-" for ch in str(v or ""))[:40] or "none"
+
+
+# The HTML pages' own filters (templates/_base.html.j2 and the pages that extend it).
+HTML_FILTERS = {"width": css_width, "bound_class": bound_class, "css_token": css_token}
+
+HIGH_HEADROOM = 2.0  # measured time ÷ roofline floor at which the headroom is shown in bold
+
+
+def high_headroom(v: Any) -> bool:
+    """Whether a headroom is worth pointing out (the templates' test `is high_headroom`)."""
+    f = number(v)
+    return f is not None and f >= HIGH_HEADROOM
 
 
 def templates_dir() -> Path:
@@ -22,74 +94,9 @@ def templates_dir() -> Path:
     raise AdvisorError("the templates folder is missing from this installation (reinstall ncuadvisor)")
 
 
-def fmt_ns(ns: Any) -> str:
-    """Nanoseconds, readable: 1234 -> '1.2 µs'."""
-    return _units_fmt_ns(ns)
-
-
-def fmt_pct(x: Any, digits: int = 0) -> str:
-    """A 0..1 fraction as a percentage."""
-    if x is None:
-        return "–"
-    return f"{float(x) * 100:.{digits}f}%"
-
-
-def fmt_bytes(b: Any) -> str:
-    if b is None:
-        return "–"
-    b = float(b)
-    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("KB", 1e3)):
-        if b >= scale:
-            return f"{b / scale:.1f} {unit}"
-    return f"{b:.0f} B"
-
-
-def fmt_rate(x: Any, unit: str) -> str:
-    """Per-second rates with SI prefixes: fmt_rate(4.8e12, 'B/s') -> '4.80 TB/s'."""
-    if x is None:
-        return "–"
-    x = float(x)
-    for prefix, scale in (("P", 1e15), ("T", 1e12), ("G", 1e9), ("M", 1e6), ("k", 1e3)):
-        if abs(x) >= scale:
-            return f"{x / scale:.2f} {prefix}{unit}"
-    return f"{x:.2f} {unit}"
-
-
-def fmt_x(x: Any) -> str:
-    """A ratio such as headroom: 3.04 -> '3.0×'."""
-    if x is None:
-        return "–"
-    x = float(x)
-    return f"{x:.1f}×" if x < 100 else f"{x:.0f}×"
-
-
-def short_name(name: str, limit: int = 80) -> str:
-    """A readable kernel name: templates collapsed (`f<...>`), then cut at `limit` characters."""
-    out, depth = [], 0
-    for ch in name:
-        if ch == "<":
-            if depth == 0:
-                out.append("<…>")
-            depth += 1
-        elif ch == ">" and depth:
-            depth -= 1
-        elif depth == 0:
-            out.append(ch)
-    text = "".join(out)
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-FILTERS = {
-    "ns": fmt_ns,
-    "pct": fmt_pct,
-    "bytes": fmt_bytes,
-    "rate": fmt_rate,
-    "x": fmt_x,
-    "short_name": short_name,
-}
-
-
-def environment(autoescape: bool = True) -> jinja2.Environment:
+def environment(autoescape: bool, filters: dict[str, Any] | None = None) -> jinja2.Environment:
+    """The templates' environment: autoescape for HTML (off for markdown, which escapes with its own filters),
+    StrictUndefined, the number filters and a format's own `filters`."""
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(templates_dir())),
         autoescape=autoescape,
@@ -99,10 +106,13 @@ def environment(autoescape: bool = True) -> jinja2.Environment:
         keep_trailing_newline=True,
     )
     env.filters.update(FILTERS)
+    env.tests["high_headroom"] = high_headroom
+    env.filters.update(filters or {})
     return env
 
 
-def to_json(result: dict[str, Any], indent: int | None = 2) -> str:
+def to_json(result: Any, indent: int | None = 2) -> str:
+    """A result or diff dict as JSON text (NaN is refused: the caller sanitizes)."""
     return json.dumps(result, indent=indent, ensure_ascii=False, allow_nan=False, default=_json_default)
 
 
@@ -111,3 +121,12 @@ def _json_default(o: Any) -> Any:
         return float(o)
     except (TypeError, ValueError):
         return str(o)
+
+
+def console_for_output() -> Console:
+    """A console for the terminal renderers on stdout; piped or in CI, 140 columns wide instead of the 80 rich
+    would assume."""
+    from rich.console import Console
+
+    console = Console(highlight=False)
+    return console if console.is_terminal else Console(highlight=False, width=140)

@@ -5,8 +5,8 @@ What goes in
     attributed the instructions with `-lineinfo` and `--import-source yes`):
 
     - `ruleId` is the rule code (MEM001 ...); `tool.driver.rules` holds each rule used, with its help text: the rule's
-      docstring sections (`ncuadvisor rules CODE`) when the rules are passed in (`rules=`, see below), else the
-      finding's own title and speedup model.
+      docstring sections (`ncuadvisor rules CODE`) when the rules' documentation is passed in (`rules`, below), else
+      the finding's own title and speedup model.
     - the primary location is the finding's first source line (its largest share) inside the source root; a finding
       whose lines are all outside the root (CUDA headers, Triton's generated files in /tmp) keeps its first line. The
       finding's other lines are `relatedLocations`.
@@ -28,63 +28,43 @@ What is left out
       `locationInferred: true` and a note in the message; a kernel with no source lines at all (built without
       `-lineinfo`, or a library's) has its findings left out (the HTML, markdown and JSON still show them).
 
-Paths
-    A path under the source root is written relative to it (`uriBaseId` `%SRCROOT%`, with the root itself in
-    `run.originalUriBaseIds`), which is what code scanning needs to place the alert on the file. The source root is
-    `source_root` when given (`--source-root`), else the git top level of the current directory
-    (`git rev-parse --show-toplevel`), else the current directory. An absolute path outside the root stays absolute
-    as a `file://` URI; a relative path is taken as relative to the root.
-
-Rules without the engine
-    Renderers never import the rule engine (tests/test_architecture.py), so the caller passes the rule objects it
-    already discovered (`ncuadvisor.engine.discover()`), or a mapping code -> {"slug", "title", "category", "sections"}:
-    `render_sarif(result, source_root, rules=discover(rules_dir))`. Without them each rule's help is its finding's
-    title.
+Everything comes in as data: the renderer runs no command and reads no file
+    - `source_root`: the folder paths are relative to (`--source-root`, else the git top level: the caller's
+      `ncuadvisor.gitinfo.default_source_root()`), written as `run.originalUriBaseIds["%SRCROOT%"]`.
+    - `paths`: each source file of the result (`source_files(result)`) that lies under the root -> its path relative
+      to the root (`repository_paths(files, roots)`, where `roots` are the root and the real path it resolves to:
+      `ncuadvisor.gitinfo.source_root_forms()`). Those are written relative to `%SRCROOT%`, which is what code
+      scanning needs to place an alert on a file; an absolute path outside the root stays absolute, as a `file://`
+      URI; a relative path is taken as relative to the root.
+    - `rules`: the rules' documentation, one mapping per rule: {"code", "aliases", "slug", "title", "category",
+      "sections" (docstring section name -> text)} (`ncuadvisor.ruledoc.rule_docs(discover())`). Without it each
+      rule's help is its finding's title.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import os
 import posixpath
 import re
-import subprocess
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote
 
-from ncuadvisor.render import shape_tags
-from ncuadvisor.result import findings_with_time
-from ncuadvisor.ruledoc import rule_help, rule_markdown
-from ncuadvisor.units import finite, fmt_ns
+from ncuadvisor.render.view import Finding, Kernel, SourceLine, report_view
+from ncuadvisor.units import fmt_ns, fmt_pct, number
 
 SARIF_VERSION = "2.1.0"
 SARIF_SCHEMA = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
 SRCROOT = "%SRCROOT%"
 LEVEL_ERROR = 0.10  # share of program time the fix saves, at or above which the result is an error
 LEVEL_WARNING = 0.02  # ... a warning; below it, a note
-AT_ROOFLINE = "at-roofline"
 DOC_ORDER = ("What it detects", "Why it costs time", "Example", "Use instead", "Speedup estimate", "False positives")
 _WINDOWS_ABS = re.compile(r"^[A-Za-z]:[\\/]")
 
 
-# -- source root and paths -------------------------------------------------------------------------------------
-
-
-def default_source_root(cwd: str | os.PathLike[str] | None = None) -> str:
-    """The git top level of `cwd` (default: the current directory), else the directory itself."""
-    here = os.fspath(cwd) if cwd is not None else os.getcwd()
-    try:
-        out = subprocess.run(
-            ["git", "rev-parse", "--show-toplevel"], cwd=here, capture_output=True, text=True, timeout=10
-        )
-        top = out.stdout.strip()
-        if out.returncode == 0 and top:
-            return top
-    except (OSError, subprocess.SubprocessError):
-        pass
-    return here
+# -- paths -----------------------------------------------------------------------------------------------------
 
 
 def _norm(path: str) -> str:
@@ -98,28 +78,43 @@ def _is_abs(path: str) -> bool:
     return path.startswith("/") or bool(_WINDOWS_ABS.match(path))
 
 
-def _roots(source_root: str) -> list[str]:
-    roots = [_norm(source_root)]
-    try:
-        real = _norm(os.path.realpath(source_root))
-        if real not in roots:
-            roots.append(real)
-    except OSError:  # pragma: no cover
-        pass
-    return roots
+def _located(source: Iterable[SourceLine]) -> list[SourceLine]:
+    """The lines that name a file and a line number (1 or more)."""
+    out = []
+    for s in source:
+        line = number(s.line)
+        if s.file and line is not None and line >= 1:
+            out.append(s)
+    return out
 
 
-def artifact_location(file: str, roots: list[str]) -> dict[str, str]:
-    """The SARIF artifactLocation of a source path: relative to the root when under it, else an absolute file URI."""
-    path = _norm(file)
-    if not _is_abs(path):
-        rel = path[2:] if path.startswith("./") else path
-        return {"uri": quote(rel, safe="/"), "uriBaseId": SRCROOT}
-    for root in roots:
-        prefix = root.rstrip("/") + "/"
-        if path.startswith(prefix) and len(path) > len(prefix):
-            return {"uri": quote(path[len(prefix) :], safe="/"), "uriBaseId": SRCROOT}
-    return {"uri": file_uri(path)}
+def source_files(result: Mapping[str, Any]) -> list[str]:
+    """Every source file the SARIF of a result may name: its findings' lines and its kernels' entries."""
+    files: dict[str, None] = {}
+    for k in report_view(result).kernels:
+        for findings, _, _ in k.finding_groups:
+            for f in findings:
+                files.update((str(s.file), None) for s in _located(f.source))
+        files.update((str(s.file), None) for s in _located([k.source_anchor]))
+    return list(files)
+
+
+def repository_paths(files: Iterable[str], roots: Sequence[str]) -> dict[str, str]:
+    """file -> its path relative to the first of `roots` it lies under (a relative path: itself, as it is relative to
+    the root already); files outside every root are left out. `roots`: the source root as given and the real path
+    it resolves to (the caller looks that up)."""
+    prefixes = [_norm(r).rstrip("/") + "/" for r in roots]
+    out: dict[str, str] = {}
+    for file in files:
+        path = _norm(file)
+        if not _is_abs(path):
+            out[file] = path[2:] if path.startswith("./") else path
+            continue
+        for prefix in prefixes:
+            if path.startswith(prefix) and len(path) > len(prefix):
+                out[file] = path[len(prefix) :]
+                break
+    return out
 
 
 def file_uri(path: str) -> str:
@@ -130,40 +125,47 @@ def file_uri(path: str) -> str:
     return "file://" + quote(path, safe="/")
 
 
-def _root_uri(root: str) -> str:
-    return file_uri(_norm(root).rstrip("/") + "/")
+def artifact_location(file: str, paths: Mapping[str, str]) -> dict[str, str]:
+    """The SARIF artifactLocation of a source path: relative to the root when under it, else an absolute file URI."""
+    rel = paths.get(file)
+    if rel is None and not _is_abs(_norm(file)):
+        rel = repository_paths([file], [])[file]
+    if rel is not None:
+        return {"uri": quote(rel, safe="/"), "uriBaseId": SRCROOT}
+    return {"uri": file_uri(_norm(file))}
 
 
 # -- rules -----------------------------------------------------------------------------------------------------
 
 
-def _rule_docs(rules: Iterable[Any] | Mapping[str, Any] | None) -> dict[str, dict[str, Any]]:
-    """code -> {"slug", "title", "category", "sections"} from rule objects (duck-typed) or a ready mapping."""
-    if rules is None:
-        return {}
-    if isinstance(rules, Mapping):
-        return {str(k): dict(v) for k, v in rules.items()}
-    out: dict[str, dict[str, Any]] = {}
-    for r in rules:
-        code = getattr(r, "code", None)
-        if not code:
-            continue
-        try:
-            sections = dict(r.doc_sections())
-        except Exception:  # a user rule with an odd docstring must not break the output
-            sections = {}
-        entry = {
-            "slug": getattr(r, "slug", "") or "",
-            "title": getattr(r, "title", "") or "",
-            "category": getattr(r, "category", "") or "",
-            "sections": sections,
-        }
-        try:  # the rule's whole documentation, its fix in every kernel language included (ncuadvisor rules CODE)
-            entry["help"] = {"text": rule_help(r), "markdown": rule_markdown(r)}
-        except Exception:  # a user rule that strays from the contract keeps the help built from its sections
-            pass
-        for c in (code, *(getattr(r, "aliases", ()) or ())):
-            out[str(c)] = entry
+@dataclass(frozen=True)
+class RuleDoc:
+    """A rule's documentation, its fields filled ("" and no sections for what the caller's mapping lacks)."""
+
+    slug: str = ""
+    title: str = ""
+    category: str = ""
+    sections: Mapping[str, str] = field(default_factory=dict)
+    # the rule's whole help ({"text", "markdown"}: its fix in every kernel language), when the caller has it
+    help: Mapping[str, str] = field(default_factory=dict)
+
+
+def _rule_index(rules: Iterable[Mapping[str, Any]]) -> dict[str, RuleDoc]:
+    """code (and each old code) -> the rule's documentation."""
+    out: dict[str, RuleDoc] = {}
+    for raw in rules:
+        sections = raw.get("sections")
+        doc = RuleDoc(
+            slug=str(raw.get("slug") or ""),
+            title=str(raw.get("title") or ""),
+            category=str(raw.get("category") or ""),
+            sections={str(k): str(v) for k, v in sections.items()} if isinstance(sections, Mapping) else {},
+            help={str(k): str(v) for k, v in raw["help"].items()} if isinstance(raw.get("help"), Mapping) else {},
+        )
+        aliases = raw.get("aliases")
+        for code in (raw.get("code"), *(aliases if isinstance(aliases, (list, tuple)) else ())):
+            if code:
+                out[str(code)] = doc
     return out
 
 
@@ -181,11 +183,10 @@ def _pascal(slug: str) -> str:
     return "".join(p[:1].upper() + p[1:] for p in re.split(r"[^0-9A-Za-z]+", slug) if p)
 
 
-def _rule_descriptor(code: str, doc: dict[str, Any] | None, finding: dict[str, Any]) -> dict[str, Any]:
-    doc = doc or {}
-    sections: dict[str, str] = dict(doc.get("sections") or {})
-    title = str(doc.get("title") or finding.get("title") or code)
-    category = str(doc.get("category") or finding.get("category") or "")
+def _rule_descriptor(code: str, doc: RuleDoc, finding: Finding) -> dict[str, Any]:
+    sections = doc.sections
+    title = str(doc.title or finding.title or code)
+    category = str(doc.category or finding.category or "")
     summary = _reflow(sections.get("summary") or title)
     text_parts, md_parts = [summary], [summary]
     for name in DOC_ORDER:
@@ -201,21 +202,21 @@ def _rule_descriptor(code: str, doc: dict[str, Any] | None, finding: dict[str, A
         else:
             text_parts.append(f"{name}: {_reflow(body)}")
             md_parts.append(f"**{name}:** {_reflow(body)}")
-    if len(text_parts) == 1 and finding.get("speedup_model"):
-        text_parts.append(f"Speedup estimate: {finding['speedup_model']}")
-        md_parts.append(f"**Speedup estimate:** {finding['speedup_model']}")
+    if len(text_parts) == 1 and finding.speedup_model:
+        text_parts.append(f"Speedup estimate: {finding.speedup_model}")
+        md_parts.append(f"**Speedup estimate:** {finding.speedup_model}")
     md_parts.append(f"`ncuadvisor rules {code}` explains this rule in full.")
     text_parts.append(f"`ncuadvisor rules {code}` explains this rule in full.")
     descriptor: dict[str, Any] = {
         "id": code,
         "shortDescription": {"text": title},
         "fullDescription": {"text": summary},
-        "help": doc.get("help") or {"text": "\n\n".join(text_parts), "markdown": "\n\n".join(md_parts)},
+        "help": dict(doc.help) or {"text": "\n\n".join(text_parts), "markdown": "\n\n".join(md_parts)},
         "defaultConfiguration": {"level": "warning"},
         "properties": {"tags": ["performance", "cuda"] + ([category] if category else []), "category": category},
     }
-    if doc.get("slug"):
-        descriptor["name"] = _pascal(str(doc["slug"]))
+    if doc.slug:
+        descriptor["name"] = _pascal(doc.slug)
     return descriptor
 
 
@@ -230,30 +231,6 @@ def level_for(program_fraction: float) -> str:
     return "note"
 
 
-_num = finite
-
-
-def _located(source: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    out = []
-    for s in source or []:
-        line = _num(s.get("line"))
-        if s.get("file") and line is not None and line >= 1:
-            out.append(s)
-    return out
-
-
-def _in_root(s: dict[str, Any], roots: list[str]) -> bool:
-    return artifact_location(str(s["file"]), roots).get("uriBaseId") == SRCROOT
-
-
-def _physical(s: dict[str, Any], roots: list[str]) -> dict[str, Any]:
-    region: dict[str, Any] = {"startLine": int(_num(s["line"]) or 1)}
-    code = s.get("code")
-    if code and str(code).strip():
-        region["snippet"] = {"text": str(code)}
-    return {"artifactLocation": artifact_location(str(s["file"]), roots), "region": region}
-
-
 def _one_line(text: Any) -> str:
     return " ".join(str(text or "").split())
 
@@ -262,165 +239,191 @@ def _fingerprint(*parts: Any) -> str:
     return hashlib.sha256("\x1f".join(str(p) for p in parts).encode()).hexdigest()[:32]
 
 
-def build_sarif(
-    result: dict[str, Any],
-    source_root: str | os.PathLike[str] | None = None,
-    rules: Iterable[Any] | Mapping[str, Any] | None = None,
-) -> dict[str, Any]:
-    """The SARIF log (a dict) of a result dict."""
-    root = os.fspath(source_root) if source_root is not None else default_source_root()
-    roots = _roots(root)
-    docs = _rule_docs(rules)
-    rep = result.get("report") or {}
-    gen = result.get("generator") or {}
-    total = _num(rep.get("total_duration_ns"))
-    if not total:
-        total = sum(_num(k.get("duration_ns")) or 0.0 for k in result.get("kernels") or [])
+def _related_text(s: SourceLine) -> str:
+    parts = []
+    if s.sass:
+        parts.append(f"SASS {_one_line(s.sass)}")
+    share = number(s.share)
+    if share is not None:
+        parts.append(f"{fmt_pct(share)} of {s.metric or 'the metric'}")
+    return "; ".join(parts) or "also involved"
 
-    descriptors: list[dict[str, Any]] = []
-    rule_index: dict[str, int] = {}
-    results: list[dict[str, Any]] = []
-    tags = shape_tags(result)
-    for k in result.get("kernels") or []:
+
+class _Log:
+    """The run being written: its rule descriptors (each once, in order of first use) and results."""
+
+    def __init__(self, paths: Mapping[str, str], docs: Mapping[str, RuleDoc], total: float) -> None:
+        self.paths, self.docs, self.total = paths, docs, total
+        self.descriptors: list[dict[str, Any]] = []
+        self.rule_index: dict[str, int] = {}
+        self.results: list[dict[str, Any]] = []
+
+    def in_root(self, s: SourceLine) -> bool:
+        return artifact_location(str(s.file), self.paths).get("uriBaseId") == SRCROOT
+
+    def primary(self, located: list[SourceLine]) -> SourceLine:
+        """The first line inside the source root, else the first line."""
+        return ([s for s in located if self.in_root(s)] or located)[0]
+
+    def physical(self, s: SourceLine) -> dict[str, Any]:
+        region: dict[str, Any] = {"startLine": int(number(s.line) or 1)}
+        if s.code and str(s.code).strip():
+            region["snippet"] = {"text": str(s.code)}
+        return {"artifactLocation": artifact_location(str(s.file), self.paths), "region": region}
+
+    def add_kernel(self, k: Kernel) -> None:
         # one alert per rule and kernel: a variant (launches of another size) adds the problems the kernel's own
         # analysis did not name, over its own time
-        pairs: list[tuple[dict[str, Any], float]] = []
+        pairs: list[tuple[Finding, float]] = []
         named: set[str] = set()
-        for findings, ns, variant in findings_with_time(k):
+        for findings, ns, variant in k.finding_groups:
             for f in findings:
-                if f.get("category") != AT_ROOFLINE and f.get("rule") and (variant is None or f["rule"] not in named):
+                if not f.at_roofline and f.rule and (variant is None or f.rule not in named):
                     pairs.append((f, ns))
-                    named.add(f["rule"])
-        kernel_anchor = None
-        for f, _ in pairs:
-            located = _located(f.get("source") or [])
-            if located:
-                inside = [s for s in located if _in_root(s, roots)]
-                kernel_anchor = (inside or located)[0]
-                break
+                    named.add(f.rule)
+        anchor = None
         anchor_text = "the kernel's first located line"
-        if kernel_anchor is None and isinstance(k.get("source_anchor"), dict) and _located([k["source_anchor"]]):
-            kernel_anchor, anchor_text = k["source_anchor"], "the kernel's entry (its first instruction's line)"
-        name = str(k.get("name") or k.get("demangled") or "kernel")
-        tag = tags.get(str(k.get("id")), "")  # one name, several launch shapes: each its own alert
-        for f, duration in pairs:
-            located = _located(f.get("source") or [])
-            inferred = False
+        for f, _ in pairs:
+            located = _located(f.source)
             if located:
-                inside = [s for s in located if _in_root(s, roots)]
-                primary = (inside or located)[0]
-                related = [s for s in located if s is not primary]
-            elif kernel_anchor is not None:
-                primary, related, inferred = kernel_anchor, [], True
-            else:
-                continue
-            code = str(f["rule"])
-            if code not in rule_index:
-                rule_index[code] = len(descriptors)
-                descriptors.append(_rule_descriptor(code, docs.get(code), f))
-            speedup = _num(f.get("estimated_speedup")) or 0.0
-            saving = duration * speedup
-            fraction = saving / total if total else 0.0
-            text = f"{name}{f' ({tag})' if tag else ''}: {_one_line(f.get('title'))}."
-            if f.get("fix"):
-                text += f" Fix: {_one_line(f.get('fix'))}"
-                if not text.endswith("."):
-                    text += "."
-            text += (
-                f" Estimated saving: {speedup * 100:.0f}% of this kernel's time (~{fmt_ns(saving, seconds=False)}, "
-                f"{fraction * 100:.1f}% of the program's GPU time)."
-            )
-            if inferred:
-                text += f" (This finding has no source line of its own: shown at {anchor_text}.)"
-            location: dict[str, Any] = {"physicalLocation": _physical(primary, roots)}
-            logical = {"name": name, "kind": "function"}
-            if k.get("demangled"):
-                logical["fullyQualifiedName"] = str(k["demangled"])
-            if k.get("mangled"):
-                logical["decoratedName"] = str(k["mangled"])
-            location["logicalLocations"] = [logical]
-            entry: dict[str, Any] = {
-                "ruleId": code,
-                "ruleIndex": rule_index[code],
-                "level": level_for(fraction),
-                "message": {"text": text},
-                "locations": [location],
-            }
-            if related:
-                entry["relatedLocations"] = [
-                    {
-                        "id": i + 1,
-                        "physicalLocation": _physical(s, roots),
-                        "message": {"text": _related_text(s)},
-                    }
-                    for i, s in enumerate(related)
-                ]
-            entry["partialFingerprints"] = {
-                "ncuadvisorFinding/v1": _fingerprint(
-                    code,
-                    k.get("demangled") or name,
-                    location["physicalLocation"]["artifactLocation"]["uri"],
-                    *([tag] if tag else []),
-                )
-            }
-            entry["properties"] = {
-                "kernel": name,
-                "kernelDemangled": str(k.get("demangled") or name),
-                "grid": k.get("grid"),
-                "block": k.get("block"),
-                "category": f.get("category"),
-                "estimatedSpeedup": round(speedup, 4),
-                "estimatedSavingNs": round(saving, 1),
-                "programFraction": round(fraction, 4),
-                "confidence": f.get("confidence"),
-                "locationInferred": inferred,
-            }
-            results.append(entry)
+                anchor = self.primary(located)
+                break
+        if anchor is None and _located([k.source_anchor]):
+            anchor, anchor_text = k.source_anchor, "the kernel's entry (its first instruction's line)"
+        for f, duration in pairs:
+            located = _located(f.source)
+            if located:
+                self.add_result(k, f, duration, self.primary(located), located, None)
+            elif anchor is not None:
+                self.add_result(k, f, duration, anchor, [], anchor_text)
 
-    driver: dict[str, Any] = {"name": str(gen.get("name") or "ncuadvisor"), "rules": descriptors}
-    if gen.get("version"):
-        driver["version"] = str(gen["version"])
-        driver["semanticVersion"] = str(gen["version"])
-    dev = rep.get("device") or {}
+    def add_result(
+        self,
+        k: Kernel,
+        f: Finding,
+        duration: float,
+        primary: SourceLine,
+        located: list[SourceLine],
+        inferred_at: str | None,
+    ) -> None:
+        """One alert at `primary`, the finding's other lines related; `inferred_at` says where a finding without a
+        line of its own was placed."""
+        name = str(k.shown_name or "kernel")
+        tag = k.shape_tag  # one name, several launch shapes: each its own alert
+        code = str(f.rule)
+        if code not in self.rule_index:
+            self.rule_index[code] = len(self.descriptors)
+            self.descriptors.append(_rule_descriptor(code, self.docs.get(code, RuleDoc()), f))
+        speedup = number(f.estimated_speedup) or 0.0
+        saving = duration * speedup
+        fraction = saving / self.total if self.total else 0.0
+        text = f"{name}{f' ({tag})' if tag else ''}: {_one_line(f.title)}."
+        if f.fix:
+            text += f" Fix: {_one_line(f.fix)}"
+            if not text.endswith("."):
+                text += "."
+        text += (
+            f" Estimated saving: {fmt_pct(speedup)} of this kernel's time (~{fmt_ns(saving, seconds=False)}, "
+            f"{fmt_pct(fraction, 1)} of the program's GPU time)."
+        )
+        if inferred_at:
+            text += f" (This finding has no source line of its own: shown at {inferred_at}.)"
+        location: dict[str, Any] = {"physicalLocation": self.physical(primary)}
+        logical = {"name": name, "kind": "function"}
+        if k.demangled:
+            logical["fullyQualifiedName"] = str(k.demangled)
+        if k.mangled:
+            logical["decoratedName"] = str(k.mangled)
+        location["logicalLocations"] = [logical]
+        entry: dict[str, Any] = {
+            "ruleId": code,
+            "ruleIndex": self.rule_index[code],
+            "level": level_for(fraction),
+            "message": {"text": text},
+            "locations": [location],
+        }
+        related = [s for s in located if s is not primary]
+        if related:
+            entry["relatedLocations"] = [
+                {"id": i + 1, "physicalLocation": self.physical(s), "message": {"text": _related_text(s)}}
+                for i, s in enumerate(related)
+            ]
+        uri = location["physicalLocation"]["artifactLocation"]["uri"]
+        entry["partialFingerprints"] = {
+            "ncuadvisorFinding/v1": _fingerprint(code, k.demangled or name, uri, *([tag] if tag else []))
+        }
+        entry["properties"] = {
+            "kernel": name,
+            "kernelDemangled": str(k.demangled or name),
+            "grid": k.grid,
+            "block": k.block,
+            "category": f.category,
+            "estimatedSpeedup": round(speedup, 4),
+            "estimatedSavingNs": round(saving, 1),
+            "programFraction": round(fraction, 4),
+            "confidence": f.confidence,
+            "locationInferred": inferred_at is not None,
+        }
+        self.results.append(entry)
+
+
+def build_sarif(
+    result: Mapping[str, Any],
+    source_root: str,
+    paths: Mapping[str, str],
+    rules: Iterable[Mapping[str, Any]] = (),
+) -> dict[str, Any]:
+    """The SARIF log (a dict) of a result dict (see the module docstring for the arguments)."""
+    view = report_view(result)
+    rep = view.report
+    total = number(rep.total_duration_ns)
+    if not total:
+        total = sum(number(k.duration_ns) or 0.0 for k in view.kernels)
+    log = _Log(paths, _rule_index(rules), total)
+    for k in view.kernels:
+        log.add_kernel(k)
+
+    gen = view.generator
+    driver: dict[str, Any] = {"name": gen.name, "rules": log.descriptors}
+    if gen.version:
+        driver["version"] = driver["semanticVersion"] = gen.version
     run: dict[str, Any] = {
         "tool": {"driver": driver},
-        "originalUriBaseIds": {SRCROOT: {"uri": _root_uri(root)}},
-        "results": results,
+        "originalUriBaseIds": {SRCROOT: {"uri": file_uri(_norm(source_root).rstrip("/") + "/")}},
+        "results": log.results,
         "columnKind": "unicodeCodePoints",
         "properties": {
-            "report": rep.get("name"),
-            "ncuVersion": rep.get("ncu_version"),
-            "device": dev.get("name") if isinstance(dev, dict) else dev,
+            "report": rep.name,
+            "ncuVersion": rep.ncu_version,
+            "device": rep.device.name,
             "totalDurationNs": total,
-            "levels": f"error: saves >= {LEVEL_ERROR:.0%} of program time; warning: >= {LEVEL_WARNING:.0%}; else note",
+            "levels": f"error: saves >= {fmt_pct(LEVEL_ERROR)} of program time; warning: >= {fmt_pct(LEVEL_WARNING)}; "
+            "else note",
         },
     }
     return {"$schema": SARIF_SCHEMA, "version": SARIF_VERSION, "runs": [run]}
 
 
-def _related_text(s: dict[str, Any]) -> str:
-    parts = []
-    if s.get("sass"):
-        parts.append(f"SASS {_one_line(s['sass'])}")
-    share = _num(s.get("share"))
-    if share is not None:
-        metric = s.get("metric") or "the metric"
-        parts.append(f"{share * 100:.0f}% of {metric}")
-    return "; ".join(parts) or "also involved"
-
-
 def render_sarif(
-    result: dict[str, Any],
-    source_root: str | os.PathLike[str] | None = None,
-    rules: Iterable[Any] | Mapping[str, Any] | None = None,
+    result: Mapping[str, Any],
+    source_root: str,
+    paths: Mapping[str, str],
+    rules: Iterable[Mapping[str, Any]] = (),
 ) -> str:
-    """The SARIF 2.1.0 log of a result, as JSON text (see the module docstring for what goes in)."""
-    return json.dumps(build_sarif(result, source_root, rules), indent=2, ensure_ascii=False) + "\n"
+    """The SARIF 2.1.0 log of a result, as JSON text (see the module docstring for the arguments)."""
+    return json.dumps(build_sarif(result, source_root, paths, rules), indent=2, ensure_ascii=False) + "\n"
 
 
 def relative_to_root(path: str, source_root: str) -> str:
-    """What a source path becomes in the SARIF (for tests and docs)."""
-    return artifact_location(path, _roots(source_root))["uri"]
+    """What a source path becomes in the SARIF under `source_root` (as given; for tests and docs)."""
+    return artifact_location(path, repository_paths([path], [source_root]))["uri"]
 
 
-__all__ = ["render_sarif", "build_sarif", "default_source_root", "level_for", "relative_to_root"]
+__all__ = [
+    "build_sarif",
+    "level_for",
+    "relative_to_root",
+    "render_sarif",
+    "repository_paths",
+    "source_files",
+]

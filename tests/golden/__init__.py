@@ -1,13 +1,15 @@
-"""Golden files of the pull-request outputs (markdown, SARIF, diffs of real fixtures) and the helpers their tests share.
+"""Golden files of the outputs of real fixtures (the report's JSON, HTML and markdown, SARIF, diffs) and the helpers
+their tests share.
 
 Regenerate every golden file after an intended change of a rule, a template or a renderer (then review the diff):
 
     python3 -m tests.golden
-    # or: NCUADVISOR_REGEN_GOLDEN=1 python3 -m pytest -q tests/test_diff.py tests/test_sarif.py tests/test_render_cmd.py
+    # or: NCUADVISOR_REGEN_GOLDEN=1 python3 -m pytest -q -k golden tests/test_render_golden.py tests/test_diff.py ...
 
 Volatile fields are scrubbed before rendering: the creation time, the ncuadvisor and ncu_report versions, and the
-report's path (kept as its file name); SARIF is rendered with the fixed source root FIXTURE_SOURCE_ROOT (the fixtures'
-source files lie under /work/main, where they were captured).
+report's path (kept as its file name), so no golden file names the checkout it was made in. The source paths the
+fixtures hold are data, the same in every checkout: /work/main/..., where the fixtures were captured. SARIF is
+rendered with that folder, FIXTURE_SOURCE_ROOT, as its source root, so that its paths come out relative.
 """
 
 from __future__ import annotations
@@ -76,6 +78,8 @@ def scrub_diff(diff: dict[str, Any]) -> dict[str, Any]:
 def check_golden(name: str, text: str) -> None:
     """Compare text with tests/golden/NAME (or write it when NCUADVISOR_REGEN_GOLDEN is set)."""
     path = GOLDEN / name
+    if str(ROOT) != FIXTURE_SOURCE_ROOT:  # the fixtures' own paths start with FIXTURE_SOURCE_ROOT: those are data
+        assert str(ROOT) not in text, f"{name} names this checkout ({ROOT}): scrub it before comparing"
     if os.environ.get(REGEN_ENV):
         path.write_text(text, encoding="utf-8")
         return

@@ -1,0 +1,288 @@
+"""The HTML report's roofline chart: SVG primitives (coordinates as text) for a log-log plot of a report view.
+
+Plotting lives with the renderers: the chart's coordinates are the one thing the HTML renderer computes. Kernels with
+FLOPs are points at (intensity, FLOP/s) under the DRAM slope and the FLOP ceilings; kernels without FLOPs but with a
+DRAM rate sit in a strip at the left edge, by their share of the DRAM peak; the rest are listed as not placed.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from ncuadvisor.render import bound_class
+from ncuadvisor.render.view import Device, Kernel, Result
+from ncuadvisor.units import fmt_decade, fmt_pct, fmt_rate, fmt_si, number
+
+W, H = 1120, 470
+TOP, BOTTOM = 24, 62  # plot margins (px)
+Y_TICKS = 64  # room left of the plot for the y tick labels and the axis title
+RIGHT = 210  # room right of the plot for the ceiling labels
+STRIP_X, STRIP_W, STRIP_GAP = 46, 84, 18  # the "no FLOPs" strip at the left edge
+MAX_DECADES = 10
+LABEL_GAP = 13  # min vertical distance between ceiling labels
+
+
+@dataclass(frozen=True)
+class Line:
+    x1: str
+    y1: str
+    x2: str
+    y2: str
+    cls: str = ""
+
+
+@dataclass(frozen=True)
+class Label:
+    x: str
+    y: str
+    text: str
+    anchor: str
+    transform: str = ""
+    cls: str = ""
+
+
+@dataclass(frozen=True)
+class Box:
+    x: str
+    y: str
+    w: str
+    h: str
+
+
+@dataclass(frozen=True)
+class Point:
+    """One kernel's dot: area by its time share, colour by its bound, a link to its card, a tooltip."""
+
+    cx: str
+    cy: str
+    r: str
+    cls: str
+    label: str
+    lx: str
+    ly: str
+    href: str
+    title: str
+
+
+@dataclass(frozen=True)
+class StripTick:
+    y: str
+    ty: str
+    text: str
+
+
+@dataclass(frozen=True)
+class Strip:
+    x: str
+    y: str
+    w: str
+    h: str
+    cx: str
+    label_y: str
+    ticks: list[StripTick]
+
+
+@dataclass(frozen=True)
+class Shown:
+    """How many kernels the chart places of how many, and their share of GPU time (a big report)."""
+
+    count: int
+    total: int
+    share: float
+
+
+@dataclass(frozen=True)
+class Chart:
+    w: int
+    h: int
+    plot: Box
+    x_label: Label
+    y_label: Label
+    grid: list[Line]
+    ticks: list[Label]
+    ceilings: list[Line]
+    labels: list[Label]
+    points: list[Point]
+    strip: Strip | None
+    unplaced: list[Kernel]
+    empty: bool
+    no_ceilings: bool
+    shown: Shown | None
+
+
+def _peak_label(keys: list[str]) -> str:
+    """['tensor_fp16', 'tensor_bf16'] -> 'FP16/BF16 tensor'; ['fp32', 'tensor_fp64'] -> 'FP32, FP64 tensor'."""
+    plain = [k.upper().replace("_", " ") for k in keys if not k.startswith("tensor_")]
+    tensor = [k[len("tensor_") :].upper().replace("_", " ") for k in keys if k.startswith("tensor_")]
+    parts = (["/".join(plain)] if plain else []) + (["/".join(tensor) + " tensor"] if tensor else [])
+    return ", ".join(parts)
+
+
+def _roofs(device: Device) -> list[tuple[float, str]]:
+    """Every positive FLOP peak, equal peaks merged into one labelled roof, lowest first."""
+    vals = [(v, str(k)) for k, v in ((k, number(v)) for k, v in device.peak_flops_per_s.items()) if v and v > 0]
+    vals.sort(key=lambda t: t[0])  # stable: equal peaks keep the device's order
+    merged: list[tuple[float, list[str]]] = []
+    for v, k in vals:
+        if merged and abs(v - merged[-1][0]) <= 1e-3 * v:
+            merged[-1][1].append(k)
+        else:
+            merged.append((v, [k]))
+    return [(v, _peak_label(keys)) for v, keys in merged]
+
+
+def _f(v: float) -> str:
+    return f"{v:.1f}"
+
+
+def _point(k: Kernel, cx: float, cy: float, lx: float, ly: float, extra: str) -> Point:
+    share = number(k.time_share) or 0.0
+    name = k.demangled or k.name or "?"
+    shape = f"grid {k.grid} block {k.block}\n" if k.grid else ""
+    return Point(
+        cx=_f(cx),
+        cy=_f(cy),
+        r=_f(4 + 10 * math.sqrt(max(0.0, min(1.0, share)))),
+        cls=bound_class(k.bound),
+        label=f"#{k.index}",
+        lx=_f(lx),
+        ly=_f(ly),
+        href=f"#{k.anchor}",
+        title=f"#{k.index} {name}\n{shape}{extra}",
+    )
+
+
+def roofline_chart(view: Result, limit: int | None) -> Chart:
+    """The log-log roofline of the first `limit` kernels (the result orders them by time; None: every kernel)."""
+    device = view.report.device
+    bw = number(device.peak_dram_bytes_per_s)
+    bw = bw if bw and bw > 0 else None
+    roofs = _roofs(device)
+    every = view.kernels
+    kernels = every if limit is None else every[:limit]
+    shown = None
+    if len(kernels) < len(every):
+        shown = Shown(len(kernels), len(every), sum(number(k.time_share) or 0.0 for k in kernels))
+
+    placed: list[tuple[Kernel, float, float]] = []
+    strip: list[tuple[Kernel, float, float]] = []
+    unplaced: list[Kernel] = []
+    for k in kernels:
+        rl = k.roofline
+        inten, perf = number(rl.intensity), number(rl.achieved_flops_per_s)
+        if inten is not None and perf is not None and inten > 0 and perf > 0:
+            placed.append((k, inten, perf))
+            continue
+        peak_bw = number(rl.peak_dram_bytes_per_s) or bw
+        got = number(rl.achieved_dram_bytes_per_s)
+        if got is not None and peak_bw:
+            strip.append((k, max(0.0, min(1.0, got / peak_bw)), got))
+        else:
+            unplaced.append(k)
+
+    # axis ranges in decades
+    xs = [p[1] for p in placed]
+    if bw:
+        xs += [v / bw for v, _ in roofs]
+    xs = [x for x in xs if x > 0]
+    xlo = math.floor(math.log10(min(xs + [0.1])))
+    xhi = math.ceil(math.log10(max(xs + [1000.0]) * 1.5))
+    xlo = max(xlo, xhi - MAX_DECADES)
+    ys = [p[2] for p in placed] + [v for v, _ in roofs]
+    top = max(ys) if ys else (bw * 10.0**xhi if bw else 1e12)
+    yhi = math.ceil(math.log10(top * 1.5))
+    low_cands = [p[2] / 1.5 for p in placed]
+    if bw:
+        low_cands.append(bw * 10.0**xlo)
+    ylo = math.floor(math.log10(min(low_cands))) if low_cands else yhi - 5
+    ylo = max(min(ylo, yhi - 3), yhi - MAX_DECADES)
+
+    x0 = (STRIP_X + STRIP_W + STRIP_GAP if strip else 0) + Y_TICKS
+    x1, y0, y1 = W - RIGHT, TOP, H - BOTTOM  # plot box: x0..x1, y0 (top)..y1 (bottom)
+
+    def px(x: float) -> float:
+        lx = math.log10(x)
+        return x0 + (min(max(lx, xlo), xhi) - xlo) / (xhi - xlo) * (x1 - x0)
+
+    def py(y: float) -> float:
+        ly = math.log10(y)
+        return y1 - (min(max(ly, ylo), yhi) - ylo) / (yhi - ylo) * (y1 - y0)
+
+    grid: list[Line] = []
+    ticks: list[Label] = []
+    for e in range(xlo, xhi + 1):
+        x = _f(px(10.0**e))
+        grid.append(Line(x, _f(y0), x, _f(y1)))
+        ticks.append(Label(x, _f(y1 + 16), fmt_decade(e), "middle"))
+    for e in range(ylo, yhi + 1):
+        y = _f(py(10.0**e))
+        grid.append(Line(_f(x0), y, _f(x1), y))
+        ticks.append(Label(_f(x0 - 6), _f(py(10.0**e) + 4), fmt_si(10.0**e), "end"))
+
+    ceilings: list[Line] = []
+    labels: list[Label] = []
+    roof_labels: list[tuple[float, str]] = []
+    top_roof = roofs[-1][0] if roofs else None
+    if bw:
+        xa = max(10.0**xlo, 10.0**ylo / bw)
+        xb = min(10.0**xhi, (top_roof or 10.0**yhi) / bw, 10.0**yhi / bw)
+        if xb > xa:
+            ceilings.append(Line(_f(px(xa)), _f(py(bw * xa)), _f(px(xb)), _f(py(bw * xb)), "ceil-mem"))
+            # the label sits along the slope, a third of the way up
+            xm = 10 ** (math.log10(xa) + (math.log10(xb) - math.log10(xa)) * 0.3)
+            angle = -math.degrees(math.atan2((y1 - y0) / (yhi - ylo), (x1 - x0) / (xhi - xlo)))
+            lx, ly = px(xm), py(bw * xm) - 6
+            rotate = f"rotate({angle:.1f} {lx:.1f} {ly:.1f})"
+            labels.append(Label(_f(lx), _f(ly), f"DRAM {fmt_rate(bw, 'B/s')}", "middle", rotate, "lbl-mem"))
+    for v, name in roofs:
+        if not (ylo <= math.log10(v) <= yhi):
+            continue
+        xa = max(10.0**xlo, v / bw) if bw else 10.0**xlo
+        if xa >= 10.0**xhi:
+            continue
+        roof_y = py(v)
+        ceilings.append(Line(_f(px(xa)), _f(roof_y), _f(x1), _f(roof_y), "ceil-flop"))
+        roof_labels.append((roof_y + 4, f"{name} · {fmt_rate(v, 'FLOP/s')}"))
+    # ceiling labels sit right of the plot, pushed apart so none overlap: from the bottom up, each above the next
+    roof_labels.sort()
+    for n in range(len(roof_labels) - 2, -1, -1):
+        roof_labels[n] = (min(roof_labels[n][0], roof_labels[n + 1][0] - LABEL_GAP), roof_labels[n][1])
+    labels += [Label(_f(x1 + 6), _f(y), text, "start", "", "lbl-flop") for y, text in roof_labels]
+
+    points = []
+    for n, (k, inten, perf) in enumerate(placed):
+        cx, cy = px(inten), py(perf)
+        extra = f"{inten:.3g} FLOP/byte, {fmt_rate(perf, 'FLOP/s')} achieved, {k.bound or 'unknown'} bound"
+        points.append(_point(k, cx, cy, cx + 9, cy - 7 if n % 2 == 0 else cy + 14, extra))
+    strip_box = None
+    if strip:
+        sx0, sx1 = STRIP_X, STRIP_X + STRIP_W
+        strip_ticks = [
+            StripTick(_f(y1 - f * (y1 - y0)), _f(y1 - f * (y1 - y0) + 4), fmt_pct(f)) for f in (0.0, 0.5, 1.0)
+        ]
+        strip_box = Strip(_f(sx0), _f(y0), _f(sx1 - sx0), _f(y1 - y0), _f((sx0 + sx1) / 2), _f(y1 + 16), strip_ticks)
+        cols = 3
+        for n, (k, frac, got) in enumerate(strip):
+            cx = sx0 + 14 + (n % cols) * ((sx1 - sx0 - 28) / (cols - 1))
+            cy = y1 - frac * (y1 - y0)
+            extra = f"no FLOPs; DRAM {fmt_rate(got, 'B/s')} ({fmt_pct(frac)} of peak)"
+            points.append(_point(k, cx, cy, cx + 6, cy - 8, extra))
+
+    return Chart(
+        w=W,
+        h=H,
+        plot=Box(_f(x0), _f(y0), _f(x1 - x0), _f(y1 - y0)),
+        x_label=Label(_f((x0 + x1) / 2), _f(H - 14), "", "middle"),
+        y_label=Label(_f(x0 - Y_TICKS + 14), _f((y0 + y1) / 2), "", "middle"),
+        grid=grid,
+        ticks=ticks,
+        ceilings=ceilings,
+        labels=labels,
+        points=points,
+        strip=strip_box,
+        unplaced=unplaced,
+        empty=not placed and not strip,
+        no_ceilings=not ceilings,
+        shown=shown,
+    )

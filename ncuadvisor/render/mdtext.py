@@ -1,0 +1,127 @@
+"""Markdown text for GitHub (pull-request comments, job summaries): escaping untrusted text, and fitting a comment
+under GitHub's length limit. Shared by the report's and the diff's markdown renderers."""
+
+from __future__ import annotations
+
+import html
+import re
+from collections.abc import Callable, Sequence
+from typing import Any
+
+GITHUB_LIMIT = 65000  # characters of a comment, with room to spare under GitHub's 65,536
+NOTE_SLACK = 16  # the "left out" note's length varies a little with its numbers
+
+# ASCII punctuation that means something to (GitHub-flavoured) markdown inline: backslash-escaped.
+_MD_SPECIAL = set("\\`*_[]~#!|$")
+_FENCE_LANG = {"cuda": "cuda", "triton": "python", "pytorch": "python"}
+
+
+def _one_line(v: Any) -> str:
+    return " ".join(str(v).split()) if v is not None else ""
+
+
+def md(v: Any) -> str:
+    """Untrusted text as inline markdown, safe in a paragraph, a list item, a table cell or inside <code>:
+    newlines become spaces, &, <, > become entities, markdown punctuation (| ` * _ [ ] ...) is backslash-escaped."""
+    out = []
+    text = _one_line(v)
+    for n, ch in enumerate(text):
+        nxt = text[n + 1 : n + 2]
+        if ch == ":" and (nxt.isalnum() or nxt in ":_+-"):  # could start an emoji shortcode (`std::x::y`, 12:30)
+            out.append("\\:")
+        elif ch == "&":
+            out.append("&amp;")
+        elif ch == "<":
+            out.append("&lt;")
+        elif ch == ">":
+            out.append("&gt;")
+        elif ch in _MD_SPECIAL:
+            out.append("\\" + ch)
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+def h(v: Any) -> str:
+    """Untrusted text inside a raw HTML block (<summary>): markdown is not parsed there, so entities only."""
+    return html.escape(_one_line(v), quote=True)
+
+
+def fence(code: Any, lang: Any = "") -> str:
+    """A fenced code block whose fence is longer than any backtick run in the code."""
+    text = str(code or "").replace("\r\n", "\n").replace("\r", "\n").rstrip("\n")
+    longest = max((len(m) for m in re.findall(r"`+", text)), default=0)
+    bar = "`" * max(3, longest + 1)
+    tag = _FENCE_LANG.get(str(lang or ""), "")
+    return f"{bar}{tag}\n{text}\n{bar}"
+
+
+MD_FILTERS = {"md": md, "h": h, "fence": fence}
+
+
+def fit_markdown(
+    max_chars: int,
+    head: str,
+    table_head: str,
+    rows: Sequence[str],
+    details_title: str,
+    details: Sequence[Callable[[], str]],
+    footer: str,
+    note_rows: Callable[[int, int], str],
+    note_details: Callable[[int], str],
+) -> str:
+    """Assemble a markdown comment under `max_chars`: the headline, the whole table and as many detail blocks as fit
+    (in order); else the headline and the first table rows that fit; else the headline cut at a line. Each cut is
+    said: `note_rows(n_left, n_shown)` and `note_details(n_left)` render the notes; `details` are callables that
+    render one block each (rendered only when tried)."""
+    fixed = len(head) + len(table_head) + sum(map(len, rows)) + len(footer)
+    if not rows and fixed <= max_chars:
+        return head + footer
+
+    # 1) the whole table fits: add detail blocks while they fit
+    if rows and fixed + len(details_title) + len(note_details(len(details))) <= max_chars:
+        budget = max_chars - fixed - len(details_title) - len(note_details(len(details)))
+        parts: list[str] = []
+        for render_one in details:
+            text = "\n" + render_one().strip("\n") + "\n"
+            if len(text) > budget:
+                break
+            parts.append(text)
+            budget -= len(text)
+        left = len(details) - len(parts)
+        return (
+            head
+            + table_head
+            + "".join(rows)
+            + (details_title + "".join(parts) if parts else "")
+            + (note_details(left) if left else "")
+            + footer
+        )
+
+    # 2) no details at all, and the table itself is cut: keep the first rows
+    if rows:
+        details_note = note_details(len(details)) if details else ""
+        base = len(head) + len(table_head) + len(footer) + len(details_note)
+        budget = max_chars - base - len(note_rows(len(rows), 0)) - NOTE_SLACK
+        shown = 0
+        for row in rows:
+            if len(row) > budget:
+                break
+            budget -= len(row)
+            shown += 1
+        text = head + table_head + "".join(rows[:shown]) + note_rows(len(rows) - shown, shown) + details_note + footer
+        if len(text) <= max_chars:
+            return text
+
+    # 3) even the headline does not fit (tiny max_chars, huge warnings): cut it at a line and say so
+    note = note_rows(len(rows), 0) if rows else ""
+    room = max(0, max_chars - len(note))
+    cut = head[:room]
+    if "\n" in cut:
+        cut = cut[: cut.rindex("\n") + 1]
+    return (cut + note)[:max_chars]
+
+
+def block(text: Any, before: str = "", after: str = "\n") -> str:
+    """A rendered macro's text as one piece of the comment: its own blank lines trimmed, `before` and `after` it."""
+    return before + str(text).strip("\n") + after

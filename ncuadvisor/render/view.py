@@ -1,0 +1,400 @@
+"""The view of a result: plain, frozen objects with every default filled, which the renderers and templates read.
+
+`report_view(result)` takes the result as its JSON contract (the dict `ncuadvisor report -f json` writes, with
+`schema_version` 1), so that a saved JSON renders the same as a fresh analysis. Whatever the dict lacks or holds in
+the wrong shape becomes an empty list, an empty object or None here, once: no renderer or template guards a lookup,
+and a template that names a field the view does not have fails (jinja2's StrictUndefined) instead of printing
+nothing. Values are the result's own (numbers stay numbers: the templates format them through the filters of
+`ncuadvisor.units`); what a renderer would otherwise compute (a finding's saving in ns, a kernel's shape tag, the
+first finding, a program finding's links) is computed here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
+from typing import Any, TypeVar
+
+from ncuadvisor.result import shape_tags
+from ncuadvisor.units import finite, number
+
+AT_ROOFLINE = "at-roofline"
+SOL_BARS: tuple[tuple[str, str], ...] = (
+    ("memory_pct", "Memory SOL"),
+    ("compute_pct", "Compute SOL"),
+    ("dram_pct", "DRAM"),
+    ("l2_pct", "L2"),
+    ("l1_pct", "L1"),
+)
+
+T = TypeVar("T")
+
+
+def as_map(value: Any) -> Mapping[str, Any]:
+    """A mapping, or an empty one for anything else (None, a list, text)."""
+    return value if isinstance(value, Mapping) else {}
+
+
+def as_list(value: Any) -> list[Any]:
+    """A list's items, or none for anything else."""
+    return list(value) if isinstance(value, (list, tuple)) else []
+
+
+def as_maps(value: Any) -> list[Mapping[str, Any]]:
+    """A list of mappings; an item that is not one reads as an empty mapping."""
+    return [as_map(v) for v in as_list(value)]
+
+
+def pick(cls: type[T], raw: Mapping[str, Any], **given: Any) -> T:
+    """A `cls` whose fields are `raw`'s values of the same names (None when missing), except those `given`."""
+    names = [f.name for f in fields(cls)]  # type: ignore[arg-type]
+    return cls(**{n: given[n] if n in given else raw.get(n) for n in names})
+
+
+def times(a: Any, b: Any) -> float | None:
+    """a × b for a display value (a time saved), None when either is not a number."""
+    fa, fb = number(a), number(b)
+    return None if fa is None or fb is None else fa * fb
+
+
+# -- the report's parts ----------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Generator:
+    name: str
+    version: str
+
+
+@dataclass(frozen=True)
+class Device:
+    name: Any
+    sm_count: Any
+    peak_dram_bytes_per_s: Any
+    peak_flops_per_s: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class Process:
+    label: Any
+    pid: Any
+    executable: Any
+    kernels: Any
+    launches: Any
+    duration_ns: Any
+
+
+@dataclass(frozen=True)
+class Report:
+    name: Any
+    path: Any
+    ncu_version: Any
+    command_line: Any
+    kernels: Any  # the count of kernel groups the report holds
+    results: Any
+    total_duration_ns: Any
+    device: Device
+    warnings: list[Any]
+    missing_sections: list[Any]
+    processes: list[Process]
+
+
+@dataclass(frozen=True)
+class Evidence:
+    label: Any
+    metric: Any
+    value: Any
+    unit: Any
+    threshold: Any
+
+
+@dataclass(frozen=True)
+class SourceLine:
+    file: Any
+    line: Any
+    code: Any
+    sass: Any
+    share: Any
+    metric: Any
+
+
+@dataclass(frozen=True)
+class Finding:
+    rule: Any
+    title: Any
+    category: Any
+    message: Any
+    fix: Any
+    fix_code: Any
+    estimated_speedup: Any
+    confidence: Any
+    speedup_model: Any
+    evidence: list[Evidence]
+    source: list[SourceLine]
+    at_roofline: bool
+    saving_ns: float | None  # the time the finding saves over the launches it speaks for
+
+
+@dataclass(frozen=True)
+class Sol:
+    memory_pct: Any
+    compute_pct: Any
+    dram_pct: Any
+    l2_pct: Any
+    l1_pct: Any
+
+
+@dataclass(frozen=True)
+class Roofline:
+    duration_ns: Any
+    theoretical_ns: Any
+    memory_floor_ns: Any
+    compute_floor_ns: Any
+    dram_bytes: Any
+    compulsory_bytes: Any
+    ideal_bytes: Any
+    flops: Any
+    intensity: Any
+    achieved_dram_bytes_per_s: Any
+    peak_dram_bytes_per_s: Any
+    achieved_flops_per_s: Any
+    limiting_precision: Any
+    limiting_peak_flops_per_s: Any  # the peak of the limiting precision, None when the report lacks it
+    sol: Sol
+    sol_bars: list[tuple[str, Any]]  # (label, percentage) in display order
+
+
+@dataclass(frozen=True)
+class Launch:
+    registers_per_thread: Any
+    shared_mem_static: Any
+    shared_mem_dynamic: Any
+    waves_per_sm: Any
+    theoretical_occupancy_pct: Any
+    achieved_occupancy_pct: Any
+
+
+@dataclass(frozen=True)
+class Variant:
+    """Launches of a kernel whose duration sets them apart, analysed on their own (or timed only)."""
+
+    launches: Any
+    launch_range_ns: tuple[Any, Any]
+    duration_ns: Any
+    time_share: Any
+    profiled: Any
+    bound: Any
+    headroom: Any
+    findings: list[Finding]
+
+
+@dataclass(frozen=True)
+class NcuRule:
+    rule: Any
+    type: Any
+    title: Any
+    message: Any
+    speedup_pct: Any
+    speedup_type: Any
+
+
+@dataclass(frozen=True)
+class RuleNote:
+    """A rule suppressed or skipped on a kernel, and why."""
+
+    rule: Any
+    title: Any
+    reason: Any
+
+
+@dataclass(frozen=True)
+class Kernel:
+    index: int
+    anchor: str  # the HTML id: the kernel's id, else k<index>
+    id: Any
+    name: Any
+    demangled: Any
+    mangled: Any
+    shown_name: Any  # the name, else the demangled name
+    full_name: Any  # the demangled name, else the name
+    shape_tag: str  # what tells it from other kernels of its name ('grid (8, 8, 1)'), else ""
+    language: Any
+    grid: Any
+    block: Any
+    launches: Any
+    analysed_launches: Any
+    duration_ns: Any
+    analysed_duration_ns: Any
+    per_launch_ns: Any
+    time_share: Any
+    launch_note: Any
+    bound: Any
+    bound_reason: Any
+    headroom: Any
+    nvtx: Any
+    device_id: Any
+    process_label: Any
+    executable: Any  # of the kernel's process
+    source_anchor: SourceLine  # its first instruction's line (empty when the report has none)
+    roofline: Roofline
+    launch: Launch
+    findings: list[Finding]
+    first_finding: Finding | None
+    variants: list[Variant]
+    ncu_rules: list[NcuRule]
+    suppressed: list[RuleNote]
+    skipped_rules: list[RuleNote]
+    finding_groups: list[tuple[list[Finding], float, int | None]]  # findings, the ns they speak for, the variant
+
+
+@dataclass(frozen=True)
+class Action:
+    """One line of "where to start"."""
+
+    scope: Any
+    kernel: Any
+    kernel_id: Any
+    shape_tag: str
+    rule: Any
+    category: Any
+    title: Any
+    estimated_saving_ns: Any
+    program_fraction: Any
+
+
+@dataclass(frozen=True)
+class ProgramFinding:
+    rule: Any
+    category: Any
+    title: Any
+    message: Any
+    fix: Any
+    fix_code: Any
+    estimated_saving_ns: Any
+    kernels: list[Any]  # names
+    kernel_links: list[tuple[Any, Any]]  # (name, kernel id or None)
+
+
+@dataclass(frozen=True)
+class Result:
+    report: Report
+    generator: Generator
+    created: Any
+    kernels: list[Kernel]
+    top_actions: list[Action]
+    program_findings: list[ProgramFinding]
+
+
+# -- building ----------------------------------------------------------------------------------------------------
+
+
+def _finding(raw: Mapping[str, Any], duration_ns: Any) -> Finding:
+    return pick(
+        Finding,
+        raw,
+        evidence=[pick(Evidence, e) for e in as_maps(raw.get("evidence"))],
+        source=[pick(SourceLine, s) for s in as_maps(raw.get("source"))],
+        at_roofline=raw.get("category") == AT_ROOFLINE,
+        saving_ns=times(duration_ns, raw.get("estimated_speedup")),
+    )
+
+
+def _roofline(raw: Mapping[str, Any]) -> Roofline:
+    sol = pick(Sol, as_map(raw.get("sol")))
+    peaks = as_map(raw.get("peak_flops_per_s"))
+    precision = raw.get("limiting_precision")
+    return pick(
+        Roofline,
+        raw,
+        sol=sol,
+        sol_bars=[(label, getattr(sol, key)) for key, label in SOL_BARS],
+        limiting_peak_flops_per_s=peaks.get(precision) if precision and isinstance(precision, str) else None,
+    )
+
+
+def _variant(raw: Mapping[str, Any]) -> Variant:
+    bounds = as_list(raw.get("launch_range_ns")) + [None, None]
+    return pick(
+        Variant,
+        raw,
+        launch_range_ns=(bounds[0], bounds[1]),
+        findings=[_finding(f, raw.get("duration_ns")) for f in as_maps(raw.get("findings"))],
+    )
+
+
+def _kernel(index: int, raw: Mapping[str, Any], tags: Mapping[str, str]) -> Kernel:
+    analysed = number(raw.get("analysed_duration_ns"))
+    own_ns = analysed if analysed is not None else raw.get("duration_ns")
+    findings = [_finding(f, own_ns) for f in as_maps(raw.get("findings"))]
+    variants = [_variant(v) for v in as_maps(raw.get("variants"))]
+    kid = raw.get("id")
+    # the time each group of findings speaks for: the launches analysed, then each variant's (0 when unknown)
+    groups: list[tuple[list[Finding], float, int | None]] = [(findings, finite(own_ns) or 0.0, None)]
+    groups += [(v.findings, finite(v.duration_ns) or 0.0, i) for i, v in enumerate(variants)]
+    return pick(
+        Kernel,
+        raw,
+        index=index,
+        anchor=str(kid or f"k{index}"),
+        shown_name=raw.get("name") or raw.get("demangled"),
+        full_name=raw.get("demangled") or raw.get("name"),
+        shape_tag=tags.get(str(kid), "") if kid is not None else "",
+        executable=as_map(raw.get("process")).get("executable"),
+        source_anchor=pick(SourceLine, as_map(raw.get("source_anchor"))),
+        roofline=_roofline(as_map(raw.get("roofline"))),
+        launch=pick(Launch, as_map(raw.get("launch"))),
+        findings=findings,
+        first_finding=findings[0] if findings else None,
+        variants=variants,
+        ncu_rules=[pick(NcuRule, n) for n in as_maps(raw.get("ncu_rules"))],
+        suppressed=[pick(RuleNote, s) for s in as_maps(raw.get("suppressed"))],
+        skipped_rules=[pick(RuleNote, s) for s in as_maps(raw.get("skipped_rules"))],
+        finding_groups=groups,
+    )
+
+
+def _program_finding(raw: Mapping[str, Any]) -> ProgramFinding:
+    names = as_list(raw.get("kernels"))
+    ids = as_list(raw.get("kernel_ids"))
+    if len(ids) != len(names):  # ids that do not line up with the names link nothing
+        ids = [None] * len(names)
+    return pick(ProgramFinding, raw, kernels=names, kernel_links=list(zip(names, ids)))
+
+
+def _report(raw: Mapping[str, Any]) -> Report:
+    dev = as_map(raw.get("device"))
+    return pick(
+        Report,
+        raw,
+        device=pick(Device, dev, peak_flops_per_s=as_map(dev.get("peak_flops_per_s"))),
+        warnings=as_list(raw.get("warnings")),
+        missing_sections=as_list(raw.get("missing_sections")),
+        processes=[pick(Process, p) for p in as_maps(raw.get("processes"))],
+    )
+
+
+def generator_of(raw: Any) -> Generator:
+    gen = as_map(raw)
+    return Generator(name=str(gen.get("name") or "ncuadvisor"), version=str(gen.get("version") or ""))
+
+
+def report_view(result: Mapping[str, Any]) -> Result:
+    """The view of a result dict (the JSON contract, schema_version 1)."""
+    result = as_map(result)
+    tags = shape_tags(result)
+    actions = [
+        pick(
+            Action,
+            a,
+            shape_tag=tags.get(str(a.get("kernel_id")), "") if a.get("scope") != "program" else "",
+        )
+        for a in as_maps(result.get("top_actions"))
+    ]
+    return Result(
+        report=_report(as_map(result.get("report"))),
+        generator=generator_of(result.get("generator")),
+        created=result.get("created"),
+        kernels=[_kernel(i, k, tags) for i, k in enumerate(as_maps(result.get("kernels")))],
+        top_actions=actions,
+        program_findings=[_program_finding(p) for p in as_maps(result.get("program_findings"))],
+    )

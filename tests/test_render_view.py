@@ -1,0 +1,161 @@
+"""The view layer between a result and the renderers: defaults filled once, templates that fail on a misspelt field,
+renderers that read views and share no private helpers, HTML pages on one base template."""
+
+from __future__ import annotations
+
+import ast
+import io
+import shutil
+from pathlib import Path
+
+import jinja2
+import pytest
+from rich.console import Console
+
+import ncuadvisor.render as render_pkg
+from ncuadvisor.diff import diff_results
+from ncuadvisor.render import environment
+from ncuadvisor.render.diff_render import render_diff_html, render_diff_markdown, render_diff_terminal
+from ncuadvisor.render.diff_view import diff_view
+from ncuadvisor.render.html import render_html
+from ncuadvisor.render.markdown import render_markdown
+from ncuadvisor.render.sarif import build_sarif
+from ncuadvisor.render.terminal import render_terminal
+from ncuadvisor.render.view import Generator, report_view
+
+RENDER = Path(render_pkg.__file__).resolve().parent
+RENDERERS = ("html", "markdown", "terminal", "sarif", "diff_render")
+SHARED = {"ncuadvisor.render", "ncuadvisor.render.view", "ncuadvisor.render.diff_view"}
+SHARED |= {"ncuadvisor.render.chart", "ncuadvisor.render.mdtext"}
+
+# a result as a hand-edited or truncated JSON may hold it: nulls, wrong types, a kernel that is not an object
+ODD_RESULT = {
+    "schema_version": 1,
+    "report": None,
+    "generator": "x",
+    "top_actions": [{"kernel": None, "scope": "kernel"}, "not an action"],
+    "program_findings": [{"rule": "PRG001", "kernels": ["a", "b"], "kernel_ids": ["k0"]}],
+    "kernels": [
+        "not a kernel",
+        {
+            "id": "k1",
+            "name": "k",
+            "findings": [{"rule": "MEM001", "evidence": None, "source": [None, {"file": "a.cu", "line": 3}]}],
+            "roofline": "none",
+            "launch": None,
+            "variants": [{"launch_range_ns": None, "findings": None}],
+            "source_anchor": [],
+            "ncu_rules": None,
+        },
+    ],
+}
+
+
+@pytest.fixture(scope="module")
+def result(analyzed) -> dict:
+    return analyzed("pipeline_v2")
+
+
+def test_the_view_fills_every_default_once():
+    view = report_view(ODD_RESULT)
+    assert view.generator == Generator("ncuadvisor", "")
+    assert view.report.warnings == [] and view.report.processes == [] and view.report.device.peak_flops_per_s == {}
+    first, k = view.kernels
+    assert first.anchor == "k0" and first.findings == [] and first.first_finding is None and first.name is None
+    assert k.anchor == "k1" and k.roofline.sol.memory_pct is None and k.launch.waves_per_sm is None
+    assert [s.file for s in k.findings[0].source] == [None, "a.cu"] and k.findings[0].evidence == []
+    assert k.variants[0].launch_range_ns == (None, None) and k.variants[0].findings == []
+    assert k.source_anchor.file is None and k.ncu_rules == []
+    assert [a.kernel for a in view.top_actions] == [None, None]
+    (p,) = view.program_findings
+    assert p.kernel_links == [("a", None), ("b", None)]  # ids that do not line up with the names link nothing
+    d = diff_view({"kernels": [{"name": "k", "after": {"duration_ns": 5}}], "summary": None})
+    (e,) = d.kernels
+    assert not e.before.present and e.after.present and e.findings.cell == "–" and e.process is None
+    assert d.summary.regressed == 0 and d.first_fix is None and d.by_status["added"] == []
+
+
+def test_every_renderer_takes_an_odd_result():
+    page = render_html(ODD_RESULT)
+    assert page.count("<details") == page.count("</details>") and 'id="k1"' in page
+    assert "<details>" in render_markdown(ODD_RESULT)
+    buf = io.StringIO()
+    render_terminal(ODD_RESULT, Console(file=buf, width=160))
+    assert "unknown GPU" in buf.getvalue()
+    log = build_sarif(ODD_RESULT, "/src", {"a.cu": "a.cu"})
+    assert [r["ruleId"] for r in log["runs"][0]["results"]] == ["MEM001"]
+    odd_diff = {"kernels": ["x", {"name": "k", "findings": None, "process": {"label": "rank 0", "before": {}}}]}
+    assert "rank 0" in render_diff_html(odd_diff) and "rank 0" in render_diff_markdown(odd_diff)
+    render_diff_terminal(odd_diff, Console(file=io.StringIO()))
+
+
+def test_a_misspelt_field_is_an_error_not_an_empty_string(result):
+    env = environment(autoescape=True)
+    view = report_view(result)
+    assert env.from_string("{{ r.kernels[0].shown_name }}").render(r=view) == view.kernels[0].shown_name
+    with pytest.raises(jinja2.UndefinedError, match="shown_nmae"):
+        env.from_string("{{ r.kernels[0].shown_nmae }}").render(r=view)
+    with pytest.raises(jinja2.UndefinedError):
+        env.from_string("{{ r.report.device.nmae or 'unknown' }}").render(r=view)  # no default hides it either
+
+
+@pytest.mark.parametrize(
+    "template, field",
+    [
+        ("report.html.j2", "k.shown_name"),
+        ("report.md.j2", "k.shape_tag"),
+        ("_base.html.j2", "generator.version"),
+        ("_macros.md.j2", "w|md"),
+        ("diff.html.j2", "k.full_name"),
+        ("diff.md.j2", "k.process_label"),
+    ],
+)
+def test_a_misspelt_field_in_a_template_fails_the_render(tmp_path, monkeypatch, analyzed, result, template, field):
+    """Each template, copied with one field misspelt, makes its renderer raise instead of printing nothing."""
+    folder = tmp_path / "templates"
+    shutil.copytree(render_pkg.templates_dir(), folder)
+    text = (folder / template).read_text()
+    assert field in text
+    name, _, rest = field.partition(".")
+    typo = f"{name}.{rest}_typo" if rest else field.replace("w|", "w_typo|")
+    (folder / template).write_text(text.replace(field, typo))
+    monkeypatch.setattr(render_pkg, "templates_dir", lambda: folder)
+    diff = diff_results(analyzed("pipeline_v1"), result)
+    render = {
+        "report.html.j2": lambda: render_html(result),
+        "_base.html.j2": lambda: render_html(result),
+        "report.md.j2": lambda: render_markdown(result),
+        "_macros.md.j2": lambda: render_markdown({**result, "report": {**result["report"], "warnings": ["w"]}}),
+        "diff.html.j2": lambda: render_diff_html(diff),
+        "diff.md.j2": lambda: render_diff_markdown(diff),
+    }[template]
+    with pytest.raises(jinja2.UndefinedError):
+        render()
+
+
+def _imports(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text())
+    out = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("ncuadvisor.render"):
+            out.add(node.module)
+            assert not any(a.name.startswith("_") for a in node.names), (path.name, node.module)  # no private helper
+    return out
+
+
+@pytest.mark.parametrize("name", RENDERERS)
+def test_renderers_read_views_and_share_no_helpers(name):
+    """A renderer imports the package, the views and the shared chart and markdown-text modules, never another
+    renderer."""
+    assert _imports(RENDER / f"{name}.py") <= SHARED
+
+
+def test_the_html_pages_share_one_base(result, analyzed):
+    for template in ("report.html.j2", "diff.html.j2"):
+        assert '{% extends "_base.html.j2" %}' in (render_pkg.templates_dir() / template).read_text()
+    page = render_html(result)
+    diff_page = render_diff_html(diff_results(analyzed("pipeline_v1"), result))
+    base = (render_pkg.templates_dir() / "_base.html.j2").read_text()
+    rule = next(line for line in base.splitlines() if line.startswith(".badge {"))
+    assert page.count(rule) == diff_page.count(rule) == 1  # one stylesheet, in both
+    assert page.count("<style>") == diff_page.count("<style>") == 1
