@@ -54,10 +54,16 @@ LAYER = {
     "analysis": "analysis",
     "roofline": "analysis",
     "analysis.pipeline": "pipeline",
+    "analysis.locate": "pipeline",  # places the rules' findings in the source, after the rules ran
+    "analysis.entries": "pipeline",  # the result's entries, from the model and the rules' verdicts
+    "analysis.ranking": "pipeline",  # where to start: ranks the findings of kernel and program rules
     "analyze": "pipeline",  # composes load, analysis, rules and result
     "rules_api": "rules",
     "engine": "rules",
+    "ruledoc": "rules",  # a rule's documentation, built from the rule
     "result": "result",
+    "result.schemas": "diff",  # the JSON Schemas of both saved kinds, a result and a diff
+    "result.validate": "diff",  # reads a saved result or diff
     "diff": "diff",
     "render": "render",
     "profile": "profile",
@@ -65,6 +71,7 @@ LAYER = {
     "cli": "cli",
     "commands_pr": "cli",
     "options": "cli",
+    "gitinfo": "cli",  # the git top level of the current directory (SARIF paths)
     "__main__": "cli",
 }
 
