@@ -240,7 +240,7 @@ def build_result(
         },
         "kernels": kernel_entries,
     }
-    add_program_level(result, _launches(profile, kernels), rules)
+    add_program_level(result, launch_list(profile, kernels), rules)
     return result
 
 
@@ -285,7 +285,7 @@ def _processes_json(processes: list[dict[str, Any]], kernels: list[dict[str, Any
     return out
 
 
-def _launches(profile: Profile, kernels: list[Kernel]) -> list[dict[str, Any]]:
+def launch_list(profile: Profile, kernels: list[Kernel]) -> list[dict[str, Any]]:
     """Every result in launch order, with the id of its kernel entry and what program rules need."""
     kernel_of = {rid: f"k{i}" for i, k in enumerate(kernels) for rid in k.result_ids}
     out = []

@@ -11,13 +11,13 @@ import time
 
 from ncuadvisor.analyze import analyze
 from ncuadvisor.processes import (
-    ProcessWatcher,
     process_label,
     read_sidecar,
     result_processes,
     sidecar_path,
     write_sidecar,
 )
+from ncuadvisor.profile.ranks import ProcessWatcher
 
 # the order ncu profiled them in: the two processes alternate, the rank-specific copies come last
 NAMES = ["scale_add"] * 8 + ["copy_strided_rank", "copy_vec4_rank"]
@@ -233,7 +233,7 @@ def test_single_gpu_report_has_no_device_fields(analyzed):
 def test_phase1_and_phase2_kernels_are_matched_by_rank(report_path, tmp_path):
     """profile's merge on the two real multi-process captures (different pids in each run, as in a real profile):
     with the ranks recorded beside both reports, every phase-1 kernel gets the deep data of its own rank."""
-    from ncuadvisor.profile import merge_results
+    from ncuadvisor.profile.merge import merge_results
 
     runs = {}
     for name in ("multiproc_phase1", "multiproc"):
