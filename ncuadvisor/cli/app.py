@@ -85,10 +85,8 @@ def main() -> None:
         sys.exit(0)
     except Exception as exc:  # click usage errors and anything unexpected
         if isinstance(exc, _click_exceptions()):
-            ctx = getattr(exc, "ctx", None)
-            where = (
-                f" (see `{ctx.command_path} --help`)" if ctx is not None and getattr(ctx, "command_path", "") else ""
-            )
+            command_path = getattr(getattr(exc, "ctx", None), "command_path", None)
+            where = f" (see `{command_path} --help`)" if command_path else ""
             message = exc.format_message()  # type: ignore[attr-defined]
             if message.strip():  # no arguments at all: the help was shown, nothing to add
                 stderr_console().print(f"ncuadvisor: error: {escape(message)}{escape(where)}")

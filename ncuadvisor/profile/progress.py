@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from ncuadvisor.profile.output import QUIET_WARNINGS, Event
+
+if TYPE_CHECKING:
+    from rich.progress import Progress
 from ncuadvisor.units import clip
 
 
@@ -24,8 +29,8 @@ class ProgressUI:
         self.out = Console(highlight=False, soft_wrap=True)
         self.verbose = verbose
         self.quiet = quiet
-        self._progress = None
-        self._task = None
+        self._progress: Progress | None = None
+        self._task: Any = None
         self._label = ""
         self._done = 0
         self._total: int | None = None

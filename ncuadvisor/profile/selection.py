@@ -43,7 +43,7 @@ def window_launch_count(
     seen: set[tuple[str, str, str]] = set()
     count = 0
     for x in launches:
-        k = index.get(x.get("kernel_id"))
+        k = index.get(str(x.get("kernel_id")))
         if k is None or k.name not in names:
             continue  # the name filter never lets these through, so they do not count
         count += 1

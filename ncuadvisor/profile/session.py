@@ -213,6 +213,7 @@ class Session:
         cmd = ncu_mod.full_command(self.ncu, out_base, self.target.argv, self.filters)
         run = self._run_saved(cmd, out_base, "full: every launch, ncu's full set", "full run")
         dest = self._place(run, f"{self.base.name}")
+        assert dest is not None
         result = analyze(dest, rules=self.rules)
         for k in result["kernels"]:
             k["profiled"] = True
