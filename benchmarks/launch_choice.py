@@ -28,7 +28,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from ncuadvisor.analysis.pipeline import analyze  # noqa: E402
-from ncuadvisor.profile import Phase1Time  # noqa: E402
+from ncuadvisor.profile.merge import Phase1Time  # noqa: E402
 
 
 def first_rule(k: dict) -> str:

@@ -38,7 +38,7 @@ ROOT = Path(__file__).resolve().parent.parent
 WORKLOAD = ROOT / "workloads" / "torch" / "transformer_step.py"
 WORKLOAD_ARGS = ["--mode", "eager", "--steps", "3"]
 NVTX = "step"
-CLI = "from ncuadvisor import cli; from ncuadvisor.profile import register; register(cli.app); cli.main()"
+CLI = "from ncuadvisor.cli import main; main()"
 FULL_S_PER_KERNEL = 2.4  # estimate for planning only (NCU-FACTS: ~2 s per kernel with the full set)
 
 

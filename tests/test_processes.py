@@ -10,7 +10,8 @@ import sys
 import time
 
 from ncuadvisor.analysis.pipeline import analyze
-from ncuadvisor.load.processes import ProcessWatcher, process_label, read_sidecar, sidecar_path, write_sidecar
+from ncuadvisor.load.processes import process_label, read_sidecar, sidecar_path, write_sidecar
+from ncuadvisor.profile.ranks import ProcessWatcher
 from ncuadvisor.reportfile.blocks import result_processes
 
 # the order ncu profiled them in: the two processes alternate, the rank-specific copies come last
@@ -227,7 +228,7 @@ def test_single_gpu_report_has_no_device_fields(analyzed):
 def test_phase1_and_phase2_kernels_are_matched_by_rank(report_path, tmp_path):
     """profile's merge on the two real multi-process captures (different pids in each run, as in a real profile):
     with the ranks recorded beside both reports, every phase-1 kernel gets the deep data of its own rank."""
-    from ncuadvisor.profile import merge_results
+    from ncuadvisor.profile.merge import merge_results
 
     runs = {}
     for name in ("multiproc_phase1", "multiproc"):

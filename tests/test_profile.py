@@ -18,16 +18,12 @@ from pathlib import Path
 
 import pytest
 
-from ncuadvisor import ncu as N
-from ncuadvisor.profile import (
-    TORCH_RUNNER,
-    merge_results,
-    planned_reports,
-    register,
-    resolve_target,
-    select_kernels,
-    torch_context,
-)
+from ncuadvisor.profile import ncu as N
+from ncuadvisor.profile import output as O
+from ncuadvisor.profile.merge import merge_results, torch_context
+from ncuadvisor.profile.selection import select_kernels
+from ncuadvisor.profile.session import planned_reports
+from ncuadvisor.profile.target import TORCH_RUNNER, resolve_target
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures"
@@ -61,7 +57,6 @@ def cli(tmp_path, monkeypatch, capsys):
     with the fake ncu first on PATH; returns the exit code, stdout, stderr and the fake's recorded argv."""
     from ncuadvisor import cli as cli_mod
 
-    register(cli_mod.app)
     monkeypatch.chdir(tmp_path)
     log = tmp_path / "ncu_argv.jsonl"
     monkeypatch.setenv("PATH", str(FAKE_DIR) + os.pathsep + os.environ.get("PATH", ""))
@@ -266,8 +261,8 @@ def test_planned_reports_never_collide_with_the_output(tmp_path):
 # -- ncu's output, as the real ncu printed it ---------------------------------------------------------------------
 
 
-def feed(path: Path) -> N.OutputParser:
-    p = N.OutputParser()
+def feed(path: Path) -> O.OutputParser:
+    p = O.OutputParser()
     for line in path.read_text().splitlines():
         p.feed(line)
     return p
@@ -322,16 +317,16 @@ def test_permission_error_reading():
         "Counters on the target device 0. For instructions on enabling permissions and to get more "
         "information see https://developer.nvidia.com/ERR_NVGPUCTRPERM"
     )
-    ev = N.parse_line(line)
+    ev = O.parse_line(line)
     assert ev.kind == "error" and ev.error_kind == "permission"
     for needle in ("admin", "root", "NVreg_RestrictProfilingToAdminUsers=0", "SYS_ADMIN"):
         assert needle in ev.reading
 
 
 def test_other_errors_and_every_captured_log_parses():
-    assert N.parse_line("==ERROR== Failed to find any CUDA devices.").error_kind == "no-gpu"
-    assert N.parse_line("==ERROR== unrecognised option '--frobnicate'").error_kind == "usage"
-    assert N.parse_line("==ERROR== Something new").error_kind == "other"
+    assert O.parse_line("==ERROR== Failed to find any CUDA devices.").error_kind == "no-gpu"
+    assert O.parse_line("==ERROR== unrecognised option '--frobnicate'").error_kind == "usage"
+    assert O.parse_line("==ERROR== Something new").error_kind == "other"
     for log in sorted(OUTPUTS.glob("*.txt")):
         p = feed(log)
         assert all(e.kind != "error" for e in p.events) or log.name == "no_executable.txt", log.name
@@ -384,10 +379,10 @@ def test_every_option_we_pass_exists_in_the_real_ncu():
 
 
 def test_partial_progress_and_line_splitting():
-    ev = N.parse_partial('==PROF== Profiling "tiny_add" - 3 (4/20): 0%....50%..')
+    ev = O.parse_partial('==PROF== Profiling "tiny_add" - 3 (4/20): 0%....50%..')
     assert (ev.name, ev.i, ev.n, ev.code) == ("tiny_add", 4, 20, 50)
-    assert N.parse_partial("hello") is None
-    s = N.LineSplitter()
+    assert O.parse_partial("hello") is None
+    s = O.LineSplitter()
     assert s.feed("a\nb") == ["a"] and s.partial == "b"
     assert s.feed("c\r\nd\re") == ["bc"] and s.partial == "e" and s.flush() == ["e"]
     assert s.feed("x\r") == [] and s.feed("\ny") == ["x"] and s.flush() == ["y"]  # \r\n split across two reads
@@ -396,12 +391,12 @@ def test_partial_progress_and_line_splitting():
     assert s.feed("\rtrain: 100%|###| 3/3\ndone\n") == ["train: 100%|###| 3/3", "done"]
     # ncu's line after a line the program left open (the merged pipe): still a line of ncu's, partial and complete
     assert s.feed('\rtrain:  33%|#  | 1/3==PROF== Profiling "k" - 0: 0%....50%') == []
-    assert N.parse_partial(s.partial).code == 50
+    assert O.parse_partial(s.partial).code == 50
     assert s.feed("....100% - 36 passes\n") == [
         "train:  33%|#  | 1/3",
         '==PROF== Profiling "k" - 0: 0%....50%....100% - 36 passes',
     ]
-    assert N.parse_line(s.feed("\rtrain:  66%|## | 2/3==WARNING== Note\n")[1]).kind == "warning"
+    assert O.parse_line(s.feed("\rtrain:  66%|## | 2/3==WARNING== Note\n")[1]).kind == "warning"
 
 
 # -- choosing kernels and merging ---------------------------------------------------------------------------------
@@ -430,9 +425,9 @@ def test_select_top_and_coverage():
 
 
 def test_phase1_ranking_on_a_real_report(report_path):
-    from ncuadvisor.profile import _analyze_phase1
+    from ncuadvisor.profile.merge import analyze_phase1
 
-    result, launches, kernels = _analyze_phase1(report_path("tiny_phase1"), [])
+    result, launches, kernels = analyze_phase1(report_path("tiny_phase1"), [])
     assert [k.name for k in kernels] == ["tiny_add", "big_add"] and kernels[0].launches == 2000
     assert len(launches) == 2001 and launches[0]["kernel_id"] == "k0" and launches[-1]["kernel_id"] == "k1"
     assert [k.name for k in select_kernels(kernels)] == ["tiny_add"]  # 95% of the time
@@ -445,7 +440,7 @@ def merged(tmp_path_factory, analyzed):
     import lzma
 
     from ncuadvisor import engine
-    from ncuadvisor.profile import _analyze_phase1
+    from ncuadvisor.profile.merge import analyze_phase1
 
     folder = tmp_path_factory.mktemp("merge")
     paths = {}
@@ -454,7 +449,7 @@ def merged(tmp_path_factory, analyzed):
         with lzma.open(FIXTURES / f"{name}.ncu-rep.xz") as fin, paths[name].open("wb") as fout:
             shutil.copyfileobj(fin, fout)
     rules = engine.discover([])
-    p1, launches, _ = _analyze_phase1(paths["tiny_phase1"], rules)
+    p1, launches, _ = analyze_phase1(paths["tiny_phase1"], rules)
     deep = analyzed("tiny_sections")  # the same rules: engine.discover([])
     return p1, deep, merge_results(p1, [(str(paths["tiny_sections"]), deep)], launches=launches, rules=rules)
 
@@ -533,7 +528,7 @@ def test_resolve_target(tmp_path):
 
 def test_torch_runner_keeps_torch_optional():
     code = (
-        "import sys, ncuadvisor, ncuadvisor.cli, ncuadvisor.profile, ncuadvisor.ncu; "
+        "import sys, ncuadvisor, ncuadvisor.cli, ncuadvisor.profile.session, ncuadvisor.profile.ncu; "
         "assert 'torch' not in sys.modules, 'torch imported'"
     )
     subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)
@@ -820,7 +815,7 @@ def test_ctrl_c_keeps_and_analyses_what_was_collected(tmp_path):
         FAKE_NCU_READY=str(ready),
         PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
     )
-    code = "from ncuadvisor import cli; from ncuadvisor.profile import register; register(cli.app); cli.main()"
+    code = "from ncuadvisor.cli import main; main()"
     proc = subprocess.Popen(
         [sys.executable, "-c", code, "profile", str(TARGET), "-o", "x.json"],
         cwd=tmp_path,
@@ -978,15 +973,6 @@ def test_progress_on_a_dumb_terminal(tmp_path):
     assert rows[i + 1] == "target: args=[]" and rows[i + 2].startswith("  1 launch profiled in "), rows
 
 
-def test_register_is_idempotent():
-    import typer
-
-    app = typer.Typer()
-    register(app)
-    register(app)
-    assert [c.name for c in app.registered_commands] == ["profile"]
-
-
 # -- on the GPU machine -------------------------------------------------------------------------------------------
 
 
@@ -1004,7 +990,7 @@ def test_gpu_profile_flaws_end_to_end(tmp_path):
         cwd=ROOT / "workloads/cuda",
     )
     out = tmp_path / "flaws.json"
-    code = "from ncuadvisor import cli; from ncuadvisor.profile import register; register(cli.app); cli.main()"
+    code = "from ncuadvisor.cli import main; main()"
     proc = subprocess.run(
         [
             sys.executable,
@@ -1052,7 +1038,7 @@ def test_gpu_profile_multiprocess_ranks(tmp_path):
         cwd=ROOT / "workloads/cuda",
     )
     out = tmp_path / "mp.json"
-    code = "from ncuadvisor import cli; from ncuadvisor.profile import register; register(cli.app); cli.main()"
+    code = "from ncuadvisor.cli import main; main()"
     proc = subprocess.run(
         [sys.executable, "-c", code, "profile", "--coverage", "1.0", "-o", str(out), "--", str(exe)],
         cwd=tmp_path,
@@ -1077,7 +1063,7 @@ def test_gpu_profile_multiprocess_ranks(tmp_path):
 def test_window_launch_count_from_phase1_order():
     from types import SimpleNamespace as K
 
-    from ncuadvisor.profile import window_launch_count
+    from ncuadvisor.profile.selection import window_launch_count
 
     a, b, c = (K(name=n, demangled=n + "(int)", grid="(1, 1, 1)", block="(32, 1, 1)") for n in "abc")
     kernels = [a, b, c]
@@ -1101,8 +1087,8 @@ def test_window_strategy_command_line():
 def test_bar_shows_function_names_when_ncu_prints_mangled_ones():
     """Phase 2 filters by mangled name, so real ncu prints `==PROF== Profiling "_ZN2at6native…"`: the bar maps it
     back to the function name phase 1 saw (seen on the H200 on 2026-11-30, before the mapping existed)."""
-    from ncuadvisor import ncu as ncu_mod
-    from ncuadvisor.profile import ProgressUI
+    from ncuadvisor.profile import output as ncu_mod
+    from ncuadvisor.profile.progress import ProgressUI
 
     ui = ProgressUI()
     shown = []

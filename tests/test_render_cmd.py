@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from ncuadvisor.commands_pr import load_saved, register
+from ncuadvisor.cli.common import load_saved
 from ncuadvisor.diff import diff_results
 from ncuadvisor.errors import InputError
 from ncuadvisor.render.markdown import GITHUB_LIMIT, render_markdown
@@ -206,24 +206,15 @@ def test_diff_rejects_a_saved_diff_as_input(saved_diff, saved):
     assert p.returncode == 2 and "is a saved diff; expected a saved report" in p.stderr
 
 
-# -- registration ----------------------------------------------------------------------------------------------
+# -- the commands ----------------------------------------------------------------------------------------------
 
 
-def test_register_adds_the_commands_once():
-    import typer
-
-    app = typer.Typer()
-
-    @app.command()
-    def other() -> None:  # pragma: no cover - a second command, so typer keeps subcommands
-        pass
-
-    register(app)
-    register(app)
-    names = [c.name for c in app.registered_commands]
-    assert names.count("diff") == 1 and names.count("render") == 1
-
+def test_the_app_has_each_command_once():
     from typer.testing import CliRunner
 
+    from ncuadvisor.cli import app
+
+    names = [c.name for c in app.registered_commands]
+    assert names == ["report", "rules", "diff", "render", "profile"]
     result = CliRunner().invoke(app, ["diff", "--help"])
     assert result.exit_code == 0 and "--fail-on" in result.output and "--threshold" in result.output

@@ -80,7 +80,8 @@ def test_phase1_time_decides_what_the_deep_analysis_sees(report_path, analyzed):
     """`ncuadvisor profile` analyses one launch per kernel in phase 2; rules that weigh a kernel by its share of the
     program's time must see phase 1's share, not the share of that launch in the small phase-2 report."""
     from ncuadvisor.analysis.pipeline import analyze
-    from ncuadvisor.profile import Phase1Time, kernel_key
+    from ncuadvisor.profile.merge import Phase1Time
+    from ncuadvisor.profile.selection import kernel_key
 
     path = report_path("torch_eager")
     copy = next(
@@ -109,10 +110,10 @@ def test_profile_merge_names_the_sizes_phase_2_did_not_profile(report_path, anal
     """Phase 1 of the training step (every launch timed) merged with a deep report: the copy kernel's profiled
     launch (14 µs) speaks for the 24 launches of its size; the 4 launches of 28 µs were timed only."""
     from ncuadvisor import engine
-    from ncuadvisor.profile import _analyze_phase1, merge_results
+    from ncuadvisor.profile.merge import analyze_phase1, merge_results
 
     rules = engine.discover([])
-    p1, launches, _ = _analyze_phase1(report_path("torch_train_phase1_all"), rules)
+    p1, launches, _ = analyze_phase1(report_path("torch_train_phase1_all"), rules)
     deep = analyzed("torch_eager")  # the same rules: engine.discover([])
     m = merge_results(p1, [("torch_eager.ncu-rep", deep)], launches=launches, rules=rules)
     copy = next(k for k in m["kernels"] if k["name"] == "elementwise_kernel" and k["grid"] == "(8192, 1, 1)")
@@ -147,10 +148,10 @@ def test_profile_merge_keeps_each_process_to_its_own_launches(report_path):
     """Two worker processes run the same kernels: each process's kernel stands for its own launches only."""
     from ncuadvisor import engine
     from ncuadvisor.analysis.pipeline import analyze
-    from ncuadvisor.profile import Phase1Time, _analyze_phase1, merge_results
+    from ncuadvisor.profile.merge import Phase1Time, analyze_phase1, merge_results
 
     rules = engine.discover([])
-    p1, launches, _ = _analyze_phase1(report_path("multiproc_phase1"), rules)
+    p1, launches, _ = analyze_phase1(report_path("multiproc_phase1"), rules)
     deep = analyze(report_path("multiproc"), rules=rules, group_time=Phase1Time(p1, launches))
     m = merge_results(p1, [("multiproc.ncu-rep", deep)], launches=launches, rules=rules)
     shared = [k for k in m["kernels"] if k["name"] == "scale_add"]

@@ -31,12 +31,8 @@ FIXTURE_SOURCE_ROOT = "/work/main"
 SCRUBBED_TIME = "2000-01-01T00:00:00Z"
 SCRUBBED_VERSION = "0.0.0"
 
-# The CLI as a user runs it, with the pull-request commands registered (cli.py may already do it: register is
-# idempotent).
-_CLI = (
-    "import sys; from ncuadvisor.cli import app, main; from ncuadvisor.commands_pr import register; "
-    "register(app); main()"
-)
+# The CLI as a user runs it.
+_CLI = "from ncuadvisor.cli import main; main()"
 
 
 def run_cli(*args: str, cwd: str | os.PathLike[str] | None = None, timeout: int = 180) -> subprocess.CompletedProcess:

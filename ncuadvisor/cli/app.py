@@ -1,0 +1,100 @@
+"""The typer app: its commands (each in a module of its own, registered here once), `--version`, and `main`, which
+turns every error into one line and its exit code (`ncuadvisor.errors`), never a traceback."""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+from typing import Annotated, NoReturn
+
+import typer
+from rich.markup import escape
+
+from ncuadvisor import __version__
+from ncuadvisor.cli import diff, profile, render, report, rules
+from ncuadvisor.cli.common import stderr_console
+from ncuadvisor.errors import AdvisorError, InternalError, Interrupted
+
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    help="Roofline-grounded, ranked advice from Nsight Compute (ncu) reports.",
+    pretty_exceptions_enable=False,
+)
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"ncuadvisor {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _main(
+    version: Annotated[
+        bool | None, typer.Option("--version", callback=_version, is_eager=True, help="Show the version and exit.")
+    ] = None,
+) -> None:
+    """ncuadvisor: what to fix in your kernels, in order of what it is worth."""
+
+
+# In the order `--help` lists them.
+app.command("report")(report.report)
+app.command("rules")(rules.rules)
+app.command("diff")(diff.diff)
+app.command("render")(render.render)
+# the program's own options follow it on the command line: they are the program's, not ncuadvisor's
+app.command("profile", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})(profile.profile)
+
+
+def _click_exceptions() -> tuple[type[Exception], ...]:
+    """click's ClickException, from click itself and from the copy typer >= 0.29 carries (typer._click): a usage
+    error (unknown option, bad value, missing argument) from either is the user's, not an internal error."""
+    found = []
+    for name in ("typer._click.exceptions", "click.exceptions"):
+        try:
+            found.append(importlib.import_module(name).ClickException)
+        except (ImportError, AttributeError):
+            pass
+    return tuple(found)
+
+
+def _fail(exc: AdvisorError) -> NoReturn:
+    message = str(exc)
+    stderr_console().print(f"ncuadvisor: {exc.label}" + (f": {escape(message)}" if message else ""))
+    sys.exit(exc.exit_code)
+
+
+def main() -> None:
+    """Entry point: run the app; AdvisorError -> one line on stderr and its exit code, never a traceback."""
+    try:
+        code = app(standalone_mode=False)
+        if isinstance(code, int) and code:  # typer.Exit(n) comes back as a return value outside standalone mode
+            sys.exit(code)
+    except AdvisorError as exc:
+        _fail(exc)
+    except typer.Exit as exc:
+        sys.exit(exc.exit_code)
+    except typer.Abort:
+        stderr_console().print("ncuadvisor: aborted")
+        sys.exit(Interrupted.exit_code)
+    except KeyboardInterrupt:
+        _fail(Interrupted())
+    except BrokenPipeError:
+        sys.exit(0)
+    except Exception as exc:  # click usage errors and anything unexpected
+        if isinstance(exc, _click_exceptions()):
+            command_path = getattr(getattr(exc, "ctx", None), "command_path", None)
+            where = f" (see `{command_path} --help`)" if command_path else ""
+            message = exc.format_message()  # type: ignore[attr-defined]
+            if message.strip():  # no arguments at all: the help was shown, nothing to add
+                stderr_console().print(f"ncuadvisor: error: {escape(message)}{escape(where)}")
+            sys.exit(exc.exit_code)  # type: ignore[attr-defined]
+        if os.environ.get("NCUADVISOR_DEBUG"):
+            raise
+        _fail(
+            InternalError(
+                f"{type(exc).__name__}: {exc} (set NCUADVISOR_DEBUG=1 for the traceback, and please report it)"
+            )
+        )

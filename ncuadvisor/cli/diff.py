@@ -1,0 +1,115 @@
+"""`ncuadvisor diff`: compare two reports (or saved results) of the same program; with `--fail-on`, a CI gate."""
+
+from __future__ import annotations
+
+import sys
+from enum import Enum
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from ncuadvisor.cli.common import (
+    ConfigOption,
+    ForceOption,
+    IgnoreOption,
+    RulesDirOption,
+    SelectOption,
+    check_output,
+    format_name,
+    load_rules,
+    render_diff,
+    write_output,
+    wrote,
+)
+from ncuadvisor.errors import GateFailed, OutputError
+from ncuadvisor.result.validate import REPORT_KIND, load_saved
+
+
+class DiffFormat(str, Enum):
+    terminal = "terminal"
+    json = "json"
+    html = "html"
+    md = "md"
+
+
+class FailOn(str, Enum):
+    regression = "regression"
+    findings = "findings"
+
+
+def _result_of(path: Path, rules: list[Any]) -> dict[str, Any]:
+    """A report is analyzed; a saved report result (.json) is read as it is."""
+    if path.suffix.lower() == ".json":
+        return load_saved(path, want=(REPORT_KIND,)).to_dict()
+    from ncuadvisor.analysis.pipeline import analyze
+
+    return analyze(path, rules=rules)
+
+
+def diff(
+    before: Annotated[
+        Path,
+        typer.Argument(help="The baseline (e.g. main): a report (.ncu-rep, .ncu-rep.xz) or a saved result (.json)."),
+    ],
+    after: Annotated[Path, typer.Argument(help="The new version (e.g. the pull request), same kinds.")],
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="Write the diff here; the extension picks the format.")
+    ] = None,
+    fmt: Annotated[
+        DiffFormat | None, typer.Option("--format", "-f", help="Output format (default: by extension).")
+    ] = None,
+    fail_on: Annotated[
+        FailOn | None,
+        typer.Option(
+            "--fail-on",
+            help="Exit 1 when a kernel or the total got slower beyond the threshold (regression), "
+            "or when a finding is new (findings).",
+        ),
+    ] = None,
+    threshold: Annotated[
+        str | None,
+        typer.Option(
+            "--threshold",
+            help="Noise threshold: smaller changes are 'unchanged' (e.g. 5%, 0.05). Default 5%, from ncu's "
+            "run-to-run spread; changes under 1 µs never count.",
+        ),
+    ] = None,
+    rules_dir: RulesDirOption = None,
+    select: SelectOption = None,
+    ignore: IgnoreOption = None,
+    config: ConfigOption = None,
+    force: ForceOption = False,
+    top: Annotated[int, typer.Option("--top", min=0, help="Kernels shown in the terminal table.")] = 20,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No terminal summary when writing a file.")] = False,
+) -> None:
+    """Compare two reports of the same program (before, after): time, bound and findings per kernel; a CI gate."""
+    from ncuadvisor.diff import diff_results, gate, parse_threshold
+    from ncuadvisor.render.diff_render import render_diff_terminal
+
+    value = parse_threshold(threshold) if threshold is not None else None
+    name = format_name(output, fmt)
+    if name == "sarif":
+        render_diff({}, name)  # raises the explanation
+    if output is not None:
+        check_output(output, force, [before, after])
+        if name == "terminal":
+            raise OutputError("--format terminal cannot be written to a file; use .html, .json or .md")
+    # the rules (and the configuration) apply to the reports analysed here, not to saved results
+    rules = load_rules(rules_dir, select, ignore, config, quiet=quiet)
+    result_before = _result_of(before, rules)
+    result_after = _result_of(after, rules)
+    d = diff_results(result_before, result_after, threshold=value)
+    if output is None and name != "terminal":
+        sys.stdout.write(render_diff(d, name))
+    else:
+        if output is not None:
+            write_output(output, render_diff(d, name))
+        if not quiet:
+            render_diff_terminal(d, top=top)
+            if output is not None:
+                wrote(output)
+    reasons = gate(d, fail_on.value if fail_on is not None else None)
+    if reasons and fail_on is not None:
+        shown = "; ".join(reasons[:3]) + (f"; and {len(reasons) - 3} more" if len(reasons) > 3 else "")
+        raise GateFailed(f"--fail-on {fail_on.value} failed: {shown}")

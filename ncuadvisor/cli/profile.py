@@ -1,0 +1,206 @@
+"""`ncuadvisor profile`: the command line of the profile package (`ncuadvisor.profile`), which does the work."""
+
+from __future__ import annotations
+
+from enum import Enum
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.markup import escape
+
+from ncuadvisor.cli.common import (
+    ConfigOption,
+    Format,
+    IgnoreOption,
+    RulesDirOption,
+    SelectOption,
+    check_output,
+    choose_format,
+    load_rules,
+    render_report,
+    stdout_console,
+    write_output,
+    wrote,
+)
+from ncuadvisor.errors import InputError, Interrupted, OutputError, PartialResult
+from ncuadvisor.profile.ncu import Filters, nvtx_expression, require_ncu
+from ncuadvisor.profile.session import planned_reports, report_base, run_profile
+from ncuadvisor.profile.target import resolve_target
+
+
+class CacheControl(str, Enum):
+    all = "all"
+    none = "none"
+
+
+class ClockControl(str, Enum):
+    none = "none"
+    base = "base"
+
+
+class TargetProcesses(str, Enum):
+    all = "all"
+    application_only = "application-only"
+
+
+def profile(
+    target: Annotated[
+        list[str] | None,
+        typer.Argument(
+            help="The program: a Python script (run with this Python) or an executable, then its own arguments. "
+            "Options ncuadvisor knows are taken wherever they are: put the program after `--` to pass them to it.",
+            show_default=False,
+        ),
+    ] = None,
+    output: Annotated[
+        Path | None,
+        typer.Option(
+            "--output",
+            "-o",
+            help="The report; the extension picks the format (.html .json .md). Default: <program name>.html here.",
+        ),
+    ] = None,
+    nvtx_range: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--nvtx-range",
+            help="Only kernels launched inside this NVTX push/pop range, e.g. "
+            "torch.cuda.nvtx.range('step') (repeatable; becomes ncu's --nvtx-include 'step/').",
+        ),
+    ] = None,
+    nvtx_include: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--nvtx-include",
+            help="An ncu NVTX filter expression passed as it is (repeatable), e.g. "
+            "'step_all_threads' for a start/end range, 'Domain@range/' or 'regex:iter_[0-9]+/'.",
+        ),
+    ] = None,
+    kernel: Annotated[
+        str | None,
+        typer.Option("--kernel", "-k", help="Only kernels matching this ncu filter: a name, or 'regex:EXPR'."),
+    ] = None,
+    top: Annotated[
+        int | None,
+        typer.Option("--top", min=1, help="Profile in depth the K kernels with the most GPU time."),
+    ] = None,
+    coverage: Annotated[
+        float | None,
+        typer.Option(
+            "--coverage",
+            min=0.0,
+            max=1.0,
+            help="Profile in depth the fewest kernels that hold this "
+            "share of the GPU time (default 0.9; with --top, capped at K).",
+        ),
+    ] = None,
+    full: Annotated[
+        bool, typer.Option("--full", help="ncu's full set on every launch, one pass: the slow, exhaustive way.")
+    ] = False,
+    launch_skip: Annotated[
+        int, typer.Option("--launch-skip", min=0, help="Skip this many launches first (warm-up).")
+    ] = 0,
+    cache_control: Annotated[
+        CacheControl | None,
+        typer.Option(
+            "--cache-control",
+            help="ncu's cache control between replay passes: all (flush; ncu's "
+            "default) or none (keep caches warm, as in production).",
+        ),
+    ] = None,
+    clock_control: Annotated[
+        ClockControl,
+        typer.Option(
+            "--clock-control",
+            help="none: clocks as in production (peaks come from the measured clocks); base: ncu locks them to base.",
+        ),
+    ] = ClockControl.none,
+    torch_ops: Annotated[
+        bool,
+        typer.Option(
+            "--torch-ops",
+            help="Run the script under PyTorch's NVTX emission: each kernel shows "
+            "the ATen op and module that launched it (needs PyTorch).",
+        ),
+    ] = False,
+    target_processes: Annotated[
+        TargetProcesses | None,
+        typer.Option(
+            "--target-processes",
+            help="all (ncu's default: child processes too, e.g. workers and "
+            "torchrun ranks, in the same report) or application-only.",
+        ),
+    ] = None,
+    force: Annotated[bool, typer.Option("--force", help="Overwrite existing output and report files.")] = False,
+    keep: Annotated[
+        bool, typer.Option("--keep/--no-keep", help="Keep the .ncu-rep files next to the output (default).")
+    ] = True,
+    rules_dir: RulesDirOption = None,
+    select: SelectOption = None,
+    ignore: IgnoreOption = None,
+    config: ConfigOption = None,
+    ncu_path: Annotated[
+        str | None, typer.Option("--ncu", help="The ncu executable (default: PATH, CUDA_HOME, usual folders).")
+    ] = None,
+    show: Annotated[int, typer.Option("--show", help="Kernels shown in the terminal summary.")] = 10,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress and no terminal summary.")] = False,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Show every line ncu prints.")] = False,
+) -> None:
+    """Profile a program with ncu and analyze it: a cheap timing pass over every launch, then the full analysis
+    sections on one launch of each kernel that matters."""
+    if full and (top is not None or coverage is not None):
+        raise InputError("--full profiles every launch in depth; it does not combine with --top or --coverage")
+    tgt = resolve_target(target or [], torch_ops=torch_ops)
+    out_path = output if output is not None else Path(f"{tgt.stem}.html")
+    out_format = choose_format(out_path, None)
+    if out_format is Format.terminal:  # pragma: no cover - choose_format never returns terminal for a path
+        raise OutputError("the profile report must be written to a file (.html, .json or .md)")
+    inputs = [tgt.script] if tgt.script else []
+    check_output(out_path, force, inputs)
+    for rp in planned_reports(report_base(out_path), full):
+        check_output(rp, force, inputs)
+    ncu = require_ncu(ncu_path)
+    rules = load_rules(rules_dir, select, ignore, config, quiet=quiet)
+    filters = Filters(
+        nvtx_include=[nvtx_expression(r) for r in (nvtx_range or [])] + list(nvtx_include or []),
+        kernel=kernel,
+        launch_skip=launch_skip,
+        cache_control=cache_control.value if cache_control else None,
+        clock_control=clock_control.value,
+        target_processes=target_processes.value if target_processes else None,
+        record_nvtx=torch_ops,
+    )
+    session, result = run_profile(
+        out_path,
+        tgt,
+        ncu,
+        filters,
+        rules,
+        full=full,
+        top=top,
+        coverage=coverage,
+        force=force,
+        torch_ops=torch_ops,
+        verbose=verbose,
+        quiet=quiet,
+    )
+    write_output(out_path, render_report(result, out_format))
+    if not keep:
+        session.remove_reports()
+    if not quiet:
+        from ncuadvisor.render.terminal import render_terminal
+
+        render_terminal(result, top=show)
+        wrote(out_path)
+        if keep and session.placed:
+            reports = [p for p in session.placed if not str(p).endswith(".processes.json")]
+            stdout_console().print(
+                "reports: "
+                + ", ".join(escape(str(p)) for p in session.placed)
+                + f" (re-analyse one with `ncuadvisor report {escape(str(reports[-1] if reports else session.placed[-1]))}`)"
+            )
+    if session.interrupted:
+        raise Interrupted(f"wrote what was collected to {out_path} (partial)")
+    if session.incomplete:
+        raise PartialResult(f"{session.incomplete}; wrote {out_path} (partial)")

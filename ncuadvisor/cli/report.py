@@ -1,0 +1,64 @@
+"""`ncuadvisor report`: analyze a saved Nsight Compute report and write the result in any format."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from ncuadvisor.cli.common import (
+    ConfigOption,
+    ForceOption,
+    Format,
+    IgnoreOption,
+    RulesDirOption,
+    SelectOption,
+    SourceRootOption,
+    check_output,
+    choose_format,
+    load_rules,
+    render_report,
+    write_output,
+    wrote,
+)
+from ncuadvisor.errors import OutputError
+
+
+def report(
+    path: Annotated[Path, typer.Argument(help="An Nsight Compute report (.ncu-rep or .ncu-repz).")],
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="Write the report here; the extension picks the format.")
+    ] = None,
+    fmt: Annotated[Format | None, typer.Option("--format", "-f", help="Output format (default: by extension).")] = None,
+    rules_dir: RulesDirOption = None,
+    select: SelectOption = None,
+    ignore: IgnoreOption = None,
+    config: ConfigOption = None,
+    force: ForceOption = False,
+    top: Annotated[int, typer.Option("--top", min=0, help="Kernels shown in the terminal summary.")] = 10,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No terminal summary when writing a file.")] = False,
+    source_root: SourceRootOption = None,
+) -> None:
+    """Analyze a saved report: roofline bound of every kernel, then ranked findings with fixes."""
+    from ncuadvisor.analysis.pipeline import analyze
+
+    out_format = choose_format(output, fmt)
+    if output is not None:
+        check_output(output, force, [path])
+    rules = load_rules(rules_dir, select, ignore, config, quiet=quiet)
+    result = analyze(path, rules=rules)
+    if output is None and out_format is not Format.terminal:
+        sys.stdout.write(render_report(result, out_format, source_root, rules))
+        return
+    if output is not None:
+        if out_format is Format.terminal:
+            raise OutputError("--format terminal cannot be written to a file; use .html, .json, .md or .sarif")
+        write_output(output, render_report(result, out_format, source_root, rules))
+    if not quiet:
+        from ncuadvisor.render.terminal import render_terminal
+
+        render_terminal(result, top=top)
+        if output is not None:
+            wrote(output)

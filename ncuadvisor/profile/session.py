@@ -1,0 +1,391 @@
+"""One `ncuadvisor profile` session: the phases (or `--full`), the rounds of phase 2, where the reports go, and
+the result with what was done (`report.profile`).
+
+Two phases by default:
+
+1. one cheap pass over every launch the filters let through (`--metrics gpu__time_duration.sum`, one replay pass):
+   the distinct kernels ranked by total GPU time;
+2. the sections the rules need (`ncuadvisor.analysis.pipeline.ANALYSIS_SECTIONS`, `--import-source yes`) on ONE launch of each
+   kernel that matters (`--top K`, or the fewest kernels that cover `--coverage` of the GPU time, 0.9 by default),
+   selected with `--kernel-id ::regex:^(names)$:1`. Kernels that round misses are retried with
+   `--filter-mode per-launch-config --launch-count 1`, at most `MAX_ROUNDS` rounds in all (each round runs the
+   program again). Measured on the H200 with ncu 2025.3.1 and `--nvtx-range step` after warm-up steps: round 1
+   caught the ATen kernels but none of the cuBLAS `nvjet_*` kernels; per-launch-config caught those, one per launch
+   configuration (grid, block, shared memory; two kernels of the same configuration need two rounds).
+
+The result knows the time share of every kernel from phase 1 and the deep metrics of the chosen ones; kernels seen
+only in phase 1 keep their name, launches and time, with `"profiled": false` and `bound: "unknown"`, and count for the
+program-level rules (launch overhead, fusion candidates). `--full` is ncu's `--set full` on every launch instead.
+
+The reports are kept next to the output (`<stem>.phase1.ncu-rep`, `<stem>.ncu-rep`, `<stem>.round2.ncu-rep`, ...;
+ncu 2026.3+ writes `.ncu-repz`), never over an existing file without `--force`.
+
+Multi-process: ncu follows child processes by default (`--target-processes all`), so workers and `torchrun` ranks
+land in the same report and are analysed together; `--target-processes application-only` profiles the launched
+process alone. ncu writes every process into the one report; the analysis splits kernels per process (the report's
+own process blocks) and shows the rank of each, read from the RANK / LOCAL_RANK / WORLD_SIZE environment of the
+processes ncu starts (kept beside the report in `<report>.processes.json`).
+
+The exit codes are in `ncuadvisor.errors`.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ncuadvisor.errors import OutputError, ProfileInterrupted
+from ncuadvisor.load.processes import write_sidecar
+from ncuadvisor.profile import ncu as ncu_mod
+from ncuadvisor.profile.merge import Phase1Time, analyze_phase1, merge_results, torch_context
+from ncuadvisor.profile.progress import ProgressUI
+from ncuadvisor.profile.runner import PhaseRun, check_run, run_ncu
+from ncuadvisor.profile.selection import (
+    DEFAULT_COVERAGE,
+    MAX_ROUNDS,
+    config_launch_count,
+    first_strategy,
+    kernel_key,
+    kernel_names,
+    round_name_base,
+    round_strategy,
+    select_kernels,
+    window_launch_count,
+)
+from ncuadvisor.profile.target import TORCH_RUNNER, Target
+from ncuadvisor.units import clip
+
+
+def report_base(output: Path) -> Path:
+    """`step.html` -> `step` (reports are `step.phase1.ncu-rep`, `step.ncu-rep`, `step.round2.ncu-rep`)."""
+    return output.with_suffix("") if output.suffix else output
+
+
+def planned_reports(base: Path, full: bool) -> list[Path]:
+    names = (
+        [f"{base.name}.ncu-rep"]
+        if full
+        else [f"{base.name}.phase1.ncu-rep", f"{base.name}.ncu-rep"]
+        + [f"{base.name}.round{r}.ncu-rep" for r in range(2, MAX_ROUNDS + 1)]
+    )
+    out = []
+    for n in names:
+        out += [base.parent / n, base.parent / (n + "z")]
+    return out
+
+
+def place_report(src: Path, dest_stem: Path, force: bool) -> Path:
+    """Move ncu's report from the private folder to `<dest_stem><.ncu-rep|.ncu-repz>`; never over a file unless
+    --force."""
+    dest = dest_stem.parent / (dest_stem.name + src.suffix)
+    if dest.exists() and not force:
+        raise OutputError(f"{dest}: already exists (pass --force to overwrite it)")
+    try:
+        os.replace(src, dest)
+    except OSError:
+        try:
+            shutil.move(str(src), str(dest))
+        except OSError as exc:
+            raise OutputError(f"{dest}: cannot write ({exc.strerror or exc})") from exc
+    return dest
+
+
+@dataclass
+class Session:
+    """One `ncuadvisor profile`: runs the phases, places the reports, builds the result."""
+
+    ncu: str
+    info: ncu_mod.NcuInfo
+    target: Target
+    filters: ncu_mod.Filters
+    ui: ProgressUI
+    env: dict[str, str]
+    work: Path
+    base: Path
+    force: bool
+    rules: list[Any]
+    torch_ops: bool = False
+    placed: list[Path] = field(default_factory=list)
+    runs: list[PhaseRun] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    interrupted: bool = False
+    incomplete: str | None = None  # why the result is partial (exit 4)
+
+    runner: Callable[..., PhaseRun] = run_ncu
+
+    def _run(self, command: list[str], out_base: str, label: str, expected: int | None) -> PhaseRun:
+        run = self.runner(command, out_base, label, self.ui, expected=expected, env=self.env)
+        self.runs.append(run)
+        if run.interrupted:
+            self.interrupted = True
+        for e in run.parser.errors:
+            if e.error_kind != "permission":
+                self.warnings.append(f"ncu ({label.split(':')[0]}): {e.text.strip()} — {e.reading}")
+        if run.parser.app_exit not in (None, 0):
+            msg = f"the program exited with code {run.parser.app_exit} during {label.split(':')[0]}: the result is partial"
+            self.warnings.append(msg)
+            self.incomplete = self.incomplete or f"the program exited with code {run.parser.app_exit}"
+        return run
+
+    def _run_saved(self, command: list[str], out_base: str, label: str, phase: str) -> PhaseRun:
+        """A run whose report the rest depends on: ncu's failures raised as one clear error, and an interruption
+        before ncu saved anything raised too."""
+        run = self._run(command, out_base, label, None)
+        check_run(run, self.filters, self.target, phase)
+        if run.report is None:  # interrupted before ncu saved anything
+            raise ProfileInterrupted("interrupted before ncu saved anything: nothing to analyze")
+        return run
+
+    def _place(self, run: PhaseRun, stem: str) -> Path | None:
+        if run.report is None:
+            return None
+        dest = place_report(run.report, self.base.parent / stem, self.force)
+        self.placed.append(dest)
+        kept = write_sidecar(dest, run.processes)
+        if kept is not None:
+            self.placed.append(kept)
+        return dest
+
+    def _meta(self, mode: str, extra: dict[str, Any]) -> dict[str, Any]:
+        meta = {
+            "mode": mode,
+            "target": self.target.argv
+            if self.target.script is None or not self.torch_ops
+            else [self.target.argv[0], "-c", "<ncuadvisor torch runner>", *self.target.argv[3:]],
+            "ncu": self.ncu,
+            "ncu_version": self.info.version_str,
+            "filters": {
+                "nvtx_include": self.filters.nvtx_include,
+                "kernel": self.filters.kernel,
+                "launch_skip": self.filters.launch_skip,
+                "cache_control": self.filters.cache_control or "all",
+                "clock_control": self.filters.clock_control,
+                "target_processes": self.filters.target_processes or "all",
+            },
+            "torch_ops": self.torch_ops,
+            "phases": [
+                {
+                    "phase": r.label.split(":")[0],
+                    "command": [("<ncuadvisor torch runner>" if a == TORCH_RUNNER else a) for a in r.command],
+                    "wall_s": round(r.wall_s, 2),
+                    "ncu_exit_code": r.rc,
+                    "program_exit_code": r.parser.app_exit,
+                    "launches_profiled": r.parser.profiled,
+                    "interrupted": r.interrupted,
+                }
+                for r in self.runs
+            ],
+            "reports": [str(p) for p in self.placed],
+            "partial": bool(self.interrupted or self.incomplete),
+        }
+        meta.update(extra)
+        return meta
+
+    def _finish(self, result: dict[str, Any], mode: str, extra: dict[str, Any]) -> dict[str, Any]:
+        warnings = result["report"]["warnings"]
+        if self.interrupted:
+            warnings.insert(0, "partial: interrupted (Ctrl-C) before ncu finished; this analyses what was collected")
+        for w in self.warnings:
+            if w not in warnings:
+                warnings.append(w)
+        result["report"]["profile"] = self._meta(mode, extra)
+        return result
+
+    def remove_reports(self) -> None:
+        """`--no-keep`: remove the reports placed beside the output (and their rank files)."""
+        for p in self.placed:
+            try:
+                p.unlink()
+            except OSError:
+                pass
+
+    # -- modes ----------------------------------------------------------------------------------------------------
+    def full(self) -> dict[str, Any]:
+        from ncuadvisor.analysis.pipeline import analyze
+
+        out_base = str(self.work / "full")
+        cmd = ncu_mod.full_command(self.ncu, out_base, self.target.argv, self.filters)
+        run = self._run_saved(cmd, out_base, "full: every launch, ncu's full set", "full run")
+        dest = self._place(run, f"{self.base.name}")
+        assert dest is not None
+        result = analyze(dest, rules=self.rules)
+        for k in result["kernels"]:
+            k["profiled"] = True
+            if self.torch_ops:
+                k.update(torch_context(k.get("nvtx") or ""))
+        return self._finish(result, "full", {})
+
+    def two_phase(self, top: int | None, coverage: float | None) -> dict[str, Any]:
+        out1 = str(self.work / "phase1")
+        cmd1 = ncu_mod.phase1_command(self.ncu, out1, self.target.argv, self.filters)
+        run1 = self._run_saved(cmd1, out1, "phase 1/2: timing every kernel launch", "phase 1")
+        p1_path = self._place(run1, f"{self.base.name}.phase1")
+        assert p1_path is not None
+        p1_result, launches, kernels = analyze_phase1(p1_path, self.rules)
+        chosen = select_kernels(kernels, top=top, coverage=coverage)
+        total = sum(k.duration_ns for k in kernels)
+        covered = sum(k.duration_ns for k in chosen) / total if total else 0.0
+        selection: dict[str, Any] = {
+            "top": top,
+            "coverage": coverage if coverage is not None else (None if top is not None else DEFAULT_COVERAGE),
+            "phase1_kernels": len(kernels),
+            "phase1_launches": int(len(launches)),
+            "chosen": [k.name for k in chosen],
+            "chosen_share": covered,
+            "rounds": [],
+        }
+        self.ui.note(
+            f"  {len(kernels)} distinct kernels in {len(launches)} launches; profiling {len(chosen)} in depth "
+            f"({covered:.0%} of GPU time)"
+        )
+        # the deep analysis judges each kernel by the time phase 1 measured for it, not by its one profiled launch
+        deep, missing = self._phase2(chosen, kernels, launches, Phase1Time(p1_result, launches), selection)
+        if missing:
+            names = ", ".join(clip(k.name, 40) for k in missing[:5]) + (" …" if len(missing) > 5 else "")
+            self.warnings.append(
+                f"{len(missing)} of the {len(chosen)} chosen kernels could not be profiled in depth ({names}): "
+                "they are listed with their phase-1 time only"
+            )
+            if len(missing) == len(chosen) and not self.interrupted:
+                self.incomplete = self.incomplete or "no chosen kernel could be profiled in depth"
+        result = merge_results(p1_result, deep, launches=launches, rules=self.rules, torch_ops=self.torch_ops)
+        if not deep:
+            result["report"]["path"] = str(p1_path)
+            result["report"]["name"] = p1_path.name
+        result["report"]["phase1_report"] = str(p1_path)
+        return self._finish(result, "two-phase", {"selection": selection})
+
+    def _phase2(
+        self,
+        chosen: list[Any],
+        kernels: list[Any],
+        launches: list[dict[str, Any]],
+        group_time: Phase1Time,
+        selection: dict[str, Any],
+    ) -> tuple[list[tuple[str, dict[str, Any]]], list[Any]]:
+        """The rounds of phase 2, until every chosen kernel was profiled in depth or a round finds none: the deep
+        results (report path, result) and the chosen kernels still missing. Records each round in `selection`."""
+        from ncuadvisor.analysis.pipeline import ANALYSIS_SECTIONS, analyze
+
+        deep: list[tuple[str, dict[str, Any]]] = []
+        found: set[tuple[str, str, str]] = set()
+        missing = list(chosen)
+        name_base = "demangled"
+        window = window_launch_count(launches, kernels, chosen)
+        configs = config_launch_count(kernels, chosen)
+        first = first_strategy(bool(self.filters.kernel), window, configs)
+        selection["window_launches"] = window
+        selection["config_launches"] = configs
+        for rnd in range(1, MAX_ROUNDS + 1):
+            if not missing or self.interrupted:
+                break
+            strategy = round_strategy(rnd, first)
+            base = round_name_base(strategy, name_base)
+            out2 = str(self.work / f"phase2_{rnd}")
+            cmd2 = ncu_mod.phase2_command(
+                self.ncu,
+                out2,
+                self.target.argv,
+                self.filters,
+                kernel_names(missing, base),
+                ANALYSIS_SECTIONS,
+                strategy=strategy,
+                name_base=base,
+                launch_count=window if strategy == "window" else None,
+            )
+            label = (
+                f"phase 2/2: full analysis sections, one launch per kernel (round {rnd})"
+                if rnd > 1
+                else "phase 2/2: full analysis sections, one launch per kernel"
+            )
+            # what the bar counts up to: the launches this round profiles (one per kernel and launch shape, as
+            # far as phase 1 saw them), until ncu's own count replaces it
+            expected = {"window": window, "config": configs}.get(strategy) or len(missing)
+            self.ui.display_names = {k.mangled: k.name for k in missing if k.mangled} if base == "mangled" else {}
+            run2 = self._run(cmd2, out2, label, expected)
+            self.ui.display_names = {}
+            if run2.parser.permission_denied:
+                check_run(run2, self.filters, self.target, "phase 2")
+            new: set[tuple[str, str, str]] = set()
+            if run2.report is not None:
+                res = analyze(run2.report, rules=self.rules, group_time=group_time)
+                keys = {kernel_key(k) for k in res["kernels"]}
+                new = {kernel_key(k) for k in missing} & keys
+                if new or not deep:
+                    stem = f"{self.base.name}" if not deep else f"{self.base.name}.round{rnd}"
+                    dest = self._place(run2, stem)
+                    res["report"]["path"] = str(dest)
+                    res["report"]["name"] = dest.name if dest else res["report"]["name"]
+                    deep.append((str(dest), res))
+                found |= keys
+            selection["rounds"].append(
+                {
+                    "round": rnd,
+                    "strategy": strategy,
+                    "kernel_name_base": base,
+                    "asked": len(missing),
+                    "found": len(new),
+                    "launches_profiled": run2.parser.profiled,
+                }
+            )
+            still = [k for k in missing if kernel_key(k) not in found]
+            if not new and name_base == "demangled" and run2.parser.profiled == 0 and rnd >= 2:
+                name_base = "function"  # the demangled names did not match at all: try the plain function names
+            elif not new and rnd >= 2:
+                break
+            missing = still
+        return deep, missing
+
+
+def run_profile(
+    output: Path,
+    target: Target,
+    ncu: ncu_mod.NcuInfo,
+    filters: ncu_mod.Filters,
+    rules: list[Any],
+    *,
+    full: bool = False,
+    top: int | None = None,
+    coverage: float | None = None,
+    force: bool = False,
+    torch_ops: bool = False,
+    verbose: bool = False,
+    quiet: bool = False,
+) -> tuple[Session, dict[str, Any]]:
+    """Profile `target` (both phases, or `--full`) and analyze it; the reports are placed beside `output`.
+
+    Returns the session (what was placed, whether it was interrupted or is incomplete) and the result, whose
+    `report.profile` says what was done. ncu works in a private folder beside `output`, removed at the end."""
+    env = dict(os.environ)
+    if target.script is not None:
+        env.setdefault("PYTHONUNBUFFERED", "1")
+    try:
+        work = Path(tempfile.mkdtemp(prefix=".ncuadvisor-", dir=output.resolve().parent))
+    except OSError as exc:
+        raise OutputError(f"{output}: cannot write in its folder ({exc.strerror or exc})") from exc
+    session = Session(
+        ncu=ncu.path,
+        info=ncu,
+        target=target,
+        filters=filters,
+        ui=ProgressUI(verbose=verbose, quiet=quiet),
+        env=env,
+        work=work,
+        base=report_base(output),
+        force=force,
+        rules=rules,
+        torch_ops=torch_ops,
+    )
+    t0 = time.monotonic()
+    try:
+        result = session.full() if full else session.two_phase(top=top, coverage=coverage)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    result["report"]["profile"]["wall_s"] = round(time.monotonic() - t0, 2)
+    return session, result
