@@ -77,7 +77,7 @@ def _load_rule_file(path: Path, origin: str) -> list[Rule | ProgramRule]:
     return [rule]
 
 
-def required_metrics(rules: Iterable[Rule]) -> list[str]:
+def required_metrics(rules: Iterable[Rule | ProgramRule]) -> list[str]:
     out: list[str] = []
     for r in rules:
         out.extend(r.requires)
@@ -85,7 +85,7 @@ def required_metrics(rules: Iterable[Rule]) -> list[str]:
     return list(dict.fromkeys(out))
 
 
-def per_instruction_metrics(rules: Iterable[Rule]) -> list[str]:
+def per_instruction_metrics(rules: Iterable[Rule | ProgramRule]) -> list[str]:
     out: list[str] = []
     for r in rules:
         out.extend(r.per_instruction)

@@ -8,10 +8,10 @@ import json
 
 import pytest
 
-from ncuadvisor.cli.common import load_saved
 from ncuadvisor.diff import diff_results
 from ncuadvisor.errors import InputError
 from ncuadvisor.render.markdown import GITHUB_LIMIT, render_markdown
+from ncuadvisor.result.validate import load_saved
 from tests.conftest import FIXTURES
 from tests.golden import check_golden, run_cli, scrub_diff, scrub_result
 

@@ -162,7 +162,7 @@ class Evaluation:
 
     def findings(self) -> list[tuple[int, Any]]:
         """(result id, finding) of every kept finding: the findings whose source is placed after the rules."""
-        out = []
+        out: list[tuple[int, Any]] = []
         for main, variants in self.groups:
             for a in [main, *variants]:
                 out.extend((a.kernel.representative, f) for f in a.verdict.findings)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from ncuadvisor.result import savings_by_rule
@@ -9,7 +10,7 @@ from ncuadvisor.units import fmt_ns
 
 
 def top_actions(
-    kernels: list[dict[str, Any]], total_ns: float, program: list[dict[str, Any]] = (), limit: int = 10
+    kernels: list[dict[str, Any]], total_ns: float, program: Sequence[dict[str, Any]] = (), limit: int = 10
 ) -> list[dict[str, Any]]:
     """Where to start: every finding across the program (kernel and program level) ranked by the time it saves."""
     actions = [

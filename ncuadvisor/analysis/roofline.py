@@ -174,8 +174,8 @@ def compute(row: Mapping[str, Any], sm_count: float | None = None) -> Roofline:
     dram_read, dram_write = g("dram__bytes_read.sum"), g("dram__bytes_write.sum")
     if dram_read is not None or dram_write is not None:
         r.dram_bytes = (dram_read or 0.0) + (dram_write or 0.0)
-    elif g("dram__bytes.sum.per_second") is not None and seconds:
-        r.dram_bytes = g("dram__bytes.sum.per_second") * seconds
+    elif (dram_rate := g("dram__bytes.sum.per_second")) is not None and seconds:
+        r.dram_bytes = dram_rate * seconds
     ideal = g("memory_l2_theoretical_sectors_global_ideal")
     if ideal is not None:
         r.ideal_bytes = ideal * SECTOR_BYTES

@@ -39,6 +39,8 @@ class native_stderr_silenced:
     """Keep the native library's own log lines (protobuf's "Can't parse message ..." on a cut-short header) off the
     user's terminal: file descriptor 2 points at /dev/null while it runs; our one-line error says what went wrong."""
 
+    _saved: int | None
+
     def __enter__(self) -> None:
         try:
             self._saved = os.dup(2)

@@ -83,6 +83,7 @@ class ReportReader:
         """One row per result with the identity columns and the requested metrics (None where absent)."""
         metrics = list(dict.fromkeys(metrics))
         items = [(rid, r, a) for rid, (r, a) in enumerate(self._index)]
+        rows: list[dict[str, Any]] | None
         if len(items) <= IN_PROCESS_MAX:
             rows = [native.row(self._ncu, self._action(rid), rid, r, a, metrics) for rid, r, a in items]
         else:

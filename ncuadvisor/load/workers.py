@@ -65,7 +65,7 @@ def in_workers(fn: Callable[[Any], Any], tasks: list[Any], failure: str) -> list
     import multiprocessing
     from multiprocessing.connection import wait
 
-    ctx = multiprocessing.get_context(_start_method())
+    ctx: Any = multiprocessing.get_context(_start_method())
     results: list[Any] = [None] * len(tasks)
     todo = list(reversed(list(enumerate(tasks))))
     running: dict[Any, tuple[int, Any]] = {}
@@ -78,7 +78,8 @@ def in_workers(fn: Callable[[Any], Any], tasks: list[Any], failure: str) -> list
                 proc.start()
                 send.close()
                 running[receive] = (i, proc)
-            for conn in wait(list(running)):
+            ready: list[Any] = wait(list(running))
+            for conn in ready:
                 i, proc = running.pop(conn)
                 try:
                     ok, payload = conn.recv()

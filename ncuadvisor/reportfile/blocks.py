@@ -56,7 +56,7 @@ def _fields(b: Any, start: int, end: int) -> dict[int, list[Any]]:
             n, i = _varint(b, i, end)
             if i + n > end:
                 raise ValueError("field past the end")
-            v = (i, i + n)
+            v = (i, i + n)  # type: ignore[assignment]  # a length-delimited field: its (start, end)
             i += n
         elif wire == 1:
             v, i = None, i + 8
