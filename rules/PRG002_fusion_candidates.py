@@ -13,13 +13,17 @@ _TORCH_COMPILE = Fix(
     code="model = torch.compile(model)   # Inductor fuses pointwise + normalization chains",
 )
 
-# What names an ATen kernel's op in its demangled name, most specific first: the functor (CUDAFunctor_add), the
-# kernel implementation (GeluCUDAKernelImpl, bfloat16_copy_kernel_cuda), then the kernel's own name.
-_OP_PATTERNS = (
-    re.compile(r"CUDAFunctor_(\w+?)[<>,\s]"),
-    re.compile(r"::(\w+?)(?:_kernel_cuda|CUDAKernelImpl|_kernel_impl)\b"),
-    re.compile(r"^(?:void\s+)?(?:[\w:<>]*::)?(?:vectorized_|unrolled_)?(\w+?)(?:_kernel)?(?:<|\(|$)"),
-)
+# What names an ATen kernel's op in its demangled name, most specific first: the functor (CUDAFunctor_add,
+# binary_internal::MulFunctor), the kernel implementation (GeluCUDAKernelImpl, direct_copy_kernel_cuda,
+# masked_fill_kernel), then the kernel's own name (vectorized_layer_norm_kernel).
+_FUNCTOR = re.compile(r"CUDAFunctor_(\w+?)[<>,\s]|(?:::|<)(\w+?)Functor\b")
+_WRAPPERS = {"AUnary", "BUnary", "Unary", "Binary", "CUDA", ""}
+_IMPL = re.compile(r"::(\w+?)(?:_kernel_cuda|CUDAKernelImpl|_kernel_impl|_kernel)\(")
+_OWN = re.compile(r"^(?:vectorized_|unrolled_)?(\w+?)(?:_kernel)?$")
+
+
+def _snake(name: str) -> str:
+    return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", name).lower()
 
 
 def op_name(k: dict[str, Any]) -> str:
@@ -29,12 +33,14 @@ def op_name(k: dict[str, Any]) -> str:
     if k.get("language") != "pytorch":
         return name
     text = str(k.get("demangled") or name)
-    for pattern in _OP_PATTERNS:
-        m = pattern.search(text)
-        if m:
-            op = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", m.group(1)).lower()
-            return op[len("at_native_") :] if op.startswith("at_native_") else op
-    return name
+    functors = [a or b for a, b in _FUNCTOR.findall(text) if (a or b) not in _WRAPPERS]
+    if functors:
+        return _snake(functors[-1])
+    m = _IMPL.search(text)
+    if m:
+        return _snake(m.group(1))
+    m = _OWN.match(name)  # the kernel's own (short) name: vectorized_layer_norm_kernel
+    return m.group(1) if m else name
 
 
 def chain_name(names: list[str]) -> str:
@@ -54,9 +60,10 @@ class FusionCandidates(ProgramRule):
     What it detects:
         Runs of at least two consecutive launches on the same stream whose kernels the machine model calls
         memory-class: their memory floor is at least `min_memory_over_compute` times their compute floor (executed
-        intensity well below the ridge of their precision), no tensor-core work, not latency-bound and no atomics
-        (elementwise, normalization, reduction, copy kernels: LayerNorm → residual add → GELU in eager PyTorch).
-        Matrix products, atomic scatters and latency-bound kernels break a run.
+        intensity well below the ridge of their precision), no tensor-core work, not latency-bound, no atomics and no
+        pass of a device-wide CUB sort or scan (elementwise, normalization, reduction, copy kernels: LayerNorm →
+        residual add → GELU in eager PyTorch). Matrix products, atomic scatters, sorts and latency-bound kernels break
+        a run. A chain saving less than `min_program_fraction` of the program is not reported.
 
     Why it costs time:
         Each kernel writes its output to DRAM and the next one reads it back, and each launch leaves a gap. One fused
@@ -94,6 +101,7 @@ class FusionCandidates(ProgramRule):
         "min_memory_over_compute": 2.0,  # memory floor ≥ 2× compute floor: removing bytes still pays
         "max_intensity": 4.0,  # only where a kernel has no floors (no device peaks): intensity below it
         "min_saving_fraction": 0.05,  # of the run's time
+        "min_program_fraction": 0.005,  # of the program's GPU time: below it a fusion is not worth the code
         "launch_gap_ns": 1000.0,  # GPU idle between two dependent launches on one stream
     }
     # ncu records no buffer addresses, so whether B reads what A wrote cannot be seen. In PyTorch eager and Inductor
@@ -120,6 +128,8 @@ class FusionCandidates(ProgramRule):
         if "latency" in (r.get("bound"), k.get("bound")):
             return False
         if any(f.get("category") == "atomics" for f in k.get("findings") or []):
+            return False
+        if "cub::" in str(k.get("demangled") or ""):  # a pass of a device-wide sort or scan: grid-wide dependencies
             return False
         mem, comp = r.get("memory_floor_ns"), r.get("compute_floor_ns")
         if isinstance(mem, (int, float)) and isinstance(comp, (int, float)) and mem > 0:
@@ -189,6 +199,8 @@ class FusionCandidates(ProgramRule):
                 run_ns += dur
                 saving_ns += saving
             if run_ns <= 0 or saving_ns < self.thresholds["min_saving_fraction"] * run_ns:
+                continue
+            if saving_ns < self.thresholds["min_program_fraction"] * p.total_ns:
                 continue
             names = [p.by_id[kid]["name"] for kid in key]
             chain = chain_name([op_name(p.by_id[kid]) for kid in key])
