@@ -19,7 +19,8 @@ class FewTinyLaunches(ProgramRule):
     What it detects:
         Runs of at least `min_run` consecutive launches on one stream, each shorter than `short_ns`
         (`gpu__time_duration.sum`), in a program with fewer than `max_short_launches` such launches in all (above
-        that PRG001 speaks for the whole program): a few small updates, a short tail of a step.
+        that PRG001 speaks for the whole program): a few small updates, a short tail of a step. Runs saving less than
+        `min_program_fraction` of the program in all are not reported.
 
     Why it costs time:
         A launch costs a few microseconds of host, driver and front-end work, and a kernel of a few microseconds is
@@ -48,7 +49,13 @@ class FewTinyLaunches(ProgramRule):
     category = "launch-overhead"
     title = "A few tiny launches in a row: fuse them or replay a graph"
     requires = (SpeedOfLight.DURATION,)
-    thresholds = {"short_ns": 5000.0, "min_run": 2, "max_short_launches": 50, "overhead_ns": 2000.0}
+    thresholds = {
+        "short_ns": 5000.0,
+        "min_run": 2,
+        "max_short_launches": 50,
+        "overhead_ns": 2000.0,
+        "min_program_fraction": 0.005,  # of the program's GPU time: below it, not worth a change
+    }
     fixes = {
         "cuda": Fix(
             text=(
@@ -92,6 +99,8 @@ class FewTinyLaunches(ProgramRule):
             sum(x["duration_ns"] for x in run) - max(x["duration_ns"] for x in run) + (len(run) - 1) * t["overhead_ns"]
             for run in runs
         )
+        if saving < t["min_program_fraction"] * p.total_ns:
+            return []
         biggest = max(runs, key=len)
         ids = list(dict.fromkeys(x["kernel_id"] for run in runs for x in run))
         names = [p.by_id[kid]["name"] for kid in ids if kid in p.by_id]
