@@ -1,4 +1,5 @@
 import re
+from typing import Any
 
 from ncuadvisor.analysis.perfmodels import access_bytes, global_loads_in_flight, opcode, streaming_ns, time_after
 from ncuadvisor.metrics import Occupancy, SourceCounters
@@ -11,7 +12,7 @@ _LIMITS = {
     "warps (block size)": Occupancy.LIMIT_WARPS,
     "blocks per SM": Occupancy.LIMIT_BLOCKS,
 }
-_ADDRESS_OPS = ("IMAD", "LEA", "IADD", "LDG", "LD.", "SHF", "LOP3", "MOV")
+_ADDRESS_OPS = ("IMAD.WIDE", "LEA", "IADD3", "IMAD.SHL", "IMAD.IADD", "SHF.L", "LDG", "LD.")
 
 
 def _dest(sass: str) -> str | None:
@@ -28,6 +29,30 @@ def _sources(sass: str) -> list[str]:
     if parts and parts[0].startswith("@"):
         parts = parts[1:]
     return [p for p in parts[2:] if re.fullmatch(r"R\d+", p)]
+
+
+def _stream(k: KernelContext) -> list:
+    """Every instruction the per-instruction metrics name (SASS known), once each, in program order."""
+    seen: dict[int, Any] = {}
+    for name in (
+        SourceCounters.INST_EXECUTED,
+        SourceCounters.SAMPLED_STALL_LONG_SCOREBOARD,
+        SourceCounters.L2_SECTORS_GLOBAL_EXCESSIVE,
+    ):
+        for e in k.per_instruction(name):
+            if e.sass:
+                seen.setdefault(e.pc, e)
+    return sorted(seen.values(), key=lambda e: e.pc)
+
+
+def _last_def(stream: list, reg: str | None, pc: int) -> Any:
+    """The last instruction before `pc` that writes `reg` (None when none is seen)."""
+    if reg is None:
+        return None
+    for e in reversed(stream):
+        if e.pc < pc and _dest(e.sass or "") == reg:
+            return e
+    return None
 
 
 def _base(sass: str) -> str | None:
@@ -67,9 +92,10 @@ class UncoalescedGlobal(Rule):
         (its opcode read with the predicate `@!P0` stripped); a load whose address was computed from a value still
         loading (an address-forming instruction stalled on `long_scoreboard` writes its base register: a gather or a
         pointer chase) gets data reordering and memory-level parallelism, not a transpose tile, and a pointer chase
-        (the scattered loads' own values form the next addresses) is left to LAT001 (loads in flight); a narrow load with a
-        small stride (access width ÷ (1 − wasted share) below 32 bytes: a field of an array of structs, `p[i].x`)
-        gets a structure of arrays or one vector load of the record.
+        (the scattered loads' own values form the next addresses) is left to LAT001 (loads in flight); a load whose
+        address is the thread's index scaled by an immediate wider than the access, up to `max_record_bytes`
+        (`LEA R4, P0, R2, UR4, 0x5`: 32-byte records, a field of an array of structs, `p[i].x`) gets a structure of
+        arrays or one vector load of the record; a run-time stride (a row pitch) keeps the transpose tile.
 
     False positives:
         Gathers through an index array (embedding lookups, sparse matrices) are uncoalesced by nature; sort or
@@ -82,8 +108,13 @@ class UncoalescedGlobal(Rule):
     title = "Uncoalesced global memory access"
     requires = (SourceCounters.L2_SECTORS_GLOBAL, SourceCounters.L2_SECTORS_GLOBAL_EXCESSIVE)
     optional = (SourceCounters.L2_SECTORS_GLOBAL_IDEAL, Occupancy.THEORETICAL_PCT, *_LIMITS.values())
-    per_instruction = (SourceCounters.L2_SECTORS_GLOBAL_EXCESSIVE, SourceCounters.SAMPLED_STALL_LONG_SCOREBOARD)
-    thresholds = {"min_excess_fraction": 0.3, "max_record_bytes": 30.0}
+    per_instruction = (
+        SourceCounters.L2_SECTORS_GLOBAL_EXCESSIVE,
+        SourceCounters.L2_SECTORS_GLOBAL,
+        SourceCounters.SAMPLED_STALL_LONG_SCOREBOARD,
+        SourceCounters.INST_EXECUTED,
+    )
+    thresholds = {"min_excess_fraction": 0.3, "max_record_bytes": 64.0}
     # {kind}: "loads" or "stores", the kind of the instruction with the most excess sectors
     fixes = {
         "cuda": Fix(
@@ -159,29 +190,59 @@ class UncoalescedGlobal(Rule):
         pointer chase" when the scattered loads' own values form the next addresses."""
         if not opcode(sass).startswith(("LD", "LDG")):
             return "", {}
-        stalled = [
-            e.sass or ""
-            for e in k.per_instruction(SourceCounters.SAMPLED_STALL_LONG_SCOREBOARD)
-            if e.value > 0 and opcode(e.sass).startswith(_ADDRESS_OPS)
-        ]
         excess = [
             e for e in k.per_instruction(SourceCounters.L2_SECTORS_GLOBAL_EXCESSIVE) if opcode(e.sass).startswith("LD")
         ]
-        formed = {_dest(x) for x in stalled} - {None}  # registers written by address math that waited on a load
-        dependent = sum(e.value for e in excess if _base(e.sass or "") in formed)
+        stream = _stream(k)  # every instruction seen, by pc: definitions are looked up in program order
+        stalled = [
+            e
+            for e in k.per_instruction(SourceCounters.SAMPLED_STALL_LONG_SCOREBOARD)
+            if e.value > 0 and opcode(e.sass).startswith(_ADDRESS_OPS)
+        ]
+        scattered = {e.pc for e in excess}
+        dependent = chase = 0.0
+        for load in excess:
+            feeder = _last_def(stream, _base(load.sass or ""), load.pc)
+            if feeder is None or feeder.pc not in {x.pc for x in stalled}:
+                continue
+            # the address math waited on a load: which load wrote the register it read?
+            sources = [_last_def(stream, r, feeder.pc) for r in _sources(feeder.sass or "")]
+            loads = [d for d in sources if d is not None and opcode(d.sass).startswith(("LDG", "LD."))]
+            if loads:
+                dependent += load.value
+                chase += load.value if any(d.pc in scattered for d in loads) else 0.0
         if dependent >= 0.5 * sum(e.value for e in excess):
-            scattered = {_dest(e.sass or "") for e in excess} - {None}
-            if any(scattered & set(_sources(x)) for x in stalled):
+            if chase >= 0.5 * dependent:  # the scattered loads' own values form the next addresses
                 return "a pointer chase", {}
             return "the address comes from a load", {"limiter": self._occupancy(k)}
+        stride = self._record_stride(k, excess)
         width = access_bytes(sass) or 4
-        stride = width / max(1e-9, 1 - frac)
-        if stride < self.thresholds["max_record_bytes"]:
-            return "a field of an array of structs", {
-                "width": width,
-                "stride": max(width, round(stride / width) * width),
-            }
+        if stride is not None and width < stride <= self.thresholds["max_record_bytes"]:
+            return "a field of an array of structs", {"width": width, "stride": stride}
         return "", {}
+
+    @staticmethod
+    def _record_stride(k: KernelContext, excess: list) -> int | None:
+        """The constant stride between threads of the load with the most excess sectors, when its address is the
+        thread's index scaled by an immediate (`LEA R4, P0, R2, UR4, 0x5`: 32 bytes; `IMAD.WIDE R4, R2, 0x20, R4`):
+        records of that size. A stride computed at run time (a row pitch: `IMAD.WIDE.U32 R6, R0, R7, R8`) is not."""
+        top = max(excess, key=lambda e: e.value, default=None)
+        base = _base(top.sass or "") if top is not None else None
+        if top is None or base is None:
+            return None
+        before = [e for e in k.per_instruction(SourceCounters.INST_EXECUTED) if e.pc < top.pc]
+        for e in sorted(before, key=lambda e: -e.pc):
+            if _dest(e.sass or "") != base:
+                continue
+            parts = (e.sass or "").replace(",", " ").split()
+            parts = parts[1:] if parts and parts[0].startswith("@") else parts
+            op, last = parts[0], parts[-1] if parts else ""
+            if op.startswith("LEA") and not op.startswith("LEA.HI") and re.fullmatch(r"0x[0-9a-f]+", last):
+                return 1 << int(last, 16)
+            if op.startswith("IMAD.WIDE") and len(parts) > 3 and re.fullmatch(r"0x[0-9a-f]+", parts[3]):
+                return int(parts[3], 16)
+            return None
+        return None
 
     def check(self, k: KernelContext) -> Finding | None:
         total = k.m(SourceCounters.L2_SECTORS_GLOBAL) or 0.0
