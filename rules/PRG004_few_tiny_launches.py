@@ -37,7 +37,8 @@ class FewTinyLaunches(ProgramRule):
 
     Speedup estimate:
         Per run: every launch's GPU time but the longest (a fused kernel of such tiny work runs about as long as one
-        of them) plus `overhead_ns` of launch cost per launch removed.
+        of them; passes of a device-wide CUB sort or scan are not fused, a graph only saves their launch) plus
+        `overhead_ns` of launch cost per launch removed.
 
     False positives:
         Launches that must wait for the host in between (a value read back, a host decision) cannot be fused or
@@ -87,6 +88,15 @@ class FewTinyLaunches(ProgramRule):
             runs.append(current)
         return runs
 
+    def _saving(self, p: ProgramContext, run: list[dict[str, Any]]) -> float:
+        """The launch cost of every launch but one, and the GPU time of the fusable launches but the longest (a pass
+        of a device-wide CUB sort or scan keeps its own kernel: a graph saves its launch, not its time)."""
+        fusable = [
+            x["duration_ns"] for x in run if "cub::" not in str((p.by_id.get(x["kernel_id"]) or {}).get("demangled"))
+        ]
+        gpu = sum(fusable) - max(fusable) if len(fusable) >= 2 else 0.0
+        return gpu + (len(run) - 1) * self.thresholds["overhead_ns"]
+
     def check_program(self, p: ProgramContext) -> list[ProgramFinding]:
         t = self.thresholds
         short = sum(1 for x in p.launches if x["duration_ns"] is not None and x["duration_ns"] < t["short_ns"])
@@ -95,10 +105,7 @@ class FewTinyLaunches(ProgramRule):
         runs = self._runs(p)
         if not runs:
             return []
-        saving = sum(
-            sum(x["duration_ns"] for x in run) - max(x["duration_ns"] for x in run) + (len(run) - 1) * t["overhead_ns"]
-            for run in runs
-        )
+        saving = sum(self._saving(p, run) for run in runs)
         if saving < t["min_program_fraction"] * p.total_ns:
             return []
         biggest = max(runs, key=len)
@@ -123,7 +130,7 @@ class FewTinyLaunches(ProgramRule):
                 kernel_ids=ids,
                 estimated_saving_ns=saving,
                 saving_model=(
-                    "Per run: the GPU time of every launch but the longest, plus "
+                    "Per run: the GPU time of every fusable launch but the longest (not CUB sort/scan passes), plus "
                     f"{t['overhead_ns'] / 1000:.0f} µs of launch cost per launch removed."
                 ),
                 confidence="medium",
