@@ -3,11 +3,24 @@
 Peaks are computed per report from the device's own peak-per-cycle metrics times the clocks measured during the
 kernel (`--clock-control none` means the clocks vary), never from a table.
 
-The floor ("theoretical minimum time") is max(FLOPs / FLOP peak, compulsory bytes / DRAM bandwidth), where the
-compulsory bytes are the smaller of the bytes DRAM moved and the bytes the threads needed (ideal L2 sectors × 32):
-a kernel that keeps DRAM busy moving sectors its threads do not use then shows large headroom, not "near its bound".
-Kernels that load through TMA (the ideal sectors do not see those loads) use DRAM's bytes alone. A report without
-byte counts (`--set basic`) gets its memory floor from DRAM utilization: duration × DRAM % of peak.
+The floor ("theoretical minimum time") is the largest of the per-unit ceilings (`ceilings.py`): FP32 lane
+operations by instruction mix, FP64, FP16, tensor FLOPs by type, SFU, ALU, FMA, LSU and issue pipes, the compulsory
+bytes at the DRAM peak, and the launch floor. The unit that sets it is the `limiter`.
+
+Compulsory bytes are loads + stores, each the smaller of what the threads needed (ideal L2 sectors × 32) and what
+left for it: DRAM's read bytes for loads, the L2 write sectors from the SMs for stores (an output still dirty in L2
+when the kernel ends never reaches `dram__bytes_write`). A kernel that keeps DRAM busy moving sectors its threads do
+not use then shows large headroom, not "near its bound". Kernels that load through TMA (the ideal sectors do not see
+those loads) use DRAM's read bytes and the SMs' writes. A report without byte counts (`--set basic`) gets its memory
+floor from DRAM utilization: duration × DRAM % of peak.
+
+FLOPs are executed operations from the thread-instruction counters (FFMA 2, FADD/FMUL 1, HFMA2 4, ...): a LayerNorm
+executes more than its textbook FLOPs (reciprocals, polynomial erf). Packed-half counters also count the
+`HFMA2.MMA Rd, -RZ, RZ, imm, imm` moves the compiler uses to load constants; those run on the tensor pipe, never on
+the FMA pipe's fp16 type, so a kernel whose FMA pipe ran no fp16 instruction has no fp16 FLOPs.
+
+Every ceiling is computed at the SM clock measured during the kernel (`sm__cycles_elapsed.avg.per_second`), DRAM's
+at the DRAM clock (`dram__cycles_elapsed.avg.per_second`), L2's at the L2 clock (`lts__cycles_elapsed.avg.per_second`).
 """
 
 from __future__ import annotations
@@ -16,6 +29,8 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from ncuadvisor.analysis import ceilings as _ceilings
+from ncuadvisor.analysis.ceilings import LAUNCH_FLOOR_NS, NEEDED_UNITS
 from ncuadvisor.model import num
 
 SECTOR_BYTES = 32
@@ -65,6 +80,33 @@ TENSOR_PATHS = {
 
 SPARSE_PEAK_PATHS = {"tensor_fp16", "tensor_bf16", "tensor_tf32", "tensor_int8"}
 
+# Sectors the SMs wrote to L2 (stores and reductions that left the SM; 32 bytes each).
+SM_WRITE_SECTORS = "lts__t_sectors_srcunit_tex_op_write.sum"
+FP16_PIPE = "sm__inst_executed_pipe_fma_type_fp16.avg.pct_of_peak_sustained_elapsed"
+# Hierarchical roofline: bytes at each level and the level's peak bytes per cycle, with its clock.
+HIERARCHY = {
+    "l1": (
+        [
+            "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum",
+            "l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum",
+            "l1tex__t_sectors_pipe_lsu_mem_local_op_ld.sum",
+            "l1tex__t_sectors_pipe_lsu_mem_local_op_st.sum",
+        ],
+        "derived__l1tex__lsu_writeback_bytes_mem_lgds.sum.peak_sustained",
+        "l1tex__cycles_elapsed.avg.per_second",
+    ),
+    "l2": (
+        ["lts__t_sectors_srcunit_tex.sum"],
+        "derived__lts__lts2xbar_bytes.sum.peak_sustained",
+        "lts__cycles_elapsed.avg.per_second",
+    ),
+}
+SHARED_WAVEFRONTS = "l1tex__data_pipe_lsu_wavefronts_mem_shared.sum"  # 128 bytes each
+HIERARCHY_METRICS = [
+    *[m for sectors, peak, clock in HIERARCHY.values() for m in (*sectors, peak, clock)],
+    SHARED_WAVEFRONTS,
+]
+
 SOL_METRICS = {
     "memory_pct": "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed",
     "compute_pct": "sm__throughput.avg.pct_of_peak_sustained_elapsed",
@@ -85,6 +127,11 @@ METRICS: list[str] = [
     "memory_l2_theoretical_sectors_global_ideal",
     "derived__memory_l2_theoretical_sectors_global_excessive",
     "l1tex__m_xbar2l1tex_read_bytes_mem_global_op_tma_ld.sum",
+    SM_WRITE_SECTORS,
+    "smsp__inst_executed.sum",
+    FP16_PIPE,
+    *_ceilings.METRICS,
+    *HIERARCHY_METRICS,
     "launch__grid_size",
     "launch__block_size",
     "launch__waves_per_multiprocessor",
@@ -122,6 +169,16 @@ class Roofline:
     dram_clock_hz: float | None = None
     limiting_precision: str | None = None
     thresholds: dict[str, float] = field(default_factory=dict)
+    # per-unit ceilings (ns at the unit's peak), the units' busy % of peak, and the unit that sets the floor
+    ceilings: dict[str, float] = field(default_factory=dict)
+    busy_pct: dict[str, float] = field(default_factory=dict)
+    limiter: str | None = None
+    limiter_reason: str = ""
+    needed_floor_ns: float | None = None  # the largest ceiling of work no rewrite removes (NEEDED_UNITS)
+    sm_write_bytes: float | None = None  # bytes the SMs wrote to L2
+    instructions: float | None = None  # warp instructions executed
+    hierarchy: list[dict[str, Any]] = field(default_factory=list)  # per memory level: bytes, intensity, roof
+    clock: str = "SM clock measured during the kernel (sm__cycles_elapsed.avg.per_second)"
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -143,22 +200,32 @@ def compute(row: Mapping[str, Any], sm_count: float | None = None) -> Roofline:
     seconds = duration_ns * 1e-9 if duration_ns else None
     cycles = sm_hz * seconds if (sm_hz and seconds) else None
 
-    # Work, by precision.
+    # Work, by precision (executed operations), and the lane operations of each FP pipe.
+    lanes: dict[str, float] = {}
+    fp16_pipe_pct = g(FP16_PIPE)
     if cycles:
         for prec, terms in _FLOP_TERMS.items():
-            total, seen = 0.0, False
+            total, lane_ops, seen = 0.0, 0.0, False
             for metric, flops_per_inst in terms:
                 v = g(metric)
                 if v is not None:
                     seen = True
                     total += v * cycles * flops_per_inst
+                    lane_ops += v * cycles
+            if prec == "fp16" and fp16_pipe_pct == 0.0:
+                # only immediate-only HFMA2.MMA moves (constant loads): no packed-half arithmetic ran
+                total, lane_ops = 0.0, 0.0
             if seen:
                 r.flops_by_precision[prec] = total
+                lanes[prec] = lane_ops
+    tensor_ops = 0.0
     for name, path in TENSOR_PATHS.items():
         v = g(path + ".sum")
         if v is not None:
             r.flops_by_precision[name] = v
+            tensor_ops += v
     r.flops = sum(r.flops_by_precision.values())
+    r.instructions = g("smsp__inst_executed.sum")
 
     if sm_hz:
         for prec, (metric, per_inst) in _FLOP_PEAKS.items():
@@ -170,7 +237,7 @@ def compute(row: Mapping[str, Any], sm_count: float | None = None) -> Roofline:
             if v:
                 r.peak_flops_per_s[name] = v * sm_hz / (2.0 if name in SPARSE_PEAK_PATHS else 1.0)
 
-    # Bytes.
+    # Bytes: loads (the smaller of what the threads needed and what DRAM read) + stores (what left the SMs).
     dram_read, dram_write = g("dram__bytes_read.sum"), g("dram__bytes_write.sum")
     if dram_read is not None or dram_write is not None:
         r.dram_bytes = (dram_read or 0.0) + (dram_write or 0.0)
@@ -179,11 +246,18 @@ def compute(row: Mapping[str, Any], sm_count: float | None = None) -> Roofline:
     ideal = g("memory_l2_theoretical_sectors_global_ideal")
     if ideal is not None:
         r.ideal_bytes = ideal * SECTOR_BYTES
+    sm_write = g(SM_WRITE_SECTORS)
+    if sm_write is not None:
+        r.sm_write_bytes = sm_write * SECTOR_BYTES
     r.tma_bytes = g("l1tex__m_xbar2l1tex_read_bytes_mem_global_op_tma_ld.sum")
     # The ideal sectors count per-thread (LSU) accesses only: a kernel that loads through TMA (cuBLAS, CUTLASS on
     # Hopper) moves its operands outside them, so only DRAM's count is complete. TMA copies whole tiles: no waste.
     uses_tma = bool(r.tma_bytes)
-    candidates = [b for b in (r.dram_bytes, None if uses_tma else r.ideal_bytes) if b is not None]
+    left = r.dram_bytes
+    if dram_read is not None and r.sm_write_bytes is not None:
+        # what left for the kernel: DRAM's reads and the SMs' writes (dirty output lines in L2 count)
+        left = dram_read + r.sm_write_bytes
+    candidates = [b for b in (left, None if uses_tma else r.ideal_bytes) if b is not None]
     r.compulsory_bytes = min(candidates) if candidates else None
     peak_bpc = g("dram__bytes.sum.peak_sustained")
     if peak_bpc and dram_hz:
@@ -194,7 +268,7 @@ def compute(row: Mapping[str, Any], sm_count: float | None = None) -> Roofline:
         if v is not None:
             r.sol[key] = v
 
-    # Floors.
+    # Floors: every unit's ceiling; the floor is the largest.
     if r.compulsory_bytes is not None and r.peak_dram_bytes_per_s:
         r.memory_floor_ns = r.compulsory_bytes / r.peak_dram_bytes_per_s * 1e9
     elif r.sol.get("dram_pct") and duration_ns:
@@ -203,22 +277,43 @@ def compute(row: Mapping[str, Any], sm_count: float | None = None) -> Roofline:
     compute_floor = None
     for prec, flops in r.flops_by_precision.items():
         peak = r.peak_flops_per_s.get(prec)
-        if flops and peak:
-            t = flops / peak * 1e9
-            if compute_floor is None or t > compute_floor:
-                compute_floor, r.limiting_precision = t, prec
+        if not (flops and peak):
+            continue
+        # FP pipes take one lane per instruction whatever its FLOPs: FADD/FMUL lanes cost as much as FFMA lanes
+        t = lanes[prec] / (peak / _FLOP_PEAKS[prec][1]) * 1e9 if prec in lanes else flops / peak * 1e9
+        if compute_floor is None or t > compute_floor:
+            compute_floor, r.limiting_precision = t, prec
+        unit = prec if prec in _FLOP_PEAKS else "tensor"
+        r.ceilings[unit] = max(r.ceilings.get(unit, 0.0), t)
     r.compute_floor_ns = compute_floor
-    floors = [f for f in (r.memory_floor_ns, r.compute_floor_ns) if f]
-    if floors:
-        r.theoretical_ns = max(floors)
-        if duration_ns:
-            r.headroom = duration_ns / r.theoretical_ns
+    pipes, r.busy_pct = _ceilings.pipe_ceilings(g, duration_ns)
+    if not tensor_ops and "tensor" in pipes:
+        # the tensor pipe ran HFMA2.MMA (packed-half FMAs issued to it), not matrix instructions: fp16 work
+        pipes["fp16"] = max(pipes.get("fp16", 0.0), pipes.pop("tensor"))
+    for unit, t in pipes.items():
+        r.ceilings[unit] = max(r.ceilings.get(unit, 0.0), t)
+    if r.memory_floor_ns:
+        r.ceilings["dram"] = r.memory_floor_ns
+    r.ceilings["launch"] = LAUNCH_FLOOR_NS
+    needed = [r.ceilings[u] for u in NEEDED_UNITS if u in r.ceilings]
+    r.needed_floor_ns = max(needed) if needed else None
+    if "fp32" in r.ceilings and "fma" in r.ceilings:
+        # the FP32 lane floor and the FMA pipe's busy time measure the same pipe: keep one name, the larger
+        r.ceilings["fma"] = max(r.ceilings.pop("fp32"), r.ceilings["fma"])
+    elif "fp32" in r.ceilings:
+        r.ceilings["fma"] = r.ceilings.pop("fp32")
+    r.theoretical_ns = max(r.ceilings.values())
+    if duration_ns:
+        r.headroom = duration_ns / r.theoretical_ns
     if r.compulsory_bytes:
         r.intensity = r.flops / r.compulsory_bytes
     if seconds:
         r.achieved_flops_per_s = r.flops / seconds if r.flops else 0.0
         if r.dram_bytes is not None:
             r.achieved_dram_bytes_per_s = r.dram_bytes / seconds
+    r.hierarchy = hierarchy(r, g)
+    r.limiter = _ceilings.limiter_of(r.ceilings, {})
+    r.limiter_reason = limiter_words(r)
 
     r.bound, r.bound_reason = classify(r, row, sm_count)
     return r
@@ -246,3 +341,56 @@ def classify(r: Roofline, row: Mapping[str, Any], sm_count: float | None) -> tup
     if mem >= comp:
         return "memory", f"memory throughput {mem:.0f}% of peak (compute {comp:.0f}%)"
     return "compute", f"compute throughput {comp:.0f}% of peak (memory {mem:.0f}%)"
+
+
+def hierarchy(r: Roofline, g: Any) -> list[dict[str, Any]]:
+    """Each memory level's point and roof (hierarchical roofline): bytes moved there, FLOP per byte, peak bytes/s."""
+    out: list[dict[str, Any]] = []
+    for level, (sector_metrics, peak_metric, clock_metric) in HIERARCHY.items():
+        sectors = [g(m) for m in sector_metrics]
+        if all(v is None for v in sectors):
+            continue
+        moved = sum(v or 0.0 for v in sectors) * SECTOR_BYTES
+        if level == "l1" and (wf := g(SHARED_WAVEFRONTS)):
+            moved += wf * 128.0
+        peak_bpc, hz = g(peak_metric), g(clock_metric)
+        out.append(_level(level, moved, r.flops, peak_bpc * hz if (peak_bpc and hz) else None, clock_metric))
+    if r.dram_bytes is not None:
+        out.append(
+            _level("dram", r.dram_bytes, r.flops, r.peak_dram_bytes_per_s, "dram__cycles_elapsed.avg.per_second")
+        )
+    return out
+
+
+def _level(level: str, moved: float, flops: float, peak: float | None, clock: str) -> dict[str, Any]:
+    return {
+        "level": level,
+        "bytes": moved,
+        "intensity": flops / moved if moved else None,
+        "peak_bytes_per_s": peak,
+        "floor_ns": moved / peak * 1e9 if (peak and moved) else None,
+        "clock": clock,
+    }
+
+
+def limiter_words(r: Roofline) -> str:
+    """The limiter in words: "issue-bound: 4.6 instructions per byte; memory-class at 2.0 FLOP/byte"."""
+    if not r.limiter:
+        return ""
+    if r.limiter == "launch":
+        return f"launch-bound: the floor is an empty kernel's {LAUNCH_FLOOR_NS / 1e3:.1f} µs"
+    busy = r.busy_pct.get(r.limiter)
+    head = f"{r.limiter}-bound" + (f" ({busy:.0f}% busy)" if busy is not None else "")
+    if r.limiter == "issue" and r.instructions and r.compulsory_bytes:
+        head += f": {r.instructions / r.compulsory_bytes:.1f} instructions per byte"
+    if r.intensity is None:
+        return head
+    ridge = None
+    peak = r.peak_flops_per_s.get(r.limiting_precision or "fp32") or r.peak_flops_per_s.get("fp32")
+    if peak and r.peak_dram_bytes_per_s:
+        ridge = peak / r.peak_dram_bytes_per_s
+    side = ""
+    if ridge:
+        side = "memory-class" if r.intensity < ridge else "compute-class"
+        return f"{head}; {side} at {r.intensity:.3g} executed FLOP/byte (ridge {ridge:.3g})"
+    return f"{head}; {r.intensity:.3g} executed FLOP/byte"

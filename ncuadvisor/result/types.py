@@ -254,6 +254,18 @@ class SourceAnchor(Record):
 
 
 @dataclass(kw_only=True)
+class HierarchyLevel(Record):
+    """One memory level of the hierarchical roofline: the bytes moved there, executed FLOP per byte, its roof."""
+
+    level: str  # l1 | l2 | dram
+    bytes: float
+    intensity: Number = None
+    peak_bytes_per_s: Number = None
+    floor_ns: Number = None
+    clock: str | None = None
+
+
+@dataclass(kw_only=True)
 class Roofline(Record):
     """The roofline of the kernel's representative launch: work, bytes, floors, headroom and bound."""
 
@@ -280,6 +292,17 @@ class Roofline(Record):
     dram_clock_hz: Number = None
     limiting_precision: str | None = None
     thresholds: dict[str, float] = field(default_factory=dict)
+    ceilings: dict[str, float] | None = optional()  # unit -> ns the unit needs at its peak
+    busy_pct: dict[str, float] | None = optional()  # unit -> % of its peak over the elapsed cycles
+    limiter: str | None = (
+        optional()
+    )  # the unit that sets the floor: dram, fma, fp64, fp16, tensor, sfu, alu, issue, ...
+    limiter_reason: str | None = optional()  # the limiter in words
+    needed_floor_ns: Number = optional()  # the largest ceiling of work no rewrite removes
+    sm_write_bytes: Number = optional()
+    instructions: Number = optional()  # warp instructions executed
+    hierarchy: list[HierarchyLevel] | None = optional()
+    clock: str | None = optional()  # the clock the ceilings are computed at
 
 
 @dataclass(kw_only=True)
