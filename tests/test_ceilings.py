@@ -22,7 +22,7 @@ def rl(report_path):
         ("ffma_loop", {"issue", "fma"}),
         ("hfma2_loop", {"issue", "fp16"}),
         ("dfma_loop", {"fp64"}),
-        ("index_math", {"issue", "alu"}),
+        ("index_math", {"l1", "issue", "alu"}),  # 558 MB of L1-hit table sectors: 80% of L1 data return; issue 53%
         ("dram_out", {"dram"}),
         ("l2_resident_out", {"dram"}),
         ("empty_kernel", {"launch"}),
@@ -32,6 +32,16 @@ def rl(report_path):
 def test_limiter_names_the_planted_unit(rl, kernel, limiters):
     assert rl[kernel].limiter in limiters
     assert rl[kernel].limiter_reason.startswith(f"{rl[kernel].limiter}-bound")
+
+
+def test_latency_when_no_unit_is_half_busy(report_path):
+    frame = ReportReader(report_path("patterns")).results(roofline.METRICS)
+    r = {row["name"]: roofline.compute(row, 132) for row in frame.to_dict("records")}
+    # a serial pointer chase: one dependent load at a time, every unit idle most of the time
+    assert r["chase_serial"].limiter == "latency" and r["chase_serial"].limiter_share < 0.5
+    assert r["chase_serial"].limiter_reason.startswith("latency-bound: the busiest unit")
+    # the same chase interleaved: L2 busy, not latency
+    assert r["chase_interleaved"].limiter == "l2"
 
 
 @pytest.mark.parametrize("kernel", ["sfu_loop", "fadd_loop", "ffma_loop", "hfma2_loop", "dfma_loop", "dram_out"])

@@ -51,10 +51,11 @@ HMMA_PCT = "sm__inst_executed_pipe_tensor_op_hmma.avg.pct_of_peak_sustained_elap
 
 METRICS: list[str] = [*PIPE_PCT.values(), *LEVEL_PCT.values(), HMMA_PCT]
 
-# The units whose ceiling is work no rewrite removes (FLOPs, transcendental ops, compulsory bytes, the launch);
-# the others (issue, ALU, LSU) count executed instructions, which index arithmetic or spills inflate.
-NEEDED_UNITS = ("fp32", "fp64", "fp16", "tensor", "sfu", "dram", "launch")
-MEMORY_UNITS = ("dram", "l2", "l1", "shared")
+# The pipes whose busy time is needed work (transcendental operations; FP64 and FP16 when the report has no
+# thread-level count of them). The others (issue, ALU, LSU, the FMA pipe's warp instructions) count instructions as
+# executed, which index arithmetic, divergence, spills and untiled loads inflate: they name the limiter and set the
+# executed floor, not the floor an estimate is held to.
+NEEDED_PIPES = ("sfu", "fp64", "fp16")
 
 
 def pipe_ceilings(
@@ -73,10 +74,18 @@ def pipe_ceilings(
     return floors, busy
 
 
-def limiter_of(ceilings: dict[str, float], busy: dict[str, float]) -> str | None:
-    """The unit that sets the floor; with no floor, the busiest unit."""
-    if ceilings:
-        return max(ceilings, key=lambda u: ceilings[u])
-    if busy:
-        return max(busy, key=lambda u: busy[u])
-    return None
+def limiter_of(
+    ceilings: dict[str, float], levels: dict[str, float], duration_ns: float | None
+) -> tuple[str | None, float | None]:
+    """(the busiest unit, the share of the duration it needs at its peak): each ceiling ÷ the duration, and each memory
+    level's bytes as moved (waste included: an uncoalesced kernel is L1- or L2-bound) at its peak ÷ the duration.
+    Without a duration, the unit with the largest ceiling."""
+    if not duration_ns:
+        return (max(ceilings, key=lambda u: ceilings[u]), None) if ceilings else (None, None)
+    share = {u: t / duration_ns for u, t in ceilings.items()}
+    for level, t in levels.items():
+        share[level] = max(share.get(level, 0.0), t / duration_ns)
+    if not share:
+        return None, None
+    unit = max(share, key=lambda u: share[u])
+    return unit, share[unit]

@@ -30,7 +30,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from ncuadvisor.analysis import ceilings as _ceilings
-from ncuadvisor.analysis.ceilings import LAUNCH_FLOOR_NS, NEEDED_UNITS
+from ncuadvisor.analysis.ceilings import LAUNCH_FLOOR_NS
 from ncuadvisor.model import num
 
 SECTOR_BYTES = 32
@@ -39,6 +39,7 @@ SECTOR_BYTES = 32
 LAUNCH_BOUND_NS = 5_000.0  # shorter than this, launch overhead (~2-5 µs) is the same order as the work
 LATENCY_SOL_PCT = 50.0  # neither memory nor compute above this % of peak: latency-bound
 GRID_FILL_FRACTION = 0.5  # fewer blocks than this × SMs: the grid cannot fill the GPU
+L2_OVER_DRAM = 0.10  # L2 is named the limiter only this far (share of the duration) above DRAM
 # The share of a peak that the best kernels reach in practice (H200: a float4 copy 86% of DRAM peak, an FMA chain
 # 83% of the FP32 peak). No estimate promises a time below theoretical_ns / PRACTICAL_FRACTION.
 PRACTICAL_FRACTION = 0.85
@@ -83,6 +84,7 @@ SPARSE_PEAK_PATHS = {"tensor_fp16", "tensor_bf16", "tensor_tf32", "tensor_int8"}
 # Sectors the SMs wrote to L2 (stores and reductions that left the SM; 32 bytes each).
 SM_WRITE_SECTORS = "lts__t_sectors_srcunit_tex_op_write.sum"
 FP16_PIPE = "sm__inst_executed_pipe_fma_type_fp16.avg.pct_of_peak_sustained_elapsed"
+THREADS_PER_INST = "smsp__thread_inst_executed_per_inst_executed.ratio"
 # Hierarchical roofline: bytes at each level and the level's peak bytes per cycle, with its clock.
 HIERARCHY = {
     "l1": (
@@ -130,6 +132,7 @@ METRICS: list[str] = [
     SM_WRITE_SECTORS,
     "smsp__inst_executed.sum",
     FP16_PIPE,
+    THREADS_PER_INST,
     *_ceilings.METRICS,
     *HIERARCHY_METRICS,
     "launch__grid_size",
@@ -174,7 +177,9 @@ class Roofline:
     busy_pct: dict[str, float] = field(default_factory=dict)
     limiter: str | None = None
     limiter_reason: str = ""
-    needed_floor_ns: float | None = None  # the largest ceiling of work no rewrite removes (NEEDED_UNITS)
+    floors: dict[str, float] = field(default_factory=dict)  # the ceilings of needed work: theoretical_ns is the largest
+    executed_floor_ns: float | None = None  # the largest ceiling as executed
+    limiter_share: float | None = None  # the limiter's busy time at its peak ÷ the duration
     sm_write_bytes: float | None = None  # bytes the SMs wrote to L2
     instructions: float | None = None  # warp instructions executed
     hierarchy: list[dict[str, Any]] = field(default_factory=list)  # per memory level: bytes, intensity, roof
@@ -274,6 +279,8 @@ def compute(row: Mapping[str, Any], sm_count: float | None = None) -> Roofline:
     elif r.sol.get("dram_pct") and duration_ns:
         # No byte counts (e.g. --set basic): DRAM's own utilization says how long its bytes take at its peak.
         r.memory_floor_ns = duration_ns * r.sol["dram_pct"] / 100.0
+    # Floors of the work the kernel needs: FP lanes by instruction mix (thread-level, so divergence and predication
+    # do not count), tensor FLOPs, SFU operations, compulsory DRAM bytes, the launch.
     compute_floor = None
     for prec, flops in r.flops_by_precision.items():
         peak = r.peak_flops_per_s.get(prec)
@@ -283,26 +290,37 @@ def compute(row: Mapping[str, Any], sm_count: float | None = None) -> Roofline:
         t = lanes[prec] / (peak / _FLOP_PEAKS[prec][1]) * 1e9 if prec in lanes else flops / peak * 1e9
         if compute_floor is None or t > compute_floor:
             compute_floor, r.limiting_precision = t, prec
-        unit = prec if prec in _FLOP_PEAKS else "tensor"
-        r.ceilings[unit] = max(r.ceilings.get(unit, 0.0), t)
+        unit = {"fp32": "fma", "fp64": "fp64", "fp16": "fp16"}.get(prec, "tensor")
+        r.floors[unit] = max(r.floors.get(unit, 0.0), t)
     r.compute_floor_ns = compute_floor
     pipes, r.busy_pct = _ceilings.pipe_ceilings(g, duration_ns)
     if not tensor_ops and "tensor" in pipes:
-        # the tensor pipe ran HFMA2.MMA (packed-half FMAs issued to it), not matrix instructions: fp16 work
-        pipes["fp16"] = max(pipes.get("fp16", 0.0), pipes.pop("tensor"))
+        # no matrix instruction ran: the tensor pipe ran HFMA2.MMA, packed-half FMAs when the FMA pipe ran fp16
+        # work too, else only the immediate-only moves that load constants (no arithmetic: no floor)
+        hmma = pipes.pop("tensor")
+        if fp16_pipe_pct:
+            pipes["fp16"] = max(pipes.get("fp16", 0.0), hmma)
+    # A pipe's busy time counts warp instructions; × the active threads per instruction ÷ 32 it counts lanes, so
+    # divergence does not raise the floor.
+    active = g(THREADS_PER_INST)
+    lane_share = min(1.0, active / 32.0) if active else 1.0
+    for unit in _ceilings.NEEDED_PIPES:
+        if unit not in pipes:
+            continue
+        if unit == "sfu" and r.flops_by_precision.get("fp64"):
+            continue  # XU also converts float <-> double (F2F.F64): with FP64 work its busy time is not SFU work
+        if unit != "sfu" and r.flops_by_precision.get(unit) and unit in lanes:
+            continue  # counted from thread instructions above
+        r.floors[unit] = max(r.floors.get(unit, 0.0), pipes[unit] * lane_share)
+    if r.memory_floor_ns:
+        r.floors["dram"] = r.memory_floor_ns
+    r.floors["launch"] = LAUNCH_FLOOR_NS
+    r.theoretical_ns = max(r.floors.values())
+    # Ceilings of the kernel as executed: the floors and every pipe's busy time (issue, ALU, LSU, ...).
+    r.ceilings = dict(r.floors)
     for unit, t in pipes.items():
         r.ceilings[unit] = max(r.ceilings.get(unit, 0.0), t)
-    if r.memory_floor_ns:
-        r.ceilings["dram"] = r.memory_floor_ns
-    r.ceilings["launch"] = LAUNCH_FLOOR_NS
-    needed = [r.ceilings[u] for u in NEEDED_UNITS if u in r.ceilings]
-    r.needed_floor_ns = max(needed) if needed else None
-    if "fp32" in r.ceilings and "fma" in r.ceilings:
-        # the FP32 lane floor and the FMA pipe's busy time measure the same pipe: keep one name, the larger
-        r.ceilings["fma"] = max(r.ceilings.pop("fp32"), r.ceilings["fma"])
-    elif "fp32" in r.ceilings:
-        r.ceilings["fma"] = r.ceilings.pop("fp32")
-    r.theoretical_ns = max(r.ceilings.values())
+    r.executed_floor_ns = max(r.ceilings.values())
     if duration_ns:
         r.headroom = duration_ns / r.theoretical_ns
     if r.compulsory_bytes:
@@ -312,7 +330,9 @@ def compute(row: Mapping[str, Any], sm_count: float | None = None) -> Roofline:
         if r.dram_bytes is not None:
             r.achieved_dram_bytes_per_s = r.dram_bytes / seconds
     r.hierarchy = hierarchy(r, g)
-    r.limiter = _ceilings.limiter_of(r.ceilings, {})
+    r.limiter, r.limiter_share = _ceilings.limiter_of(r.ceilings, level_floors(r), duration_ns)
+    if r.limiter not in (None, "launch") and r.limiter_share is not None and r.limiter_share < LATENCY_SOL_PCT / 100:
+        r.limiter = "latency"  # no unit would be busy most of the time at its peak: the kernel waits
     r.limiter_reason = limiter_words(r)
 
     r.bound, r.bound_reason = classify(r, row, sm_count)
@@ -362,6 +382,22 @@ def hierarchy(r: Roofline, g: Any) -> list[dict[str, Any]]:
     return out
 
 
+def level_floors(r: Roofline) -> dict[str, float]:
+    """{memory level: ns it is busy at its peak}: its bytes as moved at its bandwidth, or its measured utilization
+    (tag lookups and wavefronts, which bytes do not show: uncoalesced and conflicting accesses) when larger. L2
+    utilization counts only well above DRAM's: every DRAM byte also passes through L2."""
+    out = {h["level"]: h["floor_ns"] for h in r.hierarchy if h.get("floor_ns")}
+    if not r.duration_ns:
+        return out
+    dram_share = max(r.busy_pct.get("dram", 0.0) / 100.0, out.get("dram", 0.0) / r.duration_ns)
+    for level in ("l1", "shared", "l2"):
+        pct = r.busy_pct.get(level)
+        if pct is None or (level == "l2" and pct / 100.0 < dram_share + L2_OVER_DRAM):
+            continue
+        out[level] = max(out.get(level, 0.0), r.duration_ns * pct / 100.0)
+    return out
+
+
 def _level(level: str, moved: float, flops: float, peak: float | None, clock: str) -> dict[str, Any]:
     return {
         "level": level,
@@ -379,10 +415,16 @@ def limiter_words(r: Roofline) -> str:
         return ""
     if r.limiter == "launch":
         return f"launch-bound: the floor is an empty kernel's {LAUNCH_FLOOR_NS / 1e3:.1f} µs"
-    busy = r.busy_pct.get(r.limiter)
-    head = f"{r.limiter}-bound" + (f" ({busy:.0f}% busy)" if busy is not None else "")
+    if r.limiter == "latency":
+        unit, share = _ceilings.limiter_of(r.ceilings, level_floors(r), r.duration_ns)
+        return f"latency-bound: the busiest unit ({unit}) would be busy {share or 0:.0%} of the time at its peak"
+    share = r.limiter_share
+    head = f"{r.limiter}-bound" + (f" ({share:.0%} of the time at its peak)" if share is not None else "")
     if r.limiter == "issue" and r.instructions and r.compulsory_bytes:
-        head += f": {r.instructions / r.compulsory_bytes:.1f} instructions per byte"
+        head += f": {r.instructions / r.compulsory_bytes:.2g} warp instructions per byte"
+    floor_unit = max(r.floors, key=lambda u: r.floors[u]) if r.floors else None
+    if floor_unit and floor_unit != r.limiter:
+        head += f" (the floor of the work needed: {floor_unit})"
     if r.intensity is None:
         return head
     ridge = None

@@ -292,13 +292,15 @@ class Roofline(Record):
     dram_clock_hz: Number = None
     limiting_precision: str | None = None
     thresholds: dict[str, float] = field(default_factory=dict)
-    ceilings: dict[str, float] | None = optional()  # unit -> ns the unit needs at its peak
+    ceilings: dict[str, float] | None = optional()  # unit -> ns the unit needs at its peak, as executed
     busy_pct: dict[str, float] | None = optional()  # unit -> % of its peak over the elapsed cycles
     limiter: str | None = (
         optional()
     )  # the unit that sets the floor: dram, fma, fp64, fp16, tensor, sfu, alu, issue, ...
     limiter_reason: str | None = optional()  # the limiter in words
-    needed_floor_ns: Number = optional()  # the largest ceiling of work no rewrite removes
+    limiter_share: Number = optional()  # the limiter's busy time at its peak ÷ the duration
+    floors: dict[str, float] | None = optional()  # the ceilings of needed work; theoretical_ns is the largest
+    executed_floor_ns: Number = optional()  # the largest ceiling as executed (issue, ALU, LSU included)
     sm_write_bytes: Number = optional()
     instructions: Number = optional()  # warp instructions executed
     hierarchy: list[HierarchyLevel] | None = optional()
