@@ -39,6 +39,7 @@ SECTOR_BYTES = 32
 LAUNCH_BOUND_NS = 5_000.0  # shorter than this, launch overhead (~2-5 µs) is the same order as the work
 LATENCY_SOL_PCT = 50.0  # neither memory nor compute above this % of peak: latency-bound
 GRID_FILL_FRACTION = 0.5  # fewer blocks than this × SMs: the grid cannot fill the GPU
+FP32_LANES, SFU_LANES = 128.0, 16.0  # per SM per clock: FP32 lanes and XU (MUFU) lanes
 L2_OVER_DRAM = 0.10  # L2 is named the limiter only this far (share of the duration) above DRAM
 # The share of a peak that the best kernels reach in practice (H200: a float4 copy 86% of DRAM peak, an FMA chain
 # 83% of the FP32 peak). No estimate promises a time below theoretical_ns / PRACTICAL_FRACTION.
@@ -307,8 +308,13 @@ def compute(row: Mapping[str, Any], sm_count: float | None = None) -> Roofline:
     for unit in _ceilings.NEEDED_PIPES:
         if unit not in pipes:
             continue
-        if unit == "sfu" and r.flops_by_precision.get("fp64"):
-            continue  # XU also converts float <-> double (F2F.F64): with FP64 work its busy time is not SFU work
+        if unit == "sfu" and (
+            r.flops_by_precision.get("fp64") or r.floors.get("fma", 0.0) * FP32_LANES < pipes[unit] * SFU_LANES
+        ):
+            # XU also converts float <-> double (F2F.F64) and runs integer division's reciprocal (I2F, MUFU.RCP,
+            # F2I): its busy time is needed work only in FP code with at least as many FP32 lane operations as XU
+            # operations (transcendentals sit among the FP math that uses them)
+            continue
         if unit != "sfu" and r.flops_by_precision.get(unit) and unit in lanes:
             continue  # counted from thread instructions above
         r.floors[unit] = max(r.floors.get(unit, 0.0), pipes[unit] * lane_share)
