@@ -105,3 +105,20 @@ def test_no_fp16_flops_without_fp16_pipe_work():
     assert roofline.compute(row).flops_by_precision["fp16"] == 0.0
     row[roofline.FP16_PIPE] = 10.0
     assert roofline.compute(row).flops_by_precision["fp16"] == pytest.approx(50.0 * 1.9e9 * 1e-4 * 4)
+
+
+@pytest.mark.parametrize("fixture", ["ceilings", "patterns"])
+def test_no_estimate_promises_a_time_below_the_floor(report_path, fixture):
+    from ncuadvisor.analysis.pipeline import analyze
+    from ncuadvisor.analysis.roofline import PRACTICAL_FRACTION
+
+    checked = 0
+    for k in analyze(report_path(fixture))["kernels"]:
+        rl = k["roofline"]
+        for f in k["findings"]:
+            if f["category"] == "at-roofline" or f["changes_floor"] or not rl["duration_ns"]:
+                continue
+            after_ns = rl["duration_ns"] * (1 - f["estimated_speedup"])
+            assert after_ns >= rl["theoretical_ns"] / PRACTICAL_FRACTION * (1 - 1e-6), (k["name"], f["rule"])
+            checked += 1
+    assert checked > 0

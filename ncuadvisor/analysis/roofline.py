@@ -337,8 +337,8 @@ def compute(row: Mapping[str, Any], sm_count: float | None = None) -> Roofline:
             r.achieved_dram_bytes_per_s = r.dram_bytes / seconds
     r.hierarchy = hierarchy(r, g)
     r.limiter, r.limiter_share = _ceilings.limiter_of(r.ceilings, level_floors(r), duration_ns)
-    if r.limiter not in (None, "launch") and r.limiter_share is not None and r.limiter_share < LATENCY_SOL_PCT / 100:
-        r.limiter = "latency"  # no unit would be busy most of the time at its peak: the kernel waits
+    if r.limiter is not None and r.limiter_share is not None and r.limiter_share < LATENCY_SOL_PCT / 100:
+        r.limiter = "latency"  # no unit (nor the launch) would take half the time at its peak: the kernel waits
     r.limiter_reason = limiter_words(r)
 
     r.bound, r.bound_reason = classify(r, row, sm_count)
@@ -423,6 +423,8 @@ def limiter_words(r: Roofline) -> str:
         return f"launch-bound: the floor is an empty kernel's {LAUNCH_FLOOR_NS / 1e3:.1f} µs"
     if r.limiter == "latency":
         unit, share = _ceilings.limiter_of(r.ceilings, level_floors(r), r.duration_ns)
+        if unit == "launch":
+            return f"latency-bound: no unit is busy; an empty kernel would take {share or 0:.0%} of the time"
         return f"latency-bound: the busiest unit ({unit}) would be busy {share or 0:.0%} of the time at its peak"
     share = r.limiter_share
     head = f"{r.limiter}-bound" + (f" ({share:.0%} of the time at its peak)" if share is not None else "")
