@@ -178,9 +178,9 @@ class Roofline:
     busy_pct: dict[str, float] = field(default_factory=dict)
     limiter: str | None = None
     limiter_reason: str = ""
+    limiter_share: float | None = None  # the limiter's busy time at its peak ÷ the duration
     floors: dict[str, float] = field(default_factory=dict)  # the ceilings of needed work: theoretical_ns is the largest
     executed_floor_ns: float | None = None  # the largest ceiling as executed
-    limiter_share: float | None = None  # the limiter's busy time at its peak ÷ the duration
     sm_write_bytes: float | None = None  # bytes the SMs wrote to L2
     instructions: float | None = None  # warp instructions executed
     hierarchy: list[dict[str, Any]] = field(default_factory=list)  # per memory level: bytes, intensity, roof

@@ -292,19 +292,19 @@ class Roofline(Record):
     dram_clock_hz: Number = None
     limiting_precision: str | None = None
     thresholds: dict[str, float] = field(default_factory=dict)
-    ceilings: dict[str, float] | None = optional()  # unit -> ns the unit needs at its peak, as executed
-    busy_pct: dict[str, float] | None = optional()  # unit -> % of its peak over the elapsed cycles
-    limiter: str | None = (
-        optional()
-    )  # the unit that sets the floor: dram, fma, fp64, fp16, tensor, sfu, alu, issue, ...
-    limiter_reason: str | None = optional()  # the limiter in words
-    limiter_share: Number = optional()  # the limiter's busy time at its peak ÷ the duration
-    floors: dict[str, float] | None = optional()  # the ceilings of needed work; theoretical_ns is the largest
-    executed_floor_ns: Number = optional()  # the largest ceiling as executed (issue, ALU, LSU included)
-    sm_write_bytes: Number = optional()
-    instructions: Number = optional()  # warp instructions executed
-    hierarchy: list[HierarchyLevel] | None = optional()
-    clock: str | None = optional()  # the clock the ceilings are computed at
+    ceilings: dict[str, float] = field(default_factory=dict)  # unit -> ns the unit needs at its peak, as executed
+    busy_pct: dict[str, float] = field(default_factory=dict)  # unit -> % of its peak over the elapsed cycles
+    # the busiest unit as executed: dram, l2, l1, fma, fp64, fp16, tensor, sfu, alu, lsu, issue, launch, latency
+    limiter: str | None = None
+    limiter_reason: str = ""  # the limiter in words
+    limiter_share: Number = None  # the limiter's busy time at its peak ÷ the duration
+    floors: dict[str, float] = field(default_factory=dict)  # the ceilings of needed work; theoretical_ns is the largest
+    executed_floor_ns: Number = None  # the largest ceiling as executed (issue, ALU, LSU included)
+    sm_write_bytes: Number = None
+    instructions: Number = None  # warp instructions executed
+    # the memory levels of the hierarchical roofline: bytes, executed FLOP/byte, roof
+    hierarchy: list[HierarchyLevel] = field(default_factory=list)
+    clock: str | None = None  # the clock the ceilings are computed at
 
 
 @dataclass(kw_only=True)
