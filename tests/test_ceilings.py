@@ -122,3 +122,16 @@ def test_no_estimate_promises_a_time_below_the_floor(report_path, fixture):
             assert after_ns >= rl["theoretical_ns"] / PRACTICAL_FRACTION * (1 - 1e-6), (k["name"], f["rule"])
             checked += 1
     assert checked > 0
+
+
+def test_the_floor_in_words_names_its_unit(rl):
+    assert rl["sfu_loop"].floor_reason.startswith("the SFU (XU, 16 lanes/clk/SM) busy time")
+    assert "fp32 lane operations (4.45 GFLOP executed)" in rl["fadd_loop"].floor_reason
+    assert rl["dram_out"].floor_reason.startswith("moving 536.9 MB")
+    assert rl["empty_kernel"].floor_reason.startswith("an empty kernel takes")
+
+
+def test_a_duration_only_report_has_no_floor(report_path):
+    frame = ReportReader(report_path("ceilings_chain")).results(roofline.METRICS)
+    r = roofline.compute(frame.to_dict("records")[1], 132)
+    assert r.duration_ns and r.theoretical_ns is None and r.headroom is None and r.limiter is None

@@ -180,6 +180,7 @@ class Roofline:
     limiter_reason: str = ""
     limiter_share: float | None = None  # the limiter's busy time at its peak ÷ the duration
     floors: dict[str, float] = field(default_factory=dict)  # the ceilings of needed work: theoretical_ns is the largest
+    floor_reason: str = ""  # the floor in words: the unit, its work and its rate
     executed_floor_ns: float | None = None  # the largest ceiling as executed
     sm_write_bytes: float | None = None  # bytes the SMs wrote to L2
     instructions: float | None = None  # warp instructions executed
@@ -293,7 +294,6 @@ def compute(row: Mapping[str, Any], sm_count: float | None = None) -> Roofline:
             compute_floor, r.limiting_precision = t, prec
         unit = {"fp32": "fma", "fp64": "fp64", "fp16": "fp16"}.get(prec, "tensor")
         r.floors[unit] = max(r.floors.get(unit, 0.0), t)
-    r.compute_floor_ns = compute_floor
     pipes, r.busy_pct = _ceilings.pipe_ceilings(g, duration_ns)
     if not tensor_ops and "tensor" in pipes:
         # no matrix instruction ran: the tensor pipe ran HFMA2.MMA, packed-half FMAs when the FMA pipe ran fp16
@@ -320,8 +320,14 @@ def compute(row: Mapping[str, Any], sm_count: float | None = None) -> Roofline:
         r.floors[unit] = max(r.floors.get(unit, 0.0), pipes[unit] * lane_share)
     if r.memory_floor_ns:
         r.floors["dram"] = r.memory_floor_ns
+    measured = r.dram_bytes is not None or r.compulsory_bytes is not None or r.flops_by_precision or r.busy_pct
+    if not measured:
+        return _finish(r, row, sm_count)  # a duration-only report: no floor to measure headroom against
     r.floors["launch"] = LAUNCH_FLOOR_NS
     r.theoretical_ns = max(r.floors.values())
+    compute_side = [t for u, t in r.floors.items() if u not in ("dram", "launch")]
+    r.compute_floor_ns = max(compute_side) if compute_side else None
+    r.floor_reason = floor_words(r, lanes)
     # Ceilings of the kernel as executed: the floors and every pipe's busy time (issue, ALU, LSU, ...).
     r.ceilings = dict(r.floors)
     for unit, t in pipes.items():
@@ -340,7 +346,10 @@ def compute(row: Mapping[str, Any], sm_count: float | None = None) -> Roofline:
     if r.limiter is not None and r.limiter_share is not None and r.limiter_share < LATENCY_SOL_PCT / 100:
         r.limiter = "latency"  # no unit (nor the launch) would take half the time at its peak: the kernel waits
     r.limiter_reason = limiter_words(r)
+    return _finish(r, row, sm_count)
 
+
+def _finish(r: Roofline, row: Mapping[str, Any], sm_count: float | None) -> Roofline:
     r.bound, r.bound_reason = classify(r, row, sm_count)
     return r
 
@@ -413,6 +422,32 @@ def _level(level: str, moved: float, flops: float, peak: float | None, clock: st
         "floor_ns": moved / peak * 1e9 if (peak and moved) else None,
         "clock": clock,
     }
+
+
+def floor_words(r: Roofline, lanes: dict[str, float]) -> str:
+    """The floor in words: "4.43 G FP32 lane operations (FFMA, FADD, FMUL: 4.45 GFLOP executed) at 33.4 T/s take
+    133 µs"."""
+    if not r.floors or r.theoretical_ns is None:
+        return ""
+    unit = max(r.floors, key=lambda u: r.floors[u])
+    t = f"{r.theoretical_ns / 1e3:.3g} µs"
+    if unit == "launch":
+        return f"an empty kernel takes {t}"
+    if unit == "dram" and r.compulsory_bytes is not None and r.peak_dram_bytes_per_s:
+        return f"moving {r.compulsory_bytes / 1e6:.1f} MB at {r.peak_dram_bytes_per_s / 1e12:.2f} TB/s takes {t}"
+    prec = {"fma": "fp32", "fp64": "fp64", "fp16": "fp16"}.get(unit)
+    if prec and prec in lanes and r.flops_by_precision.get(prec) and r.peak_flops_per_s.get(prec):
+        rate = r.peak_flops_per_s[prec] / _FLOP_PEAKS[prec][1]
+        return (
+            f"{lanes[prec] / 1e9:.3g} G {prec} lane operations ({r.flops_by_precision[prec] / 1e9:.3g} GFLOP "
+            f"executed) at {rate / 1e12:.3g} T lanes/s take {t}"
+        )
+    if unit == "tensor" and r.limiting_precision in r.peak_flops_per_s:
+        peak = r.peak_flops_per_s[r.limiting_precision or ""]
+        flops = r.flops_by_precision.get(r.limiting_precision or "", 0.0)
+        return f"{flops / 1e9:.3g} GFLOP ({r.limiting_precision}) at {peak / 1e12:.3g} TFLOP/s take {t}"
+    pipe = {"sfu": "SFU (XU, 16 lanes/clk/SM)", "fp16": "FP16 pipe", "fp64": "FP64 pipe"}.get(unit, unit)
+    return f"the {pipe} busy time, at its peak, takes {t}"
 
 
 def limiter_words(r: Roofline) -> str:

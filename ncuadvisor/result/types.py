@@ -299,6 +299,7 @@ class Roofline(Record):
     limiter_reason: str = ""  # the limiter in words
     limiter_share: Number = None  # the limiter's busy time at its peak ÷ the duration
     floors: dict[str, float] = field(default_factory=dict)  # the ceilings of needed work; theoretical_ns is the largest
+    floor_reason: str = ""  # the floor in words: the unit, its work and its rate
     executed_floor_ns: Number = None  # the largest ceiling as executed (issue, ALU, LSU included)
     sm_write_bytes: Number = None
     instructions: Number = None  # warp instructions executed
