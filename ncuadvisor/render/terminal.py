@@ -82,7 +82,8 @@ def render_terminal(result: Mapping[str, Any], console: Console | None = None, t
             str(k.launches),
             fmt_ns(k.duration_ns),
             fmt_pct(k.time_share),
-            f"[{BOUND_STYLE.get(bound, '')}]{bound}[/]",
+            f"[{BOUND_STYLE.get(bound, '')}]{bound}[/]"
+            + (f" · {escape(str(k.roofline.limiter))}" if k.roofline.limiter else ""),
             fmt_x(k.headroom),
             escape(_first_text(k)),
         )

@@ -160,6 +160,8 @@ class Roofline:
     achieved_flops_per_s: Any
     limiting_precision: Any
     limiting_peak_flops_per_s: Any  # the peak of the limiting precision, None when the report lacks it
+    limiter: Any  # the unit that sets the floor (dram, fma, sfu, issue, ...)
+    limiter_reason: Any  # the same, in words
     sol: Sol
     sol_bars: list[tuple[str, Any]]  # (label, percentage) in display order
 
