@@ -51,8 +51,9 @@ CAST_BYTE_RATIO = 1.4
 def copy_kind(demangled: str, read_bytes: float | None = None, write_bytes: float | None = None) -> str | None:
     """ "cast" for an ATen copy that changes the dtype, "layout" for one that keeps it, None for no ATen copy.
 
-    A cast is told by its kernel (`bfloat16_copy_kernel_cuda`, a copy with `LoadWithCast`) or, when the name says
-    nothing, by its bytes: reading 4 bytes per element and writing 2 is a float → bf16 cast, not a layout change."""
+    A cast is told by its kernel (`bfloat16_copy_kernel_cuda`, a copy with `LoadWithCast`; `gpu_kernel_impl_nocast`
+    converts nothing) or, when the name says nothing, by its DRAM bytes: reading 4 bytes per element and writing 2 is
+    a float → bf16 cast, not a layout change."""
     if not _ATEN_COPY_RE.search(demangled):
         return None
     m = _CAST_FN_RE.search(demangled)
@@ -60,6 +61,9 @@ def copy_kind(demangled: str, read_bytes: float | None = None, write_bytes: floa
         return "cast"
     if _DYNAMIC_CAST_RE.search(demangled):
         return "cast"
+    if "_nocast" in demangled:  # ATen's copy without conversion: same dtype in and out
+        return "layout"
+    # DRAM bytes only when the name is silent: a small tensor read from (or left in) L2 skews them
     if read_bytes and write_bytes:
         ratio = read_bytes / write_bytes
         if ratio >= CAST_BYTE_RATIO or ratio <= 1 / CAST_BYTE_RATIO:
