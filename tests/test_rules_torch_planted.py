@@ -71,3 +71,18 @@ def test_cast_is_not_a_layout_copy(analyzed):
     layout = next(k for k in eager["kernels"] if "direct_copy_kernel_cuda" in k["demangled"])
     assert "PYT001" in [f["rule"] for f in layout["findings"]]
     assert "PYT002" not in [f["rule"] for f in layout["findings"]]
+
+
+def test_contended_index_add_gets_a_verdict_that_promises_no_false_saving(analyzed):
+    r = analyzed("torch_scatter")
+    for prefix, case in (("indexFuncLargeIndex", "index_add"), ("_scatter_gather_elementwise_kernel", "scatter_add")):
+        k = by_prefix(r, prefix)
+        f = k["findings"][0]
+        assert f["rule"] == "ATM002", (prefix, [x["rule"] for x in k["findings"]])
+        # measured: the sort + segment_reduce twin is slower, so the verdict claims no saving
+        assert measured_saving_us(case) < 0 and f["estimated_speedup"] == 0.0
+        assert "keep it" in f["title"] and "one_hot" in f["fix_code"]
+        assert "use_deterministic_algorithms" in f["fix"]
+    # the sorted twin's own kernels do no atomics: no ATM002 there
+    for name in ("segment_reduce_forward_kernel", "vectorized_gather_kernel"):
+        assert all(f["rule"] != "ATM002" for f in by_prefix(r, name)["findings"])
