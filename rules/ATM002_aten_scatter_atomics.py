@@ -30,7 +30,7 @@ class AtenScatterAtomics(Rule):
     What it detects:
         An ATen kernel whose global atomic/reduction requests (`l1tex__t_requests_pipe_lsu_mem_global_op_atom/red`,
         `RED`/`ATOM` in the SASS) are at least `min_atomic_ratio` of its global load requests, at least
-        `min_headroom` × its roofline floor.
+        `min_headroom` × its roofline floor, and not launch-bound.
 
     Why it costs time:
         Each update is a read-modify-write in L2, and updates to one address execute one after the other: with many
@@ -103,8 +103,8 @@ class AtenScatterAtomics(Rule):
         loads = k.m(MemoryTables.GLOBAL_LOAD_REQUESTS) or 0
         if atom <= 0 or atom < t["min_atomic_ratio"] * max(loads, 1):
             return None
-        if r.headroom is None or r.headroom < t["min_headroom"] or not r.duration_ns:
-            return None
+        if r.headroom is None or r.headroom < t["min_headroom"] or not r.duration_ns or r.bound == "launch":
+            return None  # a launch-bound kernel (a sort's histogram pass) loses its time to launching, not atomics
         if not r.compulsory_bytes or not r.peak_dram_bytes_per_s:
             return None
         op = aten_op(k.kernel.demangled)

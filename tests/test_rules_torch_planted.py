@@ -86,3 +86,39 @@ def test_contended_index_add_gets_a_verdict_that_promises_no_false_saving(analyz
     # the sorted twin's own kernels do no atomics: no ATM002 there
     for name in ("segment_reduce_forward_kernel", "vectorized_gather_kernel"):
         assert all(f["rule"] != "ATM002" for f in by_prefix(r, name)["findings"])
+
+
+def test_aten_generic_kernels_are_told_apart_by_their_op(analyzed):
+    r = analyzed("torch_norm_chain")
+    shown = {k.get("display_name") for k in r["kernels"]}
+    assert {"GeluCUDAKernelImpl", "CUDAFunctor_add<BFloat16>"} <= shown
+    for k in r["kernels"]:  # the name stays what diff matches on
+        assert k["name"] and (k.get("display_name") is None or k["display_name"] != k["name"])
+    copy = analyzed("torch_cast_copy")
+    assert {"direct_copy", "bfloat16_copy"} <= {k.get("display_name") for k in copy["kernels"]}
+
+
+def test_every_large_kernel_group_gets_a_verdict(analyzed):
+    for name in ("torch_scatter", "torch_norm_chain", "torch_gemm_conv", "torch_cast_copy"):
+        for k in analyzed(name)["kernels"]:
+            if k["time_share"] >= 0.05:
+                assert k["findings"] or k.get("no_rule"), (name, k["name"])
+            if k["findings"]:
+                assert "no_rule" not in k
+    sort = by_prefix(analyzed("torch_scatter"), "DeviceRadixSortOnesweepKernel")
+    v = sort["no_rule"]
+    assert v["message"].startswith("No rule applies (20% of GPU time): launch-bound")
+    assert v["limiter"] == "occupancy 38%, limited by registers (2 blocks/SM)"
+    assert v["ncu_top_rule"] and v["ncu_top_rule"] in v["message"]
+
+
+def test_renderers_show_the_verdict_and_the_op_name(analyzed):
+    from ncuadvisor.render.html import render_html
+    from ncuadvisor.render.markdown import render_markdown
+
+    r = analyzed("torch_norm_chain")
+    md = render_markdown(r)
+    assert "No rule applies" in md and "no rule applies" in md
+    assert "GeluCUDAKernelImpl" in md
+    html = render_html(r)
+    assert "No rule applies" in html and "CUDAFunctor_add&lt;BFloat16&gt;" in html
