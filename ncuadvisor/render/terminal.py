@@ -20,7 +20,7 @@ ACTIONS_SHOWN = 5  # lines of "where to start", and as many program-wide finding
 
 def _first_text(k: Kernel) -> str:
     """The first finding's rule, category and saving, and the first finding of each launch size of its own."""
-    text = "–"
+    text = "no rule applies" if k.no_rule else "–"
     first = k.first_finding
     if first:
         est = first.estimated_speedup or 0
@@ -74,7 +74,7 @@ def render_terminal(result: Mapping[str, Any], console: Console | None = None, t
         table.add_row(
             str(k.index),
             escape(
-                short_name(k.name, 48)
+                short_name(k.shown_name, 48)
                 + (f" · {k.shape_tag}" if k.shape_tag else "")
                 + (f" [{k.process_label}]" if k.process_label else "")
                 + (f" [GPU {k.device_id}]" if isinstance(k.device_id, int) else "")

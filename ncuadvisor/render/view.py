@@ -217,9 +217,10 @@ class Kernel:
     name: Any
     demangled: Any
     mangled: Any
-    shown_name: Any  # the name, else the demangled name
+    shown_name: Any  # the display name (the op of an ATen generic kernel), else the name, else the demangled name
     full_name: Any  # the demangled name, else the name
     shape_tag: str  # what tells it from other kernels of its name ('grid (8, 8, 1)'), else ""
+    no_rule: Any  # a large kernel group no rule spoke to: what is known of it (its message), else None
     language: Any
     grid: Any
     block: Any
@@ -338,9 +339,10 @@ def _kernel(index: int, raw: Mapping[str, Any], tags: Mapping[str, str]) -> Kern
         raw,
         index=index,
         anchor=str(kid or f"k{index}"),
-        shown_name=raw.get("name") or raw.get("demangled"),
+        shown_name=raw.get("display_name") or raw.get("name") or raw.get("demangled"),
         full_name=raw.get("demangled") or raw.get("name"),
         shape_tag=tags.get(str(kid), "") if kid is not None else "",
+        no_rule=as_map(raw.get("no_rule")).get("message"),
         executable=as_map(raw.get("process")).get("executable"),
         source_anchor=pick(SourceLine, as_map(raw.get("source_anchor"))),
         roofline=_roofline(as_map(raw.get("roofline"))),
@@ -384,11 +386,13 @@ def report_view(result: Mapping[str, Any]) -> Result:
     """The view of a result dict (the JSON contract, schema_version 1)."""
     result = as_map(result)
     tags = shape_tags(result)
+    shown = {str(k.get("id")): k.get("display_name") for k in as_maps(result.get("kernels")) if k.get("display_name")}
     actions = [
         pick(
             Action,
             a,
             shape_tag=tags.get(str(a.get("kernel_id")), "") if a.get("scope") != "program" else "",
+            **({"kernel": shown[str(a.get("kernel_id"))]} if str(a.get("kernel_id")) in shown else {}),
         )
         for a in as_maps(result.get("top_actions"))
     ]

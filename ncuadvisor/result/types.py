@@ -364,6 +364,18 @@ class TorchContext(Record):
 
 
 @dataclass(kw_only=True)
+class NoRuleVerdict(Record):
+    """What is known of a kernel group holding a large share of the time on which no rule fired: its bound, headroom,
+    limiter and NCU's top rule, and that no rule of ours applies."""
+
+    message: str
+    bound: str | None = None
+    headroom: Number = None
+    limiter: str | None = None
+    ncu_top_rule: str | None = None
+
+
+@dataclass(kw_only=True)
 class KernelEntry(Record):
     """One kernel group (the launches of one kernel with one launch shape, in one process): its time, the roofline
     and findings of its representative launch, and its variants (launches of other sizes)."""
@@ -372,6 +384,7 @@ class KernelEntry(Record):
     name: str
     demangled: str
     mangled: str = ""
+    display_name: str | None = optional()  # what tells ATen's generic kernels apart: `CUDAFunctor_add<BFloat16>`
     language: str
     launches: int
     grid: str
@@ -394,6 +407,7 @@ class KernelEntry(Record):
     roofline: Roofline
     launch: Launch
     findings: list[FindingEntry] = field(default_factory=list)
+    no_rule: NoRuleVerdict | None = optional()  # a large kernel group no rule spoke to: what is known
     suppressed: list[SuppressedFinding] = field(default_factory=list)
     skipped_rules: list[SkippedRule] = field(default_factory=list)
     source_anchor: SourceAnchor | None = None
