@@ -54,6 +54,10 @@ def render_terminal(result: Mapping[str, Any], console: Console | None = None, t
                 + f": {escape(str(a.title or ''))} [dim]({a.rule})[/dim] saves ~{fmt_ns(a.estimated_saving_ns)} "
                 f"({fmt_pct(a.program_fraction)} of the program)"
             )
+            for u in a.follow_ups:
+                console.print(
+                    f"       then {escape(str(u.title or ''))} [dim]({u.rule})[/dim] ~{fmt_ns(u.estimated_saving_ns)} more"
+                )
         listed = {(a.rule, a.title) for a in actions if a.scope == "program"}
         for p in [p for p in view.program_findings if (p.rule, p.title) not in listed][:ACTIONS_SHOWN]:
             console.print(

@@ -12,7 +12,7 @@ first finding, a program finding's links) is computed here.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from typing import Any, TypeVar
 
 from ncuadvisor.result import shape_tags
@@ -263,6 +263,17 @@ class Action:
     title: Any
     estimated_saving_ns: Any
     program_fraction: Any
+    follow_ups: list[FollowUp] = field(default_factory=list)  # the kernel's further fixes, on the time left
+
+
+@dataclass(frozen=True)
+class FollowUp:
+    """A further fix under a "where to start" entry."""
+
+    rule: Any
+    title: Any
+    estimated_saving_ns: Any
+    program_fraction: Any
 
 
 @dataclass(frozen=True)
@@ -393,6 +404,7 @@ def report_view(result: Mapping[str, Any]) -> Result:
             a,
             shape_tag=tags.get(str(a.get("kernel_id")), "") if a.get("scope") != "program" else "",
             **({"kernel": shown[str(a.get("kernel_id"))]} if str(a.get("kernel_id")) in shown else {}),
+            follow_ups=[pick(FollowUp, u) for u in as_maps(a.get("follow_ups"))],
         )
         for a in as_maps(result.get("top_actions"))
     ]

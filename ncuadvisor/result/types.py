@@ -468,6 +468,18 @@ class ProgramFindingEntry(Record):
 
 
 @dataclass(kw_only=True)
+class FollowUp(Record):
+    """A further fix on the kernel of a "where to start" entry, costed on the time left after the fixes before it."""
+
+    rule: str
+    category: str
+    title: str
+    estimated_saving_ns: float
+    program_fraction: float
+    variant: int | None = optional()
+
+
+@dataclass(kw_only=True)
 class TopAction(Record):
     """One entry of "where to start": a finding (kernel or program level) ranked by the time it saves."""
 
@@ -480,6 +492,8 @@ class TopAction(Record):
     program_fraction: float
     scope: Literal["kernel", "program"]
     variant: int | None = optional()  # the variant (index) the finding was found on
+    # the kernel's other fixes, each costed on the time left after the previous one (kernel entries only)
+    follow_ups: list[FollowUp] | None = optional()
 
 
 @dataclass(kw_only=True)
