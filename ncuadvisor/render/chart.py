@@ -22,6 +22,7 @@ RIGHT = 210  # room right of the plot for the ceiling labels
 STRIP_X, STRIP_W, STRIP_GAP = 46, 84, 18  # the "no FLOPs" strip at the left edge
 MAX_DECADES = 10
 LABEL_GAP = 13  # min vertical distance between ceiling labels
+SLOPE_SPOTS = (0.3, 0.45, 0.6, 0.75, 0.15)  # where along the DRAM slope its label may sit, the first preferred
 ARROWS = 3  # headroom arrows for the kernels with the most time
 ARROW_MIN_HEADROOM = 1.5  # no arrow for a kernel this close to its roof
 
@@ -157,6 +158,15 @@ def _tick_box(t: Label) -> Rect:
     return label_box(x, y, "") if not t.text else Rect(x, y - 11, x + w, y + 3)
 
 
+def _slope_box(cx: float, cy: float, angle: float, text: str) -> Rect:
+    """The upright box around a label of `text` centred at (cx, cy) and turned by `angle` degrees."""
+    w, h = 6.8 * len(text), 13.0
+    a = math.radians(angle)
+    hw = (abs(math.cos(a)) * w + abs(math.sin(a)) * h) / 2
+    hh = (abs(math.sin(a)) * w + abs(math.cos(a)) * h) / 2
+    return Rect(cx - hw, cy - hh - 4, cx + hw, cy + hh - 4)
+
+
 def _nearest(box: Rect, x: float, y: float) -> tuple[float, float]:
     """The point of `box` nearest (x, y): where a leader line meets the label."""
     return min(max(x, box.x0), box.x1), min(max(y, box.y0), box.y1)
@@ -286,6 +296,7 @@ def roofline_chart(view: Result, limit: int | None) -> Chart:
 
     ceilings: list[Line] = []
     labels: list[Label] = []
+    slope_box: Rect | None = None
     roof_labels: list[tuple[float, str]] = []
     top_roof = roofs[-1][0] if roofs else None
     if bw:
@@ -293,12 +304,21 @@ def roofline_chart(view: Result, limit: int | None) -> Chart:
         xb = min(10.0**xhi, (top_roof or 10.0**yhi) / bw, 10.0**yhi / bw)
         if xb > xa:
             ceilings.append(Line(_f(px(xa)), _f(py(bw * xa)), _f(px(xb)), _f(py(bw * xb)), "ceil-mem"))
-            # the label sits along the slope, a third of the way up
-            xm = 10 ** (math.log10(xa) + (math.log10(xb) - math.log10(xa)) * 0.3)
+            # the label sits along the slope where the fewest points are (a third of the way up when none are)
             angle = -math.degrees(math.atan2((y1 - y0) / (yhi - ylo), (x1 - x0) / (xhi - xlo)))
+            text = f"DRAM {fmt_rate(bw, 'B/s')}"
+            dots = [(px(i), py(p)) for _, i, p in placed]
+            slope_spots = []
+            for frac in SLOPE_SPOTS:
+                xm = 10 ** (math.log10(xa) + (math.log10(xb) - math.log10(xa)) * frac)
+                box = _slope_box(px(xm), py(bw * xm) - 6, angle, text)
+                slope_spots.append(
+                    (sum(box.x0 - 14 <= x <= box.x1 + 14 and box.y0 - 14 <= y <= box.y1 + 14 for x, y in dots), xm, box)
+                )
+            _, xm, slope_box = min(slope_spots, key=lambda t: t[0])  # the first of the least crowded
             lx, ly = px(xm), py(bw * xm) - 6
             rotate = f"rotate({angle:.1f} {lx:.1f} {ly:.1f})"
-            labels.append(Label(_f(lx), _f(ly), f"DRAM {fmt_rate(bw, 'B/s')}", "middle", rotate, "lbl-mem"))
+            labels.append(Label(_f(lx), _f(ly), text, "middle", rotate, "lbl-mem"))
     for v, name in roofs:
         if not (ylo <= math.log10(v) <= yhi):
             continue
@@ -348,7 +368,7 @@ def roofline_chart(view: Result, limit: int | None) -> Chart:
             arrows.append((k, ax, py(perf), py(roof)))
 
     # labels: the biggest kernels first; boxes kept clear of every point, tick label and the other labels
-    taken = [_tick_box(t) for t in ticks]
+    taken = [_tick_box(t) for t in ticks] + ([slope_box] if slope_box else [])
     if shown:
         taken.append(Rect(x0, y0, x0 + 380, y0 + 22))
     order = sorted(range(len(points)), key=lambda i: -float(points[i].r))
