@@ -364,6 +364,18 @@ class TorchContext(Record):
 
 
 @dataclass(kw_only=True)
+class NoRuleVerdict(Record):
+    """What is known of a kernel group holding a large share of the time on which no rule fired: its bound, headroom,
+    limiter and NCU's top rule, and that no rule of ours applies."""
+
+    message: str
+    bound: str | None = None
+    headroom: Number = None
+    limiter: str | None = None
+    ncu_top_rule: str | None = None
+
+
+@dataclass(kw_only=True)
 class KernelEntry(Record):
     """One kernel group (the launches of one kernel with one launch shape, in one process): its time, the roofline
     and findings of its representative launch, and its variants (launches of other sizes)."""
@@ -372,6 +384,7 @@ class KernelEntry(Record):
     name: str
     demangled: str
     mangled: str = ""
+    display_name: str | None = optional()  # what tells ATen's generic kernels apart: `CUDAFunctor_add<BFloat16>`
     language: str
     launches: int
     grid: str
@@ -394,6 +407,7 @@ class KernelEntry(Record):
     roofline: Roofline
     launch: Launch
     findings: list[FindingEntry] = field(default_factory=list)
+    no_rule: NoRuleVerdict | None = optional()  # a large kernel group no rule spoke to: what is known
     suppressed: list[SuppressedFinding] = field(default_factory=list)
     skipped_rules: list[SkippedRule] = field(default_factory=list)
     source_anchor: SourceAnchor | None = None
@@ -454,6 +468,18 @@ class ProgramFindingEntry(Record):
 
 
 @dataclass(kw_only=True)
+class FollowUp(Record):
+    """A further fix on the kernel of a "where to start" entry, costed on the time left after the fixes before it."""
+
+    rule: str
+    category: str
+    title: str
+    estimated_saving_ns: float
+    program_fraction: float
+    variant: int | None = optional()
+
+
+@dataclass(kw_only=True)
 class TopAction(Record):
     """One entry of "where to start": a finding (kernel or program level) ranked by the time it saves."""
 
@@ -466,6 +492,8 @@ class TopAction(Record):
     program_fraction: float
     scope: Literal["kernel", "program"]
     variant: int | None = optional()  # the variant (index) the finding was found on
+    # the kernel's other fixes, each costed on the time left after the previous one (kernel entries only)
+    follow_ups: list[FollowUp] | None = optional()
 
 
 @dataclass(kw_only=True)
