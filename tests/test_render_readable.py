@@ -336,3 +336,21 @@ def test_in_chromium_no_two_labels_overlap_and_390px_never_scrolls_sideways(anal
     assert wide["labels"] > 0 and wide["hits"] == 0 and wide["over"] <= 0
     narrow = _probe(page, tmp_path, 390)
     assert narrow["over"] <= 0, narrow
+
+
+def test_a_fusion_chain_is_written_with_its_repeats_counted_and_each_kernel_once():
+    from ncuadvisor.units import compress_chain
+
+    chain = " → ".join(["vectorized_elementwise_kernel"] * 100 + ["elementwise_kernel"])
+    assert compress_chain(f"{chain} run back to back.") == (
+        "vectorized_elementwise_kernel ×100 → elementwise_kernel run back to back."
+    )
+    assert compress_chain("a → b → b → c.") == "a → b ×2 → c." and compress_chain("ab → a") == "ab → a"
+    names = ["vectorized_elementwise_kernel"] * 100 + ["elementwise_kernel"]
+    result = {
+        "program_findings": [
+            {"rule": "PRG002", "title": "chain", "message": chain, "kernels": names, "kernel_ids": ["k0"] * 101}
+        ]
+    }
+    p = report_view(result).program_findings[0]
+    assert p.kernels == ["vectorized_elementwise_kernel ×100", "elementwise_kernel"] and len(p.message) < 80

@@ -16,7 +16,7 @@ from dataclasses import dataclass, fields
 from typing import Any, TypeVar
 
 from ncuadvisor.result import shape_tags
-from ncuadvisor.units import finite, number
+from ncuadvisor.units import compress_chain, finite, number
 
 AT_ROOFLINE = "at-roofline"
 SOL_BARS: tuple[tuple[str, str], ...] = (
@@ -397,7 +397,21 @@ def _program_finding(raw: Mapping[str, Any]) -> ProgramFinding:
     ids = as_list(raw.get("kernel_ids"))
     if len(ids) != len(names):  # ids that do not line up with the names link nothing
         ids = [None] * len(names)
-    return pick(ProgramFinding, raw, kernels=names, kernel_links=list(zip(names, ids)))
+    # each kernel once, with how often the chain holds it; repeats in the text counted too ('a ×100 → b')
+    counts: dict[Any, int] = {}
+    first_id: dict[Any, Any] = {}
+    for n, i in zip(names, ids):
+        counts[n] = counts.get(n, 0) + 1
+        first_id.setdefault(n, i)
+    shown = [f"{n} ×{c}" if c > 1 else n for n, c in counts.items()]
+    return pick(
+        ProgramFinding,
+        raw,
+        title=compress_chain(raw.get("title")) if raw.get("title") is not None else None,
+        message=compress_chain(raw.get("message")) if raw.get("message") is not None else None,
+        kernels=shown,
+        kernel_links=[(s, first_id[n]) for s, n in zip(shown, counts)],
+    )
 
 
 def _report(raw: Mapping[str, Any]) -> Report:
