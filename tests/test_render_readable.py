@@ -354,3 +354,47 @@ def test_a_fusion_chain_is_written_with_its_repeats_counted_and_each_kernel_once
     }
     p = report_view(result).program_findings[0]
     assert p.kernels == ["vectorized_elementwise_kernel ×100", "elementwise_kernel"] and len(p.message) < 80
+
+
+def _hier_kernel(n: int, limiter: str) -> dict:
+    inten = 0.1 * (n + 1)
+    return {
+        "id": f"k{n}",
+        "name": f"kernel_{n}",
+        "duration_ns": 1e5,
+        "time_share": 0.2,
+        "bound": "memory",
+        "headroom": 3.0,
+        "roofline": {
+            "intensity": inten,
+            "achieved_flops_per_s": 1e11 * (n + 1),
+            "limiter": limiter,
+            "hierarchy": [
+                {"level": "l1", "bytes": 1e9, "intensity": inten * 8, "peak_bytes_per_s": 3.3e13},
+                {"level": "l2", "bytes": 1e9, "intensity": inten * 3, "peak_bytes_per_s": 1.0e13},
+                {"level": "dram", "bytes": 1e9, "intensity": inten, "peak_bytes_per_s": 4.8e12},
+            ],
+        },
+    }
+
+
+def test_the_memory_hierarchy_is_drawn_when_the_result_holds_it():
+    limiters = ["dram", "issue", "fma", "l2", "sfu"]
+    result = {
+        "report": {"device": {"peak_dram_bytes_per_s": 4.8e12, "peak_flops_per_s": {"fp32": 6.7e13}}},
+        "kernels": [_hier_kernel(n, lim) for n, lim in enumerate(limiters)],
+    }
+    chart = roofline_chart(report_view(result), None)
+    assert [r.level for r in chart.level_roofs] == ["l2", "l1"]
+    assert {m.level for m in chart.level_marks} == {"l1", "l2"} and len(chart.level_marks) == 10
+    # the limiters that are not FLOP pipes nor memory levels are ringed: issue and SFU
+    assert sorted(k.roofline.limiter for k in chart.off_pipe) == ["issue", "sfu"]
+    labels, _ = _boxes(chart)
+    assert not [(a, b) for i, a in enumerate(labels) for b in labels[:i] if a.hits(b)]
+    page = render_html(result)
+    assert 'class="ceil-l2"' in page and 'class="level l1"' in page and "not a FLOP pipe" in page
+    # a result without the hierarchy draws none of it
+    for k in result["kernels"]:
+        del k["roofline"]["hierarchy"], k["roofline"]["limiter"]
+    bare = roofline_chart(report_view(result), None)
+    assert not bare.level_roofs and not bare.level_marks and not bare.off_pipe

@@ -163,7 +163,8 @@ class Roofline:
     limiting_precision: Any
     limiting_peak_flops_per_s: Any  # the peak of the limiting precision, None when the report lacks it
     sm_clock_hz: Any  # the SM clock measured during the kernel
-    limiter: Any  # the unit that limits the kernel ('dram', 'fp32', 'issue', 'sfu', ...) when the result names it
+    limiter: Any  # the unit that limits the kernel ('dram', 'l2', 'fma', 'issue', 'sfu', ...) when the result names it
+    hierarchy: list[Mapping[str, Any]]  # per memory level (l1, l2, dram): bytes, intensity, peak_bytes_per_s
     sol: Sol
     sol_bars: list[tuple[str, Any]]  # (label, percentage) in display order
 
@@ -347,6 +348,7 @@ def _roofline(raw: Mapping[str, Any]) -> Roofline:
         raw,
         sol=sol,
         sol_bars=[(label, getattr(sol, key)) for key, label in SOL_BARS],
+        hierarchy=as_maps(raw.get("hierarchy")),
         limiting_peak_flops_per_s=peaks.get(precision) if precision and isinstance(precision, str) else None,
     )
 
