@@ -398,3 +398,12 @@ def test_the_memory_hierarchy_is_drawn_when_the_result_holds_it():
         del k["roofline"]["hierarchy"], k["roofline"]["limiter"]
     bare = roofline_chart(report_view(result), None)
     assert not bare.level_roofs and not bare.level_marks and not bare.off_pipe
+
+
+def test_a_line_inside_cudas_headers_names_the_kernels_own_line(analyzed):
+    """ATM001 on the planted histogram points at device_atomic_functions.hpp: the page says so and names the
+    kernel's line in the user's file beside it."""
+    page = render_html(analyzed("flaws"))
+    assert re.search(
+        r"device_atomic_functions\.hpp:\d+<br><span class=\"muted\">in CUDA's headers; the kernel: flaws\.cu:\d+", page
+    )

@@ -16,7 +16,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from ncuadvisor.render import console_for_output
-from ncuadvisor.render.view import Action, Finding, Kernel, Result, report_view
+from ncuadvisor.render.view import Action, Finding, Kernel, Result, in_toolkit, report_view
 from ncuadvisor.units import basename_loc, first_sentence, fit_name, fmt_ns, fmt_pct, fmt_x, short_name
 
 BOUND_STYLE = {"memory": "cyan", "compute": "magenta", "latency": "yellow", "launch": "red", "unknown": "dim"}
@@ -61,12 +61,6 @@ def _finding_of(view: Result, a: Action) -> tuple[Kernel | None, Finding | None]
     return None, None
 
 
-def _toolkit(path: str) -> bool:
-    """Whether a source path is inside the CUDA toolkit's headers, not the user's code."""
-    p = path.replace("\\", "/")
-    return "/include/" in p and ("/cuda" in p or "/targets/" in p)
-
-
 def _where_and_fix(view: Result, a: Action) -> str:
     """'file:line · fix in one line' for an action: the finding's first source line, else the kernel's."""
     if a.scope == "program":
@@ -76,7 +70,7 @@ def _where_and_fix(view: Result, a: Action) -> str:
     src = [f"{s.file}:{s.line}" for s in (f.source if f else []) if s.file and s.line is not None]
     anchor = k.source_anchor if k else None
     kernel_at = f"{anchor.file}:{anchor.line}" if anchor and anchor.file and anchor.line is not None else ""
-    mine = [s for s in src if not _toolkit(s)]
+    mine = [s for s in src if not in_toolkit(s.rpartition(":")[0])]
     if mine:
         where = basename_loc(mine[0])
     elif src and kernel_at:  # the line is inside CUDA's headers: name the kernel's own line beside it

@@ -118,6 +118,17 @@ class SourceLine:
     sass: Any
     share: Any
     metric: Any
+    toolkit: bool = False  # the file is one of the CUDA toolkit's headers, not the user's code
+
+
+def in_toolkit(path: Any) -> bool:
+    """Whether a source path is inside the CUDA toolkit's headers (device_atomic_functions.hpp and the like)."""
+    p = str(path or "").replace("\\", "/")
+    return "/include/" in p and ("/cuda" in p or "/targets/" in p)
+
+
+def _source(raw: Mapping[str, Any]) -> SourceLine:
+    return pick(SourceLine, raw, toolkit=in_toolkit(raw.get("file")))
 
 
 @dataclass(frozen=True)
@@ -333,7 +344,7 @@ def _finding(raw: Mapping[str, Any], duration_ns: Any) -> Finding:
         Finding,
         raw,
         evidence=[_evidence(e) for e in as_maps(raw.get("evidence"))],
-        source=[pick(SourceLine, s) for s in as_maps(raw.get("source"))],
+        source=[_source(s) for s in as_maps(raw.get("source"))],
         at_roofline=raw.get("category") == AT_ROOFLINE,
         saving_ns=times(duration_ns, raw.get("estimated_speedup")),
     )
@@ -381,7 +392,7 @@ def _kernel(index: int, raw: Mapping[str, Any], tags: Mapping[str, str]) -> Kern
         full_name=raw.get("demangled") or raw.get("name"),
         shape_tag=tags.get(str(kid), "") if kid is not None else "",
         executable=as_map(raw.get("process")).get("executable"),
-        source_anchor=pick(SourceLine, as_map(raw.get("source_anchor"))),
+        source_anchor=_source(as_map(raw.get("source_anchor"))),
         roofline=_roofline(as_map(raw.get("roofline"))),
         launch=pick(Launch, as_map(raw.get("launch"))),
         findings=findings,
