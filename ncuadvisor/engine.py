@@ -170,5 +170,11 @@ def run_rules(rules: list[Rule | ProgramRule], ctx: KernelContext) -> KernelVerd
         else:
             kept.append(f)
     kept.sort(key=lambda f: -f.estimated_speedup)
+    if at_roofline and any(f.changes_floor for f in kept):
+        # "leave it" holds for the floor of today's algorithm; a kept fix that lowers the floor contradicts it
+        verdict.suppressed.append(
+            {"rule": at_roofline[0].rule, "title": at_roofline[0].title, "reason": "a kept fix lowers the floor"}
+        )
+        at_roofline = []
     verdict.findings = kept + at_roofline[:1] if at_roofline else kept
     return verdict

@@ -171,9 +171,12 @@ def clip(text: Any, limit: int) -> str:
 
 
 def short_name(name: Any, limit: int = 80) -> str:
-    """A readable kernel name: templates collapsed (`f<...>`), then cut at `limit` characters; "–" for None."""
+    """A readable kernel name: templates collapsed (`f<...>`), then cut at `limit` characters; "–" for None. A short
+    name with one flat template argument list (`CUDAFunctor_add<BFloat16>`) keeps it: the type tells kernels apart."""
     if name is None:
         return MISSING
+    if len(str(name)) <= limit and str(name).count("<") == 1 and str(name).endswith(">"):
+        return str(name)
     out, depth = [], 0
     for ch in str(name):
         if ch == "<":

@@ -85,7 +85,7 @@ def test_html_has_every_kernel_card_and_escaped_name(result):
         assert f'<section class="card" id="{k["id"]}">' in page
         assert f'href="#{k["id"]}"' in page
         assert html.escape(k["demangled"], quote=False) in page
-        assert html.escape(short_name(k["name"])) in page
+        assert html.escape(short_name(k.get("display_name") or k["name"])) in page
     for a in result["top_actions"]:
         assert html.escape(a["title"], quote=False) in page
     assert result["report"]["device"]["name"] in page
@@ -170,7 +170,7 @@ def test_markdown_summary_table_and_details(result):
     rows = [line for line in text.splitlines() if re.match(r"^\| \d+ \|", line)]
     assert len(rows) == len(result["kernels"])
     for k in result["kernels"]:
-        assert md(short_name(k["name"], 60)) in text
+        assert md(short_name(k.get("display_name") or k["name"], 60)) in text
     assert text.count("<details>") == text.count("</details>") == len(result["kernels"])
     assert text.count("```") % 2 == 0
     assert "left out" not in text

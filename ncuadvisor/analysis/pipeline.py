@@ -21,12 +21,13 @@ from ncuadvisor.analysis.entries import (
     device_entry,
     launch_entry,
     launch_list,
+    no_rule_verdict,
     process_fields,
     processes_entry,
     roofline_entry,
     variant_entry,
 )
-from ncuadvisor.analysis.language import kernel_language
+from ncuadvisor.analysis.language import display_name, kernel_language
 from ncuadvisor.analysis.ranking import top_actions
 from ncuadvisor.load import ReportReader, read_results
 from ncuadvisor.model import Kernel, Profile, ResultDetail, group_kernels, num
@@ -261,6 +262,7 @@ def assemble(
                 "name": k.name,
                 "demangled": k.demangled,
                 "mangled": k.mangled,
+                **({"display_name": shown} if (shown := display_name(k.name, k.demangled)) != k.name else {}),
                 "language": main.language,
                 "launches": k.launches,
                 "grid": k.grid,
@@ -294,6 +296,10 @@ def assemble(
                 "result_ids": k.result_ids,
             }
         )
+        if (no_rule := no_rule_verdict(kernel_entries[-1], row)) is not None:
+            items = list(kernel_entries[-1].items())
+            at = [key for key, _ in items].index("findings") + 1  # right after the findings, as in the schema
+            kernel_entries[-1] = dict(items[:at] + [("no_rule", no_rule)] + items[at:])
     missing_sections = [s for s in ANALYSIS_SECTIONS if s not in evaluation.sections_seen]
     if missing_sections and kernels:
         warnings.append(

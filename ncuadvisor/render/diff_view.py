@@ -226,7 +226,7 @@ def _entry(raw: Mapping[str, Any], tag: str) -> Entry:
     return pick(
         Entry,
         raw,
-        shown_name=raw.get("name") or raw.get("demangled"),
+        shown_name=raw.get("display_name") or raw.get("name") or raw.get("demangled"),
         full_name=raw.get("demangled") or raw.get("name"),
         shape_tag=tag,
         process=process,

@@ -38,7 +38,7 @@ def _extra(k: Kernel) -> str:
 
 def _first_text(k: Kernel) -> str:
     """The first finding's rule, category and saving, and the first finding of each launch size of its own."""
-    text = "–"
+    text = "no rule applies" if k.no_rule else "–"
     first = k.first_finding
     if first:
         est = first.estimated_speedup or 0
@@ -100,7 +100,11 @@ def _where_to_start(console: Console, view: Result, width: int) -> None:
             f" ({fmt_pct(a.program_fraction)} of the program)"
         )
         detail = _where_and_fix(view, a)
-        rows.append((f"{i}.", head + (f"\n[dim]→ {escape(detail)}[/dim]" if detail else "")))
+        then = "".join(
+            f"\nthen {escape(str(u.title or ''))} [dim]({escape(str(u.rule))})[/dim] ~{fmt_ns(u.estimated_saving_ns)} more"
+            for u in a.follow_ups
+        )
+        rows.append((f"{i}.", head + (f"\n[dim]→ {escape(detail)}[/dim]" if detail else "") + then))
     listed = {(a.rule, a.title) for a in actions if a.scope == "program"}
     for p in [p for p in view.program_findings if (p.rule, p.title) not in listed][:ACTIONS_SHOWN]:
         rows.append(("•", f"{escape(str(p.title or ''))} [dim]({p.rule})[/dim] saves ~{fmt_ns(p.estimated_saving_ns)}"))
@@ -139,7 +143,7 @@ def render_terminal(result: Mapping[str, Any], console: Console | None = None, t
     avail = width - sum(fixed) - 3 * ncols - 1  # each column: 1 space either side and a border
     name_need = min(
         NAME_MAX,
-        max([len(short_name(k.name or k.demangled, NAME_MAX)) + len(e) for k, e in zip(kernels, extras)] + [6]),
+        max([len(short_name(k.shown_name, NAME_MAX)) + len(e) for k, e in zip(kernels, extras)] + [6]),
     )
     first_need = min(FIRST_MAX, max([len(t) for t in firsts] + [13]))
     if "first finding" in shown and name_need + first_need > avail:
@@ -166,12 +170,16 @@ def render_terminal(result: Mapping[str, Any], console: Console | None = None, t
         table.add_column("first finding", no_wrap=True, overflow="ellipsis", max_width=first_w)
     for k, first, extra in zip(kernels, firsts, extras):
         bound = k.bound or "unknown"
-        name = fit_name(k.name or k.demangled, max(8, name_w - len(extra))) + extra
+        name = fit_name(k.shown_name, max(8, name_w - len(extra))) + extra
         row = [str(k.index), escape(name)]
         row += [str(k.launches)] if "launches" in shown else []
         row += [fmt_ns(k.duration_ns)]
         row += [fmt_pct(k.time_share)] if "share" in shown else []
-        row += [f"[{BOUND_STYLE.get(bound, '')}]{bound}[/]", fmt_x(k.headroom)]
+        row += [
+            f"[{BOUND_STYLE.get(bound, '')}]{bound}[/]"
+            + (f" · {escape(str(k.roofline.limiter))}" if k.roofline.limiter else ""),
+            fmt_x(k.headroom),
+        ]
         row += [escape(first)] if "first finding" in shown else []
         table.add_row(*row)
     console.print()

@@ -12,7 +12,7 @@ first finding, a program finding's links) is computed here.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from typing import Any, TypeVar
 
 from ncuadvisor.result import shape_tags
@@ -175,6 +175,7 @@ class Roofline:
     limiting_peak_flops_per_s: Any  # the peak of the limiting precision, None when the report lacks it
     sm_clock_hz: Any  # the SM clock measured during the kernel
     limiter: Any  # the unit that limits the kernel ('dram', 'l2', 'fma', 'issue', 'sfu', ...) when the result names it
+    limiter_reason: Any  # the same, in words
     hierarchy: list[Mapping[str, Any]]  # per memory level (l1, l2, dram): bytes, intensity, peak_bytes_per_s
     sol: Sol
     sol_bars: list[tuple[str, Any]]  # (label, percentage) in display order
@@ -231,9 +232,10 @@ class Kernel:
     name: Any
     demangled: Any
     mangled: Any
-    shown_name: Any  # the name, else the demangled name
+    shown_name: Any  # the display name (the op of an ATen generic kernel), else the name, else the demangled name
     full_name: Any  # the demangled name, else the name
     shape_tag: str  # what tells it from other kernels of its name ('grid (8, 8, 1)'), else ""
+    no_rule: Any  # a large kernel group no rule spoke to: what is known of it (its message), else None
     language: Any
     grid: Any
     block: Any
@@ -273,6 +275,17 @@ class Action:
     shape_tag: str
     rule: Any
     category: Any
+    title: Any
+    estimated_saving_ns: Any
+    program_fraction: Any
+    follow_ups: list[FollowUp] = field(default_factory=list)  # the kernel's further fixes, on the time left
+
+
+@dataclass(frozen=True)
+class FollowUp:
+    """A further fix under a "where to start" entry."""
+
+    rule: Any
     title: Any
     estimated_saving_ns: Any
     program_fraction: Any
@@ -388,9 +401,10 @@ def _kernel(index: int, raw: Mapping[str, Any], tags: Mapping[str, str]) -> Kern
         raw,
         index=index,
         anchor=str(kid or f"k{index - 1}"),  # the result's ids count from 0
-        shown_name=raw.get("name") or raw.get("demangled"),
+        shown_name=raw.get("display_name") or raw.get("name") or raw.get("demangled"),
         full_name=raw.get("demangled") or raw.get("name"),
         shape_tag=tags.get(str(kid), "") if kid is not None else "",
+        no_rule=as_map(raw.get("no_rule")).get("message"),
         executable=as_map(raw.get("process")).get("executable"),
         source_anchor=_source(as_map(raw.get("source_anchor"))),
         roofline=_roofline(as_map(raw.get("roofline"))),
@@ -449,11 +463,14 @@ def report_view(result: Mapping[str, Any]) -> Result:
     """The view of a result dict (the JSON contract, schema_version 1)."""
     result = as_map(result)
     tags = shape_tags(result)
+    shown = {str(k.get("id")): k.get("display_name") for k in as_maps(result.get("kernels")) if k.get("display_name")}
     actions = [
         pick(
             Action,
             a,
             shape_tag=tags.get(str(a.get("kernel_id")), "") if a.get("scope") != "program" else "",
+            **({"kernel": shown[str(a.get("kernel_id"))]} if str(a.get("kernel_id")) in shown else {}),
+            follow_ups=[pick(FollowUp, u) for u in as_maps(a.get("follow_ups"))],
         )
         for a in as_maps(result.get("top_actions"))
     ]
