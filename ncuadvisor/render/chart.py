@@ -26,6 +26,7 @@ LABEL_GAP = 13  # min vertical distance between ceiling labels
 SLOPE_SPOTS = (0.3, 0.45, 0.6, 0.75, 0.15)  # where along the DRAM slope its label may sit, the first preferred
 ARROWS = 3  # headroom arrows for the kernels with the most time
 ARROW_MIN_HEADROOM = 1.5  # no arrow for a kernel this close to its roof
+ARROW_AGREE = 0.05  # an arrow only where roof ÷ point is the card's headroom within this
 
 
 @dataclass(frozen=True)
@@ -370,7 +371,10 @@ def roofline_chart(view: Result, limit: int | None) -> Chart:
         head = number(k.headroom)
         ax = px(inten)
         clear = all(abs(ax - a[1]) > 8 for a in arrows)  # one arrow per column: another would hide under it
-        if roof and head and head >= ARROW_MIN_HEADROOM and py(roof) < py(perf) - 12 and clear:
+        # only where the drawn roof is the kernel's floor (not an issue, lane or launch floor the chart has no line
+        # for): then the arrow's length is the headroom on its card
+        drawn = roof is not None and head is not None and abs(roof / perf - head) <= ARROW_AGREE * head
+        if roof and head and head >= ARROW_MIN_HEADROOM and py(roof) < py(perf) - 12 and clear and drawn:
             arrows.append((k, ax, py(perf), py(roof)))
 
     # labels: the biggest kernels first; boxes kept clear of every point, tick label and the other labels

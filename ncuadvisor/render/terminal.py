@@ -36,6 +36,13 @@ def _extra(k: Kernel) -> str:
     )
 
 
+def _bound_text(k: Kernel) -> str:
+    """The bound, and the limiter when the result names one that says more ('compute · issue')."""
+    bound = k.bound or "unknown"
+    lim = k.roofline.limiter
+    return f"{bound} · {lim}" if lim and str(lim) != bound else bound
+
+
 def _first_text(k: Kernel) -> str:
     """The first finding's rule, category and saving, and the first finding of each launch size of its own."""
     text = "no rule applies" if k.no_rule else "–"
@@ -138,7 +145,10 @@ def render_terminal(result: Mapping[str, Any], console: Console | None = None, t
     firsts = [_first_text(k) for k in kernels]
     extras = [_extra(k) for k in kernels]
     # the columns' contents: the fixed ones at their widest, then the name and the first finding share the rest
-    fixed = [2, 8, 7, 8] + ([8] if "launches" in shown else []) + ([5] if "share" in shown else [])
+    bounds = [_bound_text(k) for k in kernels]
+    index_w = max([len(str(k.index)) for k in kernels] + [1])
+    bound_w = max([len(b) for b in bounds] + [5])
+    fixed = [index_w, 8, bound_w, 8] + ([8] if "launches" in shown else []) + ([5] if "share" in shown else [])
     ncols = len(fixed) + 2
     avail = width - sum(fixed) - 3 * ncols - 1  # each column: 1 space either side and a border
     name_need = min(
@@ -157,18 +167,18 @@ def render_terminal(result: Mapping[str, Any], console: Console | None = None, t
     elif name_need + first_need <= avail:
         name_w, first_w = name_need, first_need
     table = Table(title=None, show_lines=False, header_style="bold")
-    table.add_column("#", justify="right", no_wrap=True)
+    table.add_column("#", justify="right", no_wrap=True, min_width=index_w)
     table.add_column("kernel", no_wrap=True, overflow="ellipsis", min_width=min(name_w, 12), max_width=name_w)
     if "launches" in shown:
         table.add_column("launches", justify="right", no_wrap=True)
     table.add_column("time", justify="right", no_wrap=True, min_width=8)
     if "share" in shown:
         table.add_column("share", justify="right", no_wrap=True)
-    table.add_column("bound", no_wrap=True, min_width=7)
+    table.add_column("bound", no_wrap=True, min_width=bound_w)
     table.add_column("headroom", justify="right", no_wrap=True, min_width=8)
     if "first finding" in shown:
         table.add_column("first finding", no_wrap=True, overflow="ellipsis", max_width=first_w)
-    for k, first, extra in zip(kernels, firsts, extras):
+    for k, first, extra, bound_text in zip(kernels, firsts, extras, bounds):
         bound = k.bound or "unknown"
         name = fit_name(k.shown_name, max(8, name_w - len(extra))) + extra
         row = [str(k.index), escape(name)]
@@ -176,8 +186,7 @@ def render_terminal(result: Mapping[str, Any], console: Console | None = None, t
         row += [fmt_ns(k.duration_ns)]
         row += [fmt_pct(k.time_share)] if "share" in shown else []
         row += [
-            f"[{BOUND_STYLE.get(bound, '')}]{bound}[/]"
-            + (f" · {escape(str(k.roofline.limiter))}" if k.roofline.limiter else ""),
+            f"[{BOUND_STYLE.get(bound, '')}]{bound}[/]" + escape(bound_text[len(bound) :]),
             fmt_x(k.headroom),
         ]
         row += [escape(first)] if "first finding" in shown else []
