@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 import os
 import posixpath
+import re
 from typing import Any
 
 MISSING = "–"
@@ -211,6 +212,16 @@ def first_sentence(text: Any, limit: int = 160) -> str:
         if 0 < at < limit:
             return s[: at + 1].rstrip(";")
     return clip(s, limit)
+
+
+_CHAIN_REPEAT = re.compile(r"(?<![^\s(])(?P<k>[^\s→]+)(?: → (?P=k)(?![^\s).,;:]))+")
+
+
+def compress_chain(text: Any) -> str:
+    """A chain of kernels with its repeats counted: 'a → a → a → b' -> 'a ×3 → b' ("" for None)."""
+    return _CHAIN_REPEAT.sub(
+        lambda m: f"{m.group('k')} ×{m.group(0).count(' → ') + 1}", "" if text is None else str(text)
+    )
 
 
 def basename(path: Any) -> str:

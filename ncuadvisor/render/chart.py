@@ -11,6 +11,7 @@ import math
 from dataclasses import dataclass, replace
 
 from ncuadvisor.render import bound_class
+from ncuadvisor.render.chart_levels import LevelMark, LevelRoof, level_marks, level_peaks, level_roofs
 from ncuadvisor.render.chart_place import Rect, label_box, place_labels
 from ncuadvisor.render.view import Device, Kernel, Result
 from ncuadvisor.units import fmt_decade, fmt_pct, fmt_rate, fmt_si, fmt_x, number
@@ -25,6 +26,7 @@ LABEL_GAP = 13  # min vertical distance between ceiling labels
 SLOPE_SPOTS = (0.3, 0.45, 0.6, 0.75, 0.15)  # where along the DRAM slope its label may sit, the first preferred
 ARROWS = 3  # headroom arrows for the kernels with the most time
 ARROW_MIN_HEADROOM = 1.5  # no arrow for a kernel this close to its roof
+ARROW_AGREE = 0.05  # an arrow only where roof ÷ point is the card's headroom within this
 
 
 @dataclass(frozen=True)
@@ -120,6 +122,8 @@ class Chart:
     labels: list[Label]
     points: list[Point]
     arrows: list[Arrow]
+    level_roofs: list[LevelRoof]  # L2 and L1 slopes, when the result holds the memory hierarchy
+    level_marks: list[LevelMark]
     unlabelled: list[Kernel]  # points whose label found no free spot near them
     clock_hz: float | None  # the one SM clock of the ceilings and the points
     off_pipe: list[Kernel]  # placed kernels whose limiter is not a FLOP pipe or a memory level
@@ -199,6 +203,8 @@ def _point(k: Kernel, cx: float, cy: float, extra: str, cls: str = "") -> Point:
 
 
 MEMORY_LEVELS = frozenset({"dram", "memory", "l2", "lts", "l1", "l1tex", "shared", "tex"})
+FLOP_PIPES = frozenset({"fma", "fp32", "fp64", "fp16", "tensor", "dfma", "hfma"})
+NOT_UNITS = frozenset({"launch", "latency"})  # limiters that are no unit at all: not marked
 
 
 def _off_pipe(k: Kernel, device: Device) -> bool:
@@ -207,7 +213,8 @@ def _off_pipe(k: Kernel, device: Device) -> bool:
     if not isinstance(lim, str) or not lim:
         return False
     key = lim.lower()
-    return key not in MEMORY_LEVELS and key not in device.peak_flops_per_s and not key.startswith("tensor")
+    flop = key in FLOP_PIPES or key in device.peak_flops_per_s or key.startswith("tensor")
+    return not flop and key not in MEMORY_LEVELS and key not in NOT_UNITS
 
 
 def _roof_at(inten: float, bw: float | None, peak: float | None) -> float | None:
@@ -364,11 +371,20 @@ def roofline_chart(view: Result, limit: int | None) -> Chart:
         head = number(k.headroom)
         ax = px(inten)
         clear = all(abs(ax - a[1]) > 8 for a in arrows)  # one arrow per column: another would hide under it
-        if roof and head and head >= ARROW_MIN_HEADROOM and py(roof) < py(perf) - 12 and clear:
+        # only where the drawn roof is the kernel's floor (not an issue, lane or launch floor the chart has no line
+        # for): then the arrow's length is the headroom on its card
+        drawn = roof is not None and head is not None and abs(roof / perf - head) <= ARROW_AGREE * head
+        if roof and head and head >= ARROW_MIN_HEADROOM and py(roof) < py(perf) - 12 and clear and drawn:
             arrows.append((k, ax, py(perf), py(roof)))
 
     # labels: the biggest kernels first; boxes kept clear of every point, tick label and the other labels
-    taken = [_tick_box(t) for t in ticks] + ([slope_box] if slope_box else [])
+    slope_angle = -math.degrees(math.atan2((y1 - y0) / (yhi - ylo), (x1 - x0) / (xhi - xlo)))
+    lmarks = level_marks(placed, px, py)
+    dots = [(px(i), py(p)) for _, i, p in placed] + [(float(m.cx), float(m.cy)) for m in lmarks]
+    avoid = [slope_box] if slope_box else []
+    lroofs, lboxes = level_roofs(level_peaks(every), top_roof, (xlo, xhi, ylo, yhi), px, py, slope_angle, dots, avoid)
+    taken = [_tick_box(t) for t in ticks] + ([slope_box] if slope_box else []) + lboxes
+    taken += [Rect(float(m.cx) - 4, float(m.cy) - 4, float(m.cx) + 4, float(m.cy) + 4) for m in lmarks]
     if shown:
         taken.append(Rect(x0, y0, x0 + 380, y0 + 22))
     order = sorted(range(len(points)), key=lambda i: -float(points[i].r))
@@ -408,6 +424,8 @@ def roofline_chart(view: Result, limit: int | None) -> Chart:
         labels=labels,
         points=points,
         arrows=arrow_marks,
+        level_roofs=lroofs,
+        level_marks=lmarks,
         unlabelled=sorted(unlabelled, key=lambda k: k.index),
         clock_hz=number(device.sm_clock_hz),
         off_pipe=[k for k, *_ in placed if _off_pipe(k, device)],

@@ -16,7 +16,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from ncuadvisor.render import console_for_output
-from ncuadvisor.render.view import Action, Finding, Kernel, Result, report_view
+from ncuadvisor.render.view import Action, Finding, Kernel, Result, in_toolkit, report_view
 from ncuadvisor.units import basename_loc, first_sentence, fit_name, fmt_ns, fmt_pct, fmt_x, short_name
 
 BOUND_STYLE = {"memory": "cyan", "compute": "magenta", "latency": "yellow", "launch": "red", "unknown": "dim"}
@@ -34,6 +34,13 @@ def _extra(k: Kernel) -> str:
         + (f" [{k.process_label}]" if k.process_label else "")
         + (f" [GPU {k.device_id}]" if isinstance(k.device_id, int) else "")
     )
+
+
+def _bound_text(k: Kernel) -> str:
+    """The bound, and the limiter when the result names one that says more ('compute · issue')."""
+    bound = k.bound or "unknown"
+    lim = k.roofline.limiter
+    return f"{bound} · {lim}" if lim and str(lim) != bound else bound
 
 
 def _first_text(k: Kernel) -> str:
@@ -61,12 +68,6 @@ def _finding_of(view: Result, a: Action) -> tuple[Kernel | None, Finding | None]
     return None, None
 
 
-def _toolkit(path: str) -> bool:
-    """Whether a source path is inside the CUDA toolkit's headers, not the user's code."""
-    p = path.replace("\\", "/")
-    return "/include/" in p and ("/cuda" in p or "/targets/" in p)
-
-
 def _where_and_fix(view: Result, a: Action) -> str:
     """'file:line · fix in one line' for an action: the finding's first source line, else the kernel's."""
     if a.scope == "program":
@@ -76,7 +77,7 @@ def _where_and_fix(view: Result, a: Action) -> str:
     src = [f"{s.file}:{s.line}" for s in (f.source if f else []) if s.file and s.line is not None]
     anchor = k.source_anchor if k else None
     kernel_at = f"{anchor.file}:{anchor.line}" if anchor and anchor.file and anchor.line is not None else ""
-    mine = [s for s in src if not _toolkit(s)]
+    mine = [s for s in src if not in_toolkit(s.rpartition(":")[0])]
     if mine:
         where = basename_loc(mine[0])
     elif src and kernel_at:  # the line is inside CUDA's headers: name the kernel's own line beside it
@@ -144,7 +145,10 @@ def render_terminal(result: Mapping[str, Any], console: Console | None = None, t
     firsts = [_first_text(k) for k in kernels]
     extras = [_extra(k) for k in kernels]
     # the columns' contents: the fixed ones at their widest, then the name and the first finding share the rest
-    fixed = [2, 8, 7, 8] + ([8] if "launches" in shown else []) + ([5] if "share" in shown else [])
+    bounds = [_bound_text(k) for k in kernels]
+    index_w = max([len(str(k.index)) for k in kernels] + [1])
+    bound_w = max([len(b) for b in bounds] + [5])
+    fixed = [index_w, 8, bound_w, 8] + ([8] if "launches" in shown else []) + ([5] if "share" in shown else [])
     ncols = len(fixed) + 2
     avail = width - sum(fixed) - 3 * ncols - 1  # each column: 1 space either side and a border
     name_need = min(
@@ -163,18 +167,18 @@ def render_terminal(result: Mapping[str, Any], console: Console | None = None, t
     elif name_need + first_need <= avail:
         name_w, first_w = name_need, first_need
     table = Table(title=None, show_lines=False, header_style="bold")
-    table.add_column("#", justify="right", no_wrap=True)
+    table.add_column("#", justify="right", no_wrap=True, min_width=index_w)
     table.add_column("kernel", no_wrap=True, overflow="ellipsis", min_width=min(name_w, 12), max_width=name_w)
     if "launches" in shown:
         table.add_column("launches", justify="right", no_wrap=True)
     table.add_column("time", justify="right", no_wrap=True, min_width=8)
     if "share" in shown:
         table.add_column("share", justify="right", no_wrap=True)
-    table.add_column("bound", no_wrap=True, min_width=7)
+    table.add_column("bound", no_wrap=True, min_width=bound_w)
     table.add_column("headroom", justify="right", no_wrap=True, min_width=8)
     if "first finding" in shown:
         table.add_column("first finding", no_wrap=True, overflow="ellipsis", max_width=first_w)
-    for k, first, extra in zip(kernels, firsts, extras):
+    for k, first, extra, bound_text in zip(kernels, firsts, extras, bounds):
         bound = k.bound or "unknown"
         name = fit_name(k.shown_name, max(8, name_w - len(extra))) + extra
         row = [str(k.index), escape(name)]
@@ -182,8 +186,7 @@ def render_terminal(result: Mapping[str, Any], console: Console | None = None, t
         row += [fmt_ns(k.duration_ns)]
         row += [fmt_pct(k.time_share)] if "share" in shown else []
         row += [
-            f"[{BOUND_STYLE.get(bound, '')}]{bound}[/]"
-            + (f" · {escape(str(k.roofline.limiter))}" if k.roofline.limiter else ""),
+            f"[{BOUND_STYLE.get(bound, '')}]{bound}[/]" + escape(bound_text[len(bound) :]),
             fmt_x(k.headroom),
         ]
         row += [escape(first)] if "first finding" in shown else []

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any, TypeVar
 
 from ncuadvisor.result import shape_tags
-from ncuadvisor.units import finite, number
+from ncuadvisor.units import compress_chain, finite, number
 
 AT_ROOFLINE = "at-roofline"
 SOL_BARS: tuple[tuple[str, str], ...] = (
@@ -118,6 +118,17 @@ class SourceLine:
     sass: Any
     share: Any
     metric: Any
+    toolkit: bool = False  # the file is one of the CUDA toolkit's headers, not the user's code
+
+
+def in_toolkit(path: Any) -> bool:
+    """Whether a source path is inside the CUDA toolkit's headers (device_atomic_functions.hpp and the like)."""
+    p = str(path or "").replace("\\", "/")
+    return "/include/" in p and ("/cuda" in p or "/targets/" in p)
+
+
+def _source(raw: Mapping[str, Any]) -> SourceLine:
+    return pick(SourceLine, raw, toolkit=in_toolkit(raw.get("file")))
 
 
 @dataclass(frozen=True)
@@ -163,8 +174,9 @@ class Roofline:
     limiting_precision: Any
     limiting_peak_flops_per_s: Any  # the peak of the limiting precision, None when the report lacks it
     sm_clock_hz: Any  # the SM clock measured during the kernel
-    limiter: Any  # the unit that sets the floor (dram, fma, sfu, issue, ...)
+    limiter: Any  # the unit that limits the kernel ('dram', 'l2', 'fma', 'issue', 'sfu', ...) when the result names it
     limiter_reason: Any  # the same, in words
+    hierarchy: list[Mapping[str, Any]]  # per memory level (l1, l2, dram): bytes, intensity, peak_bytes_per_s
     sol: Sol
     sol_bars: list[tuple[str, Any]]  # (label, percentage) in display order
 
@@ -345,7 +357,7 @@ def _finding(raw: Mapping[str, Any], duration_ns: Any) -> Finding:
         Finding,
         raw,
         evidence=[_evidence(e) for e in as_maps(raw.get("evidence"))],
-        source=[pick(SourceLine, s) for s in as_maps(raw.get("source"))],
+        source=[_source(s) for s in as_maps(raw.get("source"))],
         at_roofline=raw.get("category") == AT_ROOFLINE,
         saving_ns=times(duration_ns, raw.get("estimated_speedup")),
     )
@@ -360,6 +372,7 @@ def _roofline(raw: Mapping[str, Any]) -> Roofline:
         raw,
         sol=sol,
         sol_bars=[(label, getattr(sol, key)) for key, label in SOL_BARS],
+        hierarchy=as_maps(raw.get("hierarchy")),
         limiting_peak_flops_per_s=peaks.get(precision) if precision and isinstance(precision, str) else None,
     )
 
@@ -393,7 +406,7 @@ def _kernel(index: int, raw: Mapping[str, Any], tags: Mapping[str, str]) -> Kern
         shape_tag=tags.get(str(kid), "") if kid is not None else "",
         no_rule=as_map(raw.get("no_rule")).get("message"),
         executable=as_map(raw.get("process")).get("executable"),
-        source_anchor=pick(SourceLine, as_map(raw.get("source_anchor"))),
+        source_anchor=_source(as_map(raw.get("source_anchor"))),
         roofline=_roofline(as_map(raw.get("roofline"))),
         launch=pick(Launch, as_map(raw.get("launch"))),
         findings=findings,
@@ -411,7 +424,21 @@ def _program_finding(raw: Mapping[str, Any]) -> ProgramFinding:
     ids = as_list(raw.get("kernel_ids"))
     if len(ids) != len(names):  # ids that do not line up with the names link nothing
         ids = [None] * len(names)
-    return pick(ProgramFinding, raw, kernels=names, kernel_links=list(zip(names, ids)))
+    # each kernel once, with how often the chain holds it; repeats in the text counted too ('a ×100 → b')
+    counts: dict[Any, int] = {}
+    first_id: dict[Any, Any] = {}
+    for n, i in zip(names, ids):
+        counts[n] = counts.get(n, 0) + 1
+        first_id.setdefault(n, i)
+    shown = [f"{n} ×{c}" if c > 1 else n for n, c in counts.items()]
+    return pick(
+        ProgramFinding,
+        raw,
+        title=compress_chain(raw.get("title")) if raw.get("title") is not None else None,
+        message=compress_chain(raw.get("message")) if raw.get("message") is not None else None,
+        kernels=shown,
+        kernel_links=[(s, first_id[n]) for s, n in zip(shown, counts)],
+    )
 
 
 def _report(raw: Mapping[str, Any]) -> Report:
