@@ -12,7 +12,7 @@ first finding, a program finding's links) is computed here.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from typing import Any, TypeVar
 
 from ncuadvisor.result import shape_tags
@@ -72,6 +72,7 @@ class Device:
     sm_count: Any
     peak_dram_bytes_per_s: Any
     peak_flops_per_s: Mapping[str, Any]
+    sm_clock_hz: Any  # the clock the device's ceilings are computed at (the kernels' median)
 
 
 @dataclass(frozen=True)
@@ -101,11 +102,12 @@ class Report:
 
 @dataclass(frozen=True)
 class Evidence:
-    label: Any
+    label: Any  # words: the rule's label, else the metric's name in words
     metric: Any
     value: Any
     unit: Any
     threshold: Any
+    kind: str  # how the value reads: "pct" (a 0..1 fraction), "pct100" (already in %), "x" (a ratio), "num"
 
 
 @dataclass(frozen=True)
@@ -160,6 +162,9 @@ class Roofline:
     achieved_flops_per_s: Any
     limiting_precision: Any
     limiting_peak_flops_per_s: Any  # the peak of the limiting precision, None when the report lacks it
+    sm_clock_hz: Any  # the SM clock measured during the kernel
+    limiter: Any  # the unit that sets the floor (dram, fma, sfu, issue, ...)
+    limiter_reason: Any  # the same, in words
     sol: Sol
     sol_bars: list[tuple[str, Any]]  # (label, percentage) in display order
 
@@ -209,8 +214,8 @@ class RuleNote:
 
 @dataclass(frozen=True)
 class Kernel:
-    index: int
-    anchor: str  # the HTML id: the kernel's id, else k<index>
+    index: int  # counted from 1, as every list of the report is
+    anchor: str  # the HTML id: the kernel's id, else k<position in the result, from 0>
     id: Any
     name: Any
     demangled: Any
@@ -261,6 +266,17 @@ class Action:
     title: Any
     estimated_saving_ns: Any
     program_fraction: Any
+    follow_ups: list[FollowUp] = field(default_factory=list)  # the kernel's further fixes, on the time left
+
+
+@dataclass(frozen=True)
+class FollowUp:
+    """A further fix under a "where to start" entry."""
+
+    rule: Any
+    title: Any
+    estimated_saving_ns: Any
+    program_fraction: Any
 
 
 @dataclass(frozen=True)
@@ -289,11 +305,46 @@ class Result:
 # -- building ----------------------------------------------------------------------------------------------------
 
 
+# words for the metric names rules use without a label of their own
+METRIC_WORDS = {
+    "dram_fraction_of_peak": "DRAM throughput, of its peak",
+    "time_share": "share of the program's GPU time",
+    "headroom": "headroom (measured time ÷ roofline floor)",
+    "fp64_flop_share": "FP64 share of the FLOPs",
+    "long_scoreboard_share": "stalls on memory (long scoreboard), share",
+    "exchange_stall_share": "stalls on shared-memory exchange, share",
+    "overhead_instruction_share": "overhead instructions, share",
+    "loads_per_warp": "loads per warp",
+    "loads_per_fma": "loads per FMA",
+    "atomic_per_load": "atomics per load",
+    "shared_per_global_load": "shared-memory loads per global load",
+    "shared_wavefronts_per_flop": "shared-memory wavefronts per FLOP",
+    "global_load_bytes_per_flop": "global load bytes per FLOP",
+}
+
+
+def _evidence(raw: Mapping[str, Any]) -> Evidence:
+    metric = raw.get("metric")
+    slug = str(metric or "")
+    kind = "pct" if slug.endswith(("_share", "_fraction", "fraction_of_peak")) and not raw.get("unit") else "num"
+    kind = "x" if slug == "headroom" and not raw.get("unit") else kind
+    kind = "pct100" if raw.get("unit") == "%" else kind
+    words = raw.get("label") or METRIC_WORDS.get(slug) or slug.replace("_", " ")
+    return pick(Evidence, raw, label=words, kind=kind)
+
+
+def _command_line(text: Any) -> Any:
+    """The ncu command line as the report holds it, without the lone quote ncu leaves at its end."""
+    if isinstance(text, str) and text.rstrip().endswith('"') and text.count('"') % 2:
+        return text.rstrip()[:-1].rstrip()
+    return text
+
+
 def _finding(raw: Mapping[str, Any], duration_ns: Any) -> Finding:
     return pick(
         Finding,
         raw,
-        evidence=[pick(Evidence, e) for e in as_maps(raw.get("evidence"))],
+        evidence=[_evidence(e) for e in as_maps(raw.get("evidence"))],
         source=[pick(SourceLine, s) for s in as_maps(raw.get("source"))],
         at_roofline=raw.get("category") == AT_ROOFLINE,
         saving_ns=times(duration_ns, raw.get("estimated_speedup")),
@@ -336,7 +387,7 @@ def _kernel(index: int, raw: Mapping[str, Any], tags: Mapping[str, str]) -> Kern
         Kernel,
         raw,
         index=index,
-        anchor=str(kid or f"k{index}"),
+        anchor=str(kid or f"k{index - 1}"),  # the result's ids count from 0
         shown_name=raw.get("display_name") or raw.get("name") or raw.get("demangled"),
         full_name=raw.get("demangled") or raw.get("name"),
         shape_tag=tags.get(str(kid), "") if kid is not None else "",
@@ -369,6 +420,7 @@ def _report(raw: Mapping[str, Any]) -> Report:
         Report,
         raw,
         device=pick(Device, dev, peak_flops_per_s=as_map(dev.get("peak_flops_per_s"))),
+        command_line=_command_line(raw.get("command_line")),
         warnings=as_list(raw.get("warnings")),
         missing_sections=as_list(raw.get("missing_sections")),
         processes=[pick(Process, p) for p in as_maps(raw.get("processes"))],
@@ -391,6 +443,7 @@ def report_view(result: Mapping[str, Any]) -> Result:
             a,
             shape_tag=tags.get(str(a.get("kernel_id")), "") if a.get("scope") != "program" else "",
             **({"kernel": shown[str(a.get("kernel_id"))]} if str(a.get("kernel_id")) in shown else {}),
+            follow_ups=[pick(FollowUp, u) for u in as_maps(a.get("follow_ups"))],
         )
         for a in as_maps(result.get("top_actions"))
     ]
@@ -398,7 +451,7 @@ def report_view(result: Mapping[str, Any]) -> Result:
         report=_report(as_map(result.get("report"))),
         generator=generator_of(result.get("generator")),
         created=result.get("created"),
-        kernels=[_kernel(i, k, tags) for i, k in enumerate(as_maps(result.get("kernels")))],
+        kernels=[_kernel(i, k, tags) for i, k in enumerate(as_maps(result.get("kernels")), start=1)],
         top_actions=actions,
         program_findings=[_program_finding(p) for p in as_maps(result.get("program_findings"))],
     )
