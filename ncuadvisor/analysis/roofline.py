@@ -430,7 +430,7 @@ def floor_words(r: Roofline, lanes: dict[str, float]) -> str:
     if not r.floors or r.theoretical_ns is None:
         return ""
     unit = max(r.floors, key=lambda u: r.floors[u])
-    t = f"{r.theoretical_ns / 1e3:.3g} µs"
+    t = f"{r.theoretical_ns / 1e3:.4g} µs"
     if unit == "launch":
         return f"an empty kernel takes {t}"
     if unit == "dram" and r.compulsory_bytes is not None and r.peak_dram_bytes_per_s:
