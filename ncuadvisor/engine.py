@@ -162,7 +162,9 @@ def run_rules(rules: list[Rule | ProgramRule], ctx: KernelContext) -> KernelVerd
     kept: list[Finding] = []
     for f in others:
         if at_roofline and not (f.changes_floor and f.estimated_speedup >= NEAR_BOUND_KEEP):
-            verdict.suppressed.append({"rule": f.rule, "title": f.title, "reason": "the kernel is near its bound"})
+            # the verdict says why: near its roofline (ROOF001), or a known rewrite that does not pay (ATM002)
+            reason = f"{at_roofline[0].rule}'s verdict: {at_roofline[0].title}"
+            verdict.suppressed.append({"rule": f.rule, "title": f.title, "reason": reason})
         elif f.estimated_speedup < MIN_WORTH:
             verdict.suppressed.append(
                 {"rule": f.rule, "title": f.title, "reason": f"estimated to save under {MIN_WORTH:.0%}"}

@@ -75,3 +75,30 @@ def test_copy_kind_tells_a_cast_from_a_layout_copy():
     )
     assert copy_kind(silent, 268e6, 115e6) == "cast" and copy_kind(silent, 134e6, 120e6) == "layout"
     assert copy_kind(ADD) is None
+
+
+def test_display_name_of_reductions_foreach_scatters_and_scalar_ops():
+    from ncuadvisor.analysis.language import display_name
+
+    reduce = (
+        "void at::native::reduce_kernel<(int)128, (int)4, at::native::ReduceOp<float, at::native::func_wrapper_t<float, "
+        "at::native::sum_functor<float, float, float>::operator ()(at::TensorIterator &)::[lambda(float, float) "
+        "(instance 1)]>, unsigned int, float, (int)4, (int)4>>(T3)"
+    )
+    foreach = (
+        "void at::native::<unnamed>::multi_tensor_apply_kernel<at::native::<unnamed>::TensorListMetadata<(int)2>, "
+        "at::native::<unnamed>::UnaryOpFunctor<float, (int)2, (int)1, (int)1>, at::native::Sqrt<float>>(T1, T2, T3...)"
+    )
+    scatter = (
+        "void at::native::_scatter_gather_elementwise_kernel<(int)128, (int)8, void at::native::"
+        "_cuda_scatter_gather_internal_kernel<(bool)1, float, long>::operator ()<at::native::ReduceAdd>(at::"
+        "TensorIterator &, long, long, long, const T1 &)::[lambda(int) (instance 1)]>(int, T3)"
+    )
+    mul = (
+        "void at::native::vectorized_elementwise_kernel<(int)8, at::native::AUnaryFunctor<c10::BFloat16, c10::BFloat16, "
+        "c10::BFloat16, at::native::binary_internal::MulFunctor<float>>, std::array<char *, (unsigned long)2>>(int, T2, T3)"
+    )
+    assert display_name("reduce_kernel", reduce) == "reduce sum_functor"
+    assert display_name("multi_tensor_apply_kernel", foreach) == "foreach Sqrt"
+    assert display_name("_scatter_gather_elementwise_kernel", scatter) == "scatter ReduceAdd"
+    assert display_name("vectorized_elementwise_kernel", mul) == "MulFunctor"

@@ -121,4 +121,16 @@ def test_renderers_show_the_verdict_and_the_op_name(analyzed):
     assert "No rule applies" in md and "no rule applies" in md
     assert "GeluCUDAKernelImpl" in md
     html = render_html(r)
-    assert "No rule applies" in html and "CUDAFunctor_add&lt;BFloat16&gt;" in html
+    assert "No rule applies" in html and "CUDAFunctor_add&lt;BFloat16&gt;" in html.replace("<wbr>", "")
+
+
+def test_the_verdict_follows_the_time_share_profile_merges_in(analyzed):
+    from ncuadvisor.analysis.entries import with_no_rule
+
+    sort = by_prefix(analyzed("torch_scatter"), "DeviceRadixSortOnesweepKernel")
+    # phase 1 of `profile` measured a larger share than the deep report: the verdict says so, the limiter is kept
+    merged = with_no_rule(dict(sort, time_share=0.6))
+    assert merged["no_rule"]["message"].startswith("No rule applies (60% of GPU time)")
+    assert merged["no_rule"]["limiter"] == sort["no_rule"]["limiter"]
+    assert list(merged).index("no_rule") == list(merged).index("findings") + 1
+    assert "no_rule" not in with_no_rule(dict(sort, time_share=0.01))

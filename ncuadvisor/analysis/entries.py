@@ -143,13 +143,16 @@ def occupancy_limiter(row: dict[str, Any]) -> str | None:
     return f"occupancy {theoretical:.0f}%, limited by {name} ({blocks:.0f} block{'' if blocks == 1 else 's'}/SM)"
 
 
-def no_rule_verdict(entry: dict[str, Any], row: dict[str, Any]) -> dict[str, Any] | None:
+def no_rule_verdict(
+    entry: dict[str, Any], row: dict[str, Any] | None = None, limiter: str | None = None
+) -> dict[str, Any] | None:
     """What is known of a kernel group of at least NO_RULE_MIN_SHARE of the time that no rule spoke to: its bound,
-    headroom, limiter and NCU's top rule. None when a rule fired or the group is small."""
+    headroom, limiter (from the result's metrics `row`, else as given) and NCU's top rule. None when a rule fired or
+    the group is small."""
     if entry.get("findings") or (entry.get("time_share") or 0.0) < NO_RULE_MIN_SHARE:
         return None
     bound, headroom, reason = entry.get("bound"), entry.get("headroom"), entry.get("bound_reason")
-    limiter = occupancy_limiter(row)
+    limiter = occupancy_limiter(row) if row is not None else limiter
     ranked = [r for r in entry.get("ncu_rules") or [] if r.get("speedup_pct") is not None]
     top = max(ranked, key=lambda r: r["speedup_pct"], default=None)
     ncu_top = f"{top.get('title') or top.get('rule')} (est. {top['speedup_pct']:.0f}%)" if top else None
@@ -169,3 +172,15 @@ def no_rule_verdict(entry: dict[str, Any], row: dict[str, Any]) -> dict[str, Any
         "limiter": limiter,
         "ncu_top_rule": ncu_top,
     }
+
+
+def with_no_rule(entry: dict[str, Any], row: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The entry with its `no_rule` verdict (re)computed, right after its findings as in the schema; an entry whose
+    time share changed (`profile` merges phase-1 times into deep results) keeps the limiter it had."""
+    old = entry.get("no_rule") or {}
+    items = [(key, v) for key, v in entry.items() if key != "no_rule"]
+    verdict = no_rule_verdict(dict(items), row, old.get("limiter"))
+    if verdict is None:
+        return dict(items)
+    at = [key for key, _ in items].index("findings") + 1
+    return dict(items[:at] + [("no_rule", verdict)] + items[at:])

@@ -90,18 +90,37 @@ _GENERIC_RE = re.compile(
 _OP_FN_RE = re.compile(r"(?:at::native::)?(?:<unnamed>::)?(\w+)\([^()]*(?:\([^()]*\))?[^()]*\)(?: const)?::\[lambda")
 _FUNCTOR_RE = re.compile(r"(\w*Functor\w*|\w+Ops?)(<[^<>]*>)?")
 _NS_RE = re.compile(r"\b(?:c10|at|std|at::native)::")
+_SUFFIX_RE = re.compile(r"(_kernel_cuda|_cuda_kernel|_kernel)$")
+_WRAPPED_RE = re.compile(r"\b(?:AUnary|BUnary|Binary)Functor<[^<>]*?(?:\w+::)*(\w+Functor)<")
+
+
+# reductions name their combine op (`sum_functor`, `MeanOps`), foreach kernels the math after their functor
+# (`std::multiplies`, `at::native::Sqrt`), scatters their reduction (`ReduceAdd`)
+_REDUCE_RE = re.compile(r"^(?:void )?at::native::reduce_kernel<.*?\b(\w+_functor|\w+Ops)\b")
+_FOREACH_RE = re.compile(
+    r"^(?:void )?(?:at::native::)?(?:<unnamed>::)?multi_tensor_apply_kernel<.*?Functor<[^<>]*>, (?:std::|at::native::)?"
+    r"(\w+)"
+)
+_SCATTER_RE = re.compile(r"_scatter_gather_elementwise_kernel<.*?operator \(\)<(?:at::native::)?(\w+)>")
 
 
 def display_name(name: str, demangled: str) -> str:
     """A short name that tells ATen's generic kernels apart by the op they run: `CUDAFunctor_add<BFloat16>`,
-    `GeluCUDAKernelImpl`, `direct_copy`, `bfloat16_copy`; other kernels keep their function name."""
+    `GeluCUDAKernelImpl`, `direct_copy`, `bfloat16_copy`, `reduce sum_functor`, `foreach multiplies`,
+    `scatter ReduceAdd`; other kernels keep their function name."""
+    for pattern, prefix in ((_REDUCE_RE, "reduce"), (_FOREACH_RE, "foreach"), (_SCATTER_RE, "scatter")):
+        if demangled and (m := pattern.search(demangled)):
+            return f"{prefix} {m.group(1)}"
     if not demangled or not _GENERIC_RE.match(demangled):
         return name
     args = demangled[demangled.find("<") + 1 :]
     m = _OP_FN_RE.search(args)
     if m and m.group(1) not in ("operator", "gpu_kernel_impl", "gpu_kernel_impl_nocast"):
-        op = m.group(1)
-        return op[: -len("_kernel_cuda")] if op.endswith("_kernel_cuda") else op
+        return _SUFFIX_RE.sub("", m.group(1)) or m.group(1)
+    # a tensor-scalar op wraps its math: AUnaryFunctor<..., MulFunctor<float>> is a MulFunctor
+    wrapped = _WRAPPED_RE.search(args)
+    if wrapped:
+        return wrapped.group(1)
     f = _FUNCTOR_RE.search(args)
     if f and "Functor" in f.group(1):
         return _NS_RE.sub("", f.group(1) + (f.group(2) or ""))

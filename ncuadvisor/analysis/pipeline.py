@@ -21,11 +21,11 @@ from ncuadvisor.analysis.entries import (
     device_entry,
     launch_entry,
     launch_list,
-    no_rule_verdict,
     process_fields,
     processes_entry,
     roofline_entry,
     variant_entry,
+    with_no_rule,
 )
 from ncuadvisor.analysis.language import display_name, kernel_language
 from ncuadvisor.analysis.ranking import top_actions
@@ -296,10 +296,7 @@ def assemble(
                 "result_ids": k.result_ids,
             }
         )
-        if (no_rule := no_rule_verdict(kernel_entries[-1], row)) is not None:
-            items = list(kernel_entries[-1].items())
-            at = [key for key, _ in items].index("findings") + 1  # right after the findings, as in the schema
-            kernel_entries[-1] = dict(items[:at] + [("no_rule", no_rule)] + items[at:])
+        kernel_entries[-1] = with_no_rule(kernel_entries[-1], row)
     missing_sections = [s for s in ANALYSIS_SECTIONS if s not in evaluation.sections_seen]
     if missing_sections and kernels:
         warnings.append(
