@@ -1,5 +1,5 @@
 from ncuadvisor.analysis.perfmodels import opcode, time_after
-from ncuadvisor.metrics import SourceCounters
+from ncuadvisor.metrics import SourceCounters, SpeedOfLight
 from ncuadvisor.rules_api import Evidence, Finding, Fix, KernelContext, Rule
 
 # The compiler's unsigned division / modulo by a value known only at run time (sm_70 and later): a float reciprocal
@@ -44,7 +44,7 @@ class ModuloTreeReduction(Rule):
     slug = "modulo-tree-reduction"
     category = "warp-primitives"
     title = "Tree reduction with interleaved addressing (tid % (2*s))"
-    requires = ()
+    requires = (SpeedOfLight.DURATION,)
     per_instruction = (SourceCounters.INST_EXECUTED,)
     thresholds = {"min_rounds": 4.0, "shuffle_rounds": 5.0}
     languages = ("cuda",)
