@@ -225,6 +225,26 @@ def test_phase2_fallback_command_per_launch_config():
     assert after(cmd, "--kernel-name-base") == "function"
 
 
+def test_phase2_declared_collection_names_the_analysis_metrics():
+    """The declared collection: the sections of per-instruction data, and every metric the rules, the roofline and
+    the cards read, by name, except NCU's rule-derived metrics (not collectable by name) and device attributes."""
+    from ncuadvisor import engine
+    from ncuadvisor.analysis import roofline
+    from ncuadvisor.analysis.pipeline import CARD_METRICS
+
+    read = roofline.METRICS + CARD_METRICS + engine.required_metrics(engine.discover([]))
+    metrics = N.declared_metrics([N.DURATION_METRIC, *read])
+    assert metrics[0] == N.DURATION_METRIC and len(metrics) == len(set(metrics))
+    assert set(metrics) == {m for m in read if not m.startswith(("derived__", "device__attribute"))} | {
+        N.DURATION_METRIC
+    }
+    assert "SourceCounters" in N.DECLARED_SECTIONS and "SpeedOfLight" in N.DECLARED_SECTIONS
+    cmd = N.phase2_command("ncu", "/w/p2", ["./a"], N.Filters(), ["k"], N.DECLARED_SECTIONS, metrics=metrics)
+    assert [cmd[i + 1] for i, a in enumerate(cmd) if a == "--section"] == N.DECLARED_SECTIONS
+    assert cmd.count("--metrics") == 1 and after(cmd, "--metrics").split(",") == metrics
+    assert "--metrics" not in N.phase2_command("ncu", "/w/p2", ["./a"], N.Filters(), ["k"], ["SpeedOfLight"])
+
+
 def test_full_command():
     cmd = N.full_command("ncu", "/w/full", ["./a", "x"], N.Filters(nvtx_include=["step/"], kernel="k", launch_skip=2))
     assert after(cmd, "--set") == "full" and after(cmd, "--import-source") == "yes"
