@@ -201,6 +201,7 @@ def test_deep_data_of_results_already_opened_is_read_in_process(report_path, mon
 
     monkeypatch.setattr(load, "DETAIL_IN_PROCESS_MAX", 1)
     monkeypatch.setattr(load, "in_workers", no_workers)
+    monkeypatch.setattr(load, "FILE_READER", False)  # the rows through ncu_report: every result opened here
     reader = ReportReader(report_path("probe"))
     reader.results(["gpu__time_duration.sum"])  # 4 results: opened in this process
     details = reader.details(range(4), ["inst_executed"])
@@ -213,8 +214,9 @@ def test_deep_data_of_results_already_opened_is_read_in_process(report_path, mon
     [
         ("deep_data", "raise", "reading the per-instruction data failed (RuntimeError: boom)"),
         ("read_deep_task", "die", "reading the per-instruction data failed (a worker process died, exit code 9)"),
-        ("read_sass_task", "raise", "reading the instructions failed (RuntimeError: boom)"),
-        ("locations_of", "raise", "reading source lines failed (RuntimeError: boom)"),
+        # the SASS and the source lines of the listed instructions are read in the same pass as the deep data
+        ("sass_of", "raise", "reading the per-instruction data failed (RuntimeError: boom)"),
+        ("locations_of", "raise", "reading the per-instruction data failed (RuntimeError: boom)"),
         ("read_rows_task", "die", "reading the results failed (a worker process died, exit code 9)"),
     ],
 )

@@ -64,9 +64,17 @@ def deep_and_sass(rid: int, action: Any, per_instruction: list[str], sass_for: S
     """`deep_data`, and under "sass" the SASS text of every instruction listed (`sass_of`) when `sass_for` says so:
     one pass over the result instead of opening it again to disassemble."""
     out = deep_data(action, per_instruction)
+    pcs = sorted({pc for pairs in out["per_instruction"].values() for pc, _ in pairs})
     if sass_for is not None and sass_for(rid, out.get("first_file")):
-        pcs = sorted({pc for pairs in out["per_instruction"].values() for pc, _ in pairs})
         out["sass"] = sass_of(action, pcs)
+    if pcs:
+        # the first source lookup of a result loads its module's line tables (0.2-1 s); every later one costs ~15 µs:
+        # the locations of every listed instruction, and the embedded text of their files, are read now, so that
+        # the findings' lines need not open the result again (`ReportReader.locations` answers from them)
+        where, texts = locations_of(
+            action, pcs, [f for f in (out.get("first_file"), (out.get("entry") or [None])[0]) if f]
+        )
+        out["where"], out["texts"] = where, texts
     return out
 
 

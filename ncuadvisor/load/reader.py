@@ -65,6 +65,8 @@ class ReportReader:
         if not self._index:
             raise InputError(f"{self.path}: the report holds no kernel results")
         self._opened: dict[int, Any] = {}
+        # per result read by `details`: the location of every listed instruction and the text of their files
+        self._located: dict[int, tuple[dict[int, Location], dict[str, str | None]]] = {}
         self._deep_in_workers = False
         self.ncu_version, self.command_line = scan_header(local)
         try:
@@ -209,6 +211,9 @@ class ReportReader:
             ]
             chunks = in_workers(deep.read_deep_task, tasks, f"{self.path}: reading the per-instruction data failed")
             got = dict(pair for chunk in chunks for pair in chunk)
+        for rid in ids:
+            if "where" in got[rid]:
+                self._located[rid] = (got[rid].pop("where"), got[rid].pop("texts"))
         return {rid: _detail(rid, got[rid]) for rid in ids}
 
     def sass(self, pcs: dict[int, list[int]]) -> dict[int, dict[int, str | None]]:
@@ -225,10 +230,23 @@ class ReportReader:
         """For each result, the (file, line) of the given pcs and the embedded text of the given files and of the
         files those lines are in: {result id: ({pc: (file, line)}, {file: text or None})}."""
         todo = {rid: (sorted(set(p)), sorted(set(f))) for rid, (p, f) in wanted.items() if p or f}
+        # answered from what `details` located in its pass, where it covers every pc and file asked for
+        done: dict[int, tuple[dict[int, Location], dict[str, str | None]]] = {}
+        for rid, (p, f) in list(todo.items()):
+            known = self._located.get(rid)
+            if known is None or not all(pc in known[0] for pc in p):
+                continue
+            where = {pc: known[0][pc] for pc in p}
+            files = set(f) | {loc[0] for loc in where.values() if loc[0]}
+            if all(name in known[1] for name in files):
+                done[rid] = (where, {name: known[1][name] for name in sorted(files)})
+                del todo[rid]
+        if not todo:
+            return done
         if not self._deep_in_workers:
-            return {rid: deep.locations_of(self._action(rid), p, f) for rid, (p, f) in todo.items()}
+            return done | {rid: deep.locations_of(self._action(rid), p, f) for rid, (p, f) in todo.items()}
         items = [(rid, *self._index[rid], p, f) for rid, (p, f) in todo.items()]
-        return {
+        return done | {
             rid: (where, texts)
             for rid, where, texts in self._chunked(deep.read_locations_task, items, "reading source lines failed")
         }
