@@ -30,9 +30,8 @@ FIXTURES = ROOT / "fixtures"
 OUTPUTS = FIXTURES / "ncu_outputs"
 FAKE_DIR = ROOT / "tests" / "fake_ncu"
 TARGET = FAKE_DIR / "target.py"
-SECTIONS_ARGS = sum(
-    (["--section", s] for s in __import__("ncuadvisor.analysis.pipeline", fromlist=["x"]).ANALYSIS_SECTIONS), []
-)
+# phase 2's default collection: the sections of per-instruction data, then the metrics the analysis reads by name
+SECTIONS_ARGS = sum((["--section", s] for s in N.DECLARED_SECTIONS), []) + ["--metrics"]
 TINY_ADD = "tiny_add(const float *, const float *, float *, int)"
 BIG_ADD = "big_add(const float *, const float *, float *, unsigned long)"
 

@@ -273,6 +273,17 @@ class Session:
             if len(missing) == len(chosen) and not self.interrupted:
                 self.incomplete = self.incomplete or "no chosen kernel could be profiled in depth"
         result = merge_results(p1_result, deep, launches=launches, rules=self.rules, torch_ops=self.torch_ops)
+        if deep and self.collection != "sections":
+            # the declared collection holds every metric the rules read, not the whole sections: the analysis
+            # skipped nothing for want of a section; only NCU's own rules of the other sections did not run
+            warnings = result["report"]["warnings"]
+            warnings[:] = [w for w in warnings if "lacks sections" not in w]
+            warnings.append(
+                "phase 2 collected the metrics the analysis reads by name, with the sections "
+                + ", ".join(ncu_mod.DECLARED_SECTIONS)
+                + ": NCU's own rule results are those of these sections (NCUADVISOR_COLLECTION=sections collects "
+                "the whole analysis sections, at more replay passes per launch)"
+            )
         if not deep:
             result["report"]["path"] = str(p1_path)
             result["report"]["name"] = p1_path.name
