@@ -9,7 +9,10 @@ mkdir -p "$OUT" /tmp/bin
 export PYTHONUNBUFFERED=1 NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 # ncu_report: the installed package, else the copy inside the Nsight Compute install (extras/python)
 if ! python3 -c "import ncu_report" 2>/dev/null; then
-  EXTRAS=$(dirname "$(find / -name ncu_report.py -path '*extras/python*' 2>/dev/null | head -1)")
+  FOUND=$(find /opt/nvidia /usr/local/cuda* "$(dirname "$(readlink -f "$(which ncu)")")/.." -name ncu_report.py \
+    -path '*extras/python*' 2>/dev/null | head -1)
+  [ -z "$FOUND" ] && FOUND=$(find / -xdev -name ncu_report.py -path '*extras/python*' 2>/dev/null | head -1)
+  EXTRAS=$(dirname "$FOUND")
   export PYTHONPATH=$EXTRAS
 fi
 export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
