@@ -261,3 +261,28 @@ def test_kernel_groups_whose_launches_differ_say_so(analyzed):
     assert copy["launch_note"].startswith("launches take 13.9 µs to 28.9 µs")
     alike = [k for k in res["kernels"] if k["launches"] > 1 and k["launch_range_ns"][1] < 1.2 * k["launch_range_ns"][0]]
     assert alike and all(k["launch_note"] is None for k in alike)
+
+
+def test_locations_of_listed_instructions_come_from_the_deep_pass(report_path, monkeypatch):
+    """The deep pass locates every listed instruction: the findings' lines are then answered without opening the
+    results again, and equal what a fresh lookup through ncu_report gives."""
+    import ncuadvisor.load.deep as deep
+    import ncuadvisor.load.reader as load
+
+    path = report_path("probe")
+    reader = ReportReader(path)
+    details = reader.details(range(4), ["inst_executed"])
+    wanted = {rid: ([e.pc for e in d.per_instruction["inst_executed"][:5]], []) for rid, d in details.items()}
+    assert any(pcs for pcs, _ in wanted.values())
+
+    def reopened(*args):
+        raise AssertionError("the results were opened again")
+
+    monkeypatch.setattr(deep, "locations_of", reopened)
+    monkeypatch.setattr(load, "in_workers", reopened)
+    cached = reader.locations(wanted)
+    monkeypatch.undo()
+    fresh = ReportReader(path)
+    expected = {rid: deep.locations_of(fresh._action(rid), p, f) for rid, (p, f) in wanted.items() if p}
+    assert cached == expected
+    assert any(file and file.endswith("probe.cu") for where, _ in cached.values() for file, _ in where.values())
