@@ -30,8 +30,9 @@ FIXTURES = ROOT / "fixtures"
 OUTPUTS = FIXTURES / "ncu_outputs"
 FAKE_DIR = ROOT / "tests" / "fake_ncu"
 TARGET = FAKE_DIR / "target.py"
-# phase 2's default collection: the sections of per-instruction data, then the metrics the analysis reads by name
-SECTIONS_ARGS = sum((["--section", s] for s in N.DECLARED_SECTIONS), []) + ["--metrics"]
+SECTIONS_ARGS = sum(
+    (["--section", s] for s in __import__("ncuadvisor.analysis.pipeline", fromlist=["x"]).ANALYSIS_SECTIONS), []
+)
 TINY_ADD = "tiny_add(const float *, const float *, float *, int)"
 BIG_ADD = "big_add(const float *, const float *, float *, unsigned long)"
 
@@ -592,6 +593,23 @@ def test_profile_default_two_phases(cli, tmp_path):
 
 
 @pytest.mark.slow
+def test_profile_declared_collection(cli, tmp_path):
+    """NCUADVISOR_COLLECTION=declared: phase 2 names the analysis metrics with the sections of per-instruction data;
+    the result says so, records the replay passes ncu printed, and keeps no 'lacks sections' warning."""
+    r = cli("profile", str(TARGET), "-o", "step.json", NCUADVISOR_COLLECTION="declared")
+    assert r.code == 0, r.err
+    p2 = r.phase_calls()[1]
+    assert [p2[i + 1] for i, a in enumerate(p2) if a == "--section"] == N.DECLARED_SECTIONS
+    assert "gpu__time_duration.sum" in after(p2, "--metrics").split(",")
+    prof = json.loads((tmp_path / "step.json").read_text())["report"]
+    assert prof["profile"]["selection"]["collection"]["mode"] == "declared"
+    assert prof["profile"]["selection"]["collection"]["metrics"] == len(after(p2, "--metrics").split(","))
+    assert all(p["replay_passes"] for p in prof["profile"]["phases"])  # what the (replayed) ncu output printed
+    assert not any("lacks sections" in w for w in prof["warnings"])
+    assert any("by name" in w for w in prof["warnings"])
+
+
+@pytest.mark.slow
 def test_profile_html_by_default_named_after_the_program(cli, tmp_path):
     r = cli("profile", str(TARGET), "-q")
     assert r.code == 0, r.err
@@ -966,7 +984,7 @@ def test_progress_bar_on_a_terminal(tmp_path, columns):
         "phase 1/2: timing every kernel launch",
         "target: args=[]",
         "2001 launches profiled",
-        "phase 2/2: the analysis metrics",
+        "phase 2/2: full analysis sections",
         "target: args=[]",
         "1 launch profiled",
         "wrote step.json",
@@ -988,7 +1006,7 @@ def test_progress_on_a_dumb_terminal(tmp_path):
     rows = raw.replace("\r\n", "\n").split("\n")
     assert rows[:2] == ["phase 1/2: timing every kernel launch", "target: args=[]"], rows
     assert rows[2].startswith("  2001 launches profiled in "), rows
-    i = rows.index("phase 2/2: the analysis metrics, one launch per kernel")
+    i = rows.index("phase 2/2: full analysis sections, one launch per kernel")
     assert rows[i + 1] == "target: args=[]" and rows[i + 2].startswith("  1 launch profiled in "), rows
 
 

@@ -118,10 +118,11 @@ class Session:
     incomplete: str | None = None  # why the result is partial (exit 4)
 
     runner: Callable[..., PhaseRun] = run_ncu
-    # what phase 2 collects: "declared" (the metrics the rules, the roofline and the cards read, by name, with the
-    # sections of per-instruction data: `ncu.DECLARED_SECTIONS`) or "sections" (the whole analysis sections,
-    # `pipeline.ANALYSIS_SECTIONS`, with NCU's own rules on every section). NCUADVISOR_COLLECTION overrides it.
-    collection: str = field(default_factory=lambda: os.environ.get("NCUADVISOR_COLLECTION", "declared"))
+    # what phase 2 collects: "sections" (the whole analysis sections, `pipeline.ANALYSIS_SECTIONS`, with NCU's own
+    # rules on every section) or "declared" (the metrics the rules, the roofline and the cards read, by name, with
+    # the sections of per-instruction data: `ncu.DECLARED_SECTIONS`; fewer replay passes, not yet measured against
+    # the sections on the GPU). NCUADVISOR_COLLECTION=declared chooses it.
+    collection: str = field(default_factory=lambda: os.environ.get("NCUADVISOR_COLLECTION", "sections"))
 
     def phase2_collection(self) -> tuple[list[str], list[str]]:
         """(sections, metrics) of phase 2."""
@@ -281,8 +282,7 @@ class Session:
             warnings.append(
                 "phase 2 collected the metrics the analysis reads by name, with the sections "
                 + ", ".join(ncu_mod.DECLARED_SECTIONS)
-                + ": NCU's own rule results are those of these sections (NCUADVISOR_COLLECTION=sections collects "
-                "the whole analysis sections, at more replay passes per launch)"
+                + ": NCU's own rule results are those of these sections"
             )
         if not deep:
             result["report"]["path"] = str(p1_path)
