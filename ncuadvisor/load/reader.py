@@ -219,6 +219,8 @@ class ReportReader:
     def sass(self, pcs: dict[int, list[int]]) -> dict[int, dict[int, str | None]]:
         """The SASS text of the given instructions of each result: {result id: {pc: text}}."""
         wanted = {rid: sorted(set(p)) for rid, p in pcs.items() if p}
+        if not wanted:
+            return {}
         if not self._deep_in_workers:
             return {rid: deep.sass_of(self._action(rid), p) for rid, p in wanted.items()}
         items = [(rid, *self._index[rid], p) for rid, p in wanted.items()]
