@@ -278,7 +278,8 @@ def main() -> int:
         meta = ours["report"]["profile"]
         res["profile"].update(
             phases=[
-                {k: p[k] for k in ("phase", "wall_s", "launches_profiled", "ncu_exit_code")} for p in meta["phases"]
+                {k: p.get(k) for k in ("phase", "wall_s", "launches_profiled", "ncu_exit_code", "replay_passes")}
+                for p in meta["phases"]
             ],
             selection=meta["selection"],
             reports=meta["reports"],

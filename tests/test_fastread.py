@@ -68,6 +68,7 @@ def test_analysis_identical_through_the_file_reader(report_path, name, monkeypat
     fast = analyze(path)
     assert used == [True]
     monkeypatch.setattr(load, "IN_PROCESS_MAX", 10**9)
+    monkeypatch.setattr(load, "FILE_READER", False)
     slow = analyze(path)
     for r in (fast, slow):
         r.pop("created")

@@ -170,9 +170,9 @@ def test_deep_data_read_in_workers_gives_the_same_report(report_path, tmp_path, 
     # of naming: ncuadvisor/reportfile/fastread.py), never one for its deep data
     n = len(in_process["kernels"][0]["result_ids"]) and in_process["report"]["results"]
     assert seen["opened"][0] == 0 and seen["opened"][-1] == n - 1 and len(seen["opened"]) <= 4, seen["opened"]
-    # one pass of workers per stage, each once: (rows,) deep data, then SASS, then the lines of the findings
+    # one pass of workers over the deep data: the SASS and the lines of the findings were read in it
     deep_passes = [p for p in seen["passes"] if p != "read_rows_task"]
-    assert deep_passes == ["read_deep_task", "read_sass_task", "read_locations_task"], seen["passes"]
+    assert deep_passes == ["read_deep_task"], seen["passes"]
     assert seen["methods"] == ["fork"]
 
 
@@ -201,6 +201,7 @@ def test_deep_data_of_results_already_opened_is_read_in_process(report_path, mon
 
     monkeypatch.setattr(load, "DETAIL_IN_PROCESS_MAX", 1)
     monkeypatch.setattr(load, "in_workers", no_workers)
+    monkeypatch.setattr(load, "FILE_READER", False)  # the rows through ncu_report: every result opened here
     reader = ReportReader(report_path("probe"))
     reader.results(["gpu__time_duration.sum"])  # 4 results: opened in this process
     details = reader.details(range(4), ["inst_executed"])
@@ -213,8 +214,9 @@ def test_deep_data_of_results_already_opened_is_read_in_process(report_path, mon
     [
         ("deep_data", "raise", "reading the per-instruction data failed (RuntimeError: boom)"),
         ("read_deep_task", "die", "reading the per-instruction data failed (a worker process died, exit code 9)"),
-        ("read_sass_task", "raise", "reading the instructions failed (RuntimeError: boom)"),
-        ("locations_of", "raise", "reading source lines failed (RuntimeError: boom)"),
+        # the SASS and the source lines of the listed instructions are read in the same pass as the deep data
+        ("sass_of", "raise", "reading the per-instruction data failed (RuntimeError: boom)"),
+        ("locations_of", "raise", "reading the per-instruction data failed (RuntimeError: boom)"),
         ("read_rows_task", "die", "reading the results failed (a worker process died, exit code 9)"),
     ],
 )
@@ -259,3 +261,28 @@ def test_kernel_groups_whose_launches_differ_say_so(analyzed):
     assert copy["launch_note"].startswith("launches take 13.9 µs to 28.9 µs")
     alike = [k for k in res["kernels"] if k["launches"] > 1 and k["launch_range_ns"][1] < 1.2 * k["launch_range_ns"][0]]
     assert alike and all(k["launch_note"] is None for k in alike)
+
+
+def test_locations_of_listed_instructions_come_from_the_deep_pass(report_path, monkeypatch):
+    """The deep pass locates every listed instruction: the findings' lines are then answered without opening the
+    results again, and equal what a fresh lookup through ncu_report gives."""
+    import ncuadvisor.load.deep as deep
+    import ncuadvisor.load.reader as load
+
+    path = report_path("probe")
+    reader = ReportReader(path)
+    details = reader.details(range(4), ["inst_executed"])
+    wanted = {rid: ([e.pc for e in d.per_instruction["inst_executed"][:5]], []) for rid, d in details.items()}
+    assert any(pcs for pcs, _ in wanted.values())
+
+    def reopened(*args):
+        raise AssertionError("the results were opened again")
+
+    monkeypatch.setattr(deep, "locations_of", reopened)
+    monkeypatch.setattr(load, "in_workers", reopened)
+    cached = reader.locations(wanted)
+    monkeypatch.undo()
+    fresh = ReportReader(path)
+    expected = {rid: deep.locations_of(fresh._action(rid), p, f) for rid, (p, f) in wanted.items() if p}
+    assert cached == expected
+    assert any(file and file.endswith("probe.cu") for where, _ in cached.values() for file, _ in where.values())

@@ -225,6 +225,26 @@ def test_phase2_fallback_command_per_launch_config():
     assert after(cmd, "--kernel-name-base") == "function"
 
 
+def test_phase2_declared_collection_names_the_analysis_metrics():
+    """The declared collection: the sections of per-instruction data, and every metric the rules, the roofline and
+    the cards read, by name, except NCU's rule-derived metrics (not collectable by name) and device attributes."""
+    from ncuadvisor import engine
+    from ncuadvisor.analysis import roofline
+    from ncuadvisor.analysis.pipeline import CARD_METRICS
+
+    read = roofline.METRICS + CARD_METRICS + engine.required_metrics(engine.discover([]))
+    metrics = N.declared_metrics([N.DURATION_METRIC, *read])
+    assert metrics[0] == N.DURATION_METRIC and len(metrics) == len(set(metrics))
+    assert set(metrics) == {m for m in read if not m.startswith(("derived__", "device__attribute"))} | {
+        N.DURATION_METRIC
+    }
+    assert "SourceCounters" in N.DECLARED_SECTIONS and "SpeedOfLight" in N.DECLARED_SECTIONS
+    cmd = N.phase2_command("ncu", "/w/p2", ["./a"], N.Filters(), ["k"], N.DECLARED_SECTIONS, metrics=metrics)
+    assert [cmd[i + 1] for i, a in enumerate(cmd) if a == "--section"] == N.DECLARED_SECTIONS
+    assert cmd.count("--metrics") == 1 and after(cmd, "--metrics").split(",") == metrics
+    assert "--metrics" not in N.phase2_command("ncu", "/w/p2", ["./a"], N.Filters(), ["k"], ["SpeedOfLight"])
+
+
 def test_full_command():
     cmd = N.full_command("ncu", "/w/full", ["./a", "x"], N.Filters(nvtx_include=["step/"], kernel="k", launch_skip=2))
     assert after(cmd, "--set") == "full" and after(cmd, "--import-source") == "yes"
@@ -570,6 +590,23 @@ def test_profile_default_two_phases(cli, tmp_path):
     assert prof["reports"] == ["step.phase1.ncu-rep", "step.ncu-rep"]
     assert res["report"]["phase1_report"] == "step.phase1.ncu-rep"
     assert "tiny_add" in r.out and "wrote step.json" in r.out  # the terminal summary
+
+
+@pytest.mark.slow
+def test_profile_declared_collection(cli, tmp_path):
+    """NCUADVISOR_COLLECTION=declared: phase 2 names the analysis metrics with the sections of per-instruction data;
+    the result says so, records the replay passes ncu printed, and keeps no 'lacks sections' warning."""
+    r = cli("profile", str(TARGET), "-o", "step.json", NCUADVISOR_COLLECTION="declared")
+    assert r.code == 0, r.err
+    p2 = r.phase_calls()[1]
+    assert [p2[i + 1] for i, a in enumerate(p2) if a == "--section"] == N.DECLARED_SECTIONS
+    assert "gpu__time_duration.sum" in after(p2, "--metrics").split(",")
+    prof = json.loads((tmp_path / "step.json").read_text())["report"]
+    assert prof["profile"]["selection"]["collection"]["mode"] == "declared"
+    assert prof["profile"]["selection"]["collection"]["metrics"] == len(after(p2, "--metrics").split(","))
+    assert all(p["replay_passes"] for p in prof["profile"]["phases"])  # what the (replayed) ncu output printed
+    assert not any("lacks sections" in w for w in prof["warnings"])
+    assert any("by name" in w for w in prof["warnings"])
 
 
 @pytest.mark.slow

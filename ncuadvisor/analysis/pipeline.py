@@ -12,6 +12,7 @@ import datetime as _dt
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
+from functools import partial
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -93,9 +94,16 @@ def analyze(
     profile = read_results(reader, metrics)
     kernels = group_kernels(profile.results, pick=pick)
     ids = [k.representative for k in kernels] + [v.representative for k in kernels for v in k.variants]
-    profile.details = reader.details(ids, engine.per_instruction_metrics(rules))
+    sass_wanted = engine.sass_languages(rules)
+    names = {
+        rid: (k.name, k.demangled)
+        for k in kernels
+        for rid in [k.representative] + [v.representative for v in k.variants]
+    }
+    sass_for = partial(_wants_sass, names, frozenset(sass_wanted)) if sass_wanted else None
+    profile.details = reader.details(ids, engine.per_instruction_metrics(rules), sass_for=sass_for)
     languages = kernel_languages(kernels, profile.details)
-    _add_sass(reader, profile.details, languages, engine.sass_languages(rules))
+    _add_sass(reader, profile.details, languages, sass_wanted)
     evaluation = evaluate(profile, kernels, rules, group_time, languages)
     findings = evaluation.findings()
     entries = [(rid, d.entry[0] if d.entry else None) for rid, d in profile.details.items()]
@@ -125,15 +133,24 @@ def kernel_languages(kernels: list[Kernel], details: dict[int, ResultDetail]) ->
     return out
 
 
+def _wants_sass(names: dict[int, tuple[str, str]], wanted: frozenset[str], rid: int, first_file: str | None) -> bool:
+    """Whether the instructions of result `rid` are disassembled with its deep data: its language (as
+    `kernel_languages` decides it) is one whose rules read instructions."""
+    name, demangled = names.get(rid, ("", ""))
+    return kernel_language(name, demangled, [first_file] if first_file else []) in wanted
+
+
 def _add_sass(
     reader: ReportReader, details: dict[int, ResultDetail], languages: dict[int, str], wanted: set[str]
 ) -> None:
     """The SASS text of every instruction with per-instruction data, for the kernels in a language whose rules read
-    instructions (a library kernel's thousands of instructions are not read)."""
+    instructions (a library kernel's thousands of instructions are not read), where `reader.details` has not read it
+    in the same pass already."""
     pcs = {
         rid: [e.pc for entries in d.per_instruction.values() for e in entries]
         for rid, d in details.items()
         if languages.get(rid) in wanted
+        and not any(e.sass is not None for entries in d.per_instruction.values() for e in entries)
     }
     for rid, texts in reader.sass(pcs).items():
         for entries in details[rid].per_instruction.values():

@@ -7,6 +7,7 @@ Each reader is one function over an action, run in this process for a few result
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from ncuadvisor.load.native import import_ncu_report, row
@@ -51,6 +52,29 @@ def deep_data(action: Any, per_instruction: list[str]) -> dict[str, Any]:
         entry_pc = min(pc for pc, _ in max(lists, key=len))
         out["entry_pc"] = entry_pc
         out["entry"] = location(action, entry_pc)
+    return out
+
+
+# Whether a result's instructions are disassembled along with its deep data: (result id, source file of its first
+# instruction) -> bool. A module-level function or a functools.partial of one, so that it reaches worker processes.
+SassFor = Callable[[int, str | None], bool]
+
+
+def deep_and_sass(rid: int, action: Any, per_instruction: list[str], sass_for: SassFor | None) -> dict[str, Any]:
+    """`deep_data`, and under "sass" the SASS text of every instruction listed (`sass_of`) when `sass_for` says so:
+    one pass over the result instead of opening it again to disassemble."""
+    out = deep_data(action, per_instruction)
+    pcs = sorted({pc for pairs in out["per_instruction"].values() for pc, _ in pairs})
+    if sass_for is not None and sass_for(rid, out.get("first_file")):
+        out["sass"] = sass_of(action, pcs)
+    if pcs:
+        # the first source lookup of a result loads its module's line tables (0.2-1 s); every later one costs ~15 µs:
+        # the locations of every listed instruction, and the embedded text of their files, are read now, so that
+        # the findings' lines need not open the result again (`ReportReader.locations` answers from them)
+        where, texts = locations_of(
+            action, pcs, [f for f in (out.get("first_file"), (out.get("entry") or [None])[0]) if f]
+        )
+        out["where"], out["texts"] = where, texts
     return out
 
 
@@ -103,10 +127,15 @@ def read_rows_task(task: tuple[str, list[tuple[int, int, int]], list[str]]) -> l
     return [row(ncu, action, rid, r, a, metrics) for (rid, r, a), action in worker_actions(path, items)]
 
 
-def read_deep_task(task: tuple[str, list[tuple[int, int, int]], list[str]]) -> list[tuple[int, dict[str, Any]]]:
-    """Worker: `deep_data` of the given (result id, range, action) triples."""
-    path, items, per_instruction = task
-    return [(item[0], deep_data(action, per_instruction)) for item, action in worker_actions(path, items)]
+def read_deep_task(
+    task: tuple[str, list[tuple[int, int, int]], list[str], SassFor | None],
+) -> list[tuple[int, dict[str, Any]]]:
+    """Worker: `deep_and_sass` of the given (result id, range, action) triples."""
+    path, items, per_instruction, sass_for = task
+    return [
+        (item[0], deep_and_sass(item[0], action, per_instruction, sass_for))
+        for item, action in worker_actions(path, items)
+    ]
 
 
 def read_sass_task(task: tuple[str, list[tuple[int, int, int, list[int]]]]) -> list[tuple[int, dict[int, str | None]]]:

@@ -33,6 +33,9 @@ CHUNK = 64
 # kernels), so the chunks are smaller.
 DETAIL_IN_PROCESS_MAX = 16
 DETAIL_CHUNK = 16
+# The scalar rows are read from the report file (`reportfile.fastread`, checked against ncu_report on every run) for
+# every report size; False reads them through ncu_report only (the reference the tests compare with).
+FILE_READER = True
 
 Location = deep.Location
 
@@ -62,6 +65,8 @@ class ReportReader:
         if not self._index:
             raise InputError(f"{self.path}: the report holds no kernel results")
         self._opened: dict[int, Any] = {}
+        # per result read by `details`: the location of every listed instruction and the text of their files
+        self._located: dict[int, tuple[dict[int, Location], dict[str, str | None]]] = {}
         self._deep_in_workers = False
         self.ncu_version, self.command_line = scan_header(local)
         try:
@@ -83,12 +88,13 @@ class ReportReader:
         """One row per result with the identity columns and the requested metrics (None where absent)."""
         metrics = list(dict.fromkeys(metrics))
         items = [(rid, r, a) for rid, (r, a) in enumerate(self._index)]
-        rows: list[dict[str, Any]] | None
-        if len(items) <= IN_PROCESS_MAX:
-            rows = [native.row(self._ncu, self._action(rid), rid, r, a, metrics) for rid, r, a in items]
-        else:
-            rows = self._results_from_file(items, metrics)
-            if rows is None:
+        # the report file first, whatever the number of results: opening a result through ncu_report costs ~15 ms
+        # and ~7 MB kept for the life of the process, so even a 50-result report reads ~10x faster from the file
+        rows = self._results_from_file(items, metrics) if FILE_READER else None
+        if rows is None:
+            if len(items) <= IN_PROCESS_MAX:
+                rows = [native.row(self._ncu, self._action(rid), rid, r, a, metrics) for rid, r, a in items]
+            else:
                 rows = self._results_in_workers(items, metrics)
         return pd.DataFrame(rows, columns=ID_COLUMNS + [m for m in metrics if m not in ID_COLUMNS])
 
@@ -184,27 +190,37 @@ class ReportReader:
         return dev
 
     # -- deep data ------------------------------------------------------------------------------------------------
-    def details(self, result_ids: Iterable[int], per_instruction: Iterable[str]) -> dict[int, ResultDetail]:
-        """Deep data of the given results (`deep.deep_data`), without SASS or source lines. Up to
-        DETAIL_IN_PROCESS_MAX results (or results this process has opened anyway) are read here, more in worker
-        processes, DETAIL_CHUNK results each; `sass()` and `locations()` then read the same way."""
+    def details(
+        self, result_ids: Iterable[int], per_instruction: Iterable[str], sass_for: deep.SassFor | None = None
+    ) -> dict[int, ResultDetail]:
+        """Deep data of the given results (`deep.deep_data`), without source lines; with the SASS text of their listed
+        instructions for the results `sass_for(result id, first file)` picks (read in the same pass: opening a result
+        again costs as much as reading it). Up to DETAIL_IN_PROCESS_MAX results (or results this process has opened
+        anyway) are read here, more in worker processes, DETAIL_CHUNK results each; `sass()` and `locations()` then
+        read the same way."""
         ids = list(dict.fromkeys(result_ids))
         metrics = list(dict.fromkeys(per_instruction))
         self._deep_in_workers = len([rid for rid in ids if rid not in self._opened]) > DETAIL_IN_PROCESS_MAX
         if not self._deep_in_workers:
-            got = {rid: deep.deep_data(self._action(rid), metrics) for rid in ids}
+            got = {rid: deep.deep_and_sass(rid, self._action(rid), metrics, sass_for) for rid in ids}
         else:
             items = [(rid, *self._index[rid]) for rid in ids]
             tasks = [
-                (str(self._local), items[i : i + DETAIL_CHUNK], metrics) for i in range(0, len(items), DETAIL_CHUNK)
+                (str(self._local), items[i : i + DETAIL_CHUNK], metrics, sass_for)
+                for i in range(0, len(items), DETAIL_CHUNK)
             ]
             chunks = in_workers(deep.read_deep_task, tasks, f"{self.path}: reading the per-instruction data failed")
             got = dict(pair for chunk in chunks for pair in chunk)
+        for rid in ids:
+            if "where" in got[rid]:
+                self._located[rid] = (got[rid].pop("where"), got[rid].pop("texts"))
         return {rid: _detail(rid, got[rid]) for rid in ids}
 
     def sass(self, pcs: dict[int, list[int]]) -> dict[int, dict[int, str | None]]:
         """The SASS text of the given instructions of each result: {result id: {pc: text}}."""
         wanted = {rid: sorted(set(p)) for rid, p in pcs.items() if p}
+        if not wanted:
+            return {}
         if not self._deep_in_workers:
             return {rid: deep.sass_of(self._action(rid), p) for rid, p in wanted.items()}
         items = [(rid, *self._index[rid], p) for rid, p in wanted.items()]
@@ -216,10 +232,23 @@ class ReportReader:
         """For each result, the (file, line) of the given pcs and the embedded text of the given files and of the
         files those lines are in: {result id: ({pc: (file, line)}, {file: text or None})}."""
         todo = {rid: (sorted(set(p)), sorted(set(f))) for rid, (p, f) in wanted.items() if p or f}
+        # answered from what `details` located in its pass, where it covers every pc and file asked for
+        done: dict[int, tuple[dict[int, Location], dict[str, str | None]]] = {}
+        for rid, (p, f) in list(todo.items()):
+            known = self._located.get(rid)
+            if known is None or not all(pc in known[0] for pc in p):
+                continue
+            where = {pc: known[0][pc] for pc in p}
+            files = set(f) | {loc[0] for loc in where.values() if loc[0]}
+            if all(name in known[1] for name in files):
+                done[rid] = (where, {name: known[1][name] for name in sorted(files)})
+                del todo[rid]
+        if not todo:
+            return done
         if not self._deep_in_workers:
-            return {rid: deep.locations_of(self._action(rid), p, f) for rid, (p, f) in todo.items()}
+            return done | {rid: deep.locations_of(self._action(rid), p, f) for rid, (p, f) in todo.items()}
         items = [(rid, *self._index[rid], p, f) for rid, (p, f) in todo.items()]
-        return {
+        return done | {
             rid: (where, texts)
             for rid, where, texts in self._chunked(deep.read_locations_task, items, "reading source lines failed")
         }
@@ -231,10 +260,12 @@ class ReportReader:
 
 def _detail(rid: int, data: dict[str, Any]) -> ResultDetail:
     entry = data.get("entry")
+    sass = data.get("sass") or {}
     return ResultDetail(
         result_id=rid,
         per_instruction={
-            name: [Instruction(pc=pc, value=v) for pc, v in pairs] for name, pairs in data["per_instruction"].items()
+            name: [Instruction(pc=pc, value=v, sass=sass.get(pc)) for pc, v in pairs]
+            for name, pairs in data["per_instruction"].items()
         },
         ncu_rules=data["ncu_rules"],
         sections=data["sections"],

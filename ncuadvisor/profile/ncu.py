@@ -195,11 +195,29 @@ def names_regex(names: Iterable[str]) -> str:
     return "^(" + "|".join(escape_regex(n) for n in uniq) + ")$"
 
 
-def section_args(sections: Sequence[str]) -> list[str]:
+def section_args(sections: Sequence[str], metrics: Sequence[str] = ()) -> list[str]:
+    """`--section S` for each section, and one `--metrics a,b,...` for the metrics named one by one."""
     args: list[str] = []
     for s in sections:
         args += ["--section", s]
+    if metrics:
+        args += ["--metrics", ",".join(dict.fromkeys(metrics))]
     return args
+
+
+# The sections of the declared collection (`declared_metrics`): SourceCounters carries the per-instruction metrics
+# (with their correlation ids: the instructions a finding shows); SpeedOfLight is the root of NCU's own rules, which
+# derive the excessive-sector and -wavefront metrics (derived__*) of those instructions; LaunchStats and Occupancy
+# hold the launch shape and occupancy limits of every kernel card (no replay pass of their own).
+DECLARED_SECTIONS = ["SpeedOfLight", "LaunchStats", "Occupancy", "SourceCounters"]
+
+
+def declared_metrics(names: Iterable[str]) -> list[str]:
+    """The metrics the analysis reads that `--metrics` can collect by name: every name but NCU's rule-derived metrics
+    (`derived__*`, computed by the rules of the sections above) and the device attributes (in every report)."""
+    return [
+        n for n in dict.fromkeys(names) if n and not n.startswith("derived__") and not n.startswith("device__attribute")
+    ]
 
 
 def phase2_command(
@@ -212,8 +230,11 @@ def phase2_command(
     strategy: str = "kernel-id",
     name_base: str = "demangled",
     launch_count: int | None = None,
+    metrics: Sequence[str] = (),
 ) -> list[str]:
-    """The deep pass on one launch of each chosen kernel.
+    """The deep pass on one launch of each chosen kernel: the `sections`, plus the `metrics` named one by one (the
+    declared collection: `DECLARED_SECTIONS` and `declared_metrics`; on the H200 with ncu 2025.3.1, the metrics with
+    SourceCounters alone took 24 replay passes per launch, the 13 analysis sections 36).
 
     strategy "kernel-id": `--kernel-id ::regex:^(names)$:1`, the first launch of each name and launch configuration
     (the invocation count is per name, grid, block and shared memory). strategy "per-launch-config": every launch
@@ -229,7 +250,7 @@ def phase2_command(
     NVTX range are missed by "kernel-id").
     A --launch-skip of the user becomes `--launch-skip-before-match` (it counts every launch, whatever the filter).
     """
-    args = [ncu] + _common(f, with_skip=False) + section_args(sections) + ["--import-source", "yes"]
+    args = [ncu] + _common(f, with_skip=False) + section_args(sections, metrics) + ["--import-source", "yes"]
     if f.launch_skip:
         args += ["--launch-skip-before-match", str(f.launch_skip)]
     args += ["--kernel-name-base", name_base]

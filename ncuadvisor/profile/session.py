@@ -118,6 +118,22 @@ class Session:
     incomplete: str | None = None  # why the result is partial (exit 4)
 
     runner: Callable[..., PhaseRun] = run_ncu
+    # what phase 2 collects: "sections" (the whole analysis sections, `pipeline.ANALYSIS_SECTIONS`, with NCU's own
+    # rules on every section) or "declared" (the metrics the rules, the roofline and the cards read, by name, with
+    # the sections of per-instruction data: `ncu.DECLARED_SECTIONS`; fewer replay passes, not yet measured against
+    # the sections on the GPU). NCUADVISOR_COLLECTION=declared chooses it.
+    collection: str = field(default_factory=lambda: os.environ.get("NCUADVISOR_COLLECTION", "sections"))
+
+    def phase2_collection(self) -> tuple[list[str], list[str]]:
+        """(sections, metrics) of phase 2."""
+        from ncuadvisor import engine
+        from ncuadvisor.analysis import roofline
+        from ncuadvisor.analysis.pipeline import ANALYSIS_SECTIONS, CARD_METRICS
+
+        if self.collection == "sections":
+            return list(ANALYSIS_SECTIONS), []
+        scalars = roofline.METRICS + CARD_METRICS + engine.required_metrics(self.rules)
+        return list(ncu_mod.DECLARED_SECTIONS), ncu_mod.declared_metrics([ncu_mod.DURATION_METRIC, *scalars])
 
     def _run(self, command: list[str], out_base: str, label: str, expected: int | None) -> PhaseRun:
         run = self.runner(command, out_base, label, self.ui, expected=expected, env=self.env)
@@ -178,6 +194,9 @@ class Session:
                     "program_exit_code": r.parser.app_exit,
                     "launches_profiled": r.parser.profiled,
                     "interrupted": r.interrupted,
+                    "replay_passes": max(
+                        (e.passes for e in r.parser.events if e.kind == "progress" and e.passes), default=None
+                    ),
                 }
                 for r in self.runs
             ],
@@ -255,6 +274,16 @@ class Session:
             if len(missing) == len(chosen) and not self.interrupted:
                 self.incomplete = self.incomplete or "no chosen kernel could be profiled in depth"
         result = merge_results(p1_result, deep, launches=launches, rules=self.rules, torch_ops=self.torch_ops)
+        if deep and self.collection != "sections":
+            # the declared collection holds every metric the rules read, not the whole sections: the analysis
+            # skipped nothing for want of a section; only NCU's own rules of the other sections did not run
+            warnings = result["report"]["warnings"]
+            warnings[:] = [w for w in warnings if "lacks sections" not in w]
+            warnings.append(
+                "phase 2 collected the metrics the analysis reads by name, with the sections "
+                + ", ".join(ncu_mod.DECLARED_SECTIONS)
+                + ": NCU's own rule results are those of these sections"
+            )
         if not deep:
             result["report"]["path"] = str(p1_path)
             result["report"]["name"] = p1_path.name
@@ -271,7 +300,10 @@ class Session:
     ) -> tuple[list[tuple[str, dict[str, Any]]], list[Any]]:
         """The rounds of phase 2, until every chosen kernel was profiled in depth or a round finds none: the deep
         results (report path, result) and the chosen kernels still missing. Records each round in `selection`."""
-        from ncuadvisor.analysis.pipeline import ANALYSIS_SECTIONS, analyze
+        from ncuadvisor.analysis.pipeline import analyze
+
+        sections, metrics = self.phase2_collection()
+        selection["collection"] = {"mode": self.collection, "sections": sections, "metrics": len(metrics)}
 
         deep: list[tuple[str, dict[str, Any]]] = []
         found: set[tuple[str, str, str]] = set()
@@ -294,15 +326,17 @@ class Session:
                 self.target.argv,
                 self.filters,
                 kernel_names(missing, base),
-                ANALYSIS_SECTIONS,
+                sections,
                 strategy=strategy,
                 name_base=base,
                 launch_count=window if strategy == "window" else None,
+                metrics=metrics,
             )
+            what = "the analysis metrics" if metrics else "full analysis sections"
             label = (
-                f"phase 2/2: full analysis sections, one launch per kernel (round {rnd})"
+                f"phase 2/2: {what}, one launch per kernel (round {rnd})"
                 if rnd > 1
-                else "phase 2/2: full analysis sections, one launch per kernel"
+                else f"phase 2/2: {what}, one launch per kernel"
             )
             # what the bar counts up to: the launches this round profiles (one per kernel and launch shape, as
             # far as phase 1 saw them), until ncu's own count replaces it

@@ -94,6 +94,7 @@ class ProfilePhase(Record):
     program_exit_code: int | None = None
     launches_profiled: int | None = None
     interrupted: bool = False
+    replay_passes: int | None = None  # replay passes per profiled launch (the most ncu printed), what a launch costs
 
 
 @dataclass(kw_only=True)
@@ -121,6 +122,18 @@ class Selection(Record):
     rounds: list[SelectionRound] = field(default_factory=list)
     window_launches: int | None = None
     config_launches: int | None = None
+    collection: Collection | None = None
+
+
+@dataclass(kw_only=True)
+class Collection(Record):
+    """What phase 2 collected on each chosen launch: "declared", the metrics the analysis reads, named one by one
+    (`metrics` of them), with the sections that carry per-instruction data; or "sections", the whole analysis
+    sections."""
+
+    mode: Literal["declared", "sections"]
+    sections: list[str] = field(default_factory=list)
+    metrics: int = 0
 
 
 @dataclass(kw_only=True)
