@@ -13,7 +13,7 @@ from rich.markup import escape
 
 from ncuadvisor import __version__
 from ncuadvisor.cli import diff, profile, render, report, rules
-from ncuadvisor.cli.common import stderr_console
+from ncuadvisor.cli.common import exit_on_sigterm, stderr_console
 from ncuadvisor.errors import AdvisorError, InternalError, Interrupted
 
 app = typer.Typer(
@@ -68,6 +68,7 @@ def _fail(exc: AdvisorError) -> NoReturn:
 
 def main() -> None:
     """Entry point: run the app; AdvisorError -> one line on stderr and its exit code, never a traceback."""
+    exit_on_sigterm()
     try:
         code = app(standalone_mode=False)
         if isinstance(code, int) and code:  # typer.Exit(n) comes back as a return value outside standalone mode

@@ -104,7 +104,7 @@ def diff(
         sys.stdout.write(render_diff(d, name))
     else:
         if output is not None:
-            write_output(output, render_diff(d, name))
+            write_output(output, render_diff(d, name), force)
         if not quiet:
             render_diff_terminal(d, top=top)
             if output is not None:

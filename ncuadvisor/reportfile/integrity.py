@@ -1,0 +1,171 @@
+"""Checking a report file's structure before the native library reads it: every result is whole and parses, or it is
+left out and counted.
+
+`ncu_report` trusts the file: a result cut short or with one damaged byte reads back as a kernel named "nan" with no
+metrics, and a damaged block header can abort the process (SIGABRT, nothing on stderr). So the block layout
+(`reportfile.blocks`) is walked strictly first: every block header must parse and carry a payload size, the payload
+must hold exactly its (sources + results) length-prefixed messages, and every result message must parse (protobuf's
+C parser, the schema of `reportfile.fastread`) and carry a kernel name. The walk stops at the first block it cannot
+trust (nothing after it can be located); a block whose results do not parse is skipped. When anything was skipped or
+cut, the native library reads a private copy made of the blocks that passed, so what it lists is exactly the results
+counted here as whole.
+
+Checked on ncu 2025.3.1's layout (every fixture walks clean). A file in another layout (`not_layout`) is left to the
+native library as before.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ncuadvisor.reportfile.blocks import MAGIC, FileView, _fields, u32
+
+# A file header or block header longer than this is not one ncu wrote (the largest seen: ~130 KB, the metric names).
+MAX_HEADER_BYTES = 64 << 20
+
+
+@dataclass
+class Integrity:
+    """What the strict walk found. `whole`: results that passed; `lost`: results counted in a block that did not pass;
+    `cut_at`/`why`: where and why the walk stopped before the end (None when it reached the end cleanly);
+    `keep`: the (start, end) byte spans of the blocks that passed, in order; `not_layout`: the file is not in the
+    block layout this walk knows (left to the native library)."""
+
+    whole: int = 0
+    lost: int = 0
+    cut_at: int | None = None
+    why: str | None = None
+    header_end: int = 0
+    keep: list[tuple[int, int]] = field(default_factory=list)
+    dropped_blocks: int = 0
+    not_layout: bool = False
+
+    @property
+    def damaged(self) -> bool:
+        return self.cut_at is not None or self.dropped_blocks > 0
+
+    def summary(self) -> str:
+        """One clause for a warning: what is missing and why."""
+        parts = []
+        if self.dropped_blocks:
+            parts.append(f"{self.lost} damaged result{'s' if self.lost != 1 else ''} left out")
+        if self.cut_at is not None:
+            parts.append(f"the file cannot be read past byte {self.cut_at} ({self.why}): every result after it is lost")
+        return "; ".join(parts)
+
+
+def _result_ok(payload: bytes) -> str | None:
+    """Why a result message is not whole (None when it parses and names its kernel)."""
+    from ncuadvisor.reportfile.fastread import _classes
+
+    classes = _classes()
+    if classes is None:  # no protobuf package: the top-level fields must still parse
+        try:
+            f = _fields(payload, 0, len(payload))
+        except ValueError as exc:
+            return str(exc)
+        return None if (f.get(5) or f.get(6) or f.get(7)) else "no kernel name"
+    try:
+        r = classes[1].FromString(payload)
+    except Exception as exc:  # protobuf's DecodeError
+        return f"result does not parse ({type(exc).__name__})"
+    if not (r.mangled or r.function or r.demangled):
+        return "no kernel name"
+    return None
+
+
+def check_report(path: str | os.PathLike[str]) -> Integrity:
+    """Walk an uncompressed report strictly (see the module docstring); reads every result message once."""
+    out = Integrity()
+    with open(path, "rb") as fh:
+        mm = FileView(fh)
+        size = len(mm)
+        if size < 8 or mm[:4] != MAGIC:
+            out.not_layout = True
+            return out
+        hs = u32(mm, 4)
+        i = 8 + hs
+        try:
+            if hs == 0 or hs > MAX_HEADER_BYTES or i > size:
+                raise ValueError("bad file header size")
+            _fields(mm, 8, i)
+        except ValueError as exc:
+            out.cut_at, out.why = 4, f"file header: {exc}"
+            return out
+        out.header_end = i
+        while i < size:
+            start = i
+            problem, n_results, end = _block(mm, i, size)
+            if problem is not None and end is None:  # the block cannot be located: nothing after it can
+                out.cut_at, out.why = start, problem
+                return out
+            assert end is not None
+            if problem is None:
+                out.keep.append((start, end))
+                out.whole += n_results
+            else:
+                out.dropped_blocks += 1
+                out.lost += n_results
+            i = end
+    return out
+
+
+def _block(mm: Any, i: int, size: int) -> tuple[str | None, int, int | None]:
+    """(why the block at i is not whole or None, its result count, its end or None when it cannot be located)."""
+    if i + 4 > size:
+        return "cut inside a block header's length", 0, None
+    hs = u32(mm, i)
+    if hs == 0 or hs > MAX_HEADER_BYTES:
+        return f"implausible block header length {hs}", 0, None
+    hstart = i + 4
+    if hstart + hs > size:
+        return "block header past the end of the file", 0, None
+    try:
+        h = _fields(mm, hstart, hstart + hs)
+    except ValueError as exc:
+        return f"block header does not parse ({exc})", 0, None
+    counts = [h.get(k) or [0] for k in (1, 2, 5)]
+    if not h.get(5) or not all(isinstance(c[0], int) for c in counts):
+        return "block header without a payload size", 0, None
+    n_sources, n_results, payload = (int(c[0]) for c in counts)
+    p0 = hstart + hs
+    end = p0 + payload
+    if end > size:
+        return "block payload past the end of the file", 0, None
+    # each message takes at least its 4-byte length: a count beyond that cannot be true (and is never allocated)
+    if 4 * (n_sources + n_results) > payload:
+        return f"block header counts {n_sources + n_results} messages in {payload} bytes", 0, None
+    j = p0
+    for k in range(n_sources + n_results):
+        if j + 4 > end:
+            return "block payload holds fewer messages than its header counts", n_results, end
+        n = u32(mm, j)
+        if j + 4 + n > end:
+            return "a message runs past its block", n_results, end
+        if k >= n_sources:
+            why = _result_ok(bytes(mm[j + 4 : j + 4 + n]))
+            if why is not None:
+                return why, n_results, end
+        j += 4 + n
+    if j != end:
+        return "block payload holds more than its header counts", n_results, end
+    return None, n_results, end
+
+
+def write_whole_copy(path: str | os.PathLike[str], found: Integrity, target: Path) -> None:
+    """A copy of the report made of its file header and the blocks that passed (`found.keep`), for the native library."""
+    with open(path, "rb") as src, open(target, "wb") as dst:
+        src.seek(0)
+        dst.write(src.read(found.header_end))
+        for start, end in found.keep:
+            src.seek(start)
+            left = end - start
+            while left > 0:
+                chunk = src.read(min(left, 1 << 20))
+                if not chunk:
+                    raise OSError("report changed while it was read")
+                dst.write(chunk)
+                left -= len(chunk)
