@@ -49,6 +49,16 @@ def make_case(kind, tmp_path, report_path):
         path.write_bytes((FIXTURES / "probe.ncu-rep.xz").read_bytes()[:5000])
     elif kind == "magic_then_garbage":
         path.write_bytes(probe[:16] + os.urandom(1 << 16))
+    elif kind == "zstd_bad_checksum":
+        path = tmp_path / "x.ncu-repz"
+        data = bytearray((FIXTURES / "probe.ncu-repz").read_bytes())
+        data[len(data) // 2] ^= 0x40
+        path.write_bytes(bytes(data))
+    elif kind == "xz_zeros_bomb":
+        import lzma
+
+        path = tmp_path / "x.ncu-rep.xz"
+        path.write_bytes(lzma.compress(probe[:4] + bytes(64 << 20)))
     elif kind == "zstd_garbage":
         path = tmp_path / "x.ncu-repz"
         path.write_bytes(b"\x28\xb5\x2f\xfd" + os.urandom(1 << 16))
@@ -64,14 +74,17 @@ def make_case(kind, tmp_path, report_path):
         ("empty", ["empty file"]),
         ("random", ["unknown file format"]),
         ("text", ["unknown file format"]),
-        ("cut8", ["truncated or corrupt"]),  # inside the file header: the native library logs, we stay one line
-        ("cut200", ["truncated or corrupt"]),
-        ("cut5000", ["truncated or corrupt"]),
-        ("cut100000", ["truncated or corrupt"]),
+        ("cut8", ["no whole kernel result"]),  # inside the file header: refused before the native library reads it
+        ("cut200", ["no whole kernel result"]),
+        ("cut5000", ["no whole kernel result"]),
+        ("cut100000", ["no whole kernel result"]),
+        ("cut500000", ["no whole kernel result"]),  # inside the first result: never a phantom kernel "nan"
         ("fifo", ["not a regular file"]),  # would block a reader forever
         ("bad_xz", []),
         ("magic_then_garbage", []),
-        ("zstd_garbage", []),  # a .ncu-repz that is no zstd stream: left to ncu_report, which refuses it
+        ("zstd_garbage", ["damaged compressed report"]),  # a .ncu-repz that is no zstd stream
+        ("zstd_bad_checksum", ["damaged compressed report"]),  # read anyway before: refused now
+        ("xz_zeros_bomb", ["not an Nsight Compute report"]),  # refused on its first bytes, nothing written to /tmp
     ],
 )
 def test_unusable_input_is_one_clear_line_and_exit_2(kind, needles, tmp_path, report_path):
@@ -103,6 +116,7 @@ def test_report_cut_late_is_analysed_and_said_partial(tmp_path, report_path, fra
     assert "Traceback" not in p.stderr
     res = json.loads(out.read_text())
     assert res["report"]["warnings"][0].startswith("partial: the report file is truncated")
+    assert f"its {whole} whole results" in res["report"]["warnings"][0]
     assert len(res["kernels"]) == whole
     assert all(k["name"] and k["name"] != "nan" for k in res["kernels"])
     assert "copy_vec4" in {k["name"] for k in res["kernels"]}  # the first result of the file

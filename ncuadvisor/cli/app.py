@@ -9,12 +9,12 @@ import sys
 from typing import Annotated, NoReturn
 
 import typer
-from rich.markup import escape
 
 from ncuadvisor import __version__
 from ncuadvisor.cli import diff, profile, render, report, rules
 from ncuadvisor.cli.common import exit_on_sigterm, stderr_console
 from ncuadvisor.errors import AdvisorError, InternalError, Interrupted
+from ncuadvisor.render import escape_terminal as escape
 
 app = typer.Typer(
     add_completion=False,

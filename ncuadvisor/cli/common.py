@@ -14,10 +14,10 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
-from rich.markup import escape
 
 from ncuadvisor.config import Config, configured_rules, resolve_config
 from ncuadvisor.errors import OutputError
+from ncuadvisor.render import escape_terminal as escape
 
 # -- options -------------------------------------------------------------------------------------------------------
 

@@ -280,7 +280,9 @@ def read_results(reader: ReportReader, metrics: Iterable[str]) -> Profile:
                 x for x in (lost, f"{unnamed} result{'s' if unnamed != 1 else ''} without a name left out") if x
             )
         profile.warnings.insert(
-            0, f"partial: the report file is damaged: this analyses its {len(frame)} whole results; {lost}"
+            0,
+            f"partial: the report file is {'damaged' if unnamed else found.state}: this analyses its {len(frame)} "
+            f"whole results; {lost}",
         )
     _attach_processes(profile, reader)
     return profile

@@ -7,10 +7,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
 
 from ncuadvisor.render import console_for_output
+from ncuadvisor.render import escape_terminal as escape
 from ncuadvisor.render.view import Kernel, report_view
 from ncuadvisor.units import fmt_ns, fmt_pct, fmt_x, short_name
 
@@ -51,13 +51,13 @@ def render_terminal(result: Mapping[str, Any], console: Console | None = None, t
             console.print(
                 f"  {i}. [bold]{escape(short_name(a.kernel, 60))}[/bold]"
                 + (f" [dim]· {escape(a.shape_tag)}[/dim]" if a.shape_tag else "")
-                + f": {escape(str(a.title or ''))} [dim]({a.rule})[/dim] saves ~{fmt_ns(a.estimated_saving_ns)} "
+                + f": {escape(str(a.title or ''))} [dim]({escape(str(a.rule))})[/dim] saves ~{fmt_ns(a.estimated_saving_ns)} "
                 f"({fmt_pct(a.program_fraction)} of the program)"
             )
         listed = {(a.rule, a.title) for a in actions if a.scope == "program"}
         for p in [p for p in view.program_findings if (p.rule, p.title) not in listed][:ACTIONS_SHOWN]:
             console.print(
-                f"  • {escape(str(p.title or ''))} [dim]({p.rule})[/dim] saves ~{fmt_ns(p.estimated_saving_ns)}"
+                f"  • {escape(str(p.title or ''))} [dim]({escape(str(p.rule))})[/dim] saves ~{fmt_ns(p.estimated_saving_ns)}"
             )
 
     table = Table(title=None, show_lines=False, header_style="bold")
@@ -82,7 +82,7 @@ def render_terminal(result: Mapping[str, Any], console: Console | None = None, t
             str(k.launches),
             fmt_ns(k.duration_ns),
             fmt_pct(k.time_share),
-            f"[{BOUND_STYLE.get(bound, '')}]{bound}[/]",
+            f"[{BOUND_STYLE[bound]}]{bound}[/]" if bound in BOUND_STYLE else escape(bound),
             fmt_x(k.headroom),
             escape(_first_text(k)),
         )

@@ -31,7 +31,8 @@ MAX_HEADER_BYTES = 64 << 20
 class Integrity:
     """What the strict walk found. `whole`: results that passed; `lost`: results counted in a block that did not pass;
     `cut_at`/`why`: where and why the walk stopped before the end (None when it reached the end cleanly);
-    `keep`: the (start, end) byte spans of the blocks that passed, in order; `not_layout`: the file is not in the
+    `keep`: the (start, end, emptied) byte spans of the blocks to keep, in order (`emptied`: a damaged block kept for
+    its header alone, the metric names later results refer to, with no sources or results); `not_layout`: the file is not in the
     block layout this walk knows (left to the native library)."""
 
     whole: int = 0
@@ -39,7 +40,7 @@ class Integrity:
     cut_at: int | None = None
     why: str | None = None
     header_end: int = 0
-    keep: list[tuple[int, int]] = field(default_factory=list)
+    keep: list[tuple[int, int, bool]] = field(default_factory=list)
     dropped_blocks: int = 0
     not_layout: bool = False
 
@@ -47,11 +48,24 @@ class Integrity:
     def damaged(self) -> bool:
         return self.cut_at is not None or self.dropped_blocks > 0
 
+    @property
+    def state(self) -> str:
+        """ "truncated" (the file ends inside a block and nothing else is wrong), "damaged" or "whole"."""
+        if not self.damaged:
+            return "whole"
+        if not self.dropped_blocks and self.why and ("past the end" in self.why or self.why.startswith("cut")):
+            return "truncated"
+        return "damaged"
+
     def summary(self) -> str:
         """One clause for a warning: what is missing and why."""
         parts = []
         if self.dropped_blocks:
-            parts.append(f"{self.lost} damaged result{'s' if self.lost != 1 else ''} left out")
+            n, k = self.lost, self.dropped_blocks
+            parts.append(
+                f"{k} damaged block{'s' if k != 1 else ''} left out ({n} result{'s' if n != 1 else ''} by "
+                f"{'their headers' if k != 1 else 'its header'})"
+            )
         if self.cut_at is not None:
             parts.append(f"the file cannot be read past byte {self.cut_at} ({self.why}): every result after it is lost")
         return "; ".join(parts)
@@ -103,8 +117,8 @@ def check_report(path: str | os.PathLike[str]) -> Integrity:
                 out.cut_at, out.why = start, problem
                 return out
             assert end is not None
+            out.keep.append((start, end, problem is not None))
             if problem is None:
-                out.keep.append((start, end))
                 out.whole += n_results
             else:
                 out.dropped_blocks += 1
@@ -155,13 +169,50 @@ def _block(mm: Any, i: int, size: int) -> tuple[str | None, int, int | None]:
     return None, n_results, end
 
 
+def _varint_bytes(v: int) -> bytes:
+    out = bytearray()
+    while True:
+        c, v = v & 0x7F, v >> 7
+        out.append(c | (0x80 if v else 0))
+        if not v:
+            return bytes(out)
+
+
+def _emptied_header(header: bytes) -> bytes:
+    """A block header with its counts (fields 1, 2) and payload size (5) set to 0, every other field kept byte for
+    byte: the metric names a block header adds (field 4) are numbered by later results, so the header must stay."""
+    from ncuadvisor.reportfile.blocks import _varint
+
+    kept, i, end = bytearray(), 0, len(header)
+    while i < end:
+        start = i
+        key, i = _varint(header, i, end)
+        wire = key & 7
+        if wire == 0:
+            _, i = _varint(header, i, end)
+        elif wire == 2:
+            n, i = _varint(header, i, end)
+            i += n
+        else:
+            i += 8 if wire == 1 else 4
+        if key >> 3 not in (1, 2, 5):
+            kept += header[start:i]
+    return b"\x08\x00\x10\x00" + bytes(kept) + b"\x28\x00"
+
+
 def write_whole_copy(path: str | os.PathLike[str], found: Integrity, target: Path) -> None:
-    """A copy of the report made of its file header and the blocks that passed (`found.keep`), for the native library."""
+    """A copy of the report made of its file header and the blocks that passed (`found.keep`; a damaged block keeps
+    its header alone, emptied), for the native library."""
     with open(path, "rb") as src, open(target, "wb") as dst:
         src.seek(0)
         dst.write(src.read(found.header_end))
-        for start, end in found.keep:
+        for start, end, emptied in found.keep:
             src.seek(start)
+            if emptied:
+                hs = int.from_bytes(src.read(4), "little")
+                header = _emptied_header(src.read(hs))
+                dst.write(len(header).to_bytes(4, "little") + header)
+                continue
             left = end - start
             while left > 0:
                 chunk = src.read(min(left, 1 << 20))

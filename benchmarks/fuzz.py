@@ -1,0 +1,239 @@
+"""A fuzz campaign against the installed command line: damaged reports (truncation at every block boundary and at
+random offsets, byte flips in block headers and in result payloads, crafted result counts, zero-filled bombs behind
+the magic, non-UTF-8 and control characters in kernel names) and malformed saved JSON for `render`. Each mutant is run
+through `python -m ncuadvisor` in a subprocess with a time limit, and its outcome classified:
+
+- ok: exit 0 and the output names only real kernels (a name, a duration > 0);
+- refused: exit 2 with one `ncuadvisor: error:` line;
+- partial: exit 0 or 4 with a `partial:` warning in the output;
+- bad: a traceback, an internal error (exit 3), a native abort (a signal), a hang (past the limit), over 1 GB,
+  exit 0 with garbage (a kernel without a name or with 0 ns), or a file left in the private temp folder or beside
+  the output.
+
+    python3 benchmarks/fuzz.py --count 200 --seed 1          # counts per class and outcome, as a markdown table
+    python3 benchmarks/fuzz.py --count 20 --classes trunc     # one class
+
+`tests/test_fuzz.py` runs a small seeded part of the same mutations by default.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import lzma
+import os
+import random
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from ncuadvisor.reportfile.blocks import iter_blocks, u32  # noqa: E402
+
+SMALL_FIXTURES = ("probe", "pipeline_v1", "tiny_sections")
+TIME_LIMIT_S = 10.0
+MEMORY_LIMIT = 1 << 30
+
+
+def plain(name: str) -> bytes:
+    with lzma.open(ROOT / "fixtures" / f"{name}.ncu-rep.xz") as fh:
+        return fh.read()
+
+
+def mutants(data: bytes, rng: random.Random, classes: set[str], count: int) -> Iterator[tuple[str, str, bytes]]:
+    """(class, label, bytes) of each mutant of one report."""
+    blocks = list(iter_blocks(data))
+    bounds = [8 + u32(data, 4)] + [b.payload_end for b in blocks]
+    headers = []  # (start, end) of each block header
+    i = 8 + u32(data, 4)
+    for b in blocks:
+        headers.append((i + 4, b.payload_start))
+        i = b.payload_end
+    payloads = [(b.payload_start, b.payload_end) for b in blocks if (b.header.get(2) or [0])[0]]
+    if "trunc" in classes:
+        for at in bounds[:-1]:
+            yield "trunc-boundary", f"cut at block boundary {at}", data[:at]
+        for _ in range(count):
+            at = rng.randrange(1, len(data))
+            yield "trunc-random", f"cut at {at}", data[:at]
+    if "flip-header" in classes:
+        for _ in range(count):
+            s, e = rng.choice(headers)
+            at = rng.randrange(s - 4, e)
+            yield "flip-header", f"flip byte {at}", _flip(data, at, rng)
+    if "flip-payload" in classes:
+        for _ in range(count):
+            s, e = rng.choice(payloads)
+            at = rng.randrange(s, min(e, s + 4096)) if rng.random() < 0.5 else rng.randrange(s, e)
+            yield "flip-payload", f"flip byte {at}", _flip(data, at, rng)
+    if "count" in classes:
+        for n in (2, 1 << 16, (1 << 32) + 1):
+            yield "count", f"result count {n}", _crafted_count(data, headers, blocks, n)
+    if "bomb" in classes:
+        yield "bomb", "64 MB of zeros behind the magic", data[:8] + b"\0" * (64 << 20)
+        yield "bomb", "1 KB of zeros behind the magic", data[:4] + b"\0" * 1024
+    if "text" in classes:
+        for label, name in (
+            ("latin-1 byte", b"k\xe9rnel_\xff"),
+            ("terminal escapes", b"\x1b]0;pwned\x07\x1b[2J\x1b]8;;http://x\x07k\x1b]8;;\x07"),
+            ("rich markup", b"[link=http://x]k[/link][bold red]"),
+        ):
+            yield "text", label, _rename(data, name)
+
+
+def _flip(data: bytes, at: int, rng: random.Random) -> bytes:
+    b = bytearray(data)
+    b[at] ^= 1 << rng.randrange(8)
+    return bytes(b)
+
+
+def _crafted_count(data: bytes, headers: list[tuple[int, int]], blocks: list, n: int) -> bytes:
+    """The first result block's header with its result count (field 2) set to n, the header's length adjusted."""
+    k = next(k for k, b in enumerate(blocks) if (b.header.get(2) or [0])[0])
+    s, e = headers[k]
+    h = data[s:e]
+    old = b"\x10\x01"
+    at = h.find(old)
+    if at < 0:
+        return data
+    v, out = n, bytearray()
+    while True:
+        c = v & 0x7F
+        v >>= 7
+        out.append(c | (0x80 if v else 0))
+        if not v:
+            break
+    nh = h[:at] + b"\x10" + bytes(out) + h[at + 2 :]
+    return data[: s - 4] + len(nh).to_bytes(4, "little") + nh + data[e:]
+
+
+def _rename(data: bytes, name: bytes) -> bytes:
+    """Every occurrence of the first result's function name replaced by `name` where the protobuf length allows
+    (same length: padded or cut), so the layout stays valid and only the text is hostile."""
+    from ncuadvisor.reportfile.fastread import _classes
+
+    classes = _classes()
+    assert classes is not None
+    blocks = list(iter_blocks(data))
+    b = next(b for b in blocks if (b.header.get(2) or [0])[0])
+    n = u32(data, b.payload_start)
+    r = classes[1].FromString(data[b.payload_start + 4 : b.payload_start + 4 + n])
+    old = r.function
+    new = (name * (len(old) // len(name) + 1))[: len(old)]
+    return data.replace(old, new)
+
+
+def run_cli(args: list[str], cwd: Path, timeout: float = TIME_LIMIT_S) -> tuple[int | None, str, str, float, int]:
+    """(exit code or None on a hang, stdout, stderr, seconds, peak RSS bytes of the child)."""
+    env = dict(os.environ, PYTHONPATH=str(ROOT), TMPDIR=str(cwd / "tmp"), COLUMNS="120")
+    (cwd / "tmp").mkdir(exist_ok=True)
+    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    t0 = time.monotonic()
+    try:
+        p = subprocess.run(
+            [sys.executable, "-m", "ncuadvisor", *args], cwd=cwd, env=env, capture_output=True, timeout=timeout
+        )
+        rc: int | None = p.returncode
+        out, err = p.stdout.decode("utf-8", "replace"), p.stderr.decode("utf-8", "replace")
+    except subprocess.TimeoutExpired:
+        rc, out, err = None, "", ""
+    rss = max(before, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss) * 1024
+    return rc, out, err, time.monotonic() - t0, rss
+
+
+def classify(rc: int | None, out: str, err: str, seconds: float, left: list[str]) -> str:
+    """The outcome of one run (see the module docstring)."""
+    if rc is None:
+        return "bad: hang"
+    if "Traceback" in err or "Traceback" in out:
+        return "bad: traceback"
+    if rc < 0 or rc in (134, 139):
+        return "bad: abort"
+    if rc == 3:
+        return "bad: internal error"
+    if seconds > TIME_LIMIT_S:
+        return "bad: slow"
+    if left:
+        return "bad: left files"
+    if rc == 2:
+        lines = [x for x in err.splitlines() if x.startswith("ncuadvisor: error:")]
+        return "refused" if len(lines) == 1 else "bad: refusal without one line"
+    if rc in (0, 4):
+        try:
+            d = json.loads(out)
+        except ValueError:
+            return "bad: exit 0 with no JSON"
+        kernels = d.get("kernels") or []
+        if not kernels or any(not k.get("name") or not (k.get("duration_ns") or 0) > 0 for k in kernels):
+            return "bad: exit 0 with garbage"
+        partial = any(str(w).startswith("partial") for w in d["report"].get("warnings") or [])
+        return "partial" if partial else "ok"
+    return f"bad: exit {rc}"
+
+
+def run_report(data: bytes, work: Path, suffix: str = ".ncu-rep") -> tuple[str, float, int]:
+    """Write one mutant, run `report -f json` on it, classify; everything under `work` is removed after."""
+    for p in work.rglob("*"):
+        if p.is_file():
+            p.unlink()
+    src = work / f"mutant{suffix}"
+    src.write_bytes(data)
+    rc, out, err, seconds, rss = run_cli(["report", str(src), "-f", "json"], work)
+    left = [str(p) for p in (work / "tmp").rglob("*")] + [p.name for p in work.iterdir() if p.name.startswith(".")]
+    outcome = classify(rc, out, err, seconds, left)
+    if rss > MEMORY_LIMIT and not outcome.startswith("bad"):
+        outcome = "bad: over 1 GB"
+    return outcome, seconds, rss
+
+
+def campaign(count: int, seed: int, classes: set[str], fixtures: tuple[str, ...], budget_s: float) -> dict:
+    rng = random.Random(seed)
+    counts: Counter[tuple[str, str]] = Counter()
+    worst_s, worst_rss, bad = 0.0, 0, []
+    t0 = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="ncuadvisor-fuzz-") as d:
+        work = Path(d)
+        for name in fixtures:
+            data = plain(name)
+            for cls, label, mutant in mutants(data, rng, classes, count):
+                if time.monotonic() - t0 > budget_s:
+                    break
+                outcome, seconds, rss = run_report(mutant, work)
+                counts[(cls, outcome)] += 1
+                worst_s, worst_rss = max(worst_s, seconds), max(worst_rss, rss)
+                if outcome.startswith("bad"):
+                    bad.append(f"{name} {cls} {label}: {outcome}")
+    return {"counts": counts, "worst_s": worst_s, "worst_rss": worst_rss, "bad": bad}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--count", type=int, default=20, help="random mutants per class and fixture")
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--classes", default="trunc,flip-header,flip-payload,count,bomb,text")
+    ap.add_argument("--fixtures", default=",".join(SMALL_FIXTURES))
+    ap.add_argument("--budget-s", type=float, default=600.0, help="stop starting runs after this many seconds")
+    a = ap.parse_args()
+    got = campaign(a.count, a.seed, set(a.classes.split(",")), tuple(a.fixtures.split(",")), a.budget_s)
+    outcomes = sorted({o for _, o in got["counts"]})
+    classes = sorted({c for c, _ in got["counts"]})
+    print("| class | " + " | ".join(outcomes) + " |")
+    print("|---|" + "---|" * len(outcomes))
+    for c in classes:
+        print(f"| {c} | " + " | ".join(str(got["counts"][(c, o)]) for o in outcomes) + " |")
+    print(
+        f"\nruns: {sum(got['counts'].values())}; slowest {got['worst_s']:.1f} s; peak RSS {got['worst_rss'] >> 20} MiB"
+    )
+    for b in got["bad"]:
+        print("BAD", b)
+
+
+if __name__ == "__main__":
+    main()
