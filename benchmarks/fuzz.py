@@ -38,7 +38,8 @@ sys.path.insert(0, str(ROOT))
 from ncuadvisor.reportfile.blocks import iter_blocks, u32  # noqa: E402
 
 SMALL_FIXTURES = ("probe", "pipeline_v1", "tiny_sections")
-TIME_LIMIT_S = 10.0
+TIME_LIMIT_S = 10.0  # CPU seconds of one run (user + system): what the run costs, whatever else the machine runs
+HANG_S = 60.0  # wall seconds after which a run is killed and counted as a hang
 MEMORY_LIMIT = 1 << 30
 
 
@@ -130,12 +131,11 @@ def _rename(data: bytes, name: bytes) -> bytes:
     return data.replace(old, new)
 
 
-def run_cli(args: list[str], cwd: Path, timeout: float = TIME_LIMIT_S) -> tuple[int | None, str, str, float, int]:
-    """(exit code or None on a hang, stdout, stderr, seconds, peak RSS bytes of the child)."""
+def run_cli(args: list[str], cwd: Path, timeout: float = HANG_S) -> tuple[int | None, str, str, float, int]:
+    """(exit code or None on a hang, stdout, stderr, CPU seconds, peak RSS bytes of any child so far)."""
     env = dict(os.environ, PYTHONPATH=str(ROOT), TMPDIR=str(cwd / "tmp"), COLUMNS="120")
     (cwd / "tmp").mkdir(exist_ok=True)
-    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    t0 = time.monotonic()
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     try:
         p = subprocess.run(
             [sys.executable, "-m", "ncuadvisor", *args], cwd=cwd, env=env, capture_output=True, timeout=timeout
@@ -144,8 +144,9 @@ def run_cli(args: list[str], cwd: Path, timeout: float = TIME_LIMIT_S) -> tuple[
         out, err = p.stdout.decode("utf-8", "replace"), p.stderr.decode("utf-8", "replace")
     except subprocess.TimeoutExpired:
         rc, out, err = None, "", ""
-    rss = max(before, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss) * 1024
-    return rc, out, err, time.monotonic() - t0, rss
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return rc, out, err, cpu, after.ru_maxrss * 1024
 
 
 def classify(rc: int | None, out: str, err: str, seconds: float, left: list[str]) -> str:
@@ -180,9 +181,10 @@ def classify(rc: int | None, out: str, err: str, seconds: float, left: list[str]
 
 def run_report(data: bytes, work: Path, suffix: str = ".ncu-rep") -> tuple[str, float, int]:
     """Write one mutant, run `report -f json` on it, classify; everything under `work` is removed after."""
-    for p in work.rglob("*"):
-        if p.is_file():
-            p.unlink()
+    import shutil
+
+    for p in work.iterdir():  # a hang was killed (SIGKILL): what it left is counted there, not here
+        shutil.rmtree(p) if p.is_dir() else p.unlink()
     src = work / f"mutant{suffix}"
     src.write_bytes(data)
     rc, out, err, seconds, rss = run_cli(["report", str(src), "-f", "json"], work)
@@ -196,7 +198,7 @@ def run_report(data: bytes, work: Path, suffix: str = ".ncu-rep") -> tuple[str, 
 def campaign(count: int, seed: int, classes: set[str], fixtures: tuple[str, ...], budget_s: float) -> dict:
     rng = random.Random(seed)
     counts: Counter[tuple[str, str]] = Counter()
-    worst_s, worst_rss, bad = 0.0, 0, []
+    worst_s, worst_rss, bad = 0.0, 0, []  # CPU seconds, bytes
     t0 = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="ncuadvisor-fuzz-") as d:
         work = Path(d)

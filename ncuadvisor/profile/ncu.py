@@ -105,8 +105,9 @@ def parse_version(text: str) -> tuple[int, ...] | None:
 
 def ncu_version(path: str, timeout: float = 60.0) -> NcuInfo:
     """Run `ncu --version`; raises OSError/subprocess errors to the caller."""
-    proc = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=timeout)
-    text = (proc.stdout or "") + (proc.stderr or "")
+    proc = subprocess.run([path, "--version"], capture_output=True, timeout=timeout)
+    # bytes, decoded leniently: an ncu (or a wrapper) printing non-UTF-8 is a missing ncu, not an internal error
+    text = (proc.stdout or b"").decode("utf-8", "replace") + (proc.stderr or b"").decode("utf-8", "replace")
     return NcuInfo(path=path, version=parse_version(text), version_text=" ".join(text.split()))
 
 
