@@ -1,6 +1,7 @@
 """The fast, seeded part of the fuzz campaign (benchmarks/fuzz.py runs the long one): damaged copies of real reports
 checked by the strict block walk (`reportfile.integrity`) in this process, against what the undamaged file says, and
-a few of them run through the installed command line in a subprocess with a time limit."""
+a few of them run through the installed command line in a subprocess with a time limit. The regression test of
+each defect the campaign found is in tests/test_fuzz_regressions.py."""
 
 from __future__ import annotations
 
@@ -106,6 +107,7 @@ def test_damaged_reports_through_the_command_line(cls, label, outcome, pipeline,
     assert seconds < fuzz.TIME_LIMIT_S
 
 
+@pytest.mark.slow
 def test_hostile_kernel_names_reach_no_output_as_control_characters(pipeline, tmp_path):
     mutant = fuzz._rename(pipeline, b"\x1b]0;pwned\x07\x1b[2J")
     src = tmp_path / "m.ncu-rep"

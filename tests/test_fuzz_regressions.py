@@ -66,6 +66,7 @@ def _damaged_payload(data: bytes, tmp_path: Path) -> bytes:
     raise AssertionError("no damaging flip found")
 
 
+@pytest.mark.slow
 def test_a_damaged_result_is_left_out_and_counted_never_a_kernel_nan(pipeline, tmp_path):
     mutant = _damaged_payload(pipeline, tmp_path)
     src = tmp_path / "m.ncu-rep"
@@ -80,6 +81,7 @@ def test_a_damaged_result_is_left_out_and_counted_never_a_kernel_nan(pipeline, t
     assert "partial: the report file is damaged" in md.stdout.decode()  # said in every format, not only JSON
 
 
+@pytest.mark.slow
 def test_a_crafted_result_count_is_refused_at_once(pipeline, tmp_path):
     mutant = next(m for _c, lab, m in fuzz.mutants(pipeline, random.Random(1), {"count"}, 0) if "4294967297" in lab)
     src = tmp_path / "m.ncu-rep"
@@ -88,6 +90,7 @@ def test_a_crafted_result_count_is_refused_at_once(pipeline, tmp_path):
     assert p.returncode == 2 and b"no whole kernel result" in p.stderr, p.stderr
 
 
+@pytest.mark.slow
 def test_a_failed_write_leaves_no_temporary_file(pipeline, tmp_path):
     """A write that fails (here: the file size limit, as a full disk would) is one line, exit 2, and nothing beside
     the output."""
@@ -135,6 +138,7 @@ def test_a_fifo_output_is_written_in_place_never_replaced(tmp_path):
     assert fifo.is_fifo()
 
 
+@pytest.mark.slow
 def test_lone_surrogates_in_saved_json_render(pipeline, tmp_path):
     src = tmp_path / "r.ncu-rep"
     src.write_bytes(pipeline)
@@ -147,6 +151,7 @@ def test_lone_surrogates_in_saved_json_render(pipeline, tmp_path):
     assert (tmp_path / "out.html").stat().st_size > 0
 
 
+@pytest.mark.slow
 def test_hostile_bound_and_rule_in_saved_json_are_escaped_on_the_terminal(pipeline, tmp_path):
     src = tmp_path / "r.ncu-rep"
     src.write_bytes(pipeline)
@@ -161,6 +166,7 @@ def test_hostile_bound_and_rule_in_saved_json_are_escaped_on_the_terminal(pipeli
     assert "\x1b]" not in out and "\x07" not in out and "x.example" not in out.replace("[link=http://x.example]", "")
 
 
+@pytest.mark.slow
 def test_stdout_that_cannot_be_written_is_exit_2(tmp_path):
     with open("/dev/full", "wb") as full:
         p = subprocess.run(
@@ -174,6 +180,7 @@ def test_stdout_that_cannot_be_written_is_exit_2(tmp_path):
     assert p.stderr.decode().strip() == "ncuadvisor: error: cannot write to standard output (No space left on device)"
 
 
+@pytest.mark.slow
 def test_the_gate_refuses_a_partial_after_unless_allowed(pipeline, tmp_path):
     before = tmp_path / "before.ncu-rep"
     before.write_bytes(pipeline)
@@ -188,6 +195,7 @@ def test_the_gate_refuses_a_partial_after_unless_allowed(pipeline, tmp_path):
     assert json.loads(p.stdout)["warnings"][0].startswith("partial: the after report is incomplete")
 
 
+@pytest.mark.slow
 def test_a_bad_xz_names_the_users_file_not_the_private_copy(tmp_path):
     bad = tmp_path / "x.ncu-rep.xz"
     bad.write_bytes((ROOT / "fixtures" / "probe.ncu-rep.xz").read_bytes()[:5000])
@@ -197,6 +205,7 @@ def test_a_bad_xz_names_the_users_file_not_the_private_copy(tmp_path):
     assert [x.name for x in tmp_path.iterdir()] == ["x.ncu-rep.xz"]  # the private folder is gone
 
 
+@pytest.mark.slow
 def test_non_utf8_ncu_version_is_a_missing_ncu_not_an_internal_error(tmp_path):
     ncu = tmp_path / "ncu"
     ncu.write_bytes(b"#!/bin/sh\nprintf 'NVIDIA \\377\\376 Nsight Compute\\n'\n")
