@@ -212,3 +212,35 @@ def test_non_utf8_ncu_version_is_a_missing_ncu_not_an_internal_error(tmp_path):
     ncu.chmod(0o755)
     p = run("profile", "--ncu", str(ncu), "-o", str(tmp_path / "x.json"), "--", "true", cwd=tmp_path)
     assert p.returncode == 5, p.stderr
+
+
+@pytest.mark.slow
+def test_sigterm_during_decompression_leaves_no_private_folder(tmp_path):
+    """SIGTERM while a large .xz is being decompressed ends like Ctrl-C (exit 130, one line) and the private
+    decompressed copy is removed."""
+    import lzma
+    import time
+
+    head = fuzz.plain("pipeline_v1")[:4096]
+    zeros = lzma.compress(bytes(16 << 20), preset=0)
+    src = tmp_path / "big.ncu-rep.xz"
+    src.write_bytes(lzma.compress(head) + zeros * 12)  # several xz streams: ~200 MB once decompressed
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    env = dict(os.environ, PYTHONPATH=str(ROOT), TMPDIR=str(tmp))
+    p = subprocess.Popen(
+        [sys.executable, "-m", "ncuadvisor", "report", str(src)],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    deadline = time.monotonic() + 60
+    while not any(tmp.iterdir()) and p.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    caught = p.poll() is None
+    p.send_signal(signal.SIGTERM)
+    _out, err = p.communicate(timeout=60)
+    assert caught, "the run ended before the signal: the test proves nothing"
+    assert p.returncode == 130, err
+    assert err.decode().strip().startswith("ncuadvisor:") and b"Traceback" not in err
+    assert list(tmp.iterdir()) == []

@@ -85,11 +85,15 @@ def main() -> None:
     try:
         code = app(standalone_mode=False)
         sys.stdout.flush()  # a full or failing stdout is said here (exit 2), not at interpreter exit
+        if code == Interrupted.exit_code:  # typer turns Ctrl-C (and SIGTERM, see exit_on_sigterm) into a bare 130
+            _fail(Interrupted())
         if isinstance(code, int) and code:  # typer.Exit(n) comes back as a return value outside standalone mode
             sys.exit(code)
     except AdvisorError as exc:
         _fail(exc)
     except typer.Exit as exc:
+        if isinstance(exc.__cause__, KeyboardInterrupt):
+            _fail(Interrupted())
         sys.exit(exc.exit_code)
     except typer.Abort:
         stderr_console().print("ncuadvisor: aborted")
