@@ -6,9 +6,9 @@ through `python -m ncuadvisor` in a subprocess with a time limit, and its outcom
 - ok: exit 0 and the output names only real kernels (a name, a duration > 0);
 - refused: exit 2 with one `ncuadvisor: error:` line;
 - partial: exit 0 or 4 with a `partial:` warning in the output;
-- bad: a traceback, an internal error (exit 3), a native abort (a signal), a hang (past the limit), over 1 GB,
-  exit 0 with garbage (a kernel without a name or with 0 ns), or a file left in the private temp folder or beside
-  the output.
+- bad: a traceback, an internal error (exit 3), a native abort (a signal), a hang (killed after 60 s), over 10 s
+  of CPU, over 1 GB, exit 0 with garbage (a kernel without a name or with 0 ns), the native library's log lines on
+  stderr, or a file left in the private temp folder or beside the output.
 
     python3 benchmarks/fuzz.py --count 200 --seed 1          # counts per class and outcome, as a markdown table
     python3 benchmarks/fuzz.py --count 20 --classes trunc     # one class
@@ -167,6 +167,8 @@ def classify(rc: int | None, out: str, err: str, seconds: float, left: list[str]
         lines = [x for x in err.splitlines() if x.startswith("ncuadvisor: error:")]
         return "refused" if len(lines) == 1 else "bad: refusal without one line"
     if rc in (0, 4):
+        if any(m in err for m in ("absl::", "Can't parse", "libprotobuf", "WARNING: All log messages")):
+            return "bad: native log on stderr"
         try:
             d = json.loads(out)
         except ValueError:

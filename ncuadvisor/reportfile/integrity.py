@@ -220,3 +220,55 @@ def write_whole_copy(path: str | os.PathLike[str], found: Integrity, target: Pat
                     raise OSError("report changed while it was read")
                 dst.write(chunk)
                 left -= len(chunk)
+
+
+class StreamCheck:
+    """The block layout checked as a decompressed report streams by (`feed` each chunk in order): no report magic, or
+    a header of length 0 or past `MAX_HEADER_BYTES`, or one that does not parse or has no payload size, raises
+    ValueError at once, so a bomb of zeros behind a report's first bytes is refused after its first bad block, not
+    after gigabytes. Payloads are skipped, not kept: memory stays at one header and one chunk. A stream that simply
+    ends (a report cut short) is not an error here: `check_report` says what it holds."""
+
+    def __init__(self) -> None:
+        self.offset = 0  # bytes fed so far
+        self._next: int | None = None  # where the next block starts; None until the file header's length is known
+        self._pending = bytearray()  # bytes from _next on (from 0 until the file header's length is known)
+
+    def feed(self, chunk: bytes) -> None:
+        start = self.offset
+        self.offset += len(chunk)
+        if self._next is None:
+            self._pending += chunk
+            if len(self._pending) < 8:
+                return
+            if self._pending[:4] != MAGIC:
+                raise ValueError("no report magic")
+            hs = u32(self._pending, 4)
+            if hs == 0 or hs > MAX_HEADER_BYTES:
+                raise ValueError(f"implausible file header length {hs}")
+            self._next = 8 + hs
+            chunk, start, self._pending = bytes(self._pending), 0, bytearray()
+        if self.offset <= self._next:
+            return
+        self._pending += chunk[max(0, self._next - start) :]
+        self._walk()
+
+    def _walk(self) -> None:
+        p = self._pending
+        assert self._next is not None
+        while len(p) >= 4:
+            hs = u32(p, 0)
+            if hs == 0 or hs > MAX_HEADER_BYTES:
+                raise ValueError(f"implausible block header length {hs} at byte {self._next}")
+            if len(p) < 4 + hs:
+                return
+            h = _fields(bytes(p[4 : 4 + hs]), 0, hs)
+            size = (h.get(5) or [None])[0]
+            if not isinstance(size, int):
+                raise ValueError(f"block header without a payload size at byte {self._next}")
+            step = 4 + hs + size
+            self._next += step
+            if step >= len(p):  # the rest of this block's payload is still to come: skipped as it streams by
+                p.clear()
+                return
+            del p[:step]

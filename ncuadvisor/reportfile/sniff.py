@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from ncuadvisor.errors import InputError
-from ncuadvisor.reportfile.integrity import Integrity, write_whole_copy
+from ncuadvisor.reportfile.integrity import Integrity, StreamCheck, write_whole_copy
 
 REPORT_MAGIC = (b"NVR\x00",)
 COMPRESSED_SUFFIXES = (".xz", ".gz")
@@ -71,25 +71,24 @@ EXPANSION_FLOOR = 256 << 20
 
 
 def _copy_checked(path: Path, src: Any, target: Path) -> None:
-    """Stream a decompressed report into `target`: its first bytes must be a report's (magic and a plausible first
-    header, checked before anything else is written) and its size stays under the expansion limit."""
+    """Stream a decompressed report into `target`, its block layout checked as it goes (`integrity.StreamCheck`:
+    what is not a report is refused on its first bytes, a bomb of zeros after its first bad block) and its size kept
+    under the expansion limit."""
     limit = max(EXPANSION_FLOOR, MAX_EXPANSION * path.stat().st_size)
-    head = src.read(1 << 16)
-    if head[:4] not in REPORT_MAGIC:
-        raise InputError(f"{path}: the decompressed data is not an Nsight Compute report (.ncu-rep)")
-    hs = int.from_bytes(head[4:8], "little") if len(head) >= 8 else 0
-    if not 0 < hs < (1 << 20):
-        raise InputError(f"{path}: the decompressed data is not an Nsight Compute report (bad file header)")
-    written = len(head)
+    check = StreamCheck()
     with target.open("wb") as dst:
-        dst.write(head)
         while chunk := src.read(1 << 20):
-            written += len(chunk)
-            if written > limit:
+            try:
+                check.feed(chunk)
+            except ValueError as exc:
+                raise InputError(f"{path}: the decompressed data is not an Nsight Compute report ({exc})") from None
+            if check.offset > limit:
                 raise InputError(
                     f"{path}: expands past {limit >> 20} MiB ({MAX_EXPANSION}x its size): refused as a decompression bomb"
                 )
             dst.write(chunk)
+    if check.offset < 8:
+        raise InputError(f"{path}: the decompressed data is not an Nsight Compute report (too short)")
 
 
 def decompress(path: Path) -> Path:
