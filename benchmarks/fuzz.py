@@ -80,6 +80,9 @@ def mutants(data: bytes, rng: random.Random, classes: set[str], count: int) -> I
     if "bomb" in classes:
         yield "bomb", "64 MB of zeros behind the magic", data[:8] + b"\0" * (64 << 20)
         yield "bomb", "1 KB of zeros behind the magic", data[:4] + b"\0" * 1024
+        zeros = lzma.compress(bytes(16 << 20), preset=0)
+        yield "bomb-xz", "1 GB of zeros behind a whole report head (.xz)", lzma.compress(data[: bounds[2]]) + zeros * 64
+        yield "bomb-xz", "the report cut in half (.xz)", lzma.compress(data[: len(data) // 2])
     if "text" in classes:
         for label, name in (
             ("latin-1 byte", b"k\xe9rnel_\xff"),
@@ -129,6 +132,63 @@ def _rename(data: bytes, name: bytes) -> bytes:
     old = r.function
     new = (name * (len(old) // len(name) + 1))[: len(old)]
     return data.replace(old, new)
+
+
+def json_mutants(saved: dict, rng: random.Random) -> Iterator[tuple[str, str, bytes]]:
+    """(class, label, bytes) of malformed saved results for `render`."""
+    import copy
+
+    def with_(label: str, edit) -> tuple[str, str, bytes]:
+        d = copy.deepcopy(saved)
+        edit(d)
+        return "json", label, json.dumps(d).encode()
+
+    yield with_("kernels as numbers", lambda d: d.__setitem__("kernels", [1, 2, 3]))
+    yield with_("a string speedup", lambda d: d["kernels"][0].__setitem__("duration_ns", "fast"))
+    yield with_(
+        "markup and escapes in a bound", lambda d: d["kernels"][0].__setitem__("bound", "[link=x]m\x1b]0;t\x07")
+    )
+    yield with_("escapes in a name", lambda d: d["kernels"][0].__setitem__("name", "\x1b[2J\x1b]8;;http://x\x07k"))
+    yield with_("no kernels", lambda d: d.__setitem__("kernels", []))
+    yield with_("schema version 99", lambda d: d.__setitem__("schema_version", 99))
+    text = json.dumps(saved)
+    yield "json", "lone surrogate", text.replace('"name": "', '"name": "\\udc80', 1).encode()
+    yield "json", "NaN", text.replace('"duration_ns": ', '"duration_ns": NaN, "x": ', 1).encode()
+    yield "json", "100k-deep nesting", b"[" * 100_000 + b"]" * 100_000
+    yield (
+        "json",
+        "5000-digit number",
+        text.replace('"duration_ns": ', '"duration_ns": ' + "9" * 5000 + ', "x": ', 1).encode(),
+    )
+    yield "json", "not UTF-8", text.encode()[:200] + b"\xff\xfe" + text.encode()[200:]
+    for _ in range(4):
+        b = bytearray(text.encode())
+        at = rng.randrange(len(b))
+        yield "json", f"cut at {at}", bytes(b[:at])
+
+
+def run_render(data: bytes, work: Path, fmt: str) -> tuple[str, float, int]:
+    """Write one saved-result mutant, render it to `fmt` on stdout, classify: exit 0 or one line and exit 2."""
+    import shutil
+
+    for p in work.iterdir():
+        shutil.rmtree(p) if p.is_dir() else p.unlink()
+    src = work / "saved.json"
+    src.write_bytes(data)
+    rc, out, err, seconds, rss = run_cli(["render", str(src), "-f", fmt], work)
+    left = [str(p) for p in (work / "tmp").rglob("*")] + [p.name for p in work.iterdir() if p.name.startswith(".")]
+    if rc is None:
+        return "bad: hang", seconds, rss
+    if "Traceback" in err or rc == 3 or rc < 0:
+        return f"bad: exit {rc}", seconds, rss
+    if left:
+        return "bad: left files", seconds, rss
+    if rc == 2:
+        lines = [x for x in err.splitlines() if x.startswith("ncuadvisor: error:")]
+        return ("refused" if len(lines) == 1 else "bad: refusal without one line"), seconds, rss
+    if rc == 0 and fmt == "terminal" and any(c in out for c in ("\x1b]", "\x07", "\x1b[2J")):
+        return "bad: escape sequence on the terminal", seconds, rss
+    return ("ok" if rc == 0 else f"bad: exit {rc}"), seconds, rss
 
 
 def run_cli(args: list[str], cwd: Path, timeout: float = HANG_S) -> tuple[int | None, str, str, float, int]:
@@ -204,12 +264,23 @@ def campaign(count: int, seed: int, classes: set[str], fixtures: tuple[str, ...]
     t0 = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="ncuadvisor-fuzz-") as d:
         work = Path(d)
+        if "json" in classes:
+            src = work / "base.ncu-rep"
+            src.write_bytes(plain(fixtures[0]))
+            rc, out, _err, _s, _r = run_cli(["report", str(src), "-f", "json"], work)
+            for cls, label, mutant in json_mutants(json.loads(out), rng):
+                for fmt in ("terminal", "md", "json"):
+                    outcome, seconds, rss = run_render(mutant, work, fmt)
+                    counts[(f"{cls}-{fmt}", outcome)] += 1
+                    worst_s, worst_rss = max(worst_s, seconds), max(worst_rss, rss)
+                    if outcome.startswith("bad"):
+                        bad.append(f"{cls} {label} -f {fmt}: {outcome}")
         for name in fixtures:
             data = plain(name)
             for cls, label, mutant in mutants(data, rng, classes, count):
                 if time.monotonic() - t0 > budget_s:
                     break
-                outcome, seconds, rss = run_report(mutant, work)
+                outcome, seconds, rss = run_report(mutant, work, ".ncu-rep.xz" if cls == "bomb-xz" else ".ncu-rep")
                 counts[(cls, outcome)] += 1
                 worst_s, worst_rss = max(worst_s, seconds), max(worst_rss, rss)
                 if outcome.startswith("bad"):
@@ -217,14 +288,81 @@ def campaign(count: int, seed: int, classes: set[str], fixtures: tuple[str, ...]
     return {"counts": counts, "worst_s": worst_s, "worst_rss": worst_rss, "bad": bad}
 
 
+_NATIVE_CHILD = r"""
+import sys, ncu_report
+for p in sys.argv[1:]:
+    print(p, flush=True)
+    c = ncu_report.load_report(p)
+    for r in range(c.num_ranges() if c else 0):
+        rg = c.range_by_idx(r)
+        for a in range(rg.num_actions()):
+            rg.action_by_idx(a).name()
+"""
+
+
+def native_sweep(name: str, n: int, seed: int) -> None:
+    """One-bit flips in the small block headers of a report, each loaded by ncu_report itself (no ncuadvisor in
+    between): which abort the native library, and what the strict walk says of those (and of the copy of their
+    whole blocks, which ncuadvisor hands the library instead)."""
+    from ncuadvisor.reportfile.integrity import check_report, write_whole_copy
+
+    data = plain(name)
+    spans, i = [], 8 + u32(data, 4)
+    for b in iter_blocks(data):
+        if b.payload_start - i < 400:  # the headers without the metric-name table
+            spans.append((i, b.payload_start))
+        i = b.payload_end
+    rng = random.Random(seed)
+    cases = [(at, rng.randrange(8)) for s, e in spans for at in range(s, e)]
+    rng.shuffle(cases)
+    with tempfile.TemporaryDirectory(prefix="ncuadvisor-fuzz-") as d:
+        paths = []
+        for k, (at, bit) in enumerate(cases[:n]):
+            m = bytearray(data)
+            m[at] ^= 1 << bit
+            paths.append(Path(d) / f"m{k}.ncu-rep")
+            paths[-1].write_bytes(bytes(m))
+
+        def aborts(todo: list[Path]) -> list[tuple[Path, int]]:
+            out = []
+            while todo:
+                p = subprocess.run(
+                    [sys.executable, "-c", _NATIVE_CHILD, *map(str, todo)], capture_output=True, text=True
+                )
+                if p.returncode == 0:
+                    break
+                done = p.stdout.split()
+                last = Path(done[-1]) if done else todo[0]
+                out.append((last, p.returncode))
+                todo = todo[todo.index(last) + 1 :]
+            return out
+
+        bad = aborts(paths)
+        print(f"{name}: {len(paths)} one-bit header flips; ncu_report aborts on {len(bad)}")
+        copies = []
+        for path, rc in bad:
+            found = check_report(path)
+            verdict = "refused" if found.whole == 0 else "damaged" if found.damaged else "PASSED AS WHOLE"
+            print(f"  {path.name}: exit {rc}; strict walk: {verdict} ({found.summary()})")
+            if found.damaged and found.whole:
+                copies.append(path.with_suffix(".whole"))
+                write_whole_copy(path, found, copies[-1])
+        print(f"  copies of their whole blocks that ncu_report aborts on: {len(aborts(copies))} of {len(copies)}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--count", type=int, default=20, help="random mutants per class and fixture")
     ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--classes", default="trunc,flip-header,flip-payload,count,bomb,text")
+    ap.add_argument("--classes", default="json,trunc,flip-header,flip-payload,count,bomb,text")
     ap.add_argument("--fixtures", default=",".join(SMALL_FIXTURES))
     ap.add_argument("--budget-s", type=float, default=600.0, help="stop starting runs after this many seconds")
+    ap.add_argument("--native-sweep", type=int, default=0, help="only: N header flips loaded by ncu_report itself")
     a = ap.parse_args()
+    if a.native_sweep:
+        for name in a.fixtures.split(","):
+            native_sweep(name, a.native_sweep, a.seed)
+        return
     got = campaign(a.count, a.seed, set(a.classes.split(",")), tuple(a.fixtures.split(",")), a.budget_s)
     outcomes = sorted({o for _, o in got["counts"]})
     classes = sorted({c for c, _ in got["counts"]})
