@@ -118,3 +118,34 @@ def test_hostile_kernel_names_reach_no_output_as_control_characters(pipeline, tm
     rc, out, err, _s, _r = fuzz.run_cli(["report", str(src), "-f", "json"], tmp_path)
     names = [k["name"] for k in json.loads(out)["kernels"]]
     assert any("\x1b" in n for n in names)  # the JSON keeps the name as the report has it, escaped by JSON
+
+
+def test_malformed_saved_results_are_read_or_refused_in_one_line(tmp_path):
+    """Every malformed saved result (fuzz.json_mutants, on the golden result of pipeline_v1) is read, or refused
+    with one InputError line naming the file: never another exception. What is read renders to the terminal,
+    markdown and SARIF without an escape sequence or an error."""
+    from rich.console import Console
+
+    from ncuadvisor.errors import InputError
+    from ncuadvisor.render.markdown import render_markdown
+    from ncuadvisor.render.terminal import render_terminal
+    from ncuadvisor.result.validate import load_saved
+
+    saved = json.loads((ROOT / "tests" / "golden" / "pipeline_v1.json").read_text())
+    read = refused = 0
+    for _cls, label, data in fuzz.json_mutants(saved, random.Random(SEED)):
+        path = tmp_path / "saved.json"
+        path.write_bytes(data)
+        try:
+            result = load_saved(path).to_dict()
+        except InputError as exc:
+            assert str(path) in str(exc) and "\n" not in str(exc), label
+            refused += 1
+            continue
+        read += 1
+        console = Console(record=True, width=120, force_terminal=False)
+        render_terminal(result, console=console)
+        shown = console.export_text()
+        assert "\x1b" not in shown and "\x07" not in shown, label
+        render_markdown(result).encode("utf-8")
+    assert read and refused
