@@ -227,3 +227,55 @@ def test_no_arguments_shows_the_help():
 def test_an_unknown_rule_code_is_bad_input():
     p = run("rules", "NOPE001")
     assert_one_clear_line(p, "no rule 'NOPE001'")
+
+
+# -- the filesystem: where the output goes -------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_output_to_a_fifo_is_written_in_place(tmp_path, report_path):
+    """`-o FIFO --force` (a device, a pipe): written through, never replaced by a regular file."""
+    import threading
+
+    fifo = tmp_path / "out.md"
+    os.mkfifo(fifo)
+    got = []
+    reader = threading.Thread(target=lambda: got.append(fifo.read_bytes()))
+    reader.start()
+    p = run("report", str(report_path("probe")), "-o", str(fifo), "--force", "-q")
+    reader.join(30)
+    assert p.returncode == 0, p.stderr
+    assert fifo.is_fifo() and got and got[0].startswith(b"#")
+    assert sorted(x.name for x in tmp_path.iterdir()) == ["out.md"]
+
+
+@pytest.mark.slow
+def test_output_to_a_fifo_without_force_is_refused(tmp_path, report_path):
+    fifo = tmp_path / "out.md"
+    os.mkfifo(fifo)
+    assert_one_clear_line(run("report", str(report_path("probe")), "-o", str(fifo)), "already exists")
+    assert fifo.is_fifo()
+
+
+@pytest.mark.slow
+def test_output_folder_that_fills_up_leaves_nothing_behind(tmp_path, report_path):
+    """A write that fails half-way (the file size limit stands in for a full disk): one line, exit 2, and neither
+    the output nor its temporary file is left."""
+    import resource
+    import signal
+
+    def small_files():
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (4096, 4096))
+
+    out = tmp_path / "out" / "r.html"
+    out.parent.mkdir()
+    p = subprocess.run(
+        [sys.executable, "-m", "ncuadvisor", "report", str(report_path("probe")), "-o", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        preexec_fn=small_files,
+    )
+    assert_one_clear_line(p, "cannot write")
+    assert list(out.parent.iterdir()) == []
