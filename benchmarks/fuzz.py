@@ -371,7 +371,8 @@ def main() -> None:
     for c in classes:
         print(f"| {c} | " + " | ".join(str(got["counts"][(c, o)]) for o in outcomes) + " |")
     print(
-        f"\nruns: {sum(got['counts'].values())}; slowest {got['worst_s']:.1f} s; peak RSS {got['worst_rss'] >> 20} MiB"
+        f"\nruns: {sum(got['counts'].values())}; most CPU in one run {got['worst_s']:.1f} s; "
+        f"peak RSS {got['worst_rss'] >> 20} MiB"
     )
     for b in got["bad"]:
         print("BAD", b)
