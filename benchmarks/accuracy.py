@@ -8,7 +8,15 @@ without the profiler (fixtures/bench_flaws.jsonl, fixtures/cache-and-naive-cost-
 fixtures/profile-cost-2026-11-30/bench_wave3.jsonl). It ends with one line: our first-finding accuracy, NCU's, and the mean error
 of our speedup estimates.
 
-    python benchmarks/accuracy.py [--markdown] [--report R --manifest M --bench B]
+Then two tables on the planted reports captured on an H200 on 2026-12-01 (workloads/cuda/patterns.cu,
+workloads/torch/planted.py; measured planted and twin times in fixtures/planted/bench_*.jsonl): the access patterns
+(fixtures/patterns.ncu-rep.xz) and the PyTorch cases (fixtures/torch_*.ncu-rep.xz). Each row: the planted problem,
+our first action on the planted kernels ("where to start"; in parentheses the verdict on the longest of them when no
+action saves time), NCU's top rule on the longest of them, our estimated saving next to the measured one (planted −
+twin), and whether the first action names the planted problem (or, where the measured fix is slower, whether the
+verdict is to keep the kernel).
+
+    python benchmarks/accuracy.py [--markdown] [--planted] [--report R --manifest M --bench B]
 """
 
 from __future__ import annotations
@@ -97,7 +105,11 @@ def main() -> int:
     ap.add_argument("--manifest", default=None)
     ap.add_argument("--bench", default=None)
     ap.add_argument("--markdown", action="store_true", help="print the table as markdown (for RESULTS.md)")
+    ap.add_argument("--planted", action="store_true", help="only the access-pattern and PyTorch tables")
     args = ap.parse_args()
+    if args.planted:
+        planted_tables(args.markdown)
+        return 0
     sets = [(args.report, args.manifest, args.bench)] if args.report else SETS
 
     rows, ours_ok, ncu_ok, errors = [], 0, 0, []
@@ -163,6 +175,7 @@ def main() -> int:
     if not args.markdown:
         print()
     library_tables(args.markdown)
+    planted_tables(args.markdown)
     return 0
 
 
@@ -197,6 +210,209 @@ def library_tables(markdown: bool) -> None:
         widths = [max(len(str(r[i])) for r in rows + [header]) for i in range(len(header))]
         for r in [header] + rows:
             print("  ".join(str(c).ljust(w) for c, w in zip(r, widths)))
+
+
+PLANTED = ROOT / "fixtures" / "planted"
+# pair: planted kernel, twin kernel (bench names), what is planted, what a right first action is (rule, words its
+# title or fix must hold; "at-roofline": no action on the kernel)
+PATTERNS = [
+    ("aos_field_x", "soa_field_x", "x of a struct array (AoS) vs the x array", ("MEM001", "structure of arrays")),
+    ("aos16_scalar", "aos16_vec4", "16-byte struct: four 4-byte loads vs one 16-byte load", ("at-roofline", "")),
+    ("pred_store_strided", "pred_store_contig", "predicated strided stores", ("MEM001", "stores")),
+    ("gather_random", "gather_sorted", "gather with random indices", ("MEM001", "sort")),
+    ("chase_serial", "chase_interleaved", "serial pointer chases", ("LAT001", "loads in flight")),
+    ("reduce_mod", "reduce_shfl", "tree reduction with tid % (2*s)", ("WRP002", "shfl")),
+    ("small_update", "small_fused", "4 tiny launches vs 1 fused", ("PRG004", "fuse")),
+]
+# case: report, result indices of the planted variant and of its twin where the report holds it (from the ncu logs,
+# fixtures/planted/ncu_outputs/), the planted problem, the categories a right first action has
+TORCH_CASES = [
+    ("index_add", "torch_scatter", range(0, 2), range(2, 21), "contended index_add_ atomics", ("atomics",)),
+    ("scatter_add", "torch_scatter", range(21, 23), None, "contended scatter_add_ atomics", ("atomics",)),
+    ("norm_chain", "torch_norm_chain", range(0, 3), range(3, 4), "eager layer_norm → add → gelu", ("fusion",)),
+    ("fp32_matmul", "torch_gemm_conv", range(0, 1), range(1, 2), "fp32 GEMM, TF32 off", ("tensor-cores", "precision")),
+    (
+        "conv_nchw",
+        "torch_gemm_conv",
+        range(2, 3),
+        range(3, 4),
+        "fp32 NCHW conv, TF32 off",
+        ("tensor-cores", "precision"),
+    ),
+    (
+        "cast_vs_copy",
+        "torch_cast_copy",
+        range(0, 4),
+        range(4, 6),
+        "fp32→bf16 cast + transpose copy",
+        ("fusion", "precision"),
+    ),
+    ("train_step", "torch_train", range(0, 52), None, "fp32 step, foreach AdamW", ("tensor-cores", "precision")),
+]
+
+
+def _jsonl(path: Path) -> list[dict]:
+    return [json.loads(x) for x in path.read_text().splitlines() if x.strip().startswith("{")]
+
+
+def _first_action(result: dict, kernel_ids: set[str]) -> dict | None:
+    """The first "where to start" entry about these kernels (a kernel entry on one of them, or a program finding
+    that names one)."""
+    for a in result["top_actions"]:
+        if a["scope"] == "kernel" and a["kernel_id"] in kernel_ids:
+            return a
+        if a["scope"] == "program":
+            p = next((p for p in result["program_findings"] if p["rule"] == a["rule"] and p["title"] == a["title"]), {})
+            if kernel_ids & set(p.get("kernel_ids") or []):
+                return {**a, "fix": p.get("fix", "")}
+    return None
+
+
+def _words(a: dict | None, result: dict) -> str:
+    if a is None:
+        return ""
+    if a["scope"] == "kernel":
+        k = next(k for k in result["kernels"] if k["id"] == a["kernel_id"])
+        f = next((f for f in k["findings"] if f["rule"] == a["rule"]), {})
+        return f"{a['title']} {f.get('fix', '')} {f.get('fix_code', '')}"
+    return f"{a['title']} {a.get('fix', '')}"
+
+
+def _table(header: tuple, rows: list[tuple], markdown: bool) -> None:
+    if markdown:
+        print("\n| " + " | ".join(header) + " |")
+        print("|" + "---|" * len(header))
+        for r in rows:
+            print("| " + " | ".join(str(c) for c in r) + " |")
+    else:
+        print()
+        widths = [max(len(str(r[i])) for r in rows + [header]) for i in range(len(header))]
+        for r in [header] + rows:
+            print("  ".join(str(c).ljust(w) for c, w in zip(r, widths)))
+
+
+def _results_ns(result: dict, ids: set[int]) -> float:
+    """GPU time of these results (a kernel's time split evenly over its results)."""
+    return sum(
+        k["duration_ns"] * len(ids & set(k["result_ids"])) / len(k["result_ids"])
+        for k in result["kernels"]
+        if k["result_ids"]
+    )
+
+
+def _error(est_us: float | None, meas_us: float) -> str:
+    if est_us is None or meas_us <= 0:
+        return "–"
+    return f"{100 * (est_us / meas_us - 1):+.0f}%"
+
+
+def planted_tables(markdown: bool) -> None:
+    """The access-pattern pairs and the PyTorch cases: first action, NCU's top rule, estimated vs measured saving."""
+    if not (PLANTED / "bench_patterns.jsonl").exists():
+        return
+    bench = {b["kernel"]: b["median_us"] for b in _jsonl(PLANTED / "bench_patterns.jsonl")}
+    bench["small_update"] = bench.get("small_update_x4", 0.0)
+    result = analyze(ROOT / "fixtures" / "patterns.ncu-rep.xz")
+    by_name = {k["name"]: k for k in result["kernels"]}
+    rows, ok_n, within, n_est = [], 0, 0, 0
+    for planted, twin, what, (rule, words) in PATTERNS:
+        k = by_name[planted]
+        a = _first_action(result, {k["id"]})
+        measured = bench[planted] - bench[twin]
+        if rule == "at-roofline":
+            ok = a is None
+            est_us = None
+        else:
+            ok = a is not None and a["rule"] == rule and words.lower() in _words(a, result).lower()
+            est_us = None
+            if a is not None and a["scope"] == "kernel":  # the fraction of the kernel, applied to its measured time
+                est_us = a["estimated_saving_ns"] / k["duration_ns"] * bench[planted]
+            elif a is not None:
+                est_us = a["estimated_saving_ns"] / 1e3
+        ok_n += ok
+        if est_us is not None and measured > 0:
+            n_est += 1
+            within += abs(est_us / measured - 1) <= 0.30
+        rows.append(
+            (
+                planted,
+                what,
+                f"{a['rule']} {a['title'][:60]}" if a else "(none)",
+                ncu_top(k)[0],
+                f"{est_us:.1f} µs" if est_us is not None else "–",
+                f"{measured:.1f} µs ({100 * measured / bench[planted]:.0f}%)",
+                _error(est_us, measured),
+                "ok" if ok else "MISS",
+            )
+        )
+    header = (
+        "planted kernel",
+        "planted problem",
+        "our first action",
+        "NCU top rule",
+        "est. saving",
+        "measured",
+        "error",
+        "",
+    )
+    _table(header, rows, markdown)
+    print(f"\naccess patterns: first action right {ok_n}/{len(rows)}; estimates within ±30%: {within}/{n_est}")
+
+    tbench = {
+        (b["case"], b["variant"]): b["median_us"] for b in _jsonl(PLANTED / "bench_torch.jsonl") if "variant" in b
+    }
+    results: dict[str, dict] = {}
+    rows, ok_n, within, n_est = [], 0, 0, 0
+    for case, report, ids, twin_ids, what, cats in TORCH_CASES:
+        if report not in results:
+            results[report] = analyze(ROOT / "fixtures" / f"{report}.ncu-rep.xz")
+        res = results[report]
+        ids_set = set(ids)
+        kernels = [k for k in res["kernels"] if ids_set & set(k["result_ids"])]
+        a = _first_action(res, {k["id"] for k in kernels})
+        longest = max(kernels, key=lambda k: k["duration_ns"])
+        planted_us, twin_us = tbench.get((case, "planted")), tbench.get((case, "twin"))
+        measured = planted_us - twin_us if planted_us is not None and twin_us is not None else None
+        est_us = a["estimated_saving_ns"] / 1e3 if a else None
+        ok = a is not None and a["category"] in cats
+        verdict = (longest["findings"] or [None])[0]
+        if a is None and measured is not None and measured < 0 and verdict and verdict["category"] == "at-roofline":
+            ok = True  # the measured fix is slower here: "keep it" on the planted kernel is the right answer
+        kernel_saving = None  # in the report's own kernel time: the planted results' minus the twin's
+        if twin_ids is not None:
+            kernel_saving = (_results_ns(res, ids_set) - _results_ns(res, set(twin_ids))) / 1e3
+        ok_n += ok
+        if est_us is not None and measured is not None and measured > 0:
+            n_est += 1
+            within += abs(est_us / measured - 1) <= 0.30
+        rows.append(
+            (
+                case,
+                what,
+                f"{a['rule']} {a['title'][:60]}"
+                if a
+                else (f"({verdict['rule']}: {verdict['title'][:60]})" if verdict else "(none)"),
+                f"{ncu_top(longest)[0]} on {longest['name'][:32]}",
+                f"{est_us:.1f} µs" if est_us is not None else "–",
+                f"{measured:.1f} µs" if measured is not None else "–",
+                _error(est_us, measured) if measured is not None else "–",
+                f"{kernel_saving:.1f} µs ({_error(est_us, kernel_saving)})" if kernel_saving is not None else "–",
+                "ok" if ok else "MISS",
+            )
+        )
+    header = (
+        "case",
+        "planted problem",
+        "our first action",
+        "NCU top rule",
+        "est. saving",
+        "measured (per call)",
+        "error",
+        "measured in kernel time (error)",
+        "",
+    )
+    _table(header, rows, markdown)
+    print(f"\nPyTorch cases: first action right {ok_n}/{len(rows)}; estimates within ±30%: {within}/{n_est}")
 
 
 if __name__ == "__main__":

@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parent.parent
 FORMATS = ("json", "md", "html", "sarif")
 _SCRUB = [
     (re.compile(r'"created": "[^"]*"'), '"created": "X"'),
-    (re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ"), "TIME"),
+    (re.compile(r"\d{4}-\d\d-\d\dT\d\d\\?:\d\d\\?:\d\dZ"), "TIME"),  # markdown escapes the colons
     (re.compile(r"/tmp/[^\s\"'<>)]*?/([^/\s\"'<>)]+\.ncu-rep)"), r"TMP/\1"),
     (re.compile(r'("version": )"[^"]*"'), r'\1"V"'),
     (re.compile(r"ncuadvisor \d+\.\d+\.\d+"), "ncuadvisor V"),

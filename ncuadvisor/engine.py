@@ -162,7 +162,9 @@ def run_rules(rules: list[Rule | ProgramRule], ctx: KernelContext) -> KernelVerd
     kept: list[Finding] = []
     for f in others:
         if at_roofline and not (f.changes_floor and f.estimated_speedup >= NEAR_BOUND_KEEP):
-            verdict.suppressed.append({"rule": f.rule, "title": f.title, "reason": "the kernel is near its bound"})
+            # the verdict says why: near its roofline (ROOF001), or a known rewrite that does not pay (ATM002)
+            reason = f"{at_roofline[0].rule}'s verdict: {at_roofline[0].title}"
+            verdict.suppressed.append({"rule": f.rule, "title": f.title, "reason": reason})
         elif f.estimated_speedup < MIN_WORTH:
             verdict.suppressed.append(
                 {"rule": f.rule, "title": f.title, "reason": f"estimated to save under {MIN_WORTH:.0%}"}
@@ -170,5 +172,11 @@ def run_rules(rules: list[Rule | ProgramRule], ctx: KernelContext) -> KernelVerd
         else:
             kept.append(f)
     kept.sort(key=lambda f: -f.estimated_speedup)
+    if at_roofline and any(f.changes_floor for f in kept):
+        # "leave it" holds for the floor of today's algorithm; a kept fix that lowers the floor contradicts it
+        verdict.suppressed.append(
+            {"rule": at_roofline[0].rule, "title": at_roofline[0].title, "reason": "a kept fix lowers the floor"}
+        )
+        at_roofline = []
     verdict.findings = kept + at_roofline[:1] if at_roofline else kept
     return verdict

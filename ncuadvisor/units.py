@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 import os
 import posixpath
+import re
 from typing import Any
 
 MISSING = "–"
@@ -47,10 +48,14 @@ def fmt_ns(ns: Any, missing: str = MISSING, seconds: bool = True) -> str:
 
 
 def fmt_pct(x: Any, digits: int = 0) -> str:
-    """A 0..1 fraction as a percentage: 0.256 -> '26%'."""
+    """A 0..1 fraction as a percentage: 0.256 -> '26%'; a positive share too small to show, '<1%' (or '<0.01%')."""
     if x is None:
         return MISSING
-    return f"{float(x) * 100:.{digits}f}%"
+    v = float(x) * 100
+    step = 10.0**-digits
+    if 0 < v < step / 2:
+        return f"<{step:.{digits}f}%"
+    return f"{v:.{digits}f}%"
 
 
 def fmt_pct100(v: Any, digits: int = 0) -> str:
@@ -87,6 +92,11 @@ def fmt_x(x: Any) -> str:
         return MISSING
     x = float(x)
     return f"{x:.1f}×" if x < 100 else f"{x:.0f}×"
+
+
+def fmt_hz(x: Any) -> str:
+    """A clock: 1.978e9 -> '1.98 GHz'."""
+    return fmt_rate(x, "Hz")
 
 
 def fmt_num(v: Any) -> str:
@@ -161,9 +171,12 @@ def clip(text: Any, limit: int) -> str:
 
 
 def short_name(name: Any, limit: int = 80) -> str:
-    """A readable kernel name: templates collapsed (`f<...>`), then cut at `limit` characters; "–" for None."""
+    """A readable kernel name: templates collapsed (`f<...>`), then cut at `limit` characters; "–" for None. A short
+    name with one flat template argument list (`CUDAFunctor_add<BFloat16>`) keeps it: the type tells kernels apart."""
     if name is None:
         return MISSING
+    if len(str(name)) <= limit and str(name).count("<") == 1 and str(name).endswith(">"):
+        return str(name)
     out, depth = [], 0
     for ch in str(name):
         if ch == "<":
@@ -175,6 +188,40 @@ def short_name(name: Any, limit: int = 80) -> str:
         elif depth == 0:
             out.append(ch)
     return clip("".join(out), limit)
+
+
+def fit_name(name: Any, limit: int) -> str:
+    """A kernel name in `limit` characters, keeping what identifies it: templates collapsed, then leading namespaces
+    dropped ('…::vectorized_elementwise_kernel<…>'), then the middle cut ('fused_add_…_gelu_0'); "–" for None."""
+    text = short_name(name, 10**6)
+    if len(text) <= limit or limit < 8:
+        return text if len(text) <= limit else clip(text, max(limit, 1))
+    head, sep, tail = text.rpartition("::")
+    if sep and len(tail) + 3 <= limit:
+        return "…::" + tail
+    keep = limit - 1
+    front = (keep + 1) // 2
+    return text[:front] + "…" + text[len(text) - (keep - front) :]
+
+
+def first_sentence(text: Any, limit: int = 160) -> str:
+    """The first sentence of a text, on one line, cut at `limit` characters ("" for none): a fix in one line."""
+    s = " ".join(str(text or "").split())
+    for stop in (". ", "; "):
+        at = s.find(stop)
+        if 0 < at < limit:
+            return s[: at + 1].rstrip(";")
+    return clip(s, limit)
+
+
+_CHAIN_REPEAT = re.compile(r"(?<![^\s(])(?P<k>[^\s→]+)(?: → (?P=k)(?![^\s).,;:]))+")
+
+
+def compress_chain(text: Any) -> str:
+    """A chain of kernels with its repeats counted: 'a → a → a → b' -> 'a ×3 → b' ("" for None)."""
+    return _CHAIN_REPEAT.sub(
+        lambda m: f"{m.group('k')} ×{m.group(0).count(' → ') + 1}", "" if text is None else str(text)
+    )
 
 
 def basename(path: Any) -> str:

@@ -1,6 +1,63 @@
-from ncuadvisor.analysis.perfmodels import global_loads_in_flight, streaming_ns, time_after
-from ncuadvisor.metrics import SourceCounters
+import re
+from typing import Any
+
+from ncuadvisor.analysis.perfmodels import access_bytes, global_loads_in_flight, opcode, streaming_ns, time_after
+from ncuadvisor.metrics import Occupancy, SourceCounters
 from ncuadvisor.rules_api import Evidence, Finding, Fix, KernelContext, Rule
+
+_ADDRESS = re.compile(r"\[(?:[^\]]*?\])?\[?(R\d+)(?:\.64)?")  # the base register of `desc[UR4][R2.64+0x4]`
+_LIMITS = {
+    "registers": Occupancy.LIMIT_REGISTERS,
+    "shared memory": Occupancy.LIMIT_SHARED_MEM,
+    "warps (block size)": Occupancy.LIMIT_WARPS,
+    "blocks per SM": Occupancy.LIMIT_BLOCKS,
+}
+_ADDRESS_OPS = ("IMAD.WIDE", "LEA", "IADD3", "IMAD.SHL", "IMAD.IADD", "SHF.L", "LDG", "LD.")
+
+
+def _dest(sass: str) -> str | None:
+    """The destination register of one SASS instruction (`IMAD.WIDE.U32 R2, R5, 0x4, R2` -> R2)."""
+    parts = (sass or "").replace(",", " ").split()
+    if parts and parts[0].startswith("@"):
+        parts = parts[1:]
+    return parts[1] if len(parts) > 1 and re.fullmatch(r"R\d+", parts[1]) else None
+
+
+def _sources(sass: str) -> list[str]:
+    """The registers an instruction reads (every register operand after the destination)."""
+    parts = (sass or "").replace(",", " ").split()
+    if parts and parts[0].startswith("@"):
+        parts = parts[1:]
+    return [p for p in parts[2:] if re.fullmatch(r"R\d+", p)]
+
+
+def _stream(k: KernelContext) -> list:
+    """Every instruction the per-instruction metrics name (SASS known), once each, in program order."""
+    seen: dict[int, Any] = {}
+    for name in (
+        SourceCounters.INST_EXECUTED,
+        SourceCounters.SAMPLED_STALL_LONG_SCOREBOARD,
+        SourceCounters.L2_SECTORS_GLOBAL_EXCESSIVE,
+    ):
+        for e in k.per_instruction(name):
+            if e.sass:
+                seen.setdefault(e.pc, e)
+    return sorted(seen.values(), key=lambda e: e.pc)
+
+
+def _last_def(stream: list, reg: str | None, pc: int) -> Any:
+    """The last instruction before `pc` that writes `reg` (None when none is seen)."""
+    if reg is None:
+        return None
+    for e in reversed(stream):
+        if e.pc < pc and _dest(e.sass or "") == reg:
+            return e
+    return None
+
+
+def _base(sass: str) -> str | None:
+    m = _ADDRESS.search((sass or "").split(" ", 1)[-1].replace("desc[", "["))
+    return m.group(1) if m else None
 
 
 class UncoalescedGlobal(Rule):
@@ -31,6 +88,15 @@ class UncoalescedGlobal(Rule):
         bytes per SM × DRAM latency ÷ (warps × loads in flight per warp × 32 × access bytes) + the roofline floor;
         `DRAM_LATENCY_CYCLES` in ncuadvisor/analysis/perfmodels.py). Never below the roofline floor.
 
+        The fix follows the access pattern of the instruction with the most excess sectors: a store stays a store
+        (its opcode read with the predicate `@!P0` stripped); a load whose address was computed from a value still
+        loading (an address-forming instruction stalled on `long_scoreboard` writes its base register: a gather or a
+        pointer chase) gets data reordering and memory-level parallelism, not a transpose tile, and a pointer chase
+        (the scattered loads' own values form the next addresses) is left to LAT001 (loads in flight); a load whose
+        address is the thread's index scaled by an immediate wider than the access, up to `max_record_bytes`
+        (`LEA R4, P0, R2, UR4, 0x5`: 32-byte records, a field of an array of structs, `p[i].x`) gets a structure of
+        arrays or one vector load of the record; a run-time stride (a row pitch) keeps the transpose tile.
+
     False positives:
         Gathers through an index array (embedding lookups, sparse matrices) are uncoalesced by nature; sort or
         bucket the indices, or accept it.
@@ -41,9 +107,14 @@ class UncoalescedGlobal(Rule):
     category = "coalescing"
     title = "Uncoalesced global memory access"
     requires = (SourceCounters.L2_SECTORS_GLOBAL, SourceCounters.L2_SECTORS_GLOBAL_EXCESSIVE)
-    optional = (SourceCounters.L2_SECTORS_GLOBAL_IDEAL,)
-    per_instruction = (SourceCounters.L2_SECTORS_GLOBAL_EXCESSIVE,)
-    thresholds = {"min_excess_fraction": 0.3}
+    optional = (SourceCounters.L2_SECTORS_GLOBAL_IDEAL, Occupancy.THEORETICAL_PCT, *_LIMITS.values())
+    per_instruction = (
+        SourceCounters.L2_SECTORS_GLOBAL_EXCESSIVE,
+        SourceCounters.L2_SECTORS_GLOBAL,
+        SourceCounters.SAMPLED_STALL_LONG_SCOREBOARD,
+        SourceCounters.INST_EXECUTED,
+    )
+    thresholds = {"min_excess_fraction": 0.3, "max_record_bytes": 64.0}
     # {kind}: "loads" or "stores", the kind of the instruction with the most excess sectors
     fixes = {
         "cuda": Fix(
@@ -70,6 +141,109 @@ class UncoalescedGlobal(Rule):
         ),
     }
 
+    fixes_when = {
+        "the address comes from a load": {
+            "cuda": Fix(
+                text=(
+                    "The addresses of these loads come from values loaded just before (a gather through an index "
+                    "array, or a pointer chase): no thread mapping coalesces them. Reorder the data instead: sort "
+                    "or bucket the indices (or the records) so neighbouring threads read neighbouring elements; "
+                    "and keep more independent loads in flight per warp (unroll, several chains or elements per "
+                    "thread){limiter}."
+                ),
+                code=(
+                    "// sort the (index, position) pairs once, then gather in index order: neighbours read neighbours\n"
+                    "thrust::sort_by_key(idx, idx + n, pos);\n"
+                    "out[pos[i]] = in[idx[i]];"
+                ),
+            ),
+        },
+        "a field of an array of structs": {
+            "cuda": Fix(
+                text=(
+                    "Each thread loads {width} bytes out of every ~{stride:.0f}-byte record (a field of an array of "
+                    "structs, p[i].x): store that field in its own array (structure of arrays) so a warp reads "
+                    "contiguous bytes, or, when the kernel uses the whole record, load it with one vector load "
+                    "(a 16-byte aligned struct, float4) instead of one field at a time."
+                ),
+                code=(
+                    "struct Particles { float *x, *y, *z, *w; };   // SoA: x[i] for consecutive i is contiguous\n"
+                    "float xi = P.x[i];"
+                ),
+            ),
+        },
+    }
+
+    def _occupancy(self, k: KernelContext) -> str:
+        """`; occupancy is 50% (limit: registers)`: what caps the warps that could keep more loads in flight."""
+        theo = k.m(Occupancy.THEORETICAL_PCT)
+        limits = {n: k.m(m) for n, m in _LIMITS.items()}
+        known = {n: v for n, v in limits.items() if v is not None and v > 0}
+        if theo is None:
+            return ""
+        if theo >= 99 or not known:
+            return f"; occupancy is already {theo:.0f}%, so the loads in flight must come from each thread"
+        return f"; more warps also help: occupancy is {theo:.0f}%, limited by {min(known, key=lambda n: known[n])}"
+
+    def _pattern(self, k: KernelContext, sass: str, frac: float) -> tuple[str, dict]:
+        """The situation of the instruction with the most excess sectors (`fixes_when`) and its template fields; "a
+        pointer chase" when the scattered loads' own values form the next addresses."""
+        if not opcode(sass).startswith(("LD", "LDG")):
+            return "", {}
+        excess = [
+            e for e in k.per_instruction(SourceCounters.L2_SECTORS_GLOBAL_EXCESSIVE) if opcode(e.sass).startswith("LD")
+        ]
+        stream = _stream(k)  # every instruction seen, by pc: definitions are looked up in program order
+        stalled = [
+            e
+            for e in k.per_instruction(SourceCounters.SAMPLED_STALL_LONG_SCOREBOARD)
+            if e.value > 0 and opcode(e.sass).startswith(_ADDRESS_OPS)
+        ]
+        scattered = {e.pc for e in excess}
+        dependent = chase = 0.0
+        for load in excess:
+            feeder = _last_def(stream, _base(load.sass or ""), load.pc)
+            if feeder is None or feeder.pc not in {x.pc for x in stalled}:
+                continue
+            # the address math waited on a load: which load wrote the register it read?
+            sources = [_last_def(stream, r, feeder.pc) for r in _sources(feeder.sass or "")]
+            loads = [d for d in sources if d is not None and opcode(d.sass).startswith(("LDG", "LD."))]
+            if loads:
+                dependent += load.value
+                chase += load.value if any(d.pc in scattered for d in loads) else 0.0
+        if dependent >= 0.5 * sum(e.value for e in excess):
+            if chase >= 0.5 * dependent:  # the scattered loads' own values form the next addresses
+                return "a pointer chase", {}
+            return "the address comes from a load", {"limiter": self._occupancy(k)}
+        stride = self._record_stride(k, excess)
+        width = access_bytes(sass) or 4
+        if stride is not None and width < stride <= self.thresholds["max_record_bytes"]:
+            return "a field of an array of structs", {"width": width, "stride": stride}
+        return "", {}
+
+    @staticmethod
+    def _record_stride(k: KernelContext, excess: list) -> int | None:
+        """The constant stride between threads of the load with the most excess sectors, when its address is the
+        thread's index scaled by an immediate (`LEA R4, P0, R2, UR4, 0x5`: 32 bytes; `IMAD.WIDE R4, R2, 0x20, R4`):
+        records of that size. A stride computed at run time (a row pitch: `IMAD.WIDE.U32 R6, R0, R7, R8`) is not."""
+        top = max(excess, key=lambda e: e.value, default=None)
+        base = _base(top.sass or "") if top is not None else None
+        if top is None or base is None:
+            return None
+        before = [e for e in k.per_instruction(SourceCounters.INST_EXECUTED) if e.pc < top.pc]
+        for e in sorted(before, key=lambda e: -e.pc):
+            if _dest(e.sass or "") != base:
+                continue
+            parts = (e.sass or "").replace(",", " ").split()
+            parts = parts[1:] if parts and parts[0].startswith("@") else parts
+            op, last = parts[0], parts[-1] if parts else ""
+            if op.startswith("LEA") and not op.startswith("LEA.HI") and re.fullmatch(r"0x[0-9a-f]+", last):
+                return 1 << int(last, 16)
+            if op.startswith("IMAD.WIDE") and len(parts) > 3 and re.fullmatch(r"0x[0-9a-f]+", parts[3]):
+                return int(parts[3], 16)
+            return None
+        return None
+
     def check(self, k: KernelContext) -> Finding | None:
         total = k.m(SourceCounters.L2_SECTORS_GLOBAL) or 0.0
         excess = k.m(SourceCounters.L2_SECTORS_GLOBAL_EXCESSIVE) or 0.0
@@ -86,16 +260,25 @@ class UncoalescedGlobal(Rule):
         stream_ns = streaming_ns(k, inflight) if r.bound in ("memory", "latency") else None
         new_ns = max(sector_ns, stream_ns or 0.0)
         lines = k.top_lines(SourceCounters.L2_SECTORS_GLOBAL_EXCESSIVE)
-        stores = any((ln.sass or "").startswith(("STG", "ST.")) for ln in lines[:1])
+        top = max(k.per_instruction(SourceCounters.L2_SECTORS_GLOBAL_EXCESSIVE), key=lambda e: e.value, default=None)
+        top_sass = (top.sass or "") if top is not None else ""
+        stores = opcode(top_sass).startswith(("STG", "ST.", "ST"))  # `@!P0 STG.E` is a store
         kind = "stores" if stores else "loads"
+        situation, fields = self._pattern(k, top_sass, frac)
+        if situation == "a pointer chase":
+            return None  # scattered by nature, no thread mapping or sort coalesces it: LAT001 speaks (loads in flight)
         return self.finding(
-            title=f"Uncoalesced global {kind}: {frac:.0%} of sectors wasted",
+            title=(
+                f"Gathered loads (addresses loaded just before): {frac:.0%} of sectors wasted"
+                if situation == "the address comes from a load"
+                else f"Uncoalesced global {kind}: {frac:.0%} of sectors wasted"
+            ),
             message=(
                 f"{frac:.0%} of the global-memory sectors this kernel moves are not needed by its threads "
                 f"({excess:,.0f} of {total:,.0f}); the memory system carries {1 / max(1e-9, 1 - frac):.1f}× the "
                 "useful traffic."
             ),
-            fix=self.fix_for(k, kind=kind),
+            fix=self.fix_for(k, situation or (), kind=kind, **fields),
             estimated_speedup=time_after(r.duration_ns or 0, new_ns, r.theoretical_ns),
             speedup_model=(
                 f"Time scales with sectors moved: × (1 - {weight:g} × {frac:.2f}) for a {r.bound}-bound kernel"

@@ -1,7 +1,8 @@
+import re
 from typing import Any
 
 from ncuadvisor.metrics import MemoryWorkloadAnalysis
-from ncuadvisor.rules_api import Evidence, Fix, ProgramContext, ProgramFinding, ProgramRule
+from ncuadvisor.rules_api import Evidence, Fix, ProgramContext, ProgramFinding, ProgramRule, fmt_bytes, fmt_ns
 
 _TORCH_COMPILE = Fix(
     text=(
@@ -12,31 +13,76 @@ _TORCH_COMPILE = Fix(
     code="model = torch.compile(model)   # Inductor fuses pointwise + normalization chains",
 )
 
+# What names an ATen kernel's op in its demangled name, most specific first: the functor (CUDAFunctor_add,
+# binary_internal::MulFunctor), the kernel implementation (GeluCUDAKernelImpl, direct_copy_kernel_cuda,
+# masked_fill_kernel), then the kernel's own name (vectorized_layer_norm_kernel).
+_FUNCTOR = re.compile(r"CUDAFunctor_(\w+?)[<>,\s]|(?:::|<)(\w+?)Functor\b")
+_WRAPPERS = {"AUnary", "BUnary", "Unary", "Binary", "CUDA", ""}
+_IMPL = re.compile(r"::(\w+?)(?:_kernel_cuda|CUDAKernelImpl|_kernel_impl|_kernel)\(")
+_OWN = re.compile(r"^(?:vectorized_|unrolled_)?(\w+?)(?:_kernel)?$")
+
+
+def _snake(name: str) -> str:
+    return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", name).lower()
+
+
+def op_name(k: dict[str, Any]) -> str:
+    """A short name of the op a kernel runs: `add` for ATen's CUDAFunctor_add elementwise kernel, `gelu`, `layer_norm`;
+    a Triton kernel keeps its (generated) name."""
+    name = str(k.get("name") or "?")
+    if k.get("language") != "pytorch":
+        return name
+    text = str(k.get("demangled") or name)
+    functors = [a or b for a, b in _FUNCTOR.findall(text) if (a or b) not in _WRAPPERS]
+    if functors:
+        return _snake(functors[-1])
+    m = _IMPL.search(text)
+    if m:
+        return _snake(m.group(1))
+    m = _OWN.match(name)  # the kernel's own (short) name: vectorized_layer_norm_kernel
+    return m.group(1) if m else name
+
+
+def chain_name(names: list[str]) -> str:
+    """`layer_norm → add → gelu`; a run of the same op reads `elementwise ×100`."""
+    parts: list[list[Any]] = []
+    for n in names:
+        if parts and parts[-1][0] == n:
+            parts[-1][1] += 1
+        else:
+            parts.append([n, 1])
+    return " → ".join(n if c == 1 else f"{n} ×{c}" for n, c in parts)
+
 
 class FusionCandidates(ProgramRule):
-    """Consecutive bandwidth-bound kernels pass intermediates through HBM: fuse them.
+    """Consecutive memory-class kernels pass intermediates through HBM: fuse them.
 
     What it detects:
-        Runs of at least two consecutive launches on the same stream whose kernels have arithmetic intensity below
-        `max_intensity` FLOP/byte and no tensor-core work (elementwise, normalization, reduction, copy kernels:
-        LayerNorm → residual add → GELU in eager PyTorch). Matrix products break a run.
+        Runs of at least two consecutive launches on the same stream whose kernels the machine model calls
+        memory-class: their memory floor is at least `min_memory_over_compute` times their compute floor (executed
+        intensity well below the ridge of their precision), no tensor-core work, not latency-bound, no atomics and no
+        pass of a device-wide CUB sort or scan (elementwise, normalization, reduction, copy kernels: LayerNorm →
+        residual add → GELU in eager PyTorch). Matrix products, atomic scatters, sorts and latency-bound kernels break
+        a run. A chain saving less than `min_program_fraction` of the program is not reported.
 
     Why it costs time:
-        Each kernel writes its output to DRAM and the next one reads it back: for bandwidth-bound kernels that round
-        trip is most of their time. One fused kernel reads the inputs once and writes the final output once.
+        Each kernel writes its output to DRAM and the next one reads it back, and each launch leaves a gap. One fused
+        kernel reads the inputs once, writes the final output once, and launches once.
 
     Example:
         y = F.gelu(x + residual); z = F.layer_norm(y, ...)   # eager: three kernels, two intermediates in HBM
 
     Use instead:
-        `torch.compile` the module (Inductor fuses pointwise and normalization ops into Triton kernels), write one
-        Triton kernel, or fold the elementwise tail into the producing kernel (a GEMM epilogue: cuBLASLt
-        `CUBLASLT_EPILOGUE_GELU_BIAS`, or the epilogue of a Triton/CUTLASS matmul).
+        `torch.compile` the module (Inductor fuses pointwise and normalization ops into Triton kernels), extend the
+        Triton kernel of the chain to its neighbours, or fold the elementwise tail into the producing kernel (a GEMM
+        epilogue: cuBLASLt `CUBLASLT_EPILOGUE_GELU_BIAS`, or the epilogue of a Triton/CUTLASS matmul).
 
     Speedup estimate:
-        Bytes of each intermediate (the smaller of what the producer wrote and the consumer read, per launch from
-        `dram__bytes_write.sum`/`dram__bytes_read.sum`) are saved twice (written and read back); the run's time
-        scales with its bytes. An upper bound: in a real run some intermediates stay in L2.
+        The intermediate bytes (per boundary the smaller of what the producer wrote and the consumer read,
+        `dram__bytes_write.sum`/`dram__bytes_read.sum`, twice: written and read back) at DRAM bandwidth, no more than
+        the run's time above the fused kernel's floor (the larger of its kernels' busy compute pipes, duration ×
+        compute throughput, and the bytes left at DRAM bandwidth), plus `launch_gap_ns` per launch removed. An upper
+        bound: in a real run some intermediates stay in L2.
 
     False positives:
         ncu records no buffer addresses, so the data flow between kernels is inferred: the rule only chains PyTorch
@@ -51,7 +97,13 @@ class FusionCandidates(ProgramRule):
     category = "fusion"
     title = "Fuse consecutive bandwidth-bound kernels"
     requires = (MemoryWorkloadAnalysis.DRAM_BYTES_READ, MemoryWorkloadAnalysis.DRAM_BYTES_WRITE)
-    thresholds = {"max_intensity": 4.0, "min_saving_fraction": 0.05}
+    thresholds = {
+        "min_memory_over_compute": 2.0,  # memory floor ≥ 2× compute floor: removing bytes still pays
+        "max_intensity": 4.0,  # only where a kernel has no floors (no device peaks): intensity below it
+        "min_saving_fraction": 0.05,  # of the run's time
+        "min_program_fraction": 0.005,  # of the program's GPU time: below it a fusion is not worth the code
+        "launch_gap_ns": 1000.0,  # GPU idle between two dependent launches on one stream
+    }
     # ncu records no buffer addresses, so whether B reads what A wrote cannot be seen. In PyTorch eager and Inductor
     # code consecutive ops on one stream almost always form such a chain; hand-written CUDA kernels often do not.
     LANGUAGES = ("pytorch", "triton")
@@ -69,15 +121,23 @@ class FusionCandidates(ProgramRule):
 
     def _fusable(self, k: dict[str, Any]) -> bool:
         r = k.get("roofline") or {}
+        if k.get("language") not in self.LANGUAGES:
+            return False
+        if any(v for p, v in (r.get("flops_by_precision") or {}).items() if p.startswith("tensor")):
+            return False
+        if "latency" in (r.get("bound"), k.get("bound")):
+            return False
+        if any(f.get("category") == "atomics" for f in k.get("findings") or []):
+            return False
+        if "cub::" in str(k.get("demangled") or ""):  # a pass of a device-wide sort or scan: grid-wide dependencies
+            return False
+        mem, comp = r.get("memory_floor_ns"), r.get("compute_floor_ns")
+        if isinstance(mem, (int, float)) and isinstance(comp, (int, float)) and mem > 0:
+            return mem >= self.thresholds["min_memory_over_compute"] * comp
         intensity = r.get("intensity")
-        tensor = sum(v for p, v in (r.get("flops_by_precision") or {}).items() if p.startswith("tensor"))
-        return (
-            k.get("language") in self.LANGUAGES
-            and not tensor
-            and (intensity is None or intensity < self.thresholds["max_intensity"])
-        )
+        return intensity is None or intensity < self.thresholds["max_intensity"]
 
-    def check_program(self, p: ProgramContext) -> list[ProgramFinding]:
+    def _runs(self, p: ProgramContext) -> list[list[dict[str, Any]]]:
         runs: list[list[dict[str, Any]]] = []
         current: list[dict[str, Any]] = []
         last_stream = object()
@@ -92,43 +152,77 @@ class FusionCandidates(ProgramRule):
             last_stream = x["stream"]
         if len(current) >= 2:
             runs.append(current)
+        return runs
+
+    def _bandwidth(self, p: ProgramContext, kernel_ids: list[str]) -> float | None:
+        peaks = [((p.by_id[kid].get("roofline") or {}).get("peak_dram_bytes_per_s") or 0) for kid in kernel_ids]
+        peak = max(peaks, default=0) or (p.device or {}).get("peak_dram_bytes_per_s") or 0
+        return float(peak) if peak else None
+
+    def _saving(self, p: ProgramContext, run: list[dict[str, Any]], bw: float | None) -> tuple[float, float, float]:
+        """(intermediate bytes, run time, time saved) of one run."""
+        total_bytes = sum((x["dram_read_bytes"] or 0) + (x["dram_write_bytes"] or 0) for x in run)
+        inter = sum(2 * min(a["dram_write_bytes"] or 0, b["dram_read_bytes"] or 0) for a, b in zip(run, run[1:]))
+        dur = sum(x["duration_ns"] or 0 for x in run)
+        gaps = (len(run) - 1) * self.thresholds["launch_gap_ns"]
+        if bw is None:  # no peak bandwidth: the run's time scales with its bytes
+            return inter, dur, (dur * inter / total_bytes if total_bytes > 0 else 0.0) + gaps
+        busy = 0.0  # time the kernels keep their compute pipes busy: a fused kernel still spends it
+        for x in run:
+            sol = (p.by_id[x["kernel_id"]].get("roofline") or {}).get("sol") or {}
+            busy += (x["duration_ns"] or 0) * min(100.0, float(sol.get("compute_pct") or 0.0)) / 100
+        floor = max(busy, (total_bytes - inter) / bw * 1e9)
+        return inter, dur, max(0.0, min(inter / bw * 1e9, dur - floor)) + gaps
+
+    def _advice(self, p: ProgramContext, key: tuple[str, ...]) -> str:
+        """What to do, in the program's terms: the Triton kernel to extend, or the NVTX range to torch.compile."""
+        triton = [p.by_id[kid]["name"] for kid in key if p.by_id[kid].get("language") == "triton"]
+        if triton:
+            return f"Extend the Triton kernel {triton[0]} (or the torch.compile region that made it) to its neighbours."
+        ranges = {str(p.by_id[kid].get("nvtx") or "") for kid in key} - {""}
+        if len(ranges) == 1:
+            return f"torch.compile the module running in NVTX range '{ranges.pop()}'."
+        return "torch.compile the module that runs these ops."
+
+    def check_program(self, p: ProgramContext) -> list[ProgramFinding]:
         # the same sequence of kernels repeats (layers, steps): report it once with its count
         grouped: dict[tuple, list[list[dict]]] = {}
-        for run in runs:
+        for run in self._runs(p):
             grouped.setdefault(tuple(x["kernel_id"] for x in run), []).append(run)
         findings = []
         for key, instances in grouped.items():
+            bw = self._bandwidth(p, list(key))
             saved_bytes = run_ns = saving_ns = 0.0
             for run in instances:
-                total_bytes = sum((x["dram_read_bytes"] or 0) + (x["dram_write_bytes"] or 0) for x in run)
-                inter = sum(
-                    2 * min(a["dram_write_bytes"] or 0, b["dram_read_bytes"] or 0) for a, b in zip(run, run[1:])
-                )
-                dur = sum(x["duration_ns"] or 0 for x in run)
-                run_ns += dur
+                inter, dur, saving = self._saving(p, run, bw)
                 saved_bytes += inter
-                if total_bytes > 0:
-                    saving_ns += dur * inter / total_bytes
+                run_ns += dur
+                saving_ns += saving
             if run_ns <= 0 or saving_ns < self.thresholds["min_saving_fraction"] * run_ns:
                 continue
+            if saving_ns < self.thresholds["min_program_fraction"] * p.total_ns:
+                continue
             names = [p.by_id[kid]["name"] for kid in key]
+            chain = chain_name([op_name(p.by_id[kid]) for kid in key])
             langs = {p.by_id[kid]["language"] for kid in key}
             fix = self.fix_in("pytorch" if langs & {"pytorch", "triton"} else "cuda")
             findings.append(
                 self.finding(
-                    title=f"Fuse {len(key)} consecutive kernels ({len(instances)}× in the program)",
+                    title=f"Fuse {chain} ({len(key)} launches, {len(instances)}× in the program)",
                     message=(
-                        f"{' → '.join(names)} run back to back on one stream, all bandwidth-bound; their "
-                        f"intermediates make {saved_bytes / 1e6:.1f} MB of round trips through HBM "
-                        f"({len(instances)} occurrence(s), {run_ns / 1000:.1f} µs in all)."
+                        f"{chain} run back to back on one stream, all memory-class; their intermediates make "
+                        f"{fmt_bytes(saved_bytes)} of round trips through HBM and {len(key) - 1} launch gap(s) "
+                        f"({len(instances)} occurrence(s), {fmt_ns(run_ns)} in all). {self._advice(p, key)}"
                     ),
                     fix=fix,
                     kernels=names,
                     kernel_ids=list(key),
                     estimated_saving_ns=saving_ns,
                     saving_model=(
-                        "Intermediate bytes (min of producer writes and consumer reads) saved twice; each run's "
-                        "time scales with its bytes. Upper bound: some intermediates may stay in L2."
+                        "Intermediate bytes (min of producer writes and consumer reads, twice) at DRAM bandwidth, no "
+                        "more than the run's time above the fused kernel's floor (busy compute pipes, bytes left), "
+                        f"plus {self.thresholds['launch_gap_ns'] / 1000:.0f} µs per launch removed. Upper bound: "
+                        "some intermediates may stay in L2."
                     ),
                     confidence="medium",
                     evidence=[

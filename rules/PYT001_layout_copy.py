@@ -1,10 +1,7 @@
-import re
-
+from ncuadvisor.analysis.language import copy_kind
 from ncuadvisor.analysis.perfmodels import fmt_bytes, fmt_ns
-from ncuadvisor.metrics import SpeedOfLight
+from ncuadvisor.metrics import MemoryWorkloadAnalysis, SpeedOfLight
 from ncuadvisor.rules_api import Evidence, Finding, Fix, KernelContext, Rule
-
-COPY = re.compile(r"direct_copy_kernel|copy_kernel|CatArrayBatchedCopy|index_put|clone|contiguous")
 
 
 class LayoutCopy(Rule):
@@ -13,7 +10,8 @@ class LayoutCopy(Rule):
 
     What it detects:
         ATen copy kernels (`direct_copy_kernel`, `copy_kernel`, batched cat copies) taking at least
-        `min_time_share` of the program's GPU time.
+        `min_time_share` of the program's GPU time that keep the dtype: a copy that converts it (its kernel says so,
+        `bfloat16_copy_kernel_cuda`, or it reads more bytes per element than it writes) is a cast, PYT002's case.
 
     Why it costs time:
         A copy reads and writes the whole tensor through HBM and computes nothing; in attention code it typically
@@ -39,6 +37,7 @@ class LayoutCopy(Rule):
     category = "fusion"
     title = "Layout copy in eager PyTorch"
     requires = (SpeedOfLight.DURATION,)
+    optional = (MemoryWorkloadAnalysis.DRAM_BYTES_READ, MemoryWorkloadAnalysis.DRAM_BYTES_WRITE)
     thresholds = {"min_time_share": 0.02}
     languages = ("pytorch",)
     fixes = {
@@ -57,7 +56,12 @@ class LayoutCopy(Rule):
     changes_floor = True
 
     def check(self, k: KernelContext) -> Finding | None:
-        if not COPY.search(k.kernel.demangled) or k.time_share < self.thresholds["min_time_share"]:
+        kind = copy_kind(
+            k.kernel.demangled,
+            k.m(MemoryWorkloadAnalysis.DRAM_BYTES_READ),
+            k.m(MemoryWorkloadAnalysis.DRAM_BYTES_WRITE),
+        )
+        if kind != "layout" or k.time_share < self.thresholds["min_time_share"]:
             return None
         r = k.roofline
         return self.finding(

@@ -51,7 +51,9 @@ class AtRoofline(Rule):
         r = k.roofline
         if r.headroom is None or r.bound == "launch" or r.headroom > self.thresholds["max_headroom"]:
             return None
-        if r.memory_floor_ns and (not r.compute_floor_ns or r.memory_floor_ns >= r.compute_floor_ns):
+        if r.floor_reason:
+            what = r.floor_reason  # the unit that sets the floor, its work and rate (SFU, FP16, launch, ...)
+        elif r.memory_floor_ns and (not r.compute_floor_ns or r.memory_floor_ns >= r.compute_floor_ns):
             what = (
                 f"moving {fmt_bytes(r.compulsory_bytes)} at "
                 f"{(r.peak_dram_bytes_per_s or 0) / 1e12:.2f} TB/s takes {fmt_ns(r.memory_floor_ns)}"

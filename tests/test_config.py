@@ -135,6 +135,7 @@ def test_ignore_removes_the_finding_and_a_threshold_decides_whether_it_fires(rep
     assert "MEM001" not in rules_fired(analyze(path, rules=quiet))
 
 
+@pytest.mark.slow
 def test_the_command_reads_the_nearest_pyproject(tmp_path, report_path):
     write(tmp_path / "pyproject.toml", "[tool.ncuadvisor]\nignore = ['MEM001']\n")
     (tmp_path / "sub").mkdir()
@@ -158,6 +159,7 @@ def test_the_command_reads_the_nearest_pyproject(tmp_path, report_path):
     assert rules_fired(json.loads(p.stdout)) == {"MEM001"}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("args", "text", "message"),
     [
@@ -178,6 +180,7 @@ def test_bad_configuration_is_one_line_and_exit_2(tmp_path, report_path, args, t
     assert "Traceback" not in p.stderr
 
 
+@pytest.mark.slow
 def test_rules_shows_the_thresholds_in_effect(tmp_path):
     write(tmp_path / "ncuadvisor.toml", "ignore = ['MEM001']\n[thresholds.MEM001]\nmin_excess_fraction = 0.45\n")
     p = run_cli("rules", "MEM001", cwd=tmp_path)

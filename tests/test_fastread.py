@@ -33,7 +33,9 @@ FIXTURES = [
 METRICS = list(dict.fromkeys(roofline.METRICS + CARD_METRICS + engine.required_metrics(engine.discover([]))))
 
 
-@pytest.mark.parametrize("name", FIXTURES)
+@pytest.mark.parametrize(
+    "name", [pytest.param(n, marks=pytest.mark.slow) if n.startswith("model_step") else n for n in FIXTURES]
+)
 def test_rows_equal_ncu_report(report_path, name):
     reader = load.ReportReader(report_path(name))
     items = [(rid, r, a) for rid, (r, a) in enumerate(reader._index)]

@@ -26,3 +26,79 @@ def test_library_names():
     assert kernel_language("triton_poi_fused_add_0", "triton_poi_fused_add_0", []) == "triton"
     assert kernel_language("elementwise_kernel", "void at::native::elementwise_kernel<128, 4>(...)", []) == "pytorch"
     assert kernel_language("my_kernel", "my_kernel(float*)", [""]) == "cuda"
+
+
+# demangled names as the real reports hold them (fixtures/torch_norm_chain, torch_cast_copy, torch_train, torch_scatter)
+GELU = (
+    "void at::native::vectorized_elementwise_kernel<(int)8, at::native::GeluCUDAKernelImpl(at::TensorIteratorBase &, "
+    "at::native::GeluType)::[lambda() (instance 2)]::operator ()() const::[lambda() (instance 4)]::operator ()() const::"
+    "[lambda(c10::BFloat16) (instance 1)], std::array<char *, (unsigned long)2>>(int, T2, T3)"
+)
+ADD = (
+    "void at::native::vectorized_elementwise_kernel<(int)8, at::native::CUDAFunctor_add<c10::BFloat16>, "
+    "std::array<char *, (unsigned long)3>>(int, T2, T3)"
+)
+LAYOUT_COPY = (
+    "void at::native::elementwise_kernel<(int)128, (int)4, void at::native::gpu_kernel_impl_nocast<at::native::"
+    "direct_copy_kernel_cuda(at::TensorIteratorBase &)::[lambda() (instance 3)]::operator ()() const::[lambda() "
+    "(instance 12)]::operator ()() const::[lambda(c10::BFloat16) (instance 1)]>(at::TensorIteratorBase &, const T1 &)::"
+    "[lambda(int) (instance 1)]>(int, T3)"
+)
+CAST = (
+    "void at::native::vectorized_elementwise_kernel<(int)8, at::native::bfloat16_copy_kernel_cuda(at::"
+    "TensorIteratorBase &)::[lambda(float) (instance 1)], std::array<char *, (unsigned long)2>>(int, T2, T3)"
+)
+
+
+def test_display_name_keeps_the_op_of_aten_generic_kernels():
+    from ncuadvisor.analysis.language import display_name
+
+    assert display_name("vectorized_elementwise_kernel", GELU) == "GeluCUDAKernelImpl"
+    assert display_name("vectorized_elementwise_kernel", ADD) == "CUDAFunctor_add<BFloat16>"
+    assert display_name("elementwise_kernel", LAYOUT_COPY) == "direct_copy"
+    assert display_name("vectorized_elementwise_kernel", CAST) == "bfloat16_copy"
+    # kernels with a name of their own keep it
+    layer_norm = "void at::native::<unnamed>::vectorized_layer_norm_kernel<float, float, (bool)0>(int, T2, const T1 *)"
+    assert display_name("vectorized_layer_norm_kernel", layer_norm) == "vectorized_layer_norm_kernel"
+    assert display_name("sm80_xmma_gemm_f32f32", "sm80_xmma_gemm_f32f32") == "sm80_xmma_gemm_f32f32"
+
+
+def test_copy_kind_tells_a_cast_from_a_layout_copy():
+    from ncuadvisor.analysis.language import cast_types, copy_kind
+
+    assert copy_kind(CAST) == "cast" and cast_types(CAST) == ("float32", "bfloat16")
+    assert copy_kind(LAYOUT_COPY) == "layout" and cast_types(LAYOUT_COPY) is None
+    # the nocast kernel decides over DRAM bytes skewed by L2 (a small tensor)
+    assert copy_kind(LAYOUT_COPY, 6.3e6, 2.1e6) == "layout"
+    silent = (
+        "void at::native::unrolled_elementwise_kernel<at::native::direct_copy_kernel_cuda(at::TensorIteratorBase &)>"
+    )
+    assert copy_kind(silent, 268e6, 115e6) == "cast" and copy_kind(silent, 134e6, 120e6) == "layout"
+    assert copy_kind(ADD) is None
+
+
+def test_display_name_of_reductions_foreach_scatters_and_scalar_ops():
+    from ncuadvisor.analysis.language import display_name
+
+    reduce = (
+        "void at::native::reduce_kernel<(int)128, (int)4, at::native::ReduceOp<float, at::native::func_wrapper_t<float, "
+        "at::native::sum_functor<float, float, float>::operator ()(at::TensorIterator &)::[lambda(float, float) "
+        "(instance 1)]>, unsigned int, float, (int)4, (int)4>>(T3)"
+    )
+    foreach = (
+        "void at::native::<unnamed>::multi_tensor_apply_kernel<at::native::<unnamed>::TensorListMetadata<(int)2>, "
+        "at::native::<unnamed>::UnaryOpFunctor<float, (int)2, (int)1, (int)1>, at::native::Sqrt<float>>(T1, T2, T3...)"
+    )
+    scatter = (
+        "void at::native::_scatter_gather_elementwise_kernel<(int)128, (int)8, void at::native::"
+        "_cuda_scatter_gather_internal_kernel<(bool)1, float, long>::operator ()<at::native::ReduceAdd>(at::"
+        "TensorIterator &, long, long, long, const T1 &)::[lambda(int) (instance 1)]>(int, T3)"
+    )
+    mul = (
+        "void at::native::vectorized_elementwise_kernel<(int)8, at::native::AUnaryFunctor<c10::BFloat16, c10::BFloat16, "
+        "c10::BFloat16, at::native::binary_internal::MulFunctor<float>>, std::array<char *, (unsigned long)2>>(int, T2, T3)"
+    )
+    assert display_name("reduce_kernel", reduce) == "reduce sum_functor"
+    assert display_name("multi_tensor_apply_kernel", foreach) == "foreach Sqrt"
+    assert display_name("_scatter_gather_elementwise_kernel", scatter) == "scatter ReduceAdd"
+    assert display_name("vectorized_elementwise_kernel", mul) == "MulFunctor"

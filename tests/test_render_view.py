@@ -61,7 +61,13 @@ def test_the_view_fills_every_default_once():
     assert view.generator == Generator("ncuadvisor", "")
     assert view.report.warnings == [] and view.report.processes == [] and view.report.device.peak_flops_per_s == {}
     first, k = view.kernels
-    assert first.anchor == "k0" and first.findings == [] and first.first_finding is None and first.name is None
+    assert (
+        first.index == 1
+        and first.anchor == "k0"
+        and first.findings == []
+        and first.first_finding is None
+        and first.name is None
+    )
     assert k.anchor == "k1" and k.roofline.sol.memory_pct is None and k.launch.waves_per_sm is None
     assert [s.file for s in k.findings[0].source] == [None, "a.cu"] and k.findings[0].evidence == []
     assert k.variants[0].launch_range_ns == (None, None) and k.variants[0].findings == []

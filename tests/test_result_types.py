@@ -58,7 +58,11 @@ def as_json(result: dict) -> dict:
 # -- the result ----------------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("name", REPORTS)
+# the biggest reports take 5-20 s each to analyse: they run with the slow tests
+BIG_REPORTS = {"model_step_1010", "model_step_315", "torch_train", "torch_scatter", "torch_eager", "torch_train_phase1"}
+
+
+@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if n in BIG_REPORTS else n for n in REPORTS])
 def test_every_fixture_round_trips_and_fits_the_schema(analyzed, validator, name):
     data = as_json(analyzed(name))
     back = Result.from_dict(data, complete=True).to_dict()
@@ -88,6 +92,7 @@ def profiled(tmp_path_factory):
     return out
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["two-phase", "full"])
 def test_profile_results_round_trip_and_fit_the_schema(profiled, validator, mode):
     data = profiled[mode]

@@ -37,9 +37,12 @@ def test_memory_floor_and_headroom_of_a_copy(rows):
     dram = row["dram__bytes_read.sum"] + row["dram__bytes_write.sum"]
     ideal = row["memory_l2_theoretical_sectors_global_ideal"] * 32
     assert ideal == 2 * 64 * 1024 * 1024 * 4  # read and write 64M floats once
-    assert r.compulsory_bytes == pytest.approx(min(dram, ideal))
+    left = row["dram__bytes_read.sum"] + row["lts__t_sectors_srcunit_tex_op_write.sum"] * 32
+    # DRAM's write count misses the output lines still dirty in L2 at kernel end; the SMs' writes do not
+    assert dram < ideal <= left
+    assert r.compulsory_bytes == pytest.approx(min(left, ideal))
     floor_ns = r.compulsory_bytes / r.peak_dram_bytes_per_s * 1e9
-    assert r.theoretical_ns == pytest.approx(floor_ns)
+    assert r.theoretical_ns == pytest.approx(floor_ns) and r.limiter == "dram"
     assert r.headroom == pytest.approx(row["gpu__time_duration.sum"] / floor_ns)
     assert r.headroom < 1.5 and r.bound == "memory"
     assert r.intensity == 0

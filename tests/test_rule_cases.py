@@ -152,6 +152,7 @@ def check(expect: str | dict[str, Any], found: list[dict[str, Any]], estimate: s
     f = found[0]
     assert expect["title_contains"] in f["title"]
     assert expect.get("fix_contains", "") in f["fix"]
+    assert expect.get("message_contains", "") in f["message"]
     assert expect.get("code_contains", "") in f["fix_code"]
     if estimate in expect:
         tolerance = expect.get("tolerance", 0.01 if estimate == "estimated_speedup" else 1.0)

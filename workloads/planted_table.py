@@ -74,7 +74,7 @@ def ncu_top(k: dict) -> str:
 
 def first(k: dict) -> str:
     if not k["findings"]:
-        return "– (none)"
+        return "– (none; no rule applies)" if k.get("no_rule") else "– (none)"
     f = k["findings"][0]
     est = f.get("estimated_speedup")
     est_s = f", est. −{est * k['duration_ns'] / 1e3:.0f} µs" if est else ""
@@ -174,7 +174,7 @@ def main() -> None:
             sv = f"{m - tw:.1f} µs ({100 * (1 - tw / m):.0f}%)"
         shown = rows[:4] if len(rows) > 5 else rows
         for i, (k, n, dur) in enumerate(shown):
-            print(f"| {case if i == 0 else ''} | {variant if i == 0 else ''} | {esc(k['name'][:48])} ({n}) | {bound(k)} | "
+            print(f"| {case if i == 0 else ''} | {variant if i == 0 else ''} | {esc((k.get('display_name') or k['name'])[:48])} ({n}) | {bound(k)} | "
                   f"{first(k)} | {esc(ncu_top(k))} | {dur / 1e3:.1f} | "
                   f"{f'{m:.1f} (ncu sum {total / 1e3:.1f})' if i == 0 and m else ''} | {sv if i == 0 else ''} |")
         if len(rows) > len(shown):

@@ -120,3 +120,67 @@ def device_entry(device: dict[str, Any], kernels: list[dict[str, Any]]) -> dict[
     dev["peak_flops_per_s"] = {p: median(v) for p, v in peaks.items()}
     dev["sm_clock_hz"] = median([k["roofline"]["sm_clock_hz"] for k in kernels])
     return dev
+
+
+# a kernel group holding at least this share of the GPU time gets a verdict even when no rule fires
+NO_RULE_MIN_SHARE = 0.05
+_LIMITS = {
+    "launch__occupancy_limit_registers": "registers",
+    "launch__occupancy_limit_shared_mem": "shared memory",
+    "launch__occupancy_limit_warps": "warps",
+    "launch__occupancy_limit_blocks": "blocks",
+}
+
+
+def occupancy_limiter(row: dict[str, Any]) -> str | None:
+    """'registers (1 block/SM)': the resource that allows the fewest blocks per SM, when occupancy is below 100%."""
+    theoretical = num(row.get("sm__maximum_warps_per_active_cycle_pct"))
+    limits = {name: v for m, name in _LIMITS.items() if (v := num(row.get(m))) is not None}
+    if not limits or theoretical is None or theoretical >= 100:
+        return None
+    name = min(limits, key=lambda n: limits[n])
+    blocks = limits[name]
+    return f"occupancy {theoretical:.0f}%, limited by {name} ({blocks:.0f} block{'' if blocks == 1 else 's'}/SM)"
+
+
+def no_rule_verdict(
+    entry: dict[str, Any], row: dict[str, Any] | None = None, limiter: str | None = None
+) -> dict[str, Any] | None:
+    """What is known of a kernel group of at least NO_RULE_MIN_SHARE of the time that no rule spoke to: its bound,
+    headroom, limiter (from the result's metrics `row`, else as given) and NCU's top rule. None when a rule fired or
+    the group is small."""
+    if entry.get("findings") or (entry.get("time_share") or 0.0) < NO_RULE_MIN_SHARE:
+        return None
+    bound, headroom, reason = entry.get("bound"), entry.get("headroom"), entry.get("bound_reason")
+    limiter = occupancy_limiter(row) if row is not None else limiter
+    ranked = [r for r in entry.get("ncu_rules") or [] if r.get("speedup_pct") is not None]
+    top = max(ranked, key=lambda r: r["speedup_pct"], default=None)
+    ncu_top = f"{top.get('title') or top.get('rule')} (est. {top['speedup_pct']:.0f}%)" if top else None
+    parts = [f"{bound or 'unknown'}-bound" + (f", {headroom:.1f}× its floor" if headroom else "")]
+    if reason:
+        parts[0] += f": {reason}"
+    if limiter:
+        parts.append(limiter)
+    if ncu_top:
+        parts.append(f"NCU's top rule: {ncu_top}")
+    suppressed = len(entry.get("suppressed") or [])
+    tail = f"; {suppressed} finding{'s' if suppressed != 1 else ''} below the bar" if suppressed else ""
+    return {
+        "message": f"No rule applies ({entry['time_share']:.0%} of GPU time): " + "; ".join(parts) + tail + ".",
+        "bound": bound,
+        "headroom": headroom,
+        "limiter": limiter,
+        "ncu_top_rule": ncu_top,
+    }
+
+
+def with_no_rule(entry: dict[str, Any], row: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The entry with its `no_rule` verdict (re)computed, right after its findings as in the schema; an entry whose
+    time share changed (`profile` merges phase-1 times into deep results) keeps the limiter it had."""
+    old = entry.get("no_rule") or {}
+    items = [(key, v) for key, v in entry.items() if key != "no_rule"]
+    verdict = no_rule_verdict(dict(items), row, old.get("limiter"))
+    if verdict is None:
+        return dict(items)
+    at = [key for key, _ in items].index("findings") + 1
+    return dict(items[:at] + [("no_rule", verdict)] + items[at:])

@@ -30,3 +30,98 @@ def kernel_language(name: str, demangled: str, source_files: Iterable[str]) -> s
     if not files and (_LIBRARY_LIKE_RE.match(name) or _LIBRARY_LIKE_RE.match(demangled)):
         return "library"
     return "cuda"
+
+
+# ATen's copy kernels: `direct_copy_kernel_cuda` (same dtype, any strides), `<dtype>_copy_kernel_cuda` (a cast to
+# that dtype, `[lambda(<source type>)]`), the generic path's `LoadWithCast`/`StoreWithCast`/`fetch_and_cast`
+_ATEN_COPY_RE = re.compile(r"direct_copy_kernel|copy_kernel|CatArrayBatchedCopy|index_put|clone|contiguous")
+_CAST_FN_RE = re.compile(r"\b(\w+?)_copy_kernel_cuda\b(?:\([^()]*\)::\[lambda\((?P<src>[\w:]+)\))?")
+_DYNAMIC_CAST_RE = re.compile(r"LoadWithCast|StoreWithCast|fetch_and_cast|cast_and_store")
+_DTYPES = {
+    "float": "float32",
+    "double": "float64",
+    "c10::Half": "float16",
+    "c10::BFloat16": "bfloat16",
+    "Half": "float16",
+}
+# a DRAM read/write ratio this far from 1 means the element size changes between input and output
+CAST_BYTE_RATIO = 1.4
+
+
+def copy_kind(demangled: str, read_bytes: float | None = None, write_bytes: float | None = None) -> str | None:
+    """ "cast" for an ATen copy that changes the dtype, "layout" for one that keeps it, None for no ATen copy.
+
+    A cast is told by its kernel (`bfloat16_copy_kernel_cuda`, a copy with `LoadWithCast`; `gpu_kernel_impl_nocast`
+    converts nothing) or, when the name says nothing, by its DRAM bytes: reading 4 bytes per element and writing 2 is
+    a float → bf16 cast, not a layout change."""
+    if not _ATEN_COPY_RE.search(demangled):
+        return None
+    m = _CAST_FN_RE.search(demangled)
+    if m and m.group(1) != "direct":
+        return "cast"
+    if _DYNAMIC_CAST_RE.search(demangled):
+        return "cast"
+    if "_nocast" in demangled:  # ATen's copy without conversion: same dtype in and out
+        return "layout"
+    # DRAM bytes only when the name is silent: a small tensor read from (or left in) L2 skews them
+    if read_bytes and write_bytes:
+        ratio = read_bytes / write_bytes
+        if ratio >= CAST_BYTE_RATIO or ratio <= 1 / CAST_BYTE_RATIO:
+            return "cast"
+    return "layout"
+
+
+def cast_types(demangled: str) -> tuple[str, str] | None:
+    """(source, destination) dtype of an ATen cast kernel when its name states them: `bfloat16_copy_kernel_cuda(...)::
+    [lambda(float)]` → ("float32", "bfloat16")."""
+    m = _CAST_FN_RE.search(demangled)
+    if not m or m.group(1) == "direct" or not m.group("src"):
+        return None
+    src = m.group("src")
+    return _DTYPES.get(src, src.replace("c10::", "")), m.group(1)
+
+
+# ATen's generic kernels: the op is in their template arguments
+_GENERIC_RE = re.compile(
+    r"^(?:void )?(?:at::native::)?(?:\w+::)*(elementwise_kernel|vectorized_elementwise_kernel|unrolled_elementwise_kernel|"
+    r"reduce_kernel|elementwise_kernel_with_index|_scatter_gather_elementwise_kernel|index_elementwise_kernel|"
+    r"vectorized_templated_elementwise_kernel)\b"
+)
+_OP_FN_RE = re.compile(r"(?:at::native::)?(?:<unnamed>::)?(\w+)\([^()]*(?:\([^()]*\))?[^()]*\)(?: const)?::\[lambda")
+_FUNCTOR_RE = re.compile(r"(\w*Functor\w*|\w+Ops?)(<[^<>]*>)?")
+_NS_RE = re.compile(r"\b(?:c10|at|std|at::native)::")
+_SUFFIX_RE = re.compile(r"(_kernel_cuda|_cuda_kernel|_kernel)$")
+_WRAPPED_RE = re.compile(r"\b(?:AUnary|BUnary|Binary)Functor<[^<>]*?(?:\w+::)*(\w+Functor)<")
+
+
+# reductions name their combine op (`sum_functor`, `MeanOps`), foreach kernels the math after their functor
+# (`std::multiplies`, `at::native::Sqrt`), scatters their reduction (`ReduceAdd`)
+_REDUCE_RE = re.compile(r"^(?:void )?at::native::reduce_kernel<.*?\b(\w+_functor|\w+Ops)\b")
+_FOREACH_RE = re.compile(
+    r"^(?:void )?(?:at::native::)?(?:<unnamed>::)?multi_tensor_apply_kernel<.*?Functor<[^<>]*>, (?:std::|at::native::)?"
+    r"(\w+)"
+)
+_SCATTER_RE = re.compile(r"_scatter_gather_elementwise_kernel<.*?operator \(\)<(?:at::native::)?(\w+)>")
+
+
+def display_name(name: str, demangled: str) -> str:
+    """A short name that tells ATen's generic kernels apart by the op they run: `CUDAFunctor_add<BFloat16>`,
+    `GeluCUDAKernelImpl`, `direct_copy`, `bfloat16_copy`, `reduce sum_functor`, `foreach multiplies`,
+    `scatter ReduceAdd`; other kernels keep their function name."""
+    for pattern, prefix in ((_REDUCE_RE, "reduce"), (_FOREACH_RE, "foreach"), (_SCATTER_RE, "scatter")):
+        if demangled and (m := pattern.search(demangled)):
+            return f"{prefix} {m.group(1)}"
+    if not demangled or not _GENERIC_RE.match(demangled):
+        return name
+    args = demangled[demangled.find("<") + 1 :]
+    m = _OP_FN_RE.search(args)
+    if m and m.group(1) not in ("operator", "gpu_kernel_impl", "gpu_kernel_impl_nocast"):
+        return _SUFFIX_RE.sub("", m.group(1)) or m.group(1)
+    # a tensor-scalar op wraps its math: AUnaryFunctor<..., MulFunctor<float>> is a MulFunctor
+    wrapped = _WRAPPED_RE.search(args)
+    if wrapped:
+        return wrapped.group(1)
+    f = _FUNCTOR_RE.search(args)
+    if f and "Functor" in f.group(1):
+        return _NS_RE.sub("", f.group(1) + (f.group(2) or ""))
+    return name

@@ -25,8 +25,9 @@ from ncuadvisor.analysis.entries import (
     processes_entry,
     roofline_entry,
     variant_entry,
+    with_no_rule,
 )
-from ncuadvisor.analysis.language import kernel_language
+from ncuadvisor.analysis.language import display_name, kernel_language
 from ncuadvisor.analysis.ranking import top_actions
 from ncuadvisor.load import ReportReader, read_results
 from ncuadvisor.model import Kernel, Profile, ResultDetail, group_kernels, num
@@ -261,6 +262,7 @@ def assemble(
                 "name": k.name,
                 "demangled": k.demangled,
                 "mangled": k.mangled,
+                **({"display_name": shown} if (shown := display_name(k.name, k.demangled)) != k.name else {}),
                 "language": main.language,
                 "launches": k.launches,
                 "grid": k.grid,
@@ -294,6 +296,7 @@ def assemble(
                 "result_ids": k.result_ids,
             }
         )
+        kernel_entries[-1] = with_no_rule(kernel_entries[-1], row)
     missing_sections = [s for s in ANALYSIS_SECTIONS if s not in evaluation.sections_seen]
     if missing_sections and kernels:
         warnings.append(

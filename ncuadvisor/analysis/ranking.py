@@ -1,18 +1,53 @@
-"""Where to start: every finding of the program, kernel and program level, ranked by the time it saves."""
+"""Where to start: one entry per kernel (or program finding), ranked by the time its first fix saves.
+
+A kernel's findings are fixes of the same time: a layout copy that removes the whole kernel and index arithmetic that
+removes 40% of it cannot save 140%. The kernel's largest saving heads its entry; every other finding on it becomes a
+follow-up costed on the time left after the fixes before it (fraction of the kernel × time left), so an entry and its
+follow-ups never promise more than the kernel takes. A fix (or follow-up) that saves less than `MIN_PROGRAM_FRACTION`
+of the program is left out: it would save ~0 ns.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Any
 
-from ncuadvisor.result import savings_by_rule
+from ncuadvisor.result import findings_with_time, savings_by_rule
 from ncuadvisor.units import fmt_ns
+
+MIN_PROGRAM_FRACTION = 0.001  # below 0.1% of the program's GPU time an action saves ~0
+
+
+def _kernel_steps(k: dict[str, Any], total_ns: float, floor_ns: float) -> list[dict[str, Any]]:
+    """The kernel's fixes, largest first, each costed on the time left after the ones before it."""
+    kernel_ns = sum(ns for _, ns, _ in findings_with_time(k))
+    left = kernel_ns
+    steps = []
+    for f, saving, variant in sorted(savings_by_rule(k).values(), key=lambda t: -t[1]):
+        if kernel_ns > 0:
+            saving = left * min(1.0, max(0.0, saving / kernel_ns))
+            left -= saving
+        if saving <= 0 or saving < floor_ns:
+            continue
+        steps.append(
+            {
+                "rule": f["rule"],
+                "category": f["category"],
+                "title": f["title"],
+                "estimated_saving_ns": saving,
+                "program_fraction": saving / total_ns if total_ns else 0.0,
+                **({"variant": variant} if variant is not None else {}),
+            }
+        )
+    return steps
 
 
 def top_actions(
     kernels: list[dict[str, Any]], total_ns: float, program: Sequence[dict[str, Any]] = (), limit: int = 10
 ) -> list[dict[str, Any]]:
-    """Where to start: every finding across the program (kernel and program level) ranked by the time it saves."""
+    """Where to start: program findings and one entry per kernel (its largest fix, the others as `follow_ups`),
+    ranked by the time the entry's fix saves."""
+    floor_ns = MIN_PROGRAM_FRACTION * total_ns
     actions = [
         {
             "kernel": ", ".join(p["kernels"][:3]) + (" …" if len(p["kernels"]) > 3 else ""),
@@ -25,27 +60,28 @@ def top_actions(
             "scope": "program",
         }
         for p in program
-        if p["estimated_saving_ns"] > 0
+        if p["estimated_saving_ns"] > 0 and p["estimated_saving_ns"] >= floor_ns
     ]
     for k in kernels:
-        for f, saving, variant in savings_by_rule(k).values():  # one action per rule and kernel
-            label = (
-                k["name"]
-                if variant is None
-                else f"{k['name']} ({fmt_ns(k['variants'][variant].get('per_launch_ns'))} launches)"
-            )
-            actions.append(
-                {
-                    "kernel": label,
-                    "kernel_id": k["id"],
-                    "rule": f["rule"],
-                    "category": f["category"],
-                    "title": f["title"],
-                    "estimated_saving_ns": saving,
-                    "program_fraction": saving / total_ns if total_ns else 0.0,
-                    "scope": "kernel",
-                    **({"variant": variant} if variant is not None else {}),
-                }
-            )
+        steps = _kernel_steps(k, total_ns, floor_ns)
+        if not steps:
+            continue
+        head, rest = steps[0], steps[1:]
+        variant = head.get("variant")
+        label = (
+            k["name"]
+            if variant is None
+            else f"{k['name']} ({fmt_ns(k['variants'][variant].get('per_launch_ns'))} launches)"
+        )
+        actions.append(
+            {
+                "kernel": label,
+                "kernel_id": k["id"],
+                **{n: head[n] for n in ("rule", "category", "title", "estimated_saving_ns", "program_fraction")},
+                "scope": "kernel",
+                **({"variant": variant} if variant is not None else {}),
+                **({"follow_ups": rest} if rest else {}),
+            }
+        )
     actions.sort(key=lambda a: -a["estimated_saving_ns"])
     return actions[:limit]

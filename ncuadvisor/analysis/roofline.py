@@ -3,11 +3,24 @@
 Peaks are computed per report from the device's own peak-per-cycle metrics times the clocks measured during the
 kernel (`--clock-control none` means the clocks vary), never from a table.
 
-The floor ("theoretical minimum time") is max(FLOPs / FLOP peak, compulsory bytes / DRAM bandwidth), where the
-compulsory bytes are the smaller of the bytes DRAM moved and the bytes the threads needed (ideal L2 sectors × 32):
-a kernel that keeps DRAM busy moving sectors its threads do not use then shows large headroom, not "near its bound".
-Kernels that load through TMA (the ideal sectors do not see those loads) use DRAM's bytes alone. A report without
-byte counts (`--set basic`) gets its memory floor from DRAM utilization: duration × DRAM % of peak.
+The floor ("theoretical minimum time") is the largest of the per-unit ceilings (`ceilings.py`): FP32 lane
+operations by instruction mix, FP64, FP16, tensor FLOPs by type, SFU, ALU, FMA, LSU and issue pipes, the compulsory
+bytes at the DRAM peak, and the launch floor. The unit that sets it is the `limiter`.
+
+Compulsory bytes are loads + stores, each the smaller of what the threads needed (ideal L2 sectors × 32) and what
+left for it: DRAM's read bytes for loads, the L2 write sectors from the SMs for stores (an output still dirty in L2
+when the kernel ends never reaches `dram__bytes_write`). A kernel that keeps DRAM busy moving sectors its threads do
+not use then shows large headroom, not "near its bound". Kernels that load through TMA (the ideal sectors do not see
+those loads) use DRAM's read bytes and the SMs' writes. A report without byte counts (`--set basic`) gets its memory
+floor from DRAM utilization: duration × DRAM % of peak.
+
+FLOPs are executed operations from the thread-instruction counters (FFMA 2, FADD/FMUL 1, HFMA2 4, ...): a LayerNorm
+executes more than its textbook FLOPs (reciprocals, polynomial erf). Packed-half counters also count the
+`HFMA2.MMA Rd, -RZ, RZ, imm, imm` moves the compiler uses to load constants; those run on the tensor pipe, never on
+the FMA pipe's fp16 type, so a kernel whose FMA pipe ran no fp16 instruction has no fp16 FLOPs.
+
+Every ceiling is computed at the SM clock measured during the kernel (`sm__cycles_elapsed.avg.per_second`), DRAM's
+at the DRAM clock (`dram__cycles_elapsed.avg.per_second`), L2's at the L2 clock (`lts__cycles_elapsed.avg.per_second`).
 """
 
 from __future__ import annotations
@@ -16,6 +29,8 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from ncuadvisor.analysis import ceilings as _ceilings
+from ncuadvisor.analysis.ceilings import LAUNCH_FLOOR_NS
 from ncuadvisor.model import num
 
 SECTOR_BYTES = 32
@@ -24,6 +39,8 @@ SECTOR_BYTES = 32
 LAUNCH_BOUND_NS = 5_000.0  # shorter than this, launch overhead (~2-5 µs) is the same order as the work
 LATENCY_SOL_PCT = 50.0  # neither memory nor compute above this % of peak: latency-bound
 GRID_FILL_FRACTION = 0.5  # fewer blocks than this × SMs: the grid cannot fill the GPU
+FP32_LANES, SFU_LANES = 128.0, 16.0  # per SM per clock: FP32 lanes and XU (MUFU) lanes
+L2_OVER_DRAM = 0.10  # L2 is named the limiter only this far (share of the duration) above DRAM
 # The share of a peak that the best kernels reach in practice (H200: a float4 copy 86% of DRAM peak, an FMA chain
 # 83% of the FP32 peak). No estimate promises a time below theoretical_ns / PRACTICAL_FRACTION.
 PRACTICAL_FRACTION = 0.85
@@ -65,6 +82,34 @@ TENSOR_PATHS = {
 
 SPARSE_PEAK_PATHS = {"tensor_fp16", "tensor_bf16", "tensor_tf32", "tensor_int8"}
 
+# Sectors the SMs wrote to L2 (stores and reductions that left the SM; 32 bytes each).
+SM_WRITE_SECTORS = "lts__t_sectors_srcunit_tex_op_write.sum"
+FP16_PIPE = "sm__inst_executed_pipe_fma_type_fp16.avg.pct_of_peak_sustained_elapsed"
+THREADS_PER_INST = "smsp__thread_inst_executed_per_inst_executed.ratio"
+# Hierarchical roofline: bytes at each level and the level's peak bytes per cycle, with its clock.
+HIERARCHY = {
+    "l1": (
+        [
+            "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum",
+            "l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum",
+            "l1tex__t_sectors_pipe_lsu_mem_local_op_ld.sum",
+            "l1tex__t_sectors_pipe_lsu_mem_local_op_st.sum",
+        ],
+        "derived__l1tex__lsu_writeback_bytes_mem_lgds.sum.peak_sustained",
+        "l1tex__cycles_elapsed.avg.per_second",
+    ),
+    "l2": (
+        ["lts__t_sectors_srcunit_tex.sum"],
+        "derived__lts__lts2xbar_bytes.sum.peak_sustained",
+        "lts__cycles_elapsed.avg.per_second",
+    ),
+}
+SHARED_WAVEFRONTS = "l1tex__data_pipe_lsu_wavefronts_mem_shared.sum"  # 128 bytes each
+HIERARCHY_METRICS = [
+    *[m for sectors, peak, clock in HIERARCHY.values() for m in (*sectors, peak, clock)],
+    SHARED_WAVEFRONTS,
+]
+
 SOL_METRICS = {
     "memory_pct": "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed",
     "compute_pct": "sm__throughput.avg.pct_of_peak_sustained_elapsed",
@@ -85,6 +130,12 @@ METRICS: list[str] = [
     "memory_l2_theoretical_sectors_global_ideal",
     "derived__memory_l2_theoretical_sectors_global_excessive",
     "l1tex__m_xbar2l1tex_read_bytes_mem_global_op_tma_ld.sum",
+    SM_WRITE_SECTORS,
+    "smsp__inst_executed.sum",
+    FP16_PIPE,
+    THREADS_PER_INST,
+    *_ceilings.METRICS,
+    *HIERARCHY_METRICS,
     "launch__grid_size",
     "launch__block_size",
     "launch__waves_per_multiprocessor",
@@ -122,6 +173,19 @@ class Roofline:
     dram_clock_hz: float | None = None
     limiting_precision: str | None = None
     thresholds: dict[str, float] = field(default_factory=dict)
+    # per-unit ceilings (ns at the unit's peak), the units' busy % of peak, and the unit that sets the floor
+    ceilings: dict[str, float] = field(default_factory=dict)
+    busy_pct: dict[str, float] = field(default_factory=dict)
+    limiter: str | None = None
+    limiter_reason: str = ""
+    limiter_share: float | None = None  # the limiter's busy time at its peak ÷ the duration
+    floors: dict[str, float] = field(default_factory=dict)  # the ceilings of needed work: theoretical_ns is the largest
+    floor_reason: str = ""  # the floor in words: the unit, its work and its rate
+    executed_floor_ns: float | None = None  # the largest ceiling as executed
+    sm_write_bytes: float | None = None  # bytes the SMs wrote to L2
+    instructions: float | None = None  # warp instructions executed
+    hierarchy: list[dict[str, Any]] = field(default_factory=list)  # per memory level: bytes, intensity, roof
+    clock: str = "SM clock measured during the kernel (sm__cycles_elapsed.avg.per_second)"
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -143,22 +207,32 @@ def compute(row: Mapping[str, Any], sm_count: float | None = None) -> Roofline:
     seconds = duration_ns * 1e-9 if duration_ns else None
     cycles = sm_hz * seconds if (sm_hz and seconds) else None
 
-    # Work, by precision.
+    # Work, by precision (executed operations), and the lane operations of each FP pipe.
+    lanes: dict[str, float] = {}
+    fp16_pipe_pct = g(FP16_PIPE)
     if cycles:
         for prec, terms in _FLOP_TERMS.items():
-            total, seen = 0.0, False
+            total, lane_ops, seen = 0.0, 0.0, False
             for metric, flops_per_inst in terms:
                 v = g(metric)
                 if v is not None:
                     seen = True
                     total += v * cycles * flops_per_inst
+                    lane_ops += v * cycles
+            if prec == "fp16" and fp16_pipe_pct == 0.0:
+                # only immediate-only HFMA2.MMA moves (constant loads): no packed-half arithmetic ran
+                total, lane_ops = 0.0, 0.0
             if seen:
                 r.flops_by_precision[prec] = total
+                lanes[prec] = lane_ops
+    tensor_ops = 0.0
     for name, path in TENSOR_PATHS.items():
         v = g(path + ".sum")
         if v is not None:
             r.flops_by_precision[name] = v
+            tensor_ops += v
     r.flops = sum(r.flops_by_precision.values())
+    r.instructions = g("smsp__inst_executed.sum")
 
     if sm_hz:
         for prec, (metric, per_inst) in _FLOP_PEAKS.items():
@@ -170,7 +244,7 @@ def compute(row: Mapping[str, Any], sm_count: float | None = None) -> Roofline:
             if v:
                 r.peak_flops_per_s[name] = v * sm_hz / (2.0 if name in SPARSE_PEAK_PATHS else 1.0)
 
-    # Bytes.
+    # Bytes: loads (the smaller of what the threads needed and what DRAM read) + stores (what left the SMs).
     dram_read, dram_write = g("dram__bytes_read.sum"), g("dram__bytes_write.sum")
     if dram_read is not None or dram_write is not None:
         r.dram_bytes = (dram_read or 0.0) + (dram_write or 0.0)
@@ -179,11 +253,18 @@ def compute(row: Mapping[str, Any], sm_count: float | None = None) -> Roofline:
     ideal = g("memory_l2_theoretical_sectors_global_ideal")
     if ideal is not None:
         r.ideal_bytes = ideal * SECTOR_BYTES
+    sm_write = g(SM_WRITE_SECTORS)
+    if sm_write is not None:
+        r.sm_write_bytes = sm_write * SECTOR_BYTES
     r.tma_bytes = g("l1tex__m_xbar2l1tex_read_bytes_mem_global_op_tma_ld.sum")
     # The ideal sectors count per-thread (LSU) accesses only: a kernel that loads through TMA (cuBLAS, CUTLASS on
     # Hopper) moves its operands outside them, so only DRAM's count is complete. TMA copies whole tiles: no waste.
     uses_tma = bool(r.tma_bytes)
-    candidates = [b for b in (r.dram_bytes, None if uses_tma else r.ideal_bytes) if b is not None]
+    left = r.dram_bytes
+    if dram_read is not None and r.sm_write_bytes is not None:
+        # what left for the kernel: DRAM's reads and the SMs' writes (dirty output lines in L2 count)
+        left = dram_read + r.sm_write_bytes
+    candidates = [b for b in (left, None if uses_tma else r.ideal_bytes) if b is not None]
     r.compulsory_bytes = min(candidates) if candidates else None
     peak_bpc = g("dram__bytes.sum.peak_sustained")
     if peak_bpc and dram_hz:
@@ -194,32 +275,81 @@ def compute(row: Mapping[str, Any], sm_count: float | None = None) -> Roofline:
         if v is not None:
             r.sol[key] = v
 
-    # Floors.
+    # Floors: every unit's ceiling; the floor is the largest.
     if r.compulsory_bytes is not None and r.peak_dram_bytes_per_s:
         r.memory_floor_ns = r.compulsory_bytes / r.peak_dram_bytes_per_s * 1e9
     elif r.sol.get("dram_pct") and duration_ns:
         # No byte counts (e.g. --set basic): DRAM's own utilization says how long its bytes take at its peak.
         r.memory_floor_ns = duration_ns * r.sol["dram_pct"] / 100.0
+    # Floors of the work the kernel needs: FP lanes by instruction mix (thread-level, so divergence and predication
+    # do not count), tensor FLOPs, SFU operations, compulsory DRAM bytes, the launch.
     compute_floor = None
     for prec, flops in r.flops_by_precision.items():
         peak = r.peak_flops_per_s.get(prec)
-        if flops and peak:
-            t = flops / peak * 1e9
-            if compute_floor is None or t > compute_floor:
-                compute_floor, r.limiting_precision = t, prec
-    r.compute_floor_ns = compute_floor
-    floors = [f for f in (r.memory_floor_ns, r.compute_floor_ns) if f]
-    if floors:
-        r.theoretical_ns = max(floors)
-        if duration_ns:
-            r.headroom = duration_ns / r.theoretical_ns
+        if not (flops and peak):
+            continue
+        # FP pipes take one lane per instruction whatever its FLOPs: FADD/FMUL lanes cost as much as FFMA lanes
+        t = lanes[prec] / (peak / _FLOP_PEAKS[prec][1]) * 1e9 if prec in lanes else flops / peak * 1e9
+        if compute_floor is None or t > compute_floor:
+            compute_floor, r.limiting_precision = t, prec
+        unit = {"fp32": "fma", "fp64": "fp64", "fp16": "fp16"}.get(prec, "tensor")
+        r.floors[unit] = max(r.floors.get(unit, 0.0), t)
+    pipes, r.busy_pct = _ceilings.pipe_ceilings(g, duration_ns)
+    if not tensor_ops and "tensor" in pipes:
+        # no matrix instruction ran: the tensor pipe ran HFMA2.MMA, packed-half FMAs when the FMA pipe ran fp16
+        # work too, else only the immediate-only moves that load constants (no arithmetic: no floor)
+        hmma = pipes.pop("tensor")
+        if fp16_pipe_pct:
+            pipes["fp16"] = max(pipes.get("fp16", 0.0), hmma)
+    # A pipe's busy time counts warp instructions; × the active threads per instruction ÷ 32 it counts lanes, so
+    # divergence does not raise the floor.
+    active = g(THREADS_PER_INST)
+    lane_share = min(1.0, active / 32.0) if active else 1.0
+    for unit in _ceilings.NEEDED_PIPES:
+        if unit not in pipes:
+            continue
+        if unit == "sfu" and (
+            r.flops_by_precision.get("fp64") or r.floors.get("fma", 0.0) * FP32_LANES < pipes[unit] * SFU_LANES
+        ):
+            # XU also converts float <-> double (F2F.F64) and runs integer division's reciprocal (I2F, MUFU.RCP,
+            # F2I): its busy time is needed work only in FP code with at least as many FP32 lane operations as XU
+            # operations (transcendentals sit among the FP math that uses them)
+            continue
+        if unit != "sfu" and r.flops_by_precision.get(unit) and unit in lanes:
+            continue  # counted from thread instructions above
+        r.floors[unit] = max(r.floors.get(unit, 0.0), pipes[unit] * lane_share)
+    if r.memory_floor_ns:
+        r.floors["dram"] = r.memory_floor_ns
+    measured = r.dram_bytes is not None or r.compulsory_bytes is not None or r.flops_by_precision or r.busy_pct
+    if not measured:
+        return _finish(r, row, sm_count)  # a duration-only report: no floor to measure headroom against
+    r.floors["launch"] = LAUNCH_FLOOR_NS
+    r.theoretical_ns = max(r.floors.values())
+    compute_side = [t for u, t in r.floors.items() if u not in ("dram", "launch")]
+    r.compute_floor_ns = max(compute_side) if compute_side else None
+    r.floor_reason = floor_words(r, lanes)
+    # Ceilings of the kernel as executed: the floors and every pipe's busy time (issue, ALU, LSU, ...).
+    r.ceilings = dict(r.floors)
+    for unit, t in pipes.items():
+        r.ceilings[unit] = max(r.ceilings.get(unit, 0.0), t)
+    r.executed_floor_ns = max(r.ceilings.values())
+    if duration_ns:
+        r.headroom = duration_ns / r.theoretical_ns
     if r.compulsory_bytes:
         r.intensity = r.flops / r.compulsory_bytes
     if seconds:
         r.achieved_flops_per_s = r.flops / seconds if r.flops else 0.0
         if r.dram_bytes is not None:
             r.achieved_dram_bytes_per_s = r.dram_bytes / seconds
+    r.hierarchy = hierarchy(r, g)
+    r.limiter, r.limiter_share = _ceilings.limiter_of(r.ceilings, level_floors(r), duration_ns)
+    if r.limiter is not None and r.limiter_share is not None and r.limiter_share < LATENCY_SOL_PCT / 100:
+        r.limiter = "latency"  # no unit (nor the launch) would take half the time at its peak: the kernel waits
+    r.limiter_reason = limiter_words(r)
+    return _finish(r, row, sm_count)
 
+
+def _finish(r: Roofline, row: Mapping[str, Any], sm_count: float | None) -> Roofline:
     r.bound, r.bound_reason = classify(r, row, sm_count)
     return r
 
@@ -246,3 +376,106 @@ def classify(r: Roofline, row: Mapping[str, Any], sm_count: float | None) -> tup
     if mem >= comp:
         return "memory", f"memory throughput {mem:.0f}% of peak (compute {comp:.0f}%)"
     return "compute", f"compute throughput {comp:.0f}% of peak (memory {mem:.0f}%)"
+
+
+def hierarchy(r: Roofline, g: Any) -> list[dict[str, Any]]:
+    """Each memory level's point and roof (hierarchical roofline): bytes moved there, FLOP per byte, peak bytes/s."""
+    out: list[dict[str, Any]] = []
+    for level, (sector_metrics, peak_metric, clock_metric) in HIERARCHY.items():
+        sectors = [g(m) for m in sector_metrics]
+        if all(v is None for v in sectors):
+            continue
+        moved = sum(v or 0.0 for v in sectors) * SECTOR_BYTES
+        if level == "l1" and (wf := g(SHARED_WAVEFRONTS)):
+            moved += wf * 128.0
+        peak_bpc, hz = g(peak_metric), g(clock_metric)
+        out.append(_level(level, moved, r.flops, peak_bpc * hz if (peak_bpc and hz) else None, clock_metric))
+    if r.dram_bytes is not None:
+        out.append(
+            _level("dram", r.dram_bytes, r.flops, r.peak_dram_bytes_per_s, "dram__cycles_elapsed.avg.per_second")
+        )
+    return out
+
+
+def level_floors(r: Roofline) -> dict[str, float]:
+    """{memory level: ns it is busy at its peak}: its bytes as moved at its bandwidth, or its measured utilization
+    (tag lookups and wavefronts, which bytes do not show: uncoalesced and conflicting accesses) when larger. L2
+    utilization counts only well above DRAM's: every DRAM byte also passes through L2."""
+    out = {h["level"]: h["floor_ns"] for h in r.hierarchy if h.get("floor_ns")}
+    if not r.duration_ns:
+        return out
+    dram_share = max(r.busy_pct.get("dram", 0.0) / 100.0, out.get("dram", 0.0) / r.duration_ns)
+    for level in ("l1", "shared", "l2"):
+        pct = r.busy_pct.get(level)
+        if pct is None or (level == "l2" and pct / 100.0 < dram_share + L2_OVER_DRAM):
+            continue
+        out[level] = max(out.get(level, 0.0), r.duration_ns * pct / 100.0)
+    return out
+
+
+def _level(level: str, moved: float, flops: float, peak: float | None, clock: str) -> dict[str, Any]:
+    return {
+        "level": level,
+        "bytes": moved,
+        "intensity": flops / moved if moved else None,
+        "peak_bytes_per_s": peak,
+        "floor_ns": moved / peak * 1e9 if (peak and moved) else None,
+        "clock": clock,
+    }
+
+
+def floor_words(r: Roofline, lanes: dict[str, float]) -> str:
+    """The floor in words: "4.43 G FP32 lane operations (FFMA, FADD, FMUL: 4.45 GFLOP executed) at 33.4 T/s take
+    133 µs"."""
+    if not r.floors or r.theoretical_ns is None:
+        return ""
+    unit = max(r.floors, key=lambda u: r.floors[u])
+    t = f"{r.theoretical_ns / 1e3:.4g} µs"
+    if unit == "launch":
+        return f"an empty kernel takes {t}"
+    if unit == "dram" and r.compulsory_bytes is not None and r.peak_dram_bytes_per_s:
+        return f"moving {r.compulsory_bytes / 1e6:.1f} MB at {r.peak_dram_bytes_per_s / 1e12:.2f} TB/s takes {t}"
+    prec = {"fma": "fp32", "fp64": "fp64", "fp16": "fp16"}.get(unit)
+    if prec and prec in lanes and r.flops_by_precision.get(prec) and r.peak_flops_per_s.get(prec):
+        rate = r.peak_flops_per_s[prec] / _FLOP_PEAKS[prec][1]
+        return (
+            f"{lanes[prec] / 1e9:.3g} G {prec} lane operations ({r.flops_by_precision[prec] / 1e9:.3g} GFLOP "
+            f"executed) at {rate / 1e12:.3g} T lanes/s take {t}"
+        )
+    if unit == "tensor" and r.limiting_precision in r.peak_flops_per_s:
+        peak = r.peak_flops_per_s[r.limiting_precision or ""]
+        flops = r.flops_by_precision.get(r.limiting_precision or "", 0.0)
+        return f"{flops / 1e9:.3g} GFLOP ({r.limiting_precision}) at {peak / 1e12:.3g} TFLOP/s take {t}"
+    pipe = {"sfu": "SFU (XU, 16 lanes/clk/SM)", "fp16": "FP16 pipe", "fp64": "FP64 pipe"}.get(unit, unit)
+    return f"the {pipe} busy time, at its peak, takes {t}"
+
+
+def limiter_words(r: Roofline) -> str:
+    """The limiter in words: "issue-bound: 4.6 instructions per byte; memory-class at 2.0 FLOP/byte"."""
+    if not r.limiter:
+        return ""
+    if r.limiter == "launch":
+        return f"launch-bound: the floor is an empty kernel's {LAUNCH_FLOOR_NS / 1e3:.1f} µs"
+    if r.limiter == "latency":
+        unit, share = _ceilings.limiter_of(r.ceilings, level_floors(r), r.duration_ns)
+        if unit == "launch":
+            return f"latency-bound: no unit is busy; an empty kernel would take {share or 0:.0%} of the time"
+        return f"latency-bound: the busiest unit ({unit}) would be busy {share or 0:.0%} of the time at its peak"
+    share = r.limiter_share
+    head = f"{r.limiter}-bound" + (f" ({share:.0%} of the time at its peak)" if share is not None else "")
+    if r.limiter == "issue" and r.instructions and r.compulsory_bytes:
+        head += f": {r.instructions / r.compulsory_bytes:.2g} warp instructions per byte"
+    floor_unit = max(r.floors, key=lambda u: r.floors[u]) if r.floors else None
+    if floor_unit and floor_unit != r.limiter:
+        head += f" (the floor of the work needed: {floor_unit})"
+    if r.intensity is None:
+        return head
+    ridge = None
+    peak = r.peak_flops_per_s.get(r.limiting_precision or "fp32") or r.peak_flops_per_s.get("fp32")
+    if peak and r.peak_dram_bytes_per_s:
+        ridge = peak / r.peak_dram_bytes_per_s
+    side = ""
+    if ridge:
+        side = "memory-class" if r.intensity < ridge else "compute-class"
+        return f"{head}; {side} at {r.intensity:.3g} executed FLOP/byte (ridge {ridge:.3g})"
+    return f"{head}; {r.intensity:.3g} executed FLOP/byte"

@@ -130,6 +130,13 @@ def compare_findings(before: dict[str, FindingChange], after: dict[str, FindingC
     )
 
 
+def measured(f: FindingChange, saved_ns: float) -> FindingChange:
+    """A resolved finding with the time its kernel saved, measured, beside the saving it predicted."""
+    predicted = f.estimated_saving_ns
+    fraction = saved_ns / predicted if predicted > 0 else None
+    return dataclasses.replace(f, measured_saving_ns=saved_ns, measured_fraction=fraction)
+
+
 def classify(before_ns: float | None, after_ns: float | None, threshold: float, min_change_ns: float) -> Status:
     """regressed | improved | unchanged (within the noise), added | removed (one side missing)."""
     if before_ns is None and after_ns is None:
@@ -206,6 +213,9 @@ def kernel_change(
     elif how == "identity" and (len(bgroup) > 1 or len(agroup) > 1):
         note = "several results share this name and launch shape; compared as one"
     change_ns = (a_ns or 0.0) - (ref_ns or 0.0)
+    findings = compare_findings(findings_of(bgroup), findings_of(agroup))
+    if ref_ns is not None and a_ns is not None:
+        findings.resolved = [measured(f, ref_ns - a_ns) for f in findings.resolved]
     return KernelChange(
         name=ref.name or ref.demangled,
         demangled=demangled_name(ref),
@@ -217,7 +227,7 @@ def kernel_change(
         launches_note=launches_note,
         before=b,
         after=a,
-        findings=compare_findings(findings_of(bgroup), findings_of(agroup)),
+        findings=findings,
         before_scaled_ns=scaled,
         process=process,
     )

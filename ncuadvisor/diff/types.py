@@ -92,6 +92,10 @@ class FindingChange(Record):
     location: str | None = None  # file:line
     kernels: list[str] | None = optional()  # program findings: the kernels involved (up to five)
     before_saving_ns: float | None = optional()  # unchanged findings: the saving before
+    # resolved findings of a kernel on both sides: the time the kernel saved, measured (time before − time after,
+    # per launch in per-launch mode), and that ÷ the saving predicted; a kernel's resolved findings share one change
+    measured_saving_ns: float | None = optional()
+    measured_fraction: float | None = optional()
 
 
 @dataclass(kw_only=True)

@@ -127,6 +127,7 @@ def merge_results(
     `deep` is a list of (report path, result of analyze()).
     """
     from ncuadvisor.analysis.entries import variant_entry as variant_json
+    from ncuadvisor.analysis.entries import with_no_rule
     from ncuadvisor.analysis.pipeline import ANALYSIS_SECTIONS, add_program_level
     from ncuadvisor.model import spread_note
 
@@ -192,6 +193,10 @@ def merge_results(
             e["time_share"] = (p["duration_ns"] / total) if total else 0.0
         if torch_ops or _ATEN_RE.search(e.get("nvtx") or "") or _MODULE_RE.search(e.get("nvtx") or ""):
             e.update(torch_context(e.get("nvtx") or ""))
+        if e.get("profiled") is False:  # timed only: its bound_reason says so, no verdict on what was not analysed
+            e.pop("no_rule", None)
+        else:  # the verdict speaks of the phase-1 time share
+            e = with_no_rule(e)
         merged.append(e)
 
     base = copy.deepcopy(deep[0][1]) if deep else copy.deepcopy(phase1)

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import jinja2
+from markupsafe import Markup, escape
 
 from ncuadvisor.errors import AdvisorError
 from ncuadvisor.units import (
@@ -22,6 +23,7 @@ from ncuadvisor.units import (
     fmt_bytes,
     fmt_change,
     fmt_delta_ns,
+    fmt_hz,
     fmt_ns,
     fmt_num,
     fmt_pct,
@@ -64,6 +66,7 @@ FILTERS = {
     "clip": clip,
     "basename": basename,
     "basename_loc": basename_loc,
+    "hz": fmt_hz,
 }
 
 
@@ -86,9 +89,20 @@ def css_token(v: Any) -> str:
     return "".join(ch if ch.isalnum() or ch == "-" else "-" for ch in str(v or ""))[:40] or "none"
 
 
-# The HTML pages' own filters (templates/_base.html.j2 and the pages that extend it).
-HTML_FILTERS = {"width": css_width, "bound_class": bound_class, "css_token": css_token}
+_BREAK_AFTER = re.compile(r"(::|[_<,/(])")
 
+
+def break_points(v: Any) -> Markup:
+    """A long name, escaped, with a line-break opportunity (<wbr>) after `_`, `::`, `<`, `,`, `/` and `(`, so that
+    a narrow cell breaks it between words, never mid-word."""
+    parts = _BREAK_AFTER.split("" if v is None else str(v))
+    return Markup("").join(Markup(escape(p)) + (Markup("<wbr>") if n % 2 else Markup("")) for n, p in enumerate(parts))
+
+
+# The HTML pages' own filters (templates/_base.html.j2 and the pages that extend it).
+HTML_FILTERS = {"width": css_width, "bound_class": bound_class, "css_token": css_token, "wbr": break_points}
+
+PIPE_WIDTH = 4096  # the console width when stdout is not a terminal: no line is wrapped
 HIGH_HEADROOM = 2.0  # measured time ÷ roofline floor at which the headroom is shown in bold
 
 
@@ -137,9 +151,9 @@ def _json_default(o: Any) -> Any:
 
 
 def console_for_output() -> Console:
-    """A console for the terminal renderers on stdout; piped or in CI, 140 columns wide instead of the 80 rich
-    would assume."""
+    """A console for the terminal renderers on stdout: the terminal's width; piped or redirected, wide enough that
+    nothing wraps (a line per item, whatever reads it) and no colour codes."""
     from rich.console import Console
 
     console = Console(highlight=False)
-    return console if console.is_terminal else Console(highlight=False, width=140)
+    return console if console.is_terminal else Console(highlight=False, width=PIPE_WIDTH, no_color=True)

@@ -8,11 +8,13 @@ DRAM rate sit in a strip at the left edge, by their share of the DRAM peak; the 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ncuadvisor.render import bound_class
+from ncuadvisor.render.chart_levels import LevelMark, LevelRoof, level_marks, level_peaks, level_roofs
+from ncuadvisor.render.chart_place import Rect, label_box, place_labels
 from ncuadvisor.render.view import Device, Kernel, Result
-from ncuadvisor.units import fmt_decade, fmt_pct, fmt_rate, fmt_si, number
+from ncuadvisor.units import fmt_decade, fmt_pct, fmt_rate, fmt_si, fmt_x, number
 
 W, H = 1120, 470
 TOP, BOTTOM = 24, 62  # plot margins (px)
@@ -21,6 +23,10 @@ RIGHT = 210  # room right of the plot for the ceiling labels
 STRIP_X, STRIP_W, STRIP_GAP = 46, 84, 18  # the "no FLOPs" strip at the left edge
 MAX_DECADES = 10
 LABEL_GAP = 13  # min vertical distance between ceiling labels
+SLOPE_SPOTS = (0.3, 0.45, 0.6, 0.75, 0.15)  # where along the DRAM slope its label may sit, the first preferred
+ARROWS = 3  # headroom arrows for the kernels with the most time
+ARROW_MIN_HEADROOM = 1.5  # no arrow for a kernel this close to its roof
+ARROW_AGREE = 0.05  # an arrow only where roof ÷ point is the card's headroom within this
 
 
 @dataclass(frozen=True)
@@ -58,11 +64,22 @@ class Point:
     cy: str
     r: str
     cls: str
-    label: str
+    label: str  # "" when no free spot was near: the label is listed under the chart instead
     lx: str
     ly: str
+    leader: Line | None  # from the point's edge to a label placed further out
     href: str
     title: str
+
+
+@dataclass(frozen=True)
+class Arrow:
+    """From a kernel's point up to its roof at the same intensity: the headroom it has, as a ratio."""
+
+    line: Line
+    text: str
+    tx: str
+    ty: str
 
 
 @dataclass(frozen=True)
@@ -104,6 +121,12 @@ class Chart:
     ceilings: list[Line]
     labels: list[Label]
     points: list[Point]
+    arrows: list[Arrow]
+    level_roofs: list[LevelRoof]  # L2 and L1 slopes, when the result holds the memory hierarchy
+    level_marks: list[LevelMark]
+    unlabelled: list[Kernel]  # points whose label found no free spot near them
+    clock_hz: float | None  # the one SM clock of the ceilings and the points
+    off_pipe: list[Kernel]  # placed kernels whose limiter is not a FLOP pipe or a memory level
     strip: Strip | None
     unplaced: list[Kernel]
     empty: bool
@@ -132,11 +155,36 @@ def _roofs(device: Device) -> list[tuple[float, str]]:
     return [(v, _peak_label(keys)) for v, keys in merged]
 
 
+def _tick_box(t: Label) -> Rect:
+    x, y = float(t.x), float(t.y)
+    w = 6.5 * len(t.text)
+    x = x - w if t.anchor == "end" else x - w / 2 if t.anchor == "middle" else x
+    return label_box(x, y, "") if not t.text else Rect(x, y - 11, x + w, y + 3)
+
+
+def _slope_box(cx: float, cy: float, angle: float, text: str) -> Rect:
+    """The upright box around a label of `text` centred at (cx, cy) and turned by `angle` degrees."""
+    w, h = 6.8 * len(text), 13.0
+    a = math.radians(angle)
+    hw = (abs(math.cos(a)) * w + abs(math.sin(a)) * h) / 2
+    hh = (abs(math.sin(a)) * w + abs(math.cos(a)) * h) / 2
+    return Rect(cx - hw, cy - hh - 4, cx + hw, cy + hh - 4)
+
+
+def _nearest(box: Rect, x: float, y: float) -> tuple[float, float]:
+    """The point of `box` nearest (x, y): where a leader line meets the label."""
+    return min(max(x, box.x0), box.x1), min(max(y, box.y0), box.y1)
+
+
+def _arrow_text(k: Kernel) -> str:
+    return f"#{k.index} {fmt_x(k.headroom)} to roof"
+
+
 def _f(v: float) -> str:
     return f"{v:.1f}"
 
 
-def _point(k: Kernel, cx: float, cy: float, lx: float, ly: float, extra: str) -> Point:
+def _point(k: Kernel, cx: float, cy: float, extra: str, cls: str = "") -> Point:
     share = number(k.time_share) or 0.0
     name = k.demangled or k.name or "?"
     shape = f"grid {k.grid} block {k.block}\n" if k.grid else ""
@@ -144,13 +192,46 @@ def _point(k: Kernel, cx: float, cy: float, lx: float, ly: float, extra: str) ->
         cx=_f(cx),
         cy=_f(cy),
         r=_f(4 + 10 * math.sqrt(max(0.0, min(1.0, share)))),
-        cls=bound_class(k.bound),
+        cls=(bound_class(k.bound) + " " + cls).strip(),
         label=f"#{k.index}",
-        lx=_f(lx),
-        ly=_f(ly),
+        lx="",
+        ly="",
+        leader=None,
         href=f"#{k.anchor}",
         title=f"#{k.index} {name}\n{shape}{extra}",
     )
+
+
+MEMORY_LEVELS = frozenset({"dram", "memory", "l2", "lts", "l1", "l1tex", "shared", "tex"})
+FLOP_PIPES = frozenset({"fma", "fp32", "fp64", "fp16", "tensor", "dfma", "hfma"})
+NOT_UNITS = frozenset({"launch", "latency"})  # limiters that are no unit at all: not marked
+
+
+def _off_pipe(k: Kernel, device: Device) -> bool:
+    """Whether the result names a limiter that is neither a FLOP pipe nor a memory level (issue, ALU, SFU...)."""
+    lim = k.roofline.limiter
+    if not isinstance(lim, str) or not lim:
+        return False
+    key = lim.lower()
+    flop = key in FLOP_PIPES or key in device.peak_flops_per_s or key.startswith("tensor")
+    return not flop and key not in MEMORY_LEVELS and key not in NOT_UNITS
+
+
+def _roof_at(inten: float, bw: float | None, peak: float | None) -> float | None:
+    """The roof above an intensity: min(DRAM slope, FLOP ceiling), either may be missing."""
+    cands = [v for v in (bw * inten if bw else None, peak) if v]
+    return min(cands) if cands else None
+
+
+def _clock_scale(k: Kernel, device: Device, inten: float, bw: float | None) -> float:
+    """The factor that moves a kernel's achieved FLOP/s from its own clocks to the chart's: the device roof over the
+    kernel's own roof at its intensity, so that its gap to the drawn roof is the headroom on its card."""
+    rl = k.roofline
+    prec = rl.limiting_precision if isinstance(rl.limiting_precision, str) else None
+    dev_peak = number(device.peak_flops_per_s.get(prec)) if prec else None
+    own = _roof_at(inten, number(rl.peak_dram_bytes_per_s) or bw, number(rl.limiting_peak_flops_per_s) or dev_peak)
+    dev = _roof_at(inten, bw, dev_peak or number(rl.limiting_peak_flops_per_s))
+    return dev / own if own and dev else 1.0
 
 
 def roofline_chart(view: Result, limit: int | None) -> Chart:
@@ -172,7 +253,7 @@ def roofline_chart(view: Result, limit: int | None) -> Chart:
         rl = k.roofline
         inten, perf = number(rl.intensity), number(rl.achieved_flops_per_s)
         if inten is not None and perf is not None and inten > 0 and perf > 0:
-            placed.append((k, inten, perf))
+            placed.append((k, inten, perf * _clock_scale(k, device, inten, bw)))
             continue
         peak_bw = number(rl.peak_dram_bytes_per_s) or bw
         got = number(rl.achieved_dram_bytes_per_s)
@@ -222,6 +303,7 @@ def roofline_chart(view: Result, limit: int | None) -> Chart:
 
     ceilings: list[Line] = []
     labels: list[Label] = []
+    slope_box: Rect | None = None
     roof_labels: list[tuple[float, str]] = []
     top_roof = roofs[-1][0] if roofs else None
     if bw:
@@ -229,12 +311,21 @@ def roofline_chart(view: Result, limit: int | None) -> Chart:
         xb = min(10.0**xhi, (top_roof or 10.0**yhi) / bw, 10.0**yhi / bw)
         if xb > xa:
             ceilings.append(Line(_f(px(xa)), _f(py(bw * xa)), _f(px(xb)), _f(py(bw * xb)), "ceil-mem"))
-            # the label sits along the slope, a third of the way up
-            xm = 10 ** (math.log10(xa) + (math.log10(xb) - math.log10(xa)) * 0.3)
+            # the label sits along the slope where the fewest points are (a third of the way up when none are)
             angle = -math.degrees(math.atan2((y1 - y0) / (yhi - ylo), (x1 - x0) / (xhi - xlo)))
+            text = f"DRAM {fmt_rate(bw, 'B/s')}"
+            dots = [(px(i), py(p)) for _, i, p in placed]
+            slope_spots = []
+            for frac in SLOPE_SPOTS:
+                xm = 10 ** (math.log10(xa) + (math.log10(xb) - math.log10(xa)) * frac)
+                box = _slope_box(px(xm), py(bw * xm) - 6, angle, text)
+                slope_spots.append(
+                    (sum(box.x0 - 14 <= x <= box.x1 + 14 and box.y0 - 14 <= y <= box.y1 + 14 for x, y in dots), xm, box)
+                )
+            _, xm, slope_box = min(slope_spots, key=lambda t: t[0])  # the first of the least crowded
             lx, ly = px(xm), py(bw * xm) - 6
             rotate = f"rotate({angle:.1f} {lx:.1f} {ly:.1f})"
-            labels.append(Label(_f(lx), _f(ly), f"DRAM {fmt_rate(bw, 'B/s')}", "middle", rotate, "lbl-mem"))
+            labels.append(Label(_f(lx), _f(ly), text, "middle", rotate, "lbl-mem"))
     for v, name in roofs:
         if not (ylo <= math.log10(v) <= yhi):
             continue
@@ -250,11 +341,14 @@ def roofline_chart(view: Result, limit: int | None) -> Chart:
         roof_labels[n] = (min(roof_labels[n][0], roof_labels[n + 1][0] - LABEL_GAP), roof_labels[n][1])
     labels += [Label(_f(x1 + 6), _f(y), text, "start", "", "lbl-flop") for y, text in roof_labels]
 
-    points = []
-    for n, (k, inten, perf) in enumerate(placed):
+    points: list[Point] = []
+    for k, inten, perf in placed:
         cx, cy = px(inten), py(perf)
         extra = f"{inten:.3g} FLOP/byte, {fmt_rate(perf, 'FLOP/s')} achieved, {k.bound or 'unknown'} bound"
-        points.append(_point(k, cx, cy, cx + 9, cy - 7 if n % 2 == 0 else cy + 14, extra))
+        off = _off_pipe(k, device)
+        if off:
+            extra += f"; limited by {k.roofline.limiter}, not a FLOP pipe"
+        points.append(_point(k, cx, cy, extra, "off-pipe" if off else ""))
     strip_box = None
     if strip:
         sx0, sx1 = STRIP_X, STRIP_X + STRIP_W
@@ -267,7 +361,56 @@ def roofline_chart(view: Result, limit: int | None) -> Chart:
             cx = sx0 + 14 + (n % cols) * ((sx1 - sx0 - 28) / (cols - 1))
             cy = y1 - frac * (y1 - y0)
             extra = f"no FLOPs; DRAM {fmt_rate(got, 'B/s')} ({fmt_pct(frac)} of peak)"
-            points.append(_point(k, cx, cy, cx + 6, cy - 8, extra))
+            points.append(_point(k, cx, cy, extra))
+
+    # the headroom arrows of the kernels with the most time that sit well under their roof
+    arrows: list[tuple[Kernel, float, float, float]] = []  # kernel, x, from y, to y
+    for k, inten, perf in placed[:ARROWS]:
+        prec = k.roofline.limiting_precision
+        roof = _roof_at(inten, bw, number(device.peak_flops_per_s.get(prec)) if isinstance(prec, str) else None)
+        head = number(k.headroom)
+        ax = px(inten)
+        clear = all(abs(ax - a[1]) > 8 for a in arrows)  # one arrow per column: another would hide under it
+        # only where the drawn roof is the kernel's floor (not an issue, lane or launch floor the chart has no line
+        # for): then the arrow's length is the headroom on its card
+        drawn = roof is not None and head is not None and abs(roof / perf - head) <= ARROW_AGREE * head
+        if roof and head and head >= ARROW_MIN_HEADROOM and py(roof) < py(perf) - 12 and clear and drawn:
+            arrows.append((k, ax, py(perf), py(roof)))
+
+    # labels: the biggest kernels first; boxes kept clear of every point, tick label and the other labels
+    slope_angle = -math.degrees(math.atan2((y1 - y0) / (yhi - ylo), (x1 - x0) / (xhi - xlo)))
+    lmarks = level_marks(placed, px, py)
+    dots = [(px(i), py(p)) for _, i, p in placed] + [(float(m.cx), float(m.cy)) for m in lmarks]
+    avoid = [slope_box] if slope_box else []
+    lroofs, lboxes = level_roofs(level_peaks(every), top_roof, (xlo, xhi, ylo, yhi), px, py, slope_angle, dots, avoid)
+    taken = [_tick_box(t) for t in ticks] + ([slope_box] if slope_box else []) + lboxes
+    taken += [Rect(float(m.cx) - 4, float(m.cy) - 4, float(m.cx) + 4, float(m.cy) + 4) for m in lmarks]
+    if shown:
+        taken.append(Rect(x0, y0, x0 + 380, y0 + 22))
+    order = sorted(range(len(points)), key=lambda i: -float(points[i].r))
+    bounds = Rect(STRIP_X if strip else x0, y0, x1, y1)
+    items = [(float(points[i].cx), float(points[i].cy), float(points[i].r), points[i].label) for i in order]
+    items += [(x, (ya + yb) / 2, 0.0, _arrow_text(k)) for k, x, ya, yb in arrows]
+    spots = place_labels(items, bounds, taken)
+    unlabelled: list[Kernel] = []
+    by_index = {f"#{k.index}": k for k, *_ in placed + strip}
+    for n, i in enumerate(order):
+        p, spot = points[i], spots[n]
+        if spot is None:
+            unlabelled.append(by_index[p.label])
+            points[i] = replace(p, label="")
+            continue
+        leader = None
+        if spot.leader:
+            bx, by = _nearest(spot.box, float(p.cx), float(p.cy))
+            leader = Line(p.cx, p.cy, _f(bx), _f(by), "leader")
+        points[i] = replace(p, lx=_f(spot.x), ly=_f(spot.y), leader=leader)
+    arrow_marks = []
+    for (k, ax, ya, yb), spot in zip(arrows, spots[len(order) :]):
+        r = 4 + 10 * math.sqrt(max(0.0, min(1.0, number(k.time_share) or 0.0)))
+        line = Line(_f(ax), _f(ya - r - 2), _f(ax), _f(yb + 3), "headroom")
+        tx, ty = (spot.x, spot.y) if spot else (-1.0, -1.0)
+        arrow_marks.append(Arrow(line, _arrow_text(k) if spot else "", _f(tx), _f(ty)))
 
     return Chart(
         w=W,
@@ -280,6 +423,12 @@ def roofline_chart(view: Result, limit: int | None) -> Chart:
         ceilings=ceilings,
         labels=labels,
         points=points,
+        arrows=arrow_marks,
+        level_roofs=lroofs,
+        level_marks=lmarks,
+        unlabelled=sorted(unlabelled, key=lambda k: k.index),
+        clock_hz=number(device.sm_clock_hz),
+        off_pipe=[k for k, *_ in placed if _off_pipe(k, device)],
         strip=strip_box,
         unplaced=unplaced,
         empty=not placed and not strip,

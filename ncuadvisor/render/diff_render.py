@@ -17,7 +17,7 @@ from rich.table import Table
 from ncuadvisor.render import HTML_FILTERS, console_for_output, environment, to_json
 from ncuadvisor.render import escape_terminal as escape
 from ncuadvisor.render.diff_view import diff_view
-from ncuadvisor.render.mdtext import GITHUB_LIMIT, MD_FILTERS, block, fit_markdown, md
+from ncuadvisor.render.mdtext import COMMENT_CHARS, MD_FILTERS, block, fit_markdown, md
 from ncuadvisor.units import fmt_change, fmt_delta_ns, fmt_ns, fmt_pct, fmt_threshold, fmt_x, short_name
 
 MD_TEMPLATE = "diff.md.j2"
@@ -53,7 +53,7 @@ LABEL_FILTERS = {
 MD_LABEL_FILTERS = {"status_md": lambda s: STATUS_MD.get(s, md(s)), "verdict_md": lambda v: VERDICT_MD.get(v, md(v))}
 
 
-def render_diff_markdown(diff: Mapping[str, Any], max_chars: int = GITHUB_LIMIT) -> str:
+def render_diff_markdown(diff: Mapping[str, Any], max_chars: int = COMMENT_CHARS) -> str:
     """The markdown of a diff dict, at most `max_chars` long."""
     view = diff_view(diff)
     env = environment(autoescape=False, filters={**MD_FILTERS, **LABEL_FILTERS, **MD_LABEL_FILTERS})
@@ -118,6 +118,12 @@ def render_diff_terminal(diff: Mapping[str, Any], console: Console | None = None
     )
     for w in d.warnings:
         console.print(f"[yellow]warning:[/yellow] {escape(str(w))}")
+    for k, f in d.predictions:
+        frac = f" ({fmt_pct(f.measured_fraction)} of the prediction)" if f.measured_fraction is not None else ""
+        console.print(
+            f"[bold]{escape(str(f.rule or '?'))}[/bold] resolved in {escape(short_name(str(k.shown_name or ''), 48))}: "
+            f"predicted −{fmt_ns(f.estimated_saving_ns)}; measured {fmt_delta_ns(-f.measured_saving_ns)}{frac}"
+        )
 
     table = Table(header_style="bold")
     columns: tuple[tuple[str, JustifyMethod], ...] = (

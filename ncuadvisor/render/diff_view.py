@@ -83,6 +83,8 @@ class Finding:
     before_saving_ns: Any
     fix: Any
     location: Any
+    measured_saving_ns: Any  # resolved: the kernel's time saved, measured
+    measured_fraction: Any  # resolved: measured ÷ predicted
 
 
 @dataclass(frozen=True)
@@ -174,6 +176,7 @@ class Diff:
     added_ns: float  # time after of the added kernels
     removed_ns: float  # time before of the removed kernels
     new_findings: list[tuple[Entry, Finding]]  # largest saving first
+    predictions: list[tuple[Entry, Finding]]  # resolved findings with the saving measured, largest predicted first
 
 
 def findings_cell(new: list[Finding], resolved: list[Finding], unchanged: list[Finding]) -> str:
@@ -223,7 +226,7 @@ def _entry(raw: Mapping[str, Any], tag: str) -> Entry:
     return pick(
         Entry,
         raw,
-        shown_name=raw.get("name") or raw.get("demangled"),
+        shown_name=raw.get("display_name") or raw.get("name") or raw.get("demangled"),
         full_name=raw.get("demangled") or raw.get("name"),
         shape_tag=tag,
         process=process,
@@ -258,6 +261,8 @@ def diff_view(diff: Mapping[str, Any]) -> Diff:
     by_status = {s: [e for e in entries if e.status == s] for s in STATUSES}
     news = [(e, f) for e in entries for f in e.findings.new]
     news.sort(key=lambda ef: -(finite(ef[1].estimated_saving_ns) or 0.0))
+    predictions = [(e, f) for e in entries for f in e.findings.resolved if finite(f.measured_saving_ns) is not None]
+    predictions.sort(key=lambda ef: -(finite(ef[1].estimated_saving_ns) or 0.0))
     summary = as_map(diff.get("summary"))
     total = as_map(diff.get("total"))
     first_fix = as_map(diff.get("first_fix"))
@@ -279,4 +284,5 @@ def diff_view(diff: Mapping[str, Any]) -> Diff:
         added_ns=sum(finite(e.after.duration_ns) or 0.0 for e in by_status["added"]),
         removed_ns=sum(finite(e.before.duration_ns) or 0.0 for e in by_status["removed"]),
         new_findings=news,
+        predictions=predictions,
     )

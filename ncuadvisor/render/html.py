@@ -81,7 +81,7 @@ def page_layout(view: Result, full_cards: int = FULL_CARDS) -> Layout:
     cards: list[Kernel] = []
     tail: list[Kernel] = []
     for k in view.kernels:
-        (cards if k.index < full_cards or (k.id or f"k{k.index}") in wanted else tail).append(k)
+        (cards if k.index <= full_cards or (k.id or f"k{k.index - 1}") in wanted else tail).append(k)
     return Layout(
         cards=cards,
         tail=tail,

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ncuadvisor.render import environment
-from ncuadvisor.render.mdtext import GITHUB_LIMIT, MD_FILTERS, block, fit_markdown, md
+from ncuadvisor.render.mdtext import COMMENT_CHARS, GITHUB_LIMIT, MD_FILTERS, block, fit_markdown, md
 from ncuadvisor.render.view import report_view
 from ncuadvisor.units import fmt_ns, number
 
@@ -20,7 +20,7 @@ TEMPLATE = "report.md.j2"
 __all__ = ["GITHUB_LIMIT", "md", "render_markdown"]
 
 
-def render_markdown(result: Mapping[str, Any], max_chars: int = GITHUB_LIMIT) -> str:
+def render_markdown(result: Mapping[str, Any], max_chars: int = COMMENT_CHARS) -> str:
     """The markdown of a result dict, at most `max_chars` long."""
     view = report_view(result)
     env = environment(autoescape=False, filters=MD_FILTERS)

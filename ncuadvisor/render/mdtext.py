@@ -9,6 +9,9 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 GITHUB_LIMIT = 65000  # characters of a comment, with room to spare under GitHub's 65,536
+# what a comment aims at: well under the limit (half), so that it reads quickly and shares a comment or a job summary
+# with other text; the details that do not fit are left to the HTML, and the comment says so
+COMMENT_CHARS = 32000
 NOTE_SLACK = 16  # the "left out" note's length varies a little with its numbers
 
 # ASCII punctuation that means something to (GitHub-flavoured) markdown inline: backslash-escaped.

@@ -12,11 +12,11 @@ first finding, a program finding's links) is computed here.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from typing import Any, TypeVar
 
 from ncuadvisor.result import shape_tags
-from ncuadvisor.units import finite, number
+from ncuadvisor.units import compress_chain, finite, number
 
 AT_ROOFLINE = "at-roofline"
 SOL_BARS: tuple[tuple[str, str], ...] = (
@@ -72,6 +72,7 @@ class Device:
     sm_count: Any
     peak_dram_bytes_per_s: Any
     peak_flops_per_s: Mapping[str, Any]
+    sm_clock_hz: Any  # the clock the device's ceilings are computed at (the kernels' median)
 
 
 @dataclass(frozen=True)
@@ -101,11 +102,12 @@ class Report:
 
 @dataclass(frozen=True)
 class Evidence:
-    label: Any
+    label: Any  # words: the rule's label, else the metric's name in words
     metric: Any
     value: Any
     unit: Any
     threshold: Any
+    kind: str  # how the value reads: "pct" (a 0..1 fraction), "pct100" (already in %), "x" (a ratio), "num"
 
 
 @dataclass(frozen=True)
@@ -116,6 +118,17 @@ class SourceLine:
     sass: Any
     share: Any
     metric: Any
+    toolkit: bool = False  # the file is one of the CUDA toolkit's headers, not the user's code
+
+
+def in_toolkit(path: Any) -> bool:
+    """Whether a source path is inside the CUDA toolkit's headers (device_atomic_functions.hpp and the like)."""
+    p = str(path or "").replace("\\", "/")
+    return "/include/" in p and ("/cuda" in p or "/targets/" in p)
+
+
+def _source(raw: Mapping[str, Any]) -> SourceLine:
+    return pick(SourceLine, raw, toolkit=in_toolkit(raw.get("file")))
 
 
 @dataclass(frozen=True)
@@ -160,6 +173,10 @@ class Roofline:
     achieved_flops_per_s: Any
     limiting_precision: Any
     limiting_peak_flops_per_s: Any  # the peak of the limiting precision, None when the report lacks it
+    sm_clock_hz: Any  # the SM clock measured during the kernel
+    limiter: Any  # the unit that limits the kernel ('dram', 'l2', 'fma', 'issue', 'sfu', ...) when the result names it
+    limiter_reason: Any  # the same, in words
+    hierarchy: list[Mapping[str, Any]]  # per memory level (l1, l2, dram): bytes, intensity, peak_bytes_per_s
     sol: Sol
     sol_bars: list[tuple[str, Any]]  # (label, percentage) in display order
 
@@ -209,15 +226,16 @@ class RuleNote:
 
 @dataclass(frozen=True)
 class Kernel:
-    index: int
-    anchor: str  # the HTML id: the kernel's id, else k<index>
+    index: int  # counted from 1, as every list of the report is
+    anchor: str  # the HTML id: the kernel's id, else k<position in the result, from 0>
     id: Any
     name: Any
     demangled: Any
     mangled: Any
-    shown_name: Any  # the name, else the demangled name
+    shown_name: Any  # the display name (the op of an ATen generic kernel), else the name, else the demangled name
     full_name: Any  # the demangled name, else the name
     shape_tag: str  # what tells it from other kernels of its name ('grid (8, 8, 1)'), else ""
+    no_rule: Any  # a large kernel group no rule spoke to: what is known of it (its message), else None
     language: Any
     grid: Any
     block: Any
@@ -260,6 +278,17 @@ class Action:
     title: Any
     estimated_saving_ns: Any
     program_fraction: Any
+    follow_ups: list[FollowUp] = field(default_factory=list)  # the kernel's further fixes, on the time left
+
+
+@dataclass(frozen=True)
+class FollowUp:
+    """A further fix under a "where to start" entry."""
+
+    rule: Any
+    title: Any
+    estimated_saving_ns: Any
+    program_fraction: Any
 
 
 @dataclass(frozen=True)
@@ -288,12 +317,47 @@ class Result:
 # -- building ----------------------------------------------------------------------------------------------------
 
 
+# words for the metric names rules use without a label of their own
+METRIC_WORDS = {
+    "dram_fraction_of_peak": "DRAM throughput, of its peak",
+    "time_share": "share of the program's GPU time",
+    "headroom": "headroom (measured time ÷ roofline floor)",
+    "fp64_flop_share": "FP64 share of the FLOPs",
+    "long_scoreboard_share": "stalls on memory (long scoreboard), share",
+    "exchange_stall_share": "stalls on shared-memory exchange, share",
+    "overhead_instruction_share": "overhead instructions, share",
+    "loads_per_warp": "loads per warp",
+    "loads_per_fma": "loads per FMA",
+    "atomic_per_load": "atomics per load",
+    "shared_per_global_load": "shared-memory loads per global load",
+    "shared_wavefronts_per_flop": "shared-memory wavefronts per FLOP",
+    "global_load_bytes_per_flop": "global load bytes per FLOP",
+}
+
+
+def _evidence(raw: Mapping[str, Any]) -> Evidence:
+    metric = raw.get("metric")
+    slug = str(metric or "")
+    kind = "pct" if slug.endswith(("_share", "_fraction", "fraction_of_peak")) and not raw.get("unit") else "num"
+    kind = "x" if slug == "headroom" and not raw.get("unit") else kind
+    kind = "pct100" if raw.get("unit") == "%" else kind
+    words = raw.get("label") or METRIC_WORDS.get(slug) or slug.replace("_", " ")
+    return pick(Evidence, raw, label=words, kind=kind)
+
+
+def _command_line(text: Any) -> Any:
+    """The ncu command line as the report holds it, without the lone quote ncu leaves at its end."""
+    if isinstance(text, str) and text.rstrip().endswith('"') and text.count('"') % 2:
+        return text.rstrip()[:-1].rstrip()
+    return text
+
+
 def _finding(raw: Mapping[str, Any], duration_ns: Any) -> Finding:
     return pick(
         Finding,
         raw,
-        evidence=[pick(Evidence, e) for e in as_maps(raw.get("evidence"))],
-        source=[pick(SourceLine, s) for s in as_maps(raw.get("source"))],
+        evidence=[_evidence(e) for e in as_maps(raw.get("evidence"))],
+        source=[_source(s) for s in as_maps(raw.get("source"))],
         at_roofline=raw.get("category") == AT_ROOFLINE,
         saving_ns=times(duration_ns, raw.get("estimated_speedup")),
     )
@@ -308,6 +372,7 @@ def _roofline(raw: Mapping[str, Any]) -> Roofline:
         raw,
         sol=sol,
         sol_bars=[(label, getattr(sol, key)) for key, label in SOL_BARS],
+        hierarchy=as_maps(raw.get("hierarchy")),
         limiting_peak_flops_per_s=peaks.get(precision) if precision and isinstance(precision, str) else None,
     )
 
@@ -335,12 +400,13 @@ def _kernel(index: int, raw: Mapping[str, Any], tags: Mapping[str, str]) -> Kern
         Kernel,
         raw,
         index=index,
-        anchor=str(kid or f"k{index}"),
-        shown_name=raw.get("name") or raw.get("demangled"),
+        anchor=str(kid or f"k{index - 1}"),  # the result's ids count from 0
+        shown_name=raw.get("display_name") or raw.get("name") or raw.get("demangled"),
         full_name=raw.get("demangled") or raw.get("name"),
         shape_tag=tags.get(str(kid), "") if kid is not None else "",
+        no_rule=as_map(raw.get("no_rule")).get("message"),
         executable=as_map(raw.get("process")).get("executable"),
-        source_anchor=pick(SourceLine, as_map(raw.get("source_anchor"))),
+        source_anchor=_source(as_map(raw.get("source_anchor"))),
         roofline=_roofline(as_map(raw.get("roofline"))),
         launch=pick(Launch, as_map(raw.get("launch"))),
         findings=findings,
@@ -358,7 +424,21 @@ def _program_finding(raw: Mapping[str, Any]) -> ProgramFinding:
     ids = as_list(raw.get("kernel_ids"))
     if len(ids) != len(names):  # ids that do not line up with the names link nothing
         ids = [None] * len(names)
-    return pick(ProgramFinding, raw, kernels=names, kernel_links=list(zip(names, ids)))
+    # each kernel once, with how often the chain holds it; repeats in the text counted too ('a ×100 → b')
+    counts: dict[Any, int] = {}
+    first_id: dict[Any, Any] = {}
+    for n, i in zip(names, ids):
+        counts[n] = counts.get(n, 0) + 1
+        first_id.setdefault(n, i)
+    shown = [f"{n} ×{c}" if c > 1 else n for n, c in counts.items()]
+    return pick(
+        ProgramFinding,
+        raw,
+        title=compress_chain(raw.get("title")) if raw.get("title") is not None else None,
+        message=compress_chain(raw.get("message")) if raw.get("message") is not None else None,
+        kernels=shown,
+        kernel_links=[(s, first_id[n]) for s, n in zip(shown, counts)],
+    )
 
 
 def _report(raw: Mapping[str, Any]) -> Report:
@@ -367,6 +447,7 @@ def _report(raw: Mapping[str, Any]) -> Report:
         Report,
         raw,
         device=pick(Device, dev, peak_flops_per_s=as_map(dev.get("peak_flops_per_s"))),
+        command_line=_command_line(raw.get("command_line")),
         warnings=as_list(raw.get("warnings")),
         missing_sections=as_list(raw.get("missing_sections")),
         processes=[pick(Process, p) for p in as_maps(raw.get("processes"))],
@@ -382,11 +463,14 @@ def report_view(result: Mapping[str, Any]) -> Result:
     """The view of a result dict (the JSON contract, schema_version 1)."""
     result = as_map(result)
     tags = shape_tags(result)
+    shown = {str(k.get("id")): k.get("display_name") for k in as_maps(result.get("kernels")) if k.get("display_name")}
     actions = [
         pick(
             Action,
             a,
             shape_tag=tags.get(str(a.get("kernel_id")), "") if a.get("scope") != "program" else "",
+            **({"kernel": shown[str(a.get("kernel_id"))]} if str(a.get("kernel_id")) in shown else {}),
+            follow_ups=[pick(FollowUp, u) for u in as_maps(a.get("follow_ups"))],
         )
         for a in as_maps(result.get("top_actions"))
     ]
@@ -394,7 +478,7 @@ def report_view(result: Mapping[str, Any]) -> Result:
         report=_report(as_map(result.get("report"))),
         generator=generator_of(result.get("generator")),
         created=result.get("created"),
-        kernels=[_kernel(i, k, tags) for i, k in enumerate(as_maps(result.get("kernels")))],
+        kernels=[_kernel(i, k, tags) for i, k in enumerate(as_maps(result.get("kernels")), start=1)],
         top_actions=actions,
         program_findings=[_program_finding(p) for p in as_maps(result.get("program_findings"))],
     )

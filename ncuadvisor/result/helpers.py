@@ -110,7 +110,7 @@ def shape_tags(result: Any) -> dict[str, str]:
     kernels = [k for k in (result.get("kernels") or []) if isinstance(k, dict)] if isinstance(result, dict) else []
     tag = shape_tagger(
         kernels,
-        lambda k: str(k.get("name") or k.get("demangled") or ""),
+        lambda k: str(k.get("display_name") or k.get("name") or k.get("demangled") or ""),
         lambda k: (str(k.get("grid") or "–"), str(k.get("block") or "–")),
     )
     return {str(k["id"]): t for k in kernels if k.get("id") is not None and (t := tag(k))}

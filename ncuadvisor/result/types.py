@@ -254,6 +254,18 @@ class SourceAnchor(Record):
 
 
 @dataclass(kw_only=True)
+class HierarchyLevel(Record):
+    """One memory level of the hierarchical roofline: the bytes moved there, executed FLOP per byte, its roof."""
+
+    level: str  # l1 | l2 | dram
+    bytes: float
+    intensity: Number = None
+    peak_bytes_per_s: Number = None
+    floor_ns: Number = None
+    clock: str | None = None
+
+
+@dataclass(kw_only=True)
 class Roofline(Record):
     """The roofline of the kernel's representative launch: work, bytes, floors, headroom and bound."""
 
@@ -280,6 +292,20 @@ class Roofline(Record):
     dram_clock_hz: Number = None
     limiting_precision: str | None = None
     thresholds: dict[str, float] = field(default_factory=dict)
+    ceilings: dict[str, float] = field(default_factory=dict)  # unit -> ns the unit needs at its peak, as executed
+    busy_pct: dict[str, float] = field(default_factory=dict)  # unit -> % of its peak over the elapsed cycles
+    # the busiest unit as executed: dram, l2, l1, fma, fp64, fp16, tensor, sfu, alu, lsu, issue, launch, latency
+    limiter: str | None = None
+    limiter_reason: str = ""  # the limiter in words
+    limiter_share: Number = None  # the limiter's busy time at its peak ÷ the duration
+    floors: dict[str, float] = field(default_factory=dict)  # the ceilings of needed work; theoretical_ns is the largest
+    floor_reason: str = ""  # the floor in words: the unit, its work and its rate
+    executed_floor_ns: Number = None  # the largest ceiling as executed (issue, ALU, LSU included)
+    sm_write_bytes: Number = None
+    instructions: Number = None  # warp instructions executed
+    # the memory levels of the hierarchical roofline: bytes, executed FLOP/byte, roof
+    hierarchy: list[HierarchyLevel] = field(default_factory=list)
+    clock: str | None = None  # the clock the ceilings are computed at
 
 
 @dataclass(kw_only=True)
@@ -338,6 +364,18 @@ class TorchContext(Record):
 
 
 @dataclass(kw_only=True)
+class NoRuleVerdict(Record):
+    """What is known of a kernel group holding a large share of the time on which no rule fired: its bound, headroom,
+    limiter and NCU's top rule, and that no rule of ours applies."""
+
+    message: str
+    bound: str | None = None
+    headroom: Number = None
+    limiter: str | None = None
+    ncu_top_rule: str | None = None
+
+
+@dataclass(kw_only=True)
 class KernelEntry(Record):
     """One kernel group (the launches of one kernel with one launch shape, in one process): its time, the roofline
     and findings of its representative launch, and its variants (launches of other sizes)."""
@@ -346,6 +384,7 @@ class KernelEntry(Record):
     name: str
     demangled: str
     mangled: str = ""
+    display_name: str | None = optional()  # what tells ATen's generic kernels apart: `CUDAFunctor_add<BFloat16>`
     language: str
     launches: int
     grid: str
@@ -368,6 +407,7 @@ class KernelEntry(Record):
     roofline: Roofline
     launch: Launch
     findings: list[FindingEntry] = field(default_factory=list)
+    no_rule: NoRuleVerdict | None = optional()  # a large kernel group no rule spoke to: what is known
     suppressed: list[SuppressedFinding] = field(default_factory=list)
     skipped_rules: list[SkippedRule] = field(default_factory=list)
     source_anchor: SourceAnchor | None = None
@@ -428,6 +468,18 @@ class ProgramFindingEntry(Record):
 
 
 @dataclass(kw_only=True)
+class FollowUp(Record):
+    """A further fix on the kernel of a "where to start" entry, costed on the time left after the fixes before it."""
+
+    rule: str
+    category: str
+    title: str
+    estimated_saving_ns: float
+    program_fraction: float
+    variant: int | None = optional()
+
+
+@dataclass(kw_only=True)
 class TopAction(Record):
     """One entry of "where to start": a finding (kernel or program level) ranked by the time it saves."""
 
@@ -440,6 +492,8 @@ class TopAction(Record):
     program_fraction: float
     scope: Literal["kernel", "program"]
     variant: int | None = optional()  # the variant (index) the finding was found on
+    # the kernel's other fixes, each costed on the time left after the previous one (kernel entries only)
+    follow_ups: list[FollowUp] | None = optional()
 
 
 @dataclass(kw_only=True)

@@ -1,0 +1,161 @@
+"""Hand count against the machine model: FLOPs, compulsory bytes and the floor of each unit counted from the source and
+the launch sizes of the planted kernels (workloads/cuda/ceilings.cu, patterns.cu), next to the model's numbers and the
+measured times.
+
+The hand count uses the H200's nominal per-SM rates (FP32 128 lanes/clk, FP64 64, packed FP16 128 HFMA2 lanes, MUFU
+16, issue 4 warp instructions/clk) × 132 SMs × the SM clock the report measured during the kernel, and DRAM at the
+report's own peak bytes/cycle × its DRAM clock; it never reads the model's counters, only the two clocks and the peak.
+"Measured" is the median of 25 cudaEvent timings without the profiler (fixtures/planted/bench_*.jsonl) and ncu's
+duration in the report. The last column says whether the model's floor is within 10% of the hand count.
+
+    python benchmarks/handcount.py [--markdown]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from ncuadvisor.analysis import roofline  # noqa: E402
+from ncuadvisor.analysis.ceilings import LAUNCH_FLOOR_NS  # noqa: E402
+from ncuadvisor.load import ReportReader  # noqa: E402
+
+SMS = 132
+LANES = {"fp32": 128, "fp64": 64, "fp16": 128, "sfu": 16}  # per SM per clock (fp16: HFMA2 instructions' lanes)
+MIB = 1 << 20
+
+
+@dataclass
+class Hand:
+    """What the source says: the unit the kernel is written to saturate, its lane operations, FLOPs, bytes."""
+
+    unit: str  # fp32 | fp64 | fp16 | sfu | dram | launch | latency
+    lane_ops: float  # thread-level operations on that unit (0 for dram/launch)
+    flops: float
+    bytes: float  # compulsory: every input read once, every output written once
+    note: str
+
+
+THREADS = SMS * 8 * 4 * 256  # the ceilings loops: sms × 8 × 4 blocks of 256 threads
+CEILINGS = {
+    # sfu_loop: 96 iterations × (MUFU.SIN, MUFU.COS, MUFU.EX2); __sinf/__cosf also range-reduce with an FMUL
+    "sfu_loop": Hand("sfu", THREADS * 96 * 3, 0, THREADS * 8, "3 MUFU per iteration × 96"),
+    "fadd_loop": Hand("fp32", THREADS * 512 * 8, THREADS * 512 * 8, THREADS * 8, "8 FADD × 512, 1 FLOP each"),
+    "ffma_loop": Hand("fp32", THREADS * 512 * 8, THREADS * 512 * 8 * 2, THREADS * 8, "8 FFMA × 512, 2 FLOP each"),
+    "hfma2_loop": Hand("fp16", THREADS * 512 * 8, THREADS * 512 * 8 * 4, THREADS * 8, "8 HFMA2 × 512, 4 FLOP each"),
+    "dfma_loop": Hand("fp64", THREADS * 96 * 8, THREADS * 96 * 8 * 2, THREADS * 8, "8 DFMA × 96, 2 FLOP each"),
+    # index_math: one useful FADD per load; the table (16 KB) is read from L1, only the output is compulsory
+    "index_math": Hand("fp32", THREADS * 128, THREADS * 128, 4096 * 4 + THREADS * 4, "1 FADD per L1 load × 128"),
+    "l2_resident_out": Hand("dram", 0, 4 * MIB * 2, 32 * MIB, "16 MB in + 16 MB out"),
+    "dram_out": Hand("dram", 0, 64 * MIB * 2, 512 * MIB, "256 MB in + 256 MB out"),
+    "empty_kernel": Hand("launch", 0, 0, 0, "<<<1, 32>>>, no body"),
+    "tiny_chain_step": Hand("launch", 0, 512 * 2, 512 * 4 * 2, "512 floats in and out"),
+}
+PATTERNS = {
+    # compulsory bytes: what the algorithm must read and write once (bench_patterns.jsonl "bytes_min")
+    "aos_field_x": Hand("dram", 0, 16 * MIB * 2, 128 * MIB, "needs 4 B of each 32-B struct + 4 B out"),
+    "soa_field_x": Hand("dram", 0, 16 * MIB * 2, 128 * MIB, "64 MB in + 64 MB out"),
+    "aos16_scalar": Hand("dram", 0, 16 * MIB * 3, 320 * MIB, "256 MB in + 64 MB out"),
+    "aos16_vec4": Hand("dram", 0, 16 * MIB * 3, 320 * MIB, "256 MB in + 64 MB out"),
+    "pred_store_strided": Hand("dram", 0, 0, 96 * MIB, "64 MB in + the stored half of 64 MB"),
+    "pred_store_contig": Hand("dram", 0, 0, 96 * MIB, "64 MB in + the stored half of 64 MB"),
+    "gather_random": Hand("dram", 0, 0, 192 * MIB, "idx 64 MB + 64 MB of table + 64 MB out"),
+    "gather_sorted": Hand("dram", 0, 0, 192 * MIB, "idx 64 MB + 64 MB of table + 64 MB out"),
+    "chase_serial": Hand("latency", 0, 0, 8650752, "4 × 32 dependent loads per thread"),
+    "chase_interleaved": Hand("latency", 0, 0, 8650752, "4 walks interleaved"),
+    "reduce_mod": Hand("dram", 0, 32 * MIB, 134742016, "128 MB in, one float per block out"),
+    "reduce_shfl": Hand("dram", 0, 32 * MIB, 134742016, "128 MB in, one float per block out"),
+}
+
+
+def bench(path: Path) -> dict[str, float]:
+    out = {}
+    for line in path.read_text().splitlines():
+        d = json.loads(line)
+        if "kernel" in d and "median_us" in d:
+            out[d["kernel"]] = d["median_us"] * 1e3
+    return out
+
+
+def rows(report: str, hands: dict[str, Hand], measured: dict[str, float]) -> list[list[str]]:
+    frame = ReportReader(ROOT / "fixtures" / f"{report}.ncu-rep.xz").results(roofline.METRICS)
+    seen: set[str] = set()
+    out = []
+    for row in frame.to_dict("records"):
+        name = row["name"]
+        if name not in hands or name in seen:
+            continue
+        seen.add(name)
+        h, r = hands[name], roofline.compute(row, SMS)
+        sm_hz = row["sm__cycles_elapsed.avg.per_second"]
+        dram_bps = row["dram__bytes.sum.peak_sustained"] * row["dram__cycles_elapsed.avg.per_second"]
+        floors = {"dram": h.bytes / dram_bps * 1e9, "launch": LAUNCH_FLOOR_NS}
+        if h.unit in LANES:
+            floors[h.unit] = h.lane_ops / (LANES[h.unit] * SMS * sm_hz) * 1e9
+        hand_floor = max(floors.values())
+        model_floor = r.theoretical_ns or 0.0
+        ok = abs(model_floor / hand_floor - 1) <= 0.10
+        out.append(
+            [
+                name,
+                h.note,
+                f"{h.flops / 1e9:.3g}",
+                f"{r.flops / 1e9:.3g}",
+                f"{h.bytes / 1e6:.1f}",
+                f"{(r.compulsory_bytes or 0) / 1e6:.1f}",
+                f"{max(floors, key=lambda u: floors[u])} {hand_floor / 1e3:.2f}",
+                f"{max(r.floors, key=lambda u: r.floors[u])} {model_floor / 1e3:.2f}",
+                f"{r.limiter} {(r.limiter_share or 0):.0%}",
+                f"{(row['gpu__time_duration.sum'] or 0) / 1e3:.1f}",
+                f"{measured[name] / 1e3:.1f}" if name in measured else "",
+                f"{(r.headroom or 0):.2f}×",
+                "yes" if ok else f"no ({model_floor / hand_floor:.2f}×)",
+                f"{sm_hz / 1e9:.2f}",
+            ]
+        )
+    return out
+
+
+HEADER = [
+    "kernel",
+    "hand count",
+    "GFLOP hand",
+    "GFLOP model (executed)",
+    "MB hand",
+    "MB model",
+    "floor hand (unit µs)",
+    "floor model (unit µs)",
+    "limiter (share)",
+    "ncu µs",
+    "measured µs",
+    "headroom",
+    "floor within 10%",
+    "SM GHz",
+]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--markdown", action="store_true")
+    args = ap.parse_args()
+    planted = ROOT / "fixtures" / "planted"
+    table = rows("ceilings", CEILINGS, bench(planted / "bench_ceilings.jsonl"))
+    table += rows("patterns", PATTERNS, bench(planted / "bench_patterns.jsonl"))
+    if args.markdown:
+        print("| " + " | ".join(HEADER) + " |")
+        print("|" + "---|" * len(HEADER))
+        for r in table:
+            print("| " + " | ".join(r) + " |")
+    else:
+        for r in [HEADER, *table]:
+            print("  ".join(r))
+
+
+if __name__ == "__main__":
+    main()

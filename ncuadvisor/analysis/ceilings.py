@@ -1,0 +1,91 @@
+"""Per-unit ceilings of one kernel: the time each unit that can bound it needs at its peak, from the report's own
+per-cycle peaks and utilizations, at the clocks measured during the kernel.
+
+Two kinds of ceiling, both in nanoseconds:
+
+- work ceilings: the work the kernel needs ÷ the unit's peak rate (its `peak_sustained` per cycle × the clock measured
+  during the kernel): FP32 lane operations by instruction mix (an FFMA, FADD or FMUL each take one lane for one
+  clock, so an FADD-only loop runs at half the FFMA FLOP rate), FP64, packed FP16, tensor FLOPs by input type, and
+  the compulsory bytes at the DRAM peak;
+- pipe ceilings: the unit's busy share over the elapsed cycles × the duration, which is the executed work ÷ the
+  unit's peak at the measured clock: SFU/XU (MUFU: 16 lanes per clock per SM), the integer ALU, the FMA, FP64, FP16
+  and tensor pipes, the load/store pipe, and instruction issue (4 warp instructions per clock per SM).
+
+Busy memory levels (L1/shared, L2) are shown as utilization, not as floors: their traffic includes sectors the threads
+did not need (uncoalesced access), which is headroom, not a bound (the DRAM floor uses the compulsory bytes for the
+same reason). The launch floor is measured, not read: no kernel takes less time than an empty one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+# The device duration of an empty kernel (<<<1, 32>>>, no body) as ncu measures it (gpu__time_duration.sum) on an
+# H200 (fixtures/ceilings.ncu-rep.xz, 2026-12-01): 1.54 µs. Timed alone with CUDA events it takes 5.06 µs, and a
+# dependent launch in one stream costs 3.59 µs per link (fixtures/planted/bench_ceilings.jsonl): those are host-side
+# costs of the program, not of the kernel, so headroom (against ncu's duration) is measured against the device's.
+LAUNCH_FLOOR_NS = 1_536.0
+LAUNCH_INTERVAL_NS = 3_590.0  # per dependent launch in one stream (a program-level cost)
+
+# unit -> the metric of its busy share over the elapsed cycles (pipe ceilings)
+PIPE_PCT = {
+    "issue": "sm__inst_issued.avg.pct_of_peak_sustained_elapsed",
+    "alu": "sm__inst_executed_pipe_alu.avg.pct_of_peak_sustained_elapsed",
+    "fma": "sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_elapsed",
+    "fp64": "sm__pipe_fp64_cycles_active.avg.pct_of_peak_sustained_elapsed",
+    "fp16": "sm__inst_executed_pipe_fma_type_fp16.avg.pct_of_peak_sustained_elapsed",
+    "tensor": "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_elapsed",
+    "sfu": "sm__inst_executed_pipe_xu.avg.pct_of_peak_sustained_elapsed",
+    "lsu": "sm__inst_executed_pipe_lsu.avg.pct_of_peak_sustained_elapsed",
+}
+# memory level -> the metric of its busy share (shown, and named as the limiter when it is the busiest unit)
+LEVEL_PCT = {
+    "dram": "gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed",
+    "l2": "lts__throughput.avg.pct_of_peak_sustained_elapsed",
+    "l1": "l1tex__throughput.avg.pct_of_peak_sustained_elapsed",
+    "shared": "l1tex__data_pipe_lsu_wavefronts_mem_shared.sum.pct_of_peak_sustained_elapsed",
+}
+# Packed-half (HFMA2) work that runs on the tensor pipe as HFMA2.MMA is busy time of that pipe, not tensor FLOPs:
+# the tensor pipe's ceiling counts only when the tensor paths executed operations.
+HMMA_PCT = "sm__inst_executed_pipe_tensor_op_hmma.avg.pct_of_peak_sustained_elapsed"
+
+METRICS: list[str] = [*PIPE_PCT.values(), *LEVEL_PCT.values(), HMMA_PCT]
+
+# The pipes whose busy time is needed work (transcendental operations; FP64 and FP16 when the report has no
+# thread-level count of them). The others (issue, ALU, LSU, the FMA pipe's warp instructions) count instructions as
+# executed, which index arithmetic, divergence, spills and untiled loads inflate: they name the limiter and set the
+# executed floor, not the floor an estimate is held to.
+NEEDED_PIPES = ("sfu", "fp64", "fp16")
+
+
+def pipe_ceilings(
+    g: Callable[[str], float | None], duration_ns: float | None
+) -> tuple[dict[str, float], dict[str, float]]:
+    """({unit: floor ns}, {unit: busy % of peak}) of the pipes and memory levels the report measured."""
+    floors: dict[str, float] = {}
+    busy: dict[str, float] = {}
+    for unit, metric in {**PIPE_PCT, **LEVEL_PCT}.items():
+        pct = g(metric)
+        if pct is None:
+            continue
+        busy[unit] = pct
+        if unit in PIPE_PCT and duration_ns and pct > 0:
+            floors[unit] = duration_ns * pct / 100.0
+    return floors, busy
+
+
+def limiter_of(
+    ceilings: dict[str, float], levels: dict[str, float], duration_ns: float | None
+) -> tuple[str | None, float | None]:
+    """(the busiest unit, the share of the duration it needs at its peak): each ceiling ÷ the duration, and each memory
+    level's bytes as moved (waste included: an uncoalesced kernel is L1- or L2-bound) at its peak ÷ the duration.
+    Without a duration, the unit with the largest ceiling."""
+    if not duration_ns:
+        return (max(ceilings, key=lambda u: ceilings[u]), None) if ceilings else (None, None)
+    share = {u: t / duration_ns for u, t in ceilings.items()}
+    for level, t in levels.items():
+        share[level] = max(share.get(level, 0.0), t / duration_ns)
+    if not share:
+        return None, None
+    unit = max(share, key=lambda u: share[u])
+    return unit, share[unit]

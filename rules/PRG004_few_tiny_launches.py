@@ -1,0 +1,142 @@
+from typing import Any
+
+from ncuadvisor.metrics import SpeedOfLight
+from ncuadvisor.rules_api import Evidence, Fix, ProgramContext, ProgramFinding, ProgramRule, fmt_ns
+
+_TORCH = Fix(
+    text=(
+        "These launches each run a few microseconds, no longer than launching them: fuse the ops (torch.compile "
+        "the code that issues them) or capture them once in a CUDA Graph "
+        '(torch.compile(mode="reduce-overhead"), torch.cuda.CUDAGraph) so they cost one launch.'
+    ),
+    code='step = torch.compile(step, mode="reduce-overhead")   # fused kernels, replayed as one graph',
+)
+
+
+class FewTinyLaunches(ProgramRule):
+    """A handful of consecutive launches too short to pay for their launch: fuse them or replay them as a graph.
+
+    What it detects:
+        Runs of at least `min_run` consecutive launches on one stream, each shorter than `short_ns`
+        (`gpu__time_duration.sum`), in a program with fewer than `max_short_launches` such launches in all (above
+        that PRG001 speaks for the whole program): a few small updates, a short tail of a step. Runs saving less than
+        `min_program_fraction` of the program in all are not reported.
+
+    Why it costs time:
+        A launch costs a few microseconds of host, driver and front-end work, and a kernel of a few microseconds is
+        mostly its own ramp-up and drain: four launches of a 2 µs kernel take four launch costs and four ramps where
+        one fused kernel takes one.
+
+    Example:
+        for (int k = 0; k < 4; ++k) small_update<<<8, 256>>>(x + k * n, n);   // four tiny launches in a row
+
+    Use instead:
+        Fuse the launches into one kernel (one grid covers the four problems, or one kernel loops over them), or
+        capture the sequence once in a CUDA Graph and replay it; in PyTorch, torch.compile the code that issues them
+        (mode="reduce-overhead" adds the graph).
+
+    Speedup estimate:
+        Per run: every launch's GPU time but the longest (a fused kernel of such tiny work runs about as long as one
+        of them; passes of a device-wide CUB sort or scan are not fused, a graph only saves their launch) plus
+        `overhead_ns` of launch cost per launch removed.
+
+    False positives:
+        Launches that must wait for the host in between (a value read back, a host decision) cannot be fused or
+        captured; kernels on other streams may overlap these gaps.
+    """
+
+    code = "PRG004"
+    slug = "few-tiny-launches"
+    category = "launch-overhead"
+    title = "A few tiny launches in a row: fuse them or replay a graph"
+    requires = (SpeedOfLight.DURATION,)
+    thresholds = {
+        "short_ns": 5000.0,
+        "min_run": 2,
+        "max_short_launches": 50,
+        "overhead_ns": 2000.0,
+        "min_program_fraction": 0.005,  # of the program's GPU time: below it, not worth a change
+    }
+    fixes = {
+        "cuda": Fix(
+            text=(
+                "These launches each run a few microseconds, no longer than launching them: fuse them into one "
+                "kernel (one grid over all the problems, blockIdx.y picking the problem) or capture the sequence "
+                "in a CUDA Graph and launch it once."
+            ),
+            code=(
+                "// one launch for the four updates: blockIdx.y selects the problem\n"
+                "small_update_all<<<dim3(8, 4), 256>>>(x, n);"
+            ),
+        ),
+        "pytorch": _TORCH,
+        "triton": _TORCH,
+    }
+
+    def _runs(self, p: ProgramContext) -> list[list[dict[str, Any]]]:
+        runs: list[list[dict[str, Any]]] = []
+        current: list[dict[str, Any]] = []
+        for x in p.launches:
+            short = x["duration_ns"] is not None and x["duration_ns"] < self.thresholds["short_ns"]
+            if short and current and x["stream"] == current[-1]["stream"]:
+                current.append(x)
+                continue
+            if len(current) >= self.thresholds["min_run"]:
+                runs.append(current)
+            current = [x] if short else []
+        if len(current) >= self.thresholds["min_run"]:
+            runs.append(current)
+        return runs
+
+    def _saving(self, p: ProgramContext, run: list[dict[str, Any]]) -> float:
+        """The launch cost of every launch but one, and the GPU time of the fusable launches but the longest (a pass
+        of a device-wide CUB sort or scan keeps its own kernel: a graph saves its launch, not its time)."""
+        fusable = [
+            x["duration_ns"] for x in run if "cub::" not in str((p.by_id.get(x["kernel_id"]) or {}).get("demangled"))
+        ]
+        gpu = sum(fusable) - max(fusable) if len(fusable) >= 2 else 0.0
+        return gpu + (len(run) - 1) * self.thresholds["overhead_ns"]
+
+    def check_program(self, p: ProgramContext) -> list[ProgramFinding]:
+        t = self.thresholds
+        short = sum(1 for x in p.launches if x["duration_ns"] is not None and x["duration_ns"] < t["short_ns"])
+        if short >= t["max_short_launches"]:
+            return []  # PRG001: launch overhead across the program
+        runs = self._runs(p)
+        if not runs:
+            return []
+        saving = sum(self._saving(p, run) for run in runs)
+        if saving < t["min_program_fraction"] * p.total_ns:
+            return []
+        biggest = max(runs, key=len)
+        ids = list(dict.fromkeys(x["kernel_id"] for run in runs for x in run))
+        names = [p.by_id[kid]["name"] for kid in ids if kid in p.by_id]
+        counts: dict[str, int] = {}
+        for x in biggest:
+            counts[x["kernel_id"]] = counts.get(x["kernel_id"], 0) + 1
+        what = ", ".join(f"{p.by_id[k]['name']} ×{c}" if c > 1 else p.by_id[k]["name"] for k, c in counts.items())
+        langs = {(p.by_id.get(kid) or {}).get("language") or "cuda" for kid in ids}
+        gpu_ns = sum(x["duration_ns"] for run in runs for x in run)
+        return [
+            self.finding(
+                title=f"{len(biggest)} tiny launches in a row ({what}): launch-bound",
+                message=(
+                    f"{sum(len(r) for r in runs)} launch(es) in {len(runs)} run(s) each take under "
+                    f"{t['short_ns'] / 1000:.0f} µs ({fmt_ns(gpu_ns)} of GPU time in all): each costs about as "
+                    "much to launch as to run."
+                ),
+                fix=self.fix_in("pytorch" if langs & {"pytorch", "triton"} else "cuda"),
+                kernels=names,
+                kernel_ids=ids,
+                estimated_saving_ns=saving,
+                saving_model=(
+                    "Per run: the GPU time of every fusable launch but the longest (not CUB sort/scan passes), plus "
+                    f"{t['overhead_ns'] / 1000:.0f} µs of launch cost per launch removed."
+                ),
+                confidence="medium",
+                evidence=[
+                    Evidence("runs", len(runs), None, "runs of tiny launches"),
+                    Evidence("longest_run", len(biggest), t["min_run"], "launches in the longest run"),
+                ],
+            )
+        ]
