@@ -49,6 +49,16 @@ def make_case(kind, tmp_path, report_path):
         path.write_bytes((FIXTURES / "probe.ncu-rep.xz").read_bytes()[:5000])
     elif kind == "magic_then_garbage":
         path.write_bytes(probe[:16] + os.urandom(1 << 16))
+    elif kind == "zstd_bad_checksum":
+        path = tmp_path / "x.ncu-repz"
+        data = bytearray((FIXTURES / "probe.ncu-repz").read_bytes())
+        data[len(data) // 2] ^= 0x40
+        path.write_bytes(bytes(data))
+    elif kind == "xz_zeros_bomb":
+        import lzma
+
+        path = tmp_path / "x.ncu-rep.xz"
+        path.write_bytes(lzma.compress(probe[:4] + bytes(64 << 20)))
     elif kind == "zstd_garbage":
         path = tmp_path / "x.ncu-repz"
         path.write_bytes(b"\x28\xb5\x2f\xfd" + os.urandom(1 << 16))
@@ -64,14 +74,17 @@ def make_case(kind, tmp_path, report_path):
         ("empty", ["empty file"]),
         ("random", ["unknown file format"]),
         ("text", ["unknown file format"]),
-        ("cut8", ["truncated or corrupt"]),  # inside the file header: the native library logs, we stay one line
-        ("cut200", ["truncated or corrupt"]),
-        ("cut5000", ["truncated or corrupt"]),
-        ("cut100000", ["truncated or corrupt"]),
+        ("cut8", ["no whole kernel result"]),  # inside the file header: refused before the native library reads it
+        ("cut200", ["no whole kernel result"]),
+        ("cut5000", ["no whole kernel result"]),
+        ("cut100000", ["no whole kernel result"]),
+        ("cut500000", ["no whole kernel result"]),  # inside the first result: never a phantom kernel "nan"
         ("fifo", ["not a regular file"]),  # would block a reader forever
         ("bad_xz", []),
         ("magic_then_garbage", []),
-        ("zstd_garbage", []),  # a .ncu-repz that is no zstd stream: left to ncu_report, which refuses it
+        ("zstd_garbage", ["damaged compressed report"]),  # a .ncu-repz that is no zstd stream
+        ("zstd_bad_checksum", ["damaged compressed report"]),  # read anyway before: refused now
+        ("xz_zeros_bomb", ["not an Nsight Compute report"]),  # refused on its first bytes, nothing written to /tmp
     ],
 )
 def test_unusable_input_is_one_clear_line_and_exit_2(kind, needles, tmp_path, report_path):
@@ -103,6 +116,7 @@ def test_report_cut_late_is_analysed_and_said_partial(tmp_path, report_path, fra
     assert "Traceback" not in p.stderr
     res = json.loads(out.read_text())
     assert res["report"]["warnings"][0].startswith("partial: the report file is truncated")
+    assert f"its {whole} whole results" in res["report"]["warnings"][0]
     assert len(res["kernels"]) == whole
     assert all(k["name"] and k["name"] != "nan" for k in res["kernels"])
     assert "copy_vec4" in {k["name"] for k in res["kernels"]}  # the first result of the file
@@ -213,3 +227,55 @@ def test_no_arguments_shows_the_help():
 def test_an_unknown_rule_code_is_bad_input():
     p = run("rules", "NOPE001")
     assert_one_clear_line(p, "no rule 'NOPE001'")
+
+
+# -- the filesystem: where the output goes -------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_output_to_a_fifo_is_written_in_place(tmp_path, report_path):
+    """`-o FIFO --force` (a device, a pipe): written through, never replaced by a regular file."""
+    import threading
+
+    fifo = tmp_path / "out.md"
+    os.mkfifo(fifo)
+    got = []
+    reader = threading.Thread(target=lambda: got.append(fifo.read_bytes()))
+    reader.start()
+    p = run("report", str(report_path("probe")), "-o", str(fifo), "--force", "-q")
+    reader.join(30)
+    assert p.returncode == 0, p.stderr
+    assert fifo.is_fifo() and got and got[0].startswith(b"#")
+    assert sorted(x.name for x in tmp_path.iterdir()) == ["out.md"]
+
+
+@pytest.mark.slow
+def test_output_to_a_fifo_without_force_is_refused(tmp_path, report_path):
+    fifo = tmp_path / "out.md"
+    os.mkfifo(fifo)
+    assert_one_clear_line(run("report", str(report_path("probe")), "-o", str(fifo)), "already exists")
+    assert fifo.is_fifo()
+
+
+@pytest.mark.slow
+def test_output_folder_that_fills_up_leaves_nothing_behind(tmp_path, report_path):
+    """A write that fails half-way (the file size limit stands in for a full disk): one line, exit 2, and neither
+    the output nor its temporary file is left."""
+    import resource
+    import signal
+
+    def small_files():
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (4096, 4096))
+
+    out = tmp_path / "out" / "r.html"
+    out.parent.mkdir()
+    p = subprocess.run(
+        [sys.executable, "-m", "ncuadvisor", "report", str(report_path("probe")), "-o", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        preexec_fn=small_files,
+    )
+    assert_one_clear_line(p, "cannot write")
+    assert list(out.parent.iterdir()) == []

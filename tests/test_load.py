@@ -75,7 +75,7 @@ def test_directory_and_truncated_report(tmp_path, report_path):
         ReportReader(tmp_path)
     truncated = tmp_path / "t.ncu-rep"
     truncated.write_bytes(report_path("probe").read_bytes()[:100_000])
-    with pytest.raises(InputError, match="truncated or corrupt"):
+    with pytest.raises(InputError, match="no whole kernel result"):
         ReportReader(truncated)
 
 

@@ -3,18 +3,19 @@ turns every error into one line and its exit code (`ncuadvisor.errors`), never a
 
 from __future__ import annotations
 
+import errno
 import importlib
 import os
 import sys
 from typing import Annotated, NoReturn
 
 import typer
-from rich.markup import escape
 
 from ncuadvisor import __version__
 from ncuadvisor.cli import diff, profile, render, report, rules
-from ncuadvisor.cli.common import stderr_console
-from ncuadvisor.errors import AdvisorError, InternalError, Interrupted
+from ncuadvisor.cli.common import exit_on_sigterm, stderr_console
+from ncuadvisor.errors import AdvisorError, InternalError, Interrupted, OutputError
+from ncuadvisor.render import escape_terminal as escape
 
 app = typer.Typer(
     add_completion=False,
@@ -66,15 +67,33 @@ def _fail(exc: AdvisorError) -> NoReturn:
     sys.exit(exc.exit_code)
 
 
+def _stdout_failed(exc: OSError) -> NoReturn:
+    """Standard output cannot be written (`> /dev/full`, a full disk): one line and exit 2, as README says; stdout
+    is pointed at /dev/null so that Python's own flush at exit does not complain a second time."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):
+        pass
+    _fail(OutputError(f"cannot write to standard output ({exc.strerror or exc})"))
+
+
 def main() -> None:
     """Entry point: run the app; AdvisorError -> one line on stderr and its exit code, never a traceback."""
+    exit_on_sigterm()
     try:
         code = app(standalone_mode=False)
+        sys.stdout.flush()  # a full or failing stdout is said here (exit 2), not at interpreter exit
+        if code == Interrupted.exit_code:  # typer turns Ctrl-C (and SIGTERM, see exit_on_sigterm) into a bare 130
+            _fail(Interrupted())
         if isinstance(code, int) and code:  # typer.Exit(n) comes back as a return value outside standalone mode
             sys.exit(code)
     except AdvisorError as exc:
         _fail(exc)
     except typer.Exit as exc:
+        if isinstance(exc.__cause__, KeyboardInterrupt):
+            _fail(Interrupted())
         sys.exit(exc.exit_code)
     except typer.Abort:
         stderr_console().print("ncuadvisor: aborted")
@@ -83,6 +102,16 @@ def main() -> None:
         _fail(Interrupted())
     except BrokenPipeError:
         sys.exit(0)
+    except OSError as exc:
+        if exc.errno not in (errno.ENOSPC, errno.EIO, errno.EFBIG, errno.EDQUOT):
+            if os.environ.get("NCUADVISOR_DEBUG"):
+                raise
+            _fail(
+                InternalError(
+                    f"{type(exc).__name__}: {exc} (set NCUADVISOR_DEBUG=1 for the traceback, and please report it)"
+                )
+            )
+        _stdout_failed(exc)
     except Exception as exc:  # click usage errors and anything unexpected
         if isinstance(exc, _click_exceptions()):
             command_path = getattr(getattr(exc, "ctx", None), "command_path", None)

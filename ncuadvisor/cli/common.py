@@ -14,10 +14,10 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
-from rich.markup import escape
 
 from ncuadvisor.config import Config, configured_rules, resolve_config
 from ncuadvisor.errors import OutputError
+from ncuadvisor.render import escape_terminal as escape
 
 # -- options -------------------------------------------------------------------------------------------------------
 
@@ -198,20 +198,68 @@ def check_output(path: Path, force: bool, inputs: list[Path]) -> None:
         raise OutputError(f"{path}: the folder {parent} does not exist")
 
 
-def write_output(path: Path, text: str) -> None:
-    """Write atomically: a temporary file in the same folder, then rename."""
+def write_output(path: Path, text: str, force: bool = False) -> None:
+    """Write atomically: a temporary file in the same folder, then, without `force`, linked to the target only if it
+    still does not exist (a file created meanwhile is never clobbered), with `force` renamed over it. A target that
+    is not a regular file (a device, a pipe) is written in place, never replaced. The temporary file is removed on
+    every path out (an error, a full disk, Ctrl-C). Text that cannot be UTF-8 (a lone surrogate) is replaced."""
     target = path.resolve()
-    parent = target.parent
+    data = text.encode("utf-8", "replace")
     try:
-        fd, tmp = tempfile.mkstemp(dir=parent, prefix=f".{target.name}.", suffix=".tmp")
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; an output file gets the usual permissions
-        os.replace(tmp, target)
+        if target.exists() and not target.is_file() and not target.is_dir():
+            if not force:
+                raise OutputError(f"{path}: already exists (pass --force to write to it)")
+            with open(target, "wb") as dev:
+                dev.write(data)
+            return
+        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(data)
+            umask = os.umask(0)
+            os.umask(umask)
+            os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; an output file gets the usual permissions
+            if force:
+                os.replace(tmp, target)
+            else:
+                _link_new(tmp, target, path)
+        finally:
+            if os.path.lexists(tmp):
+                os.unlink(tmp)
     except OSError as exc:
         raise OutputError(f"{path}: cannot write ({exc.strerror or exc})") from exc
+
+
+def _link_new(tmp: str, target: Path, path: Path) -> None:
+    """Give the written temporary file the target's name only if no file has it (hard link: exclusive and atomic; a
+    file system without hard links gets an exclusive create and a copy)."""
+    try:
+        os.link(tmp, target)
+        return
+    except FileExistsError as exc:
+        raise OutputError(f"{path}: already exists (created while this ran; pass --force to overwrite it)") from exc
+    except OSError:
+        pass
+    try:
+        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+    except FileExistsError as exc:
+        raise OutputError(f"{path}: already exists (created while this ran; pass --force to overwrite it)") from exc
+    with os.fdopen(fd, "wb") as dst, open(tmp, "rb") as src:
+        dst.write(src.read())
+
+
+def exit_on_sigterm() -> None:
+    """SIGTERM ends the command the way Ctrl-C does (KeyboardInterrupt: exit 130, one line), so that every
+    `finally` and exit handler runs and no temporary file or folder is left behind."""
+    import signal
+
+    def _raise(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    try:
+        signal.signal(signal.SIGTERM, _raise)
+    except (ValueError, OSError):  # not the main thread: leave the default
+        pass
 
 
 def wrote(path: Path, blank_line: bool = True) -> None:

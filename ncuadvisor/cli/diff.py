@@ -22,7 +22,7 @@ from ncuadvisor.cli.common import (
     write_output,
     wrote,
 )
-from ncuadvisor.errors import GateFailed, OutputError
+from ncuadvisor.errors import GateFailed, InputError, OutputError
 from ncuadvisor.result.validate import REPORT_KIND, load_saved
 
 
@@ -45,6 +45,19 @@ def _result_of(path: Path, rules: list[Any]) -> dict[str, Any]:
     from ncuadvisor.analysis.pipeline import analyze
 
     return analyze(path, rules=rules)
+
+
+def _partial_sides(before: dict[str, Any], after: dict[str, Any]) -> list[tuple[str, str]]:
+    """(side, its first `partial:` warning) for each result that is partial (a report cut short or damaged, a profile
+    run interrupted)."""
+    out = []
+    for side, res in (("before", before), ("after", after)):
+        rep = res.get("report") or {}
+        prof = rep.get("profile") or {}
+        warns = [str(w) for w in rep.get("warnings") or [] if str(w).startswith("partial")]
+        if warns or (isinstance(prof, dict) and prof.get("partial")):
+            out.append((side, warns[0].split(": ", 1)[-1] if warns else "the profile run was partial"))
+    return out
 
 
 def diff(
@@ -82,6 +95,14 @@ def diff(
     force: ForceOption = False,
     top: Annotated[int, typer.Option("--top", min=0, help="Kernels shown in the terminal table.")] = 20,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No terminal summary when writing a file.")] = False,
+    allow_partial: Annotated[
+        bool,
+        typer.Option(
+            "--allow-partial",
+            help="With --fail-on: gate even when a report is partial (cut short, damaged); by default that is "
+            "refused (exit 2), since a partial report looks faster than it is.",
+        ),
+    ] = False,
 ) -> None:
     """Compare two reports of the same program (before, after): time, bound and findings per kernel; a CI gate."""
     from ncuadvisor.diff import diff_results, gate, parse_threshold
@@ -100,15 +121,26 @@ def diff(
     result_before = _result_of(before, rules)
     result_after = _result_of(after, rules)
     d = diff_results(result_before, result_after, threshold=value)
+    partial = _partial_sides(result_before, result_after)
+    for side, why in reversed(partial):  # first, in every format: the comparison is not of whole reports
+        d.setdefault("warnings", []).insert(
+            0, f"partial: the {side} report is incomplete, so its times are too ({why})"
+        )
     if output is None and name != "terminal":
         sys.stdout.write(render_diff(d, name))
     else:
         if output is not None:
-            write_output(output, render_diff(d, name))
+            write_output(output, render_diff(d, name), force)
         if not quiet:
             render_diff_terminal(d, top=top)
             if output is not None:
                 wrote(output)
+    if partial and fail_on is not None and not allow_partial:
+        sides = " and ".join(side for side, _ in partial)
+        raise InputError(
+            f"--fail-on {fail_on.value}: the {sides} report is partial, so the gate cannot tell a speedup from lost "
+            "kernels (pass --allow-partial to gate anyway)"
+        )
     reasons = gate(d, fail_on.value if fail_on is not None else None)
     if reasons and fail_on is not None:
         shown = "; ".join(reasons[:3]) + (f"; and {len(reasons) - 3} more" if len(reasons) > 3 else "")

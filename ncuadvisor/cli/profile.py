@@ -185,7 +185,7 @@ def profile(
         verbose=verbose,
         quiet=quiet,
     )
-    write_output(out_path, render_report(result, out_format))
+    write_output(out_path, render_report(result, out_format), force)
     if not keep:
         session.remove_reports()
     if not quiet:

@@ -84,6 +84,6 @@ def render(
     if output is None:
         sys.stdout.write(text)
         return
-    write_output(output, text)
+    write_output(output, text, force)
     if not quiet:
         wrote(output, blank_line=False)

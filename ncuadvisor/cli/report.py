@@ -55,7 +55,7 @@ def report(
     if output is not None:
         if out_format is Format.terminal:
             raise OutputError("--format terminal cannot be written to a file; use .html, .json, .md or .sarif")
-        write_output(output, render_report(result, out_format, source_root, rules))
+        write_output(output, render_report(result, out_format, source_root, rules), force)
     if not quiet:
         from ncuadvisor.render.terminal import render_terminal
 

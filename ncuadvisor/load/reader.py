@@ -20,7 +20,8 @@ from ncuadvisor.load import deep, native
 from ncuadvisor.load.native import DEVICE_METRICS, import_ncu_report, native_stderr_silenced
 from ncuadvisor.load.workers import in_workers
 from ncuadvisor.model import ID_COLUMNS, Instruction, Profile, ResultDetail
-from ncuadvisor.reportfile.sniff import local_copy, scan_header
+from ncuadvisor.reportfile.integrity import check_report
+from ncuadvisor.reportfile.sniff import local_copy, scan_header, whole_copy
 
 # ncu_report keeps every result it has opened in memory for as long as the process lives (about 7 MB for a result
 # with the analysis sections; freeing the report does not return it). Reports with more results than
@@ -47,6 +48,13 @@ class ReportReader:
     def __init__(self, path: str | os.PathLike[str]):
         self.path = Path(path)
         local = local_copy(self.path)
+        # every result whole and parsed, or left out and counted, before the native library sees the file
+        self.integrity = check_report(local)
+        if not self.integrity.not_layout and self.integrity.whole == 0:
+            why = self.integrity.summary() or "it holds no kernel result"
+            raise InputError(f"{self.path}: no whole kernel result in the report: {why}")
+        if self.integrity.damaged:
+            local = whole_copy(local, self.integrity)
         self._local = local
         self._ncu = import_ncu_report()
         try:
@@ -287,19 +295,25 @@ def read_results(reader: ReportReader, metrics: Iterable[str]) -> Profile:
         command_line=reader.command_line,
         reader_version=reader.reader_version,
     )
-    cut = reader.truncation()
-    if cut:
-        # the result the cut went through reads back without a name or metrics: it is dropped, not analysed as "nan"
-        whole = frame["name"].notna() & (frame["name"].astype(str) != "")
-        dropped = int((~whole).sum())
-        if dropped and whole.any():
-            frame = profile.results = frame[whole].reset_index(drop=True)
+    # a result that reads back without a name is not whole (a damaged payload the structural check let through):
+    # it is dropped and counted, never analysed as a kernel "nan" with 0 ns
+    whole = frame["name"].notna() & (frame["name"].astype(str) != "")
+    unnamed = int((~whole).sum())
+    if unnamed:
+        if not whole.any():
+            raise InputError(f"{reader.path}: no whole kernel result in the report ({unnamed} without a name)")
+        frame = profile.results = frame[whole].reset_index(drop=True)
+    found = reader.integrity
+    if found.damaged or unnamed:
+        lost = found.summary()
+        if unnamed:
+            lost = "; ".join(
+                x for x in (lost, f"{unnamed} result{'s' if unnamed != 1 else ''} without a name left out") if x
+            )
         profile.warnings.insert(
             0,
-            f"partial: the report file is truncated ({cut}): this analyses the {len(frame)} "
-            "whole results before the cut"
-            + (f" ({dropped} cut through, left out)" if dropped else "")
-            + "; the rest are lost",
+            f"partial: the report file is {'damaged' if unnamed else found.state}: this analyses its {len(frame)} "
+            f"whole results; {lost}",
         )
     _attach_processes(profile, reader)
     return profile

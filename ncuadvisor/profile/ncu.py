@@ -105,8 +105,9 @@ def parse_version(text: str) -> tuple[int, ...] | None:
 
 def ncu_version(path: str, timeout: float = 60.0) -> NcuInfo:
     """Run `ncu --version`; raises OSError/subprocess errors to the caller."""
-    proc = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=timeout)
-    text = (proc.stdout or "") + (proc.stderr or "")
+    proc = subprocess.run([path, "--version"], capture_output=True, timeout=timeout)
+    # bytes, decoded leniently: an ncu (or a wrapper) printing non-UTF-8 is a missing ncu, not an internal error
+    text = (proc.stdout or b"").decode("utf-8", "replace") + (proc.stderr or b"").decode("utf-8", "replace")
     return NcuInfo(path=path, version=parse_version(text), version_text=" ".join(text.split()))
 
 
@@ -279,10 +280,13 @@ def full_command(ncu: str, out_base: str, target: Sequence[str], f: Filters) -> 
 
 
 def produced_report(out_base: str, announced: str | None = None) -> Path | None:
-    """The report ncu wrote for `-o out_base` (ncu adds .ncu-rep, or .ncu-repz from 2026.3 on)."""
-    cands = [announced] if announced else []
-    cands += [out_base + ".ncu-rep", out_base + ".ncu-repz", out_base]
-    for c in cands:
-        if c and os.path.isfile(c) and os.path.getsize(c) > 0:
+    """The report ncu wrote for `-o out_base` (ncu adds .ncu-rep, or .ncu-repz from 2026.3 on): only a file of those
+    names in the run's private folder. A `==PROF== Report: PATH` line elsewhere (the profiled program can print one)
+    is never taken: profile moves and may delete the report it finds, so it must be the one ncu wrote for it."""
+    ours = [out_base + ".ncu-rep", out_base + ".ncu-repz", out_base]
+    allowed = {os.path.realpath(c) for c in ours}
+    cands = [announced] if announced and os.path.realpath(announced) in allowed else []
+    for c in cands + ours:
+        if os.path.isfile(c) and not os.path.islink(c) and os.path.getsize(c) > 0:
             return Path(c)
     return None

@@ -208,6 +208,9 @@ class Session:
 
     def _finish(self, result: dict[str, Any], mode: str, extra: dict[str, Any]) -> dict[str, Any]:
         warnings = result["report"]["warnings"]
+        damaged = next((w for w in warnings if str(w).startswith("partial: the report file is ")), None)
+        if damaged and not self.incomplete:  # ncu wrote a report cut short or damaged: the run is partial (exit 4)
+            self.incomplete = "ncu wrote a damaged report (" + str(damaged).split(": ", 1)[1] + ")"
         if self.interrupted:
             warnings.insert(0, "partial: interrupted (Ctrl-C) before ncu finished; this analyses what was collected")
         for w in self.warnings:

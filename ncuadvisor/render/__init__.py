@@ -38,6 +38,18 @@ from ncuadvisor.units import (
 if TYPE_CHECKING:
     from rich.console import Console
 
+# C0 and C1 control characters (ESC, BEL, CSI, OSC ...) but tab and newline: from a kernel name or a saved result
+# they would reach the terminal as escape sequences (window titles, hyperlinks, a cleared screen).
+_CONTROL_RE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def escape_terminal(text: object) -> str:
+    """Any text bound for the terminal: control characters shown as `?`, rich markup escaped."""
+    from rich.markup import escape
+
+    return escape(_CONTROL_RE.sub("?", str(text)))
+
+
 # The number, unit and name filters every template may use (templates/_base.html.j2 and the markdown ones).
 FILTERS = {
     "ns": fmt_ns,

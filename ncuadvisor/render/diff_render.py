@@ -12,10 +12,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from rich.console import Console, JustifyMethod
-from rich.markup import escape
 from rich.table import Table
 
 from ncuadvisor.render import HTML_FILTERS, console_for_output, environment, to_json
+from ncuadvisor.render import escape_terminal as escape
 from ncuadvisor.render.diff_view import diff_view
 from ncuadvisor.render.mdtext import COMMENT_CHARS, MD_FILTERS, block, fit_markdown, md
 from ncuadvisor.units import fmt_change, fmt_delta_ns, fmt_ns, fmt_pct, fmt_threshold, fmt_x, short_name

@@ -25,13 +25,15 @@ def _one_line(v: Any) -> str:
 
 def md(v: Any) -> str:
     """Untrusted text as inline markdown, safe in a paragraph, a list item, a table cell or inside <code>:
-    newlines become spaces, &, <, > become entities, markdown punctuation (| ` * _ [ ] ...) is backslash-escaped."""
+    newlines become spaces, &, <, > become entities, markdown punctuation (| ` * _ [ ] ...) and the @ of a mention are backslash-escaped."""
     out = []
     text = _one_line(v)
     for n, ch in enumerate(text):
         nxt = text[n + 1 : n + 2]
         if ch == ":" and (nxt.isalnum() or nxt in ":_+-"):  # could start an emoji shortcode (`std::x::y`, 12:30)
             out.append("\\:")
+        elif ch == "@" and (nxt.isalnum() or nxt in "-_"):  # a live @mention (or team) in a PR comment
+            out.append("\\@")
         elif ch == "&":
             out.append("&amp;")
         elif ch == "<":

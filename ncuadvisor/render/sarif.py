@@ -52,6 +52,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote
 
+from ncuadvisor.render.mdtext import md
 from ncuadvisor.render.view import Finding, Kernel, SourceLine, report_view
 from ncuadvisor.units import fmt_ns, fmt_pct, number
 
@@ -188,7 +189,8 @@ def _rule_descriptor(code: str, doc: RuleDoc, finding: Finding) -> dict[str, Any
     title = str(doc.title or finding.title or code)
     category = str(doc.category or finding.category or "")
     summary = _reflow(sections.get("summary") or title)
-    text_parts, md_parts = [summary], [summary]
+    # without the rule's documentation the summary is the finding's title, untrusted text (a saved result): escaped
+    text_parts, md_parts = [summary], [summary if sections.get("summary") else md(summary)]
     for name in DOC_ORDER:
         body = sections.get(name)
         if not body:
@@ -204,7 +206,7 @@ def _rule_descriptor(code: str, doc: RuleDoc, finding: Finding) -> dict[str, Any
             md_parts.append(f"**{name}:** {_reflow(body)}")
     if len(text_parts) == 1 and finding.speedup_model:
         text_parts.append(f"Speedup estimate: {finding.speedup_model}")
-        md_parts.append(f"**Speedup estimate:** {finding.speedup_model}")
+        md_parts.append(f"**Speedup estimate:** {md(finding.speedup_model)}")
     md_parts.append(f"`ncuadvisor rules {code}` explains this rule in full.")
     text_parts.append(f"`ncuadvisor rules {code}` explains this rule in full.")
     descriptor: dict[str, Any] = {

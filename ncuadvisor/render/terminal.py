@@ -12,10 +12,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
 
 from ncuadvisor.render import console_for_output
+from ncuadvisor.render import escape_terminal as escape
 from ncuadvisor.render.view import Action, Finding, Kernel, Result, in_toolkit, report_view
 from ncuadvisor.units import basename_loc, first_sentence, fit_name, fmt_ns, fmt_pct, fmt_x, short_name
 
@@ -114,7 +114,12 @@ def _where_to_start(console: Console, view: Result, width: int) -> None:
         rows.append((f"{i}.", head + (f"\n[dim]→ {escape(detail)}[/dim]" if detail else "") + then))
     listed = {(a.rule, a.title) for a in actions if a.scope == "program"}
     for p in [p for p in view.program_findings if (p.rule, p.title) not in listed][:ACTIONS_SHOWN]:
-        rows.append(("•", f"{escape(str(p.title or ''))} [dim]({p.rule})[/dim] saves ~{fmt_ns(p.estimated_saving_ns)}"))
+        rows.append(
+            (
+                "•",
+                f"{escape(str(p.title or ''))} [dim]({escape(str(p.rule))})[/dim] saves ~{fmt_ns(p.estimated_saving_ns)}",
+            )
+        )
     if not console.is_terminal:  # piped: one line each, never wrapped, no padding
         for mark, text in rows:
             for n, line in enumerate(text.split("\n")):
@@ -186,7 +191,8 @@ def render_terminal(result: Mapping[str, Any], console: Console | None = None, t
         row += [fmt_ns(k.duration_ns)]
         row += [fmt_pct(k.time_share)] if "share" in shown else []
         row += [
-            f"[{BOUND_STYLE.get(bound, '')}]{bound}[/]" + escape(bound_text[len(bound) :]),
+            (f"[{BOUND_STYLE[bound]}]{bound}[/]" if bound in BOUND_STYLE else escape(bound))
+            + escape(bound_text[len(bound) :]),
             fmt_x(k.headroom),
         ]
         row += [escape(first)] if "first finding" in shown else []

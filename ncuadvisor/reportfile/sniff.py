@@ -9,8 +9,10 @@ import os
 import re
 import tempfile
 from pathlib import Path
+from typing import Any
 
 from ncuadvisor.errors import InputError
+from ncuadvisor.reportfile.integrity import Integrity, StreamCheck, write_whole_copy
 
 REPORT_MAGIC = (b"NVR\x00",)
 COMPRESSED_SUFFIXES = (".xz", ".gz")
@@ -62,49 +64,97 @@ def scan_header(path: Path) -> tuple[str | None, str | None]:
         return None, None
 
 
+# A report compresses well (the fixtures: up to ~200x with xz), but not without end: a stream that expands past this
+# many times its compressed size, plus a floor for tiny files, is refused as a bomb instead of filling the disk.
+MAX_EXPANSION = 1000
+EXPANSION_FLOOR = 256 << 20
+
+
+def _copy_checked(path: Path, src: Any, target: Path) -> None:
+    """Stream a decompressed report into `target`, its block layout checked as it goes (`integrity.StreamCheck`:
+    what is not a report is refused on its first bytes, a bomb of zeros after its first bad block) and its size kept
+    under the expansion limit."""
+    limit = max(EXPANSION_FLOOR, MAX_EXPANSION * path.stat().st_size)
+    check = StreamCheck()
+    with target.open("wb") as dst:
+        while chunk := src.read(1 << 20):
+            try:
+                check.feed(chunk)
+            except ValueError as exc:
+                raise InputError(f"{path}: the decompressed data is not an Nsight Compute report ({exc})") from None
+            if check.offset > limit:
+                raise InputError(
+                    f"{path}: expands past {limit >> 20} MiB ({MAX_EXPANSION}x its size): refused as a decompression bomb"
+                )
+            dst.write(chunk)
+    if check.offset < 8:
+        raise InputError(f"{path}: the decompressed data is not an Nsight Compute report (too short)")
+
+
 def decompress(path: Path) -> Path:
     """A report kept compressed (`x.ncu-rep.xz`, `.gz`) is read from a private temporary copy."""
     import gzip
     import lzma
-    import shutil
+    import zlib
 
-    opener = lzma.open if path.suffix == ".xz" else gzip.open
-    tmpdir = Path(tempfile.mkdtemp(prefix="ncuadvisor-"))
-    target = tmpdir / path.with_suffix("").name
+    opener: Any = lzma.open if path.suffix == ".xz" else gzip.open
+    target = private_dir() / path.with_suffix("").name
     try:
-        with opener(path, "rb") as src, target.open("wb") as dst:
-            shutil.copyfileobj(src, dst, 1 << 20)
-    except (OSError, EOFError, lzma.LZMAError) as exc:
-        shutil.rmtree(tmpdir, ignore_errors=True)
-        raise InputError(f"{path}: cannot decompress ({exc})") from exc
-    atexit.register(shutil.rmtree, tmpdir, True)
+        with opener(path, "rb") as src:
+            _copy_checked(path, src, target)
+    except (OSError, EOFError, lzma.LZMAError, zlib.error) as exc:
+        target.unlink(missing_ok=True)
+        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc).replace(str(target), "")
+        raise InputError(f"{path}: cannot decompress ({why or type(exc).__name__})") from exc
+    except InputError:
+        target.unlink(missing_ok=True)
+        raise
     return target
 
 
 def unzstd(path: Path) -> Path:
     """A `.ncu-repz` (ncu 2026.3+ writes them by default: zstd-compressed reports) read from a private decompressed
     copy when it is one zstd stream of a plain report: the report-file reader (fast metrics of big reports) and the
-    process split need the plain layout; ncu_report reads either. Anything else (no `zstandard` module, another
-    inner layout, a damaged stream) leaves the file to ncu_report as it is."""
+    process split need the plain layout; ncu_report reads either. Without the `zstandard` module the file goes to
+    ncu_report as it is; a stream that fails its checksum or is cut short is refused, never read."""
     try:
         import zstandard  # noqa: PLC0415 - optional at run time: without it ncu_report still reads the file
     except ImportError:
         return path
+    target = private_dir() / (path.stem + ".ncu-rep")
+    try:
+        with path.open("rb") as fh:
+            reader = zstandard.ZstdDecompressor().stream_reader(fh, read_across_frames=True)
+            _copy_checked(path, reader, target)
+    except zstandard.ZstdError as exc:
+        target.unlink(missing_ok=True)
+        raise InputError(f"{path}: damaged compressed report ({exc})") from exc
+    except OSError as exc:
+        target.unlink(missing_ok=True)
+        raise InputError(f"{path}: cannot decompress ({exc.strerror or exc})") from exc
+    except InputError:
+        target.unlink(missing_ok=True)
+        raise
+    return target
+
+
+def private_dir() -> Path:
+    """A private temporary folder, removed when the process exits (normally, on an error, or on SIGTERM/SIGINT,
+    which the command line turns into an exit)."""
     import shutil
 
     tmpdir = Path(tempfile.mkdtemp(prefix="ncuadvisor-"))
-    target = tmpdir / (path.stem + ".ncu-rep")
-    try:
-        with path.open("rb") as src, target.open("wb") as dst:
-            zstandard.ZstdDecompressor().copy_stream(src, dst, read_size=1 << 20, write_size=1 << 20)
-        with target.open("rb") as fh:
-            plain = fh.read(4) in REPORT_MAGIC
-    except (OSError, zstandard.ZstdError):
-        plain = False
-    if not plain:
-        shutil.rmtree(tmpdir, ignore_errors=True)
-        return path
     atexit.register(shutil.rmtree, tmpdir, True)
+    return tmpdir
+
+
+def whole_copy(path: Path, found: Integrity) -> Path:
+    """A private copy of a damaged report made of its whole blocks only (`integrity.write_whole_copy`)."""
+    target = private_dir() / path.name
+    try:
+        write_whole_copy(path, found, target)
+    except OSError as exc:
+        raise InputError(f"{path}: cannot make a private copy of its whole results ({exc.strerror or exc})") from exc
     return target
 
 

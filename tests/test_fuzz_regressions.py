@@ -1,0 +1,275 @@
+"""One test per defect the fuzz campaign found (benchmarks/fuzz.py), each on a real report read by the real
+ncu_report, run as a user runs the command (a subprocess) where the defect showed there."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import resource
+import signal
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+from ncuadvisor.reportfile.blocks import iter_blocks
+from ncuadvisor.reportfile.integrity import check_report
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "benchmarks"))
+import fuzz  # noqa: E402
+
+
+def run(*args: str, cwd: Path, timeout: float = 60, **kw) -> subprocess.CompletedProcess:
+    env = dict(os.environ, PYTHONPATH=str(ROOT), TMPDIR=str(cwd))
+    return subprocess.run(
+        [sys.executable, "-m", "ncuadvisor", *args], cwd=cwd, env=env, capture_output=True, timeout=timeout, **kw
+    )
+
+
+@pytest.fixture(scope="module")
+def pipeline() -> bytes:
+    return fuzz.plain("pipeline_v1")
+
+
+def test_profile_never_takes_a_report_path_the_program_printed(tmp_path):
+    """`==PROF== Report: PATH` printed by the profiled program is not ncu's report: it is neither moved nor removed."""
+    from ncuadvisor.profile.ncu import produced_report
+
+    victim = tmp_path / "precious.ncu-rep"
+    victim.write_bytes(b"NVR\0user data")
+    work = tmp_path / ".ncuadvisor-x"
+    work.mkdir()
+    base = str(work / "phase1")
+    assert produced_report(base, str(victim)) is None
+    (work / "phase1.ncu-rep").write_bytes(b"NVR\0ncu's own")
+    assert produced_report(base, str(victim)) == work / "phase1.ncu-rep"
+    assert produced_report(base, base + ".ncu-rep") == work / "phase1.ncu-rep"
+    assert victim.read_bytes() == b"NVR\0user data"
+
+
+def _damaged_payload(data: bytes, tmp_path: Path) -> bytes:
+    """A byte flip inside the second result's payload that the strict walk catches (seeded search)."""
+    rng = random.Random(7)
+    blocks = [b for b in iter_blocks(data) if (b.header.get(2) or [0])[0]]
+    b = blocks[1]
+    for _ in range(200):
+        at = rng.randrange(b.payload_start + 4, b.payload_start + 4096)
+        m = fuzz._flip(data, at, rng)
+        (tmp_path / "probe.ncu-rep").write_bytes(m)
+        found = check_report(tmp_path / "probe.ncu-rep")
+        if found.dropped_blocks == 1 and found.cut_at is None:
+            return m
+    raise AssertionError("no damaging flip found")
+
+
+@pytest.mark.slow
+def test_a_damaged_result_is_left_out_and_counted_never_a_kernel_nan(pipeline, tmp_path):
+    mutant = _damaged_payload(pipeline, tmp_path)
+    src = tmp_path / "m.ncu-rep"
+    src.write_bytes(mutant)
+    p = run("report", str(src), "-f", "json", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    res = json.loads(p.stdout)
+    assert res["report"]["warnings"][0].startswith("partial: the report file is damaged: this analyses its 2 whole")
+    assert len(res["kernels"]) == 2
+    assert all(k["name"] and k["name"] != "nan" and k["duration_ns"] > 0 for k in res["kernels"])
+    md = run("report", str(src), "-f", "md", cwd=tmp_path)
+    assert "partial: the report file is damaged" in md.stdout.decode()  # said in every format, not only JSON
+
+
+@pytest.mark.slow
+def test_a_crafted_result_count_is_refused_at_once(pipeline, tmp_path):
+    mutant = next(m for _c, lab, m in fuzz.mutants(pipeline, random.Random(1), {"count"}, 0) if "4294967297" in lab)
+    src = tmp_path / "m.ncu-rep"
+    src.write_bytes(mutant)
+    p = run("report", str(src), cwd=tmp_path, timeout=20)
+    assert p.returncode == 2 and b"no whole kernel result" in p.stderr, p.stderr
+
+
+@pytest.mark.slow
+def test_a_failed_write_leaves_no_temporary_file(pipeline, tmp_path):
+    """A write that fails (here: the file size limit, as a full disk would) is one line, exit 2, and nothing beside
+    the output."""
+    saved = tmp_path / "saved.json"
+    src = tmp_path / "r.ncu-rep"
+    src.write_bytes(pipeline)
+    assert run("report", str(src), "-o", str(saved), cwd=tmp_path).returncode == 0
+
+    def small_files() -> None:
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (4096, 4096))
+
+    out = tmp_path / "out.html"
+    p = run("render", str(saved), "-o", str(out), cwd=tmp_path, preexec_fn=small_files)
+    assert p.returncode == 2, p.stderr
+    assert p.stderr.decode().startswith("ncuadvisor: error:") and b"Traceback" not in p.stderr
+    assert sorted(x.name for x in tmp_path.iterdir()) == ["r.ncu-rep", "saved.json"]
+
+
+def test_an_output_created_meanwhile_is_never_clobbered(tmp_path):
+    from ncuadvisor.cli.common import write_output
+    from ncuadvisor.errors import OutputError
+
+    target = tmp_path / "out.md"
+    target.write_text("another run's output")
+    with pytest.raises(OutputError, match="already exists"):
+        write_output(target, "mine")
+    assert target.read_text() == "another run's output"
+    write_output(target, "mine", force=True)
+    assert target.read_text() == "mine"
+    assert sorted(x.name for x in tmp_path.iterdir()) == ["out.md"]
+
+
+def test_a_fifo_output_is_written_in_place_never_replaced(tmp_path):
+    from ncuadvisor.cli.common import write_output
+
+    fifo = tmp_path / "out.md"
+    os.mkfifo(fifo)
+    got: list[bytes] = []
+    reader = threading.Thread(target=lambda: got.append(fifo.read_bytes()))
+    reader.start()
+    write_output(fifo, "through the pipe", force=True)
+    reader.join(10)
+    assert got == [b"through the pipe"]
+    assert fifo.is_fifo()
+
+
+@pytest.mark.slow
+def test_lone_surrogates_in_saved_json_render(pipeline, tmp_path):
+    src = tmp_path / "r.ncu-rep"
+    src.write_bytes(pipeline)
+    saved = tmp_path / "saved.json"
+    assert run("report", str(src), "-o", str(saved), cwd=tmp_path).returncode == 0
+    text = saved.read_text().replace('"name": "', '"name": "\\udc80\\ud800', 1)
+    saved.write_text(text)
+    p = run("render", str(saved), "-o", str(tmp_path / "out.html"), cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    assert (tmp_path / "out.html").stat().st_size > 0
+
+
+@pytest.mark.slow
+def test_hostile_bound_and_rule_in_saved_json_are_escaped_on_the_terminal(pipeline, tmp_path):
+    src = tmp_path / "r.ncu-rep"
+    src.write_bytes(pipeline)
+    saved = tmp_path / "saved.json"
+    assert run("report", str(src), "-o", str(saved), cwd=tmp_path).returncode == 0
+    res = json.loads(saved.read_text())
+    res["kernels"][0]["bound"] = "[link=http://x.example]memory-bound\x1b]0;title\x07"
+    saved.write_text(json.dumps(res))
+    p = run("render", str(saved), "-f", "terminal", cwd=tmp_path)
+    out = p.stdout.decode()
+    assert p.returncode in (0, 2), p.stderr  # shown escaped, or refused by the schema: never exit 3
+    assert "\x1b]" not in out and "\x07" not in out and "x.example" not in out.replace("[link=http://x.example]", "")
+
+
+@pytest.mark.slow
+def test_stdout_that_cannot_be_written_is_exit_2(tmp_path):
+    with open("/dev/full", "wb") as full:
+        p = subprocess.run(
+            [sys.executable, "-m", "ncuadvisor", "rules"],
+            stdout=full,
+            stderr=subprocess.PIPE,
+            env=dict(os.environ, PYTHONPATH=str(ROOT)),
+            timeout=60,
+        )
+    assert p.returncode == 2
+    assert p.stderr.decode().strip() == "ncuadvisor: error: cannot write to standard output (No space left on device)"
+
+
+@pytest.mark.slow
+def test_the_gate_refuses_a_partial_after_unless_allowed(pipeline, tmp_path):
+    before = tmp_path / "before.ncu-rep"
+    before.write_bytes(pipeline)
+    blocks = [b for b in iter_blocks(pipeline) if (b.header.get(2) or [0])[0]]
+    after = tmp_path / "after.ncu-rep"
+    after.write_bytes(pipeline[: (blocks[-1].payload_start + blocks[-1].payload_end) // 2])  # the last result cut
+    p = run("diff", str(before), str(after), "--fail-on", "regression", "-f", "md", cwd=tmp_path)
+    assert p.returncode == 2 and b"--allow-partial" in p.stderr, p.stderr
+    assert "partial: the after report is incomplete" in p.stdout.decode()
+    p = run("diff", str(before), str(after), "--fail-on", "regression", "--allow-partial", "-f", "json", cwd=tmp_path)
+    assert p.returncode in (0, 1), p.stderr
+    assert json.loads(p.stdout)["warnings"][0].startswith("partial: the after report is incomplete")
+
+
+@pytest.mark.slow
+def test_a_bad_xz_names_the_users_file_not_the_private_copy(tmp_path):
+    bad = tmp_path / "x.ncu-rep.xz"
+    bad.write_bytes((ROOT / "fixtures" / "probe.ncu-rep.xz").read_bytes()[:5000])
+    p = run("report", str(bad), cwd=tmp_path)
+    err = p.stderr.decode()
+    assert p.returncode == 2 and str(bad) in err and "ncuadvisor-" not in err.replace(str(tmp_path), ""), err
+    assert [x.name for x in tmp_path.iterdir()] == ["x.ncu-rep.xz"]  # the private folder is gone
+
+
+@pytest.mark.slow
+def test_non_utf8_ncu_version_is_a_missing_ncu_not_an_internal_error(tmp_path):
+    ncu = tmp_path / "ncu"
+    ncu.write_bytes(b"#!/bin/sh\nprintf 'NVIDIA \\377\\376 Nsight Compute\\n'\n")
+    ncu.chmod(0o755)
+    p = run("profile", "--ncu", str(ncu), "-o", str(tmp_path / "x.json"), "--", "true", cwd=tmp_path)
+    assert p.returncode == 5, p.stderr
+
+
+@pytest.mark.slow
+def test_sigterm_during_decompression_leaves_no_private_folder(tmp_path):
+    """SIGTERM while a large .xz is being decompressed ends like Ctrl-C (exit 130, one line) and the private
+    decompressed copy is removed."""
+    import lzma
+    import time
+
+    head = fuzz.plain("pipeline_v1")[:4096]
+    zeros = lzma.compress(bytes(16 << 20), preset=0)
+    src = tmp_path / "big.ncu-rep.xz"
+    src.write_bytes(lzma.compress(head) + zeros * 12)  # several xz streams: ~200 MB once decompressed
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    env = dict(os.environ, PYTHONPATH=str(ROOT), TMPDIR=str(tmp))
+    p = subprocess.Popen(
+        [sys.executable, "-m", "ncuadvisor", "report", str(src)],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    deadline = time.monotonic() + 60
+    while not any(tmp.iterdir()) and p.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    caught = p.poll() is None
+    p.send_signal(signal.SIGTERM)
+    _out, err = p.communicate(timeout=60)
+    assert caught, "the run ended before the signal: the test proves nothing"
+    assert p.returncode == 130, err
+    assert err.decode().strip().startswith("ncuadvisor:") and b"Traceback" not in err
+    assert list(tmp.iterdir()) == []
+
+
+@pytest.mark.slow
+def test_profile_is_partial_when_ncu_writes_a_damaged_report(tmp_path):
+    """ncu (the fake one, replaying a real report) writes a report cut inside its results: exit 4, said first in the
+    result, and no private folder left beside the output."""
+    tiny = fuzz.plain("tiny_sections")
+    blocks = [b for b in iter_blocks(tiny) if (b.header.get(2) or [0])[0]]
+    cut = tmp_path / "src" / "tiny_cut.ncu-rep"
+    cut.parent.mkdir()
+    cut.write_bytes(tiny[: (blocks[5].payload_start + blocks[5].payload_end) // 2])  # 5 whole results, the 6th cut
+    out = tmp_path / "out"
+    out.mkdir()
+    fake = ROOT / "tests" / "fake_ncu"
+    env = dict(os.environ, PYTHONPATH=str(ROOT), PATH=f"{fake}{os.pathsep}{os.environ['PATH']}", FAKE_NCU_FULL=str(cut))
+    p = subprocess.run(
+        [sys.executable, "-m", "ncuadvisor", "profile", "--full", "-o", "full.json", "-q", str(fake / "target.py")],
+        cwd=out,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert p.returncode == 4, p.stderr
+    assert "damaged report" in p.stderr
+    res = json.loads((out / "full.json").read_text())
+    assert res["report"]["warnings"][0].startswith("partial: the report file is truncated: this analyses its 5 whole")
+    assert res["report"]["profile"]["partial"] is True
+    assert not [x for x in out.iterdir() if x.name.startswith(".")]
