@@ -191,14 +191,34 @@ def run_render(data: bytes, work: Path, fmt: str) -> tuple[str, float, int]:
     return ("ok" if rc == 0 else f"bad: exit {rc}"), seconds, rss
 
 
+# The command line run by a small driver that writes its own peak RSS (and its children's) at exit: the peak over
+# RUSAGE_CHILDREN of the caller would count every earlier child of the caller too (a test run's forked workers).
+_DRIVER = (
+    "import atexit, resource, runpy, sys\n"
+    "f = sys.argv.pop(1)\n"
+    "def peak():\n"
+    "    r = max(resource.getrusage(w).ru_maxrss for w in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))\n"
+    "    open(f, 'w').write(str(r * 1024))\n"
+    "atexit.register(peak)\n"
+    "sys.argv[0] = 'ncuadvisor'\n"
+    "runpy.run_module('ncuadvisor', run_name='__main__')\n"
+)
+
+
 def run_cli(args: list[str], cwd: Path, timeout: float = HANG_S) -> tuple[int | None, str, str, float, int]:
-    """(exit code or None on a hang, stdout, stderr, CPU seconds, peak RSS bytes of any child so far)."""
+    """(exit code or None on a hang, stdout, stderr, CPU seconds, peak RSS bytes of the run)."""
     env = dict(os.environ, PYTHONPATH=str(ROOT), TMPDIR=str(cwd / "tmp"), COLUMNS="120")
     (cwd / "tmp").mkdir(exist_ok=True)
+    peak_file = cwd / "tmp" / "peak_rss"
+    peak_file.unlink(missing_ok=True)
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     try:
         p = subprocess.run(
-            [sys.executable, "-m", "ncuadvisor", *args], cwd=cwd, env=env, capture_output=True, timeout=timeout
+            [sys.executable, "-c", _DRIVER, str(peak_file), *args],
+            cwd=cwd,
+            env=env,
+            capture_output=True,
+            timeout=timeout,
         )
         rc: int | None = p.returncode
         out, err = p.stdout.decode("utf-8", "replace"), p.stderr.decode("utf-8", "replace")
@@ -206,7 +226,12 @@ def run_cli(args: list[str], cwd: Path, timeout: float = HANG_S) -> tuple[int | 
         rc, out, err = None, "", ""
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    return rc, out, err, cpu, after.ru_maxrss * 1024
+    try:
+        rss = int(peak_file.read_text())
+        peak_file.unlink()
+    except (OSError, ValueError):
+        rss = 0
+    return rc, out, err, cpu, rss
 
 
 def classify(rc: int | None, out: str, err: str, seconds: float, left: list[str]) -> str:

@@ -87,6 +87,7 @@ def test_zeros_behind_the_magic_are_refused_at_once(tmp_path):
     assert found.whole == 0 and found.cut_at == 4
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "cls, label, outcome",
     [

@@ -209,6 +209,7 @@ def test_deep_data_of_results_already_opened_is_read_in_process(report_path, mon
     assert reader.locations({0: ([pc], [])})[0][0][pc][0].endswith("probe.cu")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "target, failure, message",
     [

@@ -218,6 +218,7 @@ def saved_flaws(analyzed, tmp_path_factory):
     return path
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("cols", [80, 120])
 def test_terminal_fits_its_width_under_a_pty(saved_flaws, saved_result, cols):
     for path in (saved_flaws, saved_result):

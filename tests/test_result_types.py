@@ -208,7 +208,9 @@ DIFF_PAIRS = [
     ("pipeline_v1", "pipeline_v2"),  # a regression: new findings
     ("flaws", "pipeline_v0"),  # nothing in common: added and removed
     ("multiproc", "multigpu"),  # matched per process
-    ("model_step_315", "model_step_1010"),  # per launch: before_scaled_ns, shape tags of the first fix
+    pytest.param(
+        ("model_step_315", "model_step_1010"), marks=pytest.mark.slow
+    ),  # per launch: before_scaled_ns, shape tags of the first fix
 ]
 
 
