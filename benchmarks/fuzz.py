@@ -191,14 +191,19 @@ def run_render(data: bytes, work: Path, fmt: str) -> tuple[str, float, int]:
     return ("ok" if rc == 0 else f"bad: exit {rc}"), seconds, rss
 
 
-# The command line run by a small driver that writes its own peak RSS (and its children's) at exit: the peak over
-# RUSAGE_CHILDREN of the caller would count every earlier child of the caller too (a test run's forked workers).
+# The command line run by a small driver that writes its own peak RSS (and its workers') at exit. Linux keeps a
+# process's RSS high-water mark across exec, so the peak that getrusage reports for a child of a big process (a test
+# run) starts at its parent's size: the driver reads its own image's high-water mark (VmHWM) instead.
 _DRIVER = (
     "import atexit, resource, runpy, sys\n"
     "f = sys.argv.pop(1)\n"
     "def peak():\n"
-    "    r = max(resource.getrusage(w).ru_maxrss for w in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))\n"
-    "    open(f, 'w').write(str(r * 1024))\n"
+    "    own = 0\n"
+    "    for line in open('/proc/self/status'):\n"
+    "        if line.startswith('VmHWM:'):\n"
+    "            own = int(line.split()[1])\n"
+    "    workers = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss\n"
+    "    open(f, 'w').write(str(max(own, workers) * 1024))\n"
     "atexit.register(peak)\n"
     "sys.argv[0] = 'ncuadvisor'\n"
     "runpy.run_module('ncuadvisor', run_name='__main__')\n"
