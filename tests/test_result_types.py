@@ -30,7 +30,7 @@ from ncuadvisor.result import (
 )
 from tests.conftest import FIXTURES, ROOT
 
-# every report fixture (session5/train_naive_full, a minute of analysis, is left out; its output has the same shape)
+# every report fixture (profile-cost-2026-11-30/train_naive_full, a minute of analysis, is left out; its output has the same shape)
 REPORTS = sorted(p.name.removesuffix(".ncu-rep.xz") for p in FIXTURES.glob("*.ncu-rep.xz"))
 
 
