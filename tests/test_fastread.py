@@ -51,7 +51,15 @@ def test_rows_equal_ncu_report(report_path, name):
             assert native.same(value, rows[rid].get(key)), (name, rid, key, value, rows[rid].get(key))
 
 
-@pytest.mark.parametrize("name", ["torch_eager", "torch_dynshapes", "torch_train_phase1_all", "multiproc_phase1"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        pytest.param("torch_eager", marks=pytest.mark.slow),  # the PyTorch reports analysed again: seconds each
+        pytest.param("torch_dynshapes", marks=pytest.mark.slow),
+        "torch_train_phase1_all",
+        "multiproc_phase1",
+    ],
+)
 def test_analysis_identical_through_the_file_reader(report_path, name, monkeypatch):
     """The whole result (NVTX ranges of every kernel included) is the same whichever way the rows were read."""
     path = report_path(name)

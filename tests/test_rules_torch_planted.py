@@ -4,6 +4,8 @@
 import json
 from pathlib import Path
 
+import pytest
+
 BENCH = Path(__file__).resolve().parent.parent / "fixtures" / "planted" / "bench_torch.jsonl"
 
 
@@ -50,6 +52,7 @@ def test_tf32_twins_get_no_tf32_advice(analyzed):
             assert all(f["rule"] != "TEN002" for f in k["findings"]), k["name"]
 
 
+@pytest.mark.slow
 def test_fp32_training_step_gemms_get_tf32(analyzed):
     r = analyzed("torch_train")
     fp32_gemms = [k for k in r["kernels"] if k["language"] == "library" and k["roofline"]["flops"] > 1e9]
