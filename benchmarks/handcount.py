@@ -3,7 +3,7 @@ the launch sizes of the planted kernels (workloads/cuda/ceilings.cu, patterns.cu
 measured times.
 
 The hand count uses the H200's nominal per-SM rates (FP32 128 lanes/clk, FP64 64, packed FP16 128 HFMA2 lanes, MUFU
-16, issue 4 warp instructions/clk) × 132 SMs × the SM clock the report measured during the kernel, and DRAM at the
+16, instruction issue: 4 warp instructions/clk) × 132 SMs × the SM clock the report measured during the kernel, and DRAM at the
 report's own peak bytes/cycle × its DRAM clock; it never reads the model's counters, only the two clocks and the peak.
 "Measured" is the median of 25 cudaEvent timings without the profiler (fixtures/planted/bench_*.jsonl) and ncu's
 duration in the report. The last column says whether the model's floor is within 10% of the hand count.
@@ -111,7 +111,7 @@ def rows(report: str, hands: dict[str, Hand], measured: dict[str, float]) -> lis
                 f"{(r.compulsory_bytes or 0) / 1e6:.1f}",
                 f"{max(floors, key=lambda u: floors[u])} {hand_floor / 1e3:.2f}",
                 f"{max(r.floors, key=lambda u: r.floors[u])} {model_floor / 1e3:.2f}",
-                f"{r.limiter} {(r.limiter_share or 0):.0%}",
+                f"{r.limiter} at {(r.limiter_share or 0):.0%}",
                 f"{(row['gpu__time_duration.sum'] or 0) / 1e3:.1f}",
                 f"{measured[name] / 1e3:.1f}" if name in measured else "",
                 f"{(r.headroom or 0):.2f}×",

@@ -22,7 +22,7 @@ def rl(report_path):
         ("ffma_loop", {"issue", "fma"}),
         ("hfma2_loop", {"issue", "fp16"}),
         ("dfma_loop", {"fp64"}),
-        ("index_math", {"l1", "issue", "alu"}),  # 558 MB of L1-hit table sectors: 80% of L1 data return; issue 53%
+        ("index_math", {"l1", "issue", "alu"}),  # 558 MB of L1-hit table sectors: 80% of L1 data return; issue at 53%
         ("dram_out", {"dram"}),
         ("l2_resident_out", {"dram"}),
         ("empty_kernel", {"launch"}),
