@@ -36,7 +36,12 @@ def test_source_lines_resolve_to_the_cuda_file(report_path):
     where, texts = reader.locations({2: (pcs, [])})[2]
     assert all(where[pc][0].endswith("probe.cu") for pc in pcs)
     assert {where[pc][1] for pc in pcs} == {23}  # the transposed read from tile[threadIdx.x][...]
-    assert all(text.startswith("LDS") for text in reader.sass({2: pcs})[2].values())
+    disassembled = ReportReader(report_path("probe")).details(
+        [2], ["derived__memory_l1_wavefronts_shared_excessive"], sass_for=lambda rid, first_file: True
+    )[2]
+    assert all(
+        e.sass.startswith("LDS") for e in disassembled.per_instruction["derived__memory_l1_wavefronts_shared_excessive"]
+    )
     assert "tile[threadIdx.x][threadIdx.y + j]" in source_line(texts, where[pcs[0]][0], 23)
     assert detail.first_file.endswith("probe.cu") and detail.entry[0].endswith("probe.cu")
     assert any(r["rule_identifier"] == "SharedMemoryConflicts" for r in detail.ncu_rules)

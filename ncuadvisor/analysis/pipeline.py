@@ -93,17 +93,13 @@ def analyze(
     reader = ReportReader(path)
     profile = read_results(reader, metrics)
     kernels = group_kernels(profile.results, pick=pick)
-    ids = [k.representative for k in kernels] + [v.representative for k in kernels for v in k.variants]
+    names = {rid: (k.name, k.demangled) for rid, k in _analysed_launches(kernels)}
     sass_wanted = engine.sass_languages(rules)
-    names = {
-        rid: (k.name, k.demangled)
-        for k in kernels
-        for rid in [k.representative] + [v.representative for v in k.variants]
-    }
+    # the SASS is read with the deep data, for the kernels in a language whose rules read instructions (a library
+    # kernel's thousands of instructions are not read)
     sass_for = partial(_wants_sass, names, frozenset(sass_wanted)) if sass_wanted else None
-    profile.details = reader.details(ids, engine.per_instruction_metrics(rules), sass_for=sass_for)
+    profile.details = reader.details(list(names), engine.per_instruction_metrics(rules), sass_for=sass_for)
     languages = kernel_languages(kernels, profile.details)
-    _add_sass(reader, profile.details, languages, sass_wanted)
     evaluation = evaluate(profile, kernels, rules, group_time, languages)
     findings = evaluation.findings()
     entries = [(rid, d.entry[0] if d.entry else None) for rid, d in profile.details.items()]
@@ -125,12 +121,17 @@ def kernel_languages(kernels: list[Kernel], details: dict[int, ResultDetail]) ->
     """The language of each analysed launch (cuda, triton, pytorch, library), by result id: its name and the source
     file of its first instruction tell it."""
     out = {}
-    for k in kernels:
-        for rid in [k.representative] + [v.representative for v in k.variants]:
-            detail = details.get(rid)
-            files = [detail.first_file] if detail is not None and detail.first_file else []
-            out[rid] = kernel_language(k.name, k.demangled, files)
+    for rid, k in _analysed_launches(kernels):
+        detail = details.get(rid)
+        files = [detail.first_file] if detail is not None and detail.first_file else []
+        out[rid] = kernel_language(k.name, k.demangled, files)
     return out
+
+
+def _analysed_launches(kernels: list[Kernel]) -> list[tuple[int, Kernel]]:
+    """(result id, kernel group) of every launch the analysis looks at closely: each group's representative, then
+    its variants' ones."""
+    return [(k.representative, k) for k in kernels] + [(v.representative, k) for k in kernels for v in k.variants]
 
 
 def _wants_sass(names: dict[int, tuple[str, str]], wanted: frozenset[str], rid: int, first_file: str | None) -> bool:
@@ -138,24 +139,6 @@ def _wants_sass(names: dict[int, tuple[str, str]], wanted: frozenset[str], rid: 
     `kernel_languages` decides it) is one whose rules read instructions."""
     name, demangled = names.get(rid, ("", ""))
     return kernel_language(name, demangled, [first_file] if first_file else []) in wanted
-
-
-def _add_sass(
-    reader: ReportReader, details: dict[int, ResultDetail], languages: dict[int, str], wanted: set[str]
-) -> None:
-    """The SASS text of every instruction with per-instruction data, for the kernels in a language whose rules read
-    instructions (a library kernel's thousands of instructions are not read), where `reader.details` has not read it
-    in the same pass already."""
-    pcs = {
-        rid: [e.pc for entries in d.per_instruction.values() for e in entries]
-        for rid, d in details.items()
-        if languages.get(rid) in wanted
-        and not any(e.sass is not None for entries in d.per_instruction.values() for e in entries)
-    }
-    for rid, texts in reader.sass(pcs).items():
-        for entries in details[rid].per_instruction.values():
-            for e in entries:
-                e.sass = texts.get(e.pc)
 
 
 @dataclass

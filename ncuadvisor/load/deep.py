@@ -138,12 +138,6 @@ def read_deep_task(
     ]
 
 
-def read_sass_task(task: tuple[str, list[tuple[int, int, int, list[int]]]]) -> list[tuple[int, dict[int, str | None]]]:
-    """Worker: `sass_of` for each (result id, range, action, pcs)."""
-    path, items = task
-    return [(item[0], sass_of(action, item[3])) for item, action in worker_actions(path, items)]
-
-
 def read_locations_task(
     task: tuple[str, list[tuple[int, int, int, list[int], list[str]]]],
 ) -> list[tuple[int, dict[int, Location], dict[str, str | None]]]:

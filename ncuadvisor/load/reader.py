@@ -42,8 +42,8 @@ Location = deep.Location
 
 
 class ReportReader:
-    """An opened report: `results()` reads the scalar metrics of every result; `details()`, `sass()` and
-    `locations()` the deep data of a few, in this process or, for many, in worker processes."""
+    """An opened report: `results()` reads the scalar metrics of every result; `details()` and `locations()` the deep
+    data of a few, in this process or, for many, in worker processes."""
 
     def __init__(self, path: str | os.PathLike[str]):
         self.path = Path(path)
@@ -204,8 +204,8 @@ class ReportReader:
         """Deep data of the given results (`deep.deep_data`), without source lines; with the SASS text of their listed
         instructions for the results `sass_for(result id, first file)` picks (read in the same pass: opening a result
         again costs as much as reading it). Up to DETAIL_IN_PROCESS_MAX results (or results this process has opened
-        anyway) are read here, more in worker processes, DETAIL_CHUNK results each; `sass()` and `locations()` then
-        read the same way."""
+        anyway) are read here, more in worker processes, DETAIL_CHUNK results each; `locations()` then reads the same
+        way."""
         ids = list(dict.fromkeys(result_ids))
         metrics = list(dict.fromkeys(per_instruction))
         self._deep_in_workers = len([rid for rid in ids if rid not in self._opened]) > DETAIL_IN_PROCESS_MAX
@@ -223,16 +223,6 @@ class ReportReader:
             if "where" in got[rid]:
                 self._located[rid] = (got[rid].pop("where"), got[rid].pop("texts"))
         return {rid: _detail(rid, got[rid]) for rid in ids}
-
-    def sass(self, pcs: dict[int, list[int]]) -> dict[int, dict[int, str | None]]:
-        """The SASS text of the given instructions of each result: {result id: {pc: text}}."""
-        wanted = {rid: sorted(set(p)) for rid, p in pcs.items() if p}
-        if not wanted:
-            return {}
-        if not self._deep_in_workers:
-            return {rid: deep.sass_of(self._action(rid), p) for rid, p in wanted.items()}
-        items = [(rid, *self._index[rid], p) for rid, p in wanted.items()]
-        return dict(self._chunked(deep.read_sass_task, items, "reading the instructions failed"))
 
     def locations(
         self, wanted: dict[int, tuple[list[int], list[str]]]
