@@ -1,4 +1,4 @@
-from ncuadvisor.analysis.perfmodels import global_loads_in_flight, streaming_ns, time_after
+from ncuadvisor.analysis.perfmodels import atomic_lines, global_loads_in_flight, streaming_ns, time_after
 from ncuadvisor.metrics import MemoryTables, SourceCounters
 from ncuadvisor.rules_api import Evidence, Finding, Fix, KernelContext, Rule
 
@@ -73,13 +73,7 @@ class ContendedAtomics(Rule):
             return None
         if r.headroom is None or r.headroom < self.thresholds["min_headroom"]:
             return None
-        lines = k.top_lines(
-            SourceCounters.INST_EXECUTED,
-            limit=3,
-            min_share=0.0,
-            sass_filter=lambda s: s.startswith(("RED", "ATOM", "ATOMG")),
-            memory_only=True,
-        )
+        lines = atomic_lines(k)
         loads_in_flight, inflight = global_loads_in_flight(k)
         new_ns = streaming_ns(k, inflight) or 0.0
         return self.finding(

@@ -1,7 +1,7 @@
 import re
 from dataclasses import replace
 
-from ncuadvisor.analysis.perfmodels import fmt_bytes, fmt_ns, time_after
+from ncuadvisor.analysis.perfmodels import atomic_lines, fmt_bytes, fmt_ns, time_after
 from ncuadvisor.analysis.roofline import PRACTICAL_FRACTION
 from ncuadvisor.metrics import MemoryTables, SourceCounters
 from ncuadvisor.rules_api import Evidence, Finding, Fix, KernelContext, Rule
@@ -111,13 +111,7 @@ class AtenScatterAtomics(Rule):
         stream_ns = r.compulsory_bytes / (PRACTICAL_FRACTION * r.peak_dram_bytes_per_s) * 1e9
         alt_ns = SORTED_PASSES * stream_ns + t["sort_overhead_us"] * 1e3
         saving = time_after(r.duration_ns, alt_ns, None)
-        lines = k.top_lines(
-            SourceCounters.INST_EXECUTED,
-            limit=3,
-            min_share=0.0,
-            sass_filter=lambda s: s.startswith(("RED", "ATOM", "ATOMG")),
-            memory_only=True,
-        )
+        lines = atomic_lines(k)
         model = (
             f"Sorted rewrite: {SORTED_PASSES} passes over {fmt_bytes(r.compulsory_bytes)} at "
             f"{PRACTICAL_FRACTION:.0%} of DRAM bandwidth ({fmt_ns(SORTED_PASSES * stream_ns)}) + the index sort "

@@ -11,7 +11,7 @@ import re
 from typing import Any, Protocol
 
 from ncuadvisor.analysis.roofline import PRACTICAL_FRACTION, Roofline
-from ncuadvisor.metrics import LaunchStats, MemoryWorkloadAnalysis, Occupancy, WarpStateStats
+from ncuadvisor.metrics import LaunchStats, MemoryWorkloadAnalysis, Occupancy, SourceCounters, WarpStateStats
 from ncuadvisor.model import Instruction
 from ncuadvisor.units import fmt_ns as _units_fmt_ns
 
@@ -29,6 +29,16 @@ class KernelContext(Protocol):
     def m(self, name: str) -> float | None: ...
 
     def per_instruction(self, name: str) -> list[Instruction]: ...
+
+    def top_lines(
+        self,
+        name: str,
+        limit: int = 3,
+        min_share: float = 0.05,
+        sass_filter: Any = None,
+        memory_only: bool = False,
+        pcs: set[int] | None = None,
+    ) -> Any: ...
 
 
 def time_after(duration_ns: float, new_ns: float, floor_ns: float | None) -> float:
@@ -254,3 +264,17 @@ def fmt_bytes(b: float | None) -> str:
         if b >= scale:
             return f"{b / scale:.1f} {unit}"
     return f"{b:.0f} B"
+
+
+ATOMIC_OPCODES = ("RED", "ATOM", "ATOMG")
+
+
+def atomic_lines(k: KernelContext) -> Any:
+    """The source lines of the kernel's atomic instructions (RED, ATOM), most executed first: where contention is."""
+    return k.top_lines(
+        SourceCounters.INST_EXECUTED,
+        limit=3,
+        min_share=0.0,
+        sass_filter=lambda s: s.startswith(ATOMIC_OPCODES),
+        memory_only=True,
+    )
