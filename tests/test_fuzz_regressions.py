@@ -23,6 +23,15 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 import fuzz  # noqa: E402
 
 
+def _varint(n: int) -> bytes:
+    out = bytearray()
+    while True:
+        out.append((n & 0x7F) | (0x80 if n > 0x7F else 0))
+        n >>= 7
+        if not n:
+            return bytes(out)
+
+
 def run(*args: str, cwd: Path, timeout: float = 60, **kw) -> subprocess.CompletedProcess:
     env = dict(os.environ, PYTHONPATH=str(ROOT), TMPDIR=str(cwd))
     return subprocess.run(
@@ -221,10 +230,16 @@ def test_sigterm_during_decompression_leaves_no_private_folder(tmp_path):
     import lzma
     import time
 
-    head = fuzz.plain("pipeline_v1")[:4096]
+    plain = fuzz.plain("pipeline_v1")
+    file_header = plain[: 8 + int.from_bytes(plain[4:8], "little")]
+    chunks = 12
+    size = (chunks * 16) << 20
+    block_header = bytes([5 << 3]) + _varint(size)  # one block whose payload (field 5) is ~200 MB of zeros
+    head = file_header + len(block_header).to_bytes(4, "little") + block_header
     zeros = lzma.compress(bytes(16 << 20), preset=0)
     src = tmp_path / "big.ncu-rep.xz"
-    src.write_bytes(lzma.compress(head) + zeros * 12)  # several xz streams: ~200 MB once decompressed
+    # several xz streams of a layout the streaming check accepts, so the decompression runs until the signal
+    src.write_bytes(lzma.compress(head) + zeros * chunks)
     tmp = tmp_path / "tmp"
     tmp.mkdir()
     env = dict(os.environ, PYTHONPATH=str(ROOT), TMPDIR=str(tmp))

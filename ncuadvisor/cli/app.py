@@ -6,6 +6,7 @@ from __future__ import annotations
 import errno
 import importlib
 import os
+import signal
 import sys
 from typing import Annotated, NoReturn
 
@@ -62,9 +63,20 @@ def _click_exceptions() -> tuple[type[Exception], ...]:
 
 
 def _fail(exc: AdvisorError) -> NoReturn:
+    _ignore_interrupts()
     message = str(exc)
     stderr_console().print(f"ncuadvisor: {exc.label}" + (f": {escape(message)}" if message else ""))
     sys.exit(exc.exit_code)
+
+
+def _ignore_interrupts() -> None:
+    """The command is ending with its one line: a Ctrl-C or SIGTERM that lands while that line is printed must not
+    turn it into a traceback (the exit follows at once anyway)."""
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        try:
+            signal.signal(sig, signal.SIG_IGN)
+        except (ValueError, OSError):  # not the main thread
+            pass
 
 
 def _stdout_failed(exc: OSError) -> NoReturn:
@@ -96,6 +108,7 @@ def main() -> None:
             _fail(Interrupted())
         sys.exit(exc.exit_code)
     except typer.Abort:
+        _ignore_interrupts()
         stderr_console().print("ncuadvisor: aborted")
         sys.exit(Interrupted.exit_code)
     except KeyboardInterrupt:
