@@ -25,7 +25,7 @@ MAX_DECADES = 10
 LABEL_GAP = 13  # min vertical distance between ceiling labels
 SLOPE_SPOTS = (0.3, 0.45, 0.6, 0.75, 0.15)  # where along the DRAM slope its label may sit, the first preferred
 ARROWS = 3  # headroom arrows for the kernels with the most time
-ARROW_MIN_HEADROOM = 1.5  # no arrow for a kernel this close to its roof
+ARROW_MIN_HEADROOM = 1.6  # no arrow for a kernel this close to its roof: ROOF001's at-roofline threshold
 ARROW_AGREE = 0.05  # an arrow only where roof ÷ point is the card's headroom within this
 
 
@@ -132,6 +132,8 @@ class Chart:
     empty: bool
     no_ceilings: bool
     shown: Shown | None
+    span: tuple[float, float, float, float]  # the axes' ranges, log10: x from, x to, y from, y to
+    zoom_box: Box | None = None  # the crowded region that a zoomed chart below shows
 
 
 def _peak_label(keys: list[str]) -> str:
@@ -176,6 +178,22 @@ def _nearest(box: Rect, x: float, y: float) -> tuple[float, float]:
     return min(max(x, box.x0), box.x1), min(max(y, box.y0), box.y1)
 
 
+def _tick_values(lo: float, hi: float) -> list[tuple[float, bool]]:
+    """The ticks of a log axis from 10**lo to 10**hi: every decade, and 2× and 5× between them on a short axis (a
+    zoomed chart); each value with whether it is a decade."""
+    out = []
+    for e in range(math.floor(lo), math.ceil(hi) + 1):
+        for m in (1, 2, 5) if hi - lo < 2.5 else (1,):
+            v = m * 10.0**e
+            if lo - 1e-9 <= math.log10(v) <= hi + 1e-9:
+                out.append((v, m == 1))
+    return out
+
+
+def _x_tick(v: float, decade: bool) -> str:
+    return fmt_decade(round(math.log10(v))) if decade else f"{v:g}"
+
+
 def _arrow_text(k: Kernel) -> str:
     return f"#{k.index} {fmt_x(k.headroom)} to roof"
 
@@ -184,14 +202,18 @@ def _f(v: float) -> str:
     return f"{v:.1f}"
 
 
+def _radius(k: Kernel) -> float:
+    """A point's radius: its area grows with the kernel's share of the time."""
+    return 4 + 10 * math.sqrt(max(0.0, min(1.0, number(k.time_share) or 0.0)))
+
+
 def _point(k: Kernel, cx: float, cy: float, extra: str, cls: str = "") -> Point:
-    share = number(k.time_share) or 0.0
     name = k.demangled or k.name or "?"
     shape = f"grid {k.grid} block {k.block}\n" if k.grid else ""
     return Point(
         cx=_f(cx),
         cy=_f(cy),
-        r=_f(4 + 10 * math.sqrt(max(0.0, min(1.0, share)))),
+        r=_f(_radius(k)),
         cls=(bound_class(k.bound) + " " + cls).strip(),
         label=f"#{k.index}",
         lx="",
@@ -234,8 +256,10 @@ def _clock_scale(k: Kernel, device: Device, inten: float, bw: float | None) -> f
     return dev / own if own and dev else 1.0
 
 
-def roofline_chart(view: Result, limit: int | None) -> Chart:
-    """The log-log roofline of the first `limit` kernels (the result orders them by time; None: every kernel)."""
+def roofline_chart(view: Result, limit: int | None, span: tuple[float, float, float, float] | None = None) -> Chart:
+    """The log-log roofline of the first `limit` kernels (the result orders them by time; None: every kernel). With
+    a `span` (log10 x from, x to, y from, y to) the chart zooms into that region: only the kernels inside it, no
+    strip, no headroom arrows and no hierarchy marks (their ends may lie outside)."""
     device = view.report.device
     bw = number(device.peak_dram_bytes_per_s)
     bw = bw if bw and bw > 0 else None
@@ -262,6 +286,10 @@ def roofline_chart(view: Result, limit: int | None) -> Chart:
         else:
             unplaced.append(k)
 
+    if span is not None:
+        xlo, xhi, ylo, yhi = span
+        inside = [p for p in placed if xlo <= math.log10(p[1]) <= xhi and ylo <= math.log10(p[2]) <= yhi]
+        return _draw(view, every, inside, [], [], span, None, zoomed=True)
     # axis ranges in decades
     xs = [p[1] for p in placed]
     if bw:
@@ -278,7 +306,25 @@ def roofline_chart(view: Result, limit: int | None) -> Chart:
         low_cands.append(bw * 10.0**xlo)
     ylo = math.floor(math.log10(min(low_cands))) if low_cands else yhi - 5
     ylo = max(min(ylo, yhi - 3), yhi - MAX_DECADES)
+    return _draw(view, every, placed, strip, unplaced, (xlo, xhi, ylo, yhi), shown, zoomed=False)
 
+
+def _draw(
+    view: Result,
+    every: list[Kernel],
+    placed: list[tuple[Kernel, float, float]],
+    strip: list[tuple[Kernel, float, float]],
+    unplaced: list[Kernel],
+    span: tuple[float, float, float, float],
+    shown: Shown | None,
+    zoomed: bool,
+) -> Chart:
+    """The chart's marks at the axes' ranges `span` (log10): grid, roofs, points, arrows, labels."""
+    device = view.report.device
+    bw = number(device.peak_dram_bytes_per_s)
+    bw = bw if bw and bw > 0 else None
+    roofs = _roofs(device)
+    xlo, xhi, ylo, yhi = span
     x0 = (STRIP_X + STRIP_W + STRIP_GAP if strip else 0) + Y_TICKS
     x1, y0, y1 = W - RIGHT, TOP, H - BOTTOM  # plot box: x0..x1, y0 (top)..y1 (bottom)
 
@@ -292,15 +338,16 @@ def roofline_chart(view: Result, limit: int | None) -> Chart:
 
     grid: list[Line] = []
     ticks: list[Label] = []
-    for e in range(xlo, xhi + 1):
-        x = _f(px(10.0**e))
+    for v, decade in _tick_values(xlo, xhi):
+        x = _f(px(v))
         grid.append(Line(x, _f(y0), x, _f(y1)))
-        ticks.append(Label(x, _f(y1 + 16), fmt_decade(e), "middle"))
-    for e in range(ylo, yhi + 1):
-        y = _f(py(10.0**e))
+        ticks.append(Label(x, _f(y1 + 16), _x_tick(v, decade), "middle"))
+    for v, _ in _tick_values(ylo, yhi):
+        y = _f(py(v))
         grid.append(Line(_f(x0), y, _f(x1), y))
-        ticks.append(Label(_f(x0 - 6), _f(py(10.0**e) + 4), fmt_si(10.0**e), "end"))
+        ticks.append(Label(_f(x0 - 6), _f(py(v) + 4), fmt_si(v), "end"))
 
+    lmarks = [] if zoomed else level_marks(placed, px, py)
     ceilings: list[Line] = []
     labels: list[Label] = []
     slope_box: Rect | None = None
@@ -314,7 +361,7 @@ def roofline_chart(view: Result, limit: int | None) -> Chart:
             # the label sits along the slope where the fewest points are (a third of the way up when none are)
             angle = -math.degrees(math.atan2((y1 - y0) / (yhi - ylo), (x1 - x0) / (xhi - xlo)))
             text = f"DRAM {fmt_rate(bw, 'B/s')}"
-            dots = [(px(i), py(p)) for _, i, p in placed]
+            dots = [(px(i), py(p)) for _, i, p in placed] + [(float(m.cx), float(m.cy)) for m in lmarks]
             slope_spots = []
             for frac in SLOPE_SPOTS:
                 xm = 10 ** (math.log10(xa) + (math.log10(xb) - math.log10(xa)) * frac)
@@ -365,7 +412,7 @@ def roofline_chart(view: Result, limit: int | None) -> Chart:
 
     # the headroom arrows of the kernels with the most time that sit well under their roof
     arrows: list[tuple[Kernel, float, float, float]] = []  # kernel, x, from y, to y
-    for k, inten, perf in placed[:ARROWS]:
+    for k, inten, perf in [] if zoomed else placed[:ARROWS]:
         prec = k.roofline.limiting_precision
         roof = _roof_at(inten, bw, number(device.peak_flops_per_s.get(prec)) if isinstance(prec, str) else None)
         head = number(k.headroom)
@@ -374,19 +421,24 @@ def roofline_chart(view: Result, limit: int | None) -> Chart:
         # only where the drawn roof is the kernel's floor (not an issue, lane or launch floor the chart has no line
         # for): then the arrow's length is the headroom on its card
         drawn = roof is not None and head is not None and abs(roof / perf - head) <= ARROW_AGREE * head
-        if roof and head and head >= ARROW_MIN_HEADROOM and py(roof) < py(perf) - 12 and clear and drawn:
+        leave = any(f.at_roofline for f in k.findings)  # the report says to leave it: no arrow urges otherwise
+        if roof and head and head >= ARROW_MIN_HEADROOM and py(roof) < py(perf) - 12 and clear and drawn and not leave:
             arrows.append((k, ax, py(perf), py(roof)))
 
     # labels: the biggest kernels first; boxes kept clear of every point, tick label and the other labels
     slope_angle = -math.degrees(math.atan2((y1 - y0) / (yhi - ylo), (x1 - x0) / (xhi - xlo)))
-    lmarks = level_marks(placed, px, py)
     dots = [(px(i), py(p)) for _, i, p in placed] + [(float(m.cx), float(m.cy)) for m in lmarks]
     avoid = [slope_box] if slope_box else []
-    lroofs, lboxes = level_roofs(level_peaks(every), top_roof, (xlo, xhi, ylo, yhi), px, py, slope_angle, dots, avoid)
+    lroofs, lboxes = level_roofs(
+        level_peaks(every), top_roof, (xlo, xhi, ylo, yhi), px, py, slope_angle, dots, avoid, Rect(x0, y0, x1, y1)
+    )
     taken = [_tick_box(t) for t in ticks] + ([slope_box] if slope_box else []) + lboxes
     taken += [Rect(float(m.cx) - 4, float(m.cy) - 4, float(m.cx) + 4, float(m.cy) + 4) for m in lmarks]
     if shown:
         taken.append(Rect(x0, y0, x0 + 380, y0 + 22))
+    # no label on a headroom arrow's line (its own label included): the line from the point's edge to the roof
+    for k, ax, ya, yb in arrows:
+        taken.append(Rect(ax - 1, yb, ax + 1, ya - _radius(k)))
     order = sorted(range(len(points)), key=lambda i: -float(points[i].r))
     bounds = Rect(STRIP_X if strip else x0, y0, x1, y1)
     items = [(float(points[i].cx), float(points[i].cy), float(points[i].r), points[i].label) for i in order]
@@ -407,8 +459,7 @@ def roofline_chart(view: Result, limit: int | None) -> Chart:
         points[i] = replace(p, lx=_f(spot.x), ly=_f(spot.y), leader=leader)
     arrow_marks = []
     for (k, ax, ya, yb), spot in zip(arrows, spots[len(order) :]):
-        r = 4 + 10 * math.sqrt(max(0.0, min(1.0, number(k.time_share) or 0.0)))
-        line = Line(_f(ax), _f(ya - r - 2), _f(ax), _f(yb + 3), "headroom")
+        line = Line(_f(ax), _f(ya - _radius(k) - 2), _f(ax), _f(yb + 3), "headroom")
         tx, ty = (spot.x, spot.y) if spot else (-1.0, -1.0)
         arrow_marks.append(Arrow(line, _arrow_text(k) if spot else "", _f(tx), _f(ty)))
 
@@ -434,4 +485,5 @@ def roofline_chart(view: Result, limit: int | None) -> Chart:
         empty=not placed and not strip,
         no_ceilings=not ceilings,
         shown=shown,
+        span=span,
     )

@@ -81,9 +81,11 @@ def level_roofs(
     angle: float,
     dots: list[tuple[float, float]],
     avoid: list[Rect],
+    plot: Rect | None = None,
 ) -> tuple[list[LevelRoof], list[Rect]]:
     """A slope per level from the left edge up to the highest FLOP roof, labelled along it near its low end (each
-    level further along, so parallel slopes never stack their labels); the label boxes."""
+    level further along, so parallel slopes never stack their labels; inside `plot` where a spot is); the label
+    boxes."""
     xlo, xhi, ylo, yhi = span
     roofs: list[LevelRoof] = []
     boxes: list[Rect] = []
@@ -104,6 +106,7 @@ def level_roofs(
             box = _turned_box(tx, ty, angle, text)
             crowd = sum(box.x0 - 6 <= x <= box.x1 + 6 and box.y0 - 6 <= y <= box.y1 + 6 for x, y in dots)
             crowd += 1000 * sum(box.hits(b) for b in avoid + boxes)
+            crowd += 100 * (plot is not None and not box.inside(plot))  # a label off the plot runs over its frame
             if best is None or crowd < best[0]:
                 best = (crowd, tx, ty, box)
         assert best is not None

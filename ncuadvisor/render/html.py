@@ -21,6 +21,7 @@ from markupsafe import Markup
 
 from ncuadvisor.render import HTML_FILTERS, environment, to_json
 from ncuadvisor.render.chart import roofline_chart
+from ncuadvisor.render.chart_zoom import zoomed_chart
 from ncuadvisor.render.view import Kernel, Result, report_view
 from ncuadvisor.units import number
 
@@ -102,10 +103,12 @@ def render_html(
     text = _compact_json(result)
     json_bytes = len(text.encode())
     env = environment(autoescape=True, filters=HTML_FILTERS)
+    chart = roofline_chart(view, chart_points)
     return env.get_template(TEMPLATE).render(
         r=view,
         generator=view.generator,
-        chart=roofline_chart(view, chart_points),
+        chart=chart,
+        zoom=zoomed_chart(view, chart_points, chart),
         layout=page_layout(view, full_cards),
         result_json=script_json(text) if json_bytes <= json_limit else None,
         json_bytes=json_bytes,

@@ -1,0 +1,125 @@
+"""The roofline chart where its points crowd: a second chart zoomed into that region, under the first in a closed
+`<details>` that the dashed box on the first chart links into; its labels as clear of each other and of the points as
+the first chart's; and the headroom labels clear of every arrow line, their own included."""
+
+from __future__ import annotations
+
+import math
+import re
+
+import pytest
+
+from ncuadvisor.render.chart import ARROW_MIN_HEADROOM, Chart, roofline_chart
+from ncuadvisor.render.chart_place import Rect, label_box
+from ncuadvisor.render.chart_zoom import ZOOM_MIN, crowded_span, zoomed_chart
+from ncuadvisor.render.html import render_html
+from ncuadvisor.render.view import report_view
+
+FIXTURES = ["flaws", "patterns", "ceilings", "torch_gemm_conv", "torch_scatter", "torch_eager", "torch_compile"]
+
+
+def _labels(chart: Chart) -> list[Rect]:
+    boxes = [label_box(float(p.lx), float(p.ly), p.label) for p in chart.points if p.label]
+    return boxes + [label_box(float(a.tx), float(a.ty), a.text) for a in chart.arrows if a.text]
+
+
+def _circles(chart: Chart) -> list[Rect]:
+    return [
+        Rect(float(p.cx) - float(p.r), float(p.cy) - float(p.r), float(p.cx) + float(p.r), float(p.cy) + float(p.r))
+        for p in chart.points
+    ]
+
+
+def _arrow_lines(chart: Chart) -> list[Rect]:
+    """Each arrow's line as a box 1.4 px wide (its stroke), from the roof down to the point's edge."""
+    out = []
+    for a in chart.arrows:
+        x, ya, yb = float(a.line.x1), float(a.line.y1), float(a.line.y2)
+        out.append(Rect(x - 0.7, min(ya, yb), x + 0.7, max(ya, yb)))
+    return out
+
+
+def _clear(chart: Chart) -> None:
+    labels, circles = _labels(chart), _circles(chart)
+    assert not [(a, b) for i, a in enumerate(labels) for b in labels[:i] if a.hits(b)]
+    assert not [(lb, c) for lb in labels for c in circles if lb.hits(c)]
+    assert not [(lb, ln) for lb in labels for ln in _arrow_lines(chart) if lb.hits(ln)]
+
+
+@pytest.mark.parametrize("name", FIXTURES)
+def test_no_label_sits_on_a_headroom_arrow_line_nor_on_another_label(analyzed, name):
+    view = report_view(analyzed(name))
+    chart = roofline_chart(view, 60)
+    _clear(chart)
+    for a in chart.arrows:  # an arrow only for a kernel well under its roof that the report does not say to leave
+        k = next(k for k in view.kernels if a.text.startswith(f"#{k.index} "))
+        assert k.headroom >= ARROW_MIN_HEADROOM and not any(f.at_roofline for f in k.findings)
+
+
+@pytest.mark.parametrize("name", FIXTURES)
+def test_a_zoomed_chart_where_points_crowd_reads_as_clearly_as_the_first(analyzed, name):
+    view = report_view(analyzed(name))
+    main = roofline_chart(view, 60)
+    zoom = zoomed_chart(view, 60, main)
+    crowded = [p for p in main.points if float(p.cx) >= float(main.plot.x) and (not p.label or p.leader)]
+    if zoom is None:
+        assert crowded_span(main) is None or len(roofline_chart(view, 60, crowded_span(main)).points) < 2
+        return
+    assert crowded, "a zoom only where points crowd"
+    _clear(zoom.chart)
+    assert zoom.factor >= ZOOM_MIN and zoom.kernels == len(zoom.chart.points) >= 2
+    # every point of the zoomed chart is inside its plot, and is a point of the first chart inside the dashed box
+    plot = Rect(
+        float(zoom.chart.plot.x),
+        float(zoom.chart.plot.y),
+        float(zoom.chart.plot.x) + float(zoom.chart.plot.w),
+        float(zoom.chart.plot.y) + float(zoom.chart.plot.h),
+    )
+    box = zoom.main.zoom_box
+    assert box is not None
+    region = Rect(float(box.x), float(box.y), float(box.x) + float(box.w), float(box.y) + float(box.h))
+    first = {p.title.split()[0]: p for p in main.points}
+    for p in zoom.chart.points:
+        assert plot.x0 <= float(p.cx) <= plot.x1 and plot.y0 <= float(p.cy) <= plot.y1
+        q = first[p.title.split()[0]]
+        assert region.x0 - 0.2 <= float(q.cx) <= region.x1 + 0.2 and region.y0 - 0.2 <= float(q.cy) <= region.y1 + 0.2
+    # the zoomed region keeps the first chart's slope: decades of y per decade of x
+    xlo, xhi, ylo, yhi = main.span
+    zx0, zx1, zy0, zy1 = zoom.chart.span
+    assert (zy1 - zy0) / (zx1 - zx0) == pytest.approx((yhi - ylo) / (xhi - xlo))
+    assert math.isclose(zoom.factor, (xhi - xlo) / (zx1 - zx0))
+
+
+def test_no_zoom_where_every_label_sits_beside_its_point():
+    kernels = [
+        {
+            "id": f"k{n}",
+            "name": f"k_{n}",
+            "duration_ns": 1000.0,
+            "time_share": 0.5,
+            "bound": "memory",
+            "roofline": {"intensity": 10.0 ** (n * 2 - 1), "achieved_flops_per_s": 1e11 * 10 ** (n * 2)},
+        }
+        for n in range(2)
+    ]
+    result = {
+        "report": {"device": {"peak_dram_bytes_per_s": 4.8e12, "peak_flops_per_s": {"fp32": 6.7e13}}},
+        "kernels": kernels,
+    }
+    view = report_view(result)
+    main = roofline_chart(view, None)
+    assert all(p.label and p.leader is None for p in main.points)
+    assert zoomed_chart(view, None, main) is None
+    assert 'details class="zoom"' not in render_html(result)
+
+
+def test_the_page_links_the_dashed_box_into_the_closed_zoom_and_needs_no_script(analyzed):
+    page = render_html(analyzed("patterns"))
+    zoom = re.search(r'<details class="zoom"><summary>Zoom ×([\d.]+) into the crowded region: ([^<]+)</summary>', page)
+    assert zoom and float(zoom.group(1)) >= ZOOM_MIN and "FLOP/byte" in zoom.group(2) and "FLOP/s" in zoom.group(2)
+    assert '<a href="#roofline-chart-zoom"><rect class="zoom-box"' in page
+    assert page.count('<svg id="roofline-chart-zoom"') == 1 and page.count('<svg id="roofline-chart"') == 1
+    # each chart its own arrowhead marker: ids are unique on the page
+    ids = re.findall(r'\sid="([^"]+)"', page)
+    assert len(ids) == len(set(ids))
+    assert not re.search(r"<script(?![^>]*application/json)", page)
