@@ -59,9 +59,9 @@ def fmt_pct(x: Any, digits: int = 0) -> str:
 
 
 def fmt_pct100(v: Any, digits: int = 0) -> str:
-    """A percentage already on a 0..100 scale (SOL values, NCU speedups): 25.6 -> '26%'."""
+    """A percentage already on a 0..100 scale (SOL values, NCU speedups): 25.6 -> '26%', 0.4 -> '<1%'."""
     f = number(v)
-    return MISSING if f is None else f"{f:.{digits}f}%"
+    return MISSING if f is None else fmt_pct(f / 100, digits)
 
 
 def fmt_bytes(b: Any) -> str:

@@ -1,4 +1,4 @@
-from ncuadvisor.analysis.perfmodels import atomic_lines, global_loads_in_flight, streaming_ns, time_after
+from ncuadvisor.analysis.perfmodels import atomic_lines, count, global_loads_in_flight, streaming_ns, time_after
 from ncuadvisor.metrics import MemoryTables, SourceCounters
 from ncuadvisor.rules_api import Evidence, Finding, Fix, KernelContext, Rule
 
@@ -85,8 +85,8 @@ class ContendedAtomics(Rule):
             fix=self.fix_for(k),
             estimated_speedup=time_after(r.duration_ns or 0, new_ns, r.theoretical_ns),
             speedup_model=(
-                f"With the updates pre-reduced, the kernel streams its input with {loads_in_flight:.0f} "
-                "load(s) in flight per warp: latency + throughput of its compulsory bytes"
+                f"With the updates pre-reduced, the kernel streams its input with {count(loads_in_flight, 'load')} "
+                "in flight per warp: latency + throughput of its compulsory bytes"
                 + (f" ({new_ns / 1e3:.1f} µs)" if new_ns else "")
                 + ", not below the roofline floor at "
                 "85% of peak."

@@ -1,4 +1,4 @@
-from ncuadvisor.analysis.perfmodels import time_after
+from ncuadvisor.analysis.perfmodels import cut, time_after
 from ncuadvisor.metrics import SourceCounters, WarpStateStats
 from ncuadvisor.rules_api import Evidence, Finding, Fix, KernelContext, Rule
 
@@ -78,8 +78,10 @@ class WarpDivergence(Rule):
             ),
             fix=self.fix_for(k, ratio=ratio),
             estimated_speedup=time_after(r.duration_ns or 0, new_ns, r.theoretical_ns),
-            speedup_model=f"Issued warp instructions scale with efficiency: time × (1 - {weight:g} × {1 - eff:.2f}), "
-            "not below the roofline floor.",
+            speedup_model=(
+                f"Issued warp instructions scale with the lanes that work: with all 32 active instead of {eff:.0%}, "
+                f"{cut(weight, 1 - eff, r.bound)}, not below the roofline floor."
+            ),
             confidence="medium",
             evidence=[
                 Evidence(

@@ -107,7 +107,7 @@ class DependentLoads(Rule):
             fix=self.fix_for(k, loads_per_warp=loads_per_warp, stall_share=ls / total),
             estimated_speedup=time_after(r.duration_ns or 0, new_ns, r.theoretical_ns),
             speedup_model=(
-                f"{gain:.0f}× the loads in flight: the busiest unit's time at its peak stays, the time "
+                f"With {gain:.0f}× the loads in flight, the busiest unit's time at its peak stays and the time "
                 f"spent waiting on latency divides by {gain:.0f} (Little's law), not below the roofline "
                 "floor."
             ),

@@ -251,8 +251,8 @@ class GridTooSmall(Rule):
             new_ns = parallelism_ns(k, gain) or 0.0
             model = (
                 "Latency + throughput: the busiest unit's time at its peak stays, the time spent waiting on "
-                "latency divides by the gain in warps in flight (Little's law: every SM holding as many blocks "
-                "as fit), not below the roofline floor."
+                f"latency divides by the gain in warps in flight, {gain:.1f}× (Little's law: {fill} blocks in "
+                f"flight, every SM holding as many as fit, instead of {grid:.0f}), not below the roofline floor."
             )
             fix = self.fix_for(k, SMALL_GRID, grid=grid, block=block, sms=sms, kernel=k.kernel.name)
         return self.finding(

@@ -1,4 +1,4 @@
-from ncuadvisor.analysis.perfmodels import global_loads_in_flight, streaming_ns, time_after
+from ncuadvisor.analysis.perfmodels import count, cut, fmt_ns, global_loads_in_flight, streaming_ns, time_after
 from ncuadvisor.metrics import MemoryTables, SourceCounters
 from ncuadvisor.rules_api import Evidence, Finding, Fix, KernelContext, Rule
 
@@ -80,11 +80,11 @@ class LocalMemoryTraffic(Rule):
         if stream_ns:
             new_ns = stream_ns
             model = (
-                f"Without local memory the kernel streams its compulsory bytes with {loads:.0f} global load(s) in "
-                f"flight per warp: latency + throughput, {stream_ns / 1e3:.1f} µs; not below the roofline floor."
+                f"Without local memory the kernel streams its compulsory bytes with {count(loads, 'global load')} in "
+                f"flight per warp in {fmt_ns(stream_ns)} (latency + throughput), not below the roofline floor."
             )
         else:
-            model = f"Time × (1 - {weight:g} × local share {share:.2f}), not below the roofline floor."
+            model = f"Without the local-memory traffic ({share:.0%} of it), {cut(weight, share, r.bound)}, not below the roofline floor."
         lines = k.top_lines(
             SourceCounters.INST_EXECUTED,
             limit=3,

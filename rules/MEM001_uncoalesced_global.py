@@ -1,7 +1,16 @@
 import re
 from typing import Any
 
-from ncuadvisor.analysis.perfmodels import access_bytes, global_loads_in_flight, opcode, streaming_ns, time_after
+from ncuadvisor.analysis.perfmodels import (
+    access_bytes,
+    count,
+    cut,
+    fmt_ns,
+    global_loads_in_flight,
+    opcode,
+    streaming_ns,
+    time_after,
+)
 from ncuadvisor.metrics import Occupancy, SourceCounters
 from ncuadvisor.rules_api import Evidence, Finding, Fix, KernelContext, Rule
 
@@ -281,14 +290,14 @@ class UncoalescedGlobal(Rule):
             fix=self.fix_for(k, situation or (), kind=kind, **fields),
             estimated_speedup=time_after(r.duration_ns or 0, new_ns, r.theoretical_ns),
             speedup_model=(
-                f"Time scales with sectors moved: × (1 - {weight:g} × {frac:.2f}) for a {r.bound}-bound kernel"
+                f"Time scales with the sectors moved: without the {frac:.0%} that its threads do not need, "
+                + cut(weight, frac, r.bound)
                 + (
-                    f", but no faster than its compulsory bytes with {loads:.0f} coalesced load(s) in flight per "
-                    f"warp allow (latency + throughput: {stream_ns / 1e3:.1f} µs)"
+                    f"; but the kernel runs no faster than its compulsory bytes allow with {count(loads, 'coalesced load')} "
+                    f"in flight per warp ({fmt_ns(stream_ns)}, latency + throughput), nor below its roofline floor."
                     if stream_ns
-                    else ""
+                    else ", not below the roofline floor."
                 )
-                + "; not below the roofline floor."
             ),
             confidence="high" if frac >= 0.5 else "medium",
             evidence=[

@@ -1,4 +1,4 @@
-from ncuadvisor.analysis.perfmodels import per_pc, time_after
+from ncuadvisor.analysis.perfmodels import fmt_ns, per_pc, time_after
 from ncuadvisor.metrics import SourceCounters
 from ncuadvisor.rules_api import Evidence, Finding, Fix, KernelContext, Rule
 
@@ -83,8 +83,10 @@ class SharedBankConflicts(Rule):
             ),
             fix=self.fix_for(k, worst=worst),
             estimated_speedup=time_after(r.duration_ns, r.duration_ns - saved_ns, r.theoretical_ns),
-            speedup_model="Excess wavefronts / (SMs × SM clock) removed (one wavefront per cycle per SM), not below "
-            "the roofline floor.",
+            speedup_model=(
+                f"The {excess:,.0f} replayed wavefronts go, at one wavefront per cycle per SM: {excess:,.0f} / "
+                f"({sms} SMs × {hz / 1e9:.2f} GHz) = {fmt_ns(saved_ns)} less, not below the roofline floor."
+            ),
             confidence="high" if worst >= 8 else "medium",
             evidence=[
                 Evidence(SourceCounters.SHARED_WAVEFRONTS_EXCESSIVE, excess, None, "excess wavefronts"),

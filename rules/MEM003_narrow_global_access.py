@@ -1,6 +1,8 @@
 from ncuadvisor.analysis.perfmodels import (
     access_bytes,
+    count,
     fmt_bytes,
+    fmt_ns,
     global_loads_in_flight,
     per_pc,
     streaming_ns,
@@ -174,7 +176,7 @@ class NarrowGlobalAccess(Rule):
         return self.finding(
             title=f"{width}-byte global accesses: DRAM at {achieved:.0%} of peak",
             message=(
-                f"{share:.0%} of global memory instructions move {width} byte(s) per thread; the kernel moves "
+                f"{share:.0%} of global memory instructions move {count(width, 'byte')} per thread; the kernel moves "
                 f"{fmt_bytes(r.compulsory_bytes)} at {achieved:.0%} of DRAM peak, too few bytes per instruction "
                 "to keep HBM busy."
             ),
@@ -182,8 +184,8 @@ class NarrowGlobalAccess(Rule):
             estimated_speedup=time_after(r.duration_ns or 0, target_ns, r.theoretical_ns),
             speedup_model=(
                 (
-                    f"The same {loads:.0f} load(s) in flight per warp, 16 bytes per thread each: latency + "
-                    f"throughput of the compulsory bytes, {stream_ns / 1e3:.1f} µs"
+                    f"With the same {count(loads, 'load')} in flight per warp, 16 bytes per thread each, the "
+                    f"compulsory bytes take {fmt_ns(stream_ns)} (latency + throughput)"
                     if stream_ns
                     else f"Compulsory bytes at {self.thresholds['achievable_dram_fraction']:.0%} of DRAM peak "
                     "(what 16-byte streaming reaches)"

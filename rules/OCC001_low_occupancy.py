@@ -1,4 +1,4 @@
-from ncuadvisor.analysis.perfmodels import parallelism_ns, time_after
+from ncuadvisor.analysis.perfmodels import count, parallelism_ns, time_after
 from ncuadvisor.metrics import LaunchStats, Occupancy
 from ncuadvisor.rules_api import Evidence, Finding, Fix, KernelContext, Rule
 
@@ -163,7 +163,7 @@ class LowOccupancy(Rule):
             title=f"Occupancy capped at {theo:.0f}% by {limiter}",
             message=(
                 f"Theoretical occupancy is {theo:.0f}% (achieved {achieved or 0:.0f}%), limited by {limiter} to "
-                f"{now_blocks:.0f} block(s) per SM; the kernel keeps neither memory nor compute busy "
+                f"{count(now_blocks, 'block')} per SM; the kernel keeps neither memory nor compute busy "
                 f"({busy:.0f}% of peak at most), so it is waiting on latency with too few warps to hide it."
             ),
             fix=fix,

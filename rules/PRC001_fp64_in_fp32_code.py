@@ -96,8 +96,9 @@ class Fp64InFp32Code(Rule):
             fix=self.fix_for(k),
             estimated_speedup=time_after(r.duration_ns, new_ns, None),
             speedup_model=(
-                f"The busiest pipe carrying the double work ({pipe:.0f}% busy: FP64, or XU for the "
-                "conversions) is freed: time × (1 − busy), not below all FLOPs at 85% of the FP32 peak."
+                f"The busiest pipe carrying the double work (FP64, or XU for the conversions) is {pipe:.0f}% busy; "
+                f"freed of it, the time falls by up to {pipe:.0f}%, not below all the FLOPs at 85% of the FP32 "
+                "peak."
             ),
             confidence="high",
             changes_floor=True,

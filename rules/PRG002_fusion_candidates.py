@@ -1,6 +1,7 @@
 import re
 from typing import Any
 
+from ncuadvisor.analysis.perfmodels import count
 from ncuadvisor.metrics import MemoryWorkloadAnalysis
 from ncuadvisor.rules_api import Evidence, Fix, ProgramContext, ProgramFinding, ProgramRule, fmt_bytes, fmt_ns
 
@@ -211,8 +212,8 @@ class FusionCandidates(ProgramRule):
                     title=f"Fuse {chain} ({len(key)} launches, {len(instances)}× in the program)",
                     message=(
                         f"{chain} run back to back on one stream, all memory-class; their intermediates make "
-                        f"{fmt_bytes(saved_bytes)} of round trips through HBM and {len(key) - 1} launch gap(s) "
-                        f"({len(instances)} occurrence(s), {fmt_ns(run_ns)} in all). {self._advice(p, key)}"
+                        f"{fmt_bytes(saved_bytes)} of round trips through HBM and {count(len(key) - 1, 'launch gap')} "
+                        f"({count(len(instances), 'occurrence')}, {fmt_ns(run_ns)} in all). {self._advice(p, key)}"
                     ),
                     fix=fix,
                     kernels=names,

@@ -1,5 +1,6 @@
 from typing import Any
 
+from ncuadvisor.analysis.perfmodels import count
 from ncuadvisor.metrics import SpeedOfLight
 from ncuadvisor.rules_api import Evidence, Fix, ProgramContext, ProgramFinding, ProgramRule, fmt_ns
 
@@ -121,7 +122,7 @@ class FewTinyLaunches(ProgramRule):
             self.finding(
                 title=f"{len(biggest)} tiny launches in a row ({what}): launch-bound",
                 message=(
-                    f"{sum(len(r) for r in runs)} launch(es) in {len(runs)} run(s) each take under "
+                    f"{count(sum(len(r) for r in runs), 'launch', 'launches')} in {count(len(runs), 'run')} each take under "
                     f"{t['short_ns'] / 1000:.0f} µs ({fmt_ns(gpu_ns)} of GPU time in all): each costs about as "
                     "much to launch as to run."
                 ),

@@ -82,7 +82,7 @@ class DtypeCast(Rule):
             ),
             fix=self.fix_for(k, types=types),
             estimated_speedup=1.0,
-            speedup_model="The cast kernel disappears.",
+            speedup_model="The cast kernel disappears: 100% of its time is saved.",
             confidence="medium",
             changes_floor=True,
             evidence=evidence,

@@ -1,4 +1,5 @@
 from ncuadvisor.analysis.perfmodels import fmt_bytes, fmt_ns
+from ncuadvisor.analysis.roofline import precision_words
 from ncuadvisor.metrics import SpeedOfLight
 from ncuadvisor.rules_api import Evidence, Finding, Fix, KernelContext, Rule
 
@@ -60,7 +61,8 @@ class AtRoofline(Rule):
             )
         else:
             peak = r.peak_flops_per_s.get(r.limiting_precision or "", 0.0)
-            what = f"{r.flops / 1e9:.2f} GFLOP at {peak / 1e12:.1f} TFLOP/s ({r.limiting_precision}) takes {fmt_ns(r.compute_floor_ns)}"
+            prec = precision_words(r.limiting_precision or "")
+            what = f"{r.flops / 1e9:.2f} GFLOP of {prec} work at {peak / 1e12:.1f} TFLOP/s takes {fmt_ns(r.compute_floor_ns)}"
         return self.finding(
             message=(
                 f"Measured {fmt_ns(r.duration_ns)} per launch against a floor of {fmt_ns(r.theoretical_ns)} "
@@ -69,7 +71,10 @@ class AtRoofline(Rule):
             ),
             fix=self.fix_for(k),
             estimated_speedup=0.0,
-            speedup_model="No saving claimed: the kernel is within the headroom threshold of its floor.",
+            speedup_model=(
+                f"No saving claimed: the kernel runs within {self.thresholds['max_headroom']:g}× of its floor "
+                f"({r.headroom:.2f}×)."
+            ),
             confidence="high",
             evidence=[Evidence("headroom", round(r.headroom, 3), self.thresholds["max_headroom"], "measured ÷ floor")],
         )

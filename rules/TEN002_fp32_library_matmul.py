@@ -132,8 +132,8 @@ class Fp32LibraryMatmul(Rule):
             fix=self.fix_for(k, "nchw" if nchw else (), what=what, gflop=fp32 / 1e9),
             estimated_speedup=time_after(r.duration_ns, new_ns, None),
             speedup_model=(
-                f"On TF32 tensor cores: max(FLOPs at the TF32 peak, compulsory bytes at DRAM bandwidth) at "
-                f"{PRACTICAL_FRACTION:.0%} of peak = {fmt_ns(new_ns)}."
+                f"On TF32 tensor cores the kernel takes the longer of its FLOPs at the TF32 peak and its "
+                f"compulsory bytes at DRAM bandwidth, each at {PRACTICAL_FRACTION:.0%} of peak: {fmt_ns(new_ns)}."
             ),
             confidence="high" if fma_pct is not None else "medium",
             changes_floor=True,

@@ -179,7 +179,8 @@ class NoDataReuse(Rule):
             estimated_speedup=time_after(r.duration_ns, new_ns, r.theoretical_ns),
             speedup_model=(
                 f"A {'shared-memory' if level == 'global' else 'register'}-tiled kernel reaches "
-                f"~{frac:.0%} of the FP32 peak (measured on an H200): FLOPs / ({frac:.2f} × peak)."
+                f"~{frac:.0%} of the FP32 peak (measured on an H200), so the time becomes the FLOPs at {frac:.0%} "
+                "of that peak."
             ),
             confidence="medium",
             evidence=[

@@ -100,7 +100,10 @@ class SharedMemoryReduction(Rule):
             ),
             fix=self.fix_for(k),
             estimated_speedup=time_after(r.duration_ns or 0, new_ns, r.theoretical_ns),
-            speedup_model=f"Half of the exchange stalls disappear: time × (1 − {share:.2f} / 2).",
+            speedup_model=(
+                f"Half of the exchange stalls ({share:.0%} of the stall time) disappear: the time falls by "
+                f"{share / 2:.0%}."
+            ),
             confidence="medium",
             evidence=[
                 Evidence("exchange_stall_share", round(share, 3), t["min_exchange_stall_share"]),

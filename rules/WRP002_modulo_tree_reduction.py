@@ -112,9 +112,9 @@ class ModuloTreeReduction(Rule):
             estimated_speedup=time_after(r.duration_ns or 0, new_ns, r.theoretical_ns),
             speedup_model=(
                 f"Barrier rounds through shared memory drop from {1 + rounds:.0f} to "
-                f"{1 + max(1.0, rounds - shuffle):.0f} (the last {shuffle:.0f} become warp shuffles): time × "
-                f"{barrier_ratio:.2f}, no faster than the issued instructions without the division and with "
-                f"halving warps ({issue_ratio:.2f}); not below the roofline floor."
+                f"{1 + max(1.0, rounds - shuffle):.0f} (the last {shuffle:.0f} become warp shuffles), so the time "
+                f"falls to {barrier_ratio:.0%} of what it is; but to no less than the instructions issued without "
+                f"the division and with halving warps take ({issue_ratio:.0%}), nor below the roofline floor."
             ),
             confidence="medium",
             evidence=[

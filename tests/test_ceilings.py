@@ -31,7 +31,7 @@ def rl(report_path):
 )
 def test_limiter_names_the_planted_unit(rl, kernel, limiters):
     assert rl[kernel].limiter in limiters
-    assert rl[kernel].limiter_reason.startswith(f"{rl[kernel].limiter}-bound")
+    assert rl[kernel].limiter_reason.startswith(f"{roofline.unit_words(rl[kernel].limiter)}-bound")
 
 
 def test_latency_when_no_unit_is_half_busy(report_path):
@@ -126,7 +126,7 @@ def test_no_estimate_promises_a_time_below_the_floor(report_path, fixture):
 
 def test_the_floor_in_words_names_its_unit(rl):
     assert rl["sfu_loop"].floor_reason.startswith("the SFU (XU, 16 lanes/clk/SM) busy time")
-    assert "fp32 lane operations (4.45 GFLOP executed)" in rl["fadd_loop"].floor_reason
+    assert "FP32 lane operations (4.45 GFLOP executed)" in rl["fadd_loop"].floor_reason
     assert rl["dram_out"].floor_reason.startswith("moving 536.9 MB")
     assert rl["empty_kernel"].floor_reason.startswith("an empty kernel takes")
 

@@ -26,7 +26,7 @@ from ncuadvisor.render.view import Generator, report_view
 RENDER = Path(render_pkg.__file__).resolve().parent
 RENDERERS = ("html", "markdown", "terminal", "sarif", "diff_render")
 SHARED = {"ncuadvisor.render", "ncuadvisor.render.view", "ncuadvisor.render.diff_view"}
-SHARED |= {"ncuadvisor.render.chart", "ncuadvisor.render.mdtext"}
+SHARED |= {"ncuadvisor.render.chart", "ncuadvisor.render.chart_zoom", "ncuadvisor.render.mdtext"}
 
 # a result as a hand-edited or truncated JSON may hold it: nulls, wrong types, a kernel that is not an object
 ODD_RESULT = {

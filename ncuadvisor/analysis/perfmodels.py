@@ -251,6 +251,21 @@ def global_loads_in_flight(k: KernelContext) -> tuple[float, float]:
 # -- formatting for finding messages ---------------------------------------------------------------------------------
 
 
+def count(n: float, noun: str, plural: str = "") -> str:
+    """A count with its noun: count(1, "load") -> '1 load', count(4, "load") -> '4 loads'."""
+    return f"{n:.0f} {noun}" if round(n) == 1 else f"{n:.0f} {plural or noun + 's'}"
+
+
+def cut(weight: float, frac: float, bound: str | None) -> str:
+    """A time cut of weight × frac in words: 'the time falls by 78%'; with a weight under 1, how it comes about:
+    'the time falls by 39% (half of 78%: a compute-bound kernel spends only part of its time on this)'."""
+    text = f"the time falls by {weight * frac:.0%}"
+    if weight != 1:
+        part = "half" if weight == 0.5 else f"{weight:.0%}"
+        text += f" ({part} of {frac:.0%}: a {bound or 'non-memory'}-bound kernel spends only part of its time on this)"
+    return text
+
+
 def fmt_ns(ns: float | None) -> str:
     """1234 -> '1.2 µs' ('?' when unknown), for finding messages."""
     return _units_fmt_ns(ns, missing="?", seconds=False)

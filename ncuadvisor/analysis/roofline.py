@@ -32,6 +32,7 @@ from typing import Any
 from ncuadvisor.analysis import ceilings as _ceilings
 from ncuadvisor.analysis.ceilings import LAUNCH_FLOOR_NS
 from ncuadvisor.model import num
+from ncuadvisor.units import fmt_ns, fmt_pct
 
 SECTOR_BYTES = 32
 
@@ -371,11 +372,27 @@ def classify(r: Roofline, row: Mapping[str, Any], sm_count: float | None) -> tup
     mem, comp = mem or 0.0, comp or 0.0
     if max(mem, comp) < LATENCY_SOL_PCT:
         return "latency", (
-            f"memory {mem:.0f}% and compute {comp:.0f}% of peak: both far below, the kernel waits on latency"
+            f"memory {_pct(mem)} and compute {_pct(comp)} of peak: both far below, the kernel waits on latency"
         )
-    if mem >= comp:
-        return "memory", f"memory throughput {mem:.0f}% of peak (compute {comp:.0f}%)"
-    return "compute", f"compute throughput {comp:.0f}% of peak (memory {mem:.0f}%)"
+    units = memory_units(r.sol) or [(mem, "memory")]
+    if mem >= comp:  # named by its busiest unit: "L1/shared throughput 86% of peak (L2 21%, DRAM <1%; compute 86%)"
+        (top, name), rest = units[0], units[1:]
+        others = "".join(f"{n} {_pct(v)}, " for v, n in rest)
+        return "memory", f"{name} throughput {_pct(top)} of peak ({others}compute {_pct(comp)})"
+    return "compute", f"compute throughput {_pct(comp)} of peak ({', '.join(f'{n} {_pct(v)}' for v, n in units)})"
+
+
+# the memory units of Speed Of Light: the memory throughput is the busiest one's
+MEMORY_UNITS = (("l1_pct", "L1/shared"), ("l2_pct", "L2"), ("dram_pct", "DRAM"))
+
+
+def _pct(v: float) -> str:
+    return fmt_pct(v / 100)
+
+
+def memory_units(sol: Mapping[str, float]) -> list[tuple[float, str]]:
+    """The memory units' throughputs (% of peak) with their names, busiest first; [] where the report has none."""
+    return sorted(((sol[k], name) for k, name in MEMORY_UNITS if sol.get(k) is not None), key=lambda t: -t[0])
 
 
 def hierarchy(r: Roofline, g: Any) -> list[dict[str, Any]]:
@@ -430,7 +447,7 @@ def floor_words(r: Roofline, lanes: dict[str, float]) -> str:
     if not r.floors or r.theoretical_ns is None:
         return ""
     unit = max(r.floors, key=lambda u: r.floors[u])
-    t = f"{r.theoretical_ns / 1e3:.4g} µs"
+    t = fmt_ns(r.theoretical_ns)
     if unit == "launch":
         return f"an empty kernel takes {t}"
     if unit == "dram" and r.compulsory_bytes is not None and r.peak_dram_bytes_per_s:
@@ -439,15 +456,54 @@ def floor_words(r: Roofline, lanes: dict[str, float]) -> str:
     if prec and prec in lanes and r.flops_by_precision.get(prec) and r.peak_flops_per_s.get(prec):
         rate = r.peak_flops_per_s[prec] / _FLOP_PEAKS[prec][1]
         return (
-            f"{lanes[prec] / 1e9:.3g} G {prec} lane operations ({r.flops_by_precision[prec] / 1e9:.3g} GFLOP "
+            f"{lanes[prec] / 1e9:.3g} G {precision_words(prec)} lane operations ({r.flops_by_precision[prec] / 1e9:.3g} GFLOP "
             f"executed) at {rate / 1e12:.3g} T lanes/s take {t}"
         )
     if unit == "tensor" and r.limiting_precision in r.peak_flops_per_s:
         peak = r.peak_flops_per_s[r.limiting_precision or ""]
         flops = r.flops_by_precision.get(r.limiting_precision or "", 0.0)
-        return f"{flops / 1e9:.3g} GFLOP ({r.limiting_precision}) at {peak / 1e12:.3g} TFLOP/s take {t}"
+        return f"{flops / 1e9:.3g} GFLOP of {precision_words(r.limiting_precision or '')} work at {peak / 1e12:.3g} TFLOP/s take {t}"
     pipe = {"sfu": "SFU (XU, 16 lanes/clk/SM)", "fp16": "FP16 pipe", "fp64": "FP64 pipe"}.get(unit, unit)
     return f"the {pipe} busy time, at its peak, takes {t}"
+
+
+def precision_words(key: str) -> str:
+    """A precision key in words: 'fp32' -> 'FP32', 'tensor_bf16' -> 'BF16 tensor'."""
+    if key.startswith("tensor_"):
+        return f"{key[len('tensor_') :].upper()} tensor"
+    return key.upper()
+
+
+# a limiter's unit in words (the result's `limiter` keeps the key)
+UNIT_WORDS = {
+    "dram": "DRAM",
+    "l2": "L2",
+    "l1": "L1/shared",
+    "shared": "shared-memory",
+    "fma": "FMA",
+    "fp64": "FP64",
+    "fp16": "FP16",
+    "tensor": "tensor-core",
+    "sfu": "SFU",
+    "alu": "ALU",
+    "lsu": "LSU",
+}
+
+
+def unit_words(unit: str) -> str:
+    return UNIT_WORDS.get(unit, unit)
+
+
+def _place(unit: str) -> str:
+    """Where work runs, in words: 'the FMA pipe', 'the SFU', 'the tensor cores', 'DRAM'."""
+    if unit in ("fma", "fp64", "fp16", "alu", "lsu"):
+        return f"the {unit_words(unit)} pipe"
+    return {"sfu": "the SFU", "tensor": "the tensor cores", "issue": "instruction issue"}.get(unit, unit_words(unit))
+
+
+def _g(v: float) -> str:
+    """A ratio in plain digits: 2050.3 -> '2,050', 341.1 -> '341', 0.0563 -> '0.0563'."""
+    return f"{v:,.0f}" if abs(v) >= 1000 else f"{v:.3g}"
 
 
 def limiter_words(r: Roofline) -> str:
@@ -460,16 +516,23 @@ def limiter_words(r: Roofline) -> str:
         unit, share = _ceilings.limiter_of(r.ceilings, level_floors(r), r.duration_ns)
         if unit == "launch":
             return f"latency-bound: no unit is busy; an empty kernel would take {share or 0:.0%} of the time"
-        return f"latency-bound: the busiest unit ({unit}) would be busy {share or 0:.0%} of the time at its peak"
+        return (
+            f"latency-bound: the busiest unit ({unit_words(unit or '?')}) would be busy {fmt_pct(share or 0)} of "
+            "the time at its peak"
+        )
     share = r.limiter_share
-    head = f"{r.limiter}-bound" + (f" ({share:.0%} of the time at its peak)" if share is not None else "")
+    head = f"{unit_words(r.limiter)}-bound" + (
+        f" ({fmt_pct(share)} of the time at its peak)" if share is not None else ""
+    )
     if r.limiter == "issue" and r.instructions and r.compulsory_bytes:
         head += f": {r.instructions / r.compulsory_bytes:.2g} warp instructions per byte"
     floor_unit = max(r.floors, key=lambda u: r.floors[u]) if r.floors else None
     if floor_unit and floor_unit != r.limiter:
-        head += f" (the floor of the work needed: {floor_unit})"
+        head += f"; the work it needs takes longest on {_place(floor_unit)}"
     if r.intensity is None:
         return head
+    if r.intensity == 0:
+        return f"{head}; no FLOPs"
     ridge = None
     peak = r.peak_flops_per_s.get(r.limiting_precision or "fp32") or r.peak_flops_per_s.get("fp32")
     if peak and r.peak_dram_bytes_per_s:
@@ -477,5 +540,5 @@ def limiter_words(r: Roofline) -> str:
     side = ""
     if ridge:
         side = "memory-class" if r.intensity < ridge else "compute-class"
-        return f"{head}; {side} at {r.intensity:.3g} executed FLOP/byte (ridge {ridge:.3g})"
-    return f"{head}; {r.intensity:.3g} executed FLOP/byte"
+        return f"{head}; {side} at {_g(r.intensity)} executed FLOP/byte (ridge {_g(ridge)})"
+    return f"{head}; {_g(r.intensity)} executed FLOP/byte"

@@ -51,7 +51,29 @@ def escape_terminal(text: object) -> str:
 
 
 # The number, unit and name filters every template may use (templates/_base.html.j2 and the markdown ones).
+# per-instruction metrics in words, for the source tables' "share of the kernel's" column
+SOURCE_METRIC_WORDS = {
+    "inst_executed": "executed instructions",
+    "derived__memory_l2_theoretical_sectors_global_excessive": "excess L2 sectors",
+    "derived__memory_l1_wavefronts_shared_excessive": "excess shared-memory wavefronts",
+    "memory_l2_theoretical_sectors_global": "L2 sectors",
+}
+STALL_SAMPLES = "smsp__pcsamp_warps_issue_stalled_"
+
+
+def metric_words(key: Any) -> str:
+    """A per-instruction metric in words: 'inst_executed' -> 'executed instructions',
+    'smsp__pcsamp_warps_issue_stalled_long_scoreboard' -> 'long-scoreboard stall samples'; else the key."""
+    k = "" if key is None else str(key)
+    if k in SOURCE_METRIC_WORDS:
+        return SOURCE_METRIC_WORDS[k]
+    if k.startswith(STALL_SAMPLES):
+        return k[len(STALL_SAMPLES) :].replace("_", "-") + " stall samples"
+    return k
+
+
 FILTERS = {
+    "metric_words": metric_words,
     "ns": fmt_ns,
     "dns": fmt_delta_ns,
     "pct": fmt_pct,
