@@ -72,8 +72,15 @@ def metric_words(key: Any) -> str:
     return k
 
 
+def precision_words(key: Any) -> str:
+    """A precision key in words: 'fp32' -> 'FP32', 'tensor_bf16' -> 'BF16 tensor'; '' for none."""
+    k = "" if key is None else str(key)
+    return f"{k[len('tensor_') :].upper()} tensor" if k.startswith("tensor_") else k.upper()
+
+
 FILTERS = {
     "metric_words": metric_words,
+    "precision": precision_words,
     "ns": fmt_ns,
     "dns": fmt_delta_ns,
     "pct": fmt_pct,
