@@ -1,0 +1,272 @@
+"""Screenshots of every fixture's HTML report for the README's gallery: 1400 px, 390 px (a phone), dark mode and print.
+
+    python3 docs/screenshots/make.py                 # every fixture into docs/screenshots/
+    python3 docs/screenshots/make.py flaws patterns  # only these (names of fixtures/NAME.ncu-rep.xz)
+    python3 docs/screenshots/make.py --png /tmp/look # lossless PNGs somewhere else, to look at closely
+
+Each report is analysed by this checkout (`ncuadvisor report FIXTURE -f html`), opened in headless Chromium and shot
+through the DevTools protocol over a pipe (no package beyond the standard library and the `chromium` binary): the
+first screen only (what a reader sees before scrolling), as lossy WebP, the fixtures beyond MAIN scaled down, so
+all of them stay under 4 MB. Dark mode is
+`prefers-color-scheme: dark` emulated; print is the `print` media type emulated at the width of an A4 page. The
+gallery, docs/screenshots/README.md, is written from what was shot.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+FIXTURES = ROOT / "fixtures"
+OUT = Path(__file__).resolve().parent
+MAIN = ("flaws", "patterns", "torch_eager", "torch_compile", "torch_gemm_conv")  # shot at full size, listed first
+SMALL = 0.5  # every other fixture's shots are scaled down by this (the phone's by SMALL_PHONE): all stay a few MB
+SMALL_PHONE = 0.6
+
+
+@dataclass(frozen=True)
+class Shot:
+    suffix: str  # the file name's tail: NAME-SUFFIX.webp
+    width: int
+    height: int
+    dark: bool = False
+    print_media: bool = False
+    mobile: bool = False
+    scale: float = 1.0  # image pixels per CSS pixel: under 1, the page as laid out at `width`, scaled down
+    selector: str = ""  # shoot this element whole instead of the first screen
+
+
+SHOTS = (
+    Shot("1400", 1400, 900),
+    Shot("390", 390, 844, mobile=True),
+    Shot("dark", 1400, 900, dark=True),
+    Shot("print", 794, 1123, print_media=True),  # an A4 page at 96 dpi
+)
+CHART = Shot("roofline", 1400, 900, selector=".chart")  # the chart and its zoomed view, opened
+CHARTS = ("flaws", "patterns", "torch_gemm_conv")
+
+
+class Browser:
+    """Headless Chromium driven over --remote-debugging-pipe: JSON messages ending in NUL on fds 3 (in) and 4 (out)."""
+
+    def __init__(self) -> None:
+        exe = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
+        if exe is None:
+            raise SystemExit("make.py: no chromium on PATH (apt-get install chromium)")
+        cmd_r, self._cmd_w = os.pipe()
+        self._out_r, out_w = os.pipe()
+
+        def fds() -> None:  # copies first: the pipe may already be fds 3 and 4, not inheritable
+            a, b = os.dup(cmd_r), os.dup(out_w)
+            os.dup2(a, 3)
+            os.dup2(b, 4)
+
+        self._profile = tempfile.mkdtemp(prefix="shots-chromium-")
+        self.proc = subprocess.Popen(
+            [
+                exe,
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--hide-scrollbars",
+                "--remote-debugging-pipe",
+                f"--user-data-dir={self._profile}",
+                "about:blank",
+            ],
+            preexec_fn=fds,
+            close_fds=False,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        os.close(cmd_r)
+        os.close(out_w)
+        self._buf = b""
+        self._next = 0
+        self.events: list[dict] = []
+
+    def _read(self) -> dict:
+        while b"\0" not in self._buf:
+            chunk = os.read(self._out_r, 1 << 20)
+            if not chunk:
+                raise SystemExit("make.py: chromium closed its pipe")
+            self._buf += chunk
+        msg, self._buf = self._buf.split(b"\0", 1)
+        return json.loads(msg)
+
+    def call(self, method: str, session: str | None = None, **params: object) -> dict:
+        self._next += 1
+        msg: dict = {"id": self._next, "method": method, "params": params}
+        if session:
+            msg["sessionId"] = session
+        os.write(self._cmd_w, json.dumps(msg).encode() + b"\0")
+        while True:
+            reply = self._read()
+            if reply.get("id") == self._next:
+                if "error" in reply:
+                    raise SystemExit(f"make.py: {method}: {reply['error']}")
+                return reply.get("result", {})
+            self.events.append(reply)
+
+    def wait_event(self, method: str, session: str, timeout: float = 30.0) -> None:
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            for n, e in enumerate(self.events):
+                if e.get("method") == method and e.get("sessionId") == session:
+                    del self.events[: n + 1]
+                    return
+            self.events.append(self._read())
+        raise SystemExit(f"make.py: no {method} within {timeout:.0f} s")
+
+    def shoot(self, page: Path, shot: Shot, fmt: str, quality: int) -> bytes:
+        target = self.call("Target.createTarget", url="about:blank")["targetId"]
+        s = self.call("Target.attachToTarget", targetId=target, flatten=True)["sessionId"]
+        self.call("Page.enable", s)
+        self.call(
+            "Emulation.setDeviceMetricsOverride",
+            s,
+            width=shot.width,
+            height=shot.height,
+            deviceScaleFactor=1,
+            mobile=shot.mobile,
+        )
+        features = [{"name": "prefers-color-scheme", "value": "dark" if shot.dark else "light"}]
+        self.call("Emulation.setEmulatedMedia", s, media="print" if shot.print_media else "", features=features)
+        self.events.clear()
+        self.call("Page.navigate", s, url=page.as_uri())
+        self.wait_event("Page.loadEventFired", s)
+        clip = {"x": 0, "y": 0, "width": shot.width, "height": shot.height, "scale": shot.scale}  # CSS pixels
+        if shot.selector:
+            js = (
+                f"(() => {{ const e = document.querySelector({json.dumps(shot.selector)}); if (!e) return null;"
+                " e.querySelectorAll('details').forEach(d => d.open = true);"
+                " const r = e.getBoundingClientRect();"
+                " return [r.left + scrollX, r.top + scrollY, r.width, r.height]; })()"
+            )
+            box = self.call("Runtime.evaluate", s, expression=js, returnByValue=True)["result"].get("value")
+            if not box:
+                self.call("Target.closeTarget", targetId=target)
+                return b""
+            clip = {"x": box[0], "y": box[1], "width": box[2], "height": box[3], "scale": shot.scale}
+            params_beyond = True
+        else:
+            params_beyond = False
+        params: dict = {"format": fmt, "clip": clip, "captureBeyondViewport": params_beyond}
+        if fmt != "png":
+            params["quality"] = quality
+        data = self.call("Page.captureScreenshot", s, **params)["data"]
+        self.call("Target.closeTarget", targetId=target)
+        return base64.b64decode(data)
+
+    def close(self) -> None:
+        self.proc.terminate()
+        self.proc.wait(timeout=30)
+        shutil.rmtree(self._profile, ignore_errors=True)
+
+
+def fixtures(names: list[str]) -> list[Path]:
+    every = sorted(FIXTURES.glob("*.ncu-rep.xz"))
+    if not names:
+        return every
+    chosen = [FIXTURES / f"{n}.ncu-rep.xz" for n in names]
+    missing = [p.name for p in chosen if not p.exists()]
+    if missing:
+        raise SystemExit(f"make.py: no such fixture: {', '.join(missing)}")
+    return chosen
+
+
+def render(report: Path, html: Path) -> bool:
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    proc = subprocess.run(
+        [sys.executable, "-m", "ncuadvisor", "report", str(report), "-f", "html", "-o", str(html), "--force", "-q"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=ROOT,
+    )
+    if proc.returncode != 0 or not html.exists():
+        last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+        print(f"{report.name}: no HTML (exit {proc.returncode}: {last})", file=sys.stderr)
+        return False
+    return True
+
+
+def gallery(names: list[str], out: Path) -> str:
+    main = [n for n in MAIN if n in names] + [n for n in names if n not in MAIN]
+    rows = [
+        "# Screenshots of the HTML report",
+        "",
+        "Every fixture's report (`ncuadvisor report fixtures/NAME.ncu-rep.xz -f html`) as headless Chromium shows its "
+        "first screen: at 1400 px, at 390 px (a phone), in dark mode (`prefers-color-scheme: dark`) and printed "
+        "(the `print` media type at the width of an A4 page). Regenerate them all with "
+        "`python3 docs/screenshots/make.py` (a few minutes; only the standard library and `chromium`).",
+        "",
+        f"The first {len(MAIN)} rows are shot at full size, the others scaled down to {SMALL:.0%} "
+        f"({SMALL_PHONE:.0%} for the phone) to keep the folder small. The roofline charts of three fixtures, shot "
+        "whole with their zoomed view open: [flaws](flaws-roofline.webp) (labels clear of each other, headroom "
+        "arrows, the L2 and L1 roofs), [patterns](patterns-roofline.webp) (points crowded near 0.1–1 FLOP/byte, "
+        "zoomed in below the chart) and [torch_gemm_conv](torch_gemm_conv-roofline.webp) (cuBLAS and cuDNN "
+        "kernels under the FP32 and TF32 roofs).",
+        "",
+        "| Fixture | 1400 px | 390 px | Dark | Print |",
+        "|:--|:--|:--|:--|:--|",
+    ]
+    for n in main:
+        cells = []
+        for shot in SHOTS:
+            f = f"{n}-{shot.suffix}.webp"
+            cells.append(
+                f"[<img src='{f}' width='{120 if shot.width > 400 else 50}'>]({f})" if (out / f).exists() else "–"
+            )
+        rows.append(f"| `{n}` | " + " | ".join(cells) + " |")
+    return "\n".join(rows) + "\n"
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("names", nargs="*", help="fixtures to shoot (default: every fixtures/*.ncu-rep.xz)")
+    ap.add_argument("--out", type=Path, default=OUT)
+    ap.add_argument("--png", type=Path, help="write lossless PNGs into this folder instead (to look at)")
+    ap.add_argument("--quality", type=int, default=40, help="WebP quality, 0-100")
+    args = ap.parse_args()
+    out: Path = args.png or args.out
+    out.mkdir(parents=True, exist_ok=True)
+    fmt, ext = ("png", "png") if args.png else ("webp", "webp")
+    browser = Browser()
+    done: list[str] = []
+    try:
+        with tempfile.TemporaryDirectory(prefix="shots-") as tmp:
+            for report in fixtures(args.names):
+                name = report.name.removesuffix(".ncu-rep.xz")
+                html = Path(tmp) / f"{name}.html"
+                if not render(report, html):
+                    continue
+                for shot in SHOTS + ((CHART,) if name in CHARTS else ()):
+                    if name not in MAIN and not args.png:
+                        shot = replace(shot, scale=SMALL_PHONE if shot.mobile else SMALL)
+                    data = browser.shoot(html, shot, fmt, args.quality)
+                    if data:
+                        (out / f"{name}-{shot.suffix}.{ext}").write_bytes(data)
+                done.append(name)
+                print(f"{name}: {len(SHOTS)} shots", flush=True)
+    finally:
+        browser.close()
+    if not args.png:
+        shot_names = sorted({p.name.rsplit("-", 1)[0] for p in out.glob("*.webp")})
+        (out / "README.md").write_text(gallery(shot_names, out))
+        total = sum(p.stat().st_size for p in out.glob("*.webp"))
+        print(f"{len(shot_names)} fixtures, {total / 1e6:.2f} MB of WebP in {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
