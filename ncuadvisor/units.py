@@ -86,12 +86,13 @@ def fmt_rate(x: Any, unit: str) -> str:
     return f"{x:.2f} {unit}"
 
 
-def fmt_x(x: Any) -> str:
-    """A ratio such as headroom: 3.04 -> '3.0×', 250 -> '250×'."""
+def fmt_x(x: Any, digits: int = 1) -> str:
+    """A ratio such as headroom: 3.04 -> '3.0×', 250 -> '250×'; `digits` under 10× (an evidence value beside its
+    threshold: 1.58× under 1.60× does not read as 1.6× under 1.6×)."""
     if x is None:
         return MISSING
     x = float(x)
-    return f"{x:.1f}×" if x < 100 else f"{x:.0f}×"
+    return f"{x:.{digits}f}×" if x < 10 else f"{x:.1f}×" if x < 100 else f"{x:.0f}×"
 
 
 def fmt_hz(x: Any) -> str:

@@ -142,4 +142,4 @@ def test_the_at_roofline_threshold_is_one_number_in_the_readme_the_rule_the_char
     verdicts = [f for k in result["kernels"] for f in k["findings"] if f["rule"] == "ROOF001"]
     assert verdicts and all(f["evidence"][0]["threshold"] == limit for f in verdicts)
     page = render_html(result)
-    assert re.search(rf'<td class="num">[\d.]+×</td><td class="num">{limit:g}×</td>', page)
+    assert re.search(rf'<td class="num">\d\.\d\d×</td><td class="num">{limit:.2f}×</td>', page)  # 1.58× under 1.60×
