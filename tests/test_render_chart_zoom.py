@@ -10,6 +10,7 @@ import re
 import pytest
 
 from ncuadvisor.render.chart import ARROW_MIN_HEADROOM, Chart, roofline_chart
+from ncuadvisor.render.chart_levels import _turned_box
 from ncuadvisor.render.chart_place import Rect, label_box
 from ncuadvisor.render.chart_zoom import ZOOM_MIN, crowded_span, zoomed_chart
 from ncuadvisor.render.html import render_html
@@ -83,6 +84,9 @@ def test_a_zoomed_chart_where_points_crowd_reads_as_clearly_as_the_first(analyze
         assert plot.x0 <= float(p.cx) <= plot.x1 and plot.y0 <= float(p.cy) <= plot.y1
         q = first[p.title.split()[0]]
         assert region.x0 - 0.2 <= float(q.cx) <= region.x1 + 0.2 and region.y0 - 0.2 <= float(q.cy) <= region.y1 + 0.2
+    # a memory level's label stays inside the plot, or is left to the first chart
+    for lr in zoom.chart.level_roofs:
+        assert not lr.text or _turned_box(float(lr.tx), float(lr.ty), float(lr.angle), lr.text).inside(plot)
     # the zoomed region keeps the first chart's slope: decades of y per decade of x
     xlo, xhi, ylo, yhi = main.span
     zx0, zx1, zy0, zy1 = zoom.chart.span

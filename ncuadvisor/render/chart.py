@@ -432,6 +432,8 @@ def _draw(
     lroofs, lboxes = level_roofs(
         level_peaks(every), top_roof, (xlo, xhi, ylo, yhi), px, py, slope_angle, dots, avoid, Rect(x0, y0, x1, y1)
     )
+    if zoomed:  # a slope cut short by the zoom may leave no room for its label: the first chart has it
+        lroofs = [r if b.inside(Rect(x0, y0, x1, y1)) else replace(r, text="") for r, b in zip(lroofs, lboxes)]
     taken = [_tick_box(t) for t in ticks] + ([slope_box] if slope_box else []) + lboxes
     taken += [Rect(float(m.cx) - 4, float(m.cy) - 4, float(m.cx) + 4, float(m.cy) + 4) for m in lmarks]
     if shown:
