@@ -104,7 +104,9 @@ def analyze(
     findings = evaluation.findings()
     entries = [(rid, d.entry[0] if d.entry else None) for rid, d in profile.details.items()]
     located = reader.locations(locate.wanted(findings, entries))
-    locate.resolve(findings, located)
+    mangled = {int(rid): m for rid, m in zip(profile.results["result_id"], profile.results["mangled"])}
+    chains = reader.call_chains(locate.selected(findings, located, mangled))
+    locate.resolve(findings, located, chains)
     return assemble(profile, kernels, rules, evaluation, located)
 
 

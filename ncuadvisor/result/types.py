@@ -187,6 +187,18 @@ class EvidenceEntry(Record):
 
 
 @dataclass(kw_only=True)
+class InlinedEntry(Record):
+    """The library code (a CUDA header, Triton's language) a source line's instructions are in: the function the line
+    calls, the library's file and line; `nearest` when the line is the user's closest one, not a recorded call."""
+
+    function: str | None
+    file: str | None
+    line: int | None
+    code: str | None = None
+    nearest: bool = False
+
+
+@dataclass(kw_only=True)
 class SourceRefEntry(Record):
     """A source line a finding points at, with its share of the per-instruction metric."""
 
@@ -197,6 +209,7 @@ class SourceRefEntry(Record):
     metric: str = ""
     value: float | None = None
     share: float | None = None
+    inlined: InlinedEntry | None = optional()
 
 
 @dataclass(kw_only=True)
