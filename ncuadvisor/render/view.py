@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any, TypeVar
 
+from ncuadvisor.model.sources import in_toolkit
 from ncuadvisor.result import shape_tags
 from ncuadvisor.units import basename, compress_chain, finite, number
 
@@ -120,12 +121,6 @@ class SourceLine:
     metric: Any
     toolkit: bool = False  # the file is one of the CUDA toolkit's headers, not the user's code
     via: str = ""  # the library code the line's instructions are in: "in atomicAdd (device_atomic_functions.hpp:112)"
-
-
-def in_toolkit(path: Any) -> bool:
-    """Whether a source path is inside the CUDA toolkit's headers (device_atomic_functions.hpp and the like)."""
-    p = str(path or "").replace("\\", "/")
-    return "/include/" in p and ("/cuda" in p or "/targets/" in p)
 
 
 def _via(raw: Any) -> str:
