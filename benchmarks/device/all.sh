@@ -1,6 +1,7 @@
 #!/bin/bash
 # On the GPU machine, from the repository root: every GPU-machine script of benchmarks/device/ in one call, each kept
-# to its share of the time, then the GPU tests with what is left. Each part writes into $OUT/PART/.
+# to its share of the time, then the GPU tests with what is left. Each part writes into $OUT/PART/, packed at the end
+# into $OUT/PART.tar.xz (the device tool brings back at most 8 files).
 #     OUT=/tmp/all TOTAL=520 bash benchmarks/device/all.sh
 OUT=${OUT:-/tmp/device-out}
 TOTAL=${TOTAL:-520}
@@ -22,3 +23,7 @@ if (( have > 30 )); then
   timeout "$have" python3 -m pytest -q -p no:cacheprovider -m gpu tests > "$OUT/gpu_tests.log" 2>&1
   echo "gpu tests rc=$? at $(( $(date +%s) - T0 )) s"; tail -8 "$OUT/gpu_tests.log"
 fi
+# at most 8 files come back: one archive per part, the machine and the GPU tests in a last one
+cd "$OUT" && for d in */; do tar -cJf "${d%/}.tar.xz" "${d%/}" && rm -rf "$d"; done
+tar -cJf misc.tar.xz --remove-files env.txt gpu_tests.log 2>/dev/null
+ls -la "$OUT"
