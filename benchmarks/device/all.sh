@@ -20,7 +20,7 @@ part() {  # part NAME SECONDS: run benchmarks/device/NAME.sh with BUDGET=SECONDS
 for spec in ${PARTS:-fp16_capture:60 python_line:120 profile_cost:280}; do part "${spec%%:*}" "${spec##*:}"; done
 have=$(left)
 if (( have > 30 )); then
-  timeout "$have" python3 -m pytest -q -p no:cacheprovider -m gpu tests > "$OUT/gpu_tests.log" 2>&1
+  timeout "$have" python3 -m pytest -q -p no:cacheprovider -m gpu ${GPU_TESTS:-tests/test_profile.py tests/test_python_lines.py} > "$OUT/gpu_tests.log" 2>&1
   echo "gpu tests rc=$? at $(( $(date +%s) - T0 )) s"; tail -8 "$OUT/gpu_tests.log"
 fi
 # at most 8 files come back: one archive per part, the machine and the GPU tests in a last one
