@@ -135,3 +135,21 @@ def test_a_duration_only_report_has_no_floor(report_path):
     frame = ReportReader(report_path("ceilings_chain")).results(roofline.METRICS)
     r = roofline.compute(frame.to_dict("records")[1], 132)
     assert r.duration_ns and r.theoretical_ns is None and r.headroom is None and r.limiter is None
+
+
+def test_rules_decide_by_the_limiter_not_the_word(report_path):
+    from ncuadvisor.analysis.perfmodels import limiter_phrase, limiter_side
+
+    frame = ReportReader(report_path("patterns")).results(roofline.METRICS)
+    p = {row["name"]: roofline.compute(row, 132) for row in frame.to_dict("records")}
+    # Speed Of Light says "compute" (its SM throughput is a maximum over sub-units), but the bytes its shared-memory
+    # tree moves through L1 need more time at L1's peak than any pipe: the memory side
+    assert p["reduce_shfl"].bound == "compute" and p["reduce_shfl"].limiter == "l1"
+    assert limiter_side(p["reduce_shfl"]) == "memory"
+    # the modulo tree: "compute" and limited by instruction issue, not by a FLOP pipe
+    assert p["reduce_mod"].limiter == "issue" and limiter_side(p["reduce_mod"]) == "compute"
+    assert limiter_phrase(p["reduce_mod"]) == "limited by instruction issue"
+    # no unit half busy: latency, as before
+    assert limiter_side(p["chase_serial"]) == "latency"
+    # a grid that cannot fill the GPU stays launch-bound whatever its busiest unit
+    assert p["small_update"].bound == "launch" and limiter_side(p["small_update"]) == "launch"
