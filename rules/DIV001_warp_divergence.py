@@ -7,10 +7,10 @@ class WarpDivergence(Rule):
     """Threads of a warp take different branches: each side runs with part of the warp masked off.
 
     What it detects:
-        Average active threads per executed warp instruction
-        (`smsp__thread_inst_executed_per_inst_executed.ratio`) below `max_efficiency` × 32, in a kernel whose time is
-        in issuing instructions (limited by a pipe or instruction issue, or latency-bound: `roofline.limiter`), with the lines whose instructions run with the fewest
-        threads (`derived__avg_thread_executed` per instruction, weighted by `inst_executed`).
+        Average active threads per executed warp instruction (`smsp__thread_inst_executed_per_inst_executed.ratio`)
+        below `max_efficiency` × 32, in a kernel whose time is in issuing instructions (limited by a pipe or instruction
+        issue, or latency-bound: `roofline.limiter`), with the lines whose instructions run with the fewest threads
+        (`derived__avg_thread_executed` per instruction, weighted by `inst_executed`).
 
     Why it costs time:
         A warp issues one instruction for all 32 lanes. When lanes disagree on a branch, the warp runs both sides one

@@ -10,9 +10,9 @@ class DependentLoads(Rule):
 
     What it detects:
         A latency-bound kernel (`roofline.limiter`: no unit would be busy half its time at its peak) with enough warps
-        (`sm__maximum_warps_per_active_cycle_pct` ≥ `min_theoretical_occupancy_pct`), whose warps stall on global
-        memory (`long_scoreboard`) for at least `min_long_scoreboard_share` of their stalls while each warp issues
-        more than `min_loads_per_warp` loads: a loop whose loads wait for each other.
+        (`sm__maximum_warps_per_active_cycle_pct` ≥ `min_theoretical_occupancy_pct`), whose warps stall on global memory
+        (`long_scoreboard`) for at least `min_long_scoreboard_share` of their stalls while each warp issues more than
+        `min_loads_per_warp` loads: a loop whose loads wait for each other.
 
     Why it costs time:
         A load from HBM takes ~600-800 cycles. A warp that needs the result of one load to address the next (pointer

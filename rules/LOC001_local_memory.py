@@ -24,12 +24,12 @@ class LocalMemoryTraffic(Rule):
         `__launch_bounds__`/`-maxrregcount`.
 
     Speedup estimate:
-        A kernel limited by a memory level (`roofline.limiter`) or latency-bound, once its per-thread data stays on chip, streams its compulsory global
-        bytes with the global loads it has in flight (SASS dataflow): latency plus throughput, read bytes per SM ×
-        DRAM latency ÷ (warps × loads in flight per warp × 32 × access bytes) + the roofline floor
-        (`DRAM_LATENCY_CYCLES` in ncuadvisor/analysis/perfmodels.py). A local access costs a round trip through L1, L2 and
-        often DRAM on the kernel's critical path, far more than its share of sectors says. A kernel a pipe limits:
-        time × (1 - 0.5 × local share of L1 sectors). Never below the roofline floor.
+        A kernel limited by a memory level (`roofline.limiter`) or latency-bound, once its per-thread data stays on
+        chip, streams its compulsory global bytes with the global loads it has in flight (SASS dataflow): latency plus
+        throughput, read bytes per SM × DRAM latency ÷ (warps × loads in flight per warp × 32 × access bytes) + the
+        roofline floor (`DRAM_LATENCY_CYCLES` in ncuadvisor/analysis/perfmodels.py). A local access costs a round trip
+        through L1, L2 and often DRAM on the kernel's critical path, far more than its share of sectors says. A kernel a
+        pipe limits: time × (1 - 0.5 × local share of L1 sectors). Never below the roofline floor.
 
     False positives:
         A few spills in a cold path; `-Xptxas -v` tells spills (spill stores) from arrays (stack frame).

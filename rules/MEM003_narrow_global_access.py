@@ -23,10 +23,10 @@ class NarrowGlobalAccess(Rule):
     """Coalesced but narrow global accesses (1, 2 or 4 bytes per thread) keep a streaming kernel below bandwidth.
 
     What it detects:
-        A kernel limited by a memory level (`roofline.limiter`) or latency-bound, below `max_dram_fraction` of DRAM bandwidth whose global load/store
-        instructions are mostly narrower than 16 bytes per thread (`memory_access_size_type` per instruction,
-        weighted by `inst_executed`; the width is read from the SASS, `LDG.E.U8` = 1 byte), while the accesses are
-        coalesced (no sector waste).
+        A kernel limited by a memory level (`roofline.limiter`) or latency-bound, below `max_dram_fraction` of DRAM
+        bandwidth whose global load/store instructions are mostly narrower than 16 bytes per thread
+        (`memory_access_size_type` per instruction, weighted by `inst_executed`; the width is read from the SASS,
+        `LDG.E.U8` = 1 byte), while the accesses are coalesced (no sector waste).
 
     Why it costs time:
         Each warp instruction moves at most 32 × access size bytes. With 1-byte or 4-byte accesses a warp needs 16×

@@ -15,9 +15,9 @@ class LowOccupancy(Rule):
     """Too few warps per SM to hide latency, capped by a resource the kernel over-uses: the limiter is named.
 
     What it detects:
-        A kernel that keeps neither memory nor compute busy (no pipe limits it: `roofline.limiter`; busiest
-        Speed Of Light unit below `max_busy_pct`), whose theoretical occupancy (`sm__maximum_warps_per_active_cycle_pct`) is below
-        `max_theoretical_pct` because of registers, shared memory, block size or the block limit
+        A kernel that keeps neither memory nor compute busy (no pipe limits it: `roofline.limiter`; busiest Speed Of
+        Light unit below `max_busy_pct`), whose theoretical occupancy (`sm__maximum_warps_per_active_cycle_pct`) is
+        below `max_theoretical_pct` because of registers, shared memory, block size or the block limit
         (`launch__occupancy_limit_*`, in blocks per SM: the smallest is the limiter).
 
     Why it costs time:

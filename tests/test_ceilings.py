@@ -153,3 +153,50 @@ def test_rules_decide_by_the_limiter_not_the_word(report_path):
     assert limiter_side(p["chase_serial"]) == "latency"
     # a grid that cannot fill the GPU stays launch-bound whatever its busiest unit
     assert p["small_update"].bound == "launch" and limiter_side(p["small_update"]) == "launch"
+
+
+def test_needed_bytes_split_into_loads_and_stores(report_path):
+    from ncuadvisor.analysis import needed
+
+    reader = ReportReader(report_path("ceilings"))
+    frame = reader.results(roofline.METRICS)
+    rows = {r["name"]: r for r in frame.to_dict("records")}
+    ids = [rows[n]["result_id"] for n in ("l2_resident_out", "dram_out", "index_math")]
+    details = reader.details(ids, needed.PER_INSTRUCTION, sass_for=lambda rid, first: True)
+    r = {
+        n: roofline.compute(rows[n], 132, needed.ideal_split(details[rows[n]["result_id"]].per_instruction))
+        for n in ("l2_resident_out", "dram_out", "index_math")
+    }
+    out = r["l2_resident_out"]
+    # 16 MiB in, 16 MiB out; the output is still dirty in L2 when the kernel ends: DRAM wrote 0.7 MB of it
+    assert out.load_bytes == pytest.approx(16 * 2**20, rel=0.001)
+    assert out.store_bytes == pytest.approx(16 * 2**20, rel=0.001)
+    assert rows["l2_resident_out"]["dram__bytes_write.sum"] < 0.05 * out.store_bytes
+    assert out.compulsory_bytes == out.load_bytes + out.store_bytes
+    assert r["dram_out"].load_bytes == pytest.approx(256 * 2**20, rel=0.001)
+    # the 16 KB table is read from L1 over and over: its loads count once, at DRAM's reads (not the 558 MB of sectors)
+    assert r["index_math"].load_bytes < 0.1e6 and r["index_math"].store_bytes == pytest.approx(THREADS * 4, rel=0.001)
+    # without per-instruction data only the total is known
+    plain = roofline.compute(rows["l2_resident_out"], 132)
+    assert plain.load_bytes is None and plain.compulsory_bytes == pytest.approx(out.compulsory_bytes, rel=0.01)
+
+
+THREADS = 132 * 8 * 4 * 256
+
+
+def test_launch_floor_per_device(report_path):
+    from ncuadvisor.analysis.ceilings import LAUNCH_FLOOR_NS, launch_floor
+
+    frame = ReportReader(report_path("ceilings")).results(roofline.METRICS)
+    rows = frame.to_dict("records")
+    # the report holds an empty kernel: its own duration is the floor, and the source says so
+    ns, source = launch_floor("NVIDIA H200", rows)
+    empty = next(r for r in rows if r["name"] == "empty_kernel")
+    assert ns == empty["gpu__time_duration.sum"] and "empty_kernel" in source
+    # without one: the measured value of the device, else the H200's with a warning in the source
+    busy = [r for r in rows if r["name"] != "empty_kernel"]
+    assert launch_floor("NVIDIA H200", busy)[0] == LAUNCH_FLOOR_NS
+    ns, source = launch_floor("NVIDIA B200", busy)
+    assert ns == LAUNCH_FLOOR_NS and source.startswith("not measured on NVIDIA B200")
+    r = roofline.compute(empty, 132, launch_floor=(1200.0, "test"))
+    assert r.floors["launch"] == 1200.0 and r.launch_floor_source == "test"

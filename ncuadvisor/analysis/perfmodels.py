@@ -103,6 +103,14 @@ def limiter_phrase(r: Roofline) -> str:
     return f"{r.bound}-bound"
 
 
+def kept_units_ns(r: Roofline, changed: frozenset[str]) -> float | None:
+    """The time the units a fix leaves alone still need: the largest ceiling as executed (`r.ceilings`: each pipe's
+    busy time at its peak, the floors of the needed work) among the units not in `changed`. A fix that only changes
+    the sectors a kernel moves keeps its instructions, so it cannot run faster than their issue."""
+    kept = [t for u, t in r.ceilings.items() if u not in changed]
+    return max(kept) if kept else None
+
+
 def unit_floor_ns(k: KernelContext) -> float | None:
     """The time the busiest unit (Speed Of Light) needs for the kernel's current instructions and traffic, at the
     practical fraction of its peak: the limit of fixes that change neither (occupancy, grid size, latency hiding)."""
