@@ -106,8 +106,10 @@ def rows(report: str, hands: dict[str, Hand], measured: dict[str, float]) -> lis
         if name not in hands or name in seen:
             continue
         seen.add(name)
-        split = needed.ideal_split(details[row["result_id"]].per_instruction) if row["result_id"] in details else None
-        h, r = hands[name], roofline.compute(row, SMS, split)
+        facts = (
+            needed.instruction_facts(details[row["result_id"]].per_instruction) if row["result_id"] in details else None
+        )
+        h, r = hands[name], roofline.compute(row, SMS, facts)
         sm_hz = row["sm__cycles_elapsed.avg.per_second"]
         dram_bps = row["dram__bytes.sum.peak_sustained"] * row["dram__cycles_elapsed.avg.per_second"]
         floors = {"dram": h.bytes / dram_bps * 1e9, "launch": LAUNCH_FLOOR_NS}

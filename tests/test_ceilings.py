@@ -164,7 +164,7 @@ def test_needed_bytes_split_into_loads_and_stores(report_path):
     ids = [rows[n]["result_id"] for n in ("l2_resident_out", "dram_out", "index_math")]
     details = reader.details(ids, needed.PER_INSTRUCTION, sass_for=lambda rid, first: True)
     r = {
-        n: roofline.compute(rows[n], 132, needed.ideal_split(details[rows[n]["result_id"]].per_instruction))
+        n: roofline.compute(rows[n], 132, needed.instruction_facts(details[rows[n]["result_id"]].per_instruction))
         for n in ("l2_resident_out", "dram_out", "index_math")
     }
     out = r["l2_resident_out"]
@@ -200,3 +200,31 @@ def test_launch_floor_per_device(report_path):
     assert ns == LAUNCH_FLOOR_NS and source.startswith("not measured on NVIDIA B200")
     r = roofline.compute(empty, 132, launch_floor=(1200.0, "test"))
     assert r.floors["launch"] == 1200.0 and r.launch_floor_source == "test"
+
+
+def test_xu_work_by_opcode(report_path):
+    from ncuadvisor.analysis import needed
+
+    def facts(report, names):
+        reader = ReportReader(report_path(report))
+        rows = {r["name"]: r for r in reader.results(roofline.METRICS).to_dict("records") if r["name"] in names}
+        ids = [r["result_id"] for r in rows.values()]
+        details = reader.details(ids, needed.PER_INSTRUCTION, sass_for=lambda rid, first: True)
+        return {
+            n: (row, needed.instruction_facts(details[row["result_id"]].per_instruction)) for n, row in rows.items()
+        }
+
+    f = facts("ceilings", {"sfu_loop", "dfma_loop"})
+    # MUFU.SIN/COS/EX2 only: all of the XU pipe's work is needed; the floor is the pipe's busy time
+    assert f["sfu_loop"][1].xu_needed_share == 1.0
+    assert roofline.compute(f["sfu_loop"][0], 132, f["sfu_loop"][1]).limiter == "sfu"
+    # F2F.F64.F32 / F2F.F32.F64 run on XU too, but are conversions: no SFU floor
+    assert f["dfma_loop"][1].xu_needed_share == 0.0
+    assert "sfu" not in roofline.compute(f["dfma_loop"][0], 132, f["dfma_loop"][1]).floors
+    g = facts("flaws", {"copy_strided", "local_array_dynamic", "diverge_lanes"})
+    # integer division by a run-time divisor: I2F.U32.RP, MUFU.RCP, F2I (all XU, none needed)
+    assert g["copy_strided"][1].xu_needed_share == 0.0
+    # a float -> int conversion per element (F2I.TRUNC): XU busy, nothing needed
+    r = roofline.compute(g["local_array_dynamic"][0], 132, g["local_array_dynamic"][1])
+    assert r.busy_pct["sfu"] > 0.5 and "sfu" not in r.floors
+    assert g["diverge_lanes"][1].xu_needed_share == 1.0  # MUFU.SIN, MUFU.COS

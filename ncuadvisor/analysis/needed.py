@@ -1,4 +1,6 @@
-"""The bytes a kernel needs from memory: loads and stores, each the smaller of what its threads needed and what moved.
+"""What a kernel needs, from its per-instruction data: the bytes it loads and stores, and the XU work it cannot avoid.
+
+Bytes: loads and stores, each the smaller of what its threads needed and what moved.
 
 - Loads: the ideal L2 sectors of its global load instructions (what the threads asked for, as if coalesced) against
   DRAM's read bytes (what came from memory: fewer when the input already sat in L2).
@@ -23,7 +25,62 @@ from ncuadvisor.model import Instruction
 
 SECTOR_BYTES = 32
 IDEAL_SECTORS = "memory_l2_theoretical_sectors_global_ideal"
-PER_INSTRUCTION = [IDEAL_SECTORS]  # the per-instruction metric the split reads
+INST_EXECUTED = "inst_executed"
+PER_INSTRUCTION = [IDEAL_SECTORS, INST_EXECUTED]  # the per-instruction metrics read here
+
+# The SASS opcodes the XU pipe (`sm__inst_executed_pipe_xu`) runs on sm_90, by base opcode, as measured on an H200
+# (fixtures ceilings, flaws, patterns, torch_norm_chain: the pipe's count equals the sum of these opcodes' warp
+# instructions in every kernel): MUFU.* (transcendentals, reciprocals, square roots), F2F (float <-> double), I2F and
+# F2I (the classic conversions, and integer division's I2F.U32.RP / F2I...TRUNC), FCHK (division's range check).
+# Not XU: F2FP (packing conversions), I2FP.F32 (sm_90's int -> float), PRMT, SHFL. Nsight Compute's profiling guide
+# describes XU as the unit for special functions and int <-> float conversions.
+XU_OPCODES = frozenset({"MUFU", "F2F", "I2F", "F2I", "FCHK"})
+
+
+@dataclass
+class InstructionFacts:
+    """What the per-instruction data of one kernel tells the roofline (None where it has no such data)."""
+
+    ideal_split: tuple[float, float] | None = None  # (load, store) ideal L2 sectors
+    xu_needed_share: float | None = None  # of the XU pipe's warp instructions, the transcendental ones needed
+
+
+def instruction_facts(per_instruction: Mapping[str, Sequence[Instruction]]) -> InstructionFacts:
+    """The facts of one kernel's per-instruction data (`ideal_split`, `xu_needed_share`)."""
+    return InstructionFacts(ideal_split(per_instruction), xu_needed_share(per_instruction))
+
+
+def _opcode(sass: str | None) -> str:
+    words = (sass or "").split()
+    if words and words[0].startswith("@"):
+        words = words[1:]
+    return words[0] if words else ""
+
+
+def xu_needed_share(per_instruction: Mapping[str, Sequence[Instruction]]) -> float | None:
+    """The share of the XU pipe's warp instructions that are needed work: the transcendentals (MUFU), less the
+    reciprocals of integer division (one MUFU.RCP per I2F.*.RP: the compiler's idiom for a division by a
+    run-time divisor); conversions are not. None without executed counts by instruction and their SASS."""
+    entries = per_instruction.get(INST_EXECUTED) or []
+    xu = mufu = rcp = rp = 0.0
+    for e in entries:
+        if not e.value:
+            continue
+        op = _opcode(e.sass)
+        if not op:
+            return None
+        base = op.split(".")[0]
+        if base not in XU_OPCODES:
+            continue
+        xu += e.value
+        if base == "MUFU":
+            mufu += e.value
+            rcp += e.value if op.startswith("MUFU.RCP") else 0.0
+        elif base == "I2F" and ".RP" in op:
+            rp += e.value
+    if not entries:
+        return None
+    return (mufu - min(rcp, rp)) / xu if xu else 0.0
 
 
 @dataclass
@@ -44,15 +101,13 @@ def ideal_split(per_instruction: Mapping[str, Sequence[Instruction]]) -> tuple[f
     for e in entries:
         if not e.value:
             continue
-        words = (e.sass or "").split()
-        if words and words[0].startswith("@"):
-            words = words[1:]
-        if not words:
+        op = _opcode(e.sass)
+        if not op:
             return None
         seen = True
-        if words[0].startswith("LD"):
+        if op.startswith("LD"):
             loads += e.value
-        elif words[0].startswith("ST"):
+        elif op.startswith("ST"):
             stores += e.value
     return (loads, stores) if seen else None
 

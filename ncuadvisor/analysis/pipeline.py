@@ -98,7 +98,7 @@ def analyze(
     # the SASS is read with the deep data, for the kernels in a language whose rules read instructions (a library
     # kernel's thousands of instructions are not read)
     sass_for = partial(_wants_sass, names, frozenset(sass_wanted)) if sass_wanted else None
-    # the rules' per-instruction metrics, and the ideal sectors that split the compulsory bytes into loads and stores
+    # the rules' per-instruction metrics, and those the roofline reads (`needed.py`: the load/store split, XU work)
     per_instruction = list(dict.fromkeys(engine.per_instruction_metrics(rules) + needed.PER_INSTRUCTION))
     profile.details = reader.details(list(names), per_instruction, sass_for=sass_for)
     languages = kernel_languages(kernels, profile.details)
@@ -190,8 +190,8 @@ def evaluate(
     def run(k: Kernel, share: float) -> Analysed:
         row = frame.loc[k.representative].to_dict()
         detail = profile.details.get(k.representative)
-        split = needed.ideal_split(detail.per_instruction) if detail else None
-        rl = roofline.compute(row, sm_count, split, launch_floor)
+        facts = needed.instruction_facts(detail.per_instruction) if detail else None
+        rl = roofline.compute(row, sm_count, facts, launch_floor)
         evaluation.sections_seen.update(detail.sections if detail else [])
         language = languages.get(k.representative) or kernel_language(k.name, k.demangled, [])
         ctx = KernelContext(

@@ -182,11 +182,11 @@ class Roofline:
 def compute(
     row: Mapping[str, Any],
     sm_count: float | None = None,
-    ideal_split: tuple[float, float] | None = None,
+    facts: _needed.InstructionFacts | None = None,
     launch_floor: tuple[float, str] | None = None,
 ) -> Roofline:
-    """The roofline of one result (a row of Profile.results). `ideal_split`: the (load, store) ideal sectors from the
-    per-instruction data (`needed.ideal_split`), which splits the compulsory bytes into loads and stores.
+    """The roofline of one result (a row of Profile.results). `facts`: what its per-instruction data tells
+    (`needed.instruction_facts`): the load/store split of the compulsory bytes and the needed share of the XU work.
     `launch_floor`: (ns, source) of the device's launch floor (`ceilings.launch_floor`; the H200's by default)."""
     g = lambda name: num(row.get(name))  # noqa: E731
     duration_ns = g("gpu__time_duration.sum")
@@ -256,7 +256,7 @@ def compute(
     # Hopper) moves its operands outside them, so only what moved is complete. TMA copies whole tiles: no waste.
     need = _needed.needed_bytes(
         ideal_sectors=ideal,
-        split=ideal_split,
+        split=facts.ideal_split if facts else None,
         dram_read=dram_read,
         dram_write=dram_write,
         dram_bytes=r.dram_bytes,
@@ -306,12 +306,17 @@ def compute(
     for unit in _ceilings.NEEDED_PIPES:
         if unit not in pipes:
             continue
+        xu_share = facts.xu_needed_share if facts else None
+        if unit == "sfu" and xu_share is not None:
+            # by opcode: the transcendentals' share of the XU busy time (conversions, integer division are not needed)
+            if xu_share > 0:
+                r.floors["sfu"] = pipes["sfu"] * xu_share * lane_share
+            continue
         if unit == "sfu" and (
             r.flops_by_precision.get("fp64") or r.floors.get("fma", 0.0) * FP32_LANES < pipes[unit] * SFU_LANES
         ):
-            # XU also converts float <-> double (F2F.F64) and runs integer division's reciprocal (I2F, MUFU.RCP,
-            # F2I): its busy time is needed work only in FP code with at least as many FP32 lane operations as XU
-            # operations (transcendentals sit among the FP math that uses them)
+            # Without SASS: XU also converts float <-> double and runs integer division's reciprocal, so its busy
+            # time counts as needed only in FP code with at least as many FP32 lane operations as XU operations
             continue
         if unit != "sfu" and r.flops_by_precision.get(unit) and unit in lanes:
             continue  # counted from thread instructions above
