@@ -228,3 +228,25 @@ def test_xu_work_by_opcode(report_path):
     r = roofline.compute(g["local_array_dynamic"][0], 132, g["local_array_dynamic"][1])
     assert r.busy_pct["sfu"] > 0.5 and "sfu" not in r.floors
     assert g["diverge_lanes"][1].xu_needed_share == 1.0  # MUFU.SIN, MUFU.COS
+
+
+@pytest.mark.parametrize(
+    ("sass", "kind"),
+    [
+        # nvcc 13.0 -arch=sm_90 on workloads/cuda/fp16.cu: __hadd2 and __hmul2 are issued half as HFMA2.MMA
+        ("HFMA2.MMA R3, -RZ, RZ, 0, 0 ;", "move"),
+        ("@P0 HFMA2.MMA R5, -RZ, RZ, 1.75, 0 ;", "move"),
+        ("HFMA2.MMA R2, R2, 1, 1, R12.reuse ;", "add"),
+        ("HFMA2.MMA R2, R2, R12.reuse, -RZ ;", "mul"),
+        ("HFMA2.MMA R6, R6, R4.reuse, R5.reuse ;", "fma"),
+        ("HFMA2 R7, R14, UR4.H0_H0, R9.reuse.H0_H0 ;", "fma"),
+        ("HADD2 R0, R0, R12.reuse ;", None),
+    ],
+)
+def test_hfma_kinds_by_operands(sass, kind):
+    from ncuadvisor.analysis.needed import hfma_kinds
+    from ncuadvisor.model import Instruction
+
+    kinds = hfma_kinds({"inst_executed": [Instruction(pc=0x10, value=64.0, sass=sass)]})
+    assert kinds is not None
+    assert {k for k, v in kinds.items() if v} == ({kind} if kind else set())

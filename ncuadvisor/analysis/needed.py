@@ -43,11 +43,50 @@ class InstructionFacts:
 
     ideal_split: tuple[float, float] | None = None  # (load, store) ideal L2 sectors
     xu_needed_share: float | None = None  # of the XU pipe's warp instructions, the transcendental ones needed
+    hfma_kinds: dict[str, float] | None = None  # executed HFMA2 warp instructions by what they compute (`hfma_kinds`)
 
 
 def instruction_facts(per_instruction: Mapping[str, Sequence[Instruction]]) -> InstructionFacts:
     """The facts of one kernel's per-instruction data (`ideal_split`, `xu_needed_share`)."""
-    return InstructionFacts(ideal_split(per_instruction), xu_needed_share(per_instruction))
+    return InstructionFacts(ideal_split(per_instruction), xu_needed_share(per_instruction), hfma_kinds(per_instruction))
+
+
+# FLOPs per packed-half thread instruction by what an HFMA2 (or HFMA2.MMA) computes: two halves each
+HFMA_FLOPS = {"fma": 4.0, "add": 2.0, "mul": 2.0, "move": 0.0}
+_ZERO = ("RZ", "-RZ")
+
+
+def hfma_kinds(per_instruction: Mapping[str, Sequence[Instruction]]) -> dict[str, float] | None:
+    """Executed HFMA2 / HFMA2.MMA warp instructions by what they compute, from their operands: `move` (a zero product,
+    `HFMA2.MMA Rd, -RZ, RZ, imm, imm`: the compiler's way to load a 32-bit constant), `add` (multiplier `1, 1`: an
+    __hadd2 issued as an FMA), `mul` (addend `-RZ`: an __hmul2 issued as an FMA), else `fma`. None without SASS."""
+    entries = per_instruction.get(INST_EXECUTED) or []
+    out = dict.fromkeys(HFMA_FLOPS, 0.0)
+    for e in entries:
+        if not e.value:
+            continue
+        text = (e.sass or "").strip().rstrip(";").strip()
+        if not text:
+            return None
+        if text.startswith("@"):
+            text = text.split(None, 1)[1] if " " in text else ""
+        op, _, rest = text.partition(" ")
+        if op.split(".")[0] != "HFMA2":
+            continue
+        args = [
+            a.strip().split(".")[0] if a.strip().lstrip("-").startswith(("R", "UR")) else a.strip()
+            for a in rest.split(",")
+        ]
+        if len(args) >= 3 and (args[1] in _ZERO or args[2] in _ZERO):
+            kind = "move"
+        elif len(args) >= 5 and args[2] == "1" and args[3] == "1":
+            kind = "add"
+        elif args and args[-1] in _ZERO:
+            kind = "mul"
+        else:
+            kind = "fma"
+        out[kind] += e.value
+    return out if entries else None
 
 
 def _opcode(sass: str | None) -> str:

@@ -205,6 +205,7 @@ def compute(
     # Work, by precision (executed operations), and the lane operations of each FP pipe.
     lanes: dict[str, float] = {}
     fp16_pipe_pct = g(FP16_PIPE)
+    kinds = facts.hfma_kinds if facts else None
     if cycles:
         for prec, terms in _FLOP_TERMS.items():
             total, lane_ops, seen = 0.0, 0.0, False
@@ -212,8 +213,13 @@ def compute(
                 v = g(metric)
                 if v is not None:
                     seen = True
-                    total += v * cycles * flops_per_inst
-                    lane_ops += v * cycles
+                    per_inst, work = flops_per_inst, 1.0
+                    if "op_hfma" in metric and kinds and (n := sum(kinds.values())):
+                        # by operands: HFMA2 also issues adds (× 1), multiplies (+ 0) and constant moves (0 × 0)
+                        per_inst = sum(_needed.HFMA_FLOPS[k] * c for k, c in kinds.items()) / n
+                        work = 1.0 - kinds["move"] / n
+                    total += v * cycles * per_inst
+                    lane_ops += v * cycles * work
             if prec == "fp16" and fp16_pipe_pct == 0.0:
                 # only immediate-only HFMA2.MMA moves (constant loads): no packed-half arithmetic ran
                 total, lane_ops = 0.0, 0.0
