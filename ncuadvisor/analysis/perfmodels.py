@@ -107,7 +107,7 @@ def kept_units_ns(r: Roofline, changed: frozenset[str]) -> float | None:
     """The time the units a fix leaves alone still need: the largest ceiling as executed (`r.ceilings`: each pipe's
     busy time at its peak, the floors of the needed work) among the units not in `changed`. A fix that only changes
     the sectors a kernel moves keeps its instructions, so it cannot run faster than their issue."""
-    kept = [t for u, t in r.ceilings.items() if u not in changed]
+    kept = [t for u, t in r.ceilings.items() if u not in changed and u != "launch"]  # the launch is in the floor
     return max(kept) if kept else None
 
 
