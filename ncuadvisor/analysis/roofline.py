@@ -434,9 +434,7 @@ def limiter_words(r: Roofline) -> str:
     if not r.limiter:
         return ""
     if r.limiter == "launch":
-        return (
-            f"launch-bound: the floor is an empty kernel's {r.floors['launch'] / 1e3:.2f} µs ({r.launch_floor_source})"
-        )
+        return f"launch-bound: no launch takes less than {r.floors['launch'] / 1e3:.2f} µs ({r.launch_floor_source})"
     if r.limiter == "latency":
         unit, share = _ceilings.limiter_of(r.ceilings, level_floors(r), r.duration_ns)
         if unit == "launch":
