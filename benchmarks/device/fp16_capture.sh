@@ -76,10 +76,11 @@ M=${M#,}
 echo "asked: $M" >> "$OUT/metrics.txt"
 run ncu "$OUT/ncu.log" ncu --clock-control none --import-source yes $SECS ${M:+--metrics "$M"} \
   -o "$W/fp16" "$W/fp16" --once
-if [ -f "$W/fp16.ncu-rep" ]; then
-  xz -9 -T0 -c "$W/fp16.ncu-rep" > "$OUT/fp16.ncu-rep.xz"
-  echo "# report: $(stat -c %s "$W/fp16.ncu-rep") bytes raw, $(stat -c %s "$OUT/fp16.ncu-rep.xz") bytes xz -9" >> "$R"
-fi
+for rep in "$W/fp16.ncu-rep" "$W/fp16.ncu-repz"; do  # ncu from 2026.3 on writes .ncu-repz by default
+  [ -f "$rep" ] || continue
+  xz -9 -T0 -c "$rep" > "$OUT/$(basename "$rep").xz"
+  echo "# report: $(stat -c %s "$rep") bytes raw, $(stat -c %s "$OUT/$(basename "$rep").xz") bytes xz -9" >> "$R"
+done
 
 # 4. checks and timings without the profiler, if time is left
 run check "$OUT/check.jsonl" "$W/fp16" --check
