@@ -50,7 +50,7 @@ def launch_floor(device_name: str | None, launches: Iterable[Mapping[str, Any]] 
                 empty.append((ns, str(row.get("name") or "an empty kernel")))
     if empty:
         ns, name = min(empty)
-        return ns, f"the ncu duration of an empty kernel in this report ({name})"
+        return ns, f"the ncu duration of {name}, an empty kernel in this report"
     if device_name in LAUNCH_FLOORS:
         return LAUNCH_FLOORS[device_name]
     return LAUNCH_FLOOR_NS, f"not measured on {device_name or 'this device'}: {LAUNCH_FLOOR_SOURCE}"
