@@ -28,13 +28,15 @@ IDEAL_SECTORS = "memory_l2_theoretical_sectors_global_ideal"
 INST_EXECUTED = "inst_executed"
 PER_INSTRUCTION = [IDEAL_SECTORS, INST_EXECUTED]  # the per-instruction metrics read here
 
-# The SASS opcodes the XU pipe (`sm__inst_executed_pipe_xu`) runs on sm_90, by base opcode, as measured on an H200
-# (fixtures ceilings, flaws, patterns, torch_norm_chain: the pipe's count equals the sum of these opcodes' warp
-# instructions in every kernel): MUFU.* (transcendentals, reciprocals, square roots), F2F (float <-> double), I2F and
-# F2I (the classic conversions, and integer division's I2F.U32.RP / F2I...TRUNC), FCHK (division's range check).
-# Not XU: F2FP (packing conversions), I2FP.F32 (sm_90's int -> float), PRMT, SHFL. Nsight Compute's profiling guide
-# describes XU as the unit for special functions and int <-> float conversions.
-XU_OPCODES = frozenset({"MUFU", "F2F", "I2F", "F2I", "FCHK"})
+# The SASS opcodes the XU pipe (`sm__inst_executed_pipe_xu`) runs on sm_90, by base opcode, as measured on an H200:
+# in every kernel of fixtures/fp16.ncu-rep.xz (workloads/cuda/fp16.cu: one kernel per opcode family) and of the
+# ceilings, flaws, patterns and torch_norm_chain reports, the pipe's count equals the sum of these opcodes' warp
+# instructions: MUFU.* (transcendentals, reciprocals, square roots), F2F (float <-> double), I2F and F2I (the classic
+# conversions, and integer division's I2F.U32.RP / F2I...TRUNC), FCHK (division's range check), and the bit
+# operations POPC, FLO (count leading zeros) and BREV. Not XU: F2FP (packing conversions), I2FP.F32 (sm_90's
+# int -> float), PRMT, SHFL. Only the transcendentals are needed work: conversions and bit operations are executed
+# instructions like the ALU's, which name the limiter but do not set the floor.
+XU_OPCODES = frozenset({"MUFU", "F2F", "I2F", "F2I", "FCHK", "POPC", "FLO", "BREV"})
 
 
 @dataclass
@@ -99,7 +101,8 @@ def _opcode(sass: str | None) -> str:
 def xu_needed_share(per_instruction: Mapping[str, Sequence[Instruction]]) -> float | None:
     """The share of the XU pipe's warp instructions that are needed work: the transcendentals (MUFU), less the
     reciprocals of integer division (one MUFU.RCP per I2F.*.RP: the compiler's idiom for a division by a
-    run-time divisor); conversions are not. None without executed counts by instruction and their SASS."""
+    run-time divisor); conversions and bit operations are not. None without executed counts by instruction and their
+    SASS."""
     entries = per_instruction.get(INST_EXECUTED) or []
     xu = mufu = rcp = rp = 0.0
     for e in entries:
