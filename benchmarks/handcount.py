@@ -1,5 +1,5 @@
 """Hand count against the machine model: FLOPs, compulsory bytes and the floor of each unit counted from the source and
-the launch sizes of the planted kernels (workloads/cuda/ceilings.cu, patterns.cu), next to the model's numbers and the
+the launch sizes of the planted kernels (workloads/cuda/ceilings.cu, patterns.cu, fp16.cu), next to the model's numbers and the
 measured times.
 
 The hand count uses the H200's nominal per-SM rates (FP32 128 lanes/clk, FP64 64, packed FP16 128 HFMA2 lanes, MUFU
@@ -84,6 +84,25 @@ PATTERNS = {
     "reduce_shfl": Hand("dram", 0, 32 * MIB, 134742016, "128 MB in, one float per block out", 131072 * 4),
 }
 
+# workloads/cuda/fp16.cu: 8 half2 (or half) chains per thread, 8 values in and 8 out per thread
+HALF_IO = THREADS * 8 * 4
+FP16 = {
+    "hfma2_loop": Hand(
+        "fp16", THREADS * 512 * 8, THREADS * 512 * 8 * 4, 2 * HALF_IO, "8 HFMA2 × 512, 4 FLOP each", HALF_IO
+    ),
+    "hadd2_loop": Hand(
+        "fp16", THREADS * 512 * 8, THREADS * 512 * 8 * 2, 2 * HALF_IO, "8 HADD2 × 512, 2 FLOP each", HALF_IO
+    ),
+    "hmul2_loop": Hand(
+        "fp16", THREADS * 512 * 8, THREADS * 512 * 8 * 2, 2 * HALF_IO, "8 HMUL2 × 512, 2 FLOP each", HALF_IO
+    ),
+    # two scalar chains fit one HFMA2: 4 packed lanes per iteration
+    "hfma_scalar": Hand(
+        "fp16", THREADS * 512 * 4, THREADS * 512 * 8 * 2, HALF_IO, "8 scalar HFMA × 512, 2 FLOP each", HALF_IO // 2
+    ),
+    "mufu_loop": Hand("sfu", THREADS * 256 * 2, 0, THREADS * 8, "MUFU.EX2 + MUFU.SIN × 256", THREADS * 4),
+}
+
 
 def bench(path: Path) -> dict[str, float]:
     out = {}
@@ -165,6 +184,7 @@ def main() -> None:
     planted = ROOT / "fixtures" / "planted"
     table = rows("ceilings", CEILINGS, bench(planted / "bench_ceilings.jsonl"))
     table += rows("patterns", PATTERNS, bench(planted / "bench_patterns.jsonl"))
+    table += rows("fp16", FP16, bench(ROOT / "fixtures" / "fp16-2026-12-01" / "bench.jsonl"))
     if args.markdown:
         print("| " + " | ".join(HEADER) + " |")
         print("|" + "---|" * len(HEADER))
