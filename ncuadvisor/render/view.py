@@ -174,6 +174,8 @@ class Roofline:
     compute_floor_ns: Any
     dram_bytes: Any
     compulsory_bytes: Any
+    load_bytes: Any  # of the compulsory bytes, loads and stores (None when the report does not tell them apart)
+    store_bytes: Any
     ideal_bytes: Any
     flops: Any
     intensity: Any

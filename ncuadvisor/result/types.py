@@ -302,6 +302,10 @@ class Roofline(Record):
     dram_bytes: Number = None
     ideal_bytes: Number = None
     compulsory_bytes: Number = None
+    # of the compulsory bytes, loads and stores (each the smaller of what the threads needed and what moved), when
+    # the report tells them apart
+    load_bytes: Number = optional()
+    store_bytes: Number = optional()
     tma_bytes: Number = None
     intensity: Number = None
     peak_dram_bytes_per_s: Number = None
@@ -332,6 +336,7 @@ class Roofline(Record):
     # the memory levels of the hierarchical roofline: bytes, executed FLOP/byte, roof
     hierarchy: list[HierarchyLevel] = field(default_factory=list)
     clock: str | None = None  # the clock the ceilings are computed at
+    launch_floor_source: str | None = optional()  # where the launch floor (`floors["launch"]`) comes from
 
 
 @dataclass(kw_only=True)
