@@ -1,5 +1,5 @@
 """Hand count against the machine model: FLOPs, compulsory bytes and the floor of each unit counted from the source and
-the launch sizes of the planted kernels (workloads/cuda/ceilings.cu, patterns.cu), next to the model's numbers and the
+the launch sizes of the planted kernels (workloads/cuda/ceilings.cu, patterns.cu, fp16.cu), next to the model's numbers and the
 measured times.
 
 The hand count uses the H200's nominal per-SM rates (FP32 128 lanes/clk, FP64 64, packed FP16 128 HFMA2 lanes, MUFU
@@ -22,7 +22,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from ncuadvisor.analysis import roofline  # noqa: E402
+from ncuadvisor.analysis import needed, roofline  # noqa: E402
 from ncuadvisor.analysis.ceilings import LAUNCH_FLOOR_NS  # noqa: E402
 from ncuadvisor.load import ReportReader  # noqa: E402
 
@@ -40,37 +40,67 @@ class Hand:
     flops: float
     bytes: float  # compulsory: every input read once, every output written once
     note: str
+    stores: float = 0.0  # of those bytes, the outputs written
 
 
 THREADS = SMS * 8 * 4 * 256  # the ceilings loops: sms × 8 × 4 blocks of 256 threads
 CEILINGS = {
     # sfu_loop: 96 iterations × (MUFU.SIN, MUFU.COS, MUFU.EX2); __sinf/__cosf also range-reduce with an FMUL
-    "sfu_loop": Hand("sfu", THREADS * 96 * 3, 0, THREADS * 8, "3 MUFU per iteration × 96"),
-    "fadd_loop": Hand("fp32", THREADS * 512 * 8, THREADS * 512 * 8, THREADS * 8, "8 FADD × 512, 1 FLOP each"),
-    "ffma_loop": Hand("fp32", THREADS * 512 * 8, THREADS * 512 * 8 * 2, THREADS * 8, "8 FFMA × 512, 2 FLOP each"),
-    "hfma2_loop": Hand("fp16", THREADS * 512 * 8, THREADS * 512 * 8 * 4, THREADS * 8, "8 HFMA2 × 512, 4 FLOP each"),
-    "dfma_loop": Hand("fp64", THREADS * 96 * 8, THREADS * 96 * 8 * 2, THREADS * 8, "8 DFMA × 96, 2 FLOP each"),
+    "sfu_loop": Hand("sfu", THREADS * 96 * 3, 0, THREADS * 8, "3 MUFU per iteration × 96", THREADS * 4),
+    "fadd_loop": Hand(
+        "fp32", THREADS * 512 * 8, THREADS * 512 * 8, THREADS * 8, "8 FADD × 512, 1 FLOP each", THREADS * 4
+    ),
+    "ffma_loop": Hand(
+        "fp32", THREADS * 512 * 8, THREADS * 512 * 8 * 2, THREADS * 8, "8 FFMA × 512, 2 FLOP each", THREADS * 4
+    ),
+    "hfma2_loop": Hand(
+        "fp16", THREADS * 512 * 8, THREADS * 512 * 8 * 4, THREADS * 8, "8 HFMA2 × 512, 4 FLOP each", THREADS * 4
+    ),
+    "dfma_loop": Hand(
+        "fp64", THREADS * 96 * 8, THREADS * 96 * 8 * 2, THREADS * 8, "8 DFMA × 96, 2 FLOP each", THREADS * 4
+    ),
     # index_math: one useful FADD per load; the table (16 KB) is read from L1, only the output is compulsory
-    "index_math": Hand("fp32", THREADS * 128, THREADS * 128, 4096 * 4 + THREADS * 4, "1 FADD per L1 load × 128"),
-    "l2_resident_out": Hand("dram", 0, 4 * MIB * 2, 32 * MIB, "16 MB in + 16 MB out"),
-    "dram_out": Hand("dram", 0, 64 * MIB * 2, 512 * MIB, "256 MB in + 256 MB out"),
-    "empty_kernel": Hand("launch", 0, 0, 0, "<<<1, 32>>>, no body"),
-    "tiny_chain_step": Hand("launch", 0, 512 * 2, 512 * 4 * 2, "512 floats in and out"),
+    "index_math": Hand(
+        "fp32", THREADS * 128, THREADS * 128, 4096 * 4 + THREADS * 4, "1 FADD per L1 load × 128", THREADS * 4
+    ),
+    "l2_resident_out": Hand("dram", 0, 4 * MIB * 2, 32 * MIB, "16 MB in + 16 MB out", 16 * MIB),
+    "dram_out": Hand("dram", 0, 64 * MIB * 2, 512 * MIB, "256 MB in + 256 MB out", 256 * MIB),
+    "empty_kernel": Hand("launch", 0, 0, 0, "<<<1, 32>>>, no body", 0),
+    "tiny_chain_step": Hand("launch", 0, 512 * 2, 512 * 4 * 2, "512 floats in and out", 512 * 4),
 }
 PATTERNS = {
     # compulsory bytes: what the algorithm must read and write once (bench_patterns.jsonl "bytes_min")
-    "aos_field_x": Hand("dram", 0, 16 * MIB * 2, 128 * MIB, "needs 4 B of each 32-B struct + 4 B out"),
-    "soa_field_x": Hand("dram", 0, 16 * MIB * 2, 128 * MIB, "64 MB in + 64 MB out"),
-    "aos16_scalar": Hand("dram", 0, 16 * MIB * 3, 320 * MIB, "256 MB in + 64 MB out"),
-    "aos16_vec4": Hand("dram", 0, 16 * MIB * 3, 320 * MIB, "256 MB in + 64 MB out"),
-    "pred_store_strided": Hand("dram", 0, 0, 96 * MIB, "64 MB in + the stored half of 64 MB"),
-    "pred_store_contig": Hand("dram", 0, 0, 96 * MIB, "64 MB in + the stored half of 64 MB"),
-    "gather_random": Hand("dram", 0, 0, 192 * MIB, "idx 64 MB + 64 MB of table + 64 MB out"),
-    "gather_sorted": Hand("dram", 0, 0, 192 * MIB, "idx 64 MB + 64 MB of table + 64 MB out"),
-    "chase_serial": Hand("latency", 0, 0, 8650752, "4 × 32 dependent loads per thread"),
-    "chase_interleaved": Hand("latency", 0, 0, 8650752, "4 walks interleaved"),
-    "reduce_mod": Hand("dram", 0, 32 * MIB, 134742016, "128 MB in, one float per block out"),
-    "reduce_shfl": Hand("dram", 0, 32 * MIB, 134742016, "128 MB in, one float per block out"),
+    "aos_field_x": Hand("dram", 0, 16 * MIB * 2, 128 * MIB, "needs 4 B of each 32-B struct + 4 B out", 64 * MIB),
+    "soa_field_x": Hand("dram", 0, 16 * MIB * 2, 128 * MIB, "64 MB in + 64 MB out", 64 * MIB),
+    "aos16_scalar": Hand("dram", 0, 16 * MIB * 3, 320 * MIB, "256 MB in + 64 MB out", 64 * MIB),
+    "aos16_vec4": Hand("dram", 0, 16 * MIB * 3, 320 * MIB, "256 MB in + 64 MB out", 64 * MIB),
+    "pred_store_strided": Hand("dram", 0, 0, 96 * MIB, "64 MB in + the stored half of 64 MB", 32 * MIB),
+    "pred_store_contig": Hand("dram", 0, 0, 96 * MIB, "64 MB in + the stored half of 64 MB", 32 * MIB),
+    "gather_random": Hand("dram", 0, 0, 192 * MIB, "idx 64 MB + 64 MB of table + 64 MB out", 64 * MIB),
+    "gather_sorted": Hand("dram", 0, 0, 192 * MIB, "idx 64 MB + 64 MB of table + 64 MB out", 64 * MIB),
+    "chase_serial": Hand("latency", 0, 0, 8650752 + 16896 * 4, "4 × 32 dependent loads per thread", 16896 * 4),
+    "chase_interleaved": Hand("latency", 0, 0, 8650752 + 16896 * 4, "4 walks interleaved", 16896 * 4),
+    "reduce_mod": Hand("dram", 0, 32 * MIB, 134742016, "128 MB in, one float per block out", 131072 * 4),
+    "reduce_shfl": Hand("dram", 0, 32 * MIB, 134742016, "128 MB in, one float per block out", 131072 * 4),
+}
+
+# workloads/cuda/fp16.cu: 8 half2 (or half) chains per thread, 8 values in and 8 out per thread
+HALF_IO = THREADS * 8 * 4
+FP16 = {
+    "hfma2_loop": Hand(
+        "fp16", THREADS * 512 * 8, THREADS * 512 * 8 * 4, 2 * HALF_IO, "8 HFMA2 × 512, 4 FLOP each", HALF_IO
+    ),
+    "hadd2_loop": Hand(
+        "fp16", THREADS * 512 * 8, THREADS * 512 * 8 * 2, 2 * HALF_IO, "8 HADD2 × 512, 2 FLOP each", HALF_IO
+    ),
+    "hmul2_loop": Hand(
+        "fp16", THREADS * 512 * 8, THREADS * 512 * 8 * 2, 2 * HALF_IO, "8 HMUL2 × 512, 2 FLOP each", HALF_IO
+    ),
+    # two scalar chains fit one HFMA2: 4 packed lanes per iteration
+    "hfma_scalar": Hand(
+        "fp16", THREADS * 512 * 4, THREADS * 512 * 8 * 2, HALF_IO, "8 scalar HFMA × 512, 2 FLOP each", HALF_IO // 2
+    ),
+    "mufu_loop": Hand("sfu", THREADS * 256 * 2, 0, THREADS * 8, "MUFU.EX2 + MUFU.SIN × 256", THREADS * 4),
 }
 
 
@@ -84,7 +114,10 @@ def bench(path: Path) -> dict[str, float]:
 
 
 def rows(report: str, hands: dict[str, Hand], measured: dict[str, float]) -> list[list[str]]:
-    frame = ReportReader(ROOT / "fixtures" / f"{report}.ncu-rep.xz").results(roofline.METRICS)
+    reader = ReportReader(ROOT / "fixtures" / f"{report}.ncu-rep.xz")
+    frame = reader.results(roofline.METRICS)
+    # the per-instruction ideal sectors and their SASS: the model's loads and stores
+    details = reader.details(list(frame["result_id"]), needed.PER_INSTRUCTION, sass_for=lambda rid, first: True)
     seen: set[str] = set()
     out = []
     for row in frame.to_dict("records"):
@@ -92,7 +125,10 @@ def rows(report: str, hands: dict[str, Hand], measured: dict[str, float]) -> lis
         if name not in hands or name in seen:
             continue
         seen.add(name)
-        h, r = hands[name], roofline.compute(row, SMS)
+        facts = (
+            needed.instruction_facts(details[row["result_id"]].per_instruction) if row["result_id"] in details else None
+        )
+        h, r = hands[name], roofline.compute(row, SMS, facts)
         sm_hz = row["sm__cycles_elapsed.avg.per_second"]
         dram_bps = row["dram__bytes.sum.peak_sustained"] * row["dram__cycles_elapsed.avg.per_second"]
         floors = {"dram": h.bytes / dram_bps * 1e9, "launch": LAUNCH_FLOOR_NS}
@@ -107,8 +143,9 @@ def rows(report: str, hands: dict[str, Hand], measured: dict[str, float]) -> lis
                 h.note,
                 f"{h.flops / 1e9:.3g}",
                 f"{r.flops / 1e9:.3g}",
-                f"{h.bytes / 1e6:.1f}",
-                f"{(r.compulsory_bytes or 0) / 1e6:.1f}",
+                f"{h.bytes / 1e6:.1f} ({(h.bytes - h.stores) / 1e6:.4g} + {h.stores / 1e6:.4g})",
+                f"{(r.compulsory_bytes or 0) / 1e6:.1f}"
+                + (f" ({r.load_bytes / 1e6:.4g} + {r.store_bytes / 1e6:.4g})" if r.load_bytes is not None else ""),
                 f"{max(floors, key=lambda u: floors[u])} {hand_floor / 1e3:.2f}",
                 f"{max(r.floors, key=lambda u: r.floors[u])} {model_floor / 1e3:.2f}",
                 f"{r.limiter} at {(r.limiter_share or 0):.0%}",
@@ -127,8 +164,8 @@ HEADER = [
     "hand count",
     "GFLOP hand",
     "GFLOP model (executed)",
-    "MB hand",
-    "MB model",
+    "MB hand (loads + stores)",
+    "MB model (loads + stores)",
     "floor hand (unit µs)",
     "floor model (unit µs)",
     "limiter (share)",
@@ -147,6 +184,7 @@ def main() -> None:
     planted = ROOT / "fixtures" / "planted"
     table = rows("ceilings", CEILINGS, bench(planted / "bench_ceilings.jsonl"))
     table += rows("patterns", PATTERNS, bench(planted / "bench_patterns.jsonl"))
+    table += rows("fp16", FP16, bench(ROOT / "fixtures" / "fp16-2026-12-01" / "bench.jsonl"))
     if args.markdown:
         print("| " + " | ".join(HEADER) + " |")
         print("|" + "---|" * len(HEADER))

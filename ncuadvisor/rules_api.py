@@ -148,6 +148,20 @@ class Evidence:
 
 
 @dataclass
+class Inlined:
+    """Where a source line's instructions really are when they are a library's code inlined into the user's line:
+    the library function the line calls (`atomicAdd`; None when unknown) and its file and line (what ncu shows).
+    `nearest`: the report records no call site (Triton records none), so the user's line is the closest one in
+    program order, not the call itself."""
+
+    function: str | None
+    file: str | None
+    line: int | None
+    code: str | None = None
+    nearest: bool = False
+
+
+@dataclass
 class SourceRef:
     file: str | None
     line: int | None
@@ -156,6 +170,7 @@ class SourceRef:
     metric: str = ""
     value: float | None = None
     share: float | None = None  # this line's share of the metric's total
+    inlined: Inlined | None = None  # the library code the line's instructions are in, when they are
 
 
 @dataclass
@@ -201,7 +216,11 @@ class Finding:
     changes_floor: bool = False  # the fix lowers the floor itself (tensor cores, precision), so no headroom cap
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        out = asdict(self)
+        for s in out["source"] if isinstance(out["source"], list) else []:
+            if s.get("inlined") is None:
+                s.pop("inlined", None)  # written only where a line's instructions are a library's code
+        return out
 
 
 class KernelContext:

@@ -1,4 +1,4 @@
-from ncuadvisor.analysis.perfmodels import cut, time_after
+from ncuadvisor.analysis.perfmodels import cut, limiter_phrase, limiter_side, time_after
 from ncuadvisor.metrics import SourceCounters, WarpStateStats
 from ncuadvisor.rules_api import Evidence, Finding, Fix, KernelContext, Rule
 
@@ -7,10 +7,10 @@ class WarpDivergence(Rule):
     """Threads of a warp take different branches: each side runs with part of the warp masked off.
 
     What it detects:
-        Average active threads per executed warp instruction
-        (`smsp__thread_inst_executed_per_inst_executed.ratio`) below `max_efficiency` × 32, in a kernel whose time is
-        in issuing instructions (compute- or latency-bound), with the lines whose instructions run with the fewest
-        threads (`derived__avg_thread_executed` per instruction, weighted by `inst_executed`).
+        Average active threads per executed warp instruction (`smsp__thread_inst_executed_per_inst_executed.ratio`)
+        below `max_efficiency` × 32, in a kernel whose time is in issuing instructions (limited by a pipe or instruction
+        issue, or latency-bound: `roofline.limiter`), with the lines whose instructions run with the fewest threads
+        (`derived__avg_thread_executed` per instruction, weighted by `inst_executed`).
 
     Why it costs time:
         A warp issues one instruction for all 32 lanes. When lanes disagree on a branch, the warp runs both sides one
@@ -60,9 +60,10 @@ class WarpDivergence(Rule):
         r = k.roofline
         ratio = k.m(WarpStateStats.THREADS_PER_INST) or 32.0
         eff = ratio / 32.0
-        if eff >= self.thresholds["max_efficiency"] or r.bound not in ("compute", "latency"):
+        side = limiter_side(r)
+        if eff >= self.thresholds["max_efficiency"] or side not in ("compute", "latency"):
             return None
-        weight = 1.0 if r.bound == "compute" else 0.5
+        weight = 1.0 if side == "compute" else 0.5
         new_ns = (r.duration_ns or 0) * (1 - weight * (1 - eff))
         low = {
             e.pc
@@ -74,13 +75,13 @@ class WarpDivergence(Rule):
             title=f"Warp divergence: {ratio:.1f} of 32 threads active per instruction",
             message=(
                 f"On average only {ratio:.1f} threads execute each warp instruction ({eff:.0%}); the "
-                f"{r.bound}-bound kernel spends its issue slots on masked lanes."
+                f"kernel ({limiter_phrase(r)}) spends its issue slots on masked lanes."
             ),
             fix=self.fix_for(k, ratio=ratio),
             estimated_speedup=time_after(r.duration_ns or 0, new_ns, r.theoretical_ns),
             speedup_model=(
                 f"Issued warp instructions scale with the lanes that work: with all 32 active instead of {eff:.0%}, "
-                f"{cut(weight, 1 - eff, r.bound)}, not below the roofline floor."
+                f"{cut(weight, 1 - eff, r)}, not below the roofline floor."
             ),
             confidence="medium",
             evidence=[

@@ -1,4 +1,4 @@
-from ncuadvisor.analysis.perfmodels import parallelism_ns, stall_total, time_after
+from ncuadvisor.analysis.perfmodels import limiter_side, parallelism_ns, stall_total, time_after
 from ncuadvisor.metrics import LaunchStats, MemoryTables, Occupancy, SourceCounters, WarpStateStats
 from ncuadvisor.rules_api import Evidence, Finding, Fix, KernelContext, Rule
 
@@ -9,10 +9,10 @@ class DependentLoads(Rule):
     """Warps wait on global loads one at a time: too little memory-level parallelism per warp.
 
     What it detects:
-        A latency-bound kernel (memory and compute below 50% of peak) with enough warps
-        (`sm__maximum_warps_per_active_cycle_pct` ≥ `min_theoretical_occupancy_pct`), whose warps stall on global
-        memory (`long_scoreboard`) for at least `min_long_scoreboard_share` of their stalls while each warp issues
-        more than `min_loads_per_warp` loads: a loop whose loads wait for each other.
+        A latency-bound kernel (`roofline.limiter`: no unit would be busy half its time at its peak) with enough warps
+        (`sm__maximum_warps_per_active_cycle_pct` ≥ `min_theoretical_occupancy_pct`), whose warps stall on global memory
+        (`long_scoreboard`) for at least `min_long_scoreboard_share` of their stalls while each warp issues more than
+        `min_loads_per_warp` loads: a loop whose loads wait for each other.
 
     Why it costs time:
         A load from HBM takes ~600-800 cycles. A warp that needs the result of one load to address the next (pointer
@@ -82,7 +82,7 @@ class DependentLoads(Rule):
     def check(self, k: KernelContext) -> Finding | None:
         r = k.roofline
         t = self.thresholds
-        if r.bound != "latency":
+        if limiter_side(r) != "latency":
             return None
         if (k.m(Occupancy.THEORETICAL_PCT) or 0) < t["min_theoretical_occupancy_pct"]:
             return None  # too few warps: OCC001

@@ -1,4 +1,12 @@
-from ncuadvisor.analysis.perfmodels import count, cut, fmt_ns, global_loads_in_flight, streaming_ns, time_after
+from ncuadvisor.analysis.perfmodels import (
+    count,
+    cut,
+    fmt_ns,
+    global_loads_in_flight,
+    limiter_side,
+    streaming_ns,
+    time_after,
+)
 from ncuadvisor.metrics import MemoryTables, SourceCounters
 from ncuadvisor.rules_api import Evidence, Finding, Fix, KernelContext, Rule
 
@@ -24,12 +32,12 @@ class LocalMemoryTraffic(Rule):
         `__launch_bounds__`/`-maxrregcount`.
 
     Speedup estimate:
-        A memory- or latency-bound kernel, once its per-thread data stays on chip, streams its compulsory global
-        bytes with the global loads it has in flight (SASS dataflow): latency plus throughput, read bytes per SM ×
-        DRAM latency ÷ (warps × loads in flight per warp × 32 × access bytes) + the roofline floor
-        (`DRAM_LATENCY_CYCLES` in ncuadvisor/analysis/perfmodels.py). A local access costs a round trip through L1, L2 and
-        often DRAM on the kernel's critical path, far more than its share of sectors says. A compute-bound kernel:
-        time × (1 - 0.5 × local share of L1 sectors). Never below the roofline floor.
+        A kernel limited by a memory level (`roofline.limiter`) or latency-bound, once its per-thread data stays on
+        chip, streams its compulsory global bytes with the global loads it has in flight (SASS dataflow): latency plus
+        throughput, read bytes per SM × DRAM latency ÷ (warps × loads in flight per warp × 32 × access bytes) + the
+        roofline floor (`DRAM_LATENCY_CYCLES` in ncuadvisor/analysis/perfmodels.py). A local access costs a round trip
+        through L1, L2 and often DRAM on the kernel's critical path, far more than its share of sectors says. A kernel a
+        pipe limits: time × (1 - 0.5 × local share of L1 sectors). Never below the roofline floor.
 
     False positives:
         A few spills in a cold path; `-Xptxas -v` tells spills (spill stores) from arrays (stack frame).
@@ -73,10 +81,11 @@ class LocalMemoryTraffic(Rule):
         share = local / (local + glob)
         if share < self.thresholds["min_local_share"]:
             return None
-        weight = 0.5 if r.bound == "compute" else 1.0
+        side = limiter_side(r)
+        weight = 0.5 if side == "compute" else 1.0
         new_ns = (r.duration_ns or 0) * (1 - weight * share)
         loads, inflight = global_loads_in_flight(k)
-        stream_ns = streaming_ns(k, inflight) if r.bound in ("memory", "latency") else None
+        stream_ns = streaming_ns(k, inflight) if side in ("memory", "latency") else None
         if stream_ns:
             new_ns = stream_ns
             model = (
@@ -84,7 +93,7 @@ class LocalMemoryTraffic(Rule):
                 f"flight per warp in {fmt_ns(stream_ns)} (latency + throughput), not below the roofline floor."
             )
         else:
-            model = f"Without the local-memory traffic ({share:.0%} of it), {cut(weight, share, r.bound)}, not below the roofline floor."
+            model = f"Without the local-memory traffic ({share:.0%} of it), {cut(weight, share, r)}, not below the roofline floor."
         lines = k.top_lines(
             SourceCounters.INST_EXECUTED,
             limit=3,

@@ -2,11 +2,14 @@ import re
 from typing import Any
 
 from ncuadvisor.analysis.perfmodels import (
+    MEMORY_UNITS,
     access_bytes,
     count,
     cut,
     fmt_ns,
     global_loads_in_flight,
+    kept_units_ns,
+    limiter_side,
     opcode,
     streaming_ns,
     time_after,
@@ -92,10 +95,12 @@ class UncoalescedGlobal(Rule):
 
     Speedup estimate:
         The larger of two lower bounds on the new time: the time scaled by the sectors moved (time × ideal / actual
-        sectors; half that effect for a compute-bound kernel), and, for a memory- or latency-bound kernel, the
-        latency-plus-throughput time of its compulsory bytes with the same loads in flight, now coalesced (read
-        bytes per SM × DRAM latency ÷ (warps × loads in flight per warp × 32 × access bytes) + the roofline floor;
-        `DRAM_LATENCY_CYCLES` in ncuadvisor/analysis/perfmodels.py). Never below the roofline floor.
+        sectors; half that effect for a kernel a pipe limits), and, for a kernel limited by a memory level
+        (`roofline.limiter`: DRAM, L2, L1, shared, LSU) or latency-bound, the latency-plus-throughput time of its
+        compulsory bytes with the same loads in flight, now coalesced (read bytes per SM × DRAM latency ÷ (warps × loads
+        in flight per warp × 32 × access bytes) + the roofline floor; `DRAM_LATENCY_CYCLES` in
+        ncuadvisor/analysis/perfmodels.py). Never below the roofline floor, nor below the busy time of the pipes it
+        keeps (issue, ALU, FMA, ...: coalescing keeps the instructions).
 
         The fix follows the access pattern of the instruction with the most excess sectors: a store stays a store
         (its opcode read with the predicate `@!P0` stripped); a load whose address was computed from a value still
@@ -262,12 +267,16 @@ class UncoalescedGlobal(Rule):
         if frac < self.thresholds["min_excess_fraction"]:
             return None
         r = k.roofline
-        weight = 0.5 if r.bound == "compute" else 1.0
+        side = limiter_side(r)
+        weight = 0.5 if side == "compute" else 1.0
         sector_ns = (r.duration_ns or 0) * (1 - weight * frac)
         # Coalescing keeps the loads and their count: each now brings 32 lanes × its width of useful bytes.
         loads, inflight = global_loads_in_flight(k)
-        stream_ns = streaming_ns(k, inflight) if r.bound in ("memory", "latency") else None
+        stream_ns = streaming_ns(k, inflight) if side in ("memory", "latency") else None
         new_ns = max(sector_ns, stream_ns or 0.0)
+        # coalescing changes the sectors, not the instructions: issue, ALU and the other pipes keep their time
+        kept_ns = kept_units_ns(r, MEMORY_UNITS)
+        floor_ns = max(r.theoretical_ns or 0.0, kept_ns or 0.0) or None
         lines = k.top_lines(SourceCounters.L2_SECTORS_GLOBAL_EXCESSIVE)
         top = max(k.per_instruction(SourceCounters.L2_SECTORS_GLOBAL_EXCESSIVE), key=lambda e: e.value, default=None)
         top_sass = (top.sass or "") if top is not None else ""
@@ -288,16 +297,19 @@ class UncoalescedGlobal(Rule):
                 "useful traffic."
             ),
             fix=self.fix_for(k, situation or (), kind=kind, **fields),
-            estimated_speedup=time_after(r.duration_ns or 0, new_ns, r.theoretical_ns),
+            estimated_speedup=time_after(r.duration_ns or 0, new_ns, floor_ns),
             speedup_model=(
                 f"Time scales with the sectors moved: without the {frac:.0%} that its threads do not need, "
-                + cut(weight, frac, r.bound)
+                + cut(weight, frac, r)
                 + (
                     f"; but the kernel runs no faster than its compulsory bytes allow with {count(loads, 'coalesced load')} "
-                    f"in flight per warp ({fmt_ns(stream_ns)}, latency + throughput), nor below its roofline floor."
+                    f"in flight per warp ({fmt_ns(stream_ns)}, latency + throughput)"
                     if stream_ns
-                    else ", not below the roofline floor."
+                    else ""
                 )
+                + ", and not below the roofline floor"
+                + (f" nor the {fmt_ns(kept_ns)} its busiest pipe needs for the same instructions" if kept_ns else "")
+                + "."
             ),
             confidence="high" if frac >= 0.5 else "medium",
             evidence=[

@@ -4,6 +4,7 @@ from ncuadvisor.analysis.perfmodels import (
     fmt_bytes,
     fmt_ns,
     global_loads_in_flight,
+    limiter_side,
     per_pc,
     streaming_ns,
     time_after,
@@ -24,10 +25,10 @@ class NarrowGlobalAccess(Rule):
     """Coalesced but narrow global accesses (1, 2 or 4 bytes per thread) keep a streaming kernel below bandwidth.
 
     What it detects:
-        A memory- or latency-bound kernel below `max_dram_fraction` of DRAM bandwidth whose global load/store
-        instructions are mostly narrower than 16 bytes per thread (`memory_access_size_type` per instruction,
-        weighted by `inst_executed`; the width is read from the SASS, `LDG.E.U8` = 1 byte), while the accesses are
-        coalesced (no sector waste).
+        A kernel limited by a memory level (`roofline.limiter`) or latency-bound, below `max_dram_fraction` of DRAM
+        bandwidth whose global load/store instructions are mostly narrower than 16 bytes per thread
+        (`memory_access_size_type` per instruction, weighted by `inst_executed`; the width is read from the SASS,
+        `LDG.E.U8` = 1 byte), while the accesses are coalesced (no sector waste).
 
     Why it costs time:
         Each warp instruction moves at most 32 × access size bytes. With 1-byte or 4-byte accesses a warp needs 16×
@@ -113,7 +114,7 @@ class NarrowGlobalAccess(Rule):
 
     def check(self, k: KernelContext) -> Finding | None:
         r = k.roofline
-        if r.bound not in ("memory", "latency") or not r.compulsory_bytes or not r.peak_dram_bytes_per_s:
+        if limiter_side(r) not in ("memory", "latency") or not r.compulsory_bytes or not r.peak_dram_bytes_per_s:
             return None
         if (r.achieved_dram_bytes_per_s or 0) > self.thresholds["max_dram_fraction"] * r.peak_dram_bytes_per_s:
             return None

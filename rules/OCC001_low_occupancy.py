@@ -1,4 +1,4 @@
-from ncuadvisor.analysis.perfmodels import count, parallelism_ns, time_after
+from ncuadvisor.analysis.perfmodels import count, limiter_side, parallelism_ns, time_after
 from ncuadvisor.metrics import LaunchStats, Occupancy
 from ncuadvisor.rules_api import Evidence, Finding, Fix, KernelContext, Rule
 
@@ -15,9 +15,9 @@ class LowOccupancy(Rule):
     """Too few warps per SM to hide latency, capped by a resource the kernel over-uses: the limiter is named.
 
     What it detects:
-        A kernel that keeps neither memory nor compute busy (latency-bound, or memory-bound below
-        `max_busy_pct`), whose theoretical occupancy (`sm__maximum_warps_per_active_cycle_pct`) is below
-        `max_theoretical_pct` because of registers, shared memory, block size or the block limit
+        A kernel that keeps neither memory nor compute busy (no pipe limits it: `roofline.limiter`; busiest Speed Of
+        Light unit below `max_busy_pct`), whose theoretical occupancy (`sm__maximum_warps_per_active_cycle_pct`) is
+        below `max_theoretical_pct` because of registers, shared memory, block size or the block limit
         (`launch__occupancy_limit_*`, in blocks per SM: the smallest is the limiter).
 
     Why it costs time:
@@ -123,7 +123,7 @@ class LowOccupancy(Rule):
         if theo <= 0 or theo >= self.thresholds["max_theoretical_pct"]:
             return None
         busy = max(r.sol.get("memory_pct", 0.0), r.sol.get("compute_pct", 0.0))
-        if r.bound == "compute" or busy >= self.thresholds["max_busy_pct"]:
+        if limiter_side(r) == "compute" or busy >= self.thresholds["max_busy_pct"]:
             return None
         read = {name: k.m(metric) for name, metric in LIMITS.items()}
         limits = {n: v for n, v in read.items() if v is not None and v > 0}

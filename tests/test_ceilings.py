@@ -135,3 +135,118 @@ def test_a_duration_only_report_has_no_floor(report_path):
     frame = ReportReader(report_path("ceilings_chain")).results(roofline.METRICS)
     r = roofline.compute(frame.to_dict("records")[1], 132)
     assert r.duration_ns and r.theoretical_ns is None and r.headroom is None and r.limiter is None
+
+
+def test_rules_decide_by_the_limiter_not_the_word(report_path):
+    from ncuadvisor.analysis.perfmodels import limiter_phrase, limiter_side
+
+    frame = ReportReader(report_path("patterns")).results(roofline.METRICS)
+    p = {row["name"]: roofline.compute(row, 132) for row in frame.to_dict("records")}
+    # Speed Of Light says "compute" (its SM throughput is a maximum over sub-units), but the bytes its shared-memory
+    # tree moves through L1 need more time at L1's peak than any pipe: the memory side
+    assert p["reduce_shfl"].bound == "compute" and p["reduce_shfl"].limiter == "l1"
+    assert limiter_side(p["reduce_shfl"]) == "memory"
+    # the modulo tree: "compute" and limited by instruction issue, not by a FLOP pipe
+    assert p["reduce_mod"].limiter == "issue" and limiter_side(p["reduce_mod"]) == "compute"
+    assert limiter_phrase(p["reduce_mod"]) == "limited by instruction issue"
+    # no unit half busy: latency, as before
+    assert limiter_side(p["chase_serial"]) == "latency"
+    # a grid that cannot fill the GPU stays launch-bound whatever its busiest unit
+    assert p["small_update"].bound == "launch" and limiter_side(p["small_update"]) == "launch"
+
+
+def test_needed_bytes_split_into_loads_and_stores(report_path):
+    from ncuadvisor.analysis import needed
+
+    reader = ReportReader(report_path("ceilings"))
+    frame = reader.results(roofline.METRICS)
+    rows = {r["name"]: r for r in frame.to_dict("records")}
+    ids = [rows[n]["result_id"] for n in ("l2_resident_out", "dram_out", "index_math")]
+    details = reader.details(ids, needed.PER_INSTRUCTION, sass_for=lambda rid, first: True)
+    r = {
+        n: roofline.compute(rows[n], 132, needed.instruction_facts(details[rows[n]["result_id"]].per_instruction))
+        for n in ("l2_resident_out", "dram_out", "index_math")
+    }
+    out = r["l2_resident_out"]
+    # 16 MiB in, 16 MiB out; the output is still dirty in L2 when the kernel ends: DRAM wrote 0.7 MB of it
+    assert out.load_bytes == pytest.approx(16 * 2**20, rel=0.001)
+    assert out.store_bytes == pytest.approx(16 * 2**20, rel=0.001)
+    assert rows["l2_resident_out"]["dram__bytes_write.sum"] < 0.05 * out.store_bytes
+    assert out.compulsory_bytes == out.load_bytes + out.store_bytes
+    assert r["dram_out"].load_bytes == pytest.approx(256 * 2**20, rel=0.001)
+    # the 16 KB table is read from L1 over and over: its loads count once, at DRAM's reads (not the 558 MB of sectors)
+    assert r["index_math"].load_bytes < 0.1e6 and r["index_math"].store_bytes == pytest.approx(THREADS * 4, rel=0.001)
+    # without per-instruction data only the total is known
+    plain = roofline.compute(rows["l2_resident_out"], 132)
+    assert plain.load_bytes is None and plain.compulsory_bytes == pytest.approx(out.compulsory_bytes, rel=0.01)
+
+
+THREADS = 132 * 8 * 4 * 256
+
+
+def test_launch_floor_per_device(report_path):
+    from ncuadvisor.analysis.ceilings import LAUNCH_FLOOR_NS, launch_floor
+
+    frame = ReportReader(report_path("ceilings")).results(roofline.METRICS)
+    rows = frame.to_dict("records")
+    # the report holds an empty kernel: its own duration is the floor, and the source says so
+    ns, source = launch_floor("NVIDIA H200", rows)
+    empty = next(r for r in rows if r["name"] == "empty_kernel")
+    assert ns == empty["gpu__time_duration.sum"] and "empty_kernel" in source
+    # without one: the measured value of the device, else the H200's with a warning in the source
+    busy = [r for r in rows if r["name"] != "empty_kernel"]
+    assert launch_floor("NVIDIA H200", busy)[0] == LAUNCH_FLOOR_NS
+    ns, source = launch_floor("NVIDIA B200", busy)
+    assert ns == LAUNCH_FLOOR_NS and source.startswith("not measured on NVIDIA B200")
+    r = roofline.compute(empty, 132, launch_floor=(1200.0, "test"))
+    assert r.floors["launch"] == 1200.0 and r.launch_floor_source == "test"
+
+
+def test_xu_work_by_opcode(report_path):
+    from ncuadvisor.analysis import needed
+
+    def facts(report, names):
+        reader = ReportReader(report_path(report))
+        rows = {r["name"]: r for r in reader.results(roofline.METRICS).to_dict("records") if r["name"] in names}
+        ids = [r["result_id"] for r in rows.values()]
+        details = reader.details(ids, needed.PER_INSTRUCTION, sass_for=lambda rid, first: True)
+        return {
+            n: (row, needed.instruction_facts(details[row["result_id"]].per_instruction)) for n, row in rows.items()
+        }
+
+    f = facts("ceilings", {"sfu_loop", "dfma_loop"})
+    # MUFU.SIN/COS/EX2 only: all of the XU pipe's work is needed; the floor is the pipe's busy time
+    assert f["sfu_loop"][1].xu_needed_share == 1.0
+    assert roofline.compute(f["sfu_loop"][0], 132, f["sfu_loop"][1]).limiter == "sfu"
+    # F2F.F64.F32 / F2F.F32.F64 run on XU too, but are conversions: no SFU floor
+    assert f["dfma_loop"][1].xu_needed_share == 0.0
+    assert "sfu" not in roofline.compute(f["dfma_loop"][0], 132, f["dfma_loop"][1]).floors
+    g = facts("flaws", {"copy_strided", "local_array_dynamic", "diverge_lanes"})
+    # integer division by a run-time divisor: I2F.U32.RP, MUFU.RCP, F2I (all XU, none needed)
+    assert g["copy_strided"][1].xu_needed_share == 0.0
+    # a float -> int conversion per element (F2I.TRUNC): XU busy, nothing needed
+    r = roofline.compute(g["local_array_dynamic"][0], 132, g["local_array_dynamic"][1])
+    assert r.busy_pct["sfu"] > 0.5 and "sfu" not in r.floors
+    assert g["diverge_lanes"][1].xu_needed_share == 1.0  # MUFU.SIN, MUFU.COS
+
+
+@pytest.mark.parametrize(
+    ("sass", "kind"),
+    [
+        # nvcc 13.0 -arch=sm_90 on workloads/cuda/fp16.cu: __hadd2 and __hmul2 are issued half as HFMA2.MMA
+        ("HFMA2.MMA R3, -RZ, RZ, 0, 0 ;", "move"),
+        ("@P0 HFMA2.MMA R5, -RZ, RZ, 1.75, 0 ;", "move"),
+        ("HFMA2.MMA R2, R2, 1, 1, R12.reuse ;", "add"),
+        ("HFMA2.MMA R2, R2, R12.reuse, -RZ ;", "mul"),
+        ("HFMA2.MMA R6, R6, R4.reuse, R5.reuse ;", "fma"),
+        ("HFMA2 R7, R14, UR4.H0_H0, R9.reuse.H0_H0 ;", "fma"),
+        ("HADD2 R0, R0, R12.reuse ;", None),
+    ],
+)
+def test_hfma_kinds_by_operands(sass, kind):
+    from ncuadvisor.analysis.needed import hfma_kinds
+    from ncuadvisor.model import Instruction
+
+    kinds = hfma_kinds({"inst_executed": [Instruction(pc=0x10, value=64.0, sass=sass)]})
+    assert kinds is not None
+    assert {k for k, v in kinds.items() if v} == ({kind} if kind else set())

@@ -96,11 +96,22 @@ def test_flaws_results_one_per_located_finding(analyzed, docs):
     assert len(ids) == len(set(ids)) and all(ids[r["ruleIndex"]] == r["ruleId"] for r in res)
 
 
+def _header_first(result: dict, name: str) -> dict:
+    """The result with a kernel's first finding placed as a report without the module's line tables places it: on
+    the CUDA header line its instructions are in (kept in `inlined`), before the user's line."""
+    k = next(k for k in result["kernels"] if k["name"] == name)
+    src = k["findings"][0]["source"]
+    inl = src[0].pop("inlined")
+    src.insert(0, {**src[0], "file": inl["file"], "line": inl["line"], "code": inl["code"]})
+    return result
+
+
 def test_paths_relative_to_the_source_root(analyzed, docs):
-    log = sarif_of(analyzed("flaws"), docs)
+    log = sarif_of(_header_first(analyzed("flaws"), "hist_global_atomic"), docs)
     run = log["runs"][0]
     assert run["originalUriBaseIds"] == {"%SRCROOT%": {"uri": "file:///work/main/"}}
     locs = [r["locations"][0]["physicalLocation"]["artifactLocation"] for r in results_of(log)]
+    locs += [r["physicalLocation"]["artifactLocation"] for x in results_of(log) for r in x.get("relatedLocations", [])]
     inside = [a for a in locs if a.get("uriBaseId") == "%SRCROOT%"]
     assert inside and all(a["uri"] == "workloads/cuda/flaws.cu" for a in inside)
     outside = [a for a in locs if "uriBaseId" not in a]  # a CUDA header: outside the repository, absolute
@@ -108,12 +119,20 @@ def test_paths_relative_to_the_source_root(analyzed, docs):
 
 
 def test_primary_location_prefers_the_repository(analyzed, docs):
-    log = sarif_of(analyzed("flaws"), docs)
+    log = sarif_of(_header_first(analyzed("flaws"), "chase_pointer"), docs)
     chase = next(r for r in results_of(log) if r["properties"]["kernel"] == "chase_pointer")
     primary = chase["locations"][0]["physicalLocation"]
     assert primary["artifactLocation"]["uri"] == "workloads/cuda/flaws.cu" and primary["region"]["startLine"] == 447
     related = chase["relatedLocations"][0]["physicalLocation"]["artifactLocation"]["uri"]
     assert related.endswith("sm_30_intrinsics.hpp")
+
+
+def test_header_line_named_beside_the_callers_line(analyzed, docs):
+    """With the module's line tables, the alert sits on the user's line and its text names the header's function."""
+    log = sarif_of(analyzed("flaws"), docs)
+    atm = next(r for r in results_of(log) if r["ruleId"] == "ATM001")
+    assert atm["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] == "workloads/cuda/flaws.cu"
+    assert "calls atomicAdd (device_atomic_functions.hpp:112)" in atm["message"]["text"]
 
 
 def test_finding_without_location_attached_to_the_kernels_first_line(analyzed, docs):

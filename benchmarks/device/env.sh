@@ -6,6 +6,12 @@ OUT=${OUT:-/tmp/device-out}
 BUDGET=${BUDGET:-120}
 mkdir -p "$OUT" /tmp/bin
 export PYTHONUNBUFFERED=1 NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+# a carried wheel first (`pip download --no-deps -d .whl ncu-report`, `.whl` in the call's carry): the copy inside
+# Nsight Compute 2025.3.1 (extras/python) segfaults on import in the GPU machine's Python 3.12 beside torch
+if ls .whl/ncu_report-*.whl > /dev/null 2>&1 && [ -z "${NCU_REPORT_SITE:-}" ]; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
+    && export NCU_REPORT_SITE=/tmp/site PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
+fi
 if ! python3 -c "import ncu_report" 2>/dev/null; then
   FOUND=$(find /opt/nvidia /usr/local/cuda* "$(dirname "$(readlink -f "$(which ncu)")")/.." -name ncu_report.py \
     -path '*extras/python*' 2>/dev/null | head -1)

@@ -18,14 +18,43 @@ same reason). The launch floor is measured, not read: no kernel takes less time 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
 
-# The device duration of an empty kernel (<<<1, 32>>>, no body) as ncu measures it (gpu__time_duration.sum) on an
-# H200 (fixtures/ceilings.ncu-rep.xz, 2026-12-01): 1.54 µs. Timed alone with CUDA events it takes 5.06 µs, and a
-# dependent launch in one stream costs 3.59 µs per link (fixtures/planted/bench_ceilings.jsonl): those are host-side
-# costs of the program, not of the kernel, so headroom (against ncu's duration) is measured against the device's.
+from ncuadvisor.model import num
+
+# The launch floor: no kernel takes less device time than an empty one. Measured on an H200 as ncu measures a kernel
+# (gpu__time_duration.sum of `empty_kernel<<<1, 32>>>`, fixtures/ceilings.ncu-rep.xz, 2026-12-01): 1.54 µs. Timed
+# alone with CUDA events it takes 5.06 µs, and a dependent launch in one stream costs 3.59 µs per link
+# (fixtures/planted/bench_ceilings.jsonl): those are host-side costs of the program, not of the kernel, so headroom
+# (against ncu's duration) is measured against the device's. Per device (`launch_floor`): an empty kernel in the
+# report itself when it has one, else the measured value of that device (LAUNCH_FLOORS), else the H200's. It is not
+# scaled by clocks: a launch crosses the front end, the block scheduler and a memory flush, several clock domains.
 LAUNCH_FLOOR_NS = 1_536.0
+LAUNCH_FLOOR_SOURCE = "an empty kernel's ncu duration measured on an NVIDIA H200 (fixtures/ceilings.ncu-rep.xz)"
+LAUNCH_FLOORS = {"NVIDIA H200": (LAUNCH_FLOOR_NS, LAUNCH_FLOOR_SOURCE)}  # device name -> (ns, where it comes from)
 LAUNCH_INTERVAL_NS = 3_590.0  # per dependent launch in one stream (a program-level cost)
+EMPTY_INSTRUCTIONS_PER_WARP = 2.0  # an empty kernel executes its EXIT (and a branch to it): 2 per warp on sm_90
+
+
+def launch_floor(device_name: str | None, launches: Iterable[Mapping[str, Any]] = ()) -> tuple[float, str]:
+    """(ns, source) of the launch floor on this device: the shortest empty launch of the report (at most
+    EMPTY_INSTRUCTIONS_PER_WARP warp instructions per warp launched), else the device's measured value, else the
+    H200's."""
+    empty: list[tuple[float, str]] = []
+    for row in launches:
+        ns, inst = num(row.get("gpu__time_duration.sum")), num(row.get("smsp__inst_executed.sum"))
+        grid, block = num(row.get("launch__grid_size")), num(row.get("launch__block_size"))
+        if ns and inst is not None and grid and block:
+            if inst <= EMPTY_INSTRUCTIONS_PER_WARP * grid * -(-block // 32):
+                empty.append((ns, str(row.get("name") or "an empty kernel")))
+    if empty:
+        ns, name = min(empty)
+        return ns, f"the ncu duration of {name}, an empty kernel in this report"
+    if device_name in LAUNCH_FLOORS:
+        return LAUNCH_FLOORS[device_name]
+    return LAUNCH_FLOOR_NS, f"not measured on {device_name or 'this device'}: {LAUNCH_FLOOR_SOURCE}"
+
 
 # unit -> the metric of its busy share over the elapsed cycles (pipe ceilings)
 PIPE_PCT = {
@@ -48,6 +77,31 @@ LEVEL_PCT = {
 # Packed-half (HFMA2) work that runs on the tensor pipe as HFMA2.MMA is busy time of that pipe, not tensor FLOPs:
 # the tensor pipe's ceiling counts only when the tensor paths executed operations.
 HMMA_PCT = "sm__inst_executed_pipe_tensor_op_hmma.avg.pct_of_peak_sustained_elapsed"
+
+# Hierarchical roofline: bytes at each level and the level's peak bytes per cycle, with its clock.
+HIERARCHY = {
+    "l1": (
+        [
+            "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum",
+            "l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum",
+            "l1tex__t_sectors_pipe_lsu_mem_local_op_ld.sum",
+            "l1tex__t_sectors_pipe_lsu_mem_local_op_st.sum",
+        ],
+        "derived__l1tex__lsu_writeback_bytes_mem_lgds.sum.peak_sustained",
+        "l1tex__cycles_elapsed.avg.per_second",
+    ),
+    "l2": (
+        ["lts__t_sectors_srcunit_tex.sum"],
+        "derived__lts__lts2xbar_bytes.sum.peak_sustained",
+        "lts__cycles_elapsed.avg.per_second",
+    ),
+}
+SHARED_WAVEFRONTS = "l1tex__data_pipe_lsu_wavefronts_mem_shared.sum"  # 128 bytes each
+HIERARCHY_METRICS = [
+    *[m for sectors, peak, clock in HIERARCHY.values() for m in (*sectors, peak, clock)],
+    SHARED_WAVEFRONTS,
+]
+SECTOR_BYTES = 32
 
 METRICS: list[str] = [*PIPE_PCT.values(), *LEVEL_PCT.values(), HMMA_PCT]
 
@@ -89,3 +143,33 @@ def limiter_of(
         return None, None
     unit = max(share, key=lambda u: share[u])
     return unit, share[unit]
+
+
+def hierarchy(
+    g: Callable[[str], float | None], flops: float, dram_bytes: float | None, peak_dram_bytes_per_s: float | None
+) -> list[dict[str, Any]]:
+    """Each memory level's point and roof (hierarchical roofline): bytes moved there, FLOP per byte, peak bytes/s."""
+    out: list[dict[str, Any]] = []
+    for level, (sector_metrics, peak_metric, clock_metric) in HIERARCHY.items():
+        sectors = [g(m) for m in sector_metrics]
+        if all(v is None for v in sectors):
+            continue
+        moved = sum(v or 0.0 for v in sectors) * SECTOR_BYTES
+        if level == "l1" and (wf := g(SHARED_WAVEFRONTS)):
+            moved += wf * 128.0
+        peak_bpc, hz = g(peak_metric), g(clock_metric)
+        out.append(_level(level, moved, flops, peak_bpc * hz if (peak_bpc and hz) else None, clock_metric))
+    if dram_bytes is not None:
+        out.append(_level("dram", dram_bytes, flops, peak_dram_bytes_per_s, "dram__cycles_elapsed.avg.per_second"))
+    return out
+
+
+def _level(level: str, moved: float, flops: float, peak: float | None, clock: str) -> dict[str, Any]:
+    return {
+        "level": level,
+        "bytes": moved,
+        "intensity": flops / moved if moved else None,
+        "peak_bytes_per_s": peak,
+        "floor_ns": moved / peak * 1e9 if (peak and moved) else None,
+        "clock": clock,
+    }

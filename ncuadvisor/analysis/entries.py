@@ -159,6 +159,8 @@ def no_rule_verdict(
     parts = [f"{bound or 'unknown'}-bound" + (f", {headroom:.1f}× its floor" if headroom else "")]
     if reason:
         parts[0] += f": {reason}"
+    if unit_words := (entry.get("roofline") or {}).get("limiter_reason"):
+        parts.append(unit_words)  # the unit that limits it, in words (the bound is Speed Of Light's word)
     if limiter:
         parts.append(limiter)
     if ncu_top:

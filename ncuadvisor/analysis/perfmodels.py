@@ -50,6 +50,67 @@ def time_after(duration_ns: float, new_ns: float, floor_ns: float | None) -> flo
     return max(0.0, min(1.0, 1.0 - new_ns / duration_ns))
 
 
+# The units `roofline.limiter` names, by the side of the machine they belong to. LSU counts with memory: its busy
+# time is load/store instructions, which coalescing, vector width and spills change.
+MEMORY_UNITS = frozenset({"dram", "l2", "l1", "shared", "lsu"})
+FLOP_UNITS = frozenset({"fma", "fp64", "fp16", "tensor"})
+INSTRUCTION_UNITS = frozenset({"issue", "alu", "sfu"})  # busy with instructions that are not FLOPs
+
+
+def limiter_side(r: Roofline) -> str:
+    """memory | compute | latency | launch | unknown: the side of the unit that limits the kernel (`r.limiter`).
+
+    Rules decide by this, not by the Speed Of Light word `r.bound`: SM throughput is a maximum over sub-units, so an
+    issue- or ALU-limited kernel at 1-2 FLOP/byte is "compute" there while its FP pipes idle, and a kernel whose L1
+    or L2 carries wasted sectors can be limited by that level while DRAM looks idle. A report without the metrics
+    the limiter needs falls back to `r.bound`. A launch-bound kernel (`r.bound`: shorter than the launch overhead, or
+    a grid that cannot fill the GPU) stays "launch": its units idle for want of work, not of a faster unit."""
+    unit = r.limiter
+    if r.bound == "launch":
+        return "launch"
+    if unit in MEMORY_UNITS:
+        return "memory"
+    if unit in FLOP_UNITS or unit in INSTRUCTION_UNITS:
+        return "compute"
+    if unit in ("latency", "launch"):
+        return unit
+    return r.bound if r.bound in ("memory", "compute", "latency", "launch") else "unknown"
+
+
+UNIT_NAMES = {
+    "dram": "DRAM",
+    "l2": "L2",
+    "l1": "L1",
+    "shared": "shared memory",
+    "lsu": "the load/store pipe",
+    "issue": "instruction issue",
+    "alu": "the integer ALU",
+    "sfu": "the SFU (XU) pipe",
+    "fma": "the FMA pipe",
+    "fp64": "the FP64 pipe",
+    "fp16": "the FP16 pipe",
+    "tensor": "the tensor cores",
+}
+
+
+def limiter_phrase(r: Roofline) -> str:
+    """The limiter as a finding says it: "limited by L2", "latency-bound", or the Speed Of Light word without one."""
+    unit = r.limiter
+    if unit in ("latency", "launch"):
+        return f"{unit}-bound"
+    if unit:
+        return f"limited by {UNIT_NAMES.get(unit, unit)}"
+    return f"{r.bound}-bound"
+
+
+def kept_units_ns(r: Roofline, changed: frozenset[str]) -> float | None:
+    """The time the units a fix leaves alone still need: the largest ceiling as executed (`r.ceilings`: each pipe's
+    busy time at its peak, the floors of the needed work) among the units not in `changed`. A fix that only changes
+    the sectors a kernel moves keeps its instructions, so it cannot run faster than their issue."""
+    kept = [t for u, t in r.ceilings.items() if u not in changed and u != "launch"]  # the launch is in the floor
+    return max(kept) if kept else None
+
+
 def unit_floor_ns(k: KernelContext) -> float | None:
     """The time the busiest unit (Speed Of Light) needs for the kernel's current instructions and traffic, at the
     practical fraction of its peak: the limit of fixes that change neither (occupancy, grid size, latency hiding)."""
@@ -256,13 +317,13 @@ def count(n: float, noun: str, plural: str = "") -> str:
     return f"{n:.0f} {noun}" if round(n) == 1 else f"{n:.0f} {plural or noun + 's'}"
 
 
-def cut(weight: float, frac: float, bound: str | None) -> str:
+def cut(weight: float, frac: float, r: Roofline) -> str:
     """A time cut of weight × frac in words: 'the time falls by 78%'; with a weight under 1, how it comes about:
-    'the time falls by 39% (half of 78%: a compute-bound kernel spends only part of its time on this)'."""
+    'the time falls by 39% (half of 78%: a kernel limited by the FMA pipe spends only part of its time on this)'."""
     text = f"the time falls by {weight * frac:.0%}"
     if weight != 1:
         part = "half" if weight == 0.5 else f"{weight:.0%}"
-        text += f" ({part} of {frac:.0%}: a {bound or 'non-memory'}-bound kernel spends only part of its time on this)"
+        text += f" ({part} of {frac:.0%}: a kernel {limiter_phrase(r)} spends only part of its time on this)"
     return text
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from ncuadvisor import __version__, engine
-from ncuadvisor.analysis import locate, roofline
+from ncuadvisor.analysis import ceilings, locate, needed, roofline
 from ncuadvisor.analysis.entries import (
     device_entry,
     launch_entry,
@@ -98,13 +98,17 @@ def analyze(
     # the SASS is read with the deep data, for the kernels in a language whose rules read instructions (a library
     # kernel's thousands of instructions are not read)
     sass_for = partial(_wants_sass, names, frozenset(sass_wanted)) if sass_wanted else None
-    profile.details = reader.details(list(names), engine.per_instruction_metrics(rules), sass_for=sass_for)
+    # the rules' per-instruction metrics, and those the roofline reads (`needed.py`: the load/store split, XU work)
+    per_instruction = list(dict.fromkeys(engine.per_instruction_metrics(rules) + needed.PER_INSTRUCTION))
+    profile.details = reader.details(list(names), per_instruction, sass_for=sass_for)
     languages = kernel_languages(kernels, profile.details)
     evaluation = evaluate(profile, kernels, rules, group_time, languages)
     findings = evaluation.findings()
     entries = [(rid, d.entry[0] if d.entry else None) for rid, d in profile.details.items()]
     located = reader.locations(locate.wanted(findings, entries))
-    locate.resolve(findings, located)
+    mangled = {int(rid): m for rid, m in zip(profile.results["result_id"], profile.results["mangled"])}
+    chains = reader.call_chains(locate.selected(findings, located, mangled))
+    locate.resolve(findings, located, chains)
     return assemble(profile, kernels, rules, evaluation, located)
 
 
@@ -182,12 +186,14 @@ def evaluate(
     total_ns = sum(k.duration_ns for k in kernels)
     rule_total_ns = group_time.total_ns if group_time is not None and group_time.total_ns else total_ns
     sm_count = num(profile.device.get("sm_count"))
+    launch_floor = ceilings.launch_floor(profile.device.get("name"), profile.results.to_dict("records"))
     evaluation = Evaluation(groups=[], sections_seen=set(), warnings=[])
 
     def run(k: Kernel, share: float) -> Analysed:
         row = frame.loc[k.representative].to_dict()
-        rl = roofline.compute(row, sm_count)
         detail = profile.details.get(k.representative)
+        facts = needed.instruction_facts(detail.per_instruction) if detail else None
+        rl = roofline.compute(row, sm_count, facts, launch_floor)
         evaluation.sections_seen.update(detail.sections if detail else [])
         language = languages.get(k.representative) or kernel_language(k.name, k.demangled, [])
         ctx = KernelContext(

@@ -8,11 +8,11 @@ operations by instruction mix, FP64, FP16, tensor FLOPs by type, SFU, ALU, FMA, 
 bytes at the DRAM peak, and the launch floor. The unit that sets it is the `limiter`.
 
 Compulsory bytes are loads + stores, each the smaller of what the threads needed (ideal L2 sectors × 32) and what
-left for it: DRAM's read bytes for loads, the L2 write sectors from the SMs for stores (an output still dirty in L2
-when the kernel ends never reaches `dram__bytes_write`). A kernel that keeps DRAM busy moving sectors its threads do
-not use then shows large headroom, not "near its bound". Kernels that load through TMA (the ideal sectors do not see
-those loads) use DRAM's read bytes and the SMs' writes. A report without byte counts (`--set basic`) gets its memory
-floor from DRAM utilization: duration × DRAM % of peak.
+moved for it: DRAM's read bytes for loads, the L2 write sectors from the SMs for stores (`needed.py`: an output still
+dirty in L2 when the kernel ends never reaches `dram__bytes_write`). Loads and stores are told apart by the SASS of
+the per-instruction ideal sectors; without them only their sum is known. A kernel that keeps DRAM busy moving sectors
+its threads do not use then shows large headroom, not "near its bound". A report without byte counts (`--set basic`)
+gets its memory floor from DRAM utilization: duration × DRAM % of peak.
 
 FLOPs are executed operations from the thread-instruction counters (FFMA 2, FADD/FMUL 1, HFMA2 4, ...): a LayerNorm
 executes more than its textbook FLOPs (reciprocals, polynomial erf). Packed-half counters also count the
@@ -30,7 +30,8 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from ncuadvisor.analysis import ceilings as _ceilings
-from ncuadvisor.analysis.ceilings import LAUNCH_FLOOR_NS
+from ncuadvisor.analysis import needed as _needed
+from ncuadvisor.analysis.ceilings import LAUNCH_FLOOR_NS, LAUNCH_FLOOR_SOURCE
 from ncuadvisor.model import num
 from ncuadvisor.units import fmt_ns, fmt_pct
 
@@ -87,30 +88,6 @@ SPARSE_PEAK_PATHS = {"tensor_fp16", "tensor_bf16", "tensor_tf32", "tensor_int8"}
 SM_WRITE_SECTORS = "lts__t_sectors_srcunit_tex_op_write.sum"
 FP16_PIPE = "sm__inst_executed_pipe_fma_type_fp16.avg.pct_of_peak_sustained_elapsed"
 THREADS_PER_INST = "smsp__thread_inst_executed_per_inst_executed.ratio"
-# Hierarchical roofline: bytes at each level and the level's peak bytes per cycle, with its clock.
-HIERARCHY = {
-    "l1": (
-        [
-            "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum",
-            "l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum",
-            "l1tex__t_sectors_pipe_lsu_mem_local_op_ld.sum",
-            "l1tex__t_sectors_pipe_lsu_mem_local_op_st.sum",
-        ],
-        "derived__l1tex__lsu_writeback_bytes_mem_lgds.sum.peak_sustained",
-        "l1tex__cycles_elapsed.avg.per_second",
-    ),
-    "l2": (
-        ["lts__t_sectors_srcunit_tex.sum"],
-        "derived__lts__lts2xbar_bytes.sum.peak_sustained",
-        "lts__cycles_elapsed.avg.per_second",
-    ),
-}
-SHARED_WAVEFRONTS = "l1tex__data_pipe_lsu_wavefronts_mem_shared.sum"  # 128 bytes each
-HIERARCHY_METRICS = [
-    *[m for sectors, peak, clock in HIERARCHY.values() for m in (*sectors, peak, clock)],
-    SHARED_WAVEFRONTS,
-]
-
 SOL_METRICS = {
     "memory_pct": "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed",
     "compute_pct": "sm__throughput.avg.pct_of_peak_sustained_elapsed",
@@ -136,7 +113,7 @@ METRICS: list[str] = [
     FP16_PIPE,
     THREADS_PER_INST,
     *_ceilings.METRICS,
-    *HIERARCHY_METRICS,
+    *_ceilings.HIERARCHY_METRICS,
     "launch__grid_size",
     "launch__block_size",
     "launch__waves_per_multiprocessor",
@@ -158,6 +135,8 @@ class Roofline:
     dram_bytes: float | None = None
     ideal_bytes: float | None = None
     compulsory_bytes: float | None = None
+    load_bytes: float | None = None  # of the compulsory bytes: loads (when the report tells loads from stores)
+    store_bytes: float | None = None  # of the compulsory bytes: stores
     tma_bytes: float | None = None  # bytes loaded through the tensor memory accelerator (L2 -> SM)
     intensity: float | None = None  # FLOP per compulsory byte
     peak_dram_bytes_per_s: float | None = None
@@ -187,13 +166,29 @@ class Roofline:
     instructions: float | None = None  # warp instructions executed
     hierarchy: list[dict[str, Any]] = field(default_factory=list)  # per memory level: bytes, intensity, roof
     clock: str = "SM clock measured during the kernel (sm__cycles_elapsed.avg.per_second)"
+    launch_floor_source: str | None = None  # where the launch floor (floors["launch"]) comes from
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        out = asdict(self)
+        for key in (
+            "load_bytes",
+            "store_bytes",
+            "launch_floor_source",
+        ):  # optional in the result: written only when known
+            if out[key] is None:
+                del out[key]
+        return out
 
 
-def compute(row: Mapping[str, Any], sm_count: float | None = None) -> Roofline:
-    """The roofline of one result (a row of Profile.results)."""
+def compute(
+    row: Mapping[str, Any],
+    sm_count: float | None = None,
+    facts: _needed.InstructionFacts | None = None,
+    launch_floor: tuple[float, str] | None = None,
+) -> Roofline:
+    """The roofline of one result (a row of Profile.results). `facts`: what its per-instruction data tells
+    (`needed.instruction_facts`): the load/store split of the compulsory bytes and the needed share of the XU work.
+    `launch_floor`: (ns, source) of the device's launch floor (`ceilings.launch_floor`; the H200's by default)."""
     g = lambda name: num(row.get(name))  # noqa: E731
     duration_ns = g("gpu__time_duration.sum")
     r = Roofline(duration_ns=duration_ns)
@@ -211,6 +206,7 @@ def compute(row: Mapping[str, Any], sm_count: float | None = None) -> Roofline:
     # Work, by precision (executed operations), and the lane operations of each FP pipe.
     lanes: dict[str, float] = {}
     fp16_pipe_pct = g(FP16_PIPE)
+    kinds = facts.hfma_kinds if facts else None
     if cycles:
         for prec, terms in _FLOP_TERMS.items():
             total, lane_ops, seen = 0.0, 0.0, False
@@ -218,8 +214,13 @@ def compute(row: Mapping[str, Any], sm_count: float | None = None) -> Roofline:
                 v = g(metric)
                 if v is not None:
                     seen = True
-                    total += v * cycles * flops_per_inst
-                    lane_ops += v * cycles
+                    per_inst, work = flops_per_inst, 1.0
+                    if "op_hfma" in metric and kinds and (n := sum(kinds.values())):
+                        # by operands: HFMA2 also issues adds (× 1), multiplies (+ 0) and constant moves (0 × 0)
+                        per_inst = sum(_needed.HFMA_FLOPS[k] * c for k, c in kinds.items()) / n
+                        work = 1.0 - kinds["move"] / n
+                    total += v * cycles * per_inst
+                    lane_ops += v * cycles * work
             if prec == "fp16" and fp16_pipe_pct == 0.0:
                 # only immediate-only HFMA2.MMA moves (constant loads): no packed-half arithmetic ran
                 total, lane_ops = 0.0, 0.0
@@ -259,14 +260,17 @@ def compute(row: Mapping[str, Any], sm_count: float | None = None) -> Roofline:
         r.sm_write_bytes = sm_write * SECTOR_BYTES
     r.tma_bytes = g("l1tex__m_xbar2l1tex_read_bytes_mem_global_op_tma_ld.sum")
     # The ideal sectors count per-thread (LSU) accesses only: a kernel that loads through TMA (cuBLAS, CUTLASS on
-    # Hopper) moves its operands outside them, so only DRAM's count is complete. TMA copies whole tiles: no waste.
-    uses_tma = bool(r.tma_bytes)
-    left = r.dram_bytes
-    if dram_read is not None and r.sm_write_bytes is not None:
-        # what left for the kernel: DRAM's reads and the SMs' writes (dirty output lines in L2 count)
-        left = dram_read + r.sm_write_bytes
-    candidates = [b for b in (left, None if uses_tma else r.ideal_bytes) if b is not None]
-    r.compulsory_bytes = min(candidates) if candidates else None
+    # Hopper) moves its operands outside them, so only what moved is complete. TMA copies whole tiles: no waste.
+    need = _needed.needed_bytes(
+        ideal_sectors=ideal,
+        split=facts.ideal_split if facts else None,
+        dram_read=dram_read,
+        dram_write=dram_write,
+        dram_bytes=r.dram_bytes,
+        sm_write_bytes=r.sm_write_bytes,
+        uses_tma=bool(r.tma_bytes),
+    )
+    r.compulsory_bytes, r.load_bytes, r.store_bytes = need.total, need.loads, need.stores
     peak_bpc = g("dram__bytes.sum.peak_sustained")
     if peak_bpc and dram_hz:
         r.peak_dram_bytes_per_s = peak_bpc * dram_hz
@@ -309,12 +313,17 @@ def compute(row: Mapping[str, Any], sm_count: float | None = None) -> Roofline:
     for unit in _ceilings.NEEDED_PIPES:
         if unit not in pipes:
             continue
+        xu_share = facts.xu_needed_share if facts else None
+        if unit == "sfu" and xu_share is not None:
+            # by opcode: the transcendentals' share of the XU busy time (conversions, integer division are not needed)
+            if xu_share > 0:
+                r.floors["sfu"] = pipes["sfu"] * xu_share * lane_share
+            continue
         if unit == "sfu" and (
             r.flops_by_precision.get("fp64") or r.floors.get("fma", 0.0) * FP32_LANES < pipes[unit] * SFU_LANES
         ):
-            # XU also converts float <-> double (F2F.F64) and runs integer division's reciprocal (I2F, MUFU.RCP,
-            # F2I): its busy time is needed work only in FP code with at least as many FP32 lane operations as XU
-            # operations (transcendentals sit among the FP math that uses them)
+            # Without SASS: XU also converts float <-> double and runs integer division's reciprocal, so its busy
+            # time counts as needed only in FP code with at least as many FP32 lane operations as XU operations
             continue
         if unit != "sfu" and r.flops_by_precision.get(unit) and unit in lanes:
             continue  # counted from thread instructions above
@@ -324,7 +333,7 @@ def compute(row: Mapping[str, Any], sm_count: float | None = None) -> Roofline:
     measured = r.dram_bytes is not None or r.compulsory_bytes is not None or r.flops_by_precision or r.busy_pct
     if not measured:
         return _finish(r, row, sm_count)  # a duration-only report: no floor to measure headroom against
-    r.floors["launch"] = LAUNCH_FLOOR_NS
+    r.floors["launch"], r.launch_floor_source = launch_floor or (LAUNCH_FLOOR_NS, LAUNCH_FLOOR_SOURCE)
     r.theoretical_ns = max(r.floors.values())
     compute_side = [t for u, t in r.floors.items() if u not in ("dram", "launch")]
     r.compute_floor_ns = max(compute_side) if compute_side else None
@@ -342,7 +351,7 @@ def compute(row: Mapping[str, Any], sm_count: float | None = None) -> Roofline:
         r.achieved_flops_per_s = r.flops / seconds if r.flops else 0.0
         if r.dram_bytes is not None:
             r.achieved_dram_bytes_per_s = r.dram_bytes / seconds
-    r.hierarchy = hierarchy(r, g)
+    r.hierarchy = _ceilings.hierarchy(g, r.flops, r.dram_bytes, r.peak_dram_bytes_per_s)
     r.limiter, r.limiter_share = _ceilings.limiter_of(r.ceilings, level_floors(r), duration_ns)
     if r.limiter is not None and r.limiter_share is not None and r.limiter_share < LATENCY_SOL_PCT / 100:
         r.limiter = "latency"  # no unit (nor the launch) would take half the time at its peak: the kernel waits
@@ -395,25 +404,6 @@ def memory_units(sol: Mapping[str, float]) -> list[tuple[float, str]]:
     return sorted(((sol[k], name) for k, name in MEMORY_UNITS if sol.get(k) is not None), key=lambda t: -t[0])
 
 
-def hierarchy(r: Roofline, g: Any) -> list[dict[str, Any]]:
-    """Each memory level's point and roof (hierarchical roofline): bytes moved there, FLOP per byte, peak bytes/s."""
-    out: list[dict[str, Any]] = []
-    for level, (sector_metrics, peak_metric, clock_metric) in HIERARCHY.items():
-        sectors = [g(m) for m in sector_metrics]
-        if all(v is None for v in sectors):
-            continue
-        moved = sum(v or 0.0 for v in sectors) * SECTOR_BYTES
-        if level == "l1" and (wf := g(SHARED_WAVEFRONTS)):
-            moved += wf * 128.0
-        peak_bpc, hz = g(peak_metric), g(clock_metric)
-        out.append(_level(level, moved, r.flops, peak_bpc * hz if (peak_bpc and hz) else None, clock_metric))
-    if r.dram_bytes is not None:
-        out.append(
-            _level("dram", r.dram_bytes, r.flops, r.peak_dram_bytes_per_s, "dram__cycles_elapsed.avg.per_second")
-        )
-    return out
-
-
 def level_floors(r: Roofline) -> dict[str, float]:
     """{memory level: ns it is busy at its peak}: its bytes as moved at its bandwidth, or its measured utilization
     (tag lookups and wavefronts, which bytes do not show: uncoalesced and conflicting accesses) when larger. L2
@@ -428,17 +418,6 @@ def level_floors(r: Roofline) -> dict[str, float]:
             continue
         out[level] = max(out.get(level, 0.0), r.duration_ns * pct / 100.0)
     return out
-
-
-def _level(level: str, moved: float, flops: float, peak: float | None, clock: str) -> dict[str, Any]:
-    return {
-        "level": level,
-        "bytes": moved,
-        "intensity": flops / moved if moved else None,
-        "peak_bytes_per_s": peak,
-        "floor_ns": moved / peak * 1e9 if (peak and moved) else None,
-        "clock": clock,
-    }
 
 
 def floor_words(r: Roofline, lanes: dict[str, float]) -> str:
@@ -511,7 +490,7 @@ def limiter_words(r: Roofline) -> str:
     if not r.limiter:
         return ""
     if r.limiter == "launch":
-        return f"launch-bound: the floor is an empty kernel's {LAUNCH_FLOOR_NS / 1e3:.1f} µs"
+        return f"launch-bound: no launch takes less than {r.floors['launch'] / 1e3:.2f} µs ({r.launch_floor_source})"
     if r.limiter == "latency":
         unit, share = _ceilings.limiter_of(r.ceilings, level_floors(r), r.duration_ns)
         if unit == "launch":

@@ -17,6 +17,7 @@ import pandas as pd
 
 from ncuadvisor.errors import InputError
 from ncuadvisor.load import deep, native
+from ncuadvisor.load.inlining import Inlining
 from ncuadvisor.load.native import DEVICE_METRICS, import_ncu_report, native_stderr_silenced
 from ncuadvisor.load.workers import in_workers
 from ncuadvisor.model import ID_COLUMNS, Instruction, Profile, ResultDetail
@@ -76,6 +77,7 @@ class ReportReader:
         # per result read by `details`: the location of every listed instruction and the text of their files
         self._located: dict[int, tuple[dict[int, Location], dict[str, str | None]]] = {}
         self._deep_in_workers = False
+        self._inlining: Inlining | None = None
         self.ncu_version, self.command_line = scan_header(local)
         try:
             self.reader_version: str | None = str(self._ctx.get_version())
@@ -250,6 +252,22 @@ class ReportReader:
             rid: (where, texts)
             for rid, where, texts in self._chunked(deep.read_locations_task, items, "reading source lines failed")
         }
+
+    def call_chains(
+        self, wanted: dict[int, tuple[str | None, list[int], dict[int, Location]]]
+    ) -> dict[int, dict[int, dict[str, Any]]]:
+        """For each result: {result id: (the kernel's mangled name, pcs, {pc: (file, line)} of those pcs)}, the call
+        chain of each pc whose line is in a library file (`Inlining.chains`), read from the modules the report
+        embeds; the lines `details` read for every listed instruction check where the module's table starts."""
+        if self._inlining is None:
+            self._inlining = Inlining(self._local)
+        out = {}
+        for rid, (mangled, pcs, where) in wanted.items():
+            known = {**self._located.get(rid, ({}, {}))[0], **where}
+            chains = self._inlining.chains(mangled, pcs, known)
+            if chains:
+                out[rid] = chains
+        return out
 
     def _chunked(self, task: Any, items: list[Any], failure: str) -> list[Any]:
         tasks = [(str(self._local), items[i : i + DETAIL_CHUNK]) for i in range(0, len(items), DETAIL_CHUNK)]

@@ -242,7 +242,7 @@ def _fingerprint(*parts: Any) -> str:
 
 
 def _related_text(s: SourceLine) -> str:
-    parts = []
+    parts = [s.via] if s.via else []
     if s.sass:
         parts.append(f"SASS {_one_line(s.sass)}")
     share = number(s.share)
@@ -330,6 +330,8 @@ class _Log:
         )
         if inferred_at:
             text += f" (This finding has no source line of its own: shown at {inferred_at}.)"
+        elif primary.via:
+            text += f" (The line {primary.via}.)"
         location: dict[str, Any] = {"physicalLocation": self.physical(primary)}
         logical = {"name": name, "kind": "function"}
         if k.demangled:

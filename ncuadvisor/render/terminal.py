@@ -14,9 +14,10 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from ncuadvisor.model.sources import in_toolkit
 from ncuadvisor.render import console_for_output
 from ncuadvisor.render import escape_terminal as escape
-from ncuadvisor.render.view import Action, Finding, Kernel, Result, in_toolkit, report_view
+from ncuadvisor.render.view import Action, Finding, Kernel, Result, report_view
 from ncuadvisor.units import basename_loc, first_sentence, fit_name, fmt_ns, fmt_pct, fmt_x, short_name
 
 BOUND_STYLE = {"memory": "cyan", "compute": "magenta", "latency": "yellow", "launch": "red", "unknown": "dim"}

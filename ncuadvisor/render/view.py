@@ -15,8 +15,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any, TypeVar
 
+from ncuadvisor.model.sources import in_toolkit
 from ncuadvisor.result import shape_tags
-from ncuadvisor.units import compress_chain, finite, number
+from ncuadvisor.units import basename, compress_chain, finite, number
 
 AT_ROOFLINE = "at-roofline"
 SOL_BARS: tuple[tuple[str, str], ...] = (
@@ -119,16 +120,24 @@ class SourceLine:
     share: Any
     metric: Any
     toolkit: bool = False  # the file is one of the CUDA toolkit's headers, not the user's code
+    via: str = ""  # the library code the line's instructions are in: "in atomicAdd (device_atomic_functions.hpp:112)"
 
 
-def in_toolkit(path: Any) -> bool:
-    """Whether a source path is inside the CUDA toolkit's headers (device_atomic_functions.hpp and the like)."""
-    p = str(path or "").replace("\\", "/")
-    return "/include/" in p and ("/cuda" in p or "/targets/" in p)
+def _via(raw: Any) -> str:
+    """Words for a source line's `inlined` entry: the library function it calls and the line ncu showed."""
+    inl = as_map(raw)
+    if not inl:
+        return ""
+    where = f"{basename(inl.get('file'))}:{inl.get('line')}" if inl.get("file") and inl.get("line") else ""
+    fn = f"{inl.get('function')}" if inl.get("function") else "library code"
+    at = f" ({where})" if where else ""
+    if inl.get("nearest"):
+        return f"nearest line of yours to {fn}{at}: the report records no call site"
+    return f"calls {fn}{at}"
 
 
 def _source(raw: Mapping[str, Any]) -> SourceLine:
-    return pick(SourceLine, raw, toolkit=in_toolkit(raw.get("file")))
+    return pick(SourceLine, raw, toolkit=in_toolkit(raw.get("file")), via=_via(raw.get("inlined")))
 
 
 @dataclass(frozen=True)
@@ -165,6 +174,8 @@ class Roofline:
     compute_floor_ns: Any
     dram_bytes: Any
     compulsory_bytes: Any
+    load_bytes: Any  # of the compulsory bytes, loads and stores (None when the report does not tell them apart)
+    store_bytes: Any
     ideal_bytes: Any
     flops: Any
     intensity: Any

@@ -187,6 +187,18 @@ class EvidenceEntry(Record):
 
 
 @dataclass(kw_only=True)
+class InlinedEntry(Record):
+    """The library code (a CUDA header, Triton's language) a source line's instructions are in: the function the line
+    calls, the library's file and line; `nearest` when the line is the user's closest one, not a recorded call."""
+
+    function: str | None
+    file: str | None
+    line: int | None
+    code: str | None = None
+    nearest: bool = False
+
+
+@dataclass(kw_only=True)
 class SourceRefEntry(Record):
     """A source line a finding points at, with its share of the per-instruction metric."""
 
@@ -197,6 +209,7 @@ class SourceRefEntry(Record):
     metric: str = ""
     value: float | None = None
     share: float | None = None
+    inlined: InlinedEntry | None = optional()
 
 
 @dataclass(kw_only=True)
@@ -289,6 +302,10 @@ class Roofline(Record):
     dram_bytes: Number = None
     ideal_bytes: Number = None
     compulsory_bytes: Number = None
+    # of the compulsory bytes, loads and stores (each the smaller of what the threads needed and what moved), when
+    # the report tells them apart
+    load_bytes: Number = optional()
+    store_bytes: Number = optional()
     tma_bytes: Number = None
     intensity: Number = None
     peak_dram_bytes_per_s: Number = None
@@ -319,6 +336,7 @@ class Roofline(Record):
     # the memory levels of the hierarchical roofline: bytes, executed FLOP/byte, roof
     hierarchy: list[HierarchyLevel] = field(default_factory=list)
     clock: str | None = None  # the clock the ceilings are computed at
+    launch_floor_source: str | None = optional()  # where the launch floor (`floors["launch"]`) comes from
 
 
 @dataclass(kw_only=True)
