@@ -53,7 +53,7 @@ class ReportReader:
         if not self.integrity.not_layout and self.integrity.whole == 0:
             why = self.integrity.summary() or "it holds no kernel result"
             raise InputError(f"{self.path}: no whole kernel result in the report: {why}")
-        if self.integrity.damaged:
+        if self.integrity.needs_copy:
             local = whole_copy(local, self.integrity)
         self._local = local
         self._ncu = import_ncu_report()
