@@ -357,3 +357,30 @@ def test_profile_never_moves_or_removes_a_report_the_program_printed(scenario, k
     ncu_wrote = ["result.ncu-rep", "result.phase1.ncu-rep"] if not scenario else ["result.phase1.ncu-rep"]
     assert placed == (ncu_wrote if keep else []), placed  # only the reports ncu wrote, named by profile
     assert not [x for x in out.iterdir() if x.name.startswith(".")]
+
+
+@pytest.mark.slow
+def test_a_cut_at_a_block_boundary_is_said_in_every_format(pipeline, tmp_path, monkeypatch):
+    """pipeline_v1 cut right after the module block that its 2nd result needs: analysed (exit 0) and said partial
+    first in JSON, markdown, HTML, SARIF and on the terminal; the diff gate refuses it as the "after" side."""
+    blocks = list(iter_blocks(pipeline))
+    last_sources = max(k for k, b in enumerate(blocks) if (b.header.get(1) or [0])[0])
+    cut = tmp_path / "cut.ncu-rep"
+    cut.write_bytes(pipeline[: blocks[last_sources].payload_end])
+    monkeypatch.setenv("COLUMNS", "400")
+    for fmt in ("json", "md", "html", "sarif"):
+        p = run("report", str(cut), "-f", fmt, cwd=tmp_path)
+        text = p.stdout.decode()
+        assert p.returncode == 0, p.stderr
+        assert "block boundary where ncu never stops" in text, fmt
+    res = json.loads(run("report", str(cut), "-f", "json", cwd=tmp_path).stdout)
+    assert res["report"]["warnings"][0].startswith("partial: the report file is truncated: this analyses its 1 whole")
+    sarif = json.loads(run("report", str(cut), "-f", "sarif", cwd=tmp_path).stdout)
+    note = sarif["runs"][0]["invocations"][0]["toolExecutionNotifications"][0]
+    assert note["level"] == "warning" and note["message"]["text"].startswith("partial:")
+    p = run("report", str(cut), cwd=tmp_path)
+    assert p.returncode == 0 and "block boundary where ncu never stops" in " ".join(p.stdout.decode().split())
+    whole = tmp_path / "whole.ncu-rep"
+    whole.write_bytes(pipeline)
+    p = run("diff", str(whole), str(cut), "--fail-on", "regression", "-f", "md", cwd=tmp_path)
+    assert p.returncode == 2 and b"--allow-partial" in p.stderr, p.stderr

@@ -393,6 +393,16 @@ def build_sarif(
         "tool": {"driver": driver},
         "originalUriBaseIds": {SRCROOT: {"uri": file_uri(_norm(source_root).rstrip("/") + "/")}},
         "results": log.results,
+        # the report's warnings (a partial report first: cut short or damaged), as the other formats show them
+        "invocations": [
+            {
+                "executionSuccessful": True,
+                "toolExecutionNotifications": [
+                    {"level": "warning" if str(w).startswith("partial") else "note", "message": {"text": str(w)}}
+                    for w in rep.warnings
+                ],
+            }
+        ],
         "columnKind": "unicodeCodePoints",
         "properties": {
             "report": rep.name,
