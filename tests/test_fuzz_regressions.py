@@ -384,3 +384,40 @@ def test_a_cut_at_a_block_boundary_is_said_in_every_format(pipeline, tmp_path, m
     whole.write_bytes(pipeline)
     p = run("diff", str(whole), str(cut), "--fail-on", "regression", "-f", "md", cwd=tmp_path)
     assert p.returncode == 2 and b"--allow-partial" in p.stderr, p.stderr
+
+
+def _unparseable_for_ncu_report(data: bytes) -> bytes:
+    """pipeline_v1 with its 2nd result's ClockStatus (field 25) missing its required first field (the key 0x08 made
+    0x18): every field ncuadvisor reads still parses, but ncu_report's own schema rejects the result, and its
+    protobuf logs "Can't parse message ... missing required fields" (after absl's "WARNING: All log messages before
+    absl::InitializeLog() ...") on the process's stderr when the result is opened."""
+    from ncuadvisor.reportfile.blocks import _fields
+
+    b = [b for b in iter_blocks(data) if (b.header.get(2) or [0])[0]][1]
+    start = b.payload_start + 4
+    s, e = _fields(data, start, start + int.from_bytes(data[b.payload_start : start], "little"))[25][0]
+    assert data[s] == 0x08
+    return data[:s] + b"\x18" + data[s + 1 :]
+
+
+@pytest.mark.slow
+def test_native_log_lines_never_reach_stderr_on_a_run_that_exits_0(pipeline, tmp_path):
+    """The native library's log lines (absl's InitializeLog warning, protobuf's "Can't parse message") stay off the
+    user's terminal on a run that succeeds, and the result ncu_report cannot parse is said partial, first."""
+    mutant = tmp_path / "m.ncu-rep"
+    mutant.write_bytes(_unparseable_for_ncu_report(pipeline))
+    assert not check_report(mutant).damaged  # the strict walk reads only ncuadvisor's fields: it cannot see this
+    probe = subprocess.run(  # ncu_report alone, to show that this file makes it log
+        [sys.executable, "-c", "import sys, ncu_report; ncu_report.load_report(sys.argv[1]).range_by_idx(0)"
+         ".action_by_idx(1).name()", str(mutant)],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert "Can't parse message" in probe.stderr
+    for fmt in ("json", "terminal", "md"):
+        p = run("report", str(mutant), "-f", fmt, cwd=tmp_path)
+        assert p.returncode == 0, p.stderr
+        assert p.stderr == b"", p.stderr  # nothing at all: no absl line, no "Can't parse message"
+    res = json.loads(run("report", str(mutant), "-f", "json", cwd=tmp_path).stdout)
+    first = res["report"]["warnings"][0]
+    assert first.startswith("partial: the report file is damaged: ncu_report cannot parse 1 of its results"), first
+    assert "transpose_tile" in first

@@ -99,6 +99,14 @@ def analyze(
     # kernel's thousands of instructions are not read)
     sass_for = partial(_wants_sass, names, frozenset(sass_wanted)) if sass_wanted else None
     profile.details = reader.details(list(names), engine.per_instruction_metrics(rules), sass_for=sass_for)
+    if reader.unreadable:  # the scalars came from the file; ncu_report could not parse the rest of these results
+        bad = sorted(reader.unreadable)
+        shown = ", ".join(str(names[rid][0]) for rid in bad[:5]) + (" …" if len(bad) > 5 else "")
+        profile.warnings.insert(
+            0,
+            f"partial: the report file is damaged: ncu_report cannot parse {len(bad)} of its results ({shown}): "
+            "their times and metrics are read from the file, their per-instruction data and source lines are missing",
+        )
     languages = kernel_languages(kernels, profile.details)
     evaluation = evaluate(profile, kernels, rules, group_time, languages)
     findings = evaluation.findings()
