@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import re
 import resource
 import signal
 import subprocess
@@ -421,3 +422,110 @@ def test_native_log_lines_never_reach_stderr_on_a_run_that_exits_0(pipeline, tmp
     first = res["report"]["warnings"][0]
     assert first.startswith("partial: the report file is damaged: ncu_report cannot parse 1 of its results"), first
     assert "transpose_tile" in first
+
+
+def _saved_with(title: str, rule: str, name: str) -> dict:
+    saved = json.loads((ROOT / "tests" / "golden" / "pipeline_v2.json").read_text())
+    k = saved["kernels"][0]
+    k["name"] = k["demangled"] = name
+    k["findings"][0].update(title=title, rule=rule, message=title)
+    return saved
+
+
+HOSTILE_MD = "@octocat ping [x](http://evil.example) <img src=x> `code`"
+
+
+def test_sarif_help_escapes_a_saved_title_no_rule_documents():
+    """A saved result's finding under a rule code no documentation matches: its title becomes the rule's help, and
+    is escaped as markdown (no live mention, link or HTML); a backtick in the code cannot end the inline code."""
+    from ncuadvisor.render.sarif import build_sarif
+
+    saved = _saved_with(HOSTILE_MD, "ZZZ999`[y](http://evil.example)`", "k")
+    log = build_sarif(saved, "/src", {})
+    rule = next(r for r in log["runs"][0]["tool"]["driver"]["rules"] if r["id"].startswith("ZZZ999"))
+    help_md = rule["help"]["markdown"]
+    assert "\\@octocat" in help_md and "\\[x\\]" in help_md and "<img" not in help_md, help_md
+    line = next(x for x in help_md.splitlines() if "ncuadvisor rules" in x)
+    assert line.count("`") == 2 and line.startswith("`ncuadvisor rules ZZZ999"), line  # the link stays code
+
+
+def test_markdown_leaves_no_live_mention_from_report_text():
+    """Kernel names and finding titles from a report or a saved result: an @mention is escaped (\\@), so a PR
+    comment made from the markdown pings nobody."""
+    from ncuadvisor.render.markdown import render_markdown
+
+    text = render_markdown(_saved_with(HOSTILE_MD, "MEM001", "@org/team_kernel"))
+    assert "\\@org" in text and "\\@octocat" in text  # in markdown: a backslash
+    assert "<b>#1 @\u2060org/team_kernel</b>" in text  # in a raw HTML block (<summary>): a word joiner
+    assert re.search(r"(?<![\\])@(octocat|org)", text) is None, text
+
+
+@pytest.mark.slow
+def test_non_utf8_report_text_writes_every_file_output(pipeline, tmp_path):
+    """A Latin-1 byte in a kernel name (report text is not always UTF-8): every file output is written (exit 0), and
+    nothing is left beside it."""
+    src = tmp_path / "m.ncu-rep"
+    src.write_bytes(fuzz._rename(pipeline, b"k\xe9rnel_\xff"))
+    outs = tmp_path / "outs"
+    outs.mkdir()
+    for ext in ("html", "md", "sarif", "json"):
+        p = run("report", str(src), "-o", str(outs / f"r.{ext}"), "-q", cwd=tmp_path)
+        assert p.returncode == 0, p.stderr
+        assert (outs / f"r.{ext}").stat().st_size > 0
+    assert sorted(x.name for x in outs.iterdir()) == ["r.html", "r.json", "r.md", "r.sarif"]
+    names = [k["name"] for k in json.loads((outs / "r.json").read_text())["kernels"]]
+    assert any("\ufffd" in n or "é" in n for n in names), names
+
+
+@pytest.mark.slow
+def test_a_zstd_bomb_is_refused_quickly_and_leaves_nothing(pipeline, tmp_path):
+    """A .ncu-repz whose stream is a whole report head followed by zeros (2 GB expanded, a few KB compressed) is
+    refused in seconds, with the private folder removed."""
+    zstandard = pytest.importorskip("zstandard")
+    head = next(b.payload_end for b in iter_blocks(pipeline) if (b.header.get(2) or [0])[0])
+    cctx = zstandard.ZstdCompressor(level=1)
+    src = tmp_path / "bomb.ncu-repz"
+    with src.open("wb") as fh, cctx.stream_writer(fh) as w:
+        w.write(pipeline[:head])
+        zeros = bytes(16 << 20)
+        for _ in range(128):
+            w.write(zeros)
+    assert src.stat().st_size < (1 << 20)
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    env = dict(os.environ, PYTHONPATH=str(ROOT), TMPDIR=str(tmp))
+    p = subprocess.run(
+        [sys.executable, "-m", "ncuadvisor", "report", str(src)], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert p.returncode == 2 and p.stderr.startswith(f"ncuadvisor: error: {src}"), p.stderr
+    assert "no block header after it" in p.stderr or "decompression bomb" in p.stderr, p.stderr
+    assert list(tmp.iterdir()) == []
+
+
+@pytest.mark.slow
+def test_profile_refusing_ncus_report_leaves_no_private_folder(tmp_path):
+    """ncu (the fake one) writes a report cut inside its first result: no whole result, so profile refuses it (one
+    line), and neither the private run folder nor a partly placed report is left beside the output."""
+    tiny = fuzz.plain("tiny_sections")
+    first = next(b for b in iter_blocks(tiny) if (b.header.get(2) or [0])[0])
+    cut = tmp_path / "src" / "tiny_first_cut.ncu-rep"
+    cut.parent.mkdir()
+    cut.write_bytes(tiny[: (first.payload_start + first.payload_end) // 2])
+    out = tmp_path / "out"
+    out.mkdir()
+    fake = ROOT / "tests" / "fake_ncu"
+    env = dict(os.environ, PYTHONPATH=str(ROOT), PATH=f"{fake}{os.pathsep}{os.environ['PATH']}", FAKE_NCU_FULL=str(cut))
+    p = subprocess.run(
+        [sys.executable, "-m", "ncuadvisor", "profile", "--full", "-o", "full.json", "-q", str(fake / "target.py")],
+        cwd=out,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert p.returncode == 2, p.stderr
+    lines = [x for x in p.stderr.splitlines() if x.strip()]
+    assert lines[-1].startswith("ncuadvisor: error:") and "no whole kernel result" in lines[-1], p.stderr
+    assert "Traceback" not in p.stderr
+    assert not [x for x in out.iterdir() if x.name.startswith(".")], list(out.iterdir())
+    assert not (out / "full.json").exists()

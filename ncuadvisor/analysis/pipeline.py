@@ -33,6 +33,7 @@ from ncuadvisor.analysis.ranking import top_actions
 from ncuadvisor.load import ReportReader, read_results
 from ncuadvisor.model import Kernel, Profile, ResultDetail, group_kernels, num
 from ncuadvisor.result import SCHEMA_VERSION, ncu_guidance
+from ncuadvisor.result.helpers import no_surrogates
 from ncuadvisor.rules_api import KernelContext, ProgramContext, ProgramRule, Rule
 
 # The sections the full analysis uses (ncu --section identifiers); `ncuadvisor profile` collects these.
@@ -113,7 +114,9 @@ def analyze(
     entries = [(rid, d.entry[0] if d.entry else None) for rid, d in profile.details.items()]
     located = reader.locations(locate.wanted(findings, entries))
     locate.resolve(findings, located)
-    return assemble(profile, kernels, rules, evaluation, located)
+    # report text that is not UTF-8 (ncu_report hands each bad byte over as a surrogate escape) becomes U+FFFD here,
+    # once, so that every output can encode the result
+    return no_surrogates(assemble(profile, kernels, rules, evaluation, located))
 
 
 def build_result(
