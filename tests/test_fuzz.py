@@ -254,3 +254,32 @@ def test_malformed_saved_results_are_read_or_refused_in_one_line(tmp_path):
         assert "\x1b" not in shown and "\x07" not in shown, label
         render_markdown(result).encode("utf-8")
     assert read and refused
+
+
+def test_non_utf8_and_control_characters_in_names_render_everywhere(pipeline, tmp_path):
+    """The text mutants keep the layout whole (only the name changes), and a name with a byte that is not UTF-8 (as
+    ncu_report hands it over: a surrogate escape), terminal escapes and rich markup renders in every format: valid
+    UTF-8, and no escape sequence on the terminal."""
+    from rich.console import Console
+
+    from ncuadvisor.render.html import render_html
+    from ncuadvisor.render.markdown import render_markdown
+    from ncuadvisor.render.sarif import render_sarif
+    from ncuadvisor.render.terminal import render_terminal
+    from ncuadvisor.result.helpers import no_surrogates
+
+    for _cls, label, mutant in fuzz.mutants(pipeline, random.Random(SEED), {"text"}, 0):
+        found = _check(mutant, tmp_path)
+        assert not found.damaged and found.whole == _results_before(pipeline, len(pipeline)), label
+    saved = json.loads((ROOT / "tests" / "golden" / "pipeline_v1.json").read_text())
+    hostile = "k\udce9rnel_\udcff\x1b]0;pwned\x07\x1b[2J\x1b]8;;http://x\x07[link=http://x]k[/link]"
+    for k in saved["kernels"]:
+        k["name"] = k["demangled"] = hostile
+    result = no_surrogates(saved)
+    assert "\ufffd" in result["kernels"][0]["name"] and "\udce9" not in result["kernels"][0]["name"]
+    for text in (render_markdown(result), render_html(result), render_sarif(result, str(tmp_path), {})):
+        text.encode("utf-8")
+    console = Console(record=True, width=200, force_terminal=True)
+    render_terminal(result, console=console)
+    shown = console.export_text(styles=False)
+    assert "\x1b]" not in shown and "\x07" not in shown and "\x1b[2J" not in shown
