@@ -72,8 +72,8 @@ EXPANSION_FLOOR = 256 << 20
 
 def _copy_checked(path: Path, src: Any, target: Path) -> None:
     """Stream a decompressed report into `target`, its block layout checked as it goes (`integrity.StreamCheck`:
-    what is not a report is refused on its first bytes, a bomb of zeros behind valid blocks within 64 MiB) and its size kept
-    under the expansion limit."""
+    what is not a report is refused on its first bytes, a bomb of zeros behind valid blocks within 64 MiB) and its
+    size kept under the expansion limit."""
     limit = max(EXPANSION_FLOOR, MAX_EXPANSION * path.stat().st_size)
     check = StreamCheck()
     with target.open("wb") as dst:
