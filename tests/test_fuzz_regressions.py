@@ -431,3 +431,39 @@ def test_a_zstd_bomb_is_refused_quickly_and_leaves_nothing(pipeline, tmp_path):
     assert p.returncode == 2 and p.stderr.startswith(f"ncuadvisor: error: {src}"), p.stderr
     assert "no block header after it" in p.stderr or "decompression bomb" in p.stderr, p.stderr
     assert list(tmp.iterdir()) == []
+
+
+@pytest.mark.slow
+def test_ctrl_c_during_report_is_one_line_and_exit_130(tmp_path):
+    """Ctrl-C (SIGINT to the process group, as a terminal sends it) while `report` decompresses a large .xz: exit
+    130 with one `ncuadvisor: interrupted` line, never silent, and the private decompressed copy removed."""
+    import lzma
+    import time
+
+    plain = fuzz.plain("pipeline_v1")
+    file_header = plain[: 8 + int.from_bytes(plain[4:8], "little")]
+    block_header = bytes([5 << 3]) + _varint((12 * 16) << 20)  # one block whose payload is ~200 MB of zeros
+    src = tmp_path / "big.ncu-rep.xz"
+    head = file_header + len(block_header).to_bytes(4, "little") + block_header
+    src.write_bytes(lzma.compress(head) + lzma.compress(bytes(16 << 20), preset=0) * 12)
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    env = dict(os.environ, PYTHONPATH=str(ROOT), TMPDIR=str(tmp))
+    p = subprocess.Popen(
+        [sys.executable, "-m", "ncuadvisor", "report", str(src)],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
+    deadline = time.monotonic() + 60
+    while not any(tmp.iterdir()) and p.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    caught = p.poll() is None
+    os.killpg(p.pid, signal.SIGINT)
+    _out, err = p.communicate(timeout=60)
+    assert caught, "the run ended before the signal: the test proves nothing"
+    assert p.returncode == 130, err
+    lines = [x for x in err.decode().splitlines() if x.strip()]
+    assert len(lines) == 1 and lines[0].startswith("ncuadvisor: interrupted"), err
+    assert list(tmp.iterdir()) == []
