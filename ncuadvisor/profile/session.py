@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -59,6 +58,7 @@ from ncuadvisor.profile.selection import (
     window_launch_count,
 )
 from ncuadvisor.profile.target import TORCH_RUNNER, Target
+from ncuadvisor.reportfile.sniff import private_dir
 from ncuadvisor.units import clip
 
 
@@ -427,7 +427,8 @@ def run_profile(
     if target.script is not None:
         env.setdefault("PYTHONUNBUFFERED", "1")
     try:
-        work = Path(tempfile.mkdtemp(prefix=".ncuadvisor-", dir=output.resolve().parent))
+        # removed at exit too: a Ctrl-C before the `finally` below is in force leaves nothing beside the output
+        work = private_dir(output.resolve().parent, ".ncuadvisor-")
     except OSError as exc:
         raise OutputError(f"{output}: cannot write in its folder ({exc.strerror or exc})") from exc
     session = Session(

@@ -139,17 +139,17 @@ def unzstd(path: Path) -> Path:
     return target
 
 
-def private_dir() -> Path:
-    """A private temporary folder, removed when the process exits (normally, on an error, or on SIGTERM/SIGINT,
-    which the command line turns into an exit). Its removal is registered before the folder is made: a Ctrl-C
-    landing between the two (a signal can reach any thread, so blocking it in this one is not enough) would
-    otherwise leave it behind."""
+def private_dir(parent: Path | None = None, prefix: str = "ncuadvisor-") -> Path:
+    """A private folder (in the temporary folder, or in `parent`), removed when the process exits (normally, on an
+    error, or on SIGTERM/SIGINT, which the command line turns into an exit). Its removal is registered before the
+    folder is made: a Ctrl-C landing between the two (a signal can reach any thread, so blocking it in this one is
+    not enough) would otherwise leave it behind."""
     import secrets
     import shutil
 
-    base = _temp_base()
+    base = parent if parent is not None else _temp_base()
     for _ in range(100):
-        tmpdir = base / f"ncuadvisor-{secrets.token_hex(8)}"
+        tmpdir = base / f"{prefix}{secrets.token_hex(8)}"
         remove = functools.partial(shutil.rmtree, tmpdir, True)
         atexit.register(remove)
         try:
