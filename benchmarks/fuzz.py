@@ -1,7 +1,8 @@
 """A fuzz campaign against the installed command line: damaged reports (truncation at every block boundary and at
-random offsets, byte flips in block headers and in result payloads, crafted result counts, zero-filled bombs behind
-the magic, non-UTF-8 and control characters in kernel names) and malformed saved JSON for `render`. Each mutant is run
-through `python -m ncuadvisor` in a subprocess with a time limit, and its outcome classified:
+random offsets, byte flips in block headers and in result payloads, unparseable block headers, crafted result counts,
+zero-filled bombs behind the magic, non-UTF-8 and control characters in kernel names) and malformed saved JSON for
+`render`. Each mutant is run through `python -m ncuadvisor` in a subprocess with a time limit, and its outcome
+classified:
 
 - ok: exit 0 and the output names only real kernels (a name, a duration > 0);
 - refused: exit 2 with one `ncuadvisor: error:` line;
@@ -74,6 +75,12 @@ def mutants(data: bytes, rng: random.Random, classes: set[str], count: int) -> I
             s, e = rng.choice(payloads)
             at = rng.randrange(s, min(e, s + 4096)) if rng.random() < 0.5 else rng.randrange(s, e)
             yield "flip-payload", f"flip byte {at}", _flip(data, at, rng)
+    if "unreadable-header" in classes:  # the walk must find the next block (or stop) and say what it skipped
+        for _ in range(count):
+            k = rng.randrange(len(headers))
+            m = bytearray(data)
+            m[headers[k][0]] = 0x0F  # the header's first field key: wire type 7, which no parser accepts
+            yield "unreadable-header", f"block {k}'s header unparseable", bytes(m)
     if "count" in classes:
         for n in (2, 1 << 16, (1 << 32) + 1):
             yield "count", f"result count {n}", _crafted_count(data, headers, blocks, n)
@@ -384,7 +391,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--count", type=int, default=20, help="random mutants per class and fixture")
     ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--classes", default="json,trunc,flip-header,flip-payload,count,bomb,text")
+    ap.add_argument("--classes", default="json,trunc,flip-header,unreadable-header,flip-payload,count,bomb,text")
     ap.add_argument("--fixtures", default=",".join(SMALL_FIXTURES))
     ap.add_argument("--budget-s", type=float, default=600.0, help="stop starting runs after this many seconds")
     ap.add_argument("--native-sweep", type=int, default=0, help="only: N header flips loaded by ncu_report itself")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import re
 import resource
 import signal
 import subprocess
@@ -288,3 +289,181 @@ def test_profile_is_partial_when_ncu_writes_a_damaged_report(tmp_path):
     assert res["report"]["warnings"][0].startswith("partial: the report file is truncated: this analyses its 5 whole")
     assert res["report"]["profile"]["partial"] is True
     assert not [x for x in out.iterdir() if x.name.startswith(".")]
+
+
+@pytest.mark.slow
+def test_a_cut_at_a_block_boundary_is_said_in_every_format(pipeline, tmp_path, monkeypatch):
+    """pipeline_v1 cut right after the module block that its 2nd result needs: analysed (exit 0) and said partial
+    first in JSON, markdown, HTML, SARIF and on the terminal; the diff gate refuses it as the "after" side."""
+    blocks = list(iter_blocks(pipeline))
+    last_sources = max(k for k, b in enumerate(blocks) if (b.header.get(1) or [0])[0])
+    cut = tmp_path / "cut.ncu-rep"
+    cut.write_bytes(pipeline[: blocks[last_sources].payload_end])
+    monkeypatch.setenv("COLUMNS", "400")
+    for fmt in ("json", "md", "html", "sarif"):
+        p = run("report", str(cut), "-f", fmt, cwd=tmp_path)
+        text = p.stdout.decode()
+        assert p.returncode == 0, p.stderr
+        assert "block boundary where ncu never stops" in text, fmt
+    res = json.loads(run("report", str(cut), "-f", "json", cwd=tmp_path).stdout)
+    assert res["report"]["warnings"][0].startswith("partial: the report file is truncated: this analyses its 1 whole")
+    sarif = json.loads(run("report", str(cut), "-f", "sarif", cwd=tmp_path).stdout)
+    note = sarif["runs"][0]["invocations"][0]["toolExecutionNotifications"][0]
+    assert note["level"] == "warning" and note["message"]["text"].startswith("partial:")
+    p = run("report", str(cut), cwd=tmp_path)
+    assert p.returncode == 0 and "block boundary where ncu never stops" in " ".join(p.stdout.decode().split())
+    whole = tmp_path / "whole.ncu-rep"
+    whole.write_bytes(pipeline)
+    p = run("diff", str(whole), str(cut), "--fail-on", "regression", "-f", "md", cwd=tmp_path)
+    assert p.returncode == 2 and b"--allow-partial" in p.stderr, p.stderr
+
+
+def _unparseable_for_ncu_report(data: bytes) -> bytes:
+    """pipeline_v1 with its 2nd result's ClockStatus (field 25) missing its required first field (the key 0x08 made
+    0x18): every field ncuadvisor reads still parses, but ncu_report's own schema rejects the result, and its
+    protobuf logs "Can't parse message ... missing required fields" (after absl's "WARNING: All log messages before
+    absl::InitializeLog() ...") on the process's stderr when the result is opened."""
+    from ncuadvisor.reportfile.blocks import _fields
+
+    b = [b for b in iter_blocks(data) if (b.header.get(2) or [0])[0]][1]
+    start = b.payload_start + 4
+    s, e = _fields(data, start, start + int.from_bytes(data[b.payload_start : start], "little"))[25][0]
+    assert data[s] == 0x08
+    return data[:s] + b"\x18" + data[s + 1 :]
+
+
+@pytest.mark.slow
+def test_native_log_lines_never_reach_stderr_on_a_run_that_exits_0(pipeline, tmp_path):
+    """The native library's log lines (absl's InitializeLog warning, protobuf's "Can't parse message") stay off the
+    user's terminal on a run that succeeds, and the result ncu_report cannot parse is said partial, first."""
+    mutant = tmp_path / "m.ncu-rep"
+    mutant.write_bytes(_unparseable_for_ncu_report(pipeline))
+    assert not check_report(mutant).damaged  # the strict walk reads only ncuadvisor's fields: it cannot see this
+    probe = subprocess.run(  # ncu_report alone, to show that this file makes it log
+        [sys.executable, "-c", "import sys, ncu_report; ncu_report.load_report(sys.argv[1]).range_by_idx(0)"
+         ".action_by_idx(1).name()", str(mutant)],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert "Can't parse message" in probe.stderr
+    for fmt in ("json", "terminal", "md"):
+        p = run("report", str(mutant), "-f", fmt, cwd=tmp_path)
+        assert p.returncode == 0, p.stderr
+        assert p.stderr == b"", p.stderr  # nothing at all: no absl line, no "Can't parse message"
+    res = json.loads(run("report", str(mutant), "-f", "json", cwd=tmp_path).stdout)
+    first = res["report"]["warnings"][0]
+    assert first.startswith("partial: the report file is damaged: ncu_report cannot parse 1 of its results"), first
+    assert "transpose_tile" in first
+
+
+def _saved_with(title: str, rule: str, name: str) -> dict:
+    saved = json.loads((ROOT / "tests" / "golden" / "pipeline_v2.json").read_text())
+    k = saved["kernels"][0]
+    k["name"] = k["demangled"] = name
+    k["findings"][0].update(title=title, rule=rule, message=title)
+    return saved
+
+
+HOSTILE_MD = "@octocat ping [x](http://evil.example) <img src=x> `code`"
+
+
+def test_sarif_help_escapes_a_saved_title_no_rule_documents():
+    """A saved result's finding under a rule code no documentation matches: its title becomes the rule's help, and
+    is escaped as markdown (no live mention, link or HTML); a backtick in the code cannot end the inline code."""
+    from ncuadvisor.render.sarif import build_sarif
+
+    saved = _saved_with(HOSTILE_MD, "ZZZ999`[y](http://evil.example)`", "k")
+    log = build_sarif(saved, "/src", {})
+    rule = next(r for r in log["runs"][0]["tool"]["driver"]["rules"] if r["id"].startswith("ZZZ999"))
+    help_md = rule["help"]["markdown"]
+    assert "\\@octocat" in help_md and "\\[x\\]" in help_md and "<img" not in help_md, help_md
+    line = next(x for x in help_md.splitlines() if "ncuadvisor rules" in x)
+    assert line.count("`") == 2 and line.startswith("`ncuadvisor rules ZZZ999"), line  # the link stays code
+
+
+def test_markdown_leaves_no_live_mention_from_report_text():
+    """Kernel names and finding titles from a report or a saved result: an @mention is escaped (\\@), so a PR
+    comment made from the markdown pings nobody."""
+    from ncuadvisor.render.markdown import render_markdown
+
+    text = render_markdown(_saved_with(HOSTILE_MD, "MEM001", "@org/team_kernel"))
+    assert "\\@org" in text and "\\@octocat" in text  # in markdown: a backslash
+    assert "<b>#1 @\u2060org/team_kernel</b>" in text  # in a raw HTML block (<summary>): a word joiner
+    assert re.search(r"(?<![\\])@(octocat|org)", text) is None, text
+
+
+@pytest.mark.slow
+def test_non_utf8_report_text_writes_every_file_output(pipeline, tmp_path):
+    """A Latin-1 byte in a kernel name (report text is not always UTF-8): every file output is written (exit 0), and
+    nothing is left beside it."""
+    src = tmp_path / "m.ncu-rep"
+    src.write_bytes(fuzz._rename(pipeline, b"k\xe9rnel_\xff"))
+    outs = tmp_path / "outs"
+    outs.mkdir()
+    for ext in ("html", "md", "sarif", "json"):
+        p = run("report", str(src), "-o", str(outs / f"r.{ext}"), "-q", cwd=tmp_path)
+        assert p.returncode == 0, p.stderr
+        assert (outs / f"r.{ext}").stat().st_size > 0
+    assert sorted(x.name for x in outs.iterdir()) == ["r.html", "r.json", "r.md", "r.sarif"]
+    names = [k["name"] for k in json.loads((outs / "r.json").read_text())["kernels"]]
+    assert any("\ufffd" in n or "é" in n for n in names), names
+
+
+@pytest.mark.slow
+def test_a_zstd_bomb_is_refused_quickly_and_leaves_nothing(pipeline, tmp_path):
+    """A .ncu-repz whose stream is a whole report head followed by zeros (2 GB expanded, a few KB compressed) is
+    refused in seconds, with the private folder removed."""
+    zstandard = pytest.importorskip("zstandard")
+    head = next(b.payload_end for b in iter_blocks(pipeline) if (b.header.get(2) or [0])[0])
+    cctx = zstandard.ZstdCompressor(level=1)
+    src = tmp_path / "bomb.ncu-repz"
+    with src.open("wb") as fh, cctx.stream_writer(fh) as w:
+        w.write(pipeline[:head])
+        zeros = bytes(16 << 20)
+        for _ in range(128):
+            w.write(zeros)
+    assert src.stat().st_size < (1 << 20)
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    env = dict(os.environ, PYTHONPATH=str(ROOT), TMPDIR=str(tmp))
+    p = subprocess.run(
+        [sys.executable, "-m", "ncuadvisor", "report", str(src)], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert p.returncode == 2 and p.stderr.startswith(f"ncuadvisor: error: {src}"), p.stderr
+    assert "no block header after it" in p.stderr or "decompression bomb" in p.stderr, p.stderr
+    assert list(tmp.iterdir()) == []
+
+
+@pytest.mark.slow
+def test_ctrl_c_during_report_is_one_line_and_exit_130(tmp_path):
+    """Ctrl-C (SIGINT to the process group, as a terminal sends it) while `report` decompresses a large .xz: exit
+    130 with one `ncuadvisor: interrupted` line, never silent, and the private decompressed copy removed."""
+    import lzma
+    import time
+
+    plain = fuzz.plain("pipeline_v1")
+    file_header = plain[: 8 + int.from_bytes(plain[4:8], "little")]
+    block_header = bytes([5 << 3]) + _varint((12 * 16) << 20)  # one block whose payload is ~200 MB of zeros
+    src = tmp_path / "big.ncu-rep.xz"
+    head = file_header + len(block_header).to_bytes(4, "little") + block_header
+    src.write_bytes(lzma.compress(head) + lzma.compress(bytes(16 << 20), preset=0) * 12)
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    env = dict(os.environ, PYTHONPATH=str(ROOT), TMPDIR=str(tmp))
+    p = subprocess.Popen(
+        [sys.executable, "-m", "ncuadvisor", "report", str(src)],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
+    deadline = time.monotonic() + 60
+    while not any(tmp.iterdir()) and p.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    caught = p.poll() is None
+    os.killpg(p.pid, signal.SIGINT)
+    _out, err = p.communicate(timeout=60)
+    assert caught, "the run ended before the signal: the test proves nothing"
+    assert p.returncode == 130, err
+    lines = [x for x in err.decode().splitlines() if x.strip()]
+    assert len(lines) == 1 and lines[0].startswith("ncuadvisor: interrupted"), err
+    assert list(tmp.iterdir()) == []

@@ -33,6 +33,7 @@ from ncuadvisor.analysis.ranking import top_actions
 from ncuadvisor.load import ReportReader, read_results
 from ncuadvisor.model import Kernel, Profile, ResultDetail, group_kernels, num
 from ncuadvisor.result import SCHEMA_VERSION, ncu_guidance
+from ncuadvisor.result.helpers import no_surrogates
 from ncuadvisor.rules_api import KernelContext, ProgramContext, ProgramRule, Rule
 
 # The sections the full analysis uses (ncu --section identifiers); `ncuadvisor profile` collects these.
@@ -101,6 +102,14 @@ def analyze(
     # the rules' per-instruction metrics, and those the roofline reads (`needed.py`: the load/store split, XU work)
     per_instruction = list(dict.fromkeys(engine.per_instruction_metrics(rules) + needed.PER_INSTRUCTION))
     profile.details = reader.details(list(names), per_instruction, sass_for=sass_for)
+    if reader.unreadable:  # the scalars came from the file; ncu_report could not parse the rest of these results
+        bad = sorted(reader.unreadable)
+        shown = ", ".join(str(names[rid][0]) for rid in bad[:5]) + (" …" if len(bad) > 5 else "")
+        profile.warnings.insert(
+            0,
+            f"partial: the report file is damaged: ncu_report cannot parse {len(bad)} of its results ({shown}): "
+            "their times and metrics are read from the file, their per-instruction data and source lines are missing",
+        )
     languages = kernel_languages(kernels, profile.details)
     evaluation = evaluate(profile, kernels, rules, group_time, languages)
     findings = evaluation.findings()
@@ -109,7 +118,9 @@ def analyze(
     mangled = {int(rid): m for rid, m in zip(profile.results["result_id"], profile.results["mangled"])}
     chains = reader.call_chains(locate.selected(findings, located, mangled))
     locate.resolve(findings, located, chains)
-    return assemble(profile, kernels, rules, evaluation, located)
+    # report text that is not UTF-8 (ncu_report hands each bad byte over as a surrogate escape) becomes U+FFFD here,
+    # once, so that every output can encode the result
+    return no_surrogates(assemble(profile, kernels, rules, evaluation, located))
 
 
 def build_result(

@@ -64,6 +64,9 @@ def deep_and_sass(rid: int, action: Any, per_instruction: list[str], sass_for: S
     """`deep_data`, and under "sass" the SASS text of every instruction listed (`sass_of`) when `sass_for` says so:
     one pass over the result instead of opening it again to disassemble."""
     out = deep_data(action, per_instruction)
+    # a result ncu_report cannot parse (a required field of its own schema missing: damage the strict walk, which
+    # knows the fields ncuadvisor reads, cannot see) opens with no name and no data: said by the caller
+    out["unreadable"] = not action.name()
     pcs = sorted({pc for pairs in out["per_instruction"].values() for pc, _ in pairs})
     if sass_for is not None and sass_for(rid, out.get("first_file")):
         out["sass"] = sass_of(action, pcs)

@@ -54,7 +54,7 @@ class ReportReader:
         if not self.integrity.not_layout and self.integrity.whole == 0:
             why = self.integrity.summary() or "it holds no kernel result"
             raise InputError(f"{self.path}: no whole kernel result in the report: {why}")
-        if self.integrity.damaged:
+        if self.integrity.needs_copy:
             local = whole_copy(local, self.integrity)
         self._local = local
         self._ncu = import_ncu_report()
@@ -78,6 +78,7 @@ class ReportReader:
         self._located: dict[int, tuple[dict[int, Location], dict[str, str | None]]] = {}
         self._deep_in_workers = False
         self._inlining: Inlining | None = None
+        self.unreadable: set[int] = set()  # results whose deep data ncu_report could not parse (see `details`)
         self.ncu_version, self.command_line = scan_header(local)
         try:
             self.reader_version: str | None = str(self._ctx.get_version())
@@ -90,12 +91,17 @@ class ReportReader:
     def _action(self, rid: int) -> Any:
         if rid not in self._opened:
             r, a = self._index[rid]
-            self._opened[rid] = self._ranges[r].action_by_idx(a)
+            with native_stderr_silenced():  # ncu_report logs "Can't parse message" on a result it cannot parse
+                self._opened[rid] = self._ranges[r].action_by_idx(a)
         return self._opened[rid]
 
     # -- scalar metrics -------------------------------------------------------------------------------------
     def results(self, metrics: Iterable[str]) -> pd.DataFrame:
         """One row per result with the identity columns and the requested metrics (None where absent)."""
+        with native_stderr_silenced():
+            return self._results(metrics)
+
+    def _results(self, metrics: Iterable[str]) -> pd.DataFrame:
         metrics = list(dict.fromkeys(metrics))
         items = [(rid, r, a) for rid, (r, a) in enumerate(self._index)]
         # the report file first, whatever the number of results: opening a result through ncu_report costs ~15 ms
@@ -194,7 +200,8 @@ class ReportReader:
 
     def device(self) -> dict[str, Any]:
         action = self._action(0)
-        dev = {k: native.value(action.metric_by_name(v)) for k, v in DEVICE_METRICS.items()}
+        with native_stderr_silenced():
+            dev = {k: native.value(action.metric_by_name(v)) for k, v in DEVICE_METRICS.items()}
         if dev.get("cc_major") is not None and dev.get("cc_minor") is not None:
             dev["compute_capability"] = f"{int(dev['cc_major'])}.{int(dev['cc_minor'])}"
         return dev
@@ -212,7 +219,8 @@ class ReportReader:
         metrics = list(dict.fromkeys(per_instruction))
         self._deep_in_workers = len([rid for rid in ids if rid not in self._opened]) > DETAIL_IN_PROCESS_MAX
         if not self._deep_in_workers:
-            got = {rid: deep.deep_and_sass(rid, self._action(rid), metrics, sass_for) for rid in ids}
+            with native_stderr_silenced():
+                got = {rid: deep.deep_and_sass(rid, self._action(rid), metrics, sass_for) for rid in ids}
         else:
             items = [(rid, *self._index[rid]) for rid in ids]
             tasks = [
@@ -222,6 +230,8 @@ class ReportReader:
             chunks = in_workers(deep.read_deep_task, tasks, f"{self.path}: reading the per-instruction data failed")
             got = dict(pair for chunk in chunks for pair in chunk)
         for rid in ids:
+            if got[rid].pop("unreadable", False):
+                self.unreadable.add(rid)
             if "where" in got[rid]:
                 self._located[rid] = (got[rid].pop("where"), got[rid].pop("texts"))
         return {rid: _detail(rid, got[rid]) for rid in ids}
@@ -246,7 +256,8 @@ class ReportReader:
         if not todo:
             return done
         if not self._deep_in_workers:
-            return done | {rid: deep.locations_of(self._action(rid), p, f) for rid, (p, f) in todo.items()}
+            with native_stderr_silenced():
+                return done | {rid: deep.locations_of(self._action(rid), p, f) for rid, (p, f) in todo.items()}
         items = [(rid, *self._index[rid], p, f) for rid, (p, f) in todo.items()]
         return done | {
             rid: (where, texts)

@@ -3,6 +3,7 @@ keeps every result it opened for as long as the process lives) and both cores wo
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -34,6 +35,12 @@ def worker_actions(path: str, items: list[tuple[Any, ...]]) -> Iterator[tuple[tu
 
 
 def _worker_main(fn: Any, task: Any, conn: Any) -> None:
+    try:  # the native library's log lines never reach the user's terminal: a failure comes back as one line
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, 2)
+        os.close(devnull)
+    except OSError:
+        pass
     try:
         reply = (True, fn(task))
     except BaseException as exc:  # sent to the parent as one line, never a traceback

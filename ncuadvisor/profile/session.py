@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -59,6 +58,7 @@ from ncuadvisor.profile.selection import (
     window_launch_count,
 )
 from ncuadvisor.profile.target import TORCH_RUNNER, Target
+from ncuadvisor.reportfile.sniff import private_dir
 from ncuadvisor.units import clip
 
 
@@ -166,7 +166,29 @@ class Session:
         kept = write_sidecar(dest, run.processes)
         if kept is not None:
             self.placed.append(kept)
+        self._check_count(run, dest)
         return dest
+
+    def _check_count(self, run: PhaseRun, report: Path) -> None:
+        """ncu prints one `==PROF== Profiling` line per launch it profiled, and writes one result for each (equal in
+        every captured run: flaws 31, tiny_sections 20, tiny_phase1 2,001, torch_eager 25). A report holding fewer,
+        with no ncu error and no interruption, was cut short: a cut at a block boundary reads as a whole report, and
+        only this count shows it. A report not in the plain layout (.ncu-repz) is not counted here."""
+        from ncuadvisor.reportfile.blocks import scan_blocks
+
+        if run.interrupted or run.parser.errors or not run.parser.profiled:
+            return
+        held = scan_blocks(report).processes
+        if held is None or len(held) >= run.parser.profiled:
+            return
+        phase = run.label.split(":")[0]
+        self.warnings.append(
+            f"partial: the report ncu wrote in {phase} holds {len(held)} results of the {run.parser.profiled} "
+            "launches it profiled: the file is cut short"
+        )
+        self.incomplete = self.incomplete or (
+            f"ncu's report of {phase} holds {len(held)} results of the {run.parser.profiled} launches it profiled"
+        )
 
     def _meta(self, mode: str, extra: dict[str, Any]) -> dict[str, Any]:
         meta = {
@@ -213,6 +235,8 @@ class Session:
             self.incomplete = "ncu wrote a damaged report (" + str(damaged).split(": ", 1)[1] + ")"
         if self.interrupted:
             warnings.insert(0, "partial: interrupted (Ctrl-C) before ncu finished; this analyses what was collected")
+        first = [w for w in self.warnings if w.startswith("partial") and w not in warnings]
+        warnings[:0] = first  # a partial result says so first, in every format
         for w in self.warnings:
             if w not in warnings:
                 warnings.append(w)
@@ -403,7 +427,8 @@ def run_profile(
     if target.script is not None:
         env.setdefault("PYTHONUNBUFFERED", "1")
     try:
-        work = Path(tempfile.mkdtemp(prefix=".ncuadvisor-", dir=output.resolve().parent))
+        # removed at exit too: a Ctrl-C before the `finally` below is in force leaves nothing beside the output
+        work = private_dir(output.resolve().parent, ".ncuadvisor-")
     except OSError as exc:
         raise OutputError(f"{output}: cannot write in its folder ({exc.strerror or exc})") from exc
     session = Session(

@@ -48,8 +48,9 @@ def md(v: Any) -> str:
 
 
 def h(v: Any) -> str:
-    """Untrusted text inside a raw HTML block (<summary>): markdown is not parsed there, so entities only."""
-    return html.escape(_one_line(v), quote=True)
+    """Untrusted text inside a raw HTML block (<summary>): markdown is not parsed there, so entities; GitHub still
+    links an @mention in HTML text, so the @ of one is followed by a word joiner (U+2060, invisible)."""
+    return re.sub(r"@(?=[0-9A-Za-z_-])", "@\u2060", html.escape(_one_line(v), quote=True))
 
 
 def fence(code: Any, lang: Any = "") -> str:

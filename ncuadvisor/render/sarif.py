@@ -207,8 +207,9 @@ def _rule_descriptor(code: str, doc: RuleDoc, finding: Finding) -> dict[str, Any
     if len(text_parts) == 1 and finding.speedup_model:
         text_parts.append(f"Speedup estimate: {finding.speedup_model}")
         md_parts.append(f"**Speedup estimate:** {md(finding.speedup_model)}")
-    md_parts.append(f"`ncuadvisor rules {code}` explains this rule in full.")
-    text_parts.append(f"`ncuadvisor rules {code}` explains this rule in full.")
+    shown = str(code).replace("`", "'")  # a code from a saved result: a backtick would end the inline code
+    md_parts.append(f"`ncuadvisor rules {shown}` explains this rule in full.")
+    text_parts.append(f"`ncuadvisor rules {shown}` explains this rule in full.")
     descriptor: dict[str, Any] = {
         "id": code,
         "shortDescription": {"text": title},
@@ -395,6 +396,16 @@ def build_sarif(
         "tool": {"driver": driver},
         "originalUriBaseIds": {SRCROOT: {"uri": file_uri(_norm(source_root).rstrip("/") + "/")}},
         "results": log.results,
+        # the report's warnings (a partial report first: cut short or damaged), as the other formats show them
+        "invocations": [
+            {
+                "executionSuccessful": True,
+                "toolExecutionNotifications": [
+                    {"level": "warning" if str(w).startswith("partial") else "note", "message": {"text": str(w)}}
+                    for w in rep.warnings
+                ],
+            }
+        ],
         "columnKind": "unicodeCodePoints",
         "properties": {
             "report": rep.name,

@@ -4,6 +4,7 @@ and the ncu version and command line written in its header."""
 from __future__ import annotations
 
 import atexit
+import functools
 import mmap
 import os
 import re
@@ -72,8 +73,8 @@ EXPANSION_FLOOR = 256 << 20
 
 def _copy_checked(path: Path, src: Any, target: Path) -> None:
     """Stream a decompressed report into `target`, its block layout checked as it goes (`integrity.StreamCheck`:
-    what is not a report is refused on its first bytes, a bomb of zeros after its first bad block) and its size kept
-    under the expansion limit."""
+    what is not a report is refused on its first bytes, a bomb of zeros behind valid blocks within 64 MiB) and its
+    size kept under the expansion limit."""
     limit = max(EXPANSION_FLOOR, MAX_EXPANSION * path.stat().st_size)
     check = StreamCheck()
     with target.open("wb") as dst:
@@ -138,14 +139,38 @@ def unzstd(path: Path) -> Path:
     return target
 
 
-def private_dir() -> Path:
-    """A private temporary folder, removed when the process exits (normally, on an error, or on SIGTERM/SIGINT,
-    which the command line turns into an exit)."""
+def private_dir(parent: Path | None = None, prefix: str = "ncuadvisor-") -> Path:
+    """A private folder (in the temporary folder, or in `parent`), removed when the process exits (normally, on an
+    error, or on SIGTERM/SIGINT, which the command line turns into an exit). Its removal is registered before the
+    folder is made: a Ctrl-C landing between the two (a signal can reach any thread, so blocking it in this one is
+    not enough) would otherwise leave it behind."""
+    import secrets
     import shutil
 
-    tmpdir = Path(tempfile.mkdtemp(prefix="ncuadvisor-"))
-    atexit.register(shutil.rmtree, tmpdir, True)
-    return tmpdir
+    base = parent if parent is not None else _temp_base()
+    for _ in range(100):
+        tmpdir = base / f"{prefix}{secrets.token_hex(8)}"
+        remove = functools.partial(shutil.rmtree, tmpdir, True)
+        atexit.register(remove)
+        try:
+            os.mkdir(tmpdir, 0o700)
+        except FileExistsError:  # another's folder of that name: never ours to remove
+            atexit.unregister(remove)
+            continue
+        return tmpdir
+    raise InputError(f"cannot make a private folder under {base}")
+
+
+def _temp_base() -> Path:
+    """The temporary folder, found as `tempfile.gettempdir` finds it (TMPDIR, TEMP, TMP, then the usual folders) but
+    without its probe: it writes a randomly named test file into each candidate, which a Ctrl-C landing then leaves
+    behind."""
+    if tempfile.tempdir:
+        return Path(tempfile.tempdir)
+    for d in [os.environ.get(v) for v in ("TMPDIR", "TEMP", "TMP")] + ["/tmp", "/var/tmp", "/usr/tmp"]:
+        if d and os.path.isdir(d) and os.access(d, os.W_OK | os.X_OK):
+            return Path(d)
+    return Path(tempfile.gettempdir())
 
 
 def whole_copy(path: Path, found: Integrity) -> Path:

@@ -120,3 +120,26 @@ def shape_tag_lookup(result: Any) -> Callable[[Any], str]:
     """kernel id -> its shape tag or '' (the templates' `shape_tag`)."""
     tags = shape_tags(result)
     return lambda kid: tags.get(str(kid), "") if kid is not None else ""
+
+
+def no_surrogates(value: Any) -> Any:
+    """A result (or parsed JSON) with every lone surrogate in its strings (keys included) replaced by U+FFFD: no
+    output can encode one. They come from saved JSON (a \\udcxx escape) and from ncu_report, which hands over report
+    text that is not UTF-8 (a Latin-1 kernel name or source line) with each bad byte as a surrogate escape."""
+    if isinstance(value, str):
+        if value.isascii():
+            return value
+        try:
+            value.encode("utf-8")
+            return value
+        except UnicodeEncodeError:
+            pass
+        try:  # the bytes ncu_report could not decode, back as bytes: each invalid one becomes U+FFFD
+            return value.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+        except UnicodeEncodeError:
+            return value.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+    if isinstance(value, list):
+        return [no_surrogates(v) for v in value]
+    if isinstance(value, dict):
+        return {no_surrogates(k): no_surrogates(v) for k, v in value.items()}
+    return value

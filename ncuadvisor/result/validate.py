@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, cast
 
 from ncuadvisor import __version__
 from ncuadvisor.errors import InputError
+from ncuadvisor.result.helpers import no_surrogates
 from ncuadvisor.result.schemas import DIFF_KIND, REPORT_KIND, record_class
 from ncuadvisor.result.types import SCHEMA_VERSION, Result
 
@@ -91,7 +92,7 @@ def _read_json(path: Path) -> Any:
     try:
         data = json.loads(raw.decode("utf-8-sig"), parse_constant=no_constant)
         # a \ud800-\udfff escape can decode to a lone surrogate, which no output can encode: shown as U+FFFD
-        return _no_surrogates(data) if b"\\ud" in raw.lower() else data
+        return no_surrogates(data) if b"\\ud" in raw.lower() else data
     except UnicodeDecodeError as exc:
         raise InputError(f"{path}: not a text file (not UTF-8), not a saved ncuadvisor result") from exc
     except json.JSONDecodeError as exc:
@@ -112,14 +113,3 @@ def _check_version(path: Path, data: dict[str, Any], kind: str, supported: int) 
             + (f"; it was written by ncuadvisor {writer}" if writer else "")
             + " (re-create it from the report with this version)"
         )
-
-
-def _no_surrogates(value: Any) -> Any:
-    """The parsed JSON with every lone surrogate in its strings (keys included) replaced by U+FFFD."""
-    if isinstance(value, str):
-        return value.encode("utf-8", "surrogatepass").decode("utf-8", "replace") if not value.isascii() else value
-    if isinstance(value, list):
-        return [_no_surrogates(v) for v in value]
-    if isinstance(value, dict):
-        return {_no_surrogates(k): _no_surrogates(v) for k, v in value.items()}
-    return value
