@@ -197,7 +197,7 @@ def with_ranks(report_path, path, name: str, rank_of_pid: dict[int, int]) -> dic
     """The analysis of a copy (at path) of a fixture with ranks recorded beside it, as `ncuadvisor profile` does."""
     shutil.copyfile(report_path(name), path)
     write_sidecar(path, {pid: {"rank": r, "local_rank": r, "world_size": 2} for pid, r in rank_of_pid.items()})
-    return analyze(path)
+    return analyze(path).to_dict()
 
 
 def test_multiprocess_report_against_itself_has_one_unchanged_row_per_process_and_kernel(diff_of):

@@ -138,7 +138,7 @@ def test_malformed_saved_results_are_read_or_refused_in_one_line(tmp_path):
         path = tmp_path / "saved.json"
         path.write_bytes(data)
         try:
-            result = load_saved(path).to_dict()
+            result = load_saved(path)
         except InputError as exc:
             assert str(path) in str(exc) and "\n" not in str(exc), label
             refused += 1

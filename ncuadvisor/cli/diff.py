@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from enum import Enum
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, cast
 
 import typer
 
@@ -23,6 +23,7 @@ from ncuadvisor.cli.common import (
     wrote,
 )
 from ncuadvisor.errors import GateFailed, InputError, OutputError
+from ncuadvisor.result.types import Result
 from ncuadvisor.result.validate import REPORT_KIND, load_saved
 
 
@@ -38,24 +39,23 @@ class FailOn(str, Enum):
     findings = "findings"
 
 
-def _result_of(path: Path, rules: list[Any]) -> dict[str, Any]:
+def _result_of(path: Path, rules: list[Any]) -> Result:
     """A report is analyzed; a saved report result (.json) is read as it is."""
     if path.suffix.lower() == ".json":
-        return load_saved(path, want=(REPORT_KIND,)).to_dict()
+        return cast(Result, load_saved(path, want=(REPORT_KIND,)))
     from ncuadvisor.analysis.pipeline import analyze
 
     return analyze(path, rules=rules)
 
 
-def _partial_sides(before: dict[str, Any], after: dict[str, Any]) -> list[tuple[str, str]]:
+def _partial_sides(before: Result, after: Result) -> list[tuple[str, str]]:
     """(side, its first `partial:` warning) for each result that is partial (a report cut short or damaged, a profile
     run interrupted)."""
     out = []
     for side, res in (("before", before), ("after", after)):
-        rep = res.get("report") or {}
-        prof = rep.get("profile") or {}
-        warns = [str(w) for w in rep.get("warnings") or [] if str(w).startswith("partial")]
-        if warns or (isinstance(prof, dict) and prof.get("partial")):
+        prof = res.report.profile
+        warns = [str(w) for w in res.report.warnings if str(w).startswith("partial")]
+        if warns or (prof is not None and prof.partial):
             out.append((side, warns[0].split(": ", 1)[-1] if warns else "the profile run was partial"))
     return out
 
