@@ -6,6 +6,7 @@ import copy
 from typing import Any
 
 from ncuadvisor.analysis.ranking import top_actions
+from ncuadvisor.diff.types import DiffResult
 from ncuadvisor.result import KernelEntry, ProgramFindingEntry, Result
 
 
@@ -41,3 +42,8 @@ def typed_result(data: Any) -> Result:
     """A result as the renderers take it: a test's result dict (the JSON contract, as a saved file holds it) read
     through the result's types, as `ncuadvisor render` reads a saved JSON; a typed result as it is."""
     return data if isinstance(data, Result) else Result.from_dict(data)
+
+
+def typed_diff(data: Any) -> DiffResult:
+    """A diff as the renderers take it: a test's diff dict read through the diff's types; a typed diff as it is."""
+    return data if isinstance(data, DiffResult) else DiffResult.from_dict(data)

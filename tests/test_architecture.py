@@ -18,7 +18,7 @@ ALLOWED = {
     "engine": {"errors", "rules_api", "model", "analysis", "result"},
     "result": {"units", "errors", "result", "__init__", "diff"},
     "diff": {"diff", "result", "errors", "units", "__init__"},
-    "render": {"errors", "units", "result", "render"},
+    "render": {"errors", "units", "result", "diff", "render"},  # the diff view reads the typed diff
 }
 
 

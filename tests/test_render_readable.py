@@ -26,7 +26,7 @@ from ncuadvisor.render import view as view_module
 from ncuadvisor.render.chart import _clock_scale, _roof_at, roofline_chart
 from ncuadvisor.render.chart_place import Rect, label_box
 from ncuadvisor.units import fit_name, fmt_pct, fmt_x, number
-from tests.synthetic import typed_result
+from tests.synthetic import typed_diff, typed_result
 
 
 def render_html(result, *args, **kw):
@@ -286,11 +286,11 @@ def test_a_resolved_finding_shows_its_prediction_beside_the_measured_saving(anal
     assert f["measured_fraction"] == pytest.approx((before - after) / f["estimated_saving_ns"])
     assert 0.5 < f["measured_fraction"] < 1.5  # the fix landed near the estimate on this pair
     pct = f"{f['measured_fraction'] * 100:.0f}% of the prediction"
-    text = render_diff_markdown(diff)
+    text = render_diff_markdown(typed_diff(diff))
     assert re.search(
         rf"\*\*{f['rule']}\*\* in <code>[^<]+</code>: predicted −[\d.]+ µs; measured −[\d.]+ µs, {pct}", text
     )
-    assert pct in render_diff_html(diff)
+    assert pct in render_diff_html(typed_diff(diff))
 
 
 def test_markdown_of_the_planted_flaws_stays_well_under_the_comment_limit(analyzed):

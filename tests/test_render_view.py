@@ -14,7 +14,8 @@ import pytest
 from rich.console import Console
 
 import ncuadvisor.render as render_pkg
-from ncuadvisor.diff import diff_results
+from ncuadvisor.diff import compare
+from ncuadvisor.diff.types import DiffResult
 from ncuadvisor.errors import InputError
 from ncuadvisor.render import environment
 from ncuadvisor.render.diff_render import render_diff_html, render_diff_markdown, render_diff_terminal
@@ -101,7 +102,7 @@ def test_the_view_fills_every_default_once():
     assert [a.kernel for a in view.top_actions] == ["k"]
     (p,) = view.program_findings
     assert p.kernel_links == [("a", None), ("b", None)]  # ids that do not line up with the names link nothing
-    d = diff_view({"kernels": [{"name": "k", "after": {"duration_ns": 5}}], "summary": None})
+    d = diff_view(DiffResult.from_dict({"kernels": [{"name": "k", "after": {"duration_ns": 5}}]}))
     (e,) = d.kernels
     assert not e.before.present and e.after.present and e.findings.cell == "–" and e.process is None
     assert d.summary.regressed == 0 and d.first_fix is None and d.by_status["added"] == []
@@ -117,9 +118,9 @@ def test_every_renderer_takes_a_partial_result():
     assert "unknown GPU" in buf.getvalue()
     log = build_sarif(partial, "/src", {"a.cu": "a.cu"})
     assert [r["ruleId"] for r in log["runs"][0]["results"]] == ["MEM001"]
-    odd_diff = {"kernels": ["x", {"name": "k", "findings": None, "process": {"label": "rank 0", "before": {}}}]}
-    assert "rank 0" in render_diff_html(odd_diff) and "rank 0" in render_diff_markdown(odd_diff)
-    render_diff_terminal(odd_diff, Console(file=io.StringIO()))
+    partial_diff = DiffResult.from_dict({"kernels": [{"name": "k", "process": {"label": "rank 0", "before": {}}}]})
+    assert "rank 0" in render_diff_html(partial_diff) and "rank 0" in render_diff_markdown(partial_diff)
+    render_diff_terminal(partial_diff, Console(file=io.StringIO()))
 
 
 def test_a_misspelt_field_is_an_error_not_an_empty_string(result):
@@ -143,7 +144,7 @@ def test_a_misspelt_field_is_an_error_not_an_empty_string(result):
         ("diff.md.j2", "k.process_label"),
     ],
 )
-def test_a_misspelt_field_in_a_template_fails_the_render(tmp_path, monkeypatch, analyzed, result, template, field):
+def test_a_misspelt_field_in_a_template_fails_the_render(tmp_path, monkeypatch, typed, result, template, field):
     """Each template, copied with one field misspelt, makes its renderer raise instead of printing nothing."""
     folder = tmp_path / "templates"
     shutil.copytree(render_pkg.templates_dir(), folder)
@@ -153,7 +154,7 @@ def test_a_misspelt_field_in_a_template_fails_the_render(tmp_path, monkeypatch, 
     typo = f"{name}.{rest}_typo" if rest else field.replace("w|", "w_typo|")
     (folder / template).write_text(text.replace(field, typo))
     monkeypatch.setattr(render_pkg, "templates_dir", lambda: folder)
-    diff = diff_results(analyzed("pipeline_v1"), result)
+    diff = compare(typed("pipeline_v1"), result)
     warned = copy.deepcopy(result)
     warned.report.warnings = ["w"]
     render = {
@@ -185,11 +186,11 @@ def test_renderers_read_views_and_share_no_helpers(name):
     assert _imports(RENDER / f"{name}.py") <= SHARED
 
 
-def test_the_html_pages_share_one_base(result, analyzed):
+def test_the_html_pages_share_one_base(result, typed):
     for template in ("report.html.j2", "diff.html.j2"):
         assert '{% extends "_base.html.j2" %}' in (render_pkg.templates_dir() / template).read_text()
     page = render_html(result)
-    diff_page = render_diff_html(diff_results(analyzed("pipeline_v1"), result))
+    diff_page = render_diff_html(compare(typed("pipeline_v1"), result))
     base = (render_pkg.templates_dir() / "_base.html.j2").read_text()
     rule = next(line for line in base.splitlines() if line.startswith(".badge {"))
     assert page.count(rule) == diff_page.count(rule) == 1  # one stylesheet, in both

@@ -20,6 +20,7 @@ from ncuadvisor.errors import OutputError
 from ncuadvisor.render import escape_terminal as escape
 
 if TYPE_CHECKING:
+    from ncuadvisor.diff.types import DiffResult
     from ncuadvisor.result.types import Result
 
 # -- options -------------------------------------------------------------------------------------------------------
@@ -166,21 +167,26 @@ def sarif_text(result: Result, source_root: Path | None, rules: list[Any] | None
     return render_sarif(result, root, paths, rule_docs(rules or []))
 
 
-def render_diff(diff: dict[str, Any], name: str) -> str:
+def refuse_diff_sarif(name: str) -> None:
+    """A diff has no SARIF form: for `sarif`, the error that says what to do instead."""
+    if name == "sarif":
+        raise OutputError(
+            "a diff has no SARIF form: upload the SARIF of the new report (`ncuadvisor report pr.ncu-rep -o x.sarif`);"
+            " code scanning itself tells new alerts from old ones"
+        )
+
+
+def render_diff(diff: DiffResult, name: str) -> str:
     """A diff result as the text of a file format; a diff has no SARIF form (the error says what to do instead)."""
     from ncuadvisor.render import diff_render
 
+    refuse_diff_sarif(name)
     if name == "json":
         return diff_render.render_diff_json(diff)
     if name == "html":
         return diff_render.render_diff_html(diff)
     if name == "md":
         return diff_render.render_diff_markdown(diff)
-    if name == "sarif":
-        raise OutputError(
-            "a diff has no SARIF form: upload the SARIF of the new report (`ncuadvisor report pr.ncu-rep -o x.sarif`);"
-            " code scanning itself tells new alerts from old ones"
-        )
     raise OutputError(f"format {name} cannot be written to a file")  # pragma: no cover
 
 

@@ -18,6 +18,7 @@ from ncuadvisor.cli.common import (
     check_output,
     format_name,
     load_rules,
+    refuse_diff_sarif,
     render_diff,
     write_output,
     wrote,
@@ -105,13 +106,13 @@ def diff(
     ] = False,
 ) -> None:
     """Compare two reports of the same program (before, after): time, bound and findings per kernel; a CI gate."""
-    from ncuadvisor.diff import diff_results, gate, parse_threshold
+    from ncuadvisor.diff import compare, gate, parse_threshold
     from ncuadvisor.render.diff_render import render_diff_terminal
 
     value = parse_threshold(threshold) if threshold is not None else None
     name = format_name(output, fmt)
     if name == "sarif":
-        render_diff({}, name)  # raises the explanation
+        refuse_diff_sarif(name)
     if output is not None:
         check_output(output, force, [before, after])
         if name == "terminal":
@@ -120,12 +121,10 @@ def diff(
     rules = load_rules(rules_dir, select, ignore, config, quiet=quiet)
     result_before = _result_of(before, rules)
     result_after = _result_of(after, rules)
-    d = diff_results(result_before, result_after, threshold=value)
+    d = compare(result_before, result_after, threshold=value)
     partial = _partial_sides(result_before, result_after)
     for side, why in reversed(partial):  # first, in every format: the comparison is not of whole reports
-        d.setdefault("warnings", []).insert(
-            0, f"partial: the {side} report is incomplete, so its times are too ({why})"
-        )
+        d.warnings.insert(0, f"partial: the {side} report is incomplete, so its times are too ({why})")
     if output is None and name != "terminal":
         sys.stdout.write(render_diff(d, name))
     else:

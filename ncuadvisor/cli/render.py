@@ -17,6 +17,7 @@ from ncuadvisor.cli.common import (
     check_output,
     format_name,
     load_rules,
+    refuse_diff_sarif,
     render_diff,
     render_report,
     write_output,
@@ -64,14 +65,13 @@ def render(
             raise OutputError("--format terminal cannot be written to a file; use .html, .json, .md or .sarif")
     saved = load_saved(path)
     if isinstance(saved, DiffResult):
-        # a diff renders from its JSON (`render.diff_view`)
-        data = saved.to_dict()
+        refuse_diff_sarif(name)
         if name == "terminal":
             from ncuadvisor.render.diff_render import render_diff_terminal
 
-            render_diff_terminal(data, top=top or 20)
+            render_diff_terminal(saved, top=top or 20)
             return
-        text = render_diff(data, name)  # SARIF: raises the explanation
+        text = render_diff(saved, name)
     elif name == "terminal":
         from ncuadvisor.render.terminal import render_terminal
 

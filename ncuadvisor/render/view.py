@@ -6,8 +6,7 @@ analysis; the type guarantees each part's shape, so no renderer or template guar
 names a field the view does not have fails (jinja2's StrictUndefined) instead of printing nothing. Values are the
 result's own (numbers stay numbers: the templates format them through the filters of `ncuadvisor.units`); what a
 renderer would otherwise compute (a finding's saving in ns, a kernel's shape tag, the first finding, a program
-finding's links) is computed here. `as_map`, `as_list`, `as_maps` and `pick` read the untyped dicts of a diff
-(`render.diff_view`).
+finding's links) is computed here; `take` fills a view object from a typed record's fields of the same names.
 """
 
 from __future__ import annotations
@@ -30,27 +29,6 @@ SOL_BARS: tuple[tuple[str, str], ...] = (
 )
 
 T = TypeVar("T")
-
-
-def as_map(value: Any) -> Mapping[str, Any]:
-    """A mapping, or an empty one for anything else (None, a list, text)."""
-    return value if isinstance(value, Mapping) else {}
-
-
-def as_list(value: Any) -> list[Any]:
-    """A list's items, or none for anything else."""
-    return list(value) if isinstance(value, (list, tuple)) else []
-
-
-def as_maps(value: Any) -> list[Mapping[str, Any]]:
-    """A list of mappings; an item that is not one reads as an empty mapping."""
-    return [as_map(v) for v in as_list(value)]
-
-
-def pick(cls: type[T], raw: Mapping[str, Any], **given: Any) -> T:
-    """A `cls` whose fields are `raw`'s values of the same names (None when missing), except those `given`."""
-    names = [f.name for f in fields(cls)]  # type: ignore[arg-type]
-    return cls(**{n: given[n] if n in given else raw.get(n) for n in names})
 
 
 def take(cls: type[T], record: Any, **given: Any) -> T:
@@ -457,11 +435,6 @@ def _report(rep: rt.ReportInfo) -> Report:
         missing_sections=list(rep.missing_sections),
         processes=[take(Process, p) for p in rep.processes],
     )
-
-
-def generator_of(raw: Any) -> Generator:
-    gen = as_map(raw)
-    return Generator(name=str(gen.get("name") or "ncuadvisor"), version=str(gen.get("version") or ""))
 
 
 def report_view(result: rt.Result) -> Result:
