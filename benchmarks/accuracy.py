@@ -121,7 +121,7 @@ def main() -> int:
                 if line.strip().startswith("{"):
                     row = json.loads(line)
                     bench[row["kernel"]] = row["median_us"]
-        result = analyze(report)
+        result = analyze(report).to_dict()
         kernels = {k["name"]: k for k in result["kernels"]}
         for name, spec in manifest.items():
             k = kernels.get(name)
@@ -187,7 +187,7 @@ def library_tables(markdown: bool) -> None:
         path = ROOT / "fixtures" / f"{name}.ncu-rep.xz"
         if not path.exists():
             continue
-        for k in analyze(path)["kernels"]:
+        for k in analyze(path).to_dict()["kernels"]:
             first = k["findings"][0] if k["findings"] else None
             rows.append(
                 (
@@ -312,7 +312,7 @@ def planted_tables(markdown: bool) -> None:
         return
     bench = {b["kernel"]: b["median_us"] for b in _jsonl(PLANTED / "bench_patterns.jsonl")}
     bench["small_update"] = bench.get("small_update_x4", 0.0)
-    result = analyze(ROOT / "fixtures" / "patterns.ncu-rep.xz")
+    result = analyze(ROOT / "fixtures" / "patterns.ncu-rep.xz").to_dict()
     by_name = {k["name"]: k for k in result["kernels"]}
     rows, ok_n, within, n_est = [], 0, 0, 0
     for planted, twin, what, (rule, words) in PATTERNS:
@@ -365,7 +365,7 @@ def planted_tables(markdown: bool) -> None:
     rows, ok_n, within, n_est = [], 0, 0, 0
     for case, report, ids, twin_ids, what, cats in TORCH_CASES:
         if report not in results:
-            results[report] = analyze(ROOT / "fixtures" / f"{report}.ncu-rep.xz")
+            results[report] = analyze(ROOT / "fixtures" / f"{report}.ncu-rep.xz").to_dict()
         res = results[report]
         ids_set = set(ids)
         kernels = [k for k in res["kernels"] if ids_set & set(k["result_ids"])]

@@ -54,7 +54,7 @@ def run_ncu(args: list[str], program: list[str], out_base: Path | None, timeout:
 
 def findings(report: Path) -> dict[str, dict]:
     """Per kernel (name and launch shape): the first finding's code and every finding's code."""
-    res = analyze(report)
+    res = analyze(report).to_dict()
     out = {}
     for k in res["kernels"]:
         key = f"{k['name']} {k.get('grid', '')} {k.get('block', '')}"

@@ -45,8 +45,9 @@ def analyses(path: Path) -> tuple[dict, dict, dict]:
     launch on its own is judged by the time of its group's launches of its size (as `ncuadvisor profile` judges the
     one launch it profiles), not by its own share: a rule with a time-share threshold (PYT001) would otherwise
     split a group by launch count alone."""
-    median, first = analyze(path, pick="median"), analyze(path, pick="first")
-    once = analyze(path, pick="each")
+    typed_median = analyze(path, pick="median")
+    median, first = typed_median.to_dict(), analyze(path, pick="first").to_dict()
+    once = analyze(path, pick="each").to_dict()
     group_of = {rid: k["id"] for k in median["kernels"] for rid in k["result_ids"]}
     launches = [
         {
@@ -56,7 +57,7 @@ def analyses(path: Path) -> tuple[dict, dict, dict]:
         }
         for k in once["kernels"]
     ]
-    each = analyze(path, pick="each", group_time=Phase1Time(median, launches))
+    each = analyze(path, pick="each", group_time=Phase1Time(typed_median, launches)).to_dict()
     return median, first, each
 
 

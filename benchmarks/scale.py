@@ -139,15 +139,16 @@ def html_size(report: Path, kernels: int, launches: int) -> None:
 
     from ncuadvisor.analysis.pipeline import analyze
     from ncuadvisor.render.html import render_html
+    from ncuadvisor.result import Result
 
     with tempfile.TemporaryDirectory() as tmp:
-        result = analyze(decompressed(report, Path(tmp)))
+        result = analyze(decompressed(report, Path(tmp))).to_dict()
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
     from tests.synthetic import many_kernels
 
     big = many_kernels(result, kernels, launches)
     t0 = time.perf_counter()
-    page = render_html(big)
+    page = render_html(Result.from_dict(big))  # read as `ncuadvisor render` reads a saved result
     seconds = time.perf_counter() - t0
 
     def part(start: str, end: str) -> float:

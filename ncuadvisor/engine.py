@@ -9,10 +9,10 @@ import sys
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from ncuadvisor.analysis.roofline import PRACTICAL_FRACTION
 from ncuadvisor.errors import RuleError
+from ncuadvisor.result.types import ProgramFindingEntry, SkippedRule, SuppressedFinding
 from ncuadvisor.rules_api import CATEGORIES, CODE_RE, Finding, KernelContext, ProgramContext, ProgramRule, Rule
 
 AT_ROOFLINE_CATEGORY = "at-roofline"
@@ -100,8 +100,8 @@ def sass_languages(rules: Iterable[Rule | ProgramRule]) -> set[str]:
 @dataclass
 class KernelVerdict:
     findings: list[Finding] = field(default_factory=list)
-    suppressed: list[dict[str, Any]] = field(default_factory=list)
-    skipped: list[dict[str, str]] = field(default_factory=list)
+    suppressed: list[SuppressedFinding] = field(default_factory=list)
+    skipped: list[SkippedRule] = field(default_factory=list)
     errors: list[dict[str, str]] = field(default_factory=list)
 
 
@@ -113,16 +113,19 @@ def program_rules(rules: Iterable[Rule | ProgramRule]) -> list[ProgramRule]:
     return [r for r in rules if isinstance(r, ProgramRule)]
 
 
-def run_program_rules(rules: Iterable[Rule | ProgramRule], ctx: ProgramContext) -> tuple[list[dict], list[dict]]:
+def run_program_rules(
+    rules: Iterable[Rule | ProgramRule], ctx: ProgramContext
+) -> tuple[list[ProgramFindingEntry], list[dict[str, str]]]:
     """Program-level findings (largest saving first) and the errors of rules that failed."""
-    findings, errors = [], []
+    findings: list[ProgramFindingEntry] = []
+    errors: list[dict[str, str]] = []
     for rule in program_rules(rules):
         try:
             findings.extend(rule.check_program(ctx) or [])
         except Exception as exc:  # a broken rule must not break the report
             errors.append({"rule": rule.code, "error": f"{type(exc).__name__}: {exc}"})
     findings.sort(key=lambda f: -f.estimated_saving_ns)
-    return [f.to_dict() for f in findings], errors
+    return findings, errors
 
 
 def run_rules(rules: list[Rule | ProgramRule], ctx: KernelContext) -> KernelVerdict:
@@ -134,7 +137,7 @@ def run_rules(rules: list[Rule | ProgramRule], ctx: KernelContext) -> KernelVerd
             continue
         missing = [m for m in rule.requires if ctx.m(m) is None]
         if missing:
-            verdict.skipped.append({"rule": rule.code, "reason": "report lacks " + ", ".join(missing[:3])})
+            verdict.skipped.append(SkippedRule(rule=rule.code, reason="report lacks " + ", ".join(missing[:3])))
             continue
         try:
             out = rule.check(ctx)
@@ -164,10 +167,10 @@ def run_rules(rules: list[Rule | ProgramRule], ctx: KernelContext) -> KernelVerd
         if at_roofline and not (f.changes_floor and f.estimated_speedup >= NEAR_BOUND_KEEP):
             # the verdict says why: near its roofline (ROOF001), or a known rewrite that does not pay (ATM002)
             reason = f"{at_roofline[0].rule}'s verdict: {at_roofline[0].title}"
-            verdict.suppressed.append({"rule": f.rule, "title": f.title, "reason": reason})
+            verdict.suppressed.append(SuppressedFinding(rule=f.rule, title=f.title, reason=reason))
         elif f.estimated_speedup < MIN_WORTH:
             verdict.suppressed.append(
-                {"rule": f.rule, "title": f.title, "reason": f"estimated to save under {MIN_WORTH:.0%}"}
+                SuppressedFinding(rule=f.rule, title=f.title, reason=f"estimated to save under {MIN_WORTH:.0%}")
             )
         else:
             kept.append(f)
@@ -175,7 +178,9 @@ def run_rules(rules: list[Rule | ProgramRule], ctx: KernelContext) -> KernelVerd
     if at_roofline and any(f.changes_floor for f in kept):
         # "leave it" holds for the floor of today's algorithm; a kept fix that lowers the floor contradicts it
         verdict.suppressed.append(
-            {"rule": at_roofline[0].rule, "title": at_roofline[0].title, "reason": "a kept fix lowers the floor"}
+            SuppressedFinding(
+                rule=at_roofline[0].rule, title=at_roofline[0].title, reason="a kept fix lowers the floor"
+            )
         )
         at_roofline = []
     verdict.findings = kept + at_roofline[:1] if at_roofline else kept

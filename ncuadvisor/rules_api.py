@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 import textwrap
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar
 
 # re-exported: rule files written before the models moved import them from here
@@ -40,6 +40,7 @@ from ncuadvisor.analysis.perfmodels import opcode as _opcode  # noqa: F401
 from ncuadvisor.analysis.roofline import Roofline
 from ncuadvisor.metrics import Device, LaunchStats
 from ncuadvisor.model import Instruction, Kernel, num
+from ncuadvisor.result.types import EvidenceEntry, FindingEntry, InlinedEntry, ProgramFindingEntry, SourceRefEntry
 
 CATEGORIES = (
     "at-roofline",
@@ -138,39 +139,11 @@ class _FixTable:
         return fix.fill(**fields)
 
 
-@dataclass
-class Evidence:
-    metric: str
-    value: float | str | None
-    threshold: float | str | None = None
-    label: str = ""
-    unit: str = ""
-
-
-@dataclass
-class Inlined:
-    """Where a source line's instructions really are when they are a library's code inlined into the user's line:
-    the library function the line calls (`atomicAdd`; None when unknown) and its file and line (what ncu shows).
-    `nearest`: the report records no call site (Triton records none), so the user's line is the closest one in
-    program order, not the call itself."""
-
-    function: str | None
-    file: str | None
-    line: int | None
-    code: str | None = None
-    nearest: bool = False
-
-
-@dataclass
-class SourceRef:
-    file: str | None
-    line: int | None
-    code: str | None = None
-    sass: str | None = None
-    metric: str = ""
-    value: float | None = None
-    share: float | None = None  # this line's share of the metric's total
-    inlined: Inlined | None = None  # the library code the line's instructions are in, when they are
+# What a finding rests on and the source lines it points at: the result's own records (`Evidence(metric, value,
+# threshold, label, unit)`, `SourceRef(file, line, code, sass, metric, value, share, inlined)`; `Inlined`: the library code a line's instructions are in).
+Evidence = EvidenceEntry
+SourceRef = SourceRefEntry
+Inlined = InlinedEntry
 
 
 @dataclass
@@ -200,27 +173,20 @@ class SourceSelection:
 
 
 @dataclass
-class Finding:
-    rule: str
-    category: str
-    title: str
-    message: str  # why it costs time, for this kernel, in one or two sentences
-    fix: str  # what to change, for this kernel
-    fix_code: str = ""  # a concrete code change (CUDA C++ or Triton)
-    estimated_speedup: float = 0.0  # fraction of this kernel's time the fix should save, 0..1
-    speedup_model: str = ""  # how the estimate was made
-    speedup_type: str = "local"  # local to the kernel (NCU's "local"), as opposed to global to the program
-    confidence: str = "medium"  # low | medium | high
-    evidence: list[Evidence] = field(default_factory=list)
-    source: list[SourceRef] | SourceSelection = field(default_factory=list)  # lines, placed after the rules ran
-    changes_floor: bool = False  # the fix lowers the floor itself (tensor cores, precision), so no headroom cap
+class Finding(FindingEntry):
+    """What a kernel rule emits: the result's `FindingEntry` (its fields: rule, category, title, message, fix,
+    fix_code, estimated_speedup, speedup_model, speedup_type, confidence, evidence, source, changes_floor), except
+    that `source` may be a `SourceSelection` (`KernelContext.top_lines`), whose lines are placed after the rules ran
+    (`ncuadvisor.analysis.locate`). `entry()` is the finding as the result holds it."""
 
-    def to_dict(self) -> dict[str, Any]:
-        out = asdict(self)
-        for s in out["source"] if isinstance(out["source"], list) else []:
-            if s.get("inlined") is None:
-                s.pop("inlined", None)  # written only where a line's instructions are a library's code
-        return out
+    source: list[SourceRef] | SourceSelection = field(default_factory=list)  # type: ignore[assignment]
+
+    def entry(self) -> FindingEntry:
+        """The finding as the result's `FindingEntry`: its fields as they are, its source lines as placed (none
+        while a selection was never placed)."""
+        values = {f.name: getattr(self, f.name) for f in fields(FindingEntry)}
+        values["source"] = list(self.source) if isinstance(self.source, list) else []
+        return FindingEntry(**values)
 
 
 class KernelContext:
@@ -356,26 +322,9 @@ def _dedent(text: str) -> str:
     return textwrap.dedent(text).strip()
 
 
-@dataclass
-class ProgramFinding:
-    """A finding about the program as a whole (several kernels, or many launches)."""
-
-    rule: str
-    category: str
-    title: str
-    message: str
-    fix: str
-    kernels: list[str] = field(default_factory=list)  # kernel names involved, in launch order
-    kernel_ids: list[str] = field(default_factory=list)
-    estimated_saving_ns: float = 0.0
-    saving_model: str = ""
-    speedup_type: str = "global"
-    confidence: str = "medium"
-    evidence: list[Evidence] = field(default_factory=list)
-    fix_code: str = ""
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+# What a program rule emits: the result's own record (rule, category, title, message, fix, kernels, kernel_ids,
+# estimated_saving_ns, saving_model, speedup_type, confidence, evidence, fix_code).
+ProgramFinding = ProgramFindingEntry
 
 
 class ProgramContext:

@@ -232,6 +232,12 @@ def basename(path: Any) -> str:
     return posixpath.basename(str(path).replace("\\", "/")) or str(path)
 
 
+def in_toolkit(path: Any) -> bool:
+    """Whether a source path is inside the CUDA toolkit's headers (device_atomic_functions.hpp and the like)."""
+    p = str(path or "").replace("\\", "/")
+    return "/include/" in p and ("/cuda" in p or "/targets/" in p)
+
+
 def basename_loc(loc: Any) -> str:
     """A location's file name and line: '/a/b/pipeline.cu:68' -> 'pipeline.cu:68'; "" for none."""
     if not loc:

@@ -47,8 +47,9 @@ def report_path(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
-def analyzed(report_path):
-    """analyzed("probe") -> the result dict of that fixture, analyzed once per test run with the default rules.
+def typed(report_path):
+    """typed("probe") -> the result (`ncuadvisor.result.Result`) of that fixture, analyzed once per test run with the
+    default rules.
 
     Every call returns a deep copy of its own (unpickled from the one analysis: ~5x faster than copy.deepcopy), so a
     test may change what it gets without another test seeing the change."""
@@ -56,12 +57,18 @@ def analyzed(report_path):
 
     cache: dict[str, bytes] = {}
 
-    def get(name: str) -> dict:
+    def get(name: str):
         if name not in cache:
             cache[name] = pickle.dumps(analyze(report_path(name)), protocol=pickle.HIGHEST_PROTOCOL)
         return pickle.loads(cache[name])
 
     return get
+
+
+@pytest.fixture(scope="session")
+def analyzed(typed):
+    """analyzed("probe") -> the result of that fixture as its JSON dict (`Result.to_dict()`), a copy of its own."""
+    return lambda name: typed(name).to_dict()
 
 
 def kernel(result: dict, name: str) -> dict:

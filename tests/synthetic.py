@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import copy
+from typing import Any
 
 from ncuadvisor.analysis.ranking import top_actions
+from ncuadvisor.diff.types import DiffResult
+from ncuadvisor.result import KernelEntry, ProgramFindingEntry, Result
 
 
 def many_kernels(result: dict, count: int, launches: int = 1) -> dict:
@@ -29,5 +32,18 @@ def many_kernels(result: dict, count: int, launches: int = 1) -> dict:
         k["time_share"] = k["duration_ns"] / total
     out["kernels"] = kernels
     out["report"].update({"kernels": count, "results": count * launches, "total_duration_ns": total})
-    out["top_actions"] = top_actions(kernels, total, out.get("program_findings") or [])
+    typed = [KernelEntry.from_dict(k) for k in kernels]
+    program = [ProgramFindingEntry.from_dict(p) for p in out.get("program_findings") or []]
+    out["top_actions"] = [a.to_dict() for a in top_actions(typed, total, program)]
     return out
+
+
+def typed_result(data: Any) -> Result:
+    """A result as the renderers take it: a test's result dict (the JSON contract, as a saved file holds it) read
+    through the result's types, as `ncuadvisor render` reads a saved JSON; a typed result as it is."""
+    return data if isinstance(data, Result) else Result.from_dict(data)
+
+
+def typed_diff(data: Any) -> DiffResult:
+    """A diff as the renderers take it: a test's diff dict read through the diff's types; a typed diff as it is."""
+    return data if isinstance(data, DiffResult) else DiffResult.from_dict(data)

@@ -1,4 +1,5 @@
-"""Data flows one way: ncu -> reportfile/load -> model -> analysis (roofline) -> rules -> locate -> result -> renderers."""
+"""Data flows one way: ncu -> reportfile/load -> model -> analysis (roofline) -> rules -> locate -> result -> renderers
+(the rules emit the result's finding type, so they import the result's types)."""
 
 import ast
 from pathlib import Path
@@ -13,11 +14,11 @@ ALLOWED = {
     "model": {"units", "model"},
     "load": {"errors", "model", "reportfile", "load"},
     "metrics": set(),
-    "rules_api": {"model", "analysis", "units", "metrics"},
-    "engine": {"errors", "rules_api", "model", "analysis"},
+    "rules_api": {"model", "analysis", "units", "metrics", "result"},
+    "engine": {"errors", "rules_api", "model", "analysis", "result"},
     "result": {"units", "errors", "result", "__init__", "diff"},
     "diff": {"diff", "result", "errors", "units", "__init__"},
-    "render": {"errors", "units", "result", "render"},
+    "render": {"errors", "units", "result", "diff", "render"},  # the diff view reads the typed diff
 }
 
 

@@ -113,7 +113,7 @@ def test_no_estimate_promises_a_time_below_the_floor(report_path, fixture):
     from ncuadvisor.analysis.roofline import PRACTICAL_FRACTION
 
     checked = 0
-    for k in analyze(report_path(fixture))["kernels"]:
+    for k in analyze(report_path(fixture)).to_dict()["kernels"]:
         rl = k["roofline"]
         for f in k["findings"]:
             if f["category"] == "at-roofline" or f["changes_floor"] or not rl["duration_ns"]:

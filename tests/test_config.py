@@ -122,17 +122,17 @@ def test_ignore_removes_the_finding_and_a_threshold_decides_whether_it_fires(rep
     from ncuadvisor.analysis.pipeline import analyze
 
     path = report_path("pipeline_v2")
-    assert "MEM001" in rules_fired(analyze(path, rules=configured_rules(Config())))
-    assert "MEM001" not in rules_fired(analyze(path, rules=configured_rules(Config(ignore=("MEM001",)))))
+    assert "MEM001" in rules_fired(analyze(path, rules=configured_rules(Config())).to_dict())
+    assert "MEM001" not in rules_fired(analyze(path, rules=configured_rules(Config(ignore=("MEM001",)))).to_dict())
     # scale_add wastes 70% of its sectors: over a 0.6 threshold it fires, under 0.8 not
     fires = configured_rules(Config(thresholds={"MEM001": {"min_excess_fraction": 0.6}}))
     quiet = configured_rules(Config(thresholds={"MEM001": {"min_excess_fraction": 0.8}}))
-    res = analyze(path, rules=fires)
+    res = analyze(path, rules=fires).to_dict()
     (finding,) = [f for k in res["kernels"] for f in k["findings"] if f["rule"] == "MEM001"]
     assert {"metric": "excess_fraction", "threshold": 0.6}.items() <= next(
         e for e in finding["evidence"] if e["metric"] == "excess_fraction"
     ).items()
-    assert "MEM001" not in rules_fired(analyze(path, rules=quiet))
+    assert "MEM001" not in rules_fired(analyze(path, rules=quiet).to_dict())
 
 
 @pytest.mark.slow

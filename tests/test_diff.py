@@ -23,15 +23,30 @@ from ncuadvisor.diff import (
 )
 from ncuadvisor.errors import InputError
 from ncuadvisor.load.processes import write_sidecar
-from ncuadvisor.render.diff_render import (
-    render_diff_html,
-    render_diff_json,
-    render_diff_markdown,
-    render_diff_terminal,
-)
+from ncuadvisor.render import diff_render
 from ncuadvisor.render.markdown import GITHUB_LIMIT
 from tests.conftest import FIXTURES
 from tests.golden import check_golden, run_cli, scrub_diff
+from tests.synthetic import typed_diff
+
+
+# the renderers take the typed diff; the tests build and change its dict (the JSON contract), read back as `render`
+# reads a saved diff
+def render_diff_html(diff, *args, **kw):
+    return diff_render.render_diff_html(typed_diff(diff), *args, **kw)
+
+
+def render_diff_json(diff, *args, **kw):
+    return diff_render.render_diff_json(typed_diff(diff), *args, **kw)
+
+
+def render_diff_markdown(diff, *args, **kw):
+    return diff_render.render_diff_markdown(typed_diff(diff), *args, **kw)
+
+
+def render_diff_terminal(diff, *args, **kw):
+    return diff_render.render_diff_terminal(typed_diff(diff), *args, **kw)
+
 
 V0, V0R, V1, V2 = "pipeline_v0", "pipeline_v0_rerun", "pipeline_v1", "pipeline_v2"
 
@@ -197,7 +212,7 @@ def with_ranks(report_path, path, name: str, rank_of_pid: dict[int, int]) -> dic
     """The analysis of a copy (at path) of a fixture with ranks recorded beside it, as `ncuadvisor profile` does."""
     shutil.copyfile(report_path(name), path)
     write_sidecar(path, {pid: {"rank": r, "local_rank": r, "world_size": 2} for pid, r in rank_of_pid.items()})
-    return analyze(path)
+    return analyze(path).to_dict()
 
 
 def test_multiprocess_report_against_itself_has_one_unchanged_row_per_process_and_kernel(diff_of):

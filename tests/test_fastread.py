@@ -73,11 +73,11 @@ def test_analysis_identical_through_the_file_reader(report_path, name, monkeypat
 
     monkeypatch.setattr(load, "IN_PROCESS_MAX", 0)
     monkeypatch.setattr(load.ReportReader, "_results_from_file", spy)
-    fast = analyze(path)
+    fast = analyze(path).to_dict()
     assert used == [True]
     monkeypatch.setattr(load, "IN_PROCESS_MAX", 10**9)
     monkeypatch.setattr(load, "FILE_READER", False)
-    slow = analyze(path)
+    slow = analyze(path).to_dict()
     for r in (fast, slow):
         r.pop("created")
     assert json.dumps(fast, sort_keys=True, default=str) == json.dumps(slow, sort_keys=True, default=str)

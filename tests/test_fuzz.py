@@ -246,7 +246,7 @@ def test_malformed_saved_results_are_read_or_refused_in_one_line(tmp_path):
         path = tmp_path / "saved.json"
         path.write_bytes(data)
         try:
-            result = load_saved(path).to_dict()
+            result = load_saved(path)
         except InputError as exc:
             assert str(path) in str(exc) and "\n" not in str(exc), label
             refused += 1
@@ -271,6 +271,7 @@ def test_non_utf8_and_control_characters_in_names_render_everywhere(pipeline, tm
     from ncuadvisor.render.sarif import render_sarif
     from ncuadvisor.render.terminal import render_terminal
     from ncuadvisor.result.helpers import no_surrogates
+    from ncuadvisor.result.types import Result
 
     for _cls, label, mutant in fuzz.mutants(pipeline, random.Random(SEED), {"text"}, 0):
         found = _check(mutant, tmp_path)
@@ -279,8 +280,8 @@ def test_non_utf8_and_control_characters_in_names_render_everywhere(pipeline, tm
     hostile = "k\udce9rnel_\udcff\x1b]0;pwned\x07\x1b[2J\x1b]8;;http://x\x07[link=http://x]k[/link]"
     for k in saved["kernels"]:
         k["name"] = k["demangled"] = hostile
-    result = no_surrogates(saved)
-    assert "\ufffd" in result["kernels"][0]["name"] and "\udce9" not in result["kernels"][0]["name"]
+    result = Result.from_dict(no_surrogates(saved))
+    assert "\ufffd" in result.kernels[0].name and "\udce9" not in result.kernels[0].name
     for text in (render_markdown(result), render_html(result), render_sarif(result, str(tmp_path), {})):
         text.encode("utf-8")
     console = Console(record=True, width=200, force_terminal=True)

@@ -18,6 +18,7 @@ import pytest
 
 from ncuadvisor.reportfile.blocks import iter_blocks
 from ncuadvisor.reportfile.integrity import check_report
+from ncuadvisor.result.types import Result
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "benchmarks"))
@@ -355,12 +356,14 @@ def test_native_log_lines_never_reach_stderr_on_a_run_that_exits_0(pipeline, tmp
     assert "transpose_tile" in first
 
 
-def _saved_with(title: str, rule: str, name: str) -> dict:
+def _saved_with(title: str, rule: str, name: str) -> Result:
+    """A saved result (pipeline_v2's golden JSON) read as `render` reads it, with its first kernel's name and first
+    finding's rule, title and message replaced."""
     saved = json.loads((ROOT / "tests" / "golden" / "pipeline_v2.json").read_text())
     k = saved["kernels"][0]
     k["name"] = k["demangled"] = name
     k["findings"][0].update(title=title, rule=rule, message=title)
-    return saved
+    return Result.from_dict(saved)
 
 
 HOSTILE_MD = "@octocat ping [x](http://evil.example) <img src=x> `code`"

@@ -74,8 +74,8 @@ def test_no_finding_of_flaws_is_left_in_a_header(analyzed):
     assert {"atomicAdd", "load_matrix_sync", "__shfl_sync"} <= set(called)
 
 
-def test_markdown_names_the_library_call(analyzed):
-    text = render_markdown(analyzed("flaws"))
+def test_markdown_names_the_library_call(typed):
+    text = render_markdown(typed("flaws"))
     assert "calls atomicAdd (device\\_atomic\\_functions.hpp" in text
 
 

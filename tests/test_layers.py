@@ -1,9 +1,11 @@
 """The package's layer contract, read from the source with `ast`: no import cycle among ncuadvisor's modules (imports
 inside functions included), and every module imports only from its own layer or the layers below it.
 
-The layers, bottom to top: errors, units, metrics < reportfile < model < load < analysis < rules_api, engine <
-result < pipeline < diff < render < profile < cli. Data flows load -> model, but load builds model's plain
-dataclasses, so in import order model sits below load: load may import model, model never imports load. The
+The layers, bottom to top: errors, units, metrics < reportfile < model < load < analysis < result < rules_api,
+engine < pipeline < diff < render < profile < cli. Data flows load -> model, but load builds model's plain
+dataclasses, so in import order model sits below load: load may import model, model never imports load. Likewise
+the result's types are plain data that the rules emit (a rule's finding is the result's `FindingEntry`), so result
+sits below the rules: the rules and the engine may import result, result never imports them. The
 pipeline (analysis/pipeline.py) is the one place the stages are composed (load, analysis, rules, result), so it sits
 above result although it lives in analysis/. Beyond the order: render never imports reportfile, load, analysis,
 the pipeline or the rules (renderers format, they never compute), and nothing but cli imports cli.
@@ -29,8 +31,8 @@ ORDER = [
     "model",
     "load",
     "analysis",
-    "rules",
     "result",
+    "rules",
     "pipeline",
     "diff",
     "render",

@@ -13,6 +13,7 @@ from ncuadvisor.analysis.pipeline import analyze
 from ncuadvisor.load.processes import process_label, read_sidecar, sidecar_path, write_sidecar
 from ncuadvisor.profile.ranks import ProcessWatcher
 from ncuadvisor.reportfile.blocks import result_processes
+from tests.synthetic import typed_result
 
 # the order ncu profiled them in: the two processes alternate, the rank-specific copies come last
 NAMES = ["scale_add"] * 8 + ["copy_strided_rank", "copy_vec4_rank"]
@@ -93,7 +94,7 @@ def test_ranks_recorded_beside_the_report_are_shown(report_path, tmp_path):
     assert written == sidecar_path(path) == tmp_path / "mp.ncu-rep.processes.json"
     assert sidecar_path(tmp_path / "mp.ncu-rep.xz") == written  # a compressed copy finds the same file
     assert read_sidecar(path) == ranks
-    res = analyze(path)
+    res = analyze(path).to_dict()
     labels = {p["pid"]: p["label"] for p in res["report"]["processes"]}
     assert labels == {pids[0]: f"rank 0 (pid {pids[0]})", pids[1]: f"rank 1 (pid {pids[1]})"}
     strided = next(k for k in res["kernels"] if k["name"] == "copy_strided_rank")
@@ -105,7 +106,7 @@ def test_broken_sidecar_is_ignored(report_path, tmp_path):
     shutil.copyfile(report_path("multiproc"), path)
     sidecar_path(path).write_text("{not json")
     assert read_sidecar(path) == {}
-    res = analyze(path)
+    res = analyze(path).to_dict()
     assert all(p["label"].startswith("pid ") for p in res["report"]["processes"])
 
 
@@ -196,8 +197,8 @@ def test_process_labels_are_rendered(analyzed):
 
     res = analyzed("multiproc")
     pids = [p["pid"] for p in res["report"]["processes"]]
-    html = render_html(res)
-    md = render_markdown(res)
+    html = render_html(typed_result(res))
+    md = render_markdown(typed_result(res))
     for pid in pids:
         assert f"pid {pid}" in html and f"pid {pid}" in md
     assert "2 processes in this report" in html
@@ -216,7 +217,7 @@ def test_two_gpu_report(analyzed):
     assert sorted(tuple(v) for v in by_pid.values()) == [(0,), (1,)]  # each process on its own GPU
     strided = next(k for k in res["kernels"] if k["name"] == "copy_strided_rank")
     assert strided["device_id"] == 0 and strided["findings"][0]["category"] == "coalescing"
-    assert "· GPU 1" in render_markdown(res)
+    assert "· GPU 1" in render_markdown(typed_result(res))
 
 
 def test_single_gpu_report_has_no_device_fields(analyzed):
@@ -237,10 +238,11 @@ def test_phase1_and_phase2_kernels_are_matched_by_rank(report_path, tmp_path):
         pids = sorted({p.pid for p in result_processes(path)})  # fork order: rank 0 first (multiproc.cu)
         write_sidecar(path, {pid: {"rank": r, "local_rank": r, "world_size": 2} for r, pid in enumerate(pids)})
         runs[name] = (path, analyze(path))
-    p1_path, phase1 = runs["multiproc_phase1"]
-    p2_path, deep = runs["multiproc"]
+    p1_path, phase1_result = runs["multiproc_phase1"]
+    p2_path, deep_result = runs["multiproc"]
+    phase1, deep = phase1_result.to_dict(), deep_result.to_dict()
     assert {p["pid"] for p in phase1["report"]["processes"]}.isdisjoint({p["pid"] for p in deep["report"]["processes"]})
-    merged = merge_results(phase1, [(str(p2_path), deep)])
+    merged = merge_results(phase1_result, [(str(p2_path), deep_result)]).to_dict()
     assert all(k["profiled"] for k in merged["kernels"])
     assert merged["report"]["processes"] == phase1["report"]["processes"]
     deep_by = {(k["name"], k["process"]["rank"]): k for k in deep["kernels"]}

@@ -24,6 +24,7 @@ from ncuadvisor.profile.merge import merge_results, torch_context
 from ncuadvisor.profile.selection import select_kernels
 from ncuadvisor.profile.session import planned_reports
 from ncuadvisor.profile.target import TORCH_RUNNER, resolve_target
+from ncuadvisor.result import Result, TorchContext
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures"
@@ -456,7 +457,7 @@ def test_phase1_ranking_on_a_real_report(report_path):
 
 
 @pytest.fixture(scope="module")
-def merged(tmp_path_factory, analyzed):
+def merged(tmp_path_factory, typed):
     import lzma
 
     from ncuadvisor import engine
@@ -470,8 +471,9 @@ def merged(tmp_path_factory, analyzed):
             shutil.copyfileobj(fin, fout)
     rules = engine.discover([])
     p1, launches, _ = analyze_phase1(paths["tiny_phase1"], rules)
-    deep = analyzed("tiny_sections")  # the same rules: engine.discover([])
-    return p1, deep, merge_results(p1, [(str(paths["tiny_sections"]), deep)], launches=launches, rules=rules)
+    deep = typed("tiny_sections")  # the same rules: engine.discover([])
+    m = merge_results(p1, [(str(paths["tiny_sections"]), deep)], launches=launches, rules=rules)
+    return p1.to_dict(), deep.to_dict(), m.to_dict()
 
 
 def test_merge_keeps_every_phase1_kernel_with_phase1_time(merged):
@@ -508,28 +510,28 @@ def test_merge_renders_in_every_format(merged):
     from ncuadvisor.render.markdown import render_markdown
 
     m = merged[2]
-    assert "big_add" in render_html(m) and "big_add" in render_markdown(m)
+    assert "big_add" in render_html(Result.from_dict(m)) and "big_add" in render_markdown(Result.from_dict(m))
     assert json.loads(to_json(m))["kernels"][1]["profiled"] is False
 
 
-def test_merge_flags_deep_kernels_unknown_to_phase1(merged, analyzed):
+def test_merge_flags_deep_kernels_unknown_to_phase1(merged, typed):
     p1, _, _ = merged
-    m = merge_results(p1, [("flaws.ncu-rep", analyzed("probe"))])
+    m = merge_results(Result.from_dict(p1), [("flaws.ncu-rep", typed("probe"))]).to_dict()
     assert all(k["profiled"] is False for k in m["kernels"])
     assert any("not seen in phase 1" in w for w in m["report"]["warnings"])
 
 
 def test_merge_without_deep_results(merged):
     p1 = merged[0]
-    m = merge_results(p1, [])
+    m = merge_results(Result.from_dict(p1), []).to_dict()
     assert [k["profiled"] for k in m["kernels"]] == [False, False]
     assert sum(k["time_share"] for k in m["kernels"]) == pytest.approx(1.0)
 
 
 def test_torch_context():
     nv = "step > module:Block > module:Linear > aten::linear, seq = 3 > aten::addmm, seq = 4"
-    assert torch_context(nv) == {"torch_op": "aten::addmm", "torch_module": "Linear"}
-    assert torch_context("") == {"torch_op": None, "torch_module": None}
+    assert torch_context(nv) == TorchContext(torch_op="aten::addmm", torch_module="Linear")
+    assert torch_context("") == TorchContext(torch_op=None, torch_module=None)
 
 
 # -- the target ---------------------------------------------------------------------------------------------------

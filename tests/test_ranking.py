@@ -5,23 +5,24 @@ from __future__ import annotations
 import pytest
 
 from ncuadvisor.analysis.ranking import top_actions
-from ncuadvisor.result import Result
+from ncuadvisor.result import KernelEntry, Result
 
 
-def _kernel(kid: str, ns: float, *fixes: tuple[str, float]) -> dict:
+def _kernel(kid: str, ns: float, *fixes: tuple[str, float]) -> KernelEntry:
     findings = [
         {"rule": rule, "category": "coalescing", "title": f"{rule} fix", "estimated_speedup": speedup}
         for rule, speedup in fixes
     ]
-    return {"id": kid, "name": f"kernel_{kid}", "duration_ns": ns, "findings": findings, "variants": []}
+    entry = {"id": kid, "name": f"kernel_{kid}", "duration_ns": ns, "analysed_duration_ns": ns, "findings": findings}
+    return KernelEntry.from_dict(entry)
 
 
 def test_fixes_on_one_kernel_never_add_up_past_the_kernel():
     # a layout copy (-100%) and index arithmetic (-40%) on the same kernel: 140% if added
     k = _kernel("k0", 1000.0, ("ISU001", 0.4), ("PYT001", 1.0))
     (a,) = top_actions([k], 1000.0)
-    assert a["rule"] == "PYT001" and a["estimated_saving_ns"] == pytest.approx(1000.0)
-    assert "follow_ups" not in a  # nothing is left to save once the kernel is gone
+    assert a.rule == "PYT001" and a.estimated_saving_ns == pytest.approx(1000.0)
+    assert "follow_ups" not in a.to_dict()  # nothing is left to save once the kernel is gone
 
 
 def test_follow_ups_costed_on_the_time_left():
@@ -29,21 +30,23 @@ def test_follow_ups_costed_on_the_time_left():
     k = _kernel("k0", 2.78e6, ("LOC001", 0.71), ("LAT001", 0.71), ("ISU001", 0.2))
     other = _kernel("k1", 1e6, ("MEM001", 0.5))
     actions = top_actions([k, other], 3.78e6)
-    assert [a["kernel_id"] for a in actions] == ["k0", "k1"]  # one entry per kernel
+    assert [a.kernel_id for a in actions] == ["k0", "k1"]  # one entry per kernel
     head = actions[0]
-    steps = [head["estimated_saving_ns"]] + [u["estimated_saving_ns"] for u in head["follow_ups"]]
-    assert [u["rule"] for u in head["follow_ups"]] == ["LAT001", "ISU001"]
+    assert head.follow_ups is not None
+    steps = [head.estimated_saving_ns] + [u.estimated_saving_ns for u in head.follow_ups]
+    assert [u.rule for u in head.follow_ups] == ["LAT001", "ISU001"]
     assert steps[0] == pytest.approx(0.71 * 2.78e6)
     assert steps[1] == pytest.approx(0.71 * 0.29 * 2.78e6)
     assert sum(steps) == pytest.approx((1 - 0.29 * 0.29 * 0.8) * 2.78e6) and sum(steps) < 2.78e6
-    Result.from_dict({"top_actions": actions})  # follow_ups read back through the result's types
+    data = {"top_actions": [a.to_dict() for a in actions]}
+    assert Result.from_dict(data).top_actions == actions  # follow_ups read back through the result's types
 
 
 def test_no_action_saving_about_nothing():
     big = _kernel("k0", 1e6, ("MEM001", 0.5))
     tiny = _kernel("k1", 500.0, ("MEM003", 0.5))  # 250 ns of a 1 ms program
     zero = _kernel("k2", 1e5, ("DIV001", 0.0))
-    assert [a["kernel_id"] for a in top_actions([big, tiny, zero], 1.1e6)] == ["k0"]
+    assert [a.kernel_id for a in top_actions([big, tiny, zero], 1.1e6)] == ["k0"]
 
 
 def test_eager_copy_kernel_one_entry(analyzed):

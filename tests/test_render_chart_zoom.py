@@ -8,6 +8,7 @@ import math
 import re
 
 import pytest
+from synthetic import typed_result
 
 from ncuadvisor.render.chart import ARROW_MIN_HEADROOM, Chart, roofline_chart
 from ncuadvisor.render.chart_levels import _turned_box
@@ -48,8 +49,8 @@ def _clear(chart: Chart) -> None:
 
 
 @pytest.mark.parametrize("name", FIXTURES)
-def test_no_label_sits_on_a_headroom_arrow_line_nor_on_another_label(analyzed, name):
-    view = report_view(analyzed(name))
+def test_no_label_sits_on_a_headroom_arrow_line_nor_on_another_label(typed, name):
+    view = report_view(typed(name))
     chart = roofline_chart(view, 60)
     _clear(chart)
     for a in chart.arrows:  # an arrow only for a kernel well under its roof that the report does not say to leave
@@ -58,8 +59,8 @@ def test_no_label_sits_on_a_headroom_arrow_line_nor_on_another_label(analyzed, n
 
 
 @pytest.mark.parametrize("name", FIXTURES)
-def test_a_zoomed_chart_where_points_crowd_reads_as_clearly_as_the_first(analyzed, name):
-    view = report_view(analyzed(name))
+def test_a_zoomed_chart_where_points_crowd_reads_as_clearly_as_the_first(typed, name):
+    view = report_view(typed(name))
     main = roofline_chart(view, 60)
     zoom = zoomed_chart(view, 60, main)
     crowded = [p for p in main.points if float(p.cx) >= float(main.plot.x) and (not p.label or p.leader)]
@@ -106,10 +107,12 @@ def test_no_zoom_where_every_label_sits_beside_its_point():
         }
         for n in range(2)
     ]
-    result = {
-        "report": {"device": {"peak_dram_bytes_per_s": 4.8e12, "peak_flops_per_s": {"fp32": 6.7e13}}},
-        "kernels": kernels,
-    }
+    result = typed_result(
+        {
+            "report": {"device": {"peak_dram_bytes_per_s": 4.8e12, "peak_flops_per_s": {"fp32": 6.7e13}}},
+            "kernels": kernels,
+        }
+    )
     view = report_view(result)
     main = roofline_chart(view, None)
     assert all(p.label and p.leader is None for p in main.points)
@@ -117,8 +120,8 @@ def test_no_zoom_where_every_label_sits_beside_its_point():
     assert 'details class="zoom"' not in render_html(result)
 
 
-def test_the_page_links_the_dashed_box_into_the_closed_zoom_and_needs_no_script(analyzed):
-    page = render_html(analyzed("patterns"))
+def test_the_page_links_the_dashed_box_into_the_closed_zoom_and_needs_no_script(typed):
+    page = render_html(typed("patterns"))
     zoom = re.search(r'<details class="zoom"><summary>Zoom ×([\d.]+) into the crowded region: ([^<]+)</summary>', page)
     assert zoom and float(zoom.group(1)) >= ZOOM_MIN and "FLOP/byte" in zoom.group(2) and "FLOP/s" in zoom.group(2)
     assert '<a href="#roofline-chart-zoom"><rect class="zoom-box"' in page
@@ -129,7 +132,7 @@ def test_the_page_links_the_dashed_box_into_the_closed_zoom_and_needs_no_script(
     assert not re.search(r"<script(?![^>]*application/json)", page)
 
 
-def test_the_at_roofline_threshold_is_one_number_in_the_readme_the_rule_the_chart_and_the_page(analyzed):
+def test_the_at_roofline_threshold_is_one_number_in_the_readme_the_rule_the_chart_and_the_page(typed):
     """ROOF001's `max_headroom` is the one constant: the README states it, the chart draws no headroom arrow under
     it, and a verdict's evidence shows it as its threshold."""
     from pathlib import Path
@@ -142,8 +145,8 @@ def test_the_at_roofline_threshold_is_one_number_in_the_readme_the_rule_the_char
     stated = re.search(r"A kernel within ([\d.]+)× of its\s+floor gets `at-roofline`", readme)
     assert stated and float(stated.group(1)) == limit
     assert ARROW_MIN_HEADROOM == limit
-    result = analyzed("torch_compile")
-    verdicts = [f for k in result["kernels"] for f in k["findings"] if f["rule"] == "ROOF001"]
+    result = typed("torch_compile")
+    verdicts = [f for k in result.to_dict()["kernels"] for f in k["findings"] if f["rule"] == "ROOF001"]
     assert verdicts and all(f["evidence"][0]["threshold"] == limit for f in verdicts)
     page = render_html(result)
     assert re.search(rf'<td class="num">\d\.\d\d×</td><td class="num">{limit:.2f}×</td>', page)  # 1.58× under 1.60×

@@ -10,10 +10,16 @@ import pytest
 
 from ncuadvisor.diff import diff_results
 from ncuadvisor.errors import InputError
-from ncuadvisor.render.markdown import GITHUB_LIMIT, render_markdown
+from ncuadvisor.render import markdown as markdown_renderer
+from ncuadvisor.render.markdown import GITHUB_LIMIT
 from ncuadvisor.result.validate import load_saved
 from tests.conftest import FIXTURES
 from tests.golden import check_golden, run_cli, scrub_diff, scrub_result
+from tests.synthetic import typed_result
+
+
+def render_markdown(result, *args, **kw):
+    return markdown_renderer.render_markdown(typed_result(result), *args, **kw)
 
 
 @pytest.fixture(scope="module")

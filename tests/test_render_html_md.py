@@ -12,12 +12,23 @@ import shutil
 
 import pytest
 
+from ncuadvisor.render import html as html_renderer
+from ncuadvisor.render import markdown as markdown_renderer
 from ncuadvisor.render import to_json
-from ncuadvisor.render.html import CHART_POINTS, FULL_CARDS, PROGRAM_KERNELS_SHOWN, render_html
-from ncuadvisor.render.markdown import md, render_markdown
-from ncuadvisor.result import shape_tags
+from ncuadvisor.render.html import CHART_POINTS, FULL_CARDS, PROGRAM_KERNELS_SHOWN
+from ncuadvisor.render.markdown import md
+from ncuadvisor.result import Result, shape_tags
 from ncuadvisor.units import short_name
-from tests.synthetic import many_kernels
+from tests.synthetic import many_kernels, typed_result
+
+
+def render_html(result, **kw) -> str:
+    return html_renderer.render_html(typed_result(result), **kw)
+
+
+def render_markdown(result, **kw) -> str:
+    return markdown_renderer.render_markdown(typed_result(result), **kw)
+
 
 REPORT = pathlib.Path(__file__).parent.parent / "fixtures" / "probe.ncu-rep.xz"
 
@@ -35,7 +46,7 @@ def result(tmp_path_factory) -> dict:
     path = tmp_path_factory.mktemp("render") / "probe.ncu-rep"
     with lzma.open(REPORT, "rb") as fin, path.open("wb") as fout:
         shutil.copyfileobj(fin, fout)
-    return analyze(path)
+    return analyze(path).to_dict()
 
 
 @pytest.fixture()
@@ -138,23 +149,24 @@ def test_html_escapes_hostile_strings(evil):
 
 
 def test_html_handles_nulls_and_empty_lists(result):
+    # what the types allow to be empty: parts left out read as their defaults (None, "", [], {})
     r = copy.deepcopy(result)
-    r["report"]["device"] = None
+    r["report"]["device"] = {}
     r["report"]["warnings"] = ["the report lacks sections: <SourceCounters>"]
     r["top_actions"] = []
-    r["program_findings"] = [{"rule": "PRG001", "title": "t", "message": None, "kernels": None}]
+    r["program_findings"] = [{"rule": "PRG001", "title": "t"}]
     k = r["kernels"][0]
     for key in list(k):
         if key != "id":
-            k[key] = None
-    r["kernels"][1]["roofline"] = {key: None for key in r["kernels"][1]["roofline"]}
-    r["kernels"][1]["findings"] = [{"rule": "X", "evidence": None, "source": None, "estimated_speedup": None}]
+            del k[key]
+    r["kernels"][1]["roofline"] = {}
+    r["kernels"][1]["findings"] = [{"rule": "X"}]
     page = render_html(r)
     assert page.count("<details") == page.count("</details>")
     assert "&lt;SourceCounters&gt;" in page
     for k in r["kernels"]:
         assert f'id="{k["id"]}"' in page
-    empty = render_html({"kernels": [], "report": None, "top_actions": None})
+    empty = render_html({"kernels": []})
     assert "no kernels" in empty
 
 
@@ -213,10 +225,8 @@ def test_markdown_stays_under_the_limit(result):
 
 def test_markdown_handles_nulls_and_empty(result):
     r = copy.deepcopy(result)
-    r["report"]["device"] = None
-    k = r["kernels"][0]
-    for key in list(k):
-        k[key] = None
+    r["report"]["device"] = {}
+    r["kernels"][0] = {}
     text = render_markdown(r)
     assert text.count("<details>") == text.count("</details>")
     assert "Nothing to fix first" in render_markdown({"kernels": [], "top_actions": []})
@@ -310,7 +320,7 @@ def test_long_tail_rows_escape_hostile_names(flaws):
 def test_program_finding_lists_a_bounded_number_of_kernels(result):
     r = copy.deepcopy(result)
     names = [f"kernel_{i}" for i in range(PROGRAM_KERNELS_SHOWN + 25)]
-    r["program_findings"] = [{"rule": "PRG001", "title": "t", "kernels": names, "kernel_ids": None}]
+    r["program_findings"] = [{"rule": "PRG001", "title": "t", "kernels": names}]
     page = JSON_BLOCK.sub("", render_html(r))
     assert names[PROGRAM_KERNELS_SHOWN - 1] in page and names[PROGRAM_KERNELS_SHOWN] not in page
     assert "and 25 more" in page
@@ -327,7 +337,7 @@ def test_groups_of_one_name_are_told_apart_by_their_launch_shape(analyzed):
     from ncuadvisor.render.terminal import render_terminal
 
     r = analyzed("model_step_315")
-    tags = shape_tags(r)
+    tags = shape_tags(typed_result(r))
     gemms = [k for k in r["kernels"] if k["name"] == "gemm_tiled"]
     assert len(gemms) == 6 and {tags[k["id"]] for k in gemms} == {f"grid {k['grid']}" for k in gemms}
     assert not any(k["id"] in tags for k in r["kernels"] if k["name"] != "gemm_tiled")
@@ -341,7 +351,7 @@ def test_groups_of_one_name_are_told_apart_by_their_launch_shape(analyzed):
     assert f"<code>gemm\\_tiled</code> · {md(grid)}:" in text
     assert "<code>layernorm\\_fwd</code> | " in text
     buf = io.StringIO()
-    render_terminal(r, Console(file=buf, width=200, highlight=False))
+    render_terminal(typed_result(r), Console(file=buf, width=200, highlight=False))
     out = buf.getvalue()
     assert f"1. gemm_tiled · {grid}: " in out
     assert "layernorm_fwd · grid" not in out
@@ -356,12 +366,11 @@ def test_shape_tags_add_the_block_where_grids_agree():
             {"id": "b", "name": "k", "grid": "(4, 1, 1)", "block": "(256, 1, 1)"},
             {"id": "c", "name": "k", "grid": "(8, 1, 1)", "block": "(128, 1, 1)"},
             {"id": "d", "name": "other", "grid": "(4, 1, 1)"},
-            "not a kernel",
         ]
     }
-    assert shape_tags(r) == {
+    assert shape_tags(Result.from_dict(r)) == {
         "a": "grid (4, 1, 1) block (128, 1, 1)",
         "b": "grid (4, 1, 1) block (256, 1, 1)",
         "c": "grid (8, 1, 1)",
     }
-    assert shape_tags(None) == {} and shape_tags({"kernels": "x"}) == {}
+    assert shape_tags(Result.from_dict({})) == {}

@@ -21,11 +21,21 @@ from pathlib import Path
 import pytest
 
 from ncuadvisor.render import break_points, templates_dir
+from ncuadvisor.render import html as html_renderer
+from ncuadvisor.render import view as view_module
 from ncuadvisor.render.chart import _clock_scale, _roof_at, roofline_chart
 from ncuadvisor.render.chart_place import Rect, label_box
-from ncuadvisor.render.html import render_html
-from ncuadvisor.render.view import report_view
 from ncuadvisor.units import fit_name, fmt_pct, fmt_x, number
+from tests.synthetic import typed_diff, typed_result
+
+
+def render_html(result, *args, **kw):
+    return html_renderer.render_html(typed_result(result), *args, **kw)
+
+
+def report_view(result, *args, **kw):
+    return view_module.report_view(typed_result(result), *args, **kw)
+
 
 ROOT = Path(__file__).resolve().parent.parent
 CHART_FIXTURES = ["flaws", "patterns", "ceilings", "torch_gemm_conv", "torch_scatter"]
@@ -276,17 +286,17 @@ def test_a_resolved_finding_shows_its_prediction_beside_the_measured_saving(anal
     assert f["measured_fraction"] == pytest.approx((before - after) / f["estimated_saving_ns"])
     assert 0.5 < f["measured_fraction"] < 1.5  # the fix landed near the estimate on this pair
     pct = f"{f['measured_fraction'] * 100:.0f}% of the prediction"
-    text = render_diff_markdown(diff)
+    text = render_diff_markdown(typed_diff(diff))
     assert re.search(
         rf"\*\*{f['rule']}\*\* in <code>[^<]+</code>: predicted −[\d.]+ µs; measured −[\d.]+ µs, {pct}", text
     )
-    assert pct in render_diff_html(diff)
+    assert pct in render_diff_html(typed_diff(diff))
 
 
 def test_markdown_of_the_planted_flaws_stays_well_under_the_comment_limit(analyzed):
     from ncuadvisor.render.markdown import render_markdown
 
-    text = render_markdown(analyzed("flaws"))
+    text = render_markdown(typed_result(analyzed("flaws")))
     assert len(text) <= 32000 < 65536 // 2 + 1000
     assert text.index("### Where to start") < text.index("### Where the time goes") < text.index("<details>")
     assert "report.html" in text[-1200:]  # the cut says where the rest is

@@ -4,6 +4,7 @@ renderers that read views and share no private helpers, HTML pages on one base t
 from __future__ import annotations
 
 import ast
+import copy
 import io
 import shutil
 from pathlib import Path
@@ -13,7 +14,9 @@ import pytest
 from rich.console import Console
 
 import ncuadvisor.render as render_pkg
-from ncuadvisor.diff import diff_results
+from ncuadvisor.diff import compare
+from ncuadvisor.diff.types import DiffResult
+from ncuadvisor.errors import InputError
 from ncuadvisor.render import environment
 from ncuadvisor.render.diff_render import render_diff_html, render_diff_markdown, render_diff_terminal
 from ncuadvisor.render.diff_view import diff_view
@@ -22,6 +25,7 @@ from ncuadvisor.render.markdown import render_markdown
 from ncuadvisor.render.sarif import build_sarif
 from ncuadvisor.render.terminal import render_terminal
 from ncuadvisor.render.view import Generator, report_view
+from ncuadvisor.result import Result
 
 RENDER = Path(render_pkg.__file__).resolve().parent
 RENDERERS = ("html", "markdown", "terminal", "sarif", "diff_render")
@@ -50,14 +54,37 @@ ODD_RESULT = {
     ],
 }
 
+# a result of the right types with most of it left out (a test's, a hand-made one): read with every default
+PARTIAL_RESULT = {
+    "schema_version": 1,
+    "top_actions": [{"kernel": "k", "scope": "kernel"}],
+    "program_findings": [{"rule": "PRG001", "kernels": ["a", "b"], "kernel_ids": ["k0"]}],
+    "kernels": [
+        {},
+        {
+            "id": "k1",
+            "name": "k",
+            "findings": [{"rule": "MEM001", "source": [{"file": None, "line": None}, {"file": "a.cu", "line": 3}]}],
+            "variants": [{}],
+        },
+    ],
+}
+
 
 @pytest.fixture(scope="module")
-def result(analyzed) -> dict:
-    return analyzed("pipeline_v2")
+def result(typed) -> Result:
+    return typed("pipeline_v2")
+
+
+def test_the_typed_reader_refuses_what_the_view_no_longer_guards():
+    """Wrong shapes stop at the reader (`Result.from_dict`, `load_saved`), one line naming the place; the view
+    takes the typed result only."""
+    with pytest.raises(InputError, match="generator: expected an object"):
+        Result.from_dict(ODD_RESULT)
 
 
 def test_the_view_fills_every_default_once():
-    view = report_view(ODD_RESULT)
+    view = report_view(Result.from_dict(PARTIAL_RESULT))
     assert view.generator == Generator("ncuadvisor", "")
     assert view.report.warnings == [] and view.report.processes == [] and view.report.device.peak_flops_per_s == {}
     first, k = view.kernels
@@ -66,33 +93,34 @@ def test_the_view_fills_every_default_once():
         and first.anchor == "k0"
         and first.findings == []
         and first.first_finding is None
-        and first.name is None
+        and first.name == ""
     )
     assert k.anchor == "k1" and k.roofline.sol.memory_pct is None and k.launch.waves_per_sm is None
     assert [s.file for s in k.findings[0].source] == [None, "a.cu"] and k.findings[0].evidence == []
     assert k.variants[0].launch_range_ns == (None, None) and k.variants[0].findings == []
     assert k.source_anchor.file is None and k.ncu_rules == []
-    assert [a.kernel for a in view.top_actions] == [None, None]
+    assert [a.kernel for a in view.top_actions] == ["k"]
     (p,) = view.program_findings
     assert p.kernel_links == [("a", None), ("b", None)]  # ids that do not line up with the names link nothing
-    d = diff_view({"kernels": [{"name": "k", "after": {"duration_ns": 5}}], "summary": None})
+    d = diff_view(DiffResult.from_dict({"kernels": [{"name": "k", "after": {"duration_ns": 5}}]}))
     (e,) = d.kernels
     assert not e.before.present and e.after.present and e.findings.cell == "–" and e.process is None
     assert d.summary.regressed == 0 and d.first_fix is None and d.by_status["added"] == []
 
 
-def test_every_renderer_takes_an_odd_result():
-    page = render_html(ODD_RESULT)
+def test_every_renderer_takes_a_partial_result():
+    partial = Result.from_dict(PARTIAL_RESULT)
+    page = render_html(partial)
     assert page.count("<details") == page.count("</details>") and 'id="k1"' in page
-    assert "<details>" in render_markdown(ODD_RESULT)
+    assert "<details>" in render_markdown(partial)
     buf = io.StringIO()
-    render_terminal(ODD_RESULT, Console(file=buf, width=160))
+    render_terminal(partial, Console(file=buf, width=160))
     assert "unknown GPU" in buf.getvalue()
-    log = build_sarif(ODD_RESULT, "/src", {"a.cu": "a.cu"})
+    log = build_sarif(partial, "/src", {"a.cu": "a.cu"})
     assert [r["ruleId"] for r in log["runs"][0]["results"]] == ["MEM001"]
-    odd_diff = {"kernels": ["x", {"name": "k", "findings": None, "process": {"label": "rank 0", "before": {}}}]}
-    assert "rank 0" in render_diff_html(odd_diff) and "rank 0" in render_diff_markdown(odd_diff)
-    render_diff_terminal(odd_diff, Console(file=io.StringIO()))
+    partial_diff = DiffResult.from_dict({"kernels": [{"name": "k", "process": {"label": "rank 0", "before": {}}}]})
+    assert "rank 0" in render_diff_html(partial_diff) and "rank 0" in render_diff_markdown(partial_diff)
+    render_diff_terminal(partial_diff, Console(file=io.StringIO()))
 
 
 def test_a_misspelt_field_is_an_error_not_an_empty_string(result):
@@ -116,7 +144,7 @@ def test_a_misspelt_field_is_an_error_not_an_empty_string(result):
         ("diff.md.j2", "k.process_label"),
     ],
 )
-def test_a_misspelt_field_in_a_template_fails_the_render(tmp_path, monkeypatch, analyzed, result, template, field):
+def test_a_misspelt_field_in_a_template_fails_the_render(tmp_path, monkeypatch, typed, result, template, field):
     """Each template, copied with one field misspelt, makes its renderer raise instead of printing nothing."""
     folder = tmp_path / "templates"
     shutil.copytree(render_pkg.templates_dir(), folder)
@@ -126,12 +154,14 @@ def test_a_misspelt_field_in_a_template_fails_the_render(tmp_path, monkeypatch, 
     typo = f"{name}.{rest}_typo" if rest else field.replace("w|", "w_typo|")
     (folder / template).write_text(text.replace(field, typo))
     monkeypatch.setattr(render_pkg, "templates_dir", lambda: folder)
-    diff = diff_results(analyzed("pipeline_v1"), result)
+    diff = compare(typed("pipeline_v1"), result)
+    warned = copy.deepcopy(result)
+    warned.report.warnings = ["w"]
     render = {
         "report.html.j2": lambda: render_html(result),
         "_base.html.j2": lambda: render_html(result),
         "report.md.j2": lambda: render_markdown(result),
-        "_macros.md.j2": lambda: render_markdown({**result, "report": {**result["report"], "warnings": ["w"]}}),
+        "_macros.md.j2": lambda: render_markdown(warned),
         "diff.html.j2": lambda: render_diff_html(diff),
         "diff.md.j2": lambda: render_diff_markdown(diff),
     }[template]
@@ -156,11 +186,11 @@ def test_renderers_read_views_and_share_no_helpers(name):
     assert _imports(RENDER / f"{name}.py") <= SHARED
 
 
-def test_the_html_pages_share_one_base(result, analyzed):
+def test_the_html_pages_share_one_base(result, typed):
     for template in ("report.html.j2", "diff.html.j2"):
         assert '{% extends "_base.html.j2" %}' in (render_pkg.templates_dir() / template).read_text()
     page = render_html(result)
-    diff_page = render_diff_html(diff_results(analyzed("pipeline_v1"), result))
+    diff_page = render_diff_html(compare(typed("pipeline_v1"), result))
     base = (render_pkg.templates_dir() / "_base.html.j2").read_text()
     rule = next(line for line in base.splitlines() if line.startswith(".badge {"))
     assert page.count(rule) == diff_page.count(rule) == 1  # one stylesheet, in both

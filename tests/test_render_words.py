@@ -58,8 +58,8 @@ def test_small_percentages_on_the_hundred_scale_read_less_than_one():
     assert fmt_pct100(86.46, 1) == "86.5%"
 
 
-def test_the_source_share_says_of_what_in_words(analyzed):
-    page = render_html(analyzed("flaws"))
+def test_the_source_share_says_of_what_in_words(typed):
+    page = render_html(typed("flaws"))
     assert "of executed instructions</span>" in page and 'title="inst_executed"' in page
     assert "of long-scoreboard stall samples</span>" in page
     assert not re.search(r">\s*inst_executed\s*<", page)

@@ -129,12 +129,12 @@ def test_rule_case(code: str, case: dict[str, Any]) -> None:
     if isinstance(rule, ProgramRule):
         found, errors = engine.run_program_rules([rule], program_context(case))
         assert not errors, errors
-        check(expect, found, "estimated_saving_ns")
+        check(expect, [f.to_dict() for f in found], "estimated_saving_ns")
         return
     verdict = engine.run_rules([rule], kernel_context(case))
     assert not verdict.errors, verdict.errors
     if expect == SKIPPED:
-        assert [s["rule"] for s in verdict.skipped] == [code]
+        assert [s.rule for s in verdict.skipped] == [code]
         return
     assert not verdict.skipped, verdict.skipped
     for f in verdict.findings:  # placed as the pipeline places them: each instruction at line = its pc

@@ -6,6 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.synthetic import typed_result
+
 BENCH = Path(__file__).resolve().parent.parent / "fixtures" / "planted" / "bench_torch.jsonl"
 
 
@@ -120,20 +122,21 @@ def test_renderers_show_the_verdict_and_the_op_name(analyzed):
     from ncuadvisor.render.markdown import render_markdown
 
     r = analyzed("torch_norm_chain")
-    md = render_markdown(r)
+    md = render_markdown(typed_result(r))
     assert "No rule applies" in md and "no rule applies" in md
     assert "GeluCUDAKernelImpl" in md
-    html = render_html(r)
+    html = render_html(typed_result(r))
     assert "No rule applies" in html and "CUDAFunctor_add&lt;BFloat16&gt;" in html.replace("<wbr>", "")
 
 
 def test_the_verdict_follows_the_time_share_profile_merges_in(analyzed):
     from ncuadvisor.analysis.entries import with_no_rule
+    from ncuadvisor.result import KernelEntry
 
     sort = by_prefix(analyzed("torch_scatter"), "DeviceRadixSortOnesweepKernel")
     # phase 1 of `profile` measured a larger share than the deep report: the verdict says so, the limiter is kept
-    merged = with_no_rule(dict(sort, time_share=0.6))
+    merged = with_no_rule(KernelEntry.from_dict(dict(sort, time_share=0.6))).to_dict()
     assert merged["no_rule"]["message"].startswith("No rule applies (60% of GPU time)")
     assert merged["no_rule"]["limiter"] == sort["no_rule"]["limiter"]
     assert list(merged).index("no_rule") == list(merged).index("findings") + 1
-    assert "no_rule" not in with_no_rule(dict(sort, time_share=0.01))
+    assert "no_rule" not in with_no_rule(KernelEntry.from_dict(dict(sort, time_share=0.01))).to_dict()

@@ -15,19 +15,25 @@ import pytest
 
 from ncuadvisor.engine import discover
 from ncuadvisor.gitinfo import default_source_root, source_root_forms
-from ncuadvisor.render.sarif import (
-    LEVEL_ERROR,
-    LEVEL_WARNING,
-    build_sarif,
-    level_for,
-    relative_to_root,
-    render_sarif,
-    repository_paths,
-    source_files,
-)
+from ncuadvisor.render import sarif as sarif_renderer
+from ncuadvisor.render.sarif import LEVEL_ERROR, LEVEL_WARNING, level_for, relative_to_root, repository_paths
 from ncuadvisor.ruledoc import rule_docs
 from tests.conftest import FIXTURES, ROOT
 from tests.golden import FIXTURE_SOURCE_ROOT, check_golden, run_cli, scrub_result
+from tests.synthetic import typed_result
+
+
+def build_sarif(result, *args, **kw):
+    return sarif_renderer.build_sarif(typed_result(result), *args, **kw)
+
+
+def render_sarif(result, *args, **kw):
+    return sarif_renderer.render_sarif(typed_result(result), *args, **kw)
+
+
+def source_files(result, *args, **kw):
+    return sarif_renderer.source_files(typed_result(result), *args, **kw)
+
 
 SCHEMA_PATH = Path(__file__).resolve().parent / "data" / "sarif-schema-2.1.0.json"
 

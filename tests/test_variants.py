@@ -3,6 +3,7 @@
 import pytest
 
 from ncuadvisor.model import launch_clusters, split_variants
+from tests.synthetic import typed_result
 
 
 def test_launch_clusters_split_sizes_not_noise():
@@ -71,7 +72,7 @@ def test_variants_render(eager):
     from ncuadvisor.render.html import render_html
     from ncuadvisor.render.markdown import render_markdown
 
-    html, md = render_html(eager), render_markdown(eager)
+    html, md = render_html(typed_result(eager)), render_markdown(typed_result(eager))
     assert html.count("Launches of another size") == 3 and md.count("Launches of another size") == 3
     assert "(the findings above speak for 4 of the 6 launches)" in html
 
@@ -82,6 +83,7 @@ def test_phase1_time_decides_what_the_deep_analysis_sees(report_path, analyzed):
     from ncuadvisor.analysis.pipeline import analyze
     from ncuadvisor.profile.merge import Phase1Time
     from ncuadvisor.profile.selection import kernel_key
+    from ncuadvisor.result import Result
 
     path = report_path("torch_eager")
     copy = next(
@@ -97,8 +99,9 @@ def test_phase1_time_decides_what_the_deep_analysis_sees(report_path, analyzed):
             "kernels": [{"id": "k0", "demangled": copy["demangled"], "grid": copy["grid"], "block": copy["block"]}],
             "report": {"total_duration_ns": total_ns},
         }
-        told = Phase1Time(phase1, [{"kernel_id": "k0", "result_id": r, "duration_ns": per_launch_ns} for r in ids])
-        res = analyze(path, group_time=told)
+        launches = [{"kernel_id": "k0", "result_id": r, "duration_ns": per_launch_ns} for r in ids]
+        told = Phase1Time(Result.from_dict(phase1), launches)
+        res = analyze(path, group_time=told).to_dict()
         k = next(k for k in res["kernels"] if kernel_key(k) == key)
         return [f["rule"] for f in k["findings"]]
 
@@ -106,7 +109,7 @@ def test_phase1_time_decides_what_the_deep_analysis_sees(report_path, analyzed):
     assert "PYT001" not in first_rules(14_000.0, 6 * 14_000.0 / 0.01)  # 1%: under PYT001's 2% threshold
 
 
-def test_profile_merge_names_the_sizes_phase_2_did_not_profile(report_path, analyzed):
+def test_profile_merge_names_the_sizes_phase_2_did_not_profile(report_path, typed):
     """Phase 1 of the training step (every launch timed) merged with a deep report: the copy kernel's profiled
     launch (14 µs) speaks for the 24 launches of its size; the 4 launches of 28 µs were timed only."""
     from ncuadvisor import engine
@@ -114,8 +117,8 @@ def test_profile_merge_names_the_sizes_phase_2_did_not_profile(report_path, anal
 
     rules = engine.discover([])
     p1, launches, _ = analyze_phase1(report_path("torch_train_phase1_all"), rules)
-    deep = analyzed("torch_eager")  # the same rules: engine.discover([])
-    m = merge_results(p1, [("torch_eager.ncu-rep", deep)], launches=launches, rules=rules)
+    deep = typed("torch_eager")  # the same rules: engine.discover([])
+    m = merge_results(p1, [("torch_eager.ncu-rep", deep)], launches=launches, rules=rules).to_dict()
     copy = next(k for k in m["kernels"] if k["name"] == "elementwise_kernel" and k["grid"] == "(8192, 1, 1)")
     assert copy["profiled"] and copy["launches"] == 28 and copy["analysed_launches"] == 24
     (v,) = copy["variants"]
@@ -153,9 +156,9 @@ def test_profile_merge_keeps_each_process_to_its_own_launches(report_path):
     rules = engine.discover([])
     p1, launches, _ = analyze_phase1(report_path("multiproc_phase1"), rules)
     deep = analyze(report_path("multiproc"), rules=rules, group_time=Phase1Time(p1, launches))
-    m = merge_results(p1, [("multiproc.ncu-rep", deep)], launches=launches, rules=rules)
+    m = merge_results(p1, [("multiproc.ncu-rep", deep)], launches=launches, rules=rules).to_dict()
     shared = [k for k in m["kernels"] if k["name"] == "scale_add"]
-    assert len(shared) == 2 and {k["process"]["pid"] for k in shared} == {p["pid"] for p in p1["report"]["processes"]}
+    assert len(shared) == 2 and {k["process"]["pid"] for k in shared} == {p.pid for p in p1.report.processes}
     for k in m["kernels"]:
         if k["profiled"]:
             assert k["analysed_launches"] + sum(v["launches"] for v in k["variants"]) == k["launches"]

@@ -1,40 +1,53 @@
-"""The JSON-ready entries of the result that the pipeline builds from the model and the analysis: launches, variants,
-processes, the roofline, the launch configuration and the device with its ceilings."""
+"""The entries of the result (`ncuadvisor.result.types`) that the pipeline builds from the model and the analysis:
+variants, processes, the roofline, the launch configuration, the device with its ceilings and the verdict on a large
+kernel no rule spoke to; and the launches program rules read (plain dicts, the program rules' contract)."""
 
 from __future__ import annotations
 
-from typing import Any
+import copy
+from dataclasses import fields, replace
+from typing import Any, cast
 
 from ncuadvisor.analysis import roofline
 from ncuadvisor.engine import KernelVerdict
 from ncuadvisor.load.processes import process_label
 from ncuadvisor.model import Kernel, Profile, Variant, num
+from ncuadvisor.result.types import (
+    Bound,
+    Device,
+    HierarchyLevel,
+    KernelEntry,
+    Launch,
+    NoRuleVerdict,
+    ProcessEntry,
+    ProcessRef,
+    VariantEntry,
+)
+from ncuadvisor.result.types import Roofline as RooflineEntry
 
 
-def process_fields(process: str, procs: dict[str, dict[str, Any]]) -> dict[str, Any]:
-    """The process fields of a kernel entry: only in multi-process reports."""
+def process_fields(process: str, procs: dict[str, dict[str, Any]]) -> tuple[ProcessRef | None, str | None]:
+    """The process of a kernel entry and its label: only in multi-process reports (None, None otherwise)."""
     if not process:
-        return {}
+        return None, None
     p = procs.get(process, {"pid": int(process) if process.isdigit() else process})
-    return {
-        "process": {k: p[k] for k in ("pid", "executable", "rank", "local_rank", "world_size") if k in p},
-        "process_label": process_label(p),
-    }
+    ref = ProcessRef(**{k: p[k] for k in ("pid", "executable", "rank", "local_rank", "world_size") if k in p})
+    return ref, process_label(p)
 
 
-def processes_entry(processes: list[dict[str, Any]], kernels: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def processes_entry(processes: list[dict[str, Any]], kernels: list[KernelEntry]) -> list[ProcessEntry]:
     """Each process of a multi-process report with its kernels and GPU time; [] for one process."""
     out = []
     for p in processes:
-        mine = [k for k in kernels if (k.get("process") or {}).get("pid") == p["pid"]]
+        mine = [k for k in kernels if k.process is not None and k.process.pid == p["pid"]]
         out.append(
-            {
+            ProcessEntry(
                 **p,
-                "label": process_label(p),
-                "kernels": len(mine),
-                "launches": sum(k["launches"] for k in mine),
-                "duration_ns": sum(k["duration_ns"] for k in mine),
-            }
+                label=process_label(p),
+                kernels=len(mine),
+                launches=sum(k.launches for k in mine),
+                duration_ns=sum(k.duration_ns for k in mine),
+            )
         )
     return out
 
@@ -62,64 +75,67 @@ def launch_list(profile: Profile, kernels: list[Kernel]) -> list[dict[str, Any]]
 
 def variant_entry(
     v: Variant, total_ns: float, rl: roofline.Roofline | None = None, verdict: KernelVerdict | None = None
-) -> dict[str, Any]:
+) -> VariantEntry:
     """A variant of a kernel group (model.Variant): its launches and time, and, when its representative launch was
     analysed (`rl`, `verdict`), its bound and findings; otherwise it was timed only (`ncuadvisor profile`)."""
-    return {
-        "launches": v.launches,
-        "duration_ns": v.duration_ns,
-        "per_launch_ns": v.duration_ns / v.launches if v.launches else 0.0,
-        "time_share": v.duration_ns / total_ns if total_ns else 0.0,
-        "launch_range_ns": [v.launch_min_ns, v.launch_max_ns],
-        "launch_ns": rl.duration_ns if rl else None,
-        "profiled": rl is not None,
-        "bound": rl.bound if rl else "unknown",
-        "bound_reason": rl.bound_reason if rl else None,
-        "headroom": rl.headroom if rl else None,
-        "theoretical_ns": rl.theoretical_ns if rl else None,
-        "findings": [f.to_dict() for f in verdict.findings] if verdict else [],
-        "suppressed": verdict.suppressed if verdict else [],
-        "result_ids": v.result_ids,
-    }
+    return VariantEntry(
+        launches=v.launches,
+        duration_ns=v.duration_ns,
+        per_launch_ns=v.duration_ns / v.launches if v.launches else 0.0,
+        time_share=v.duration_ns / total_ns if total_ns else 0.0,
+        launch_range_ns=[v.launch_min_ns, v.launch_max_ns],
+        launch_ns=rl.duration_ns if rl else None,
+        profiled=rl is not None,
+        bound=cast(Bound, rl.bound) if rl else "unknown",
+        bound_reason=rl.bound_reason if rl else None,
+        headroom=rl.headroom if rl else None,
+        theoretical_ns=rl.theoretical_ns if rl else None,
+        findings=[f.entry() for f in verdict.findings] if verdict else [],
+        suppressed=list(verdict.suppressed) if verdict else [],
+        result_ids=v.result_ids,
+    )
 
 
-def roofline_entry(rl: roofline.Roofline) -> dict[str, Any]:
-    d = rl.to_dict()
-    d["theoretical_ns"] = rl.theoretical_ns
-    return d
+def roofline_entry(rl: roofline.Roofline) -> RooflineEntry:
+    """The result's roofline of the analysis' one: the same fields, each memory level a `HierarchyLevel`."""
+    values = {f.name: copy.deepcopy(getattr(rl, f.name)) for f in fields(RooflineEntry)}
+    values["hierarchy"] = [HierarchyLevel(**dict(h)) for h in rl.hierarchy]
+    values["bound"] = cast(Bound, rl.bound)
+    return RooflineEntry(**values)
 
 
-def launch_entry(row: dict[str, Any]) -> dict[str, Any]:
+def launch_entry(row: dict[str, Any]) -> Launch:
     g = lambda m: num(row.get(m))  # noqa: E731
-    return {
-        "grid_size": g("launch__grid_size"),
-        "block_size": g("launch__block_size"),
-        "registers_per_thread": g("launch__registers_per_thread"),
-        "shared_mem_static": g("launch__shared_mem_per_block_static"),
-        "shared_mem_dynamic": g("launch__shared_mem_per_block_dynamic"),
-        "waves_per_sm": g("launch__waves_per_multiprocessor"),
-        "theoretical_occupancy_pct": g("sm__maximum_warps_per_active_cycle_pct"),
-        "achieved_occupancy_pct": g("sm__warps_active.avg.pct_of_peak_sustained_active"),
-        "stream": g("launch__stream_id"),
-    }
+    return Launch(
+        grid_size=g("launch__grid_size"),
+        block_size=g("launch__block_size"),
+        registers_per_thread=g("launch__registers_per_thread"),
+        shared_mem_static=g("launch__shared_mem_per_block_static"),
+        shared_mem_dynamic=g("launch__shared_mem_per_block_dynamic"),
+        waves_per_sm=g("launch__waves_per_multiprocessor"),
+        theoretical_occupancy_pct=g("sm__maximum_warps_per_active_cycle_pct"),
+        achieved_occupancy_pct=g("sm__warps_active.avg.pct_of_peak_sustained_active"),
+        stream=g("launch__stream_id"),
+    )
 
 
-def device_entry(device: dict[str, Any], kernels: list[dict[str, Any]]) -> dict[str, Any]:
+def device_entry(device: dict[str, Any], kernels: list[KernelEntry]) -> Device:
     """The device with its ceilings as measured in this report (median over kernels: clocks vary)."""
 
-    def median(values: list[float]) -> float | None:
-        values = sorted(v for v in values if v)
-        return values[len(values) // 2] if values else None
+    def median(values: list[float | None]) -> float | None:
+        present = sorted(v for v in values if v)
+        return present[len(present) // 2] if present else None
 
-    dev = {k: v for k, v in device.items()}
-    dev["peak_dram_bytes_per_s"] = median([k["roofline"]["peak_dram_bytes_per_s"] for k in kernels])
-    peaks: dict[str, list[float]] = {}
+    peaks: dict[str, list[float | None]] = {}
     for k in kernels:
-        for prec, v in (k["roofline"]["peak_flops_per_s"] or {}).items():
+        for prec, v in (k.roofline.peak_flops_per_s or {}).items():
             peaks.setdefault(prec, []).append(v)
-    dev["peak_flops_per_s"] = {p: median(v) for p, v in peaks.items()}
-    dev["sm_clock_hz"] = median([k["roofline"]["sm_clock_hz"] for k in kernels])
-    return dev
+    return Device(
+        **device,
+        peak_dram_bytes_per_s=median([k.roofline.peak_dram_bytes_per_s for k in kernels]),
+        peak_flops_per_s={p: median(v) for p, v in peaks.items()},
+        sm_clock_hz=median([k.roofline.sm_clock_hz for k in kernels]),
+    )
 
 
 # a kernel group holding at least this share of the GPU time gets a verdict even when no rule fires
@@ -144,45 +160,40 @@ def occupancy_limiter(row: dict[str, Any]) -> str | None:
 
 
 def no_rule_verdict(
-    entry: dict[str, Any], row: dict[str, Any] | None = None, limiter: str | None = None
-) -> dict[str, Any] | None:
+    entry: KernelEntry, row: dict[str, Any] | None = None, limiter: str | None = None
+) -> NoRuleVerdict | None:
     """What is known of a kernel group of at least NO_RULE_MIN_SHARE of the time that no rule spoke to: its bound,
     headroom, limiter (from the result's metrics `row`, else as given) and NCU's top rule. None when a rule fired or
     the group is small."""
-    if entry.get("findings") or (entry.get("time_share") or 0.0) < NO_RULE_MIN_SHARE:
+    if entry.findings or (entry.time_share or 0.0) < NO_RULE_MIN_SHARE:
         return None
-    bound, headroom, reason = entry.get("bound"), entry.get("headroom"), entry.get("bound_reason")
+    bound, headroom, reason = entry.bound, entry.headroom, entry.bound_reason
     limiter = occupancy_limiter(row) if row is not None else limiter
-    ranked = [r for r in entry.get("ncu_rules") or [] if r.get("speedup_pct") is not None]
-    top = max(ranked, key=lambda r: r["speedup_pct"], default=None)
-    ncu_top = f"{top.get('title') or top.get('rule')} (est. {top['speedup_pct']:.0f}%)" if top else None
+    ranked = [r for r in entry.ncu_rules if r.speedup_pct is not None]
+    top = max(ranked, key=lambda r: r.speedup_pct or 0.0, default=None)
+    ncu_top = f"{top.title or top.rule} (est. {top.speedup_pct:.0f}%)" if top else None
     parts = [f"{bound or 'unknown'}-bound" + (f", {headroom:.1f}× its floor" if headroom else "")]
     if reason:
         parts[0] += f": {reason}"
-    if unit_words := (entry.get("roofline") or {}).get("limiter_reason"):
+    if unit_words := (entry.roofline.limiter_reason if entry.roofline else None):
         parts.append(unit_words)  # the unit that limits it, in words (the bound is Speed Of Light's word)
     if limiter:
         parts.append(limiter)
     if ncu_top:
         parts.append(f"NCU's top rule: {ncu_top}")
-    suppressed = len(entry.get("suppressed") or [])
+    suppressed = len(entry.suppressed)
     tail = f"; {suppressed} finding{'s' if suppressed != 1 else ''} below the bar" if suppressed else ""
-    return {
-        "message": f"No rule applies ({entry['time_share']:.0%} of GPU time): " + "; ".join(parts) + tail + ".",
-        "bound": bound,
-        "headroom": headroom,
-        "limiter": limiter,
-        "ncu_top_rule": ncu_top,
-    }
+    return NoRuleVerdict(
+        message=f"No rule applies ({entry.time_share:.0%} of GPU time): " + "; ".join(parts) + tail + ".",
+        bound=bound,
+        headroom=headroom,
+        limiter=limiter,
+        ncu_top_rule=ncu_top,
+    )
 
 
-def with_no_rule(entry: dict[str, Any], row: dict[str, Any] | None = None) -> dict[str, Any]:
-    """The entry with its `no_rule` verdict (re)computed, right after its findings as in the schema; an entry whose
-    time share changed (`profile` merges phase-1 times into deep results) keeps the limiter it had."""
-    old = entry.get("no_rule") or {}
-    items = [(key, v) for key, v in entry.items() if key != "no_rule"]
-    verdict = no_rule_verdict(dict(items), row, old.get("limiter"))
-    if verdict is None:
-        return dict(items)
-    at = [key for key, _ in items].index("findings") + 1
-    return dict(items[:at] + [("no_rule", verdict)] + items[at:])
+def with_no_rule(entry: KernelEntry, row: dict[str, Any] | None = None) -> KernelEntry:
+    """The entry with its `no_rule` verdict (re)computed; an entry whose time share changed (`profile` merges phase-1
+    times into deep results) keeps the limiter it had."""
+    limiter = entry.no_rule.limiter if entry.no_rule is not None else None
+    return replace(entry, no_rule=no_rule_verdict(entry, row, limiter))

@@ -14,6 +14,7 @@ from typing import Any
 
 from ncuadvisor.load.reader import Location
 from ncuadvisor.model.sources import in_library, short_name
+from ncuadvisor.result.types import SourceAnchor
 from ncuadvisor.rules_api import Finding, Inlined, SourceRef, SourceSelection
 
 # {result id: ({pc: (file, line)}, {file: text or None})}, as `ReportReader.locations` returns it
@@ -168,10 +169,10 @@ def resolve(findings: Iterable[tuple[int, Finding]], located: Located, chains: C
             f.source = place(f.source, where, texts, (chains or {}).get(rid))
 
 
-def anchor(entry: tuple[str, int] | None, texts: dict[str, str | None]) -> dict[str, Any] | None:
+def anchor(entry: tuple[str, int] | None, texts: dict[str, str | None]) -> SourceAnchor | None:
     """The kernel's entry in its source (the line of its first instruction), where a finding with no line of its own
     (a launch configuration, an occupancy limit) can be shown: code scanning needs a line."""
     if entry is None:
         return None
     file, line = entry
-    return {"file": file, "line": int(line), "code": source_line(texts, file, line)}
+    return SourceAnchor(file=file, line=int(line), code=source_line(texts, file, line))

@@ -3,7 +3,8 @@
     report -> load (scalars) -> model (kernels) -> load (deep data, SASS) -> roofline -> rules -> locate -> result
 
 Rules run once, on plain data read before them; the source lines of the findings they emit are read afterwards,
-for all kernels in one batch. The result is a JSON-ready dict (schema_version 1).
+for all kernels in one batch. The result is the typed `ncuadvisor.result.Result` (schema_version 1), built here
+once; `Result.to_dict()` is its JSON.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 from ncuadvisor import __version__, engine
 from ncuadvisor.analysis import ceilings, locate, needed, roofline
@@ -32,9 +33,10 @@ from ncuadvisor.analysis.language import display_name, kernel_language
 from ncuadvisor.analysis.ranking import top_actions
 from ncuadvisor.load import ReportReader, read_results
 from ncuadvisor.model import Kernel, Profile, ResultDetail, group_kernels, num
-from ncuadvisor.result import SCHEMA_VERSION, ncu_guidance
+from ncuadvisor.result import ncu_guidance
 from ncuadvisor.result.helpers import no_surrogates
-from ncuadvisor.rules_api import KernelContext, ProgramContext, ProgramRule, Rule
+from ncuadvisor.result.types import Bound, Generator, KernelEntry, NcuRuleEntry, ReportInfo, Result
+from ncuadvisor.rules_api import Finding, KernelContext, ProgramContext, ProgramRule, Rule
 
 # The sections the full analysis uses (ncu --section identifiers); `ncuadvisor profile` collects these.
 ANALYSIS_SECTIONS = [
@@ -83,8 +85,8 @@ def analyze(
     rules: list[Rule | ProgramRule] | None = None,
     pick: str = "median",
     group_time: GroupTime | None = None,
-) -> dict[str, Any]:
-    """Analyze one report and return the result dict (schema_version 1). `pick`: which launch of a kernel group the
+) -> Result:
+    """Analyze one report and return its result (schema_version 1). `pick`: which launch of a kernel group the
     deep analysis looks at (`model.group_kernels`: "median", "first" or "each"). `group_time`: the launches and time
     a kernel stands for when the report holds only some of its launches (`ncuadvisor profile`'s phase 2 profiles
     one launch of each kernel; phase 1 timed them all), so that rules judging a kernel by its share of the program's
@@ -125,7 +127,7 @@ def analyze(
 
 def build_result(
     profile: Profile, kernels: list[Kernel], rules: list[Rule | ProgramRule], group_time: GroupTime | None = None
-) -> dict[str, Any]:
+) -> Result:
     """The result of a profile read without deep data (`ncuadvisor profile`'s timing pass): rules that need none
     still run."""
     languages = kernel_languages(kernels, profile.details)
@@ -176,9 +178,9 @@ class Evaluation:
     sections_seen: set[str]
     warnings: list[str]
 
-    def findings(self) -> list[tuple[int, Any]]:
+    def findings(self) -> list[tuple[int, Finding]]:
         """(result id, finding) of every kept finding: the findings whose source is placed after the rules."""
-        out: list[tuple[int, Any]] = []
+        out: list[tuple[int, Finding]] = []
         for main, variants in self.groups:
             for a in [main, *variants]:
                 out.extend((a.kernel.representative, f) for f in a.verdict.findings)
@@ -262,8 +264,8 @@ def assemble(
     rules: list[Rule | ProgramRule],
     evaluation: Evaluation,
     located: locate.Located,
-) -> dict[str, Any]:
-    """The result dict: one entry per kernel group, the report's facts, the program-level findings and the ranking."""
+) -> Result:
+    """The result: one entry per kernel group, the report's facts, the program-level findings and the ranking."""
     total_ns = sum(k.duration_ns for k in kernels)
     warnings = list(profile.warnings) + evaluation.warnings
     procs = {str(p["pid"]): p for p in profile.processes}
@@ -273,47 +275,44 @@ def assemble(
     for idx, (k, (main, variants)) in enumerate(zip(kernels, evaluation.groups)):
         row, rl, detail, verdict = main.row, main.roofline, main.detail, main.verdict
         texts = located.get(k.representative, ({}, {}))[1]
-        kernel_entries.append(
-            {
-                "id": f"k{idx}",
-                "name": k.name,
-                "demangled": k.demangled,
-                "mangled": k.mangled,
-                **({"display_name": shown} if (shown := display_name(k.name, k.demangled)) != k.name else {}),
-                "language": main.language,
-                "launches": k.launches,
-                "grid": k.grid,
-                "block": k.block,
-                "nvtx": k.nvtx,
-                **process_fields(k.process, procs),
-                **(
-                    {"device_id": int(row["device_id"])}
-                    if len(devices) > 1 and num(row.get("device_id")) is not None
-                    else {}
-                ),
-                "duration_ns": k.duration_ns,
-                "per_launch_ns": k.per_launch_ns,
-                "launch_range_ns": [k.launch_min_ns, k.launch_max_ns],
-                "launch_note": k.launch_note,
-                "analysed_launches": main.kernel.launches,
-                "analysed_duration_ns": main.kernel.duration_ns,
-                "variants": [variant_entry(v, total_ns, a.roofline, a.verdict) for v, a in zip(k.variants, variants)],
-                "time_share": k.duration_ns / total_ns if total_ns else 0.0,
-                "bound": rl.bound,
-                "bound_reason": rl.bound_reason,
-                "headroom": rl.headroom,
-                "roofline": roofline_entry(rl),
-                "launch": launch_entry(row),
-                "findings": [f.to_dict() for f in verdict.findings],
-                "suppressed": verdict.suppressed,
-                "skipped_rules": verdict.skipped,
-                "source_anchor": locate.anchor(detail.entry if detail else None, texts),
-                "ncu_rules": ncu_guidance(detail.ncu_rules if detail else []),
-                "sections": sorted(detail.sections) if detail else [],
-                "result_ids": k.result_ids,
-            }
+        process, process_label = process_fields(k.process, procs)
+        shown = display_name(k.name, k.demangled)
+        entry = KernelEntry(
+            id=f"k{idx}",
+            name=k.name,
+            demangled=k.demangled,
+            mangled=k.mangled,
+            display_name=shown if shown != k.name else None,
+            language=main.language,
+            launches=k.launches,
+            grid=k.grid,
+            block=k.block,
+            nvtx=k.nvtx,
+            process=process,
+            process_label=process_label,
+            device_id=int(row["device_id"]) if len(devices) > 1 and num(row.get("device_id")) is not None else None,
+            duration_ns=k.duration_ns,
+            per_launch_ns=k.per_launch_ns,
+            launch_range_ns=[k.launch_min_ns, k.launch_max_ns],
+            launch_note=k.launch_note,
+            analysed_launches=main.kernel.launches,
+            analysed_duration_ns=main.kernel.duration_ns,
+            variants=[variant_entry(v, total_ns, a.roofline, a.verdict) for v, a in zip(k.variants, variants)],
+            time_share=k.duration_ns / total_ns if total_ns else 0.0,
+            bound=cast(Bound, rl.bound),
+            bound_reason=rl.bound_reason,
+            headroom=rl.headroom,
+            roofline=roofline_entry(rl),
+            launch=launch_entry(row),
+            findings=[f.entry() for f in verdict.findings],
+            suppressed=list(verdict.suppressed),
+            skipped_rules=list(verdict.skipped),
+            source_anchor=locate.anchor(detail.entry if detail else None, texts),
+            ncu_rules=[NcuRuleEntry(**r) for r in ncu_guidance(detail.ncu_rules if detail else [])],
+            sections=sorted(detail.sections) if detail else [],
+            result_ids=k.result_ids,
         )
-        kernel_entries[-1] = with_no_rule(kernel_entries[-1], row)
+        kernel_entries.append(with_no_rule(entry, row))
     missing_sections = [s for s in ANALYSIS_SECTIONS if s not in evaluation.sections_seen]
     if missing_sections and kernels:
         warnings.append(
@@ -321,40 +320,41 @@ def assemble(
             + ", ".join(missing_sections)
             + "): findings that need them are skipped; re-profile with `ncuadvisor profile` for all of them"
         )
-    result: dict[str, Any] = {
-        "schema_version": SCHEMA_VERSION,
-        "generator": {"name": "ncuadvisor", "version": __version__},
-        "created": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "report": {
-            "path": profile.path,
-            "name": Path(profile.path).name,
-            "ncu_version": profile.ncu_version,
-            "reader_version": profile.reader_version,
-            "command_line": profile.command_line,
-            "device": device_entry(profile.device, kernel_entries),
-            "results": int(len(profile.results)),
-            "kernels": len(kernels),
-            "total_duration_ns": total_ns,
-            "sections": sorted(evaluation.sections_seen),
-            "missing_sections": missing_sections,
-            "warnings": warnings,
-            "processes": processes_entry(profile.processes, kernel_entries),
-            "devices": devices,
-        },
-        "kernels": kernel_entries,
-    }
+    result = Result(
+        generator=Generator(name="ncuadvisor", version=__version__),
+        created=_dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        report=ReportInfo(
+            path=profile.path,
+            name=Path(profile.path).name,
+            ncu_version=profile.ncu_version,
+            reader_version=profile.reader_version,
+            command_line=profile.command_line,
+            device=device_entry(profile.device, kernel_entries),
+            results=int(len(profile.results)),
+            kernels=len(kernels),
+            total_duration_ns=total_ns,
+            sections=sorted(evaluation.sections_seen),
+            missing_sections=missing_sections,
+            warnings=warnings,
+            processes=processes_entry(profile.processes, kernel_entries),
+            devices=devices,
+        ),
+        kernels=kernel_entries,
+    )
     add_program_level(result, launch_list(profile, kernels), rules)
     return result
 
 
-def add_program_level(result: dict[str, Any], launches: list[dict[str, Any]], rules: list[Rule | ProgramRule]) -> None:
+def add_program_level(result: Result, launches: list[dict[str, Any]], rules: list[Rule | ProgramRule]) -> None:
     """Run the program rules over the result's kernels and launches, and rank "where to start" across both levels:
-    sets `program_findings` and `top_actions`; a failing program rule becomes a warning."""
-    rep, kernels = result["report"], result["kernels"]
-    total_ns = rep["total_duration_ns"]
-    ctx = ProgramContext(kernels=kernels, launches=launches, device=rep["device"], total_ns=total_ns)
+    sets `program_findings` and `top_actions`; a failing program rule becomes a warning. Program rules read the
+    kernel entries and the device as the JSON has them (`ProgramContext`)."""
+    rep = result.report
+    total_ns = rep.total_duration_ns
+    kernels = [k.to_dict() for k in result.kernels] if engine.program_rules(rules) else []
+    ctx = ProgramContext(kernels=kernels, launches=launches, device=rep.device.to_dict(), total_ns=total_ns)
     program_findings, errors = engine.run_program_rules(rules, ctx)
     for e in errors:
-        rep["warnings"].append(f"program rule {e['rule']} failed: {e['error']}")
-    result["program_findings"] = program_findings
-    result["top_actions"] = top_actions(kernels, total_ns, program_findings)
+        rep.warnings.append(f"program rule {e['rule']} failed: {e['error']}")
+    result.program_findings = program_findings
+    result.top_actions = top_actions(result.kernels, total_ns, program_findings)

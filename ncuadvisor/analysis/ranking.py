@@ -10,78 +10,77 @@ of the program is left out: it would save ~0 ns.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
-from ncuadvisor.result import findings_with_time, savings_by_rule
+from ncuadvisor.result.types import FollowUp, KernelEntry, ProgramFindingEntry, TopAction
 from ncuadvisor.units import fmt_ns
 
 MIN_PROGRAM_FRACTION = 0.001  # below 0.1% of the program's GPU time an action saves ~0
 
 
-def _kernel_steps(k: dict[str, Any], total_ns: float, floor_ns: float) -> list[dict[str, Any]]:
+def _kernel_steps(k: KernelEntry, total_ns: float, floor_ns: float) -> list[FollowUp]:
     """The kernel's fixes, largest first, each costed on the time left after the ones before it."""
-    kernel_ns = sum(ns for _, ns, _ in findings_with_time(k))
+    kernel_ns = sum(ns for _, ns, _ in k.findings_with_time())
     left = kernel_ns
     steps = []
-    for f, saving, variant in sorted(savings_by_rule(k).values(), key=lambda t: -t[1]):
+    for f, saving, variant in sorted(k.savings_by_rule().values(), key=lambda t: -t[1]):
         if kernel_ns > 0:
             saving = left * min(1.0, max(0.0, saving / kernel_ns))
             left -= saving
         if saving <= 0 or saving < floor_ns:
             continue
         steps.append(
-            {
-                "rule": f["rule"],
-                "category": f["category"],
-                "title": f["title"],
-                "estimated_saving_ns": saving,
-                "program_fraction": saving / total_ns if total_ns else 0.0,
-                **({"variant": variant} if variant is not None else {}),
-            }
+            FollowUp(
+                rule=f.rule,
+                category=f.category,
+                title=f.title,
+                estimated_saving_ns=saving,
+                program_fraction=saving / total_ns if total_ns else 0.0,
+                variant=variant,
+            )
         )
     return steps
 
 
 def top_actions(
-    kernels: list[dict[str, Any]], total_ns: float, program: Sequence[dict[str, Any]] = (), limit: int = 10
-) -> list[dict[str, Any]]:
+    kernels: Sequence[KernelEntry], total_ns: float, program: Sequence[ProgramFindingEntry] = (), limit: int = 10
+) -> list[TopAction]:
     """Where to start: program findings and one entry per kernel (its largest fix, the others as `follow_ups`),
     ranked by the time the entry's fix saves."""
     floor_ns = MIN_PROGRAM_FRACTION * total_ns
     actions = [
-        {
-            "kernel": ", ".join(p["kernels"][:3]) + (" …" if len(p["kernels"]) > 3 else ""),
-            "kernel_id": (p.get("kernel_ids") or [None])[0],
-            "rule": p["rule"],
-            "category": p["category"],
-            "title": p["title"],
-            "estimated_saving_ns": p["estimated_saving_ns"],
-            "program_fraction": p["estimated_saving_ns"] / total_ns if total_ns else 0.0,
-            "scope": "program",
-        }
+        TopAction(
+            kernel=", ".join(p.kernels[:3]) + (" …" if len(p.kernels) > 3 else ""),
+            kernel_id=p.kernel_ids[0] if p.kernel_ids else None,
+            rule=p.rule,
+            category=p.category,
+            title=p.title,
+            estimated_saving_ns=p.estimated_saving_ns,
+            program_fraction=p.estimated_saving_ns / total_ns if total_ns else 0.0,
+            scope="program",
+        )
         for p in program
-        if p["estimated_saving_ns"] > 0 and p["estimated_saving_ns"] >= floor_ns
+        if p.estimated_saving_ns > 0 and p.estimated_saving_ns >= floor_ns
     ]
     for k in kernels:
         steps = _kernel_steps(k, total_ns, floor_ns)
         if not steps:
             continue
         head, rest = steps[0], steps[1:]
-        variant = head.get("variant")
-        label = (
-            k["name"]
-            if variant is None
-            else f"{k['name']} ({fmt_ns(k['variants'][variant].get('per_launch_ns'))} launches)"
-        )
+        variant = head.variant
+        label = k.name if variant is None else f"{k.name} ({fmt_ns(k.variants[variant].per_launch_ns)} launches)"
         actions.append(
-            {
-                "kernel": label,
-                "kernel_id": k["id"],
-                **{n: head[n] for n in ("rule", "category", "title", "estimated_saving_ns", "program_fraction")},
-                "scope": "kernel",
-                **({"variant": variant} if variant is not None else {}),
-                **({"follow_ups": rest} if rest else {}),
-            }
+            TopAction(
+                kernel=label,
+                kernel_id=k.id,
+                rule=head.rule,
+                category=head.category,
+                title=head.title,
+                estimated_saving_ns=head.estimated_saving_ns,
+                program_fraction=head.program_fraction,
+                scope="kernel",
+                variant=variant,
+                follow_ups=rest or None,
+            )
         )
-    actions.sort(key=lambda a: -a["estimated_saving_ns"])
+    actions.sort(key=lambda a: -a.estimated_saving_ns)
     return actions[:limit]

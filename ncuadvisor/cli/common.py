@@ -10,7 +10,7 @@ import os
 import tempfile
 from enum import Enum
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
@@ -18,6 +18,10 @@ from rich.console import Console
 from ncuadvisor.config import Config, configured_rules, resolve_config
 from ncuadvisor.errors import OutputError
 from ncuadvisor.render import escape_terminal as escape
+
+if TYPE_CHECKING:
+    from ncuadvisor.diff.types import DiffResult
+    from ncuadvisor.result.types import Result
 
 # -- options -------------------------------------------------------------------------------------------------------
 
@@ -132,14 +136,12 @@ def format_name(output: Path | None, fmt: Enum | None) -> str:
     return choose_format(output, None).value
 
 
-def render_report(
-    result: dict[str, Any], fmt: Format, source_root: Path | None = None, rules: list[Any] | None = None
-) -> str:
+def render_report(result: Result, fmt: Format, source_root: Path | None = None, rules: list[Any] | None = None) -> str:
     """A report result as the text of a file format (SARIF takes the rules' help texts from `rules`)."""
     if fmt is Format.json:
         from ncuadvisor.render import to_json
 
-        return to_json(result) + "\n"
+        return to_json(result.to_dict()) + "\n"
     if fmt is Format.html:
         from ncuadvisor.render.html import render_html
 
@@ -153,7 +155,7 @@ def render_report(
     raise OutputError(f"format {fmt.value} cannot be written to a file")  # pragma: no cover
 
 
-def sarif_text(result: dict[str, Any], source_root: Path | None, rules: list[Any] | None = None) -> str:
+def sarif_text(result: Result, source_root: Path | None, rules: list[Any] | None = None) -> str:
     """The SARIF of a result: the source root (--source-root, else the git top level), the repository-relative path
     of each source file under it and the rules' documentation are looked up here and passed in as data."""
     from ncuadvisor.gitinfo import default_source_root, source_root_forms
@@ -165,21 +167,26 @@ def sarif_text(result: dict[str, Any], source_root: Path | None, rules: list[Any
     return render_sarif(result, root, paths, rule_docs(rules or []))
 
 
-def render_diff(diff: dict[str, Any], name: str) -> str:
+def refuse_diff_sarif(name: str) -> None:
+    """A diff has no SARIF form: for `sarif`, the error that says what to do instead."""
+    if name == "sarif":
+        raise OutputError(
+            "a diff has no SARIF form: upload the SARIF of the new report (`ncuadvisor report pr.ncu-rep -o x.sarif`);"
+            " code scanning itself tells new alerts from old ones"
+        )
+
+
+def render_diff(diff: DiffResult, name: str) -> str:
     """A diff result as the text of a file format; a diff has no SARIF form (the error says what to do instead)."""
     from ncuadvisor.render import diff_render
 
+    refuse_diff_sarif(name)
     if name == "json":
         return diff_render.render_diff_json(diff)
     if name == "html":
         return diff_render.render_diff_html(diff)
     if name == "md":
         return diff_render.render_diff_markdown(diff)
-    if name == "sarif":
-        raise OutputError(
-            "a diff has no SARIF form: upload the SARIF of the new report (`ncuadvisor report pr.ncu-rep -o x.sarif`);"
-            " code scanning itself tells new alerts from old ones"
-        )
     raise OutputError(f"format {name} cannot be written to a file")  # pragma: no cover
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from enum import Enum
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, cast
 
 import typer
 
@@ -18,11 +18,13 @@ from ncuadvisor.cli.common import (
     check_output,
     format_name,
     load_rules,
+    refuse_diff_sarif,
     render_diff,
     write_output,
     wrote,
 )
 from ncuadvisor.errors import GateFailed, InputError, OutputError
+from ncuadvisor.result.types import Result
 from ncuadvisor.result.validate import REPORT_KIND, load_saved
 
 
@@ -38,24 +40,23 @@ class FailOn(str, Enum):
     findings = "findings"
 
 
-def _result_of(path: Path, rules: list[Any]) -> dict[str, Any]:
+def _result_of(path: Path, rules: list[Any]) -> Result:
     """A report is analyzed; a saved report result (.json) is read as it is."""
     if path.suffix.lower() == ".json":
-        return load_saved(path, want=(REPORT_KIND,)).to_dict()
+        return cast(Result, load_saved(path, want=(REPORT_KIND,)))
     from ncuadvisor.analysis.pipeline import analyze
 
     return analyze(path, rules=rules)
 
 
-def _partial_sides(before: dict[str, Any], after: dict[str, Any]) -> list[tuple[str, str]]:
+def _partial_sides(before: Result, after: Result) -> list[tuple[str, str]]:
     """(side, its first `partial:` warning) for each result that is partial (a report cut short or damaged, a profile
     run interrupted)."""
     out = []
     for side, res in (("before", before), ("after", after)):
-        rep = res.get("report") or {}
-        prof = rep.get("profile") or {}
-        warns = [str(w) for w in rep.get("warnings") or [] if str(w).startswith("partial")]
-        if warns or (isinstance(prof, dict) and prof.get("partial")):
+        prof = res.report.profile
+        warns = [str(w) for w in res.report.warnings if str(w).startswith("partial")]
+        if warns or (prof is not None and prof.partial):
             out.append((side, warns[0].split(": ", 1)[-1] if warns else "the profile run was partial"))
     return out
 
@@ -105,13 +106,13 @@ def diff(
     ] = False,
 ) -> None:
     """Compare two reports of the same program (before, after): time, bound and findings per kernel; a CI gate."""
-    from ncuadvisor.diff import diff_results, gate, parse_threshold
+    from ncuadvisor.diff import compare, gate, parse_threshold
     from ncuadvisor.render.diff_render import render_diff_terminal
 
     value = parse_threshold(threshold) if threshold is not None else None
     name = format_name(output, fmt)
     if name == "sarif":
-        render_diff({}, name)  # raises the explanation
+        refuse_diff_sarif(name)
     if output is not None:
         check_output(output, force, [before, after])
         if name == "terminal":
@@ -120,12 +121,10 @@ def diff(
     rules = load_rules(rules_dir, select, ignore, config, quiet=quiet)
     result_before = _result_of(before, rules)
     result_after = _result_of(after, rules)
-    d = diff_results(result_before, result_after, threshold=value)
+    d = compare(result_before, result_after, threshold=value)
     partial = _partial_sides(result_before, result_after)
     for side, why in reversed(partial):  # first, in every format: the comparison is not of whole reports
-        d.setdefault("warnings", []).insert(
-            0, f"partial: the {side} report is incomplete, so its times are too ({why})"
-        )
+        d.warnings.insert(0, f"partial: the {side} report is incomplete, so its times are too ({why})")
     if output is None and name != "terminal":
         sys.stdout.write(render_diff(d, name))
     else:

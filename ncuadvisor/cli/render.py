@@ -17,13 +17,15 @@ from ncuadvisor.cli.common import (
     check_output,
     format_name,
     load_rules,
+    refuse_diff_sarif,
     render_diff,
     render_report,
     write_output,
     wrote,
 )
+from ncuadvisor.diff.types import DiffResult
 from ncuadvisor.errors import OutputError
-from ncuadvisor.result.validate import DIFF_KIND, kind_of, load_saved
+from ncuadvisor.result.validate import load_saved
 
 
 class RenderFormat(str, Enum):
@@ -62,25 +64,23 @@ def render(
         if name == "terminal":
             raise OutputError("--format terminal cannot be written to a file; use .html, .json, .md or .sarif")
     saved = load_saved(path)
-    kind, data = kind_of(saved), saved.to_dict()
-    if kind == DIFF_KIND and name == "sarif":
-        render_diff(data, name)  # raises the explanation
-    if name == "terminal":
-        if kind == DIFF_KIND:
+    if isinstance(saved, DiffResult):
+        refuse_diff_sarif(name)
+        if name == "terminal":
             from ncuadvisor.render.diff_render import render_diff_terminal
 
-            render_diff_terminal(data, top=top or 20)
-        else:
-            from ncuadvisor.render.terminal import render_terminal
+            render_diff_terminal(saved, top=top or 20)
+            return
+        text = render_diff(saved, name)
+    elif name == "terminal":
+        from ncuadvisor.render.terminal import render_terminal
 
-            render_terminal(data, top=top or 10)
+        render_terminal(saved, top=top or 10)
         return
-    if kind == DIFF_KIND:
-        text = render_diff(data, name)
     elif name == "sarif":  # the SARIF's rule help texts come from the rules' docstrings (the user's folders too)
-        text = render_report(data, Format.sarif, source_root, load_rules(rules_dir, config_file=config, quiet=True))
+        text = render_report(saved, Format.sarif, source_root, load_rules(rules_dir, config_file=config, quiet=True))
     else:
-        text = render_report(data, Format(name))
+        text = render_report(saved, Format(name))
     if output is None:
         sys.stdout.write(text)
         return

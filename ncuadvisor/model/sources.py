@@ -6,14 +6,10 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from ncuadvisor.units import in_toolkit
+
 # the library files whose code a Triton kernel inlines: triton/language/*.py, Inductor's runtime helpers
 _PY_LIBRARY = ("/triton/language/", "/torch/_inductor/runtime/", "/site-packages/triton/")
-
-
-def in_toolkit(path: Any) -> bool:
-    """Whether a source path is inside the CUDA toolkit's headers (device_atomic_functions.hpp and the like)."""
-    p = str(path or "").replace("\\", "/")
-    return "/include/" in p and ("/cuda" in p or "/targets/" in p)
 
 
 def in_library(path: Any) -> bool:

@@ -10,10 +10,12 @@ import copy
 import math
 import re
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from ncuadvisor.profile.selection import kernel_key
+from ncuadvisor.result.types import KernelEntry, Result, TorchContext
 
 # Phase 1 reads only these per result (reading a metric costs ~25 µs; phase 1 may hold 100k launches).
 PHASE1_METRICS = [
@@ -28,12 +30,10 @@ PHASE1_METRICS = [
 ]
 
 
-def phase1_durations(
-    phase1: dict[str, Any], launches: Sequence[dict[str, Any]]
-) -> dict[str, tuple[list[int], list[float]]]:
+def phase1_durations(phase1: Result, launches: Sequence[dict[str, Any]]) -> dict[str, tuple[list[int], list[float]]]:
     """Phase-1 kernel id -> (result ids, durations) of its launches, in launch order (a kernel of each process has
     an id of its own)."""
-    out: dict[str, tuple[list[int], list[float]]] = {k["id"]: ([], []) for k in phase1["kernels"]}
+    out: dict[str, tuple[list[int], list[float]]] = {k.id: ([], []) for k in phase1.kernels}
     for x in launches:
         if x.get("kernel_id") in out:
             ids, durs = out[x["kernel_id"]]
@@ -66,12 +66,12 @@ class Phase1Time:
     that phase 2 profiled, so that rules see each kernel's true share of the program's GPU time. A kernel that
     several processes ran counts as one process's (the mean over them), as the analysis of one process sees it."""
 
-    def __init__(self, phase1: dict[str, Any], launches: Sequence[dict[str, Any]]):
+    def __init__(self, phase1: Result, launches: Sequence[dict[str, Any]]):
         durations = phase1_durations(phase1, launches)
         self.by_key: dict[tuple[str, str, str], list[tuple[list[int], list[float]]]] = {}
-        for k in phase1["kernels"]:
-            self.by_key.setdefault(kernel_key(k), []).append(durations[k["id"]])
-        self.total_ns = float(phase1["report"]["total_duration_ns"] or 0.0)
+        for k in phase1.kernels:
+            self.by_key.setdefault(kernel_key(k), []).append(durations[k.id])
+        self.total_ns = float(phase1.report.total_duration_ns or 0.0)
 
     def __call__(self, kernel: Any, launch_ns: float | None) -> tuple[int, float] | None:
         found = [split_at(ids, durs, launch_ns) for ids, durs in self.by_key.get(kernel_key(kernel), []) if ids]
@@ -84,16 +84,17 @@ _ATEN_RE = re.compile(r"\b((?:aten|c10d?|torchvision|triton|prims|inductor)::[A-
 _MODULE_RE = re.compile(r"\bmodule:([A-Za-z0-9_.]+)")
 
 
-def torch_context(nvtx: str) -> dict[str, str | None]:
+def torch_context(nvtx: str) -> TorchContext:
     """The innermost ATen op and nn.Module of a kernel, from its NVTX ranges (--torch-ops)."""
     ops = _ATEN_RE.findall(nvtx or "")
     mods = _MODULE_RE.findall(nvtx or "")
-    return {"torch_op": ops[-1] if ops else None, "torch_module": mods[-1] if mods else None}
+    return TorchContext(torch_op=ops[-1] if ops else None, torch_module=mods[-1] if mods else None)
 
 
-def _unprofiled(entry: dict[str, Any]) -> dict[str, Any]:
+def _unprofiled(entry: KernelEntry) -> KernelEntry:
     e = copy.deepcopy(entry)
-    e.update(
+    return replace(
+        e,
         bound="unknown",
         bound_reason="not profiled in depth: phase 1 measured its time only (raise --top or --coverage to include it)",
         headroom=None,
@@ -103,21 +104,20 @@ def _unprofiled(entry: dict[str, Any]) -> dict[str, Any]:
         ncu_rules=[],
         sections=[],
         profiled=False,
+        variants=[
+            replace(v, profiled=False, bound="unknown", bound_reason=None, headroom=None, findings=[], suppressed=[])
+            for v in e.variants
+        ],
     )
-    e["variants"] = [
-        dict(v, profiled=False, bound="unknown", bound_reason=None, headroom=None, findings=[], suppressed=[])
-        for v in e.get("variants") or []
-    ]
-    return e
 
 
 def merge_results(
-    phase1: dict[str, Any],
-    deep: Sequence[tuple[str, dict[str, Any]]],
+    phase1: Result,
+    deep: Sequence[tuple[str, Result]],
     launches: list[dict[str, Any]] | None = None,
     rules: list[Any] | None = None,
     torch_ops: bool = False,
-) -> dict[str, Any]:
+) -> Result:
     """One result from the phase-1 result (every kernel, its time) and the phase-2 results (deep metrics of a few).
 
     Every phase-1 kernel appears, in phase-1 order (total time), with phase-1 launches, duration and time share;
@@ -126,111 +126,105 @@ def merge_results(
     merged kernels and the phase-1 launches; top actions are recomputed with phase-1 times.
     `deep` is a list of (report path, result of analyze()).
     """
-    from ncuadvisor.analysis.entries import variant_entry as variant_json
-    from ncuadvisor.analysis.entries import with_no_rule
+    from ncuadvisor.analysis.entries import variant_entry, with_no_rule
     from ncuadvisor.analysis.pipeline import ANALYSIS_SECTIONS, add_program_level
     from ncuadvisor.model import spread_note
 
-    total = float(phase1["report"]["total_duration_ns"] or 0.0)
+    total = float(phase1.report.total_duration_ns or 0.0)
     p1_durations = phase1_durations(phase1, launches or [])
-    deep_by_key: dict[tuple[str, str, str], tuple[str, dict[str, Any]]] = {}
+    deep_by_key: dict[tuple[str, str, str], tuple[str, KernelEntry]] = {}
     # multi-process programs: the pids differ from run to run, the ranks do not; a kernel is matched to the deep
     # entry of the same rank when both know it, else to the first deep entry of the same kernel and shape
-    deep_by_rank: dict[tuple[tuple[str, str, str], Any], tuple[str, dict[str, Any]]] = {}
+    deep_by_rank: dict[tuple[tuple[str, str, str], Any], tuple[str, KernelEntry]] = {}
     for path, res in deep:
-        for d in res["kernels"]:
+        for d in res.kernels:
             deep_by_key.setdefault(kernel_key(d), (path, d))
-            rank = (d.get("process") or {}).get("rank")
+            rank = d.process.rank if d.process is not None else None
             if rank is not None:
                 deep_by_rank.setdefault((kernel_key(d), rank), (path, d))
     used: set[tuple[str, str, str]] = set()
     merged = []
-    for p in phase1["kernels"]:
+    for p in phase1.kernels:
         key = kernel_key(p)
         if key in deep_by_key:
-            rank = (p.get("process") or {}).get("rank")
+            rank = p.process.rank if p.process is not None else None
             path, d = deep_by_rank.get((key, rank)) or deep_by_key[key]
             used.add(key)
-            e = copy.deepcopy(d)
-            e.pop("process", None)
-            e.pop("process_label", None)
-            if p.get("process"):
-                e["process"], e["process_label"] = p["process"], p.get("process_label", "")
-            e.update(
-                id=p["id"],
-                launches=p["launches"],
-                duration_ns=p["duration_ns"],
-                per_launch_ns=p["per_launch_ns"],
-                launch_range_ns=p.get("launch_range_ns"),
-                launch_note=p.get("launch_note"),
-                time_share=(p["duration_ns"] / total) if total else 0.0,
-                result_ids=p["result_ids"],
-                nvtx=d.get("nvtx") or p.get("nvtx", ""),
-                profiled=True,
-                deep_report=path,
-                deep_result_ids=d.get("result_ids", []),
-                deep_launches=d.get("launches"),
-            )
             # the profiled launch speaks for the phase-1 launches of its size; other sizes were timed only
-            found = p1_durations.get(p["id"])
+            found = p1_durations.get(p.id)
             n, ns, variants = (
-                split_at(found[0], found[1], (d.get("roofline") or {}).get("duration_ns"))
+                split_at(found[0], found[1], d.roofline.duration_ns)
                 if found and found[0]
-                else (p["launches"], p["duration_ns"], [])
+                else (p.launches, p.duration_ns, [])
             )
-            e["analysed_launches"], e["analysed_duration_ns"] = n, ns
-            e["variants"] = [variant_json(v, total) for v in variants]
+            launch_note = p.launch_note
             if variants:
-                lo, hi = p.get("launch_range_ns") or (None, None)
-                e["launch_note"] = spread_note(
+                lo, hi = p.launch_range_ns or (None, None)
+                launch_note = spread_note(
                     lo,
                     hi,
                     f"the launch profiled in depth stands for {n} of the "
-                    f"{p['launches']} launches, the other sizes were timed in phase 1 only",
+                    f"{p.launches} launches, the other sizes were timed in phase 1 only",
                 )
+            e = replace(
+                copy.deepcopy(d),
+                process=copy.deepcopy(p.process),
+                process_label=(p.process_label if p.process_label is not None else "") if p.process else None,
+                id=p.id,
+                launches=p.launches,
+                duration_ns=p.duration_ns,
+                per_launch_ns=p.per_launch_ns,
+                launch_range_ns=list(p.launch_range_ns),
+                launch_note=launch_note,
+                time_share=(p.duration_ns / total) if total else 0.0,
+                result_ids=list(p.result_ids),
+                nvtx=d.nvtx or p.nvtx,
+                profiled=True,
+                deep_report=path,
+                deep_result_ids=list(d.result_ids),
+                deep_launches=d.launches,
+                analysed_launches=n,
+                analysed_duration_ns=ns,
+                variants=[variant_entry(v, total) for v in variants],
+            )
         else:
-            e = _unprofiled(p)
-            e["time_share"] = (p["duration_ns"] / total) if total else 0.0
-        if torch_ops or _ATEN_RE.search(e.get("nvtx") or "") or _MODULE_RE.search(e.get("nvtx") or ""):
-            e.update(torch_context(e.get("nvtx") or ""))
-        if e.get("profiled") is False:  # timed only: its bound_reason says so, no verdict on what was not analysed
-            e.pop("no_rule", None)
+            e = replace(_unprofiled(p), time_share=(p.duration_ns / total) if total else 0.0)
+        if torch_ops or _ATEN_RE.search(e.nvtx or "") or _MODULE_RE.search(e.nvtx or ""):
+            e.torch = torch_context(e.nvtx or "")
+        if e.profiled is False:  # timed only: its bound_reason says so, no verdict on what was not analysed
+            e.no_rule = None
         else:  # the verdict speaks of the phase-1 time share
             e = with_no_rule(e)
         merged.append(e)
 
     base = copy.deepcopy(deep[0][1]) if deep else copy.deepcopy(phase1)
-    rep = base["report"]
-    warnings: list[str] = [w for w in phase1["report"]["warnings"] if "lacks sections" not in w]
+    rep = base.report
+    warnings: list[str] = [w for w in phase1.report.warnings if "lacks sections" not in w]
     sections: set[str] = set()
     for _path, res in deep:
-        sections.update(res["report"].get("sections") or [])
-        for w in res["report"]["warnings"]:
+        sections.update(res.report.sections)
+        for w in res.report.warnings:
             if w not in warnings:
                 warnings.append(w)
     for key, (_path, d) in deep_by_key.items():
         if key not in used:
-            warnings.append(
-                f"{d['name']} {d['grid']}x{d['block']} was profiled in phase 2 but not seen in phase 1: left out"
-            )
-    rep.update(
-        processes=phase1["report"].get("processes", []),
-        results=phase1["report"]["results"],
-        kernels=len(merged),
-        total_duration_ns=total,
-        sections=sorted(sections),
-        missing_sections=[s for s in ANALYSIS_SECTIONS if s not in sections] if deep else list(ANALYSIS_SECTIONS),
-        warnings=warnings,
-    )
+            warnings.append(f"{d.name} {d.grid}x{d.block} was profiled in phase 2 but not seen in phase 1: left out")
+    rep.processes = copy.deepcopy(phase1.report.processes)
+    rep.results = phase1.report.results
+    rep.kernels = len(merged)
+    rep.total_duration_ns = total
+    rep.sections = sorted(sections)
+    rep.missing_sections = [s for s in ANALYSIS_SECTIONS if s not in sections] if deep else list(ANALYSIS_SECTIONS)
+    rep.warnings = warnings
     if not deep:
-        rep["device"] = phase1["report"]["device"]
-    base["kernels"] = merged
+        rep.device = copy.deepcopy(phase1.report.device)
+    base.kernels = merged
 
     add_program_level(base, launches or [], rules if rules is not None else [])
     return base
 
 
-def analyze_phase1(path: Path, rules: list[Any]) -> tuple[dict[str, Any], list[dict[str, Any]], list[Any]]:
+def analyze_phase1(path: Path, rules: list[Any]) -> tuple[Result, list[dict[str, Any]], list[Any]]:
     """Phase-1 result (structure only: no kernel rules), its launches for program rules, and its kernel groups."""
     from ncuadvisor import engine
     from ncuadvisor.analysis.entries import launch_list

@@ -59,6 +59,7 @@ from ncuadvisor.profile.selection import (
 )
 from ncuadvisor.profile.target import TORCH_RUNNER, Target
 from ncuadvisor.reportfile.sniff import private_dir
+from ncuadvisor.result.types import ProfileInfo, Result
 from ncuadvisor.units import clip
 
 
@@ -228,8 +229,8 @@ class Session:
         meta.update(extra)
         return meta
 
-    def _finish(self, result: dict[str, Any], mode: str, extra: dict[str, Any]) -> dict[str, Any]:
-        warnings = result["report"]["warnings"]
+    def _finish(self, result: Result, mode: str, extra: dict[str, Any]) -> Result:
+        warnings = result.report.warnings
         damaged = next((w for w in warnings if str(w).startswith("partial: the report file is ")), None)
         if damaged and not self.incomplete:  # ncu wrote a report cut short or damaged: the run is partial (exit 4)
             self.incomplete = "ncu wrote a damaged report (" + str(damaged).split(": ", 1)[1] + ")"
@@ -240,7 +241,7 @@ class Session:
         for w in self.warnings:
             if w not in warnings:
                 warnings.append(w)
-        result["report"]["profile"] = self._meta(mode, extra)
+        result.report.profile = ProfileInfo.from_dict(self._meta(mode, extra), "report.profile")
         return result
 
     def remove_reports(self) -> None:
@@ -252,7 +253,7 @@ class Session:
                 pass
 
     # -- modes ----------------------------------------------------------------------------------------------------
-    def full(self) -> dict[str, Any]:
+    def full(self) -> Result:
         from ncuadvisor.analysis.pipeline import analyze
 
         out_base = str(self.work / "full")
@@ -261,13 +262,13 @@ class Session:
         dest = self._place(run, f"{self.base.name}")
         assert dest is not None
         result = analyze(dest, rules=self.rules)
-        for k in result["kernels"]:
-            k["profiled"] = True
+        for k in result.kernels:
+            k.profiled = True
             if self.torch_ops:
-                k.update(torch_context(k.get("nvtx") or ""))
+                k.torch = torch_context(k.nvtx or "")
         return self._finish(result, "full", {})
 
-    def two_phase(self, top: int | None, coverage: float | None) -> dict[str, Any]:
+    def two_phase(self, top: int | None, coverage: float | None) -> Result:
         out1 = str(self.work / "phase1")
         cmd1 = ncu_mod.phase1_command(self.ncu, out1, self.target.argv, self.filters)
         run1 = self._run_saved(cmd1, out1, "phase 1/2: timing every kernel launch", "phase 1")
@@ -304,7 +305,7 @@ class Session:
         if deep and self.collection != "sections":
             # the declared collection holds every metric the rules read, not the whole sections: the analysis
             # skipped nothing for want of a section; only NCU's own rules of the other sections did not run
-            warnings = result["report"]["warnings"]
+            warnings = result.report.warnings
             warnings[:] = [w for w in warnings if "lacks sections" not in w]
             warnings.append(
                 "phase 2 collected the metrics the analysis reads by name, with the sections "
@@ -312,9 +313,9 @@ class Session:
                 + ": NCU's own rule results are those of these sections"
             )
         if not deep:
-            result["report"]["path"] = str(p1_path)
-            result["report"]["name"] = p1_path.name
-        result["report"]["phase1_report"] = str(p1_path)
+            result.report.path = str(p1_path)
+            result.report.name = p1_path.name
+        result.report.phase1_report = str(p1_path)
         return self._finish(result, "two-phase", {"selection": selection})
 
     def _phase2(
@@ -324,7 +325,7 @@ class Session:
         launches: list[dict[str, Any]],
         group_time: Phase1Time,
         selection: dict[str, Any],
-    ) -> tuple[list[tuple[str, dict[str, Any]]], list[Any]]:
+    ) -> tuple[list[tuple[str, Result]], list[Any]]:
         """The rounds of phase 2, until every chosen kernel was profiled in depth or a round finds none: the deep
         results (report path, result) and the chosen kernels still missing. Records each round in `selection`."""
         from ncuadvisor.analysis.pipeline import analyze
@@ -332,7 +333,7 @@ class Session:
         sections, metrics = self.phase2_collection()
         selection["collection"] = {"mode": self.collection, "sections": sections, "metrics": len(metrics)}
 
-        deep: list[tuple[str, dict[str, Any]]] = []
+        deep: list[tuple[str, Result]] = []
         found: set[tuple[str, str, str]] = set()
         missing = list(chosen)
         name_base = "demangled"
@@ -376,13 +377,13 @@ class Session:
             new: set[tuple[str, str, str]] = set()
             if run2.report is not None:
                 res = analyze(run2.report, rules=self.rules, group_time=group_time)
-                keys = {kernel_key(k) for k in res["kernels"]}
+                keys = {kernel_key(k) for k in res.kernels}
                 new = {kernel_key(k) for k in missing} & keys
                 if new or not deep:
                     stem = f"{self.base.name}" if not deep else f"{self.base.name}.round{rnd}"
                     dest = self._place(run2, stem)
-                    res["report"]["path"] = str(dest)
-                    res["report"]["name"] = dest.name if dest else res["report"]["name"]
+                    res.report.path = str(dest)
+                    res.report.name = dest.name if dest else res.report.name
                     deep.append((str(dest), res))
                 found |= keys
             selection["rounds"].append(
@@ -418,7 +419,7 @@ def run_profile(
     torch_ops: bool = False,
     verbose: bool = False,
     quiet: bool = False,
-) -> tuple[Session, dict[str, Any]]:
+) -> tuple[Session, Result]:
     """Profile `target` (both phases, or `--full`) and analyze it; the reports are placed beside `output`.
 
     Returns the session (what was placed, whether it was interrupted or is incomplete) and the result, whose
@@ -449,5 +450,6 @@ def run_profile(
         result = session.full() if full else session.two_phase(top=top, coverage=coverage)
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    result["report"]["profile"]["wall_s"] = round(time.monotonic() - t0, 2)
+    if result.report.profile is not None:
+        result.report.profile.wall_s = round(time.monotonic() - t0, 2)
     return session, result

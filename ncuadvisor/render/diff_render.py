@@ -1,4 +1,4 @@
-"""Renderers of a diff (`ncuadvisor.diff.diff_results`): terminal (rich), markdown (GitHub), HTML, JSON.
+"""Renderers of a diff (`ncuadvisor.diff.compare`, the typed `DiffResult`): terminal (rich), markdown (GitHub), HTML, JSON.
 
 They format the diff view (`render.diff_view`), never compute: every number comes from the diff. The markdown
 escapes as the report's does (`mdtext`) and, like it, stays under GitHub's comment limit however many kernels the
@@ -8,12 +8,12 @@ how many were left out.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 from rich.console import Console, JustifyMethod
 from rich.table import Table
 
+from ncuadvisor.diff.types import DiffResult
 from ncuadvisor.render import HTML_FILTERS, console_for_output, environment, to_json
 from ncuadvisor.render import escape_terminal as escape
 from ncuadvisor.render.diff_view import diff_view
@@ -53,8 +53,8 @@ LABEL_FILTERS = {
 MD_LABEL_FILTERS = {"status_md": lambda s: STATUS_MD.get(s, md(s)), "verdict_md": lambda v: VERDICT_MD.get(v, md(v))}
 
 
-def render_diff_markdown(diff: Mapping[str, Any], max_chars: int = COMMENT_CHARS) -> str:
-    """The markdown of a diff dict, at most `max_chars` long."""
+def render_diff_markdown(diff: DiffResult, max_chars: int = COMMENT_CHARS) -> str:
+    """The markdown of a diff, at most `max_chars` long."""
     view = diff_view(diff)
     env = environment(autoescape=False, filters={**MD_FILTERS, **LABEL_FILTERS, **MD_LABEL_FILTERS})
     mod: Any = env.get_template(MD_TEMPLATE).make_module({"d": view})  # its macros, one per piece
@@ -77,15 +77,15 @@ def render_diff_markdown(diff: Mapping[str, Any], max_chars: int = COMMENT_CHARS
     return fit_markdown(max_chars, head, table_head, rows, details_title, details, footer, note_rows, note_details)
 
 
-def render_diff_html(diff: Mapping[str, Any]) -> str:
-    """The HTML page of a diff dict."""
+def render_diff_html(diff: DiffResult) -> str:
+    """The HTML page of a diff."""
     view = diff_view(diff)
     env = environment(autoescape=True, filters={**HTML_FILTERS, **LABEL_FILTERS})
     return env.get_template(HTML_TEMPLATE).render(d=view, generator=view.generator)
 
 
-def render_diff_json(diff: Mapping[str, Any]) -> str:
-    return to_json(diff) + "\n"
+def render_diff_json(diff: DiffResult) -> str:
+    return to_json(diff.to_dict()) + "\n"
 
 
 def _styled(status: str) -> str:
@@ -94,8 +94,8 @@ def _styled(status: str) -> str:
     return f"[{style}]{text}[/]" if style else escape(text)
 
 
-def render_diff_terminal(diff: Mapping[str, Any], console: Console | None = None, top: int = 20) -> None:
-    """Print the summary of a diff dict: the verdict, the counts and the first `top` kernel entries."""
+def render_diff_terminal(diff: DiffResult, console: Console | None = None, top: int = 20) -> None:
+    """Print the summary of a diff: the verdict, the counts and the first `top` kernel entries."""
     console = console_for_output() if console is None else console
     d = diff_view(diff)
     b, a, t, s, noise = d.before, d.after, d.total, d.summary, d.noise

@@ -1,17 +1,18 @@
-"""The view of a diff (`ncuadvisor.diff.diff_results`, its JSON contract): plain objects with every default filled.
+"""The view of a diff (the typed `ncuadvisor.diff.DiffResult`, as `compare` builds it or `load_saved` reads it): plain
+objects with every default filled.
 
-As `render.view` does for a report: whatever the diff dict lacks becomes an empty list, a zero count, an empty side
-(`present` False) or None, once, and what the renderers would otherwise compute (the lists by status, the new
+As `render.view` does for a report: a side the kernel is missing from is an empty side (`present` False), a missing
+process or first fix None, once, and what the renderers would otherwise compute (the lists by status, the new
 findings by saving, the shape tags, the findings cell, the total's change as text) is computed here.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ncuadvisor.render.view import Generator, as_list, as_map, as_maps, generator_of, pick
+from ncuadvisor.diff import types as dt
+from ncuadvisor.render.view import Generator, take
 from ncuadvisor.result import shape_tagger
 from ncuadvisor.units import finite, fmt_change, fmt_delta_ns
 
@@ -190,96 +191,91 @@ def findings_cell(new: list[Finding], resolved: list[Finding], unchanged: list[F
     return "; ".join(parts) if parts else "–"
 
 
-def total_change_text(t: Mapping[str, Any]) -> str:
+def total_change_text(t: dt.TotalChange) -> str:
     """The program total's change: '+7.93 ms, +227.6%', and in per-launch mode '+205.5 µs, +1.8% per result: 3.22×
     the results'."""
-    text = fmt_delta_ns(t.get("change_ns")) + (f", {fmt_change(t['change'])}" if t.get("change") is not None else "")
-    scaled, before = finite(t.get("before_scaled_ns")), finite(t.get("before_ns"))
+    text = fmt_delta_ns(t.change_ns) + (f", {fmt_change(t.change)}" if t.change is not None else "")
+    scaled, before = finite(t.before_scaled_ns), finite(t.before_ns)
     if scaled is not None and before:
         text += f" per result: {scaled / before:.2f}× the results"
     return text
 
 
-def _findings(raw: Mapping[str, Any]) -> tuple[list[Finding], list[Finding], list[Finding]]:
-    new, resolved, unchanged = (
-        [pick(Finding, f) for f in as_maps(raw.get(n))] for n in ("new", "resolved", "unchanged")
+def _findings(changes: dt.FindingChanges) -> tuple[list[Finding], list[Finding], list[Finding]]:
+    return (
+        [take(Finding, f) for f in changes.new],
+        [take(Finding, f) for f in changes.resolved],
+        [take(Finding, f) for f in changes.unchanged],
     )
-    return new, resolved, unchanged
 
 
-def _side(raw: Any) -> KernelSide:
-    side = as_map(raw)
-    return pick(KernelSide, side, present=bool(side))
+def _side(side: dt.KernelSide | None) -> KernelSide:
+    return take(KernelSide, side, present=side is not None)
 
 
-def _process(raw: Any) -> Process | None:
-    p = as_map(raw)
-    if not p:
+def _process(p: dt.ProcessMatch | None) -> Process | None:
+    if p is None:
         return None
-    sides = {n: (pick(ProcessSide, as_map(p.get(n))) if as_map(p.get(n)) else None) for n in ("before", "after")}
-    return pick(Process, p, **sides)
+    sides = {n: (take(ProcessSide, s) if (s := getattr(p, n)) is not None else None) for n in ("before", "after")}
+    return take(Process, p, **sides)
 
 
-def _entry(raw: Mapping[str, Any], tag: str) -> Entry:
-    new, resolved, unchanged = _findings(as_map(raw.get("findings")))
-    process = _process(raw.get("process"))
-    return pick(
+def _entry(k: dt.KernelChange, tag: str) -> Entry:
+    new, resolved, unchanged = _findings(k.findings)
+    process = _process(k.process)
+    return take(
         Entry,
-        raw,
-        shown_name=raw.get("display_name") or raw.get("name") or raw.get("demangled"),
-        full_name=raw.get("demangled") or raw.get("name"),
+        k,
+        shown_name=k.name or k.demangled,
+        full_name=k.demangled or k.name,
         shape_tag=tag,
         process=process,
         process_label=process.label if process else None,
-        before=_side(raw.get("before")),
-        after=_side(raw.get("after")),
+        before=_side(k.before),
+        after=_side(k.after),
         findings=Findings(new, resolved, unchanged, findings_cell(new, resolved, unchanged)),
-        has_detail=raw.get("status") != "unchanged" or bool(new or resolved) or raw.get("match") == "name",
+        has_detail=k.status != "unchanged" or bool(new or resolved) or k.match == "name",
     )
 
 
-def _shape_tags(entries: list[Mapping[str, Any]]) -> list[str]:
+def _shape_tags(entries: list[dt.KernelChange]) -> list[str]:
     """Each entry's shape tag among the diff's entries ('grid (8, 8, 1)' where other entries share its name;
     per-process entries are already told apart by their process), from the after side, else the before side."""
 
-    def side(e: Mapping[str, Any]) -> Mapping[str, Any]:
-        return as_map(e.get("after") or e.get("before"))
+    def shape(e: dt.KernelChange) -> tuple[str, str]:
+        side = e.after or e.before
+        return (str(side.grid or "–"), str(side.block or "–")) if side is not None else ("–", "–")
 
     tag = shape_tagger(
         entries,
-        lambda e: (str(e.get("name") or e.get("demangled") or ""), str(as_map(e.get("process")).get("label") or "")),
-        lambda e: (str(side(e).get("grid") or "–"), str(side(e).get("block") or "–")),
+        lambda e: (str(e.name or e.demangled or ""), str(e.process.label if e.process is not None else "")),
+        shape,
     )
     return [tag(e) for e in entries]
 
 
-def diff_view(diff: Mapping[str, Any]) -> Diff:
-    """The view of a diff dict (the JSON contract, schema_version 1)."""
-    diff = as_map(diff)
-    raw_entries = as_maps(diff.get("kernels"))
-    entries = [_entry(e, tag) for e, tag in zip(raw_entries, _shape_tags(raw_entries))]
+def diff_view(diff: dt.DiffResult) -> Diff:
+    """The view of a diff (the typed JSON contract, schema_version 1)."""
+    entries = [_entry(e, tag) for e, tag in zip(diff.kernels, _shape_tags(diff.kernels))]
     by_status = {s: [e for e in entries if e.status == s] for s in STATUSES}
     news = [(e, f) for e in entries for f in e.findings.new]
     news.sort(key=lambda ef: -(finite(ef[1].estimated_saving_ns) or 0.0))
     predictions = [(e, f) for e in entries for f in e.findings.resolved if finite(f.measured_saving_ns) is not None]
     predictions.sort(key=lambda ef: -(finite(ef[1].estimated_saving_ns) or 0.0))
-    summary = as_map(diff.get("summary"))
-    total = as_map(diff.get("total"))
-    first_fix = as_map(diff.get("first_fix"))
-    program = _findings(as_map(diff.get("program_findings")))
-    return pick(
+    gen = diff.generator
+    return take(
         Diff,
         diff,
-        generator=generator_of(diff.get("generator")),
-        before=pick(Side, as_map(diff.get("before"))),
-        after=pick(Side, as_map(diff.get("after"))),
-        total=pick(Total, total, change_text=total_change_text(total)),
-        summary=Summary(**{n: summary.get(n) or 0 for n in Summary.__dataclass_fields__}),
-        noise=pick(Noise, as_map(diff.get("noise"))),
-        first_fix=pick(FirstFix, first_fix) if first_fix else None,
-        warnings=as_list(diff.get("warnings")),
+        generator=Generator(name=str(gen.name or "ncuadvisor"), version=str(gen.version or "")),
+        before=take(Side, diff.before),
+        after=take(Side, diff.after),
+        total=take(Total, diff.total, change_text=total_change_text(diff.total)),
+        summary=Summary(**{n: getattr(diff.summary, n) or 0 for n in Summary.__dataclass_fields__}),
+        noise=take(Noise, diff.noise),
+        first_fix=take(FirstFix, diff.first_fix) if diff.first_fix is not None else None,
+        warnings=list(diff.warnings),
         kernels=entries,
-        program_findings=ProgramFindings(*program),
+        program_findings=ProgramFindings(*_findings(diff.program_findings)),
         by_status=by_status,
         added_ns=sum(finite(e.after.duration_ns) or 0.0 for e in by_status["added"]),
         removed_ns=sum(finite(e.before.duration_ns) or 0.0 for e in by_status["removed"]),

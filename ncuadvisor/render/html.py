@@ -23,6 +23,7 @@ from ncuadvisor.render import HTML_FILTERS, environment, to_json
 from ncuadvisor.render.chart import roofline_chart
 from ncuadvisor.render.chart_zoom import zoomed_chart
 from ncuadvisor.render.view import Kernel, Result, report_view
+from ncuadvisor.result.types import Result as ResultRecord
 from ncuadvisor.units import number
 
 TEMPLATE = "report.html.j2"
@@ -92,15 +93,15 @@ def page_layout(view: Result, full_cards: int = FULL_CARDS) -> Layout:
 
 
 def render_html(
-    result: Mapping[str, Any],
+    result: ResultRecord,
     full_cards: int = FULL_CARDS,
     chart_points: int | None = CHART_POINTS,
     json_limit: int = JSON_EMBED_LIMIT,
 ) -> str:
-    """The page of a result dict. The limits keep a big report under 5 MB; a report under all of them renders every
+    """The page of a result (its JSON embedded). The limits keep a big report under 5 MB; a report under all of them renders every
     kernel in full."""
     view = report_view(result)
-    text = _compact_json(result)
+    text = _compact_json(result.to_dict())
     json_bytes = len(text.encode())
     env = environment(autoescape=True, filters=HTML_FILTERS)
     chart = roofline_chart(view, chart_points)

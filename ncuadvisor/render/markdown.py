@@ -7,12 +7,12 @@ details from the end (smallest kernels first), then table rows (`mdtext.fit_mark
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 from ncuadvisor.render import environment
 from ncuadvisor.render.mdtext import COMMENT_CHARS, GITHUB_LIMIT, MD_FILTERS, block, fit_markdown, md
 from ncuadvisor.render.view import report_view
+from ncuadvisor.result.types import Result
 from ncuadvisor.units import fmt_ns, number
 
 TEMPLATE = "report.md.j2"
@@ -20,8 +20,8 @@ TEMPLATE = "report.md.j2"
 __all__ = ["GITHUB_LIMIT", "md", "render_markdown"]
 
 
-def render_markdown(result: Mapping[str, Any], max_chars: int = COMMENT_CHARS) -> str:
-    """The markdown of a result dict, at most `max_chars` long."""
+def render_markdown(result: Result, max_chars: int = COMMENT_CHARS) -> str:
+    """The markdown of a result, at most `max_chars` long."""
     view = report_view(result)
     env = environment(autoescape=False, filters=MD_FILTERS)
     mod: Any = env.get_template(TEMPLATE).make_module({"r": view})  # its macros, one per piece

@@ -54,6 +54,7 @@ from urllib.parse import quote
 
 from ncuadvisor.render.mdtext import md
 from ncuadvisor.render.view import Finding, Kernel, SourceLine, report_view
+from ncuadvisor.result.types import Result as ResultRecord
 from ncuadvisor.units import fmt_ns, fmt_pct, number
 
 SARIF_VERSION = "2.1.0"
@@ -89,7 +90,7 @@ def _located(source: Iterable[SourceLine]) -> list[SourceLine]:
     return out
 
 
-def source_files(result: Mapping[str, Any]) -> list[str]:
+def source_files(result: ResultRecord) -> list[str]:
     """Every source file the SARIF of a result may name: its findings' lines and its kernels' entries."""
     files: dict[str, None] = {}
     for k in report_view(result).kernels:
@@ -373,12 +374,12 @@ class _Log:
 
 
 def build_sarif(
-    result: Mapping[str, Any],
+    result: ResultRecord,
     source_root: str,
     paths: Mapping[str, str],
     rules: Iterable[Mapping[str, Any]] = (),
 ) -> dict[str, Any]:
-    """The SARIF log (a dict) of a result dict (see the module docstring for the arguments)."""
+    """The SARIF log (a dict) of a result (see the module docstring for the arguments)."""
     view = report_view(result)
     rep = view.report
     total = number(rep.total_duration_ns)
@@ -420,7 +421,7 @@ def build_sarif(
 
 
 def render_sarif(
-    result: Mapping[str, Any],
+    result: ResultRecord,
     source_root: str,
     paths: Mapping[str, str],
     rules: Iterable[Mapping[str, Any]] = (),

@@ -8,17 +8,14 @@ under their own item. Piped or redirected it never wraps (`console_for_output`):
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
 from rich.console import Console
 from rich.table import Table
 
-from ncuadvisor.model.sources import in_toolkit
 from ncuadvisor.render import console_for_output
 from ncuadvisor.render import escape_terminal as escape
 from ncuadvisor.render.view import Action, Finding, Kernel, Result, report_view
-from ncuadvisor.units import basename_loc, first_sentence, fit_name, fmt_ns, fmt_pct, fmt_x, short_name
+from ncuadvisor.result.types import Result as ResultRecord
+from ncuadvisor.units import basename_loc, first_sentence, fit_name, fmt_ns, fmt_pct, fmt_x, in_toolkit, short_name
 
 BOUND_STYLE = {"memory": "cyan", "compute": "magenta", "latency": "yellow", "launch": "red", "unknown": "dim"}
 ACTIONS_SHOWN = 5  # lines of "where to start", and as many program-wide findings below them
@@ -131,8 +128,8 @@ def _where_to_start(console: Console, view: Result, width: int) -> None:
     console.print(grid)
 
 
-def render_terminal(result: Mapping[str, Any], console: Console | None = None, top: int = 10) -> None:
-    """Print the summary of a result dict: the first `top` kernels by time."""
+def render_terminal(result: ResultRecord, console: Console | None = None, top: int = 10) -> None:
+    """Print the summary of a result: the first `top` kernels by time."""
     console = console_for_output() if console is None else console
     width = console.width
     view = report_view(result)

@@ -1,12 +1,12 @@
 """The view of a result: plain, frozen objects with every default filled, which the renderers and templates read.
 
-`report_view(result)` takes the result as its JSON contract (the dict `ncuadvisor report -f json` writes, with
-`schema_version` 1), so that a saved JSON renders the same as a fresh analysis. Whatever the dict lacks or holds in
-the wrong shape becomes an empty list, an empty object or None here, once: no renderer or template guards a lookup,
-and a template that names a field the view does not have fails (jinja2's StrictUndefined) instead of printing
-nothing. Values are the result's own (numbers stay numbers: the templates format them through the filters of
-`ncuadvisor.units`); what a renderer would otherwise compute (a finding's saving in ns, a kernel's shape tag, the
-first finding, a program finding's links) is computed here.
+`report_view(result)` takes the typed result (`ncuadvisor.result.Result`), as the pipeline builds it or as
+`ncuadvisor.result.validate.load_saved` reads a saved JSON, so that a saved JSON renders the same as a fresh
+analysis; the type guarantees each part's shape, so no renderer or template guards a lookup, and a template that
+names a field the view does not have fails (jinja2's StrictUndefined) instead of printing nothing. Values are the
+result's own (numbers stay numbers: the templates format them through the filters of `ncuadvisor.units`); what a
+renderer would otherwise compute (a finding's saving in ns, a kernel's shape tag, the first finding, a program
+finding's links) is computed here; `take` fills a view object from a typed record's fields of the same names.
 """
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any, TypeVar
 
-from ncuadvisor.model.sources import in_toolkit
 from ncuadvisor.result import shape_tags
-from ncuadvisor.units import basename, compress_chain, finite, number
+from ncuadvisor.result import types as rt
+from ncuadvisor.units import basename, compress_chain, finite, in_toolkit, number
 
 AT_ROOFLINE = "at-roofline"
 SOL_BARS: tuple[tuple[str, str], ...] = (
@@ -31,25 +31,11 @@ SOL_BARS: tuple[tuple[str, str], ...] = (
 T = TypeVar("T")
 
 
-def as_map(value: Any) -> Mapping[str, Any]:
-    """A mapping, or an empty one for anything else (None, a list, text)."""
-    return value if isinstance(value, Mapping) else {}
-
-
-def as_list(value: Any) -> list[Any]:
-    """A list's items, or none for anything else."""
-    return list(value) if isinstance(value, (list, tuple)) else []
-
-
-def as_maps(value: Any) -> list[Mapping[str, Any]]:
-    """A list of mappings; an item that is not one reads as an empty mapping."""
-    return [as_map(v) for v in as_list(value)]
-
-
-def pick(cls: type[T], raw: Mapping[str, Any], **given: Any) -> T:
-    """A `cls` whose fields are `raw`'s values of the same names (None when missing), except those `given`."""
+def take(cls: type[T], record: Any, **given: Any) -> T:
+    """A `cls` whose fields are the typed `record`'s attributes of the same names (None for those it lacks, and all
+    of them when the record is None), except those `given`."""
     names = [f.name for f in fields(cls)]  # type: ignore[arg-type]
-    return cls(**{n: given[n] if n in given else raw.get(n) for n in names})
+    return cls(**{n: given[n] if n in given else getattr(record, n, None) for n in names})
 
 
 def times(a: Any, b: Any) -> float | None:
@@ -123,21 +109,22 @@ class SourceLine:
     via: str = ""  # the library code the line's instructions are in: "in atomicAdd (device_atomic_functions.hpp:112)"
 
 
-def _via(raw: Any) -> str:
+def _via(inl: rt.InlinedEntry | None) -> str:
     """Words for a source line's `inlined` entry: the library function it calls and the line ncu showed."""
-    inl = as_map(raw)
-    if not inl:
+    if inl is None:
         return ""
-    where = f"{basename(inl.get('file'))}:{inl.get('line')}" if inl.get("file") and inl.get("line") else ""
-    fn = f"{inl.get('function')}" if inl.get("function") else "library code"
+    where = f"{basename(inl.file)}:{inl.line}" if inl.file and inl.line else ""
+    fn = f"{inl.function}" if inl.function else "library code"
     at = f" ({where})" if where else ""
-    if inl.get("nearest"):
+    if inl.nearest:
         return f"nearest line of yours to {fn}{at}: the report records no call site"
     return f"calls {fn}{at}"
 
 
-def _source(raw: Mapping[str, Any]) -> SourceLine:
-    return pick(SourceLine, raw, toolkit=in_toolkit(raw.get("file")), via=_via(raw.get("inlined")))
+def _source(ref: rt.SourceRefEntry | rt.SourceAnchor | None) -> SourceLine:
+    return take(
+        SourceLine, ref, toolkit=in_toolkit(getattr(ref, "file", None)), via=_via(getattr(ref, "inlined", None))
+    )
 
 
 @dataclass(frozen=True)
@@ -346,14 +333,13 @@ METRIC_WORDS = {
 }
 
 
-def _evidence(raw: Mapping[str, Any]) -> Evidence:
-    metric = raw.get("metric")
-    slug = str(metric or "")
-    kind = "pct" if slug.endswith(("_share", "_fraction", "fraction_of_peak")) and not raw.get("unit") else "num"
-    kind = "x" if slug == "headroom" and not raw.get("unit") else kind
-    kind = "pct100" if raw.get("unit") == "%" else kind
-    words = raw.get("label") or METRIC_WORDS.get(slug) or slug.replace("_", " ")
-    return pick(Evidence, raw, label=words, kind=kind)
+def _evidence(e: rt.EvidenceEntry) -> Evidence:
+    slug = str(e.metric or "")
+    kind = "pct" if slug.endswith(("_share", "_fraction", "fraction_of_peak")) and not e.unit else "num"
+    kind = "x" if slug == "headroom" and not e.unit else kind
+    kind = "pct100" if e.unit == "%" else kind
+    words = e.label or METRIC_WORDS.get(slug) or slug.replace("_", " ")
+    return take(Evidence, e, label=words, kind=kind)
 
 
 def _command_line(text: Any) -> Any:
@@ -363,76 +349,74 @@ def _command_line(text: Any) -> Any:
     return text
 
 
-def _finding(raw: Mapping[str, Any], duration_ns: Any) -> Finding:
-    return pick(
+def _finding(f: rt.FindingEntry, duration_ns: Any) -> Finding:
+    return take(
         Finding,
-        raw,
-        evidence=[_evidence(e) for e in as_maps(raw.get("evidence"))],
-        source=[_source(s) for s in as_maps(raw.get("source"))],
-        at_roofline=raw.get("category") == AT_ROOFLINE,
-        saving_ns=times(duration_ns, raw.get("estimated_speedup")),
+        f,
+        evidence=[_evidence(e) for e in f.evidence],
+        source=[_source(s) for s in f.source],
+        at_roofline=f.category == AT_ROOFLINE,
+        saving_ns=times(duration_ns, f.estimated_speedup),
     )
 
 
-def _roofline(raw: Mapping[str, Any]) -> Roofline:
-    sol = pick(Sol, as_map(raw.get("sol")))
-    peaks = as_map(raw.get("peak_flops_per_s"))
-    precision = raw.get("limiting_precision")
-    return pick(
+def _roofline(r: rt.Roofline) -> Roofline:
+    sol = Sol(**{n.name: r.sol.get(n.name) for n in fields(Sol)})
+    precision = r.limiting_precision
+    return take(
         Roofline,
-        raw,
+        r,
         sol=sol,
         sol_bars=[(label, getattr(sol, key)) for key, label in SOL_BARS],
-        hierarchy=as_maps(raw.get("hierarchy")),
-        limiting_peak_flops_per_s=peaks.get(precision) if precision and isinstance(precision, str) else None,
+        hierarchy=[h.to_dict() for h in r.hierarchy],
+        limiting_peak_flops_per_s=r.peak_flops_per_s.get(precision) if precision else None,
     )
 
 
-def _variant(raw: Mapping[str, Any]) -> Variant:
-    bounds = as_list(raw.get("launch_range_ns")) + [None, None]
-    return pick(
+def _variant(v: rt.VariantEntry) -> Variant:
+    bounds = list(v.launch_range_ns) + [None, None]
+    return take(
         Variant,
-        raw,
+        v,
         launch_range_ns=(bounds[0], bounds[1]),
-        findings=[_finding(f, raw.get("duration_ns")) for f in as_maps(raw.get("findings"))],
+        findings=[_finding(f, v.duration_ns) for f in v.findings],
     )
 
 
-def _kernel(index: int, raw: Mapping[str, Any], tags: Mapping[str, str]) -> Kernel:
-    analysed = number(raw.get("analysed_duration_ns"))
-    own_ns = analysed if analysed is not None else raw.get("duration_ns")
-    findings = [_finding(f, own_ns) for f in as_maps(raw.get("findings"))]
-    variants = [_variant(v) for v in as_maps(raw.get("variants"))]
-    kid = raw.get("id")
+def _kernel(index: int, k: rt.KernelEntry, tags: Mapping[str, str]) -> Kernel:
+    analysed = number(k.analysed_duration_ns)
+    own_ns = analysed if analysed is not None else k.duration_ns
+    findings = [_finding(f, own_ns) for f in k.findings]
+    variants = [_variant(v) for v in k.variants]
     # the time each group of findings speaks for: the launches analysed, then each variant's (0 when unknown)
     groups: list[tuple[list[Finding], float, int | None]] = [(findings, finite(own_ns) or 0.0, None)]
     groups += [(v.findings, finite(v.duration_ns) or 0.0, i) for i, v in enumerate(variants)]
-    return pick(
+    return take(
         Kernel,
-        raw,
+        k,
         index=index,
-        anchor=str(kid or f"k{index - 1}"),  # the result's ids count from 0
-        shown_name=raw.get("display_name") or raw.get("name") or raw.get("demangled"),
-        full_name=raw.get("demangled") or raw.get("name"),
-        shape_tag=tags.get(str(kid), "") if kid is not None else "",
-        no_rule=as_map(raw.get("no_rule")).get("message"),
-        executable=as_map(raw.get("process")).get("executable"),
-        source_anchor=_source(as_map(raw.get("source_anchor"))),
-        roofline=_roofline(as_map(raw.get("roofline"))),
-        launch=pick(Launch, as_map(raw.get("launch"))),
+        anchor=str(k.id or f"k{index - 1}"),  # the result's ids count from 0
+        shown_name=k.display_name or k.name or k.demangled,
+        full_name=k.demangled or k.name,
+        shape_tag=tags.get(str(k.id), ""),
+        no_rule=k.no_rule.message if k.no_rule is not None else None,
+        executable=k.process.executable if k.process is not None else None,
+        source_anchor=_source(k.source_anchor),
+        roofline=_roofline(k.roofline),
+        launch=take(Launch, k.launch),
         findings=findings,
         first_finding=findings[0] if findings else None,
         variants=variants,
-        ncu_rules=[pick(NcuRule, n) for n in as_maps(raw.get("ncu_rules"))],
-        suppressed=[pick(RuleNote, s) for s in as_maps(raw.get("suppressed"))],
-        skipped_rules=[pick(RuleNote, s) for s in as_maps(raw.get("skipped_rules"))],
+        ncu_rules=[take(NcuRule, n) for n in k.ncu_rules],
+        suppressed=[take(RuleNote, n) for n in k.suppressed],
+        skipped_rules=[take(RuleNote, n) for n in k.skipped_rules],
         finding_groups=groups,
     )
 
 
-def _program_finding(raw: Mapping[str, Any]) -> ProgramFinding:
-    names = as_list(raw.get("kernels"))
-    ids = as_list(raw.get("kernel_ids"))
+def _program_finding(p: rt.ProgramFindingEntry) -> ProgramFinding:
+    names: list[Any] = list(p.kernels)
+    ids: list[Any] = list(p.kernel_ids)
     if len(ids) != len(names):  # ids that do not line up with the names link nothing
         ids = [None] * len(names)
     # each kernel once, with how often the chain holds it; repeats in the text counted too ('a ×100 → b')
@@ -442,54 +426,48 @@ def _program_finding(raw: Mapping[str, Any]) -> ProgramFinding:
         counts[n] = counts.get(n, 0) + 1
         first_id.setdefault(n, i)
     shown = [f"{n} ×{c}" if c > 1 else n for n, c in counts.items()]
-    return pick(
+    return take(
         ProgramFinding,
-        raw,
-        title=compress_chain(raw.get("title")) if raw.get("title") is not None else None,
-        message=compress_chain(raw.get("message")) if raw.get("message") is not None else None,
+        p,
+        title=compress_chain(p.title),
+        message=compress_chain(p.message),
         kernels=shown,
         kernel_links=[(s, first_id[n]) for s, n in zip(shown, counts)],
     )
 
 
-def _report(raw: Mapping[str, Any]) -> Report:
-    dev = as_map(raw.get("device"))
-    return pick(
+def _report(rep: rt.ReportInfo) -> Report:
+    return take(
         Report,
-        raw,
-        device=pick(Device, dev, peak_flops_per_s=as_map(dev.get("peak_flops_per_s"))),
-        command_line=_command_line(raw.get("command_line")),
-        warnings=as_list(raw.get("warnings")),
-        missing_sections=as_list(raw.get("missing_sections")),
-        processes=[pick(Process, p) for p in as_maps(raw.get("processes"))],
+        rep,
+        device=take(Device, rep.device),
+        command_line=_command_line(rep.command_line),
+        warnings=list(rep.warnings),
+        missing_sections=list(rep.missing_sections),
+        processes=[take(Process, p) for p in rep.processes],
     )
 
 
-def generator_of(raw: Any) -> Generator:
-    gen = as_map(raw)
-    return Generator(name=str(gen.get("name") or "ncuadvisor"), version=str(gen.get("version") or ""))
-
-
-def report_view(result: Mapping[str, Any]) -> Result:
-    """The view of a result dict (the JSON contract, schema_version 1)."""
-    result = as_map(result)
+def report_view(result: rt.Result) -> Result:
+    """The view of a result (the typed JSON contract, schema_version 1)."""
     tags = shape_tags(result)
-    shown = {str(k.get("id")): k.get("display_name") for k in as_maps(result.get("kernels")) if k.get("display_name")}
+    shown = {k.id: k.display_name for k in result.kernels if k.display_name}
     actions = [
-        pick(
+        take(
             Action,
             a,
-            shape_tag=tags.get(str(a.get("kernel_id")), "") if a.get("scope") != "program" else "",
-            **({"kernel": shown[str(a.get("kernel_id"))]} if str(a.get("kernel_id")) in shown else {}),
-            follow_ups=[pick(FollowUp, u) for u in as_maps(a.get("follow_ups"))],
+            shape_tag=tags.get(str(a.kernel_id), "") if a.scope != "program" else "",
+            **({"kernel": shown[a.kernel_id]} if a.kernel_id in shown else {}),
+            follow_ups=[take(FollowUp, u) for u in a.follow_ups or []],
         )
-        for a in as_maps(result.get("top_actions"))
+        for a in result.top_actions
     ]
+    gen = result.generator
     return Result(
-        report=_report(as_map(result.get("report"))),
-        generator=generator_of(result.get("generator")),
-        created=result.get("created"),
-        kernels=[_kernel(i, k, tags) for i, k in enumerate(as_maps(result.get("kernels")), start=1)],
+        report=_report(result.report),
+        generator=Generator(name=str(gen.name or "ncuadvisor"), version=str(gen.version or "")),
+        created=result.created,
+        kernels=[_kernel(i, k, tags) for i, k in enumerate(result.kernels, start=1)],
         top_actions=actions,
-        program_findings=[_program_finding(p) for p in as_maps(result.get("program_findings"))],
+        program_findings=[_program_finding(p) for p in result.program_findings],
     )

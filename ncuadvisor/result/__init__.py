@@ -2,14 +2,11 @@
 
 `types` holds its dataclasses (`Result` and what it holds: `to_dict()` is the JSON of `ncuadvisor report`,
 `from_dict()` reads it back), `schema/` the JSON Schemas of a saved result and a saved diff, `validate` the reading of
-a saved file, `helpers` the functions over the result's dict that the stages still passing the dict use.
+a saved file, `helpers` NCU's rule messages and the shape tags of kernels that share a name.
 """
 
 from ncuadvisor.result.helpers import (
-    findings_with_time,
     ncu_guidance,
-    savings_by_rule,
-    shape_tag_lookup,
     shape_tagger,
     shape_tags,
     strip_ncu_markup,
@@ -72,10 +69,7 @@ __all__ = [
     "TopAction",
     "TorchContext",
     "VariantEntry",
-    "findings_with_time",
     "ncu_guidance",
-    "savings_by_rule",
-    "shape_tag_lookup",
     "shape_tagger",
     "shape_tags",
     "strip_ncu_markup",

@@ -1,14 +1,13 @@
-"""Helpers over a result's JSON-ready dict, for the stages that still pass the dict: NCU's rule messages, the time each
-rule's findings save, the shape tags that tell kernels of one name apart. `KernelEntry` has the typed equivalents."""
+"""Helpers of the result: NCU's rule messages as the result keeps them, and the shape tags that tell kernels of one
+name apart."""
 
 from __future__ import annotations
 
 import re
 from collections import Counter
 from collections.abc import Callable
+from dataclasses import fields, is_dataclass
 from typing import Any
-
-from ncuadvisor.units import finite
 
 _MARKUP_RE = re.compile(r"@(section|url|source|sass):([^@]*)@")
 _NCU_TYPES = {1: "ok", 2: "optimization", 3: "warning", 4: "error"}
@@ -56,36 +55,6 @@ def ncu_guidance(rule_dicts: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return sorted(out.values(), key=lambda e: -(e["speedup_pct"] or 0.0))
 
 
-def findings_with_time(kernel: dict[str, Any]) -> list[tuple[list[dict[str, Any]], float, int | None]]:
-    """A kernel entry's findings with the GPU time they speak for: its own over the launches it analysed
-    (`analysed_duration_ns`, else all of its launches), then each variant's (launches of another size) over that
-    variant's launches, with the variant's index: [(findings, ns, None), (findings, ns, 0), ...]."""
-    own = finite(kernel.get("analysed_duration_ns"))
-    parts: list[tuple[list[dict[str, Any]], float, int | None]] = [
-        (kernel.get("findings") or [], own if own is not None else (finite(kernel.get("duration_ns")) or 0.0), None)
-    ]
-    parts += [
-        (v.get("findings") or [], finite(v.get("duration_ns")) or 0.0, i)
-        for i, v in enumerate(kernel.get("variants") or [])
-    ]
-    return parts
-
-
-def savings_by_rule(kernel: dict[str, Any]) -> dict[str, tuple[dict[str, Any], float, int | None]]:
-    """Rule code -> (the rule's first finding on a kernel entry, the time it saves in ns, the variant it was first
-    found on: None for the kernel's own launches). One rule's savings over the kernel's sizes (its own launches and
-    its variants', `findings_with_time`) add up; at-roofline verdicts are left out."""
-    out: dict[str, tuple[dict[str, Any], float, int | None]] = {}
-    for findings, ns, variant in findings_with_time(kernel):
-        for f in findings:
-            if f.get("category") == "at-roofline" or not f.get("rule"):
-                continue
-            saving = ns * (finite(f.get("estimated_speedup")) or 0.0)
-            first, total, where = out.get(f["rule"], (f, 0.0, variant))
-            out[f["rule"]] = (first, total + saving, where)
-    return out
-
-
 def shape_tagger(
     entries: list[Any], name: Callable[[Any], Any], shape: Callable[[Any], tuple[str, str]]
 ) -> Callable[[Any], str]:
@@ -105,21 +74,15 @@ def shape_tagger(
 
 
 def shape_tags(result: Any) -> dict[str, str]:
-    """Kernel id -> its `shape_tagger` tag, for the kernels whose name other kernel groups share: a model's gemm is
-    many groups, one per launch shape, and a list of five identical names cannot say which one to fix."""
-    kernels = [k for k in (result.get("kernels") or []) if isinstance(k, dict)] if isinstance(result, dict) else []
+    """Kernel id -> its `shape_tagger` tag (the name shown: the display name, else the name), for the kernels of a
+    typed result (`Result`) whose name other kernel groups share: a model's gemm is many groups, one per launch
+    shape, and a list of five identical names cannot say which one to fix."""
     tag = shape_tagger(
-        kernels,
-        lambda k: str(k.get("display_name") or k.get("name") or k.get("demangled") or ""),
-        lambda k: (str(k.get("grid") or "–"), str(k.get("block") or "–")),
+        result.kernels,
+        lambda k: str(k.display_name or k.name or k.demangled or ""),
+        lambda k: (str(k.grid or "–"), str(k.block or "–")),
     )
-    return {str(k["id"]): t for k in kernels if k.get("id") is not None and (t := tag(k))}
-
-
-def shape_tag_lookup(result: Any) -> Callable[[Any], str]:
-    """kernel id -> its shape tag or '' (the templates' `shape_tag`)."""
-    tags = shape_tags(result)
-    return lambda kid: tags.get(str(kid), "") if kid is not None else ""
+    return {str(k.id): t for k in result.kernels if (t := tag(k))}
 
 
 def no_surrogates(value: Any) -> Any:
@@ -142,4 +105,7 @@ def no_surrogates(value: Any) -> Any:
         return [no_surrogates(v) for v in value]
     if isinstance(value, dict):
         return {no_surrogates(k): no_surrogates(v) for k, v in value.items()}
+    if is_dataclass(value) and not isinstance(value, type):  # a typed result: its fields replaced in place
+        for f in fields(value):
+            setattr(value, f.name, no_surrogates(getattr(value, f.name)))
     return value

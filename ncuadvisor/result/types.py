@@ -1,7 +1,9 @@
 """The result of an analysis (schema_version 1): the typed form of the JSON that `ncuadvisor report` writes and every
 renderer formats. `Result.to_dict()` is that JSON; `Result.from_dict()` reads it back (README, "JSON output").
 
-Fields are in the order the JSON has them. Optional ones (`optional()`) appear in some results only: per-process
+Fields are in the order the JSON has them. The finding records (`FindingEntry`, `ProgramFindingEntry`, with their
+`EvidenceEntry` and `SourceRefEntry`) are also what rules emit (`ncuadvisor.rules_api` names them `Finding`,
+`ProgramFinding`, `Evidence`, `SourceRef`), so they take their fields by position too. Optional ones (`optional()`) appear in some results only: per-process
 fields in reports of several processes, `device_id` with several GPUs, the `profile` fields in the result of
 `ncuadvisor profile`, the `torch_op`/`torch_module` pair with `--torch-ops` or ATen ranges.
 """
@@ -175,7 +177,7 @@ class ReportInfo(Record):
     profile: ProfileInfo | None = optional()
 
 
-@dataclass(kw_only=True)
+@dataclass
 class EvidenceEntry(Record):
     """A measured value a finding rests on, with the threshold it crossed."""
 
@@ -186,7 +188,7 @@ class EvidenceEntry(Record):
     unit: str = ""
 
 
-@dataclass(kw_only=True)
+@dataclass
 class InlinedEntry(Record):
     """The library code (a CUDA header, Triton's language) a source line's instructions are in: the function the line
     calls, the library's file and line; `nearest` when the line is the user's closest one, not a recorded call."""
@@ -198,7 +200,7 @@ class InlinedEntry(Record):
     nearest: bool = False
 
 
-@dataclass(kw_only=True)
+@dataclass
 class SourceRefEntry(Record):
     """A source line a finding points at, with its share of the per-instruction metric."""
 
@@ -212,7 +214,7 @@ class SourceRefEntry(Record):
     inlined: InlinedEntry | None = optional()
 
 
-@dataclass(kw_only=True)
+@dataclass
 class FindingEntry(Record):
     """What one rule found on a kernel: why it costs time, the fix, the estimated speedup and its evidence."""
 
@@ -479,7 +481,7 @@ class KernelEntry(Record):
         return any(f.category == "at-roofline" for f in self.findings)
 
 
-@dataclass(kw_only=True)
+@dataclass
 class ProgramFindingEntry(Record):
     """A finding about the program as a whole (several kernels, or many launches)."""
 
