@@ -45,6 +45,7 @@ from ncuadvisor.load.processes import write_sidecar
 from ncuadvisor.profile import ncu as ncu_mod
 from ncuadvisor.profile.merge import Phase1Time, analyze_phase1, merge_results, torch_context
 from ncuadvisor.profile.progress import ProgressUI
+from ncuadvisor.profile.pylines import attach_python_lines
 from ncuadvisor.profile.runner import PhaseRun, check_run, run_ncu
 from ncuadvisor.profile.selection import (
     DEFAULT_COVERAGE,
@@ -111,6 +112,7 @@ class Session:
     force: bool
     rules: list[Any]
     torch_ops: bool = False
+    python_lines: bool = False
     placed: list[Path] = field(default_factory=list)
     runs: list[PhaseRun] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
@@ -172,7 +174,7 @@ class Session:
         meta = {
             "mode": mode,
             "target": self.target.argv
-            if self.target.script is None or not self.torch_ops
+            if TORCH_RUNNER not in self.target.argv
             else [self.target.argv[0], "-c", "<ncuadvisor torch runner>", *self.target.argv[3:]],
             "ncu": self.ncu,
             "ncu_version": self.info.version_str,
@@ -185,6 +187,7 @@ class Session:
                 "target_processes": self.filters.target_processes or "all",
             },
             "torch_ops": self.torch_ops,
+            **({"python_lines": True} if self.python_lines else {}),
             "phases": [
                 {
                     "phase": r.label.split(":")[0],
@@ -227,6 +230,12 @@ class Session:
             except OSError:
                 pass
 
+    def _python_lines(self, result: dict[str, Any]) -> None:
+        """--python-lines: each kernel's Python line out of its NVTX ranges (`profile.pylines`), before the merge
+        and the program rules read the NVTX text."""
+        if self.python_lines:
+            attach_python_lines(result["kernels"])
+
     # -- modes ----------------------------------------------------------------------------------------------------
     def full(self) -> dict[str, Any]:
         from ncuadvisor.analysis.pipeline import analyze
@@ -237,6 +246,7 @@ class Session:
         dest = self._place(run, f"{self.base.name}")
         assert dest is not None
         result = analyze(dest, rules=self.rules)
+        self._python_lines(result)
         for k in result["kernels"]:
             k["profiled"] = True
             if self.torch_ops:
@@ -250,6 +260,7 @@ class Session:
         p1_path = self._place(run1, f"{self.base.name}.phase1")
         assert p1_path is not None
         p1_result, launches, kernels = analyze_phase1(p1_path, self.rules)
+        self._python_lines(p1_result)
         chosen = select_kernels(kernels, top=top, coverage=coverage)
         total = sum(k.duration_ns for k in kernels)
         covered = sum(k.duration_ns for k in chosen) / total if total else 0.0
@@ -352,6 +363,7 @@ class Session:
             new: set[tuple[str, str, str]] = set()
             if run2.report is not None:
                 res = analyze(run2.report, rules=self.rules, group_time=group_time)
+                self._python_lines(res)
                 keys = {kernel_key(k) for k in res["kernels"]}
                 new = {kernel_key(k) for k in missing} & keys
                 if new or not deep:
@@ -392,6 +404,7 @@ def run_profile(
     coverage: float | None = None,
     force: bool = False,
     torch_ops: bool = False,
+    python_lines: bool = False,
     verbose: bool = False,
     quiet: bool = False,
 ) -> tuple[Session, dict[str, Any]]:
@@ -418,6 +431,7 @@ def run_profile(
         force=force,
         rules=rules,
         torch_ops=torch_ops,
+        python_lines=python_lines,
     )
     t0 = time.monotonic()
     try:

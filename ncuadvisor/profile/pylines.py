@@ -1,0 +1,93 @@
+"""The Python line that launched a kernel (`ncuadvisor profile --python-lines`).
+
+Under `--python-lines` the script runs in the torch runner (`profile.target.TORCH_RUNNER`), which wraps every ATen
+op in an NVTX range naming the Python line that called it: `py:<line>:<function>:<file>`, or, for an op autograd runs
+in backward, `pybwd:<node>:<line>:<function>:<file>` (the forward line that made the node, else the `.backward()`
+call). ncu records the NVTX stack of each launch, so the innermost such range of a kernel's launch is where it came
+from; no matching by launch order is needed. This module reads those ranges back out of a kernel's `nvtx` text,
+into the kernel's `python_line`, and leaves the other ranges as its NVTX.
+"""
+
+from __future__ import annotations
+
+import linecache
+import os
+import re
+from collections.abc import Iterable
+from typing import Any
+
+_RANGE = re.compile(r"^(?:py|pybwd:(?P<node>[^:]*)):(?P<line>\d+):(?P<function>[^:]*):(?P<file>.+)$")
+SEPARATOR = " > "  # how load.native joins a launch's NVTX ranges
+
+
+def parse_range(text: str) -> dict[str, Any] | None:
+    """One NVTX range of the runner -> {file, line, function, backward_of}; None for any other range."""
+    m = _RANGE.match(text.strip())
+    if not m:
+        return None
+    return {
+        "file": m["file"],
+        "line": int(m["line"]),
+        "function": m["function"],
+        "backward_of": m["node"] if m["node"] is not None else None,
+    }
+
+
+def split_nvtx(nvtx: str) -> tuple[dict[str, Any] | None, str]:
+    """A launch's NVTX text -> (its innermost Python line, the NVTX text without the runner's ranges)."""
+    if not nvtx or "py" not in nvtx:
+        return None, nvtx or ""
+    where = None
+    kept = []
+    for part in nvtx.split(SEPARATOR):
+        parsed = parse_range(part)
+        if parsed is None:
+            kept.append(part)
+        else:
+            where = parsed  # the innermost one wins
+    return where, SEPARATOR.join(kept)
+
+
+def source_text(file: str, line: int, limit: int = 120) -> str | None:
+    """The stripped text of `file`:`line`, when the file is readable here (it is: profile runs the script here)."""
+    if not os.path.isfile(file):
+        return None
+    text = linecache.getline(file, line).strip()
+    if not text:
+        return None
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def python_line_entry(where: dict[str, Any]) -> dict[str, Any]:
+    """The result's `python_line` of a kernel: file, line, function, the line's code, and the autograd node when
+    the kernel ran in backward."""
+    return {
+        "file": where["file"],
+        "line": where["line"],
+        "function": where["function"],
+        "code": source_text(where["file"], where["line"]),
+        "backward_of": where.get("backward_of"),
+    }
+
+
+def attach_python_lines(kernels: Iterable[dict[str, Any]]) -> int:
+    """Give each kernel entry (and nothing else) its `python_line` from its NVTX text, and take the runner's ranges
+    out of that text; returns how many kernels got one."""
+    found = 0
+    for k in kernels:
+        where, rest = split_nvtx(str(k.get("nvtx") or ""))
+        if where is None:
+            continue
+        k["nvtx"] = rest
+        k["python_line"] = python_line_entry(where)
+        found += 1
+    return found
+
+
+def short(entry: dict[str, Any] | None) -> str:
+    """`model.py:42` (`model.py:42, backward of GeluBackward0`); "" when there is none."""
+    if not entry:
+        return ""
+    text = f"{os.path.basename(str(entry.get('file') or ''))}:{entry.get('line')}"
+    node = entry.get("backward_of")
+    return f"{text}, backward of {node}" if node and node != "backward" else (f"{text}, in backward" if node else text)

@@ -1,0 +1,208 @@
+"""`ncuadvisor profile --python-lines`: the Python line that launched each kernel.
+
+The runner's frame walk and range text run here on real Python frames (they need no torch); the parsing of a
+launch's NVTX text runs on the texts ncu records (ranges joined by " > ", as load.native reads them) and on the real
+reports of fixtures/. The last test is marked `gpu`: it profiles workloads/torch/python_lines.py with the real ncu
+and checks that the cast, the GELU and a backward kernel are placed at the lines that launched them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from ncuadvisor.profile.pylines import attach_python_lines, parse_range, split_nvtx
+from ncuadvisor.profile.target import TORCH_RUNNER, TORCH_RUNNER_HELPERS, resolve_target, runner_features
+
+ROOT = Path(__file__).resolve().parent.parent
+SCRIPT = ROOT / "workloads" / "torch" / "python_lines.py"
+
+
+def marked_lines(path: Path) -> dict[str, int]:
+    """`# line: NAME` markers of a script -> their line numbers."""
+    out = {}
+    for number, text in enumerate(path.read_text().splitlines(), 1):
+        m = re.search(r"# line: (\w+)", text)
+        if m:
+            out[m.group(1)] = number
+    return out
+
+
+def helpers(skip_dirs: list[str]) -> dict:
+    ns: dict = {}
+    exec(compile(TORCH_RUNNER_HELPERS, "<runner>", "exec"), ns)
+    ns["_SKIP_DIRS"][:] = skip_dirs
+    return ns
+
+
+def test_runner_is_valid_python_and_takes_its_features_first(tmp_path):
+    compile(TORCH_RUNNER, "<runner>", "exec")
+    assert runner_features(True, True) == "ops,lines" and runner_features(False, True) == "lines"
+    script = tmp_path / "train.py"
+    script.write_text("print(1)\n")
+    try:  # resolve_target checks that torch is importable
+        t = resolve_target([str(script), "--epochs", "1"], python_lines=True)
+    except Exception as exc:  # no torch here: one clear message naming the option
+        assert "--python-lines needs PyTorch" in str(exc)
+    else:
+        assert t.argv[1:5] == ["-c", TORCH_RUNNER, "lines", str(script)] and t.argv[5:] == ["--epochs", "1"]
+
+
+def test_frame_walk_skips_library_frames_and_names_the_callers_line(tmp_path):
+    """The runner's `_where` on real frames: a call made from a "library" file (skipped, as torch's own files are)
+    is placed at the line of user code that called the library."""
+    lib = tmp_path / "lib"
+    lib.mkdir()
+    (lib / "fake_torch.py").write_text("import sys\ndef op(where):\n    return where(sys._getframe(0))\n")
+    user = tmp_path / "model.py"
+    user.write_text("import fake_torch\ndef forward(where):\n    return fake_torch.op(where)  # here\n")
+    sys.path.insert(0, str(lib))
+    sys.path.insert(0, str(tmp_path))
+    try:
+        import fake_torch  # noqa: F401
+        import model
+
+        ns = helpers([str(lib) + os.sep])
+        where = model.forward(ns["_where"])
+    finally:
+        sys.path[:2] = []
+        sys.modules.pop("model", None)
+        sys.modules.pop("fake_torch", None)
+    assert where == f"3:forward:{user}"
+    text = ns["_range_text"](where)
+    assert parse_range(text) == {"file": str(user), "line": 3, "function": "forward", "backward_of": None}
+    bwd = parse_range(ns["_range_text"](where, "GeluBackward0"))
+    assert bwd is not None and bwd["backward_of"] == "GeluBackward0" and bwd["line"] == 3
+    assert helpers([str(lib) + os.sep, str(tmp_path) + os.sep])["_where"](sys._getframe(0)) is not None  # this file
+
+
+def test_split_nvtx_takes_the_innermost_python_line_and_keeps_the_other_ranges():
+    nvtx = "step_all_threads > step > py:25:forward:/w/model.py > py:7:gelu:/w/act.py"
+    where, rest = split_nvtx(nvtx)
+    assert where == {"file": "/w/act.py", "line": 7, "function": "gelu", "backward_of": None}
+    assert rest == "step_all_threads > step"
+    where, rest = split_nvtx("step_all_threads > pybwd:GeluBackward0:25:forward:/w/my model.py")
+    assert where is not None and where["file"] == "/w/my model.py" and where["backward_of"] == "GeluBackward0"
+    assert rest == "step_all_threads"
+    assert split_nvtx("step > aten::add > python") == (None, "step > aten::add > python")
+    assert split_nvtx("") == (None, "")
+
+
+def test_attach_reads_the_line_of_code_and_leaves_other_kernels_alone(tmp_path, analyzed):
+    src = tmp_path / "model.py"
+    src.write_text("import torch\n\ny = x.to(torch.bfloat16)   # the cast\n")
+    kernels = [
+        {"name": "vectorized_elementwise_kernel", "nvtx": f"step > py:3:<module>:{src}"},
+        {"name": "other", "nvtx": "step"},
+    ]
+    assert attach_python_lines(kernels) == 1
+    assert kernels[0]["nvtx"] == "step"
+    assert kernels[0]["python_line"] == {
+        "file": str(src),
+        "line": 3,
+        "function": "<module>",
+        "code": "y = x.to(torch.bfloat16)   # the cast",
+        "backward_of": None,
+    }
+    assert "python_line" not in kernels[1] and kernels[1]["nvtx"] == "step"
+    # a real report whose kernels carry NVTX ranges of their own (step_all_threads): nothing taken, nothing changed
+    real = analyzed("torch_train")
+    before = [k["nvtx"] for k in real["kernels"]]
+    assert any(before) and attach_python_lines(real["kernels"]) == 0
+    assert [k["nvtx"] for k in real["kernels"]] == before
+
+
+def test_the_result_reads_back_with_a_python_line(analyzed):
+    from ncuadvisor.result import KernelEntry
+
+    k = analyzed("torch_cast_copy")["kernels"][0]
+    k["python_line"] = {"file": "/w/model.py", "line": 3, "function": "f", "code": "x.float()", "backward_of": None}
+    back = KernelEntry.from_dict(k)
+    assert back.python_line is not None and back.python_line.line == 3
+    assert back.to_dict()["python_line"]["code"] == "x.float()"
+    k.pop("python_line")
+    assert "python_line" not in KernelEntry.from_dict(k).to_dict()
+
+
+# -- on the GPU machine -------------------------------------------------------------------------------------------
+
+
+def _table(res: dict) -> str:
+    rows = []
+    for k in res["kernels"]:
+        pl = k.get("python_line") or {}
+        rows.append(
+            f"{k['time_share']:6.1%} {k['name'][:40]:40} {k['grid']:>16} "
+            f"{os.path.basename(pl.get('file', '-'))}:{pl.get('line', '-')} bwd={pl.get('backward_of')} "
+            f"| {str(k.get('demangled'))[:90]}"
+        )
+    return "\n".join(rows)
+
+
+@pytest.mark.gpu
+def test_gpu_python_lines_place_kernels_at_their_lines(tmp_path):
+    """Real ncu, real GPU, real PyTorch: profile workloads/torch/python_lines.py with --python-lines; the bf16 cast
+    kernel is placed at `h.to(torch.bfloat16)`, the GELU kernel at the gelu line, the layout copy at `.contiguous()`,
+    and GELU's backward kernel at the gelu line (the forward line of its node) or at `loss.backward()`. The lines
+    come from phase 1 (every launch), so one kernel in depth (--top 1) is enough."""
+    pytest.importorskip("torch")
+    marks = marked_lines(SCRIPT)
+    out = tmp_path / "lines.json"
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "ncuadvisor",
+            "profile",
+            "--python-lines",
+            "--top",
+            "1",
+            "--nvtx-include",
+            "step_all_threads",
+            "-o",
+            str(out),
+            str(SCRIPT),
+            "--steps",
+            "2",
+            "--size",
+            "1024",
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=400,
+        env=dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))),
+    )
+    print(proc.stdout[-6000:], proc.stderr[-6000:], sep="\n")
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    res = json.loads(out.read_text())
+    print(_table(res))
+    assert res["report"]["profile"].get("python_lines") is True
+    placed = [k for k in res["kernels"] if k.get("python_line")]
+    assert placed, "no kernel carries a Python line"
+    assert all(Path(k["python_line"]["file"]).name == SCRIPT.name for k in placed), [
+        k["python_line"]["file"] for k in placed
+    ]
+    assert all("py:" not in (k.get("nvtx") or "") for k in res["kernels"])
+
+    def at(pred) -> dict:
+        found = [k for k in res["kernels"] if pred(str(k.get("demangled") or k["name"]))]
+        assert found, "kernel not found"
+        return found[0].get("python_line") or {}
+
+    cast = at(lambda d: "bfloat16_copy_kernel_cuda" in d)
+    assert cast["line"] == marks["cast"] and cast["backward_of"] is None, cast
+    assert "bfloat16" in (cast.get("code") or "")
+    gelu = at(lambda d: "GeluCUDAKernelImpl" in d and "Backward" not in d)
+    assert gelu["line"] == marks["gelu"] and gelu["backward_of"] is None, gelu
+    transpose = at(lambda d: d.startswith("void at::native::elementwise_kernel") and "direct_copy" in d)
+    assert transpose["line"] == marks["transpose"], transpose
+    gelu_bwd = at(lambda d: "GeluBackward" in d)
+    print("GELU backward placed at", gelu_bwd, "(gelu line", marks["gelu"], ", backward line", marks["backward"], ")")
+    assert gelu_bwd.get("backward_of") and gelu_bwd["line"] in (marks["gelu"], marks["backward"]), gelu_bwd
