@@ -191,18 +191,56 @@ def test_gpu_python_lines_place_kernels_at_their_lines(tmp_path):
     ]
     assert all("py:" not in (k.get("nvtx") or "") for k in res["kernels"])
 
-    def at(pred) -> dict:
+    def lines(pred, backward: bool) -> set[int]:
+        """The lines of the kernels whose demangled name `pred` accepts, in forward or in backward."""
         found = [k for k in res["kernels"] if pred(str(k.get("demangled") or k["name"]))]
-        assert found, "kernel not found"
-        return found[0].get("python_line") or {}
+        assert found, "no such kernel"
+        placed = [k.get("python_line") or {} for k in found]
+        return {int(p["line"]) for p in placed if p and bool(p.get("backward_of")) == backward}
 
-    cast = at(lambda d: "bfloat16_copy_kernel_cuda" in d)
-    assert cast["line"] == marks["cast"] and cast["backward_of"] is None, cast
-    assert "bfloat16" in (cast.get("code") or "")
-    gelu = at(lambda d: "GeluCUDAKernelImpl" in d and "Backward" not in d)
-    assert gelu["line"] == marks["gelu"] and gelu["backward_of"] is None, gelu
-    transpose = at(lambda d: d.startswith("void at::native::elementwise_kernel") and "direct_copy" in d)
-    assert transpose["line"] == marks["transpose"], transpose
-    gelu_bwd = at(lambda d: "GeluBackward" in d)
+    cast = [k for k in placed if "bfloat16_copy_kernel_cuda" in k["demangled"] and not k["python_line"]["backward_of"]]
+    assert cast and "bfloat16" in (cast[0]["python_line"].get("code") or ""), cast[:1]
+    assert marks["cast"] in lines(lambda d: "bfloat16_copy_kernel_cuda" in d, backward=False)
+    assert lines(lambda d: "GeluCUDAKernelImpl" in d and "Backward" not in d, backward=False) == {marks["gelu"]}
+    transpose = lines(lambda d: d.startswith("void at::native::elementwise_kernel") and "direct_copy" in d, False)
+    assert marks["transpose"] in transpose, transpose
+    gelu_bwd = lines(lambda d: "GeluBackward" in d, backward=True)
     print("GELU backward placed at", gelu_bwd, "(gelu line", marks["gelu"], ", backward line", marks["backward"], ")")
-    assert gelu_bwd.get("backward_of") and gelu_bwd["line"] in (marks["gelu"], marks["backward"]), gelu_bwd
+    assert gelu_bwd and gelu_bwd <= {marks["gelu"], marks["backward"]}, gelu_bwd
+    # the forward line of the node, when this torch tells the backward pass its current node
+    import torch
+
+    if hasattr(torch._C, "_current_autograd_node"):
+        assert gelu_bwd == {marks["gelu"]}, gelu_bwd
+
+
+def test_renderers_show_the_python_line(analyzed):
+    """The line shows on the kernel card (HTML, markdown) and in the terminal's "where to start" entry of the kernel,
+    in place of ATen's own source line."""
+    import io
+
+    from rich.console import Console
+
+    from ncuadvisor.render.html import render_html
+    from ncuadvisor.render.markdown import render_markdown
+    from ncuadvisor.render.terminal import render_terminal
+
+    res = analyzed("torch_cast_copy")
+    first = next(a for a in res["top_actions"] if a.get("kernel_id"))
+    k = next(k for k in res["kernels"] if k["id"] == first["kernel_id"])
+    k["python_line"] = {
+        "file": "/w/model.py",
+        "line": 42,
+        "function": "forward",
+        "code": "y = x.float()",
+        "backward_of": None,
+    }
+    html = render_html(res)
+    assert "model.py:42" in html and "y = x.float()" in html
+    assert "Python <code>model.py\\:42</code>" in render_markdown(res, max_chars=10**7)
+    out = io.StringIO()
+    render_terminal(res, console=Console(file=out, width=160, color_system=None))
+    entry = next(line for line in out.getvalue().splitlines() if "model.py:42" in line)
+    assert "y = x.float()" in entry
+    k["python_line"]["backward_of"] = "ToCopyBackward0"
+    assert "model.py:42, backward of ToCopyBackward0" in render_html(res)

@@ -11,6 +11,7 @@ first finding, a program finding's links) is computed here.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any, TypeVar
@@ -125,6 +126,29 @@ def in_toolkit(path: Any) -> bool:
     """Whether a source path is inside the CUDA toolkit's headers (device_atomic_functions.hpp and the like)."""
     p = str(path or "").replace("\\", "/")
     return "/include/" in p and ("/cuda" in p or "/targets/" in p)
+
+
+@dataclass(frozen=True)
+class PythonLine:
+    """The Python line that launched a kernel (`profile --python-lines`)."""
+
+    file: Any
+    line: Any
+    function: Any
+    code: Any
+    backward_of: Any
+
+    @property
+    def where(self) -> str:
+        """`model.py:42`, with `, backward of GeluBackward0` for a kernel autograd ran in backward."""
+        text = f"{os.path.basename(str(self.file or ''))}:{self.line}"
+        if self.backward_of and self.backward_of != "backward":
+            return f"{text}, backward of {self.backward_of}"
+        return f"{text}, in backward" if self.backward_of else text
+
+
+def _python_line(raw: Mapping[str, Any]) -> PythonLine | None:
+    return pick(PythonLine, raw) if raw.get("file") and raw.get("line") is not None else None
 
 
 def _source(raw: Mapping[str, Any]) -> SourceLine:
@@ -254,6 +278,7 @@ class Kernel:
     process_label: Any
     executable: Any  # of the kernel's process
     source_anchor: SourceLine  # its first instruction's line (empty when the report has none)
+    python_line: PythonLine | None  # the Python line that launched it (profile --python-lines), else None
     roofline: Roofline
     launch: Launch
     findings: list[Finding]
@@ -407,6 +432,7 @@ def _kernel(index: int, raw: Mapping[str, Any], tags: Mapping[str, str]) -> Kern
         no_rule=as_map(raw.get("no_rule")).get("message"),
         executable=as_map(raw.get("process")).get("executable"),
         source_anchor=_source(as_map(raw.get("source_anchor"))),
+        python_line=_python_line(as_map(raw.get("python_line"))),
         roofline=_roofline(as_map(raw.get("roofline"))),
         launch=pick(Launch, as_map(raw.get("launch"))),
         findings=findings,
