@@ -8,6 +8,7 @@
 source benchmarks/device/env.sh
 T0=$(date +%s)
 left() { echo $(( BUDGET - ($(date +%s) - T0) )); }
+lim() { local t=$(( $(left) - $1 )); [ "$t" -lt 15 ] && t=15; echo "$t"; }   # what a step may take, keeping $1 s
 SCRIPT=workloads/torch/python_lines.py
 
 # 1. the runner alone (no ncu): does it run, and what does this torch offer it
@@ -25,13 +26,13 @@ EOF
 echo "probe rc=$? at $(( $(date +%s) - T0 )) s"; cat "$OUT/probe.log" | head -40
 
 # 2. the GPU test; its tmp files (result JSON, reports) kept under $OUT/pytest
-timeout $(( $(left) - 40 )) python3 -m pytest -q -s -rA -p no:cacheprovider -m gpu --basetemp="$OUT/pytest" \
+timeout $(lim 40) python3 -m pytest -q -s -rA -p no:cacheprovider -m gpu --basetemp="$OUT/pytest" \
   tests/test_python_lines.py > "$OUT/gpu_test.log" 2>&1
 echo "gpu test rc=$? at $(( $(date +%s) - T0 )) s"; tail -40 "$OUT/gpu_test.log"
 
 # 3. profile with both runner features; -v keeps every line ncu printed
 mkdir -p /tmp/pl && cd /tmp/pl || exit 1
-timeout $(( $(left) - 5 )) python3 -m ncuadvisor profile --python-lines --torch-ops --top 4 --nvtx-include step_all_threads \
+timeout $(lim 5) python3 -m ncuadvisor profile --python-lines --torch-ops --top 4 --nvtx-include step_all_threads \
   -o /tmp/pl/both.json --force -v "$OLDPWD/$SCRIPT" --steps 2 --size 1024 > "$OUT/profile_both.log" 2>&1
 echo "profile rc=$? at $(( $(date +%s) - T0 )) s"; tail -30 "$OUT/profile_both.log"
 cd "$OLDPWD" || exit 1
