@@ -43,6 +43,7 @@ from typing import Any
 from ncuadvisor.errors import OutputError, ProfileInterrupted
 from ncuadvisor.load.processes import write_sidecar
 from ncuadvisor.profile import ncu as ncu_mod
+from ncuadvisor.profile.launchbytes import fill_launch_bytes, profiled_bytes
 from ncuadvisor.profile.merge import Phase1Time, analyze_phase1, merge_results, torch_context
 from ncuadvisor.profile.progress import ProgressUI
 from ncuadvisor.profile.pylines import attach_python_lines
@@ -287,6 +288,9 @@ class Session:
             )
             if len(missing) == len(chosen) and not self.interrupted:
                 self.incomplete = self.incomplete or "no chosen kernel could be profiled in depth"
+        # the program rules weigh the bytes kernels pass through DRAM: phase 1 timed the launches only, phase 2
+        # measured the bytes of one launch of each kernel it profiled (profile.launchbytes)
+        fill_launch_bytes(launches, p1_result["kernels"], profiled_bytes(path for path, _ in deep))
         result = merge_results(p1_result, deep, launches=launches, rules=self.rules, torch_ops=self.torch_ops)
         if deep and self.collection != "sections":
             # the declared collection holds every metric the rules read, not the whole sections: the analysis
