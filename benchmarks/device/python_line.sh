@@ -2,7 +2,8 @@
 # On the GPU machine, from the repository root: `ncuadvisor profile --python-lines` on workloads/torch/python_lines.py.
 # 1. a probe without ncu: the torch runner runs the script (its modes, the NVTX ranges, autograd's current node);
 # 2. the GPU test tests/test_python_lines.py (the cast, GELU, layout copy and GELU backward placed at their lines);
-# 3. `ncuadvisor profile --python-lines --torch-ops --top 4` on the same script (both runner features at once).
+# 3. `ncuadvisor profile --python-lines --torch-ops --top 4` on the same script (both runner features at once);
+# 4. what DRAM bytes would cost phase 1: ncu's replay passes and wall time with and without them (no runner).
 # Results, logs and the phase-1 reports (xz) go to $OUT; keeps to $BUDGET seconds (default 120).
 #     OUT=/tmp/pl BUDGET=120 bash benchmarks/device/python_line.sh
 source benchmarks/device/env.sh
@@ -51,6 +52,17 @@ cat "$OUT/both_lines.txt"
 for f in $(find "$OUT/pytest" /tmp/pl -name '*.phase1.ncu-rep' -size -200M 2>/dev/null); do
   xz -6 -T0 -c "$f" > "$OUT/$(basename "$(dirname "$f")").$(basename "$f").xz"
 done
+find "$OUT" -type l -delete 2>/dev/null
 find "$OUT/pytest" \( -name '*.ncu-rep' -o -name '*.ncu-repz' \) -delete 2>/dev/null
+
+# 4. phase 1's cost with the DRAM byte counters the program rules read (profile takes them from phase 2 today)
+for M in gpu__time_duration.sum gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum; do
+  LOG="$OUT/phase1_cost_$(echo "$M" | tr -c 'a-z0-9_\n' '_' | cut -c1-40).log"
+  S=$(date +%s.%N)
+  timeout 30 ncu --clock-control none --metrics "$M" -f -o /tmp/pl/cost python3 "$SCRIPT" --steps 1 --size 1024 \
+    > "$LOG" 2>&1
+  echo "rc=$? wall=$(awk "BEGIN{printf \"%.1f\", $(date +%s.%N) - $S}") s metrics=$M" | tee -a "$LOG"
+  grep -o -- "- [0-9]* pass[a-z]*" "$LOG" | sort | uniq -c | tee -a "$LOG"
+done
 ls -la "$OUT" "$OUT"/pytest/* 2>/dev/null | head -40
 echo "done at $(( $(date +%s) - T0 )) s"
