@@ -215,8 +215,8 @@ def test_gpu_python_lines_place_kernels_at_their_lines(tmp_path):
 
 
 def test_renderers_show_the_python_line(analyzed):
-    """The line shows on the kernel card (HTML, markdown) and in the terminal's "where to start" entry of the kernel,
-    in place of ATen's own source line."""
+    """The line shows on the kernel card and in the "where to start" entry of the kernel (HTML, markdown, terminal,
+    where it takes the place of ATen's own source line)."""
     import io
 
     from rich.console import Console
@@ -237,6 +237,8 @@ def test_renderers_show_the_python_line(analyzed):
     }
     html = render_html(res)
     assert "model.py:42" in html and "y = x.float()" in html
+    # the "where to start" entry of the kernel: the op from its line of code
+    assert 'from <code>y = x.float()</code> at <span class="mono" title="/w/model.py">model.py:42</span>' in html
     assert "Python <code>model.py\\:42</code>" in render_markdown(res, max_chars=10**7)
     out = io.StringIO()
     render_terminal(res, console=Console(file=out, width=160, color_system=None))

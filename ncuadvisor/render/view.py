@@ -304,6 +304,7 @@ class Action:
     estimated_saving_ns: Any
     program_fraction: Any
     follow_ups: list[FollowUp] = field(default_factory=list)  # the kernel's further fixes, on the time left
+    python_line: PythonLine | None = None  # the Python line that launched the kernel (profile --python-lines)
 
 
 @dataclass(frozen=True)
@@ -490,6 +491,7 @@ def report_view(result: Mapping[str, Any]) -> Result:
     result = as_map(result)
     tags = shape_tags(result)
     shown = {str(k.get("id")): k.get("display_name") for k in as_maps(result.get("kernels")) if k.get("display_name")}
+    lines = {str(k.get("id")): _python_line(as_map(k.get("python_line"))) for k in as_maps(result.get("kernels"))}
     actions = [
         pick(
             Action,
@@ -497,6 +499,7 @@ def report_view(result: Mapping[str, Any]) -> Result:
             shape_tag=tags.get(str(a.get("kernel_id")), "") if a.get("scope") != "program" else "",
             **({"kernel": shown[str(a.get("kernel_id"))]} if str(a.get("kernel_id")) in shown else {}),
             follow_ups=[pick(FollowUp, u) for u in as_maps(a.get("follow_ups"))],
+            python_line=lines.get(str(a.get("kernel_id"))) if a.get("scope") != "program" else None,
         )
         for a in as_maps(result.get("top_actions"))
     ]
