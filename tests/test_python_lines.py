@@ -246,3 +246,89 @@ def test_renderers_show_the_python_line(analyzed):
     assert "y = x.float()" in entry
     k["python_line"]["backward_of"] = "ToCopyBackward0"
     assert "model.py:42, backward of ToCopyBackward0" in render_html(res)
+
+
+# A stand-in for the few torch names the runner touches, so that its modes run here without PyTorch: a torch function
+# (gelu) passes through the TorchFunctionMode, its kernel through the TorchDispatchMode, and backward runs the node's
+# kernel with no user frame on the stack (as autograd's device thread does), the node current.
+FAKE_TORCH = {
+    "__init__.py": (
+        "from . import cuda, overrides, _C, nn, autograd\n"
+        "from .utils import _python_dispatch\n"
+        "PUSHED = []\n"
+        "class Node:\n"
+        "    def __init__(self):\n"
+        "        self.metadata = {}\n"
+        "    def name(self):\n"
+        "        return 'GeluBackward0'\n"
+        "class Tensor:\n"
+        "    grad_fn = None\n"
+        "    def backward(self):\n"
+        "        _C.NODE[0] = self.grad_fn\n"
+        "        try:\n"
+        "            _kernel('bwd')\n"
+        "        finally:\n"
+        "            _C.NODE[0] = None\n"
+        "def _kernel(name):\n"
+        "    for m in list(_python_dispatch.MODES):\n"
+        "        m.__torch_dispatch__(lambda: name, ())\n"
+        "def gelu(x):\n"
+        "    def run():\n"
+        "        _kernel('fwd')\n"
+        "        out = Tensor()\n"
+        "        out.grad_fn = Node()\n"
+        "        return out\n"
+        "    for m in list(overrides.MODES):\n"
+        "        return m.__torch_function__(run, ())\n"
+        "    return run()\n"
+    ),
+    "_C.py": "NODE = [None]\ndef _current_autograd_node():\n    return NODE[0]\n",
+    "cuda/__init__.py": "from . import nvtx\n",
+    "cuda/nvtx.py": "import torch\ndef range_push(m):\n    torch.PUSHED.append(m)\ndef range_pop():\n    pass\n",
+    "overrides.py": (
+        "MODES = []\nclass TorchFunctionMode:\n    def __enter__(self):\n        MODES.append(self)\n"
+        "    def __exit__(self, *a):\n        MODES.remove(self)\n"
+    ),
+    "utils/__init__.py": "",
+    "utils/_python_dispatch.py": (
+        "MODES = []\nclass TorchDispatchMode:\n    def __enter__(self):\n        MODES.append(self)\n"
+        "    def __exit__(self, *a):\n        MODES.remove(self)\n"
+    ),
+    "nn/__init__.py": "from . import modules\n",
+    "nn/modules/__init__.py": "from . import module\n",
+    "nn/modules/module.py": "def register_module_forward_pre_hook(h):\n    pass\ndef register_module_forward_hook(h):\n    pass\n",
+    "autograd/__init__.py": "from . import profiler\n",
+    "autograd/profiler.py": "import contextlib\ndef emit_nvtx(record_shapes=False):\n    return contextlib.nullcontext()\n",
+}
+
+
+@pytest.mark.parametrize("features", ["lines", "ops,lines"])
+def test_runner_ranges_on_a_stand_in_torch(tmp_path, features):
+    """The runner's whole script (modes, backward patch, ranges) under a stand-in torch: the forward kernel's range
+    names the user's line, the backward kernel's range the node and the forward line that made it."""
+    for rel, text in FAKE_TORCH.items():
+        path = tmp_path / "torch" / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    user = tmp_path / "user.py"
+    user.write_text(
+        "import torch\n"
+        "x = torch.Tensor()\n"
+        "y = torch.gelu(x)  # line: gelu\n"
+        "y.backward()  # line: backward\n"
+        "print('\\n'.join(torch.PUSHED))\n"
+    )
+    marks = marked_lines(user)
+    proc = subprocess.run(
+        [sys.executable, "-c", TORCH_RUNNER, features, str(user)],
+        capture_output=True,
+        text=True,
+        env=dict(os.environ, PYTHONPATH=str(tmp_path)),
+        timeout=60,
+    )
+    assert proc.returncode == 0, proc.stderr
+    ranges = [parse_range(line) for line in proc.stdout.splitlines()]
+    assert ranges == [
+        {"file": str(user), "line": marks["gelu"], "function": "<module>", "backward_of": None},
+        {"file": str(user), "line": marks["gelu"], "function": "<module>", "backward_of": "GeluBackward0"},
+    ]
