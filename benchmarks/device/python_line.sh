@@ -3,7 +3,8 @@
 # 1. a probe without ncu: the torch runner runs the script (its modes, the NVTX ranges, autograd's current node);
 # 2. the GPU test tests/test_python_lines.py (the cast, GELU, layout copy and GELU backward placed at their lines);
 # 3. `ncuadvisor profile --python-lines --torch-ops --top 4` on the same script (both runner features at once);
-# 4. what DRAM bytes would cost phase 1: ncu's replay passes and wall time with and without them (no runner).
+# 4. what DRAM bytes would cost phase 1: ncu's replay passes and wall time with and without them (no runner);
+# 5. with time left: which of ATen's other scatters update through global atomics (workloads/torch/scatter_ops.py).
 # Results, logs and the phase-1 reports (xz) go to $OUT; keeps to $BUDGET seconds (default 120).
 #     OUT=/tmp/pl BUDGET=120 bash benchmarks/device/python_line.sh
 source benchmarks/device/env.sh
@@ -64,5 +65,20 @@ for M in gpu__time_duration.sum gpu__time_duration.sum,dram__bytes_read.sum,dram
   echo "rc=$? wall=$(awk "BEGIN{printf \"%.1f\", $(date +%s.%N) - $S}") s metrics=$M" | tee -a "$LOG"
   grep -o -- "- [0-9]* pass[a-z]*" "$LOG" | sort | uniq -c | tee -a "$LOG"
 done
+
+# 5. which of ATen's other scatters (embedding backward, bincount, histc, index_put_) update through global atomics:
+# one cheap metric pass (the counters ATM001/ATM002 read), only when time is left
+if [ "$(left)" -ge 35 ]; then
+  S=$(date +%s)
+  timeout $(lim 0) ncu --clock-control none --nvtx --nvtx-include step_all_threads \
+    --metrics gpu__time_duration.sum,l1tex__t_requests_pipe_lsu_mem_global_op_atom.sum,l1tex__t_requests_pipe_lsu_mem_global_op_red.sum,l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum,dram__bytes_read.sum,dram__bytes_write.sum \
+    -f -o /tmp/pl/scatter_ops python3 workloads/torch/scatter_ops.py > "$OUT/scatter_ops_ncu.log" 2>&1
+  echo "scatter_ops rc=$? in $(( $(date +%s) - S )) s"; grep -c "==PROF== Profiling" "$OUT/scatter_ops_ncu.log"
+  ncu --import /tmp/pl/scatter_ops.ncu-rep --csv --page raw --print-units base > "$OUT/scatter_ops.csv" 2>&1
+  xz -6 -T0 -c /tmp/pl/scatter_ops.ncu-rep > "$OUT/scatter_ops.ncu-rep.xz" 2>/dev/null
+  cut -c1-400 "$OUT/scatter_ops.csv" | head -60
+else
+  echo "scatter_ops skipped: $(left) s left"
+fi
 ls -la "$OUT" "$OUT"/pytest/* 2>/dev/null | head -40
 echo "done at $(( $(date +%s) - T0 )) s"
