@@ -332,3 +332,29 @@ def test_runner_ranges_on_a_stand_in_torch(tmp_path, features):
         {"file": str(user), "line": marks["gelu"], "function": "<module>", "backward_of": None},
         {"file": str(user), "line": marks["gelu"], "function": "<module>", "backward_of": "GeluBackward0"},
     ]
+
+
+def test_sarif_places_a_kernel_at_its_python_line(analyzed):
+    """In SARIF a kernel's alerts sit at the Python line that launched it (the user's file), ATen's lines related."""
+    import json as _json
+
+    from ncuadvisor.render.sarif import render_sarif, repository_paths, source_files
+
+    res = analyzed("torch_cast_copy")
+    k = next(k for k in res["kernels"] if k["findings"])
+    k["python_line"] = {
+        "file": "/w/model.py",
+        "line": 42,
+        "function": "f",
+        "code": "y = x.float()",
+        "backward_of": None,
+    }
+    assert "/w/model.py" in source_files(res)
+    log = _json.loads(render_sarif(res, "/w", repository_paths(source_files(res), ["/w"])))
+    mine = [r for r in log["runs"][0]["results"] if r["properties"]["kernelDemangled"] == k["demangled"]]
+    assert mine and all(
+        r["locations"][0]["physicalLocation"]["region"]["startLine"] == 42
+        and r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] == "model.py"
+        and "Python line that launched" in r["message"]["text"]
+        for r in mine
+    ), mine[:1]

@@ -89,6 +89,14 @@ def _located(source: Iterable[SourceLine]) -> list[SourceLine]:
     return out
 
 
+def _python_source(k: Kernel) -> SourceLine | None:
+    """The Python line that launched a kernel (`profile --python-lines`) as a source line, else None."""
+    pl = k.python_line
+    if pl is None or number(pl.line) is None:
+        return None
+    return SourceLine(file=pl.file, line=pl.line, code=pl.code, sass=None, share=None, metric=None)
+
+
 def source_files(result: Mapping[str, Any]) -> list[str]:
     """Every source file the SARIF of a result may name: its findings' lines and its kernels' entries."""
     files: dict[str, None] = {}
@@ -97,6 +105,9 @@ def source_files(result: Mapping[str, Any]) -> list[str]:
             for f in findings:
                 files.update((str(s.file), None) for s in _located(f.source))
         files.update((str(s.file), None) for s in _located([k.source_anchor]))
+        py = _python_source(k)
+        if py is not None:
+            files[str(py.file)] = None
     return list(files)
 
 
@@ -292,6 +303,13 @@ class _Log:
                 break
         if anchor is None and _located([k.source_anchor]):
             anchor, anchor_text = k.source_anchor, "the kernel's entry (its first instruction's line)"
+        py = _python_source(k)
+        if (
+            py is not None
+        ):  # profile --python-lines: the user's line that launched the kernel, the kernel's lines related
+            for f, duration in pairs:
+                self.add_result(k, f, duration, py, _located(f.source), None, python=True)
+            return
         for f, duration in pairs:
             located = _located(f.source)
             if located:
@@ -307,6 +325,7 @@ class _Log:
         primary: SourceLine,
         located: list[SourceLine],
         inferred_at: str | None,
+        python: bool = False,
     ) -> None:
         """One alert at `primary`, the finding's other lines related; `inferred_at` says where a finding without a
         line of its own was placed."""
@@ -330,6 +349,8 @@ class _Log:
         )
         if inferred_at:
             text += f" (This finding has no source line of its own: shown at {inferred_at}.)"
+        if python:
+            text += " (Shown at the Python line that launched the kernel; the kernel's own lines are related.)"
         location: dict[str, Any] = {"physicalLocation": self.physical(primary)}
         logical = {"name": name, "kind": "function"}
         if k.demangled:
