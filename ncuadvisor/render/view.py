@@ -11,7 +11,6 @@ first finding, a program finding's links) is computed here.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any, TypeVar
@@ -141,7 +140,7 @@ class PythonLine:
     @property
     def where(self) -> str:
         """`model.py:42`, with `, backward of GeluBackward0` for a kernel autograd ran in backward."""
-        text = f"{os.path.basename(str(self.file or ''))}:{self.line}"
+        text = f"{str(self.file or '').replace(chr(92), '/').rsplit('/', 1)[-1]}:{self.line}"
         if self.backward_of and self.backward_of != "backward":
             return f"{text}, backward of {self.backward_of}"
         return f"{text}, in backward" if self.backward_of else text
