@@ -190,6 +190,8 @@ def test_gpu_python_lines_place_kernels_at_their_lines(tmp_path):
         k["python_line"]["file"] for k in placed
     ]
     assert all("py:" not in (k.get("nvtx") or "") for k in res["kernels"])
+    gelu_fwd = [k for k in placed if "GeluCUDAKernelImpl" in k["demangled"] and not k["python_line"]["backward_of"]]
+    assert gelu_fwd and gelu_fwd[0]["python_line"]["function"] == "Block.forward", gelu_fwd[:1]
 
     def lines(pred, backward: bool) -> set[int]:
         """The lines of the kernels whose demangled name `pred` accepts, in forward or in backward."""

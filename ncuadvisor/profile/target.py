@@ -18,7 +18,8 @@ from ncuadvisor.errors import InputError
 #   ops    PyTorch's NVTX emission (every ATen op becomes an NVTX range), the calling nn.Module as an outer range
 #          "module:<Type>";
 #   lines  an NVTX range per ATen op naming the Python line that called it (a TorchDispatchMode): the first frame
-#          outside torch and the standard library, as "py:<line>:<function>:<file>"; an op that autograd runs in
+#          outside torch and the standard library, as "py:<line>:<function>:<file>" (the function's qualified name,
+#          Block.forward: the module class); an op that autograd runs in
 #          backward gets "pybwd:<node>:<line>:<function>:<file>", the line of the forward op that made its node (the
 #          line is recorded on the node's metadata by a TorchFunctionMode in forward), else the `.backward()` call.
 # The helpers come first and need no torch (tests run them without it).
@@ -36,7 +37,8 @@ def _where(frame):
     while frame is not None:
         code = frame.f_code
         if not _skipped(code.co_filename):
-            return "%d:%s:%s" % (frame.f_lineno, code.co_name, code.co_filename)
+            # the qualified name (Python 3.11+) names the class too: Block.forward
+            return "%d:%s:%s" % (frame.f_lineno, getattr(code, "co_qualname", code.co_name), code.co_filename)
         frame = frame.f_back
     return None
 
