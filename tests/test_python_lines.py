@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from ncuadvisor.profile.pylines import attach_python_lines, parse_range, split_nvtx
-from ncuadvisor.profile.target import TORCH_RUNNER, TORCH_RUNNER_HELPERS, resolve_target, runner_features
+from ncuadvisor.profile.target import TORCH_RUNNER, TORCH_RUNNER_FRAMES, resolve_target, runner_features
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = ROOT / "workloads" / "torch" / "python_lines.py"
@@ -34,9 +34,9 @@ def marked_lines(path: Path) -> dict[str, int]:
     return out
 
 
-def helpers(skip_dirs: list[str]) -> dict:
+def runner_frames(skip_dirs: list[str]) -> dict:
     ns: dict = {}
-    exec(compile(TORCH_RUNNER_HELPERS, "<runner>", "exec"), ns)
+    exec(compile(TORCH_RUNNER_FRAMES, "<runner>", "exec"), ns)
     ns["_SKIP_DIRS"][:] = skip_dirs
     return ns
 
@@ -68,7 +68,7 @@ def test_frame_walk_skips_library_frames_and_names_the_callers_line(tmp_path):
         import fake_torch  # noqa: F401
         import model
 
-        ns = helpers([str(lib) + os.sep])
+        ns = runner_frames([str(lib) + os.sep])
         where = model.forward(ns["_where"])
     finally:
         sys.path[:2] = []
@@ -79,7 +79,9 @@ def test_frame_walk_skips_library_frames_and_names_the_callers_line(tmp_path):
     assert parse_range(text) == {"file": str(user), "line": 3, "function": "forward", "backward_of": None}
     bwd = parse_range(ns["_range_text"](where, "GeluBackward0"))
     assert bwd is not None and bwd["backward_of"] == "GeluBackward0" and bwd["line"] == 3
-    assert helpers([str(lib) + os.sep, str(tmp_path) + os.sep])["_where"](sys._getframe(0)) is not None  # this file
+    assert (
+        runner_frames([str(lib) + os.sep, str(tmp_path) + os.sep])["_where"](sys._getframe(0)) is not None
+    )  # this file
 
 
 def test_split_nvtx_takes_the_innermost_python_line_and_keeps_the_other_ranges():

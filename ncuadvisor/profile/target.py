@@ -22,8 +22,8 @@ from ncuadvisor.errors import InputError
 #          Block.forward: the module class); an op that autograd runs in
 #          backward gets "pybwd:<node>:<line>:<function>:<file>", the line of the forward op that made its node (the
 #          line is recorded on the node's metadata by a TorchFunctionMode in forward), else the `.backward()` call.
-# The helpers come first and need no torch (tests run them without it).
-TORCH_RUNNER_HELPERS = r"""
+# The frame walk and the range text come first and need no torch (tests run them without it).
+TORCH_RUNNER_FRAMES = r"""
 import os, sys
 _SKIP_DIRS = []
 _BACKWARD_CALL = [None]
@@ -140,7 +140,7 @@ if "ops" in features:
 with _modes:
     runpy.run_path(script, run_name="__main__")
 """
-TORCH_RUNNER = TORCH_RUNNER_HELPERS + TORCH_RUNNER_MAIN
+TORCH_RUNNER = TORCH_RUNNER_FRAMES + TORCH_RUNNER_MAIN
 
 
 @dataclass
