@@ -48,7 +48,7 @@ import json
 import posixpath
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 from urllib.parse import quote
 
@@ -94,7 +94,8 @@ def _python_source(k: Kernel) -> SourceLine | None:
     pl = k.python_line
     if pl is None or number(pl.line) is None:
         return None
-    return SourceLine(file=pl.file, line=pl.line, code=pl.code, sass=None, share=None, metric=None)
+    empty = {f.name: None for f in fields(SourceLine)}
+    return SourceLine(**{**empty, "file": pl.file, "line": pl.line, "code": pl.code, "toolkit": False})
 
 
 def source_files(result: Mapping[str, Any]) -> list[str]:
@@ -339,6 +340,8 @@ class _Log:
         saving = duration * speedup
         fraction = saving / self.total if self.total else 0.0
         text = f"{name}{f' ({tag})' if tag else ''}: {_one_line(f.title)}."
+        if python:  # profile --python-lines
+            text += " Shown at the Python line that launched the kernel; the kernel's own lines are related."
         if f.fix:
             text += f" Fix: {_one_line(f.fix)}"
             if not text.endswith("."):
@@ -349,8 +352,6 @@ class _Log:
         )
         if inferred_at:
             text += f" (This finding has no source line of its own: shown at {inferred_at}.)"
-        if python:
-            text += " (Shown at the Python line that launched the kernel; the kernel's own lines are related.)"
         location: dict[str, Any] = {"physicalLocation": self.physical(primary)}
         logical = {"name": name, "kind": "function"}
         if k.demangled:
