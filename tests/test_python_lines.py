@@ -114,7 +114,7 @@ def test_attach_reads_the_line_of_code_and_leaves_other_kernels_alone(tmp_path, 
     }
     assert "python_line" not in kernels[1] and kernels[1]["nvtx"] == "step"
     # a real report whose kernels carry NVTX ranges of their own (step_all_threads): nothing taken, nothing changed
-    real = analyzed("torch_train")
+    real = analyzed("torch_cast_copy")
     before = [k["nvtx"] for k in real["kernels"]]
     assert any(before) and attach_python_lines(real["kernels"]) == 0
     assert [k["nvtx"] for k in real["kernels"]] == before
@@ -130,6 +130,66 @@ def test_the_result_reads_back_with_a_python_line(analyzed):
     assert back.to_dict()["python_line"]["code"] == "x.float()"
     k.pop("python_line")
     assert "python_line" not in KernelEntry.from_dict(k).to_dict()
+
+
+def check_lines(kernels: list[dict], marks: dict[str, int], backward_forward_line: bool, with_code: bool) -> None:
+    """The kernels of workloads/torch/python_lines.py are placed at the lines that launched them: the bf16 cast at
+    `h.to(torch.bfloat16)`, GELU at its line, the layout copy at `.contiguous()`; GELU's backward kernel, in backward,
+    at the gelu line (the forward line of its node; with `backward_forward_line` False, that or `loss.backward()`)."""
+    placed = [k for k in kernels if k.get("python_line")]
+    assert placed, "no kernel carries a Python line"
+    assert all(Path(k["python_line"]["file"]).name == SCRIPT.name for k in placed), [
+        k["python_line"]["file"] for k in placed
+    ]
+    assert all("py:" not in (k.get("nvtx") or "") for k in kernels)
+
+    def lines(pred, backward: bool) -> set[int]:
+        """The lines of the kernels whose demangled name `pred` accepts, in forward or in backward."""
+        found = [k for k in kernels if pred(str(k.get("demangled") or k["name"]))]
+        assert found, "no such kernel"
+        got = [k.get("python_line") or {} for k in found]
+        return {int(p["line"]) for p in got if p and bool(p.get("backward_of")) == backward}
+
+    cast = [k for k in placed if "bfloat16_copy_kernel_cuda" in k["demangled"] and not k["python_line"]["backward_of"]]
+    assert cast, "no forward cast kernel"
+    if with_code:
+        assert "bfloat16" in (cast[0]["python_line"].get("code") or ""), cast[:1]
+    assert marks["cast"] in lines(lambda d: "bfloat16_copy_kernel_cuda" in d, backward=False)
+    assert lines(lambda d: "GeluCUDAKernelImpl" in d and "Backward" not in d, backward=False) == {marks["gelu"]}
+    transpose = lines(lambda d: d.startswith("void at::native::elementwise_kernel") and "direct_copy" in d, False)
+    assert marks["transpose"] in transpose, transpose
+    gelu_bwd = lines(lambda d: "GeluBackward" in d, backward=True)
+    print("GELU backward placed at", gelu_bwd, "(gelu line", marks["gelu"], ", backward line", marks["backward"], ")")
+    assert gelu_bwd == {marks["gelu"]} if backward_forward_line else gelu_bwd <= {marks["gelu"], marks["backward"]}
+    # the matrix product's backward (AddmmBackward0) is placed at the Linear layer's line
+    gemm_bwd = [k["python_line"] for k in placed if k["python_line"]["backward_of"] == "AddmmBackward0"]
+    assert gemm_bwd and {p["line"] for p in gemm_bwd} == {marks["linear"]}, gemm_bwd
+
+
+RECORDED = ROOT / "fixtures" / "python-lines-2026-12-01"
+
+
+@pytest.mark.parametrize("name", ["lines", "both"])
+def test_recorded_phase_1_places_kernels_at_their_lines(tmp_path, name):
+    """Phase 1 of `profile --python-lines` on workloads/torch/python_lines.py, recorded on the H200 (the runner's
+    ranges as ncu stored them): every kernel placed at its line, in forward and in backward. "both" ran with
+    --torch-ops too: the ATen op and module ranges stay, the Python line comes out of the same NVTX stack."""
+    import lzma
+    import shutil
+
+    from ncuadvisor import engine
+    from ncuadvisor.profile.merge import analyze_phase1, torch_context
+
+    report = tmp_path / f"{name}.phase1.ncu-rep"
+    with lzma.open(RECORDED / f"{name}.phase1.ncu-rep.xz", "rb") as fin, report.open("wb") as fout:
+        shutil.copyfileobj(fin, fout)
+    p1, _launches, _ = analyze_phase1(report, engine.discover([]))
+    assert attach_python_lines(p1["kernels"]) == len(p1["kernels"])
+    # recorded before the range named the qualified function (Block.forward): the line numbers are what counts
+    check_lines(p1["kernels"], marked_lines(SCRIPT), backward_forward_line=True, with_code=False)
+    if name == "both":
+        gelu = next(k for k in p1["kernels"] if "GeluCUDAKernelImpl" in k["demangled"])
+        assert torch_context(gelu["nvtx"]) == {"torch_op": "aten::gelu", "torch_module": "Block"}
 
 
 # -- on the GPU machine -------------------------------------------------------------------------------------------
@@ -154,7 +214,6 @@ def test_gpu_python_lines_place_kernels_at_their_lines(tmp_path):
     and GELU's backward kernel at the gelu line (the forward line of its node) or at `loss.backward()`. The lines
     come from phase 1 (every launch), so one kernel in depth (--top 1) is enough."""
     pytest.importorskip("torch")
-    marks = marked_lines(SCRIPT)
     out = tmp_path / "lines.json"
     proc = subprocess.run(
         [
@@ -186,36 +245,9 @@ def test_gpu_python_lines_place_kernels_at_their_lines(tmp_path):
     res = json.loads(out.read_text())
     print(_table(res))
     assert res["report"]["profile"].get("python_lines") is True
-    placed = [k for k in res["kernels"] if k.get("python_line")]
-    assert placed, "no kernel carries a Python line"
-    assert all(Path(k["python_line"]["file"]).name == SCRIPT.name for k in placed), [
-        k["python_line"]["file"] for k in placed
-    ]
-    assert all("py:" not in (k.get("nvtx") or "") for k in res["kernels"])
-    gelu_fwd = [k for k in placed if "GeluCUDAKernelImpl" in k["demangled"] and not k["python_line"]["backward_of"]]
+    check_lines(res["kernels"], marked_lines(SCRIPT), backward_forward_line=True, with_code=True)
+    gelu_fwd = [k for k in res["kernels"] if "GeluCUDAKernelImpl" in k["demangled"] and k.get("python_line")]
     assert gelu_fwd and gelu_fwd[0]["python_line"]["function"] == "Block.forward", gelu_fwd[:1]
-
-    def lines(pred, backward: bool) -> set[int]:
-        """The lines of the kernels whose demangled name `pred` accepts, in forward or in backward."""
-        found = [k for k in res["kernels"] if pred(str(k.get("demangled") or k["name"]))]
-        assert found, "no such kernel"
-        placed = [k.get("python_line") or {} for k in found]
-        return {int(p["line"]) for p in placed if p and bool(p.get("backward_of")) == backward}
-
-    cast = [k for k in placed if "bfloat16_copy_kernel_cuda" in k["demangled"] and not k["python_line"]["backward_of"]]
-    assert cast and "bfloat16" in (cast[0]["python_line"].get("code") or ""), cast[:1]
-    assert marks["cast"] in lines(lambda d: "bfloat16_copy_kernel_cuda" in d, backward=False)
-    assert lines(lambda d: "GeluCUDAKernelImpl" in d and "Backward" not in d, backward=False) == {marks["gelu"]}
-    transpose = lines(lambda d: d.startswith("void at::native::elementwise_kernel") and "direct_copy" in d, False)
-    assert marks["transpose"] in transpose, transpose
-    gelu_bwd = lines(lambda d: "GeluBackward" in d, backward=True)
-    print("GELU backward placed at", gelu_bwd, "(gelu line", marks["gelu"], ", backward line", marks["backward"], ")")
-    assert gelu_bwd and gelu_bwd <= {marks["gelu"], marks["backward"]}, gelu_bwd
-    # the forward line of the node, when this torch tells the backward pass its current node
-    import torch
-
-    if hasattr(torch._C, "_current_autograd_node"):
-        assert gelu_bwd == {marks["gelu"]}, gelu_bwd
 
 
 def test_renderers_show_the_python_line(analyzed):
