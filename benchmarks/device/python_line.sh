@@ -45,9 +45,9 @@ grep -n "Python\|from <code>" "$OUT/both.md" | head -12
 
 # 3. which of ATen's other scatters (embedding backward, bincount, histc, index_put_) update through global atomics:
 # one cheap metric pass (the counters ATM001/ATM002 read), only when time is left
-if [ "$(left)" -ge 35 ]; then
+if [ "$(left)" -ge 20 ]; then
   S=$(date +%s)
-  timeout $(lim 0) ncu --clock-control none --nvtx --nvtx-include step_all_threads \
+  timeout $(( $(lim 0) + 10 )) ncu --clock-control none --nvtx --nvtx-include step_all_threads \
     --metrics gpu__time_duration.sum,l1tex__t_requests_pipe_lsu_mem_global_op_atom.sum,l1tex__t_requests_pipe_lsu_mem_global_op_red.sum,l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum,dram__bytes_read.sum,dram__bytes_write.sum \
     -f -o /tmp/pl/scatter_ops python3 workloads/torch/scatter_ops.py > "$OUT/scatter_ops_ncu.log" 2>&1
   echo "scatter_ops rc=$? in $(( $(date +%s) - S )) s"; grep -c "==PROF== Profiling" "$OUT/scatter_ops_ncu.log"
