@@ -129,7 +129,8 @@ def profile(
         typer.Option(
             "--python-lines",
             help="Run the script with an NVTX range per ATen op naming the Python line that called it: each kernel "
-            "shows the file:line that launched it (backward kernels: the forward line). Eager PyTorch; needs PyTorch.",
+            "shows the file:line that launched it (backward kernels: the forward line). For eager PyTorch: "
+            "torch.compile does not compile while the mode is active. Needs PyTorch.",
         ),
     ] = False,
     target_processes: Annotated[

@@ -6,6 +6,9 @@ in backward, `pybwd:<node>:<line>:<function>:<file>` (the forward line that made
 call). ncu records the NVTX stack of each launch, so the innermost such range of a kernel's launch is where it came
 from; no matching by launch order is needed. This module reads those ranges back out of a kernel's `nvtx` text,
 into the kernel's `python_line`, and leaves the other ranges as its NVTX.
+
+A kernel group (one kernel and launch shape) takes the line of its first launch. The runner's modes are for eager
+code: while a TorchDispatchMode is active, torch.compile runs the functions it would compile without compiling them.
 """
 
 from __future__ import annotations
@@ -82,12 +85,3 @@ def attach_python_lines(kernels: Iterable[dict[str, Any]]) -> int:
         k["python_line"] = python_line_entry(where)
         found += 1
     return found
-
-
-def short(entry: dict[str, Any] | None) -> str:
-    """`model.py:42` (`model.py:42, backward of GeluBackward0`); "" when there is none."""
-    if not entry:
-        return ""
-    text = f"{os.path.basename(str(entry.get('file') or ''))}:{entry.get('line')}"
-    node = entry.get("backward_of")
-    return f"{text}, backward of {node}" if node and node != "backward" else (f"{text}, in backward" if node else text)
