@@ -1,4 +1,4 @@
-from ncuadvisor.analysis.perfmodels import load_chains, parallelism_ns, time_after
+from ncuadvisor.analysis.perfmodels import parallelism_ns, stall_total, time_after
 from ncuadvisor.metrics import LaunchStats, MemoryTables, Occupancy, SourceCounters, WarpStateStats
 from ncuadvisor.rules_api import Evidence, Finding, Fix, KernelContext, Rule
 
@@ -86,21 +86,25 @@ class DependentLoads(Rule):
             return None
         if (k.m(Occupancy.THEORETICAL_PCT) or 0) < t["min_theoretical_occupancy_pct"]:
             return None  # too few warps: OCC001
+        total = stall_total(k)
         ls = k.m(stall("long_scoreboard")) or 0.0
-        share, loads_per_warp = load_chains(k)
-        if share < t["min_long_scoreboard_share"] or loads_per_warp <= t["min_loads_per_warp"]:
+        if total <= 0 or ls / total < t["min_long_scoreboard_share"]:
+            return None
+        warps = (k.m(LaunchStats.GRID_SIZE) or 0) * max(1.0, (k.m(LaunchStats.BLOCK_SIZE) or 32) / 32)
+        loads_per_warp = (k.m(MemoryTables.GLOBAL_LOAD_REQUESTS) or 0) / max(warps, 1)
+        if loads_per_warp <= t["min_loads_per_warp"]:
             return None
         gain = t["loads_in_flight_gain"]
         new_ns = parallelism_ns(k, gain) or 0.0
         lines = k.top_lines(SourceCounters.SAMPLED_STALL_LONG_SCOREBOARD, limit=3)
         return self.finding(
-            title=f"Latency-bound: {share:.0%} of stalls wait on global loads, {loads_per_warp:.0f} loads per warp",
+            title=f"Latency-bound: {ls / total:.0%} of stalls wait on global loads, {loads_per_warp:.0f} loads per warp",
             message=(
                 f"Memory and compute are both below half of peak; warps mostly wait for global loads "
                 f"({ls:.0f} cycles of long-scoreboard stall per issued instruction) with too few requests in "
                 "flight to cover HBM latency."
             ),
-            fix=self.fix_for(k, loads_per_warp=loads_per_warp, stall_share=share),
+            fix=self.fix_for(k, loads_per_warp=loads_per_warp, stall_share=ls / total),
             estimated_speedup=time_after(r.duration_ns or 0, new_ns, r.theoretical_ns),
             speedup_model=(
                 f"{gain:.0f}× the loads in flight: the busiest unit's time at its peak stays, the time "
@@ -110,7 +114,7 @@ class DependentLoads(Rule):
             confidence="medium",
             evidence=[
                 Evidence(stall("long_scoreboard"), round(ls, 2), None, "long-scoreboard stall per issue"),
-                Evidence("long_scoreboard_share", round(share, 3), t["min_long_scoreboard_share"]),
+                Evidence("long_scoreboard_share", round(ls / total, 3), t["min_long_scoreboard_share"]),
                 Evidence("loads_per_warp", round(loads_per_warp, 1), t["min_loads_per_warp"]),
             ],
             source=lines,
