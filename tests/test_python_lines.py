@@ -190,6 +190,7 @@ def test_recorded_phase_1_places_kernels_at_their_lines(tmp_path, name):
     if name == "both":
         gelu = next(k for k in p1["kernels"] if "GeluCUDAKernelImpl" in k["demangled"])
         assert torch_context(gelu["nvtx"]) == {"torch_op": "aten::gelu", "torch_module": "Block"}
+        assert not any("PythonDispatchMode" in k["nvtx"] for k in p1["kernels"])  # the runner's own mode
 
 
 # -- on the GPU machine -------------------------------------------------------------------------------------------

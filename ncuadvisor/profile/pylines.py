@@ -21,6 +21,8 @@ from typing import Any
 
 _RANGE = re.compile(r"^(?:py|pybwd:(?P<node>[^:]*)):(?P<line>\d+):(?P<function>[^:]*):(?P<file>.+)$")
 SEPARATOR = " > "  # how load.native joins a launch's NVTX ranges
+# with --torch-ops, PyTorch's NVTX emission names the runner's dispatch mode as a range of its own
+_OWN_MODE = "PythonDispatchMode"
 
 
 def parse_range(text: str) -> dict[str, Any] | None:
@@ -44,10 +46,12 @@ def split_nvtx(nvtx: str) -> tuple[dict[str, Any] | None, str]:
     kept = []
     for part in nvtx.split(SEPARATOR):
         parsed = parse_range(part)
-        if parsed is None:
-            kept.append(part)
-        else:
+        if parsed is not None:
             where = parsed  # the innermost one wins
+        elif not part.startswith(_OWN_MODE):
+            kept.append(part)
+    if where is None:
+        return None, nvtx
     return where, SEPARATOR.join(kept)
 
 
