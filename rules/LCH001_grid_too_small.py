@@ -1,6 +1,6 @@
 import math
 
-from ncuadvisor.analysis.perfmodels import fmt_ns, parallelism_ns, time_after
+from ncuadvisor.analysis.perfmodels import fmt_ns, load_chains, parallelism_ns, time_after
 from ncuadvisor.analysis.roofline import LAUNCH_BOUND_NS, PRACTICAL_FRACTION
 from ncuadvisor.metrics import (
     Device,
@@ -74,7 +74,11 @@ class GridTooSmall(Rule):
         law), warps when every SM holds as many blocks as fit ÷ warps now (the grid's, or for a partial wave the
         achieved occupancy's). For a tiled kernel the model runs over the busiest SM's active cycles (launch ramp
         and drain stay), takes the busiest unit among L1/shared memory, issue, memory and compute, caps it at 85%,
-        and adds split-K's reduction (one more ramp and drain, the partial results through L2). Tail: × waves /
+        and adds split-K's reduction (one more ramp and drain, the partial results through L2). A partial wave whose
+        warps stall on global loads for `chain_long_scoreboard_share` of their stalls with more than
+        `chain_loads_per_warp` loads each (chains of loads that wait for each other, a pointer chase): the grid grows
+        only by splitting those chains, so the gain in warps is at most `chain_gain`, the independent chains per warp
+        LAT001's fix assumes. Tail: × waves /
         ceil(waves) of the busiest SM's active time, launch ramp and drain kept. Never below the roofline floor at 85%
         of peak.
 
@@ -115,6 +119,10 @@ class GridTooSmall(Rule):
         "max_partial_wave": 0.5,
         "max_busy_pct": 60.0,
         "max_achieved_fraction": 0.5,
+        # a partial wave whose warps wait on chains of dependent loads (LAT001's signature): the warps it can gain
+        "chain_long_scoreboard_share": 0.5,
+        "chain_loads_per_warp": 4.0,
+        "chain_gain": 4.0,
     }
     fixes_when = {
         TAIL: {
@@ -280,10 +288,18 @@ class GridTooSmall(Rule):
             return None
         fill = math.ceil(grid / waves) if waves else 0  # blocks in one full wave
         per_sm = fill / sms if sms else 0
+        gain, chains = theo / achieved, ""
+        share, loads_per_warp = load_chains(k)
+        t = self.thresholds
+        if share >= t["chain_long_scoreboard_share"] and loads_per_warp > t["chain_loads_per_warp"]:
+            # each warp walks loads that wait for each other: the grid grows only by splitting those chains, so the
+            # warps gained are bounded by the independent chains a warp holds, the reserve LAT001 draws on too
+            gain = min(gain, t["chain_gain"])
+            chains = f"; at most {gain:.0f}× the warps, as a warp's dependent loads split into independent chains"
         if self.is_tiled(k):
-            splits, est = self.split_k_estimate(k, grid, sms, fill, max_gain=theo / achieved)
+            splits, est = self.split_k_estimate(k, grid, sms, fill, max_gain=gain)
         else:
-            splits, est = 0, self.full_wave_estimate(k, theo / achieved)
+            splits, est = 0, self.full_wave_estimate(k, gain)
         fix = self.fix_for(
             k,
             (PARTIAL_WAVE, PARTIAL_WAVE_TILED) if est["tiled"] else PARTIAL_WAVE,
@@ -307,7 +323,7 @@ class GridTooSmall(Rule):
             ),
             fix=fix,
             estimated_speedup=time_after(r.duration_ns or 0.0, est["new_ns"], r.theoretical_ns),
-            speedup_model=self.split_k_model(est, f"{theo:.0f}% of warps active instead of {achieved:.0f}%"),
+            speedup_model=self.split_k_model(est, f"{theo:.0f}% of warps active instead of {achieved:.0f}%{chains}"),
             confidence="medium",
             evidence=[
                 Evidence(LaunchStats.WAVES_PER_SM, round(waves, 2), self.thresholds["max_partial_wave"], "waves"),

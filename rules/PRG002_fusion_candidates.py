@@ -64,7 +64,9 @@ class FusionCandidates(ProgramRule):
         intensity well below the ridge of their precision), no tensor-core work, not latency-bound, no atomics and no
         pass of a device-wide CUB sort or scan (elementwise, normalization, reduction, copy kernels: LayerNorm →
         residual add → GELU in eager PyTorch). Matrix products, atomic scatters, sorts and latency-bound kernels break
-        a run. A chain saving less than `min_program_fraction` of the program is not reported.
+        a run, and so does a kernel `ncuadvisor profile` timed without profiling it in depth (its bytes and bound
+        are unknown; every launch of a kernel it profiled gets the DRAM bytes of the profiled launch, scaled by
+        duration). A chain saving less than `min_program_fraction` of the program is not reported.
 
     Why it costs time:
         Each kernel writes its output to DRAM and the next one reads it back, and each launch leaves a gap. One fused
@@ -123,6 +125,8 @@ class FusionCandidates(ProgramRule):
     def _fusable(self, k: dict[str, Any]) -> bool:
         r = k.get("roofline") or {}
         if k.get("language") not in self.LANGUAGES:
+            return False
+        if k.get("profiled") is False:  # `ncuadvisor profile` timed it only: its bytes and bound are unknown
             return False
         if any(v for p, v in (r.get("flops_by_precision") or {}).items() if p.startswith("tensor")):
             return False

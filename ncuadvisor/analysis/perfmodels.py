@@ -197,6 +197,17 @@ def stall_total(k: KernelContext) -> float:
     return sum(k.m(stall_metric(s)) or 0.0 for s in STALL_REASONS)
 
 
+def load_chains(k: KernelContext) -> tuple[float, float]:
+    """(share of the warps' stalls spent waiting on global loads (long scoreboard), global load requests per warp):
+    both high, each warp walks a chain of loads that wait for each other (a pointer chase, a dependent gather)."""
+    from ncuadvisor.metrics import MemoryTables
+
+    total = stall_total(k)
+    share = (k.m(stall_metric("long_scoreboard")) or 0.0) / total if total > 0 else 0.0
+    warps = (k.m(LaunchStats.GRID_SIZE) or 0) * max(1.0, (k.m(LaunchStats.BLOCK_SIZE) or 32) / 32)
+    return share, (k.m(MemoryTables.GLOBAL_LOAD_REQUESTS) or 0) / max(warps, 1)
+
+
 # -- per-instruction data and SASS -----------------------------------------------------------------------------------
 
 

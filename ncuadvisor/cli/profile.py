@@ -124,6 +124,15 @@ def profile(
             "the ATen op and module that launched it (needs PyTorch).",
         ),
     ] = False,
+    python_lines: Annotated[
+        bool,
+        typer.Option(
+            "--python-lines",
+            help="Run the script with an NVTX range per ATen op naming the Python line that called it: each kernel "
+            "shows the file:line that launched it (backward kernels: the forward line). For eager PyTorch: "
+            "torch.compile does not compile while the mode is active. Needs PyTorch.",
+        ),
+    ] = False,
     target_processes: Annotated[
         TargetProcesses | None,
         typer.Option(
@@ -151,7 +160,7 @@ def profile(
     sections on one launch of each kernel that matters."""
     if full and (top is not None or coverage is not None):
         raise InputError("--full profiles every launch in depth; it does not combine with --top or --coverage")
-    tgt = resolve_target(target or [], torch_ops=torch_ops)
+    tgt = resolve_target(target or [], torch_ops=torch_ops, python_lines=python_lines)
     out_path = output if output is not None else Path(f"{tgt.stem}.html")
     out_format = choose_format(out_path, None)
     if out_format is Format.terminal:  # pragma: no cover - choose_format never returns terminal for a path
@@ -169,7 +178,7 @@ def profile(
         cache_control=cache_control.value if cache_control else None,
         clock_control=clock_control.value,
         target_processes=target_processes.value if target_processes else None,
-        record_nvtx=torch_ops,
+        record_nvtx=torch_ops or python_lines,
     )
     session, result = run_profile(
         out_path,
@@ -182,6 +191,7 @@ def profile(
         coverage=coverage,
         force=force,
         torch_ops=torch_ops,
+        python_lines=python_lines,
         verbose=verbose,
         quiet=quiet,
     )

@@ -42,8 +42,10 @@ from typing import Any
 from ncuadvisor.errors import OutputError, ProfileInterrupted
 from ncuadvisor.load.processes import write_sidecar
 from ncuadvisor.profile import ncu as ncu_mod
+from ncuadvisor.profile.launchbytes import fill_launch_bytes, profiled_bytes
 from ncuadvisor.profile.merge import Phase1Time, analyze_phase1, merge_results, torch_context
 from ncuadvisor.profile.progress import ProgressUI
+from ncuadvisor.profile.pylines import attach_python_lines
 from ncuadvisor.profile.runner import PhaseRun, check_run, run_ncu
 from ncuadvisor.profile.selection import (
     DEFAULT_COVERAGE,
@@ -112,6 +114,7 @@ class Session:
     force: bool
     rules: list[Any]
     torch_ops: bool = False
+    python_lines: bool = False
     placed: list[Path] = field(default_factory=list)
     runs: list[PhaseRun] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
@@ -195,7 +198,7 @@ class Session:
         meta = {
             "mode": mode,
             "target": self.target.argv
-            if self.target.script is None or not self.torch_ops
+            if TORCH_RUNNER not in self.target.argv
             else [self.target.argv[0], "-c", "<ncuadvisor torch runner>", *self.target.argv[3:]],
             "ncu": self.ncu,
             "ncu_version": self.info.version_str,
@@ -208,6 +211,7 @@ class Session:
                 "target_processes": self.filters.target_processes or "all",
             },
             "torch_ops": self.torch_ops,
+            **({"python_lines": True} if self.python_lines else {}),
             "phases": [
                 {
                     "phase": r.label.split(":")[0],
@@ -252,6 +256,12 @@ class Session:
             except OSError:
                 pass
 
+    def _python_lines(self, result: Result) -> None:
+        """--python-lines: each kernel's Python line out of its NVTX ranges (`profile.pylines`), before the merge
+        and the program rules read the NVTX text."""
+        if self.python_lines:
+            attach_python_lines(result.kernels)
+
     # -- modes ----------------------------------------------------------------------------------------------------
     def full(self) -> Result:
         from ncuadvisor.analysis.pipeline import analyze
@@ -262,6 +272,7 @@ class Session:
         dest = self._place(run, f"{self.base.name}")
         assert dest is not None
         result = analyze(dest, rules=self.rules)
+        self._python_lines(result)
         for k in result.kernels:
             k.profiled = True
             if self.torch_ops:
@@ -275,6 +286,7 @@ class Session:
         p1_path = self._place(run1, f"{self.base.name}.phase1")
         assert p1_path is not None
         p1_result, launches, kernels = analyze_phase1(p1_path, self.rules)
+        self._python_lines(p1_result)
         chosen = select_kernels(kernels, top=top, coverage=coverage)
         total = sum(k.duration_ns for k in kernels)
         covered = sum(k.duration_ns for k in chosen) / total if total else 0.0
@@ -301,6 +313,9 @@ class Session:
             )
             if len(missing) == len(chosen) and not self.interrupted:
                 self.incomplete = self.incomplete or "no chosen kernel could be profiled in depth"
+        # the program rules weigh the bytes kernels pass through DRAM: phase 1 timed the launches only, phase 2
+        # measured the bytes of one launch of each kernel it profiled (profile.launchbytes)
+        fill_launch_bytes(launches, p1_result.kernels, profiled_bytes(path for path, _ in deep))
         result = merge_results(p1_result, deep, launches=launches, rules=self.rules, torch_ops=self.torch_ops)
         if deep and self.collection != "sections":
             # the declared collection holds every metric the rules read, not the whole sections: the analysis
@@ -377,6 +392,7 @@ class Session:
             new: set[tuple[str, str, str]] = set()
             if run2.report is not None:
                 res = analyze(run2.report, rules=self.rules, group_time=group_time)
+                self._python_lines(res)
                 keys = {kernel_key(k) for k in res.kernels}
                 new = {kernel_key(k) for k in missing} & keys
                 if new or not deep:
@@ -417,6 +433,7 @@ def run_profile(
     coverage: float | None = None,
     force: bool = False,
     torch_ops: bool = False,
+    python_lines: bool = False,
     verbose: bool = False,
     quiet: bool = False,
 ) -> tuple[Session, Result]:
@@ -444,6 +461,7 @@ def run_profile(
         force=force,
         rules=rules,
         torch_ops=torch_ops,
+        python_lines=python_lines,
     )
     t0 = time.monotonic()
     try:

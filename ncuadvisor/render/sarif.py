@@ -48,7 +48,7 @@ import json
 import posixpath
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 from urllib.parse import quote
 
@@ -90,6 +90,15 @@ def _located(source: Iterable[SourceLine]) -> list[SourceLine]:
     return out
 
 
+def _python_source(k: Kernel) -> SourceLine | None:
+    """The Python line that launched a kernel (`profile --python-lines`) as a source line, else None."""
+    pl = k.python_line
+    if pl is None or number(pl.line) is None:
+        return None
+    empty = {f.name: None for f in fields(SourceLine)}
+    return SourceLine(**{**empty, "file": pl.file, "line": pl.line, "code": pl.code, "toolkit": False})
+
+
 def source_files(result: ResultRecord) -> list[str]:
     """Every source file the SARIF of a result may name: its findings' lines and its kernels' entries."""
     files: dict[str, None] = {}
@@ -98,6 +107,9 @@ def source_files(result: ResultRecord) -> list[str]:
             for f in findings:
                 files.update((str(s.file), None) for s in _located(f.source))
         files.update((str(s.file), None) for s in _located([k.source_anchor]))
+        py = _python_source(k)
+        if py is not None:
+            files[str(py.file)] = None
     return list(files)
 
 
@@ -294,6 +306,13 @@ class _Log:
                 break
         if anchor is None and _located([k.source_anchor]):
             anchor, anchor_text = k.source_anchor, "the kernel's entry (its first instruction's line)"
+        py = _python_source(k)
+        if (
+            py is not None
+        ):  # profile --python-lines: the user's line that launched the kernel, the kernel's lines related
+            for f, duration in pairs:
+                self.add_result(k, f, duration, py, _located(f.source), None, python=True)
+            return
         for f, duration in pairs:
             located = _located(f.source)
             if located:
@@ -309,6 +328,7 @@ class _Log:
         primary: SourceLine,
         located: list[SourceLine],
         inferred_at: str | None,
+        python: bool = False,
     ) -> None:
         """One alert at `primary`, the finding's other lines related; `inferred_at` says where a finding without a
         line of its own was placed."""
@@ -322,6 +342,8 @@ class _Log:
         saving = duration * speedup
         fraction = saving / self.total if self.total else 0.0
         text = f"{name}{f' ({tag})' if tag else ''}: {_one_line(f.title)}."
+        if python:  # profile --python-lines
+            text += " Shown at the Python line that launched the kernel; the kernel's own lines are related."
         if f.fix:
             text += f" Fix: {_one_line(f.fix)}"
             if not text.endswith("."):

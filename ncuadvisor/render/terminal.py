@@ -82,6 +82,9 @@ def _where_and_fix(view: Result, a: Action) -> str:
         where = f"{basename_loc(kernel_at)} (kernel; the line is in {basename_loc(src[0])})"
     else:
         where = basename_loc(src[0]) if src else basename_loc(kernel_at)
+    if k is not None and k.python_line is not None:  # a PyTorch kernel: the Python line that launched it
+        pl = k.python_line
+        where = f"{pl.where} ({pl.code})" if pl.code else pl.where
     fix = first_sentence(f.fix) if f else ""
     return " · ".join(t for t in (where, fix) if t)
 

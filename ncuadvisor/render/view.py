@@ -121,6 +121,29 @@ def _via(inl: rt.InlinedEntry | None) -> str:
     return f"calls {fn}{at}"
 
 
+@dataclass(frozen=True)
+class PythonLine:
+    """The Python line that launched a kernel (`profile --python-lines`)."""
+
+    file: Any
+    line: Any
+    function: Any
+    code: Any
+    backward_of: Any
+
+    @property
+    def where(self) -> str:
+        """`model.py:42`, with `, backward of GeluBackward0` for a kernel autograd ran in backward."""
+        text = f"{str(self.file or '').replace(chr(92), '/').rsplit('/', 1)[-1]}:{self.line}"
+        if self.backward_of and self.backward_of != "backward":
+            return f"{text}, backward of {self.backward_of}"
+        return f"{text}, in backward" if self.backward_of else text
+
+
+def _python_line(pl: rt.PythonLine | None) -> PythonLine | None:
+    return take(PythonLine, pl) if pl is not None and pl.file and pl.line is not None else None
+
+
 def _source(ref: rt.SourceRefEntry | rt.SourceAnchor | None) -> SourceLine:
     return take(
         SourceLine, ref, toolkit=in_toolkit(getattr(ref, "file", None)), via=_via(getattr(ref, "inlined", None))
@@ -252,6 +275,7 @@ class Kernel:
     process_label: Any
     executable: Any  # of the kernel's process
     source_anchor: SourceLine  # its first instruction's line (empty when the report has none)
+    python_line: PythonLine | None  # the Python line that launched it (profile --python-lines), else None
     roofline: Roofline
     launch: Launch
     findings: list[Finding]
@@ -277,6 +301,7 @@ class Action:
     estimated_saving_ns: Any
     program_fraction: Any
     follow_ups: list[FollowUp] = field(default_factory=list)  # the kernel's further fixes, on the time left
+    python_line: PythonLine | None = None  # the Python line that launched the kernel (profile --python-lines)
 
 
 @dataclass(frozen=True)
@@ -404,6 +429,7 @@ def _kernel(index: int, k: rt.KernelEntry, tags: Mapping[str, str]) -> Kernel:
         source_anchor=_source(k.source_anchor),
         roofline=_roofline(k.roofline),
         launch=take(Launch, k.launch),
+        python_line=_python_line(k.python_line),
         findings=findings,
         first_finding=findings[0] if findings else None,
         variants=variants,
@@ -452,6 +478,7 @@ def report_view(result: rt.Result) -> Result:
     """The view of a result (the typed JSON contract, schema_version 1)."""
     tags = shape_tags(result)
     shown = {k.id: k.display_name for k in result.kernels if k.display_name}
+    lines = {str(k.id): _python_line(k.python_line) for k in result.kernels}
     actions = [
         take(
             Action,
@@ -459,6 +486,7 @@ def report_view(result: rt.Result) -> Result:
             shape_tag=tags.get(str(a.kernel_id), "") if a.scope != "program" else "",
             **({"kernel": shown[a.kernel_id]} if a.kernel_id in shown else {}),
             follow_ups=[take(FollowUp, u) for u in a.follow_ups or []],
+            python_line=lines.get(str(a.kernel_id)) if a.scope != "program" else None,
         )
         for a in result.top_actions
     ]

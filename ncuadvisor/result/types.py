@@ -148,6 +148,7 @@ class ProfileInfo(Record):
     ncu_version: str | None = None
     filters: ProfileFilters
     torch_ops: bool = False
+    python_lines: bool | None = optional()  # --python-lines: kernels carry the Python line that launched them
     phases: list[ProfilePhase] = field(default_factory=list)
     reports: list[str] = field(default_factory=list)
     partial: bool = False
@@ -397,6 +398,19 @@ class TorchContext(Record):
 
 
 @dataclass(kw_only=True)
+class PythonLine(Record):
+    """The Python line that launched a kernel (`ncuadvisor profile --python-lines`): the first frame outside torch
+    and the standard library when the ATen op ran; in backward, the forward line that made the autograd node
+    (`backward_of` names the node; "backward" when only the `.backward()` call was known)."""
+
+    file: str
+    line: int
+    function: str = ""
+    code: str | None = None
+    backward_of: str | None = None
+
+
+@dataclass(kw_only=True)
 class NoRuleVerdict(Record):
     """What is known of a kernel group holding a large share of the time on which no rule fired: its bound, headroom,
     limiter and NCU's top rule, and that no rule of ours applies."""
@@ -453,6 +467,7 @@ class KernelEntry(Record):
     deep_result_ids: list[int] | None = optional()
     deep_launches: int | None = optional()
     torch: TorchContext | None = flat()
+    python_line: PythonLine | None = optional()  # `profile --python-lines`: the line that launched it
 
     def findings_with_time(self) -> list[tuple[list[FindingEntry], float, int | None]]:
         """The kernel's findings with the GPU time they speak for: its own over the launches it analysed, then each

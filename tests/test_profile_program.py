@@ -1,0 +1,102 @@
+"""`ncuadvisor profile` keeps the program view: the program rules of the merged result see the DRAM bytes of every
+launch of the kernels phase 2 profiled (profile.launchbytes), so that its program findings are a full capture's.
+
+Real reports of one run of the eager training step (workloads/torch/transformer_step.py --train, NVTX range
+step_all_threads, fixtures/profile-cost-2026-11-30): `train_profile.phase1` (phase 1: 229 launches timed),
+`train_profile` (phase 2: the kernels covering 90% of the time, in depth) and `train_naive_full` (ncu's full set on
+every one of the same 229 launches).
+"""
+
+from __future__ import annotations
+
+import lzma
+import shutil
+from pathlib import Path
+
+import pytest
+
+from ncuadvisor import engine
+from ncuadvisor.analysis.pipeline import analyze
+from ncuadvisor.profile.launchbytes import fill_launch_bytes, profiled_bytes
+from ncuadvisor.profile.merge import Phase1Time, analyze_phase1, merge_results
+from ncuadvisor.profile.selection import kernel_key
+
+pytestmark = pytest.mark.slow  # ~35 s: two reports of 100 MB analysed
+
+FOLDER = Path(__file__).resolve().parent.parent / "fixtures" / "profile-cost-2026-11-30"
+
+
+@pytest.fixture(scope="module")
+def reports(tmp_path_factory):
+    out = tmp_path_factory.mktemp("train_step")
+
+    def get(name: str) -> Path:
+        dst = out / f"{name}.ncu-rep"
+        if not dst.exists():
+            with lzma.open(FOLDER / f"{name}.ncu-rep.xz", "rb") as fin, dst.open("wb") as fout:
+                shutil.copyfileobj(fin, fout)
+        return dst
+
+    return get
+
+
+@pytest.fixture(scope="module")
+def two_phases(reports):
+    """What `Session.two_phase` has before the merge: the phase-1 result and launches, the deep result."""
+    rules = engine.discover([])
+    p1, launches, _ = analyze_phase1(reports("train_profile.phase1"), rules)
+    deep_path = reports("train_profile")
+    deep = analyze(deep_path, rules=rules, group_time=Phase1Time(p1, launches))
+    return rules, p1, launches, deep_path, deep
+
+
+def test_phase_1_launches_get_the_bytes_phase_2_measured(two_phases):
+    _rules, p1, launches, deep_path, deep = two_phases
+    launches = [dict(x) for x in launches]
+    assert all(x["dram_read_bytes"] is None for x in launches)  # phase 1 timed them only
+    measured = profiled_bytes([str(deep_path)])
+    assert len(measured) == len({kernel_key(k) for k in deep.kernels})
+    filled = fill_launch_bytes(launches, p1.kernels, measured)
+    key_of = {k.id: kernel_key(k) for k in p1.kernels}
+    profiled = [x for x in launches if key_of[x["kernel_id"]] in measured]
+    assert filled == len(profiled) and 0 < filled < len(launches)
+    for x in profiled:
+        read, write, dur = measured[key_of[x["kernel_id"]]]
+        assert x["dram_read_bytes"] == pytest.approx(read * x["duration_ns"] / dur)
+        assert x["dram_write_bytes"] == pytest.approx(write * x["duration_ns"] / dur)
+    assert all(x["dram_read_bytes"] is None for x in launches if key_of[x["kernel_id"]] not in measured)
+    # phase 1 that measured bytes itself keeps its own
+    x = dict(launches[0], dram_read_bytes=1.0, dram_write_bytes=2.0)
+    assert fill_launch_bytes([x], p1.kernels, measured) == 0 and x["dram_read_bytes"] == 1.0
+
+
+def test_without_the_bytes_profile_had_no_program_finding(two_phases):
+    """The defect this fixes: the phase-1 launches alone give the fusion rule nothing to weigh."""
+    rules, p1, launches, deep_path, deep = two_phases
+    m = merge_results(p1, [(str(deep_path), deep)], launches=[dict(x) for x in launches], rules=rules)
+    assert [f for f in m.program_findings if f.rule == "PRG002"] == []
+
+
+@pytest.mark.slow
+def test_profile_program_findings_match_the_full_capture(two_phases, reports):
+    """Through the real merge: the merged result's program findings are the full capture's (same rules, same chains
+    of kernels, savings within 5%), and its "where to start" opens with the same three actions."""
+    rules, p1, launches, deep_path, deep = two_phases
+    launches = [dict(x) for x in launches]
+    fill_launch_bytes(launches, p1.kernels, profiled_bytes([str(deep_path)]))
+    merged = merge_results(p1, [(str(deep_path), deep)], launches=launches, rules=rules).to_dict()
+    full = analyze(reports("train_naive_full"), rules=rules).to_dict()
+
+    def program(res: dict) -> list[tuple[str, str, tuple[str, ...]]]:
+        return [(f["rule"], f["title"], tuple(f["kernels"])) for f in res["program_findings"]]
+
+    assert program(full), "the full capture has a program finding to match"
+    assert program(merged) == program(full)
+    for got, want in zip(merged["program_findings"], full["program_findings"]):
+        assert got["estimated_saving_ns"] == pytest.approx(want["estimated_saving_ns"], rel=0.05)
+
+    def actions(res: dict) -> list[tuple[str, str]]:
+        return [(a["scope"], a["rule"]) for a in res["top_actions"][:3]]
+
+    assert actions(merged) == actions(full)
+    assert ("program", "PRG002") in actions(merged)
