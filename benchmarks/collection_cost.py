@@ -19,6 +19,7 @@ set of rules found is the same, and whether the program findings are the same.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import statistics
 import subprocess
@@ -113,7 +114,7 @@ def metric_groups(metrics: list[str]) -> dict[str, list[str]]:
         ("sass-op-counts", lambda m: "__sass_" in m),
         ("tensor-paths", lambda m: m.startswith("sm__ops_path_tensor")),
         ("pipe-utilization", lambda m: m.startswith(("sm__inst_executed_pipe", "sm__pipe_", "sm__inst_issued"))),
-        ("throughput-breakdowns", lambda m: "__throughput" in m),
+        ("throughput-breakdowns", lambda m: "throughput" in m),
         ("source-sectors", lambda m: m.startswith(("memory_l2", "memory_l1"))),
         ("issue-and-warps", lambda m: m.startswith(("smsp__issue", "smsp__inst", "smsp__thread", "sm__warps"))),
         ("dram", lambda m: m.startswith("dram__")),
@@ -148,21 +149,90 @@ def group_passes(program: list[str], metrics: list[str], budget_s: float, launch
         f"{out['SourceCounters section']}",
         flush=True,
     )
-    for name, ms in groups.items():  # what dropping each kind saves, first; then each kind alone
-        rest = [m for m in metrics if m not in ms]
+    # what dropping each kind saves: in the PyTorch programs' collection first (the one to bring to 12 passes), then
+    # in every rule's; then each kind alone
+    torch_groups = metric_groups(torch_metrics)
+    plan = [("torch_all_but", name, torch_metrics, ms) for name, ms in torch_groups.items()]
+    plan += [("all_but", name, metrics, ms) for name, ms in groups.items()]
+    plan += [("alone", name, ms, []) for name, ms in groups.items()]
+    for what, name, within, ms in plan:
         if time.monotonic() - t0 > budget_s:
             out["cut_short"] = True
             break
-        without = run_ncu([*base, "--metrics", ",".join(rest)], program, None, 120)["passes_max"] if rest else 0
-        out[name] = {"metrics": len(ms), "all_but": without}
-        print(f"  {name}: {len(ms)} metrics; all declared metrics but these: {without} passes", flush=True)
-    for name, ms in groups.items():
-        if time.monotonic() - t0 > budget_s or name not in out:
-            out["cut_short"] = True
-            break
-        out[name]["alone"] = run_ncu([*base, "--metrics", ",".join(ms)], program, None, 120)["passes_max"]
-        print(f"  {name} alone: {out[name]['alone']} passes", flush=True)
+        rest = [m for m in within if m not in ms]
+        args = [*base, *ncu_mod.section_args(secs if what == "torch_all_but" else [], rest)]
+        got = run_ncu(args, program, None, 120)["passes_max"] if rest else 0
+        out.setdefault(name, {"metrics": len(ms), "torch_metrics": len(torch_groups.get(name, []))})[what] = got
+        print(f"  {what} {name} ({len(ms)} metrics): {got} passes", flush=True)
     out["groups"] = groups
+    return out
+
+
+@contextlib.contextmanager
+def only_metrics(kept: set[str]):
+    """While active, every report reads as if ncu had collected only the `kept` scalar metrics (and what every
+    report holds: the launch identity, device attributes, the derived__ metrics of the sections' own rules): a
+    report of a larger collection stands in for a smaller one."""
+    from ncuadvisor.load.reader import ReportReader
+
+    orig = ReportReader.results
+
+    def results(self, metrics):  # type: ignore[no-untyped-def]
+        frame = orig(self, metrics)
+        for m in metrics:
+            if m in frame.columns and m not in kept and not m.startswith(("derived__", "device__attribute")):
+                frame[m] = None
+        return frame
+
+    ReportReader.results = results  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        ReportReader.results = orig  # type: ignore[method-assign]
+
+
+def simulate(full_report: Path, phase1_report: Path | None) -> dict:
+    """The first findings and program findings of `full_report` as read whole and as read with only what the default
+    declared collection of its chosen kernels would hold (`session.declared_collection`), both analysed as phase 2
+    is (merged with `phase1_report` when given)."""
+    from ncuadvisor.profile.merge import Phase1Time, analyze_phase1, merge_results
+    from ncuadvisor.profile.selection import select_kernels
+    from ncuadvisor.profile.session import declared_collection
+
+    rules = engine.discover([])
+
+    def run() -> dict:
+        if phase1_report is None:
+            return analyze(full_report, rules=rules, pick="first")
+        p1, launches, _ = analyze_phase1(phase1_report, rules)
+        deep = analyze(full_report, rules=rules, group_time=Phase1Time(p1, launches))
+        return merge_results(p1, [(str(full_report), deep)], launches=launches, rules=rules)
+
+    def summary(res: dict) -> dict:
+        kernels = {}
+        for k in res["kernels"]:
+            if k.get("profiled") is False:
+                continue
+            rules_found = [f["rule"] for f in k.get("findings") or []]
+            kernels[f"{k['demangled']} {k['grid']} {k['block']}"] = {
+                "name": k["name"],
+                "first": rules_found[0] if rules_found else "(none)",
+                "rules": sorted(set(rules_found)),
+                "time_share": round(k.get("time_share") or 0.0, 4),
+            }
+        return {"kernels": kernels, "program": sorted({f["rule"] for f in res.get("program_findings") or []})}
+
+    whole = run()
+    if phase1_report is not None:
+        _, _, groups = analyze_phase1(phase1_report, rules)
+        chosen = [(k.name, k.demangled) for k in select_kernels(groups, top=None, coverage=None)]
+    else:
+        chosen = [(k["name"], k["demangled"]) for k in whole["kernels"]]
+    sections, metrics = declared_collection(rules, chosen)
+    with only_metrics(set(metrics)):
+        part = run()
+    out = {"sections": sections, "metrics": metrics, "whole": summary(whole), "declared": summary(part)}
+    out["agreement"] = agreement(out["whole"], out["declared"])
     return out
 
 
@@ -201,7 +271,25 @@ def main() -> int:
     ap.add_argument(
         "--analyze", action="store_true", help="only analyse the reports already in --out (NAME.ncu-rep per collection)"
     )
+    ap.add_argument(
+        "--simulate",
+        type=Path,
+        help="a report of a larger collection (the full set): compare its findings with those of the same report read "
+        "with only the default declared collection's metrics (no GPU)",
+    )
+    ap.add_argument("--phase1", type=Path, help="with --simulate: the phase-1 report to merge with, as phase 2 is")
     args = ap.parse_args()
+    if args.simulate:
+        sim = simulate(args.simulate, args.phase1)
+        a = sim["agreement"]
+        print(f"declared collection: sections {sim['sections']}, {len(sim['metrics'])} metrics")
+        print("| kernel | share | whole report | declared metrics only | same rules |\n|---|---|---|---|---|")
+        for r in a["kernels"]:
+            print(f"| `{r['kernel'][:50]}` | {r['time_share']:.1%} | {r['full']} | {r['other']} | {r['same_rules']} |")
+        print(f"same first finding {a['first']}, same rules {a['rules']}, program findings {a['program']}")
+        if args.json:
+            args.json.write_text(json.dumps(sim, indent=1, default=str))
+        return 0
     if not args.analyze and not args.binary:
         ap.error("--binary is required unless --analyze")
     args.out.mkdir(parents=True, exist_ok=True)
