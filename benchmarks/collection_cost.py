@@ -149,6 +149,22 @@ def group_passes(program: list[str], metrics: list[str], budget_s: float, launch
         f"{out['SourceCounters section']}",
         flush=True,
     )
+    # what phase 1 could add to its duration and stay at one pass: the counters that place a kernel at its floor
+    dur = ncu_mod.DURATION_METRIC
+    for label, extra in (
+        ("phase 1 + tensor pipe", ["sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_elapsed"]),
+        (
+            "phase 1 + speed of light",
+            [
+                "sm__throughput.avg.pct_of_peak_sustained_elapsed",
+                "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed",
+            ],
+        ),
+        ("phase 1 + dram bytes", ["dram__bytes_read.sum", "dram__bytes_write.sum"]),
+    ):
+        got = run_ncu([*base, "--metrics", ",".join([dur, *extra])], program, None, 60)["passes_max"]
+        out[label] = {"metrics": [dur, *extra], "passes": got}
+        print(f"  {label}: {got} passes", flush=True)
     # what dropping each kind saves: in the PyTorch programs' collection first (the one to bring to 12 passes), then
     # in every rule's; then each kind alone
     torch_groups = metric_groups(torch_metrics)
@@ -163,7 +179,7 @@ def group_passes(program: list[str], metrics: list[str], budget_s: float, launch
         args = [*base, *ncu_mod.section_args(secs if what == "torch_all_but" else [], rest)]
         got = run_ncu(args, program, None, 120)["passes_max"] if rest else 0
         out.setdefault(name, {"metrics": len(ms), "torch_metrics": len(torch_groups.get(name, []))})[what] = got
-        print(f"  {what} {name} ({len(ms)} metrics): {got} passes", flush=True)
+        print(f"  {what} {name} ({len(within) - len(rest) if ms else len(rest)} metrics): {got} passes", flush=True)
     out["groups"] = groups
     return out
 
@@ -297,11 +313,16 @@ def main() -> int:
     rules = engine.discover([])
     scalars = roofline.METRICS + CARD_METRICS + engine.required_metrics(rules)
     declared = ncu_mod.declared_metrics([ncu_mod.DURATION_METRIC, *scalars])
+    from ncuadvisor.profile.session import declared_collection
+
+    # the default collection for CUDA code (the rules of CUDA and Triton kernels, the program rules)
+    cuda_sections, cuda_metrics = declared_collection(rules, [("kernel", "kernel(float *)")])
     collections = {
         "full": ["--set", "full"],
         "sections": ncu_mod.section_args(ANALYSIS_SECTIONS),
-        "declared": ncu_mod.section_args(ncu_mod.DECLARED_SECTIONS, declared),
-        "metrics-only": ncu_mod.section_args([], declared),
+        "declared": ncu_mod.section_args(cuda_sections, cuda_metrics),
+        "declared-all": ncu_mod.section_args(ncu_mod.DECLARED_SECTIONS, declared),
+        "metrics-only": ncu_mod.section_args([], cuda_metrics),
     }
     json_path = args.json or args.out / "collection_cost.json"
     # the collections of an earlier call with the same --json are kept (a call per collection adds up to one table)

@@ -340,7 +340,7 @@ def main() -> int:
             str(workload),
             *wargs,
         ],
-        timeout=max(60.0, min(240.0, left() - 100)),
+        timeout=max(60.0, min(240.0, left() - 60)),
         env=env,
         log=out / "profile.log",
     )
