@@ -76,6 +76,7 @@ class ReportReader:
         # per result read by `details`: the location of every listed instruction and the text of their files
         self._located: dict[int, tuple[dict[int, Location], dict[str, str | None]]] = {}
         self._deep_in_workers = False
+        self._no_lines: frozenset[int] | None = None  # `without_lines`
         self.ncu_version, self.command_line = scan_header(local)
         try:
             self.reader_version: str | None = str(self._ctx.get_version())
@@ -199,22 +200,32 @@ class ReportReader:
 
     # -- deep data ------------------------------------------------------------------------------------------------
     def details(
-        self, result_ids: Iterable[int], per_instruction: Iterable[str], sass_for: deep.SassFor | None = None
+        self,
+        result_ids: Iterable[int],
+        per_instruction: Iterable[str],
+        sass_for: deep.SassFor | None = None,
+        unread: Iterable[int] = (),
     ) -> dict[int, ResultDetail]:
         """Deep data of the given results (`deep.deep_data`), without source lines; with the SASS text of their listed
         instructions for the results `sass_for(result id, first file)` picks (read in the same pass: opening a result
-        again costs as much as reading it). Up to DETAIL_IN_PROCESS_MAX results (or results this process has opened
-        anyway) are read here, more in worker processes, DETAIL_CHUNK results each; `locations()` then reads the same
-        way."""
+        again costs as much as reading it); the results of `unread` without their per-instruction data (no rule reads
+        it). Up to DETAIL_IN_PROCESS_MAX results (or results this process has opened anyway) are read here, more in
+        worker processes, DETAIL_CHUNK results each; `locations()` then reads the same way."""
         ids = list(dict.fromkeys(result_ids))
         metrics = list(dict.fromkeys(per_instruction))
         self._deep_in_workers = len([rid for rid in ids if rid not in self._opened]) > DETAIL_IN_PROCESS_MAX
+        no_lines, skip = self.without_lines(), frozenset(unread)
         if not self._deep_in_workers:
-            got = {rid: deep.deep_and_sass(rid, self._action(rid), metrics, sass_for) for rid in ids}
+            got = {
+                rid: deep.deep_and_sass(
+                    rid, self._action(rid), [] if rid in skip else metrics, sass_for, rid not in no_lines
+                )
+                for rid in ids
+            }
         else:
             items = [(rid, *self._index[rid]) for rid in ids]
             tasks = [
-                (str(self._local), items[i : i + DETAIL_CHUNK], metrics, sass_for)
+                (str(self._local), items[i : i + DETAIL_CHUNK], metrics, sass_for, no_lines & set(ids), skip)
                 for i in range(0, len(items), DETAIL_CHUNK)
             ]
             chunks = in_workers(deep.read_deep_task, tasks, f"{self.path}: reading the per-instruction data failed")
@@ -223,6 +234,19 @@ class ReportReader:
             if "where" in got[rid]:
                 self._located[rid] = (got[rid].pop("where"), got[rid].pop("texts"))
         return {rid: _detail(rid, got[rid]) for rid in ids}
+
+    def without_lines(self) -> frozenset[int]:
+        """The results whose module is known, from the report file, to carry no source-line information: their
+        instructions are at no file and no line without asking `ncu_report` (whose first lookup of a result loads
+        its module's line tables, 0.15-0.45 s, to find them empty). Read with the scalar rows when the file reader
+        reads them, else here."""
+        if self._no_lines is None:
+            from ncuadvisor.reportfile.modules import results_with_lines
+
+            flags = results_with_lines(self._local)
+            ok = flags is not None and len(flags) == len(self._index)
+            self._no_lines = frozenset(rid for rid, has in enumerate(flags or []) if not has) if ok else frozenset()
+        return self._no_lines
 
     def locations(
         self, wanted: dict[int, tuple[list[int], list[str]]]
@@ -240,6 +264,10 @@ class ReportReader:
             files = set(f) | {loc[0] for loc in where.values() if loc[0]}
             if all(name in known[1] for name in files):
                 done[rid] = (where, {name: known[1][name] for name in sorted(files)})
+                del todo[rid]
+        for rid, (p, f) in list(todo.items()):
+            if rid in (self._no_lines or ()) and not f:  # no line information: nothing to look up
+                done[rid] = (dict.fromkeys(p, (None, None)), {})
                 del todo[rid]
         if not todo:
             return done
