@@ -110,8 +110,9 @@ class ReportReader:
     def _results_from_file(self, items: list[tuple[int, int, int]], metrics: list[str]) -> list[dict[str, Any]] | None:
         """The rows read straight from the report file (ncuadvisor/reportfile/fastread.py, ~1 ms a result instead of ~15 ms
         through ncu_report), used only when they equal ncu_report's rows for the first and the last result and one
-        result per kind of naming; the NVTX ranges (not decoded from the file) are read through ncu_report for the
-        first launch of each kernel, the one whose ranges the analysis shows. None: read through ncu_report instead."""
+        result per kind of naming. The NVTX ranges are kept for the first launch of each kernel (the one whose ranges the
+        analysis shows): decoded from the file when every result's decodes and the checked rows agree with
+        ncu_report's, else read through ncu_report. None: read through ncu_report instead."""
         from ncuadvisor.reportfile.fastread import read_rows
 
         if len(self._ranges) != 1:
@@ -145,9 +146,11 @@ class ReportReader:
         for rid, f in enumerate(fast):
             kinds.setdefault((bool(f["name"]), bool(f["demangled"]), bool(f["mangled"])), rid)
         check = sorted({0, len(items) - 1, *kinds.values()})
+        decoded = all(f["nvtx_text"] is not None for f in fast)
         for rid, r, a in (items[k] for k in check):
             ref = native.row(self._ncu, self._action(rid), rid, r, a, metrics)
             rows[rid]["nvtx"] = ref["nvtx"]
+            decoded = decoded and fast[rid]["nvtx_text"] == ref["nvtx"]
             if not all(native.same(ref[k], rows[rid].get(k)) for k in ref):
                 return None
         if any(f["has_nvtx"] for f in fast):
@@ -160,7 +163,10 @@ class ReportReader:
                         (pid(row["result_id"]), row["demangled"], row["grid"], row["block"]), row["result_id"]
                     )
             want = sorted(set(firsts.values()) - set(check))
-            if len(want) <= DETAIL_IN_PROCESS_MAX:
+            if decoded:  # the ranges as the file holds them, checked against ncu_report's on the rows above
+                for rid in want:
+                    rows[rid]["nvtx"] = fast[rid]["nvtx_text"]
+            elif len(want) <= DETAIL_IN_PROCESS_MAX:
                 for rid in want:
                     rows[rid]["nvtx"] = native.nvtx(self._action(rid))
             else:
