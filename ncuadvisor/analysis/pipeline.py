@@ -100,7 +100,7 @@ def analyze(
     sass_for = partial(_wants_sass, names, frozenset(sass_wanted)) if sass_wanted else None
     # a kernel without source lines (the report file says so) is in the language its names give; where no rule of
     # that language reads instructions (cuBLAS), its per-instruction data is not read at all
-    no_lines = reader.without_lines()
+    no_lines = reader.without_lines(names)
     unread = {r for r, (n, d) in names.items() if r in no_lines and kernel_language(n, d, []) not in sass_wanted}
     profile.details = reader.details(list(names), engine.per_instruction_metrics(rules), sass_for, unread)
     languages = kernel_languages(kernels, profile.details)

@@ -76,7 +76,8 @@ class ReportReader:
         # per result read by `details`: the location of every listed instruction and the text of their files
         self._located: dict[int, tuple[dict[int, Location], dict[str, str | None]]] = {}
         self._deep_in_workers = False
-        self._no_lines: frozenset[int] | None = None  # `without_lines`
+        self._no_lines: set[int] = set()  # `without_lines`: results known to have no line information
+        self._lines_known: set[int] = set()  # the results `without_lines` has looked at
         self.ncu_version, self.command_line = scan_header(local)
         try:
             self.reader_version: str | None = str(self._ctx.get_version())
@@ -220,7 +221,7 @@ class ReportReader:
         ids = list(dict.fromkeys(result_ids))
         metrics = list(dict.fromkeys(per_instruction))
         self._deep_in_workers = len([rid for rid in ids if rid not in self._opened]) > DETAIL_IN_PROCESS_MAX
-        no_lines, skip = self.without_lines(), frozenset(unread)
+        no_lines, skip = self.without_lines(ids), frozenset(unread)
         if not self._deep_in_workers:
             got = {
                 rid: deep.deep_and_sass(
@@ -241,18 +242,20 @@ class ReportReader:
                 self._located[rid] = (got[rid].pop("where"), got[rid].pop("texts"))
         return {rid: _detail(rid, got[rid]) for rid in ids}
 
-    def without_lines(self) -> frozenset[int]:
-        """The results whose module is known, from the report file, to carry no source-line information: their
-        instructions are at no file and no line without asking `ncu_report` (whose first lookup of a result loads
-        its module's line tables, 0.15-0.45 s, to find them empty). Read with the scalar rows when the file reader
-        reads them, else here."""
-        if self._no_lines is None:
-            from ncuadvisor.reportfile.modules import results_with_lines
+    def without_lines(self, result_ids: Iterable[int]) -> frozenset[int]:
+        """Those of the results whose module is known, from the report file, to carry no source-line information:
+        their instructions are at no file and no line without asking `ncu_report` (whose first lookup of a result
+        loads its module's line tables, 0.15-0.45 s, to find them empty). Only these results' payloads are read."""
+        from ncuadvisor.reportfile.modules import results_with_lines
 
-            flags = results_with_lines(self._local)
-            ok = flags is not None and len(flags) == len(self._index)
-            self._no_lines = frozenset(rid for rid, has in enumerate(flags or []) if not has) if ok else frozenset()
-        return self._no_lines
+        ids = set(result_ids)
+        todo = ids - self._lines_known
+        if todo:
+            flags = results_with_lines(self._local, todo)
+            if flags is not None and len(flags) == len(self._index):
+                self._no_lines |= {rid for rid in todo if not flags[rid]}
+            self._lines_known |= todo
+        return frozenset(self._no_lines & ids)
 
     def locations(
         self, wanted: dict[int, tuple[list[int], list[str]]]
@@ -272,7 +275,7 @@ class ReportReader:
                 done[rid] = (where, {name: known[1][name] for name in sorted(files)})
                 del todo[rid]
         for rid, (p, f) in list(todo.items()):
-            if rid in (self._no_lines or ()) and not f:  # no line information: nothing to look up
+            if rid in self._no_lines and not f:  # no line information: nothing to look up
                 done[rid] = (dict.fromkeys(p, (None, None)), {})
                 del todo[rid]
         if not todo:

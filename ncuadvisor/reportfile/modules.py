@@ -16,6 +16,7 @@ answers "may have lines", so the lookups happen as before; verified against `ncu
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from typing import Any
 
 from ncuadvisor.reportfile.blocks import FileView, _fields, iter_blocks, u32
@@ -96,9 +97,11 @@ def _module_of(mm: Any, start: int, end: int, parse: Any) -> int | None:
     return int(ids[0]) if ids and isinstance(ids[0], int) else None
 
 
-def results_with_lines(path: str | os.PathLike[str]) -> list[bool] | None:
+def results_with_lines(path: str | os.PathLike[str], wanted: Iterable[int] | None = None) -> list[bool] | None:
     """For every result in file order: False when its module is known to carry no line information (its source
-    lines need not be looked up), True otherwise. None when the file is not in the layout described above."""
+    lines need not be looked up), True otherwise; with `wanted` (result indices), only those results' payloads are
+    read (the others answer True). None when the file is not in the layout described above."""
+    want = None if wanted is None else set(wanted)
     try:
         with open(path, "rb") as fh:
             mm = FileView(fh)
@@ -115,7 +118,8 @@ def results_with_lines(path: str | os.PathLike[str]) -> list[bool] | None:
                     if j + 4 + n > end:
                         return None
                     if k < n_results:
-                        module_of.append(_module_of(mm, j + 4, j + 4 + n, parse))
+                        read = want is None or len(module_of) in want
+                        module_of.append(_module_of(mm, j + 4, j + 4 + n, parse) if read else None)
                         j += 4 + n
                         k += 1
                         continue
