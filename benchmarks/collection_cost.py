@@ -287,6 +287,7 @@ def main() -> int:
     ap.add_argument(
         "--analyze", action="store_true", help="only analyse the reports already in --out (NAME.ncu-rep per collection)"
     )
+    ap.add_argument("--no-analysis", action="store_true", help="run ncu and count passes only (analyse later)")
     ap.add_argument(
         "--simulate",
         type=Path,
@@ -329,6 +330,10 @@ def main() -> int:
     res: dict = json.loads(json_path.read_text()) if json_path.exists() else {}
     res.update(program=program or res.get("program"), declared_metrics=declared)
     res.setdefault("collections", {})
+    if args.group_passes_s > 0 and program and not args.analyze:  # first: ncu alone, nothing read afterwards
+        print("replay passes of one launch by kind of metric:", flush=True)
+        res["group_passes"] = group_passes(program, declared, args.group_passes_s, args.group_launch)
+        json_path.write_text(json.dumps(res, indent=1, default=str))
     for name, extra in collections.items():
         if name not in args.collections.split(","):
             continue
@@ -342,7 +347,7 @@ def main() -> int:
                 flush=True,
             )
         report = next((p for p in (Path(f"{base}.ncu-rep"), Path(f"{base}.ncu-rep.xz")) if p.exists()), None)
-        if report is not None:
+        if report is not None and not args.no_analysis:
             try:
                 run["findings"] = findings(report)
                 run.pop("findings_error", None)
@@ -351,11 +356,8 @@ def main() -> int:
                 print(f"{name}: analysis failed: {run['findings_error']}", flush=True)
         res["collections"][name] = run
         json_path.write_text(json.dumps(res, indent=1, default=str))
-    print_agreement(res)
-    json_path.write_text(json.dumps(res, indent=1, default=str))
-    if args.group_passes_s > 0 and program:
-        print("replay passes of one launch by kind of metric:", flush=True)
-        res["group_passes"] = group_passes(program, declared, args.group_passes_s, args.group_launch)
+    if not args.no_analysis:
+        print_agreement(res)
         json_path.write_text(json.dumps(res, indent=1, default=str))
     if args.per_metric_s > 0 and program:
         t0, per = time.monotonic(), {}

@@ -35,28 +35,38 @@ grep -h "passes" /tmp/pct/profile.log | sed 's/.*- \([0-9]*\) passes.*/\1/' | so
 grep -h "passes" /tmp/pct/naive.log | sed 's/.*- \([0-9]*\) passes.*/\1/' | sort | uniq -c > "$OUT/train_full_passes.txt"
 ls -la /tmp/pct >> "$OUT/steps.log" 2>&1
 
-# 2. the CUDA program: the declared collection (the default for CUDA code) on every launch and the replay passes of
-#    one launch per kind of metric, then the full set on every launch (the agreement table), the 13 sections if time
+# 2. the CUDA program: first the replay passes of one launch per kind of metric (ncu alone), then the collections on
+#    every launch (ncu alone: declared, the default for CUDA code; the full set; the 13 sections as time allows), then
+#    their analysis in a process of its own (a crash of the report reader loses only the agreement table)
 wait $NVCC; say "nvcc rc=$?"
 CC=$(( $(left) - 10 ))
 if [ "$CC" -gt 30 ]; then
-  GROUPS_S=$(( CC > 100 ? CC - 70 : CC / 3 ))
-  say "collection_cost on patterns: declared + passes per kind of metric (${GROUPS_S} s), ${CC} s"
+  GROUPS_S=$(( CC > 130 ? CC - 100 : CC / 3 ))
+  say "collection_cost on patterns: passes per kind of metric (${GROUPS_S} s) + declared, ${CC} s"
   timeout "$CC" python3 benchmarks/collection_cost.py --binary /tmp/bin/patterns --binary-args=--once --out /tmp/cc \
-    --collections declared --group-passes-s "$GROUPS_S" --group-launch 2 \
+    --collections declared --group-passes-s "$GROUPS_S" --group-launch 2 --no-analysis \
     --json "$OUT/collection_cost.json" --timeout-s 60 > "$OUT/collection_cost.log" 2>&1
-  say "collection_cost (declared, passes) rc=$?"
-  tail -30 "$OUT/collection_cost.log"
+  say "collection_cost (passes, declared) rc=$?"
+  tail -40 "$OUT/collection_cost.log"
 fi
 for COL in full sections; do
-  CC=$(( $(left) - 8 ))
+  CC=$(( $(left) - 30 ))
   [ "$CC" -gt 45 ] || { say "no time left for $COL ($CC s)"; break; }
   say "collection_cost on patterns: $COL, ${CC} s"
   timeout "$CC" python3 benchmarks/collection_cost.py --binary /tmp/bin/patterns --binary-args=--once --out /tmp/cc \
-    --collections "$COL" --json "$OUT/collection_cost.json" --timeout-s $(( CC - 15 )) >> "$OUT/collection_cost.log" 2>&1
+    --collections "$COL" --no-analysis --json "$OUT/collection_cost.json" --timeout-s $(( CC - 5 )) \
+    >> "$OUT/collection_cost.log" 2>&1
   say "collection_cost ($COL) rc=$?"
-  tail -16 "$OUT/collection_cost.log"
+  tail -3 "$OUT/collection_cost.log"
 done
+CC=$(( $(left) - 8 ))
+if [ "$CC" -gt 10 ]; then
+  say "collection_cost: the agreement table, ${CC} s"
+  timeout "$CC" python3 benchmarks/collection_cost.py --analyze --out /tmp/cc --collections full,declared,sections \
+    --json "$OUT/collection_cost.json" >> "$OUT/collection_cost.log" 2>&1
+  say "collection_cost (analysis) rc=$?"
+  tail -16 "$OUT/collection_cost.log"
+fi
 ls -la /tmp/cc >> "$OUT/steps.log" 2>&1
 
 # the small reports, for analysing again without a GPU (the large ones only when time is left)
