@@ -9,9 +9,16 @@ executable and --binary-args, every launch, no NVTX range):
 2. `ncuadvisor profile` with its defaults (phase 1 on every launch in the range, phase 2 on the kernels covering 90%
    of the GPU time), `--nvtx-range step`;
 3. the naive way: `ncu --clock-control none --set full --import-source yes --nvtx --nvtx-include step/` on every
-   launch in the range. When that would not fit in the time budget (--budget-s), it runs on the first C launches
-   (`--launch-count C`) and its wall time is extrapolated to every launch from the measured time per profiled
-   kernel (the gaps between ncu's progress lines); the table says so.
+   launch in the range, when that fits in the time budget (--budget-s). When it does not (`--naive auto`), the full
+   set runs on the launches phase 2 profiled (`--naive same-launches`: the chosen kernels' mangled names, the first
+   launch of each launch configuration), and that report is analysed exactly as phase 2's is (merged with our
+   phase-1 report: the same time shares, program rules on every launch), so the two collections are compared on
+   the same launches; the cost of every launch is extrapolated from its seconds per launch (the median gap between
+   ncu's progress lines) plus the plain run for the program's start-up. When the full run fails or is skipped
+   (`--naive none`), it is estimated from phase 2's seconds per launch × (the full set's passes ÷ phase 2's), which
+   underestimates (2026-12-01 training step: 372 s against 494–509 s from measured full-set launches: a pass of the
+   full set costs more than one of the declared collection). `--naive first` keeps the older way: the first C
+   launches (`--launch-count C`), extrapolated.
 
 Then, for the kernels that hold 90% of the GPU time (phase 1's ranking), the first finding of each kernel in the two
 reports. Prints a table and writes JSON (--json).
@@ -192,12 +199,80 @@ def compare(
     return rows
 
 
+FULL_PASSES = (
+    38  # replay passes per launch of `--set full` (H200, ncu 2025.3.1, 2026-12-01): used when no full run says
+)
+
+
+def as_profile(phase1_report: Path, deep_report: Path) -> dict:
+    """A deep report analysed as `ncuadvisor profile` analyses its phase 2: against its phase-1 report (time shares,
+    program rules on every launch), so that two collections of the same launches are compared on equal terms."""
+    sys.path.insert(0, str(ROOT))
+    from ncuadvisor import engine
+    from ncuadvisor.analysis.pipeline import analyze
+    from ncuadvisor.profile.launchbytes import fill_launch_bytes, profiled_bytes
+    from ncuadvisor.profile.merge import Phase1Time, analyze_phase1, merge_results
+
+    rules = engine.discover([])
+    p1, launches, _ = analyze_phase1(phase1_report, rules)
+    deep = analyze(deep_report, rules=rules, group_time=Phase1Time(p1, launches))
+    # as `profile` does: the phase-1 launches get the DRAM bytes their kernel's profiled launch measured
+    fill_launch_bytes(launches, p1.kernels, profiled_bytes([str(deep_report)]))
+    return merge_results(p1, [(str(deep_report), deep)], launches=launches, rules=rules).to_dict()
+
+
+def program_rules(result: dict | None) -> list[str]:
+    return sorted({f["rule"] for f in (result or {}).get("program_findings") or []})
+
+
+def same_launches_command(ours: dict, program: list[str], nvtx: str | None, base: Path) -> list[str] | None:
+    """`ncu --set full` on the launches phase 2 profiled: the chosen kernels' mangled names, the first launch of each
+    launch configuration (phase 2's "config" strategy)."""
+    sys.path.insert(0, str(ROOT))
+    from ncuadvisor.profile import ncu as ncu_mod
+
+    names = [k["mangled"] for k in ours["kernels"] if k.get("profiled") and k.get("mangled")]
+    if not names:
+        return None
+    f = ncu_mod.Filters(nvtx_include=[nvtx] if nvtx else [])
+    cmd = ncu_mod.phase2_command("ncu", str(base), program, f, names, [], strategy="config", name_base="mangled")
+    return cmd[:1] + ["--set", "full"] + cmd[1:]
+
+
+def estimate_every_launch(
+    n_launches: int, plain_s: float, naive: dict | None, phase2: dict | None, full_passes: int | None
+) -> dict:
+    """`ncu --set full` on every launch, estimated two ways: from the full run's own seconds per launch (the median
+    gap between its progress lines) and from phase 2's seconds per launch scaled by the ratio of replay passes (for
+    when the full run failed or did not run). Both add the plain run for the program's own start-up."""
+    out: dict = {"launches": n_launches, "full_passes": full_passes or FULL_PASSES}
+    gaps = [b - a for a, b in zip((naive or {}).get("stamps", []), (naive or {}).get("stamps", [])[1:])]
+    if gaps:
+        out["full_s_per_launch"] = round(statistics.median(gaps), 3)
+        out["from_full_run"] = round(plain_s + n_launches * out["full_s_per_launch"], 1)
+    if phase2 and phase2.get("launches_profiled") and phase2.get("replay_passes"):
+        per = max(0.0, phase2["wall_s"] - plain_s) / phase2["launches_profiled"]
+        out["phase2_s_per_launch"] = round(per, 3)
+        out["phase2_passes"] = phase2["replay_passes"]
+        out["from_passes"] = round(plain_s + n_launches * per * out["full_passes"] / phase2["replay_passes"], 1)
+    out["used"] = "from_full_run" if "from_full_run" in out else ("from_passes" if "from_passes" in out else None)
+    return out
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, default=Path("/tmp/profile_cost"))
     ap.add_argument("--json", type=Path, default=None)
     ap.add_argument("--budget-s", type=float, default=420.0, help="wall-time budget for the whole benchmark")
     ap.add_argument("--naive-count", type=int, default=None, help="force --launch-count C on the naive run")
+    ap.add_argument(
+        "--naive",
+        choices=("auto", "every", "first", "same-launches", "none"),
+        default="auto",
+        help="the full-set run: every launch; the first C launches (extrapolated); the launches phase 2 profiled "
+        "(--set full on them, compared in the same merged view; every launch extrapolated); none (estimated from "
+        "the replay passes). auto: every launch if it fits the budget, else the same launches",
+    )
     ap.add_argument(
         "--train",
         action="store_true",
@@ -268,7 +343,7 @@ def main() -> int:
             str(workload),
             *wargs,
         ],
-        timeout=max(60.0, min(240.0, left() - 100)),
+        timeout=max(60.0, min(240.0, left() - 60)),
         env=env,
         log=out / "profile.log",
     )
@@ -287,54 +362,80 @@ def main() -> int:
     print(f"ncuadvisor profile: {prof['wall_s']} s rc={prof['rc']}\n{prof['tail'] if prof['rc'] else ''}", flush=True)
     save()
 
-    # 3. naive full
+    # 3. naive full: every launch when it fits; else the launches phase 2 profiled, or the first C launches
     n_launches = (ours or {}).get("report", {}).get("results") or 100
     room = left() - 40.0  # analysis and writing
+    mode = args.naive
+    fits = 25.0 + n_launches * FULL_S_PER_KERNEL <= room
+    if mode == "auto":
+        mode = "every" if fits or args.naive_count else ("same-launches" if ours else "first")
     count = args.naive_count
-    if count is None and 25.0 + n_launches * FULL_S_PER_KERNEL > room:
+    if mode == "first" and count is None:
         count = max(10, int((room - 25.0) / FULL_S_PER_KERNEL))
     naive_base = out / "naive"
-    cmd = ["ncu", "--clock-control", "none", "--set", "full", "--import-source", "yes"]
-    if naive_nvtx:
+    cmd: list[str] | None = ["ncu", "--clock-control", "none", "--set", "full", "--import-source", "yes"]
+    if naive_nvtx and cmd is not None:
         cmd += ["--nvtx", "--nvtx-include", naive_nvtx]
-    if count is not None and count < n_launches:
-        cmd += ["--launch-count", str(count)]
+    if mode in ("every", "first") and cmd is not None:
+        if count is not None and count < n_launches:
+            cmd += ["--launch-count", str(count)]
+        else:
+            count = None
+        cmd += ["-o", str(naive_base), *program]
+    elif mode == "same-launches" and ours:
+        cmd = same_launches_command(ours, program, naive_nvtx, naive_base)
     else:
-        count = None
-    cmd += ["-o", str(naive_base), *program]
-    naive = sh(cmd, timeout=max(30.0, left() - 30.0), env=env, log=out / "naive.log")
-    gaps = [b - a for a, b in zip(naive["stamps"], naive["stamps"][1:])]
-    per_kernel = statistics.median(gaps) if gaps else None
-    profiled = len(naive["stamps"])
-    measured = naive["wall_s"]
-    if count is not None or naive["timed_out"]:
-        est = measured + (n_launches - profiled) * per_kernel if per_kernel else None
-    else:
-        est = measured
+        cmd = None
+    naive = sh(cmd, timeout=max(30.0, left() - 30.0), env=env, log=out / "naive.log") if cmd else None
+    phase2 = next((p for p in res.get("profile", {}).get("phases", []) if p["phase"].startswith("phase 2")), None)
+    full_passes = None
+    if naive:
+        sys.path.insert(0, str(ROOT))
+        from ncuadvisor.profile.output import parse_line
+
+        passes = [e.passes for e in map(parse_line, (out / "naive.log").read_text().splitlines()) if e.passes]
+        full_passes = max(passes) if passes else None
+    est = estimate_every_launch(n_launches, plain["wall_s"], naive, phase2, full_passes)
+    profiled = len(naive["stamps"]) if naive else 0
+    every = naive is not None and mode == "every" and count is None and not naive["timed_out"] and naive["rc"] == 0
     res["naive"] = {
+        "mode": mode,
         "cmd": cmd,
-        "rc": naive["rc"],
-        "wall_s": measured,
-        "timed_out": naive["timed_out"],
+        "rc": naive["rc"] if naive else None,
+        "wall_s": naive["wall_s"] if naive else None,
+        "timed_out": naive["timed_out"] if naive else None,
+        "tail": naive["tail"] if naive and naive["rc"] else None,
         "launch_count": count,
         "launches_in_range": n_launches,
         "launches_profiled": profiled,
-        "median_s_per_kernel": round(per_kernel, 3) if per_kernel else None,
-        "wall_s_every_launch": round(est, 1) if est else None,
-        "extrapolated": bool(count is not None or naive["timed_out"]),
+        "passes_per_launch": full_passes,
+        "median_s_per_kernel": est.get("full_s_per_launch"),
+        "estimate": est,
+        "wall_s_every_launch": naive["wall_s"] if every else est.get(est["used"] or "", None),
+        "extrapolated": not every,
     }
     print(
-        f"naive full: {measured} s for {profiled} launches (every launch: {res['naive']['wall_s_every_launch']} s"
-        f"{', extrapolated' if res['naive']['extrapolated'] else ''})",
+        f"naive full ({mode}): {res['naive']['wall_s']} s for {profiled} launches, {full_passes} passes each "
+        f"(every launch: {res['naive']['wall_s_every_launch']} s"
+        f"{', extrapolated ' + str(est['used']) if res['naive']['extrapolated'] else ''}; {est})",
         flush=True,
     )
     save()
 
-    naive_result = None
+    naive_result = naive_first = launches = None
     rep = next(
         (p for p in (naive_base.with_suffix(".ncu-rep"), Path(str(naive_base) + ".ncu-repz")) if p.exists()), None
     )
-    if rep is not None:
+    if rep is not None and mode == "same-launches" and ours:
+        # the full set on the same launches, merged with ours' phase 1 exactly as phase 2 is: the collections compared
+        t0 = time.monotonic()
+        try:
+            naive_result = as_profile(Path(ours["report"]["phase1_report"]), rep)
+            naive_first = naive_result
+        except Exception as exc:  # noqa: BLE001 - recorded, the timings stand
+            res["naive_analysis_error"] = f"{type(exc).__name__}: {exc}"
+        res["naive_analysis_s"] = round(time.monotonic() - t0, 1)
+    elif rep is not None:
         sys.path.insert(0, str(ROOT))
 
         sys.path.insert(0, str(ROOT / "benchmarks"))
@@ -345,13 +446,13 @@ def main() -> int:
         launches = summarize(naive_result, naive_first, naive_each)
         res["naive_launch_choice"] = {k: v for k, v in launches.items() if k != "rows"}
         res["naive_analysis_s"] = round(time.monotonic() - t0, 1)
-    else:
-        naive_first = launches = None
     res["comparison"] = compare(ours, naive_result, naive_first=naive_first, launches=launches) if ours else []
     if ours and res["naive"]["wall_s_every_launch"]:
         res["speedup_vs_naive"] = round(res["naive"]["wall_s_every_launch"] / prof["wall_s"], 2)
     res["profile_over_plain"] = round(prof["wall_s"] / plain["wall_s"], 2) if plain["wall_s"] else None
     res["agreement"] = (sum(r["agree"] for r in res["comparison"]), len(res["comparison"]))
+    res["program_findings"] = {"ours": program_rules(ours), "naive": program_rules(naive_result)}
+    res["program_findings_same"] = naive_result is not None and program_rules(ours) == program_rules(naive_result)
     if launches is not None:
         res["agreement_within_launches"] = (
             sum(r.get("agree_within_launches", r["agree"]) for r in res["comparison"]),
@@ -369,7 +470,7 @@ def main() -> int:
     print(f"| `ncuadvisor profile` (defaults) | {prof['wall_s']:.1f} s |")
     nv = res["naive"]
     label = (
-        f"{nv['wall_s']:.1f} s for {nv['launches_profiled']} of {n_launches} launches"
+        f"{nv['wall_s'] or 0:.1f} s for {nv['launches_profiled']} of {n_launches} launches ({nv['mode']})"
         if nv["extrapolated"]
         else f"{nv['wall_s']:.1f} s"
     )
@@ -383,7 +484,8 @@ def main() -> int:
     )
     print(
         f"\nspeed-up vs naive: {res.get('speedup_vs_naive')}x; first findings agree on "
-        f"{res['agreement'][0]} of {res['agreement'][1]} kernels holding 90% of GPU time\n"
+        f"{res['agreement'][0]} of {res['agreement'][1]} kernels holding 90% of GPU time; program findings "
+        f"{'the same' if res['program_findings_same'] else 'differ'}: {res['program_findings']}\n"
     )
     if "agreement_same_launch" in res:
         print(

@@ -37,6 +37,8 @@ def test_profile_cost_on_the_fake_ncu(tmp_path):
             str(ROOT / "tests" / "fake_ncu" / "target.py"),
             "--workload-args",
             "",
+            "--naive",
+            "every",
         ],
         capture_output=True,
         text=True,
@@ -45,7 +47,7 @@ def test_profile_cost_on_the_fake_ncu(tmp_path):
     )
     assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
     res = json.loads(out.read_text())
-    assert res["profile"]["rc"] == 0 and res["naive"]["rc"] == 0
+    assert res["profile"]["rc"] == 0 and res["naive"]["rc"] == 0 and res["naive"]["mode"] == "every"
     rows = {(r["kernel"], r["grid"]): r for r in res["comparison"]}
     copy = rows[("elementwise_kernel", "(8192, 1, 1)")]
     # the copy's first finding is PYT001 on both sides now that the deep analysis sees phase 1's time share
@@ -56,6 +58,42 @@ def test_profile_cost_on_the_fake_ncu(tmp_path):
         assert len(res[key]) == 2 and res[key][1] == len(res["comparison"])
     assert res["naive_launch_choice"]["results"] == 25
     assert (tmp_path / "work" / "profile.ncu-rep").exists() and (tmp_path / "work" / "naive.ncu-rep").exists()
+
+
+def test_profile_cost_full_set_on_the_same_launches(tmp_path):
+    """Every launch does not fit the budget: the full set runs on the launches phase 2 profiled (their mangled
+    names, one launch per configuration), is compared in the same merged view, and every launch is extrapolated."""
+    log = tmp_path / "argv.jsonl"
+    env = dict(
+        os.environ,
+        PATH=f"{ROOT / 'tests' / 'fake_ncu'}{os.pathsep}{os.environ.get('PATH', '')}",
+        FAKE_NCU_PHASE1="torch_train_phase1_all",
+        FAKE_NCU_PHASE2="torch_eager",
+        FAKE_NCU_FULL="torch_eager",
+        FAKE_NCU_ARGV_LOG=str(log),
+    )
+    out = tmp_path / "pc.json"
+    args = ["--train", "--out", str(tmp_path / "work"), "--json", str(out), "--budget-s", "300"]
+    args += ["--workload", str(ROOT / "tests" / "fake_ncu" / "target.py"), "--workload-args", ""]
+    p = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "profile_cost.py"), *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
+    assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
+    res = json.loads(out.read_text())
+    naive = res["naive"]
+    assert naive["mode"] == "same-launches" and naive["rc"] == 0 and naive["extrapolated"]
+    call = next(json.loads(line) for line in log.read_text().splitlines() if '"full"' in line)
+    assert call[call.index("--filter-mode") + 1] == "per-launch-config" and "--kernel-name" in call
+    assert (
+        naive["estimate"]["launches"] == 229
+        and naive["wall_s_every_launch"] == naive["estimate"][naive["estimate"]["used"]]
+    )
+    assert res["comparison"] and res["agreement"][1] == len(res["comparison"])
+    assert "ours" in res["program_findings"] and isinstance(res["program_findings_same"], bool)
 
 
 def test_profile_cost_on_a_cuda_binary(tmp_path):

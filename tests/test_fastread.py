@@ -51,6 +51,38 @@ def test_rows_equal_ncu_report(report_path, name):
             assert native.same(value, rows[rid].get(key)), (name, rid, key, value, rows[rid].get(key))
 
 
+@pytest.mark.parametrize("name", ["torch_eager", "torch_compile", "multiproc", "probe", "torch_train_phase1_all"])
+def test_nvtx_ranges_equal_ncu_report(report_path, name):
+    """The NVTX ranges decoded from the file are ncu_report's, on every result (each thread sees its own push/pop
+    ranges: the training step's backward kernels, launched from autograd's thread, only the start/end range)."""
+    reader = load.ReportReader(report_path(name))
+    fast = fastread.read_rows(reader._local, [])
+    assert fast is not None and len(fast) == len(reader._index)
+    texts = [native.nvtx(reader._action(rid)) for rid in range(len(fast))]
+    assert [f["nvtx_text"] for f in fast] == texts
+    if name == "torch_train_phase1_all":
+        assert {"step > step_all_threads", "step_all_threads"} <= set(texts)
+
+
+def test_undecodable_nvtx_ranges_come_from_ncu_report(report_path, monkeypatch):
+    """A result whose ranges the file reader cannot decode (None) sends every range to ncu_report, as before."""
+    orig = fastread.read_rows
+
+    def undecided(*args, **kwargs):
+        rows = orig(*args, **kwargs)
+        rows[-1]["nvtx_text"] = None
+        return rows
+
+    path = report_path("torch_eager")
+    reader = load.ReportReader(path)
+    items = [(rid, r, a) for rid, (r, a) in enumerate(reader._index)]
+    good = reader._results_from_file(items, ["gpu__time_duration.sum"])
+    monkeypatch.setattr("ncuadvisor.reportfile.fastread.read_rows", undecided)
+    again = load.ReportReader(path)._results_from_file(items, ["gpu__time_duration.sum"])
+    assert good is not None and again is not None
+    assert [r["nvtx"] for r in again] == [r["nvtx"] for r in good] and any(r["nvtx"] for r in good)
+
+
 @pytest.mark.parametrize(
     "name",
     [

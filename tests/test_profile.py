@@ -246,6 +246,31 @@ def test_phase2_declared_collection_names_the_analysis_metrics():
     assert "--metrics" not in N.phase2_command("ncu", "/w/p2", ["./a"], N.Filters(), ["k"], ["SpeedOfLight"])
 
 
+def test_declared_collection_follows_the_kernels_languages():
+    """Phase 2 collects what the rules of the chosen kernels' possible languages read: for ATen and cuBLAS kernels
+    none of the CUDA-only metrics (warp stall reasons, the tail-effect counters), with SourceCounters for the rules
+    of PyTorch kernels that read per-instruction data; for cuBLAS kernels alone no SourceCounters at all; a name
+    that may be the user's own code (gemm_tiled) gets every rule's metrics."""
+    from ncuadvisor import engine
+    from ncuadvisor.profile.session import declared_collection
+
+    rules = engine.discover([])
+    every_s, every_m = declared_collection(rules, None)
+    torch_s, torch_m = declared_collection(
+        rules, [("elementwise_kernel", "at::native::elementwise_kernel"), ("nvjet_a", "nvjet_a")]
+    )
+    lib_s, lib_m = declared_collection(rules, [("nvjet_a", "nvjet_a"), ("sm90_xmma_gemm", "sm90_xmma_gemm")])
+    own_s, own_m = declared_collection(rules, [("gemm_tiled", "gemm_tiled(float*)")])
+    assert every_s == N.DECLARED_SECTIONS and (own_s, own_m) == (every_s, every_m)
+    assert torch_s == N.DECLARED_SECTIONS and lib_s == [s for s in N.DECLARED_SECTIONS if s != "SourceCounters"]
+    stall = "smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio"
+    assert stall in every_m and stall not in torch_m and stall not in lib_m
+    assert set(lib_m) <= set(torch_m) < set(every_m)
+    issue = "smsp__issue_active.avg.pct_of_peak_sustained_active"  # ISU001 also speaks about ATen kernels
+    assert issue in torch_m and issue not in lib_m
+    assert N.DURATION_METRIC in lib_m and "dram__bytes_read.sum" in lib_m  # the roofline's, always
+
+
 def test_full_command():
     cmd = N.full_command("ncu", "/w/full", ["./a", "x"], N.Filters(nvtx_include=["step/"], kernel="k", launch_skip=2))
     assert after(cmd, "--set") == "full" and after(cmd, "--import-source") == "yes"
@@ -571,7 +596,8 @@ def test_profile_default_two_phases(cli, tmp_path):
     p1, p2 = calls
     assert p1[:5] == ["--clock-control", "none", "--metrics", "gpu__time_duration.sum", "-o"]
     assert p1[-3:] == [str(TARGET), "--epochs", "1"] and p1[-4] == sys.executable
-    assert p2[p2.index("--section") : p2.index("--section") + len(SECTIONS_ARGS)] == SECTIONS_ARGS
+    # the declared collection by default: tiny_add may be CUDA code, so every rule's metrics
+    assert [p2[i + 1] for i, a in enumerate(p2) if a == "--section"] == N.DECLARED_SECTIONS
     assert after(p2, "--import-source") == "yes"
     # coverage 0.9: tiny_add; its first launch is phase 1's first, so a window of one launch holds it
     assert after(p2, "--kernel-name") == "regex:^(tiny_add)$" and after(p2, "--kernel-name-base") == "function"
@@ -595,10 +621,22 @@ def test_profile_default_two_phases(cli, tmp_path):
 
 
 @pytest.mark.slow
+def test_profile_sections_collection_on_request(cli, tmp_path):
+    """NCUADVISOR_COLLECTION=sections: phase 2 collects the whole analysis sections (the way back)."""
+    r = cli("profile", str(TARGET), "-o", "step.json", NCUADVISOR_COLLECTION="sections")
+    assert r.code == 0, r.err
+    p2 = r.phase_calls()[1]
+    assert p2[p2.index("--section") : p2.index("--section") + len(SECTIONS_ARGS)] == SECTIONS_ARGS
+    assert "--metrics" not in p2
+    prof = json.loads((tmp_path / "step.json").read_text())["report"]
+    assert prof["profile"]["selection"]["collection"]["mode"] == "sections"
+
+
+@pytest.mark.slow
 def test_profile_declared_collection(cli, tmp_path):
-    """NCUADVISOR_COLLECTION=declared: phase 2 names the analysis metrics with the sections of per-instruction data;
-    the result says so, records the replay passes ncu printed, and keeps no 'lacks sections' warning."""
-    r = cli("profile", str(TARGET), "-o", "step.json", NCUADVISOR_COLLECTION="declared")
+    """The default, declared collection: phase 2 names the analysis metrics with the sections of per-instruction
+    data; the result says so, records the replay passes ncu printed, and keeps no 'lacks sections' warning."""
+    r = cli("profile", str(TARGET), "-o", "step.json")
     assert r.code == 0, r.err
     p2 = r.phase_calls()[1]
     assert [p2[i + 1] for i, a in enumerate(p2) if a == "--section"] == N.DECLARED_SECTIONS

@@ -125,3 +125,16 @@ def display_name(name: str, demangled: str) -> str:
     if f and "Functor" in f.group(1):
         return _NS_RE.sub("", f.group(1) + (f.group(2) or ""))
     return name
+
+
+def possible_languages(name: str, demangled: str) -> set[str]:
+    """Every language `kernel_language` may decide for a kernel once its report is read, known from its names alone
+    (before its source lines are collected): a library-like name without a vendor prefix may turn out to be the
+    user's CUDA code, and a CUDA-looking name may be a Triton kernel whose source is Python."""
+    lang = kernel_language(name, demangled, [])
+    out = {lang}
+    if lang == "library" and not (_LIBRARY_RE.match(name) or _LIBRARY_RE.match(demangled)):
+        out |= {"cuda", "triton"}
+    if lang == "cuda":
+        out.add("triton")
+    return out

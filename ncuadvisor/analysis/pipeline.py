@@ -103,7 +103,11 @@ def analyze(
     sass_for = partial(_wants_sass, names, frozenset(sass_wanted)) if sass_wanted else None
     # the rules' per-instruction metrics, and those the roofline reads (`needed.py`: the load/store split, XU work)
     per_instruction = list(dict.fromkeys(engine.per_instruction_metrics(rules) + needed.PER_INSTRUCTION))
-    profile.details = reader.details(list(names), per_instruction, sass_for=sass_for)
+    # a kernel without source lines (the report file says so) is in the language its names give; where no rule of
+    # that language reads instructions (cuBLAS), its per-instruction data is not read at all
+    no_lines = reader.without_lines(names)
+    unread = {r for r, (n, d) in names.items() if r in no_lines and kernel_language(n, d, []) not in sass_wanted}
+    profile.details = reader.details(list(names), per_instruction, sass_for, unread)
     if reader.unreadable:  # the scalars came from the file; ncu_report could not parse the rest of these results
         bad = sorted(reader.unreadable)
         shown = ", ".join(str(names[rid][0]) for rid in bad[:5]) + (" …" if len(bad) > 5 else "")

@@ -16,11 +16,12 @@ from ncuadvisor.load.workers import note_disassembly, worker_actions
 Location = tuple[str | None, int | None]
 
 
-def deep_data(action: Any, per_instruction: list[str]) -> dict[str, Any]:
+def deep_data(action: Any, per_instruction: list[str], lines: bool = True) -> dict[str, Any]:
     """Section identifiers, NCU's rule results, and per per-instruction metric the (pc, value) pairs of the
     instructions where it is non-zero, in the report's order; plus the source file of the first instruction listed
     (it tells a Triton kernel's generated Python from CUDA code) and the location of the kernel's entry (the lowest
-    pc of its longest list: the line a finding with no line of its own is shown at)."""
+    pc of its longest list: the line a finding with no line of its own is shown at). `lines` False: the result's
+    module is known to carry no line information (`reportfile.modules`): no lookup, no file, no line."""
     out: dict[str, Any] = {"sections": [], "per_instruction": {}, "ncu_rules": [], "first_file": None, "entry": None}
     try:
         out["sections"] = [s.identifier() for s in action.sections()]
@@ -48,10 +49,10 @@ def deep_data(action: Any, per_instruction: list[str]) -> dict[str, Any]:
         pass
     lists = [pairs for pairs in out["per_instruction"].values() if pairs]
     if lists:
-        out["first_file"] = location(action, lists[0][0][0])[0]
+        out["first_file"] = location(action, lists[0][0][0])[0] if lines else None
         entry_pc = min(pc for pc, _ in max(lists, key=len))
         out["entry_pc"] = entry_pc
-        out["entry"] = location(action, entry_pc)
+        out["entry"] = location(action, entry_pc) if lines else (None, None)
     return out
 
 
@@ -60,17 +61,22 @@ def deep_data(action: Any, per_instruction: list[str]) -> dict[str, Any]:
 SassFor = Callable[[int, str | None], bool]
 
 
-def deep_and_sass(rid: int, action: Any, per_instruction: list[str], sass_for: SassFor | None) -> dict[str, Any]:
+def deep_and_sass(
+    rid: int, action: Any, per_instruction: list[str], sass_for: SassFor | None, lines: bool = True
+) -> dict[str, Any]:
     """`deep_data`, and under "sass" the SASS text of every instruction listed (`sass_of`) when `sass_for` says so:
-    one pass over the result instead of opening it again to disassemble."""
-    out = deep_data(action, per_instruction)
+    one pass over the result instead of opening it again to disassemble. `lines` False: no source lookups (the
+    result's module carries no line information: every instruction is at no file and no line)."""
+    out = deep_data(action, per_instruction, lines)
     # a result ncu_report cannot parse (a required field of its own schema missing: damage the strict walk, which
     # knows the fields ncuadvisor reads, cannot see) opens with no name and no data: said by the caller
     out["unreadable"] = not action.name()
     pcs = sorted({pc for pairs in out["per_instruction"].values() for pc, _ in pairs})
     if sass_for is not None and sass_for(rid, out.get("first_file")):
         out["sass"] = sass_of(action, pcs)
-    if pcs:
+    if pcs and not lines:
+        out["where"], out["texts"] = dict.fromkeys(pcs, (None, None)), {}
+    elif pcs:
         # the first source lookup of a result loads its module's line tables (0.2-1 s); every later one costs ~15 µs:
         # the locations of every listed instruction, and the embedded text of their files, are read now, so that
         # the findings' lines need not open the result again (`ReportReader.locations` answers from them)
@@ -131,12 +137,18 @@ def read_rows_task(task: tuple[str, list[tuple[int, int, int]], list[str]]) -> l
 
 
 def read_deep_task(
-    task: tuple[str, list[tuple[int, int, int]], list[str], SassFor | None],
+    task: tuple[str, list[tuple[int, int, int]], list[str], SassFor | None, frozenset[int], frozenset[int]],
 ) -> list[tuple[int, dict[str, Any]]]:
-    """Worker: `deep_and_sass` of the given (result id, range, action) triples."""
-    path, items, per_instruction, sass_for = task
+    """Worker: `deep_and_sass` of the given (result id, range, action) triples; the last two elements of the task:
+    the result ids known to have no source lines, and those whose per-instruction data is not read."""
+    path, items, per_instruction, sass_for, no_lines, unread = task
     return [
-        (item[0], deep_and_sass(item[0], action, per_instruction, sass_for))
+        (
+            item[0],
+            deep_and_sass(
+                item[0], action, [] if item[0] in unread else per_instruction, sass_for, item[0] not in no_lines
+            ),
+        )
         for item, action in worker_actions(path, items)
     ]
 

@@ -79,6 +79,8 @@ class ReportReader:
         self._deep_in_workers = False
         self._inlining: Inlining | None = None
         self.unreadable: set[int] = set()  # results whose deep data ncu_report could not parse (see `details`)
+        self._no_lines: set[int] = set()  # `without_lines`: results known to have no line information
+        self._lines_known: set[int] = set()  # the results `without_lines` has looked at
         self.ncu_version, self.command_line = scan_header(local)
         try:
             self.reader_version: str | None = str(self._ctx.get_version())
@@ -117,8 +119,9 @@ class ReportReader:
     def _results_from_file(self, items: list[tuple[int, int, int]], metrics: list[str]) -> list[dict[str, Any]] | None:
         """The rows read straight from the report file (ncuadvisor/reportfile/fastread.py, ~1 ms a result instead of ~15 ms
         through ncu_report), used only when they equal ncu_report's rows for the first and the last result and one
-        result per kind of naming; the NVTX ranges (not decoded from the file) are read through ncu_report for the
-        first launch of each kernel, the one whose ranges the analysis shows. None: read through ncu_report instead."""
+        result per kind of naming. The NVTX ranges are kept for the first launch of each kernel (the one whose ranges the
+        analysis shows): decoded from the file when every result's decodes and the checked rows agree with
+        ncu_report's, else read through ncu_report. None: read through ncu_report instead."""
         from ncuadvisor.reportfile.fastread import read_rows
 
         if len(self._ranges) != 1:
@@ -152,9 +155,11 @@ class ReportReader:
         for rid, f in enumerate(fast):
             kinds.setdefault((bool(f["name"]), bool(f["demangled"]), bool(f["mangled"])), rid)
         check = sorted({0, len(items) - 1, *kinds.values()})
+        decoded = all(f["nvtx_text"] is not None for f in fast)
         for rid, r, a in (items[k] for k in check):
             ref = native.row(self._ncu, self._action(rid), rid, r, a, metrics)
             rows[rid]["nvtx"] = ref["nvtx"]
+            decoded = decoded and fast[rid]["nvtx_text"] == ref["nvtx"]
             if not all(native.same(ref[k], rows[rid].get(k)) for k in ref):
                 return None
         if any(f["has_nvtx"] for f in fast):
@@ -167,7 +172,10 @@ class ReportReader:
                         (pid(row["result_id"]), row["demangled"], row["grid"], row["block"]), row["result_id"]
                     )
             want = sorted(set(firsts.values()) - set(check))
-            if len(want) <= DETAIL_IN_PROCESS_MAX:
+            if decoded:  # the ranges as the file holds them, checked against ncu_report's on the rows above
+                for rid in want:
+                    rows[rid]["nvtx"] = fast[rid]["nvtx_text"]
+            elif len(want) <= DETAIL_IN_PROCESS_MAX:
                 for rid in want:
                     rows[rid]["nvtx"] = native.nvtx(self._action(rid))
             else:
@@ -208,23 +216,33 @@ class ReportReader:
 
     # -- deep data ------------------------------------------------------------------------------------------------
     def details(
-        self, result_ids: Iterable[int], per_instruction: Iterable[str], sass_for: deep.SassFor | None = None
+        self,
+        result_ids: Iterable[int],
+        per_instruction: Iterable[str],
+        sass_for: deep.SassFor | None = None,
+        unread: Iterable[int] = (),
     ) -> dict[int, ResultDetail]:
         """Deep data of the given results (`deep.deep_data`), without source lines; with the SASS text of their listed
         instructions for the results `sass_for(result id, first file)` picks (read in the same pass: opening a result
-        again costs as much as reading it). Up to DETAIL_IN_PROCESS_MAX results (or results this process has opened
-        anyway) are read here, more in worker processes, DETAIL_CHUNK results each; `locations()` then reads the same
-        way."""
+        again costs as much as reading it); the results of `unread` without their per-instruction data (no rule reads
+        it). Up to DETAIL_IN_PROCESS_MAX results (or results this process has opened anyway) are read here, more in
+        worker processes, DETAIL_CHUNK results each; `locations()` then reads the same way."""
         ids = list(dict.fromkeys(result_ids))
         metrics = list(dict.fromkeys(per_instruction))
         self._deep_in_workers = len([rid for rid in ids if rid not in self._opened]) > DETAIL_IN_PROCESS_MAX
+        no_lines, skip = self.without_lines(ids), frozenset(unread)
         if not self._deep_in_workers:
             with native_stderr_silenced():
-                got = {rid: deep.deep_and_sass(rid, self._action(rid), metrics, sass_for) for rid in ids}
+                got = {
+                    rid: deep.deep_and_sass(
+                        rid, self._action(rid), [] if rid in skip else metrics, sass_for, rid not in no_lines
+                    )
+                    for rid in ids
+                }
         else:
             items = [(rid, *self._index[rid]) for rid in ids]
             tasks = [
-                (str(self._local), items[i : i + DETAIL_CHUNK], metrics, sass_for)
+                (str(self._local), items[i : i + DETAIL_CHUNK], metrics, sass_for, no_lines & set(ids), skip)
                 for i in range(0, len(items), DETAIL_CHUNK)
             ]
             chunks = in_workers(deep.read_deep_task, tasks, f"{self.path}: reading the per-instruction data failed")
@@ -235,6 +253,21 @@ class ReportReader:
             if "where" in got[rid]:
                 self._located[rid] = (got[rid].pop("where"), got[rid].pop("texts"))
         return {rid: _detail(rid, got[rid]) for rid in ids}
+
+    def without_lines(self, result_ids: Iterable[int]) -> frozenset[int]:
+        """Those of the results whose module is known, from the report file, to carry no source-line information:
+        their instructions are at no file and no line without asking `ncu_report` (whose first lookup of a result
+        loads its module's line tables, 0.15-0.45 s, to find them empty). Only these results' payloads are read."""
+        from ncuadvisor.reportfile.modules import results_with_lines
+
+        ids = set(result_ids)
+        todo = ids - self._lines_known
+        if todo:
+            flags = results_with_lines(self._local, todo)
+            if flags is not None and len(flags) == len(self._index):
+                self._no_lines |= {rid for rid in todo if not flags[rid]}
+            self._lines_known |= todo
+        return frozenset(self._no_lines & ids)
 
     def locations(
         self, wanted: dict[int, tuple[list[int], list[str]]]
@@ -252,6 +285,10 @@ class ReportReader:
             files = set(f) | {loc[0] for loc in where.values() if loc[0]}
             if all(name in known[1] for name in files):
                 done[rid] = (where, {name: known[1][name] for name in sorted(files)})
+                del todo[rid]
+        for rid, (p, f) in list(todo.items()):
+            if rid in self._no_lines and not f:  # no line information: nothing to look up
+                done[rid] = (dict.fromkeys(p, (None, None)), {})
                 del todo[rid]
         if not todo:
             return done

@@ -122,22 +122,23 @@ class Session:
     incomplete: str | None = None  # why the result is partial (exit 4)
 
     runner: Callable[..., PhaseRun] = run_ncu
-    # what phase 2 collects: "sections" (the whole analysis sections, `pipeline.ANALYSIS_SECTIONS`, with NCU's own
-    # rules on every section) or "declared" (the metrics the rules, the roofline and the cards read, by name, with
-    # the sections of per-instruction data: `ncu.DECLARED_SECTIONS`; fewer replay passes, not yet measured against
-    # the sections on the GPU). NCUADVISOR_COLLECTION=declared chooses it.
-    collection: str = field(default_factory=lambda: os.environ.get("NCUADVISOR_COLLECTION", "sections"))
+    # what phase 2 collects: "declared" (the default: the metrics the roofline, the cards and the rules that apply
+    # to the chosen kernels' languages read, by name, with the sections of per-instruction data, `ncu.DECLARED_SECTIONS`,
+    # SourceCounters only when one of those rules reads per-instruction data) or "sections" (the whole analysis
+    # sections, `pipeline.ANALYSIS_SECTIONS`, with NCU's own rules on every section: NCUADVISOR_COLLECTION=sections).
+    # "declared-all" declares the metrics of every rule, whatever the kernels.
+    collection: str = field(default_factory=lambda: os.environ.get("NCUADVISOR_COLLECTION", "declared"))
 
-    def phase2_collection(self) -> tuple[list[str], list[str]]:
-        """(sections, metrics) of phase 2."""
-        from ncuadvisor import engine
-        from ncuadvisor.analysis import roofline
-        from ncuadvisor.analysis.pipeline import ANALYSIS_SECTIONS, CARD_METRICS
+    def phase2_collection(self, chosen: list[Any] | None = None) -> tuple[list[str], list[str]]:
+        """(sections, metrics) of phase 2 for the `chosen` kernels (every rule's metrics when None)."""
+        from ncuadvisor.analysis.pipeline import ANALYSIS_SECTIONS
 
         if self.collection == "sections":
             return list(ANALYSIS_SECTIONS), []
-        scalars = roofline.METRICS + CARD_METRICS + engine.required_metrics(self.rules)
-        return list(ncu_mod.DECLARED_SECTIONS), ncu_mod.declared_metrics([ncu_mod.DURATION_METRIC, *scalars])
+        kernels = (
+            None if self.collection == "declared-all" or chosen is None else [(k.name, k.demangled) for k in chosen]
+        )
+        return declared_collection(self.rules, kernels)
 
     def _run(self, command: list[str], out_base: str, label: str, expected: int | None) -> PhaseRun:
         run = self.runner(command, out_base, label, self.ui, expected=expected, env=self.env)
@@ -324,7 +325,7 @@ class Session:
             warnings[:] = [w for w in warnings if "lacks sections" not in w]
             warnings.append(
                 "phase 2 collected the metrics the analysis reads by name, with the sections "
-                + ", ".join(ncu_mod.DECLARED_SECTIONS)
+                + ", ".join(selection.get("collection", {}).get("sections") or ncu_mod.DECLARED_SECTIONS)
                 + ": NCU's own rule results are those of these sections"
             )
         if not deep:
@@ -345,7 +346,7 @@ class Session:
         results (report path, result) and the chosen kernels still missing. Records each round in `selection`."""
         from ncuadvisor.analysis.pipeline import analyze
 
-        sections, metrics = self.phase2_collection()
+        sections, metrics = self.phase2_collection(chosen)
         selection["collection"] = {"mode": self.collection, "sections": sections, "metrics": len(metrics)}
 
         deep: list[tuple[str, Result]] = []
@@ -419,6 +420,27 @@ class Session:
                 break
             missing = still
         return deep, missing
+
+
+def declared_collection(rules: list[Any], kernels: list[tuple[str, str]] | None) -> tuple[list[str], list[str]]:
+    """(sections, metrics) of the declared collection for kernels of these (name, demangled) names: the roofline's
+    and the cards' metrics, and those of the program rules and of the kernel rules for every language the kernels
+    may be written in (`language.possible_languages`); SourceCounters only when one of those rules reads
+    per-instruction data. `kernels` None: every rule."""
+    from ncuadvisor import engine
+    from ncuadvisor.analysis import roofline
+    from ncuadvisor.analysis.language import possible_languages
+    from ncuadvisor.analysis.pipeline import CARD_METRICS
+
+    if kernels is not None:
+        langs = {lang for name, demangled in kernels for lang in possible_languages(name, demangled)}
+        kernel_rules = engine.kernel_rules(rules)
+        rules = [r for r in rules if r not in kernel_rules or set(r.languages) & langs]
+    scalars = roofline.METRICS + CARD_METRICS + engine.required_metrics(rules)
+    sections = list(ncu_mod.DECLARED_SECTIONS)
+    if not engine.per_instruction_metrics(rules):
+        sections.remove("SourceCounters")
+    return sections, ncu_mod.declared_metrics([ncu_mod.DURATION_METRIC, *scalars])
 
 
 def run_profile(

@@ -23,7 +23,7 @@ import os
 from collections.abc import Iterable
 from typing import Any
 
-from ncuadvisor.reportfile.blocks import FileView, iter_blocks, u32
+from ncuadvisor.reportfile.blocks import FileView, _fields, iter_blocks, u32
 
 _CLASSES: tuple[Any, Any] | None = None
 
@@ -63,6 +63,7 @@ def _classes() -> tuple[Any, Any] | None:
     message(
         "Result",
         [
+            (1, "tid", F.TYPE_UINT64, opt, None),
             (5, "mangled", F.TYPE_BYTES, opt, None),
             (6, "function", F.TYPE_BYTES, opt, None),
             (7, "demangled", F.TYPE_BYTES, opt, None),
@@ -99,10 +100,52 @@ def _number(v: Any) -> Any:
     return None
 
 
+def nvtx_text(state: bytes, tid: int) -> str | None:
+    """`load.native.nvtx`'s text of a result from its NVTX state (21) and its thread (1): for each domain (1: {1: id}),
+    the push/pop ranges open on the result's thread (2: {1: thread, 2: {1: domain, 3: {1: name}}}), outermost first,
+    then the domain's open start/end ranges (3: {1: domain, 3: {2: name}}), joined by " > ". None where a range has
+    no plain name (a registered string) or names a domain not listed: the caller asks ncu_report instead."""
+    if not state:
+        return ""
+    f = _fields(state, 0, len(state))
+    domains = [int((_fields(state, *d).get(1) or [0])[0]) for d in f.get(1, [])]
+    names: dict[int, list[str]] = {}
+    for t in f.get(2, []):
+        tf = _fields(state, *t)
+        if int((tf.get(1) or [-1])[0]) != tid:
+            continue
+        for stack in tf.get(2, []):
+            sf = _fields(state, *stack)
+            for r in sf.get(3, []):
+                name = _fields(state, *r).get(1)
+                if not name:
+                    return None
+                names.setdefault(int((sf.get(1) or [0])[0]), []).append(state[slice(*name[0])].decode())
+    started: dict[int, list[str]] = {}
+    for d in f.get(3, []):
+        df = _fields(state, *d)
+        for r in df.get(3, []):
+            name = _fields(state, *r).get(2)
+            if not name:
+                return None
+            started.setdefault(int((df.get(1) or [0])[0]), []).append(state[slice(*name[0])].decode())
+    if (set(names) | set(started)) - set(domains):
+        return None
+    return " > ".join(n for dom in domains for n in names.get(dom, []) + started.get(dom, []))
+
+
+def _nvtx_or_none(state: bytes, tid: int) -> str | None:
+    try:
+        return nvtx_text(state, tid)
+    except (ValueError, IndexError, UnicodeDecodeError):
+        return None
+
+
 def read_rows(
     path: str | os.PathLike[str], metrics: Iterable[str], extra: Iterable[str] = ()
 ) -> list[dict[str, Any]] | None:
-    """One dict per result in file order: names (`name`, `demangled`, `mangled`), `has_nvtx`, and the value of every
+    """One dict per result in file order: names (`name`, `demangled`, `mangled`), `has_nvtx`, `nvtx_text` (its NVTX
+    ranges as `load.native.nvtx` writes them, None when `nvtx_text` cannot tell), and the value of every
     metric of `metrics` and `extra` the result holds (absent metrics are absent keys). None when the file is not in
     the layout described above or protobuf is missing."""
     classes = _classes()
@@ -139,6 +182,7 @@ def read_rows(
                         "demangled": r.demangled.decode("utf-8", "replace"),
                         "mangled": r.mangled.decode("utf-8", "replace"),
                         "has_nvtx": bool(r.nvtx),
+                        "nvtx_text": _nvtx_or_none(r.nvtx, r.tid),
                     }
                     for m in r.metrics:
                         key = wanted.get(m.name_id)

@@ -1,0 +1,135 @@
+"""Which results' kernels carry source-line information, read from the report file (no `ncu_report`).
+
+Asking `ncu_report` for the source line of one instruction (`action.source_info`) loads the line tables of the
+result's module first: 0.15-0.45 s per result on the PyTorch and cuBLAS modules of a training step, to learn that
+they have none (they are built without `-lineinfo`). The report file says so for much less: besides the results, a
+block's payload holds the modules ("sources": 1: module id, 4: the module's CUBIN, an ELF file, 9: its functions),
+and each result names its module (15: {1: module id}). A module has line information when its ELF has a line-table
+section (`.debug_line`, `.nv_debug_line_sass`: what `nvcc -lineinfo` or `-G` writes); its results then get their
+lines looked up as before, and the others are known to have none.
+
+Anything this reader does not understand (another layout, a module seen without its ELF, an ELF it cannot parse)
+answers "may have lines", so the lookups happen as before; verified against `ncu_report` on every fixture
+(tests/test_modules.py).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from typing import Any
+
+from ncuadvisor.reportfile.blocks import FileView, _fields, iter_blocks, u32
+
+_RESULT_MODULE: Any = None
+
+
+def _result_module_class() -> Any:
+    """A message class that reads only a result's module reference (15: {1: id}) with protobuf's C parser (a
+    result's thousands of metrics are skipped there, not walked in Python); None without protobuf."""
+    global _RESULT_MODULE
+    if _RESULT_MODULE is None:
+        try:
+            from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+
+            F = descriptor_pb2.FieldDescriptorProto
+            fdp = descriptor_pb2.FileDescriptorProto(name="ncuadvisor_modules.proto", package="ncuadvisor_modules")
+            ref = fdp.message_type.add(name="ModuleRef")
+            ref.field.add(name="id", number=1, type=F.TYPE_UINT64, label=F.LABEL_OPTIONAL)
+            res = fdp.message_type.add(name="ResultModule")
+            res.field.add(
+                name="module",
+                number=15,
+                type=F.TYPE_MESSAGE,
+                label=F.LABEL_OPTIONAL,
+                type_name=".ncuadvisor_modules.ModuleRef",
+            )
+            pool = descriptor_pool.DescriptorPool()
+            pool.Add(fdp)
+            _RESULT_MODULE = message_factory.GetMessageClass(
+                pool.FindMessageTypeByName("ncuadvisor_modules.ResultModule")
+            )
+        except Exception:
+            _RESULT_MODULE = False
+    return _RESULT_MODULE or None
+
+
+LINE_SECTIONS = (b".debug_line", b".nv_debug_line")  # prefixes: .debug_line, .nv_debug_line_sass, .nv_debug_line
+
+
+def elf_has_lines(mm: Any, start: int, end: int) -> bool | None:
+    """Whether the ELF at mm[start:end] has a line-table section; None when it is not a little-endian ELF64 this
+    reader can walk."""
+    head = bytes(mm[start : start + 64])
+    if len(head) < 64 or head[:4] != b"\x7fELF" or head[4] != 2 or head[5] != 1:
+        return None
+    shoff = int.from_bytes(head[0x28:0x30], "little")
+    shentsize = int.from_bytes(head[0x3A:0x3C], "little")
+    shnum = int.from_bytes(head[0x3C:0x3E], "little")
+    shstrndx = int.from_bytes(head[0x3E:0x40], "little")
+    size = end - start
+    if shentsize < 0x28 or not 0 < shnum < 65536 or shstrndx >= shnum or shoff + shnum * shentsize > size:
+        return None
+    table = bytes(mm[start + shoff : start + shoff + shnum * shentsize])
+    strtab = table[shstrndx * shentsize : (shstrndx + 1) * shentsize]
+    str_off = int.from_bytes(strtab[0x18:0x20], "little")
+    str_size = int.from_bytes(strtab[0x20:0x28], "little")
+    if str_off + str_size > size:
+        return None
+    names = bytes(mm[start + str_off : start + str_off + str_size])
+    for k in range(shnum):
+        at = int.from_bytes(table[k * shentsize : k * shentsize + 4], "little")
+        if at >= len(names):
+            return None
+        name = names[at : names.find(b"\0", at) if names.find(b"\0", at) >= 0 else len(names)]
+        if name.startswith(LINE_SECTIONS):
+            return True
+    return False
+
+
+def _module_of(mm: Any, start: int, end: int, parse: Any) -> int | None:
+    """The module id a result names (15: {1: id}), None when it names none."""
+    if parse is not None:
+        r = parse.FromString(bytes(mm[start:end]))
+        return int(r.module.id) if r.HasField("module") and r.module.HasField("id") else None
+    mod = _fields(mm, start, end).get(15)
+    ids = _fields(mm, *mod[0]).get(1) if mod and isinstance(mod[0], tuple) else None
+    return int(ids[0]) if ids and isinstance(ids[0], int) else None
+
+
+def results_with_lines(path: str | os.PathLike[str], wanted: Iterable[int] | None = None) -> list[bool] | None:
+    """For every result in file order: False when its module is known to carry no line information (its source
+    lines need not be looked up), True otherwise; with `wanted` (result indices), only those results' payloads are
+    read (the others answer True). None when the file is not in the layout described above."""
+    want = None if wanted is None else set(wanted)
+    try:
+        with open(path, "rb") as fh:
+            mm = FileView(fh)
+            parse = _result_module_class()
+            module_of: list[int | None] = []
+            lines: dict[int, bool] = {}
+            for block in iter_blocks(mm):
+                h = block.header
+                n_results = int((h.get(2) or [0])[0])
+                j, end = block.payload_start, block.payload_end
+                k = 0
+                while j + 4 <= end:
+                    n = u32(mm, j)
+                    if j + 4 + n > end:
+                        return None
+                    if k < n_results:
+                        read = want is None or len(module_of) in want
+                        module_of.append(_module_of(mm, j + 4, j + 4 + n, parse) if read else None)
+                        j += 4 + n
+                        k += 1
+                        continue
+                    f = _fields(mm, j + 4, j + 4 + n)
+                    if f.get(1) and isinstance(f[1][0], int) and f.get(4) and isinstance(f[4][0], tuple):
+                        has = elf_has_lines(mm, *f[4][0])
+                        # unknown counts as "has lines"; a module seen twice keeps "has lines" if either says so
+                        lines[int(f[1][0])] = lines.get(int(f[1][0]), False) or has is not False
+                    j += 4 + n
+                    k += 1
+            return [m is None or lines.get(m, True) for m in module_of]
+    except Exception:  # a layout this reader does not know: every result may have lines
+        return None
