@@ -1024,7 +1024,7 @@ def test_progress_bar_on_a_terminal(tmp_path, columns):
         "phase 1/2: timing every kernel launch",
         "target: args=[]",
         "2001 launches profiled",
-        "phase 2/2: full analysis sections",
+        "phase 2/2: the analysis metrics",
         "target: args=[]",
         "1 launch profiled",
         "wrote step.json",
@@ -1046,7 +1046,7 @@ def test_progress_on_a_dumb_terminal(tmp_path):
     rows = raw.replace("\r\n", "\n").split("\n")
     assert rows[:2] == ["phase 1/2: timing every kernel launch", "target: args=[]"], rows
     assert rows[2].startswith("  2001 launches profiled in "), rows
-    i = rows.index("phase 2/2: full analysis sections, one launch per kernel")
+    i = rows.index("phase 2/2: the analysis metrics, one launch per kernel")
     assert rows[i + 1] == "target: args=[]" and rows[i + 2].startswith("  1 launch profiled in "), rows
 
 

@@ -8,7 +8,7 @@ import importlib
 import os
 import signal
 import sys
-from typing import Annotated, NoReturn
+from typing import Annotated, Any, NoReturn
 
 import typer
 
@@ -63,20 +63,28 @@ def _click_exceptions() -> tuple[type[Exception], ...]:
 
 
 def _fail(exc: AdvisorError) -> NoReturn:
-    _ignore_interrupts()
     message = str(exc)
-    stderr_console().print(f"ncuadvisor: {exc.label}" + (f": {escape(message)}" if message else ""))
+    with _InterruptsDeferred():
+        stderr_console().print(f"ncuadvisor: {exc.label}" + (f": {escape(message)}" if message else ""))
     sys.exit(exc.exit_code)
 
 
-def _ignore_interrupts() -> None:
-    """The command is ending with its one line: a Ctrl-C or SIGTERM that lands while that line is printed must not
-    turn it into a traceback (the exit follows at once anyway)."""
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        try:
-            signal.signal(sig, signal.SIG_IGN)
-        except (ValueError, OSError):  # not the main thread
-            pass
+class _InterruptsDeferred:
+    """While the command's closing line is printed, a Ctrl-C or SIGTERM that lands is swallowed instead of turning
+    that line into a traceback (the exit follows at once anyway); the handlers before are put back afterwards, so
+    that a caller running `main()` in its own process (a test) keeps its own."""
+
+    def __enter__(self) -> None:
+        self.before: dict[int, Any] = {}
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            try:
+                self.before[sig] = signal.signal(sig, lambda signum, frame: None)
+            except (ValueError, OSError):  # not the main thread
+                pass
+
+    def __exit__(self, *exc: object) -> None:
+        for sig, handler in self.before.items():
+            signal.signal(sig, handler)
 
 
 def _stdout_failed(exc: OSError) -> NoReturn:
@@ -108,8 +116,8 @@ def main() -> None:
             _fail(Interrupted())
         sys.exit(exc.exit_code)
     except typer.Abort:
-        _ignore_interrupts()
-        stderr_console().print("ncuadvisor: aborted")
+        with _InterruptsDeferred():
+            stderr_console().print("ncuadvisor: aborted")
         sys.exit(Interrupted.exit_code)
     except KeyboardInterrupt:
         _fail(Interrupted())
