@@ -79,7 +79,8 @@ class LineTable:
         return out
 
 
-def _uleb(buf: bytes, pos: int) -> tuple[int, int]:
+def _leb(buf: bytes, pos: int, signed: bool = False) -> tuple[int, int]:
+    """The LEB128 number at `pos` (unsigned, or `signed`) and the position after it."""
     value = shift = 0
     while True:
         b = buf[pos]
@@ -87,18 +88,15 @@ def _uleb(buf: bytes, pos: int) -> tuple[int, int]:
         value |= (b & 0x7F) << shift
         shift += 7
         if b < 0x80:
-            return value, pos
+            return (value - (1 << shift) if signed and b & 0x40 else value), pos
+
+
+def _uleb(buf: bytes, pos: int) -> tuple[int, int]:
+    return _leb(buf, pos)
 
 
 def _sleb(buf: bytes, pos: int) -> tuple[int, int]:
-    value = shift = 0
-    while True:
-        b = buf[pos]
-        pos += 1
-        value |= (b & 0x7F) << shift
-        shift += 7
-        if b < 0x80:
-            return (value - (1 << shift) if b & 0x40 else value), pos
+    return _leb(buf, pos, signed=True)
 
 
 def _cstr(buf: bytes, pos: int) -> tuple[str, int]:
