@@ -14,6 +14,14 @@ from dataclasses import dataclass, field
 from typing import Final, Literal
 
 from ncuadvisor.result.helpers import shape_tagger
+from ncuadvisor.result.profile_info import (  # noqa: F401  (named here too: the result's types in one place)
+    Collection,
+    ProfileFilters,
+    ProfileInfo,
+    ProfilePhase,
+    Selection,
+    SelectionRound,
+)
 from ncuadvisor.result.record import Record, flat, optional
 
 SCHEMA_VERSION: Final = 1
@@ -71,89 +79,6 @@ class ProcessEntry(Record):
     kernels: int
     launches: int
     duration_ns: float
-
-
-@dataclass(kw_only=True)
-class ProfileFilters(Record):
-    """What the user asked `ncuadvisor profile` to profile."""
-
-    nvtx_include: list[str] = field(default_factory=list)
-    kernel: str | None = None
-    launch_skip: int | None = 0
-    cache_control: str | None = "all"
-    clock_control: str | None = "none"
-    target_processes: str | None = "all"
-
-
-@dataclass(kw_only=True)
-class ProfilePhase(Record):
-    """One run of ncu."""
-
-    phase: str
-    command: list[str]
-    wall_s: float
-    ncu_exit_code: int | None = None
-    program_exit_code: int | None = None
-    launches_profiled: int | None = None
-    interrupted: bool = False
-    replay_passes: int | None = None  # replay passes per profiled launch (the most ncu printed), what a launch costs
-
-
-@dataclass(kw_only=True)
-class SelectionRound(Record):
-    """One phase-2 run: how it named the kernels it was missing and how many it found."""
-
-    round: int
-    strategy: str
-    kernel_name_base: str
-    asked: int
-    found: int
-    launches_profiled: int | None = None
-
-
-@dataclass(kw_only=True)
-class Selection(Record):
-    """Which kernels a two-phase profile analysed in depth, and how."""
-
-    top: int | None = None
-    coverage: float | None = None
-    phase1_kernels: int
-    phase1_launches: int
-    chosen: list[str] = field(default_factory=list)
-    chosen_share: float
-    rounds: list[SelectionRound] = field(default_factory=list)
-    window_launches: int | None = None
-    config_launches: int | None = None
-    collection: Collection | None = None
-
-
-@dataclass(kw_only=True)
-class Collection(Record):
-    """What phase 2 collected on each chosen launch: "declared", the metrics the analysis reads, named one by one
-    (`metrics` of them), with the sections that carry per-instruction data; or "sections", the whole analysis
-    sections."""
-
-    mode: Literal["declared", "sections"]
-    sections: list[str] = field(default_factory=list)
-    metrics: int = 0
-
-
-@dataclass(kw_only=True)
-class ProfileInfo(Record):
-    """How `ncuadvisor profile` made the result: the target, the filters, each run of ncu."""
-
-    mode: Literal["two-phase", "full"]
-    target: list[str]
-    ncu: str
-    ncu_version: str | None = None
-    filters: ProfileFilters
-    torch_ops: bool = False
-    python_lines: bool | None = optional()  # --python-lines: kernels carry the Python line that launched them
-    phases: list[ProfilePhase] = field(default_factory=list)
-    reports: list[str] = field(default_factory=list)
-    partial: bool = False
-    selection: Selection | None = optional()
-    wall_s: float | None = optional()
 
 
 @dataclass(kw_only=True)
