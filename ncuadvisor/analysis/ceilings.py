@@ -19,9 +19,12 @@ same reason). The launch floor is measured, not read: no kernel takes less time 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ncuadvisor.model import num
+
+if TYPE_CHECKING:
+    from ncuadvisor.analysis.roofline import Roofline
 
 # The launch floor: no kernel takes less device time than an empty one. Measured on an H200 as ncu measures a kernel
 # (gpu__time_duration.sum of `empty_kernel<<<1, 32>>>`, fixtures/ceilings.ncu-rep.xz, 2026-12-01): 1.54 µs. Timed
@@ -173,3 +176,29 @@ def _level(level: str, moved: float, flops: float, peak: float | None, clock: st
         "floor_ns": moved / peak * 1e9 if (peak and moved) else None,
         "clock": clock,
     }
+
+
+# FLOP peaks per precision: the device's peak thread instructions per cycle and the FLOPs each one does
+FLOP_PEAKS = {
+    "fp32": ("sm__sass_thread_inst_executed_op_ffma_pred_on.sum.peak_sustained", 2.0),
+    "fp64": ("sm__sass_thread_inst_executed_op_dfma_pred_on.sum.peak_sustained", 2.0),
+    "fp16": ("sm__sass_thread_inst_executed_op_hfma_pred_on.sum.peak_sustained", 4.0),
+}
+
+L2_OVER_DRAM = 0.10  # L2 is named the limiter only this far (share of the duration) above DRAM
+
+
+def level_floors(r: Roofline) -> dict[str, float]:
+    """{memory level: ns it is busy at its peak}: its bytes as moved at its bandwidth, or its measured utilization
+    (tag lookups and wavefronts, which bytes do not show: uncoalesced and conflicting accesses) when larger. L2
+    utilization counts only well above DRAM's: every DRAM byte also passes through L2."""
+    out = {h["level"]: h["floor_ns"] for h in r.hierarchy if h.get("floor_ns")}
+    if not r.duration_ns:
+        return out
+    dram_share = max(r.busy_pct.get("dram", 0.0) / 100.0, out.get("dram", 0.0) / r.duration_ns)
+    for level in ("l1", "shared", "l2"):
+        pct = r.busy_pct.get(level)
+        if pct is None or (level == "l2" and pct / 100.0 < dram_share + L2_OVER_DRAM):
+            continue
+        out[level] = max(out.get(level, 0.0), r.duration_ns * pct / 100.0)
+    return out

@@ -31,9 +31,10 @@ from typing import Any
 
 from ncuadvisor.analysis import ceilings as _ceilings
 from ncuadvisor.analysis import needed as _needed
-from ncuadvisor.analysis.ceilings import LAUNCH_FLOOR_NS, LAUNCH_FLOOR_SOURCE
+from ncuadvisor.analysis.ceilings import FLOP_PEAKS as _FLOP_PEAKS
+from ncuadvisor.analysis.ceilings import L2_OVER_DRAM, LAUNCH_FLOOR_NS, LAUNCH_FLOOR_SOURCE, level_floors  # noqa: F401
 from ncuadvisor.model import num
-from ncuadvisor.units import fmt_ns, fmt_pct
+from ncuadvisor.units import fmt_pct
 
 SECTOR_BYTES = 32
 
@@ -42,7 +43,6 @@ LAUNCH_BOUND_NS = 5_000.0  # shorter than this, launch overhead (~2-5 µs) is th
 LATENCY_SOL_PCT = 50.0  # neither memory nor compute above this % of peak: latency-bound
 GRID_FILL_FRACTION = 0.5  # fewer blocks than this × SMs: the grid cannot fill the GPU
 FP32_LANES, SFU_LANES = 128.0, 16.0  # per SM per clock: FP32 lanes and XU (MUFU) lanes
-L2_OVER_DRAM = 0.10  # L2 is named the limiter only this far (share of the duration) above DRAM
 # The share of a peak that the best kernels reach in practice (H200: a float4 copy 86% of DRAM peak, an FMA chain
 # 83% of the FP32 peak). No estimate promises a time below theoretical_ns / PRACTICAL_FRACTION.
 PRACTICAL_FRACTION = 0.85
@@ -66,11 +66,6 @@ _FLOP_TERMS: dict[str, list[tuple[str, float]]] = {
     ],
 }
 # name -> (peak instructions per cycle metric, FLOPs per instruction)
-_FLOP_PEAKS = {
-    "fp32": ("sm__sass_thread_inst_executed_op_ffma_pred_on.sum.peak_sustained", 2.0),
-    "fp64": ("sm__sass_thread_inst_executed_op_dfma_pred_on.sum.peak_sustained", 2.0),
-    "fp16": ("sm__sass_thread_inst_executed_op_hfma_pred_on.sum.peak_sustained", 4.0),
-}
 # Tensor-core work by source type, in the tensor path's own ops (FLOPs). The peak_sustained of a path without the
 # `_sparsity_off` suffix is the 2:4-sparse rate, twice the dense one: SPARSE_PEAK_PATHS are halved.
 TENSOR_PATHS = {
@@ -404,120 +399,10 @@ def memory_units(sol: Mapping[str, float]) -> list[tuple[float, str]]:
     return sorted(((sol[k], name) for k, name in MEMORY_UNITS if sol.get(k) is not None), key=lambda t: -t[0])
 
 
-def level_floors(r: Roofline) -> dict[str, float]:
-    """{memory level: ns it is busy at its peak}: its bytes as moved at its bandwidth, or its measured utilization
-    (tag lookups and wavefronts, which bytes do not show: uncoalesced and conflicting accesses) when larger. L2
-    utilization counts only well above DRAM's: every DRAM byte also passes through L2."""
-    out = {h["level"]: h["floor_ns"] for h in r.hierarchy if h.get("floor_ns")}
-    if not r.duration_ns:
-        return out
-    dram_share = max(r.busy_pct.get("dram", 0.0) / 100.0, out.get("dram", 0.0) / r.duration_ns)
-    for level in ("l1", "shared", "l2"):
-        pct = r.busy_pct.get(level)
-        if pct is None or (level == "l2" and pct / 100.0 < dram_share + L2_OVER_DRAM):
-            continue
-        out[level] = max(out.get(level, 0.0), r.duration_ns * pct / 100.0)
-    return out
-
-
-def floor_words(r: Roofline, lanes: dict[str, float]) -> str:
-    """The floor in words: "4.43 G FP32 lane operations (FFMA, FADD, FMUL: 4.45 GFLOP executed) at 33.4 T/s take
-    133 µs"."""
-    if not r.floors or r.theoretical_ns is None:
-        return ""
-    unit = max(r.floors, key=lambda u: r.floors[u])
-    t = fmt_ns(r.theoretical_ns)
-    if unit == "launch":
-        return f"an empty kernel takes {t}"
-    if unit == "dram" and r.compulsory_bytes is not None and r.peak_dram_bytes_per_s:
-        return f"moving {r.compulsory_bytes / 1e6:.1f} MB at {r.peak_dram_bytes_per_s / 1e12:.2f} TB/s takes {t}"
-    prec = {"fma": "fp32", "fp64": "fp64", "fp16": "fp16"}.get(unit)
-    if prec and prec in lanes and r.flops_by_precision.get(prec) and r.peak_flops_per_s.get(prec):
-        rate = r.peak_flops_per_s[prec] / _FLOP_PEAKS[prec][1]
-        return (
-            f"{lanes[prec] / 1e9:.3g} G {precision_words(prec)} lane operations ({r.flops_by_precision[prec] / 1e9:.3g} GFLOP "
-            f"executed) at {rate / 1e12:.3g} T lanes/s take {t}"
-        )
-    if unit == "tensor" and r.limiting_precision in r.peak_flops_per_s:
-        peak = r.peak_flops_per_s[r.limiting_precision or ""]
-        flops = r.flops_by_precision.get(r.limiting_precision or "", 0.0)
-        return f"{flops / 1e9:.3g} GFLOP of {precision_words(r.limiting_precision or '')} work at {peak / 1e12:.3g} TFLOP/s take {t}"
-    pipe = {"sfu": "SFU (XU, 16 lanes/clk/SM)", "fp16": "FP16 pipe", "fp64": "FP64 pipe"}.get(unit, unit)
-    return f"the {pipe} busy time, at its peak, takes {t}"
-
-
-def precision_words(key: str) -> str:
-    """A precision key in words: 'fp32' -> 'FP32', 'tensor_bf16' -> 'BF16 tensor'."""
-    if key.startswith("tensor_"):
-        return f"{key[len('tensor_') :].upper()} tensor"
-    return key.upper()
-
-
-# a limiter's unit in words (the result's `limiter` keeps the key)
-UNIT_WORDS = {
-    "dram": "DRAM",
-    "l2": "L2",
-    "l1": "L1/shared",
-    "shared": "shared-memory",
-    "fma": "FMA",
-    "fp64": "FP64",
-    "fp16": "FP16",
-    "tensor": "tensor-core",
-    "sfu": "SFU",
-    "alu": "ALU",
-    "lsu": "LSU",
-}
-
-
-def unit_words(unit: str) -> str:
-    return UNIT_WORDS.get(unit, unit)
-
-
-def _place(unit: str) -> str:
-    """Where work runs, in words: 'the FMA pipe', 'the SFU', 'the tensor cores', 'DRAM'."""
-    if unit in ("fma", "fp64", "fp16", "alu", "lsu"):
-        return f"the {unit_words(unit)} pipe"
-    return {"sfu": "the SFU", "tensor": "the tensor cores", "issue": "instruction issue"}.get(unit, unit_words(unit))
-
-
-def _g(v: float) -> str:
-    """A ratio in plain digits: 2050.3 -> '2,050', 341.1 -> '341', 0.0563 -> '0.0563'."""
-    return f"{v:,.0f}" if abs(v) >= 1000 else f"{v:.3g}"
-
-
-def limiter_words(r: Roofline) -> str:
-    """The limiter in words: "issue-bound: 4.6 instructions per byte; memory-class at 2.0 FLOP/byte"."""
-    if not r.limiter:
-        return ""
-    if r.limiter == "launch":
-        return f"launch-bound: no launch takes less than {r.floors['launch'] / 1e3:.2f} µs ({r.launch_floor_source})"
-    if r.limiter == "latency":
-        unit, share = _ceilings.limiter_of(r.ceilings, level_floors(r), r.duration_ns)
-        if unit == "launch":
-            return f"latency-bound: no unit is busy; an empty kernel would take {share or 0:.0%} of the time"
-        return (
-            f"latency-bound: the busiest unit ({unit_words(unit or '?')}) would be busy {fmt_pct(share or 0)} of "
-            "the time at its peak"
-        )
-    share = r.limiter_share
-    head = f"{unit_words(r.limiter)}-bound" + (
-        f" ({fmt_pct(share)} of the time at its peak)" if share is not None else ""
-    )
-    if r.limiter == "issue" and r.instructions and r.compulsory_bytes:
-        head += f": {r.instructions / r.compulsory_bytes:.2g} warp instructions per byte"
-    floor_unit = max(r.floors, key=lambda u: r.floors[u]) if r.floors else None
-    if floor_unit and floor_unit != r.limiter:
-        head += f"; the work it needs takes longest on {_place(floor_unit)}"
-    if r.intensity is None:
-        return head
-    if r.intensity == 0:
-        return f"{head}; no FLOPs"
-    ridge = None
-    peak = r.peak_flops_per_s.get(r.limiting_precision or "fp32") or r.peak_flops_per_s.get("fp32")
-    if peak and r.peak_dram_bytes_per_s:
-        ridge = peak / r.peak_dram_bytes_per_s
-    side = ""
-    if ridge:
-        side = "memory-class" if r.intensity < ridge else "compute-class"
-        return f"{head}; {side} at {_g(r.intensity)} executed FLOP/byte (ridge {_g(ridge)})"
-    return f"{head}; {_g(r.intensity)} executed FLOP/byte"
+# the words of the verdicts live in roofline_words (they read what compute() fills in)
+from ncuadvisor.analysis.roofline_words import (  # noqa: E402, F401
+    floor_words,
+    limiter_words,
+    precision_words,
+    unit_words,
+)

@@ -1,0 +1,118 @@
+"""The roofline's verdicts in words: the floor ("4.43 G FP32 lane operations ... take 133 µs"), the units and
+precisions by name, and the limiter ("L2-bound (88% of the time at its peak); the work it needs takes longest on
+the FMA pipe; memory-class at 0.9 executed FLOP/byte")."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ncuadvisor.analysis import ceilings as _ceilings
+from ncuadvisor.units import fmt_ns, fmt_pct
+
+if TYPE_CHECKING:
+    from ncuadvisor.analysis.roofline import Roofline
+
+
+def floor_words(r: Roofline, lanes: dict[str, float]) -> str:
+    """The floor in words: "4.43 G FP32 lane operations (FFMA, FADD, FMUL: 4.45 GFLOP executed) at 33.4 T/s take
+    133 µs"."""
+
+    if not r.floors or r.theoretical_ns is None:
+        return ""
+    unit = max(r.floors, key=lambda u: r.floors[u])
+    t = fmt_ns(r.theoretical_ns)
+    if unit == "launch":
+        return f"an empty kernel takes {t}"
+    if unit == "dram" and r.compulsory_bytes is not None and r.peak_dram_bytes_per_s:
+        return f"moving {r.compulsory_bytes / 1e6:.1f} MB at {r.peak_dram_bytes_per_s / 1e12:.2f} TB/s takes {t}"
+    prec = {"fma": "fp32", "fp64": "fp64", "fp16": "fp16"}.get(unit)
+    if prec and prec in lanes and r.flops_by_precision.get(prec) and r.peak_flops_per_s.get(prec):
+        rate = r.peak_flops_per_s[prec] / _ceilings.FLOP_PEAKS[prec][1]
+        return (
+            f"{lanes[prec] / 1e9:.3g} G {precision_words(prec)} lane operations ({r.flops_by_precision[prec] / 1e9:.3g} GFLOP "
+            f"executed) at {rate / 1e12:.3g} T lanes/s take {t}"
+        )
+    if unit == "tensor" and r.limiting_precision in r.peak_flops_per_s:
+        peak = r.peak_flops_per_s[r.limiting_precision or ""]
+        flops = r.flops_by_precision.get(r.limiting_precision or "", 0.0)
+        return f"{flops / 1e9:.3g} GFLOP of {precision_words(r.limiting_precision or '')} work at {peak / 1e12:.3g} TFLOP/s take {t}"
+    pipe = {"sfu": "SFU (XU, 16 lanes/clk/SM)", "fp16": "FP16 pipe", "fp64": "FP64 pipe"}.get(unit, unit)
+    return f"the {pipe} busy time, at its peak, takes {t}"
+
+
+def precision_words(key: str) -> str:
+    """A precision key in words: 'fp32' -> 'FP32', 'tensor_bf16' -> 'BF16 tensor'."""
+    if key.startswith("tensor_"):
+        return f"{key[len('tensor_') :].upper()} tensor"
+    return key.upper()
+
+
+# a limiter's unit in words (the result's `limiter` keeps the key)
+UNIT_WORDS = {
+    "dram": "DRAM",
+    "l2": "L2",
+    "l1": "L1/shared",
+    "shared": "shared-memory",
+    "fma": "FMA",
+    "fp64": "FP64",
+    "fp16": "FP16",
+    "tensor": "tensor-core",
+    "sfu": "SFU",
+    "alu": "ALU",
+    "lsu": "LSU",
+}
+
+
+def unit_words(unit: str) -> str:
+    return UNIT_WORDS.get(unit, unit)
+
+
+def _place(unit: str) -> str:
+    """Where work runs, in words: 'the FMA pipe', 'the SFU', 'the tensor cores', 'DRAM'."""
+    if unit in ("fma", "fp64", "fp16", "alu", "lsu"):
+        return f"the {unit_words(unit)} pipe"
+    return {"sfu": "the SFU", "tensor": "the tensor cores", "issue": "instruction issue"}.get(unit, unit_words(unit))
+
+
+def _g(v: float) -> str:
+    """A ratio in plain digits: 2050.3 -> '2,050', 341.1 -> '341', 0.0563 -> '0.0563'."""
+    return f"{v:,.0f}" if abs(v) >= 1000 else f"{v:.3g}"
+
+
+def limiter_words(r: Roofline) -> str:
+    """The limiter in words: "issue-bound: 4.6 instructions per byte; memory-class at 2.0 FLOP/byte"."""
+
+    if not r.limiter:
+        return ""
+    if r.limiter == "launch":
+        return f"launch-bound: no launch takes less than {r.floors['launch'] / 1e3:.2f} µs ({r.launch_floor_source})"
+    if r.limiter == "latency":
+        unit, share = _ceilings.limiter_of(r.ceilings, _ceilings.level_floors(r), r.duration_ns)
+        if unit == "launch":
+            return f"latency-bound: no unit is busy; an empty kernel would take {share or 0:.0%} of the time"
+        return (
+            f"latency-bound: the busiest unit ({unit_words(unit or '?')}) would be busy {fmt_pct(share or 0)} of "
+            "the time at its peak"
+        )
+    share = r.limiter_share
+    head = f"{unit_words(r.limiter)}-bound" + (
+        f" ({fmt_pct(share)} of the time at its peak)" if share is not None else ""
+    )
+    if r.limiter == "issue" and r.instructions and r.compulsory_bytes:
+        head += f": {r.instructions / r.compulsory_bytes:.2g} warp instructions per byte"
+    floor_unit = max(r.floors, key=lambda u: r.floors[u]) if r.floors else None
+    if floor_unit and floor_unit != r.limiter:
+        head += f"; the work it needs takes longest on {_place(floor_unit)}"
+    if r.intensity is None:
+        return head
+    if r.intensity == 0:
+        return f"{head}; no FLOPs"
+    ridge = None
+    peak = r.peak_flops_per_s.get(r.limiting_precision or "fp32") or r.peak_flops_per_s.get("fp32")
+    if peak and r.peak_dram_bytes_per_s:
+        ridge = peak / r.peak_dram_bytes_per_s
+    side = ""
+    if ridge:
+        side = "memory-class" if r.intensity < ridge else "compute-class"
+        return f"{head}; {side} at {_g(r.intensity)} executed FLOP/byte (ridge {_g(ridge)})"
+    return f"{head}; {_g(r.intensity)} executed FLOP/byte"
