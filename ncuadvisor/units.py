@@ -232,6 +232,12 @@ def basename(path: Any) -> str:
     return posixpath.basename(str(path).replace("\\", "/")) or str(path)
 
 
+def counted(n: float, noun: str) -> str:
+    """'1 block', '3 blocks', '2 bytes': a whole count with its noun, plural when it is not one."""
+    whole = int(round(n))
+    return f"{whole} {noun}" + ("" if whole == 1 else "s")
+
+
 def in_toolkit(path: Any) -> bool:
     """Whether a source path is inside the CUDA toolkit's headers (device_atomic_functions.hpp and the like)."""
     p = str(path or "").replace("\\", "/")

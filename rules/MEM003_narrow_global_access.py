@@ -19,6 +19,7 @@ from ncuadvisor.metrics import (
     SpeedOfLight,
 )
 from ncuadvisor.rules_api import Evidence, Finding, Fix, KernelContext, Rule
+from ncuadvisor.units import counted
 
 
 class NarrowGlobalAccess(Rule):
@@ -91,7 +92,7 @@ class NarrowGlobalAccess(Rule):
     fixes = {
         "cuda": Fix(
             text=(
-                "The global accesses below move {width} byte(s) per thread: load and store 16 bytes per "
+                "The global accesses below move {access_bytes} per thread: load and store 16 bytes per "
                 "thread (float4 / uint4) and handle the tail with a scalar loop."
             ),
             code=(
@@ -181,7 +182,7 @@ class NarrowGlobalAccess(Rule):
                 f"{fmt_bytes(r.compulsory_bytes)} at {achieved:.0%} of DRAM peak, too few bytes per instruction "
                 "to keep HBM busy."
             ),
-            fix=self.fix_for(k, width=width),
+            fix=self.fix_for(k, width=width, access_bytes=counted(width, "byte")),
             estimated_speedup=time_after(r.duration_ns or 0, target_ns, r.theoretical_ns),
             speedup_model=(
                 (

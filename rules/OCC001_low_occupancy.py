@@ -1,6 +1,7 @@
 from ncuadvisor.analysis.perfmodels import count, limiter_side, parallelism_ns, time_after
 from ncuadvisor.metrics import LaunchStats, Occupancy
 from ncuadvisor.rules_api import Evidence, Finding, Fix, KernelContext, Rule
+from ncuadvisor.units import counted
 
 LIMITS = {
     "registers": Occupancy.LIMIT_REGISTERS,
@@ -65,7 +66,7 @@ class LowOccupancy(Rule):
         "the limiter is registers": {
             "cuda": Fix(
                 text=(
-                    "{regs:.0f} registers per thread cap the SM at {now_blocks:.0f} block(s) of {block}. Cap "
+                    "{regs:.0f} registers per thread cap the SM at {resident_blocks} of {block}. Cap "
                     "registers at {reg_cap} so {min_blocks} blocks fit: `__launch_bounds__({block}, {min_blocks})` "
                     "(or -maxrregcount={reg_cap}), then check `-Xptxas -v` for spills."
                 ),
@@ -73,7 +74,7 @@ class LowOccupancy(Rule):
             ),
             "triton": Fix(
                 text=(
-                    "{regs:.0f} registers per thread cap the SM at {now_blocks:.0f} program(s). Use a smaller "
+                    "{regs:.0f} registers per thread cap the SM at {resident_programs}. Use a smaller "
                     "BLOCK size (fewer elements per thread) or fewer num_warps per program; check the compiled "
                     "kernel's `n_regs` and `n_spills`."
                 ),
@@ -83,7 +84,7 @@ class LowOccupancy(Rule):
         "the limiter is shared memory": {
             "cuda": Fix(
                 text=(
-                    "Each block reserves {smem_kb:.1f} KB of shared memory, so only {now_blocks:.0f} block(s) "
+                    "Each block reserves {smem_kb:.1f} KB of shared memory, so only {resident_blocks} "
                     "fit per SM. Allocate only what a block uses (the dynamic size in the launch), or use "
                     "smaller tiles."
                 ),
@@ -153,6 +154,8 @@ class LowOccupancy(Rule):
             f"the limiter is {limiter}",
             regs=regs,
             now_blocks=now_blocks,
+            resident_blocks=counted(now_blocks, "block"),
+            resident_programs=counted(now_blocks, "program"),
             block=block,
             reg_cap=int(65536 / (min_blocks * block)) // 8 * 8,
             min_blocks=min_blocks,
