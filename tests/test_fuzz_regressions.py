@@ -264,35 +264,6 @@ def test_sigterm_during_decompression_leaves_no_private_folder(tmp_path):
 
 
 @pytest.mark.slow
-def test_profile_is_partial_when_ncu_writes_a_damaged_report(tmp_path):
-    """ncu (the fake one, replaying a real report) writes a report cut inside its results: exit 4, said first in the
-    result, and no private folder left beside the output."""
-    tiny = fuzz.plain("tiny_sections")
-    blocks = [b for b in iter_blocks(tiny) if (b.header.get(2) or [0])[0]]
-    cut = tmp_path / "src" / "tiny_cut.ncu-rep"
-    cut.parent.mkdir()
-    cut.write_bytes(tiny[: (blocks[5].payload_start + blocks[5].payload_end) // 2])  # 5 whole results, the 6th cut
-    out = tmp_path / "out"
-    out.mkdir()
-    fake = ROOT / "tests" / "fake_ncu"
-    env = dict(os.environ, PYTHONPATH=str(ROOT), PATH=f"{fake}{os.pathsep}{os.environ['PATH']}", FAKE_NCU_FULL=str(cut))
-    p = subprocess.run(
-        [sys.executable, "-m", "ncuadvisor", "profile", "--full", "-o", "full.json", "-q", str(fake / "target.py")],
-        cwd=out,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert p.returncode == 4, p.stderr
-    assert "damaged report" in p.stderr
-    res = json.loads((out / "full.json").read_text())
-    assert res["report"]["warnings"][0].startswith("partial: the report file is truncated: this analyses its 5 whole")
-    assert res["report"]["profile"]["partial"] is True
-    assert not [x for x in out.iterdir() if x.name.startswith(".")]
-
-
-@pytest.mark.slow
 def test_a_cut_at_a_block_boundary_is_said_in_every_format(pipeline, tmp_path, monkeypatch):
     """pipeline_v1 cut right after the module block that its 2nd result needs: analysed (exit 0) and said partial
     first in JSON, markdown, HTML, SARIF and on the terminal; the diff gate refuses it as the "after" side."""

@@ -20,17 +20,12 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 import fuzz  # noqa: E402
 
 
-@pytest.mark.slow
-def test_profile_says_partial_when_ncu_profiled_more_launches_than_its_report_holds(tmp_path):
-    """A report cut exactly at a block boundary reads as a whole, shorter report (the file records no count). ncu's
-    own output does: one `==PROF== Profiling` line per launch it profiled. The fake ncu replays the 20 progress lines
-    of tiny_sections and writes the report cut after its 6th result: exit 4, said first in the result."""
-    tiny = fuzz.plain("tiny_sections")
-    blocks = [b for b in iter_blocks(tiny) if (b.header.get(2) or [0])[0]]
-    cut = tmp_path / "src" / "tiny_sections.ncu-rep"  # the name picks the fake's progress lines
+def profile_full_on(tmp_path: Path, data: bytes, name: str) -> tuple[subprocess.CompletedProcess, Path]:
+    """`ncuadvisor profile --full` with the fake ncu writing `data` as its report (saved as src/NAME.ncu-rep: the
+    name picks the fake's progress lines); the finished run and the output folder it ran in."""
+    cut = tmp_path / "src" / f"{name}.ncu-rep"
     cut.parent.mkdir()
-    cut.write_bytes(tiny[: blocks[5].payload_end])
-    assert check_report(cut).boundary is None  # the file alone cannot tell
+    cut.write_bytes(data)
     out = tmp_path / "out"
     out.mkdir()
     fake = ROOT / "tests" / "fake_ncu"
@@ -43,6 +38,18 @@ def test_profile_says_partial_when_ncu_profiled_more_launches_than_its_report_ho
         text=True,
         timeout=120,
     )
+    return p, out
+
+
+@pytest.mark.slow
+def test_profile_says_partial_when_ncu_profiled_more_launches_than_its_report_holds(tmp_path):
+    """A report cut exactly at a block boundary reads as a whole, shorter report (the file records no count). ncu's
+    own output does: one `==PROF== Profiling` line per launch it profiled. The fake ncu replays the 20 progress lines
+    of tiny_sections and writes the report cut after its 6th result: exit 4, said first in the result."""
+    tiny = fuzz.plain("tiny_sections")
+    blocks = [b for b in iter_blocks(tiny) if (b.header.get(2) or [0])[0]]
+    p, out = profile_full_on(tmp_path, tiny[: blocks[5].payload_end], "tiny_sections")  # the fake's 20 lines
+    assert check_report(tmp_path / "src" / "tiny_sections.ncu-rep").boundary is None  # the file alone cannot tell
     assert p.returncode == 4, p.stderr
     res = json.loads((out / "full.json").read_text())
     first = res["report"]["warnings"][0]
@@ -95,24 +102,27 @@ def test_profile_refusing_ncus_report_leaves_no_private_folder(tmp_path):
     line), and neither the private run folder nor a partly placed report is left beside the output."""
     tiny = fuzz.plain("tiny_sections")
     first = next(b for b in iter_blocks(tiny) if (b.header.get(2) or [0])[0])
-    cut = tmp_path / "src" / "tiny_first_cut.ncu-rep"
-    cut.parent.mkdir()
-    cut.write_bytes(tiny[: (first.payload_start + first.payload_end) // 2])
-    out = tmp_path / "out"
-    out.mkdir()
-    fake = ROOT / "tests" / "fake_ncu"
-    env = dict(os.environ, PYTHONPATH=str(ROOT), PATH=f"{fake}{os.pathsep}{os.environ['PATH']}", FAKE_NCU_FULL=str(cut))
-    p = subprocess.run(
-        [sys.executable, "-m", "ncuadvisor", "profile", "--full", "-o", "full.json", "-q", str(fake / "target.py")],
-        cwd=out,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    p, out = profile_full_on(tmp_path, tiny[: (first.payload_start + first.payload_end) // 2], "tiny_first_cut")
     assert p.returncode == 2, p.stderr
     lines = [x for x in p.stderr.splitlines() if x.strip()]
     assert lines[-1].startswith("ncuadvisor: error:") and "no whole kernel result" in lines[-1], p.stderr
     assert "Traceback" not in p.stderr
     assert not [x for x in out.iterdir() if x.name.startswith(".")], list(out.iterdir())
     assert not (out / "full.json").exists()
+
+
+@pytest.mark.slow
+def test_profile_is_partial_when_ncu_writes_a_damaged_report(tmp_path):
+    """ncu (the fake one, replaying a real report) writes a report cut inside its results: exit 4, said first in the
+    result, and no private folder left beside the output."""
+    tiny = fuzz.plain("tiny_sections")
+    blocks = [b for b in iter_blocks(tiny) if (b.header.get(2) or [0])[0]]
+    p, out = profile_full_on(
+        tmp_path, tiny[: (blocks[5].payload_start + blocks[5].payload_end) // 2], "tiny_cut"
+    )  # 5 whole results, the 6th cut
+    assert p.returncode == 4, p.stderr
+    assert "damaged report" in p.stderr
+    res = json.loads((out / "full.json").read_text())
+    assert res["report"]["warnings"][0].startswith("partial: the report file is truncated: this analyses its 5 whole")
+    assert res["report"]["profile"]["partial"] is True
+    assert not [x for x in out.iterdir() if x.name.startswith(".")]
