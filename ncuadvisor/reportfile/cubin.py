@@ -18,6 +18,7 @@ from bisect import bisect_right
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 ELF_MAGIC = b"\x7fELF\x02\x01"  # 64-bit, little-endian
 EM_CUDA = 190
@@ -114,16 +115,51 @@ class _Section:
     info: int
 
 
+def _section_table(buf: Any, at: int, size: int) -> tuple[int, list[tuple[int, ...]]] | None:
+    """(where the section header table ends, its raw entries) of the 64-bit little-endian ELF at buf[at:at+size]
+    (bytes, an mmap or a `blocks.FileView`); None when the table is not one this reader can walk or lies outside."""
+    head = bytes(buf[at : at + 64])
+    if len(head) < 64 or head[:6] != ELF_MAGIC:
+        return None
+    shoff = struct.unpack_from("<Q", head, 0x28)[0]
+    shentsize, shnum = struct.unpack_from("<HH", head, 0x3A)
+    end = shoff + shentsize * shnum
+    if shentsize != 64 or not 0 < shnum < 1 << 16 or end > size:
+        return None
+    table = bytes(buf[at + shoff : at + end])
+    return end, [struct.unpack_from("<IIQQQQIIQQ", table, i * 64) for i in range(shnum)]
+
+
+def elf_sections(buf: Any, at: int, size: int) -> list[_Section] | None:
+    """The named sections of the 64-bit little-endian ELF at buf[at:at+size] (bytes, an mmap or a
+    `blocks.FileView`), reading only its headers and section names; None when it is not one this reader can walk."""
+    found = _section_table(buf, at, size)
+    if found is None:
+        return None
+    raw = found[1]
+    shstrndx = struct.unpack_from("<H", bytes(buf[at + 0x3E : at + 0x40]))[0]
+    if shstrndx >= len(raw) or raw[shstrndx][4] + raw[shstrndx][5] > size:
+        return None
+    names = bytes(buf[at + raw[shstrndx][4] : at + raw[shstrndx][4] + raw[shstrndx][5]])
+    out = []
+    for r in raw:
+        if r[0] >= len(names):
+            return None
+        end = names.find(b"\0", r[0])
+        name = names[r[0] : end if end >= 0 else len(names)].decode("utf-8", "replace")
+        out.append(_Section(name, r[1], r[4], r[5], r[6], r[7]))
+    return out
+
+
 class Cubin:
     """One embedded module: its function symbols and, on demand, their line tables."""
 
     def __init__(self, image: bytes):
         self.image = image
-        shoff = struct.unpack_from("<Q", image, 0x28)[0]
-        shentsize, shnum, shstrndx = struct.unpack_from("<HHH", image, 0x3A)
-        raw = [struct.unpack_from("<IIQQQQIIQQ", image, shoff + i * shentsize) for i in range(shnum)]
-        names = raw[shstrndx][4] if shstrndx < shnum else 0
-        self.sections = [_Section(_cstr(image, names + r[0])[0], r[1], r[4], r[5], r[6], r[7]) for r in raw if names]
+        sections = elf_sections(image, 0, len(image))
+        if sections is None:
+            raise ValueError("not an ELF64 image this reader can walk")
+        self.sections = sections
         self.by_name = {s.name: s for s in self.sections}
         self.symbols = self._symbols()
         self.functions = {name for name, kind, _ in self.symbols if kind == STT_FUNC}
@@ -292,18 +328,16 @@ def _image_size(mm: mmap.mmap | bytes, at: int) -> int | None:
     try:
         if struct.unpack_from("<H", mm, at + 0x12)[0] != EM_CUDA:
             return None
-        shoff = struct.unpack_from("<Q", mm, at + 0x28)[0]
-        shentsize, shnum = struct.unpack_from("<HH", mm, at + 0x3A)
-        if shentsize != 64 or not 0 < shnum < 1 << 16:
-            return None
-        end = shoff + shentsize * shnum
-        for i in range(shnum):
-            _, kind, _, _, offset, size, _, _, _, _ = struct.unpack_from("<IIQQQQIIQQ", mm, at + shoff + i * 64)
-            if kind != SHT_NOBITS:
-                end = max(end, offset + size)
-        return end if at + end <= len(mm) else None
     except struct.error:
         return None
+    found = _section_table(mm, at, len(mm) - at)
+    if found is None:
+        return None
+    end, raw = found
+    for r in raw:
+        if r[1] != SHT_NOBITS:
+            end = max(end, r[4] + r[5])
+    return end if at + end <= len(mm) else None
 
 
 def embedded_cubins(path: str | Path) -> list[Cubin]:

@@ -20,6 +20,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from ncuadvisor.reportfile.blocks import FileView, _fields, iter_blocks, u32
+from ncuadvisor.reportfile.cubin import elf_sections
 
 _RESULT_MODULE: Any = None
 
@@ -60,31 +61,8 @@ LINE_SECTIONS = (b".debug_line", b".nv_debug_line")  # prefixes: .debug_line, .n
 def elf_has_lines(mm: Any, start: int, end: int) -> bool | None:
     """Whether the ELF at mm[start:end] has a line-table section; None when it is not a little-endian ELF64 this
     reader can walk."""
-    head = bytes(mm[start : start + 64])
-    if len(head) < 64 or head[:4] != b"\x7fELF" or head[4] != 2 or head[5] != 1:
-        return None
-    shoff = int.from_bytes(head[0x28:0x30], "little")
-    shentsize = int.from_bytes(head[0x3A:0x3C], "little")
-    shnum = int.from_bytes(head[0x3C:0x3E], "little")
-    shstrndx = int.from_bytes(head[0x3E:0x40], "little")
-    size = end - start
-    if shentsize < 0x28 or not 0 < shnum < 65536 or shstrndx >= shnum or shoff + shnum * shentsize > size:
-        return None
-    table = bytes(mm[start + shoff : start + shoff + shnum * shentsize])
-    strtab = table[shstrndx * shentsize : (shstrndx + 1) * shentsize]
-    str_off = int.from_bytes(strtab[0x18:0x20], "little")
-    str_size = int.from_bytes(strtab[0x20:0x28], "little")
-    if str_off + str_size > size:
-        return None
-    names = bytes(mm[start + str_off : start + str_off + str_size])
-    for k in range(shnum):
-        at = int.from_bytes(table[k * shentsize : k * shentsize + 4], "little")
-        if at >= len(names):
-            return None
-        name = names[at : names.find(b"\0", at) if names.find(b"\0", at) >= 0 else len(names)]
-        if name.startswith(LINE_SECTIONS):
-            return True
-    return False
+    sections = elf_sections(mm, start, end - start)
+    return None if sections is None else any(s.name.encode().startswith(LINE_SECTIONS) for s in sections)
 
 
 def _module_of(mm: Any, start: int, end: int, parse: Any) -> int | None:
