@@ -1,5 +1,5 @@
 from ncuadvisor.analysis.perfmodels import fmt_bytes, fmt_ns
-from ncuadvisor.analysis.roofline import precision_words
+from ncuadvisor.analysis.roofline_words import precision_words
 from ncuadvisor.metrics import SpeedOfLight
 from ncuadvisor.rules_api import Evidence, Finding, Fix, KernelContext, Rule
 

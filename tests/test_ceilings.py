@@ -3,7 +3,7 @@ known by construction and whose measured rates are 77-88% of the unit's nominal 
 
 import pytest
 
-from ncuadvisor.analysis import roofline
+from ncuadvisor.analysis import roofline, roofline_words
 from ncuadvisor.analysis.ceilings import LAUNCH_FLOOR_NS
 from ncuadvisor.load import ReportReader
 
@@ -31,7 +31,7 @@ def rl(report_path):
 )
 def test_limiter_names_the_planted_unit(rl, kernel, limiters):
     assert rl[kernel].limiter in limiters
-    assert rl[kernel].limiter_reason.startswith(f"{roofline.unit_words(rl[kernel].limiter)}-bound")
+    assert rl[kernel].limiter_reason.startswith(f"{roofline_words.unit_words(rl[kernel].limiter)}-bound")
 
 
 def test_latency_when_no_unit_is_half_busy(report_path):

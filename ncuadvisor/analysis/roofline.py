@@ -32,7 +32,8 @@ from typing import Any
 from ncuadvisor.analysis import ceilings as _ceilings
 from ncuadvisor.analysis import needed as _needed
 from ncuadvisor.analysis.ceilings import FLOP_PEAKS as _FLOP_PEAKS
-from ncuadvisor.analysis.ceilings import L2_OVER_DRAM, LAUNCH_FLOOR_NS, LAUNCH_FLOOR_SOURCE, level_floors  # noqa: F401
+from ncuadvisor.analysis.ceilings import LAUNCH_FLOOR_NS, LAUNCH_FLOOR_SOURCE, level_floors
+from ncuadvisor.analysis.roofline_words import floor_words, limiter_words
 from ncuadvisor.model import num
 from ncuadvisor.units import fmt_pct
 
@@ -397,12 +398,3 @@ def _pct(v: float) -> str:
 def memory_units(sol: Mapping[str, float]) -> list[tuple[float, str]]:
     """The memory units' throughputs (% of peak) with their names, busiest first; [] where the report has none."""
     return sorted(((sol[k], name) for k, name in MEMORY_UNITS if sol.get(k) is not None), key=lambda t: -t[0])
-
-
-# the words of the verdicts live in roofline_words (they read what compute() fills in)
-from ncuadvisor.analysis.roofline_words import (  # noqa: E402, F401
-    floor_words,
-    limiter_words,
-    precision_words,
-    unit_words,
-)
