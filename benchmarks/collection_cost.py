@@ -211,8 +211,9 @@ def simulate(full_report: Path, phase1_report: Path | None) -> dict:
     """The first findings and program findings of `full_report` as read whole and as read with only what the default
     declared collection of its chosen kernels would hold (`session.declared_collection`), both analysed as phase 2
     is (merged with `phase1_report` when given)."""
-    from ncuadvisor.profile.launchbytes import fill_launch_bytes, profiled_bytes
-    from ncuadvisor.profile.merge import Phase1Time, analyze_phase1, merge_results
+    from profile_cost import as_profile
+
+    from ncuadvisor.profile.merge import analyze_phase1
     from ncuadvisor.profile.selection import select_kernels
     from ncuadvisor.profile.session import declared_collection
 
@@ -221,11 +222,7 @@ def simulate(full_report: Path, phase1_report: Path | None) -> dict:
     def run() -> dict:
         if phase1_report is None:
             return analyze(full_report, rules=rules, pick="first").to_dict()
-        p1, launches, _ = analyze_phase1(phase1_report, rules)
-        deep = analyze(full_report, rules=rules, group_time=Phase1Time(p1, launches))
-        # as `profile` does: the phase-1 launches get the DRAM bytes their kernel's profiled launch measured
-        fill_launch_bytes(launches, p1.kernels, profiled_bytes([str(full_report)]))
-        return merge_results(p1, [(str(full_report), deep)], launches=launches, rules=rules).to_dict()
+        return as_profile(phase1_report, full_report)  # merged as `profile` merges its phase 2
 
     def summary(res: dict) -> dict:
         kernels = {}
