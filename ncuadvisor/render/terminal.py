@@ -200,5 +200,13 @@ def render_terminal(result: ResultRecord, console: Console | None = None, top: i
         table.add_row(*row)
     console.print()
     console.print(table)
+    # where the executed floor is well above the needed one, the headroom column alone would mislead: say both
+    for k in kernels:
+        if k.roofline.executed_reason:
+            console.print(
+                f"[dim]#{k.index} {escape(fit_name(k.shown_name, NAME_MAX))} as executed: "
+                f"{escape(str(k.roofline.executed_reason))}[/dim]",
+                soft_wrap=not console.is_terminal,
+            )
     if len(view.kernels) > top:
         console.print(f"[dim]… {len(view.kernels) - top} more kernels in the full report (-o report.html)[/dim]")
