@@ -28,8 +28,11 @@ class AtRoofline(Rule):
         None is claimed; the message states the most any change that keeps the floor could save (1 - 1/headroom).
 
     False positives:
-        The floor counts only FP32/FP64/FP16 and tensor FLOPs and DRAM bytes: a kernel limited by integer or
-        special-function work, or by L2-resident data, can look further from its floor than it is, never closer.
+        The floor counts the work the kernel needs (FP lanes, FP64, FP16, tensor FLOPs, transcendentals, compulsory
+        DRAM bytes, the launch), not its instructions as executed: a kernel at its issue, ALU, LSU or L1 ceiling but
+        far above that floor (index arithmetic, untiled loads) is never called near; the report says both floors beside its limiter.
+        A kernel limited by work the floor does not count (integer bit operations on the XU, L2-resident data) can
+        look further from its floor than it is, never closer.
     """
 
     code = "ROOF001"

@@ -48,7 +48,8 @@ def test_the_bound_names_its_unit_and_the_limiter_is_in_words(analyzed, name):
             top_key, top_name = max(((k_, n) for k_, n in MEMORY_UNITS if k_ in sol), key=lambda t: sol[t[0]])
             assert reason.startswith(f"{top_name} throughput {fmt_pct100(sol[top_key])} of peak"), reason
             assert "memory throughput" not in reason
-        for text in (reason, rl.get("limiter_reason") or "", rl.get("floor_reason") or ""):
+        texts = (reason, rl.get("limiter_reason") or "", rl.get("floor_reason") or "", rl.get("executed_reason") or "")
+        for text in texts:
             assert not SNAKE.search(text) and "e+0" not in text, text
             assert not re.search(r"\b(l1|l2|fma|sfu|fp64|fp32)-bound", text), text
 

@@ -81,6 +81,7 @@ LEVEL_PCT = {
 # the tensor pipe's ceiling counts only when the tensor paths executed operations.
 HMMA_PCT = "sm__inst_executed_pipe_tensor_op_hmma.avg.pct_of_peak_sustained_elapsed"
 
+L1_CLOCK, L2_CLOCK = "l1tex__cycles_elapsed.avg.per_second", "lts__cycles_elapsed.avg.per_second"
 # Hierarchical roofline: bytes at each level and the level's peak bytes per cycle, with its clock.
 HIERARCHY = {
     "l1": (
@@ -91,12 +92,12 @@ HIERARCHY = {
             "l1tex__t_sectors_pipe_lsu_mem_local_op_st.sum",
         ],
         "derived__l1tex__lsu_writeback_bytes_mem_lgds.sum.peak_sustained",
-        "l1tex__cycles_elapsed.avg.per_second",
+        L1_CLOCK,
     ),
     "l2": (
         ["lts__t_sectors_srcunit_tex.sum"],
         "derived__lts__lts2xbar_bytes.sum.peak_sustained",
-        "lts__cycles_elapsed.avg.per_second",
+        L2_CLOCK,
     ),
 }
 SHARED_WAVEFRONTS = "l1tex__data_pipe_lsu_wavefronts_mem_shared.sum"  # 128 bytes each

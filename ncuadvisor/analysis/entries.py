@@ -177,6 +177,8 @@ def no_rule_verdict(
         parts[0] += f": {reason}"
     if unit_words := (entry.roofline.limiter_reason if entry.roofline else None):
         parts.append(unit_words)  # the unit that limits it, in words (the bound is Speed Of Light's word)
+    if executed := (entry.roofline.executed_reason if entry.roofline else None):
+        parts.append(f"as executed: {executed}")  # the executed floor beside the needed one
     if limiter:
         parts.append(limiter)
     if ncu_top:

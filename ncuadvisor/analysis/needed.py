@@ -46,11 +46,17 @@ class InstructionFacts:
     ideal_split: tuple[float, float] | None = None  # (load, store) ideal L2 sectors
     xu_needed_share: float | None = None  # of the XU pipe's warp instructions, the transcendental ones needed
     hfma_kinds: dict[str, float] | None = None  # executed HFMA2 warp instructions by what they compute (`hfma_kinds`)
+    xu_opcodes: tuple[str, ...] = ()  # the XU pipe's base opcodes the kernel executed, most executed first
 
 
 def instruction_facts(per_instruction: Mapping[str, Sequence[Instruction]]) -> InstructionFacts:
     """The facts of one kernel's per-instruction data (`ideal_split`, `xu_needed_share`)."""
-    return InstructionFacts(ideal_split(per_instruction), xu_needed_share(per_instruction), hfma_kinds(per_instruction))
+    return InstructionFacts(
+        ideal_split(per_instruction),
+        xu_needed_share(per_instruction),
+        hfma_kinds(per_instruction),
+        xu_opcodes(per_instruction),
+    )
 
 
 # FLOPs per packed-half thread instruction by what an HFMA2 (or HFMA2.MMA) computes: two halves each
@@ -123,6 +129,16 @@ def xu_needed_share(per_instruction: Mapping[str, Sequence[Instruction]]) -> flo
     if not entries:
         return None
     return (mufu - min(rcp, rp)) / xu if xu else 0.0
+
+
+def xu_opcodes(per_instruction: Mapping[str, Sequence[Instruction]]) -> tuple[str, ...]:
+    """The XU pipe's base opcodes (MUFU, F2F, POPC, ...) the kernel executed, most executed first; () without SASS."""
+    count: dict[str, float] = {}
+    for e in per_instruction.get(INST_EXECUTED) or []:
+        base = _opcode(e.sass).split(".")[0]
+        if e.value and base in XU_OPCODES:
+            count[base] = count.get(base, 0.0) + e.value
+    return tuple(sorted(count, key=lambda op: -count[op]))
 
 
 @dataclass

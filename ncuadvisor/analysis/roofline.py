@@ -3,9 +3,14 @@
 Peaks are computed per report from the device's own peak-per-cycle metrics times the clocks measured during the
 kernel (`--clock-control none` means the clocks vary), never from a table.
 
-The floor ("theoretical minimum time") is the largest of the per-unit ceilings (`ceilings.py`): FP32 lane
-operations by instruction mix, FP64, FP16, tensor FLOPs by type, SFU, ALU, FMA, LSU and issue pipes, the compulsory
-bytes at the DRAM peak, and the launch floor. The unit that sets it is the `limiter`.
+Two floors. The floor ("theoretical minimum time", `theoretical_ns`) is the largest ceiling of the work the kernel
+needs (`ceilings.py`): FP32 lane operations by instruction mix, FP64, FP16, tensor FLOPs by type, SFU transcendentals,
+the compulsory bytes at the DRAM peak, and the launch floor; headroom, ROOF001 and every estimate cap use it. The
+executed floor (`executed_floor_ns`) is the largest ceiling of the kernel as it ran: every pipe's busy time (issue at
+4 warp instructions per clock per SM, ALU, LSU, the FMA pipe's warp instructions) and each memory level's traffic as
+moved; its unit is the `limiter` unless no unit is half busy. Index arithmetic, spills, untiled loads and divergence
+raise the executed floor, not the needed one: where the executed floor is well above the needed one, the room is in
+executing less, and `executed_reason` says so beside the limiter.
 
 Compulsory bytes are loads + stores, each the smaller of what the threads needed (ideal L2 sectors × 32) and what
 moved for it: DRAM's read bytes for loads, the L2 write sectors from the SMs for stores (`needed.py`: an output still
@@ -33,7 +38,7 @@ from ncuadvisor.analysis import ceilings as _ceilings
 from ncuadvisor.analysis import needed as _needed
 from ncuadvisor.analysis.ceilings import FLOP_PEAKS as _FLOP_PEAKS
 from ncuadvisor.analysis.ceilings import LAUNCH_FLOOR_NS, LAUNCH_FLOOR_SOURCE, level_floors
-from ncuadvisor.analysis.roofline_words import floor_words, limiter_words
+from ncuadvisor.analysis.roofline_words import EXECUTED_GAP, executed_words, floor_words, limiter_words
 from ncuadvisor.model import num
 from ncuadvisor.units import fmt_pct
 
@@ -157,7 +162,9 @@ class Roofline:
     limiter_share: float | None = None  # the limiter's busy time at its peak ÷ the duration
     floors: dict[str, float] = field(default_factory=dict)  # the ceilings of needed work: theoretical_ns is the largest
     floor_reason: str = ""  # the floor in words: the unit, its work and its rate
-    executed_floor_ns: float | None = None  # the largest ceiling as executed
+    executed_floor_ns: float | None = None  # the largest ceiling as executed (memory levels' traffic as moved too)
+    executed_floor_unit: str | None = None  # the unit that sets it
+    executed_reason: str = ""  # both floors in words, when the executed floor is well above the needed one
     sm_write_bytes: float | None = None  # bytes the SMs wrote to L2
     instructions: float | None = None  # warp instructions executed
     hierarchy: list[dict[str, Any]] = field(default_factory=list)  # per memory level: bytes, intensity, roof
@@ -192,6 +199,7 @@ def compute(
         "launch_bound_ns": LAUNCH_BOUND_NS,
         "latency_sol_pct": LATENCY_SOL_PCT,
         "grid_fill_fraction": GRID_FILL_FRACTION,
+        "executed_gap": EXECUTED_GAP,
     }
     sm_hz = g("sm__cycles_elapsed.avg.per_second")
     dram_hz = g("dram__cycles_elapsed.avg.per_second")
@@ -338,7 +346,6 @@ def compute(
     r.ceilings = dict(r.floors)
     for unit, t in pipes.items():
         r.ceilings[unit] = max(r.ceilings.get(unit, 0.0), t)
-    r.executed_floor_ns = max(r.ceilings.values())
     if duration_ns:
         r.headroom = duration_ns / r.theoretical_ns
     if r.compulsory_bytes:
@@ -352,6 +359,15 @@ def compute(
     if r.limiter is not None and r.limiter_share is not None and r.limiter_share < LATENCY_SOL_PCT / 100:
         r.limiter = "latency"  # no unit (nor the launch) would take half the time at its peak: the kernel waits
     r.limiter_reason = limiter_words(r)
+    # The executed floor: the largest ceiling of the instruction stream and the memory traffic as they ran.
+    executed = {**r.ceilings}
+    for level, t in level_floors(r).items():
+        executed[level] = max(executed.get(level, 0.0), t)
+    r.executed_floor_unit = max(executed, key=lambda u: executed[u])
+    r.executed_floor_ns = executed[r.executed_floor_unit]
+    clocks = {"SM": sm_hz, "L1": g(_ceilings.L1_CLOCK), "L2": g(_ceilings.L2_CLOCK), "DRAM": dram_hz}
+    xu_share, xu_ops = (facts.xu_needed_share, facts.xu_opcodes) if facts else (None, ())
+    r.executed_reason = executed_words(r, xu_share, clocks, xu_ops)
     return _finish(r, row, sm_count)
 
 

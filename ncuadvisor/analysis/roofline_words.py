@@ -4,6 +4,7 @@ the FMA pipe; memory-class at 0.9 executed FLOP/byte")."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from ncuadvisor.analysis import ceilings as _ceilings
@@ -116,3 +117,70 @@ def limiter_words(r: Roofline) -> str:
         side = "memory-class" if r.intensity < ridge else "compute-class"
         return f"{head}; {side} at {_g(r.intensity)} executed FLOP/byte (ridge {_g(ridge)})"
     return f"{head}; {_g(r.intensity)} executed FLOP/byte"
+
+
+# The executed floor is told beside the needed one when it is at least this many times the needed floor: below it,
+# the work executed beyond the need is within what the best kernels lose to tails and clocks (ROOF001 calls 1.6×
+# "near").
+EXECUTED_GAP = 1.5
+NEAR_CEILING = 1.6  # within this many times its executed ceiling, a kernel runs that unit about as fast as it can
+
+# what an executed ceiling counts, by unit: (its work, the clock it runs at, what to do less of)
+_EXECUTED_WORK = {
+    "issue": ("the warp instructions it issues, 4 per clock per SM", "SM", "issuing fewer instructions"),
+    "alu": ("its integer and logic instructions on the ALU pipe", "SM", "executing fewer instructions"),
+    "fma": ("its FMA-pipe instructions: FP32 and integer multiply-add", "SM", "executing fewer instructions"),
+    "lsu": (
+        "its load, store and shared-memory instructions on the LSU pipe",
+        "SM",
+        "executing fewer memory instructions",
+    ),
+    "fp64": ("its FP64 instructions", "SM", "executing fewer FP64 instructions"),
+    "fp16": ("its FP16 instructions", "SM", "executing fewer FP16 instructions"),
+    "tensor": ("its tensor-core instructions", "SM", "executing fewer tensor instructions"),
+    "sfu": ("its XU instructions, 16 lanes per clock per SM", "SM", "executing fewer XU instructions"),
+    "l1": ("the traffic it moves through L1/shared", "L1", "moving fewer bytes through L1/shared"),
+    "shared": ("its shared-memory wavefronts", "L1", "moving fewer bytes through shared memory"),
+    "l2": ("the traffic it moves through L2", "L2", "moving fewer bytes through L2"),
+    "dram": ("the bytes DRAM moved for it", "DRAM", "moving fewer bytes through DRAM"),
+}
+
+
+def executed_words(
+    r: Roofline,
+    xu_needed_share: float | None = None,
+    clocks: Mapping[str, float | None] | None = None,
+    xu_opcodes: tuple[str, ...] = (),
+) -> str:
+    """Both floors in words when the executed floor is at least EXECUTED_GAP × the needed one, else "" (the outputs
+    put it after "as executed:"): "1.25× its L1/shared ceiling of 129.0 µs (the traffic it moves through L1/shared, at the 1.97 GHz L1 clock); 38.9×
+    the floor of the work it needs (4.2 µs, the FMA pipe): the room is in moving fewer bytes through L1/shared, not in
+    moving them faster". `xu_needed_share`: the transcendental share of the XU instructions; `xu_opcodes`: the XU
+    opcodes executed; `clocks`: the clocks measured during the kernel by domain ('SM', 'L1', 'L2', 'DRAM'), in Hz."""
+    needed, executed, unit, d = r.theoretical_ns, r.executed_floor_ns, r.executed_floor_unit, r.duration_ns
+    if not (needed and executed and unit and d) or executed < EXECUTED_GAP * needed:
+        return ""
+    work, clock, less = _EXECUTED_WORK.get(unit, (f"its {unit_words(unit)} work", "SM", "doing less work"))
+    if unit == "sfu" and xu_needed_share is not None and xu_needed_share < 0.5:
+        ops = ", ".join(xu_opcodes[:4]) if xu_opcodes else "conversions and bit operations"
+        some = "none" if xu_needed_share == 0 else fmt_pct(xu_needed_share)
+        work = f"its XU instructions ({ops}: {some} transcendental), 16 lanes per clock per SM"
+    hz = (clocks or {}).get(clock) or (r.sm_clock_hz if clock == "SM" else None)
+    work += f", at the {hz / 1e9:.2f} GHz {clock} clock" if hz else f", at the {clock} clock"
+    floor_unit = max(r.floors, key=lambda u: r.floors[u])
+    head = (
+        f"{_x(d / executed)} its {unit_words(unit)} ceiling of {fmt_ns(executed)} ({work}); "
+        f"{_x(d / needed)} the floor of the work it needs ({fmt_ns(needed)}, {_place(floor_unit)})"
+    )
+    if d / executed <= NEAR_CEILING:
+        faster = "running them faster" if clock == "SM" else "moving them faster"
+        return f"{head}: the room is in {less}, not in {faster}"
+    return (
+        f"{head}: of that, {_x(executed / needed)} is work executed beyond the need (the room in {less}) and "
+        f"{_x(d / executed)} is time {_place(unit)} sits idle"
+    )
+
+
+def _x(v: float) -> str:
+    """A ratio: 38.87 -> '38.9×', 1.248 -> '1.25×', 115.5 -> '115×'."""
+    return f"{v:.3g}×"

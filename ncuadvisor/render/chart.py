@@ -210,6 +210,8 @@ def _radius(k: Kernel) -> float:
 def _point(k: Kernel, cx: float, cy: float, extra: str, cls: str = "") -> Point:
     name = k.demangled or k.name or "?"
     shape = f"grid {k.grid} block {k.block}\n" if k.grid else ""
+    if k.roofline.executed_reason:  # the executed floor, where it is well above the needed one
+        extra += f"\nas executed: {k.roofline.executed_reason}"
     return Point(
         cx=_f(cx),
         cy=_f(cy),

@@ -131,6 +131,27 @@ def _where_to_start(console: Console, view: Result, width: int) -> None:
     console.print(grid)
 
 
+def _executed_notes(console: Console, kernels: list[Kernel]) -> None:
+    """Where the executed floor is well above the needed one, the headroom column alone would mislead: both floors,
+    one note per kernel, wrapped lines indented under their text (piped: one line each)."""
+    notes = [
+        (f"#{k.index}", f"{fit_name(k.shown_name, NAME_MAX)} as executed: {k.roofline.executed_reason}")
+        for k in kernels
+        if k.roofline.executed_reason
+    ]
+    if not console.is_terminal:
+        for mark, text in notes:
+            console.print(f"[dim]{mark:>4} {escape(text)}[/dim]", soft_wrap=True)
+        return
+    grid = Table.grid(padding=(0, 1))
+    grid.add_column(justify="right", no_wrap=True, width=4)
+    grid.add_column(overflow="fold")
+    for mark, text in notes:
+        grid.add_row(f"[dim]{mark}[/dim]", f"[dim]{escape(text)}[/dim]")
+    if notes:
+        console.print(grid)
+
+
 def render_terminal(result: ResultRecord, console: Console | None = None, top: int = 10) -> None:
     """Print the summary of a result: the first `top` kernels by time."""
     console = console_for_output() if console is None else console
@@ -200,5 +221,6 @@ def render_terminal(result: ResultRecord, console: Console | None = None, top: i
         table.add_row(*row)
     console.print()
     console.print(table)
+    _executed_notes(console, kernels)
     if len(view.kernels) > top:
         console.print(f"[dim]… {len(view.kernels) - top} more kernels in the full report (-o report.html)[/dim]")

@@ -197,6 +197,9 @@ class Roofline:
     sm_clock_hz: Any  # the SM clock measured during the kernel
     limiter: Any  # the unit that limits the kernel ('dram', 'l2', 'fma', 'issue', 'sfu', ...) when the result names it
     limiter_reason: Any  # the same, in words
+    executed_floor_ns: Any  # the largest ceiling as executed (issue, ALU, LSU, memory traffic as moved)
+    executed_floor_unit: Any
+    executed_reason: Any  # both floors in words when the executed floor is well above the needed one, else ""
     hierarchy: list[Mapping[str, Any]]  # per memory level (l1, l2, dram): bytes, intensity, peak_bytes_per_s
     sol: Sol
     sol_bars: list[tuple[str, Any]]  # (label, percentage) in display order

@@ -258,7 +258,11 @@ class Roofline(Record):
     limiter_share: Number = None  # the limiter's busy time at its peak ÷ the duration
     floors: dict[str, float] = field(default_factory=dict)  # the ceilings of needed work; theoretical_ns is the largest
     floor_reason: str = ""  # the floor in words: the unit, its work and its rate
-    executed_floor_ns: Number = None  # the largest ceiling as executed (issue, ALU, LSU included)
+    # the largest ceiling as executed (issue, ALU, LSU, the memory levels' traffic as moved), and its unit
+    executed_floor_ns: Number = None
+    executed_floor_unit: str | None = None
+    # both floors in words when the executed floor is well above the needed one (thresholds' executed_gap), else ""
+    executed_reason: str = ""
     sm_write_bytes: Number = None
     instructions: Number = None  # warp instructions executed
     # the memory levels of the hierarchical roofline: bytes, executed FLOP/byte, roof
