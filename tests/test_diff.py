@@ -139,6 +139,7 @@ def test_a_tiny_threshold_turns_noise_into_a_regression(diff_of):
     assert gate(d, "regression")
 
 
+@pytest.mark.slow  # ~10 s: many results rendered; `.ci/run` runs the slow tests too
 def test_different_programs_are_all_added_and_removed(diff_of, analyzed):
     d = diff_of("flaws", V0)
     statuses = {k["status"] for k in d["kernels"]}
@@ -443,6 +444,7 @@ def test_diff_markdown_escapes_hostile_names(diff_of):
             assert len(re.findall(r"(?<!\\)\|", line)) in (9, 4), line  # 8 or 3 columns: no stray pipes
 
 
+@pytest.mark.slow  # ~10 s: many results rendered; `.ci/run` runs the slow tests too
 def test_diff_markdown_stays_under_githubs_limit(diff_of):
     d = copy.deepcopy(diff_of("flaws", V0))
     many = []

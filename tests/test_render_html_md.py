@@ -207,6 +207,7 @@ def test_markdown_fences_outgrow_backticks(result):
     assert "`````cuda\na ``` b\n````\nc\n`````" in text
 
 
+@pytest.mark.slow  # a 1,000-kernel render; `.ci/run` runs the slow tests too
 def test_markdown_stays_under_the_limit(result):
     big = _many(result, 500)
     text = render_markdown(big)
@@ -244,7 +245,10 @@ def flaws(analyzed) -> dict:
     return analyzed("flaws")
 
 
-@pytest.mark.parametrize("kernels, launches", [(1000, 1), (1000, 5), pytest.param(5000, 1, marks=pytest.mark.slow)])
+@pytest.mark.parametrize(
+    "kernels, launches",
+    [(1000, 1), pytest.param(1000, 5, marks=pytest.mark.slow), pytest.param(5000, 1, marks=pytest.mark.slow)],
+)
 def test_html_of_a_big_report_stays_small_and_keeps_every_kernel(flaws, kernels, launches):
     big = many_kernels(flaws, kernels, launches)
     page = render_html(big)
@@ -273,6 +277,7 @@ def test_big_report_chart_places_only_the_top_kernels_and_says_so(flaws):
     assert f"top {CHART_POINTS} of 1,000 kernels by time" in svg
 
 
+@pytest.mark.slow  # a 1,000-kernel render; `.ci/run` runs the slow tests too
 def test_big_report_leaves_the_json_out_and_says_where_it_is(flaws):
     page = render_html(many_kernels(flaws, 1000))
     assert not JSON_BLOCK.search(page)

@@ -15,7 +15,17 @@ from ncuadvisor.render import console_for_output
 from ncuadvisor.render import escape_terminal as escape
 from ncuadvisor.render.view import Action, Finding, Kernel, Result, report_view
 from ncuadvisor.result.types import Result as ResultRecord
-from ncuadvisor.units import basename_loc, first_sentence, fit_name, fmt_ns, fmt_pct, fmt_x, in_toolkit, short_name
+from ncuadvisor.units import (
+    basename_loc,
+    counted,
+    first_sentence,
+    fit_name,
+    fmt_ns,
+    fmt_pct,
+    fmt_x,
+    in_toolkit,
+    short_name,
+)
 
 BOUND_STYLE = {"memory": "cyan", "compute": "magenta", "latency": "yellow", "launch": "red", "unknown": "dim"}
 ACTIONS_SHOWN = 5  # lines of "where to start", and as many program-wide findings below them
@@ -223,4 +233,6 @@ def render_terminal(result: ResultRecord, console: Console | None = None, top: i
     console.print(table)
     _executed_notes(console, kernels)
     if len(view.kernels) > top:
-        console.print(f"[dim]… {len(view.kernels) - top} more kernels in the full report (-o report.html)[/dim]")
+        console.print(
+            f"[dim]… {counted(len(view.kernels) - top, 'more kernel')} in the full report (-o report.html)[/dim]"
+        )
