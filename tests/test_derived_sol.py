@@ -23,7 +23,7 @@ def test_derived_percentages_are_close_and_keep_the_bound(report_path, name):
         measured = roofline.compute(row)
         if "memory_pct" not in measured.sol or "compute_pct" not in measured.sol:
             continue
-        assert measured.sol_derived == []
+        assert measured.sol_derived is None
         without = dict(row, **{m: None for m in roofline.NOT_COLLECTED})
         derived = roofline.compute(without)
         assert sorted(derived.sol_derived) == ["compute_pct", "l1_pct", "memory_pct"]
@@ -50,7 +50,7 @@ def test_nothing_to_derive_from_leaves_them_missing(report_path):
     """A duration-only row (a phase-1 report): no percentage is made up."""
     row = rows(report_path, "tiny_phase1")[0]
     r = roofline.compute(row)
-    assert "memory_pct" not in r.sol and "compute_pct" not in r.sol and r.sol_derived == []
+    assert "memory_pct" not in r.sol and "compute_pct" not in r.sol and r.sol_derived is None
 
 
 def test_the_tensor_pipe_alone_derives_nothing(report_path):
@@ -58,4 +58,4 @@ def test_the_tensor_pipe_alone_derives_nothing(report_path):
     row = next(r for r in rows(report_path, "torch_eager") if r["name"].startswith("nvjet"))
     kept = {"gpu__time_duration.sum", "dram__bytes_read.sum", "dram__bytes_write.sum", ceilings.PIPE_PCT["tensor"]}
     r = roofline.compute({k: (v if k in kept or not isinstance(v, float) else None) for k, v in row.items()})
-    assert r.sol == {} and r.sol_derived == []
+    assert r.sol == {} and r.sol_derived is None

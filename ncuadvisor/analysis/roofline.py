@@ -169,7 +169,7 @@ class Roofline:
     achieved_flops_per_s: float | None = None
     achieved_dram_bytes_per_s: float | None = None
     sol: dict[str, float] = field(default_factory=dict)
-    sol_derived: list[str] = field(default_factory=list)  # the keys of `sol` derived from unit metrics (derive_sol)
+    sol_derived: list[str] | None = None  # the keys of `sol` derived from unit counters (derive_sol), when any
     sm_clock_hz: float | None = None
     dram_clock_hz: float | None = None
     limiting_precision: str | None = None
@@ -198,7 +198,7 @@ class Roofline:
         ):  # optional in the result: written only when known
             if out[key] is None:
                 del out[key]
-        if not out["sol_derived"]:
+        if out["sol_derived"] is None:
             del out["sol_derived"]
         return out
 
@@ -308,7 +308,7 @@ def compute(
         v = g(metric)
         if v is not None:
             r.sol[key] = v
-    r.sol_derived = (["l1_pct"] if l1_derived else []) + derive_sol(r.sol, g)
+    r.sol_derived = (["l1_pct"] if l1_derived else []) + derive_sol(r.sol, g) or None
 
     # Floors: every unit's ceiling; the floor is the largest.
     if r.compulsory_bytes is not None and r.peak_dram_bytes_per_s:
