@@ -100,11 +100,25 @@ def test_the_merge_gives_placed_kernels_the_verdict_and_leaves_the_others(report
             assert k.findings[0].evidence[0].metric == TENSOR_PIPE_PCT
             assert "tensor" in k.bound_reason and "not profiled" in k.bound_reason
             assert k.headroom == pytest.approx(100.0 / placed[key])
+            assert k.roofline.limiter == "tensor" and k.roofline.theoretical_ns == pytest.approx(
+                k.roofline.duration_ns * placed[key] / 100
+            )
             assert before[key].findings[0].rule == "ROOF001"
         else:
             assert [f.rule for f in k.findings] == [f.rule for f in before[key].findings], k.name
     assert [f.rule for f in merged.program_findings] == [f.rule for f in everything.program_findings]
     assert merged.to_dict()  # the result (and its schema) take the verdict
+
+
+def test_timed_only_kernels_get_no_floor_from_phase_1s_few_metrics(phase1):
+    """Phase 1's duration, bytes and tensor pipe place no floor: a kernel merged without a deep entry keeps its
+    bytes but no limiter, floor or headroom (computed from those alone, every kernel would be latency-bound)."""
+    p1, launches, _kernels = phase1("torch_eager")
+    merged = merge_results(p1, [], launches=[dict(x) for x in launches], rules=RULES)
+    for k in merged.kernels:
+        assert k.profiled is False and k.bound == "unknown" and k.headroom is None
+        assert k.roofline.limiter is None and k.roofline.theoretical_ns is None and not k.roofline.floors
+        assert k.roofline.dram_bytes is not None
 
 
 def test_without_the_at_roofline_rule_nothing_is_placed(phase1):

@@ -103,4 +103,20 @@ def placed_entry(entry: KernelEntry, pct: float, rules: Sequence[Any]) -> Kernel
             Evidence("headroom", round(headroom, 3), rule.thresholds["max_headroom"], "at most: 100 ÷ tensor %"),
         ],
     )
-    return replace(entry, bound="compute", bound_reason=reason, headroom=headroom, findings=[finding.entry()])
+    rl = entry.roofline
+    floor = rl.duration_ns / headroom if rl.duration_ns else None  # at least: the tensor pipe's busy time
+    roofline = replace(
+        rl,
+        theoretical_ns=floor,
+        compute_floor_ns=floor,
+        headroom=headroom,
+        bound="compute",
+        bound_reason=reason,
+        limiter="tensor",
+        limiter_share=pct / 100.0,
+        limiter_reason=f"tensor-core-bound (the tensor pipe busy {pct:.0f}% or more of each launch's time, phase 1)",
+        floor_reason="at least the tensor pipe's busy time, measured in phase 1",
+    )
+    return replace(
+        entry, roofline=roofline, bound="compute", bound_reason=reason, headroom=headroom, findings=[finding.entry()]
+    )

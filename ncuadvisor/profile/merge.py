@@ -96,8 +96,25 @@ def torch_context(nvtx: str) -> TorchContext:
 
 def _unprofiled(entry: KernelEntry) -> KernelEntry:
     e = copy.deepcopy(entry)
+    # phase 1's few metrics (the duration, DRAM bytes, the tensor pipe) place no floor and name no limiter: a
+    # roofline computed from them alone would call every kernel latency-bound against the launch floor
+    rl = replace(
+        e.roofline,
+        theoretical_ns=None,
+        memory_floor_ns=None,
+        compute_floor_ns=None,
+        headroom=None,
+        limiter=None,
+        limiter_reason="",
+        limiter_share=None,
+        floors={},
+        ceilings={},
+        floor_reason="",
+        executed_floor_ns=None,
+    )
     return replace(
         e,
+        roofline=rl,
         bound="unknown",
         bound_reason="not profiled in depth: phase 1 measured its time only (raise --top or --coverage to include it)",
         headroom=None,
