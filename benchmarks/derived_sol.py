@@ -1,11 +1,10 @@
 """The two Speed Of Light percentages derived from unit metrics, against NCU's own, on every report that holds both.
 
-`sm__throughput` and `gpu__compute_memory_throughput` (% of peak) are each the maximum over a breakdown of many
-sub-unit counters and cost ncu replay passes of their own. Without them the roofline derives them
-(`roofline.derive_sol`): compute = the busiest SM pipe or instruction issue, memory = the busiest of DRAM, L2 and
-L1/shared. For each report below, every kernel group is analysed twice, as it is and with the two percentages hidden
-(as if ncu had not collected them), and compared: the percentages (measured vs derived), the bound, the limiter and
-the first finding.
+`sm__throughput`, `gpu__compute_memory_throughput` and `l1tex__throughput` (% of peak) are each the maximum over a
+breakdown of many sub-unit counters and cost ncu replay passes of their own. Without them the roofline derives them
+from single counters (`roofline.derive_sol`, `roofline.L1_UNITS`). For each report below, every kernel group is
+analysed twice, as it is and with the three hidden (as if ncu had not collected them), and compared: the
+percentages (measured vs derived), the bound, the limiter, the first finding and the set of rules found.
 
     python3 benchmarks/derived_sol.py [--json OUT.json] [--markdown] [NAME ...]   # NAME: a fixture, e.g. torch_eager
 
@@ -30,7 +29,7 @@ from ncuadvisor import engine  # noqa: E402
 from ncuadvisor.analysis import roofline  # noqa: E402
 from ncuadvisor.analysis.pipeline import analyze  # noqa: E402
 
-SOL = [roofline.SOL_METRICS["memory_pct"], roofline.SOL_METRICS["compute_pct"]]
+SOL = list(roofline.NOT_COLLECTED)  # the two Speed Of Light percentages and L1's throughput
 FIXTURES = [
     "flaws",
     "patterns",
@@ -97,6 +96,7 @@ def summary(res) -> dict[str, dict]:  # type: ignore[no-untyped-def]
             "time_share": k.time_share,
             "memory_pct": r.sol.get("memory_pct"),
             "compute_pct": r.sol.get("compute_pct"),
+            "l1_pct": r.sol.get("l1_pct"),
             "bound": k.bound,
             "limiter": r.limiter,
             "first": k.findings[0].rule if k.findings else "(none)",
@@ -118,8 +118,8 @@ def compare(name: str, path: Path, rules: list) -> dict:  # type: ignore[type-ar
             {
                 "kernel": key,
                 "time_share": w["time_share"],
-                "measured": [w["memory_pct"], w["compute_pct"]],
-                "derived": [d["memory_pct"], d["compute_pct"]],
+                "measured": [w["memory_pct"], w["compute_pct"], w["l1_pct"]],
+                "derived": [d["memory_pct"], d["compute_pct"], d["l1_pct"]],
                 "bound": [w["bound"], d["bound"]],
                 "limiter": [w["limiter"], d["limiter"]],
                 "first": [w["first"], d["first"]],
@@ -133,6 +133,7 @@ def totals(rep: dict) -> dict:
     rows = rep["kernels"]
     dm = [abs((r["derived"][0] or 0) - r["measured"][0]) for r in rows]
     dc = [abs((r["derived"][1] or 0) - r["measured"][1]) for r in rows]
+    dl = [abs((r["derived"][2] or 0) - (r["measured"][2] or 0)) for r in rows]
     return {
         "report": rep["report"],
         "kernels": len(rows),
@@ -140,6 +141,7 @@ def totals(rep: dict) -> dict:
         "max_dcomp": max(dc, default=0.0),
         "mean_dmem": sum(dm) / len(dm) if dm else 0.0,
         "mean_dcomp": sum(dc) / len(dc) if dc else 0.0,
+        "max_dl1": max(dl, default=0.0),
         "same_bound": sum(r["bound"][0] == r["bound"][1] for r in rows),
         "same_limiter": sum(r["limiter"][0] == r["limiter"][1] for r in rows),
         "same_first": sum(r["first"][0] == r["first"][1] for r in rows),
@@ -170,7 +172,7 @@ def main() -> int:
             t = table[-1]
             print(
                 f"{name}: {t['kernels']} kernels, |Δ| memory max {t['max_dmem']:.1f} mean {t['mean_dmem']:.2f}, "
-                f"compute max {t['max_dcomp']:.1f} mean {t['mean_dcomp']:.2f}; same bound {t['same_bound']}, "
+                f"compute max {t['max_dcomp']:.1f} mean {t['mean_dcomp']:.2f}, L1 max {t['max_dl1']:.2f}; same bound {t['same_bound']}, "
                 f"limiter {t['same_limiter']}, first finding {t['same_first']}, rules {t['same_rules']}",
                 file=sys.stderr,
                 flush=True,
@@ -180,20 +182,21 @@ def main() -> int:
                     print(f"    differs: {json.dumps(r)}", file=sys.stderr, flush=True)
     if args.markdown:
         print(
-            "| report | kernels | memory % \\|Δ\\| max / mean | compute % \\|Δ\\| max / mean | same bound | "
-            "same limiter | same first finding | same rules |"
+            "| report | kernels | memory % \\|Δ\\| max / mean | compute % \\|Δ\\| max / mean | L1 % \\|Δ\\| max | "
+            "same bound | same limiter | same first finding | same rules |"
         )
-        print("|---|---|---|---|---|---|---|---|")
+        print("|---|---|---|---|---|---|---|---|---|")
         for t in table:
             n = t["kernels"]
             print(
                 f"| `{t['report']}` | {n} | {t['max_dmem']:.1f} / {t['mean_dmem']:.2f} | {t['max_dcomp']:.1f} / "
-                f"{t['mean_dcomp']:.2f} | {t['same_bound']}/{n} | {t['same_limiter']}/{n} | {t['same_first']}/{n} | "
+                f"{t['mean_dcomp']:.2f} | {t['max_dl1']:.2f} | {t['same_bound']}/{n} | {t['same_limiter']}/{n} | {t['same_first']}/{n} | "
                 f"{t['same_rules']}/{n} |"
             )
         n = sum(t["kernels"] for t in table)
         print(
             f"| **all** | {n} | {max(t['max_dmem'] for t in table):.1f} | {max(t['max_dcomp'] for t in table):.1f} | "
+            f"{max(t['max_dl1'] for t in table):.2f} | "
             f"{sum(t['same_bound'] for t in table)}/{n} | {sum(t['same_limiter'] for t in table)}/{n} | "
             f"{sum(t['same_first'] for t in table)}/{n} | {sum(t['same_rules'] for t in table)}/{n} |"
         )

@@ -8,7 +8,9 @@ kernel languages below), run by ncu on ONE launch, and its passes read from ncu'
 - phase2-cuda: a kernel that may be the user's CUDA or Triton code (every rule);
 - phase2-cuda-no-sol: the same without the SpeedOfLight section, kept there only for NCU's derived__ metrics of the
   CUDA rules; its report is read back to say whether those derived__ metrics are present without it;
-- the phase-2 collections without SpeedOfLight with that section added back (what dropping it saved).
+- the phase-2 collections without SpeedOfLight with that section added back (what dropping it saved);
+- the PyTorch collection without the tensor paths, without L2's throughput, without SourceCounters (what the next
+  candidates would save).
 
     python3 benchmarks/passes.py --program bin/patterns --program-args=--once --launch-skip 2 --json out.json
     python3 benchmarks/passes.py --program python3 --program-args="workloads/torch/transformer_step.py --mode eager \
@@ -30,6 +32,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from ncuadvisor import engine  # noqa: E402
+from ncuadvisor.analysis import roofline  # noqa: E402
 from ncuadvisor.profile import ncu as ncu_mod  # noqa: E402
 from ncuadvisor.profile.session import declared_collection  # noqa: E402
 
@@ -49,11 +52,24 @@ def collections(which: list[str]) -> dict[str, list[str]]:
     for kind in ("pytorch", "library", "cuda"):
         sections, metrics = declared_collection(rules, KINDS[kind])
         out[f"phase2-{kind}"] = ncu_mod.section_args(sections, metrics)
+        if kind == "pytorch":  # what the next candidates would save: the tensor paths (7 passes alone on the H200),
+            # L2's throughput (5 alone, a breakdown maximum no single counter equals), SourceCounters (5 alone)
+            paths = {p + suffix for p in roofline.TENSOR_PATHS.values() for suffix in (".sum", ".sum.peak_sustained")}
+            l2 = roofline.SOL_METRICS["l2_pct"]
+            out["phase2-pytorch-no-tensor-paths"] = ncu_mod.section_args(
+                sections, [m for m in metrics if m not in paths]
+            )
+            out["phase2-pytorch-no-l2-throughput"] = ncu_mod.section_args(sections, [m for m in metrics if m != l2])
+            out["phase2-pytorch-no-source-counters"] = ncu_mod.section_args(
+                [s for s in sections if s != "SourceCounters"], metrics
+            )
         if "SpeedOfLight" in sections:  # kept for NCU's derived__ metrics: what it costs
             out[f"phase2-{kind}-no-sol"] = ncu_mod.section_args([s for s in sections if s != "SpeedOfLight"], metrics)
         else:  # the collection as it was before the two percentages were derived
             out[f"phase2-{kind}+sol"] = ncu_mod.section_args(["SpeedOfLight", *sections], metrics)
-    return {k: v for k, v in out.items() if not which or k in which}
+    first = ["phase1", "phase2-pytorch", "phase2-library", "phase2-cuda", "phase2-cuda-no-sol"]  # if time runs short
+    order = first + [k for k in out if k not in first]
+    return {k: out[k] for k in order if k in out and (not which or k in which)}
 
 
 def derived_present(report: Path) -> dict[str, bool]:

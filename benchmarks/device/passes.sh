@@ -4,7 +4,8 @@
 # SpeedOfLight only for the CUDA rules' derived__ metrics), and what `profile` costs with them against the full set.
 # 1. benchmarks/passes.py on one launch of workloads/cuda/patterns.cu --once: phase 1, phase 2 for PyTorch, library
 #    and CUDA kernels, each with and without SpeedOfLight, and whether the CUDA rules' derived__ metrics are in a
-#    report collected without SpeedOfLight;
+#    report collected without SpeedOfLight; then the PyTorch collection without the tensor paths, without L2's
+#    throughput, without SourceCounters (the next candidates);
 # 2. the same on one launch of the training step (the first launch of the range, then the first cuBLAS nvjet one);
 # 3. benchmarks/profile_cost.py --train --naive same-launches: the ratio to `ncu --set full` on every launch, the
 #    agreement table (the kernels placed at their tensor ceiling by phase 1 included) and each phase's passes.
@@ -22,8 +23,8 @@ say "nvcc rc=$?"
 TRAIN=(python3 workloads/torch/transformer_step.py)
 TRAIN_ARGS="--mode eager --steps 3 --train"
 
-# 1. patterns.cu, its third launch (about 30 s: the program runs in about a second under ncu)
-S=$(( $(left) > 300 ? 45 : $(left) / 6 ))
+# 1. patterns.cu, its third launch (about 40 s: the program runs in about a second under ncu)
+S=$(( $(left) > 300 ? 60 : $(left) / 6 ))
 say "passes on patterns.cu, ${S} s"
 timeout $(( S + 10 )) python3 benchmarks/passes.py --program /tmp/bin/patterns --program-args=--once --launch-skip 2 \
   --label patterns --budget-s "$S" --timeout-s 40 --out /tmp/passes --json "$OUT/passes.json" \
@@ -31,10 +32,10 @@ timeout $(( S + 10 )) python3 benchmarks/passes.py --program /tmp/bin/patterns -
 say "passes on patterns rc=$?"; cat "$OUT/passes_patterns.log"
 
 # 2. the training step: each run starts PyTorch (about 15 s), so the PyTorch collections only
-S=$(( $(left) > 250 ? 75 : $(left) / 5 ))
+S=$(( $(left) > 250 ? 60 : $(left) / 5 ))
 say "passes on the training step, ${S} s"
 timeout $(( S + 10 )) python3 benchmarks/passes.py --program "${TRAIN[0]}" --program-args="${TRAIN[1]} $TRAIN_ARGS" \
-  --nvtx step_all_threads --label train --collections phase1,phase2-pytorch,phase2-pytorch+sol --budget-s $(( S * 2 / 3 )) \
+  --nvtx step_all_threads --label train --collections phase1,phase2-pytorch --budget-s $(( S * 2 / 3 )) \
   --timeout-s 40 --out /tmp/passes --json "$OUT/passes.json" > "$OUT/passes_train.log" 2>&1
 say "passes on the training step rc=$?"
 timeout $(( $(left) > 60 ? 35 : 1 )) python3 benchmarks/passes.py --program "${TRAIN[0]}" \
