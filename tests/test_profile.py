@@ -1188,3 +1188,21 @@ def test_bar_shows_function_names_when_ncu_prints_mangled_ones():
     ui.event(ev)
     assert shown[0] == "vectorized_elementwise_kernel · 36 passes"
     assert shown[1].startswith("_ZN2at6native29")
+
+
+@pytest.mark.slow
+def test_profile_places_a_kernel_at_its_tensor_ceiling_without_phase_2(cli, tmp_path):
+    """Phase 1 (here a full-section report of real cuBLAS kernels, which holds the metrics phase 1 collects) shows
+    the TF32 `sm90_xmma_gemm` at 88% of its tensor pipe: it is placed, left out of phase 2's kernel names, listed in
+    the result's selection, and the progress line says so; the FP32 SIMT GEMM (tensor pipe idle) goes to phase 2."""
+    r = cli(
+        "profile", str(TARGET), "-o", "step.json", FAKE_NCU_PHASE1="torch_gemm_conv", FAKE_NCU_PHASE2="torch_gemm_conv"
+    )
+    assert r.code == 0, r.err
+    p2 = r.phase_calls()[1]
+    names = after(p2, "--kernel-name")
+    assert "sm80_xmma_gemm" in names and "sm90_xmma_gemm" not in names
+    sel = json.loads((tmp_path / "step.json").read_text())["report"]["profile"]["selection"]
+    assert [n[:14] for n in sel["at_tensor_ceiling"]] == ["sm90_xmma_gemm"]
+    assert len(sel["chosen"]) == 2
+    assert "1 more placed near their tensor ceiling by phase 1" in r.err

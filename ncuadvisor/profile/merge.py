@@ -146,7 +146,8 @@ def merge_results(
     `"profiled": true`; the others `"profiled": false`, `bound: "unknown"`, no findings. Program rules run on the
     merged kernels and the phase-1 launches; top actions are recomputed with phase-1 times.
     `deep` is a list of (report path, result of analyze()). `at_ceiling`: kernel key -> tensor pipe busy % of the
-    kernels phase 1 placed at their tensor ceiling (`profile.ceiling`): not profiled, with the at-roofline verdict.
+    kernels phase 1 placed at their tensor ceiling (`profile.ceiling`): not profiled, with the at-roofline verdict
+    (one phase 2 profiled anyway, a launch shape of a chosen kernel's name, keeps its deep entry).
     """
     from ncuadvisor.analysis.entries import variant_entry, with_no_rule
     from ncuadvisor.analysis.pipeline import ANALYSIS_SECTIONS, add_program_level
