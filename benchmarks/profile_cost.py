@@ -216,8 +216,10 @@ def as_profile(phase1_report: Path, deep_report: Path) -> dict:
     rules = engine.discover([])
     p1, launches, _ = analyze_phase1(phase1_report, rules)
     deep = analyze(deep_report, rules=rules, group_time=Phase1Time(p1, launches))
-    # as `profile` does: the phase-1 launches get the DRAM bytes their kernel's profiled launch measured
-    fill_launch_bytes(launches, p1.kernels, profiled_bytes([str(deep_report)]))
+    # as `profile` does: phase-1 launches without DRAM bytes of their own (an older phase 1) get those their
+    # kernel's profiled launch measured
+    if any(x.get("dram_read_bytes") is None for x in launches):
+        fill_launch_bytes(launches, p1.kernels, profiled_bytes([str(deep_report)]))
     return merge_results(p1, [(str(deep_report), deep)], launches=launches, rules=rules).to_dict()
 
 
@@ -231,7 +233,9 @@ def same_launches_command(ours: dict, program: list[str], nvtx: str | None, base
     sys.path.insert(0, str(ROOT))
     from ncuadvisor.profile import ncu as ncu_mod
 
-    names = [k["mangled"] for k in ours["kernels"] if k.get("profiled") and k.get("mangled")]
+    # the kernels phase 2 profiled, and those phase 1 placed at their tensor ceiling (not profiled, with a verdict:
+    # the only unprofiled kernels with findings), so that the full set checks that verdict too
+    names = [k["mangled"] for k in ours["kernels"] if (k.get("profiled") or k.get("findings")) and k.get("mangled")]
     if not names:
         return None
     f = ncu_mod.Filters(nvtx_include=[nvtx] if nvtx else [])
@@ -360,6 +364,10 @@ def main() -> int:
             reports=meta["reports"],
         )
     print(f"ncuadvisor profile: {prof['wall_s']} s rc={prof['rc']}\n{prof['tail'] if prof['rc'] else ''}", flush=True)
+    for p in res["profile"].get("phases") or []:
+        print(f"  {p['phase']}: {p['launches_profiled']} launches, {p['replay_passes']} passes each, {p['wall_s']} s")
+    placed = (res["profile"].get("selection") or {}).get("at_tensor_ceiling") or []
+    print(f"  placed at their tensor ceiling by phase 1 (no phase 2): {len(placed)} kernels {placed}", flush=True)
     save()
 
     # 3. naive full: every launch when it fits; else the launches phase 2 profiled, or the first C launches

@@ -158,7 +158,8 @@ def test_phase1_command_defaults():
         "--clock-control",
         "none",
         "--metrics",
-        "gpu__time_duration.sum",
+        "gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum,"
+        "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_elapsed",
         "-o",
         "/tmp/w/phase1",
         *TARGET_ARGV,
@@ -181,7 +182,7 @@ def test_phase1_command_every_option():
     assert after(cmd, "--launch-skip") == "5"
     assert after(cmd, "--cache-control") == "none"
     assert after(cmd, "--target-processes") == "application-only"
-    assert after(cmd, "--metrics") == "gpu__time_duration.sum" and "--section" not in cmd and "--set" not in cmd
+    assert after(cmd, "--metrics") == ",".join(N.PHASE1_COLLECTED) and "--section" not in cmd and "--set" not in cmd
     base = N.phase1_command("ncu", "x", ["a"], N.Filters(clock_control="base", record_nvtx=True))
     assert after(base, "--clock-control") == "base" and "--nvtx" in base and "--nvtx-include" not in base
 
@@ -262,7 +263,13 @@ def test_declared_collection_follows_the_kernels_languages():
     lib_s, lib_m = declared_collection(rules, [("nvjet_a", "nvjet_a"), ("sm90_xmma_gemm", "sm90_xmma_gemm")])
     own_s, own_m = declared_collection(rules, [("gemm_tiled", "gemm_tiled(float*)")])
     assert every_s == N.DECLARED_SECTIONS and (own_s, own_m) == (every_s, every_m)
-    assert torch_s == N.DECLARED_SECTIONS and lib_s == [s for s in N.DECLARED_SECTIONS if s != "SourceCounters"]
+    # SpeedOfLight (its two percentages: 9 replay passes) only for rules reading NCU's derived__ metrics: CUDA's
+    assert torch_s == ["LaunchStats", "Occupancy", "SourceCounters"] and lib_s == ["LaunchStats", "Occupancy"]
+    from ncuadvisor.analysis import roofline
+
+    for metrics in (every_m, torch_m, lib_m):  # derived from the units instead, and those are collected
+        assert not set(roofline.NOT_COLLECTED) & set(metrics)
+        assert set(roofline.SOL_COMPUTE_UNITS + roofline.SOL_L2_UNITS + roofline.L1_UNITS) <= set(metrics)
     stall = "smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio"
     assert stall in every_m and stall not in torch_m and stall not in lib_m
     assert set(lib_m) <= set(torch_m) < set(every_m)
@@ -594,7 +601,7 @@ def test_profile_default_two_phases(cli, tmp_path):
     calls = r.phase_calls()
     assert len(calls) == 2
     p1, p2 = calls
-    assert p1[:5] == ["--clock-control", "none", "--metrics", "gpu__time_duration.sum", "-o"]
+    assert p1[:5] == ["--clock-control", "none", "--metrics", ",".join(N.PHASE1_COLLECTED), "-o"]
     assert p1[-3:] == [str(TARGET), "--epochs", "1"] and p1[-4] == sys.executable
     # the declared collection by default: tiny_add may be CUDA code, so every rule's metrics
     assert [p2[i + 1] for i, a in enumerate(p2) if a == "--section"] == N.DECLARED_SECTIONS
@@ -1181,3 +1188,21 @@ def test_bar_shows_function_names_when_ncu_prints_mangled_ones():
     ui.event(ev)
     assert shown[0] == "vectorized_elementwise_kernel · 36 passes"
     assert shown[1].startswith("_ZN2at6native29")
+
+
+@pytest.mark.slow
+def test_profile_places_a_kernel_at_its_tensor_ceiling_without_phase_2(cli, tmp_path):
+    """Phase 1 (here a full-section report of real cuBLAS kernels, which holds the metrics phase 1 collects) shows
+    the TF32 `sm90_xmma_gemm` at 88% of its tensor pipe: it is placed, left out of phase 2's kernel names, listed in
+    the result's selection, and the progress line says so; the FP32 SIMT GEMM (tensor pipe idle) goes to phase 2."""
+    r = cli(
+        "profile", str(TARGET), "-o", "step.json", FAKE_NCU_PHASE1="torch_gemm_conv", FAKE_NCU_PHASE2="torch_gemm_conv"
+    )
+    assert r.code == 0, r.err
+    p2 = r.phase_calls()[1]
+    names = after(p2, "--kernel-name")
+    assert "sm80_xmma_gemm" in names and "sm90_xmma_gemm" not in names
+    sel = json.loads((tmp_path / "step.json").read_text())["report"]["profile"]["selection"]
+    assert [n[:14] for n in sel["at_tensor_ceiling"]] == ["sm90_xmma_gemm"]
+    assert len(sel["chosen"]) == 2
+    assert "1 more placed near their tensor ceiling by phase 1" in r.err

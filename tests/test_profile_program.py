@@ -100,3 +100,21 @@ def test_profile_program_findings_match_the_full_capture(two_phases, reports):
 
     assert actions(merged) == actions(full)
     assert ("program", "PRG002") in actions(merged)
+
+
+@pytest.mark.slow
+def test_a_phase1_with_its_own_bytes_gives_the_full_captures_program_findings(two_phases, reports):
+    """Phase 1 now collects every launch's DRAM bytes (ncu.PHASE1_COLLECTED). The full capture holds them for the
+    same 229 launches, so read as a phase-1 report it is what the new phase 1 measures: every launch has bytes of
+    its own, nothing is scaled from a profiled launch, and the merged program findings are the full capture's."""
+    rules, _p1, _launches, deep_path, deep = two_phases
+    full_path = reports("train_naive_full")
+    p1, launches, _ = analyze_phase1(full_path, rules)
+    assert all(x["dram_read_bytes"] is not None and x["dram_write_bytes"] is not None for x in launches)
+    assert fill_launch_bytes(launches, p1.kernels, profiled_bytes([str(deep_path)])) == 0  # nothing to fill
+    merged = merge_results(p1, [(str(deep_path), deep)], launches=launches, rules=rules).to_dict()
+    full = analyze(full_path, rules=rules).to_dict()
+    got = [(f["rule"], tuple(f["kernels"])) for f in merged["program_findings"]]
+    assert got and got == [(f["rule"], tuple(f["kernels"])) for f in full["program_findings"]]
+    for a, b in zip(merged["program_findings"], full["program_findings"]):
+        assert a["estimated_saving_ns"] == pytest.approx(b["estimated_saving_ns"], rel=0.05)

@@ -30,7 +30,7 @@ at the DRAM clock (`dram__cycles_elapsed.avg.per_second`), L2's at the L2 clock 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -96,6 +96,27 @@ SOL_METRICS = {
     "l2_pct": "lts__throughput.avg.pct_of_peak_sustained_elapsed",
     "l1_pct": "l1tex__throughput.avg.pct_of_peak_sustained_elapsed",
 }
+# The two Speed Of Light percentages are each the maximum over a breakdown of many sub-unit counters, which costs
+# ncu replay passes of their own (on the H200: the duration with both, 10 passes; with the tensor pipe or the DRAM
+# bytes, 1). Where a report lacks them they are derived (`derive_sol`) from single counters of the same breakdowns:
+# compute = the busiest SM pipe, instruction issue or the address-divergence unit (shuffles, branches); memory = the
+# busiest of DRAM, L1/shared, L2's tag lookups and the crossbar into and out of L2 (`lts__throughput` also counts
+# sub-units that NCU's memory percentage leaves out: 78% against 51% on a pointer chase, so it is the fallback only).
+DERIVED_SOL = (SOL_METRICS["memory_pct"], SOL_METRICS["compute_pct"])  # read when a report has them, else derived
+# L1's throughput is a breakdown maximum too (5 replay passes alone on the H200); on every kernel of the fixtures it
+# equals one of these two single counters (117 of 117: LSU data-pipe wavefronts, or L1's requests to the crossbar)
+L1_UNITS = [
+    "l1tex__data_pipe_lsu_wavefronts.avg.pct_of_peak_sustained_elapsed",
+    "l1tex__m_l1tex2xbar_req_cycles_active.avg.pct_of_peak_sustained_elapsed",
+]
+# the breakdown maxima `ncuadvisor profile` does not collect (read when a report has them, derived otherwise)
+NOT_COLLECTED = (*DERIVED_SOL, SOL_METRICS["l1_pct"])
+SOL_COMPUTE_UNITS = [*_ceilings.PIPE_PCT.values(), "sm__inst_executed_pipe_adu.avg.pct_of_peak_sustained_elapsed"]
+SOL_L2_UNITS = [
+    "lts__t_tag_requests.avg.pct_of_peak_sustained_elapsed",
+    "lts__xbar2lts_cycles_active.avg.pct_of_peak_sustained_elapsed",
+    "lts__lts2xbar_cycles_active.avg.pct_of_peak_sustained_elapsed",
+]
 
 METRICS: list[str] = [
     "gpu__time_duration.sum",
@@ -124,6 +145,9 @@ METRICS: list[str] = [
     *[p + ".sum" for p in TENSOR_PATHS.values()],
     *[p + ".sum.peak_sustained" for p in TENSOR_PATHS.values()],
     *SOL_METRICS.values(),
+    *SOL_COMPUTE_UNITS,
+    *SOL_L2_UNITS,
+    *L1_UNITS,
 ]
 
 
@@ -150,6 +174,7 @@ class Roofline:
     achieved_flops_per_s: float | None = None
     achieved_dram_bytes_per_s: float | None = None
     sol: dict[str, float] = field(default_factory=dict)
+    sol_derived: list[str] | None = None  # the keys of `sol` derived from unit counters (derive_sol), when any
     sm_clock_hz: float | None = None
     dram_clock_hz: float | None = None
     limiting_precision: str | None = None
@@ -180,6 +205,8 @@ class Roofline:
         ):  # optional in the result: written only when known
             if out[key] is None:
                 del out[key]
+        if out["sol_derived"] is None:
+            del out["sol_derived"]
         return out
 
 
@@ -192,7 +219,13 @@ def compute(
     """The roofline of one result (a row of Profile.results). `facts`: what its per-instruction data tells
     (`needed.instruction_facts`): the load/store split of the compulsory bytes and the needed share of the XU work.
     `launch_floor`: (ns, source) of the device's launch floor (`ceilings.launch_floor`; the H200's by default)."""
-    g = lambda name: num(row.get(name))  # noqa: E731
+    l1_derived = num(row.get(SOL_METRICS["l1_pct"])) is None and any(num(row.get(m)) is not None for m in L1_UNITS)
+
+    def g(name: str) -> float | None:
+        if name == SOL_METRICS["l1_pct"] and l1_derived:  # L1's throughput from its single counters
+            return max(v for v in (num(row.get(m)) for m in L1_UNITS) if v is not None)
+        return num(row.get(name))
+
     duration_ns = g("gpu__time_duration.sum")
     r = Roofline(duration_ns=duration_ns)
     r.thresholds = {
@@ -283,6 +316,7 @@ def compute(
         v = g(metric)
         if v is not None:
             r.sol[key] = v
+    r.sol_derived = (["l1_pct"] if l1_derived else []) + derive_sol(r.sol, g) or None
 
     # Floors: every unit's ceiling; the floor is the largest.
     if r.compulsory_bytes is not None and r.peak_dram_bytes_per_s:
@@ -369,6 +403,26 @@ def compute(
     xu_share, xu_ops = (facts.xu_needed_share, facts.xu_opcodes) if facts else (None, ())
     r.executed_reason = executed_words(r, xu_share, clocks, xu_ops)
     return _finish(r, row, sm_count)
+
+
+def derive_sol(sol: dict[str, float], g: Callable[[str], float | None]) -> list[str]:
+    """Fill in the Speed Of Light percentages a report lacks from single unit counters (in place): `compute_pct` as
+    the busiest of `SOL_COMPUTE_UNITS`, `memory_pct` as the busiest of DRAM, L1/shared and `SOL_L2_UNITS` (L2's own
+    throughput where the report has neither of those). Returns the keys derived. Checked against the measured percentages on
+    every full-section report at hand: `benchmarks/derived_sol.py`."""
+    derived = []
+    # only from a collection of the units: instruction issue for compute, DRAM and L1 for memory (phase 1 of
+    # `profile` has the tensor pipe alone, which says nothing of the other pipes)
+    if "compute_pct" not in sol and g(_ceilings.PIPE_PCT["issue"]) is not None:
+        sol["compute_pct"] = max(v for v in (g(m) for m in SOL_COMPUTE_UNITS) if v is not None)
+        derived.append("compute_pct")
+    if "memory_pct" not in sol and "dram_pct" in sol and "l1_pct" in sol:
+        l2 = [v for v in (g(m) for m in SOL_L2_UNITS) if v is not None]
+        if not l2 and "l2_pct" in sol:
+            l2 = [sol["l2_pct"]]
+        sol["memory_pct"] = max([sol["dram_pct"], sol["l1_pct"], *l2])
+        derived.append("memory_pct")
+    return derived
 
 
 def _finish(r: Roofline, row: Mapping[str, Any], sm_count: float | None) -> Roofline:

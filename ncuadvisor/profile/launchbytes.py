@@ -1,11 +1,11 @@
-"""The DRAM bytes of every phase-1 launch, for the program rules of `ncuadvisor profile`.
+"""The DRAM bytes of every phase-1 launch, for the program rules of `ncuadvisor profile`, where phase 1 lacks them.
 
-Phase 1 times every launch and reads nothing else (one replay pass); the program rules that weigh data movement
-between kernels (PRG002, fusion) need each launch's DRAM bytes read and written. Phase 2 measured them on the
-launch it profiled of each chosen kernel; every phase-1 launch of that kernel (same demangled name and launch shape)
-is given those bytes, scaled by its duration over the profiled launch's (a launch of another size moves
-proportionally more or fewer bytes; same-size launches differ by their timing noise only). Launches of kernels phase
-2 did not profile keep no bytes, as before.
+Phase 1 collects each launch's DRAM bytes itself (`ncu.PHASE1_COLLECTED`); a phase-1 report of an earlier
+ncuadvisor timed the launches only. For those, the program rules that weigh data movement between kernels (PRG002,
+fusion) get the bytes phase 2 measured on the launch it profiled of each chosen kernel: every phase-1 launch of that
+kernel (same demangled name and launch shape) is given those bytes, scaled by its duration over the profiled launch's
+(a launch of another size moves proportionally more or fewer bytes; same-size launches differ by their timing noise
+only). Launches of kernels phase 2 did not profile keep no bytes, as before.
 """
 
 from __future__ import annotations

@@ -20,6 +20,9 @@ from ncuadvisor.result.types import KernelEntry, Result, TorchContext
 # Phase 1 reads only these per result (reading a metric costs ~25 µs; phase 1 may hold 100k launches).
 PHASE1_METRICS = [
     "gpu__time_duration.sum",
+    "dram__bytes_read.sum",  # phase 1 collects these since it places kernels at their tensor ceiling
+    "dram__bytes_write.sum",  # (ncu.PHASE1_COLLECTED); older phase-1 reports have the duration only
+    "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_elapsed",
     "launch__stream_id",
     "launch__grid_size",
     "launch__block_size",
@@ -93,8 +96,25 @@ def torch_context(nvtx: str) -> TorchContext:
 
 def _unprofiled(entry: KernelEntry) -> KernelEntry:
     e = copy.deepcopy(entry)
+    # phase 1's few metrics (the duration, DRAM bytes, the tensor pipe) place no floor and name no limiter: a
+    # roofline computed from them alone would call every kernel latency-bound against the launch floor
+    rl = replace(
+        e.roofline,
+        theoretical_ns=None,
+        memory_floor_ns=None,
+        compute_floor_ns=None,
+        headroom=None,
+        limiter=None,
+        limiter_reason="",
+        limiter_share=None,
+        floors={},
+        ceilings={},
+        floor_reason="",
+        executed_floor_ns=None,
+    )
     return replace(
         e,
+        roofline=rl,
         bound="unknown",
         bound_reason="not profiled in depth: phase 1 measured its time only (raise --top or --coverage to include it)",
         headroom=None,
@@ -117,6 +137,7 @@ def merge_results(
     launches: list[dict[str, Any]] | None = None,
     rules: list[Any] | None = None,
     torch_ops: bool = False,
+    at_ceiling: dict[tuple[str, str, str], float] | None = None,
 ) -> Result:
     """One result from the phase-1 result (every kernel, its time) and the phase-2 results (deep metrics of a few).
 
@@ -124,11 +145,14 @@ def merge_results(
     a kernel with a deep entry gets that entry's bound, roofline, findings and launch details, and
     `"profiled": true`; the others `"profiled": false`, `bound: "unknown"`, no findings. Program rules run on the
     merged kernels and the phase-1 launches; top actions are recomputed with phase-1 times.
-    `deep` is a list of (report path, result of analyze()).
+    `deep` is a list of (report path, result of analyze()). `at_ceiling`: kernel key -> tensor pipe busy % of the
+    kernels phase 1 placed at their tensor ceiling (`profile.ceiling`): not profiled, with the at-roofline verdict
+    (one phase 2 profiled anyway, a launch shape of a chosen kernel's name, keeps its deep entry).
     """
     from ncuadvisor.analysis.entries import variant_entry, with_no_rule
     from ncuadvisor.analysis.pipeline import ANALYSIS_SECTIONS, add_program_level
     from ncuadvisor.model import spread_note
+    from ncuadvisor.profile.ceiling import placed_entry
 
     total = float(phase1.report.total_duration_ns or 0.0)
     p1_durations = phase1_durations(phase1, launches or [])
@@ -189,6 +213,8 @@ def merge_results(
             )
         else:
             e = replace(_unprofiled(p), time_share=(p.duration_ns / total) if total else 0.0)
+            if at_ceiling and key in at_ceiling:
+                e = placed_entry(e, at_ceiling[key], rules or [])
         if torch_ops or _ATEN_RE.search(e.nvtx or "") or _MODULE_RE.search(e.nvtx or ""):
             e.torch = torch_context(e.nvtx or "")
         if e.profiled is False:  # timed only: its bound_reason says so, no verdict on what was not analysed
@@ -225,15 +251,25 @@ def merge_results(
 
 
 def analyze_phase1(path: Path, rules: list[Any]) -> tuple[Result, list[dict[str, Any]], list[Any]]:
-    """Phase-1 result (structure only: no kernel rules), its launches for program rules, and its kernel groups."""
+    """Phase-1 result (structure only: no kernel rules), its launches for program rules, and its kernel groups.
+    Each launch carries its DRAM bytes and its tensor pipe's busy % (`tensor_pct`) where phase 1 collected them
+    (None in a duration-only report)."""
     from ncuadvisor import engine
     from ncuadvisor.analysis.entries import launch_list
     from ncuadvisor.analysis.pipeline import build_result
     from ncuadvisor.load import ReportReader, read_results
-    from ncuadvisor.model import group_kernels
+    from ncuadvisor.model import group_kernels, num
+    from ncuadvisor.profile.ncu import TENSOR_PIPE_PCT
 
     metrics = list(dict.fromkeys(PHASE1_METRICS + [m for r in engine.program_rules(rules) for m in r.requires]))
     profile = read_results(ReportReader(path), metrics)
     kernels = group_kernels(profile.results)
     result = build_result(profile, kernels, [])
-    return result, launch_list(profile, kernels), kernels
+    launches = launch_list(profile, kernels)
+    tensor = {
+        int(rid): num(v)
+        for rid, v in zip(profile.results["result_id"], profile.results.get(TENSOR_PIPE_PCT, [None] * len(launches)))
+    }
+    for x in launches:
+        x["tensor_pct"] = tensor.get(int(x["result_id"]))
+    return result, launches, kernels

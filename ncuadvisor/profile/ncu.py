@@ -131,6 +131,12 @@ def require_ncu(explicit: str | None = None) -> NcuInfo:
 # -- command lines ----------------------------------------------------------------------------------------------
 
 DURATION_METRIC = "gpu__time_duration.sum"
+# Phase 1 collects, with the duration, the DRAM bytes of every launch (the program rules weigh what moves between
+# kernels) and the tensor pipe's busy share (what places a matrix kernel at its tensor ceiling without phase 2): on
+# the H200 with ncu 2025.3.1 the duration with either pair took one replay pass, as the duration alone
+# (fixtures/profile-cost-2026-12-01/collection_cost.json, "group_passes"); the Speed Of Light percentages took 10.
+TENSOR_PIPE_PCT = "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_elapsed"
+PHASE1_COLLECTED = [DURATION_METRIC, "dram__bytes_read.sum", "dram__bytes_write.sum", TENSOR_PIPE_PCT]
 
 
 @dataclass
@@ -169,8 +175,9 @@ def _common(f: Filters, with_skip: bool = True) -> list[str]:
 
 
 def phase1_command(ncu: str, out_base: str, target: Sequence[str], f: Filters) -> list[str]:
-    """The cheap pass: duration only, every launch the filters let through."""
-    args = [ncu] + _common(f) + ["--metrics", DURATION_METRIC]
+    """The cheap pass over every launch the filters let through: the duration, DRAM bytes and tensor pipe share
+    (`PHASE1_COLLECTED`)."""
+    args = [ncu] + _common(f) + ["--metrics", ",".join(PHASE1_COLLECTED)]
     if f.kernel:
         args += ["-k", f.kernel]
     return args + ["-o", out_base] + list(target)
@@ -208,8 +215,9 @@ def section_args(sections: Sequence[str], metrics: Sequence[str] = ()) -> list[s
 
 # The sections of the declared collection (`declared_metrics`): SourceCounters carries the per-instruction metrics
 # (with their correlation ids: the instructions a finding shows); SpeedOfLight is the root of NCU's own rules, which
-# derive the excessive-sector and -wavefront metrics (derived__*) of those instructions; LaunchStats and Occupancy
-# hold the launch shape and occupancy limits of every kernel card (no replay pass of their own).
+# derive the excessive-sector and -wavefront metrics (derived__*) of those instructions, and is collected only for
+# rules that read those (`session.declared_collection`: its two percentages alone cost 9 replay passes); LaunchStats
+# and Occupancy hold the launch shape and occupancy limits of every kernel card (no replay pass of their own).
 DECLARED_SECTIONS = ["SpeedOfLight", "LaunchStats", "Occupancy", "SourceCounters"]
 
 

@@ -3,8 +3,9 @@ the result with what was done (`report.profile`).
 
 Two phases by default:
 
-1. one cheap pass over every launch the filters let through (`--metrics gpu__time_duration.sum`, one replay pass):
-   the distinct kernels ranked by total GPU time;
+1. one cheap pass over every launch the filters let through (`ncu.PHASE1_COLLECTED`: the duration, DRAM bytes and
+   tensor pipe share; the duration with either pair took one replay pass on the H200): the distinct kernels ranked by total GPU time, each launch's DRAM bytes for
+   the program rules, and the kernels at their tensor ceiling placed without phase 2 (`profile.ceiling`);
 2. the sections the rules need (`ncuadvisor.analysis.pipeline.ANALYSIS_SECTIONS`, `--import-source yes`) on ONE launch of each
    kernel that matters (`--top K`, or the fewest kernels that cover `--coverage` of the GPU time, 0.9 by default),
    selected with `--kernel-id ::regex:^(names)$:1`. Kernels that round misses are retried with
@@ -42,6 +43,8 @@ from typing import Any
 from ncuadvisor.errors import OutputError, ProfileInterrupted
 from ncuadvisor.load.processes import write_sidecar
 from ncuadvisor.profile import ncu as ncu_mod
+from ncuadvisor.profile.ceiling import at_tensor_ceiling
+from ncuadvisor.profile.collection import declared_collection
 from ncuadvisor.profile.launchbytes import fill_launch_bytes, profiled_bytes
 from ncuadvisor.profile.merge import Phase1Time, analyze_phase1, merge_results, torch_context
 from ncuadvisor.profile.progress import ProgressUI
@@ -291,6 +294,9 @@ class Session:
         chosen = select_kernels(kernels, top=top, coverage=coverage)
         total = sum(k.duration_ns for k in kernels)
         covered = sum(k.duration_ns for k in chosen) / total if total else 0.0
+        # kernels phase 1 already places at their tensor ceiling get that verdict, not a phase-2 launch
+        at_ceiling = at_tensor_ceiling(chosen, kernels, launches, self.rules)
+        deep_chosen = [k for k in chosen if kernel_key(k) not in at_ceiling]
         selection: dict[str, Any] = {
             "top": top,
             "coverage": coverage if coverage is not None else (None if top is not None else DEFAULT_COVERAGE),
@@ -298,26 +304,40 @@ class Session:
             "phase1_launches": int(len(launches)),
             "chosen": [k.name for k in chosen],
             "chosen_share": covered,
+            "at_tensor_ceiling": [k.name for k in chosen if kernel_key(k) in at_ceiling] or None,
             "rounds": [],
         }
+        placed = (
+            f"; {len(at_ceiling)} more placed near their tensor ceiling by phase 1 (leave them: not profiled)"
+            if at_ceiling
+            else ""
+        )
         self.ui.note(
-            f"  {len(kernels)} distinct kernels in {len(launches)} launches; profiling {len(chosen)} in depth "
-            f"({covered:.0%} of GPU time)"
+            f"  {len(kernels)} distinct kernels in {len(launches)} launches; profiling {len(deep_chosen)} in depth"
+            f"{placed} ({covered:.0%} of GPU time)"
         )
         # the deep analysis judges each kernel by the time phase 1 measured for it, not by its one profiled launch
-        deep, missing = self._phase2(chosen, kernels, launches, Phase1Time(p1_result, launches), selection)
+        deep, missing = (
+            self._phase2(deep_chosen, kernels, launches, Phase1Time(p1_result, launches), selection)
+            if deep_chosen
+            else ([], [])
+        )
         if missing:
             names = ", ".join(clip(k.name, 40) for k in missing[:5]) + (" …" if len(missing) > 5 else "")
             self.warnings.append(
-                f"{len(missing)} of the {len(chosen)} chosen kernels could not be profiled in depth ({names}): "
+                f"{len(missing)} of the {len(deep_chosen)} chosen kernels could not be profiled in depth ({names}): "
                 "they are listed with their phase-1 time only"
             )
-            if len(missing) == len(chosen) and not self.interrupted:
+            if len(missing) == len(deep_chosen) and not self.interrupted:
                 self.incomplete = self.incomplete or "no chosen kernel could be profiled in depth"
-        # the program rules weigh the bytes kernels pass through DRAM: phase 1 timed the launches only, phase 2
-        # measured the bytes of one launch of each kernel it profiled (profile.launchbytes)
-        fill_launch_bytes(launches, p1_result.kernels, profiled_bytes(path for path, _ in deep))
-        result = merge_results(p1_result, deep, launches=launches, rules=self.rules, torch_ops=self.torch_ops)
+        # the program rules weigh the bytes kernels pass through DRAM: phase 1 measures every launch's; a phase-1
+        # report without them (an older ncuadvisor's) gets those of one launch of each kernel phase 2 profiled,
+        # scaled by duration (profile.launchbytes)
+        if any(x.get("dram_read_bytes") is None or x.get("dram_write_bytes") is None for x in launches):
+            fill_launch_bytes(launches, p1_result.kernels, profiled_bytes(path for path, _ in deep))
+        result = merge_results(
+            p1_result, deep, launches=launches, rules=self.rules, torch_ops=self.torch_ops, at_ceiling=at_ceiling
+        )
         if deep and self.collection != "sections":
             # the declared collection holds every metric the rules read, not the whole sections: the analysis
             # skipped nothing for want of a section; only NCU's own rules of the other sections did not run
@@ -420,27 +440,6 @@ class Session:
                 break
             missing = still
         return deep, missing
-
-
-def declared_collection(rules: list[Any], kernels: list[tuple[str, str]] | None) -> tuple[list[str], list[str]]:
-    """(sections, metrics) of the declared collection for kernels of these (name, demangled) names: the roofline's
-    and the cards' metrics, and those of the program rules and of the kernel rules for every language the kernels
-    may be written in (`language.possible_languages`); SourceCounters only when one of those rules reads
-    per-instruction data. `kernels` None: every rule."""
-    from ncuadvisor import engine
-    from ncuadvisor.analysis import roofline
-    from ncuadvisor.analysis.language import possible_languages
-    from ncuadvisor.analysis.pipeline import CARD_METRICS
-
-    if kernels is not None:
-        langs = {lang for name, demangled in kernels for lang in possible_languages(name, demangled)}
-        kernel_rules = engine.kernel_rules(rules)
-        rules = [r for r in rules if r not in kernel_rules or set(r.languages) & langs]
-    scalars = roofline.METRICS + CARD_METRICS + engine.required_metrics(rules)
-    sections = list(ncu_mod.DECLARED_SECTIONS)
-    if not engine.per_instruction_metrics(rules):
-        sections.remove("SourceCounters")
-    return sections, ncu_mod.declared_metrics([ncu_mod.DURATION_METRIC, *scalars])
 
 
 def run_profile(

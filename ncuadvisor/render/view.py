@@ -395,7 +395,11 @@ def _roofline(r: rt.Roofline) -> Roofline:
         Roofline,
         r,
         sol=sol,
-        sol_bars=[(label, getattr(sol, key)) for key, label in SOL_BARS],
+        # a percentage derived from the units (the report lacks NCU's own: `roofline.derive_sol`) says so
+        sol_bars=[
+            (label + (" (from units)" if key in (r.sol_derived or []) else ""), getattr(sol, key))
+            for key, label in SOL_BARS
+        ],
         hierarchy=[h.to_dict() for h in r.hierarchy],
         limiting_peak_flops_per_s=r.peak_flops_per_s.get(precision) if precision else None,
     )

@@ -58,6 +58,8 @@ class Selection(Record):
     phase1_launches: int
     chosen: list[str] = field(default_factory=list)
     chosen_share: float
+    # of the chosen kernels, those phase 1 placed near their tensor ceiling (the at-roofline verdict, no phase 2)
+    at_tensor_ceiling: list[str] | None = optional()
     rounds: list[SelectionRound] = field(default_factory=list)
     window_launches: int | None = None
     config_launches: int | None = None

@@ -246,6 +246,8 @@ class Roofline(Record):
     achieved_flops_per_s: Number = None
     achieved_dram_bytes_per_s: Number = None
     sol: dict[str, float] = field(default_factory=dict)
+    # the keys of `sol` derived from the units' throughputs where the report lacks NCU's Speed Of Light percentages
+    sol_derived: list[str] | None = optional()
     sm_clock_hz: Number = None
     dram_clock_hz: Number = None
     limiting_precision: str | None = None

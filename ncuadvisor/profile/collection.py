@@ -1,0 +1,39 @@
+"""What phase 2 of `ncuadvisor profile` collects by default: the metrics the analysis reads, by name, for the
+languages the chosen kernels may be in, with the sections that carry per-instruction data."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ncuadvisor.profile import ncu as ncu_mod
+
+
+def declared_collection(rules: list[Any], kernels: list[tuple[str, str]] | None) -> tuple[list[str], list[str]]:
+    """(sections, metrics) of the declared collection for kernels of these (name, demangled) names: the roofline's
+    and the cards' metrics, and those of the program rules and of the kernel rules for every language the kernels
+    may be written in (`language.possible_languages`); SourceCounters only when one of those rules reads
+    per-instruction data. `kernels` None: every rule.
+
+    Not NCU's two Speed Of Light percentages nor L1's throughput (`roofline.NOT_COLLECTED`: maxima over breakdowns,
+    9, 6 and 5 replay passes alone on the H200, derived from single unit counters instead, `roofline.derive_sol`),
+    and not the SpeedOfLight section that holds them unless one
+    of those rules reads a metric NCU's own rules derive (`derived__*`: the excessive sectors and wavefronts of
+    the CUDA and Triton rules), which come with the sections' rules, SpeedOfLight being their root."""
+    from ncuadvisor import engine
+    from ncuadvisor.analysis import roofline
+    from ncuadvisor.analysis.language import possible_languages
+    from ncuadvisor.analysis.pipeline import CARD_METRICS
+
+    if kernels is not None:
+        langs = {lang for name, demangled in kernels for lang in possible_languages(name, demangled)}
+        kernel_rules = engine.kernel_rules(rules)
+        rules = [r for r in rules if r not in kernel_rules or set(r.languages) & langs]
+    scalars = [m for m in roofline.METRICS if m not in roofline.NOT_COLLECTED] + CARD_METRICS
+    scalars += engine.required_metrics(rules)
+    sections = list(ncu_mod.DECLARED_SECTIONS)
+    read = engine.required_metrics(rules) + engine.per_instruction_metrics(rules)
+    if not any(m.startswith("derived__") for m in read):
+        sections.remove("SpeedOfLight")
+    if not engine.per_instruction_metrics(rules):
+        sections.remove("SourceCounters")
+    return sections, ncu_mod.declared_metrics([ncu_mod.DURATION_METRIC, *scalars])
