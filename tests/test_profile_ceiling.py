@@ -118,6 +118,7 @@ def test_timed_only_kernels_get_no_floor_from_phase_1s_few_metrics(phase1):
     for k in merged.kernels:
         assert k.profiled is False and k.bound == "unknown" and k.headroom is None
         assert k.roofline.limiter is None and k.roofline.theoretical_ns is None and not k.roofline.floors
+        assert k.roofline.executed_floor_unit is None and not k.roofline.executed_reason
         assert k.roofline.dram_bytes is not None
 
 

@@ -111,6 +111,8 @@ def _unprofiled(entry: KernelEntry) -> KernelEntry:
         ceilings={},
         floor_reason="",
         executed_floor_ns=None,
+        executed_floor_unit=None,
+        executed_reason="",
     )
     return replace(
         e,
