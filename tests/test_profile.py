@@ -262,9 +262,14 @@ def test_declared_collection_follows_the_kernels_languages():
     )
     lib_s, lib_m = declared_collection(rules, [("nvjet_a", "nvjet_a"), ("sm90_xmma_gemm", "sm90_xmma_gemm")])
     own_s, own_m = declared_collection(rules, [("gemm_tiled", "gemm_tiled(float*)")])
-    assert every_s == N.DECLARED_SECTIONS and (own_s, own_m) == (every_s, every_m)
-    # SpeedOfLight (its two percentages: 9 replay passes) only for rules reading NCU's derived__ metrics: CUDA's
-    assert torch_s == ["LaunchStats", "Occupancy", "SourceCounters"] and lib_s == ["LaunchStats", "Occupancy"]
+    assert (own_s, own_m) == (every_s, every_m)
+    # no SpeedOfLight (its two percentages: 9 replay passes): the derived__ metrics CUDA's rules read come with
+    # SourceCounters (measured on the H200: 20 passes instead of 25, both derived__ metrics in the report)
+    assert every_s == ["LaunchStats", "Occupancy", "SourceCounters"] == torch_s and lib_s == [
+        "LaunchStats",
+        "Occupancy",
+    ]
+    assert any(m.startswith("derived__") for m in engine.required_metrics(rules))  # what the section was kept for
     from ncuadvisor.analysis import roofline
 
     for metrics in (every_m, torch_m, lib_m):  # derived from the units instead, and those are collected

@@ -16,9 +16,9 @@ def declared_collection(rules: list[Any], kernels: list[tuple[str, str]] | None)
 
     Not NCU's two Speed Of Light percentages nor L1's throughput (`roofline.NOT_COLLECTED`: maxima over breakdowns,
     9, 6 and 5 replay passes alone on the H200, derived from single unit counters instead, `roofline.derive_sol`),
-    and not the SpeedOfLight section that holds them unless one
-    of those rules reads a metric NCU's own rules derive (`derived__*`: the excessive sectors and wavefronts of
-    the CUDA and Triton rules), which come with the sections' rules, SpeedOfLight being their root."""
+    and not the SpeedOfLight section that holds them: the metrics NCU's own rules derive (`derived__*`, the excessive
+    sectors and wavefronts the CUDA and Triton rules read) come with SourceCounters; SpeedOfLight is kept only for a
+    rule that reads them without per-instruction data."""
     from ncuadvisor import engine
     from ncuadvisor.analysis import roofline
     from ncuadvisor.analysis.language import possible_languages
@@ -32,8 +32,10 @@ def declared_collection(rules: list[Any], kernels: list[tuple[str, str]] | None)
     scalars += engine.required_metrics(rules)
     sections = list(ncu_mod.DECLARED_SECTIONS)
     read = engine.required_metrics(rules) + engine.per_instruction_metrics(rules)
-    if not any(m.startswith("derived__") for m in read):
-        sections.remove("SpeedOfLight")
     if not engine.per_instruction_metrics(rules):
         sections.remove("SourceCounters")
+    if "SourceCounters" in sections or not any(m.startswith("derived__") for m in read):
+        # the derived__ metrics of the CUDA rules come with SourceCounters' own rules: on the H200 (2026-12-01) a
+        # collection of LaunchStats, Occupancy and SourceCounters held both, at 20 replay passes instead of 25
+        sections.remove("SpeedOfLight")
     return sections, ncu_mod.declared_metrics([ncu_mod.DURATION_METRIC, *scalars])
