@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 
 from ncuadvisor.result import shape_tags
 from ncuadvisor.result import types as rt
-from ncuadvisor.units import basename, compress_chain, finite, in_toolkit, number
+from ncuadvisor.units import basename, compress_chain, finite, fmt_ns, in_toolkit, number
 
 AT_ROOFLINE = "at-roofline"
 SOL_BARS: tuple[tuple[str, str], ...] = (
@@ -300,6 +300,7 @@ class Action:
     title: Any
     estimated_saving_ns: Any
     program_fraction: Any
+    covers: str = ""  # the launches and time the saving is over ('6 launches, 112.4 µs'), else ""
     follow_ups: list[FollowUp] = field(default_factory=list)  # the kernel's further fixes, on the time left
     python_line: PythonLine | None = None  # the Python line that launched the kernel (profile --python-lines)
 
@@ -474,6 +475,13 @@ def _report(rep: rt.ReportInfo) -> Report:
     )
 
 
+def _covers(a: rt.TopAction) -> str:
+    """'6 launches, 112.4 µs': the launches and GPU time a kernel entry's saving is over."""
+    if a.scope == "program" or not a.launches or a.duration_ns is None:
+        return ""
+    return f"{a.launches} launch{'' if a.launches == 1 else 'es'}, {fmt_ns(a.duration_ns)}"
+
+
 def report_view(result: rt.Result) -> Result:
     """The view of a result (the typed JSON contract, schema_version 1)."""
     tags = shape_tags(result)
@@ -484,6 +492,7 @@ def report_view(result: rt.Result) -> Result:
             Action,
             a,
             shape_tag=tags.get(str(a.kernel_id), "") if a.scope != "program" else "",
+            covers=_covers(a),
             **({"kernel": shown[a.kernel_id]} if a.kernel_id in shown else {}),
             follow_ups=[take(FollowUp, u) for u in a.follow_ups or []],
             python_line=lines.get(str(a.kernel_id)) if a.scope != "program" else None,
