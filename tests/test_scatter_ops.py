@@ -51,3 +51,16 @@ def test_no_shared_memory_histogram_where_none_was_planted(analyzed):
         r = analyzed(name)
         found = [f for k in r["kernels"] for f in k["findings"] + [x for v in k["variants"] for x in v["findings"]]]
         assert not any(f["rule"] == "ATM003" for f in found), name
+
+
+def test_no_fusion_through_histograms_or_latency_limited_kernels(scatter_ops):
+    """Before, PRG002 chained 20 launches across embedding backward, bincount, histc and index_put_, histograms
+    included, on a report without Speed Of Light: the machine model's limiter (latency) and an atomics verdict break
+    a run as Speed Of Light's bound and an atomics finding do."""
+    by_id = {k.id: k for k in scatter_ops.kernels}
+    for p in scatter_ops.program_findings:
+        if p.rule == "PRG002":
+            for kid in p.kernel_ids:
+                k = by_id[kid]
+                assert k.roofline.limiter != "latency" and not any(f.rule.startswith("ATM") for f in k.findings)
+    assert not any("kernelHistogram1D" in p.message for p in scatter_ops.program_findings if p.rule == "PRG002")
