@@ -17,7 +17,7 @@ part() {  # part NAME SECONDS: run benchmarks/device/NAME.sh with BUDGET=SECONDS
   OUT="$OUT/$name" BUDGET=$want timeout $(( want + 10 )) bash "benchmarks/device/$name.sh" > "$OUT/$name/run.log" 2>&1
   echo "$name rc=$? at $(( $(date +%s) - T0 )) s"; tail -5 "$OUT/$name/run.log"
 }
-for spec in ${PARTS:-fp16_capture:60 python_line:120 profile_cost:280}; do part "${spec%%:*}" "${spec##*:}"; done
+for spec in ${PARTS:-tf32_twin:120 fp16_capture:60 python_line:120 profile_cost:280}; do part "${spec%%:*}" "${spec##*:}"; done
 have=$(left)
 if (( have > 30 )); then
   timeout "$have" python3 -m pytest -q -p no:cacheprovider -m gpu ${GPU_TESTS:-tests/test_profile.py tests/test_python_lines.py} > "$OUT/gpu_tests.log" 2>&1
