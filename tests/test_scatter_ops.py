@@ -64,3 +64,34 @@ def test_no_fusion_through_histograms_or_latency_limited_kernels(scatter_ops):
                 k = by_id[kid]
                 assert k.roofline.limiter != "latency" and not any(f.rule.startswith("ATM") for f in k.findings)
     assert not any("kernelHistogram1D" in p.message for p in scatter_ops.program_findings if p.rule == "PRG002")
+
+
+def test_device_capture_part_on_the_fake_ncu(tmp_path):
+    """benchmarks/device/scatter_full.sh with the fake ncu writing this capture: the report is packed and ncuadvisor's
+    markdown of it holds the histogram verdict, so a device call spent on the script does not fail on its own bug."""
+    import os
+    import subprocess
+
+    root = FIXTURES.parent
+    stubs = tmp_path / "bin"
+    stubs.mkdir()
+    (stubs / "nvidia-smi").write_text("#!/bin/bash\necho stub-gpu\n")
+    (stubs / "nvidia-smi").chmod(0o755)
+    out = tmp_path / "out"
+    path = os.pathsep.join([str(stubs), str(root / "tests" / "fake_ncu"), os.environ["PATH"]])
+    env = dict(
+        os.environ,
+        PATH=path,
+        OUT=str(out),
+        WORK=str(tmp_path / "work"),
+        BUDGET="100",
+        FAKE_NCU_PHASE2=str(FIXTURES / "scatter-ops-2026-12-01" / "scatter_ops.ncu-rep.xz"),
+    )
+    p = subprocess.run(
+        ["bash", "benchmarks/device/scatter_full.sh"], cwd=root, env=env, capture_output=True, text=True, timeout=200
+    )
+    assert p.returncode == 0, p.stderr
+    steps = (out / "steps.log").read_text()
+    assert "report rc=0" in steps and steps.rstrip().endswith("done"), steps
+    assert "ATM003" in (out / "scatter_ops_full.md").read_text()
+    assert (out / "scatter_ops_full.ncu-rep.xz").stat().st_size > 100_000
