@@ -475,13 +475,6 @@ def _report(rep: rt.ReportInfo) -> Report:
     )
 
 
-def _covers(a: rt.TopAction) -> str:
-    """'6 launches, 112.4 µs': the launches and GPU time a kernel entry's saving is over."""
-    if a.scope == "program" or not a.launches or a.duration_ns is None:
-        return ""
-    return f"{a.launches} launch{'' if a.launches == 1 else 'es'}, {fmt_ns(a.duration_ns)}"
-
-
 def report_view(result: rt.Result) -> Result:
     """The view of a result (the typed JSON contract, schema_version 1)."""
     tags = shape_tags(result)
@@ -492,7 +485,7 @@ def report_view(result: rt.Result) -> Result:
             Action,
             a,
             shape_tag=tags.get(str(a.kernel_id), "") if a.scope != "program" else "",
-            covers=_covers(a),
+            covers=f"{a.launches} launch{'es' * (a.launches != 1)}, {fmt_ns(a.duration_ns)}" if a.launches else "",
             **({"kernel": shown[a.kernel_id]} if a.kernel_id in shown else {}),
             follow_ups=[take(FollowUp, u) for u in a.follow_ups or []],
             python_line=lines.get(str(a.kernel_id)) if a.scope != "program" else None,
