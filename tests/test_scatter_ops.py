@@ -66,6 +66,7 @@ def test_no_fusion_through_histograms_or_latency_limited_kernels(scatter_ops):
     assert not any("kernelHistogram1D" in p.message for p in scatter_ops.program_findings if p.rule == "PRG002")
 
 
+@pytest.mark.slow  # the script packs a 100 MB report with xz: about 35 s
 def test_device_capture_part_on_the_fake_ncu(tmp_path):
     """benchmarks/device/scatter_full.sh with the fake ncu writing this capture: the report is packed and ncuadvisor's
     markdown of it holds the histogram verdict, so a device call spent on the script does not fail on its own bug."""
