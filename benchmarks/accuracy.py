@@ -14,7 +14,9 @@ workloads/torch/planted.py; measured planted and twin times in fixtures/planted/
 our first action on the planted kernels ("where to start"; in parentheses the verdict on the longest of them when no
 action saves time), NCU's top rule on the longest of them, our estimated saving next to the measured one (planted −
 twin), and whether the first action names the planted problem (or, where the measured fix is slower, whether the
-verdict is to keep the kernel).
+verdict is to keep the kernel). Where a case's twin applies several fixes and the fix the first action estimates was
+also measured alone (`planted.py --bench` lines {case, fix, saving_us} in any fixtures/**/bench_*.jsonl, e.g. TF32
+alone on the NCHW convolution), the estimate is compared with that fix alone.
 
     python benchmarks/accuracy.py [--markdown] [--planted] [--report R --manifest M --bench B]
 """
@@ -251,6 +253,21 @@ TORCH_CASES = [
 ]
 
 
+# the fix variant of planted.py whose saving a rule's estimate is about, where a twin applies several fixes at once
+RULE_FIX = {"TEN002": "tf32"}
+
+
+def _fix_savings(folder: Path = ROOT / "fixtures") -> dict[tuple[str, str], float]:
+    """(case, fix) -> measured saving (µs) of one fix alone against the planted code, from every planted.py bench
+    under `folder`."""
+    out = {}
+    for path in sorted(folder.glob("**/bench_*.jsonl")):
+        for b in _jsonl(path):
+            if "fix" in b and "case" in b and b.get("saving_us") is not None:
+                out[(b["case"], b["fix"])] = float(b["saving_us"])
+    return out
+
+
 def _jsonl(path: Path) -> list[dict]:
     return [json.loads(x) for x in path.read_text().splitlines() if x.strip().startswith("{")]
 
@@ -361,6 +378,7 @@ def planted_tables(markdown: bool) -> None:
     tbench = {
         (b["case"], b["variant"]): b["median_us"] for b in _jsonl(PLANTED / "bench_torch.jsonl") if "variant" in b
     }
+    fixes = _fix_savings()
     results: dict[str, dict] = {}
     rows, ok_n, within, n_est = [], 0, 0, 0
     for case, report, ids, twin_ids, what, cats in TORCH_CASES:
@@ -373,6 +391,9 @@ def planted_tables(markdown: bool) -> None:
         longest = max(kernels, key=lambda k: k["duration_ns"])
         planted_us, twin_us = tbench.get((case, "planted")), tbench.get((case, "twin"))
         measured = planted_us - twin_us if planted_us is not None and twin_us is not None else None
+        alone = (case, RULE_FIX.get(a["rule"], "")) if a else None
+        if alone in fixes:  # the twin applies several fixes; this one was measured alone too
+            measured = fixes[alone]
         est_us = a["estimated_saving_ns"] / 1e3 if a else None
         ok = a is not None and a["category"] in cats
         verdict = (longest["findings"] or [None])[0]
@@ -394,9 +415,13 @@ def planted_tables(markdown: bool) -> None:
                 else (f"({verdict['rule']}: {verdict['title'][:60]})" if verdict else "(none)"),
                 f"{ncu_top(longest)[0]} on {longest['name'][:32]}",
                 f"{est_us:.1f} µs" if est_us is not None else "–",
-                f"{measured:.1f} µs" if measured is not None else "–",
+                (f"{measured:.1f} µs" + (f" ({alone[1]} alone)" if alone in fixes else ""))
+                if measured is not None
+                else "–",
                 _error(est_us, measured) if measured is not None else "–",
-                f"{kernel_saving:.1f} µs ({_error(est_us, kernel_saving)})" if kernel_saving is not None else "–",
+                f"{kernel_saving:.1f} µs ({_error(est_us, kernel_saving)})"
+                if kernel_saving is not None and alone not in fixes
+                else "–",
                 "ok" if ok else "MISS",
             )
         )

@@ -201,6 +201,7 @@ class InstructionStats:
     SECTION: Final = "InstructionStats"
     GLOBAL_LOAD_INST: Final = "smsp__sass_inst_executed_op_global_ld.sum"
     SHARED_LOAD_INST: Final = "smsp__sass_inst_executed_op_shared_ld.sum"
+    SHARED_ATOMIC_INSTRUCTIONS: Final = "smsp__inst_executed_op_shared_atom.sum"  # ATOMS, per warp
 
 
 class ComputeWorkloadAnalysis:

@@ -1,26 +1,14 @@
-import re
 from dataclasses import replace
 
+from ncuadvisor.analysis.language import aten_op
 from ncuadvisor.analysis.perfmodels import atomic_lines, fmt_bytes, fmt_ns, time_after
 from ncuadvisor.analysis.roofline import PRACTICAL_FRACTION
 from ncuadvisor.metrics import MemoryTables, SourceCounters
 from ncuadvisor.rules_api import Evidence, Finding, Fix, KernelContext, Rule
 
-# the ATen op behind an atomic kernel, for the message only (the rule fires on the atomic counters)
-_OPS = (
-    (re.compile(r"indexFunc(Large|Small)Index"), "index_add_"),
-    (re.compile(r"_scatter_gather_elementwise_kernel|scatter_gather"), "scatter_add_ / scatter_reduce_"),
-    (re.compile(r"index_put|indexing_backward"), "index_put_(accumulate=True)"),
-    (re.compile(r"embedding_backward|EmbeddingBag|embedding_bag"), "embedding backward"),
-    (re.compile(r"[Hh]istogram|histc|bincount"), "bincount / histc"),
-)
 # a sorted segment reduce moves the source three times: read to gather it in index order, the gathered copy written,
 # and read again by the reduce
 SORTED_PASSES = 3
-
-
-def aten_op(demangled: str) -> str:
-    return next((op for pattern, op in _OPS if pattern.search(demangled)), "an ATen scatter")
 
 
 class AtenScatterAtomics(Rule):

@@ -61,8 +61,9 @@ class FusionCandidates(ProgramRule):
     What it detects:
         Runs of at least two consecutive launches on the same stream whose kernels the machine model calls
         memory-class: their memory floor is at least `min_memory_over_compute` times their compute floor (executed
-        intensity well below the ridge of their precision), no tensor-core work, not latency-bound, no atomics and no
-        pass of a device-wide CUB sort or scan (elementwise, normalization, reduction, copy kernels: LayerNorm →
+        intensity well below the ridge of their precision), no tensor-core work, not latency-bound (by Speed Of
+        Light, or by the machine model's limiter), no atomics (no atomics rule spoke, "keep it" verdicts included)
+        and no pass of a device-wide CUB sort or scan (elementwise, normalization, reduction, copy kernels: LayerNorm →
         residual add → GELU in eager PyTorch). Matrix products, atomic scatters, sorts and latency-bound kernels break
         a run, and so does a kernel `ncuadvisor profile` timed without profiling it in depth (its bytes and bound
         are unknown; every launch of a kernel it profiled gets the DRAM bytes of the profiled launch, scaled by
@@ -130,9 +131,13 @@ class FusionCandidates(ProgramRule):
             return False
         if any(v for p, v in (r.get("flops_by_precision") or {}).items() if p.startswith("tensor")):
             return False
-        if "latency" in (r.get("bound"), k.get("bound")):
-            return False
-        if any(f.get("category") == "atomics" for f in k.get("findings") or []):
+        if "latency" in (r.get("bound"), k.get("bound"), r.get("limiter")):
+            return False  # by Speed Of Light, or by the machine model where the report lacks Speed Of Light
+        # an atomics rule spoke (its verdict may be "keep it", an at-roofline category): updates through atomics
+        if any(
+            f.get("category") == "atomics" or str(f.get("rule") or "").startswith("ATM")
+            for f in k.get("findings") or []
+        ):
             return False
         if "cub::" in str(k.get("demangled") or ""):  # a pass of a device-wide sort or scan: grid-wide dependencies
             return False

@@ -65,10 +65,10 @@ class LayoutCopy(Rule):
             return None
         r = k.roofline
         return self.finding(
-            title=f"Layout copy: {fmt_ns(k.kernel.duration_ns)} moving data that is not computed on",
+            title="Layout copy: moves data that is not computed on",
             message=(
                 f"This ATen copy kernel moves {fmt_bytes(r.dram_bytes)} per launch ({k.kernel.launches} "
-                f"launches, {k.time_share:.0%} of GPU time) only to change a tensor's layout."
+                f"launches, {fmt_ns(k.kernel.duration_ns)}, {k.time_share:.0%} of GPU time) only to change a tensor's layout."
             ),
             fix=self.fix_for(k),
             estimated_speedup=1.0,

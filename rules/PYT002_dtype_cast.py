@@ -73,10 +73,11 @@ class DtypeCast(Rule):
         if read and write:
             evidence.append(Evidence("dram_read_per_write", round(read / write, 2), None, "DRAM bytes read ÷ written"))
         return self.finding(
-            title=f"Dtype cast ({types}): {fmt_ns(k.kernel.duration_ns)} converting data that is not computed on",
+            title=f"Dtype cast ({types}): converts data that is not computed on",
             message=(
                 f"This ATen kernel only converts a tensor ({types}): it reads {fmt_bytes(read)} and writes "
-                f"{fmt_bytes(write)} per launch ({k.kernel.launches} launches, {k.time_share:.0%} of GPU time)."
+                f"{fmt_bytes(write)} per launch ({k.kernel.launches} launches, {fmt_ns(k.kernel.duration_ns)}, "
+                f"{k.time_share:.0%} of GPU time)."
                 if read and write
                 else f"This ATen kernel only converts a tensor ({types}), {k.time_share:.0%} of GPU time."
             ),

@@ -61,3 +61,43 @@ def test_eager_copy_kernel_one_entry(analyzed):
             promised = a["estimated_saving_ns"] + sum(u["estimated_saving_ns"] for u in a.get("follow_ups") or [])
             assert promised <= k["duration_ns"] * (1 + 1e-9)
             assert a["estimated_saving_ns"] >= 0.001 * r["report"]["total_duration_ns"]
+
+
+def test_entry_says_which_launches_its_saving_is_over(analyzed):
+    # torch_eager: the copy kernel's layout copy is found on its own 4 launches and on its variant of 2; the entry's
+    # saving sums both, so the entry speaks of all 6 launches and their time, and its title names no part's time
+    r = analyzed("torch_eager")
+    by_id = {k["id"]: k for k in r["kernels"]}
+    (a,) = [a for a in r["top_actions"] if a["rule"] == "PYT001"]
+    k = by_id[a["kernel_id"]]
+    assert k["variants"] and any(f["rule"] == "PYT001" for f in k["variants"][0]["findings"])
+    assert a["launches"] == k["launches"] == 6
+    assert a["duration_ns"] == pytest.approx(k["duration_ns"])
+    assert a["estimated_saving_ns"] == pytest.approx(a["duration_ns"])  # the copy disappears: all of its time
+    assert "µs" not in a["title"]
+    for a in r["top_actions"]:
+        if a["scope"] == "kernel":
+            assert a["estimated_saving_ns"] <= a["duration_ns"] * (1 + 1e-9)
+
+
+def test_entry_on_one_size_covers_that_size_only():
+    k = KernelEntry.from_dict(
+        {
+            "id": "k0",
+            "name": "kernel_k0",
+            "launches": 5,
+            "duration_ns": 5000.0,
+            "analysed_launches": 3,
+            "analysed_duration_ns": 1000.0,
+            "findings": [],
+            "variants": [
+                {
+                    "launches": 2,
+                    "duration_ns": 4000.0,
+                    "findings": [{"rule": "MEM001", "category": "coalescing", "title": "t", "estimated_speedup": 0.5}],
+                }
+            ],
+        }
+    )
+    (a,) = top_actions([k], 5000.0)
+    assert (a.launches, a.duration_ns, a.estimated_saving_ns) == (2, 4000.0, 2000.0)

@@ -350,15 +350,15 @@ def test_groups_of_one_name_are_told_apart_by_their_launch_shape(analyzed):
     assert first["kernel"] == "gemm_tiled"
     grid = tags[first["kernel_id"]]
     page = render_html(r)
-    assert f'gemm_<wbr>tiled</a> <span class="muted shape">· {html.escape(grid)}</span>:' in page  # where to start
+    assert f'gemm_<wbr>tiled</a> <span class="muted shape">· {html.escape(grid)}</span> <span class="muted">(' in page
     assert page.count('<span class="muted shape">· grid ') >= 6 * 2 + 1  # the table, the cards, where to start
     text = render_markdown(r)
-    assert f"<code>gemm\\_tiled</code> · {md(grid)}:" in text
+    assert f"<code>gemm\\_tiled</code> · {md(grid)} (" in text
     assert "<code>layernorm\\_fwd</code> | " in text
     buf = io.StringIO()
     render_terminal(typed_result(r), Console(file=buf, width=200, highlight=False))
     out = buf.getvalue()
-    assert f"1. gemm_tiled · {grid}: " in out
+    assert f"1. gemm_tiled · {grid} (" in out
     assert "layernorm_fwd · grid" not in out
     # a program-wide action listed among the first five is not listed again below them
     assert sum(1 for line in out.splitlines() if "(PRG001)" in line) == 1

@@ -36,6 +36,11 @@ if TYPE_CHECKING:
 LAUNCH_FLOOR_NS = 1_536.0
 LAUNCH_FLOOR_SOURCE = "an empty kernel's ncu duration measured on an NVIDIA H200 (fixtures/ceilings.ncu-rep.xz)"
 LAUNCH_FLOORS = {"NVIDIA H200": (LAUNCH_FLOOR_NS, LAUNCH_FLOOR_SOURCE)}  # device name -> (ns, where it comes from)
+# The DRAM peak of a device whose report lacks the peak metrics (dram__bytes.sum.peak_sustained and the DRAM clock: a
+# capture of a few chosen metrics): dram__bytes.sum.peak_sustained × dram__cycles_elapsed.avg.per_second as the full
+# H200 captures measure it (fixtures/torch_eager.ncu-rep.xz: 4.80 TB/s). Without it such a report's floor would be the
+# launch floor alone, and every headroom a multiple of an empty kernel.
+DRAM_PEAKS = {"NVIDIA H200": 4.80e12}  # device name -> bytes/s
 LAUNCH_INTERVAL_NS = 3_590.0  # per dependent launch in one stream (a program-level cost)
 EMPTY_INSTRUCTIONS_PER_WARP = 2.0  # an empty kernel executes its EXIT (and a branch to it): 2 per warp on sm_90
 

@@ -138,3 +138,18 @@ def possible_languages(name: str, demangled: str) -> set[str]:
     if lang == "cuda":
         out.add("triton")
     return out
+
+
+# the ATen op behind an atomic or histogram kernel, for messages only (rules fire on counters, not on names)
+_ATOMIC_OPS = (
+    (re.compile(r"indexFunc(Large|Small)Index"), "index_add_"),
+    (re.compile(r"_scatter_gather_elementwise_kernel|scatter_gather"), "scatter_add_ / scatter_reduce_"),
+    (re.compile(r"index_put|indexing_backward"), "index_put_(accumulate=True)"),
+    (re.compile(r"embedding_backward|EmbeddingBag|embedding_bag"), "embedding backward"),
+    (re.compile(r"[Hh]istogram|histc|bincount"), "bincount / histc"),
+)
+
+
+def aten_op(demangled: str, default: str = "an ATen scatter") -> str:
+    """The PyTorch op an ATen scatter or histogram kernel implements, in words ('index_add_', 'bincount / histc')."""
+    return next((op for pattern, op in _ATOMIC_OPS if pattern.search(demangled)), default)

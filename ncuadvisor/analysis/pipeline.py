@@ -204,13 +204,14 @@ def evaluate(
     rule_total_ns = group_time.total_ns if group_time is not None and group_time.total_ns else total_ns
     sm_count = num(profile.device.get("sm_count"))
     launch_floor = ceilings.launch_floor(profile.device.get("name"), profile.results.to_dict("records"))
+    dram_peak = ceilings.DRAM_PEAKS.get(str(profile.device.get("name")))
     evaluation = Evaluation(groups=[], sections_seen=set(), warnings=[])
 
     def run(k: Kernel, share: float) -> Analysed:
         row = frame.loc[k.representative].to_dict()
         detail = profile.details.get(k.representative)
         facts = needed.instruction_facts(detail.per_instruction) if detail else None
-        rl = roofline.compute(row, sm_count, facts, launch_floor)
+        rl = roofline.compute(row, sm_count, facts, launch_floor, dram_peak)
         evaluation.sections_seen.update(detail.sections if detail else [])
         language = languages.get(k.representative) or kernel_language(k.name, k.demangled, [])
         ctx = KernelContext(

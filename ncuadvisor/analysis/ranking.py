@@ -3,7 +3,9 @@
 A kernel's findings are fixes of the same time: a layout copy that removes the whole kernel and index arithmetic that
 removes 40% of it cannot save 140%. The kernel's largest saving heads its entry; every other finding on it becomes a
 follow-up costed on the time left after the fixes before it (fraction of the kernel × time left), so an entry and its
-follow-ups never promise more than the kernel takes. A fix (or follow-up) that saves less than `MIN_PROGRAM_FRACTION`
+follow-ups never promise more than the kernel takes. An entry says which launches its saving is over (`launches`,
+`duration_ns`): every size of the kernel its first fix was found on, so its title, time and saving speak of the same
+launches. A fix (or follow-up) that saves less than `MIN_PROGRAM_FRACTION`
 of the program is left out: it would save ~0 ns.
 """
 
@@ -41,6 +43,15 @@ def _kernel_steps(k: KernelEntry, total_ns: float, floor_ns: float) -> list[Foll
     return steps
 
 
+def _covered(k: KernelEntry, rule: str) -> tuple[int, float]:
+    """The launches and GPU time of the parts of a kernel group (its own analysed launches, its variants) on which
+    `rule` found something: what the rule's saving is summed over."""
+    parts = [(k.findings, k.analysed_launches or k.launches, float(k.analysed_duration_ns))]
+    parts += [(v.findings, v.launches, float(v.duration_ns)) for v in k.variants]
+    hit = [(n, ns) for findings, n, ns in parts if any(f.rule == rule for f in findings)]
+    return sum(n for n, _ in hit), sum(ns for _, ns in hit)
+
+
 def top_actions(
     kernels: Sequence[KernelEntry], total_ns: float, program: Sequence[ProgramFindingEntry] = (), limit: int = 10
 ) -> list[TopAction]:
@@ -68,6 +79,7 @@ def top_actions(
         head, rest = steps[0], steps[1:]
         variant = head.variant
         label = k.name if variant is None else f"{k.name} ({fmt_ns(k.variants[variant].per_launch_ns)} launches)"
+        launches, duration_ns = _covered(k, head.rule)
         actions.append(
             TopAction(
                 kernel=label,
@@ -79,6 +91,8 @@ def top_actions(
                 program_fraction=head.program_fraction,
                 scope="kernel",
                 variant=variant,
+                launches=launches or None,
+                duration_ns=duration_ns or None,
                 follow_ups=rest or None,
             )
         )

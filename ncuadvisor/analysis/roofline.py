@@ -215,10 +215,12 @@ def compute(
     sm_count: float | None = None,
     facts: _needed.InstructionFacts | None = None,
     launch_floor: tuple[float, str] | None = None,
+    dram_peak_bytes_per_s: float | None = None,
 ) -> Roofline:
     """The roofline of one result (a row of Profile.results). `facts`: what its per-instruction data tells
     (`needed.instruction_facts`): the load/store split of the compulsory bytes and the needed share of the XU work.
-    `launch_floor`: (ns, source) of the device's launch floor (`ceilings.launch_floor`; the H200's by default)."""
+    `launch_floor`: (ns, source) of the device's launch floor (`ceilings.launch_floor`; the H200's by default).
+    `dram_peak_bytes_per_s`: the device's DRAM peak (`ceilings.DRAM_PEAKS`), used when the row lacks its own."""
     l1_derived = num(row.get(SOL_METRICS["l1_pct"])) is None and any(num(row.get(m)) is not None for m in L1_UNITS)
 
     def g(name: str) -> float | None:
@@ -311,6 +313,8 @@ def compute(
     peak_bpc = g("dram__bytes.sum.peak_sustained")
     if peak_bpc and dram_hz:
         r.peak_dram_bytes_per_s = peak_bpc * dram_hz
+    elif dram_peak_bytes_per_s:
+        r.peak_dram_bytes_per_s = dram_peak_bytes_per_s  # the device's known peak: the report lacks its own
 
     for key, metric in SOL_METRICS.items():
         v = g(metric)

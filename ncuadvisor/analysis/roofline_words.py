@@ -89,11 +89,15 @@ def limiter_words(r: Roofline) -> str:
         return f"launch-bound: no launch takes less than {r.floors['launch'] / 1e3:.2f} µs ({r.launch_floor_source})"
     if r.limiter == "latency":
         unit, share = _ceilings.limiter_of(r.ceilings, _ceilings.level_floors(r), r.duration_ns)
+        # a report of a few chosen metrics shows DRAM and the launch only: say so, not that no unit is busy
+        only = "" if (r.busy_pct or r.sol) else " (the report measures no unit but DRAM)"
         if unit == "launch":
+            if only:
+                return f"latency-bound: DRAM is not busy{only}; an empty kernel would take {share or 0:.0%} of the time"
             return f"latency-bound: no unit is busy; an empty kernel would take {share or 0:.0%} of the time"
         return (
             f"latency-bound: the busiest unit ({unit_words(unit or '?')}) would be busy {fmt_pct(share or 0)} of "
-            "the time at its peak"
+            f"the time at its peak{only}"
         )
     share = r.limiter_share
     head = f"{unit_words(r.limiter)}-bound" + (

@@ -114,6 +114,7 @@ def _where_to_start(console: Console, view: Result, width: int) -> None:
         head = (
             f"[bold]{escape(fit_name(a.kernel, name_limit))}[/bold]"
             + (f" [dim]· {escape(a.shape_tag)}[/dim]" if a.shape_tag else "")
+            + (f" [dim]({escape(a.covers)})[/dim]" if a.covers else "")
             + f": {escape(str(a.title or ''))} [dim]({escape(str(a.rule))})[/dim] saves ~{fmt_ns(a.estimated_saving_ns)}"
             f" ({fmt_pct(a.program_fraction)} of the program)"
         )

@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 
 from ncuadvisor.result import shape_tags
 from ncuadvisor.result import types as rt
-from ncuadvisor.units import basename, compress_chain, finite, in_toolkit, number
+from ncuadvisor.units import basename, compress_chain, finite, fmt_ns, in_toolkit, number
 
 AT_ROOFLINE = "at-roofline"
 SOL_BARS: tuple[tuple[str, str], ...] = (
@@ -303,6 +303,7 @@ class Action:
     title: Any
     estimated_saving_ns: Any
     program_fraction: Any
+    covers: str = ""  # the launches and time the saving is over ('6 launches, 112.4 µs'), else ""
     follow_ups: list[FollowUp] = field(default_factory=list)  # the kernel's further fixes, on the time left
     python_line: PythonLine | None = None  # the Python line that launched the kernel (profile --python-lines)
 
@@ -491,6 +492,7 @@ def report_view(result: rt.Result) -> Result:
             Action,
             a,
             shape_tag=tags.get(str(a.kernel_id), "") if a.scope != "program" else "",
+            covers=f"{a.launches} launch{'es' * (a.launches != 1)}, {fmt_ns(a.duration_ns)}" if a.launches else "",
             **({"kernel": shown[a.kernel_id]} if a.kernel_id in shown else {}),
             follow_ups=[take(FollowUp, u) for u in a.follow_ups or []],
             python_line=lines.get(str(a.kernel_id)) if a.scope != "program" else None,

@@ -470,6 +470,9 @@ class TopAction(Record):
     estimated_saving_ns: float
     program_fraction: float
     scope: Literal["kernel", "program"]
+    # the launches and GPU time the saving is over: every size of the kernel the first fix was found on (kernel entries)
+    launches: int | None = optional()
+    duration_ns: float | None = optional()
     variant: int | None = optional()  # the variant (index) the finding was found on
     # the kernel's other fixes, each costed on the time left after the previous one (kernel entries only)
     follow_ups: list[FollowUp] | None = optional()

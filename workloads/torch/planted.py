@@ -2,6 +2,7 @@
 
     python3 planted.py --case NAME[,NAME...] [--twin | --both] [--steps N]    one measured step per variant
     python3 planted.py --case NAME[:planted+twin],...  --steps N                 variants per case
+    python3 planted.py --bench --case conv_nchw:planted+twin+tf32+channels_last  each fix of the twin alone
     python3 planted.py --bench [--case all] [--iters 25] [--warmup 5]            JSON lines, no NVTX
 
 Cases (planted → twin):
@@ -13,7 +14,8 @@ Cases (planted → twin):
                 DRAM) → the same function under torch.compile (one fused Triton kernel)
   fp32_matmul   4096 × 4096 × 4096 fp32 matmul with TF32 off (FFMA, the FP32 pipe) → TF32 on (tensor cores)
   conv_nchw     fp32 NCHW conv2d, batch 32, 64 → 64 channels, 56 × 56, 3 × 3, padding 1, cuDNN TF32 off
-                → TF32 on and channels_last input and weight
+                → TF32 on and channels_last input and weight; its fixes one at a time as the variants "tf32"
+                (TF32 on, NCHW kept) and "channels_last" (channels_last input and weight, TF32 off)
   cast_vs_copy  x (16384 × 4096 fp32) → x.to(bfloat16) (a cast kernel), .t().contiguous() (a layout copy kernel),
                 then xt @ w (bf16 GEMM) → x kept in bf16 and the transposed view handed to the GEMM (no cast, no copy)
   train_step    training step of a 2-block MLP (d 512, hidden 2048, 4096 tokens): forward, MSE loss, backward, AdamW
@@ -28,7 +30,14 @@ and a line "planted.py: measured step case=... variant=..." is printed before it
 --bench: per case, a check (planted and twin on the same inputs: relative error of the outputs, or of the first
 loss for train_step), then per variant `--warmup` calls and `--iters` calls timed with CUDA events around each call;
 JSON lines {case, variant: planted|twin, median_us, min_us, max_us, iters, ...}, then {case, saving_us, ...}.
+A case's further variants (conv_nchw's "tf32" and "channels_last": one fix of the twin each) get a check line
+{case, check: "VARIANT vs planted", ...} and a line {case, fix: VARIANT, saving_us, saving_pct} against the planted
+code.
+
+--help and the argument checks need neither PyTorch nor a GPU; running a case needs both.
 """
+
+from __future__ import annotations
 
 import argparse
 import copy
@@ -38,11 +47,17 @@ import sys
 import time
 import traceback
 
-import torch
-import torch.nn as nn
-import torch.nn.functional as F
+try:
+    import torch
+    import torch.nn as nn
+    import torch.nn.functional as F
+except ModuleNotFoundError:  # --help and the argument checks run without PyTorch; running a case says it needs it
+    torch = nn = F = None  # type: ignore[assignment]
 
-DEV = torch.device("cuda")
+DEV = torch.device("cuda") if torch is not None else None
+VARIANTS = ("planted", "twin")
+# further variants of a case, beyond its planted code and its twin: each applies one of the twin's fixes alone
+EXTRA_VARIANTS = {"conv_nchw": ("tf32", "channels_last")}
 
 
 def set_tf32(on: bool) -> None:
@@ -174,9 +189,19 @@ def make_conv_nchw():
         set_tf32(True)
         return F.conv2d(x_cl, w_cl, padding=1)
 
+    def tf32():  # TEN002's fix alone: TF32 on, the NCHW layout kept
+        set_tf32(True)
+        return F.conv2d(x, w, padding=1)
+
+    def channels_last():  # the layout fix alone: NHWC input and weight, TF32 still off
+        set_tf32(False)
+        return F.conv2d(x_cl, w_cl, padding=1)
+
     return {
         "planted": planted,
         "twin": twin,
+        "tf32": tf32,
+        "channels_last": channels_last,
         "tol": 5e-3,
         "note": "fp32 NCHW conv 32x64x56x56, 3x3, TF32 off vs TF32 on + channels_last",
         "flop": 2 * 32 * 64 * 64 * 9 * 56 * 56,
@@ -208,18 +233,17 @@ def make_cast_vs_copy():
     }
 
 
-class _MLPBlock(nn.Module):
-    def __init__(self, d: int, hidden: int):
-        super().__init__()
-        self.ln = nn.LayerNorm(d)
-        self.fc1 = nn.Linear(d, hidden)
-        self.fc2 = nn.Linear(hidden, d)
-
-    def forward(self, x):
-        return x + self.fc2(F.gelu(self.fc1(self.ln(x))))
-
-
 def make_train_step():
+    class _MLPBlock(nn.Module):  # defined here: the module imports without PyTorch
+        def __init__(self, d: int, hidden: int):
+            super().__init__()
+            self.ln = nn.LayerNorm(d)
+            self.fc1 = nn.Linear(d, hidden)
+            self.fc2 = nn.Linear(hidden, d)
+
+        def forward(self, x):
+            return x + self.fc2(F.gelu(self.fc1(self.ln(x))))
+
     d, hidden, tokens = 512, 2048, 4096
     torch.manual_seed(6)
     model = nn.Sequential(_MLPBlock(d, hidden), _MLPBlock(d, hidden), nn.Linear(d, d)).to(DEV)
@@ -276,11 +300,12 @@ def parse_cases(spec: str, default_variants: list[str]) -> list[tuple[str, list[
         names = list(CASES) if name == "all" else [name]
         for nm in names:
             if nm not in CASES:
-                raise SystemExit(f"unknown case {nm!r}; known: {', '.join(CASES)}")
+                raise SystemExit(f"planted.py: unknown case {nm!r}; known: {', '.join(CASES)}")
             variants = [v for v in vs.split("+") if v] if vs else default_variants
+            known = VARIANTS + EXTRA_VARIANTS.get(nm, ())
             for v in variants:
-                if v not in ("planted", "twin"):
-                    raise SystemExit(f"unknown variant {v!r} (planted, twin)")
+                if v not in known:
+                    raise SystemExit(f"planted.py: unknown variant {v!r} of {nm} (one of {', '.join(known)})")
             out.append((nm, variants))
     return out
 
@@ -337,6 +362,16 @@ def time_calls(fn, iters: int, warmup: int) -> list[float]:
     return out
 
 
+def fix_saving(case: str, fix: str, planted_us: float, fixed_us: float) -> dict:
+    """The line of one fix of a case alone against its planted code: {case, fix, saving_us, saving_pct}."""
+    return {
+        "case": case,
+        "fix": fix,
+        "saving_us": round(planted_us - fixed_us, 3),
+        "saving_pct": round(100 * (1 - fixed_us / planted_us), 2) if planted_us else None,
+    }
+
+
 def bench(cases, iters: int, warmup: int) -> int:
     failures = 0
     for name, variants in cases:
@@ -347,15 +382,15 @@ def bench(cases, iters: int, warmup: int) -> int:
             extra = {k: c[k] for k in ("note", "flop", "bytes_min") if k in c}
             with ctx:
                 p = c["planted"]()
-                t = c["twin"]()
-                torch.cuda.synchronize()
-                err = rel_err(t, p)
-                ok = err < c["tol"] and bool(torch.isfinite(p).all()) and bool(torch.isfinite(t).all())
-                print(
-                    json.dumps({"case": name, "check": "twin vs planted", "rel_err": err, "tol": c["tol"], "ok": ok}),
-                    flush=True,
-                )
-                del p, t
+                for other in ["twin"] + [v for v in variants if v not in VARIANTS]:
+                    t = c[other]()
+                    torch.cuda.synchronize()
+                    err = rel_err(t, p)
+                    ok = err < c["tol"] and bool(torch.isfinite(p).all()) and bool(torch.isfinite(t).all())
+                    check = {"case": name, "check": f"{other} vs planted", "rel_err": err, "tol": c["tol"], "ok": ok}
+                    print(json.dumps(check), flush=True)
+                    del t
+                del p
                 med = {}
                 for variant in variants:
                     ts = time_calls(c[variant], iters, warmup)
@@ -387,6 +422,8 @@ def bench(cases, iters: int, warmup: int) -> int:
                     ),
                     flush=True,
                 )
+            for fix in [v for v in med if v not in VARIANTS and "planted" in med]:
+                print(json.dumps(fix_saving(name, fix, med["planted"], med[fix])), flush=True)
             del c
             torch.cuda.empty_cache()
         except Exception as exc:  # noqa: BLE001
@@ -398,7 +435,8 @@ def bench(cases, iters: int, warmup: int) -> int:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--case", default="all", help="NAME[:planted+twin][,...] or all")
+    extra = "; ".join(f"{c}: +{'+'.join(v)}" for c, v in EXTRA_VARIANTS.items())
+    ap.add_argument("--case", default="all", help=f"NAME[:planted+twin][,...] or all (further variants: {extra})")
     ap.add_argument("--twin", action="store_true", help="the fixed twin instead of the planted code")
     ap.add_argument("--both", action="store_true", help="planted, then twin (each its own measured step)")
     ap.add_argument("--steps", type=int, default=2, help="calls per variant; the last one is measured in NVTX 'step'")
@@ -406,9 +444,10 @@ def main() -> None:
     ap.add_argument("--iters", type=int, default=25)
     ap.add_argument("--warmup", type=int, default=5)
     args = ap.parse_args()
-    assert torch.cuda.is_available(), "needs a CUDA GPU"
     default = ["planted", "twin"] if (args.both or args.bench) else (["twin"] if args.twin else ["planted"])
     cases = parse_cases(args.case, default)
+    if torch is None or not torch.cuda.is_available():
+        raise SystemExit("planted.py: needs PyTorch with a CUDA GPU" + (" (no torch module)" if torch is None else ""))
     print(
         f"planted.py: torch {torch.__version__}, {torch.cuda.get_device_name(0)}, cases {[(n, v) for n, v in cases]}",
         file=sys.stderr if args.bench else sys.stdout,
