@@ -96,3 +96,23 @@ def test_device_capture_part_on_the_fake_ncu(tmp_path):
     assert "report rc=0" in steps and steps.rstrip().endswith("done"), steps
     assert "ATM003" in (out / "scatter_ops_full.md").read_text()
     assert (out / "scatter_ops_full.ncu-rep.xz").stat().st_size > 100_000
+
+
+@pytest.fixture(scope="module")
+def scatter_ops_full(tmp_path_factory):
+    path = tmp_path_factory.mktemp("scatter_full") / "scatter_ops_full.ncu-rep"
+    with lzma.open(FIXTURES / "scatter-ops-2026-12-01" / "scatter_ops_full.ncu-rep.xz") as fin, path.open("wb") as out:
+        shutil.copyfileobj(fin, out)
+    return analyze(path)
+
+
+def test_histograms_found_by_their_shared_atomics_in_a_full_capture(scatter_ops_full):
+    """The same program captured with the 13 analysis sections (41 of its 46 launches): ATM003 fires on both
+    kernelHistogram1D results through the shared-memory atomic counter itself (several per load), not only through
+    the global-atomics band of the lean capture; the CUB radix sort, which also runs shared atomics, stays silent."""
+    hits = [(k, f) for k in scatter_ops_full.kernels for f in k.findings if f.rule == "ATM003"]
+    assert sorted(k.name for k, _ in hits) == ["kernelHistogram1D", "kernelHistogram1D"]
+    for _k, f in hits:
+        shared = [e.value for e in f.evidence if e.metric == "shared_atomics_per_load"]
+        assert shared and shared[0] is not None and shared[0] > 1.0, f.evidence  # several shared atomics per load
+    assert not any(f.rule == "ATM003" for k in scatter_ops_full.kernels if "RadixSort" in k.name for f in k.findings)
