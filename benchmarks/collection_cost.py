@@ -25,6 +25,7 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -185,10 +186,8 @@ def group_passes(program: list[str], metrics: list[str], budget_s: float, launch
 
 
 @contextlib.contextmanager
-def only_metrics(kept: set[str]):
-    """While active, every report reads as if ncu had collected only the `kept` scalar metrics (and what every
-    report holds: the launch identity, device attributes, the derived__ metrics of the sections' own rules): a
-    report of a larger collection stands in for a smaller one."""
+def reading_without(hide: Callable[[str], bool]):
+    """While active, every report reads as if ncu had not collected the scalar metrics for which `hide` is true."""
     from ncuadvisor.load.reader import ReportReader
 
     orig = ReportReader.results
@@ -196,7 +195,7 @@ def only_metrics(kept: set[str]):
     def results(self, metrics):  # type: ignore[no-untyped-def]
         frame = orig(self, metrics)
         for m in metrics:
-            if m in frame.columns and m not in kept and not m.startswith(("derived__", "device__attribute")):
+            if m in frame.columns and hide(m):
                 frame[m] = None
         return frame
 
@@ -205,6 +204,13 @@ def only_metrics(kept: set[str]):
         yield
     finally:
         ReportReader.results = orig  # type: ignore[method-assign]
+
+
+def only_metrics(kept: set[str]):  # type: ignore[no-untyped-def]
+    """While active, every report reads as if ncu had collected only the `kept` scalar metrics (and what every
+    report holds: the launch identity, device attributes, the derived__ metrics of the sections' own rules): a
+    report of a larger collection stands in for a smaller one."""
+    return reading_without(lambda m: m not in kept and not m.startswith(("derived__", "device__attribute")))
 
 
 def simulate(full_report: Path, phase1_report: Path | None) -> dict:

@@ -14,7 +14,6 @@ Without names: every fixture holding the two percentages (the whole-model captur
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import lzma
 import shutil
@@ -59,25 +58,11 @@ FIXTURES = [
 BIG = ["model_step_315", "model_step_1010"]
 
 
-@contextlib.contextmanager
-def hidden(metrics: list[str]):
+def hidden(metrics: list[str]):  # type: ignore[no-untyped-def]
     """While active, every report reads as if ncu had not collected `metrics`."""
-    from ncuadvisor.load.reader import ReportReader
+    from collection_cost import reading_without  # benchmarks/, this script's folder
 
-    orig = ReportReader.results
-
-    def results(self, wanted):  # type: ignore[no-untyped-def]
-        frame = orig(self, wanted)
-        for m in metrics:
-            if m in frame.columns:
-                frame[m] = None
-        return frame
-
-    ReportReader.results = results  # type: ignore[method-assign]
-    try:
-        yield
-    finally:
-        ReportReader.results = orig  # type: ignore[method-assign]
+    return reading_without(lambda m: m in metrics)
 
 
 def unpack(name: str, folder: Path) -> Path:

@@ -12,12 +12,16 @@ from ncuadvisor.analysis.pipeline import analyze
 from tests.conftest import FIXTURES
 
 
-@pytest.fixture(scope="module")
-def scatter_ops(tmp_path_factory):
-    path = tmp_path_factory.mktemp("scatter") / "scatter_ops.ncu-rep"
-    with lzma.open(FIXTURES / "scatter-ops-2026-12-01" / "scatter_ops.ncu-rep.xz") as fin, path.open("wb") as out:
+def _analyzed(tmp_path_factory, name: str):
+    path = tmp_path_factory.mktemp(name) / f"{name}.ncu-rep"
+    with lzma.open(FIXTURES / "scatter-ops-2026-12-01" / f"{name}.ncu-rep.xz") as fin, path.open("wb") as out:
         shutil.copyfileobj(fin, out)
     return analyze(path)
+
+
+@pytest.fixture(scope="module")
+def scatter_ops(tmp_path_factory):
+    return _analyzed(tmp_path_factory, "scatter_ops")
 
 
 def test_report_without_peak_metrics_takes_the_device_dram_peak(scatter_ops):
@@ -100,10 +104,7 @@ def test_device_capture_part_on_the_fake_ncu(tmp_path):
 
 @pytest.fixture(scope="module")
 def scatter_ops_full(tmp_path_factory):
-    path = tmp_path_factory.mktemp("scatter_full") / "scatter_ops_full.ncu-rep"
-    with lzma.open(FIXTURES / "scatter-ops-2026-12-01" / "scatter_ops_full.ncu-rep.xz") as fin, path.open("wb") as out:
-        shutil.copyfileobj(fin, out)
-    return analyze(path)
+    return _analyzed(tmp_path_factory, "scatter_ops_full")
 
 
 def test_histograms_found_by_their_shared_atomics_in_a_full_capture(scatter_ops_full):

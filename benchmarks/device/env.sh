@@ -22,3 +22,11 @@ export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
 [ -f "$OUT/env.txt" ] || { date -u; nvidia-smi -L; ncu --version; echo "PYTHONPATH=$PYTHONPATH"
   python3 -c "import ncu_report, torch, triton; print(ncu_report.__file__, torch.__version__, triton.__version__)"; } \
   > "$OUT/env.txt" 2>&1
+# The part's clock, the seconds left of its $BUDGET, a step log ($OUT/steps.log), and its first lines (part_start).
+T0=${T0:-$(date +%s)}
+left() { echo $(( BUDGET - ($(date +%s) - T0) )); }
+say() { echo "[$(( $(date +%s) - T0 )) s] $*" | tee -a "$OUT/steps.log"; }
+part_start() {
+  say "start; budget $BUDGET s; $(nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader 2>&1)"
+  git log -1 --format='%H %s' >> "$OUT/steps.log" 2>&1
+}

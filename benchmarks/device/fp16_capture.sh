@@ -14,7 +14,6 @@ set -u
 cd "$(dirname "${BASH_SOURCE[0]}")/../.." || exit 1
 # shellcheck source=benchmarks/device/env.sh
 source benchmarks/device/env.sh
-T0=$(date +%s)
 W=$(mktemp -d /tmp/fp16_capture.XXXXXX)
 R="$OUT/recipe.txt"
 SECS="--section SpeedOfLight --section LaunchStats --section Occupancy --section MemoryWorkloadAnalysis"
@@ -36,7 +35,6 @@ sm__inst_executed_pipe_uniform sm__inst_executed_pipe_cbu sm__inst_executed_pipe
 sm__pipe_fma_cycles_active sm__pipe_fmaheavy_cycles_active sm__pipe_fp16_cycles_active sm__pipe_alu_cycles_active
 sm__pipe_xu_cycles_active sm__pipe_fp64_cycles_active sm__pipe_tensor_op_hmma_cycles_active sm__pipe_shared_cycles_active"
 
-left() { echo $(( BUDGET - ($(date +%s) - T0) )); }
 # run NAME LOG CMD...: CMD with stdout+stderr to LOG, stopped (SIGINT: ncu keeps what it has) when the budget ends;
 # the exact command, its exit code and seconds go to the recipe
 run() {

@@ -13,11 +13,7 @@
 #     OUT=/tmp/passes BUDGET=360 bash benchmarks/device/passes.sh
 BUDGET=${BUDGET:-360}  # before env.sh, whose default (120 s) is too short for this script
 source benchmarks/device/env.sh
-T0=$(date +%s)
-left() { echo $(( BUDGET - ($(date +%s) - T0) )); }
-say() { echo "[$(( $(date +%s) - T0 )) s] $*" | tee -a "$OUT/steps.log"; }
-say "start; budget $BUDGET s; $(nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader)"
-git log -1 --format='%H %s' >> "$OUT/steps.log" 2>&1
+part_start
 nvcc -arch=sm_90 -lineinfo -O3 -o /tmp/bin/patterns workloads/cuda/patterns.cu > "$OUT/nvcc.log" 2>&1
 say "nvcc rc=$?"
 TRAIN=(python3 workloads/torch/transformer_step.py)

@@ -6,10 +6,7 @@
 #     OUT=/tmp/pt BUDGET=420 bash benchmarks/device/passes_table.sh
 BUDGET=${BUDGET:-420}
 source benchmarks/device/env.sh
-T0=$(date +%s)
-left() { echo $(( BUDGET - ($(date +%s) - T0) )); }
-say() { echo "[$(( $(date +%s) - T0 )) s] $*" | tee -a "$OUT/steps.log"; }
-say "start; budget $BUDGET s; $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader); $(git log -1 --format=%h)"
+part_start
 nvcc -arch=sm_90 -lineinfo -O3 -o /tmp/bin/patterns workloads/cuda/patterns.cu > "$OUT/nvcc.log" 2>&1
 say "nvcc rc=$?"
 # sections alone and the candidate unit metrics alone (each with the duration), one launch

@@ -12,12 +12,8 @@
 #     OUT=/tmp/pc BUDGET=300 bash benchmarks/device/profile_cost.sh
 BUDGET=${BUDGET:-300}  # before env.sh, whose default (120 s) is too short for this script
 source benchmarks/device/env.sh
-T0=$(date +%s)
-left() { echo $(( BUDGET - ($(date +%s) - T0) )); }
-say() { echo "[$(( $(date +%s) - T0 )) s] $*" | tee -a "$OUT/steps.log"; }
-say "start; budget $BUDGET s; $(nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader)"
+part_start
 nvidia-smi --query-compute-apps=pid,used_memory --format=csv >> "$OUT/steps.log" 2>&1
-git log -1 --format='%H %s' >> "$OUT/steps.log" 2>&1
 nvcc -arch=sm_90 -lineinfo -O3 -o /tmp/bin/patterns workloads/cuda/patterns.cu > "$OUT/nvcc.log" 2>&1 &
 NVCC=$!
 

@@ -8,8 +8,6 @@
 # keeps to $BUDGET seconds (default 120).
 #     OUT=/tmp/pl BUDGET=120 bash benchmarks/device/python_line.sh
 source benchmarks/device/env.sh
-T0=$(date +%s)
-left() { echo $(( BUDGET - ($(date +%s) - T0) )); }
 lim() { local t=$(( $(left) - $1 )); [ "$t" -lt 15 ] && t=15; echo "$t"; }   # what a step may take, keeping $1 s
 SCRIPT=workloads/torch/python_lines.py
 python3 -c "import ncu_report; print('ncu_report', ncu_report.__file__)" > "$OUT/ncu_report.txt" 2>&1

@@ -8,11 +8,7 @@
 # ncuadvisor's markdown of it; keeps to $BUDGET seconds (default 120; the capture takes about 60 s).
 #     OUT=/tmp/sf BUDGET=120 bash benchmarks/device/scatter_full.sh
 source benchmarks/device/env.sh
-T0=$(date +%s)
-left() { echo $(( BUDGET - ($(date +%s) - T0) )); }
-say() { echo "[$(( $(date +%s) - T0 )) s] $*" | tee -a "$OUT/steps.log"; }
-say "start; budget $BUDGET s; $(nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader)"
-git log -1 --format='%H %s' >> "$OUT/steps.log" 2>&1
+part_start
 WORK=${WORK:-/tmp/scatter_full}  # the raw report, before it is packed into $OUT
 mkdir -p "$WORK"
 SECS="--section SpeedOfLight --section LaunchStats --section Occupancy --section MemoryWorkloadAnalysis \

@@ -12,11 +12,7 @@
 # Keeps to $BUDGET seconds (default 120).
 #     OUT=/tmp/tf32 BUDGET=120 bash benchmarks/device/tf32_twin.sh
 source benchmarks/device/env.sh
-T0=$(date +%s)
-left() { echo $(( BUDGET - ($(date +%s) - T0) )); }
-say() { echo "[$(( $(date +%s) - T0 )) s] $*" | tee -a "$OUT/steps.log"; }
-say "start; budget $BUDGET s; $(nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader)"
-git log -1 --format='%H %s' >> "$OUT/steps.log" 2>&1
+part_start
 PLANTED=workloads/torch/planted.py
 WORK=${WORK:-/tmp/tf32_twin}  # the raw report, before it is packed into $OUT
 mkdir -p "$WORK"
