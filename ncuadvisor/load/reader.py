@@ -229,30 +229,50 @@ class ReportReader:
         worker processes, DETAIL_CHUNK results each; `locations()` then reads the same way."""
         ids = list(dict.fromkeys(result_ids))
         metrics = list(dict.fromkeys(per_instruction))
-        self._deep_in_workers = len([rid for rid in ids if rid not in self._opened]) > DETAIL_IN_PROCESS_MAX
         no_lines, skip = self.without_lines(ids), frozenset(unread)
+        # a result none of whose instructions are read (no per-instruction data, no lines, no SASS) needs only its
+        # sections and NCU's rule results: read from the report file, it is not opened at all
+        light = [rid for rid in ids if rid in skip and rid in no_lines and not (sass_for and sass_for(rid, None))]
+        got: dict[int, dict[str, Any]] = self._light_details(light)
+        todo = [rid for rid in ids if rid not in got]
+        self._deep_in_workers = len([rid for rid in todo if rid not in self._opened]) > DETAIL_IN_PROCESS_MAX
         if not self._deep_in_workers:
             with native_stderr_silenced():
-                got = {
-                    rid: deep.deep_and_sass(
+                for rid in todo:
+                    got[rid] = deep.deep_and_sass(
                         rid, self._action(rid), [] if rid in skip else metrics, sass_for, rid not in no_lines
                     )
-                    for rid in ids
-                }
         else:
-            items = [(rid, *self._index[rid]) for rid in ids]
+            items = [(rid, *self._index[rid]) for rid in todo]
+            # chunks of at most DETAIL_CHUNK results, of even sizes (20 results: 10 and 10, not 16 and 4)
+            size = -(-len(items) // -(-len(items) // DETAIL_CHUNK))
             tasks = [
-                (str(self._local), items[i : i + DETAIL_CHUNK], metrics, sass_for, no_lines & set(ids), skip)
-                for i in range(0, len(items), DETAIL_CHUNK)
+                (str(self._local), items[i : i + size], metrics, sass_for, no_lines & set(todo), skip)
+                for i in range(0, len(items), size)
             ]
             chunks = in_workers(deep.read_deep_task, tasks, f"{self.path}: reading the per-instruction data failed")
-            got = dict(pair for chunk in chunks for pair in chunk)
+            got.update(pair for chunk in chunks for pair in chunk)
         for rid in ids:
             if got[rid].pop("unreadable", False):
                 self.unreadable.add(rid)
             if "where" in got[rid]:
                 self._located[rid] = (got[rid].pop("where"), got[rid].pop("texts"))
         return {rid: _detail(rid, got[rid]) for rid in ids}
+
+    def _light_details(self, result_ids: list[int]) -> dict[int, dict[str, Any]]:
+        """`deep.deep_and_sass`'s data of results whose instructions are not read, from the report file
+        (`reportfile.ncurules`: their sections and NCU's rule results); those it cannot read are left out (opened
+        through ncu_report by the caller), and so is every one of a damaged file or of several ranges."""
+        if not result_ids or not FILE_READER or len(self._ranges) != 1 or self.integrity.damaged:
+            return {}
+        from ncuadvisor.reportfile.ncurules import read_rule_results
+
+        found = read_rule_results(self._local, result_ids) or {}
+        return {
+            rid: {"per_instruction": {}, "first_file": None, "entry": None, **data}
+            for rid, data in found.items()
+            if data is not None and rid < len(self._index)
+        }
 
     def without_lines(self, result_ids: Iterable[int]) -> frozenset[int]:
         """Those of the results whose module is known, from the report file, to carry no source-line information:
