@@ -132,3 +132,25 @@ def table_rows(cubin: Cubin) -> dict[str, list[list[tuple]]]:
         name: [[(r.address, r.file, r.line, r.context, r.function) for r in t.rows] for t in tables]
         for name, tables in cubin.tables().items()
     }
+
+
+def test_results_of_one_module_share_their_sass(monkeypatch, report_path):
+    """Launches of the same code (the eager step's elementwise kernels at several shapes) are disassembled once per
+    module and address: fewer calls to ncu_report's disassembler, the same result as asking it for every result."""
+    import ncu_report
+
+    from ncuadvisor.load import deep
+    from ncuadvisor.load import reader as load
+
+    path = report_path("torch_eager")
+    monkeypatch.setattr(load, "DETAIL_IN_PROCESS_MAX", 1000)  # every deep read in this process, where it is counted
+    calls = []
+    sass_by_pc = ncu_report.IAction.sass_by_pc
+    monkeypatch.setattr(ncu_report.IAction, "sass_by_pc", lambda self, pc: calls.append(pc) or sass_by_pc(self, pc))
+    shared = scrubbed(analyze(path).to_dict())
+    shared_calls = len(calls)
+    sass_of = deep.sass_of
+    monkeypatch.setattr(deep, "sass_of", lambda action, pcs, known=None: sass_of(action, pcs))
+    calls.clear()
+    assert scrubbed(analyze(path).to_dict()) == shared
+    assert 0 < shared_calls < len(calls)

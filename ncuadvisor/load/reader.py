@@ -81,6 +81,7 @@ class ReportReader:
         self.unreadable: set[int] = set()  # results whose deep data ncu_report could not parse (see `details`)
         self._no_lines: set[int] = set()  # `without_lines`: results known to have no line information
         self._lines_known: set[int] = set()  # the results `without_lines` has looked at
+        self._module: dict[int, int | None] = {}  # `without_lines`: the module id each result names, from the file
         self.ncu_version, self.command_line = scan_header(local)
         try:
             self.reader_version: str | None = str(self._ctx.get_version())
@@ -236,18 +237,28 @@ class ReportReader:
         got: dict[int, dict[str, Any]] = self._light_details(light)
         todo = [rid for rid in ids if rid not in got]
         self._deep_in_workers = len([rid for rid in todo if rid not in self._opened]) > DETAIL_IN_PROCESS_MAX
+        # the module of each result, where the file names it: the results of one module share the SASS read
+        modules = {rid: mod for rid in todo if (mod := self._module.get(rid)) is not None}
         if not self._deep_in_workers:
+            known: dict[int, dict[int, str | None]] = {}
             with native_stderr_silenced():
                 for rid in todo:
                     got[rid] = deep.deep_and_sass(
-                        rid, self._action(rid), [] if rid in skip else metrics, sass_for, rid not in no_lines
+                        rid,
+                        self._action(rid),
+                        [] if rid in skip else metrics,
+                        sass_for,
+                        rid not in no_lines,
+                        known.setdefault(modules[rid], {}) if rid in modules else None,
                     )
         else:
-            items = [(rid, *self._index[rid]) for rid in todo]
+            # results of one module side by side, so that they fall into the same worker
+            order = {mod: i for i, mod in enumerate(dict.fromkeys(modules.get(rid) for rid in todo))}
+            items = [(rid, *self._index[rid]) for rid in sorted(todo, key=lambda rid: order[modules.get(rid)])]
             # chunks of at most DETAIL_CHUNK results, of even sizes (20 results: 10 and 10, not 16 and 4)
             size = -(-len(items) // -(-len(items) // DETAIL_CHUNK))
             tasks = [
-                (str(self._local), items[i : i + size], metrics, sass_for, no_lines & set(todo), skip)
+                (str(self._local), items[i : i + size], metrics, sass_for, no_lines & set(todo), skip, modules)
                 for i in range(0, len(items), size)
             ]
             chunks = in_workers(deep.read_deep_task, tasks, f"{self.path}: reading the per-instruction data failed")
@@ -278,14 +289,19 @@ class ReportReader:
         """Those of the results whose module is known, from the report file, to carry no source-line information:
         their instructions are at no file and no line without asking `ncu_report` (whose first lookup of a result
         loads its module's line tables, 0.15-0.45 s, to find them empty). Only these results' payloads are read."""
-        from ncuadvisor.reportfile.modules import results_with_lines
+        from ncuadvisor.reportfile.modules import result_modules
 
         ids = set(result_ids)
         todo = ids - self._lines_known
         if todo:
-            flags = results_with_lines(self._local, todo)
-            if flags is not None and len(flags) == len(self._index):
-                self._no_lines |= {rid for rid in todo if not flags[rid]}
+            found = result_modules(self._local, todo)
+            if found is not None and len(found[0]) == len(self._index):
+                module_of, lines = found
+                for rid in todo:
+                    mod = module_of[rid]
+                    self._module[rid] = mod
+                    if mod is not None and not lines.get(mod, True):
+                        self._no_lines.add(rid)
             self._lines_known |= todo
         return frozenset(self._no_lines & ids)
 

@@ -103,10 +103,12 @@ def _payloads(mm: Any, want: set[int] | None, parse: Any) -> Iterator[tuple[str,
             k += 1
 
 
-def results_with_lines(path: str | os.PathLike[str], wanted: Iterable[int] | None = None) -> list[bool] | None:
-    """For every result in file order: False when its module is known to carry no line information (its source
-    lines need not be looked up), True otherwise; with `wanted` (result indices), only those results' payloads are
-    read (the others answer True). None when the file is not in the layout described above."""
+def result_modules(
+    path: str | os.PathLike[str], wanted: Iterable[int] | None = None
+) -> tuple[list[int | None], dict[int, bool]] | None:
+    """The module id each result names, in file order (None for a result not in `wanted`, when given, or naming
+    none), and for each module whether it may carry line information (False: known to have none). None when the
+    file is not in the layout described above."""
     want = None if wanted is None else set(wanted)
     try:
         with open(path, "rb") as fh:
@@ -120,9 +122,20 @@ def results_with_lines(path: str | os.PathLike[str], wanted: Iterable[int] | Non
                     has = elf_has_lines(mm, start, end)
                     # unknown counts as "has lines"; a module seen twice keeps "has lines" if either says so
                     lines[ident] = lines.get(ident, False) or has is not False
-            return [m is None or lines.get(m, True) for m in module_of]
-    except Exception:  # a layout this reader does not know: every result may have lines
+            return module_of, lines
+    except Exception:  # a layout this reader does not know
         return None
+
+
+def results_with_lines(path: str | os.PathLike[str], wanted: Iterable[int] | None = None) -> list[bool] | None:
+    """For every result in file order: False when its module is known to carry no line information (its source
+    lines need not be looked up), True otherwise; with `wanted` (result indices), only those results' payloads are
+    read (the others answer True). None when the file is not in the layout described above."""
+    found = result_modules(path, wanted)
+    if found is None:
+        return None
+    module_of, lines = found
+    return [m is None or lines.get(m, True) for m in module_of]
 
 
 def module_images(path: str | os.PathLike[str]) -> list[tuple[int, int]] | None:
