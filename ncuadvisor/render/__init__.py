@@ -150,6 +150,23 @@ def templates_dir() -> Path:
     raise AdvisorError("the templates folder is missing from this installation (reinstall ncuadvisor)")
 
 
+class _QuietBytecodeCache(jinja2.FileSystemBytecodeCache):
+    """jinja2's cache, where a cache file that cannot be read or written (the folder gone, the disk full) only means
+    that the template is compiled."""
+
+    def load_bytecode(self, bucket: Any) -> None:
+        try:
+            super().load_bytecode(bucket)
+        except OSError:
+            pass
+
+    def dump_bytecode(self, bucket: Any) -> None:
+        try:
+            super().dump_bytecode(bucket)
+        except OSError:
+            pass
+
+
 _BYTECODE: list[jinja2.BytecodeCache | None] = []
 
 
@@ -160,7 +177,7 @@ def _bytecode_cache() -> jinja2.BytecodeCache | None:
     cannot be made: every run compiles."""
     if not _BYTECODE:
         try:
-            _BYTECODE.append(jinja2.FileSystemBytecodeCache())
+            _BYTECODE.append(_QuietBytecodeCache())
         except Exception:  # no usable temporary directory
             _BYTECODE.append(None)
     return _BYTECODE[0]
