@@ -170,3 +170,19 @@ def test_file_view_reads_like_bytes(report_path):
             assert view[a:b] == data[a:b]
             assert view[a] == data[a] and view[-1] == data[-1]
         assert list(iter_blocks(view)) == list(iter_blocks(data))
+
+
+@pytest.mark.parametrize("name", ["torch_train_phase1_all", "tiny_phase1"])
+def test_rows_read_in_parts_equal_one_pass(report_path, name):
+    """A big report's rows are parsed in worker processes, a range of results each: the same rows, in the same order,
+    as one pass over the file."""
+    reader = load.ReportReader(report_path(name))
+    assert len(reader) >= load.FILE_SPLIT_MIN
+    whole = fastread.read_rows(reader._local, METRICS, ["launch__grid_dim_x"])
+    assert whole is not None
+    assert json.dumps(reader._rows_in_parts(METRICS, ["launch__grid_dim_x"]), default=str) == json.dumps(
+        whole, default=str
+    )
+    assert fastread.read_rows(reader._local, METRICS, part=(3, 5)) == [
+        {k: v for k, v in row.items() if k != "launch__grid_dim_x"} for row in whole[3:5]
+    ]

@@ -12,7 +12,7 @@ from ncuadvisor.analysis import locate
 from ncuadvisor.load.reader import ReportReader
 from ncuadvisor.model.sources import in_library, in_toolkit, short_name
 from ncuadvisor.render.markdown import render_markdown
-from ncuadvisor.reportfile.cubin import embedded_cubins
+from ncuadvisor.reportfile.modules import embedded_cubins
 
 FLAWS_CU = "/workloads/cuda/flaws.cu"
 

@@ -62,18 +62,24 @@ SassFor = Callable[[int, str | None], bool]
 
 
 def deep_and_sass(
-    rid: int, action: Any, per_instruction: list[str], sass_for: SassFor | None, lines: bool = True
+    rid: int,
+    action: Any,
+    per_instruction: list[str],
+    sass_for: SassFor | None,
+    lines: bool = True,
+    sass_known: dict[int, str | None] | None = None,
 ) -> dict[str, Any]:
     """`deep_data`, and under "sass" the SASS text of every instruction listed (`sass_of`) when `sass_for` says so:
     one pass over the result instead of opening it again to disassemble. `lines` False: no source lookups (the
-    result's module carries no line information: every instruction is at no file and no line)."""
+    result's module carries no line information: every instruction is at no file and no line). `sass_known`: the
+    SASS already read of the result's module, by address (another launch of the same code), added to."""
     out = deep_data(action, per_instruction, lines)
     # a result ncu_report cannot parse (a required field of its own schema missing: damage the strict walk, which
     # knows the fields ncuadvisor reads, cannot see) opens with no name and no data: said by the caller
     out["unreadable"] = not action.name()
     pcs = sorted({pc for pairs in out["per_instruction"].values() for pc, _ in pairs})
     if sass_for is not None and sass_for(rid, out.get("first_file")):
-        out["sass"] = sass_of(action, pcs)
+        out["sass"] = sass_of(action, pcs, sass_known)
     if pcs and not lines:
         out["where"], out["texts"] = dict.fromkeys(pcs, (None, None)), {}
     elif pcs:
@@ -99,15 +105,22 @@ def location(action: Any, pc: int) -> Location:
     return None, None
 
 
-def sass_of(action: Any, pcs: list[int]) -> dict[int, str | None]:
-    """The SASS text of each instruction."""
+def sass_of(action: Any, pcs: list[int], known: dict[int, str | None] | None = None) -> dict[int, str | None]:
+    """The SASS text of each instruction; from `known` where it holds the address (the result's module, read for
+    another result: ncu_report loads a result's module again for each result, 50-150 ms, the first time it is asked),
+    and added to it."""
     note_disassembly()
     out: dict[int, str | None] = {}
     for pc in pcs:
+        if known is not None and pc in known:
+            out[pc] = known[pc]
+            continue
         try:
             out[pc] = (action.sass_by_pc(pc) or "").strip() or None
         except Exception:
             out[pc] = None
+        if known is not None:
+            known[pc] = out[pc]
     return out
 
 
@@ -137,16 +150,25 @@ def read_rows_task(task: tuple[str, list[tuple[int, int, int]], list[str]]) -> l
 
 
 def read_deep_task(
-    task: tuple[str, list[tuple[int, int, int]], list[str], SassFor | None, frozenset[int], frozenset[int]],
+    task: tuple[
+        str, list[tuple[int, int, int]], list[str], SassFor | None, frozenset[int], frozenset[int], dict[int, int]
+    ],
 ) -> list[tuple[int, dict[str, Any]]]:
-    """Worker: `deep_and_sass` of the given (result id, range, action) triples; the last two elements of the task:
-    the result ids known to have no source lines, and those whose per-instruction data is not read."""
-    path, items, per_instruction, sass_for, no_lines, unread = task
+    """Worker: `deep_and_sass` of the given (result id, range, action) triples; the last three elements of the task:
+    the result ids known to have no source lines, those whose per-instruction data is not read, and the module of
+    each result where the report file names it (results of one module share the SASS read, `sass_of`)."""
+    path, items, per_instruction, sass_for, no_lines, unread, modules = task
+    known: dict[int, dict[int, str | None]] = {}
     return [
         (
             item[0],
             deep_and_sass(
-                item[0], action, [] if item[0] in unread else per_instruction, sass_for, item[0] not in no_lines
+                item[0],
+                action,
+                [] if item[0] in unread else per_instruction,
+                sass_for,
+                item[0] not in no_lines,
+                known.setdefault(modules[item[0]], {}) if item[0] in modules else None,
             ),
         )
         for item, action in worker_actions(path, items)

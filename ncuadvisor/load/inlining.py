@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from ncuadvisor.model.sources import in_library
-from ncuadvisor.reportfile.cubin import Cubin, LineTable, embedded_cubins
+from ncuadvisor.reportfile.cubin import Cubin, LineTable
+from ncuadvisor.reportfile.modules import embedded_cubins
 
 Location = tuple[str | None, int | None]
 AGREE = 0.9  # the share of listed instructions whose table line must equal ncu_report's line

@@ -38,6 +38,8 @@ DETAIL_CHUNK = 16
 # The scalar rows are read from the report file (`reportfile.fastread`, checked against ncu_report on every run) for
 # every report size; False reads them through ncu_report only (the reference the tests compare with).
 FILE_READER = True
+# From this many results on, the file reader parses them in worker processes, a range each.
+FILE_SPLIT_MIN = 200
 
 Location = deep.Location
 
@@ -81,6 +83,7 @@ class ReportReader:
         self.unreadable: set[int] = set()  # results whose deep data ncu_report could not parse (see `details`)
         self._no_lines: set[int] = set()  # `without_lines`: results known to have no line information
         self._lines_known: set[int] = set()  # the results `without_lines` has looked at
+        self._module: dict[int, int | None] = {}  # `without_lines`: the module id each result names, from the file
         self.ncu_version, self.command_line = scan_header(local)
         try:
             self.reader_version: str | None = str(self._ctx.get_version())
@@ -127,7 +130,11 @@ class ReportReader:
         if len(self._ranges) != 1:
             return None
         shape = [f"launch__{w}_dim_{c}" for w in ("grid", "block") for c in "xyz"] + ["launch__device_id"]
-        fast = read_rows(self._local, metrics, shape)
+        fast = (
+            self._rows_in_parts(metrics, shape)
+            if len(items) >= FILE_SPLIT_MIN
+            else read_rows(self._local, metrics, shape)
+        )
         if fast is None or len(fast) != len(items):
             return None
         rows = []
@@ -183,6 +190,22 @@ class ReportReader:
                     rows[got["result_id"]]["nvtx"] = got["nvtx"]
         return rows
 
+    def _rows_in_parts(self, metrics: list[str], shape: list[str]) -> list[dict[str, Any]] | None:
+        """`fastread.read_rows` of a big report in WORKERS processes, each parsing a range of its results (the
+        metrics of every result are walked in Python: ~2 ms a result); None where a part cannot be read."""
+        from ncuadvisor.load.workers import WORKERS
+        from ncuadvisor.reportfile.fastread import read_rows_task
+
+        n = len(self._index)
+        bounds = [(k * n // WORKERS, (k + 1) * n // WORKERS) for k in range(WORKERS)]
+        try:
+            parts = in_workers(read_rows_task, [(str(self._local), metrics, shape, b) for b in bounds], "")
+        except InputError:
+            return None
+        if any(p is None for p in parts):
+            return None
+        return [row for p in parts for row in p]
+
     def _results_in_workers(self, items: list[tuple[int, int, int]], metrics: list[str]) -> list[dict[str, Any]]:
         tasks = [(str(self._local), items[i : i + CHUNK], metrics) for i in range(0, len(items), CHUNK)]
         chunks = in_workers(deep.read_rows_task, tasks, f"{self.path}: reading the results failed")
@@ -229,24 +252,39 @@ class ReportReader:
         worker processes, DETAIL_CHUNK results each; `locations()` then reads the same way."""
         ids = list(dict.fromkeys(result_ids))
         metrics = list(dict.fromkeys(per_instruction))
-        self._deep_in_workers = len([rid for rid in ids if rid not in self._opened]) > DETAIL_IN_PROCESS_MAX
         no_lines, skip = self.without_lines(ids), frozenset(unread)
+        # a result none of whose instructions are read (no per-instruction data, no lines, no SASS) needs only its
+        # sections and NCU's rule results: read from the report file, it is not opened at all
+        light = [rid for rid in ids if rid in skip and rid in no_lines and not (sass_for and sass_for(rid, None))]
+        got: dict[int, dict[str, Any]] = self._light_details(light)
+        todo = [rid for rid in ids if rid not in got]
+        self._deep_in_workers = len([rid for rid in todo if rid not in self._opened]) > DETAIL_IN_PROCESS_MAX
+        # the module of each result, where the file names it: the results of one module share the SASS read
+        modules = {rid: mod for rid in todo if (mod := self._module.get(rid)) is not None}
         if not self._deep_in_workers:
+            known: dict[int, dict[int, str | None]] = {}
             with native_stderr_silenced():
-                got = {
-                    rid: deep.deep_and_sass(
-                        rid, self._action(rid), [] if rid in skip else metrics, sass_for, rid not in no_lines
+                for rid in todo:
+                    got[rid] = deep.deep_and_sass(
+                        rid,
+                        self._action(rid),
+                        [] if rid in skip else metrics,
+                        sass_for,
+                        rid not in no_lines,
+                        known.setdefault(modules[rid], {}) if rid in modules else None,
                     )
-                    for rid in ids
-                }
         else:
-            items = [(rid, *self._index[rid]) for rid in ids]
+            # results of one module side by side, so that they fall into the same worker
+            order = {mod: i for i, mod in enumerate(dict.fromkeys(modules.get(rid) for rid in todo))}
+            items = [(rid, *self._index[rid]) for rid in sorted(todo, key=lambda rid: order[modules.get(rid)])]
+            # chunks of at most DETAIL_CHUNK results, of even sizes (20 results: 10 and 10, not 16 and 4)
+            size = -(-len(items) // -(-len(items) // DETAIL_CHUNK))
             tasks = [
-                (str(self._local), items[i : i + DETAIL_CHUNK], metrics, sass_for, no_lines & set(ids), skip)
-                for i in range(0, len(items), DETAIL_CHUNK)
+                (str(self._local), items[i : i + size], metrics, sass_for, no_lines & set(todo), skip, modules)
+                for i in range(0, len(items), size)
             ]
             chunks = in_workers(deep.read_deep_task, tasks, f"{self.path}: reading the per-instruction data failed")
-            got = dict(pair for chunk in chunks for pair in chunk)
+            got.update(pair for chunk in chunks for pair in chunk)
         for rid in ids:
             if got[rid].pop("unreadable", False):
                 self.unreadable.add(rid)
@@ -254,18 +292,38 @@ class ReportReader:
                 self._located[rid] = (got[rid].pop("where"), got[rid].pop("texts"))
         return {rid: _detail(rid, got[rid]) for rid in ids}
 
+    def _light_details(self, result_ids: list[int]) -> dict[int, dict[str, Any]]:
+        """`deep.deep_and_sass`'s data of results whose instructions are not read, from the report file
+        (`reportfile.ncurules`: their sections and NCU's rule results); those it cannot read are left out (opened
+        through ncu_report by the caller), and so is every one of a damaged file or of several ranges."""
+        if not result_ids or not FILE_READER or len(self._ranges) != 1 or self.integrity.damaged:
+            return {}
+        from ncuadvisor.reportfile.ncurules import read_rule_results
+
+        found = read_rule_results(self._local, result_ids) or {}
+        return {
+            rid: {"per_instruction": {}, "first_file": None, "entry": None, **data}
+            for rid, data in found.items()
+            if data is not None and rid < len(self._index)
+        }
+
     def without_lines(self, result_ids: Iterable[int]) -> frozenset[int]:
         """Those of the results whose module is known, from the report file, to carry no source-line information:
         their instructions are at no file and no line without asking `ncu_report` (whose first lookup of a result
         loads its module's line tables, 0.15-0.45 s, to find them empty). Only these results' payloads are read."""
-        from ncuadvisor.reportfile.modules import results_with_lines
+        from ncuadvisor.reportfile.modules import result_modules
 
         ids = set(result_ids)
         todo = ids - self._lines_known
         if todo:
-            flags = results_with_lines(self._local, todo)
-            if flags is not None and len(flags) == len(self._index):
-                self._no_lines |= {rid for rid in todo if not flags[rid]}
+            found = result_modules(self._local, todo)
+            if found is not None and len(found[0]) == len(self._index):
+                module_of, lines = found
+                for rid in todo:
+                    mod = module_of[rid]
+                    self._module[rid] = mod
+                    if mod is not None and not lines.get(mod, True):
+                        self._no_lines.add(rid)
             self._lines_known |= todo
         return frozenset(self._no_lines & ids)
 

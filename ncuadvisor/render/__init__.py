@@ -150,11 +150,46 @@ def templates_dir() -> Path:
     raise AdvisorError("the templates folder is missing from this installation (reinstall ncuadvisor)")
 
 
+class _QuietBytecodeCache(jinja2.FileSystemBytecodeCache):
+    """jinja2's cache, where a cache file that cannot be read or written (the folder gone, the disk full) only means
+    that the template is compiled."""
+
+    def load_bytecode(self, bucket: Any) -> None:
+        try:
+            super().load_bytecode(bucket)
+        except OSError:
+            pass
+
+    def dump_bytecode(self, bucket: Any) -> None:
+        try:
+            super().dump_bytecode(bucket)
+        except OSError:
+            pass
+
+
+_BYTECODE: list[jinja2.BytecodeCache | None] = []
+
+
+def _bytecode_cache() -> jinja2.BytecodeCache | None:
+    """jinja2's cache of compiled templates, in its own per-user folder of the temporary directory (created private;
+    refused by jinja2 where another user owns it): compiling the HTML page's templates costs ~0.25 s, more than
+    rendering them. Keyed by each template's source, so an edited template is compiled again. None where the folder
+    cannot be made: every run compiles."""
+    if not _BYTECODE:
+        try:
+            _BYTECODE.append(_QuietBytecodeCache())
+        except Exception:  # no usable temporary directory
+            _BYTECODE.append(None)
+    return _BYTECODE[0]
+
+
 def environment(autoescape: bool, filters: dict[str, Any] | None = None) -> jinja2.Environment:
     """The templates' environment: autoescape for HTML (off for markdown, which escapes with its own filters),
-    StrictUndefined, the number filters and a format's own `filters`."""
+    StrictUndefined, the number filters and a format's own `filters`; compiled templates are cached
+    (`_bytecode_cache`)."""
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(templates_dir())),
+        bytecode_cache=_bytecode_cache(),
         autoescape=autoescape,
         undefined=jinja2.StrictUndefined,
         trim_blocks=True,

@@ -12,12 +12,10 @@ function's (mangled) name. That state holds for the rows that follow until the n
 
 from __future__ import annotations
 
-import mmap
 import struct
 from bisect import bisect_right
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 ELF_MAGIC = b"\x7fELF\x02\x01"  # 64-bit, little-endian
@@ -321,36 +319,3 @@ def _normal(path: str) -> str:
         elif p != ".":
             parts.append(p)
     return "/".join(parts)
-
-
-def _image_size(mm: mmap.mmap | bytes, at: int) -> int | None:
-    """The size of the ELF image starting at `at`: up to the end of its last section or section header table."""
-    try:
-        if struct.unpack_from("<H", mm, at + 0x12)[0] != EM_CUDA:
-            return None
-    except struct.error:
-        return None
-    found = _section_table(mm, at, len(mm) - at)
-    if found is None:
-        return None
-    end, raw = found
-    for r in raw:
-        if r[1] != SHT_NOBITS:
-            end = max(end, r[4] + r[5])
-    return end if at + end <= len(mm) else None
-
-
-def embedded_cubins(path: str | Path) -> list[Cubin]:
-    """Every CUDA module (64-bit ELF for EM_CUDA) stored uncompressed in a report file, in file order."""
-    out = []
-    with open(path, "rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mm:
-        at = mm.find(ELF_MAGIC)
-        while at >= 0:
-            size = _image_size(mm, at)
-            if size:
-                try:
-                    out.append(Cubin(bytes(mm[at : at + size])))
-                except (IndexError, ValueError, struct.error):
-                    pass
-            at = mm.find(ELF_MAGIC, at + 4)
-    return out

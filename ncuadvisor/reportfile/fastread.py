@@ -142,12 +142,13 @@ def _nvtx_or_none(state: bytes, tid: int) -> str | None:
 
 
 def read_rows(
-    path: str | os.PathLike[str], metrics: Iterable[str], extra: Iterable[str] = ()
+    path: str | os.PathLike[str], metrics: Iterable[str], extra: Iterable[str] = (), part: tuple[int, int] | None = None
 ) -> list[dict[str, Any]] | None:
     """One dict per result in file order: names (`name`, `demangled`, `mangled`), `has_nvtx`, `nvtx_text` (its NVTX
     ranges as `load.native.nvtx` writes them, None when `nvtx_text` cannot tell), and the value of every
-    metric of `metrics` and `extra` the result holds (absent metrics are absent keys). None when the file is not in
-    the layout described above or protobuf is missing."""
+    metric of `metrics` and `extra` the result holds (absent metrics are absent keys); with `part` (first, stop),
+    only the results of that range of indices. None when the file is not in the layout described above or protobuf
+    is missing."""
     classes = _classes()
     if classes is None:
         return None
@@ -159,6 +160,8 @@ def read_rows(
             names: list[str] = []
             wanted: dict[int, str] = {}
             rows: list[dict[str, Any]] = []
+            first, stop = part if part is not None else (0, -1)
+            index = 0
             for block in iter_blocks(mm):
                 h = block.header
                 if h.get(4):  # metric names, appended to the table
@@ -175,6 +178,10 @@ def read_rows(
                     n = u32(mm, j)
                     if j + 4 + n > end:
                         return None
+                    index += 1
+                    if not first <= index - 1 < (stop if stop >= 0 else index):
+                        j += 4 + n
+                        continue
                     r = Result.FromString(mm[j + 4 : j + 4 + n])
                     j += 4 + n
                     row: dict[str, Any] = {
@@ -192,3 +199,9 @@ def read_rows(
             return rows
     except Exception:  # a layout this reader does not know: the caller falls back to ncu_report
         return None
+
+
+def read_rows_task(task: tuple[str, list[str], list[str], tuple[int, int]]) -> list[dict[str, Any]] | None:
+    """Worker: `read_rows` of one range of results (path, metrics, extra, (first, stop))."""
+    path, metrics, extra, part = task
+    return read_rows(path, metrics, extra, part)

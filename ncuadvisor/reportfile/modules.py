@@ -1,4 +1,5 @@
-"""Which results' kernels carry source-line information, read from the report file (no `ncu_report`).
+"""The CUDA modules a report file embeds, and which results' kernels carry source-line information, read from the
+report file (no `ncu_report`).
 
 Asking `ncu_report` for the source line of one instruction (`action.source_info`) loads the line tables of the
 result's module first: 0.15-0.45 s per result on the PyTorch and cuBLAS modules of a training step, to learn that
@@ -10,17 +11,19 @@ lines looked up as before, and the others are known to have none.
 
 Anything this reader does not understand (another layout, a module seen without its ELF, an ELF it cannot parse)
 answers "may have lines", so the lookups happen as before; verified against `ncu_report` on every fixture
-(tests/test_modules.py).
+(tests/test_modules.py). The same walk hands the modules' images to `reportfile.cubin` (their line tables and
+inlining record): it finds, on every fixture, the images a scan of the file for ELF headers finds.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+import struct
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from ncuadvisor.reportfile.blocks import FileView, _fields, iter_blocks, u32
-from ncuadvisor.reportfile.cubin import elf_sections
+from ncuadvisor.reportfile.cubin import Cubin, elf_sections
 
 _RESULT_MODULE: Any = None
 
@@ -75,39 +78,85 @@ def _module_of(mm: Any, start: int, end: int, parse: Any) -> int | None:
     return int(ids[0]) if ids and isinstance(ids[0], int) else None
 
 
-def results_with_lines(path: str | os.PathLike[str], wanted: Iterable[int] | None = None) -> list[bool] | None:
-    """For every result in file order: False when its module is known to carry no line information (its source
-    lines need not be looked up), True otherwise; with `wanted` (result indices), only those results' payloads are
-    read (the others answer True). None when the file is not in the layout described above."""
+def _payloads(mm: Any, want: set[int] | None, parse: Any) -> Iterator[tuple[str, int | None, int, int]]:
+    """The messages of every block's payload in file order: ("result", its module id or None, start, end) for each
+    result (the module read only for the results of `want`, every one when None), then ("module", id, start, end) for
+    each module with its CUBIN, the span being that ELF image (4). Raises ValueError where the layout is not this."""
+    index = 0
+    for block in iter_blocks(mm):
+        n_results = int((block.header.get(2) or [0])[0])
+        j, end = block.payload_start, block.payload_end
+        k = 0
+        while j + 4 <= end:
+            n = u32(mm, j)
+            if j + 4 + n > end:
+                raise ValueError("a message past its block")
+            if k < n_results:
+                read = want is None or index in want
+                yield "result", (_module_of(mm, j + 4, j + 4 + n, parse) if read else None), j + 4, j + 4 + n
+                index += 1
+            else:
+                f = _fields(mm, j + 4, j + 4 + n)
+                if f.get(1) and isinstance(f[1][0], int) and f.get(4) and isinstance(f[4][0], tuple):
+                    yield "module", int(f[1][0]), *f[4][0]
+            j += 4 + n
+            k += 1
+
+
+def result_modules(
+    path: str | os.PathLike[str], wanted: Iterable[int] | None = None
+) -> tuple[list[int | None], dict[int, bool]] | None:
+    """The module id each result names, in file order (None for a result not in `wanted`, when given, or naming
+    none), and for each module whether it may carry line information (False: known to have none). None when the
+    file is not in the layout described above."""
     want = None if wanted is None else set(wanted)
     try:
         with open(path, "rb") as fh:
             mm = FileView(fh)
-            parse = _result_module_class()
             module_of: list[int | None] = []
             lines: dict[int, bool] = {}
-            for block in iter_blocks(mm):
-                h = block.header
-                n_results = int((h.get(2) or [0])[0])
-                j, end = block.payload_start, block.payload_end
-                k = 0
-                while j + 4 <= end:
-                    n = u32(mm, j)
-                    if j + 4 + n > end:
-                        return None
-                    if k < n_results:
-                        read = want is None or len(module_of) in want
-                        module_of.append(_module_of(mm, j + 4, j + 4 + n, parse) if read else None)
-                        j += 4 + n
-                        k += 1
-                        continue
-                    f = _fields(mm, j + 4, j + 4 + n)
-                    if f.get(1) and isinstance(f[1][0], int) and f.get(4) and isinstance(f[4][0], tuple):
-                        has = elf_has_lines(mm, *f[4][0])
-                        # unknown counts as "has lines"; a module seen twice keeps "has lines" if either says so
-                        lines[int(f[1][0])] = lines.get(int(f[1][0]), False) or has is not False
-                    j += 4 + n
-                    k += 1
-            return [m is None or lines.get(m, True) for m in module_of]
-    except Exception:  # a layout this reader does not know: every result may have lines
+            for kind, ident, start, end in _payloads(mm, want, _result_module_class()):
+                if kind == "result":
+                    module_of.append(ident)
+                elif ident is not None:
+                    has = elf_has_lines(mm, start, end)
+                    # unknown counts as "has lines"; a module seen twice keeps "has lines" if either says so
+                    lines[ident] = lines.get(ident, False) or has is not False
+            return module_of, lines
+    except Exception:  # a layout this reader does not know
         return None
+
+
+def results_with_lines(path: str | os.PathLike[str], wanted: Iterable[int] | None = None) -> list[bool] | None:
+    """For every result in file order: False when its module is known to carry no line information (its source
+    lines need not be looked up), True otherwise; with `wanted` (result indices), only those results' payloads are
+    read (the others answer True). None when the file is not in the layout described above."""
+    found = result_modules(path, wanted)
+    if found is None:
+        return None
+    module_of, lines = found
+    return [m is None or lines.get(m, True) for m in module_of]
+
+
+def module_images(path: str | os.PathLike[str]) -> list[tuple[int, int]] | None:
+    """Where each module's ELF image (its CUBIN, 4) lies in the report file: (start, end) in file order; None when the
+    file is not in the layout described above."""
+    try:
+        with open(path, "rb") as fh:
+            return [(start, end) for kind, _, start, end in _payloads(FileView(fh), set(), None) if kind == "module"]
+    except (OSError, ValueError, IndexError, struct.error):
+        return None
+
+
+def embedded_cubins(path: str | os.PathLike[str]) -> list[Cubin]:
+    """Every CUDA module the report file holds (`module_images`), in file order; those whose ELF this reader cannot
+    walk are left out, and a file not in the layout described above holds none."""
+    out = []
+    with open(path, "rb") as fh:
+        mm = FileView(fh)
+        for start, end in module_images(path) or []:
+            try:
+                out.append(Cubin(bytes(mm[start:end])))
+            except (IndexError, ValueError, struct.error):
+                pass
+    return out
