@@ -195,3 +195,26 @@ def test_the_html_pages_share_one_base(result, typed):
     rule = next(line for line in base.splitlines() if line.startswith(".badge {"))
     assert page.count(rule) == diff_page.count(rule) == 1  # one stylesheet, in both
     assert page.count("<style>") == diff_page.count("<style>") == 1
+
+
+@pytest.mark.parametrize("width", [80, 100, 120])
+@pytest.mark.parametrize("name", ["torch_eager", "flaws"])
+def test_terminal_table_fits_the_width_with_its_core_columns(typed, name, width):
+    """At 80, 100 and 120 columns no line of the table is wider than the terminal and it keeps its index, name, time,
+    bound and headroom (only the optional columns go). At 80 the name once took the width the dropped first-finding
+    column never had, and the table overflowed: the index column shrank to nothing."""
+    import io
+
+    from rich.console import Console
+
+    from ncuadvisor.render.terminal import render_terminal
+
+    buf = io.StringIO()
+    render_terminal(typed(name), Console(file=buf, width=width, highlight=False, color_system=None))
+    lines = [ln for ln in buf.getvalue().splitlines() if ln[:1] in "┏┃┡│└"]  # the table (prose soft-wraps)
+    assert max(len(ln) for ln in lines) <= width
+    header = next(ln for ln in lines if "kernel" in ln and "headroom" in ln)
+    for col in ("#", "kernel", "time", "bound", "headroom"):
+        assert col in header, (col, header)
+    rows = [ln for ln in lines if ln.startswith("│")]
+    assert rows and rows[0].split("│")[1].strip() == "1"

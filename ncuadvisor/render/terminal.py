@@ -200,7 +200,7 @@ def render_terminal(result: ResultRecord, console: Console | None = None, top: i
         if first_w < FIRST_MIN:
             shown.remove("first finding")
     if "first finding" not in shown:
-        name_w = max(NAME_MIN, min(name_need, avail + first_need + 3))
+        name_w = max(NAME_MIN, min(name_need, avail + 3))  # the first finding's column and its padding freed
         first_w = 0
     elif name_need + first_need <= avail:
         name_w, first_w = name_need, first_need
