@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from ncuadvisor.analysis import roofline
 from ncuadvisor.profile import ncu as N
 from ncuadvisor.profile import output as O
 from ncuadvisor.profile.merge import merge_results, torch_context
@@ -36,6 +37,10 @@ SECTIONS_ARGS = sum(
 )
 TINY_ADD = "tiny_add(const float *, const float *, float *, int)"
 BIG_ADD = "big_add(const float *, const float *, float *, unsigned long)"
+# phase 2's sections for CUDA code: NCU's derived__ metrics come with SourceCounters, so not SpeedOfLight
+NO_SOL_SECTIONS = [s for s in N.DECLARED_SECTIONS if s != "SpeedOfLight"]
+TENSOR_COUNTS = [p + ".sum" for p in roofline.TENSOR_PATHS.values()]
+TENSOR_PEAKS = [p + ".sum.peak_sustained" for p in roofline.TENSOR_PATHS.values()]
 
 
 # -- helpers ------------------------------------------------------------------------------------------------------
@@ -613,7 +618,7 @@ def test_profile_default_two_phases(cli, tmp_path):
     assert p1[:5] == ["--clock-control", "none", "--metrics", ",".join(N.PHASE1_COLLECTED), "-o"]
     assert p1[-3:] == [str(TARGET), "--epochs", "1"] and p1[-4] == sys.executable
     # the declared collection by default: tiny_add may be CUDA code, so every rule's metrics
-    assert [p2[i + 1] for i, a in enumerate(p2) if a == "--section"] == N.DECLARED_SECTIONS
+    assert [p2[i + 1] for i, a in enumerate(p2) if a == "--section"] == NO_SOL_SECTIONS
     assert after(p2, "--import-source") == "yes"
     # coverage 0.9: tiny_add; its first launch is phase 1's first, so a window of one launch holds it
     assert after(p2, "--kernel-name") == "regex:^(tiny_add)$" and after(p2, "--kernel-name-base") == "function"
@@ -655,7 +660,7 @@ def test_profile_declared_collection(cli, tmp_path):
     r = cli("profile", str(TARGET), "-o", "step.json")
     assert r.code == 0, r.err
     p2 = r.phase_calls()[1]
-    assert [p2[i + 1] for i, a in enumerate(p2) if a == "--section"] == N.DECLARED_SECTIONS
+    assert [p2[i + 1] for i, a in enumerate(p2) if a == "--section"] == NO_SOL_SECTIONS
     assert "gpu__time_duration.sum" in after(p2, "--metrics").split(",")
     prof = json.loads((tmp_path / "step.json").read_text())["report"]
     assert prof["profile"]["selection"]["collection"]["mode"] == "declared"
@@ -1215,3 +1220,20 @@ def test_profile_places_a_kernel_at_its_tensor_ceiling_without_phase_2(cli, tmp_
     assert [n[:14] for n in sel["at_tensor_ceiling"]] == ["sm90_xmma_gemm"]
     assert len(sel["chosen"]) == 2
     assert "1 more placed near their tensor ceiling by phase 1" in r.err
+    # the FP32 GEMM ran its tensor pipe 0.0003% in phase 1: not idle, so the tensor FLOP counts stay
+    assert set(TENSOR_COUNTS) <= set(after(p2, "--metrics").split(","))
+    assert "no tensor FLOP counts" not in r.err
+
+
+@pytest.mark.slow
+def test_profile_leaves_the_tensor_counts_out_when_phase_1_saw_the_pipe_idle(cli, tmp_path):
+    """Phase 1 (a full-section report of patterns.cu, which holds the metrics phase 1 collects) measured the tensor
+    pipe 0% on every launch: phase 2 asks for the tensor paths' peaks but not their FLOP counts, and says so."""
+    r = cli("profile", str(TARGET), "-o", "step.json", FAKE_NCU_PHASE1="patterns", FAKE_NCU_PHASE2="patterns")
+    assert r.code == 0, r.err
+    metrics = after(r.phase_calls()[1], "--metrics").split(",")
+    assert not set(TENSOR_COUNTS) & set(metrics)
+    assert set(TENSOR_PEAKS) <= set(metrics) and "gpu__time_duration.sum" in metrics
+    assert "no tensor FLOP counts in phase 2" in r.err
+    res = json.loads((tmp_path / "step.json").read_text())
+    assert res["report"]["profile"]["selection"]["collection"]["metrics"] == len(metrics)

@@ -12,9 +12,10 @@ from __future__ import annotations
 import pytest
 
 from ncuadvisor import engine
+from ncuadvisor.analysis import roofline
 from ncuadvisor.analysis.pipeline import analyze
 from ncuadvisor.load import ReportReader
-from ncuadvisor.profile import ceiling
+from ncuadvisor.profile import ceiling, collection
 from ncuadvisor.profile.merge import analyze_phase1, merge_results
 from ncuadvisor.profile.ncu import PHASE1_COLLECTED, TENSOR_PIPE_PCT
 from ncuadvisor.profile.selection import kernel_key, select_kernels
@@ -126,3 +127,87 @@ def test_without_the_at_roofline_rule_nothing_is_placed(phase1):
     _res, launches, kernels = phase1("torch_eager")
     rules = [r for r in RULES if r.code != "ROOF001"]
     assert ceiling.at_tensor_ceiling(kernels, kernels, launches, rules) == {}
+
+
+# -- phase 2 without the tensor FLOP counts when phase 1 saw the tensor pipe idle -------------------------------------
+
+TENSOR_COUNTS = [p + ".sum" for p in roofline.TENSOR_PATHS.values()]
+TENSOR_PEAKS = [p + ".sum.peak_sustained" for p in roofline.TENSOR_PATHS.values()]
+
+
+def read_without(monkeypatch, hidden):
+    """Every report then reads as if ncu had not collected the `hidden` metrics."""
+    orig = ReportReader.results
+
+    def results(self, metrics):
+        frame = orig(self, metrics)
+        for m in hidden:
+            if m in frame.columns:
+                frame[m] = None
+        return frame
+
+    monkeypatch.setattr(ReportReader, "results", results)
+
+
+def test_tensor_idle_only_when_every_launch_measured_zero(phase1):
+    """patterns: every launch 0%; torch_train: its FP32 cuBLAS GEMMs 0% but elementwise kernels up to 2.4% of
+    immediate-only HFMA2.MMA moves (no tensor FLOPs, but phase 1 cannot tell); a duration-only phase 1: unknown."""
+    _res, launches, kernels = phase1("patterns")
+    assert ceiling.tensor_idle(kernels, kernels, launches)
+    assert not ceiling.tensor_idle([], kernels, launches)  # no launch of the chosen: nothing measured
+    _res, launches, kernels = phase1("torch_train")
+    assert not ceiling.tensor_idle(kernels, kernels, launches)
+    idle = [k for k in kernels if ceiling.tensor_idle([k], kernels, launches)]
+    assert any(k.name.startswith("sm80_xmma_gemm") for k in idle) and len(idle) < len(kernels)
+    _res, launches, kernels = phase1("ceilings")
+    index_math = [k for k in kernels if k.name == "index_math"]
+    assert index_math and not ceiling.tensor_idle(index_math, kernels, launches)  # 0.04% busy: kept
+    _res, launches, kernels = phase1("tiny_phase1")
+    assert not ceiling.tensor_idle(kernels, kernels, launches)
+
+
+def test_the_collection_leaves_out_the_tensor_counts_and_keeps_their_peaks():
+    kernels = [("elementwise_kernel", "at::native::elementwise_kernel"), ("nvjet_a", "nvjet_a")]
+    sections, full = collection.declared_collection(RULES, kernels)
+    same_sections, lean = collection.declared_collection(RULES, kernels, tensor_counts=False)
+    assert same_sections == sections
+    assert set(TENSOR_COUNTS) <= set(full) and not set(TENSOR_COUNTS) & set(lean)
+    assert set(TENSOR_PEAKS) <= set(lean)
+    assert [m for m in full if m not in TENSOR_COUNTS] == lean
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "torch_train",
+        "torch_eager",
+        "patterns",
+        "ceilings",
+        pytest.param("flaws", marks=pytest.mark.slow),
+        pytest.param("torch_norm_chain", marks=pytest.mark.slow),
+    ],
+)
+def test_idle_kernels_analyse_the_same_without_the_tensor_counts(name, report_path, typed, monkeypatch):
+    """Every kernel whose tensor pipe ran 0% gets the same analysis, to the last JSON key, from the report without
+    the six tensor FLOP counts (the roofline reads an idle pipe's missing counts as 0); the matrix kernels do lose
+    their tensor FLOPs (the hiding is real). torch_train holds the FP32 cuBLAS GEMMs of a training step (TEN002)."""
+    whole = typed(name)
+    read_without(monkeypatch, TENSOR_COUNTS)
+    without = {k.id: k for k in analyze(report_path(name), rules=RULES).kernels}
+    idle = [k for k in whole.kernels if k.roofline.busy_pct.get("tensor") == 0.0]
+    assert idle
+    for k in idle:
+        assert without[k.id].to_dict() == k.to_dict(), k.name
+    for k in whole.kernels:
+        if sum(v for p, v in k.roofline.flops_by_precision.items() if p.startswith("tensor")) > 0:
+            assert not any(v for p, v in without[k.id].roofline.flops_by_precision.items() if p.startswith("tensor"))
+    if name == "torch_train":
+        assert any(k.findings and k.findings[0].rule == "TEN002" for k in idle)
+
+
+def test_the_tensor_peaks_stay_because_ten002_prices_tf32_with_one(report_path, typed, monkeypatch):
+    """Without the peaks too, the FP32 GEMMs of torch_train (tensor pipe idle) lose TEN002, their first finding."""
+    ten002 = {k.id for k in typed("torch_train").kernels if k.findings and k.findings[0].rule == "TEN002"}
+    read_without(monkeypatch, TENSOR_COUNTS + TENSOR_PEAKS)
+    without = {k.id: k for k in analyze(report_path("torch_train"), rules=RULES).kernels}
+    assert ten002 and all("TEN002" not in {f.rule for f in without[i].findings} for i in ten002)

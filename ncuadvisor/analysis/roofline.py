@@ -267,8 +267,11 @@ def compute(
                 r.flops_by_precision[prec] = total
                 lanes[prec] = lane_ops
     tensor_ops = 0.0
+    idle = g(_ceilings.PIPE_PCT["tensor"]) == 0.0
     for name, path in TENSOR_PATHS.items():
         v = g(path + ".sum")
+        if v is None and idle and g(path + ".sum.peak_sustained") is not None:
+            v = 0.0  # the count left out (`profile` phase 2 when phase 1 saw the pipe idle): an idle pipe did no work
         if v is not None:
             r.flops_by_precision[name] = v
             tensor_ops += v

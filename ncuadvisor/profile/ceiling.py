@@ -13,6 +13,11 @@ Chosen with the full-section reports at hand (fixtures `profile-cost-2026-11-30/
 only finding, with a headroom of 1.13–1.40 (100 ÷ p within 0.02); the nearest below the threshold, a cuBLAS kernel at
 62.0% (headroom 1.61) and one at 54.9% (1.82), had no finding; the FP32 SIMT GEMMs (`sm80_xmma_*_f32f32`, TEN002)
 run the tensor pipe under 0.01% and are profiled as before.
+
+The same share also says when phase 2 needs no tensor FLOP counts (`tensor_idle`): only a pipe measured idle, 0% on
+every launch. Any busy share may hold matrix work: in the full-section fixtures kernels with no tensor FLOPs ran the
+pipe up to 12.6% (immediate-only `HFMA2.MMA` constant moves: a Triton GELU, `poly_float_literal` 5.2%, `index_math`
+0.04%) while a WMMA kernel with 17 GFLOP of them ran it 7.2% (`matmul_half_wmma`): no threshold above 0 separates them.
 """
 
 from __future__ import annotations
@@ -46,6 +51,16 @@ def tensor_share(launches: Sequence[dict[str, Any]], kernels: Sequence[Any]) -> 
             continue
         lowest[key] = min(lowest.get(key, float(pct)), float(pct))
     return {k: v for k, v in lowest.items() if k not in missing and v > 0}
+
+
+def tensor_idle(chosen: Sequence[Any], kernels: Sequence[Any], launches: Sequence[dict[str, Any]]) -> bool:
+    """Whether phase 1 measured the tensor pipe idle (0%) on every launch of every `chosen` kernel: then they ran no
+    tensor instruction, and phase 2 may leave the tensor paths' FLOP counts out. False when a launch lacks the metric
+    (a duration-only phase-1 report) or none of them launched."""
+    index = {f"k{i}": kernel_key(k) for i, k in enumerate(kernels)}
+    wanted = {kernel_key(k) for k in chosen}
+    pcts = [x.get("tensor_pct") for x in launches if index.get(str(x.get("kernel_id"))) in wanted]
+    return bool(pcts) and all(p is not None and float(p) == 0.0 for p in pcts)
 
 
 def min_tensor_pct(rules: Sequence[Any]) -> float | None:

@@ -8,7 +8,9 @@ from typing import Any
 from ncuadvisor.profile import ncu as ncu_mod
 
 
-def declared_collection(rules: list[Any], kernels: list[tuple[str, str]] | None) -> tuple[list[str], list[str]]:
+def declared_collection(
+    rules: list[Any], kernels: list[tuple[str, str]] | None, tensor_counts: bool = True
+) -> tuple[list[str], list[str]]:
     """(sections, metrics) of the declared collection for kernels of these (name, demangled) names: the roofline's
     and the cards' metrics, and those of the program rules and of the kernel rules for every language the kernels
     may be written in (`language.possible_languages`); SourceCounters only when one of those rules reads
@@ -18,7 +20,11 @@ def declared_collection(rules: list[Any], kernels: list[tuple[str, str]] | None)
     9, 6 and 5 replay passes alone on the H200, derived from single unit counters instead, `roofline.derive_sol`),
     and not the SpeedOfLight section that holds them: the metrics NCU's own rules derive (`derived__*`, the excessive
     sectors and wavefronts the CUDA and Triton rules read) come with SourceCounters; SpeedOfLight is kept only for a
-    rule that reads them without per-instruction data."""
+    rule that reads them without per-instruction data.
+
+    `tensor_counts` False (phase 1 saw the kernels' tensor pipe idle, `ceiling.tensor_idle`): not the six tensor paths'
+    FLOP counts (`sm__ops_path_tensor_*.sum`, 4 of the PyTorch collection's 14 replay passes on the H200 with their
+    peaks); their peaks stay (TEN002 prices TF32 with one), and the roofline reads an idle pipe's counts as 0."""
     from ncuadvisor import engine
     from ncuadvisor.analysis import roofline
     from ncuadvisor.analysis.language import possible_languages
@@ -38,4 +44,7 @@ def declared_collection(rules: list[Any], kernels: list[tuple[str, str]] | None)
         # the derived__ metrics of the CUDA rules come with SourceCounters' own rules: on the H200 (2026-12-01) a
         # collection of LaunchStats, Occupancy and SourceCounters held both, at 20 replay passes instead of 25
         sections.remove("SpeedOfLight")
+    if not tensor_counts:
+        counts = {p + ".sum" for p in roofline.TENSOR_PATHS.values()}
+        scalars = [m for m in scalars if m not in counts]
     return sections, ncu_mod.declared_metrics([ncu_mod.DURATION_METRIC, *scalars])

@@ -43,7 +43,7 @@ from typing import Any
 from ncuadvisor.errors import OutputError, ProfileInterrupted
 from ncuadvisor.load.processes import write_sidecar
 from ncuadvisor.profile import ncu as ncu_mod
-from ncuadvisor.profile.ceiling import at_tensor_ceiling
+from ncuadvisor.profile.ceiling import at_tensor_ceiling, tensor_idle
 from ncuadvisor.profile.collection import declared_collection
 from ncuadvisor.profile.launchbytes import fill_launch_bytes, profiled_bytes
 from ncuadvisor.profile.merge import Phase1Time, analyze_phase1, merge_results, torch_context
@@ -132,8 +132,11 @@ class Session:
     # "declared-all" declares the metrics of every rule, whatever the kernels.
     collection: str = field(default_factory=lambda: os.environ.get("NCUADVISOR_COLLECTION", "declared"))
 
-    def phase2_collection(self, chosen: list[Any] | None = None) -> tuple[list[str], list[str]]:
-        """(sections, metrics) of phase 2 for the `chosen` kernels (every rule's metrics when None)."""
+    def phase2_collection(
+        self, chosen: list[Any] | None = None, tensor_counts: bool = True
+    ) -> tuple[list[str], list[str]]:
+        """(sections, metrics) of phase 2 for the `chosen` kernels (every rule's metrics when None), without the
+        tensor paths' FLOP counts when `tensor_counts` is False (phase 1 saw their tensor pipe idle)."""
         from ncuadvisor.analysis.pipeline import ANALYSIS_SECTIONS
 
         if self.collection == "sections":
@@ -141,7 +144,7 @@ class Session:
         kernels = (
             None if self.collection == "declared-all" or chosen is None else [(k.name, k.demangled) for k in chosen]
         )
-        return declared_collection(self.rules, kernels)
+        return declared_collection(self.rules, kernels, tensor_counts=tensor_counts)
 
     def _run(self, command: list[str], out_base: str, label: str, expected: int | None) -> PhaseRun:
         run = self.runner(command, out_base, label, self.ui, expected=expected, env=self.env)
@@ -366,8 +369,11 @@ class Session:
         results (report path, result) and the chosen kernels still missing. Records each round in `selection`."""
         from ncuadvisor.analysis.pipeline import analyze
 
-        sections, metrics = self.phase2_collection(chosen)
+        idle = tensor_idle(chosen, kernels, launches)  # then no tensor FLOP counts: 4 replay passes fewer
+        sections, metrics = self.phase2_collection(chosen, tensor_counts=not idle)
         selection["collection"] = {"mode": self.collection, "sections": sections, "metrics": len(metrics)}
+        if idle and metrics:
+            self.ui.note("  the tensor pipe was idle in every launch of them: no tensor FLOP counts in phase 2")
 
         deep: list[tuple[str, Result]] = []
         found: set[tuple[str, str, str]] = set()
