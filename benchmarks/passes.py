@@ -10,7 +10,9 @@ kernel languages below), run by ncu on ONE launch, and its passes read from ncu'
   CUDA rules; its report is read back to say whether those derived__ metrics are present without it;
 - the phase-2 collections without SpeedOfLight with that section added back (what dropping it saved);
 - the PyTorch collection without the tensor paths, without L2's throughput, without SourceCounters (what the next
-  candidates would save).
+  candidates would save);
+- the PyTorch and CUDA collections as phase 2 runs them when phase 1 saw the tensor pipe idle: without the six
+  tensor FLOP counts, their peaks kept (`declared_collection(..., tensor_counts=False)`).
 
     python3 benchmarks/passes.py --program bin/patterns --program-args=--once --launch-skip 2 --json out.json
     python3 benchmarks/passes.py --program python3 --program-args="workloads/torch/transformer_step.py --mode eager \
@@ -52,6 +54,10 @@ def collections(which: list[str]) -> dict[str, list[str]]:
     for kind in ("pytorch", "library", "cuda"):
         sections, metrics = declared_collection(rules, KINDS[kind])
         out[f"phase2-{kind}"] = ncu_mod.section_args(sections, metrics)
+        if kind != "library":  # phase 2 when phase 1 saw the tensor pipe idle: no tensor FLOP counts, peaks kept
+            out[f"phase2-{kind}-no-tensor-counts"] = ncu_mod.section_args(
+                *declared_collection(rules, KINDS[kind], tensor_counts=False)
+            )
         if kind == "pytorch":  # what the next candidates would save: the tensor paths (7 passes alone on the H200),
             # L2's throughput (5 alone, a breakdown maximum no single counter equals), SourceCounters (5 alone)
             paths = {p + suffix for p in roofline.TENSOR_PATHS.values() for suffix in (".sum", ".sum.peak_sustained")}
@@ -67,7 +73,13 @@ def collections(which: list[str]) -> dict[str, list[str]]:
             out[f"phase2-{kind}-no-sol"] = ncu_mod.section_args([s for s in sections if s != "SpeedOfLight"], metrics)
         else:  # the collection as it was before the two percentages were derived
             out[f"phase2-{kind}+sol"] = ncu_mod.section_args(["SpeedOfLight", *sections], metrics)
-    first = ["phase1", "phase2-pytorch", "phase2-library", "phase2-cuda", "phase2-cuda-no-sol"]  # if time runs short
+    first = [
+        "phase1",
+        "phase2-pytorch",
+        "phase2-pytorch-no-tensor-counts",
+        "phase2-cuda",
+        "phase2-cuda-no-tensor-counts",
+    ]
     order = first + [k for k in out if k not in first]
     return {k: out[k] for k in order if k in out and (not which or k in which)}
 

@@ -4,8 +4,9 @@
 # SpeedOfLight only for the CUDA rules' derived__ metrics), and what `profile` costs with them against the full set.
 # 1. benchmarks/passes.py on one launch of workloads/cuda/patterns.cu --once: phase 1, phase 2 for PyTorch, library
 #    and CUDA kernels, each with and without SpeedOfLight, and whether the CUDA rules' derived__ metrics are in a
-#    report collected without SpeedOfLight; then the PyTorch collection without the tensor paths, without L2's
-#    throughput, without SourceCounters (the next candidates);
+#    report collected without SpeedOfLight; the PyTorch and CUDA collections without the tensor FLOP counts (phase 2
+#    when phase 1 saw the tensor pipe idle; their peaks kept) first; then the PyTorch collection without the tensor
+#    paths, without L2's throughput, without SourceCounters (the next candidates);
 # 2. the same on one launch of the training step (the first launch of the range, then the first cuBLAS nvjet one);
 # 3. benchmarks/profile_cost.py --train --naive same-launches: the ratio to `ncu --set full` on every launch, the
 #    agreement table (the kernels placed at their tensor ceiling by phase 1 included) and each phase's passes.
