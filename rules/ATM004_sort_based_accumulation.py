@@ -106,65 +106,71 @@ class SortBasedAccumulation(ProgramRule):
         k = p.by_id.get(x["kernel_id"]) or {}
         return str(k.get("demangled") or k.get("name") or "")
 
-    def _chains(self, p: ProgramContext) -> list[tuple[str, list[dict[str, Any]], int]]:
-        """(kind, the chain's launches from its first to its last accumulating kernel, how many are sort passes)."""
-        chains: list[tuple[str, list[dict[str, Any]], int]] = []
-        start: int | None = None  # index of the chain's first launch (the arange, else the first sort pass)
-        end: int | None = None  # index of its last accumulating launch so far
-        kind = ""
+    def _chains(self, p: ProgramContext) -> list[tuple[str, list[dict[str, Any]]]]:
+        """(kind, the chain's launches from its sort to its last accumulating kernel), in launch order."""
+        chains: list[tuple[str, list[dict[str, Any]]]] = []
         launches = p.launches
+        sorts = [bool(SORT.search(self._demangled(p, x))) for x in launches]
+        start: int | None = None  # the chain's first launch: the arange of the positions, else the first sort pass
+        end: int | None = None  # its last accumulating launch so far
+        kind = ""
         for i, x in enumerate(launches):
-            name = self._demangled(p, x)
             if start is not None and (
                 x["stream"] != launches[start]["stream"] or i - start >= self.thresholds["max_chain"]
             ):
                 if end is not None:
-                    chains.append((kind, launches[start : end + 1], 0))
+                    chains.append((kind, launches[start : end + 1]))
                 start, end = None, None
-            if SORT.search(name):
-                if end is not None and start is not None:  # a new sort after a finished chain
-                    chains.append((kind, launches[start : end + 1], 0))
-                    start, end = None, None
-                if start is None:
+            if sorts[i]:
+                if start is None or end is not None or not sorts[i - 1]:  # a new sort: a chain may start here
+                    if start is not None and end is not None:
+                        chains.append((kind, launches[start : end + 1]))
                     before = launches[i - 1] if i > 0 else None
                     arange = (
                         before is not None
                         and before["stream"] == x["stream"]
-                        and ARANGE.search(self._demangled(p, before))
+                        and bool(ARANGE.search(self._demangled(p, before)))
                     )
-                    start = i - 1 if arange else i
+                    start, end = (i - 1 if arange else i), None
                 continue
             if start is None:
                 continue
+            name = self._demangled(p, x)
             found = "index_put" if INDEX_PUT.search(name) else "embedding" if EMBEDDING.search(name) else ""
             if found and (end is None or found == kind):
                 kind, end = found, i
             elif end is not None:  # the accumulation is over
-                chains.append((kind, launches[start : end + 1], 0))
+                chains.append((kind, launches[start : end + 1]))
                 start, end = None, None
         if start is not None and end is not None:
-            chains.append((kind, launches[start : end + 1], 0))
-        return [(k, c, sum(1 for x in c if SORT.search(self._demangled(p, x)))) for k, c, _ in chains]
+            chains.append((kind, launches[start : end + 1]))
+        return chains
 
     def check_program(self, p: ProgramContext) -> list[ProgramFinding]:
         t = self.thresholds
         if not p.total_ns:
             return []
         found: list[ProgramFinding] = []
-        for kind, chain, passes in self._chains(p):
+        for kind, chain in self._chains(p):
             chain_ns = sum(x["duration_ns"] or 0.0 for x in chain)
             if chain_ns < t["min_program_fraction"] * p.total_ns:
                 continue
-            sort_ns = sum(x["duration_ns"] or 0.0 for x in chain if SORT.search(self._demangled(p, x)))
+            sort = [x for x in chain if SORT.search(self._demangled(p, x))]
+            sort_ns = sum(x["duration_ns"] or 0.0 for x in sort)
             ids = list(dict.fromkeys(x["kernel_id"] for x in chain))
             names = [p.by_id[kid]["name"] for kid in ids if kid in p.by_id]
             share = chain_ns / p.total_ns
             if kind == "embedding":
                 op = "the dense gradient of nn.Embedding"
+                who = "The dense gradient of nn.Embedding (nn.EmbeddingBag's too)"
                 fix = self.fix_in("pytorch", "embedding")
                 tail = "sort, segment offsets, compute_grad_weight, sum_and_scatter"
             else:
                 op = "index_put_(accumulate=True)"
+                who = (
+                    "index_put_(accumulate=True) (also the backward of x[idx], and index_add_ under "
+                    "torch.use_deterministic_algorithms(True))"
+                )
                 fix = self.fix_in("pytorch", op=op)
                 tail = "sort, indexing_backward_kernel"
             found.append(
@@ -174,7 +180,7 @@ class SortBasedAccumulation(ProgramRule):
                         f"{fmt_ns(sort_ns)} of it sorting"
                     ),
                     message=(
-                        f"{op} sorts its indices with a CUB radix sort ({count(passes, 'launch', 'launches')}, "
+                        f"{who} sorts its indices with a CUB radix sort ({count(len(sort), 'launch', 'launches')}, "
                         f"{fmt_ns(sort_ns)}) and then adds the segments in order: {count(len(chain), 'launch', 'launches')} "
                         f"({tail}) take {fmt_ns(chain_ns)}, {share:.0%} of the program's GPU time. The sort buys a "
                         "summation order that is the same every run; the report measures no unsorted alternative, so "
