@@ -9,14 +9,19 @@ import pytest
 
 from ncuadvisor.analysis.ceilings import DRAM_PEAKS, LAUNCH_FLOOR_NS
 from ncuadvisor.analysis.pipeline import analyze
+from ncuadvisor.load import ReportReader
 from tests.conftest import FIXTURES
 
 
-def _analyzed(tmp_path_factory, name: str):
+def _unpacked(tmp_path_factory, name: str):
     path = tmp_path_factory.mktemp(name) / f"{name}.ncu-rep"
     with lzma.open(FIXTURES / "scatter-ops-2026-12-01" / f"{name}.ncu-rep.xz") as fin, path.open("wb") as out:
         shutil.copyfileobj(fin, out)
-    return analyze(path)
+    return path
+
+
+def _analyzed(tmp_path_factory, name: str):
+    return analyze(_unpacked(tmp_path_factory, name))
 
 
 @pytest.fixture(scope="module")
@@ -117,3 +122,58 @@ def test_histograms_found_by_their_shared_atomics_in_a_full_capture(scatter_ops_
         shared = [e.value for e in f.evidence if e.metric == "shared_atomics_per_load"]
         assert shared and shared[0] is not None and shared[0] > 1.0, f.evidence  # several shared atomics per load
     assert not any(f.rule == "ATM003" for k in scatter_ops_full.kernels if "RadixSort" in k.name for f in k.findings)
+
+
+# the launches of each accumulation in the captures, by result (fixtures/README.md): embedding backward's arange, radix
+# sort (results 5-14) through sum_and_scatter; index_put_'s arange, radix sort (41-44) and indexing_backward_kernel
+EMBEDDING_CHAIN, EMBEDDING_SORT = range(4, 25), range(5, 15)
+INDEX_PUT_CHAIN, INDEX_PUT_SORT = range(40, 46), range(41, 45)
+
+
+def _durations(path) -> dict[int, float]:
+    frame = ReportReader(path).results(["gpu__time_duration.sum"])
+    return {int(r["result_id"]): float(r["gpu__time_duration.sum"]) for r in frame.to_dict("records")}
+
+
+def _atm004(result) -> dict[str, dict[str, float]]:
+    """ATM004's findings by the op they name: their evidence as {metric: value}."""
+    out = {}
+    for p in result.program_findings:
+        if p.rule == "ATM004":
+            op = "embedding" if "nn.Embedding" in p.title else "index_put_" if "index_put_" in p.title else p.title
+            assert op not in out, p.title
+            out[op] = {e.metric: e.value for e in p.evidence} | {"saving": p.estimated_saving_ns}
+    return out
+
+
+@pytest.mark.parametrize("name", ["scatter_ops", "scatter_ops_full"])
+def test_sort_based_accumulations_are_costed_as_measured(tmp_path_factory, name):
+    """ATM004 names each accumulation that ATen sorts first and sums its launches as measured: nn.Embedding's dense
+    gradient (arange, 10 launches of radix sort, zero fill, unique-by-key, segment offsets, compute_grad_weight,
+    sum_and_scatter) and index_put_(accumulate=True) (arange, 4 launches of radix sort, indexing_backward_kernel),
+    claiming no saving. The full capture stopped before index_put_'s sort: only the embedding chain is there."""
+    path = _unpacked(tmp_path_factory, name)
+    result = analyze(path)
+    ns = _durations(path)
+    found = _atm004(result)
+    expected = {"embedding": (EMBEDDING_CHAIN, EMBEDDING_SORT)}
+    if name == "scatter_ops":
+        expected["index_put_"] = (INDEX_PUT_CHAIN, INDEX_PUT_SORT)
+    assert set(found) == set(expected)
+    for op, (chain, sort) in expected.items():
+        ev = found[op]
+        assert ev["chain_ns"] == pytest.approx(sum(ns[i] for i in chain), abs=1), op
+        assert ev["sort_ns"] == pytest.approx(sum(ns[i] for i in sort), abs=1), op
+        assert ev["program_fraction"] == pytest.approx(ev["chain_ns"] / result.report.total_duration_ns, abs=1e-3)
+        assert ev["saving"] == 0.0
+    (p,) = [p for p in result.program_findings if p.rule == "ATM004" and "nn.Embedding" in p.title]
+    assert "sparse=True" in p.fix and "SparseAdam" in p.fix_code and p.confidence == "low"
+    assert "DeviceRadixSortOnesweepKernel" in p.kernels and "sum_and_scatter" in p.kernels
+
+
+def test_no_sort_based_accumulation_elsewhere(analyzed):
+    """torch_scatter's twin sorts with torch.sort and reduces with segment_reduce, the sorted rewrite ATM002 prescribes
+    (no ATen accumulation follows its sort); the training step and eager captures sort nothing: no ATM004."""
+    for name in ("torch_scatter", "torch_train", "torch_eager"):
+        r = analyzed(name)
+        assert not any(p["rule"] == "ATM004" for p in r["program_findings"]), name

@@ -129,7 +129,8 @@ def _where_to_start(console: Console, view: Result, width: int) -> None:
         rows.append(
             (
                 "•",
-                f"{escape(str(p.title or ''))} [dim]({escape(str(p.rule))})[/dim] saves ~{fmt_ns(p.estimated_saving_ns)}",
+                f"{escape(str(p.title or ''))} [dim]({escape(str(p.rule))})[/dim] "
+                + (f"saves ~{fmt_ns(p.estimated_saving_ns)}" if p.estimated_saving_ns else "no saving claimed"),
             )
         )
     if not console.is_terminal:  # piped: one line each, never wrapped, no padding
