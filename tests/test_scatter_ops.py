@@ -177,3 +177,22 @@ def test_no_sort_based_accumulation_elsewhere(analyzed):
     for name in ("torch_scatter", "torch_train", "torch_eager"):
         r = analyzed(name)
         assert not any(p["rule"] == "ATM004" for p in r["program_findings"]), name
+
+
+def test_kernels_a_program_finding_covers_point_to_it(scatter_ops_full):
+    """The radix sort of the embedding backward has no kernel rule of its own, but ATM004 speaks to its chain: its
+    verdict and its table cell name that finding instead of "no rule applies"; a large kernel outside every program
+    finding keeps the plain verdict."""
+    from ncuadvisor.render.markdown import render_markdown
+
+    by_name = {k.name: k for k in scatter_ops_full.kernels}
+    sort = by_name["DeviceRadixSortOnesweepKernel"]
+    assert sort.no_rule is not None and sort.no_rule.program_rule == "ATM004"
+    assert sort.no_rule.message.startswith("No kernel rule applies; the program finding ATM004 (")
+    ids = {str(i) for f in scatter_ops_full.program_findings for i in f.kernel_ids}
+    plain = [k for k in scatter_ops_full.kernels if k.no_rule is not None and str(k.id) not in ids]
+    assert plain and all(k.no_rule.program_rule is None for k in plain)
+    assert all(k.no_rule.message.startswith("No rule applies") for k in plain)
+    md = render_markdown(scatter_ops_full)
+    row = next(ln for ln in md.splitlines() if ln.startswith("| 1 |"))
+    assert "DeviceRadixSortOnesweepKernel" in row and row.rstrip().endswith("| see ATM004 (program) |")

@@ -199,3 +199,17 @@ def with_no_rule(entry: KernelEntry, row: dict[str, Any] | None = None) -> Kerne
     times into deep results) keeps the limiter it had."""
     limiter = entry.no_rule.limiter if entry.no_rule is not None else None
     return replace(entry, no_rule=no_rule_verdict(entry, row, limiter))
+
+
+def covered_by_program(entry: KernelEntry, program_findings: list[Any]) -> KernelEntry:
+    """The entry whose no-rule verdict names the first program finding that speaks to its kernel (a sort-based
+    accumulation, a fusion chain): no kernel rule applies, but the kernel is not without advice."""
+    if entry.no_rule is None:
+        return entry
+    f = next((f for f in program_findings if str(entry.id) in {str(i) for i in f.kernel_ids}), None)
+    if f is None:
+        return entry
+    message = entry.no_rule.message.replace(
+        "No rule applies", f"No kernel rule applies; the program finding {f.rule} ({f.title}) covers it", 1
+    )
+    return replace(entry, no_rule=replace(entry.no_rule, program_rule=f.rule, message=message))

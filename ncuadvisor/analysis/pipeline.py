@@ -20,6 +20,7 @@ from typing import Any, Protocol, cast
 from ncuadvisor import __version__, engine
 from ncuadvisor.analysis import ceilings, locate, needed, roofline
 from ncuadvisor.analysis.entries import (
+    covered_by_program,
     device_entry,
     launch_entry,
     launch_list,
@@ -362,4 +363,5 @@ def add_program_level(result: Result, launches: list[dict[str, Any]], rules: lis
     for e in errors:
         rep.warnings.append(f"program rule {e['rule']} failed: {e['error']}")
     result.program_findings = program_findings
+    result.kernels = [covered_by_program(k, program_findings) for k in result.kernels]
     result.top_actions = top_actions(result.kernels, total_ns, program_findings)

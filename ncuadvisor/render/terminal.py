@@ -53,7 +53,7 @@ def _bound_text(k: Kernel) -> str:
 
 def _first_text(k: Kernel) -> str:
     """The first finding's rule, category and saving, and the first finding of each launch size of its own."""
-    text = "no rule applies" if k.no_rule else "–"
+    text = k.no_rule_label or "–"
     first = k.first_finding
     if first:
         est = first.estimated_speedup or 0

@@ -144,6 +144,12 @@ def _python_line(pl: rt.PythonLine | None) -> PythonLine | None:
     return take(PythonLine, pl) if pl is not None and pl.file and pl.line is not None else None
 
 
+def _no_rule_label(v: Any) -> str:
+    if v is None:
+        return ""
+    return f"see {v.program_rule} (program)" if v.program_rule else "no rule applies"
+
+
 def _source(ref: rt.SourceRefEntry | rt.SourceAnchor | None) -> SourceLine:
     return take(
         SourceLine, ref, toolkit=in_toolkit(getattr(ref, "file", None)), via=_via(getattr(ref, "inlined", None))
@@ -260,6 +266,7 @@ class Kernel:
     full_name: Any  # the demangled name, else the name
     shape_tag: str  # what tells it from other kernels of its name ('grid (8, 8, 1)'), else ""
     no_rule: Any  # a large kernel group no rule spoke to: what is known of it (its message), else None
+    no_rule_label: str  # its table cell: "no rule applies", or the program finding that covers it
     language: Any
     grid: Any
     block: Any
@@ -433,6 +440,7 @@ def _kernel(index: int, k: rt.KernelEntry, tags: Mapping[str, str]) -> Kernel:
         full_name=k.demangled or k.name,
         shape_tag=tags.get(str(k.id), ""),
         no_rule=k.no_rule.message if k.no_rule is not None else None,
+        no_rule_label=_no_rule_label(k.no_rule),
         executable=k.process.executable if k.process is not None else None,
         source_anchor=_source(k.source_anchor),
         roofline=_roofline(k.roofline),

@@ -351,6 +351,7 @@ class NoRuleVerdict(Record):
     headroom: Number = None
     limiter: str | None = None
     ncu_top_rule: str | None = None
+    program_rule: str | None = optional()  # a program finding that speaks to this kernel (ATM004's chain, …)
 
 
 @dataclass(kw_only=True)
