@@ -60,6 +60,23 @@ SOURCE_METRIC_WORDS = {
 }
 STALL_SAMPLES = "smsp__pcsamp_warps_issue_stalled_"
 
+# evidence: words for the metric names rules use without a label of their own
+METRIC_WORDS = {
+    "dram_fraction_of_peak": "DRAM throughput, of its peak",
+    "time_share": "share of the program's GPU time",
+    "headroom": "headroom (measured time ÷ roofline floor)",
+    "fp64_flop_share": "FP64 share of the FLOPs",
+    "long_scoreboard_share": "stalls on memory (long scoreboard), share",
+    "exchange_stall_share": "stalls on shared-memory exchange, share",
+    "overhead_instruction_share": "overhead instructions, share",
+    "loads_per_warp": "loads per warp",
+    "loads_per_fma": "loads per FMA",
+    "atomic_per_load": "atomics per load",
+    "shared_per_global_load": "shared-memory loads per global load",
+    "shared_wavefronts_per_flop": "shared-memory wavefronts per FLOP",
+    "global_load_bytes_per_flop": "global load bytes per FLOP",
+}
+
 
 def metric_words(key: Any) -> str:
     """A per-instruction metric in words: 'inst_executed' -> 'executed instructions',

@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any, TypeVar
 
+from ncuadvisor.render import METRIC_WORDS
 from ncuadvisor.result import shape_tags
 from ncuadvisor.result import types as rt
 from ncuadvisor.units import basename, compress_chain, finite, fmt_ns, in_toolkit, number
@@ -349,24 +350,6 @@ class Result:
 
 
 # -- building ----------------------------------------------------------------------------------------------------
-
-
-# words for the metric names rules use without a label of their own
-METRIC_WORDS = {
-    "dram_fraction_of_peak": "DRAM throughput, of its peak",
-    "time_share": "share of the program's GPU time",
-    "headroom": "headroom (measured time ÷ roofline floor)",
-    "fp64_flop_share": "FP64 share of the FLOPs",
-    "long_scoreboard_share": "stalls on memory (long scoreboard), share",
-    "exchange_stall_share": "stalls on shared-memory exchange, share",
-    "overhead_instruction_share": "overhead instructions, share",
-    "loads_per_warp": "loads per warp",
-    "loads_per_fma": "loads per FMA",
-    "atomic_per_load": "atomics per load",
-    "shared_per_global_load": "shared-memory loads per global load",
-    "shared_wavefronts_per_flop": "shared-memory wavefronts per FLOP",
-    "global_load_bytes_per_flop": "global load bytes per FLOP",
-}
 
 
 def _evidence(e: rt.EvidenceEntry) -> Evidence:
