@@ -312,6 +312,8 @@ FAKE_TORCH = {
         "def _kernel(name):\n"
         "    for m in list(_python_dispatch.MODES):\n"
         "        m.__torch_dispatch__(lambda: name, ())\n"
+        "def compile(fn=None, **kw):\n"
+        "    return fn\n"
         "def gelu(x):\n"
         "    def run():\n"
         "        _kernel('fwd')\n"
@@ -399,3 +401,31 @@ def test_sarif_places_a_kernel_at_its_python_line(analyzed):
         and "Python line that launched" in r["message"]["text"]
         for r in mine
     ), mine[:1]
+
+
+def test_runner_says_once_that_compiled_regions_run_eagerly_under_it(tmp_path):
+    """Under --python-lines, torch.compile still returns the compiled callable (Dynamo itself declines to compile while
+    the dispatch mode is active), and the runner says so once on stderr: the kernels profiled are eager ATen ones."""
+    for rel, text in FAKE_TORCH.items():
+        path = tmp_path / "torch" / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    user = tmp_path / "user.py"
+    user.write_text(
+        "import torch\n"
+        "f = torch.compile(torch.gelu)\n"
+        "g = torch.compile(torch.gelu)\n"
+        "y = f(torch.Tensor())\n"
+        "print(f is torch.gelu, g is torch.gelu)\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", TORCH_RUNNER, "lines", str(user)],
+        capture_output=True,
+        text=True,
+        env=dict(os.environ, PYTHONPATH=str(tmp_path)),
+        timeout=60,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip().splitlines()[-1] == "True True"
+    said = [ln for ln in proc.stderr.splitlines() if "torch.compile" in ln]
+    assert len(said) == 1 and said[0].startswith("ncuadvisor: --python-lines") and "eager" in said[0]

@@ -133,6 +133,23 @@ if "lines" in features:
         return _backward(self, *args, **kwargs)
 
     torch.Tensor.backward = _tensor_backward
+    _compile = getattr(torch, "compile", None)
+
+    def _compile_eagerly(*args, **kwargs):
+        # Dynamo does not compile while a dispatch mode is active: the compiled region runs as eager ATen kernels
+        if not _COMPILE_SAID:
+            _COMPILE_SAID.append(1)
+            print(
+                "ncuadvisor: --python-lines records lines through a dispatch mode, under which torch.compile runs "
+                "the region eagerly: these kernels are eager ATen ones; profile without --python-lines to see the "
+                "compiled (Triton) kernels",
+                file=sys.stderr,
+            )
+        return _compile(*args, **kwargs)
+
+    _COMPILE_SAID = []
+    if _compile is not None:
+        torch.compile = _compile_eagerly
     _modes.enter_context(_ForwardLines())
     _modes.enter_context(_OpLines())
 if "ops" in features:
