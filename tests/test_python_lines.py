@@ -344,14 +344,18 @@ FAKE_TORCH = {
 }
 
 
+def stand_in_torch(folder: Path) -> None:
+    for rel, text in FAKE_TORCH.items():
+        path = folder / "torch" / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+
+
 @pytest.mark.parametrize("features", ["lines", "ops,lines"])
 def test_runner_ranges_on_a_stand_in_torch(tmp_path, features):
     """The runner's whole script (modes, backward patch, ranges) under a stand-in torch: the forward kernel's range
     names the user's line, the backward kernel's range the node and the forward line that made it."""
-    for rel, text in FAKE_TORCH.items():
-        path = tmp_path / "torch" / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
+    stand_in_torch(tmp_path)
     user = tmp_path / "user.py"
     user.write_text(
         "import torch\n"
@@ -406,10 +410,7 @@ def test_sarif_places_a_kernel_at_its_python_line(analyzed):
 def test_runner_says_once_that_compiled_regions_run_eagerly_under_it(tmp_path):
     """Under --python-lines, torch.compile still returns the compiled callable (Dynamo itself declines to compile while
     the dispatch mode is active), and the runner says so once on stderr: the kernels profiled are eager ATen ones."""
-    for rel, text in FAKE_TORCH.items():
-        path = tmp_path / "torch" / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
+    stand_in_torch(tmp_path)
     user = tmp_path / "user.py"
     user.write_text(
         "import torch\n"

@@ -185,3 +185,38 @@ def scan_blocks(path: str | os.PathLike[str]) -> BlockScan:
 def result_processes(path: str | os.PathLike[str]) -> list[ProcessInfo] | None:
     """The process of every result of an uncompressed .ncu-rep, in file order (`scan_blocks`); None when unknown."""
     return scan_blocks(path).processes
+
+
+_PARTIAL: dict[str, Any] = {}
+
+
+def partial_message(package: str, messages: dict[str, list[tuple[str, int, str]]]) -> Any:
+    """A protobuf message class that parses only the listed fields of a message with protobuf's C parser (the others,
+    a result's thousands of metrics among them, are skipped there, not walked in Python); None without protobuf.
+    `messages`: message name -> its fields (name, number, kind), kind "bytes", "bytes*" (repeated), "uint64" or the
+    name of another of the messages; the last message is the one returned. Built once per package."""
+    if package not in _PARTIAL:
+        try:
+            from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+
+            F = descriptor_pb2.FieldDescriptorProto
+            fdp = descriptor_pb2.FileDescriptorProto(name=f"{package}.proto", package=package)
+            for name, fields in messages.items():
+                m = fdp.message_type.add(name=name)
+                for field, number, kind in fields:
+                    label = F.LABEL_REPEATED if kind.endswith("*") else F.LABEL_OPTIONAL
+                    kind = kind.rstrip("*")
+                    if kind in messages:
+                        m.field.add(
+                            name=field, number=number, type=F.TYPE_MESSAGE, label=label, type_name=f".{package}.{kind}"
+                        )
+                    else:
+                        ftype = {"bytes": F.TYPE_BYTES, "uint64": F.TYPE_UINT64}[kind]
+                        m.field.add(name=field, number=number, type=ftype, label=label)
+            pool = descriptor_pool.DescriptorPool()
+            pool.Add(fdp)
+            top = list(messages)[-1]
+            _PARTIAL[package] = message_factory.GetMessageClass(pool.FindMessageTypeByName(f"{package}.{top}"))
+        except Exception:
+            _PARTIAL[package] = None
+    return _PARTIAL[package]

@@ -22,40 +22,15 @@ import struct
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from ncuadvisor.reportfile.blocks import FileView, _fields, iter_blocks, u32
+from ncuadvisor.reportfile.blocks import FileView, _fields, iter_blocks, partial_message, u32
 from ncuadvisor.reportfile.cubin import Cubin, elf_sections
-
-_RESULT_MODULE: Any = None
 
 
 def _result_module_class() -> Any:
-    """A message class that reads only a result's module reference (15: {1: id}) with protobuf's C parser (a
-    result's thousands of metrics are skipped there, not walked in Python); None without protobuf."""
-    global _RESULT_MODULE
-    if _RESULT_MODULE is None:
-        try:
-            from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
-
-            F = descriptor_pb2.FieldDescriptorProto
-            fdp = descriptor_pb2.FileDescriptorProto(name="ncuadvisor_modules.proto", package="ncuadvisor_modules")
-            ref = fdp.message_type.add(name="ModuleRef")
-            ref.field.add(name="id", number=1, type=F.TYPE_UINT64, label=F.LABEL_OPTIONAL)
-            res = fdp.message_type.add(name="ResultModule")
-            res.field.add(
-                name="module",
-                number=15,
-                type=F.TYPE_MESSAGE,
-                label=F.LABEL_OPTIONAL,
-                type_name=".ncuadvisor_modules.ModuleRef",
-            )
-            pool = descriptor_pool.DescriptorPool()
-            pool.Add(fdp)
-            _RESULT_MODULE = message_factory.GetMessageClass(
-                pool.FindMessageTypeByName("ncuadvisor_modules.ResultModule")
-            )
-        except Exception:
-            _RESULT_MODULE = False
-    return _RESULT_MODULE or None
+    """A message class that reads only a result's module reference (15: {1: id}); None without protobuf."""
+    return partial_message(
+        "ncuadvisor_modules", {"ModuleRef": [("id", 1, "uint64")], "ResultModule": [("module", 15, "ModuleRef")]}
+    )
 
 
 LINE_SECTIONS = (b".debug_line", b".nv_debug_line")  # prefixes: .debug_line, .nv_debug_line_sass, .nv_debug_line

@@ -21,7 +21,7 @@ import struct
 from collections.abc import Iterable
 from typing import Any
 
-from ncuadvisor.reportfile.blocks import FileView, _varint, iter_blocks, u32
+from ncuadvisor.reportfile.blocks import FileView, _varint, iter_blocks, partial_message, u32
 
 # the message kind of the file (text, 2) -> `rule_message["type"]` as ncu_report gives it; 0 where the file has none
 _KINDS = {0: 0, 1: 1, 2: 3, 4: 2}
@@ -29,31 +29,14 @@ _TEXT = {1, 2, 3, 4}
 _FOCUS = {1, 2, 3, 4, 5}
 _SPEEDUP = {1, 2}
 
-_RESULT_PARTS: Any = None
-
 
 def _result_parts_class() -> Any:
-    """A message class that reads only a result's function name (6), sections (17) and rule results (19) with
-    protobuf's C parser (its metrics are skipped there); None without protobuf."""
-    global _RESULT_PARTS
-    if _RESULT_PARTS is None:
-        try:
-            from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
-
-            F = descriptor_pb2.FieldDescriptorProto
-            fdp = descriptor_pb2.FileDescriptorProto(name="ncuadvisor_ncurules.proto", package="ncuadvisor_ncurules")
-            m = fdp.message_type.add(name="ResultParts")
-            m.field.add(name="function", number=6, type=F.TYPE_BYTES, label=F.LABEL_OPTIONAL)
-            m.field.add(name="sections", number=17, type=F.TYPE_BYTES, label=F.LABEL_REPEATED)
-            m.field.add(name="rules", number=19, type=F.TYPE_BYTES, label=F.LABEL_REPEATED)
-            pool = descriptor_pool.DescriptorPool()
-            pool.Add(fdp)
-            _RESULT_PARTS = message_factory.GetMessageClass(
-                pool.FindMessageTypeByName("ncuadvisor_ncurules.ResultParts")
-            )
-        except Exception:
-            _RESULT_PARTS = False
-    return _RESULT_PARTS or None
+    """A message class that reads only a result's function name (6), sections (17) and rule results (19); None
+    without protobuf."""
+    return partial_message(
+        "ncuadvisor_ncurules",
+        {"ResultParts": [("function", 6, "bytes"), ("sections", 17, "bytes*"), ("rules", 19, "bytes*")]},
+    )
 
 
 class _Unknown(Exception):
