@@ -147,7 +147,12 @@ def _executed_notes(console: Console, kernels: list[Kernel]) -> None:
     """Where the executed floor is well above the needed one, the headroom column alone would mislead: both floors,
     one note per kernel, wrapped lines indented under their text (piped: one line each)."""
     notes = [
-        (f"#{k.index}", f"{fit_name(k.shown_name, NAME_MAX)} as executed: {k.roofline.executed_reason}")
+        (
+            f"#{k.index}",
+            f"{fit_name(k.shown_name, NAME_MAX)}"
+            + (f" (the launch analysed, {fmt_ns(k.roofline.duration_ns)})" if (k.launches or 0) > 1 else "")
+            + f" as executed: {k.roofline.executed_reason}",
+        )
         for k in kernels
         if k.roofline.executed_reason
     ]
