@@ -99,9 +99,25 @@ def _stdout_failed(exc: OSError) -> NoReturn:
     _fail(OutputError(f"cannot write to standard output ({exc.strerror or exc})"))
 
 
+def _template_cache() -> None:
+    """The renderers' cache of compiled templates, in the user's cache folder (`$XDG_CACHE_HOME/ncuadvisor/templates`,
+    by default `~/.cache/ncuadvisor/templates`, made private), never the working or temporary directory; none where
+    it cannot be made (a read-only home): every run then compiles them."""
+    from ncuadvisor.render import use_template_cache
+
+    try:
+        base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+        folder = os.path.join(base, "ncuadvisor", "templates")
+        os.makedirs(folder, mode=0o700, exist_ok=True)
+    except (OSError, RuntimeError):
+        return
+    use_template_cache(folder)
+
+
 def main() -> None:
     """Entry point: run the app; AdvisorError -> one line on stderr and its exit code, never a traceback."""
     exit_on_sigterm()
+    _template_cache()
     try:
         code = app(standalone_mode=False)
         sys.stdout.flush()  # a full or failing stdout is said here (exit 2), not at interpreter exit

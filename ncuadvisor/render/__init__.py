@@ -8,7 +8,6 @@ error, not an empty string), and the named filters of `ncuadvisor.units` for num
 from __future__ import annotations
 
 import json
-import os
 import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -185,22 +184,17 @@ class _QuietBytecodeCache(jinja2.FileSystemBytecodeCache):
             pass
 
 
-_BYTECODE: list[jinja2.BytecodeCache | None] = []
+_BYTECODE: list[jinja2.BytecodeCache | None] = [None]
+
+
+def use_template_cache(folder: str | None) -> None:
+    """Cache the templates' compiled code in `folder` (the command line passes the user's cache folder; None: every
+    run compiles them): compiling the HTML page's templates costs ~0.25 s, more than rendering them. Keyed by each
+    template's source, so an edited template is compiled again."""
+    _BYTECODE[0] = _QuietBytecodeCache(folder) if folder else None
 
 
 def _bytecode_cache() -> jinja2.BytecodeCache | None:
-    """jinja2's cache of compiled templates, in the user's cache folder (`$XDG_CACHE_HOME/ncuadvisor/templates`, by
-    default `~/.cache/ncuadvisor/templates`, made private), never in the working or temporary directory: compiling the
-    HTML page's templates costs ~0.25 s, more than rendering them. Keyed by each template's source, so an edited
-    template is compiled again. None where the folder cannot be made (a read-only home): every run compiles."""
-    if not _BYTECODE:
-        try:
-            base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-            folder = os.path.join(base, "ncuadvisor", "templates")
-            os.makedirs(folder, mode=0o700, exist_ok=True)
-            _BYTECODE.append(_QuietBytecodeCache(folder))
-        except Exception:  # no usable cache folder
-            _BYTECODE.append(None)
     return _BYTECODE[0]
 
 
