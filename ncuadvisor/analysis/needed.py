@@ -51,11 +51,9 @@ class InstructionFacts:
 
 def instruction_facts(per_instruction: Mapping[str, Sequence[Instruction]]) -> InstructionFacts:
     """The facts of one kernel's per-instruction data (`ideal_split`, `xu_needed_share`)."""
+    xu = xu_executed(per_instruction)  # one walk for both XU facts
     return InstructionFacts(
-        ideal_split(per_instruction),
-        xu_needed_share(per_instruction),
-        hfma_kinds(per_instruction),
-        xu_opcodes(per_instruction),
+        ideal_split(per_instruction), xu_needed_share(xu), hfma_kinds(per_instruction), xu_opcodes(xu)
     )
 
 
@@ -104,40 +102,43 @@ def _opcode(sass: str | None) -> str:
     return words[0] if words else ""
 
 
-def xu_needed_share(per_instruction: Mapping[str, Sequence[Instruction]]) -> float | None:
-    """The share of the XU pipe's warp instructions that are needed work: the transcendentals (MUFU), less the
-    reciprocals of integer division (one MUFU.RCP per I2F.*.RP: the compiler's idiom for a division by a
-    run-time divisor); conversions and bit operations are not. None without executed counts by instruction and their
-    SASS."""
+def xu_executed(per_instruction: Mapping[str, Sequence[Instruction]]) -> dict[str, float] | None:
+    """Executed warp instructions of the XU pipe by opcode (MUFU.SIN, I2F.U32.RP, POPC, ...); None without executed
+    counts by instruction or when an executed instruction has no SASS."""
     entries = per_instruction.get(INST_EXECUTED) or []
-    xu = mufu = rcp = rp = 0.0
+    if not entries:
+        return None
+    out: dict[str, float] = {}
     for e in entries:
         if not e.value:
             continue
         op = _opcode(e.sass)
         if not op:
             return None
-        base = op.split(".")[0]
-        if base not in XU_OPCODES:
-            continue
-        xu += e.value
-        if base == "MUFU":
-            mufu += e.value
-            rcp += e.value if op.startswith("MUFU.RCP") else 0.0
-        elif base == "I2F" and ".RP" in op:
-            rp += e.value
-    if not entries:
+        if op.split(".")[0] in XU_OPCODES:
+            out[op] = out.get(op, 0.0) + e.value
+    return out
+
+
+def xu_needed_share(xu: Mapping[str, float] | None) -> float | None:
+    """Of the XU instructions (`xu_executed`), the share that is needed work: the transcendentals (MUFU), less the
+    reciprocals of integer division (one MUFU.RCP per I2F.*.RP: the compiler's idiom for a division by a run-time
+    divisor); conversions and bit operations are not. None without them."""
+    if xu is None:
         return None
-    return (mufu - min(rcp, rp)) / xu if xu else 0.0
+    total = sum(xu.values())
+    mufu = sum(v for op, v in xu.items() if op.split(".")[0] == "MUFU")
+    rcp = sum(v for op, v in xu.items() if op.startswith("MUFU.RCP"))
+    rp = sum(v for op, v in xu.items() if op.split(".")[0] == "I2F" and ".RP" in op)
+    return (mufu - min(rcp, rp)) / total if total else 0.0
 
 
-def xu_opcodes(per_instruction: Mapping[str, Sequence[Instruction]]) -> tuple[str, ...]:
-    """The XU pipe's base opcodes (MUFU, F2F, POPC, ...) the kernel executed, most executed first; () without SASS."""
+def xu_opcodes(xu: Mapping[str, float] | None) -> tuple[str, ...]:
+    """The XU pipe's base opcodes (MUFU, F2F, POPC, ...) among `xu_executed`, most executed first; () without them."""
     count: dict[str, float] = {}
-    for e in per_instruction.get(INST_EXECUTED) or []:
-        base = _opcode(e.sass).split(".")[0]
-        if e.value and base in XU_OPCODES:
-            count[base] = count.get(base, 0.0) + e.value
+    for op, v in (xu or {}).items():
+        base = op.split(".")[0]
+        count[base] = count.get(base, 0.0) + v
     return tuple(sorted(count, key=lambda op: -count[op]))
 
 
