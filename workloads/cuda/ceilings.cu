@@ -203,18 +203,11 @@ float ref_dfma(float xf, int iters) {
   return (float)(((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7])));
 }
 
-bool selected(const std::string& only, const char* name) {
-  if (only.empty()) return true;
-  std::string s = "," + only + ",";
-  return s.find("," + std::string(name) + ",") != std::string::npos;
-}
 }  // namespace
 
 int main(int argc, char** argv) {
   std::string mode = argc > 1 ? std::string(argv[1]) : "--once";
-  std::string only;
-  for (int a = 2; a + 1 < argc; ++a)
-    if (std::string(argv[a]) == "--only") only = argv[a + 1];
+  const std::string only = only_arg(argc, argv);
   CK(cudaSetDevice(0));
   cudaDeviceProp prop;
   CK(cudaGetDeviceProperties(&prop, 0));

@@ -34,6 +34,19 @@ __host__ __device__ __forceinline__ float hash_float(uint32_t i, uint32_t seed, 
   return lo + width * (float)(hash32(i * 0x9E3779B9U + seed) >> 8) * (1.0f / 16777216.0f);
 }
 
+// The programs' "--only a,b" argument (after the mode): the kernels to run, "" for all; and whether `name` is one.
+static inline std::string only_arg(int argc, char** argv) {
+  std::string only;
+  for (int a = 2; a + 1 < argc; ++a)
+    if (std::string(argv[a]) == "--only") only = argv[a + 1];
+  return only;
+}
+static inline bool selected(const std::string& only, const char* name) {
+  if (only.empty()) return true;
+  std::string s = "," + only + ",";
+  return s.find("," + std::string(name) + ",") != std::string::npos;
+}
+
 // Run f(begin, end) over [0, n) on all host cores.
 static inline void parallel_for(size_t n, const std::function<void(size_t, size_t)>& f) {
   unsigned nt = std::thread::hardware_concurrency();

@@ -151,20 +151,13 @@ __global__ void mufu_loop(const float* __restrict__ in, float* __restrict__ out,
   out[i] = a;
 }
 
-bool selected(const std::string& only, const char* name) {
-  if (only.empty()) return true;
-  std::string s = "," + only + ",";
-  return s.find("," + std::string(name) + ",") != std::string::npos;
-}
 
 float rh(float v) { return __half2float(__float2half_rn(v)); }  // round to half, as the device does per step
 }  // namespace
 
 int main(int argc, char** argv) {
   std::string mode = argc > 1 ? std::string(argv[1]) : "--once";
-  std::string only;
-  for (int a = 2; a + 1 < argc; ++a)
-    if (std::string(argv[a]) == "--only") only = argv[a + 1];
+  const std::string only = only_arg(argc, argv);
   const float MF[2] = {0.75f, 0.875f}, CF[2] = {0.5f, 0.25f}, CADD[2] = {0.0009765625f, -0.0009765625f};
   const float MMUL[2] = {0.9990234375f, 1.0f};
 

@@ -181,11 +181,6 @@ __global__ void small_fused(float* __restrict__ y) {
   }
 }
 
-bool selected(const std::string& only, const char* name) {
-  if (only.empty()) return true;
-  std::string s = "," + only + ",";
-  return s.find("," + std::string(name) + ",") != std::string::npos;
-}
 unsigned blocks_for(size_t n) { return (unsigned)((n + BS - 1) / BS); }
 template <class T>
 T* to_device(const std::vector<T>& h) {
@@ -204,9 +199,7 @@ std::vector<T> to_host(const T* d, size_t n) {
 
 int main(int argc, char** argv) {
   std::string mode = argc > 1 ? std::string(argv[1]) : "--once";
-  std::string only;
-  for (int a = 2; a + 1 < argc; ++a)
-    if (std::string(argv[a]) == "--only") only = argv[a + 1];
+  const std::string only = only_arg(argc, argv);
   CK(cudaSetDevice(0));
   cudaDeviceProp prop;
   CK(cudaGetDeviceProperties(&prop, 0));
