@@ -14,39 +14,40 @@ pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[1]
 
+# phase 1: the training step's duration-only capture; phase 2 and the full set: the forward step's full-section report
+TRAIN_ON_EAGER = dict(
+    FAKE_NCU_PHASE1="torch_train_phase1_all", FAKE_NCU_PHASE2="torch_eager", FAKE_NCU_FULL="torch_eager"
+)
 
-def test_profile_cost_on_the_fake_ncu(tmp_path):
-    env = dict(
-        os.environ,
-        PATH=f"{ROOT / 'tests' / 'fake_ncu'}{os.pathsep}{os.environ.get('PATH', '')}",
-        FAKE_NCU_PHASE1="torch_train_phase1_all",
-        FAKE_NCU_PHASE2="torch_eager",
-        FAKE_NCU_FULL="torch_eager",
-    )
+
+def profile_cost(tmp_path: Path, args: list[str], **fake: str) -> dict:
+    """benchmarks/profile_cost.py with `args` (and --out, --json under tmp_path) on the fake ncu, whose FAKE_NCU_*
+    settings are `fake`; its JSON result, after asserting it ran to the end."""
+    env = dict(os.environ, PATH=f"{ROOT / 'tests' / 'fake_ncu'}{os.pathsep}{os.environ.get('PATH', '')}", **fake)
     out = tmp_path / "pc.json"
     p = subprocess.run(
-        [
-            sys.executable,
-            str(ROOT / "benchmarks" / "profile_cost.py"),
-            "--train",
-            "--out",
-            str(tmp_path / "work"),
-            "--json",
-            str(out),
-            "--workload",
-            str(ROOT / "tests" / "fake_ncu" / "target.py"),
-            "--workload-args",
-            "",
-            "--naive",
-            "every",
-        ],
+        [sys.executable, str(ROOT / "benchmarks" / "profile_cost.py"), *args]
+        + ["--out", str(tmp_path / "work"), "--json", str(out)],
         capture_output=True,
         text=True,
         env=env,
         timeout=300,
     )
     assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
-    res = json.loads(out.read_text())
+    return json.loads(out.read_text())
+
+
+def test_profile_cost_on_the_fake_ncu(tmp_path):
+    args = [
+        "--train",
+        "--workload",
+        str(ROOT / "tests" / "fake_ncu" / "target.py"),
+        "--workload-args",
+        "",
+        "--naive",
+        "every",
+    ]
+    res = profile_cost(tmp_path, args, **TRAIN_ON_EAGER)
     assert res["profile"]["rc"] == 0 and res["naive"]["rc"] == 0 and res["naive"]["mode"] == "every"
     rows = {(r["kernel"], r["grid"]): r for r in res["comparison"]}
     copy = rows[("elementwise_kernel", "(8192, 1, 1)")]
@@ -64,26 +65,16 @@ def test_profile_cost_full_set_on_the_same_launches(tmp_path):
     """Every launch does not fit the budget: the full set runs on the launches phase 2 profiled (their mangled
     names, one launch per configuration), is compared in the same merged view, and every launch is extrapolated."""
     log = tmp_path / "argv.jsonl"
-    env = dict(
-        os.environ,
-        PATH=f"{ROOT / 'tests' / 'fake_ncu'}{os.pathsep}{os.environ.get('PATH', '')}",
-        FAKE_NCU_PHASE1="torch_train_phase1_all",
-        FAKE_NCU_PHASE2="torch_eager",
-        FAKE_NCU_FULL="torch_eager",
-        FAKE_NCU_ARGV_LOG=str(log),
-    )
-    out = tmp_path / "pc.json"
-    args = ["--train", "--out", str(tmp_path / "work"), "--json", str(out), "--budget-s", "300"]
-    args += ["--workload", str(ROOT / "tests" / "fake_ncu" / "target.py"), "--workload-args", ""]
-    p = subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks" / "profile_cost.py"), *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=300,
-    )
-    assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
-    res = json.loads(out.read_text())
+    args = [
+        "--train",
+        "--budget-s",
+        "300",
+        "--workload",
+        str(ROOT / "tests" / "fake_ncu" / "target.py"),
+        "--workload-args",
+        "",
+    ]
+    res = profile_cost(tmp_path, args, **TRAIN_ON_EAGER, FAKE_NCU_ARGV_LOG=str(log))
     naive = res["naive"]
     assert naive["mode"] == "same-launches" and naive["rc"] == 0 and naive["extrapolated"]
     call = next(json.loads(line) for line in log.read_text().splitlines() if '"full"' in line)
@@ -103,32 +94,7 @@ def test_profile_cost_on_a_cuda_binary(tmp_path):
     prog.write_text('#!/bin/sh\necho "prog $*"\n')
     prog.chmod(0o755)
     log = tmp_path / "argv.jsonl"
-    env = dict(
-        os.environ,
-        PATH=f"{ROOT / 'tests' / 'fake_ncu'}{os.pathsep}{os.environ.get('PATH', '')}",
-        FAKE_NCU_ARGV_LOG=str(log),
-    )
-    out = tmp_path / "pc.json"
-    p = subprocess.run(
-        [
-            sys.executable,
-            str(ROOT / "benchmarks" / "profile_cost.py"),
-            "--binary",
-            str(prog),
-            "--binary-args",
-            "--steps 2",
-            "--out",
-            str(tmp_path / "work"),
-            "--json",
-            str(out),
-        ],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=300,
-    )
-    assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
-    res = json.loads(out.read_text())
+    res = profile_cost(tmp_path, ["--binary", str(prog), "--binary-args", "--steps 2"], FAKE_NCU_ARGV_LOG=str(log))
     assert res["plain"]["cmd"] == [str(prog), "--steps", "2"] and res["plain"]["rc"] == 0
     assert res["profile"]["rc"] == 0 and res["naive"]["rc"] == 0
     calls = [json.loads(line) for line in log.read_text().splitlines()]
