@@ -5,6 +5,7 @@ kernel no rule spoke to; and the launches program rules read (plain dicts, the p
 from __future__ import annotations
 
 import copy
+from collections.abc import Mapping
 from dataclasses import fields, replace
 from typing import Any, cast
 
@@ -201,13 +202,12 @@ def with_no_rule(entry: KernelEntry, row: dict[str, Any] | None = None) -> Kerne
     return replace(entry, no_rule=no_rule_verdict(entry, row, limiter))
 
 
-def covered_by_program(entry: KernelEntry, program_findings: list[Any]) -> KernelEntry:
-    """The entry whose no-rule verdict names the first program finding that speaks to its kernel (a sort-based
-    accumulation, a fusion chain): no kernel rule applies, but the kernel is not without advice."""
-    if entry.no_rule is None:
-        return entry
-    f = next((f for f in program_findings if str(entry.id) in {str(i) for i in f.kernel_ids}), None)
-    if f is None:
+def covered_by_program(entry: KernelEntry, covering: Mapping[str, Any]) -> KernelEntry:
+    """The entry whose no-rule verdict names the program finding that speaks to its kernel (`covering`: kernel id ->
+    the first such finding; a sort-based accumulation, a fusion chain): no kernel rule applies, but the kernel is not
+    without advice."""
+    f = covering.get(str(entry.id)) if entry.no_rule is not None else None
+    if f is None or entry.no_rule is None:
         return entry
     message = entry.no_rule.message.replace(
         "No rule applies", f"No kernel rule applies; the program finding {f.rule} ({f.title}) covers it", 1

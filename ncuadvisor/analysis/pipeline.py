@@ -363,5 +363,9 @@ def add_program_level(result: Result, launches: list[dict[str, Any]], rules: lis
     for e in errors:
         rep.warnings.append(f"program rule {e['rule']} failed: {e['error']}")
     result.program_findings = program_findings
-    result.kernels = [covered_by_program(k, program_findings) for k in result.kernels]
+    covering: dict[str, Any] = {}  # kernel id -> the first program finding that speaks to it
+    for f in program_findings:
+        for kid in f.kernel_ids:
+            covering.setdefault(str(kid), f)
+    result.kernels = [covered_by_program(k, covering) for k in result.kernels]
     result.top_actions = top_actions(result.kernels, total_ns, program_findings)
