@@ -1,0 +1,10 @@
+#!/bin/bash
+# On the GPU machine, from the repository root: the planted PyTorch cases and their twins timed
+# (`workloads/torch/planted.py --bench --case all`: CUDA events around each call, and per call in a back-to-back
+# loop), as JSON lines in $OUT/bench_torch.jsonl; keeps to $BUDGET seconds (default 120; about 40 s).
+#     OUT=/tmp/tb BUDGET=120 bash benchmarks/device/torch_bench.sh
+source benchmarks/device/env.sh
+part_start
+timeout $(( $(left) - 3 )) python3 workloads/torch/planted.py --bench --case all \
+  > "$OUT/bench_torch.jsonl" 2> "$OUT/bench_torch.log"
+say "bench rc=$?"; grep -E '"saving|"fix"' "$OUT/bench_torch.jsonl"
