@@ -1,3 +1,5 @@
+import re
+
 from ncuadvisor.analysis.perfmodels import opcode, time_after
 from ncuadvisor.metrics import SchedulerStats, SourceCounters
 from ncuadvisor.rules_api import Evidence, Finding, Fix, KernelContext, Rule
@@ -26,6 +28,13 @@ MATH = (
     "QGMMA",
     "IGMMA",
     "BMMA",
+)
+# ATen's TensorIterator kernels, whose index arithmetic comes from the strides and dtypes of their operands (the
+# offset calculators): the one kind of ATen kernel whose bookkeeping a PyTorch program changes, by the layout and
+# dtypes it hands the op. ATen's other kernels (embedding backward's segment sums, CUB's sort passes) do their index
+# math by design; nothing in the program's code removes it.
+TENSOR_ITERATOR = re.compile(
+    r"\bat::native::(?:\w+::)*(?:vectorized_|unrolled_|index_)?elementwise_kernel\w*<|\bat::native::(?:\w+::)*reduce_kernel<"
 )
 MEMORY = ("LD", "ST", "ATOM", "RED", "UTMA", "UBLKCP", "LDGSTS", "LDSM", "STSM", "SULD", "SUST", "TEX", "TLD")
 CONTROL = (
@@ -74,7 +83,10 @@ class IndexMath(Rule):
         instruction in at least `min_issue_pct`% of cycles (`smsp__issue_active`), and whose executed instructions
         (per instruction: `inst_executed`, opcode from the SASS) are at least `min_overhead_share` bookkeeping:
         integer and address arithmetic, compares, clamps, selects and moves, i.e. neither floating-point math, nor
-        loads and stores, nor control flow.
+        loads and stores, nor control flow. Among ATen's kernels, only TensorIterator loops (`elementwise_kernel`,
+        `vectorized_elementwise_kernel`, `unrolled_elementwise_kernel`, `reduce_kernel`): their index math follows
+        the layout and dtypes the program hands the op; other ATen and CUB kernels are left to the rules of what
+        calls them (ATM004 for embedding backward's segment sums and sort passes).
 
     Why it costs time:
         An issue-bound kernel runs as fast as its schedulers can issue instructions. When two thirds of them compute
@@ -163,6 +175,8 @@ class IndexMath(Rule):
             return None
         if any(v for key, v in r.flops_by_precision.items() if key.startswith("tensor")):
             return None
+        if k.language == "pytorch" and not TENSOR_ITERATOR.search(k.kernel.demangled or k.kernel.name):
+            return None  # an ATen kernel that is not a TensorIterator loop: its index math is not the program's
         entries = sorted(k.per_instruction(SourceCounters.INST_EXECUTED), key=lambda e: -e.value)
         total = sum(e.value for e in entries)
         if total <= 0:

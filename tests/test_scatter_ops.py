@@ -196,3 +196,15 @@ def test_kernels_a_program_finding_covers_point_to_it(scatter_ops_full):
     md = render_markdown(scatter_ops_full)
     row = next(ln for ln in md.splitlines() if ln.startswith("| 1 |"))
     assert "DeviceRadixSortOnesweepKernel" in row and row.rstrip().endswith("| see ATM004 (program) |")
+
+
+def test_index_math_is_advised_only_on_tensoriterator_kernels(scatter_ops_full):
+    """ISU001's PyTorch advice (contiguous inputs of one dtype, torch.compile) speaks to TensorIterator loops. The
+    segment sums of embedding backward and CUB's sort passes issue mostly index math too, but by design: they get no
+    ISU001 and point to the program finding that covers their chain."""
+    by_name = {k.name: k for k in scatter_ops_full.kernels}
+    for name in ("compute_grad_weight", "sum_and_scatter", "DeviceRadixSortHistogramKernel"):
+        assert not any(f.rule == "ISU001" for f in by_name[name].findings), name
+    for name in ("compute_grad_weight", "sum_and_scatter"):  # 12% and 8% of the time: a verdict each
+        k = by_name[name]
+        assert not k.findings and k.no_rule is not None and k.no_rule.program_rule == "ATM004", name
