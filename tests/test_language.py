@@ -1,5 +1,7 @@
 """Which language a kernel's advice is written in: the user's own `gemm_*` kernel is CUDA code, not a library's."""
 
+import pytest
+
 from ncuadvisor.analysis.language import kernel_language
 
 
@@ -102,3 +104,29 @@ def test_display_name_of_reductions_foreach_scatters_and_scalar_ops():
     assert display_name("multi_tensor_apply_kernel", foreach) == "foreach Sqrt"
     assert display_name("_scatter_gather_elementwise_kernel", scatter) == "scatter ReduceAdd"
     assert display_name("vectorized_elementwise_kernel", mul) == "MulFunctor"
+
+
+@pytest.mark.parametrize(
+    "demangled",
+    [
+        "void at_cuda_detail::cub::detail::radix_sort::DeviceRadixSortOnesweepKernel<at_cuda_detail::cub::detail::"
+        "radix::policy_hub<long, long, unsigned int>::Policy900, false, long, long, int, unsigned int, "
+        "at_cuda_detail::cub::detail::identity_decomposer_t>(int *, unsigned int *, const long *, long *, "
+        "const long *, long *, unsigned int, int, int, at_cuda_detail::cub::detail::identity_decomposer_t)",
+        "void cub::CUB_200200_900_NS::DeviceScanKernel<cub::CUB_200200_900_NS::DeviceScanPolicy<int>::Policy900>(int)",
+        "void thrust::THRUST_200200_900_NS::cuda_cub::core::_kernel_agent<int>(int)",
+    ],
+)
+def test_cub_and_thrust_kernels_are_library_code(demangled):
+    """CUB's and Thrust's own kernels are library code, vendored by ATen or called by the user's program: no rule
+    advises on their instructions."""
+    assert kernel_language("k", demangled, []) == "library"
+
+
+def test_an_aten_kernel_with_cub_in_its_template_arguments_stays_pytorch():
+    d = "void at::native::reduce_kernel<512, 1, at::native::ReduceOp<float, at::native::func_wrapper_t<float, cub::Sum>>>(int)"
+    assert kernel_language("reduce_kernel", d, []) == "pytorch"
+    assert (
+        kernel_language("k", "void at::native::<unnamed>::compute_grad_weight<float, long>(const T2 *)", [])
+        == "pytorch"
+    )

@@ -18,11 +18,27 @@ _LIBRARY_RE = re.compile(
 _LIBRARY_LIKE_RE = re.compile(r"^(void )?(gemm|gemv|splitKreduce|fmha|flash)", re.IGNORECASE)
 
 
+# CUB and Thrust's own kernels (`cub::…::DeviceRadixSortOnesweepKernel`, ATen's vendored `at_cuda_detail::cub::…`,
+# `thrust::…::cuda_cub::core::_kernel_agent`): library code whatever program calls them, told by the kernel's own
+# qualified name (the text before its template arguments), not by a `cub::` in the arguments of an ATen kernel
+_CUB_RE = re.compile(r"(?:^|::)(?:cub|thrust)::")
+
+
+def qualified_name(demangled: str) -> str:
+    """The kernel function's qualified name: `void at_cuda_detail::cub::X<…>(…)` → `at_cuda_detail::cub::X`."""
+    text = demangled[5:] if demangled.startswith("void ") else demangled
+    text = text.replace("<unnamed>", "{unnamed}").replace("(anonymous namespace)", "{anonymous}")
+    cut = min((i for i in (text.find("<"), text.find("(")) if i >= 0), default=len(text))
+    return text[:cut].strip()
+
+
 def kernel_language(name: str, demangled: str, source_files: Iterable[str]) -> str:
     """cuda | triton | library | pytorch: decides which language the fix is written in."""
     files = [f for f in source_files if f]
     if name.startswith("triton_") or any(f.endswith(".py") for f in files):
         return "triton"
+    if _CUB_RE.search(qualified_name(demangled or name)):
+        return "library"
     if any(ns in demangled for ns in ("at::native", "at::cuda", "c10::", "at::")):
         return "pytorch"
     if _LIBRARY_RE.match(name) or _LIBRARY_RE.match(demangled):
