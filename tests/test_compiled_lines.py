@@ -59,6 +59,113 @@ def test_trace_where_takes_the_innermost_user_frame_of_a_stack_trace(tmp_path):
     assert ns["_trace_where"](None) is None
 
 
+# Inductor's generated wrapper as the runner has it written: each kernel call under Inductor's own comments and the
+# runner's mark (a real layout: torch 2.13's wrapper of a LayerNorm+GELU block, names kept, arguments cut)
+WRAPPER = """def call(k1, k2, k3):
+    buf0 = empty_strided_cuda((64, 64), (64, 1), torch.float32)
+    # Topologically Sorted Source Nodes: [h, h_1], Original ATen: [aten.native_layer_norm, aten.gelu]
+    # [Provenance debug handles] triton_per_fused_gelu_native_layer_norm_0:1
+    # ncuadvisor-line 31:forward:/w/model.py
+    stream0 = get_raw_stream(0)
+    a = k1.run(buf0, stream=stream0)
+    # [Provenance debug handles] extern_kernels.mm:2
+    # ncuadvisor-line -
+    b = k2.run(buf0, stream=stream0)
+    c = k3.run(buf0, stream=stream0)
+    return a, b, c
+
+
+def get_raw_stream(i):
+    return i
+
+
+def empty_strided_cuda(*args):
+    return None
+
+
+class torch:
+    float32 = "float32"
+"""
+
+
+def test_marks_above_a_kernel_call_name_its_line(tmp_path):
+    """The mark just above a kernel call of generated code names the line; a mark of "-" (provenance gave no user
+    frame) names none; a call without a mark of its own does not borrow the mark of the call before. A frame walk
+    passes over generated code to the user's frame when the call has no mark."""
+    generated = tmp_path / "torchinductor_me"
+    generated.mkdir()
+    wrapper = generated / "cabc.py"
+    wrapper.write_text(WRAPPER)
+    ns = runner_frames([])
+    ns["_GENERATED_DIRS"][:] = [str(generated) + os.sep]
+    module: dict = {}
+    exec(compile(WRAPPER, str(wrapper), "exec"), module)
+
+    class Kernel:
+        def run(self, *args, stream):
+            frame = sys._getframe(1)
+            return ns["_generated_where"](frame), ns["_where"](frame)
+
+    a, b, c = module["call"](Kernel(), Kernel(), Kernel())
+    assert a == ("31:forward:/w/model.py", "31:forward:/w/model.py")
+    here = sys._getframe(0).f_code
+    assert b[0] == "" and c[0] == ""
+    # no mark: the walk goes on to this test's frame, the caller of the generated code
+    assert b[1].endswith(f":{here.co_qualname}:{here.co_filename}") and c[1] == b[1]
+    assert ns["_skipped"](str(wrapper))  # generated code is never the user's line
+
+
+def test_kernel_lines_file_names_generated_kernels(tmp_path, typed):
+    """The runner's file of generated kernels: a kernel with no range of the runner (its launch replayed from a CUDA
+    graph) takes its line by name, forward or backward; a name two compiles placed at two lines, a record without a
+    line and an unreadable file give nothing; a range on the launch wins over the file."""
+    from dataclasses import replace
+
+    from ncuadvisor.profile.pylines import COMPILED_BACKWARD, attach_python_lines, read_kernel_lines
+
+    side = tmp_path / "kernel_lines.json"
+    records = [
+        {"kernel": "triton_per_fused_gelu_native_layer_norm_0", "handle": 1, "where": "31:forward:/w/m.py"},
+        {"kernel": "triton_per_fused_gelu_native_layer_norm_0", "handle": 1, "where": "31:forward:/w/m.py"},
+        {"kernel": "triton_per_fused_gelu_backward_0", "handle": 3, "where": "32:forward:/w/m.py", "backward": True},
+        {"kernel": "triton_poi_fused_add_0", "handle": 2, "where": "33:forward:/w/m.py", "backward": False},
+        {"kernel": "triton_poi_fused_add_0", "handle": 2, "where": "50:other:/w/n.py", "backward": False},
+        {"kernel": "triton_poi_fused_mul_1", "handle": 4, "where": None},
+        {"kernel": "triton_poi_fused_mul_2", "error": "KeyError: 'x'"},
+    ]
+    side.write_text(json.dumps({"torch": "2.11.0", "kernels": records}))
+    by_name = read_kernel_lines(side)
+    assert by_name == {
+        "triton_per_fused_gelu_native_layer_norm_0": {
+            "file": "/w/m.py",
+            "line": 31,
+            "function": "forward",
+            "backward_of": None,
+        },
+        "triton_per_fused_gelu_backward_0": {
+            "file": "/w/m.py",
+            "line": 32,
+            "function": "forward",
+            "backward_of": COMPILED_BACKWARD,
+        },
+    }
+    assert read_kernel_lines(tmp_path / "none.json") == {} and read_kernel_lines(None) == {}
+    (tmp_path / "bad.json").write_text("{not json")
+    assert read_kernel_lines(tmp_path / "bad.json") == {}
+
+    base = typed("torch_cast_copy").kernels[0]
+    kernels = [
+        replace(base, name="triton_per_fused_gelu_backward_0", nvtx="step", python_line=None),
+        replace(base, name="triton_per_fused_gelu_native_layer_norm_0", nvtx="step > py:7:f:/w/x.py", python_line=None),
+        replace(base, name="triton_poi_fused_add_0", nvtx="step", python_line=None),
+    ]
+    assert attach_python_lines(kernels, by_name) == 2
+    assert kernels[0].python_line is not None and kernels[0].python_line.line == 32
+    assert kernels[0].python_line.backward_of == COMPILED_BACKWARD and kernels[0].nvtx == "step"
+    assert kernels[1].python_line is not None and kernels[1].python_line.line == 7  # the range wins
+    assert kernels[2].python_line is None
+
+
 # -- on the GPU machine -------------------------------------------------------------------------------------------
 
 

@@ -253,7 +253,15 @@ if "lines" in features:
                 _HANDLE_WHERE[(kernel_name, handle)] = where
                 if where:
                     _KERNEL_WHERE[kernel_name] = where
-                _KERNEL_LOG.append({"kernel": kernel_name, "handle": handle, "where": where, "stack_traces": traces})
+                try:  # a kernel of a backward graph (AOTAutograd compiles forward and backward apart)
+                    from torch._inductor.virtualized import V
+
+                    backward = bool(getattr(V.graph, "is_backward", False))
+                except Exception:
+                    backward = None
+                _KERNEL_LOG.append(
+                    {"kernel": kernel_name, "handle": handle, "where": where, "backward": backward, "stack_traces": traces}
+                )
             except Exception as exc:
                 _KERNEL_LOG.append({"kernel": kernel_name, "error": "%s: %s" % (type(exc).__name__, exc)})
             return handle
