@@ -18,9 +18,10 @@ import traceback
 from pathlib import Path
 
 import pytest
-from test_python_lines import marked_lines, runner_frames
+from test_python_lines import FAKE_TORCH, marked_lines, runner_frames
 
 from ncuadvisor.profile.pylines import parse_range
+from ncuadvisor.profile.target import TORCH_RUNNER
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = ROOT / "workloads" / "torch" / "compiled_lines.py"
@@ -164,6 +165,173 @@ def test_kernel_lines_file_names_generated_kernels(tmp_path, typed):
     assert kernels[0].python_line.backward_of == COMPILED_BACKWARD and kernels[0].nvtx == "step"
     assert kernels[1].python_line is not None and kernels[1].python_line.line == 7  # the range wins
     assert kernels[2].python_line is None
+
+
+# A stand-in for the few names of torch, Dynamo and Inductor the runner touches under torch.compile: `compile`
+# "generates" a wrapper per graph (forward, then backward) into the cache folder, the way Inductor does (provenance
+# handle, then the comment, then the kernel call), loads it from there and calls it; backward runs the backward
+# wrapper with the node CompiledFunctionBackward current.
+FAKE_COMPILE = {
+    "__init__.py": FAKE_TORCH["__init__.py"]
+    .replace("def compile(fn=None, **kw):\n    return fn\n", "from ._fake_compile import compile\n")
+    .replace(
+        "            _kernel('bwd')\n",
+        "            getattr(self.grad_fn, 'run', None) and self.grad_fn.run()\n",
+    )
+    + "from . import compiler, _functorch\n",
+    "compiler.py": "def is_compiling():\n    return False\n",
+    "utils/_python_dispatch.py": FAKE_TORCH["utils/_python_dispatch.py"]
+    + "    @classmethod\n    def ignore_compile_internals(cls):\n        return False\n",
+    "_fake_compile.py": (
+        "import builtins, os, traceback\n"
+        "def compile(fn=None, **kw):\n"
+        "    import torch\n"
+        "    from torch._inductor.codegen import triton as codegen\n"
+        "    from torch._inductor.codegen.wrapper import PythonWrapperCodegen\n"
+        "    from torch._inductor.runtime.cache_dir_utils import cache_dir\n"
+        "    from torch._inductor.runtime.triton_heuristics import CachingAutotuner\n"
+        "    from torch._inductor.virtualized import V\n"
+        "    code = fn.__code__\n"
+        "    trace = ''.join(traceback.format_list([(code.co_filename, code.co_firstlineno + 1, code.co_name, '')]))\n"
+        "    def generate(name, backward):\n"
+        "        V.graph.is_backward = backward\n"
+        "        w = PythonWrapperCodegen()\n"
+        "        w.writeline('def call(kernel):')\n"
+        "        codegen.codegen_kernel([trace], name, w)\n"
+        "        w.writeline('    return kernel.run(1, stream=0)')\n"
+        "        path = os.path.join(cache_dir(), name + '.py')\n"
+        "        with open(path, 'w') as f:\n"
+        "            f.write('\\n'.join(w.lines) + '\\n')\n"
+        "        ns = {}\n"
+        "        exec(builtins.compile(open(path).read(), path, 'exec'), ns)\n"
+        "        kernel = CachingAutotuner(name)\n"
+        "        return lambda: ns['call'](kernel)\n"
+        "    fwd = generate('triton_poi_fused_gelu_0', False)\n"
+        "    bwd = generate('triton_poi_fused_gelu_backward_0', True)\n"
+        "    def compiled(*args):\n"
+        "        fwd()\n"
+        "        out = torch.Tensor()\n"
+        "        out.grad_fn = torch.Node()\n"
+        "        out.grad_fn.name = lambda: 'CompiledFunctionBackward'\n"
+        "        out.grad_fn.run = bwd\n"
+        "        return out\n"
+        "    return compiled\n"
+    ),
+    "_functorch/__init__.py": "from . import config\n",
+    "_functorch/config.py": "enable_autograd_cache = True\n",
+    "_inductor/__init__.py": "",
+    "_inductor/config.py": "fx_graph_cache = True\nclass trace:\n    provenance_tracking_level = 0\n",
+    "_inductor/debug.py": (
+        "_inductor_kernel_stack_trace = {}\n"
+        "_handle = [0]\n"
+        "def set_kernel_post_grad_provenance_tracing(node_schedule, kernel_name, is_extern=False):\n"
+        "    from . import config\n"
+        "    if config.trace.provenance_tracking_level == 0:\n"
+        "        return None\n"
+        "    _handle[0] += 1\n"
+        "    _inductor_kernel_stack_trace.setdefault('%s:%d' % (kernel_name, _handle[0]), []).extend(node_schedule)\n"
+        "    return _handle[0]\n"
+    ),
+    "_inductor/virtualized.py": "class _G:\n    is_backward = False\nclass _V:\n    graph = _G()\nV = _V()\n",
+    "_inductor/codegen/__init__.py": "",
+    "_inductor/codegen/triton.py": (
+        "from ..debug import set_kernel_post_grad_provenance_tracing\n"
+        "def codegen_kernel(traces, kernel_name, wrapper):\n"
+        "    handle = set_kernel_post_grad_provenance_tracing(traces, kernel_name)\n"
+        "    wrapper.write_provenance_debug_handle(kernel_name, handle)\n"
+    ),
+    "_inductor/codegen/wrapper.py": (
+        "class PythonWrapperCodegen:\n"
+        "    comment = '#'\n"
+        "    def __init__(self):\n"
+        "        self.lines = []\n"
+        "    def writeline(self, line):\n"
+        "        self.lines.append(line)\n"
+        "    def write_provenance_debug_handle(self, kernel_name, debug_handle=None):\n"
+        "        if debug_handle is not None:\n"
+        "            self.writeline('    # [Provenance debug handles] %s:%s' % (kernel_name, debug_handle))\n"
+    ),
+    "_inductor/runtime/__init__.py": "",
+    "_inductor/runtime/cache_dir_utils.py": (
+        "import os\ndef cache_dir():\n    d = os.environ['TORCHINDUCTOR_CACHE_DIR']\n"
+        "    os.makedirs(d, exist_ok=True)\n    return d\n"
+    ),
+    "_inductor/runtime/triton_heuristics.py": (
+        "class _Fn:\n    def __init__(self, name):\n        self.__name__ = name\n"
+        "class CachingAutotuner:\n    def __init__(self, name):\n        self.fn = _Fn(name)\n"
+        "    def run(self, *args, stream):\n        return self.fn.__name__\n"
+    ),
+}
+
+
+def run_stand_in(tmp_path: Path, files: dict[str, str]) -> tuple[subprocess.CompletedProcess, Path, dict]:
+    """Run the runner ("lines") on a user script that compiles a function, under a stand-in torch made of `files`."""
+    for rel, text in files.items():
+        path = tmp_path / "torch" / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    user = tmp_path / "user.py"
+    user.write_text(
+        "import torch\n"
+        "def block(x):\n"
+        "    return torch.gelu(x)  # line: gelu\n"
+        "f = torch.compile(block)\n"
+        "y = f(torch.Tensor())  # line: call\n"
+        "y.backward()  # line: backward\n"
+        "print('\\n'.join(torch.PUSHED))\n"
+    )
+    env = dict(
+        os.environ,
+        PYTHONPATH=str(tmp_path),
+        TORCHINDUCTOR_CACHE_DIR=str(tmp_path / "inductor"),
+        NCUADVISOR_KERNEL_LINES=str(tmp_path / "kernel_lines.json"),
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", TORCH_RUNNER, "lines", str(user)], capture_output=True, text=True, env=env, timeout=60
+    )
+    return proc, user, marked_lines(user)
+
+
+def test_runner_names_each_generated_kernel_by_its_provenance(tmp_path):
+    """The whole runner under a stand-in Inductor: provenance tracking is switched on and the graph cache off, the
+    generated wrapper carries the mark above its kernel call, and each launch is in a range naming the user's line
+    of the kernel's node, the backward one with the node CompiledFunctionBackward; the file of generated kernels
+    says the same, with which graph each came from."""
+    proc, user, marks = run_stand_in(tmp_path, {**FAKE_TORCH, **FAKE_COMPILE})
+    assert proc.returncode == 0, proc.stderr
+    assert "ncuadvisor:" not in proc.stderr, proc.stderr
+    ranges = [parse_range(line) for line in proc.stdout.splitlines()]
+    line = marks["gelu"]
+    assert ranges == [
+        {"file": str(user), "line": line, "function": "block", "backward_of": None},
+        {"file": str(user), "line": line, "function": "block", "backward_of": "CompiledFunctionBackward"},
+    ]
+    wrapper = (tmp_path / "inductor" / "triton_poi_fused_gelu_0.py").read_text()
+    assert f"# ncuadvisor-line {line}:block:{user}" in wrapper
+    side = json.loads((tmp_path / "kernel_lines.json").read_text())
+    got = [(k["kernel"], k["where"], k["backward"], len(k["stack_traces"])) for k in side["kernels"]]
+    assert got == [
+        ("triton_poi_fused_gelu_0", f"{line}:block:{user}", False, 1),
+        ("triton_poi_fused_gelu_backward_0", f"{line}:block:{user}", True, 1),
+    ]
+
+
+def test_runner_without_provenance_places_compiled_kernels_at_the_call(tmp_path):
+    """An Inductor without provenance tracking: the runner says so once, the code still compiles, and a generated
+    kernel's launch names the line that called the compiled code (forward), the .backward() call (backward)."""
+    older = {
+        "_inductor/debug.py": "_inductor_kernel_stack_trace = {}\n",
+        "_inductor/codegen/triton.py": "def codegen_kernel(traces, kernel_name, wrapper):\n    pass\n",
+    }
+    proc, user, marks = run_stand_in(tmp_path, {**FAKE_TORCH, **FAKE_COMPILE, **older})
+    assert proc.returncode == 0, proc.stderr
+    said = [ln for ln in proc.stderr.splitlines() if ln.startswith("ncuadvisor:")]
+    assert len(said) == 1 and "provenance" in said[0], proc.stderr
+    ranges = [parse_range(line) for line in proc.stdout.splitlines()]
+    assert [(r["line"], r["backward_of"]) for r in ranges if r] == [
+        (marks["call"], None),
+        (marks["backward"], "CompiledFunctionBackward"),
+    ], proc.stdout
 
 
 # -- on the GPU machine -------------------------------------------------------------------------------------------

@@ -229,20 +229,46 @@ if "lines" in features:
     _KERNEL_LOG = []  # what provenance tracking gave for each generated kernel, for $NCUADVISOR_KERNEL_LINES
 
     def _compiled_kernel_lines():
-        # Inductor's provenance tracking on (the stack traces of each generated kernel's FX nodes) and read as each
-        # kernel is generated; each Triton launch inside a range naming its line. None when in place, else why not.
+        # each launch of a Triton kernel Inductor generated inside a range naming its line: the line Inductor's
+        # provenance tracking gives (the stack traces of the kernel's FX nodes, read as each kernel is generated and
+        # written as a mark above its call), else the line that called the compiled code. None when all of it is in
+        # place, else what is missing.
+        try:
+            from torch._inductor.runtime import triton_heuristics as _th
+            from torch._inductor.runtime.cache_dir_utils import cache_dir as _cache_dir
+
+            _autotuner = _th.CachingAutotuner
+        except Exception as exc:
+            return "%s: %s" % (type(exc).__name__, exc)
+        _GENERATED_DIRS.append(os.path.join(_cache_dir(), ""))
+        _run = _autotuner.run
+
+        def _launch(self, *args, **kwargs):
+            frame = sys._getframe(1)
+            where = _generated_where(frame) or _KERNEL_WHERE.get(getattr(self.fn, "__name__", None))
+            node = _current_node() if _current_node is not None else None
+            where = where or (_BACKWARD_CALL[0] if node is not None else _where(frame))
+            if not where:
+                return _run(self, *args, **kwargs)
+            try:
+                name = node.name() if node is not None else None
+            except Exception:
+                name = type(node).__name__
+            _nvtx.range_push(_range_text(where, name))
+            try:
+                return _run(self, *args, **kwargs)
+            finally:
+                _nvtx.range_pop()
+
+        _autotuner.run = _launch
         try:
             import torch._inductor.config as _icfg
             import torch._inductor.debug as _idebug
-            from torch._inductor.runtime import triton_heuristics as _th
-            from torch._inductor.runtime.cache_dir_utils import cache_dir as _cache_dir
-        except Exception as exc:
-            return "%s: %s" % (type(exc).__name__, exc)
-        _orig = getattr(_idebug, "set_kernel_post_grad_provenance_tracing", None)
-        _autotuner = getattr(_th, "CachingAutotuner", None)
-        if _orig is None or not hasattr(_icfg.trace, "provenance_tracking_level") or _autotuner is None:
+
+            _orig = _idebug.set_kernel_post_grad_provenance_tracing
+            _icfg.trace.provenance_tracking_level
+        except Exception:
             return "no provenance tracking in torch._inductor"
-        _GENERATED_DIRS.append(os.path.join(_cache_dir(), ""))
 
         def _traced(node_schedule, kernel_name, *args, **kwargs):
             handle = _orig(node_schedule, kernel_name, *args, **kwargs)
@@ -267,6 +293,13 @@ if "lines" in features:
             return handle
 
         _idebug.set_kernel_post_grad_provenance_tracing = _traced
+        for _name in ("torch._inductor.codegen.triton", "torch._inductor.codegen.cpp"):
+            try:  # the modules that import the function by name
+                _mod = __import__(_name, fromlist=["_"])
+                if hasattr(_mod, "set_kernel_post_grad_provenance_tracing"):
+                    _mod.set_kernel_post_grad_provenance_tracing = _traced
+            except Exception:
+                pass
         try:  # the mark above each kernel call of the generated wrapper (Python wrappers: "#" comments)
             from torch._inductor.codegen.wrapper import PythonWrapperCodegen as _wrapper
 
@@ -280,13 +313,6 @@ if "lines" in features:
             _wrapper.write_provenance_debug_handle = _write_marked
         except Exception:
             pass
-        for _name in ("torch._inductor.codegen.triton", "torch._inductor.codegen.cpp"):
-            try:  # the modules that import the function by name
-                _mod = __import__(_name, fromlist=["_"])
-                if hasattr(_mod, "set_kernel_post_grad_provenance_tracing"):
-                    _mod.set_kernel_post_grad_provenance_tracing = _traced
-            except Exception:
-                pass
         if not _icfg.trace.provenance_tracking_level:
             _icfg.trace.provenance_tracking_level = 1
         # a cached graph skips code generation, and with it the provenance: compile each graph here
@@ -295,35 +321,13 @@ if "lines" in features:
             torch._functorch.config.enable_autograd_cache = False
         except Exception:
             pass
-        _run = _autotuner.run
-
-        def _launch(self, *args, **kwargs):
-            # the mark above the call in the generated wrapper, else the line of the latest kernel of this name,
-            # else the user's call of the compiled code
-            frame = sys._getframe(1)
-            where = _generated_where(frame) or _KERNEL_WHERE.get(getattr(self.fn, "__name__", None))
-            where = where or _where(frame)
-            if not where:
-                return _run(self, *args, **kwargs)
-            node = _current_node() if _current_node is not None else None
-            try:
-                name = node.name() if node is not None else None
-            except Exception:
-                name = type(node).__name__
-            _nvtx.range_push(_range_text(where, name))
-            try:
-                return _run(self, *args, **kwargs)
-            finally:
-                _nvtx.range_pop()
-
-        _autotuner.run = _launch
         out = os.environ.get("NCUADVISOR_KERNEL_LINES")
         if out:
             import atexit, json
 
             def _write():
                 with open(out, "w") as f:
-                    json.dump({"torch": torch.__version__, "kernels": _KERNEL_LOG}, f, indent=1)
+                    json.dump({"torch": getattr(torch, "__version__", None), "kernels": _KERNEL_LOG}, f, indent=1)
 
             atexit.register(_write)
         return None
