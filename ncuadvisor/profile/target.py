@@ -26,10 +26,13 @@ from ncuadvisor.errors import InputError
 #          internals, the function mode passes through while Dynamo traces), and each Triton kernel Inductor generates
 #          is launched inside a range naming the user's line its nodes came from (Inductor's provenance tracking: the
 #          stack traces of a kernel's FX nodes; in backward the forward line, the node CompiledFunctionBackward).
+#          That line is also written as a mark, "# ncuadvisor-line <line>:<function>:<file>", above each kernel call
+#          of the generated wrapper: the ATen ops compiled code calls (cuBLAS) take their line from it.
 #          With $NCUADVISOR_KERNEL_LINES set, the runner writes there, as JSON, what it learnt of each generated
-#          kernel (name, provenance stack traces, the line chosen), read back by profile.pylines.
-# The frame walk, the range text and the reading of a stack trace come first and need no torch (tests run them
-# without it).
+#          kernel (name, provenance stack traces, the line chosen, forward or backward graph), read back by
+#          profile.pylines.
+# The frame walk, the range text, the reading of a stack trace and of the marks come first and need no torch (tests
+# run them without it).
 TORCH_RUNNER_FRAMES = r"""
 import os, sys
 _SKIP_DIRS = []
