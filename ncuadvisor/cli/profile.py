@@ -129,8 +129,9 @@ def profile(
         typer.Option(
             "--python-lines",
             help="Run the script with an NVTX range per ATen op naming the Python line that called it: each kernel "
-            "shows the file:line that launched it (backward kernels: the forward line). For eager PyTorch: "
-            "torch.compile does not compile while the mode is active. Needs PyTorch.",
+            "shows the file:line that launched it (backward kernels: the forward line). Code under torch.compile "
+            "still compiles; its generated kernels take the line of the nodes they came from (Inductor's "
+            "provenance tracking, caches off). Needs PyTorch.",
         ),
     ] = False,
     target_processes: Annotated[

@@ -48,7 +48,7 @@ from ncuadvisor.profile.collection import declared_collection
 from ncuadvisor.profile.launchbytes import fill_launch_bytes, profiled_bytes
 from ncuadvisor.profile.merge import Phase1Time, analyze_phase1, merge_results, torch_context
 from ncuadvisor.profile.progress import ProgressUI
-from ncuadvisor.profile.pylines import attach_python_lines
+from ncuadvisor.profile.pylines import KERNEL_LINES_ENV, attach_python_lines, read_kernel_lines
 from ncuadvisor.profile.runner import PhaseRun, check_run, run_ncu
 from ncuadvisor.profile.selection import (
     DEFAULT_COVERAGE,
@@ -267,7 +267,7 @@ class Session:
         """--python-lines: each kernel's Python line out of its NVTX ranges (`profile.pylines`), before the merge
         and the program rules read the NVTX text."""
         if self.python_lines:
-            attach_python_lines(result.kernels)
+            attach_python_lines(result.kernels, read_kernel_lines(self.env.get(KERNEL_LINES_ENV)))
 
     # -- modes ----------------------------------------------------------------------------------------------------
     def full(self) -> Result:
@@ -476,6 +476,8 @@ def run_profile(
         work = private_dir(output.resolve().parent, ".ncuadvisor-")
     except OSError as exc:
         raise OutputError(f"{output}: cannot write in its folder ({exc.strerror or exc})") from exc
+    if python_lines:  # where the runner writes the lines of the kernels torch.compile generated
+        env.setdefault(KERNEL_LINES_ENV, str(work / "kernel_lines.json"))
     session = Session(
         ncu=ncu.path,
         info=ncu,

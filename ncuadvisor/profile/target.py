@@ -22,21 +22,72 @@ from ncuadvisor.errors import InputError
 #          Block.forward: the module class); an op that autograd runs in
 #          backward gets "pybwd:<node>:<line>:<function>:<file>", the line of the forward op that made its node (the
 #          line is recorded on the node's metadata by a TorchFunctionMode in forward), else the `.backward()` call.
-# The frame walk and the range text come first and need no torch (tests run them without it).
+#          Code under torch.compile compiles as it would without the runner (the dispatch mode says it ignores compile
+#          internals, the function mode passes through while Dynamo traces), and each Triton kernel Inductor generates
+#          is launched inside a range naming the user's line its nodes came from (Inductor's provenance tracking: the
+#          stack traces of a kernel's FX nodes; in backward the forward line, the node CompiledFunctionBackward).
+#          That line is also written as a mark, "# ncuadvisor-line <line>:<function>:<file>", above each kernel call
+#          of the generated wrapper: the ATen ops compiled code calls (cuBLAS) take their line from it.
+#          With $NCUADVISOR_KERNEL_LINES set, the runner writes there, as JSON, what it learnt of each generated
+#          kernel (name, provenance stack traces, the line chosen, forward or backward graph), read back by
+#          profile.pylines.
+# The frame walk, the range text, the reading of a stack trace and of the marks come first and need no torch (tests
+# run them without it).
 TORCH_RUNNER_FRAMES = r"""
 import os, sys
 _SKIP_DIRS = []
+_GENERATED_DIRS = []  # Inductor's generated code: not the user's, but its marks name the user's lines
 _BACKWARD_CALL = [None]
+_MARK = "# ncuadvisor-line "
+_MARKED = {}
+
+
+def _generated(filename):
+    return any(filename.startswith(d) for d in _GENERATED_DIRS)
 
 
 def _skipped(filename):
-    return filename.startswith("<") or any(filename.startswith(d) for d in _SKIP_DIRS)
+    return filename.startswith("<") or _generated(filename) or any(filename.startswith(d) for d in _SKIP_DIRS)
+
+
+def _marked_where(filename, lineno):
+    # the mark the runner has Inductor write just above each kernel call of its generated code, next to Inductor's
+    # own provenance comment: "# ncuadvisor-line <line>:<function>:<file>" ("-" when none is known); "" when the
+    # call has no mark (the scan stops at the call before)
+    key = (filename, lineno)
+    if key not in _MARKED:
+        import linecache
+
+        found = ""
+        for n in range(lineno - 1, max(lineno - 12, 0), -1):
+            text = linecache.getline(filename, n).strip()
+            if text.startswith(_MARK):
+                found = text[len(_MARK):].strip()
+                found = "" if found == "-" else found
+                break
+            if not text.startswith("#") and any(c in text for c in (".run(", "extern_kernels.", "torch.ops.")):
+                break
+        _MARKED[key] = found
+    return _MARKED[key]
+
+
+def _generated_where(frame):
+    # the user's line of the kernel called from the innermost frame of generated code, "" when not known
+    while frame is not None:
+        if _generated(frame.f_code.co_filename):
+            return _marked_where(frame.f_code.co_filename, frame.f_lineno)
+        frame = frame.f_back
+    return ""
 
 
 def _where(frame):
     while frame is not None:
         code = frame.f_code
-        if not _skipped(code.co_filename):
+        if _generated(code.co_filename):
+            marked = _marked_where(code.co_filename, frame.f_lineno)
+            if marked:
+                return marked
+        elif not _skipped(code.co_filename):
             # the qualified name (Python 3.11+) names the class too: Block.forward
             return "%d:%s:%s" % (frame.f_lineno, getattr(code, "co_qualname", code.co_name), code.co_filename)
         frame = frame.f_back
@@ -45,6 +96,21 @@ def _where(frame):
 
 def _range_text(where, node=None):
     return ("pybwd:%s:%s" % (node, where)) if node else ("py:" + where)
+
+
+def _trace_where(traces):
+    # Inductor's stack traces of a kernel's nodes (formatted tracebacks, innermost frame last) -> the innermost
+    # frame of user code of the first trace that has one, as "<line>:<function>:<file>"
+    import re
+
+    for trace in traces or ():
+        found = None
+        for m in re.finditer(r'File "(.+?)", line (\d+), in (\S+)', trace or ""):
+            if not _skipped(m.group(1)):
+                found = "%s:%s:%s" % (m.group(2), m.group(3), m.group(1))
+        if found:
+            return found
+    return None
 """
 
 TORCH_RUNNER_MAIN = r"""
@@ -56,12 +122,18 @@ import contextlib, runpy
 import torch
 from torch.cuda import nvtx as _nvtx
 
-if "ops" in features:
-    def _pre(module, args):
-        _nvtx.range_push("module:" + type(module).__name__)
+_is_compiling = getattr(getattr(torch, "compiler", None), "is_compiling", None) or (lambda: False)
 
-    def _post(module, args, out):
-        _nvtx.range_pop()
+if "ops" in features:
+    # Dynamo traces global module hooks into compiled code: they name nothing there, and reach no global of the
+    # runner (Dynamo looks them up in the module __main__, which runpy has replaced)
+    def _pre(module, args, _push=_nvtx.range_push, _compiling=_is_compiling):
+        if not _compiling():
+            _push("module:" + type(module).__name__)
+
+    def _post(module, args, out, _pop=_nvtx.range_pop, _compiling=_is_compiling):
+        if not _compiling():
+            _pop()
 
     torch.nn.modules.module.register_module_forward_pre_hook(_pre)
     torch.nn.modules.module.register_module_forward_hook(_post)
@@ -72,6 +144,14 @@ if "lines" in features:
     from torch.utils._python_dispatch import TorchDispatchMode
 
     _SKIP_DIRS[:] = [os.path.dirname(torch.__file__) + os.sep, os.path.dirname(os.__file__) + os.sep]
+    import importlib.util
+
+    try:
+        _CAN_COMPILE = hasattr(TorchDispatchMode, "ignore_compile_internals") and bool(
+            importlib.util.find_spec("torch._inductor")
+        )
+    except Exception:
+        _CAN_COMPILE = False
     _current_node = getattr(torch._C, "_current_autograd_node", None)
 
     def _op_range():
@@ -79,10 +159,12 @@ if "lines" in features:
         # node, else the .backward() call; in forward: the first frame of user code
         node = _current_node() if _current_node is not None else None
         if node is not None:
+            # an op of compiled backward code: the forward line Inductor's mark names
+            where = _generated_where(sys._getframe()) if _GENERATED_DIRS else ""
             try:
-                where = node.metadata.get("ncuadvisor_line")
+                where = where or node.metadata.get("ncuadvisor_line")
             except Exception:
-                where = None
+                pass
             try:
                 name = node.name()
             except Exception:
@@ -98,7 +180,14 @@ if "lines" in features:
 
     class _ForwardLines(TorchFunctionMode):
         # above autograd: after the op, its outputs carry the node backward will run; the node keeps the line
+        def __init__(self):
+            super().__init__()
+            # read through the mode itself: Dynamo traces the mode, and the runner's globals are not where it looks
+            self._compiling = _is_compiling
+
         def __torch_function__(self, func, types, args=(), kwargs=None):
+            if self._compiling():  # Dynamo traces this mode into the graph: nothing of it but the op
+                return func(*args, **(kwargs or {}))
             out = func(*args, **(kwargs or {}))
             try:
                 outs = out if isinstance(out, (tuple, list)) else (out,)
@@ -113,6 +202,11 @@ if "lines" in features:
             return out
 
     class _OpLines(TorchDispatchMode):
+        @classmethod
+        def ignore_compile_internals(cls):
+            # decided before the mode is entered (Dynamo reads it then too): compiled code runs compiled
+            return _CAN_COMPILE
+
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
             try:
                 text = _op_range()
@@ -133,23 +227,142 @@ if "lines" in features:
         return _backward(self, *args, **kwargs)
 
     torch.Tensor.backward = _tensor_backward
-    _compile = getattr(torch, "compile", None)
+    _KERNEL_WHERE = {}  # generated kernel name -> the user's line, from its latest compile
+    _HANDLE_WHERE = {}  # (kernel name, provenance handle) -> the user's line, while the wrapper is written
+    _KERNEL_LOG = []  # what provenance tracking gave for each generated kernel, for $NCUADVISOR_KERNEL_LINES
 
-    def _compile_eagerly(*args, **kwargs):
-        # Dynamo does not compile while a dispatch mode is active: the compiled region runs as eager ATen kernels
-        if not _COMPILE_SAID:
-            _COMPILE_SAID.append(1)
-            print(
-                "ncuadvisor: --python-lines records lines through a dispatch mode, under which torch.compile runs "
-                "the region eagerly: these kernels are eager ATen ones; profile without --python-lines to see the "
-                "compiled (Triton) kernels",
-                file=sys.stderr,
-            )
+    def _compiled_kernel_lines():
+        # each launch of a Triton kernel Inductor generated inside a range naming its line: the line Inductor's
+        # provenance tracking gives (the stack traces of the kernel's FX nodes, read as each kernel is generated and
+        # written as a mark above its call), else the line that called the compiled code. None when all of it is in
+        # place, else what is missing.
+        try:
+            from torch._inductor.runtime import triton_heuristics as _th
+            from torch._inductor.runtime.cache_dir_utils import cache_dir as _cache_dir
+
+            _autotuner = _th.CachingAutotuner
+        except Exception as exc:
+            return "%s: %s" % (type(exc).__name__, exc)
+        _GENERATED_DIRS.append(os.path.join(_cache_dir(), ""))
+        _run = _autotuner.run
+
+        def _launch(self, *args, **kwargs):
+            frame = sys._getframe(1)
+            where = _generated_where(frame) or _KERNEL_WHERE.get(getattr(self.fn, "__name__", None))
+            node = _current_node() if _current_node is not None else None
+            where = where or (_BACKWARD_CALL[0] if node is not None else _where(frame))
+            if not where:
+                return _run(self, *args, **kwargs)
+            try:
+                name = node.name() if node is not None else None
+            except Exception:
+                name = type(node).__name__
+            _nvtx.range_push(_range_text(where, name))
+            try:
+                return _run(self, *args, **kwargs)
+            finally:
+                _nvtx.range_pop()
+
+        _autotuner.run = _launch
+        try:
+            import torch._inductor.config as _icfg
+            import torch._inductor.debug as _idebug
+
+            _orig = _idebug.set_kernel_post_grad_provenance_tracing
+            _icfg.trace.provenance_tracking_level
+        except Exception:
+            return "no provenance tracking in torch._inductor"
+
+        def _traced(node_schedule, kernel_name, *args, **kwargs):
+            handle = _orig(node_schedule, kernel_name, *args, **kwargs)
+            try:
+                traces = getattr(_idebug, "_inductor_kernel_stack_trace", {}).get("%s:%s" % (kernel_name, handle))
+                traces = list(traces or ())
+                where = _trace_where(traces)
+                _HANDLE_WHERE[(kernel_name, handle)] = where
+                if where:
+                    _KERNEL_WHERE[kernel_name] = where
+                try:  # a kernel of a backward graph (AOTAutograd compiles forward and backward apart)
+                    from torch._inductor.virtualized import V
+
+                    backward = bool(getattr(V.graph, "is_backward", False))
+                except Exception:
+                    backward = None
+                _KERNEL_LOG.append(
+                    {"kernel": kernel_name, "handle": handle, "where": where, "backward": backward, "stack_traces": traces}
+                )
+            except Exception as exc:
+                _KERNEL_LOG.append({"kernel": kernel_name, "error": "%s: %s" % (type(exc).__name__, exc)})
+            return handle
+
+        _idebug.set_kernel_post_grad_provenance_tracing = _traced
+        for _name in ("torch._inductor.codegen.triton", "torch._inductor.codegen.cpp"):
+            try:  # the modules that import the function by name
+                _mod = __import__(_name, fromlist=["_"])
+                if hasattr(_mod, "set_kernel_post_grad_provenance_tracing"):
+                    _mod.set_kernel_post_grad_provenance_tracing = _traced
+            except Exception:
+                pass
+        try:  # the mark above each kernel call of the generated wrapper (Python wrappers: "#" comments)
+            from torch._inductor.codegen.wrapper import PythonWrapperCodegen as _wrapper
+
+            _write_handle = _wrapper.write_provenance_debug_handle
+
+            def _write_marked(self, kernel_name, debug_handle=None, *args, **kwargs):
+                _write_handle(self, kernel_name, debug_handle, *args, **kwargs)
+                if debug_handle is not None and getattr(self, "comment", None) == "#":
+                    self.writeline(_MARK + (_HANDLE_WHERE.get((kernel_name, debug_handle)) or "-"))
+
+            _wrapper.write_provenance_debug_handle = _write_marked
+        except Exception:
+            pass
+        if not _icfg.trace.provenance_tracking_level:
+            _icfg.trace.provenance_tracking_level = 1
+        # a cached graph skips code generation, and with it the provenance: compile each graph here
+        _icfg.fx_graph_cache = False
+        try:
+            torch._functorch.config.enable_autograd_cache = False
+        except Exception:
+            pass
+        out = os.environ.get("NCUADVISOR_KERNEL_LINES")
+        if out:
+            import atexit, json
+
+            def _write():
+                with open(out, "w") as f:
+                    json.dump({"torch": getattr(torch, "__version__", None), "kernels": _KERNEL_LOG}, f, indent=1)
+
+            atexit.register(_write)
+        return None
+
+    _compile = getattr(torch, "compile", None)
+    _COMPILE_STATE = []  # [None] once Inductor's hooks are in place, [why not] when they cannot be
+
+    def _compile_with_lines(*args, **kwargs):
+        # the hooks go in at the first torch.compile (an eager script never imports Inductor); said once when they
+        # cannot: then a PyTorch whose dispatch modes cannot let Dynamo compile runs the region eagerly
+        if not _COMPILE_STATE:
+            try:
+                _COMPILE_STATE.append(_compiled_kernel_lines() if _CAN_COMPILE else "no ignore_compile_internals")
+            except Exception as exc:
+                _COMPILE_STATE.append("%s: %s" % (type(exc).__name__, exc))
+            if _COMPILE_STATE[0] is not None and not _CAN_COMPILE:
+                print(
+                    "ncuadvisor: --python-lines could not follow torch.compile in this PyTorch (%s): the compiled "
+                    "region runs eagerly under the runner's dispatch mode, and these kernels are eager ATen ones"
+                    % _COMPILE_STATE[0],
+                    file=sys.stderr,
+                )
+            elif _COMPILE_STATE[0] is not None:
+                print(
+                    "ncuadvisor: --python-lines could not read Inductor's provenance in this PyTorch (%s): the "
+                    "compiled region's kernels carry the line that called it, not their own" % _COMPILE_STATE[0],
+                    file=sys.stderr,
+                )
         return _compile(*args, **kwargs)
 
-    _COMPILE_SAID = []
     if _compile is not None:
-        torch.compile = _compile_eagerly
+        torch.compile = _compile_with_lines
     _modes.enter_context(_ForwardLines())
     _modes.enter_context(_OpLines())
 if "ops" in features:
