@@ -384,6 +384,38 @@ def check_compiled_lines(kernels: list[dict], marks: dict[str, int]) -> None:
     assert cast[0]["python_line"]["line"] == marks["cast"] and not cast[0]["python_line"]["backward_of"]
 
 
+RECORDED = ROOT / "fixtures" / "compiled-lines-2026-12-01"
+
+
+def test_recorded_phase_1_places_compiled_kernels_at_their_lines(tmp_path):
+    """Phase 1 of `profile --python-lines` on workloads/torch/compiled_lines.py, recorded on the H200 (torch 2.11):
+    the Triton kernels Inductor generated and the cuBLAS kernels it called carry the lines of the compiled block,
+    forward and backward; the eager code around it its own lines, the gradient accumulation of the input (a node
+    named with C++ colons) included."""
+    import lzma
+    import shutil
+
+    from ncuadvisor import engine
+    from ncuadvisor.profile.merge import analyze_phase1
+    from ncuadvisor.profile.pylines import attach_python_lines, read_kernel_lines
+
+    report = tmp_path / "compiled.phase1.ncu-rep"
+    with lzma.open(RECORDED / "compiled.phase1.ncu-rep.xz", "rb") as fin, report.open("wb") as fout:
+        shutil.copyfileobj(fin, fout)
+    p1, _launches, _ = analyze_phase1(report, engine.discover([]))
+    assert attach_python_lines(p1.kernels, read_kernel_lines(RECORDED / "kernel_lines.json")) == len(p1.kernels)
+    kernels = [k.to_dict() for k in p1.kernels]
+    marks = marked_lines(SCRIPT)
+    check_compiled_lines(kernels, marks)
+    accumulate = [k["python_line"] for k in kernels if "AccumulateGrad" in str(k["python_line"].get("backward_of"))]
+    assert accumulate and accumulate[0]["line"] == marks["backward"], accumulate
+    # one Triton kernel Inductor reuses for three sums of one backward graph (the Linear bias, the LayerNorm weight
+    # and bias): its marks name two lines, the kernel group takes its first launch's
+    sums = [r for r in json.loads((RECORDED / "kernel_lines.json").read_text())["kernels"]]
+    sums = {r["where"].split(":")[0] for r in sums if r["kernel"] == "triton_per_fused_sum_1"}
+    assert sums == {str(marks["norm"]), str(marks["residual"])}, sums
+
+
 @pytest.mark.gpu
 def test_gpu_compiled_kernels_carry_the_users_lines(tmp_path):
     """Real ncu, GPU, PyTorch and Inductor: profile workloads/torch/compiled_lines.py with --python-lines; the block

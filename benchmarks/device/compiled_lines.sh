@@ -28,8 +28,8 @@ timeout $(lim 25) python3 -m pytest -q -s -rA -p no:cacheprovider -m gpu --baset
   tests/test_compiled_lines.py > "$OUT/gpu_test.log" 2>&1
 say "gpu test rc=$?"
 grep -v "==PROF== Profiling" "$OUT/gpu_test.log" | tail -80
-cp "$OUT"/pytest/*/compiled.json "$OUT/compiled_result.json" 2>/dev/null
-cp "$OUT"/pytest/*/kernel_lines.json "$OUT/kernel_lines.json" 2>/dev/null
+find "$OUT/pytest" -name compiled.json -exec cp {} "$OUT/compiled_result.json" \;
+find "$OUT/pytest" -name kernel_lines.json -exec cp {} "$OUT/kernel_lines.json" \;
 python3 - "$OUT/kernel_lines.json" <<'PY' 2>&1 | tee "$OUT/provenance.txt"
 import json, sys
 try:
