@@ -60,6 +60,36 @@ def test_trace_where_takes_the_innermost_user_frame_of_a_stack_trace(tmp_path):
     assert ns["_trace_where"](None) is None
 
 
+def test_trace_where_names_the_function_as_eager_code_does(tmp_path):
+    """A traceback names the function (forward); the line takes the qualified name the frame walk of eager code
+    gives (Block.forward, make.<locals>.inner), read from the definitions of the file that hold the line; a file
+    that cannot be read keeps the traceback's name."""
+    user = tmp_path / "model.py"
+    user.write_text(
+        "class Block:\n"
+        "    @staticmethod\n"
+        "    def forward(x):\n"
+        "        return x + 1  # here\n"
+        "def make():\n"
+        "    def inner(x):\n"
+        "        return x * 2\n"
+        "    return inner\n"
+    )
+    ns = runner_frames([])
+    code = compile(user.read_text(), str(user), "exec")
+    module: dict = {}
+    exec(code, module)
+    frames = {
+        4: module["Block"].forward.__code__,
+        7: module["make"]().__code__,
+    }
+    for line, fcode in frames.items():
+        trace = "".join(traceback.format_list([(str(user), line, fcode.co_name, "")]))
+        assert ns["_trace_where"]([trace]) == f"{line}:{fcode.co_qualname}:{user}"
+    assert ns["_qualname"](str(tmp_path / "gone.py"), 4, "forward") == "forward"
+    assert ns["_qualname"](str(user), 4, "other") == "other"  # the definition holding the line is not that function
+
+
 # Inductor's generated wrapper as the runner has it written: each kernel call under Inductor's own comments and the
 # runner's mark (a real layout: torch 2.13's wrapper of a LayerNorm+GELU block, names kept, arguments cut)
 WRAPPER = """def call(k1, k2, k3):
@@ -370,7 +400,7 @@ def check_compiled_lines(kernels: list[dict], marks: dict[str, int]) -> None:
     assert all(k["python_line"]["backward_of"] == "CompiledFunctionBackward" for k in bwd), bwd[:1]
     norm = [k for k in fwd if "layer_norm" in k["name"]]
     assert norm and {k["python_line"]["line"] for k in norm} <= {marks["norm"], marks["gelu"]}, norm[:1]
-    # Inductor's stack traces name the function (forward), the eager frame walk its qualified name (Block.forward)
+    # the qualified name, as eager code has it (recorded before the runner read it: forward)
     assert all(k["python_line"]["function"] in ("forward", "Block.forward") for k in fwd), fwd[:1]
     # the matrix products Inductor leaves to cuBLAS (extern kernels) are placed by the mark above their call:
     # the Linear layer's line, forward and backward
