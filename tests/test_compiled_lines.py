@@ -492,3 +492,5 @@ def test_gpu_compiled_kernels_carry_the_users_lines(tmp_path):
     print(_table(res))
     assert res["report"]["profile"].get("python_lines") is True
     check_compiled_lines(res["kernels"], marked_lines(SCRIPT))
+    norm = [k["python_line"] for k in res["kernels"] if k["name"].startswith("triton_per_fused_gelu_native_layer")]
+    assert norm and norm[0]["function"] == "Block.forward", norm  # the qualified name, as eager code has it
