@@ -8,7 +8,7 @@ source benchmarks/device/env.sh
 part_start
 for v in planted tf32; do
   timeout $(( $(left) / 2 )) ncu --clock-control none --metrics gpu__time_duration.sum --nvtx --nvtx-include step_all_threads \
-    --csv --page raw python3 workloads/torch/planted.py --case "train_step:$v" --steps 3 > "$OUT/train_$v.csv" 2> "$OUT/train_$v.log"
+    --csv --page raw --print-units base python3 workloads/torch/planted.py --case "train_step:$v" --steps 3 > "$OUT/train_$v.csv" 2> "$OUT/train_$v.log"
   say "$v rc=$? kernels=$(grep -c '^"[0-9]' "$OUT/train_$v.csv")"
 done
 python3 - "$OUT" <<'PY' | tee "$OUT/summary.txt"
