@@ -258,6 +258,26 @@ TORCH_CASES = [
 
 # the fix variant of planted.py whose saving a rule's estimate is about, where a twin applies several fixes at once
 RULE_FIX = {"TEN002": "tf32"}
+# rules whose fix is one switch for the whole program (TF32 for every FP32 cuBLAS/cuDNN call): measured as one fix,
+# so the estimate compared with it is the sum of that rule's entries over the case's kernels, not the first one's
+SWITCH_RULES = {"TEN002"}
+# the kernel time of a fix alone, from ncu's per-kernel durations of the measured step with and without it
+# (`benchmarks/device/train_tf32.sh`: `ncu --metrics gpu__time_duration.sum --csv --page raw --print-units base`)
+KERNEL_TIME_CSVS = {
+    ("train_step", "tf32"): ("torch-loop-2026-12-01/train_planted.csv.xz", "torch-loop-2026-12-01/train_tf32.csv.xz")
+}
+
+
+def _csv_kernel_us(path: Path) -> float:
+    """Microseconds of every kernel in an ncu --csv --page raw listing (durations in ns, maybe with thousands commas)."""
+    import csv
+    import lzma
+
+    with lzma.open(path, "rt") as f:
+        rows = [r for r in csv.reader(f) if r]
+    head = next(r for r in rows if r[0] == "ID")
+    col = head.index("gpu__time_duration.sum")
+    return sum(float(r[col].replace(",", "")) for r in rows if r[0].isdigit()) / 1e3
 
 
 def _fix_savings(folder: Path = ROOT / "fixtures", key: str = "saving_us") -> dict[tuple[str, str], float]:
@@ -401,6 +421,17 @@ def planted_tables(markdown: bool) -> None:
         if alone in fixes:  # the twin applies several fixes; this one was measured alone too
             measured = fixes[alone]
         est_us = a["estimated_saving_ns"] / 1e3 if a else None
+        switch = bool(a and a["rule"] in SWITCH_RULES)
+        if switch and a:  # one switch: every entry of the rule on the case's kernels
+            ids_k = {k["id"] for k in kernels}
+            est_us = (
+                sum(
+                    e["estimated_saving_ns"]
+                    for e in res["top_actions"]
+                    if e["scope"] == "kernel" and e["rule"] == a["rule"] and e["kernel_id"] in ids_k
+                )
+                / 1e3
+            )
         ok = a is not None and a["category"] in cats
         verdict = (longest["findings"] or [None])[0]
         if a is None and measured is not None and measured < 0 and verdict and verdict["category"] == "at-roofline":
@@ -408,6 +439,9 @@ def planted_tables(markdown: bool) -> None:
         kernel_saving = None  # in the report's own kernel time: the planted results' minus the twin's
         if twin_ids is not None:
             kernel_saving = (_results_ns(res, ids_set) - _results_ns(res, set(twin_ids))) / 1e3
+        if alone in KERNEL_TIME_CSVS:  # the fix alone, in kernel time from its own capture
+            before, after = (ROOT / "fixtures" / f for f in KERNEL_TIME_CSVS[alone])
+            kernel_saving = _csv_kernel_us(before) - _csv_kernel_us(after)
         ok_n += ok
         if est_us is not None and measured is not None and measured > 0:
             n_est += 1
@@ -424,13 +458,13 @@ def planted_tables(markdown: bool) -> None:
                 if a
                 else (f"({verdict['rule']}: {verdict['title'][:60]})" if verdict else "(none)"),
                 f"{ncu_top(longest)[0]} on {longest['name'][:32]}",
-                f"{est_us:.1f} µs" if est_us is not None else "–",
+                (f"{est_us:.1f} µs" + (f" (all {a['rule']})" if switch and a else "")) if est_us is not None else "–",
                 (f"{measured:.1f} µs" + (f" ({alone[1]} alone)" if alone in fixes else ""))
                 if measured is not None
                 else "–",
                 _error(est_us, measured) if measured is not None else "–",
                 f"{kernel_saving:.1f} µs ({_error(est_us, kernel_saving)})"
-                if kernel_saving is not None and alone not in fixes
+                if kernel_saving is not None and (alone not in fixes or alone in KERNEL_TIME_CSVS)
                 else "–",
                 (f"{in_loop:.1f} µs" + (f" ({_error(est_us, in_loop)})" if est_us is not None else ""))
                 if in_loop is not None

@@ -17,7 +17,7 @@ for v in ("planted", "tf32"):
     rows = [r for r in csv.reader(open(pathlib.Path(sys.argv[1]) / f"train_{v}.csv")) if r and r[0].isdigit()]
     head = next(r for r in csv.reader(open(pathlib.Path(sys.argv[1]) / f"train_{v}.csv")) if r and r[0] == "ID")
     i_name, i_dur = head.index("Kernel Name"), head.index("gpu__time_duration.sum")
-    tot = sum(float(r[i_dur]) for r in rows)
-    gemm = sum(float(r[i_dur]) for r in rows if any(s in r[i_name] for s in ("gemm", "Kernel2", "sm80_", "sm90_", "nvjet", "splitK")))
+    tot = sum(float(r[i_dur].replace(",", "")) for r in rows)
+    gemm = sum(float(r[i_dur].replace(",", "")) for r in rows if any(s in r[i_name] for s in ("gemm", "Kernel2", "sm80_", "sm90_", "nvjet", "splitK")))
     print(f"{v}: {len(rows)} kernels, {tot/1e3:.1f} us in all, {gemm/1e3:.1f} us in GEMM kernels")
 PY
