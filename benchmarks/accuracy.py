@@ -16,7 +16,9 @@ action saves time), NCU's top rule on the longest of them, our estimated saving 
 twin), and whether the first action names the planted problem (or, where the measured fix is slower, whether the
 verdict is to keep the kernel). Where a case's twin applies several fixes and the fix the first action estimates was
 also measured alone (`planted.py --bench` lines {case, fix, saving_us} in any fixtures/**/bench_*.jsonl, e.g. TF32
-alone on the NCHW convolution), the estimate is compared with that fix alone.
+alone on the NCHW convolution), the estimate is compared with that fix alone. A last column compares it with the
+saving measured in a back-to-back loop (fixtures/torch-loop-2026-12-01/bench_torch.jsonl, `saving_loop_us`: the calls
+issued as a training loop issues them, the host's time per call hidden where the GPU is the busier).
 
     python benchmarks/accuracy.py [--markdown] [--planted] [--report R --manifest M --bench B]
 """
@@ -215,6 +217,7 @@ def library_tables(markdown: bool) -> None:
 
 
 PLANTED = ROOT / "fixtures" / "planted"
+LOOP_BENCH = ROOT / "fixtures" / "torch-loop-2026-12-01" / "bench_torch.jsonl"
 # pair: planted kernel, twin kernel (bench names), what is planted, what a right first action is (rule, words its
 # title or fix must hold; "at-roofline": no action on the kernel)
 PATTERNS = [
@@ -255,16 +258,36 @@ TORCH_CASES = [
 
 # the fix variant of planted.py whose saving a rule's estimate is about, where a twin applies several fixes at once
 RULE_FIX = {"TEN002": "tf32"}
+# rules whose fix is one switch for the whole program (TF32 for every FP32 cuBLAS/cuDNN call): measured as one fix,
+# so the estimate compared with it is the sum of that rule's entries over the case's kernels, not the first one's
+SWITCH_RULES = {"TEN002"}
+# the kernel time of a fix alone, from ncu's per-kernel durations of the measured step with and without it
+# (`benchmarks/device/train_tf32.sh`: `ncu --metrics gpu__time_duration.sum --csv --page raw --print-units base`)
+KERNEL_TIME_CSVS = {
+    ("train_step", "tf32"): ("torch-loop-2026-12-01/train_planted.csv.xz", "torch-loop-2026-12-01/train_tf32.csv.xz")
+}
 
 
-def _fix_savings(folder: Path = ROOT / "fixtures") -> dict[tuple[str, str], float]:
+def _csv_kernel_us(path: Path) -> float:
+    """Microseconds of every kernel in an ncu --csv --page raw listing (durations in ns, maybe with thousands commas)."""
+    import csv
+    import lzma
+
+    with lzma.open(path, "rt") as f:
+        rows = [r for r in csv.reader(f) if r]
+    head = next(r for r in rows if r[0] == "ID")
+    col = head.index("gpu__time_duration.sum")
+    return sum(float(r[col].replace(",", "")) for r in rows if r[0].isdigit()) / 1e3
+
+
+def _fix_savings(folder: Path = ROOT / "fixtures", key: str = "saving_us") -> dict[tuple[str, str], float]:
     """(case, fix) -> measured saving (µs) of one fix alone against the planted code, from every planted.py bench
-    under `folder`."""
+    under `folder` (the later path wins); `key` "saving_loop_us" for the saving measured in a loop."""
     out = {}
     for path in sorted(folder.glob("**/bench_*.jsonl")):
         for b in _jsonl(path):
-            if "fix" in b and "case" in b and b.get("saving_us") is not None:
-                out[(b["case"], b["fix"])] = float(b["saving_us"])
+            if "fix" in b and "case" in b and b.get(key) is not None:
+                out[(b["case"], b["fix"])] = float(b[key])
     return out
 
 
@@ -379,8 +402,11 @@ def planted_tables(markdown: bool) -> None:
         (b["case"], b["variant"]): b["median_us"] for b in _jsonl(PLANTED / "bench_torch.jsonl") if "variant" in b
     }
     fixes = _fix_savings()
+    loop_saving = {b["case"]: b["saving_loop_us"] for b in _jsonl(LOOP_BENCH) if "saving_loop_us" in b}
+    fix_loop = _fix_savings(key="saving_loop_us")
     results: dict[str, dict] = {}
     rows, ok_n, within, n_est = [], 0, 0, 0
+    loop_within, loop_n = 0, 0
     for case, report, ids, twin_ids, what, cats in TORCH_CASES:
         if report not in results:
             results[report] = analyze(ROOT / "fixtures" / f"{report}.ncu-rep.xz").to_dict()
@@ -395,6 +421,17 @@ def planted_tables(markdown: bool) -> None:
         if alone in fixes:  # the twin applies several fixes; this one was measured alone too
             measured = fixes[alone]
         est_us = a["estimated_saving_ns"] / 1e3 if a else None
+        switch = bool(a and a["rule"] in SWITCH_RULES)
+        if switch and a:  # one switch: every entry of the rule on the case's kernels
+            ids_k = {k["id"] for k in kernels}
+            est_us = (
+                sum(
+                    e["estimated_saving_ns"]
+                    for e in res["top_actions"]
+                    if e["scope"] == "kernel" and e["rule"] == a["rule"] and e["kernel_id"] in ids_k
+                )
+                / 1e3
+            )
         ok = a is not None and a["category"] in cats
         verdict = (longest["findings"] or [None])[0]
         if a is None and measured is not None and measured < 0 and verdict and verdict["category"] == "at-roofline":
@@ -402,10 +439,17 @@ def planted_tables(markdown: bool) -> None:
         kernel_saving = None  # in the report's own kernel time: the planted results' minus the twin's
         if twin_ids is not None:
             kernel_saving = (_results_ns(res, ids_set) - _results_ns(res, set(twin_ids))) / 1e3
+        if alone in KERNEL_TIME_CSVS:  # the fix alone, in kernel time from its own capture
+            before, after = (ROOT / "fixtures" / f for f in KERNEL_TIME_CSVS[alone])
+            kernel_saving = _csv_kernel_us(before) - _csv_kernel_us(after)
         ok_n += ok
         if est_us is not None and measured is not None and measured > 0:
             n_est += 1
             within += abs(est_us / measured - 1) <= 0.30
+        in_loop = fix_loop.get(alone) if alone in fixes else loop_saving.get(case)  # the fix alone where measured
+        if est_us is not None and in_loop is not None and in_loop > 0:
+            loop_n += 1
+            loop_within += abs(est_us / in_loop - 1) <= 0.30
         rows.append(
             (
                 case,
@@ -414,13 +458,16 @@ def planted_tables(markdown: bool) -> None:
                 if a
                 else (f"({verdict['rule']}: {verdict['title'][:60]})" if verdict else "(none)"),
                 f"{ncu_top(longest)[0]} on {longest['name'][:32]}",
-                f"{est_us:.1f} µs" if est_us is not None else "–",
+                (f"{est_us:.1f} µs" + (f" (all {a['rule']})" if switch and a else "")) if est_us is not None else "–",
                 (f"{measured:.1f} µs" + (f" ({alone[1]} alone)" if alone in fixes else ""))
                 if measured is not None
                 else "–",
                 _error(est_us, measured) if measured is not None else "–",
                 f"{kernel_saving:.1f} µs ({_error(est_us, kernel_saving)})"
-                if kernel_saving is not None and alone not in fixes
+                if kernel_saving is not None and (alone not in fixes or alone in KERNEL_TIME_CSVS)
+                else "–",
+                (f"{in_loop:.1f} µs" + (f" ({_error(est_us, in_loop)})" if est_us is not None else ""))
+                if in_loop is not None
                 else "–",
                 "ok" if ok else "MISS",
             )
@@ -434,10 +481,14 @@ def planted_tables(markdown: bool) -> None:
         "measured (per call)",
         "error",
         "measured in kernel time (error)",
+        "measured in a loop (error)",
         "",
     )
     _table(header, rows, markdown)
-    print(f"\nPyTorch cases: first action right {ok_n}/{len(rows)}; estimates within ±30%: {within}/{n_est}")
+    print(
+        f"\nPyTorch cases: first action right {ok_n}/{len(rows)}; estimates within ±30%: {within}/{n_est} per call, "
+        f"{loop_within}/{loop_n} in a loop"
+    )
 
 
 if __name__ == "__main__":

@@ -59,7 +59,7 @@ except ModuleNotFoundError:  # --help and the argument checks run without PyTorc
 DEV = torch.device("cuda") if torch is not None else None
 VARIANTS = ("planted", "twin")
 # further variants of a case, beyond its planted code and its twin: each applies one of the twin's fixes alone
-EXTRA_VARIANTS = {"conv_nchw": ("tf32", "channels_last")}
+EXTRA_VARIANTS = {"conv_nchw": ("tf32", "channels_last"), "train_step": ("tf32",)}
 
 
 def set_tf32(on: bool) -> None:
@@ -250,11 +250,13 @@ def make_train_step():
     torch.manual_seed(6)
     model = nn.Sequential(_MLPBlock(d, hidden), _MLPBlock(d, hidden), nn.Linear(d, d)).to(DEV)
     model_t = copy.deepcopy(model)
+    model_tf32 = copy.deepcopy(model)
     g = torch.Generator(device=DEV).manual_seed(7)
     x = torch.randn(tokens, d, device=DEV, generator=g)
     y = torch.randn(tokens, d, device=DEV, generator=g)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4)  # foreach (the default on CUDA)
     opt_t = torch.optim.AdamW(model_t.parameters(), lr=1e-4, fused=True)
+    opt_tf32 = torch.optim.AdamW(model_tf32.parameters(), lr=1e-4)  # foreach, as planted
 
     def planted():
         set_tf32(False)
@@ -272,10 +274,19 @@ def make_train_step():
         opt_t.step()
         return loss.detach()
 
+    def tf32():  # TEN002's fix alone: the planted step with TF32 on
+        set_tf32(True)
+        opt_tf32.zero_grad(set_to_none=True)
+        loss = F.mse_loss(model_tf32(x), y)
+        loss.backward()
+        opt_tf32.step()
+        return loss.detach()
+
     flop = 3 * 2 * tokens * (2 * 2 * d * hidden + d * d)
     return {
         "planted": planted,
         "twin": twin,
+        "tf32": tf32,
         "tol": 2e-2,
         "grad": True,
         "note": "2-block MLP d512 h2048, 4096 tokens: fp32 + foreach AdamW vs bf16 autocast + fused AdamW "
@@ -377,14 +388,18 @@ def time_loop(fn, iters: int) -> float:
     return s.elapsed_time(e) * 1e3 / iters
 
 
-def fix_saving(case: str, fix: str, planted_us: float, fixed_us: float) -> dict:
-    """The line of one fix of a case alone against its planted code: {case, fix, saving_us, saving_pct}."""
-    return {
+def fix_saving(case: str, fix: str, planted_us: float, fixed_us: float, loop: dict[str, float] | None = None) -> dict:
+    """The line of one fix of a case alone against its planted code: {case, fix, saving_us, saving_pct}, and
+    saving_loop_us where `loop` holds both variants' per-call times in a loop."""
+    out = {
         "case": case,
         "fix": fix,
         "saving_us": round(planted_us - fixed_us, 3),
         "saving_pct": round(100 * (1 - fixed_us / planted_us), 2) if planted_us else None,
     }
+    if loop and "planted" in loop and fix in loop:
+        out["saving_loop_us"] = round(loop["planted"] - loop[fix], 3)
+    return out
 
 
 def bench(cases, iters: int, warmup: int) -> int:
@@ -442,7 +457,7 @@ def bench(cases, iters: int, warmup: int) -> int:
                     flush=True,
                 )
             for fix in [v for v in med if v not in VARIANTS and "planted" in med]:
-                print(json.dumps(fix_saving(name, fix, med["planted"], med[fix])), flush=True)
+                print(json.dumps(fix_saving(name, fix, med["planted"], med[fix], loop)), flush=True)
             del c
             torch.cuda.empty_cache()
         except Exception as exc:  # noqa: BLE001
