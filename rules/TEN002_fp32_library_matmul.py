@@ -52,6 +52,7 @@ class Fp32LibraryMatmul(Rule):
     slug = "fp32-library-matmul"
     category = "tensor-cores"
     title = "FP32 library matrix product on FMA pipes: enable TF32"
+    switch = True  # TF32 is one setting for every FP32 cuBLAS/cuDNN call of the program
     requires = (SpeedOfLight.DURATION,)
     optional = (ComputeWorkloadAnalysis.FMA_PIPE_PCT,)
     thresholds = {"min_gflop": 1.0, "max_tensor_share": 0.05, "min_fma_pct": 30.0}
