@@ -16,7 +16,9 @@ action saves time), NCU's top rule on the longest of them, our estimated saving 
 twin), and whether the first action names the planted problem (or, where the measured fix is slower, whether the
 verdict is to keep the kernel). Where a case's twin applies several fixes and the fix the first action estimates was
 also measured alone (`planted.py --bench` lines {case, fix, saving_us} in any fixtures/**/bench_*.jsonl, e.g. TF32
-alone on the NCHW convolution), the estimate is compared with that fix alone. A last column compares it with the
+alone on the NCHW convolution), the estimate is compared with that fix alone. Per-call and loop times come from one
+run of 2026-12-01 (the earlier fixtures/planted/bench_torch.jsonl gave the same savings but for `norm_chain`'s
+compiled call, whose host time varies: 18.2 µs then, 35.5 µs now). A last column compares it with the
 saving measured in a back-to-back loop (fixtures/torch-loop-2026-12-01/bench_torch.jsonl, `saving_loop_us`: the calls
 issued as a training loop issues them, the host's time per call hidden where the GPU is the busier).
 
@@ -405,9 +407,7 @@ def planted_tables(markdown: bool) -> None:
     _table(header, rows, markdown)
     print(f"\naccess patterns: first action right {ok_n}/{len(rows)}; estimates within ±30%: {within}/{n_est}")
 
-    tbench = {
-        (b["case"], b["variant"]): b["median_us"] for b in _jsonl(PLANTED / "bench_torch.jsonl") if "variant" in b
-    }
+    tbench = {(b["case"], b["variant"]): b["median_us"] for b in _jsonl(LOOP_BENCH) if "variant" in b}
     fixes = _fix_savings()
     loop_saving = {b["case"]: b["saving_loop_us"] for b in _jsonl(LOOP_BENCH) if "saving_loop_us" in b}
     fix_loop = _fix_savings(key="saving_loop_us")
