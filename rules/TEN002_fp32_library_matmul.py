@@ -62,10 +62,10 @@ class Fp32LibraryMatmul(Rule):
     fixes = {
         "library": Fix(
             text=(
-                "This {what} runs in strict FP32 on the FMA pipes ({gflop:.1f} GFLOP, tensor cores idle). Allow TF32 "
-                "(torch.set_float32_matmul_precision('high'), or torch.backends.cuda.matmul.allow_tf32 = True; "
-                "torch.backends.cudnn.allow_tf32 = True for convolutions) or run the region under "
-                "torch.autocast('cuda', dtype=torch.bfloat16)."
+                "Allow TF32 with torch.set_float32_matmul_precision('high') (and torch.backends.cudnn.allow_tf32 = "
+                "True for convolutions), or run the region under torch.autocast('cuda', dtype=torch.bfloat16). This "
+                "{what} runs in strict FP32 on the FMA pipes ({gflop:.1f} GFLOP, tensor cores idle); the one setting "
+                "covers every FP32 matmul and convolution of the program."
             ),
             code=(
                 "torch.set_float32_matmul_precision('high')   # TF32 tensor cores for fp32 matmul\n"
@@ -79,9 +79,9 @@ class Fp32LibraryMatmul(Rule):
         "nchw": {
             "library": Fix(
                 text=(
-                    "This NCHW convolution runs in strict FP32 on the FMA pipes ({gflop:.1f} GFLOP, tensor cores "
-                    "idle). First allow TF32 (torch.backends.cudnn.allow_tf32 = True, "
-                    "torch.set_float32_matmul_precision('high')) or autocast to bf16; then switch the model and its "
+                    "First allow TF32 (torch.backends.cudnn.allow_tf32 = True, "
+                    "torch.set_float32_matmul_precision('high')) or autocast to bf16: this NCHW convolution runs in "
+                    "strict FP32 on the FMA pipes ({gflop:.1f} GFLOP, tensor cores idle). Then switch the model and its "
                     "input to channels_last so cuDNN picks its NHWC tensor-core kernels without layout transforms. "
                     "channels_last alone, still in FP32 on the FMA pipes, does not help (on an H200 it made a 3×3 "
                     "convolution 18% slower)."
