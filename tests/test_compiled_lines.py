@@ -60,6 +60,36 @@ def test_trace_where_takes_the_innermost_user_frame_of_a_stack_trace(tmp_path):
     assert ns["_trace_where"](None) is None
 
 
+def test_trace_where_names_the_function_as_eager_code_does(tmp_path):
+    """A traceback names the function (forward); the line takes the qualified name the frame walk of eager code
+    gives (Block.forward, make.<locals>.inner), read from the definitions of the file that hold the line; a file
+    that cannot be read keeps the traceback's name."""
+    user = tmp_path / "model.py"
+    user.write_text(
+        "class Block:\n"
+        "    @staticmethod\n"
+        "    def forward(x):\n"
+        "        return x + 1  # here\n"
+        "def make():\n"
+        "    def inner(x):\n"
+        "        return x * 2\n"
+        "    return inner\n"
+    )
+    ns = runner_frames([])
+    code = compile(user.read_text(), str(user), "exec")
+    module: dict = {}
+    exec(code, module)
+    frames = {
+        4: module["Block"].forward.__code__,
+        7: module["make"]().__code__,
+    }
+    for line, fcode in frames.items():
+        trace = "".join(traceback.format_list([(str(user), line, fcode.co_name, "")]))
+        assert ns["_trace_where"]([trace]) == f"{line}:{fcode.co_qualname}:{user}"
+    assert ns["_qualname"](str(tmp_path / "gone.py"), 4, "forward") == "forward"
+    assert ns["_qualname"](str(user), 4, "other") == "other"  # the definition holding the line is not that function
+
+
 # Inductor's generated wrapper as the runner has it written: each kernel call under Inductor's own comments and the
 # runner's mark (a real layout: torch 2.13's wrapper of a LayerNorm+GELU block, names kept, arguments cut)
 WRAPPER = """def call(k1, k2, k3):
@@ -370,7 +400,7 @@ def check_compiled_lines(kernels: list[dict], marks: dict[str, int]) -> None:
     assert all(k["python_line"]["backward_of"] == "CompiledFunctionBackward" for k in bwd), bwd[:1]
     norm = [k for k in fwd if "layer_norm" in k["name"]]
     assert norm and {k["python_line"]["line"] for k in norm} <= {marks["norm"], marks["gelu"]}, norm[:1]
-    # Inductor's stack traces name the function (forward), the eager frame walk its qualified name (Block.forward)
+    # the qualified name, as eager code has it (recorded before the runner read it: forward)
     assert all(k["python_line"]["function"] in ("forward", "Block.forward") for k in fwd), fwd[:1]
     # the matrix products Inductor leaves to cuBLAS (extern kernels) are placed by the mark above their call:
     # the Linear layer's line, forward and backward
@@ -382,6 +412,38 @@ def check_compiled_lines(kernels: list[dict], marks: dict[str, int]) -> None:
     cast = [k for k in kernels if "bfloat16_copy_kernel_cuda" in str(k.get("demangled"))]
     assert cast and cast[0].get("python_line"), cast[:1]
     assert cast[0]["python_line"]["line"] == marks["cast"] and not cast[0]["python_line"]["backward_of"]
+
+
+RECORDED = ROOT / "fixtures" / "compiled-lines-2026-12-01"
+
+
+def test_recorded_phase_1_places_compiled_kernels_at_their_lines(tmp_path):
+    """Phase 1 of `profile --python-lines` on workloads/torch/compiled_lines.py, recorded on the H200 (torch 2.11):
+    the Triton kernels Inductor generated and the cuBLAS kernels it called carry the lines of the compiled block,
+    forward and backward; the eager code around it its own lines, the gradient accumulation of the input (a node
+    named with C++ colons) included."""
+    import lzma
+    import shutil
+
+    from ncuadvisor import engine
+    from ncuadvisor.profile.merge import analyze_phase1
+    from ncuadvisor.profile.pylines import attach_python_lines, read_kernel_lines
+
+    report = tmp_path / "compiled.phase1.ncu-rep"
+    with lzma.open(RECORDED / "compiled.phase1.ncu-rep.xz", "rb") as fin, report.open("wb") as fout:
+        shutil.copyfileobj(fin, fout)
+    p1, _launches, _ = analyze_phase1(report, engine.discover([]))
+    assert attach_python_lines(p1.kernels, read_kernel_lines(RECORDED / "kernel_lines.json")) == len(p1.kernels)
+    kernels = [k.to_dict() for k in p1.kernels]
+    marks = marked_lines(SCRIPT)
+    check_compiled_lines(kernels, marks)
+    accumulate = [k["python_line"] for k in kernels if "AccumulateGrad" in str(k["python_line"].get("backward_of"))]
+    assert accumulate and accumulate[0]["line"] == marks["backward"], accumulate
+    # one Triton kernel Inductor reuses for three sums of one backward graph (the Linear bias, the LayerNorm weight
+    # and bias): its marks name two lines, the kernel group takes its first launch's
+    sums = [r for r in json.loads((RECORDED / "kernel_lines.json").read_text())["kernels"]]
+    sums = {r["where"].split(":")[0] for r in sums if r["kernel"] == "triton_per_fused_sum_1"}
+    assert sums == {str(marks["norm"]), str(marks["residual"])}, sums
 
 
 @pytest.mark.gpu
@@ -430,3 +492,5 @@ def test_gpu_compiled_kernels_carry_the_users_lines(tmp_path):
     print(_table(res))
     assert res["report"]["profile"].get("python_lines") is True
     check_compiled_lines(res["kernels"], marked_lines(SCRIPT))
+    norm = [k["python_line"] for k in res["kernels"] if k["name"].startswith("triton_per_fused_gelu_native_layer")]
+    assert norm and norm[0]["function"] == "Block.forward", norm  # the qualified name, as eager code has it

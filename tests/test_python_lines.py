@@ -94,6 +94,17 @@ def test_split_nvtx_takes_the_innermost_python_line_and_keeps_the_other_ranges()
     assert where is not None and where["file"] == "/w/my model.py" and where["backward_of"] == "GeluBackward0"
     assert rest == "step_all_threads"
     assert split_nvtx("step > aten::add > python") == (None, "step > aten::add > python")
+    # a node named with C++ colons (the gradient accumulation of a leaf), as the H200 run of compiled_lines.py had it
+    where, rest = split_nvtx(
+        "pybwd:torch::autograd::AccumulateGrad:40:step:/work/w/compiled_lines.py > step_all_threads"
+    )
+    assert where == {
+        "file": "/work/w/compiled_lines.py",
+        "line": 40,
+        "function": "step",
+        "backward_of": "torch::autograd::AccumulateGrad",
+    }
+    assert rest == "step_all_threads"
     assert split_nvtx("") == (None, "")
 
 

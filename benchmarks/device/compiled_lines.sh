@@ -7,7 +7,8 @@
 #    each generated kernel ($NCUADVISOR_KERNEL_LINES), printed here;
 # 2. with time left: `profile --python-lines --torch-ops` on the same script; the runner alone, without ncu (does
 #    Dynamo compile under it, how often; the compile's cost); the block compiled without the runner (Inductor's
-#    kernel names and generated code).
+#    kernel names and generated code); under CUDA graphs (mode="reduce-overhead"), where kernels replay without
+#    Python and take their line from the runner's file by name.
 # Logs, the result JSON and the provenance file go to $OUT; keeps to $BUDGET seconds (default 150).
 #     OUT=/tmp/cl BUDGET=150 bash benchmarks/device/compiled_lines.sh
 #     PARTS="compiled_lines:150" OUT=/tmp/all bash benchmarks/device/all.sh
@@ -28,8 +29,8 @@ timeout $(lim 25) python3 -m pytest -q -s -rA -p no:cacheprovider -m gpu --baset
   tests/test_compiled_lines.py > "$OUT/gpu_test.log" 2>&1
 say "gpu test rc=$?"
 grep -v "==PROF== Profiling" "$OUT/gpu_test.log" | tail -80
-cp "$OUT"/pytest/*/compiled.json "$OUT/compiled_result.json" 2>/dev/null
-cp "$OUT"/pytest/*/kernel_lines.json "$OUT/kernel_lines.json" 2>/dev/null
+find "$OUT/pytest" -name compiled.json -exec cp {} "$OUT/compiled_result.json" \;
+find "$OUT/pytest" -name kernel_lines.json -exec cp {} "$OUT/kernel_lines.json" \;
 python3 - "$OUT/kernel_lines.json" <<'PY' 2>&1 | tee "$OUT/provenance.txt"
 import json, sys
 try:
@@ -67,7 +68,32 @@ else
   say "profile both skipped: $(left) s left"
 fi
 
-# 3. the runner without ncu: does Dynamo compile under it (graphs, recompiles, graph breaks), and how long it takes
+# 3. CUDA graphs (mode="reduce-overhead"): replayed kernels run without Python, so without the runner's ranges; they
+#    take their line by name from the runner's file. Three steps: cudagraph trees warm up, record, then replay.
+if [ "$(left)" -ge 45 ]; then
+  say "profile reduce-overhead"
+  mkdir -p /tmp/cl && cd /tmp/cl || exit 1
+  NCUADVISOR_KERNEL_LINES=/tmp/cl/graphs_kernel_lines.json timeout $(lim 5) python3 -m ncuadvisor profile \
+    --python-lines --top 1 --nvtx-include step_all_threads -o /tmp/cl/graphs.json --force \
+    "$OLDPWD/$SCRIPT" --steps 3 --size 1024 --mode reduce-overhead > "$OUT/profile_graphs.log" 2>&1
+  say "profile reduce-overhead rc=$?"
+  cd "$OLDPWD" || exit 1
+  grep -v "==PROF== Profiling" "$OUT/profile_graphs.log" | tail -8
+  cp /tmp/cl/graphs.json /tmp/cl/graphs_kernel_lines.json "$OUT/" 2>/dev/null
+  python3 - "$OUT/graphs.json" <<'PY' 2>&1 | tee "$OUT/graphs_lines.txt"
+import json, os, sys
+res = json.load(open(sys.argv[1]))
+for k in res["kernels"]:
+    pl = k.get("python_line") or {}
+    print(f"{k['time_share']:6.1%} {k['name'][:58]:58} x{k.get('launches')} "
+          f"{os.path.basename(pl.get('file') or '-')}:{pl.get('line')} {pl.get('function')} "
+          f"bwd={pl.get('backward_of')} nvtx={k.get('nvtx')!r}")
+PY
+else
+  say "profile reduce-overhead skipped: $(left) s left"
+fi
+
+# 4. the runner without ncu: does Dynamo compile under it (graphs, recompiles, graph breaks), and how long it takes
 if [ "$(left)" -ge 40 ]; then
   say "runner alone"
   S=$(date +%s)

@@ -28,7 +28,8 @@ from typing import Any
 
 from ncuadvisor.result.types import KernelEntry, PythonLine
 
-_RANGE = re.compile(r"^(?:py|pybwd:(?P<node>[^:]*)):(?P<line>\d+):(?P<function>[^:]*):(?P<file>.+)$")
+# an autograd node's name may hold colons (torch::autograd::AccumulateGrad): the node ends at the first ":<digits>:"
+_RANGE = re.compile(r"^(?:py|pybwd:(?P<node>.*?)):(?P<line>\d+):(?P<function>[^:]*):(?P<file>.+)$")
 SEPARATOR = " > "  # how load.native joins a launch's NVTX ranges
 # with --torch-ops, PyTorch's NVTX emission names the runner's dispatch mode as a range of its own
 _OWN_MODE = "PythonDispatchMode"

@@ -98,6 +98,35 @@ def _range_text(where, node=None):
     return ("pybwd:%s:%s" % (node, where)) if node else ("py:" + where)
 
 
+_QUALNAMES = {}
+
+
+def _qualname(filename, lineno, name):
+    # a traceback names a frame's function (forward); the frame walk of eager code its qualified name
+    # (Block.forward): the definitions of the file that hold the line, outermost first, when the innermost is `name`
+    key = (filename, lineno, name)
+    if key not in _QUALNAMES:
+        import ast
+
+        def inner(node, prefix):
+            for child in ast.iter_child_nodes(node):
+                if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                    if child.lineno <= lineno <= (getattr(child, "end_lineno", None) or child.lineno):
+                        if isinstance(child, ast.ClassDef):
+                            return inner(child, prefix + child.name + ".")
+                        deeper = inner(child, prefix + child.name + ".<locals>.")
+                        return deeper or (prefix + child.name if child.name == name else None)
+            return None
+
+        try:
+            with open(filename) as f:
+                found = inner(ast.parse(f.read()), "")
+        except Exception:
+            found = None
+        _QUALNAMES[key] = found or name
+    return _QUALNAMES[key]
+
+
 def _trace_where(traces):
     # Inductor's stack traces of a kernel's nodes (formatted tracebacks, innermost frame last) -> the innermost
     # frame of user code of the first trace that has one, as "<line>:<function>:<file>"
@@ -107,9 +136,10 @@ def _trace_where(traces):
         found = None
         for m in re.finditer(r'File "(.+?)", line (\d+), in (\S+)', trace or ""):
             if not _skipped(m.group(1)):
-                found = "%s:%s:%s" % (m.group(2), m.group(3), m.group(1))
+                found = m.groups()
         if found:
-            return found
+            file, line, name = found
+            return "%s:%s:%s" % (line, _qualname(file, int(line), name), file)
     return None
 """
 

@@ -1,7 +1,7 @@
 """A small PyTorch program with a torch.compile'd block and eager code around it, for
 `ncuadvisor profile --python-lines` under torch.compile (tests/test_compiled_lines.py).
 
-    python3 compiled_lines.py [--steps N] [--size N] [--eager]
+    python3 compiled_lines.py [--steps N] [--size N] [--eager] [--mode reduce-overhead]
 
 The block (LayerNorm, GELU, a Linear layer and a residual add) is compiled by torch.compile: Inductor fuses the
 LayerNorm and the GELU into one Triton kernel, calls cuBLAS for the matrix product and generates the kernels of the
@@ -9,7 +9,7 @@ backward. Around it, eager code: a cast to bfloat16 (ATen's bfloat16 copy kernel
 the test checks carry a marker comment `# line: NAME`; the test finds them by that marker, not by number. A first
 step compiles the block outside any range; every measured step runs inside the push/pop NVTX range "step" and the
 process-wide start/end range "step_all_threads" (the backward kernels run on autograd's thread). `--eager` runs the
-block without torch.compile.
+block without torch.compile; `--mode` is torch.compile's (reduce-overhead: replayed from CUDA graphs).
 """
 
 import argparse
@@ -46,10 +46,11 @@ def main() -> None:
     ap.add_argument("--steps", type=int, default=2)
     ap.add_argument("--size", type=int, default=2048)
     ap.add_argument("--eager", action="store_true")
+    ap.add_argument("--mode", default=None)
     args = ap.parse_args()
     torch.manual_seed(0)
     block = Block(args.size).cuda()
-    model = block if args.eager else torch.compile(block)
+    model = block if args.eager else torch.compile(block, mode=args.mode)
     x = torch.randn(args.size, args.size, device="cuda", requires_grad=True)
     step(model, x)  # compiles forward and backward, outside the measured ranges
     torch.cuda.synchronize()
