@@ -272,6 +272,9 @@ class Rule(_FixTable):
     per_instruction: ClassVar[tuple[str, ...]] = ()  # per-instruction metrics for source lines
     thresholds: ClassVar[dict[str, float]] = {}
     aliases: ClassVar[tuple[str, ...]] = ()  # old codes of a renamed rule
+    # the fix is one setting for the whole program (TF32 for every FP32 library call): "where to start" lists the
+    # kernels whose first fix it is as one entry, their savings summed
+    switch: ClassVar[bool] = False
     # kernel languages the rule's advice applies to: a code change is no advice for a cuBLAS or ATen kernel
     languages: ClassVar[tuple[str, ...]] = ("cuda", "triton")
     origin: str = "builtin"  # set by the engine: "builtin" or the user folder the rule came from

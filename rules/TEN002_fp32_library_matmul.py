@@ -37,7 +37,9 @@ class Fp32LibraryMatmul(Rule):
 
     Speedup estimate:
         On the tensor cores the kernel is bound by the larger of its FLOPs at the TF32 tensor peak and its compulsory
-        bytes at DRAM bandwidth, each at 85% of peak (the practical fraction): new time = that floor ÷ 0.85. Measured
+        bytes at DRAM bandwidth, each at 85% of peak (the practical fraction): new time = that floor ÷ 0.85. A
+        convolution in NCHW adds cuDNN's layout transforms around its NHWC tensor-core kernel, a read and a write of
+        its input and output: twice its compulsory bytes at DRAM bandwidth, at 85%. Measured
         on an H200: a 4096³ product 2,777 → 395 µs with TF32, an fp32 NCHW 3×3 convolution 285 → 68 µs with TF32 and
         channels_last. One fix at a time (H200, 2026-12-01, the same convolution): TF32 alone 300 → 104 µs, then
         channels_last 104 → 75 µs; channels_last with TF32 off made it slower (300 → 355 µs): NHWC pays off on the
@@ -52,6 +54,7 @@ class Fp32LibraryMatmul(Rule):
     slug = "fp32-library-matmul"
     category = "tensor-cores"
     title = "FP32 library matrix product on FMA pipes: enable TF32"
+    switch = True  # TF32 is one setting for every FP32 cuBLAS/cuDNN call of the program
     requires = (SpeedOfLight.DURATION,)
     optional = (ComputeWorkloadAnalysis.FMA_PIPE_PCT,)
     thresholds = {"min_gflop": 1.0, "max_tensor_share": 0.05, "min_fma_pct": 30.0}
@@ -59,10 +62,10 @@ class Fp32LibraryMatmul(Rule):
     fixes = {
         "library": Fix(
             text=(
-                "This {what} runs in strict FP32 on the FMA pipes ({gflop:.1f} GFLOP, tensor cores idle). Allow TF32 "
-                "(torch.set_float32_matmul_precision('high'), or torch.backends.cuda.matmul.allow_tf32 = True; "
-                "torch.backends.cudnn.allow_tf32 = True for convolutions) or run the region under "
-                "torch.autocast('cuda', dtype=torch.bfloat16)."
+                "Allow TF32 with torch.set_float32_matmul_precision('high') (and torch.backends.cudnn.allow_tf32 = "
+                "True for convolutions), or run the region under torch.autocast('cuda', dtype=torch.bfloat16). This "
+                "{what} runs in strict FP32 on the FMA pipes ({gflop:.1f} GFLOP, tensor cores idle); the one setting "
+                "covers every FP32 matmul and convolution of the program."
             ),
             code=(
                 "torch.set_float32_matmul_precision('high')   # TF32 tensor cores for fp32 matmul\n"
@@ -76,9 +79,9 @@ class Fp32LibraryMatmul(Rule):
         "nchw": {
             "library": Fix(
                 text=(
-                    "This NCHW convolution runs in strict FP32 on the FMA pipes ({gflop:.1f} GFLOP, tensor cores "
-                    "idle). First allow TF32 (torch.backends.cudnn.allow_tf32 = True, "
-                    "torch.set_float32_matmul_precision('high')) or autocast to bf16; then switch the model and its "
+                    "First allow TF32 (torch.backends.cudnn.allow_tf32 = True, "
+                    "torch.set_float32_matmul_precision('high')) or autocast to bf16: this NCHW convolution runs in "
+                    "strict FP32 on the FMA pipes ({gflop:.1f} GFLOP, tensor cores idle). Then switch the model and its "
                     "input to channels_last so cuDNN picks its NHWC tensor-core kernels without layout transforms. "
                     "channels_last alone, still in FP32 on the FMA pipes, does not help (on an H200 it made a 3×3 "
                     "convolution 18% slower)."
@@ -114,7 +117,9 @@ class Fp32LibraryMatmul(Rule):
         nchw = conv and bool(NCHW.search(name))
         tensor_ns = fp32 / peak * 1e9
         floor_ns = max(tensor_ns, r.memory_floor_ns or 0.0)
-        new_ns = floor_ns / PRACTICAL_FRACTION
+        # NCHW: cuDNN's TF32 kernels are NHWC, the input and output transposed around them (read + write each)
+        transforms_ns = 2.0 * (r.memory_floor_ns or 0.0) if nchw else 0.0
+        new_ns = (floor_ns + transforms_ns) / PRACTICAL_FRACTION
         what = "convolution" if conv else "matrix product"
         evidence = [
             Evidence("fp32_flops", fp32, t["min_gflop"] * 1e9, "FP32 FLOPs (threshold: GFLOP × 1e9)"),
@@ -136,8 +141,10 @@ class Fp32LibraryMatmul(Rule):
             fix=self.fix_for(k, "nchw" if nchw else (), what=what, gflop=fp32 / 1e9),
             estimated_speedup=time_after(r.duration_ns, new_ns, None),
             speedup_model=(
-                f"On TF32 tensor cores the kernel takes the longer of its FLOPs at the TF32 peak and its "
-                f"compulsory bytes at DRAM bandwidth, each at {PRACTICAL_FRACTION:.0%} of peak: {fmt_ns(new_ns)}."
+                "On TF32 tensor cores the kernel takes the longer of its FLOPs at the TF32 peak and its "
+                "compulsory bytes at DRAM bandwidth"
+                + (", plus the NCHW layout transforms (its input and output read and written again)" if nchw else "")
+                + f", each at {PRACTICAL_FRACTION:.0%} of peak: {fmt_ns(new_ns)}."
             ),
             confidence="high" if fma_pct is not None else "medium",
             changes_floor=True,

@@ -368,4 +368,5 @@ def add_program_level(result: Result, launches: list[dict[str, Any]], rules: lis
         for kid in f.kernel_ids:
             covering.setdefault(str(kid), f)
     result.kernels = [covered_by_program(k, covering) for k in result.kernels]
-    result.top_actions = top_actions(result.kernels, total_ns, program_findings)
+    switches = {r.code: r.title for r in engine.kernel_rules(rules) if r.switch}
+    result.top_actions = top_actions(result.kernels, total_ns, program_findings, switches=switches)

@@ -6,12 +6,13 @@ follow-up costed on the time left after the fixes before it (fraction of the ker
 follow-ups never promise more than the kernel takes. An entry says which launches its saving is over (`launches`,
 `duration_ns`): every size of the kernel its first fix was found on, so its title, time and saving speak of the same
 launches. A fix (or follow-up) that saves less than `MIN_PROGRAM_FRACTION`
-of the program is left out: it would save ~0 ns.
+of the program is left out: it would save ~0 ns. A rule whose fix is one setting for the whole program (`switch`:
+TF32) heads one entry for every kernel it heads, their savings summed: the user makes that change once.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from ncuadvisor.result.types import FollowUp, KernelEntry, ProgramFindingEntry, TopAction
 from ncuadvisor.units import fmt_ns
@@ -52,11 +53,45 @@ def _covered(k: KernelEntry, rule: str) -> tuple[int, float]:
     return sum(n for n, _ in hit), sum(ns for _, ns in hit)
 
 
+def _one_setting(actions: list[TopAction], switches: Mapping[str, str], total_ns: float) -> list[TopAction]:
+    """The kernel entries headed by a switch rule, two or more, as one program-wide entry (`switches`: code -> the
+    rule's title); their follow-ups stay with the kernels' own findings."""
+    out = [a for a in actions if not (a.scope == "kernel" and a.rule in switches)]
+    for code, title in switches.items():
+        group = [a for a in actions if a.scope == "kernel" and a.rule == code]
+        if len(group) < 2:
+            out += group
+            continue
+        saving = sum(a.estimated_saving_ns for a in group)
+        names = list(dict.fromkeys(a.kernel if len(a.kernel) <= 28 else a.kernel[:27] + "…" for a in group))
+        out.append(
+            TopAction(
+                kernel=f"{len(group)} kernels: " + ", ".join(names[:3]) + (" …" if len(names) > 3 else ""),
+                kernel_id=group[0].kernel_id,
+                kernel_ids=[str(a.kernel_id) for a in group],
+                rule=code,
+                category=group[0].category,
+                title=f"{title} (one setting)",
+                estimated_saving_ns=saving,
+                program_fraction=saving / total_ns if total_ns else 0.0,
+                scope="program",
+                launches=sum(a.launches or 0 for a in group) or None,
+                duration_ns=sum(a.duration_ns or 0.0 for a in group) or None,
+            )
+        )
+    return out
+
+
 def top_actions(
-    kernels: Sequence[KernelEntry], total_ns: float, program: Sequence[ProgramFindingEntry] = (), limit: int = 10
+    kernels: Sequence[KernelEntry],
+    total_ns: float,
+    program: Sequence[ProgramFindingEntry] = (),
+    limit: int = 10,
+    switches: Mapping[str, str] | None = None,
 ) -> list[TopAction]:
     """Where to start: program findings and one entry per kernel (its largest fix, the others as `follow_ups`),
-    ranked by the time the entry's fix saves."""
+    ranked by the time the entry's fix saves; the kernels a switch rule heads as one entry (`switches`: code ->
+    title)."""
     floor_ns = MIN_PROGRAM_FRACTION * total_ns
     actions = [
         TopAction(
@@ -68,6 +103,7 @@ def top_actions(
             estimated_saving_ns=p.estimated_saving_ns,
             program_fraction=p.estimated_saving_ns / total_ns if total_ns else 0.0,
             scope="program",
+            kernel_ids=[str(i) for i in p.kernel_ids] or None,
         )
         for p in program
         if p.estimated_saving_ns > 0 and p.estimated_saving_ns >= floor_ns
@@ -96,5 +132,7 @@ def top_actions(
                 follow_ups=rest or None,
             )
         )
+    if switches:
+        actions = _one_setting(actions, switches, total_ns)
     actions.sort(key=lambda a: -a.estimated_saving_ns)
     return actions[:limit]

@@ -3,10 +3,10 @@ the result with what was done (`report.profile`).
 
 Two phases by default:
 
-1. one cheap pass over every launch the filters let through (`ncu.PHASE1_COLLECTED`: the duration, DRAM bytes and
-   tensor pipe share; the duration with either pair took one replay pass on the H200): the distinct kernels ranked by total GPU time, each launch's DRAM bytes for
-   the program rules, and the kernels at their tensor ceiling placed without phase 2 (`profile.ceiling`);
-2. the sections the rules need (`ncuadvisor.analysis.pipeline.ANALYSIS_SECTIONS`, `--import-source yes`) on ONE launch of each
+1. one cheap pass over every launch the filters let through (`ncu.PHASE1_COLLECTED`: duration, DRAM bytes, tensor
+   pipe share; one replay pass on the H200): the distinct kernels ranked by total GPU time, each launch's DRAM bytes
+   for the program rules, the kernels at their tensor ceiling placed without phase 2 (`profile.ceiling`);
+2. the metrics and sections the rules of the chosen kernels' languages read (`profile.collection`) on ONE launch of each
    kernel that matters (`--top K`, or the fewest kernels that cover `--coverage` of the GPU time, 0.9 by default),
    selected with `--kernel-id ::regex:^(names)$:1`. Kernels that round misses are retried with
    `--filter-mode per-launch-config --launch-count 1`, at most `MAX_ROUNDS` rounds in all (each round runs the
@@ -14,17 +14,15 @@ Two phases by default:
    caught the ATen kernels but none of the cuBLAS `nvjet_*` kernels; per-launch-config caught those, one per launch
    configuration (grid, block, shared memory; two kernels of the same configuration need two rounds).
 
-The result knows the time share of every kernel from phase 1 and the deep metrics of the chosen ones; kernels seen
-only in phase 1 keep their name, launches and time, with `"profiled": false` and `bound: "unknown"`, and count for the
-program-level rules (launch overhead, fusion candidates). `--full` is ncu's `--set full` on every launch instead.
+Kernels seen only in phase 1 keep name, launches and time (`"profiled": false`, `bound: "unknown"`) and count for the
+program rules; the chosen ones get their deep metrics. `--full`: ncu's `--set full` on every launch instead.
 
-The reports are kept next to the output (`<stem>.phase1.ncu-rep`, `<stem>.ncu-rep`, `<stem>.round2.ncu-rep`, ...;
-ncu 2026.3+ writes `.ncu-repz`), never over an existing file without `--force`.
+Reports are kept next to the output (`<stem>.phase1.ncu-rep`, `<stem>.ncu-rep`, `<stem>.round2.ncu-rep`, ...; ncu
+2026.3+ writes `.ncu-repz`), never over an existing file without `--force`.
 
-Multi-process: ncu follows child processes by default (`--target-processes all`), so workers and `torchrun` ranks
-land in the same report and are analysed together; `--target-processes application-only` profiles the launched
-process alone. ncu writes every process into the one report; the analysis splits kernels per process (the report's
-own process blocks) and shows the rank of each, read from the RANK / LOCAL_RANK / WORLD_SIZE environment of the
+Multi-process: ncu follows child processes by default (`--target-processes all`): workers and `torchrun` ranks land
+in the one report (`application-only`: the launched process alone); the analysis splits kernels per process (the
+report's process blocks) and shows each rank, read from the RANK / LOCAL_RANK / WORLD_SIZE environment of the
 processes ncu starts (kept beside the report in `<report>.processes.json`).
 
 The exit codes are in `ncuadvisor.errors`.

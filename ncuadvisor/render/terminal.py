@@ -80,7 +80,12 @@ def _where_and_fix(view: Result, a: Action) -> str:
     """'file:line · fix in one line' for an action: the finding's first source line, else the kernel's."""
     if a.scope == "program":
         p = next((p for p in view.program_findings if p.rule == a.rule), None)
-        return first_sentence(p.fix) if p else ""
+        if p:
+            return first_sentence(p.fix)
+        # one setting for several kernels (a switch rule's entries merged): the first kernel's finding of that rule
+        k = next((k for k in view.kernels if k.id is not None and k.id == a.kernel_id), None)
+        f = next((f for group, _, _ in (k.finding_groups if k else []) for f in group if f.rule == a.rule), None)
+        return first_sentence(f.fix) if f else ""
     k, f = _finding_of(view, a)
     src = [f"{s.file}:{s.line}" for s in (f.source if f else []) if s.file and s.line is not None]
     anchor = k.source_anchor if k else None

@@ -484,7 +484,7 @@ def report_view(result: rt.Result) -> Result:
             a,
             shape_tag=tags.get(str(a.kernel_id), "") if a.scope != "program" else "",
             covers=f"{a.launches} launch{'es' * (a.launches != 1)}, {fmt_ns(a.duration_ns)}" if a.launches else "",
-            **({"kernel": shown[a.kernel_id]} if a.kernel_id in shown else {}),
+            **({"kernel": shown[a.kernel_id]} if a.kernel_id in shown and a.scope != "program" else {}),
             follow_ups=[take(FollowUp, u) for u in a.follow_ups or []],
             python_line=lines.get(str(a.kernel_id)) if a.scope != "program" else None,
         )

@@ -477,6 +477,8 @@ class TopAction(Record):
     variant: int | None = optional()  # the variant (index) the finding was found on
     # the kernel's other fixes, each costed on the time left after the previous one (kernel entries only)
     follow_ups: list[FollowUp] | None = optional()
+    # the kernels an entry speaks for (program entries: a program finding's, or the kernels one setting fixes)
+    kernel_ids: list[str] | None = optional()
 
 
 @dataclass(kw_only=True)

@@ -258,29 +258,25 @@ def make_train_step():
     opt_t = torch.optim.AdamW(model_t.parameters(), lr=1e-4, fused=True)
     opt_tf32 = torch.optim.AdamW(model_tf32.parameters(), lr=1e-4)  # foreach, as planted
 
-    def planted():
-        set_tf32(False)
-        opt.zero_grad(set_to_none=True)
-        loss = F.mse_loss(model(x), y)
+    def step(m, o, tf32_on: bool | None = None, bf16: bool = False):
+        """One training step of model `m` with optimizer `o`; TF32 set first unless None; under bf16 autocast."""
+        if tf32_on is not None:
+            set_tf32(tf32_on)
+        o.zero_grad(set_to_none=True)
+        with torch.autocast("cuda", dtype=torch.bfloat16, enabled=bf16):
+            loss = F.mse_loss(m(x), y)
         loss.backward()
-        opt.step()
+        o.step()
         return loss.detach()
+
+    def planted():
+        return step(model, opt, tf32_on=False)
 
     def twin():
-        opt_t.zero_grad(set_to_none=True)
-        with torch.autocast("cuda", dtype=torch.bfloat16):
-            loss = F.mse_loss(model_t(x), y)
-        loss.backward()
-        opt_t.step()
-        return loss.detach()
+        return step(model_t, opt_t, bf16=True)
 
     def tf32():  # TEN002's fix alone: the planted step with TF32 on
-        set_tf32(True)
-        opt_tf32.zero_grad(set_to_none=True)
-        loss = F.mse_loss(model_tf32(x), y)
-        loss.backward()
-        opt_tf32.step()
-        return loss.detach()
+        return step(model_tf32, opt_tf32, tf32_on=True)
 
     flop = 3 * 2 * tokens * (2 * 2 * d * hidden + d * d)
     return {

@@ -24,6 +24,7 @@ import argparse
 import statistics
 
 import torch
+from planted import time_calls  # this script's folder is first on sys.path
 
 CASES = ("embedding_backward", "bincount", "histc", "index_put")
 TWINS = ("embedding_sparse", "index_add")
@@ -61,18 +62,7 @@ def make(case: str, sgd: bool = False):
 
 def timed(run, calls: int) -> float:
     """Median microseconds of `calls` calls, each between two CUDA events, after 3 warm-up calls."""
-    for _ in range(3):
-        run()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(calls):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        run()
-        b.record()
-        b.synchronize()
-        times.append(a.elapsed_time(b) * 1000.0)
-    return statistics.median(times)
+    return statistics.median(time_calls(run, calls, 3))
 
 
 def main() -> None:

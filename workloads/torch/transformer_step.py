@@ -14,6 +14,7 @@ kernels of --train, which autograd launches from another thread: the process-wid
 "step_all_threads" spans the same step, select it with `--nvtx-include "step_all_threads"`). --train does forward + backward + AdamW step; the default is
 forward only (under torch.no_grad). Prints one line with the measured step time.
 """
+
 import argparse
 import math
 import time
@@ -82,8 +83,12 @@ def main() -> None:
     ap.add_argument("--layers", type=int, default=4)
     ap.add_argument("--d-model", type=int, default=1024)
     ap.add_argument("--heads", type=int, default=16)
-    ap.add_argument("--seqs", default="", help="comma-separated sequence lengths: the measured range runs one step "
-                    "per length (dynamic shapes, as in prefill); --seq is then the warm-up length")
+    ap.add_argument(
+        "--seqs",
+        default="",
+        help="comma-separated sequence lengths: the measured range runs one step "
+        "per length (dynamic shapes, as in prefill); --seq is then the warm-up length",
+    )
     args = ap.parse_args()
     seqs = [int(v) for v in args.seqs.split(",") if v.strip()]
 
