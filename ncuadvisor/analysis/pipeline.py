@@ -94,7 +94,7 @@ def analyze(
     time see the true share."""
     rules = rules if rules is not None else engine.discover(rule_folders)
     metrics = list(dict.fromkeys(roofline.METRICS + CARD_METRICS + engine.required_metrics(rules)))
-    reader = ReportReader(path)
+    reader = ReportReader(path, metrics)
     profile = read_results(reader, metrics)
     kernels = group_kernels(profile.results, pick=pick)
     names = {rid: (k.name, k.demangled) for rid, k in _analysed_launches(kernels)}

@@ -24,9 +24,6 @@ from ncuadvisor.cli.common import (
     wrote,
 )
 from ncuadvisor.errors import InputError, Interrupted, OutputError, PartialResult
-from ncuadvisor.profile.ncu import Filters, nvtx_expression, require_ncu
-from ncuadvisor.profile.session import planned_reports, report_base, run_profile
-from ncuadvisor.profile.target import resolve_target
 
 
 class CacheControl(str, Enum):
@@ -159,6 +156,11 @@ def profile(
 ) -> None:
     """Profile a program with ncu and analyze it: a cheap timing pass over every launch, then the full analysis
     sections on one launch of each kernel that matters."""
+    # the profile package is imported by this command only: `ncuadvisor report` does not pay for it
+    from ncuadvisor.profile.ncu import Filters, nvtx_expression, require_ncu
+    from ncuadvisor.profile.session import planned_reports, report_base, run_profile
+    from ncuadvisor.profile.target import resolve_target
+
     if full and (top is not None or coverage is not None):
         raise InputError("--full profiles every launch in depth; it does not combine with --top or --coverage")
     tgt = resolve_target(target or [], torch_ops=torch_ops, python_lines=python_lines)

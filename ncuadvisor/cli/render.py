@@ -23,7 +23,6 @@ from ncuadvisor.cli.common import (
     write_output,
     wrote,
 )
-from ncuadvisor.diff.types import DiffResult
 from ncuadvisor.errors import OutputError
 from ncuadvisor.result.validate import load_saved
 
@@ -63,6 +62,8 @@ def render(
         check_output(output, force, [path])
         if name == "terminal":
             raise OutputError("--format terminal cannot be written to a file; use .html, .json, .md or .sarif")
+    from ncuadvisor.diff.types import DiffResult  # the diff package: imported by the commands that read a diff
+
     saved = load_saved(path)
     if isinstance(saved, DiffResult):
         refuse_diff_sarif(name)

@@ -21,7 +21,7 @@ from ncuadvisor.load.inlining import Inlining
 from ncuadvisor.load.native import DEVICE_METRICS, import_ncu_report, native_stderr_silenced
 from ncuadvisor.load.workers import in_workers
 from ncuadvisor.model import ID_COLUMNS, Instruction, Profile, ResultDetail
-from ncuadvisor.reportfile.integrity import check_report
+from ncuadvisor.reportfile.integrity import Integrity, check_report
 from ncuadvisor.reportfile.sniff import local_copy, scan_header, whole_copy
 
 # ncu_report keeps every result it has opened in memory for as long as the process lives (about 7 MB for a result
@@ -40,6 +40,8 @@ DETAIL_CHUNK = 16
 FILE_READER = True
 # From this many results on, the file reader parses them in worker processes, a range each.
 FILE_SPLIT_MIN = 200
+# The launch shape read with every row.
+SHAPE = [f"launch__{w}_dim_{c}" for w in ("grid", "block") for c in "xyz"] + ["launch__device_id"]
 
 Location = deep.Location
 
@@ -48,11 +50,14 @@ class ReportReader:
     """An opened report: `results()` reads the scalar metrics of every result; `details()` and `locations()` the deep
     data of a few, in this process or, for many, in worker processes."""
 
-    def __init__(self, path: str | os.PathLike[str]):
+    def __init__(self, path: str | os.PathLike[str], metrics: Iterable[str] | None = None):
+        """`metrics`: the scalar metrics `results` will be asked for, when known: a big report's rows are then read
+        (in workers) while its results are checked, each result parsed once (`_checked`)."""
         self.path = Path(path)
         local = local_copy(self.path)
+        self._prefetched: tuple[list[str], list[dict[str, Any]]] | None = None
         # every result whole and parsed, or left out and counted, before the native library sees the file
-        self.integrity = check_report(local)
+        self.integrity = self._checked(local, metrics)
         if not self.integrity.not_layout and self.integrity.whole == 0:
             why = self.integrity.summary() or "it holds no kernel result"
             raise InputError(f"{self.path}: no whole kernel result in the report: {why}")
@@ -89,6 +94,32 @@ class ReportReader:
             self.reader_version: str | None = str(self._ctx.get_version())
         except Exception:  # pragma: no cover - older ncu_report
             self.reader_version = None
+
+    def _checked(self, local: Path, metrics: Iterable[str] | None) -> Integrity:
+        """`check_report` of the file. With `metrics`, a report whose layout walks clean has its results parsed by
+        the row reader (`fastread.read_rows`; in workers from FILE_SPLIT_MIN results on) instead of by the walk: the
+        same parse of the same bytes (protobuf's C parser, the same schema), and a result that does not parse or
+        names no kernel sends the file through the whole walk as before. The rows are kept for `results`."""
+        from ncuadvisor.reportfile.fastread import read_rows
+
+        if metrics is not None and FILE_READER:
+            found = check_report(local, parse_results=False)
+            if not found.damaged and not found.not_layout and found.whole:
+                wanted = list(dict.fromkeys(metrics))
+                fast = (
+                    _rows_in_parts(local, found.whole, wanted, SHAPE)
+                    if found.whole >= FILE_SPLIT_MIN
+                    else read_rows(local, wanted, SHAPE)
+                )
+                if (
+                    fast is not None
+                    and len(fast) == found.whole
+                    and all(f["name"] or f["demangled"] or f["mangled"] for f in fast)
+                ):
+                    self._prefetched = (wanted, fast)
+                    found.results_parsed = True
+                    return found
+        return check_report(local)
 
     def __len__(self) -> int:
         return len(self._index)
@@ -129,12 +160,14 @@ class ReportReader:
 
         if len(self._ranges) != 1:
             return None
-        shape = [f"launch__{w}_dim_{c}" for w in ("grid", "block") for c in "xyz"] + ["launch__device_id"]
-        fast = (
-            self._rows_in_parts(metrics, shape)
-            if len(items) >= FILE_SPLIT_MIN
-            else read_rows(self._local, metrics, shape)
-        )
+        fast = None
+        if self._prefetched is not None and self._prefetched[0] == metrics:
+            fast = self._prefetched[1]  # read while the results were checked (`_checked`)
+        elif len(items) >= FILE_SPLIT_MIN:
+            fast = _rows_in_parts(self._local, len(self._index), metrics, SHAPE)
+        else:
+            fast = read_rows(self._local, metrics, SHAPE)
+        self._prefetched = None
         if fast is None or len(fast) != len(items):
             return None
         rows = []
@@ -189,22 +222,6 @@ class ReportReader:
                 for got in self._results_in_workers([items[rid] for rid in want], []):
                     rows[got["result_id"]]["nvtx"] = got["nvtx"]
         return rows
-
-    def _rows_in_parts(self, metrics: list[str], shape: list[str]) -> list[dict[str, Any]] | None:
-        """`fastread.read_rows` of a big report in WORKERS processes, each parsing a range of its results (the
-        metrics of every result are walked in Python: ~2 ms a result); None where a part cannot be read."""
-        from ncuadvisor.load.workers import WORKERS
-        from ncuadvisor.reportfile.fastread import read_rows_task
-
-        n = len(self._index)
-        bounds = [(k * n // WORKERS, (k + 1) * n // WORKERS) for k in range(WORKERS)]
-        try:
-            parts = in_workers(read_rows_task, [(str(self._local), metrics, shape, b) for b in bounds], "")
-        except InputError:
-            return None
-        if any(p is None for p in parts):
-            return None
-        return [row for p in parts for row in p]
 
     def _results_in_workers(self, items: list[tuple[int, int, int]], metrics: list[str]) -> list[dict[str, Any]]:
         tasks = [(str(self._local), items[i : i + CHUNK], metrics) for i in range(0, len(items), CHUNK)]
@@ -378,6 +395,22 @@ class ReportReader:
     def _chunked(self, task: Any, items: list[Any], failure: str) -> list[Any]:
         tasks = [(str(self._local), items[i : i + DETAIL_CHUNK]) for i in range(0, len(items), DETAIL_CHUNK)]
         return [x for chunk in in_workers(task, tasks, f"{self.path}: {failure}") for x in chunk]
+
+
+def _rows_in_parts(local: Path, n: int, metrics: list[str], shape: list[str]) -> list[dict[str, Any]] | None:
+    """`fastread.read_rows` of a big report (`n` results) in WORKERS processes, each parsing a range of its results
+    (the metrics of every result are walked in Python: ~2 ms a result); None where a part cannot be read."""
+    from ncuadvisor.load.workers import WORKERS
+    from ncuadvisor.reportfile.fastread import read_rows_task
+
+    bounds = [(k * n // WORKERS, (k + 1) * n // WORKERS) for k in range(WORKERS)]
+    try:
+        parts = in_workers(read_rows_task, [(str(local), metrics, shape, b) for b in bounds], "")
+    except InputError:
+        return None
+    if any(p is None for p in parts):
+        return None
+    return [row for p in parts for row in p]
 
 
 def _detail(rid: int, data: dict[str, Any]) -> ResultDetail:

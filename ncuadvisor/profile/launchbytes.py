@@ -31,7 +31,8 @@ def profiled_bytes(paths: Iterable[str]) -> dict[tuple[str, str, str], tuple[flo
     out: dict[tuple[str, str, str], tuple[float, float, float]] = {}
     for path in paths:
         try:
-            frame = ReportReader(path).results([DRAM_READ, DRAM_WRITE, DURATION])
+            wanted = [DRAM_READ, DRAM_WRITE, DURATION]
+            frame = ReportReader(path, wanted).results(wanted)
         except (AdvisorError, OSError, ValueError):
             continue
         for row in frame.sort_values("result_id").to_dict("records"):

@@ -264,7 +264,7 @@ def analyze_phase1(path: Path, rules: list[Any]) -> tuple[Result, list[dict[str,
     from ncuadvisor.profile.ncu import TENSOR_PIPE_PCT
 
     metrics = list(dict.fromkeys(PHASE1_METRICS + [m for r in engine.program_rules(rules) for m in r.requires]))
-    profile = read_results(ReportReader(path), metrics)
+    profile = read_results(ReportReader(path, metrics), metrics)
     kernels = group_kernels(profile.results)
     result = build_result(profile, kernels, [])
     launches = launch_list(profile, kernels)

@@ -56,7 +56,7 @@ class Integrity:
     its header alone, the metric names later results refer to, with no sources or results); `skipped`: the (start,
     end) byte spans of damaged blocks that could not be located, passed over to the next block found (their results
     cannot be counted); `not_layout`: the file is not in the block layout this walk knows (left to the native
-    library)."""
+    library); `results_parsed`: every result counted in `whole` was parsed (see `check_report`)."""
 
     whole: int = 0
     lost: int = 0
@@ -68,6 +68,7 @@ class Integrity:
     skipped: list[tuple[int, int]] = field(default_factory=list)
     dropped_blocks: int = 0
     not_layout: bool = False
+    results_parsed: bool = True  # False: results left to the caller to parse (`check_report`'s `parse_results`)
 
     @property
     def damaged(self) -> bool:
@@ -149,9 +150,14 @@ def _name_count(mm: Any, header: dict[int, list[Any]]) -> int:
     return n
 
 
-def check_report(path: str | os.PathLike[str]) -> Integrity:
-    """Walk an uncompressed report strictly (see the module docstring); reads every result message once."""
-    out = Integrity()
+def check_report(path: str | os.PathLike[str], parse_results: bool = True) -> Integrity:
+    """Walk an uncompressed report strictly (see the module docstring); reads every result message once.
+    `parse_results` False: the walk checks the layout only (headers, payload sizes, message lengths) and leaves the
+    results of the blocks that hold results alone unparsed (`results_parsed` False): the caller parses each of them
+    (`fastread.read_rows`, which a big report needs anyway) and walks again with them parsed where one does not parse
+    or names no kernel. A block of sources and results, and every block after skipped bytes, are
+    parsed here all the same."""
+    out = Integrity(results_parsed=parse_results)
     with open(path, "rb") as fh:
         mm = FileView(fh)
         size = len(mm)
@@ -175,7 +181,7 @@ def check_report(path: str | os.PathLike[str]) -> Integrity:
         while i < size:
             start = i
             after_skip = bool(out.skipped)
-            problem, n_results, end, h = _block(mm, i, size, names if after_skip else None)
+            problem, n_results, end, h = _block(mm, i, size, names if after_skip else None, parse_results or after_skip)
             if end is None or h is None:  # the block cannot be located: find the next one, else nothing after it
                 found = _resync(mm, start + 4, size, processes)
                 if found is None:
@@ -282,10 +288,11 @@ def _all(data: bytes, needle: bytes) -> list[int]:
 
 
 def _block(
-    mm: Any, i: int, size: int, names: int | None
+    mm: Any, i: int, size: int, names: int | None, parse: bool = True
 ) -> tuple[str | None, int, int | None, dict[int, list[Any]] | None]:
     """(why the block at i is not whole or None, its result count, its end or None when it cannot be located, its
-    header's fields or None). With `names`: a result numbering a metric name past the first `names` is not whole."""
+    header's fields or None). With `names`: a result numbering a metric name past the first `names` is not whole.
+    `parse` False: the results of a block without sources are not parsed (`check_report`'s `parse_results`)."""
     if i + 4 > size:
         return "cut inside a block header's length", 0, None, None
     hs = u32(mm, i)
@@ -310,13 +317,14 @@ def _block(
     if 4 * (n_sources + n_results) > payload:
         return f"block header counts {n_sources + n_results} messages in {payload} bytes", 0, None, None
     j = p0
+    parse = parse or n_sources > 0
     for k in range(n_sources + n_results):
         if j + 4 > end:
             return "block payload holds fewer messages than its header counts", n_results, end, h
         n = u32(mm, j)
         if j + 4 + n > end:
             return "a message runs past its block", n_results, end, h
-        if k >= n_sources:
+        if k >= n_sources and parse:
             why = _result_ok(bytes(mm[j + 4 : j + 4 + n]), names)
             if why is not None:
                 return why, n_results, end, h
