@@ -18,7 +18,7 @@ import traceback
 from pathlib import Path
 
 import pytest
-from test_python_lines import FAKE_TORCH, marked_lines, runner_frames
+from test_python_lines import FAKE_TORCH, kernel_table, marked_lines, profile_python_lines, runner_frames
 
 from ncuadvisor.profile.pylines import parse_range
 from ncuadvisor.profile.target import TORCH_RUNNER
@@ -367,18 +367,6 @@ def test_runner_without_provenance_places_compiled_kernels_at_the_call(tmp_path)
 # -- on the GPU machine -------------------------------------------------------------------------------------------
 
 
-def _table(res: dict) -> str:
-    rows = []
-    for k in res["kernels"]:
-        pl = k.get("python_line") or {}
-        rows.append(
-            f"{k['time_share']:6.1%} {k['name'][:60]:60} {k['grid']:>16} "
-            f"{os.path.basename(pl.get('file', '-'))}:{pl.get('line', '-')} {pl.get('function')} "
-            f"bwd={pl.get('backward_of')} nvtx={k.get('nvtx')!r}"
-        )
-    return "\n".join(rows)
-
-
 def check_compiled_lines(kernels: list[dict], marks: dict[str, int]) -> None:
     """The kernels of workloads/torch/compiled_lines.py: Inductor's Triton kernels exist (the block compiled) and
     each carries a line of the compiled block (the fused LayerNorm+GELU kernel the norm or gelu line; in backward,
@@ -453,43 +441,14 @@ def test_gpu_compiled_kernels_carry_the_users_lines(tmp_path):
     pytest.importorskip("torch")
     out = tmp_path / "compiled.json"
     side = tmp_path / "kernel_lines.json"
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "ncuadvisor",
-            "profile",
-            "--python-lines",
-            "--top",
-            "1",
-            "--nvtx-include",
-            "step_all_threads",
-            "-o",
-            str(out),
-            str(SCRIPT),
-            "--steps",
-            "1",
-            "--size",
-            "1024",
-        ],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=500,
-        env=dict(
-            os.environ,
-            NCUADVISOR_KERNEL_LINES=str(side),
-            PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
-        ),
-    )
-    print(proc.stdout[-6000:], proc.stderr[-6000:], sep="\n")
+    proc = profile_python_lines(tmp_path, SCRIPT, out, steps=1, timeout=500, NCUADVISOR_KERNEL_LINES=str(side))
     if side.is_file():
         for k in json.loads(side.read_text())["kernels"]:
             print("provenance:", k.get("kernel"), k.get("handle"), k.get("where"), len(k.get("stack_traces") or []))
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert "runs eagerly" not in proc.stderr and "run the region eagerly" not in proc.stderr
     res = json.loads(out.read_text())
-    print(_table(res))
+    print(kernel_table(res))
     assert res["report"]["profile"].get("python_lines") is True
     check_compiled_lines(res["kernels"], marked_lines(SCRIPT))
     norm = [k["python_line"] for k in res["kernels"] if k["name"].startswith("triton_per_fused_gelu_native_layer")]

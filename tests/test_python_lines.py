@@ -211,16 +211,36 @@ def test_recorded_phase_1_places_kernels_at_their_lines(tmp_path, name):
 # -- on the GPU machine -------------------------------------------------------------------------------------------
 
 
-def _table(res: dict) -> str:
+def kernel_table(res: dict) -> str:
+    """One line per kernel of a result: share, name, grid, Python line, function, backward node, NVTX (the GPU tests'
+    log)."""
     rows = []
     for k in res["kernels"]:
         pl = k.get("python_line") or {}
         rows.append(
-            f"{k['time_share']:6.1%} {k['name'][:40]:40} {k['grid']:>16} "
-            f"{os.path.basename(pl.get('file', '-'))}:{pl.get('line', '-')} bwd={pl.get('backward_of')} "
-            f"| {str(k.get('demangled'))[:90]}"
+            f"{k['time_share']:6.1%} {k['name'][:60]:60} {k['grid']:>16} "
+            f"{os.path.basename(pl.get('file', '-'))}:{pl.get('line', '-')} {pl.get('function')} "
+            f"bwd={pl.get('backward_of')} nvtx={k.get('nvtx')!r} | {str(k.get('demangled'))[:90]}"
         )
     return "\n".join(rows)
+
+
+def profile_python_lines(tmp_path, script, out, steps: int, timeout: int, **env: str) -> subprocess.CompletedProcess:
+    """`ncuadvisor profile --python-lines --top 1` of a workload script inside step_all_threads, this checkout first on
+    PYTHONPATH; its output printed (the GPU tests' log), `env` added to the environment."""
+    argv = [sys.executable, "-m", "ncuadvisor", "profile", "--python-lines", "--top", "1", "--nvtx-include"]
+    argv += ["step_all_threads", "-o", str(out), str(script), "--steps", str(steps), "--size", "1024"]
+    path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
+    proc = subprocess.run(
+        argv,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=dict(os.environ, **env, PYTHONPATH=path),
+    )
+    print(proc.stdout[-6000:], proc.stderr[-6000:], sep="\n")
+    return proc
 
 
 @pytest.mark.gpu
@@ -231,35 +251,10 @@ def test_gpu_python_lines_place_kernels_at_their_lines(tmp_path):
     come from phase 1 (every launch), so one kernel in depth (--top 1) is enough."""
     pytest.importorskip("torch")
     out = tmp_path / "lines.json"
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "ncuadvisor",
-            "profile",
-            "--python-lines",
-            "--top",
-            "1",
-            "--nvtx-include",
-            "step_all_threads",
-            "-o",
-            str(out),
-            str(SCRIPT),
-            "--steps",
-            "2",
-            "--size",
-            "1024",
-        ],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=400,
-        env=dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))),
-    )
-    print(proc.stdout[-6000:], proc.stderr[-6000:], sep="\n")
+    proc = profile_python_lines(tmp_path, SCRIPT, out, steps=2, timeout=400)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     res = json.loads(out.read_text())
-    print(_table(res))
+    print(kernel_table(res))
     assert res["report"]["profile"].get("python_lines") is True
     check_lines(res["kernels"], marked_lines(SCRIPT), backward_forward_line=True, with_code=True)
     gelu_fwd = [k for k in res["kernels"] if "GeluCUDAKernelImpl" in k["demangled"] and k.get("python_line")]

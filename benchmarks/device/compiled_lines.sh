@@ -44,26 +44,27 @@ for k in d["kernels"]:
         print("    | " + " / ".join(ln.strip() for ln in t.strip().splitlines()[-2:]))
 PY
 
+# profile_lines NAME KEEP_S TAIL [profile options] -- [script arguments]: `ncuadvisor profile --python-lines --top 1` of
+# the script inside step_all_threads, the runner's kernel-lines file beside its result, both and its table to $OUT
+profile_lines() {
+  local name=$1 keep=$2 tail_n=$3 opts=() rc; shift 3
+  while [ "$1" != "--" ]; do opts+=("$1"); shift; done; shift
+  mkdir -p /tmp/cl && cd /tmp/cl || exit 1
+  NCUADVISOR_KERNEL_LINES="/tmp/cl/${name}_kernel_lines.json" timeout "$(lim "$keep")" python3 -m ncuadvisor profile \
+    --python-lines "${opts[@]}" --top 1 --nvtx-include step_all_threads -o "/tmp/cl/$name.json" --force \
+    "$OLDPWD/$SCRIPT" "$@" > "$OUT/profile_$name.log" 2>&1
+  rc=$?
+  cd "$OLDPWD" || exit 1
+  say "profile $name rc=$rc"
+  grep -v "==PROF== Profiling" "$OUT/profile_$name.log" | tail -"$tail_n"
+  cp "/tmp/cl/$name.json" "/tmp/cl/${name}_kernel_lines.json" "$OUT/" 2>/dev/null
+  python3 benchmarks/device/lines_table.py "$OUT/$name.json" 2>&1 | tee "$OUT/${name}_lines.txt"
+}
+
 # 2. both runner features at once (--torch-ops too: module hooks and PyTorch's NVTX emission around compiled code)
 if [ "$(left)" -ge 50 ]; then
   say "profile --python-lines --torch-ops"
-  mkdir -p /tmp/cl && cd /tmp/cl || exit 1
-  NCUADVISOR_KERNEL_LINES=/tmp/cl/both_kernel_lines.json timeout $(lim 25) python3 -m ncuadvisor profile \
-    --python-lines --torch-ops --top 1 --nvtx-include step_all_threads -o /tmp/cl/both.json --force \
-    "$OLDPWD/$SCRIPT" --steps 1 --size 1024 > "$OUT/profile_both.log" 2>&1
-  say "profile both rc=$?"
-  cd "$OLDPWD" || exit 1
-  grep -v "==PROF== Profiling" "$OUT/profile_both.log" | tail -15
-  cp /tmp/cl/both.json /tmp/cl/both_kernel_lines.json "$OUT/" 2>/dev/null
-  python3 - "$OUT/both.json" <<'PY' 2>&1 | tee "$OUT/both_lines.txt"
-import json, os, sys
-res = json.load(open(sys.argv[1]))
-for k in res["kernels"]:
-    pl = k.get("python_line") or {}
-    print(f"{k['time_share']:6.1%} {k['name'][:58]:58} {os.path.basename(pl.get('file') or '-')}:{pl.get('line')} "
-          f"{pl.get('function')} bwd={pl.get('backward_of')} op={k.get('torch_op')} mod={k.get('torch_module')} "
-          f"nvtx={k.get('nvtx')!r}")
-PY
+  profile_lines both 25 15 --torch-ops -- --steps 1 --size 1024
 else
   say "profile both skipped: $(left) s left"
 fi
@@ -72,23 +73,7 @@ fi
 #    take their line by name from the runner's file. Three steps: cudagraph trees warm up, record, then replay.
 if [ "$(left)" -ge 45 ]; then
   say "profile reduce-overhead"
-  mkdir -p /tmp/cl && cd /tmp/cl || exit 1
-  NCUADVISOR_KERNEL_LINES=/tmp/cl/graphs_kernel_lines.json timeout $(lim 5) python3 -m ncuadvisor profile \
-    --python-lines --top 1 --nvtx-include step_all_threads -o /tmp/cl/graphs.json --force \
-    "$OLDPWD/$SCRIPT" --steps 3 --size 1024 --mode reduce-overhead > "$OUT/profile_graphs.log" 2>&1
-  say "profile reduce-overhead rc=$?"
-  cd "$OLDPWD" || exit 1
-  grep -v "==PROF== Profiling" "$OUT/profile_graphs.log" | tail -8
-  cp /tmp/cl/graphs.json /tmp/cl/graphs_kernel_lines.json "$OUT/" 2>/dev/null
-  python3 - "$OUT/graphs.json" <<'PY' 2>&1 | tee "$OUT/graphs_lines.txt"
-import json, os, sys
-res = json.load(open(sys.argv[1]))
-for k in res["kernels"]:
-    pl = k.get("python_line") or {}
-    print(f"{k['time_share']:6.1%} {k['name'][:58]:58} x{k.get('launches')} "
-          f"{os.path.basename(pl.get('file') or '-')}:{pl.get('line')} {pl.get('function')} "
-          f"bwd={pl.get('backward_of')} nvtx={k.get('nvtx')!r}")
-PY
+  profile_lines graphs 5 8 -- --steps 3 --size 1024 --mode reduce-overhead
 else
   say "profile reduce-overhead skipped: $(left) s left"
 fi

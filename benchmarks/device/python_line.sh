@@ -27,17 +27,7 @@ echo "profile rc=$? at $(( $(date +%s) - T0 )) s"; grep -v "==PROF== Profiling" 
 cd "$OLDPWD" || exit 1
 cp /tmp/pl/both.json "$OUT/" 2>/dev/null
 python3 -m ncuadvisor render /tmp/pl/both.json -o "$OUT/both.md" > /dev/null 2>&1 || true
-python3 - "$OUT/both.json" > "$OUT/both_lines.txt" 2>&1 <<'EOF'
-import json, sys
-res = json.load(open(sys.argv[1]))
-for k in res["kernels"]:
-    pl = k.get("python_line") or {}
-    print(f"{k['time_share']:6.1%} {k['name'][:40]:40} {k['grid']:>16} {pl.get('line')} {pl.get('function')} "
-          f"{pl.get('backward_of')} op={k.get('torch_op')} mod={k.get('torch_module')} nvtx={k.get('nvtx')!r} "
-          f"code={pl.get('code')!r} profiled={k.get('profiled')} first={[f['rule'] for f in k['findings']][:2]}")
-for a in res.get("top_actions", [])[:5]:
-    print("action:", a.get("scope"), a.get("rule"), a.get("kernel"), a.get("title"))
-EOF
+python3 benchmarks/device/lines_table.py "$OUT/both.json" > "$OUT/both_lines.txt" 2>&1
 cat "$OUT/both_lines.txt"
 grep -n "Python\|from <code>" "$OUT/both.md" | head -12
 
