@@ -7,6 +7,7 @@ from functools import partial
 
 import pytest
 
+import ncuadvisor.load.reader as reader_module
 from ncuadvisor import engine
 from ncuadvisor.analysis import needed, pipeline, roofline
 from ncuadvisor.load import ReportReader, read_results
@@ -65,3 +66,31 @@ def test_facts_from_the_counts_are_the_facts_from_the_sass(report_path, fixture)
     assert compared >= 4
     # fp16: HFMA2 whose kinds count, and its XU-bound kernel of three bit operations run equally often
     assert from_sass >= 2 if fixture == "fp16" else from_sass == 0 and tied > 0
+
+
+# torch_train: 20 ATen kernels, none that ISU001 or ATM002 can fire on; torch_scatter: ATM002 fires on its scatters
+@pytest.mark.parametrize("fixture, disassembled", [("torch_train", 0), ("torch_scatter", 2)])
+def test_gated_rules_give_the_same_result_with_fewer_kernels_disassembled(
+    report_path, monkeypatch, fixture, disassembled
+):
+    asked: list[list[int]] = []
+    add_sass = reader_module.ReportReader.add_sass
+
+    def spy(self, details, result_ids):
+        asked.append(list(result_ids))
+        return add_sass(self, details, asked[-1])
+
+    monkeypatch.setattr(reader_module.ReportReader, "add_sass", spy)
+    gated = pipeline.analyze(report_path(fixture)).to_dict()
+    assert [len(ids) for ids in asked] == [disassembled]
+    assert engine.gated_sass_languages(engine.discover(())) == {"pytorch"}
+
+    # every kernel of a language whose rules read instructions disassembled with its deep data, as without gates
+    monkeypatch.setattr(engine, "gated_sass_languages", lambda rules: set())
+    asked.clear()
+    ungated = pipeline.analyze(report_path(fixture)).to_dict()
+    assert asked == [[]]
+    gated.pop("created"), ungated.pop("created")
+    assert gated == ungated
+    if fixture == "torch_scatter":
+        assert any(f["rule"] == "ATM002" for k in gated["kernels"] for f in k["findings"])

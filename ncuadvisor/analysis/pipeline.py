@@ -100,8 +100,11 @@ def analyze(
     names = {rid: (k.name, k.demangled) for rid, k in _analysed_launches(kernels)}
     sass_wanted = engine.sass_languages(rules)
     # the SASS is read with the deep data, for the kernels in a language whose rules read instructions (a library
-    # kernel's thousands of instructions are not read)
-    sass_for = partial(_wants_sass, names, frozenset(sass_wanted)) if sass_wanted else None
+    # kernel's thousands of instructions are not read), unless every such rule is gated (`Rule.sass_when`): those
+    # kernels' SASS is read afterwards, for the ones a gate admits
+    gated = engine.gated_sass_languages(rules)
+    first = frozenset(sass_wanted - gated)
+    sass_for = partial(_wants_sass, names, first) if first else None
     # the rules' per-instruction metrics, and those the roofline reads (`needed.py`: the load/store split, XU work)
     per_instruction = list(dict.fromkeys(engine.per_instruction_metrics(rules) + needed.PER_INSTRUCTION))
     # a kernel without source lines (the report file says so) is in the language its names give; where no rule of
@@ -119,9 +122,18 @@ def analyze(
         )
     languages = kernel_languages(kernels, profile.details)
     frame, machine = profile.results.set_index("result_id", drop=False), _machine(profile)
-    facts = instruction_facts(
-        profile, frame, machine, kernels, languages, frozenset(sass_wanted), frozenset(sass_wanted)
-    )
+    facts = instruction_facts(profile, frame, machine, kernels, languages, frozenset(sass_wanted), first)
+    later = [
+        rid
+        for rid, k in _analysed_launches(kernels)
+        if languages[rid] in gated
+        and rid in profile.details
+        and _sass_needed(profile, frame, machine, k, rid, languages[rid], facts.get(rid), rules)
+    ]
+    reader.add_sass(profile.details, later)
+    for rid in later:  # the facts the SASS tells where the counts do not (what HFMA2 computed)
+        if facts.get(rid) is None:
+            facts[rid] = needed.instruction_facts(profile.details[rid].per_instruction)
     evaluation = evaluate(profile, kernels, rules, group_time, languages, facts, machine)
     findings = evaluation.findings()
     entries = [(rid, d.entry[0] if d.entry else None) for rid, d in profile.details.items()]
@@ -188,6 +200,28 @@ def instruction_facts(
         else:
             out[rid] = needed.instruction_facts(detail.per_instruction)
     return out
+
+
+def _sass_needed(
+    profile: Profile,
+    frame: Any,
+    machine: Machine,
+    kernel: Kernel,
+    rid: int,
+    language: str,
+    facts: needed.InstructionFacts | None,
+    rules: list[Rule | ProgramRule],
+) -> bool:
+    """Whether a launch whose SASS was not read with its deep data needs it: its facts do not come from the counts,
+    or a rule that reads instructions may fire on it (`engine.sass_admitted`, on its scalars and its roofline as
+    `evaluate` computes it)."""
+    if facts is None:
+        return True
+    row = frame.loc[rid].to_dict()
+    sm_count, launch_floor, dram_peak = machine
+    rl = roofline.compute(row, sm_count, facts, launch_floor, dram_peak)
+    ctx = KernelContext(kernel, row, rl, profile.device, {}, language, 0.0)
+    return engine.sass_admitted(rules, ctx)
 
 
 # (SM count, launch floor, DRAM peak) of the report's device, as the roofline takes them

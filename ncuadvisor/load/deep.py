@@ -219,6 +219,19 @@ def read_deep_task(
     ]
 
 
+def read_sass_task(
+    task: tuple[str, list[tuple[int, int, int, list[int]]], dict[int, int]],
+) -> list[tuple[int, dict[int, str | None]]]:
+    """Worker: `sass_of` for each (result id, range, action, pcs); the last element of the task: the module of each
+    result where the report file names it (results of one module share the SASS read)."""
+    path, items, modules = task
+    known: dict[int, dict[int, str | None]] = {}
+    return [
+        (item[0], sass_of(action, item[3], known.setdefault(modules[item[0]], {}) if item[0] in modules else None))
+        for item, action in worker_actions(path, items)
+    ]
+
+
 def read_locations_task(
     task: tuple[str, list[tuple[int, int, int, list[int], list[str]]]],
 ) -> list[tuple[int, dict[int, Location], dict[str, str | None]]]:

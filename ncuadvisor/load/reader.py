@@ -304,6 +304,32 @@ class ReportReader:
                 self._located[rid] = (got[rid].pop("where"), got[rid].pop("texts"))
         return {rid: _detail(rid, got[rid]) for rid in ids}
 
+    def add_sass(self, details: dict[int, ResultDetail], result_ids: Iterable[int]) -> None:
+        """The SASS text of the listed instructions of the given results, read after `details` (which read none for
+        them), set on their `Instruction`s; in this process for up to DETAIL_IN_PROCESS_MAX results not opened here,
+        else in worker processes like `details`; the results of one module share the text read."""
+        wanted = {rid: sorted({e.pc for es in details[rid].per_instruction.values() for e in es}) for rid in result_ids}
+        wanted = {rid: pcs for rid, pcs in wanted.items() if pcs}
+        if not wanted:
+            return
+        modules = {rid: mod for rid in wanted if (mod := self._module.get(rid)) is not None}
+        got: dict[int, dict[int, str | None]] = {}
+        if len([rid for rid in wanted if rid not in self._opened]) <= DETAIL_IN_PROCESS_MAX:
+            known: dict[int, dict[int, str | None]] = {}
+            with native_stderr_silenced():
+                for rid, pcs in wanted.items():
+                    mod = modules.get(rid)
+                    got[rid] = deep.sass_of(self._action(rid), pcs, None if mod is None else known.setdefault(mod, {}))
+        else:
+            chunks_of = self._module_chunks({rid: (pcs,) for rid, pcs in wanted.items()}, modules)
+            tasks = [(str(self._local), chunk, modules) for chunk in chunks_of]
+            chunks = in_workers(deep.read_sass_task, tasks, f"{self.path}: reading the instructions failed")
+            got.update(pair for chunk in chunks for pair in chunk)
+        for rid, sass in got.items():
+            for entries in details[rid].per_instruction.values():
+                for e in entries:
+                    e.sass = sass.get(e.pc)
+
     def _module_chunks(self, extra: dict[int, tuple[Any, ...]], modules: dict[int, int]) -> list[list[Any]]:
         """The worker items (result id, range, action, *extra) of the results `extra` names, the results of one module
         side by side (so that they fall into the same worker), in chunks of at most DETAIL_CHUNK results of even
