@@ -97,6 +97,35 @@ def sass_languages(rules: Iterable[Rule | ProgramRule]) -> set[str]:
     return {lang for r in kernel_rules(rules) if r.per_instruction for lang in r.languages}
 
 
+def gated(rule: Rule) -> bool:
+    """Whether the rule declares when it reads instructions (`Rule.sass_when`)."""
+    return type(rule).sass_when is not Rule.sass_when
+
+
+def gated_sass_languages(rules: Iterable[Rule | ProgramRule]) -> set[str]:
+    """Of `sass_languages`, those in which every rule that reads per-instruction data is gated (`gated`): a kernel
+    in one of them is disassembled only when a gate admits it (`sass_admitted`)."""
+    readers = [r for r in kernel_rules(rules) if r.per_instruction]
+    return {lang for lang in sass_languages(rules) if all(gated(r) for r in readers if lang in r.languages)}
+
+
+def sass_admitted(rules: Iterable[Rule | ProgramRule], ctx: KernelContext) -> bool:
+    """Whether some rule that reads per-instruction data may fire on the kernel (`Rule.sass_when`, on its scalars and
+    roofline): a rule of its language that would run (its required metrics present) and has no gate, whose gate
+    says True, or whose gate fails (the rule's check then fails the same way, on the same data)."""
+    for rule in kernel_rules(rules):
+        if not rule.per_instruction or ctx.language not in rule.languages:
+            continue
+        if any(ctx.m(m) is None for m in rule.requires):
+            continue  # skipped by run_rules
+        try:
+            if rule.sass_when(ctx) is not False:
+                return True
+        except Exception:
+            return True
+    return False
+
+
 @dataclass
 class KernelVerdict:
     findings: list[Finding] = field(default_factory=list)

@@ -282,6 +282,14 @@ class Rule(_FixTable):
     def check(self, k: KernelContext) -> Finding | list[Finding] | None:  # pragma: no cover - abstract
         raise NotImplementedError
 
+    def sass_when(self, k: KernelContext) -> bool | None:
+        """Optional, for a rule that reads instructions (`per_instruction`): whether it can fire on the kernel, judged
+        before any instruction is read, on `k.metrics`, `k.roofline`, `k.kernel`'s names and `k.language` alone (no
+        per-instruction data, no time share). False must mean that `check` returns None: call it first in `check`
+        (`if not self.sass_when(k): return None`). Where every rule of a kernel's language that reads instructions
+        overrides it, the kernel is disassembled only when one of them says True. None (this default): no gate."""
+        return None
+
     def fix_for(self, k: KernelContext, when: str | Iterable[str] = (), **fields: Any) -> Fix:
         """The fix in the kernel's language (`fixes`, else its CUDA fix), in the situations `when` (`fixes_when`),
         its template fields filled from `fields`: `self.finding(fix=self.fix_for(k, kind=kind), ...)`."""

@@ -84,17 +84,25 @@ class AtenScatterAtomics(Rule):
         },
     }
 
-    def check(self, k: KernelContext) -> Finding | None:
+    def sass_when(self, k: KernelContext) -> bool:
+        """Atomics at least `min_atomic_ratio` of the loads, far from the floor, not launch-bound: before any SASS."""
         r = k.roofline
         t = self.thresholds
         atom = (k.m(MemoryTables.GLOBAL_ATOMIC_REQUESTS) or 0) + (k.m(MemoryTables.GLOBAL_REDUCTION_REQUESTS) or 0)
         loads = k.m(MemoryTables.GLOBAL_LOAD_REQUESTS) or 0
         if atom <= 0 or atom < t["min_atomic_ratio"] * max(loads, 1):
-            return None
+            return False
         if r.headroom is None or r.headroom < t["min_headroom"] or not r.duration_ns or r.bound == "launch":
-            return None  # a launch-bound kernel (a sort's histogram pass) loses its time to launching, not atomics
-        if not r.compulsory_bytes or not r.peak_dram_bytes_per_s:
+            return False  # a launch-bound kernel (a sort's histogram pass) loses its time to launching, not atomics
+        return bool(r.compulsory_bytes and r.peak_dram_bytes_per_s)
+
+    def check(self, k: KernelContext) -> Finding | None:
+        if not self.sass_when(k):
             return None
+        r = k.roofline
+        t = self.thresholds
+        atom = (k.m(MemoryTables.GLOBAL_ATOMIC_REQUESTS) or 0) + (k.m(MemoryTables.GLOBAL_REDUCTION_REQUESTS) or 0)
+        loads = k.m(MemoryTables.GLOBAL_LOAD_REQUESTS) or 0
         op = aten_op(k.kernel.demangled)
         stream_ns = r.compulsory_bytes / (PRACTICAL_FRACTION * r.peak_dram_bytes_per_s) * 1e9
         alt_ns = SORTED_PASSES * stream_ns + t["sort_overhead_us"] * 1e3

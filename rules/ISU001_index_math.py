@@ -165,18 +165,25 @@ class IndexMath(Rule):
         ),
     }
 
-    def check(self, k: KernelContext) -> Finding | None:
+    def sass_when(self, k: KernelContext) -> bool:
+        """Far from its floor, issue-bound, no tensor work, and (ATen) a TensorIterator loop: before any SASS."""
         t = self.thresholds
         r = k.roofline
         if r.headroom is None or r.headroom < t["min_headroom"] or not r.duration_ns:
-            return None
-        issue = k.m(SchedulerStats.ISSUE_ACTIVE_PCT) or 0.0
-        if issue < t["min_issue_pct"]:
-            return None
+            return False
+        if (k.m(SchedulerStats.ISSUE_ACTIVE_PCT) or 0.0) < t["min_issue_pct"]:
+            return False
         if any(v for key, v in r.flops_by_precision.items() if key.startswith("tensor")):
+            return False
+        # an ATen kernel that is not a TensorIterator loop: its index math is not the program's
+        return k.language != "pytorch" or bool(TENSOR_ITERATOR.search(k.kernel.demangled or k.kernel.name))
+
+    def check(self, k: KernelContext) -> Finding | None:
+        if not self.sass_when(k):
             return None
-        if k.language == "pytorch" and not TENSOR_ITERATOR.search(k.kernel.demangled or k.kernel.name):
-            return None  # an ATen kernel that is not a TensorIterator loop: its index math is not the program's
+        t = self.thresholds
+        r = k.roofline
+        issue = k.m(SchedulerStats.ISSUE_ACTIVE_PCT) or 0.0
         entries = sorted(k.per_instruction(SourceCounters.INST_EXECUTED), key=lambda e: -e.value)
         total = sum(e.value for e in entries)
         if total <= 0:

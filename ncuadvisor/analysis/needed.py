@@ -47,6 +47,9 @@ class InstructionFacts:
     xu_needed_share: float | None = None  # of the XU pipe's warp instructions, the transcendental ones needed
     hfma_kinds: dict[str, float] | None = None  # executed HFMA2 warp instructions by what they compute (`hfma_kinds`)
     xu_opcodes: tuple[str, ...] = ()  # the XU pipe's base opcodes the kernel executed, most executed first
+    # False: two of `xu_opcodes` ran equally often and their order is not the instructions' (`counted_facts`); only
+    # the roofline's words on an XU-bound kernel show the order
+    xu_order_known: bool = True
 
 
 def instruction_facts(per_instruction: Mapping[str, Sequence[Instruction]]) -> InstructionFacts:
@@ -55,6 +58,47 @@ def instruction_facts(per_instruction: Mapping[str, Sequence[Instruction]]) -> I
     return InstructionFacts(
         ideal_split(per_instruction), xu_needed_share(xu), hfma_kinds(per_instruction), xu_opcodes(xu)
     )
+
+
+# `memory_access_type` of the instructions with ideal sectors, against their opcodes: 2 LDG and LD, 6 LDGSTS, 4 STG
+# and ST, 8 ATOMG, none for REDG (the opcode split of `ideal_split`: LD* loads, ST* stores, the others neither)
+LOAD_ACCESS = frozenset({2.0, 6.0})
+STORE_ACCESS = frozenset({4.0})
+
+
+def counted_facts(
+    per_instruction: Mapping[str, Sequence[Instruction]],
+    opcodes: Mapping[str, float] | None,
+    access: Mapping[int, float] | None,
+    hfma_matters: bool = True,
+) -> InstructionFacts | None:
+    """`instruction_facts` without the SASS of any instruction: the XU opcodes and whether HFMA2 ran from the executed
+    warp instructions per opcode (`opcodes`, the report's instanced metric), the load/store split from each
+    instruction's memory access type (`access`). None where the report lacks one of them, where HFMA2 ran and what
+    each computed counts (`hfma_matters`, `roofline.hfma_kinds_matter`: it is in the operands, only the SASS tells;
+    where it does not count, `hfma_kinds` is None). Where two XU opcodes ran equally often, `xu_order_known` is False:
+    `xu_opcodes` orders them as the SASS does (the order of the instructions) only by chance."""
+    executed = per_instruction.get(INST_EXECUTED) or []
+    ideal = [e for e in per_instruction.get(IDEAL_SECTORS) or [] if e.value]
+    if opcodes is None or (ideal and access is None):
+        return None
+    ran = {op: v for op, v in opcodes.items() if v}
+    hfma_ran = any(op.split(".")[0] == "HFMA2" for op in ran)
+    if executed and hfma_ran and hfma_matters:
+        return None
+    xu = {op: v for op, v in ran.items() if op.split(".")[0] in XU_OPCODES} if executed else None
+    bases: dict[str, float] = {}
+    for op, v in (xu or {}).items():
+        bases[op.split(".")[0]] = bases.get(op.split(".")[0], 0.0) + v
+    split = None
+    if ideal:
+        kinds = access or {}
+        loads = sum((e.value for e in ideal if kinds.get(e.pc) in LOAD_ACCESS), 0.0)
+        stores = sum((e.value for e in ideal if kinds.get(e.pc) in STORE_ACCESS), 0.0)
+        split = (loads, stores)
+    kinds_run = dict.fromkeys(HFMA_FLOPS, 0.0) if executed and not hfma_ran else None
+    tied = len(set(bases.values())) < len(bases)
+    return InstructionFacts(split, xu_needed_share(xu), kinds_run, xu_opcodes(xu), xu_order_known=not tied)
 
 
 # FLOPs per packed-half thread instruction by what an HFMA2 (or HFMA2.MMA) computes: two halves each
@@ -134,7 +178,8 @@ def xu_needed_share(xu: Mapping[str, float] | None) -> float | None:
 
 
 def xu_opcodes(xu: Mapping[str, float] | None) -> tuple[str, ...]:
-    """The XU pipe's base opcodes (MUFU, F2F, POPC, ...) among `xu_executed`, most executed first; () without them."""
+    """The XU pipe's base opcodes (MUFU, F2F, POPC, ...) among `xu_executed`, most executed first (in the order of
+    the instructions where counts tie); () without them."""
     count: dict[str, float] = {}
     for op, v in (xu or {}).items():
         base = op.split(".")[0]

@@ -100,8 +100,11 @@ def analyze(
     names = {rid: (k.name, k.demangled) for rid, k in _analysed_launches(kernels)}
     sass_wanted = engine.sass_languages(rules)
     # the SASS is read with the deep data, for the kernels in a language whose rules read instructions (a library
-    # kernel's thousands of instructions are not read)
-    sass_for = partial(_wants_sass, names, frozenset(sass_wanted)) if sass_wanted else None
+    # kernel's thousands of instructions are not read), unless every such rule is gated (`Rule.sass_when`): those
+    # kernels' SASS is read afterwards, for the ones a gate admits
+    gated = engine.gated_sass_languages(rules)
+    first = frozenset(sass_wanted - gated)
+    sass_for = partial(_wants_sass, names, first) if first else None
     # the rules' per-instruction metrics, and those the roofline reads (`needed.py`: the load/store split, XU work)
     per_instruction = list(dict.fromkeys(engine.per_instruction_metrics(rules) + needed.PER_INSTRUCTION))
     # a kernel without source lines (the report file says so) is in the language its names give; where no rule of
@@ -118,7 +121,20 @@ def analyze(
             "their times and metrics are read from the file, their per-instruction data and source lines are missing",
         )
     languages = kernel_languages(kernels, profile.details)
-    evaluation = evaluate(profile, kernels, rules, group_time, languages)
+    frame, machine = profile.results.set_index("result_id", drop=False), _machine(profile)
+    facts = instruction_facts(profile, frame, machine, kernels, languages, frozenset(sass_wanted), first)
+    later = [
+        rid
+        for rid, k in _analysed_launches(kernels)
+        if languages[rid] in gated
+        and rid in profile.details
+        and _sass_needed(profile, frame, machine, k, rid, languages[rid], facts.get(rid), rules)
+    ]
+    reader.add_sass(profile.details, later)
+    for rid in later:  # the facts the SASS tells where the counts do not (what HFMA2 computed)
+        if facts.get(rid) is None:
+            facts[rid] = needed.instruction_facts(profile.details[rid].per_instruction)
+    evaluation = evaluate(profile, kernels, rules, group_time, languages, facts, machine)
     findings = evaluation.findings()
     entries = [(rid, d.entry[0] if d.entry else None) for rid, d in profile.details.items()]
     located = reader.locations(locate.wanted(findings, entries))
@@ -148,6 +164,77 @@ def kernel_languages(kernels: list[Kernel], details: dict[int, ResultDetail]) ->
         files = [detail.first_file] if detail is not None and detail.first_file else []
         out[rid] = kernel_language(k.name, k.demangled, files)
     return out
+
+
+def instruction_facts(
+    profile: Profile,
+    frame: Any,
+    machine: Machine,
+    kernels: list[Kernel],
+    languages: dict[int, str],
+    sass_languages: frozenset[str],
+    sass_read: frozenset[str],
+) -> dict[int, needed.InstructionFacts | None]:
+    """The machine model's facts of each analysed launch with deep data (`needed`): in a language whose rules read
+    instructions (`sass_languages`), from the report's counts per opcode and access types (`needed.counted_facts`:
+    the same facts as its SASS, but for the order of XU opcodes that ran equally often, which only an XU-bound
+    kernel's words show), else from its SASS where it was read with the deep data (`sass_read`), else None (its SASS
+    is to be read); in other languages from the per-instruction data alone, without SASS."""
+    out: dict[int, needed.InstructionFacts | None] = {}
+    for rid, _ in _analysed_launches(kernels):
+        detail = profile.details.get(rid)
+        if detail is None:
+            continue
+        if languages.get(rid) in sass_languages:
+            row = frame.loc[rid].to_dict()
+            counted = needed.counted_facts(
+                detail.per_instruction, detail.opcodes, detail.access_types, roofline.hfma_kinds_matter(row)
+            )
+            if counted is not None and not counted.xu_order_known:
+                sm_count, launch_floor, dram_peak = machine
+                if roofline.compute(row, sm_count, counted, launch_floor, dram_peak).executed_floor_unit == "sfu":
+                    counted = None
+            out[rid] = counted
+            if out[rid] is None and languages.get(rid) in sass_read:
+                out[rid] = needed.instruction_facts(detail.per_instruction)
+        else:
+            out[rid] = needed.instruction_facts(detail.per_instruction)
+    return out
+
+
+def _sass_needed(
+    profile: Profile,
+    frame: Any,
+    machine: Machine,
+    kernel: Kernel,
+    rid: int,
+    language: str,
+    facts: needed.InstructionFacts | None,
+    rules: list[Rule | ProgramRule],
+) -> bool:
+    """Whether a launch whose SASS was not read with its deep data needs it: its facts do not come from the counts,
+    or a rule that reads instructions may fire on it (`engine.sass_admitted`, on its scalars and its roofline as
+    `evaluate` computes it)."""
+    if facts is None:
+        return True
+    row = frame.loc[rid].to_dict()
+    sm_count, launch_floor, dram_peak = machine
+    rl = roofline.compute(row, sm_count, facts, launch_floor, dram_peak)
+    ctx = KernelContext(kernel, row, rl, profile.device, {}, language, 0.0)
+    return engine.sass_admitted(rules, ctx)
+
+
+# (SM count, launch floor, DRAM peak) of the report's device, as the roofline takes them
+Machine = tuple[float | None, tuple[float, str], float | None]
+
+
+def _machine(profile: Profile) -> Machine:
+    """(SM count, launch floor, DRAM peak) of the report's device, as `evaluate` hands them to the roofline."""
+    return (
+        num(profile.device.get("sm_count")),
+        ceilings.launch_floor(profile.device.get("name"), profile.results.to_dict("records")),
+        ceilings.DRAM_PEAKS.get(str(profile.device.get("name"))),
+    )
 
 
 def _analysed_launches(kernels: list[Kernel]) -> list[tuple[int, Kernel]]:
@@ -198,21 +285,26 @@ def evaluate(
     rules: list[Rule | ProgramRule],
     group_time: GroupTime | None,
     languages: dict[int, str],
+    facts: dict[int, needed.InstructionFacts | None] | None = None,
+    machine: Machine | None = None,
 ) -> Evaluation:
-    """The roofline and the rules, once, on the representative launch of every kernel group and variant."""
+    """The roofline and the rules, once, on the representative launch of every kernel group and variant. `facts`:
+    the machine model's facts by result id (`instruction_facts`); where it has none, from the per-instruction data.
+    `machine`: `_machine(profile)`, where the caller has it."""
     frame = profile.results.set_index("result_id", drop=False)
     total_ns = sum(k.duration_ns for k in kernels)
     rule_total_ns = group_time.total_ns if group_time is not None and group_time.total_ns else total_ns
-    sm_count = num(profile.device.get("sm_count"))
-    launch_floor = ceilings.launch_floor(profile.device.get("name"), profile.results.to_dict("records"))
-    dram_peak = ceilings.DRAM_PEAKS.get(str(profile.device.get("name")))
+    sm_count, launch_floor, dram_peak = machine or _machine(profile)
     evaluation = Evaluation(groups=[], sections_seen=set(), warnings=[])
 
     def run(k: Kernel, share: float) -> Analysed:
         row = frame.loc[k.representative].to_dict()
         detail = profile.details.get(k.representative)
-        facts = needed.instruction_facts(detail.per_instruction) if detail else None
-        rl = roofline.compute(row, sm_count, facts, launch_floor, dram_peak)
+        if facts is not None and k.representative in facts:
+            known = facts[k.representative]
+        else:
+            known = needed.instruction_facts(detail.per_instruction) if detail else None
+        rl = roofline.compute(row, sm_count, known, launch_floor, dram_peak)
         evaluation.sections_seen.update(detail.sections if detail else [])
         language = languages.get(k.representative) or kernel_language(k.name, k.demangled, [])
         ctx = KernelContext(

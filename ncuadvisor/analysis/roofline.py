@@ -210,6 +210,12 @@ class Roofline:
         return out
 
 
+def hfma_kinds_matter(row: Mapping[str, Any]) -> bool:
+    """Whether `compute` reads what the HFMA2 instructions compute (`facts.hfma_kinds`) for this row: HFMA2 thread
+    instructions counted, and the fp16 pipe not idle (an idle pipe zeroes the fp16 work whatever they computed)."""
+    return bool(num(row.get(_FLOP_TERMS["fp16"][0][0]))) and num(row.get(FP16_PIPE)) != 0.0
+
+
 def compute(
     row: Mapping[str, Any],
     sm_count: float | None = None,

@@ -15,6 +15,11 @@ from ncuadvisor.load.workers import note_disassembly, worker_actions
 
 Location = tuple[str | None, int | None]
 
+# read with the per-instruction data: executed warp instructions per opcode with its modifiers (an instanced metric,
+# one instance per opcode), and each instruction's kind of memory access
+OPCODE_COUNTS = "sass__inst_executed_per_opcode_with_modifier_all"
+ACCESS_TYPE = "memory_access_type"
+
 
 def deep_data(action: Any, per_instruction: list[str], lines: bool = True) -> dict[str, Any]:
     """Section identifiers, NCU's rule results, and per per-instruction metric the (pc, value) pairs of the
@@ -43,6 +48,10 @@ def deep_data(action: Any, per_instruction: list[str], lines: bool = True) -> di
                 continue
             pairs.append((pc, value))
         out["per_instruction"][name] = pairs
+    if per_instruction:
+        out["opcodes"] = opcode_counts(action)
+        listed = {pc for pairs in out["per_instruction"].values() for pc, _ in pairs}
+        out["access_types"] = access_types(action, listed)
     try:
         out["ncu_rules"] = [dict(x) for x in action.rule_results_as_dicts()]
     except Exception:
@@ -53,6 +62,41 @@ def deep_data(action: Any, per_instruction: list[str], lines: bool = True) -> di
         entry_pc = min(pc for pc, _ in max(lists, key=len))
         out["entry_pc"] = entry_pc
         out["entry"] = location(action, entry_pc) if lines else (None, None)
+    return out
+
+
+def opcode_counts(action: Any) -> dict[str, float] | None:
+    """Executed warp instructions per SASS opcode with its modifiers ({"FFMA": 1.3e8, "MUFU.EX2": 2048.0, ...});
+    None where the report has no such metric."""
+    metric = action.metric_by_name(OPCODE_COUNTS)
+    if metric is None or not metric.has_correlation_ids():
+        return None
+    ids = metric.correlation_ids()
+    out: dict[str, float] = {}
+    try:
+        for i in range(metric.num_instances()):
+            op = str(ids.as_string(i))
+            out[op] = out.get(op, 0.0) + float(metric.as_double(i))
+    except Exception:
+        return None
+    return out
+
+
+def access_types(action: Any, pcs: set[int]) -> dict[int, float] | None:
+    """The memory access type of each of the instructions `pcs` that has one; None where the report has no such
+    metric."""
+    metric = action.metric_by_name(ACCESS_TYPE)
+    if metric is None or not metric.has_correlation_ids():
+        return None
+    ids = metric.correlation_ids()
+    out: dict[int, float] = {}
+    try:
+        for i in range(metric.num_instances()):
+            pc = int(ids.as_uint64(i))
+            if pc in pcs:
+                out[pc] = float(metric.as_double(i))
+    except Exception:
+        return None
     return out
 
 
@@ -171,6 +215,19 @@ def read_deep_task(
                 known.setdefault(modules[item[0]], {}) if item[0] in modules else None,
             ),
         )
+        for item, action in worker_actions(path, items)
+    ]
+
+
+def read_sass_task(
+    task: tuple[str, list[tuple[int, int, int, list[int]]], dict[int, int]],
+) -> list[tuple[int, dict[int, str | None]]]:
+    """Worker: `sass_of` for each (result id, range, action, pcs); the last element of the task: the module of each
+    result where the report file names it (results of one module share the SASS read)."""
+    path, items, modules = task
+    known: dict[int, dict[int, str | None]] = {}
+    return [
+        (item[0], sass_of(action, item[3], known.setdefault(modules[item[0]], {}) if item[0] in modules else None))
         for item, action in worker_actions(path, items)
     ]
 

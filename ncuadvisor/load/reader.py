@@ -291,14 +291,9 @@ class ReportReader:
                         known.setdefault(modules[rid], {}) if rid in modules else None,
                     )
         else:
-            # results of one module side by side, so that they fall into the same worker
-            order = {mod: i for i, mod in enumerate(dict.fromkeys(modules.get(rid) for rid in todo))}
-            items = [(rid, *self._index[rid]) for rid in sorted(todo, key=lambda rid: order[modules.get(rid)])]
-            # chunks of at most DETAIL_CHUNK results, of even sizes (20 results: 10 and 10, not 16 and 4)
-            size = -(-len(items) // -(-len(items) // DETAIL_CHUNK))
             tasks = [
-                (str(self._local), items[i : i + size], metrics, sass_for, no_lines & set(todo), skip, modules)
-                for i in range(0, len(items), size)
+                (str(self._local), chunk, metrics, sass_for, no_lines & set(todo), skip, modules)
+                for chunk in self._module_chunks(dict.fromkeys(todo, ()), modules)
             ]
             chunks = in_workers(deep.read_deep_task, tasks, f"{self.path}: reading the per-instruction data failed")
             got.update(pair for chunk in chunks for pair in chunk)
@@ -308,6 +303,41 @@ class ReportReader:
             if "where" in got[rid]:
                 self._located[rid] = (got[rid].pop("where"), got[rid].pop("texts"))
         return {rid: _detail(rid, got[rid]) for rid in ids}
+
+    def add_sass(self, details: dict[int, ResultDetail], result_ids: Iterable[int]) -> None:
+        """The SASS text of the listed instructions of the given results, read after `details` (which read none for
+        them), set on their `Instruction`s; in this process for up to DETAIL_IN_PROCESS_MAX results not opened here,
+        else in worker processes like `details`; the results of one module share the text read."""
+        wanted = {rid: sorted({e.pc for es in details[rid].per_instruction.values() for e in es}) for rid in result_ids}
+        wanted = {rid: pcs for rid, pcs in wanted.items() if pcs}
+        if not wanted:
+            return
+        modules = {rid: mod for rid in wanted if (mod := self._module.get(rid)) is not None}
+        got: dict[int, dict[int, str | None]] = {}
+        if len([rid for rid in wanted if rid not in self._opened]) <= DETAIL_IN_PROCESS_MAX:
+            known: dict[int, dict[int, str | None]] = {}
+            with native_stderr_silenced():
+                for rid, pcs in wanted.items():
+                    mod = modules.get(rid)
+                    got[rid] = deep.sass_of(self._action(rid), pcs, None if mod is None else known.setdefault(mod, {}))
+        else:
+            chunks_of = self._module_chunks({rid: (pcs,) for rid, pcs in wanted.items()}, modules)
+            tasks = [(str(self._local), chunk, modules) for chunk in chunks_of]
+            chunks = in_workers(deep.read_sass_task, tasks, f"{self.path}: reading the instructions failed")
+            got.update(pair for chunk in chunks for pair in chunk)
+        for rid, sass in got.items():
+            for entries in details[rid].per_instruction.values():
+                for e in entries:
+                    e.sass = sass.get(e.pc)
+
+    def _module_chunks(self, extra: dict[int, tuple[Any, ...]], modules: dict[int, int]) -> list[list[Any]]:
+        """The worker items (result id, range, action, *extra) of the results `extra` names, the results of one module
+        side by side (so that they fall into the same worker), in chunks of at most DETAIL_CHUNK results of even
+        sizes (20 results: 10 and 10, not 16 and 4)."""
+        order = {mod: i for i, mod in enumerate(dict.fromkeys(modules.get(rid) for rid in extra))}
+        items = [(rid, *self._index[rid], *extra[rid]) for rid in sorted(extra, key=lambda r: order[modules.get(r)])]
+        size = -(-len(items) // -(-len(items) // DETAIL_CHUNK))
+        return [items[i : i + size] for i in range(0, len(items), size)]
 
     def _light_details(self, result_ids: list[int]) -> dict[int, dict[str, Any]]:
         """`deep.deep_and_sass`'s data of results whose instructions are not read, from the report file
@@ -427,6 +457,8 @@ def _detail(rid: int, data: dict[str, Any]) -> ResultDetail:
         first_file=data.get("first_file"),
         entry=(entry[0], int(entry[1])) if entry and entry[0] and entry[1] else None,
         entry_pc=data.get("entry_pc"),
+        opcodes=data.get("opcodes"),
+        access_types=data.get("access_types"),
     )
 
 

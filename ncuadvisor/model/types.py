@@ -55,6 +55,12 @@ class ResultDetail:
     # (file, line) of the kernel's entry: the lowest pc of its longest per-instruction list
     entry: tuple[str, int] | None = None
     entry_pc: int | None = None
+    # executed warp instructions per SASS opcode with its modifiers (`MUFU.EX2`, `I2F.U32.RP`), the report's
+    # instanced `sass__inst_executed_per_opcode_with_modifier_all`; None where the report has no such metric
+    opcodes: dict[str, float] | None = None
+    # the `memory_access_type` of each listed instruction that has one (2 loads, 6 LDGSTS, 4 stores, 8 atomics);
+    # None where the report has no such metric
+    access_types: dict[int, float] | None = None
 
 
 @dataclass
