@@ -180,7 +180,7 @@ def test_rows_read_in_parts_equal_one_pass(report_path, name):
     assert len(reader) >= load.FILE_SPLIT_MIN
     whole = fastread.read_rows(reader._local, METRICS, ["launch__grid_dim_x"])
     assert whole is not None
-    parts = load._rows_in_parts(reader._local, len(reader), METRICS, ["launch__grid_dim_x"])
+    parts = load.rows_in_parts(reader._local, len(reader), METRICS, ["launch__grid_dim_x"])
     assert json.dumps(parts, default=str) == json.dumps(whole, default=str)
     assert fastread.read_rows(reader._local, METRICS, part=(3, 5)) == [
         {k: v for k, v in row.items() if k != "launch__grid_dim_x"} for row in whole[3:5]

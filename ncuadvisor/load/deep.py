@@ -12,6 +12,7 @@ from typing import Any
 
 from ncuadvisor.load.native import import_ncu_report, row
 from ncuadvisor.load.workers import note_disassembly, worker_actions
+from ncuadvisor.model import Instruction, ResultDetail
 
 Location = tuple[str | None, int | None]
 
@@ -238,3 +239,23 @@ def read_locations_task(
     """Worker: `locations_of` for each (result id, range, action, pcs, files)."""
     path, items = task
     return [(item[0], *locations_of(action, item[3], item[4])) for item, action in worker_actions(path, items)]
+
+
+def detail_of(rid: int, data: dict[str, Any]) -> ResultDetail:
+    """A result's deep data as read (`deep_and_sass`, or from the report file) -> its `ResultDetail`."""
+    entry = data.get("entry")
+    sass = data.get("sass") or {}
+    return ResultDetail(
+        result_id=rid,
+        per_instruction={
+            name: [Instruction(pc=pc, value=v, sass=sass.get(pc)) for pc, v in pairs]
+            for name, pairs in data["per_instruction"].items()
+        },
+        ncu_rules=data["ncu_rules"],
+        sections=data["sections"],
+        first_file=data.get("first_file"),
+        entry=(entry[0], int(entry[1])) if entry and entry[0] and entry[1] else None,
+        entry_pc=data.get("entry_pc"),
+        opcodes=data.get("opcodes"),
+        access_types=data.get("access_types"),
+    )

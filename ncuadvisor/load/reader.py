@@ -19,8 +19,8 @@ from ncuadvisor.errors import InputError
 from ncuadvisor.load import deep, native
 from ncuadvisor.load.inlining import Inlining
 from ncuadvisor.load.native import DEVICE_METRICS, import_ncu_report, native_stderr_silenced
-from ncuadvisor.load.workers import in_workers
-from ncuadvisor.model import ID_COLUMNS, Instruction, Profile, ResultDetail
+from ncuadvisor.load.workers import in_workers, rows_in_parts
+from ncuadvisor.model import ID_COLUMNS, Profile, ResultDetail
 from ncuadvisor.reportfile.integrity import Integrity, check_report
 from ncuadvisor.reportfile.sniff import local_copy, scan_header, whole_copy
 
@@ -107,7 +107,7 @@ class ReportReader:
             if not found.damaged and not found.not_layout and found.whole:
                 wanted = list(dict.fromkeys(metrics))
                 fast = (
-                    _rows_in_parts(local, found.whole, wanted, SHAPE)
+                    rows_in_parts(local, found.whole, wanted, SHAPE)
                     if found.whole >= FILE_SPLIT_MIN
                     else read_rows(local, wanted, SHAPE)
                 )
@@ -164,7 +164,7 @@ class ReportReader:
         if self._prefetched is not None and self._prefetched[0] == metrics:
             fast = self._prefetched[1]  # read while the results were checked (`_checked`)
         elif len(items) >= FILE_SPLIT_MIN:
-            fast = _rows_in_parts(self._local, len(self._index), metrics, SHAPE)
+            fast = rows_in_parts(self._local, len(self._index), metrics, SHAPE)
         else:
             fast = read_rows(self._local, metrics, SHAPE)
         self._prefetched = None
@@ -302,7 +302,7 @@ class ReportReader:
                 self.unreadable.add(rid)
             if "where" in got[rid]:
                 self._located[rid] = (got[rid].pop("where"), got[rid].pop("texts"))
-        return {rid: _detail(rid, got[rid]) for rid in ids}
+        return {rid: deep.detail_of(rid, got[rid]) for rid in ids}
 
     def add_sass(self, details: dict[int, ResultDetail], result_ids: Iterable[int]) -> None:
         """The SASS text of the listed instructions of the given results, read after `details` (which read none for
@@ -425,41 +425,6 @@ class ReportReader:
     def _chunked(self, task: Any, items: list[Any], failure: str) -> list[Any]:
         tasks = [(str(self._local), items[i : i + DETAIL_CHUNK]) for i in range(0, len(items), DETAIL_CHUNK)]
         return [x for chunk in in_workers(task, tasks, f"{self.path}: {failure}") for x in chunk]
-
-
-def _rows_in_parts(local: Path, n: int, metrics: list[str], shape: list[str]) -> list[dict[str, Any]] | None:
-    """`fastread.read_rows` of a big report (`n` results) in WORKERS processes, each parsing a range of its results
-    (the metrics of every result are walked in Python: ~2 ms a result); None where a part cannot be read."""
-    from ncuadvisor.load.workers import WORKERS
-    from ncuadvisor.reportfile.fastread import read_rows_task
-
-    bounds = [(k * n // WORKERS, (k + 1) * n // WORKERS) for k in range(WORKERS)]
-    try:
-        parts = in_workers(read_rows_task, [(str(local), metrics, shape, b) for b in bounds], "")
-    except InputError:
-        return None
-    if any(p is None for p in parts):
-        return None
-    return [row for p in parts for row in p]
-
-
-def _detail(rid: int, data: dict[str, Any]) -> ResultDetail:
-    entry = data.get("entry")
-    sass = data.get("sass") or {}
-    return ResultDetail(
-        result_id=rid,
-        per_instruction={
-            name: [Instruction(pc=pc, value=v, sass=sass.get(pc)) for pc, v in pairs]
-            for name, pairs in data["per_instruction"].items()
-        },
-        ncu_rules=data["ncu_rules"],
-        sections=data["sections"],
-        first_file=data.get("first_file"),
-        entry=(entry[0], int(entry[1])) if entry and entry[0] and entry[1] else None,
-        entry_pc=data.get("entry_pc"),
-        opcodes=data.get("opcodes"),
-        access_types=data.get("access_types"),
-    )
 
 
 def read_results(reader: ReportReader, metrics: Iterable[str]) -> Profile:
