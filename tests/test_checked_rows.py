@@ -85,7 +85,7 @@ def test_small_report_is_checked_by_the_row_reader(report_path, name):
     _same_frames(fused.results(METRICS), old.results(METRICS))
 
 
-@pytest.mark.parametrize("name,index", [(BIG, 1234), ("probe", 1)])
+@pytest.mark.parametrize("name,index", [pytest.param(BIG, 1234, marks=pytest.mark.slow), ("probe", 1)])
 @pytest.mark.parametrize("damage", ["unparsable", "nameless"])
 def test_damaged_result_sends_the_file_through_the_whole_walk(report_path, tmp_path, damage, name, index):
     """One result of a report (big: read in workers; small: in this process) that does not parse, or names no

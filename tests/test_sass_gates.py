@@ -19,7 +19,9 @@ LANGUAGES = frozenset({"cuda", "triton", "pytorch", "library"})
 # fp16: HFMA2 whose kinds count (the SASS is needed) and kinds that do not, XU opcodes that ran equally often (the
 # order is the SASS's only by chance; the roofline the same but on XU-bound kernels, whose SASS is then read);
 # torch_scatter: atomics (ATOMG) and reductions (REDG) beside loads and stores; torch_train: ATen and cuBLAS kernels
-@pytest.mark.parametrize("fixture", ["fp16", "torch_scatter", "torch_train"])
+@pytest.mark.parametrize(
+    "fixture", ["fp16", "torch_scatter", pytest.param("torch_train", marks=pytest.mark.slow)]
+)  # the training step (3.8 s) with the slow tests: fp16 and the scatters hold every kind of fact
 def test_facts_from_the_counts_are_the_facts_from_the_sass(report_path, fixture):
     rules = engine.discover(())
     metrics = list(dict.fromkeys(roofline.METRICS + pipeline.CARD_METRICS + engine.required_metrics(rules)))
@@ -69,7 +71,9 @@ def test_facts_from_the_counts_are_the_facts_from_the_sass(report_path, fixture)
 
 
 # torch_train: 20 ATen kernels, none that ISU001 or ATM002 can fire on; torch_scatter: ATM002 fires on its scatters
-@pytest.mark.parametrize("fixture, disassembled", [("torch_train", 0), ("torch_scatter", 2)])
+@pytest.mark.parametrize(
+    "fixture, disassembled", [pytest.param("torch_train", 0, marks=pytest.mark.slow), ("torch_scatter", 2)]
+)
 def test_gated_rules_give_the_same_result_with_fewer_kernels_disassembled(
     report_path, monkeypatch, fixture, disassembled
 ):
