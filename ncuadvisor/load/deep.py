@@ -66,39 +66,36 @@ def deep_data(action: Any, per_instruction: list[str], lines: bool = True) -> di
     return out
 
 
-def opcode_counts(action: Any) -> dict[str, float] | None:
-    """Executed warp instructions per SASS opcode with its modifiers ({"FFMA": 1.3e8, "MUFU.EX2": 2048.0, ...});
-    None where the report has no such metric."""
-    metric = action.metric_by_name(OPCODE_COUNTS)
+def _instanced(action: Any, name: str, key: Callable[[Any, int], Any]) -> list[tuple[Any, float]] | None:
+    """(key of each instance, its value) of an instanced metric with correlation ids; None where the report has no
+    such metric or an instance cannot be read."""
+    metric = action.metric_by_name(name)
     if metric is None or not metric.has_correlation_ids():
         return None
     ids = metric.correlation_ids()
-    out: dict[str, float] = {}
     try:
-        for i in range(metric.num_instances()):
-            op = str(ids.as_string(i))
-            out[op] = out.get(op, 0.0) + float(metric.as_double(i))
+        return [(key(ids, i), float(metric.as_double(i))) for i in range(metric.num_instances())]
     except Exception:
         return None
+
+
+def opcode_counts(action: Any) -> dict[str, float] | None:
+    """Executed warp instructions per SASS opcode with its modifiers ({"FFMA": 1.3e8, "MUFU.EX2": 2048.0, ...});
+    None where the report has no such metric."""
+    pairs = _instanced(action, OPCODE_COUNTS, lambda ids, i: str(ids.as_string(i)))
+    if pairs is None:
+        return None
+    out: dict[str, float] = {}
+    for op, value in pairs:
+        out[op] = out.get(op, 0.0) + value
     return out
 
 
 def access_types(action: Any, pcs: set[int]) -> dict[int, float] | None:
     """The memory access type of each of the instructions `pcs` that has one; None where the report has no such
     metric."""
-    metric = action.metric_by_name(ACCESS_TYPE)
-    if metric is None or not metric.has_correlation_ids():
-        return None
-    ids = metric.correlation_ids()
-    out: dict[int, float] = {}
-    try:
-        for i in range(metric.num_instances()):
-            pc = int(ids.as_uint64(i))
-            if pc in pcs:
-                out[pc] = float(metric.as_double(i))
-    except Exception:
-        return None
-    return out
+    pairs = _instanced(action, ACCESS_TYPE, lambda ids, i: int(ids.as_uint64(i)))
+    return None if pairs is None else {pc: value for pc, value in pairs if pc in pcs}
 
 
 # Whether a result's instructions are disassembled along with its deep data: (result id, source file of its first
