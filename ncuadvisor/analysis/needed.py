@@ -87,9 +87,7 @@ def counted_facts(
     if executed and hfma_ran and hfma_matters:
         return None
     xu = {op: v for op, v in ran.items() if op.split(".")[0] in XU_OPCODES} if executed else None
-    bases: dict[str, float] = {}
-    for op, v in (xu or {}).items():
-        bases[op.split(".")[0]] = bases.get(op.split(".")[0], 0.0) + v
+    bases = _xu_bases(xu)
     split = None
     if ideal:
         kinds = access or {}
@@ -180,11 +178,17 @@ def xu_needed_share(xu: Mapping[str, float] | None) -> float | None:
 def xu_opcodes(xu: Mapping[str, float] | None) -> tuple[str, ...]:
     """The XU pipe's base opcodes (MUFU, F2F, POPC, ...) among `xu_executed`, most executed first (in the order of
     the instructions where counts tie); () without them."""
+    count = _xu_bases(xu)
+    return tuple(sorted(count, key=lambda op: -count[op]))
+
+
+def _xu_bases(xu: Mapping[str, float] | None) -> dict[str, float]:
+    """`xu_executed`'s counts by base opcode (MUFU.SIN and MUFU.EX2 both MUFU), in the order first met."""
     count: dict[str, float] = {}
     for op, v in (xu or {}).items():
         base = op.split(".")[0]
         count[base] = count.get(base, 0.0) + v
-    return tuple(sorted(count, key=lambda op: -count[op]))
+    return count
 
 
 @dataclass
