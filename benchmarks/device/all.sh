@@ -3,6 +3,7 @@
 # to its share of the time, then the GPU tests with what is left. Each part writes into $OUT/PART/, packed at the end
 # into $OUT/PART.tar.xz (the device tool brings back at most 8 files).
 #     OUT=/tmp/all TOTAL=520 bash benchmarks/device/all.sh
+# PARTS: "NAME:SECONDS ..." (default profile_cost:280); GPU_TESTS: the pytest paths of the GPU tests, or none.
 OUT=${OUT:-/tmp/device-out}
 TOTAL=${TOTAL:-520}
 T0=$(date +%s)
@@ -19,7 +20,9 @@ part() {  # part NAME SECONDS: run benchmarks/device/NAME.sh with BUDGET=SECONDS
 }
 for spec in ${PARTS:-profile_cost:280}; do part "${spec%%:*}" "${spec##*:}"; done
 have=$(left)
-if (( have > 30 )); then
+if [ "${GPU_TESTS:-}" = none ]; then
+  echo "gpu tests: none asked for"
+elif (( have > 30 )); then
   timeout "$have" python3 -m pytest -q -p no:cacheprovider -m gpu ${GPU_TESTS:-tests/test_profile.py tests/test_python_lines.py} > "$OUT/gpu_tests.log" 2>&1
   echo "gpu tests rc=$? at $(( $(date +%s) - T0 )) s"; tail -8 "$OUT/gpu_tests.log"
 fi
