@@ -13,6 +13,7 @@ import os
 import re
 import subprocess
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -225,11 +226,13 @@ def kernel_table(res: dict) -> str:
     return "\n".join(rows)
 
 
-def profile_python_lines(tmp_path, script, out, steps: int, timeout: int, **env: str) -> subprocess.CompletedProcess:
+def profile_python_lines(
+    tmp_path, script, out, steps: int, timeout: int, args: Sequence[str] = (), **env: str
+) -> subprocess.CompletedProcess:
     """`ncuadvisor profile --python-lines --top 1` of a workload script inside step_all_threads, this checkout first on
-    PYTHONPATH; its output printed (the GPU tests' log), `env` added to the environment."""
+    PYTHONPATH; its output printed (the GPU tests' log), `args` added to the script's, `env` to the environment."""
     argv = [sys.executable, "-m", "ncuadvisor", "profile", "--python-lines", "--top", "1", "--nvtx-include"]
-    argv += ["step_all_threads", "-o", str(out), str(script), "--steps", str(steps), "--size", "1024"]
+    argv += ["step_all_threads", "-o", str(out), str(script), "--steps", str(steps), "--size", "1024", *args]
     path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
     proc = subprocess.run(
         argv,

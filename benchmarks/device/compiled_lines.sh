@@ -8,7 +8,7 @@
 # 2. with time left: `profile --python-lines --torch-ops` on the same script; the runner alone, without ncu (does
 #    Dynamo compile under it, how often; the compile's cost); the block compiled without the runner (Inductor's
 #    kernel names and generated code); under CUDA graphs (mode="reduce-overhead"), where kernels replay without
-#    Python and take their line from the runner's file by name.
+#    Python and take the line of their graph's replay (or their own by name, from the runner's file).
 # Logs, the result JSON and the provenance file go to $OUT; keeps to $BUDGET seconds (default 150).
 #     OUT=/tmp/cl BUDGET=150 bash benchmarks/device/compiled_lines.sh
 #     PARTS="compiled_lines:150" OUT=/tmp/all bash benchmarks/device/all.sh
@@ -69,8 +69,11 @@ else
   say "profile both skipped: $(left) s left"
 fi
 
-# 3. CUDA graphs (mode="reduce-overhead"): replayed kernels run without Python, so without the runner's ranges; they
-#    take their line by name from the runner's file. Three steps: cudagraph trees warm up, record, then replay.
+# 3. CUDA graphs (mode="reduce-overhead"): replayed kernels run without Python; each replay runs inside the runner's
+#    range naming the line that called the compiled block (in backward the .backward() call), which every kernel of
+#    the graph carries: a generated kernel takes its own line by name from the runner's file, the others (cuBLAS) the
+#    replay's. The table ends with the share of the GPU time placed. Three steps: cudagraph trees warm up, record,
+#    then replay.
 if [ "$(left)" -ge 45 ]; then
   say "profile reduce-overhead"
   profile_lines graphs 5 8 -- --steps 3 --size 1024 --mode reduce-overhead

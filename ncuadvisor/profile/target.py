@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ncuadvisor.errors import InputError
+from ncuadvisor.profile.graph_replays import TORCH_RUNNER_GRAPHS
 
 # What `--torch-ops` and `--python-lines` run instead of the script, with `python -c` (so the target's Python needs
 # only torch), as `python -c RUNNER FEATURES script args...`; FEATURES is a comma list:
@@ -31,6 +32,8 @@ from ncuadvisor.errors import InputError
 #          With $NCUADVISOR_KERNEL_LINES set, the runner writes there, as JSON, what it learnt of each generated
 #          kernel (name, provenance stack traces, the line chosen, forward or backward graph), read back by
 #          profile.pylines.
+#          Each CUDA graph replay runs inside a range "pygraph:<line>:<function>:<file>" naming the line that led
+#          to it, in backward "pygraphbwd:<node>:<line>:<function>:<file>" (profile.graph_replays).
 # The frame walk, the range text, the reading of a stack trace and of the marks come first and need no torch (tests
 # run them without it).
 TORCH_RUNNER_FRAMES = r"""
@@ -395,12 +398,14 @@ if "lines" in features:
         torch.compile = _compile_with_lines
     _modes.enter_context(_ForwardLines())
     _modes.enter_context(_OpLines())
+if "lines" in features:
+    _graph_replay_lines()  # profile.graph_replays: each CUDA graph replay in a range naming its line
 if "ops" in features:
     _modes.enter_context(torch.autograd.profiler.emit_nvtx(record_shapes=False))
 with _modes:
     runpy.run_path(script, run_name="__main__")
 """
-TORCH_RUNNER = TORCH_RUNNER_FRAMES + TORCH_RUNNER_MAIN
+TORCH_RUNNER = TORCH_RUNNER_FRAMES + TORCH_RUNNER_GRAPHS + TORCH_RUNNER_MAIN
 
 
 @dataclass

@@ -99,6 +99,16 @@ def _python_source(k: Kernel) -> SourceLine | None:
     return SourceLine(**{**empty, "file": pl.file, "line": pl.line, "code": pl.code, "toolkit": False})
 
 
+def _launched(k: Kernel) -> str:
+    """How a kernel's Python line led to it: it launched it, or replayed the CUDA graph it ran in."""
+    pl = k.python_line
+    if pl is None or pl.graph_replay is None:
+        return "launched the kernel"
+    if pl.replayed_here:
+        return "replayed the CUDA graph the kernel ran in"
+    return f"launched the kernel (replayed from a CUDA graph at {pl.replayed_at})"
+
+
 def source_files(result: ResultRecord) -> list[str]:
     """Every source file the SARIF of a result may name: its findings' lines and its kernels' entries."""
     files: dict[str, None] = {}
@@ -343,7 +353,7 @@ class _Log:
         fraction = saving / self.total if self.total else 0.0
         text = f"{name}{f' ({tag})' if tag else ''}: {_one_line(f.title)}."
         if python:  # profile --python-lines
-            text += " Shown at the Python line that launched the kernel; the kernel's own lines are related."
+            text += f" Shown at the Python line that {_launched(k)}; the kernel's own lines are related."
         if f.fix:
             text += f" Fix: {_one_line(f.fix)}"
             if not text.endswith("."):

@@ -131,14 +131,38 @@ class PythonLine:
     function: Any
     code: Any
     backward_of: Any
+    graph_replay: Any
 
     @property
     def where(self) -> str:
-        """`model.py:42`, with `, backward of GeluBackward0` for a kernel autograd ran in backward."""
-        text = f"{str(self.file or '').replace(chr(92), '/').rsplit('/', 1)[-1]}:{self.line}"
+        """`model.py:42`, with `, backward of GeluBackward0` for a kernel autograd ran in backward, and `, replayed
+        from a CUDA graph` (`... at train.py:42` when the replay's line is not the kernel's own)."""
+        text = _basename_line(self.file, self.line)
         if self.backward_of and self.backward_of != "backward":
-            return f"{text}, backward of {self.backward_of}"
-        return f"{text}, in backward" if self.backward_of else text
+            text = f"{text}, backward of {self.backward_of}"
+        elif self.backward_of:
+            text = f"{text}, in backward"
+        if self.graph_replay is None:
+            return text
+        if self.replayed_here:
+            return f"{text}, replayed from a CUDA graph"
+        return f"{text}, replayed from a CUDA graph at {self.replayed_at}"
+
+    @property
+    def replayed_at(self) -> str | None:
+        """`train.py:42`: the line that replayed the CUDA graph the kernel ran in; None when it ran in none."""
+        replay = self.graph_replay
+        return None if replay is None else _basename_line(replay.file, replay.line)
+
+    @property
+    def replayed_here(self) -> bool:
+        """Whether the line is the replay's (a kernel of a CUDA graph with no line of its own)."""
+        replay = self.graph_replay
+        return replay is not None and (replay.file, replay.line) == (self.file, self.line)
+
+
+def _basename_line(file: Any, line: Any) -> str:
+    return f"{str(file or '').replace(chr(92), '/').rsplit('/', 1)[-1]}:{line}"
 
 
 def _python_line(pl: rt.PythonLine | None) -> PythonLine | None:
