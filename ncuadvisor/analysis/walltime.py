@@ -11,9 +11,10 @@ name does not match, the names are compared by their words (identifiers and numb
 
 Units. A report is one window of the program (one step, an NVTX range); a trace may hold several (10 steps):
 `windows`, its launches of the matched kernel groups ÷ the report's launches of them. The estimates are per report
-window, in the steady state: from the end of the trace's first window (its first `1/windows` of GPU operations) to
-the end of its last, ÷ (windows − 1). The first window is left out: the profiler's start costs the host there
-(the first launch under CUPTI took 400-600 µs on the H200 host, against 5-15 µs after it). A trace of less than two
+window, in the steady state: from the end of the trace's first window (its first `1/windows` of matched launches,
+with whatever ran before them) to the end of its last matched launch, ÷ (windows − 1). The first window is left out:
+the profiler's start costs the host there (the first launch under CUPTI took 400-600 µs on the H200 host, against
+5-15 µs after it), and so is a script's setup before it and its teardown after the last. A trace of less than two
 windows is taken whole.
 """
 
@@ -178,19 +179,22 @@ class HostModel:
         return [k for k in self.report_launches if k not in seen]
 
     def _steady(self, r: Replayed) -> tuple[float, float, int]:
-        """(start, end, operations) of the steady state of a replay: after the trace's first window, to the end of
-        its last GPU operation; the whole replay when the trace holds less than two windows."""
-        n = len(r.op_end_ns)
-        if self.windows < 1.5 or n < 2:
-            return 0.0, r.wall_ns, n
-        first = min(n - 1, max(1, round(n / self.windows)))
-        return max(r.op_end_ns[:first]), max(r.op_end_ns), n - first
+        """(start, end, operations) of the steady state of a replay: from the end of the trace's first window (its
+        first `1/windows` of matched kernel launches, and whatever ran before them: setup) to the end of its last
+        matched launch (what runs after the last window, teardown, is left out); the whole replay when the trace
+        holds less than two windows."""
+        matched = [i for i, k in enumerate(self.kernel_of) if k is not None]
+        if self.windows < 1.5 or len(matched) < 2:
+            return 0.0, r.wall_ns, len(r.op_end_ns)
+        first = matched[min(len(matched) - 1, max(0, round(len(matched) / self.windows) - 1))]
+        last = matched[-1]
+        return max(r.op_end_ns[: first + 1]), max(r.op_end_ns[: last + 1]), last - first
 
     def wall_per_window_ns(self, r: Replayed | None = None) -> float:
         """The wall time of one report window in a replay (the base when None), in the steady state."""
         start, end, _ = self._steady(r or self.base)
-        steady_windows = self.windows - 1 if self.windows >= 1.5 and len(self.timeline.ops) >= 2 else self.windows
-        return (end - start) / steady_windows if steady_windows > 0 else math.nan
+        steady = self.windows - 1 if self.windows >= 1.5 and self.matched_launches >= 2 else self.windows
+        return (end - start) / steady if steady > 0 else math.nan
 
     @property
     def gpu_busy_share(self) -> float:
