@@ -236,3 +236,20 @@ def test_sarif_carries_the_wall_saving_of_a_findings_entry(typed):
     hits = [r for r in run["results"] if r["properties"].get("estimatedWallSavingNs") is not None]
     assert hits and all(r["ruleId"] == a.rule for r in hits)
     assert hits[0]["properties"]["estimatedWallSavingNs"] == 1234.0 and hits[0]["properties"]["wallSavingKernels"] == 1
+
+
+def test_a_trace_with_cpu_ops_is_used_with_a_note(typed):
+    """Hand-made from a real trace: norm_chain's planted trace with one ATen op event added, as a trace recorded with
+    ProfilerActivity.CPU holds (its host time is then the profiler's as much as the program's): used, and said."""
+    import lzma as _lzma
+
+    from ncuadvisor.analysis.hosttrace import timeline_of
+    from ncuadvisor.analysis.hostwall import host_entry
+
+    events = json.loads(_lzma.decompress((TRACES / "trace_norm_chain_planted.json.xz").read_bytes()))["traceEvents"]
+    kernels = [k.to_dict() for k in typed("torch_norm_chain").kernels]
+    plain = host_entry(HostModel.build(timeline_of(events), kernels))
+    assert plain.used and plain.note is None
+    events.append({"ph": "X", "cat": "cpu_op", "name": "aten::layer_norm", "pid": 1, "tid": 1, "ts": 0, "dur": 1})
+    noted = host_entry(HostModel.build(timeline_of(events), kernels))
+    assert noted.used and noted.note and "CPU ops" in noted.note and "CUDA activities only" in noted.note

@@ -38,6 +38,7 @@ from ncuadvisor.errors import InputError
 HOST_CATEGORIES = frozenset({"cuda_runtime", "cuda_driver"})
 GPU_CATEGORIES = {"kernel": "kernel", "gpu_memset": "memset", "gpu_memcpy": "memcpy"}
 OVERHEAD_CATEGORY = "overhead"  # the profiler's own work (CUPTI buffer requests): pid -1
+CPU_CATEGORIES = frozenset({"cpu_op", "python_function", "user_annotation"})  # recorded with ProfilerActivity.CPU
 MAX_TRACE_BYTES = 8 << 30  # decompressed: a Chrome trace is read whole
 
 
@@ -85,6 +86,7 @@ class Timeline:
     calls: list[HostCall]
     ops: list[GpuOp]
     overhead: list[tuple[float, float]] = field(default_factory=list)
+    cpu_ops: int = 0  # ATen ops and Python functions recorded too (ProfilerActivity.CPU): the host slowed by them
 
     @property
     def window_ns(self) -> float:
@@ -158,6 +160,7 @@ def timeline_of(events: list[Any], path: str = "<trace>") -> Timeline:
     raw_calls: list[tuple[str, int, float, float, int | None]] = []
     raw_ops: list[tuple[str, str, float, float, tuple[int, int], int | None, Any, Any]] = []
     overhead: list[tuple[float, float]] = []
+    cpu_ops = 0
     for e in events:
         if not isinstance(e, dict) or e.get("ph") != "X":
             continue
@@ -176,6 +179,8 @@ def timeline_of(events: list[Any], path: str = "<trace>") -> Timeline:
             )
         elif cat == OVERHEAD_CATEGORY:
             overhead.append((ts, ts + dur))
+        elif cat in CPU_CATEGORIES:
+            cpu_ops += 1
     if not raw_calls:
         raise InputError(
             f"{path}: no CUDA runtime or driver call in the trace: record it with "
@@ -208,4 +213,4 @@ def timeline_of(events: list[Any], path: str = "<trace>") -> Timeline:
     window_end = max(max(c.end_ns for c in calls), max(o.end_ns for o in ops))
     inside = [((a - t0) * 1e3, (b - t0) * 1e3) for a, b in overhead]
     inside = [(max(a, 0.0), min(b, window_end)) for a, b in inside if b > 0 and a < window_end]
-    return Timeline(path=path, calls=calls, ops=ops, overhead=sorted(inside))
+    return Timeline(path=path, calls=calls, ops=ops, overhead=sorted(inside), cpu_ops=cpu_ops)

@@ -63,9 +63,16 @@ def host_entry(model: HostModel) -> HostTimeline:
             launches=model.launches,
             trace_wall_ns=t.window_ns,
         )
+    note = None
+    if t.cpu_ops:
+        note = (
+            f"the trace records {t.cpu_ops} CPU ops (ProfilerActivity.CPU): the profiler's own host time per op is "
+            "then far larger, and so is the host time measured here; record CUDA activities only"
+        )
     return HostTimeline(
         path=t.path,
         used=True,
+        note=note,
         windows=round(model.windows, 3),
         wall_per_window_ns=model.wall_per_window_ns(),
         gpu_busy_share=model.gpu_busy_share,

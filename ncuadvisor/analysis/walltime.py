@@ -26,7 +26,7 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from typing import Any
 
 from ncuadvisor.analysis.hosttrace import GpuOp, Timeline
@@ -196,7 +196,7 @@ class HostModel:
         steady = self.windows - 1 if self.windows >= 1.5 and self.matched_launches >= 2 else self.windows
         return (end - start) / steady if steady > 0 else math.nan
 
-    @property
+    @cached_property
     def gpu_busy_share(self) -> float:
         """The share of the steady state's wall time the GPU had an operation running."""
         start, end, _ = self._steady(self.base)
@@ -206,7 +206,7 @@ class HostModel:
         )
         return busy / (end - start) if end > start else 0.0
 
-    @property
+    @cached_property
     def host_ns_per_launch(self) -> float:
         """The host's time per GPU operation: the steady state replayed with every operation taking no time, ÷ its
         operations (what the host needs to issue them: the floor under the step's wall time)."""

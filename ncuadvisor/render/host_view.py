@@ -40,6 +40,7 @@ class HostView:
             f"{fmt_pct(self.gpu_busy_share)} of it; the host needs {fmt_ns(self.host_ns_per_launch)} per launch"
             + (" (the host sets the pace)" if self.host_bound else "")
             + (f"; {windows:g} windows in the trace" if windows is not None else "")
+            + (f" (note: {self.note})" if self.note else "")
         )
 
 
