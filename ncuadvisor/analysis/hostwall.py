@@ -10,7 +10,8 @@ entry changes:
   (size) whose per-launch time is nearest the traced launch's;
 - a program finding's entry (fusion, ...): its saving spread over its kernels' launches in proportion to their GPU
   time. The launches stay: a fusion that removes launches also removes their host calls, which the replay does not
-  see, so where the host sets the pace it underestimates such an entry's wall saving.
+  see, so where the host sets the pace it underestimates such an entry's wall saving;
+- a program finding whose saving is wall time already (`speedup_type` "wall": PRG006's CUDA graphs): that saving.
 
 The result gets `host_timeline`: the measured facts, or, when none of the trace's kernels is one of the report's,
 `used: false` with the reason (and a warning that says so in every format).
@@ -93,12 +94,9 @@ def add_wall_estimates(result: Result, model: HostModel) -> None:
     if not model.matched:
         result.report.warnings.append(f"host timeline {model.timeline.path}: {result.host_timeline.note}")
         return
+    wall = {(p.rule, p.title) for p in result.program_findings if p.speedup_type == "wall"}
     for a in result.top_actions:
-        if a.scope == "program" and a.rule in _WALL_RULES:
-            a.estimated_wall_saving_ns = a.estimated_saving_ns  # its saving is wall time already
+        if a.scope == "program" and (a.rule, a.title) in wall:
+            a.estimated_wall_saving_ns = a.estimated_saving_ns  # its saving is wall time already (PRG006's graphs)
             continue
         a.estimated_wall_saving_ns = model.wall_saving_ns(action_parts(result, a))
-
-
-# program rules whose saving is wall time of the measured timeline, not GPU time (CUDA graphs: PRG006)
-_WALL_RULES = frozenset({"PRG006"})
