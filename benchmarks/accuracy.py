@@ -20,7 +20,10 @@ alone on the NCHW convolution), the estimate is compared with that fix alone. Pe
 run of 2026-12-01 (the earlier fixtures/planted/bench_torch.jsonl gave the same savings but for `norm_chain`'s
 compiled call, whose host time varies: 18.2 µs then, 35.5 µs now). A last column compares it with the
 saving measured in a back-to-back loop (fixtures/torch-loop-2026-12-01/bench_torch.jsonl, `saving_loop_us`: the calls
-issued as a training loop issues them, the host's time per call hidden where the GPU is the busier).
+issued as a training loop issues them, the host's time per call hidden where the GPU is the busier). The column
+after it is the first action's wall saving with a measured host timeline (`benchmarks/wall_accuracy.py`: the
+case's torch.profiler trace, fixtures/host-trace-2026-12-02, replayed with the action's speedups), against the
+saving measured without the profiler in that day's loop.
 
     python benchmarks/accuracy.py [--markdown] [--planted] [--report R --manifest M --bench B]
 """
@@ -417,6 +420,9 @@ def planted_tables(markdown: bool) -> None:
     ] = {}  # each report's "where to start" with one entry per kernel (no switch merged)
     rows, ok_n, within, n_est = [], 0, 0, 0
     loop_within, loop_n = 0, 0
+    from wall_accuracy import case_rows, wall_column  # benchmarks/: the host-timeline column
+
+    walls = case_rows()
     for case, report, ids, twin_ids, what, cats in TORCH_CASES:
         if report not in results:
             typed = analyze(ROOT / "fixtures" / f"{report}.ncu-rep.xz")
@@ -486,6 +492,7 @@ def planted_tables(markdown: bool) -> None:
                 (f"{in_loop:.1f} µs" + (f" ({_error(est_us, in_loop)})" if est_us is not None else ""))
                 if in_loop is not None
                 else "–",
+                wall_column(case, walls),
                 "ok" if ok else "MISS",
             )
         )
@@ -499,6 +506,7 @@ def planted_tables(markdown: bool) -> None:
         "error",
         "measured in kernel time (error)",
         "measured in a loop (error)",
+        "wall est. with the host timeline vs loop, 2026-12-02 (error)",
         "",
     )
     _table(header, rows, markdown)

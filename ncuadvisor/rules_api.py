@@ -38,6 +38,7 @@ from ncuadvisor.analysis.perfmodels import (  # noqa: F401
 )
 from ncuadvisor.analysis.perfmodels import opcode as _opcode  # noqa: F401
 from ncuadvisor.analysis.roofline import Roofline
+from ncuadvisor.analysis.walltime import HostModel
 from ncuadvisor.metrics import Device, LaunchStats
 from ncuadvisor.model import Instruction, Kernel, num
 from ncuadvisor.result.types import EvidenceEntry, FindingEntry, InlinedEntry, ProgramFindingEntry, SourceRefEntry
@@ -342,7 +343,12 @@ class ProgramContext:
     """What a program rule sees: every kernel entry (with roofline and findings) and every launch in order."""
 
     def __init__(
-        self, kernels: list[dict[str, Any]], launches: list[dict[str, Any]], device: dict[str, Any], total_ns: float
+        self,
+        kernels: list[dict[str, Any]],
+        launches: list[dict[str, Any]],
+        device: dict[str, Any],
+        total_ns: float,
+        host: HostModel | None = None,
     ):
         self.kernels = kernels  # result kernel entries (dicts), by total time
         self.by_id = {k["id"]: k for k in kernels}
@@ -351,6 +357,8 @@ class ProgramContext:
         self.launches = launches
         self.device = device
         self.total_ns = total_ns
+        # the host timeline measured beside the report, matched to these kernels (`--host-trace`): None without one
+        self.host = host
 
 
 class ProgramRule(_FixTable):

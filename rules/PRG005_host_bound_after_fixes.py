@@ -15,7 +15,8 @@ class HostBoundAfterFixes(ProgramRule):
         A program of ATen and library kernels whose kernel findings (each kernel's first, as "where to start" ranks
         them) save at least `min_saving_fraction` of its GPU time, and whose launches would then average less than
         `host_ns_per_launch` of GPU work each: the time eager PyTorch spends on the host per op (dispatch, autograd,
-        the optimizer's Python). Every launch the report holds counts.
+        the optimizer's Python), or the host's time per launch measured in a host timeline of the program when
+        the report has one. Every launch the report holds counts.
 
     Why it costs time:
         The GPU runs a step no faster than the host issues it. Eager PyTorch needs tens of microseconds of host time
@@ -34,8 +35,11 @@ class HostBoundAfterFixes(ProgramRule):
         more work per launch (a larger batch). Time the step, not only its kernels, after each fix.
 
     Speedup estimate:
-        None claimed: the host's time is not in a kernel profile. The finding states the GPU time per launch the
-        fixes would leave against `host_ns_per_launch`.
+        None claimed: the kernel findings hold their own savings. Without a host timeline the host's time is not
+        known: the finding states the GPU time per launch the fixes would leave against `host_ns_per_launch`. With
+        one (`--host-trace`, `profile --host-time`) the host's time per launch is the one measured, and the finding
+        states the wall time the fixes would keep: the measured timeline replayed with the fixed kernels at their
+        estimated durations (`analysis.replay`), per report window.
 
     False positives:
         A program whose host work per op is already small (ops issued from C++, a captured graph replayed: then its
@@ -77,54 +81,81 @@ class HostBoundAfterFixes(ProgramRule):
         saved = 0.0
         fixed: list[str] = []
         fixed_ids: list[str] = []
+        speedups: dict[str, float] = {}
         for k in p.kernels:
             first = next((f for f in k.get("findings") or [] if f.get("estimated_speedup")), None)
             if first is None or not k.get("duration_ns"):
                 continue
-            saved += float(k["duration_ns"]) * min(float(first["estimated_speedup"]), 1.0)
+            speedups[k["id"]] = min(float(first["estimated_speedup"]), 1.0)
+            saved += float(k["duration_ns"]) * speedups[k["id"]]
             fixed.append(str(first["rule"]))
             fixed_ids.append(k["id"])
         if saved < t["min_saving_fraction"] * p.total_ns:
             return []
         after = p.total_ns - saved
         per_launch = after / launches
-        if per_launch >= t["host_ns_per_launch"]:
+        host = p.host
+        host_ns = host.host_ns_per_launch if host is not None else t["host_ns_per_launch"]
+        if per_launch >= host_ns:
             return []
         by_rule: dict[str, int] = {}
         for rule in fixed:
             by_rule[rule] = by_rule.get(rule, 0) + 1
         shown = ", ".join(f"{rule} on {count(n, 'kernel')}" for rule, n in by_rule.items())
+        evidence = [
+            Evidence("launches", launches, t["min_launches"], "launches in the report"),
+            Evidence("saved_ns", round(saved), None, "GPU time the kernel findings save (ns)"),
+            Evidence(
+                "gpu_ns_per_launch_after",
+                round(per_launch),
+                t["host_ns_per_launch"] if host is None else round(host_ns),
+                "GPU time per launch after the fixes (ns)",
+            ),
+        ]
+        cost = (
+            f"{fmt_ns(host_ns)} of host time per launch measured in the host timeline"
+            if host is not None
+            else f"{fmt_ns(host_ns)} or more of host time eager PyTorch spends per op"
+        )
+        message = (
+            f"The kernel findings ({shown}) would take the GPU time of these "
+            f"{count(launches, 'launch', 'launches')} from {fmt_ns(p.total_ns)} to about {fmt_ns(after)}, "
+            f"{fmt_ns(per_launch)} per launch, less than the {cost}: the step would then run at the host's pace and "
+            "keep only part of the saving."
+        )
+        if host is None:
+            message += " No saving is claimed for this: the host's time is not in the report."
+            model = (
+                "No saving claimed: a caution on the kernel findings' savings, which hold in GPU time; the step's wall "
+                "time falls by as much only while the GPU, not the host, sets its pace."
+            )
+        else:
+            wall = host.wall_saving_ns({kid: [(None, f)] for kid, f in speedups.items()}) or 0.0
+            before = host.wall_per_window_ns()
+            message += (
+                f" Replayed with these kernels that much faster, the measured host timeline's step takes "
+                f"{fmt_ns(before - wall)} instead of {fmt_ns(before)}: {fmt_ns(wall)} of wall time saved of the "
+                f"{fmt_ns(saved)} of GPU time."
+            )
+            model = (
+                "No further saving claimed: the kernel findings' wall-time savings, from the measured host timeline "
+                "replayed with each fix, are on their own entries; this one replays all of them at once."
+            )
+            evidence.append(Evidence("wall_saving_ns", round(wall), None, "wall time all the fixes save (ns)"))
+            evidence.append(Evidence("wall_ns_before", round(before), None, "wall time of the step, measured (ns)"))
         return [
             self.finding(
                 title=(
                     f"After the kernel fixes the GPU would do {fmt_ns(per_launch)} of work per launch: "
                     "the step would wait on the host"
                 ),
-                message=(
-                    f"The kernel findings ({shown}) would take the GPU time of these "
-                    f"{count(launches, 'launch', 'launches')} from {fmt_ns(p.total_ns)} to about {fmt_ns(after)}, "
-                    f"{fmt_ns(per_launch)} per launch, less than the {fmt_ns(t['host_ns_per_launch'])} or more of "
-                    "host time eager PyTorch spends per op: the step would then run at the host's pace and keep "
-                    "only part of the saving. No saving is claimed for this: the host's time is not in the report."
-                ),
+                message=message,
                 fix=self.fix_in("pytorch"),
                 estimated_saving_ns=0.0,
-                saving_model=(
-                    "No saving claimed: a caution on the kernel findings' savings, which hold in GPU time; the "
-                    "step's wall time falls by as much only while the GPU, not the host, sets its pace."
-                ),
+                saving_model=model,
                 kernels=list(dict.fromkeys(p.by_id[i]["name"] for i in fixed_ids)),
                 kernel_ids=fixed_ids,
-                confidence="low",
-                evidence=[
-                    Evidence("launches", launches, t["min_launches"], "launches in the report"),
-                    Evidence("saved_ns", round(saved), None, "GPU time the kernel findings save (ns)"),
-                    Evidence(
-                        "gpu_ns_per_launch_after",
-                        round(per_launch),
-                        t["host_ns_per_launch"],
-                        "GPU time per launch after the fixes (ns)",
-                    ),
-                ],
+                confidence="low" if host is None else "medium",
+                evidence=evidence,
             )
         ]

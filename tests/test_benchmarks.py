@@ -102,3 +102,22 @@ def test_profile_cost_on_a_cuda_binary(tmp_path):
     assert "--nvtx" not in naive and naive[-3:] == [str(prog), "--steps", "2"]
     assert all(c[-3:] == [str(prog), "--steps", "2"] for c in calls if "--version" not in c)
     assert res["comparison"] and res["agreement"][1] == len(res["comparison"])
+
+
+def test_wall_accuracy_predicts_the_fixed_loops():
+    """benchmarks/wall_accuracy.py on the fixtures: the planted traces replayed with the fix's durations give the
+    fixed loops (timed without the profiler) within 3% for fp32_matmul and norm_chain; the training step, whose host
+    issues more calls with TF32, within 15% (-11% on 2026-12-02); the PyTorch table's column says the same."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        from wall_accuracy import case_rows, wall_column
+    finally:
+        sys.path.pop(0)
+    rows = {r["case"]: r for r in case_rows()}
+    assert set(rows) == {"train_step", "fp32_matmul", "norm_chain"}
+    for case in ("fp32_matmul", "norm_chain"):
+        r = rows[case]
+        assert abs(r["predicted_fix_durations_us"] / r["fixed_loop_us"] - 1) < 0.03, r
+    t = rows["train_step"]
+    assert abs(t["predicted_us"] / t["fixed_loop_us"] - 1) < 0.15 and t["wall_saving_us"] < 0.1 * t["gpu_saving_us"]
+    assert wall_column("fp32_matmul", list(rows.values())).endswith("(+2%)")

@@ -57,6 +57,7 @@ LAYER = {
     "analysis.locate": "pipeline",  # places the rules' findings in the source, after the rules ran
     "analysis.entries": "pipeline",  # the result's entries, from the model and the rules' verdicts
     "analysis.ranking": "pipeline",  # where to start: ranks the findings of kernel and program rules
+    "analysis.hostwall": "pipeline",  # where to start, in wall time: the host timeline replayed for each entry
     "analyze": "pipeline",  # composes load, analysis, rules and result
     "rules_api": "rules",
     "engine": "rules",

@@ -25,7 +25,9 @@ alone through `engine.run_rules`, so that the engine's cap at the roofline floor
 the rule returns nothing, or nothing worth showing. A program case (a `ProgramRule`) lists `[[case.kernels]]` (result
 kernel entries: id, name, language, duration_ns, grid, block, roofline) and `[[case.launches]]` (kernel_id, stream,
 duration_ns, dram_read_bytes, dram_write_bytes, grid, block; `repeat = N` for N launches in a row;
-`repeat_launches = N` on the case repeats the whole sequence) and expects `estimated_saving_ns` instead.
+`repeat_launches = N` on the case repeats the whole sequence) and expects `estimated_saving_ns` instead;
+`host_trace = "host-trace-2026-12-02/trace_X.json.xz"` (under fixtures/) gives it that host timeline, matched to its
+kernels (name, grid, block, launches) as the pipeline matches a report's.
 """
 
 from __future__ import annotations
@@ -38,7 +40,9 @@ import pytest
 
 from ncuadvisor import engine
 from ncuadvisor.analysis import roofline
+from ncuadvisor.analysis.hosttrace import read_trace
 from ncuadvisor.analysis.locate import place
+from ncuadvisor.analysis.walltime import HostModel
 from ncuadvisor.model import Instruction, Kernel, num
 from ncuadvisor.rules_api import KernelContext, ProgramContext, ProgramRule, Rule, SourceSelection
 
@@ -108,7 +112,7 @@ def kernel_context(case: dict[str, Any]) -> KernelContext:
 def program_context(case: dict[str, Any]) -> ProgramContext:
     kernels = []
     for k in case.get("kernels", []):
-        entry = {"demangled": k["name"], "language": "cuda", "grid": "", "block": "", "duration_ns": 0.0}
+        entry = {"demangled": k["name"], "language": "cuda", "grid": "", "block": "", "duration_ns": 0.0, "launches": 1}
         kernels.append({**entry, "roofline": {}, **k})
     launches = []
     for _ in range(int(case.get("repeat_launches", 1))):
@@ -119,7 +123,10 @@ def program_context(case: dict[str, Any]) -> ProgramContext:
         launches[i] = {**x, "result_id": i}
     total = case.get("total_ns") or sum(float(x.get("duration_ns") or 0.0) for x in launches)
     device = {**DEFAULTS["device"], **case.get("device", {})}
-    return ProgramContext(kernels, launches, device, total)
+    host = None
+    if "host_trace" in case:
+        host = HostModel.build(read_trace(CASES.parent.parent / "fixtures" / case["host_trace"]), kernels)
+    return ProgramContext(kernels, launches, device, total, host=host)
 
 
 @pytest.mark.parametrize(("code", "case"), load_cases())

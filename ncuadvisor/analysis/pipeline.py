@@ -30,8 +30,11 @@ from ncuadvisor.analysis.entries import (
     variant_entry,
     with_no_rule,
 )
+from ncuadvisor.analysis.hosttrace import Timeline
+from ncuadvisor.analysis.hostwall import add_wall_estimates
 from ncuadvisor.analysis.language import display_name, kernel_language
 from ncuadvisor.analysis.ranking import top_actions
+from ncuadvisor.analysis.walltime import HostModel
 from ncuadvisor.load import ReportReader, read_results
 from ncuadvisor.model import Kernel, Profile, ResultDetail, group_kernels, num
 from ncuadvisor.result import ncu_guidance
@@ -86,12 +89,14 @@ def analyze(
     rules: list[Rule | ProgramRule] | None = None,
     pick: str = "median",
     group_time: GroupTime | None = None,
+    host: Timeline | None = None,
 ) -> Result:
     """Analyze one report and return its result (schema_version 1). `pick`: which launch of a kernel group the
     deep analysis looks at (`model.group_kernels`: "median", "first" or "each"). `group_time`: the launches and time
     a kernel stands for when the report holds only some of its launches (`ncuadvisor profile`'s phase 2 profiles
     one launch of each kernel; phase 1 timed them all), so that rules judging a kernel by its share of the program's
-    time see the true share."""
+    time see the true share. `host`: a host timeline of the same program (`analysis.hosttrace`), for the wall-time
+    estimates (`analysis.hostwall`)."""
     rules = rules if rules is not None else engine.discover(rule_folders)
     metrics = list(dict.fromkeys(roofline.METRICS + CARD_METRICS + engine.required_metrics(rules)))
     reader = ReportReader(path, metrics)
@@ -143,7 +148,7 @@ def analyze(
     locate.resolve(findings, located, chains)
     # report text that is not UTF-8 (ncu_report hands each bad byte over as a surrogate escape) becomes U+FFFD here,
     # once, so that every output can encode the result
-    return no_surrogates(assemble(profile, kernels, rules, evaluation, located))
+    return no_surrogates(assemble(profile, kernels, rules, evaluation, located, host))
 
 
 def build_result(
@@ -362,6 +367,7 @@ def assemble(
     rules: list[Rule | ProgramRule],
     evaluation: Evaluation,
     located: locate.Located,
+    host: Timeline | None = None,
 ) -> Result:
     """The result: one entry per kernel group, the report's facts, the program-level findings and the ranking."""
     total_ns = sum(k.duration_ns for k in kernels)
@@ -439,18 +445,28 @@ def assemble(
         ),
         kernels=kernel_entries,
     )
-    add_program_level(result, launch_list(profile, kernels), rules)
+    add_program_level(result, launch_list(profile, kernels), rules, host)
     return result
 
 
-def add_program_level(result: Result, launches: list[dict[str, Any]], rules: list[Rule | ProgramRule]) -> None:
+def add_program_level(
+    result: Result, launches: list[dict[str, Any]], rules: list[Rule | ProgramRule], host: Timeline | None = None
+) -> None:
     """Run the program rules over the result's kernels and launches, and rank "where to start" across both levels:
     sets `program_findings` and `top_actions`; a failing program rule becomes a warning. Program rules read the
-    kernel entries and the device as the JSON has them (`ProgramContext`)."""
+    kernel entries and the device as the JSON has them (`ProgramContext`), and the host timeline matched to them
+    when there is one; then each entry gets its wall-time saving (`analysis.hostwall`)."""
     rep = result.report
     total_ns = rep.total_duration_ns
-    kernels = [k.to_dict() for k in result.kernels] if engine.program_rules(rules) else []
-    ctx = ProgramContext(kernels=kernels, launches=launches, device=rep.device.to_dict(), total_ns=total_ns)
+    kernels = [k.to_dict() for k in result.kernels] if engine.program_rules(rules) or host else []
+    model = HostModel.build(host, kernels) if host is not None else None
+    ctx = ProgramContext(
+        kernels=kernels,
+        launches=launches,
+        device=rep.device.to_dict(),
+        total_ns=total_ns,
+        host=model if model is not None and model.matched else None,
+    )
     program_findings, errors = engine.run_program_rules(rules, ctx)
     for e in errors:
         rep.warnings.append(f"program rule {e['rule']} failed: {e['error']}")
@@ -462,3 +478,5 @@ def add_program_level(result: Result, launches: list[dict[str, Any]], rules: lis
     result.kernels = [covered_by_program(k, covering) for k in result.kernels]
     switches = {r.code: r.title for r in engine.kernel_rules(rules) if r.switch}
     result.top_actions = top_actions(result.kernels, total_ns, program_findings, switches=switches)
+    if model is not None:
+        add_wall_estimates(result, model)

@@ -95,7 +95,7 @@ def top_actions(
     floor_ns = MIN_PROGRAM_FRACTION * total_ns
     actions = [
         TopAction(
-            kernel=", ".join(p.kernels[:3]) + (" …" if len(p.kernels) > 3 else ""),
+            kernel=(", ".join(p.kernels[:3]) + (" …" if len(p.kernels) > 3 else "")) if p.kernels else "the program",
             kernel_id=p.kernel_ids[0] if p.kernel_ids else None,
             rule=p.rule,
             category=p.category,

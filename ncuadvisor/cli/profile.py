@@ -131,6 +131,15 @@ def profile(
             "provenance tracking, caches off). Needs PyTorch.",
         ),
     ] = False,
+    host_time: Annotated[
+        bool,
+        typer.Option(
+            "--host-time",
+            help="Run the script once more, without ncu, under torch.profiler (CUDA activities): each fix also gets "
+            "the wall time it saves on this host, and a step that waits on its host is said. The trace is kept as "
+            "<stem>.host-trace.json.gz. Needs PyTorch.",
+        ),
+    ] = False,
     target_processes: Annotated[
         TargetProcesses | None,
         typer.Option(
@@ -164,6 +173,10 @@ def profile(
     if full and (top is not None or coverage is not None):
         raise InputError("--full profiles every launch in depth; it does not combine with --top or --coverage")
     tgt = resolve_target(target or [], torch_ops=torch_ops, python_lines=python_lines)
+    if host_time:
+        from ncuadvisor.profile.hosttime import check_host_time
+
+        check_host_time(tgt)
     out_path = output if output is not None else Path(f"{tgt.stem}.html")
     out_format = choose_format(out_path, None)
     if out_format is Format.terminal:  # pragma: no cover - choose_format never returns terminal for a path
@@ -172,6 +185,10 @@ def profile(
     check_output(out_path, force, inputs)
     for rp in planned_reports(report_base(out_path), full):
         check_output(rp, force, inputs)
+    if host_time:
+        from ncuadvisor.profile.hosttime import host_trace_path
+
+        check_output(host_trace_path(report_base(out_path)), force, inputs)
     ncu = require_ncu(ncu_path)
     rules = load_rules(rules_dir, select, ignore, config, quiet=quiet)
     filters = Filters(
@@ -197,6 +214,7 @@ def profile(
         python_lines=python_lines,
         verbose=verbose,
         quiet=quiet,
+        host_time=host_time,
     )
     write_output(out_path, render_report(result, out_format), force)
     if not keep:

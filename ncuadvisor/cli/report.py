@@ -40,15 +40,25 @@ def report(
     top: Annotated[int, typer.Option("--top", min=0, help="Kernels shown in the terminal summary.")] = 10,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No terminal summary when writing a file.")] = False,
     source_root: SourceRootOption = None,
+    host_trace: Annotated[
+        Path | None,
+        typer.Option(
+            "--host-trace",
+            help="A torch.profiler trace of the same program (CUDA activities, export_chrome_trace; .json, .xz or "
+            ".gz): each fix also gets the wall time it saves, the measured host timeline replayed.",
+        ),
+    ] = None,
 ) -> None:
     """Analyze a saved report: roofline bound of every kernel, then ranked findings with fixes."""
+    from ncuadvisor.analysis.hosttrace import read_trace
     from ncuadvisor.analysis.pipeline import analyze
 
     out_format = choose_format(output, fmt)
     if output is not None:
-        check_output(output, force, [path])
+        check_output(output, force, [path] + ([host_trace] if host_trace else []))
+    timeline = read_trace(host_trace) if host_trace is not None else None  # a bad trace fails before the analysis
     rules = load_rules(rules_dir, select, ignore, config, quiet=quiet)
-    result = analyze(path, rules=rules)
+    result = analyze(path, rules=rules, host=timeline)
     if output is None and out_format is not Format.terminal:
         sys.stdout.write(render_report(result, out_format, source_root, rules))
         return

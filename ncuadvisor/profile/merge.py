@@ -140,6 +140,7 @@ def merge_results(
     rules: list[Any] | None = None,
     torch_ops: bool = False,
     at_ceiling: dict[tuple[str, str, str], float] | None = None,
+    host: Any = None,
 ) -> Result:
     """One result from the phase-1 result (every kernel, its time) and the phase-2 results (deep metrics of a few).
 
@@ -149,7 +150,8 @@ def merge_results(
     merged kernels and the phase-1 launches; top actions are recomputed with phase-1 times.
     `deep` is a list of (report path, result of analyze()). `at_ceiling`: kernel key -> tensor pipe busy % of the
     kernels phase 1 placed at their tensor ceiling (`profile.ceiling`): not profiled, with the at-roofline verdict
-    (one phase 2 profiled anyway, a launch shape of a chosen kernel's name, keeps its deep entry).
+    (one phase 2 profiled anyway, a launch shape of a chosen kernel's name, keeps its deep entry). `host`: the host
+    timeline of `profile --host-time` (`analysis.hosttrace.Timeline`), for the wall-time estimates.
     """
     from ncuadvisor.analysis.entries import variant_entry, with_no_rule
     from ncuadvisor.analysis.pipeline import ANALYSIS_SECTIONS, add_program_level
@@ -248,7 +250,7 @@ def merge_results(
         rep.device = copy.deepcopy(phase1.report.device)
     base.kernels = merged
 
-    add_program_level(base, launches or [], rules if rules is not None else [])
+    add_program_level(base, launches or [], rules if rules is not None else [], host)
     return base
 
 

@@ -30,6 +30,7 @@ The exit codes are in `ncuadvisor.errors`.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import time
@@ -43,6 +44,7 @@ from ncuadvisor.load.processes import write_sidecar
 from ncuadvisor.profile import ncu as ncu_mod
 from ncuadvisor.profile.ceiling import at_tensor_ceiling, tensor_idle
 from ncuadvisor.profile.collection import declared_collection
+from ncuadvisor.profile.hosttime import record_host_timeline
 from ncuadvisor.profile.launchbytes import fill_launch_bytes, profiled_bytes
 from ncuadvisor.profile.merge import Phase1Time, analyze_phase1, merge_results, torch_context
 from ncuadvisor.profile.progress import ProgressUI
@@ -85,8 +87,7 @@ def planned_reports(base: Path, full: bool) -> list[Path]:
 
 
 def place_report(src: Path, dest_stem: Path, force: bool) -> Path:
-    """Move ncu's report from the private folder to `<dest_stem><.ncu-rep|.ncu-repz>`; never over a file unless
-    --force."""
+    """Move ncu's report from the private folder to `<dest_stem><.ncu-rep|-repz>`; over a file only with --force."""
     dest = dest_stem.parent / (dest_stem.name + src.suffix)
     if dest.exists() and not force:
         raise OutputError(f"{dest}: already exists (pass --force to overwrite it)")
@@ -116,6 +117,7 @@ class Session:
     rules: list[Any]
     torch_ops: bool = False
     python_lines: bool = False
+    host: Any = None  # `--host-time`: the host timeline of a plain run (`profile.hosttime`), for the wall estimates
     placed: list[Path] = field(default_factory=list)
     runs: list[PhaseRun] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
@@ -159,8 +161,7 @@ class Session:
         return run
 
     def _run_saved(self, command: list[str], out_base: str, label: str, phase: str) -> PhaseRun:
-        """A run whose report the rest depends on: ncu's failures raised as one clear error, and an interruption
-        before ncu saved anything raised too."""
+        """A run the rest depends on: ncu's failures raised as one clear error, an interruption before a report too."""
         run = self._run(command, out_base, label, None)
         check_run(run, self.filters, self.target, phase)
         if run.report is None:  # interrupted before ncu saved anything
@@ -256,14 +257,11 @@ class Session:
     def remove_reports(self) -> None:
         """`--no-keep`: remove the reports placed beside the output (and their rank files)."""
         for p in self.placed:
-            try:
+            with contextlib.suppress(OSError):
                 p.unlink()
-            except OSError:
-                pass
 
     def _python_lines(self, result: Result) -> None:
-        """--python-lines: each kernel's Python line out of its NVTX ranges (`profile.pylines`), before the merge
-        and the program rules read the NVTX text."""
+        """--python-lines: each kernel's line from its NVTX ranges (`profile.pylines`), before the merge reads them."""
         if self.python_lines:
             attach_python_lines(result.kernels, read_kernel_lines(self.env.get(KERNEL_LINES_ENV)))
 
@@ -276,7 +274,7 @@ class Session:
         run = self._run_saved(cmd, out_base, "full: every launch, ncu's full set", "full run")
         dest = self._place(run, f"{self.base.name}")
         assert dest is not None
-        result = analyze(dest, rules=self.rules)
+        result = analyze(dest, rules=self.rules, host=self.host)
         self._python_lines(result)
         for k in result.kernels:
             k.profiled = True
@@ -337,7 +335,7 @@ class Session:
         if any(x.get("dram_read_bytes") is None or x.get("dram_write_bytes") is None for x in launches):
             fill_launch_bytes(launches, p1_result.kernels, profiled_bytes(path for path, _ in deep))
         result = merge_results(
-            p1_result, deep, launches=launches, rules=self.rules, torch_ops=self.torch_ops, at_ceiling=at_ceiling
+            p1_result, deep, launches, self.rules, self.torch_ops, at_ceiling=at_ceiling, host=self.host
         )
         if deep and self.collection != "sections":
             # the declared collection holds every metric the rules read, not the whole sections: the analysis
@@ -461,6 +459,7 @@ def run_profile(
     python_lines: bool = False,
     verbose: bool = False,
     quiet: bool = False,
+    host_time: bool = False,
 ) -> tuple[Session, Result]:
     """Profile `target` (both phases, or `--full`) and analyze it; the reports are placed beside `output`.
 
@@ -492,6 +491,7 @@ def run_profile(
     )
     t0 = time.monotonic()
     try:
+        session.host = record_host_timeline(session) if host_time else None  # a plain run first (profile.hosttime)
         result = session.full() if full else session.two_phase(top=top, coverage=coverage)
     finally:
         shutil.rmtree(work, ignore_errors=True)

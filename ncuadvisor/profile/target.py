@@ -402,10 +402,38 @@ if "lines" in features:
     _graph_replay_lines()  # profile.graph_replays: each CUDA graph replay in a range naming its line
 if "ops" in features:
     _modes.enter_context(torch.autograd.profiler.emit_nvtx(record_shapes=False))
+if "hosttime" in features:
+    _modes.enter_context(_host_time_profile())
 with _modes:
     runpy.run_path(script, run_name="__main__")
 """
-TORCH_RUNNER = TORCH_RUNNER_FRAMES + TORCH_RUNNER_GRAPHS + TORCH_RUNNER_MAIN
+# `profile --host-time`: the feature "hosttime" runs the whole script under torch.profiler with CUDA activities alone
+# (every runtime and driver call on the host, every kernel, memset and copy on the GPU, joined by correlation ids;
+# with CPU ops too the profiler's own cost per op doubles the host's time), and exports it as a Chrome trace to
+# $NCUADVISOR_HOST_TRACE when the script ends (returns, raises or calls sys.exit), for `profile.hosttime` to read.
+TORCH_RUNNER_HOSTTIME = r"""
+def _host_time_profile():
+    import contextlib
+
+    @contextlib.contextmanager
+    def _profiled():
+        from torch.profiler import ProfilerActivity, profile
+
+        prof = profile(activities=[ProfilerActivity.CUDA])
+        prof.__enter__()
+        try:
+            yield
+        finally:
+            try:
+                torch.cuda.synchronize()
+            except Exception:
+                pass
+            prof.__exit__(None, None, None)
+            prof.export_chrome_trace(os.environ["NCUADVISOR_HOST_TRACE"])
+
+    return _profiled()
+"""
+TORCH_RUNNER = TORCH_RUNNER_FRAMES + TORCH_RUNNER_GRAPHS + TORCH_RUNNER_HOSTTIME + TORCH_RUNNER_MAIN
 
 
 @dataclass

@@ -121,7 +121,8 @@ def _where_to_start(console: Console, view: Result, width: int) -> None:
             + (f" [dim]· {escape(a.shape_tag)}[/dim]" if a.shape_tag else "")
             + (f" [dim]({escape(a.covers)})[/dim]" if a.covers else "")
             + f": {escape(str(a.title or ''))} [dim]({escape(str(a.rule))})[/dim] saves ~{fmt_ns(a.estimated_saving_ns)}"
-            f" ({fmt_pct(a.program_fraction)} of the program)"
+            + (f" ({fmt_pct(a.program_fraction)} of the program)" if not a.wall_only else "")
+            + (f"; {escape(a.wall)}" if a.wall else "")
         )
         detail = _where_and_fix(view, a)
         then = "".join(
@@ -187,6 +188,8 @@ def render_terminal(result: ResultRecord, console: Console | None = None, top: i
     )
     for w in rep.warnings:
         console.print(f"[yellow]warning:[/yellow] {escape(str(w))}")
+    if view.host is not None and view.host.used:
+        console.print(f"host timeline {escape(str(view.host.name))}: {escape(view.host.summary)}", soft_wrap=True)
     _where_to_start(console, view, width)
 
     kernels = view.kernels[:top]

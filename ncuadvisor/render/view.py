@@ -16,6 +16,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any, TypeVar
 
 from ncuadvisor.render import METRIC_WORDS
+from ncuadvisor.render.host_view import HostView, host_view, wall_words
 from ncuadvisor.result import shape_tags
 from ncuadvisor.result import types as rt
 from ncuadvisor.units import basename, compress_chain, finite, fmt_ns, in_toolkit, number
@@ -338,6 +339,8 @@ class Action:
     covers: str = ""  # the launches and time the saving is over ('6 launches, 112.4 µs'), else ""
     follow_ups: list[FollowUp] = field(default_factory=list)  # the kernel's further fixes, on the time left
     python_line: PythonLine | None = None  # the Python line that launched the kernel (profile --python-lines)
+    wall: str = ""  # with a host timeline: the wall time the entry saves, in words (`host_view.wall_words`)
+    wall_only: bool = False  # its saving is wall time, not GPU time (CUDA graphs): no share of the GPU time
 
 
 @dataclass(frozen=True)
@@ -371,6 +374,7 @@ class Result:
     kernels: list[Kernel]
     top_actions: list[Action]
     program_findings: list[ProgramFinding]
+    host: HostView | None = None  # the measured host timeline's facts (`--host-trace`)
 
 
 # -- building ----------------------------------------------------------------------------------------------------
@@ -502,6 +506,7 @@ def report_view(result: rt.Result) -> Result:
     tags = shape_tags(result)
     shown = {k.id: k.display_name for k in result.kernels if k.display_name}
     lines = {str(k.id): _python_line(k.python_line) for k in result.kernels}
+    wall_only = {(p.rule, p.title) for p in result.program_findings if p.speedup_type == "wall"}
     actions = [
         take(
             Action,
@@ -511,6 +516,8 @@ def report_view(result: rt.Result) -> Result:
             **({"kernel": shown[a.kernel_id]} if a.kernel_id in shown and a.scope != "program" else {}),
             follow_ups=[take(FollowUp, u) for u in a.follow_ups or []],
             python_line=lines.get(str(a.kernel_id)) if a.scope != "program" else None,
+            wall=wall_words(result.host_timeline, a.estimated_wall_saving_ns, (a.rule, a.title) in wall_only),
+            wall_only=(a.rule, a.title) in wall_only,
         )
         for a in result.top_actions
     ]
@@ -522,4 +529,5 @@ def report_view(result: rt.Result) -> Result:
         kernels=[_kernel(i, k, tags) for i, k in enumerate(result.kernels, start=1)],
         top_actions=actions,
         program_findings=[_program_finding(p) for p in result.program_findings],
+        host=host_view(result.host_timeline),
     )

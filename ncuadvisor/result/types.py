@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Final, Literal
 
 from ncuadvisor.result.helpers import shape_tagger
+from ncuadvisor.result.host_info import HostTimeline
 from ncuadvisor.result.profile_info import (  # noqa: F401  (named here too: the result's types in one place)
     Collection,
     ProfileFilters,
@@ -493,6 +494,8 @@ class TopAction(Record):
     follow_ups: list[FollowUp] | None = optional()
     # the kernels an entry speaks for (program entries: a program finding's, or the kernels one setting fixes)
     kernel_ids: list[str] | None = optional()
+    # with a host timeline: the wall time the fix saves per report window, the measured timeline replayed
+    estimated_wall_saving_ns: float | None = optional()
 
 
 @dataclass(kw_only=True)
@@ -506,6 +509,7 @@ class Result(Record):
     kernels: list[KernelEntry] = field(default_factory=list)
     program_findings: list[ProgramFindingEntry] = field(default_factory=list)
     top_actions: list[TopAction] = field(default_factory=list)
+    host_timeline: HostTimeline | None = optional()  # `--host-trace` / `--host-time`: the measured host timeline
 
     def kernel(self, kernel_id: str | None) -> KernelEntry | None:
         """The kernel entry of an id (`k3`), None when there is none."""

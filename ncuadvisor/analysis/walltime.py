@@ -1,0 +1,261 @@
+"""Wall time from a measured host timeline: the trace's kernels matched to the report's kernel groups, and what the
+program's wall time becomes when some of them get faster (`replay`).
+
+Matching. ncu groups launches by demangled name, grid and block (`model.group_kernels`); the trace names a kernel by
+its demangled name too, but demangled by another demangler (CUPTI's: `vectorized_elementwise_kernel<4, ...>`, where
+ncu writes `<(int)4, ...>`). A report kernel's mangled name, demangled here as the trace's were (the C++ runtime's
+`__cxa_demangle`), gives the trace's name exactly: on the planted training step all 31 groups of
+`fixtures/torch_train.ncu-rep.xz` matched the 520 kernels of its 10-step trace. Where that demangler is missing, or a
+name does not match, the names are compared by their words (identifiers and numbers, without ncu's casts and
+`(anonymous namespace)`), among the trace's kernels of the same grid and block, the closest if it is close enough.
+
+Units. A report is one window of the program (one step, an NVTX range); a trace may hold several (10 steps):
+`windows`, its launches of the matched kernel groups ÷ the report's launches of them. The estimates are per report
+window, in the steady state: from the end of the trace's first window (its first `1/windows` of matched launches,
+with whatever ran before them) to the end of its last matched launch, ÷ (windows − 1). The first window is left out:
+the profiler's start costs the host there (the first launch under CUPTI took 400-600 µs on the H200 host, against
+5-15 µs after it), and so is a script's setup before it and its teardown after the last. A trace of less than two
+windows is taken whole.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import math
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property, lru_cache
+from typing import Any
+
+from ncuadvisor.analysis.hosttrace import GpuOp, Timeline
+from ncuadvisor.analysis.replay import Plan, Replayed, plan, replay, union_ns
+
+# words in common (Jaccard) for two names to be one kernel without the demangler: the same words. On the fixtures
+# every right pair scored 1.0 and the best wrong one 0.82 (`FillFunctor` for `CUDAFunctor_add`, the rest alike)
+MIN_WORD_MATCH = 0.95
+# a step the host bounds now: its GPU is idle this share of the window or more, over at least this many launches
+HOST_BOUND_IDLE = 0.5
+
+
+@lru_cache(maxsize=1)
+def _cxa_demangle() -> Any:
+    try:
+        lib = ctypes.CDLL(ctypes.util.find_library("stdc++") or "libstdc++.so.6")
+        fn = lib.__cxa_demangle
+        libc = ctypes.CDLL(None)
+        free = libc.free
+    except (OSError, AttributeError):
+        return None
+    fn.restype = ctypes.c_void_p
+    fn.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.POINTER(ctypes.c_size_t), ctypes.POINTER(ctypes.c_int)]
+    free.argtypes = [ctypes.c_void_p]
+    return fn, free
+
+
+@lru_cache(maxsize=4096)
+def demangle(mangled: str) -> str | None:
+    """A mangled C++ name as the C++ runtime demangles it (as CUPTI names kernels in a trace); None when it is not
+    mangled or no demangler is at hand."""
+    found = _cxa_demangle()
+    if found is None or not mangled.startswith("_Z"):
+        return None
+    fn, free = found
+    status = ctypes.c_int(0)
+    ptr = fn(mangled.encode(), None, None, ctypes.byref(status))
+    if not ptr or status.value != 0:
+        return None
+    try:
+        return ctypes.string_at(ptr).decode(errors="replace")
+    finally:
+        free(ptr)
+
+
+_NOISE = re.compile(
+    r"\((?:unsigned |signed )?(?:int|long|long long|short|char|bool)\)|\(anonymous namespace\)|<unnamed>"
+)
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|\d+")
+_TEMPLATE_PARAM = re.compile(r"T\d+")
+_SKIP_WORDS = frozenset({"void", "const", "int", "unsigned", "long", "char", "bool", "ul", "u", "l", "instance"})
+
+
+def name_words(name: str) -> frozenset[str]:
+    """The words of a demangled name, whichever demangler wrote it: identifiers and numbers (a number's unsigned
+    suffix, ncu's casts and its template parameters in parameter lists, `T1`, dropped; `false`/`true` as 0/1)."""
+    text = _NOISE.sub(" ", name)
+    text = re.sub(r"(\d+)(?:ul|u|l)\b", r"\1", text)
+    words = {w for w in _WORD.findall(text) if w not in _SKIP_WORDS and not _TEMPLATE_PARAM.fullmatch(w)}
+    return frozenset({"0" if w == "false" else "1" if w == "true" else w for w in words})
+
+
+def _shape(text: Any) -> tuple[int, int, int] | None:
+    nums = [int(x) for x in re.findall(r"\d+", str(text or ""))]
+    if not nums or len(nums) > 3:
+        return None
+    nums += [1] * (3 - len(nums))
+    return (nums[0], nums[1], nums[2])
+
+
+def match_kernels(ops: Sequence[GpuOp], kernels: Sequence[Mapping[str, Any]]) -> list[str | None]:
+    """The report kernel id (`k3`) of each GPU operation of the trace, None where none matches. `kernels`: the
+    result's kernel entries as dicts (id, name, mangled, demangled, grid, block)."""
+    exact: dict[tuple[str, Any, Any], str] = {}
+    by_shape: dict[tuple[Any, Any], list[tuple[frozenset[str], str]]] = {}
+    for k in kernels:
+        grid, block = _shape(k.get("grid")), _shape(k.get("block"))
+        for name in (demangle(str(k.get("mangled") or "")), str(k.get("name") or "")):
+            if name:
+                exact.setdefault((name, grid, block), str(k["id"]))
+        by_shape.setdefault((grid, block), []).append((name_words(str(k.get("demangled") or k.get("name"))), k["id"]))
+    out: list[str | None] = []
+    cache: dict[tuple[str, Any, Any], str | None] = {}
+    for o in ops:
+        if o.kind != "kernel":
+            out.append(None)
+            continue
+        key = (o.name, o.grid, o.block)
+        if key not in cache:
+            cache[key] = exact.get(key) or _closest(o.name, by_shape.get((o.grid, o.block), []))
+        out.append(cache[key])
+    return out
+
+
+def _closest(name: str, candidates: list[tuple[frozenset[str], str]]) -> str | None:
+    words = name_words(name)
+    scored = sorted(((len(words & w) / max(1, len(words | w)), kid) for w, kid in candidates), reverse=True)
+    if not scored or scored[0][0] < MIN_WORD_MATCH or (len(scored) > 1 and scored[1][0] == scored[0][0]):
+        return None
+    return str(scored[0][1])
+
+
+# a kernel's saving, in parts: (the report's per-launch ns of the part, or None for every launch; fraction saved)
+Parts = Sequence[tuple[float | None, float]]
+
+
+@dataclass
+class HostModel:
+    """A host timeline matched to a report's kernels: the facts measured, and the wall time after a fix."""
+
+    timeline: Timeline
+    plan: Plan
+    kernel_of: list[str | None]  # per GPU operation: the report kernel id it matched
+    report_launches: dict[str, int]  # kernel id -> the report's launches of it
+    windows: float  # report windows the trace holds (its launches of the matched kernels ÷ the report's)
+    base: Replayed  # the trace replayed as measured, the profiler's buffer requests taken out
+    notes: list[str] = field(default_factory=list)
+
+    @classmethod
+    def build(cls, timeline: Timeline, kernels: Sequence[Mapping[str, Any]]) -> HostModel:
+        kernel_of = match_kernels(timeline.ops, kernels)
+        launches = {str(k["id"]): int(k.get("launches") or 0) for k in kernels}
+        traced: dict[str, int] = {}
+        for kid in kernel_of:
+            if kid is not None:
+                traced[kid] = traced.get(kid, 0) + 1
+        in_report = sum(launches[k] for k in traced)
+        windows = sum(traced.values()) / in_report if in_report else 0.0
+        p = plan(timeline)
+        return cls(timeline, p, kernel_of, launches, windows, replay(p, hide_profiler=True))
+
+    # -- what was measured ------------------------------------------------------------------------------------------
+    @property
+    def matched(self) -> bool:
+        return self.windows > 0
+
+    @property
+    def launches(self) -> int:
+        """GPU operations in the trace (kernels, memsets, copies)."""
+        return len(self.timeline.ops)
+
+    @property
+    def matched_launches(self) -> int:
+        return sum(1 for k in self.kernel_of if k is not None)
+
+    @property
+    def unmatched_kernels(self) -> list[str]:
+        """The report's kernel ids the trace does not hold."""
+        seen = set(self.kernel_of)
+        return [k for k in self.report_launches if k not in seen]
+
+    def _steady(self, r: Replayed) -> tuple[float, float, int]:
+        """(start, end, operations) of the steady state of a replay: from the end of the trace's first window (its
+        first `1/windows` of matched kernel launches, and whatever ran before them: setup) to the end of its last
+        matched launch (what runs after the last window, teardown, is left out); the whole replay when the trace
+        holds less than two windows."""
+        matched = [i for i, k in enumerate(self.kernel_of) if k is not None]
+        if self.windows < 1.5 or len(matched) < 2:
+            return 0.0, r.wall_ns, len(r.op_end_ns)
+        first = matched[min(len(matched) - 1, max(0, round(len(matched) / self.windows) - 1))]
+        last = matched[-1]
+        return max(r.op_end_ns[: first + 1]), max(r.op_end_ns[: last + 1]), last - first
+
+    def wall_per_window_ns(self, r: Replayed | None = None) -> float:
+        """The wall time of one report window in a replay (the base when None), in the steady state."""
+        start, end, _ = self._steady(r or self.base)
+        steady = self.windows - 1 if self.windows >= 1.5 and self.matched_launches >= 2 else self.windows
+        return (end - start) / steady if steady > 0 else math.nan
+
+    @cached_property
+    def gpu_busy_share(self) -> float:
+        """The share of the steady state's wall time the GPU had an operation running."""
+        start, end, _ = self._steady(self.base)
+        r = self.base
+        busy = union_ns(
+            [(max(s, start), min(e, end)) for s, e in zip(r.op_start_ns, r.op_end_ns) if e > start and s < end]
+        )
+        return busy / (end - start) if end > start else 0.0
+
+    @cached_property
+    def host_ns_per_launch(self) -> float:
+        """The host's time per GPU operation: the steady state replayed with every operation taking no time, ÷ its
+        operations (what the host needs to issue them: the floor under the step's wall time)."""
+        hosted = replay(self.plan, [0.0] * self.launches, hide_profiler=True)
+        start, end, n = self._steady(hosted)
+        return (end - start) / n if n else 0.0
+
+    @property
+    def profiler_stall_ns(self) -> float:
+        """The host's stall in the profiler's own buffer requests, taken out of the replays."""
+        return sum(s for _, s in self.plan.overhead_idle)
+
+    @property
+    def host_bound(self) -> bool:
+        """The GPU idles HOST_BOUND_IDLE of the steady state or more: the host sets the pace."""
+        return 1.0 - self.gpu_busy_share >= HOST_BOUND_IDLE
+
+    # -- what a fix would do ----------------------------------------------------------------------------------------
+    def durations(self, parts: Mapping[str, Parts]) -> list[float]:
+        """Each GPU operation's duration after the fix: a matched kernel's `parts` (kernel id -> parts, each with
+        the fraction of the time it saves) applied to its measured duration; a kernel of several parts (sizes, the
+        report's variants) takes the part whose per-launch time is nearest its own."""
+        out = []
+        for o, kid in zip(self.timeline.ops, self.kernel_of):
+            ps = parts.get(kid) if kid is not None else None
+            f = _part_fraction(ps, o.dur_ns) if ps else 0.0
+            out.append(o.dur_ns * (1.0 - min(1.0, max(0.0, f))))
+        return out
+
+    def wall_saving_ns(self, parts: Mapping[str, Parts]) -> float | None:
+        """The wall time a fix saves per report window (`parts`: kernel id -> its parts and fractions), None when
+        none of those kernels is in the trace."""
+        if not self.matched or not any(k in parts for k in self.kernel_of if k is not None):
+            return None
+        after = replay(self.plan, self.durations(parts), hide_profiler=True)
+        return self.wall_per_window_ns() - self.wall_per_window_ns(after)
+
+    def graphs_saving_ns(self) -> float:
+        """The wall time per report window that issuing the window as CUDA graphs would save (`replay(graphs=True)`:
+        between blocking calls every launch issued at once)."""
+        after = replay(self.plan, hide_profiler=True, graphs=True)
+        return max(0.0, self.wall_per_window_ns() - self.wall_per_window_ns(after))
+
+
+def _part_fraction(parts: Parts, launch_ns: float) -> float:
+    """The fraction of the part a launch of this duration belongs to: the only one, or the nearest in log time."""
+    if len(parts) == 1 or launch_ns <= 0:
+        return parts[0][1]
+    sized = [(ns, f) for ns, f in parts if ns and ns > 0]
+    if not sized:
+        return parts[0][1]
+    return min(sized, key=lambda p: abs(math.log(p[0] / launch_ns)))[1]

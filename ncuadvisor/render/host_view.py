@@ -1,0 +1,78 @@
+"""The view of a result's host timeline (`result.host_timeline`): the measured facts the program view shows, and the
+words every renderer uses for a "where to start" entry's wall-time saving."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ncuadvisor.result.host_info import HostTimeline
+from ncuadvisor.units import basename, fmt_ns, fmt_pct, number
+
+
+@dataclass(frozen=True)
+class HostView:
+    """The host timeline's facts, as the program view shows them."""
+
+    name: Any  # the trace's file name
+    path: Any
+    used: bool
+    note: Any
+    windows: Any
+    wall_per_window_ns: Any
+    gpu_busy_share: Any
+    host_ns_per_launch: Any
+    host_bound: bool
+    launches: Any
+    matched_launches: Any
+    unmatched_kernels: list[Any]
+    profiler_stall_ns: Any
+
+    @property
+    def summary(self) -> str:
+        """One line: 'one window takes 3.19 ms of wall time, the GPU busy 86% of it, 52.3 µs of host time per
+        launch (10.0 windows in the trace)', or why the timeline was not used."""
+        if not self.used:
+            return str(self.note or "timeline not used")
+        windows = number(self.windows)
+        return (
+            f"one report window takes {fmt_ns(self.wall_per_window_ns)} of wall time, the GPU busy "
+            f"{fmt_pct(self.gpu_busy_share)} of it; the host needs {fmt_ns(self.host_ns_per_launch)} per launch"
+            + (" (the host sets the pace)" if self.host_bound else "")
+            + (f"; {windows:g} windows in the trace" if windows is not None else "")
+            + (f" (note: {self.note})" if self.note else "")
+        )
+
+
+def host_view(h: HostTimeline | None) -> HostView | None:
+    if h is None:
+        return None
+    return HostView(
+        name=basename(h.path),
+        path=h.path,
+        used=h.used,
+        note=h.note,
+        windows=h.windows,
+        wall_per_window_ns=h.wall_per_window_ns,
+        gpu_busy_share=h.gpu_busy_share,
+        host_ns_per_launch=h.host_ns_per_launch,
+        host_bound=h.host_bound,
+        launches=h.launches,
+        matched_launches=h.matched_launches,
+        unmatched_kernels=list(h.unmatched_kernels),
+        profiler_stall_ns=h.profiler_stall_ns,
+    )
+
+
+def wall_words(host: HostTimeline | None, saving_ns: Any, wall_only: bool = False) -> str:
+    """A "where to start" entry's wall saving in words, '' without a host timeline in use: 'wall time: ~158.7 µs
+    (measured host timeline)', per report window as the GPU saving is; an entry whose saving is wall time already
+    (CUDA graphs) says only where it comes from."""
+    if host is None or not host.used:
+        return ""
+    if wall_only:
+        return "wall time, from the measured host timeline"
+    value = number(saving_ns)
+    if value is None:
+        return "wall time: its kernels are not in the host timeline"
+    return f"wall time: ~{fmt_ns(value)} (measured host timeline)"
