@@ -97,7 +97,7 @@ class HostBoundStep(ProgramRule):
         if host is None or not host.windows:
             return []
         idle = 1.0 - host.gpu_busy_share
-        per_window = host.launches / host.windows
+        per_window = host.launches_per_window
         wall = host.wall_per_window_ns()
         if idle < t["min_idle_share"] or per_window < t["min_launches"] or not wall > 0:
             return []

@@ -9,13 +9,17 @@ ncu writes `<(int)4, ...>`). A report kernel's mangled name, demangled here as t
 name does not match, the names are compared by their words (identifiers and numbers, without ncu's casts and
 `(anonymous namespace)`), among the trace's kernels of the same grid and block, the closest if it is close enough.
 
-Units. A report is one window of the program (one step, an NVTX range); a trace may hold several (10 steps):
-`windows`, its launches of the matched kernel groups ÷ the report's launches of them. The estimates are per report
-window, in the steady state: from the end of the trace's first window (its first `1/windows` of matched launches,
-with whatever ran before them) to the end of its last matched launch, ÷ (windows − 1). The first window is left out:
-the profiler's start costs the host there (the first launch under CUPTI took 400-600 µs on the H200 host, against
-5-15 µs after it), and so is a script's setup before it and its teardown after the last. A trace of less than two
-windows is taken whole.
+Units. A report is one window of the program (one step, an NVTX range); a trace may hold several (10 steps). The
+windows are found in the trace by an anchor: a kernel group the report launches once, launched in the trace as many
+times as most groups are (their launches ÷ the report's, a whole number: `windows`); each of its launches opens a
+window. The estimates are per window, in the steady state: the mean of the steady windows' lengths (anchor to anchor),
+in the replay at hand. Left out as not steady: the first window and any longer than 1.5 × the median one, which are
+the first steps of a script (its first step took 121 ms against 2.8 ms after it on the planted training step: cuBLAS's
+start, the allocator), the profiler's start (the first launch under CUPTI took 400-600 µs on the H200 host, against
+5-15 µs after it), and the script's setup before the first window and teardown after the last, whose kernels may share
+a group with the step's (a fill, a copy) and so cannot be told apart by counting. Without such an anchor (fewer than
+three windows, or no group launched once per window), from the end of the trace's first `1/windows` of matched
+launches to the end of its last, ÷ (windows − 1); a trace of less than two windows is taken whole.
 """
 
 from __future__ import annotations
@@ -24,6 +28,8 @@ import ctypes
 import ctypes.util
 import math
 import re
+import statistics
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
@@ -37,6 +43,10 @@ from ncuadvisor.analysis.replay import Plan, Replayed, plan, replay, union_ns
 MIN_WORD_MATCH = 0.95
 # a step the host bounds now: its GPU is idle this share of the window or more, over at least this many launches
 HOST_BOUND_IDLE = 0.5
+# windows (anchor launches) a trace needs for the windows to be found by their anchor (`HostModel.anchors`)
+MIN_ANCHORED_WINDOWS = 3
+# a window longer than this many times the median one is not steady (a first step, a pause): left out of the shares
+STEADY_SPREAD = 1.5
 
 
 @lru_cache(maxsize=1)
@@ -155,6 +165,9 @@ class HostModel:
                 traced[kid] = traced.get(kid, 0) + 1
         in_report = sum(launches[k] for k in traced)
         windows = sum(traced.values()) / in_report if in_report else 0.0
+        whole = _whole_windows(traced, launches)
+        if whole is not None:
+            windows = float(whole)
         p = plan(timeline)
         return cls(timeline, p, kernel_of, launches, windows, replay(p, hide_profiler=True))
 
@@ -178,6 +191,32 @@ class HostModel:
         seen = set(self.kernel_of)
         return [k for k in self.report_launches if k not in seen]
 
+    @cached_property
+    def anchors(self) -> list[int] | None:
+        """The indices of the GPU operations that open the trace's windows: the launches of a kernel group the
+        report launches once and the trace `windows` times (of those, the one launched first); None without one."""
+        if self.windows < MIN_ANCHORED_WINDOWS or self.windows != int(self.windows):
+            return None
+        traced = Counter(k for k in self.kernel_of if k is not None)
+        once = {k for k, n in traced.items() if n == self.windows and self.report_launches.get(k) == 1}
+        anchor = next((k for k in self.kernel_of if k in once), None)
+        if anchor is None:
+            return None
+        return [i for i, k in enumerate(self.kernel_of) if k == anchor]
+
+    def _periods(self, r: Replayed) -> list[tuple[float, float, int]]:
+        """(start, end, operations) of each window of a replay, anchor to anchor."""
+        a = self.anchors or []
+        return [(r.op_start_ns[i], r.op_start_ns[j], j - i) for i, j in zip(a, a[1:])]
+
+    def _steady_periods(self, r: Replayed) -> list[tuple[float, float, int]]:
+        """The steady windows of a replay: all but the first, and none longer than STEADY_SPREAD × the median."""
+        periods = self._periods(r)
+        if len(periods) < 2:
+            return periods
+        middle = statistics.median(e - s for s, e, _ in periods)
+        return [p for p in periods[1:] if p[1] - p[0] <= STEADY_SPREAD * middle]
+
     def _steady(self, r: Replayed) -> tuple[float, float, int]:
         """(start, end, operations) of the steady state of a replay: from the end of the trace's first window (its
         first `1/windows` of matched kernel launches, and whatever ran before them: setup) to the end of its last
@@ -191,7 +230,12 @@ class HostModel:
         return max(r.op_end_ns[: first + 1]), max(r.op_end_ns[: last + 1]), last - first
 
     def wall_per_window_ns(self, r: Replayed | None = None) -> float:
-        """The wall time of one report window in a replay (the base when None), in the steady state."""
+        """The wall time of one report window in a replay (the base when None), in the steady state: the mean of the
+        steady windows (`_steady_periods`), anchor to anchor, where the trace has anchors. The mean, not the median:
+        where the host sets the pace its time per window varies (3.5 ms, then 2.3 ms), and the step takes its sum."""
+        periods = self._steady_periods(r or self.base)
+        if periods:
+            return sum(e - s for s, e, _ in periods) / len(periods)
         start, end, _ = self._steady(r or self.base)
         steady = self.windows - 1 if self.windows >= 1.5 and self.matched_launches >= 2 else self.windows
         return (end - start) / steady if steady > 0 else math.nan
@@ -199,8 +243,15 @@ class HostModel:
     @cached_property
     def gpu_busy_share(self) -> float:
         """The share of the steady state's wall time the GPU had an operation running."""
-        start, end, _ = self._steady(self.base)
         r = self.base
+        steady = self._steady_periods(r)
+        if steady:
+            busy = sum(
+                union_ns([(max(s, a), min(e, b)) for s, e in zip(r.op_start_ns, r.op_end_ns) if e > a and s < b])
+                for a, b, _ in steady
+            )
+            return busy / sum(b - a for a, b, _ in steady)
+        start, end, _ = self._steady(self.base)
         busy = union_ns(
             [(max(s, start), min(e, end)) for s, e in zip(r.op_start_ns, r.op_end_ns) if e > start and s < end]
         )
@@ -211,8 +262,20 @@ class HostModel:
         """The host's time per GPU operation: the steady state replayed with every operation taking no time, ÷ its
         operations (what the host needs to issue them: the floor under the step's wall time)."""
         hosted = replay(self.plan, [0.0] * self.launches, hide_profiler=True)
+        periods = self._steady_periods(hosted)
+        if periods:
+            ops = sum(n for _, _, n in periods)
+            return sum(e - s for s, e, _ in periods) / ops if ops else 0.0
         start, end, n = self._steady(hosted)
         return (end - start) / n if n else 0.0
+
+    @property
+    def launches_per_window(self) -> float:
+        """GPU operations per window: the median window's where the trace has anchors."""
+        periods = self._periods(self.base)
+        if periods:
+            return float(statistics.median(n for _, _, n in periods))
+        return self.launches / self.windows if self.windows else 0.0
 
     @property
     def profiler_stall_ns(self) -> float:
@@ -249,6 +312,17 @@ class HostModel:
         between blocking calls every launch issued at once)."""
         after = replay(self.plan, hide_profiler=True, graphs=True)
         return max(0.0, self.wall_per_window_ns() - self.wall_per_window_ns(after))
+
+
+def _whole_windows(traced: Mapping[str, int], report: Mapping[str, int]) -> int | None:
+    """The windows a trace holds when most of its matched groups agree: the commonest whole ratio of a group's traced
+    launches to its report launches, held by at least half the groups (a group also launched in setup or teardown
+    has more); None otherwise."""
+    ratios = Counter(n // report[k] for k, n in traced.items() if report.get(k) and n % report[k] == 0)
+    if not ratios:
+        return None
+    n, votes = ratios.most_common(1)[0]
+    return n if n >= 1 and 2 * votes >= len(traced) else None
 
 
 def _part_fraction(parts: Parts, launch_ns: float) -> float:
