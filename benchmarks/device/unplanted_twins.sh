@@ -7,7 +7,8 @@
 # variants alternating, ROUNDS rounds (default 3); each run: 4 warm-up steps, the measured step, then STEPS_TIMED
 # steps (default 20) timed and as many under the profiler. $OUT/twins.jsonl: one JSON line per run (its name and
 # round added); $OUT/summary.json: per variant the medians over the rounds and, against its script's default, the
-# time saved per step and the ratio; $OUT/logs/: each run's output. Keeps to $BUDGET seconds (default 240).
+# time saved per step and the ratio, and the median run's 15 costliest kernel functions; $OUT/logs/: each run's
+# output. Keeps to $BUDGET seconds (default 240).
 #     OUT=/tmp/ut BUDGET=240 bash benchmarks/device/unplanted_twins.sh
 source benchmarks/device/env.sh
 part_start
@@ -46,6 +47,7 @@ med = {}
 for name in dict.fromkeys(r["name"] for r in rows):
     mine = [r for r in rows if r["name"] == name]
     med[name] = {"runs": len(mine), **{k: statistics.median(r[k] for r in mine) for k in keys}}
+    med[name]["top"] = sorted(mine, key=lambda r: r["wall_us"])[len(mine) // 2].get("top")  # the median run's
 for name, m in med.items():
     base = med.get(name.split("_")[0])
     if base is not None and name != name.split("_")[0]:
