@@ -38,7 +38,7 @@ def evidence(finding: dict, metric: str) -> float:
 def rerun(name: str) -> dict:
     """A saved result of `ncuadvisor profile` with its program findings and ranking made again by today's rules. Its
     launches are rebuilt from the kernels' result ids (launch order), each at its kernel group's mean time, on the
-    group's stream."""
+    group's stream, without their DRAM bytes (PRG002's chains, which weigh those, find nothing here)."""
     data = json.loads(lzma.open(UNPLANTED / f"{name}.json.xz").read())
     launches = []
     for k in data["kernels"]:
