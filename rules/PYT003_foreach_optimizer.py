@@ -166,10 +166,7 @@ class ForeachOptimizer(ProgramRule):
         )
         return [
             self.finding(
-                title=(
-                    f"Optimizer step in {count(ops, 'foreach op')}: {per_param:.0f} bytes per parameter, "
-                    f"fused=True moves {fused_per_param:.0f}"
-                ),
+                title=f"Optimizer step in {count(ops, 'foreach op')}: fused=True makes it one pass",
                 message=(
                     f"The optimizer's update runs as {count(ops, 'foreach op')} over {params / 1e6:.1f} M {dtype} "
                     f"parameters ({count(launches, 'multi_tensor_apply launch', 'multi_tensor_apply launches')}, {fmt_ns(time_ns)}, "
