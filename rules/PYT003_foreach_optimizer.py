@@ -140,7 +140,7 @@ class ForeachOptimizer(ProgramRule):
             foreach_bytes += moved
         anchor = self._anchor(elements)
         params = elements[anchor]
-        if not measured[anchor] and any(measured.values()):
+        if params > 0 and not measured[anchor] and any(measured.values()):
             # the op run once per parameter was timed only: the elements a profiled op wrote, over the number of
             # passes it makes (which the timed estimate tells)
             best = max((s for s in elements if measured[s]), key=lambda s: elements[s])
@@ -169,11 +169,11 @@ class ForeachOptimizer(ProgramRule):
                 title=f"Optimizer step in {count(ops, 'foreach op')}: fused=True makes it one pass",
                 message=(
                     f"The optimizer's update runs as {count(ops, 'foreach op')} over {params / 1e6:.1f} M {dtype} "
-                    f"parameters ({count(launches, 'multi_tensor_apply launch', 'multi_tensor_apply launches')}, {fmt_ns(time_ns)}, "
-                    f"{time_ns / p.total_ns:.0%} of GPU time): each op streams parameter-sized lists through HBM, "
-                    f"{per_param:.0f} bytes per parameter in all. A fused step reads each parameter, its gradient and "
-                    f"{'its ' if states else ''}{count(states, 'state tensor')} once and writes {count(1 + states, 'tensor')} back: "
-                    f"{fused_per_param:.0f} bytes."
+                    f"parameters ({count(launches, 'multi_tensor_apply launch', 'multi_tensor_apply launches')}, "
+                    f"{fmt_ns(time_ns)}, {time_ns / p.total_ns:.0%} of GPU time): each op streams parameter-sized "
+                    f"lists through HBM, {per_param:.0f} bytes per parameter in all. A fused step reads each "
+                    f"parameter, its gradient and {'its ' if states else ''}{count(states, 'state tensor')} once and "
+                    f"writes {count(1 + states, 'tensor')} back: {fused_per_param:.0f} bytes."
                     + (f" Not counted as optimizer work: {not_counted}." if not_counted else "")
                 ),
                 fix=self.fix_in(
