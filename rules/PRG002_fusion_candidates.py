@@ -1,6 +1,7 @@
 import re
 from typing import Any
 
+from ncuadvisor.analysis.language import foreach_kernel
 from ncuadvisor.analysis.perfmodels import count
 from ncuadvisor.metrics import MemoryWorkloadAnalysis
 from ncuadvisor.rules_api import Evidence, Fix, ProgramContext, ProgramFinding, ProgramRule, fmt_bytes, fmt_ns
@@ -62,12 +63,14 @@ class FusionCandidates(ProgramRule):
         Runs of at least two consecutive launches on the same stream whose kernels the machine model calls
         memory-class: their memory floor is at least `min_memory_over_compute` times their compute floor (executed
         intensity well below the ridge of their precision), no tensor-core work, not latency-bound (by Speed Of
-        Light, or by the machine model's limiter), no atomics (no atomics rule spoke, "keep it" verdicts included)
-        and no pass of a device-wide CUB sort or scan (elementwise, normalization, reduction, copy kernels: LayerNorm →
-        residual add → GELU in eager PyTorch). Matrix products, atomic scatters, sorts and latency-bound kernels break
-        a run, and so does a kernel `ncuadvisor profile` timed without profiling it in depth (its bytes and bound
-        are unknown; every launch of a kernel it profiled gets the DRAM bytes of the profiled launch, scaled by
-        duration). A chain saving less than `min_program_fraction` of the program is not reported.
+        Light, or by the machine model's limiter), no atomics (no atomics rule spoke, "keep it" verdicts included),
+        no pass of a device-wide CUB sort or scan and no ATen multi-tensor-apply (`torch._foreach_*`) kernel
+        (elementwise, normalization, reduction, copy kernels: LayerNorm → residual add → GELU in eager PyTorch). The
+        launches of one foreach op are chunks of one list of tensors, not a chain, and its ops are not the module's
+        (an optimizer's step: PYT003; clip_grad_norm_). Matrix products, atomic scatters, sorts and latency-bound
+        kernels break a run, and so does a kernel `ncuadvisor profile` timed without profiling it in depth (its bytes
+        and bound are unknown; every launch of a kernel it profiled gets the DRAM bytes of the profiled launch, scaled
+        by duration). A chain saving less than `min_program_fraction` of the program is not reported.
 
     Why it costs time:
         Each kernel writes its output to DRAM and the next one reads it back, and each launch leaves a gap. One fused
@@ -140,6 +143,11 @@ class FusionCandidates(ProgramRule):
         ):
             return False
         if "cub::" in str(k.get("demangled") or ""):  # a pass of a device-wide sort or scan: grid-wide dependencies
+            return False
+        # an ATen multi-tensor-apply (foreach) kernel: its consecutive launches are chunks of one list of tensors, not
+        # a producer and its consumer, and its ops come from code outside the module (the optimizer's step: PYT003;
+        # clip_grad_norm_, zero_grad), which torch.compile of the module does not reach
+        if foreach_kernel(str(k.get("demangled") or "")) is not None:
             return False
         mem, comp = r.get("memory_floor_ns"), r.get("compute_floor_ns")
         if isinstance(mem, (int, float)) and isinstance(comp, (int, float)) and mem > 0:

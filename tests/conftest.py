@@ -28,7 +28,8 @@ def pytest_collection_modifyitems(config, items):
 
 @pytest.fixture(scope="session")
 def report_path(tmp_path_factory):
-    """report_path("probe") -> a decompressed copy of fixtures/probe.ncu-rep.xz (made once per test run)."""
+    """report_path("probe") -> a decompressed copy of fixtures/probe.ncu-rep.xz (made once per test run); a name may
+    hold a folder: report_path("tf32-twin-2026-12-01/torch_conv_fixes")."""
     cache: dict[str, Path] = {}
     folder = tmp_path_factory.mktemp("reports")
 
@@ -37,7 +38,8 @@ def report_path(tmp_path_factory):
             src = FIXTURES / f"{name}.ncu-rep.xz"
             if not src.exists():
                 pytest.fail(f"fixture {src} is missing")
-            dst = folder / f"{name}.ncu-rep"
+            dst = folder / f"{name}.ncu-rep"  # a name may hold a folder of fixtures/: "profile-cost-2026-11-30/x"
+            dst.parent.mkdir(parents=True, exist_ok=True)
             with lzma.open(src, "rb") as fin, dst.open("wb") as fout:
                 shutil.copyfileobj(fin, fout)
             cache[name] = dst

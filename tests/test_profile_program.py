@@ -99,7 +99,9 @@ def test_profile_program_findings_match_the_full_capture(two_phases, reports):
         return [(a["scope"], a["rule"]) for a in res["top_actions"][:3]]
 
     assert actions(merged) == actions(full)
-    assert ("program", "PRG002") in actions(merged)
+    # the optimizer's foreach step (PYT003) heads it; the model's fusion chains (PRG002) follow the kernels' fixes
+    assert actions(merged)[0] == ("program", "PYT003")
+    assert ("program", "PRG002") in [(a["scope"], a["rule"]) for a in merged["top_actions"][:4]]
 
 
 @pytest.mark.slow

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 # vendor kernels, never the user's code: cuBLAS(Lt), cuDNN, CUTLASS, NCCL, MAGMA
 _LIBRARY_RE = re.compile(
@@ -169,3 +170,42 @@ _ATOMIC_OPS = (
 def aten_op(demangled: str, default: str = "an ATen scatter") -> str:
     """The PyTorch op an ATen scatter or histogram kernel implements, in words ('index_add_', 'bincount / histc')."""
     return next((op for pattern, op in _ATOMIC_OPS if pattern.search(demangled)), default)
+
+
+# ATen's multi-tensor-apply kernels: one launch runs a functor over chunks of lists of tensors (`torch._foreach_*`
+# ops: optimizers' foreach steps, clip_grad_norm_'s norms and scaling, zero_grad; the fused optimizers' math). The
+# functor's template arguments are <element type, lists, lists read, list written>; the op follows the functor.
+_MTA_RE = re.compile(r"^(?:void )?at::native::(?:<unnamed>::|\(anonymous namespace\)::)?multi_tensor_apply_kernel<")
+_MTA_FUNCTOR_RE = re.compile(r"(\w+Functor)<([^<>]*)>,\s*(?:[\w:]+::)?(\w+)")
+_INT_ARG_RE = re.compile(r"^\((?:int|bool)\)(\d+)$")
+ELEMENT_BYTES = {"float": 4, "double": 8, "c10::Half": 2, "c10::BFloat16": 2, "Half": 2, "BFloat16": 2}
+
+
+@dataclass(frozen=True)
+class ForeachKernel:
+    """An ATen multi-tensor-apply kernel, from its demangled name: `BinaryOpScalarFunctor<float, (int)1, (int)1,
+    (int)0>, std::multiplies<float>` is functor BinaryOpScalarFunctor, element float, 1 list, 1 read, op
+    multiplies."""
+
+    functor: str
+    element: str
+    lists: int | None
+    reads: int | None
+    op: str
+
+    @property
+    def element_bytes(self) -> int | None:
+        return ELEMENT_BYTES.get(self.element)
+
+
+def foreach_kernel(demangled: str) -> ForeachKernel | None:
+    """The functor, element type, list counts and op of an ATen multi-tensor-apply kernel; None for any other."""
+    m = _MTA_RE.match(demangled or "")
+    if not m:
+        return None
+    f = _MTA_FUNCTOR_RE.search(demangled, m.end())
+    if not f:
+        return ForeachKernel(functor="", element="", lists=None, reads=None, op="")
+    args = [a.strip() for a in f.group(2).split(",")]
+    ints = [int(i.group(1)) if (i := _INT_ARG_RE.match(a)) else None for a in args[1:3]] + [None, None]
+    return ForeachKernel(functor=f.group(1), element=args[0], lists=ints[0], reads=ints[1], op=f.group(3))

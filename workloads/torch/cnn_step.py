@@ -6,15 +6,22 @@ use TF32 for convolutions and cuBLAS may not for the classifier), global average
 cross-entropy, SGD with momentum. Nothing here is planted: it is the common way to write it.
 
     python3 cnn_step.py [--steps N] [--batch 64] [--size 112] [--width 64] [--blocks 2] [--channels-last] [--bf16]
+                        [--fused] [--time N]
 
 --steps N: N - 1 warm-up steps, then one measured step inside the NVTX ranges "step" (push/pop) and
 "step_all_threads" (process-wide: it also holds the backward kernels). Prints one line with the measured step time.
+--channels-last: the model and its input in torch.channels_last. --fused: SGD(fused=True).
+--time N: then N steps in a loop between two CUDA events and N more under torch.profiler (step_timing.py); prints one
+JSON line: the options, wall µs per step, the kernels' µs per step and their count.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import sys
 import time
+from pathlib import Path
 
 import torch
 import torch.nn as nn
@@ -66,13 +73,17 @@ def main() -> None:
     ap.add_argument("--blocks", type=int, default=2)
     ap.add_argument("--channels-last", action="store_true")
     ap.add_argument("--bf16", action="store_true", help="bf16 autocast")
+    ap.add_argument("--fused", action="store_true", help="SGD(fused=True) instead of the default foreach step")
+    ap.add_argument("--time", type=int, default=0, metavar="N", help="then time N steps in a loop (JSON line)")
     args = ap.parse_args()
     assert torch.cuda.is_available(), "needs a CUDA GPU"
     torch.manual_seed(0)
     dev = torch.device("cuda")
     fmt = torch.channels_last if args.channels_last else torch.contiguous_format
     model = Net(args.width, args.blocks).to(dev, memory_format=fmt)
-    opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9, weight_decay=1e-4)
+    opt = torch.optim.SGD(
+        model.parameters(), lr=0.1, momentum=0.9, weight_decay=1e-4, fused=True if args.fused else None
+    )
     x = torch.randn(args.batch, 3, args.size, args.size, device=dev).to(memory_format=fmt)
     y = torch.randint(0, 1000, (args.batch,), device=dev)
 
@@ -99,10 +110,18 @@ def main() -> None:
     torch.cuda.synchronize()
     print(
         f"cnn_step batch={args.batch} size={args.size} width={args.width} blocks={args.blocks} "
-        f"channels_last={args.channels_last} bf16={args.bf16}: step_ms={start.elapsed_time(end):.3f} "
-        f"warmup_s={t_warm - t0:.2f} loss={loss.item():.4f} torch={torch.__version__}",
+        f"channels_last={args.channels_last} bf16={args.bf16} fused={args.fused}: "
+        f"step_ms={start.elapsed_time(end):.3f} warmup_s={t_warm - t0:.2f} loss={loss.item():.4f} "
+        f"torch={torch.__version__}",
         flush=True,
     )
+    if args.time > 0:
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        from step_timing import time_steps
+
+        row = {"script": "cnn_step", "channels_last": args.channels_last, "bf16": args.bf16, "fused": args.fused}
+        row |= {"batch": args.batch, "size": args.size, "width": args.width, "blocks": args.blocks}
+        print(json.dumps(row | {"torch": torch.__version__} | time_steps(step, args.time)), flush=True)
 
 
 if __name__ == "__main__":

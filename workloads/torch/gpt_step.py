@@ -4,17 +4,24 @@ Token and position embeddings, pre-norm blocks (nn.LayerNorm, causal F.scaled_do
 a tied LM head, cross-entropy over the vocabulary; bf16 autocast, AdamW (PyTorch's default foreach implementation),
 gradient clipping. Nothing here is planted: it is the common way to write it.
 
-    python3 gpt_step.py [--steps N] [--compile] [--layers 6] [--d-model 768] [--heads 12] [--seq 1024] [--batch 8]
+    python3 gpt_step.py [--steps N] [--compile] [--fused] [--time N] [--layers 6] [--d-model 768] [--heads 12]
+                        [--seq 1024] [--batch 8]
 
 --steps N: N - 1 warm-up steps, then one measured step inside the push/pop NVTX range "step" and the process-wide
 start/end range "step_all_threads" (ncu --nvtx-include step_all_threads: it also holds the backward kernels, which
 autograd launches from its own thread). Prints one line with the measured step time.
+--fused: AdamW(fused=True), one multi-tensor kernel per group of tensors instead of the foreach ops.
+--time N: then N steps in a loop between two CUDA events and N more under torch.profiler (step_timing.py); prints one
+JSON line: the options, wall µs per step, the kernels' µs per step and their count.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import sys
 import time
+from pathlib import Path
 
 import torch
 import torch.nn as nn
@@ -64,6 +71,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--steps", type=int, default=3)
     ap.add_argument("--compile", action="store_true", help="torch.compile the model")
+    ap.add_argument("--fused", action="store_true", help="AdamW(fused=True) instead of the default foreach step")
+    ap.add_argument("--time", type=int, default=0, metavar="N", help="then time N steps in a loop (JSON line)")
     ap.add_argument("--vocab", type=int, default=50304)
     ap.add_argument("--layers", type=int, default=6)
     ap.add_argument("--d-model", type=int, default=768)
@@ -75,7 +84,7 @@ def main() -> None:
     torch.manual_seed(0)
     dev = torch.device("cuda")
     model = GPT(args.vocab, args.seq, args.d_model, args.layers, args.heads).to(dev)
-    opt = torch.optim.AdamW(model.parameters(), lr=3e-4, weight_decay=0.1)
+    opt = torch.optim.AdamW(model.parameters(), lr=3e-4, weight_decay=0.1, fused=True if args.fused else None)
     fwd = torch.compile(model) if args.compile else model
     idx = torch.randint(0, args.vocab, (args.batch, args.seq), device=dev)
     targets = torch.randint(0, args.vocab, (args.batch, args.seq), device=dev)
@@ -103,11 +112,18 @@ def main() -> None:
         torch.cuda.nvtx.range_end(rid)
     torch.cuda.synchronize()
     print(
-        f"gpt_step compile={args.compile} layers={args.layers} d_model={args.d_model} seq={args.seq} "
-        f"batch={args.batch}: step_ms={start.elapsed_time(end):.3f} warmup_s={t_warm - t0:.2f} "
+        f"gpt_step compile={args.compile} fused={args.fused} layers={args.layers} d_model={args.d_model} "
+        f"seq={args.seq} batch={args.batch}: step_ms={start.elapsed_time(end):.3f} warmup_s={t_warm - t0:.2f} "
         f"loss={loss.item():.4f} torch={torch.__version__}",
         flush=True,
     )
+    if args.time > 0:
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        from step_timing import time_steps
+
+        row = {"script": "gpt_step", "compile": args.compile, "fused": args.fused, "layers": args.layers}
+        row |= {"d_model": args.d_model, "seq": args.seq, "batch": args.batch, "torch": torch.__version__}
+        print(json.dumps(row | time_steps(step, args.time)), flush=True)
 
 
 if __name__ == "__main__":
