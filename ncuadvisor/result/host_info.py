@@ -15,7 +15,7 @@ Number = float | None
 class HostTimeline(Record):
     """A torch.profiler trace of the same program (CUDA activities), matched to the report's kernels and replayed
     (`analysis.walltime`): the wall time of one report window and how busy the GPU kept in it, measured on the
-    user's host. Times are per report window (one step), in the trace's steady state (after its first window)."""
+    user's host. Times are per report window (one step), in the trace's steady windows (`analysis.walltime`)."""
 
     path: str
     used: bool  # false: the trace was read but none of its kernels is one of the report's (`note` says why)
