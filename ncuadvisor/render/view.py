@@ -34,7 +34,6 @@ SOL_BARS: tuple[tuple[str, str], ...] = (
 )
 
 
-
 def times(a: Any, b: Any) -> float | None:
     """a × b for a display value (a time saved), None when either is not a number."""
     fa, fb = number(a), number(b)
