@@ -120,7 +120,7 @@ def rows(report: str, hands: dict[str, Hand], measured: dict[str, float]) -> lis
     details = reader.details(list(frame["result_id"]), needed.PER_INSTRUCTION, sass_for=lambda rid, first: True)
     seen: set[str] = set()
     out = []
-    for row in frame.to_dict("records"):
+    for row in frame:
         name = row["name"]
         if name not in hands or name in seen:
             continue

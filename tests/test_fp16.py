@@ -18,7 +18,7 @@ XU = "sm__inst_executed_pipe_xu.sum"
 def fp16(report_path):
     """{kernel: (row, instruction facts, {opcode: warp instructions})} of every kernel of the capture."""
     reader = ReportReader(report_path("fp16"))
-    rows = reader.results([*roofline.METRICS, HFMA, XU]).to_dict("records")
+    rows = reader.results([*roofline.METRICS, HFMA, XU]).rows()
     details = reader.details([r["result_id"] for r in rows], needed.PER_INSTRUCTION, sass_for=lambda rid, f: True)
     out = {}
     for row in rows:

@@ -13,14 +13,12 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
-
 from ncuadvisor.errors import InputError
 from ncuadvisor.load import deep, native
 from ncuadvisor.load.inlining import Inlining
 from ncuadvisor.load.native import DEVICE_METRICS, import_ncu_report, native_stderr_silenced
 from ncuadvisor.load.workers import in_workers, rows_in_parts
-from ncuadvisor.model import ID_COLUMNS, Profile, ResultDetail
+from ncuadvisor.model import ID_COLUMNS, Profile, ResultDetail, Table
 from ncuadvisor.reportfile.integrity import Integrity, check_report
 from ncuadvisor.reportfile.sniff import local_copy, scan_header, whole_copy
 
@@ -132,12 +130,13 @@ class ReportReader:
         return self._opened[rid]
 
     # -- scalar metrics -------------------------------------------------------------------------------------
-    def results(self, metrics: Iterable[str]) -> pd.DataFrame:
-        """One row per result with the identity columns and the requested metrics (None where absent)."""
+    def results(self, metrics: Iterable[str]) -> Table:
+        """One row per result with the identity columns and the requested metrics (a gap where absent: NaN among
+        numbers, see `model.table`)."""
         with native_stderr_silenced():
             return self._results(metrics)
 
-    def _results(self, metrics: Iterable[str]) -> pd.DataFrame:
+    def _results(self, metrics: Iterable[str]) -> Table:
         metrics = list(dict.fromkeys(metrics))
         items = [(rid, r, a) for rid, (r, a) in enumerate(self._index)]
         # the report file first, whatever the number of results: opening a result through ncu_report costs ~15 ms
@@ -148,7 +147,7 @@ class ReportReader:
                 rows = [native.row(self._ncu, self._action(rid), rid, r, a, metrics) for rid, r, a in items]
             else:
                 rows = self._results_in_workers(items, metrics)
-        return pd.DataFrame(rows, columns=ID_COLUMNS + [m for m in metrics if m not in ID_COLUMNS])
+        return Table(rows, ID_COLUMNS + [m for m in metrics if m not in ID_COLUMNS])
 
     def _results_from_file(self, items: list[tuple[int, int, int]], metrics: list[str]) -> list[dict[str, Any]] | None:
         """The rows read straight from the report file (ncuadvisor/reportfile/fastread.py, ~1 ms a result instead of ~15 ms
@@ -441,12 +440,12 @@ def read_results(reader: ReportReader, metrics: Iterable[str]) -> Profile:
     )
     # a result that reads back without a name is not whole (a damaged payload the structural check let through):
     # it is dropped and counted, never analysed as a kernel "nan" with 0 ns
-    whole = frame["name"].notna() & (frame["name"].astype(str) != "")
-    unnamed = int((~whole).sum())
+    named = frame.where(lambda row: _named(row["name"]))
+    unnamed = len(frame) - len(named)
     if unnamed:
-        if not whole.any():
+        if named.empty:
             raise InputError(f"{reader.path}: no whole kernel result in the report ({unnamed} without a name)")
-        frame = profile.results = frame[whole].reset_index(drop=True)
+        frame = profile.results = named
     found = reader.integrity
     if found.damaged or unnamed:
         lost = found.summary()
@@ -461,6 +460,11 @@ def read_results(reader: ReportReader, metrics: Iterable[str]) -> Profile:
         )
     _attach_processes(profile, reader)
     return profile
+
+
+def _named(name: Any) -> bool:
+    """Whether a result's name column holds a name (not a gap, not empty)."""
+    return name is not None and not (isinstance(name, float) and name != name) and str(name) != ""
 
 
 def _attach_processes(profile: Profile, reader: ReportReader) -> None:
@@ -479,6 +483,5 @@ def _attach_processes(profile: Profile, reader: ReportReader) -> None:
             f"{len(frame)} that ncu_report lists: kernels are not split by process"
         )
         return
-    by_rid = [str(procs[int(rid)].pid) for rid in frame["result_id"]]
-    frame["process"] = by_rid
+    frame.set_column("process", [str(procs[int(rid)].pid) for rid in frame["result_id"]])
     profile.processes = describe(procs, read_sidecar(profile.path))
