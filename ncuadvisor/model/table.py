@@ -12,6 +12,7 @@ number for it.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from operator import itemgetter
 from typing import Any
 
 NAN = float("nan")
@@ -21,8 +22,30 @@ def _missing(value: Any) -> bool:
     return value is None or (isinstance(value, float) and value != value)
 
 
+_NONE = type(None)
+
+
+def _column(rows: list[Mapping[str, Any]], column: str) -> list[Any]:
+    """The values of a column of rows (mappings), a gap where a row lacks it."""
+    try:
+        return list(map(itemgetter(column), rows))
+    except KeyError:
+        return [r.get(column, NAN) for r in rows]
+
+
 def typed_column(values: Sequence[Any]) -> list[Any]:
     """The values of one column as the table holds them (the module's docstring)."""
+    types = set(map(type, values))
+    if types <= {float, str, _NONE}:  # what the readers give: decided without looking at each value
+        if _NONE not in types or types == {_NONE}:
+            return list(values)  # no gap to fill, or nothing but gaps
+        if str in types and float in types and any(v == v for v in values if type(v) is float):
+            return list(values)  # text and numbers: kept as they are
+        return [NAN if v is None else v for v in values]
+    return _typed_slowly(values)
+
+
+def _typed_slowly(values: Sequence[Any]) -> list[Any]:
     kinds: set[type] = set()
     gaps = nan_gap = False
     for v in values:
@@ -59,7 +82,7 @@ class Table:
         names = list(columns) if columns is not None else list(dict.fromkeys(k for r in given for k in r))
         if "result_id" in names and any(a["result_id"] > b["result_id"] for a, b in zip(given, given[1:])):
             given.sort(key=lambda r: r["result_id"])
-        typed = [typed_column([r.get(c, NAN) for r in given]) for c in names]
+        typed = [typed_column(_column(given, c)) for c in names]
         self._init(names, [dict(zip(names, values)) for values in zip(*typed)] if names else [{} for _ in given])
 
     def _init(self, columns: list[str], rows: list[dict[str, Any]]) -> None:
