@@ -220,6 +220,36 @@ def test_deep_data_of_results_already_opened_is_read_in_process(report_path, mon
     assert reader.locations({0: ([pc], [])})[0][0][pc][0].endswith("probe.cu")
 
 
+def test_workers_forked_from_the_reader_use_the_report_it_loaded(report_path, tmp_path, monkeypatch):
+    """A worker forked from the reader opens results through the ncu_report context it inherited, without loading
+    the report again; where the file changed since the reader loaded it, the worker loads it itself."""
+    import os
+    import shutil
+
+    import ncu_report
+
+    import ncuadvisor.load.reader as load
+    from ncuadvisor.load import workers
+
+    path = tmp_path / "probe.ncu-rep"
+    shutil.copy(report_path("probe"), path)
+    metrics = ["inst_executed", "derived__memory_l1_wavefronts_shared_excessive"]
+    expected = ReportReader(path).details(range(4), metrics)  # in this process
+    monkeypatch.setattr(workers, "_disassembled_here", False)  # workers are forked
+    monkeypatch.setattr(load, "DETAIL_IN_PROCESS_MAX", 0)
+    reader = ReportReader(path)
+
+    def loaded_again(*args):
+        raise RuntimeError("the report was loaded again")
+
+    monkeypatch.setattr(ncu_report, "load_report", loaded_again)
+    assert reader.details(range(4), metrics) == expected
+    st = os.stat(path)
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000_000))
+    with pytest.raises(InputError, match="the report was loaded again"):
+        reader.details(range(4), metrics)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize(
     "target, failure, message",

@@ -17,7 +17,7 @@ from ncuadvisor.errors import InputError
 from ncuadvisor.load import deep, native
 from ncuadvisor.load.inlining import Inlining
 from ncuadvisor.load.native import DEVICE_METRICS, import_ncu_report, native_stderr_silenced
-from ncuadvisor.load.workers import in_workers, rows_in_parts
+from ncuadvisor.load.workers import in_workers, rows_in_parts, share_loaded
 from ncuadvisor.model import ID_COLUMNS, Profile, ResultDetail, Table
 from ncuadvisor.reportfile.integrity import Integrity, check_report
 from ncuadvisor.reportfile.sniff import local_copy, scan_header, whole_copy
@@ -67,6 +67,8 @@ class ReportReader:
             with native_stderr_silenced():
                 self._ctx = self._ncu.load_report(str(local))
             n_ranges = self._ctx.num_ranges() if self._ctx is not None else None
+            if n_ranges:
+                share_loaded(str(local), self._ctx)
         except Exception as exc:  # the native library raises its own exception types
             raise InputError(f"{self.path}: not a readable Nsight Compute report ({exc})") from exc
         if not n_ranges:
