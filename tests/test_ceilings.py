@@ -6,6 +6,7 @@ import pytest
 from ncuadvisor.analysis import roofline, roofline_words
 from ncuadvisor.analysis.ceilings import LAUNCH_FLOOR_NS
 from ncuadvisor.load import ReportReader
+from ncuadvisor.load.deep import every_result
 
 
 @pytest.fixture(scope="module")
@@ -162,7 +163,7 @@ def test_needed_bytes_split_into_loads_and_stores(report_path):
     frame = reader.results(roofline.METRICS)
     rows = {r["name"]: r for r in frame.rows()}
     ids = [rows[n]["result_id"] for n in ("l2_resident_out", "dram_out", "index_math")]
-    details = reader.details(ids, needed.PER_INSTRUCTION, sass_for=lambda rid, first: True)
+    details = reader.details(ids, needed.PER_INSTRUCTION, sass_for=every_result)
     r = {
         n: roofline.compute(rows[n], 132, needed.instruction_facts(details[rows[n]["result_id"]].per_instruction))
         for n in ("l2_resident_out", "dram_out", "index_math")
@@ -209,7 +210,7 @@ def test_xu_work_by_opcode(report_path):
         reader = ReportReader(report_path(report))
         rows = {r["name"]: r for r in reader.results(roofline.METRICS).rows() if r["name"] in names}
         ids = [r["result_id"] for r in rows.values()]
-        details = reader.details(ids, needed.PER_INSTRUCTION, sass_for=lambda rid, first: True)
+        details = reader.details(ids, needed.PER_INSTRUCTION, sass_for=every_result)
         return {
             n: (row, needed.instruction_facts(details[row["result_id"]].per_instruction)) for n, row in rows.items()
         }

@@ -7,6 +7,7 @@ import pytest
 from ncuadvisor.analysis.locate import source_line
 from ncuadvisor.errors import InputError
 from ncuadvisor.load import ReportReader
+from ncuadvisor.load.deep import every_result
 from ncuadvisor.model import Table, group_kernels
 
 
@@ -38,7 +39,7 @@ def test_source_lines_resolve_to_the_cuda_file(report_path):
     assert all(where[pc][0].endswith("probe.cu") for pc in pcs)
     assert {where[pc][1] for pc in pcs} == {23}  # the transposed read from tile[threadIdx.x][...]
     disassembled = ReportReader(report_path("probe")).details(
-        [2], ["derived__memory_l1_wavefronts_shared_excessive"], sass_for=lambda rid, first_file: True
+        [2], ["derived__memory_l1_wavefronts_shared_excessive"], sass_for=every_result
     )[2]
     assert all(
         e.sass.startswith("LDS") for e in disassembled.per_instruction["derived__memory_l1_wavefronts_shared_excessive"]
