@@ -83,6 +83,7 @@ class FileView:
         self._size = os.fstat(fh.fileno()).st_size
         self._start = 0
         self._buf = b""
+        self._reuse = bytearray()
 
     def __len__(self) -> int:
         return self._size
@@ -93,6 +94,18 @@ class FileView:
             self._buf = self._fh.read(max(n, self.WINDOW))
             self._start = i
         return self._start
+
+    def view(self, start: int, n: int) -> memoryview:
+        """The `n` bytes from `start` in a buffer this view keeps and reads into again: valid until the next call.
+        A result's payload (up to a few MB) read this way costs no fresh allocation; protobuf parses the buffer as
+        it is. ValueError where the file holds fewer bytes."""
+        if len(self._reuse) < n:
+            self._reuse = bytearray(n)
+        out = memoryview(self._reuse)[:n]
+        self._fh.seek(start)
+        if self._fh.readinto(out) != n:
+            raise ValueError("payload past the end of the file")
+        return out
 
     def __getitem__(self, k: int | slice) -> Any:
         if isinstance(k, slice):
