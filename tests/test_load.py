@@ -1,6 +1,7 @@
 """Loading real reports through the real ncu_report."""
 
 import math
+from pathlib import Path
 
 import pytest
 
@@ -249,6 +250,39 @@ def test_workers_forked_from_the_reader_use_the_report_it_loaded(report_path, tm
     os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000_000))
     with pytest.raises(InputError, match="the report was loaded again"):
         reader.details(range(4), metrics)
+
+
+def _slow_square(x):
+    import time
+
+    time.sleep(0.2)
+    return x * x
+
+
+def test_in_workers_runs_meanwhile_once_while_the_workers_run():
+    import time
+
+    from ncuadvisor.load.workers import in_workers
+
+    seen = []
+    t0 = time.perf_counter()
+    got = in_workers(_slow_square, [1, 2, 3], "failed", lambda: seen.append(time.perf_counter() - t0))
+    assert got == [1, 4, 9] and len(seen) == 1 and seen[0] < 0.2  # before the first worker was done
+
+
+@pytest.mark.skipif(not Path("/proc/self/maps").exists(), reason="reads /proc/self/maps")
+def test_preload_library_loads_the_library_ncu_report_opens_results_with():
+    import subprocess
+    import sys
+
+    code = (
+        "from ncuadvisor.load.native import preload_library\n"
+        "import ncu_report\n"
+        "loaded = lambda: 'libnvperf_host' in open('/proc/self/maps').read()\n"
+        "before = loaded(); preload_library(); print(before, loaded())"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert out == ["False", "True"]
 
 
 @pytest.mark.slow

@@ -91,10 +91,13 @@ def _start_method() -> str:
     return "spawn"
 
 
-def in_workers(fn: Callable[[Any], Any], tasks: list[Any], failure: str) -> list[Any]:
+def in_workers(
+    fn: Callable[[Any], Any], tasks: list[Any], failure: str, meanwhile: Callable[[], None] | None = None
+) -> list[Any]:
     """fn(task) for every task, each in its own short-lived process (fork where available), at most WORKERS at a
-    time; the results in task order. A task that raises, or a worker that dies (killed for memory, a crash in the
-    native library), is an InputError that starts with `failure`."""
+    time; the results in task order; `meanwhile()` is run here once the first workers are started, before waiting
+    for them. A task that raises, or a worker that dies (killed for memory, a crash in the native library), is an
+    InputError that starts with `failure`."""
     import multiprocessing
     from multiprocessing.connection import wait
 
@@ -111,6 +114,9 @@ def in_workers(fn: Callable[[Any], Any], tasks: list[Any], failure: str) -> list
                 proc.start()
                 send.close()
                 running[receive] = (i, proc)
+            if meanwhile is not None:
+                meanwhile()
+                meanwhile = None
             ready: list[Any] = wait(list(running))
             for conn in ready:
                 i, proc = running.pop(conn)
@@ -134,17 +140,23 @@ def in_workers(fn: Callable[[Any], Any], tasks: list[Any], failure: str) -> list
 
 
 def rows_in_parts(
-    local: os.PathLike[str] | str, n: int, metrics: list[str], shape: list[str]
+    local: os.PathLike[str] | str,
+    n: int,
+    metrics: list[str],
+    shape: list[str],
+    parts: int = WORKERS,
+    meanwhile: Callable[[], None] | None = None,
 ) -> list[dict[str, Any]] | None:
-    """`fastread.read_rows` of a big report (`n` results) in WORKERS processes, each parsing a range of its results
-    (the metrics of every result are walked in Python: ~2 ms a result); None where a part cannot be read."""
+    """`fastread.read_rows` of a report's `n` results in `parts` worker processes, each parsing a range of its results
+    (the metrics of every result are walked in Python: ~1 ms a result), `meanwhile()` run here while they do; None
+    where a part cannot be read."""
     from ncuadvisor.reportfile.fastread import read_rows_task
 
-    bounds = [(k * n // WORKERS, (k + 1) * n // WORKERS) for k in range(WORKERS)]
+    bounds = [(k * n // parts, (k + 1) * n // parts) for k in range(parts)]
     try:
-        parts = in_workers(read_rows_task, [(str(local), metrics, shape, b) for b in bounds], "")
+        parts_read = in_workers(read_rows_task, [(str(local), metrics, shape, b) for b in bounds], "", meanwhile)
     except InputError:
         return None
-    if any(p is None for p in parts):
+    if any(p is None for p in parts_read):
         return None
-    return [row for p in parts for row in p]
+    return [row for p in parts_read for row in p]
