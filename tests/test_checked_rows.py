@@ -77,7 +77,7 @@ def test_whole_report_is_checked_by_the_row_reader(report_path):
 
 @pytest.mark.parametrize("name", ["probe", "multiproc", "tiny_sections"])
 def test_small_report_is_checked_by_the_row_reader(report_path, name):
-    """Below FILE_SPLIT_MIN the rows are read in this process or in one worker, with the same check."""
+    """Below FILE_SPLIT_MIN the rows are read in this process, with the same check."""
     path = report_path(name)
     fused, old = _both(path)
     assert fused._prefetched is not None

@@ -38,9 +38,8 @@ DETAIL_CHUNK = 16
 # The scalar rows are read from the report file (`reportfile.fastread`, checked against ncu_report on every run) for
 # every report size; False reads them through ncu_report only (the reference the tests compare with).
 FILE_READER = True
-# From this many results on, the file reader parses them in a worker process (in WORKERS of them, a range each, from
-# FILE_SPLIT_MIN on), while this process loads the library ncu_report needs next (`native.preload_library`).
-FILE_WORKER_MIN = 16
+# From this many results on, the file reader parses them in worker processes, a range each, while this process loads
+# the library ncu_report needs next (`native.preload_library`).
 FILE_SPLIT_MIN = 200
 # The launch shape read with every row.
 SHAPE = [f"launch__{w}_dim_{c}" for w in ("grid", "block") for c in "xyz"] + ["launch__device_id"]
@@ -101,7 +100,7 @@ class ReportReader:
 
     def _checked(self, local: Path, metrics: Iterable[str] | None) -> Integrity:
         """`check_report` of the file. With `metrics`, a report whose layout walks clean has its results parsed by
-        the row reader (`fastread.read_rows`; in workers from FILE_WORKER_MIN results on) instead of by the walk: the
+        the row reader (`fastread.read_rows`; in workers from FILE_SPLIT_MIN results on) instead of by the walk: the
         same parse of the same bytes (protobuf's C parser, the same schema), and a result that does not parse or
         names no kernel sends the file through the whole walk as before. The rows are kept for `results`."""
         from ncuadvisor.reportfile.fastread import read_rows
@@ -110,11 +109,11 @@ class ReportReader:
             found = check_report(local, parse_results=False)
             if not found.damaged and not found.not_layout and found.whole:
                 wanted = list(dict.fromkeys(metrics))
-                if found.whole >= FILE_WORKER_MIN:
-                    parts = WORKERS if found.whole >= FILE_SPLIT_MIN else 1
-                    fast = rows_in_parts(local, found.whole, wanted, SHAPE, parts, native.preload_library)
-                else:
-                    fast = read_rows(local, wanted, SHAPE)
+                fast = (
+                    rows_in_parts(local, found.whole, wanted, SHAPE, meanwhile=native.preload_library)
+                    if found.whole >= FILE_SPLIT_MIN
+                    else read_rows(local, wanted, SHAPE)
+                )
                 if (
                     fast is not None
                     and len(fast) == found.whole

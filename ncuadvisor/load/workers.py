@@ -144,15 +144,14 @@ def rows_in_parts(
     n: int,
     metrics: list[str],
     shape: list[str],
-    parts: int = WORKERS,
     meanwhile: Callable[[], None] | None = None,
 ) -> list[dict[str, Any]] | None:
-    """`fastread.read_rows` of a report's `n` results in `parts` worker processes, each parsing a range of its results
+    """`fastread.read_rows` of a big report (`n` results) in WORKERS processes, each parsing a range of its results
     (the metrics of every result are walked in Python: ~1 ms a result), `meanwhile()` run here while they do; None
     where a part cannot be read."""
     from ncuadvisor.reportfile.fastread import read_rows_task
 
-    bounds = [(k * n // parts, (k + 1) * n // parts) for k in range(parts)]
+    bounds = [(k * n // WORKERS, (k + 1) * n // WORKERS) for k in range(WORKERS)]
     try:
         parts_read = in_workers(read_rows_task, [(str(local), metrics, shape, b) for b in bounds], "", meanwhile)
     except InputError:
