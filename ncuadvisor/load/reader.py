@@ -32,7 +32,7 @@ CHUNK = 64
 # report has hundreds. Resolving instructions loads the module's line tables and SASS (up to ~400 MB for PyTorch's
 # kernels), so the chunks are smaller. A worker forked from the reader starts at once (it inherits the loaded report,
 # `workers.share_loaded`): from a few results on, two workers read half each, both cores at work (opening 14 results
-# of 1,010 and disassembling them: 0.85 s in this process, 0.7 s in two workers).
+# of 1,010 and disassembling them: 0.7 s in this process, 0.53 s in two workers).
 DETAIL_IN_PROCESS_MAX = 4
 DETAIL_CHUNK = 16
 # The scalar rows are read from the report file (`reportfile.fastread`, checked against ncu_report on every run) for
