@@ -153,9 +153,9 @@ def rows_in_parts(
 
     bounds = [(k * n // WORKERS, (k + 1) * n // WORKERS) for k in range(WORKERS)]
     try:
-        parts_read = in_workers(read_rows_task, [(str(local), metrics, shape, b) for b in bounds], "", meanwhile)
+        parts = in_workers(read_rows_task, [(str(local), metrics, shape, b) for b in bounds], "", meanwhile)
     except InputError:
         return None
-    if any(p is None for p in parts_read):
+    if any(p is None for p in parts):
         return None
-    return [row for p in parts_read for row in p]
+    return [row for p in parts for row in p]
