@@ -95,7 +95,7 @@ def group_kernels(
                 result_ids=ids,
                 representative=rep,
                 launches=len(launches),
-                duration_ns=float(sum(durations)),
+                duration_ns=float(sum(durations)),  # whole nanoseconds: the same total in any order of summing
                 nvtx=str(first["nvtx"]),
                 process=str(process),
                 launch_min_ns=float(by_time[0][1]),
