@@ -96,3 +96,26 @@ def test_column_values_are_the_frames():
         expected = [r["c"] for r in frame.to_dict("records")]
         got = typed_column(values)
         assert all(_same(a, b) for a, b in zip(got, expected)) and len(got) == len(expected), (values, got, expected)
+
+
+def test_report_to_json_imports_no_pandas_jinja2_or_rich(tmp_path):
+    """`ncuadvisor report -f json` (its workers forked from it, or started from the fork server's preload of
+    `ncuadvisor.load.workers`) imports none of the three: pandas alone cost 0.35-0.4 s of every run."""
+    import subprocess
+    import sys
+
+    from tests.conftest import FIXTURES
+
+    code = (
+        "import sys\n"
+        "import ncuadvisor.load.workers\n"
+        "preload = sorted(m for m in ('pandas', 'jinja2', 'rich') if m in sys.modules)\n"
+        "from ncuadvisor.cli import main\n"
+        f"sys.argv = ['ncuadvisor', 'report', {str(FIXTURES / 'probe.ncu-rep.xz')!r}, '-f', 'json', '-o', "
+        f"{str(tmp_path / 'r.json')!r}, '-q']\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass\n"
+        "print(preload, sorted(m for m in ('pandas', 'jinja2', 'rich') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[] []", out.stdout + out.stderr
+    assert (tmp_path / "r.json").stat().st_size > 0
