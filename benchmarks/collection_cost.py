@@ -196,7 +196,7 @@ def reading_without(hide: Callable[[str], bool]):
         frame = orig(self, metrics)
         for m in metrics:
             if m in frame.columns and hide(m):
-                frame[m] = None
+                frame.set_column(m, [None] * len(frame))
         return frame
 
     ReportReader.results = results  # type: ignore[method-assign]

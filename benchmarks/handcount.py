@@ -25,6 +25,7 @@ sys.path.insert(0, str(ROOT))
 from ncuadvisor.analysis import needed, roofline  # noqa: E402
 from ncuadvisor.analysis.ceilings import LAUNCH_FLOOR_NS  # noqa: E402
 from ncuadvisor.load import ReportReader  # noqa: E402
+from ncuadvisor.load.deep import every_result  # noqa: E402
 
 SMS = 132
 LANES = {"fp32": 128, "fp64": 64, "fp16": 128, "sfu": 16}  # per SM per clock (fp16: HFMA2 instructions' lanes)
@@ -117,10 +118,10 @@ def rows(report: str, hands: dict[str, Hand], measured: dict[str, float]) -> lis
     reader = ReportReader(ROOT / "fixtures" / f"{report}.ncu-rep.xz")
     frame = reader.results(roofline.METRICS)
     # the per-instruction ideal sectors and their SASS: the model's loads and stores
-    details = reader.details(list(frame["result_id"]), needed.PER_INSTRUCTION, sass_for=lambda rid, first: True)
+    details = reader.details(list(frame["result_id"]), needed.PER_INSTRUCTION, sass_for=every_result)
     seen: set[str] = set()
     out = []
-    for row in frame.to_dict("records"):
+    for row in frame:
         name = row["name"]
         if name not in hands or name in seen:
             continue

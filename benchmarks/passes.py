@@ -89,7 +89,7 @@ def derived_present(report: Path) -> dict[str, bool]:
     from ncuadvisor.load import ReportReader
 
     frame = ReportReader(report).results(DERIVED)
-    return {m: bool(m in frame.columns and frame[m].notna().any()) for m in DERIVED}
+    return {m: any(v is not None and v == v for v in frame.get(m, [])) for m in DERIVED}  # not a gap (None, NaN)
 
 
 def main() -> int:

@@ -6,12 +6,13 @@ import pytest
 from ncuadvisor.analysis import roofline, roofline_words
 from ncuadvisor.analysis.ceilings import LAUNCH_FLOOR_NS
 from ncuadvisor.load import ReportReader
+from ncuadvisor.load.deep import every_result
 
 
 @pytest.fixture(scope="module")
 def rl(report_path):
     frame = ReportReader(report_path("ceilings")).results(roofline.METRICS)
-    return {r["name"]: roofline.compute(r, 132) for r in frame.to_dict("records")}
+    return {r["name"]: roofline.compute(r, 132) for r in frame.rows()}
 
 
 @pytest.mark.parametrize(
@@ -36,7 +37,7 @@ def test_limiter_names_the_planted_unit(rl, kernel, limiters):
 
 def test_latency_when_no_unit_is_half_busy(report_path):
     frame = ReportReader(report_path("patterns")).results(roofline.METRICS)
-    r = {row["name"]: roofline.compute(row, 132) for row in frame.to_dict("records")}
+    r = {row["name"]: roofline.compute(row, 132) for row in frame.rows()}
     # a serial pointer chase: one dependent load at a time, every unit idle most of the time
     assert r["chase_serial"].limiter == "latency" and r["chase_serial"].limiter_share < 0.5
     assert r["chase_serial"].limiter_reason.startswith("latency-bound: the busiest unit")
@@ -133,7 +134,7 @@ def test_the_floor_in_words_names_its_unit(rl):
 
 def test_a_duration_only_report_has_no_floor(report_path):
     frame = ReportReader(report_path("ceilings_chain")).results(roofline.METRICS)
-    r = roofline.compute(frame.to_dict("records")[1], 132)
+    r = roofline.compute(frame.rows()[1], 132)
     assert r.duration_ns and r.theoretical_ns is None and r.headroom is None and r.limiter is None
 
 
@@ -141,7 +142,7 @@ def test_rules_decide_by_the_limiter_not_the_word(report_path):
     from ncuadvisor.analysis.perfmodels import limiter_phrase, limiter_side
 
     frame = ReportReader(report_path("patterns")).results(roofline.METRICS)
-    p = {row["name"]: roofline.compute(row, 132) for row in frame.to_dict("records")}
+    p = {row["name"]: roofline.compute(row, 132) for row in frame.rows()}
     # Speed Of Light says "compute" (its SM throughput is a maximum over sub-units), but the bytes its shared-memory
     # tree moves through L1 need more time at L1's peak than any pipe: the memory side
     assert p["reduce_shfl"].bound == "compute" and p["reduce_shfl"].limiter == "l1"
@@ -160,9 +161,9 @@ def test_needed_bytes_split_into_loads_and_stores(report_path):
 
     reader = ReportReader(report_path("ceilings"))
     frame = reader.results(roofline.METRICS)
-    rows = {r["name"]: r for r in frame.to_dict("records")}
+    rows = {r["name"]: r for r in frame.rows()}
     ids = [rows[n]["result_id"] for n in ("l2_resident_out", "dram_out", "index_math")]
-    details = reader.details(ids, needed.PER_INSTRUCTION, sass_for=lambda rid, first: True)
+    details = reader.details(ids, needed.PER_INSTRUCTION, sass_for=every_result)
     r = {
         n: roofline.compute(rows[n], 132, needed.instruction_facts(details[rows[n]["result_id"]].per_instruction))
         for n in ("l2_resident_out", "dram_out", "index_math")
@@ -188,7 +189,7 @@ def test_launch_floor_per_device(report_path):
     from ncuadvisor.analysis.ceilings import LAUNCH_FLOOR_NS, launch_floor
 
     frame = ReportReader(report_path("ceilings")).results(roofline.METRICS)
-    rows = frame.to_dict("records")
+    rows = frame.rows()
     # the report holds an empty kernel: its own duration is the floor, and the source says so
     ns, source = launch_floor("NVIDIA H200", rows)
     empty = next(r for r in rows if r["name"] == "empty_kernel")
@@ -207,9 +208,9 @@ def test_xu_work_by_opcode(report_path):
 
     def facts(report, names):
         reader = ReportReader(report_path(report))
-        rows = {r["name"]: r for r in reader.results(roofline.METRICS).to_dict("records") if r["name"] in names}
+        rows = {r["name"]: r for r in reader.results(roofline.METRICS).rows() if r["name"] in names}
         ids = [r["result_id"] for r in rows.values()]
-        details = reader.details(ids, needed.PER_INSTRUCTION, sass_for=lambda rid, first: True)
+        details = reader.details(ids, needed.PER_INSTRUCTION, sass_for=every_result)
         return {
             n: (row, needed.instruction_facts(details[row["result_id"]].per_instruction)) for n, row in rows.items()
         }

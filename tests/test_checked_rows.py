@@ -54,8 +54,8 @@ def _top_fields(data: bytes) -> list[tuple[int, int, int]]:
 
 
 def _same_frames(a, b) -> None:
-    assert list(a.columns) == list(b.columns)
-    assert a.astype(str).values.tolist() == b.astype(str).values.tolist()
+    assert a.columns == b.columns
+    assert [[str(v) for v in r.values()] for r in a] == [[str(v) for v in r.values()] for r in b]
 
 
 def _both(path):

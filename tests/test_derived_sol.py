@@ -11,7 +11,7 @@ from ncuadvisor.load import ReportReader
 
 
 def rows(report_path, name):
-    return ReportReader(report_path(name)).results(roofline.METRICS).to_dict("records")
+    return ReportReader(report_path(name)).results(roofline.METRICS).rows()
 
 
 @pytest.mark.parametrize("name", ["patterns", "cache", "torch_eager"])

@@ -8,6 +8,7 @@ import pytest
 
 from ncuadvisor.analysis import needed, roofline
 from ncuadvisor.load import ReportReader
+from ncuadvisor.load.deep import every_result
 
 COUNTS = Path(__file__).resolve().parent.parent / "fixtures" / "fp16-2026-12-01" / "counts.jsonl"
 HFMA = "smsp__sass_thread_inst_executed_op_hfma_pred_on.sum"
@@ -18,8 +19,8 @@ XU = "sm__inst_executed_pipe_xu.sum"
 def fp16(report_path):
     """{kernel: (row, instruction facts, {opcode: warp instructions})} of every kernel of the capture."""
     reader = ReportReader(report_path("fp16"))
-    rows = reader.results([*roofline.METRICS, HFMA, XU]).to_dict("records")
-    details = reader.details([r["result_id"] for r in rows], needed.PER_INSTRUCTION, sass_for=lambda rid, f: True)
+    rows = reader.results([*roofline.METRICS, HFMA, XU]).rows()
+    details = reader.details([r["result_id"] for r in rows], needed.PER_INSTRUCTION, sass_for=every_result)
     out = {}
     for row in rows:
         per_instruction = details[row["result_id"]].per_instruction

@@ -21,7 +21,7 @@ def _embedded(path, kernel_name: str, suffix: str) -> list[str]:
     """The lines of a source file the report embeds for a kernel (ncu --import-source yes)."""
     reader = ReportReader(path)
     rows = reader.results(["gpu__time_duration.sum"])
-    rid = int(next(r for r, n in zip(rows.result_id, rows.name) if n == kernel_name))
+    rid = int(next(r for r, n in zip(rows["result_id"], rows["name"]) if n == kernel_name))
     entry = reader.details([rid], ["inst_executed"])[rid].entry
     assert entry and entry[0].endswith(suffix)
     text = reader.locations({rid: ([], [entry[0]])})[rid][1][entry[0]]
@@ -85,7 +85,9 @@ def test_triton_library_lines_go_to_the_kernels_call(report_path):
     the embedded files; the lines reached are the kernel's own and call the helper."""
     reader = ReportReader(report_path("torch_norm_chain"))
     rows = reader.results(["gpu__time_duration.sum"])
-    rid, mangled = next((r, m) for r, n, m in zip(rows.result_id, rows.name, rows.mangled) if n.startswith("triton"))
+    rid, mangled = next(
+        (r, m) for r, n, m in zip(rows["result_id"], rows["name"], rows["mangled"]) if n.startswith("triton")
+    )
     rid = int(rid)
     ins = reader.details([rid], ["inst_executed"])[rid].per_instruction["inst_executed"]
     where, texts = reader.locations({rid: ([e.pc for e in ins], [])})[rid]

@@ -1,22 +1,25 @@
 """Loading real reports through the real ncu_report."""
 
-import pandas as pd
+import math
+from pathlib import Path
+
 import pytest
 
 from ncuadvisor.analysis.locate import source_line
 from ncuadvisor.errors import InputError
 from ncuadvisor.load import ReportReader
-from ncuadvisor.model import group_kernels
+from ncuadvisor.load.deep import every_result
+from ncuadvisor.model import Table, group_kernels
 
 
 def test_results_frame_has_one_row_per_launch(report_path):
     reader = ReportReader(report_path("probe"))
     frame = reader.results(["gpu__time_duration.sum", "launch__registers_per_thread", "no_such_metric.sum"])
     assert list(frame["name"]) == ["copy_vec4", "copy_strided", "transpose_conflict", "fma_loop"]
-    assert frame.loc[1, "demangled"] == "copy_strided(const float *, float *, int, int)"
-    assert frame.loc[2, "grid"] == "(256, 256, 1)" and frame.loc[2, "block"] == "(32, 8, 1)"
-    assert frame["gpu__time_duration.sum"].between(50_000, 2_000_000).all()
-    assert frame["no_such_metric.sum"].isna().all()  # absent metrics are None, not an error
+    assert frame.row(1)["demangled"] == "copy_strided(const float *, float *, int, int)"
+    assert frame.row(2)["grid"] == "(256, 256, 1)" and frame.row(2)["block"] == "(32, 8, 1)"
+    assert all(50_000 <= t <= 2_000_000 for t in frame["gpu__time_duration.sum"])
+    assert frame["no_such_metric.sum"] == [None] * 4  # absent metrics are gaps, not an error
 
 
 def test_device_and_header(report_path):
@@ -37,7 +40,7 @@ def test_source_lines_resolve_to_the_cuda_file(report_path):
     assert all(where[pc][0].endswith("probe.cu") for pc in pcs)
     assert {where[pc][1] for pc in pcs} == {23}  # the transposed read from tile[threadIdx.x][...]
     disassembled = ReportReader(report_path("probe")).details(
-        [2], ["derived__memory_l1_wavefronts_shared_excessive"], sass_for=lambda rid, first_file: True
+        [2], ["derived__memory_l1_wavefronts_shared_excessive"], sass_for=every_result
     )[2]
     assert all(
         e.sass.startswith("LDS") for e in disassembled.per_instruction["derived__memory_l1_wavefronts_shared_excessive"]
@@ -52,10 +55,10 @@ def test_group_kernels_orders_by_total_time(report_path):
     kernels = group_kernels(frame)
     assert [k.name for k in kernels][:2] == ["copy_strided", "transpose_conflict"]
     assert all(k.launches == 1 for k in kernels)
-    doubled = pd.concat([frame, frame.iloc[[0]].assign(result_id=99)], ignore_index=True)
+    doubled = Table([*frame, {**frame.row(0), "result_id": 99}], frame.columns)
     grouped = {k.name: k for k in group_kernels(doubled)}
-    assert grouped["copy_vec4"].launches == 2
-    assert grouped["copy_vec4"].duration_ns == pytest.approx(2 * frame.loc[0, "gpu__time_duration.sum"])
+    assert grouped["copy_vec4"].launches == 2 and grouped["copy_vec4"].result_ids == [0, 99]
+    assert grouped["copy_vec4"].duration_ns == pytest.approx(2 * frame.row(0)["gpu__time_duration.sum"])
 
 
 @pytest.mark.parametrize(
@@ -99,7 +102,11 @@ def test_large_reports_are_read_in_workers_with_the_same_result(report_path, mon
     monkeypatch.setattr(load, "IN_PROCESS_MAX", 0)
     monkeypatch.setattr(load, "CHUNK", 7)  # 31 results: 5 worker tasks
     in_workers = ReportReader(report_path("flaws")).results(metrics)
-    pd.testing.assert_frame_equal(in_process, in_workers)
+    assert in_process.columns == in_workers.columns
+    assert len(in_process) == 31
+    for a, b in zip(in_process, in_workers):
+        assert a.keys() == b.keys()
+        assert all(a[k] == b[k] or (math.isnan(a[k]) and math.isnan(b[k])) for k in a)
 
 
 def _report_json(path, tmp_path, name, capsys):
@@ -213,6 +220,69 @@ def test_deep_data_of_results_already_opened_is_read_in_process(report_path, mon
     details = reader.details(range(4), ["inst_executed"])
     pc = details[0].per_instruction["inst_executed"][0].pc
     assert reader.locations({0: ([pc], [])})[0][0][pc][0].endswith("probe.cu")
+
+
+def test_workers_forked_from_the_reader_use_the_report_it_loaded(report_path, tmp_path, monkeypatch):
+    """A worker forked from the reader opens results through the ncu_report context it inherited, without loading
+    the report again; where the file changed since the reader loaded it, the worker loads it itself."""
+    import os
+    import shutil
+
+    import ncu_report
+
+    import ncuadvisor.load.reader as load
+    from ncuadvisor.load import workers
+
+    path = tmp_path / "probe.ncu-rep"
+    shutil.copy(report_path("probe"), path)
+    metrics = ["inst_executed", "derived__memory_l1_wavefronts_shared_excessive"]
+    expected = ReportReader(path).details(range(4), metrics)  # in this process
+    monkeypatch.setattr(workers, "_disassembled_here", False)  # workers are forked
+    monkeypatch.setattr(load, "DETAIL_IN_PROCESS_MAX", 0)
+    reader = ReportReader(path)
+
+    def loaded_again(*args):
+        raise RuntimeError("the report was loaded again")
+
+    monkeypatch.setattr(ncu_report, "load_report", loaded_again)
+    assert reader.details(range(4), metrics) == expected
+    st = os.stat(path)
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000_000))
+    with pytest.raises(InputError, match="the report was loaded again"):
+        reader.details(range(4), metrics)
+
+
+def _slow_square(x):
+    import time
+
+    time.sleep(0.2)
+    return x * x
+
+
+def test_in_workers_runs_meanwhile_once_while_the_workers_run():
+    import time
+
+    from ncuadvisor.load.workers import in_workers
+
+    seen = []
+    t0 = time.perf_counter()
+    got = in_workers(_slow_square, [1, 2, 3], "failed", lambda: seen.append(time.perf_counter() - t0))
+    assert got == [1, 4, 9] and len(seen) == 1 and seen[0] < 0.2  # before the first worker was done
+
+
+@pytest.mark.skipif(not Path("/proc/self/maps").exists(), reason="reads /proc/self/maps")
+def test_preload_library_loads_the_library_ncu_report_opens_results_with():
+    import subprocess
+    import sys
+
+    code = (
+        "from ncuadvisor.load.native import preload_library\n"
+        "import ncu_report\n"
+        "loaded = lambda: 'libnvperf_host' in open('/proc/self/maps').read()\n"
+        "before = loaded(); preload_library(); print(before, loaded())"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert out == ["False", "True"]
 
 
 @pytest.mark.slow

@@ -37,10 +37,10 @@ def phase1(report_path):
 
 def test_phase1_launches_carry_their_own_bytes_and_tensor_share(report_path, phase1):
     _res, launches, _kernels = phase1("torch_eager")
-    rows = ReportReader(report_path("torch_eager")).results(PHASE1_COLLECTED).set_index("result_id")
+    rows = ReportReader(report_path("torch_eager")).results(PHASE1_COLLECTED)
     assert len(launches) == len(rows) > 0
     for x in launches:
-        row = rows.loc[x["result_id"]]
+        row = rows.row(x["result_id"])
         assert x["dram_read_bytes"] == pytest.approx(row["dram__bytes_read.sum"])
         assert x["dram_write_bytes"] == pytest.approx(row["dram__bytes_write.sum"])
         assert x["tensor_pct"] == pytest.approx(row[TENSOR_PIPE_PCT])
@@ -143,7 +143,7 @@ def read_without(monkeypatch, hidden):
         frame = orig(self, metrics)
         for m in hidden:
             if m in frame.columns:
-                frame[m] = None
+                frame.set_column(m, [None] * len(frame))
         return frame
 
     monkeypatch.setattr(ReportReader, "results", results)

@@ -9,7 +9,7 @@ from ncuadvisor.load import ReportReader
 @pytest.fixture(scope="module")
 def rows(report_path):
     frame = ReportReader(report_path("probe")).results(roofline.METRICS)
-    return {r["name"]: r for r in frame.to_dict("records")}
+    return {r["name"]: r for r in frame.rows()}
 
 
 def test_fp32_flops_match_the_kernel_code(rows):

@@ -33,18 +33,17 @@ def test_facts_from_the_counts_are_the_facts_from_the_sass(report_path, fixture)
     details = profile.details = reader.details(
         list(names), needed.PER_INSTRUCTION, partial(pipeline._wants_sass, names, LANGUAGES)
     )
-    frame = profile.results.set_index("result_id", drop=False)
     machine = pipeline._machine(profile)
     # the facts the pipeline takes from the counts (every kernel as if in a language whose rules read SASS), None
     # where it reads the SASS for them
     counted_all = pipeline.instruction_facts(
-        profile, frame, machine, kernels, dict.fromkeys(names, "cuda"), frozenset({"cuda"}), frozenset()
+        profile, machine, kernels, dict.fromkeys(names, "cuda"), frozenset({"cuda"}), frozenset()
     )
     compared = from_sass = tied = 0
     for rid, detail in details.items():
         if not detail.per_instruction:
             continue
-        row = frame.loc[rid].to_dict()
+        row = profile.results.row(rid)
         sass = needed.instruction_facts(detail.per_instruction)
         counted = counted_all[rid]
         ran_hfma = any(op.startswith("HFMA2") and v for op, v in (detail.opcodes or {}).items())

@@ -132,7 +132,7 @@ INDEX_PUT_CHAIN, INDEX_PUT_SORT = range(40, 46), range(41, 45)
 
 def _durations(path) -> dict[int, float]:
     frame = ReportReader(path).results(["gpu__time_duration.sum"])
-    return {int(r["result_id"]): float(r["gpu__time_duration.sum"]) for r in frame.to_dict("records")}
+    return {int(r["result_id"]): float(r["gpu__time_duration.sum"]) for r in frame.rows()}
 
 
 def _atm004(result) -> dict[str, dict[str, float]]:

@@ -57,7 +57,7 @@ def launch_list(profile: Profile, kernels: list[Kernel]) -> list[dict[str, Any]]
     """Every result in launch order, with the id of its kernel entry and what program rules need."""
     kernel_of = {rid: f"k{i}" for i, k in enumerate(kernels) for rid in k.result_ids}
     out = []
-    for row in profile.results.sort_values("result_id").to_dict("records"):
+    for row in profile.results:
         out.append(
             {
                 "result_id": int(row["result_id"]),

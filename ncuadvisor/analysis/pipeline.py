@@ -126,14 +126,14 @@ def analyze(
             "their times and metrics are read from the file, their per-instruction data and source lines are missing",
         )
     languages = kernel_languages(kernels, profile.details)
-    frame, machine = profile.results.set_index("result_id", drop=False), _machine(profile)
-    facts = instruction_facts(profile, frame, machine, kernels, languages, frozenset(sass_wanted), first)
+    machine = _machine(profile)
+    facts = instruction_facts(profile, machine, kernels, languages, frozenset(sass_wanted), first)
     later = [
         rid
         for rid, k in _analysed_launches(kernels)
         if languages[rid] in gated
         and rid in profile.details
-        and _sass_needed(profile, frame, machine, k, rid, languages[rid], facts.get(rid), rules)
+        and _sass_needed(profile, machine, k, rid, languages[rid], facts.get(rid), rules)
     ]
     reader.add_sass(profile.details, later)
     for rid in later:  # the facts the SASS tells where the counts do not (what HFMA2 computed)
@@ -173,7 +173,6 @@ def kernel_languages(kernels: list[Kernel], details: dict[int, ResultDetail]) ->
 
 def instruction_facts(
     profile: Profile,
-    frame: Any,
     machine: Machine,
     kernels: list[Kernel],
     languages: dict[int, str],
@@ -191,7 +190,7 @@ def instruction_facts(
         if detail is None:
             continue
         if languages.get(rid) in sass_languages:
-            row = frame.loc[rid].to_dict()
+            row = profile.results.row(rid)
             counted = needed.counted_facts(
                 detail.per_instruction, detail.opcodes, detail.access_types, roofline.hfma_kinds_matter(row)
             )
@@ -209,7 +208,6 @@ def instruction_facts(
 
 def _sass_needed(
     profile: Profile,
-    frame: Any,
     machine: Machine,
     kernel: Kernel,
     rid: int,
@@ -222,7 +220,7 @@ def _sass_needed(
     `evaluate` computes it)."""
     if facts is None:
         return True
-    row = frame.loc[rid].to_dict()
+    row = profile.results.row(rid)
     sm_count, launch_floor, dram_peak = machine
     rl = roofline.compute(row, sm_count, facts, launch_floor, dram_peak)
     ctx = KernelContext(kernel, row, rl, profile.device, {}, language, 0.0)
@@ -237,7 +235,7 @@ def _machine(profile: Profile) -> Machine:
     """(SM count, launch floor, DRAM peak) of the report's device, as `evaluate` hands them to the roofline."""
     return (
         num(profile.device.get("sm_count")),
-        ceilings.launch_floor(profile.device.get("name"), profile.results.to_dict("records")),
+        ceilings.launch_floor(profile.device.get("name"), profile.results),
         ceilings.DRAM_PEAKS.get(str(profile.device.get("name"))),
     )
 
@@ -296,14 +294,14 @@ def evaluate(
     """The roofline and the rules, once, on the representative launch of every kernel group and variant. `facts`:
     the machine model's facts by result id (`instruction_facts`); where it has none, from the per-instruction data.
     `machine`: `_machine(profile)`, where the caller has it."""
-    frame = profile.results.set_index("result_id", drop=False)
+    results = profile.results
     total_ns = sum(k.duration_ns for k in kernels)
     rule_total_ns = group_time.total_ns if group_time is not None and group_time.total_ns else total_ns
     sm_count, launch_floor, dram_peak = machine or _machine(profile)
     evaluation = Evaluation(groups=[], sections_seen=set(), warnings=[])
 
     def run(k: Kernel, share: float) -> Analysed:
-        row = frame.loc[k.representative].to_dict()
+        row = results.row(k.representative)
         detail = profile.details.get(k.representative)
         if facts is not None and k.representative in facts:
             known = facts[k.representative]
@@ -340,7 +338,7 @@ def evaluate(
             if k.variants
             else k
         )
-        told = group_time(k, num(frame.loc[k.representative].get("gpu__time_duration.sum"))) if group_time else None
+        told = group_time(k, num(results.row(k.representative).get("gpu__time_duration.sum"))) if group_time else None
         if told is not None:
             main = replace(main, launches=told[0], duration_ns=told[1])
         analysed = run(main, main.duration_ns / rule_total_ns if rule_total_ns else 0.0)

@@ -13,13 +13,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.console import Console
 
 from ncuadvisor.config import Config, configured_rules, resolve_config
 from ncuadvisor.errors import OutputError
 from ncuadvisor.render import escape_terminal as escape
 
 if TYPE_CHECKING:
+    from rich.console import Console
+
     from ncuadvisor.diff.types import DiffResult
     from ncuadvisor.result.types import Result
 
@@ -64,10 +65,14 @@ ForceOption = Annotated[bool, typer.Option("--force", help="Overwrite an existin
 
 
 def stdout_console() -> Console:
+    from rich.console import Console
+
     return Console(highlight=False, soft_wrap=True)
 
 
 def stderr_console() -> Console:
+    from rich.console import Console
+
     return Console(stderr=True, highlight=False, soft_wrap=True)
 
 

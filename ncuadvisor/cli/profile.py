@@ -7,7 +7,6 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.markup import escape
 
 from ncuadvisor.cli.common import (
     ConfigOption,
@@ -225,6 +224,8 @@ def profile(
         render_terminal(result, top=show)
         wrote(out_path)
         if keep and session.placed:
+            from rich.markup import escape
+
             reports = [p for p in session.placed if not str(p).endswith(".processes.json")]
             stdout_console().print(
                 "reports: "

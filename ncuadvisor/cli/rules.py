@@ -6,7 +6,6 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.markup import escape
 
 from ncuadvisor.cli.common import ConfigOption, load_rules, stdout_console
 from ncuadvisor.errors import InputError
@@ -21,6 +20,7 @@ def rules(
     config: ConfigOption = None,
 ) -> None:
     """The rule catalogue; `ncuadvisor rules MEM001` explains one rule."""
+    from rich.markup import escape
     from rich.table import Table
 
     # every rule, whatever the configuration selects; its rule folders and thresholds apply

@@ -103,6 +103,11 @@ def access_types(action: Any, pcs: set[int]) -> dict[int, float] | None:
 SassFor = Callable[[int, str | None], bool]
 
 
+def every_result(rid: int, first_file: str | None) -> bool:
+    """The `SassFor` that disassembles every result."""
+    return True
+
+
 def deep_and_sass(
     rid: int,
     action: Any,

@@ -1,4 +1,4 @@
-"""The data model: what a report holds, as plain data free of `ncu_report` (dataclasses and one pandas frame).
+"""The data model: what a report holds, as plain data free of `ncu_report` (dataclasses and one table of results).
 
 `Profile.results` has one row per result (kernel launch) and one column per metric the analysis asked for, plus the
 identity columns `ID_COLUMNS`. Non-scalar data (per-instruction source metrics, NCU's own rule results) lives in
@@ -14,6 +14,7 @@ from ncuadvisor.model.grouping import (
     launch_clusters,
     split_variants,
 )
+from ncuadvisor.model.table import Table
 from ncuadvisor.model.types import (
     ID_COLUMNS,
     LAUNCH_SPREAD,
@@ -39,6 +40,7 @@ __all__ = [
     "Profile",
     "ResultDetail",
     "SourceLine",
+    "Table",
     "Variant",
     "group_kernels",
     "launch_clusters",

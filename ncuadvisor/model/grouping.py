@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-import pandas as pd
+from typing import Any
 
+from ncuadvisor.model.table import Table
 from ncuadvisor.model.types import Kernel, Variant
 
 VARIANT_GAP = 1.25  # launches sorted by duration split into sizes where one is this much longer than the one before
@@ -59,7 +60,7 @@ LAUNCH_PICKS = ("median", "first", "each")
 
 
 def group_kernels(
-    results: pd.DataFrame, duration_metric: str = "gpu__time_duration.sum", pick: str = "median"
+    results: Table, duration_metric: str = "gpu__time_duration.sum", pick: str = "median"
 ) -> list[Kernel]:
     """Group results by (process, demangled name, grid, block), ordered by total time, largest first.
 
@@ -68,20 +69,21 @@ def group_kernels(
     is a kernel of its own, to see how the analysis varies from launch to launch)."""
     if pick not in LAUNCH_PICKS:
         raise ValueError(f"pick must be one of {LAUNCH_PICKS}, not {pick!r}")
-    if results.empty:
-        return []
-    frame = results.copy()
-    if duration_metric not in frame.columns:
-        frame[duration_metric] = float("nan")
-    frame["_dur"] = pd.to_numeric(frame[duration_metric], errors="coerce").fillna(0.0)
     columns = ["process", "demangled", "grid", "block"] + (["result_id"] if pick == "each" else [])
+    # the groups in the order of their first launch; a launch is (row, duration: 0 where not a number)
+    groups: dict[tuple[Any, ...], list[tuple[dict[str, Any], float]]] = {}
+    for row in results:
+        group = tuple(_group_key(row.get(c)) for c in columns)
+        groups.setdefault(group, []).append((row, _duration(row.get(duration_metric))))
     kernels: list[Kernel] = []
-    for keys, g in frame.groupby(columns, sort=False, dropna=False):
-        process, demangled, grid, block = keys[:4]
-        g_sorted = g.sort_values("_dur", kind="stable")
-        rep = int((g if pick == "first" else g_sorted).iloc[0 if pick == "first" else (len(g) - 1) // 2]["result_id"])
-        first = g.iloc[0]
-        key = f"{process}|{demangled}|{grid}|{block}" + (f"|{keys[4]}" if pick == "each" else "")
+    for launches in groups.values():
+        first = launches[0][0]
+        process, demangled, grid, block = (first.get(c) for c in columns[:4])
+        ids = [int(row["result_id"]) for row, _ in launches]
+        durations = [d for _, d in launches]
+        by_time = sorted(launches, key=lambda launch: launch[1])  # stable: equal durations keep launch order
+        rep = ids[0] if pick == "first" else int(by_time[(len(launches) - 1) // 2][0]["result_id"])
+        key = f"{process}|{demangled}|{grid}|{block}" + (f"|{first['result_id']}" if pick == "each" else "")
         kernels.append(
             Kernel(
                 key=key,
@@ -90,18 +92,30 @@ def group_kernels(
                 mangled=str(first["mangled"]),
                 grid=str(grid),
                 block=str(block),
-                result_ids=[int(x) for x in g["result_id"]],
+                result_ids=ids,
                 representative=rep,
-                launches=len(g),
-                duration_ns=float(g["_dur"].sum()),
+                launches=len(launches),
+                duration_ns=float(sum(durations)),  # whole nanoseconds: the same total in any order of summing
                 nvtx=str(first["nvtx"]),
                 process=str(process),
-                launch_min_ns=float(g_sorted["_dur"].iloc[0]),
-                launch_max_ns=float(g_sorted["_dur"].iloc[-1]),
-                variants=[]
-                if pick == "each"
-                else split_variants([int(x) for x in g["result_id"]], [float(x) for x in g["_dur"]], rep),
+                launch_min_ns=float(by_time[0][1]),
+                launch_max_ns=float(by_time[-1][1]),
+                variants=[] if pick == "each" else split_variants(ids, durations, rep),
             )
         )
     kernels.sort(key=lambda k: -k.duration_ns)
     return kernels
+
+
+_GAP = object()  # the group key of a missing value: every gap of a column falls into one group
+
+
+def _group_key(value: Any) -> Any:
+    return _GAP if value is None or (isinstance(value, float) and value != value) else value
+
+
+def _duration(value: Any) -> float:
+    """A launch's duration in ns; 0 where it is not a number."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return 0.0 if value != value else float(value)
+    return 0.0

@@ -5,8 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-import pandas as pd
-
+from ncuadvisor.model.table import Table
 from ncuadvisor.units import finite, fmt_ns
 
 # Identity columns of Profile.results (metrics are the other columns, named as ncu names them).
@@ -68,7 +67,7 @@ class Profile:
     """One loaded report."""
 
     path: str
-    results: pd.DataFrame
+    results: Table  # one row per result (`model.table`)
     device: dict[str, Any]
     ncu_version: str | None = None
     command_line: str | None = None

@@ -32,10 +32,10 @@ def profiled_bytes(paths: Iterable[str]) -> dict[tuple[str, str, str], tuple[flo
     for path in paths:
         try:
             wanted = [DRAM_READ, DRAM_WRITE, DURATION]
-            frame = ReportReader(path, wanted).results(wanted)
+            table = ReportReader(path, wanted).results(wanted)
         except (AdvisorError, OSError, ValueError):
             continue
-        for row in frame.sort_values("result_id").to_dict("records"):
+        for row in table:
             read, write, dur = num(row.get(DRAM_READ)), num(row.get(DRAM_WRITE)), num(row.get(DURATION))
             if read is None or write is None or not dur:
                 continue

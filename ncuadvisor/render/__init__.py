@@ -12,7 +12,6 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import jinja2
 from markupsafe import Markup, escape
 
 from ncuadvisor.errors import AdvisorError
@@ -36,6 +35,7 @@ from ncuadvisor.units import (
 )
 
 if TYPE_CHECKING:
+    import jinja2
     from rich.console import Console
 
 # C0 and C1 control characters (ESC, BEL, CSI, OSC ...) but tab and newline: from a kernel name or a saved result
@@ -167,41 +167,43 @@ def templates_dir() -> Path:
     raise AdvisorError("the templates folder is missing from this installation (reinstall ncuadvisor)")
 
 
-class _QuietBytecodeCache(jinja2.FileSystemBytecodeCache):
-    """jinja2's cache, where a cache file that cannot be read or written (the folder gone, the disk full) only means
-    that the template is compiled."""
-
-    def load_bytecode(self, bucket: Any) -> None:
-        try:
-            super().load_bytecode(bucket)
-        except OSError:
-            pass
-
-    def dump_bytecode(self, bucket: Any) -> None:
-        try:
-            super().dump_bytecode(bucket)
-        except OSError:
-            pass
-
-
-_BYTECODE: list[jinja2.BytecodeCache | None] = [None]
+_BYTECODE: list[str | None] = [None]
 
 
 def use_template_cache(folder: str | None) -> None:
     """Cache the templates' compiled code in `folder` (the command line passes the user's cache folder; None: every
     run compiles them): compiling the HTML page's templates costs ~0.25 s, more than rendering them. Keyed by each
     template's source, so an edited template is compiled again."""
-    _BYTECODE[0] = _QuietBytecodeCache(folder) if folder else None
+    _BYTECODE[0] = folder
 
 
 def _bytecode_cache() -> jinja2.BytecodeCache | None:
-    return _BYTECODE[0]
+    """jinja2's cache in the folder `use_template_cache` set, where a cache file that cannot be read or written (the
+    folder gone, the disk full) only means that the template is compiled."""
+    import jinja2
+
+    class QuietBytecodeCache(jinja2.FileSystemBytecodeCache):
+        def load_bytecode(self, bucket: Any) -> None:
+            try:
+                super().load_bytecode(bucket)
+            except OSError:
+                pass
+
+        def dump_bytecode(self, bucket: Any) -> None:
+            try:
+                super().dump_bytecode(bucket)
+            except OSError:
+                pass
+
+    return QuietBytecodeCache(_BYTECODE[0]) if _BYTECODE[0] else None
 
 
 def environment(autoescape: bool, filters: dict[str, Any] | None = None) -> jinja2.Environment:
     """The templates' environment: autoescape for HTML (off for markdown, which escapes with its own filters),
     StrictUndefined, the number filters and a format's own `filters`; compiled templates are cached
     (`_bytecode_cache`)."""
+    import jinja2
+
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(templates_dir())),
         bytecode_cache=_bytecode_cache(),

@@ -182,7 +182,7 @@ def read_rows(
                     if not first <= index - 1 < (stop if stop >= 0 else index):
                         j += 4 + n
                         continue
-                    r = Result.FromString(mm[j + 4 : j + 4 + n])
+                    r = Result.FromString(mm.view(j + 4, n))
                     j += 4 + n
                     row: dict[str, Any] = {
                         "name": r.function.decode("utf-8", "replace"),

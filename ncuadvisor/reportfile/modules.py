@@ -46,7 +46,7 @@ def elf_has_lines(mm: Any, start: int, end: int) -> bool | None:
 def _module_of(mm: Any, start: int, end: int, parse: Any) -> int | None:
     """The module id a result names (15: {1: id}), None when it names none."""
     if parse is not None:
-        r = parse.FromString(bytes(mm[start:end]))
+        r = parse.FromString(mm.view(start, end - start))
         return int(r.module.id) if r.HasField("module") and r.module.HasField("id") else None
     mod = _fields(mm, start, end).get(15)
     ids = _fields(mm, *mod[0]).get(1) if mod and isinstance(mod[0], tuple) else None

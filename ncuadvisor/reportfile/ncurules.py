@@ -173,7 +173,7 @@ def read_rule_results(
                     if j + 4 + n > end:
                         return None
                     if index in want:
-                        r = parse.FromString(bytes(mm[j + 4 : j + 4 + n]))
+                        r = parse.FromString(mm.view(j + 4, n))
                         try:
                             out[index] = {
                                 "sections": sections(r.sections),

@@ -53,7 +53,7 @@ def main() -> int:
         print(f"no kernel {args.kernel!r} in {args.report}", file=sys.stderr)
         return 2
     k = kernels[0]
-    row = profile.results.set_index("result_id").loc[k.representative].to_dict()
+    row = profile.results.row(k.representative)
     total = sum(x.duration_ns for x in group_kernels(profile.results))
     print(f'[[case]]\nname = "{k.name}"\nkernel = "{k.name}"\ntime_share = {k.duration_ns / total:.3f}\n')
     print("[case.metrics]")
