@@ -20,12 +20,14 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import time
 from pathlib import Path
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from step_timing import measured_step, time_steps  # noqa: E402
 
 
 class Basic(nn.Module):
@@ -95,30 +97,15 @@ def main() -> None:
         opt.step()
         return loss.detach()
 
-    t0 = time.perf_counter()
-    for _ in range(max(1, args.steps) - 1):
-        step()
-    torch.cuda.synchronize()
-    t_warm = time.perf_counter()
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    with torch.cuda.nvtx.range("step"):
-        rid = torch.cuda.nvtx.range_start("step_all_threads")
-        start.record()
-        loss = step()
-        end.record()
-        torch.cuda.nvtx.range_end(rid)
-    torch.cuda.synchronize()
+    loss, step_ms, warmup_s = measured_step(step, args.steps)
     print(
         f"cnn_step batch={args.batch} size={args.size} width={args.width} blocks={args.blocks} "
         f"channels_last={args.channels_last} bf16={args.bf16} fused={args.fused}: "
-        f"step_ms={start.elapsed_time(end):.3f} warmup_s={t_warm - t0:.2f} loss={loss.item():.4f} "
+        f"step_ms={step_ms:.3f} warmup_s={warmup_s:.2f} loss={loss.item():.4f} "
         f"torch={torch.__version__}",
         flush=True,
     )
     if args.time > 0:
-        sys.path.insert(0, str(Path(__file__).resolve().parent))
-        from step_timing import time_steps
-
         row = {"script": "cnn_step", "channels_last": args.channels_last, "bf16": args.bf16, "fused": args.fused}
         row |= {"batch": args.batch, "size": args.size, "width": args.width, "blocks": args.blocks}
         print(json.dumps(row | {"torch": torch.__version__} | time_steps(step, args.time)), flush=True)

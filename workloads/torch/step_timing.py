@@ -1,8 +1,13 @@
 """A training step timed as a loop: the wall time per step between two CUDA events, and the GPU's kernel time per step
 as torch.profiler records it (CUDA activities only), for the `--time N` option of gpt_step.py and cnn_step.py.
 
-    from step_timing import time_steps
+    from step_timing import measured_step, time_steps
+    loss, step_ms, warmup_s = measured_step(step, 3)   # 2 warm-up calls, then one inside the NVTX ranges
     row = time_steps(step, 20)   # after the warm-up: {"steps", "wall_us", "kernel_us", "kernels", "memory_us", "top"}
+
+`measured_step`: `steps - 1` warm-up calls outside any NVTX range, then one call inside the push/pop range "step" and
+the process-wide start/end range "step_all_threads" (`ncu --nvtx-include step_all_threads` also takes the backward
+kernels, which autograd launches from its own thread), timed between two CUDA events.
 
 First `n` steps back to back between two CUDA events, without the profiler (its own host cost would count); then `n`
 more under torch.profiler, whose Chrome trace gives every kernel's duration on the GPU: their sum per step
@@ -15,6 +20,7 @@ from __future__ import annotations
 import json
 import re
 import tempfile
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -25,6 +31,27 @@ def function_name(kernel: str) -> str:
     text = re.sub(r"^void ", "", kernel)
     cut = min((i for i in (text.find("<"), text.find("(")) if i >= 0), default=len(text))
     return text[:cut].split("::")[-1].strip() or kernel[:60]
+
+
+def measured_step(step: Callable[[], Any], steps: int) -> tuple[Any, float, float]:
+    """`steps - 1` warm-up calls, then the measured one inside the NVTX ranges: (its output, its ms between two CUDA
+    events, the warm-up's seconds)."""
+    import torch
+
+    t0 = time.perf_counter()
+    for _ in range(max(1, steps) - 1):
+        step()
+    torch.cuda.synchronize()
+    warmup_s = time.perf_counter() - t0
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    with torch.cuda.nvtx.range("step"):
+        rid = torch.cuda.nvtx.range_start("step_all_threads")
+        start.record()
+        out = step()
+        end.record()
+        torch.cuda.nvtx.range_end(rid)
+    torch.cuda.synchronize()
+    return out, start.elapsed_time(end), warmup_s
 
 
 def time_steps(step: Callable[[], Any], n: int) -> dict[str, Any]:
