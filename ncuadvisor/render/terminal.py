@@ -189,7 +189,7 @@ def render_terminal(result: ResultRecord, console: Console | None = None, top: i
     for w in rep.warnings:
         console.print(f"[yellow]warning:[/yellow] {escape(str(w))}")
     if view.host is not None and view.host.used:
-        console.print(f"host timeline {escape(str(view.host.name))}: {escape(view.host.summary)}", soft_wrap=True)
+        console.print(f"host timeline {escape(str(view.host.name))}: {escape(view.host.summary)}")
     _where_to_start(console, view, width)
 
     kernels = view.kernels[:top]
