@@ -10,6 +10,10 @@ TRANSFORM = re.compile(r"\b(nchwToNhwc|nhwcToNchw)Kernel\b")
 # cuDNN's own set-up launches between a convolution's transforms and its kernel: no data of the program
 HELPER = re.compile(r"\binit_device_workspace_kernel\b")
 TO_NHWC, TO_NCHW = "nchwToNhwc", "nhwcToNchw"
+# cuDNN's NCHW BatchNorm kernels (cudnn::bn_fw_tr_1C11_kernel_NCHW, bn_bw_1C11_kernel_new, bn_*_1C11_singleread): one
+# thread block per channel, so a layer of 64 channels runs 64 blocks on the GPU's 132 SMs; channels_last swaps them
+# for NHWC kernels that fill the GPU
+NCHW_BATCHNORM = re.compile(r"\bbn_\w*1C11")
 
 _TORCH = Fix(
     text=(
@@ -54,7 +58,11 @@ class CudnnLayoutTransforms(ProgramRule):
         The counted transforms disappear: their whole time. Other kernels may change too: cuDNN may pick other
         convolution kernels for NHWC tensors (for a convolution it ran in NCHW, such as one with 3 input channels),
         BatchNorm, pooling and elementwise ops switch to their channels_last kernels, and converting the input is one
-        copy per batch unless the data arrives in NHWC. An FP32 NCHW convolution on the FMA pipes has no transforms
+        copy per batch unless the data arrives in NHWC. cuDNN's NCHW BatchNorm kernels (`bn_*_1C11_*`: one thread
+        block per channel) are named with their time, not counted: on a ResNet-style training step
+        (`workloads/torch/cnn_step.py`, H200) the transforms were 0.77 ms of the 1.22 ms of kernels channels_last
+        saved, and the NHWC BatchNorm kernels took 407 µs a step where the NCHW ones took 938 µs, so the estimate
+        is a lower bound in a network with BatchNorm. An FP32 NCHW convolution on the FMA pipes has no transforms
         yet: TEN002 speaks to it and counts the transforms that TF32 would add as part of its new time, so the two
         rules never claim the same kernels.
 
@@ -103,6 +111,15 @@ class CudnnLayoutTransforms(ProgramRule):
         if to_nchw:
             parts.append(f"{len(to_nchw)} nhwcToNchw ({fmt_ns(ns(to_nchw))}) convert their outputs back to NCHW")
         torch = any((k.get("language") in ("pytorch", "triton")) for k in p.kernels)
+        bn = [k for k in p.kernels if NCHW_BATCHNORM.search(str(k.get("name") or ""))]
+        bn_ns = sum(float(k.get("duration_ns") or 0.0) for k in bn)
+        also = (
+            f" cuDNN's NCHW BatchNorm kernels ({count(len(bn), 'kernel')}, {fmt_ns(bn_ns)}, "
+            f"{bn_ns / p.total_ns:.0%} of GPU time) run one thread block per channel; channels_last runs NHWC "
+            "BatchNorm kernels that fill the GPU instead (not counted here)."
+            if bn_ns
+            else ""
+        )
         return [
             self.finding(
                 title=(
@@ -115,7 +132,7 @@ class CudnnLayoutTransforms(ProgramRule):
                     + " and ".join(parts)
                     + ". With the model and its input in channels_last they are not needed; "
                     "cuDNN may then also pick other convolution kernels, and BatchNorm, pooling and elementwise ops "
-                    "run their channels_last versions."
+                    "run their channels_last versions." + also
                 ),
                 fix=self.fix_in("pytorch" if torch else "cuda"),
                 kernels=[str(p.by_id[kid].get("display_name") or p.by_id[kid]["name"]) for kid in ids],

@@ -165,6 +165,10 @@ def test_cnn_step_sgd_and_layout_transforms():
     )
     assert "channels_last" in t["fix_code"]
     assert r["top_actions"][0]["rule"] == "PYT004"
+    # cuDNN's NCHW BatchNorm kernels (one block per channel) are named with their time, not counted
+    batchnorm = [k for k in r["kernels"] if "1C11" in k["name"]]
+    assert batchnorm and not {k["id"] for k in batchnorm} & set(t["kernel_ids"])
+    assert f"NCHW BatchNorm kernels ({len(batchnorm)} kernels" in t["message"]
     o = program(r, "PYT003")
     assert o is not None and "torch.optim.SGD" in o["fix_code"]
     assert evidence(o, "parameters") == pytest.approx(cnn_parameters(), rel=0.001)
