@@ -14,7 +14,8 @@ has a more precise line keeps it.
 
 The text joins the runner (`profile.target.TORCH_RUNNER`) between its frame walk and its main part: the walk and the
 range text need no torch (tests run them without it); `_graph_replay_lines()`, called by the main part under
-"lines", reads the runner's globals (torch, _nvtx, _current_node, _BACKWARD_CALL, _where, _is_compiling) when called.
+"lines", reads the runner's globals (torch, _nvtx, _current_node, _node_of, _BACKWARD_CALL, _where, _is_compiling) when
+called.
 """
 
 TORCH_RUNNER_GRAPHS = r"""
@@ -59,16 +60,8 @@ def _graph_replay_lines():
             frame = sys._getframe()
             where = _replay_where(frame) or _where(frame)
             return _graph_range_text(where) if where else None
-        where = None
-        try:
-            where = node.metadata.get("ncuadvisor_line")
-        except Exception:
-            pass
-        try:
-            name = node.name()
-        except Exception:
-            name = type(node).__name__
-        where = where or _BACKWARD_CALL[0]
+        name, stored = _node_of(node)
+        where = stored or _BACKWARD_CALL[0]
         return _graph_range_text(where, name) if where else None
 
     def _replay_with_line(replay, compiling=_is_compiling):

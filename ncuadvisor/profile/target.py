@@ -53,6 +53,18 @@ def _skipped(filename):
     return filename.startswith("<") or _generated(filename) or any(filename.startswith(d) for d in _SKIP_DIRS)
 
 
+def _node_of(node):
+    # an autograd node's name and the forward line the runner stored on it ("" when none)
+    try:
+        where = node.metadata.get("ncuadvisor_line") or ""
+    except Exception:
+        where = ""
+    try:
+        return node.name(), where
+    except Exception:
+        return type(node).__name__, where
+
+
 def _marked_where(filename, lineno):
     # the mark the runner has Inductor write just above each kernel call of its generated code, next to Inductor's
     # own provenance comment: "# ncuadvisor-line <line>:<function>:<file>" ("-" when none is known); "" when the
@@ -194,15 +206,8 @@ if "lines" in features:
         if node is not None:
             # an op of compiled backward code: the forward line Inductor's mark names
             where = _generated_where(sys._getframe()) if _GENERATED_DIRS else ""
-            try:
-                where = where or node.metadata.get("ncuadvisor_line")
-            except Exception:
-                pass
-            try:
-                name = node.name()
-            except Exception:
-                name = type(node).__name__
-            where = where or _BACKWARD_CALL[0]
+            name, stored = _node_of(node)
+            where = where or stored or _BACKWARD_CALL[0]
             return _range_text(where, name) if where else None
         where = _where(sys._getframe())
         if where:
