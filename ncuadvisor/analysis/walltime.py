@@ -229,45 +229,42 @@ class HostModel:
         last = matched[-1]
         return max(r.op_end_ns[: first + 1]), max(r.op_end_ns[: last + 1]), last - first
 
-    def wall_per_window_ns(self, r: Replayed | None = None) -> float:
-        """The wall time of one report window in a replay (the base when None), in the steady state: the mean of the
-        steady windows (`_steady_periods`), anchor to anchor, where the trace has anchors. The mean, not the median:
-        where the host sets the pace its time per window varies (3.5 ms, then 2.3 ms), and the step takes its sum."""
-        periods = self._steady_periods(r or self.base)
+    def _spans(self, r: Replayed) -> tuple[list[tuple[float, float, int]], float]:
+        """The steady state of a replay as (start, end, operations) spans, and the windows they hold: the steady
+        windows where the trace has anchors (one each), else the one span of `_steady` (its windows less the first,
+        or all of them when it is the whole replay)."""
+        periods = self._steady_periods(r)
         if periods:
-            return sum(e - s for s, e, _ in periods) / len(periods)
-        start, end, _ = self._steady(r or self.base)
+            return periods, float(len(periods))
         steady = self.windows - 1 if self.windows >= 1.5 and self.matched_launches >= 2 else self.windows
-        return (end - start) / steady if steady > 0 else math.nan
+        return [self._steady(r)], steady
+
+    def wall_per_window_ns(self, r: Replayed | None = None) -> float:
+        """The wall time of one report window in a replay (the base when None), in the steady state (`_spans`): the
+        mean of the steady windows, anchor to anchor, where the trace has anchors. The mean, not the median: where
+        the host sets the pace its time per window varies (3.5 ms, then 2.3 ms), and the step takes its sum."""
+        spans, windows = self._spans(r or self.base)
+        return sum(e - s for s, e, _ in spans) / windows if windows > 0 else math.nan
 
     @cached_property
     def gpu_busy_share(self) -> float:
         """The share of the steady state's wall time the GPU had an operation running."""
         r = self.base
-        steady = self._steady_periods(r)
-        if steady:
-            busy = sum(
-                union_ns([(max(s, a), min(e, b)) for s, e in zip(r.op_start_ns, r.op_end_ns) if e > a and s < b])
-                for a, b, _ in steady
-            )
-            return busy / sum(b - a for a, b, _ in steady)
-        start, end, _ = self._steady(self.base)
-        busy = union_ns(
-            [(max(s, start), min(e, end)) for s, e in zip(r.op_start_ns, r.op_end_ns) if e > start and s < end]
+        spans, _ = self._spans(r)
+        busy = sum(
+            union_ns([(max(s, a), min(e, b)) for s, e in zip(r.op_start_ns, r.op_end_ns) if e > a and s < b])
+            for a, b, _ in spans
         )
-        return busy / (end - start) if end > start else 0.0
+        wall = sum(b - a for a, b, _ in spans)
+        return busy / wall if wall > 0 else 0.0
 
     @cached_property
     def host_ns_per_launch(self) -> float:
         """The host's time per GPU operation: the steady state replayed with every operation taking no time, ÷ its
         operations (what the host needs to issue them: the floor under the step's wall time)."""
-        hosted = replay(self.plan, [0.0] * self.launches, hide_profiler=True)
-        periods = self._steady_periods(hosted)
-        if periods:
-            ops = sum(n for _, _, n in periods)
-            return sum(e - s for s, e, _ in periods) / ops if ops else 0.0
-        start, end, n = self._steady(hosted)
-        return (end - start) / n if n else 0.0
+        spans, _ = self._spans(replay(self.plan, [0.0] * self.launches, hide_profiler=True))
+        ops = sum(n for _, _, n in spans)
+        return sum(e - s for s, e, _ in spans) / ops if ops else 0.0
 
     @property
     def launches_per_window(self) -> float:
