@@ -25,6 +25,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from planted import time_loop  # this folder: the scripts that import this module put it on sys.path
+
 
 def function_name(kernel: str) -> str:
     """`void cudnn::bn_fw_tr_1C11_kernel_NCHW<float, ...>(...)` -> `bn_fw_tr_1C11_kernel_NCHW`."""
@@ -58,14 +60,7 @@ def time_steps(step: Callable[[], Any], n: int) -> dict[str, Any]:
     import torch
     from torch.profiler import ProfilerActivity, profile
 
-    torch.cuda.synchronize()
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    start.record()
-    for _ in range(n):
-        step()
-    end.record()
-    end.synchronize()
-    wall_us = start.elapsed_time(end) * 1e3 / n
+    wall_us = time_loop(step, n)  # planted.py's loop between two CUDA events
     with profile(activities=[ProfilerActivity.CUDA]) as prof:
         for _ in range(n):
             step()
