@@ -3,7 +3,7 @@
 # nobody tuned or planted (workloads/torch/gpt_step.py: GPT-style, bf16 autocast, SDPA; workloads/torch/cnn_step.py:
 # ResNet-style, fp32 NCHW, PyTorch's defaults), each timed plain first. Per program in $OUT: the plain run's line,
 # the profile's log, its JSON and markdown, its host trace where PROFILE_ARGS has --host-time, and the list of its
-# phase reports (too large to bring back). Keeps to $BUDGET seconds (default 300). PROGRAMS: which (default "gpt cnn");
+# phase reports (too large to bring back). Keeps to $BUDGET seconds (default 300). PROGRAMS: which, in order (default "gpt cnn");
 # STEPS: the steps each script runs (default 3: two warm-ups, the profiled one).
 #     OUT=/tmp/up BUDGET=300 bash benchmarks/device/unplanted.sh
 #     PROGRAMS=cnn STEPS=8 PROFILE_ARGS="--python-lines --host-time" OUT=/tmp/up BUDGET=200 bash benchmarks/device/unplanted.sh
@@ -26,8 +26,9 @@ run_one() {  # NAME SHARE_OF_WHAT_IS_LEFT SCRIPT ARGS...
   ls -la /tmp/up/"$name" > "$OUT/${name}_reports.txt"   # the reports stay there: together they exceed what comes back
   grep -v "==PROF== Profiling" "$OUT/${name}_profile.log" | tail -25
 }
-PROGRAMS=${PROGRAMS:-gpt cnn}
-[[ " $PROGRAMS " == *" gpt "* ]] && run_one gpt $([[ " $PROGRAMS " == *" cnn "* ]] && echo $(( BUDGET / 2 )) || echo 5) \
-  workloads/torch/gpt_step.py --steps "${STEPS:-3}"
-[[ " $PROGRAMS " == *" cnn "* ]] && run_one cnn 5 workloads/torch/cnn_step.py --steps "${STEPS:-3}"
+read -ra PROGS <<< "${PROGRAMS:-gpt cnn}"
+for i in "${!PROGS[@]}"; do  # each program but the last leaves half of what is left to those after it
+  keep=5; (( i < ${#PROGS[@]} - 1 )) && keep=$(( $(left) / 2 ))
+  run_one "${PROGS[$i]}" "$keep" "workloads/torch/${PROGS[$i]}_step.py" --steps "${STEPS:-3}"
+done
 ls -la "$OUT"
