@@ -84,6 +84,7 @@ def host_entry(model: HostModel) -> HostTimeline:
         unmatched_kernels=model.unmatched_kernels,
         trace_wall_ns=t.window_ns,
         profiler_stall_ns=model.profiler_stall_ns,
+        profiler_call_cost_ns=t.call_cost_ns,
     )
 
 
