@@ -26,9 +26,7 @@ clear `InputError`: not JSON, not a Chrome trace, no CUDA runtime call or no GPU
 
 from __future__ import annotations
 
-import gzip
 import json
-import lzma
 import math
 import os
 from dataclasses import dataclass, field
@@ -36,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from ncuadvisor.errors import InputError
+from ncuadvisor.reportfile.sniff import DECOMPRESS_ERRORS, open_decompressed
 
 HOST_CATEGORIES = frozenset({"cuda_runtime", "cuda_driver"})
 GPU_CATEGORIES = {"kernel": "kernel", "gpu_memset": "memset", "gpu_memcpy": "memcpy"}
@@ -131,19 +130,10 @@ def call_cost(cost: Any) -> float | None:
 
 
 def _load_json(p: Path) -> Any:
-    with open(p, "rb") as f:
-        head = f.read(6)
-    opener: Any
-    if head.startswith(b"\xfd7zXZ"):
-        opener = lzma.open
-    elif head.startswith(b"\x1f\x8b"):
-        opener = gzip.open
-    else:
-        opener = open
     try:
-        with opener(p, "rb") as f:
+        with open_decompressed(p, by_magic=True) as f:
             raw = f.read(MAX_TRACE_BYTES + 1)
-    except (OSError, lzma.LZMAError, EOFError) as exc:
+    except DECOMPRESS_ERRORS as exc:
         raise InputError(f"{p}: cannot read the trace ({exc})") from exc
     if len(raw) > MAX_TRACE_BYTES:
         raise InputError(f"{p}: the trace is larger than {MAX_TRACE_BYTES >> 30} GiB decompressed")
