@@ -276,8 +276,8 @@ class CudnnLayoutTransforms(ProgramRule):
         """cuDNN's NCHW BatchNorm kernels of the program: those the model can time as NHWC ones, and the rest."""
         part = _BatchNormPart()
         for k in p.kernels:
-            if not NCHW_BATCHNORM.search(str(k.get("name") or "")):
-                continue
+            if not NCHW_BATCHNORM.search(str(k.get("name") or "")) or str(k.get("id")) in p.owned:
+                continue  # not cuDNN's NCHW BatchNorm, or a kernel another program rule owns
             b = batchnorm_as_nhwc(k, p.device)
             if b is not None and b.nhwc_ns < b.now_ns:
                 part.modelled.append(b)
