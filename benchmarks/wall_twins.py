@@ -6,7 +6,8 @@ with it left in (as before it was measured).
 
     python3 benchmarks/wall_twins.py DIR [--markdown]
 
-DIR holds what wall_twins.sh wrote: NAME.json (the `profile` result), NAME_trace_R.json.gz, twins.jsonl.
+DIR holds what wall_twins.sh wrote: NAME.json (the `profile` result), NAME_trace_R.json.gz, twins.jsonl (or the
+same xz-compressed, NAME.json.xz and NAME_trace_R.json.xz, as fixtures/wall-twins-2026-12-02 keeps them).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import lzma
 import statistics
 import sys
 from pathlib import Path
@@ -45,11 +47,15 @@ def estimates(result: Result, trace: Path, keep_cost: bool) -> dict[str, Any]:
 def rows(folder: Path) -> list[dict[str, Any]]:
     twins = [json.loads(line) for line in (folder / "twins.jsonl").read_text().splitlines() if line.strip()]
     out = []
-    for res_path in sorted(folder.glob("*.json")):
-        name = res_path.stem
-        result = Result.from_dict(json.loads(res_path.read_text()))
-        for trace in sorted(folder.glob(f"{name}_trace_*.json.gz")):
-            rnd = int(trace.name.removesuffix(".json.gz").rsplit("_", 1)[1])
+    for res_path in sorted([*folder.glob("*.json"), *folder.glob("*.json.xz")]):
+        name = res_path.name.split(".")[0]
+        if "_trace_" in name:
+            continue
+        opener = lzma.open if res_path.suffix == ".xz" else open
+        with opener(res_path, "rt") as f:
+            result = Result.from_dict(json.load(f))
+        for trace in sorted(folder.glob(f"{name}_trace_*.json.*")):
+            rnd = int(trace.name.split(".")[0].rsplit("_", 1)[1])
             base = next((t for t in twins if t["name"] == name and t["round"] == rnd), None)
             if base is None:
                 continue
