@@ -7,17 +7,14 @@ from __future__ import annotations
 
 import json
 import lzma
-from typing import Any
 
 import pytest
 
 from ncuadvisor import engine
 from ncuadvisor.analysis.language import nll_loss_kernel, softmax_kernel
-from ncuadvisor.analysis.pipeline import add_program_level
 from ncuadvisor.analysis.roofline import PRACTICAL_FRACTION
 from ncuadvisor.rules_api import ProgramContext
 from rules.PYT005_unfused_cross_entropy import UnfusedCrossEntropy
-from tests.synthetic import typed_result
 from tests.test_rules_torch_step import UNPLANTED, evidence, program, rerun
 
 # workloads/torch/gpt_step.py's defaults: batch 8 × sequence 1024 tokens, GPT-2's padded vocabulary
@@ -40,32 +37,6 @@ def loss_kernels(result: dict) -> set[str]:
         if k["language"] == "pytorch" and any(b in (2 * n, 4 * n) for b in moved):
             found.add(k["id"])
     return found
-
-
-def rerun_with_bytes(name: str, rules: list[Any]) -> dict:
-    """`rerun`, with the DRAM bytes a full capture records: each profiled launch's load and store bytes (what PRG002
-    weighs to chain kernels; the saved result holds no per-launch DRAM bytes)."""
-    data = json.loads(lzma.open(UNPLANTED / f"{name}.json.xz").read())
-    launches = []
-    for k in data["kernels"]:
-        r = k.get("roofline") or {}
-        for rid in k["result_ids"]:
-            launches.append(
-                {
-                    "result_id": rid,
-                    "kernel_id": k["id"],
-                    "name": k["name"],
-                    "stream": (k.get("launch") or {}).get("stream"),
-                    "duration_ns": k["duration_ns"] / len(k["result_ids"]),
-                    "dram_read_bytes": r.get("load_bytes") if k.get("profiled") else None,
-                    "dram_write_bytes": r.get("store_bytes") if k.get("profiled") else None,
-                    "grid": k["grid"],
-                    "block": k["block"],
-                }
-            )
-    result = typed_result(data)
-    add_program_level(result, sorted(launches, key=lambda x: x["result_id"]), rules)
-    return result.to_dict()
 
 
 def test_gpt_step_loss_is_one_finding_over_its_kernels():
@@ -121,10 +92,10 @@ def test_no_fusion_chain_holds_a_loss_kernel():
     """With the DRAM bytes a full capture has, PRG002 chains the log-softmax with its casts when PYT005 is left out
     (so the test can fail), and not when it owns them."""
     rules = engine.discover()
-    without = rerun_with_bytes("gpt", [r for r in rules if r.code != "PYT005"])
+    without = rerun("gpt", [r for r in rules if r.code != "PYT005"], with_bytes=True)
     chained = {kid for p in without["program_findings"] if p["rule"] == "PRG002" for kid in p["kernel_ids"]}
     assert chained & loss_kernels(without)
-    with_owner = rerun_with_bytes("gpt", rules)
+    with_owner = rerun("gpt", rules, with_bytes=True)
     assert program(with_owner, "PYT005") is not None
     for p in with_owner["program_findings"]:
         if p["rule"] == "PRG002":

@@ -38,20 +38,14 @@ def evidence(finding: dict, metric: str) -> float:
     return next(e["value"] for e in finding["evidence"] if e["metric"] == metric)
 
 
-def rerun(name: str) -> dict:
-    """A saved result of `ncuadvisor profile` with its program findings and ranking made again by today's rules. Its
-    launches are rebuilt from the kernels' result ids (launch order), each at its kernel group's mean time, on the
-    group's stream, without their DRAM bytes (PRG002's chains, which weigh those, find nothing here)."""
-    data = json.loads(lzma.open(UNPLANTED / f"{name}.json.xz").read())
-    result = typed_result(data)
-    add_program_level(result, launches_of(data["kernels"]), engine.discover())
-    return result.to_dict()
-
-
-def launches_of(kernels: list[dict]) -> list[dict]:
-    """The launches of these kernel entries in result-id order, each at its group's mean time, on its stream."""
+def launches_of(kernels: list[dict], with_bytes: bool = False) -> list[dict]:
+    """The launches of these kernel entries in result-id order, each at its group's mean time, on its stream; without
+    DRAM bytes (PRG002's chains, which weigh those, find nothing then), or `with_bytes`: each profiled launch's load
+    and store bytes, as a full capture records them."""
     launches = []
     for k in kernels:
+        r = k.get("roofline") or {}
+        deep = with_bytes and k.get("profiled")
         for rid in k["result_ids"]:
             launches.append(
                 {
@@ -60,13 +54,22 @@ def launches_of(kernels: list[dict]) -> list[dict]:
                     "name": k["name"],
                     "stream": (k.get("launch") or {}).get("stream"),
                     "duration_ns": k["duration_ns"] / len(k["result_ids"]),
-                    "dram_read_bytes": None,
-                    "dram_write_bytes": None,
+                    "dram_read_bytes": r.get("load_bytes") if deep else None,
+                    "dram_write_bytes": r.get("store_bytes") if deep else None,
                     "grid": k["grid"],
                     "block": k["block"],
                 }
             )
     return sorted(launches, key=lambda x: x["result_id"])
+
+
+def rerun(name: str, rules: list[Any] | None = None, with_bytes: bool = False) -> dict:
+    """A saved result of `ncuadvisor profile` with its program findings and ranking made again by today's rules (or
+    `rules`), over its launches rebuilt from the kernels' result ids (`launches_of`)."""
+    data = json.loads(lzma.open(UNPLANTED / f"{name}.json.xz").read())
+    result = typed_result(data)
+    add_program_level(result, launches_of(data["kernels"], with_bytes), engine.discover() if rules is None else rules)
+    return result.to_dict()
 
 
 def gpt_parameters(vocab: int = 50304, seq: int = 1024, d: int = 768, layers: int = 6) -> int:
