@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import lzma
 import re
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -63,10 +64,10 @@ def launches_of(kernels: list[dict], with_bytes: bool = False) -> list[dict]:
     return sorted(launches, key=lambda x: x["result_id"])
 
 
-def rerun(name: str, rules: list[Any] | None = None, with_bytes: bool = False) -> dict:
-    """A saved result of `ncuadvisor profile` with its program findings and ranking made again by today's rules (or
-    `rules`), over its launches rebuilt from the kernels' result ids (`launches_of`)."""
-    data = json.loads(lzma.open(UNPLANTED / f"{name}.json.xz").read())
+def rerun(name: str, rules: list[Any] | None = None, with_bytes: bool = False, folder: Path = UNPLANTED) -> dict:
+    """A saved result of `ncuadvisor profile` (`folder/name.json.xz`) with its program findings and ranking made again
+    by today's rules (or `rules`), over its launches rebuilt from the kernels' result ids (`launches_of`)."""
+    data = json.loads(lzma.open(folder / f"{name}.json.xz").read())
     result = typed_result(data)
     add_program_level(result, launches_of(data["kernels"], with_bytes), engine.discover() if rules is None else rules)
     return result.to_dict()
