@@ -27,7 +27,8 @@ _FIX = Fix(
         "choice for numerical safety (a log-sum-exp over {classes:,} classes in bf16 loses precision); the fused "
         "kernel keeps it, accumulating in fp32 in registers. For very large vocabularies or long sequences, a "
         "chunked or fused linear + cross-entropy (Liger Kernel's LigerFusedLinearCrossEntropyLoss) never "
-        "materialises the logits at all."
+        "materialises the logits at all. A compiled function costs host time of its own on every call (its "
+        "guards, the wrapper): on a step whose GPU already waits on the host, time the step's wall clock too."
     ),
     code=(
         "loss_fn = torch.compile(F.cross_entropy)   # or @torch.compile on the function that computes the loss\n"
