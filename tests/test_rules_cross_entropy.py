@@ -15,6 +15,7 @@ from ncuadvisor.analysis.language import nll_loss_kernel, softmax_kernel
 from ncuadvisor.analysis.roofline import PRACTICAL_FRACTION
 from ncuadvisor.rules_api import ProgramContext
 from rules.PYT005_unfused_cross_entropy import UnfusedCrossEntropy
+from tests.synthetic import typed_result
 from tests.test_rules_torch_step import UNPLANTED, evidence, program, rerun
 
 # workloads/torch/gpt_step.py's defaults: batch 8 × sequence 1024 tokens, GPT-2's padded vocabulary
@@ -210,3 +211,20 @@ def test_at_another_size_the_estimates_hold():
         for x in (x for x in rows if x["name"] == fix):
             measured = (base[x["round"]] - x["kernel_us"]) * 1e3
             assert abs(finding["estimated_saving_ns"] / measured - 1) < 0.3, (fix, measured)
+
+
+def test_every_loss_kernel_points_to_the_loss_finding_in_the_kernel_table():
+    """The kernel table's cell of a kernel without a finding of its own names the program finding that covers it,
+    whether or not the kernel holds the share that earns a no-rule verdict: the seven loss kernels all read
+    "see PYT005 (program)" (the log-softmax kernels, 3-5% each, read "–" before)."""
+    from ncuadvisor.render.view import report_view
+
+    r = rerun("gpt")
+    f = program(r, "PYT005")
+    assert f is not None
+    view = report_view(typed_result(r))
+    cells = {k.anchor: k.no_rule_label for k in view.kernels if not k.findings}
+    loss = [kid for kid in f["kernel_ids"] if kid in cells]
+    assert len(loss) >= 5
+    assert all(cells[kid] == "see PYT005 (program)" for kid in loss)
+    assert any(label == "" for label in cells.values())  # a kernel that no finding names still reads "–"

@@ -93,9 +93,12 @@ class Evidence:
     kind: str  # how the value reads: "pct" (a 0..1 fraction), "pct100" (already in %), "x" (a ratio), "num"
 
 
-def _no_rule_label(v: Any) -> str:
+def _no_rule_label(v: Any, covered_by: str | None = None) -> str:
+    """A kernel's table cell when it has no finding: its no-rule verdict ("no rule applies", or the program finding
+    that covers it), else the program finding that names it (a kernel under the verdict's share: PYT005's loss
+    kernels, a fusion chain's), else nothing."""
     if v is None:
-        return ""
+        return f"see {covered_by} (program)" if covered_by else ""
     return f"see {v.program_rule} (program)" if v.program_rule else "no rule applies"
 
 
@@ -351,7 +354,7 @@ def _variant(v: rt.VariantEntry) -> Variant:
     )
 
 
-def _kernel(index: int, k: rt.KernelEntry, tags: Mapping[str, str]) -> Kernel:
+def _kernel(index: int, k: rt.KernelEntry, tags: Mapping[str, str], covering: Mapping[str, str]) -> Kernel:
     analysed = number(k.analysed_duration_ns)
     own_ns = analysed if analysed is not None else k.duration_ns
     findings = [_finding(f, own_ns) for f in k.findings]
@@ -368,7 +371,7 @@ def _kernel(index: int, k: rt.KernelEntry, tags: Mapping[str, str]) -> Kernel:
         full_name=k.demangled or k.name,
         shape_tag=tags.get(str(k.id), ""),
         no_rule=k.no_rule.message if k.no_rule is not None else None,
-        no_rule_label=_no_rule_label(k.no_rule),
+        no_rule_label=_no_rule_label(k.no_rule, covering.get(str(k.id))),
         executable=k.process.executable if k.process is not None else None,
         source_anchor=_source(k.source_anchor),
         roofline=_roofline(k.roofline),
@@ -421,6 +424,10 @@ def _report(rep: rt.ReportInfo) -> Report:
 def report_view(result: rt.Result) -> Result:
     """The view of a result (the typed JSON contract, schema_version 1)."""
     tags = shape_tags(result)
+    covering: dict[str, str] = {}  # kernel id -> the first program finding (largest saving) that names it
+    for f in sorted(result.program_findings, key=lambda f: -(finite(f.estimated_saving_ns) or 0.0)):
+        for kid in f.kernel_ids:
+            covering.setdefault(str(kid), str(f.rule))
     shown = {k.id: k.display_name for k in result.kernels if k.display_name}
     lines = {str(k.id): _python_line(k.python_line) for k in result.kernels}
     wall_only = {(p.rule, p.title) for p in result.program_findings if p.speedup_type == "wall"}
@@ -443,7 +450,7 @@ def report_view(result: rt.Result) -> Result:
         report=_report(result.report),
         generator=Generator(name=str(gen.name or "ncuadvisor"), version=str(gen.version or "")),
         created=result.created,
-        kernels=[_kernel(i, k, tags) for i, k in enumerate(result.kernels, start=1)],
+        kernels=[_kernel(i, k, tags, covering) for i, k in enumerate(result.kernels, start=1)],
         top_actions=actions,
         program_findings=[_program_finding(p) for p in result.program_findings],
         host=host_view(result.host_timeline),
