@@ -14,11 +14,13 @@ import typer
 
 from ncuadvisor import __version__
 from ncuadvisor.cli import diff, profile, render, report, rules
+from ncuadvisor.cli.coercion import QuickCommand, QuickGroup
 from ncuadvisor.cli.common import exit_on_sigterm, stderr_console
 from ncuadvisor.errors import AdvisorError, InternalError, Interrupted, OutputError
 from ncuadvisor.render import escape_terminal as escape
 
 app = typer.Typer(
+    cls=QuickGroup,  # the options' values converted without pydantic where that gives the same (cli/coercion.py)
     add_completion=False,
     no_args_is_help=True,
     help="Roofline-grounded, ranked advice from Nsight Compute (ncu) reports.",
@@ -42,12 +44,14 @@ def _main(
 
 
 # In the order `--help` lists them.
-app.command("report")(report.report)
-app.command("rules")(rules.rules)
-app.command("diff")(diff.diff)
-app.command("render")(render.render)
+app.command("report", cls=QuickCommand)(report.report)
+app.command("rules", cls=QuickCommand)(rules.rules)
+app.command("diff", cls=QuickCommand)(diff.diff)
+app.command("render", cls=QuickCommand)(render.render)
 # the program's own options follow it on the command line: they are the program's, not ncuadvisor's
-app.command("profile", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})(profile.profile)
+app.command("profile", cls=QuickCommand, context_settings={"allow_extra_args": True, "ignore_unknown_options": True})(
+    profile.profile
+)
 
 
 def _click_exceptions() -> tuple[type[Exception], ...]:
