@@ -7,7 +7,7 @@ Each reader is one function over an action, run in this process for a few result
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from ncuadvisor.load.native import import_ncu_report, row
@@ -196,15 +196,15 @@ def read_rows_task(task: tuple[str, list[tuple[int, int, int]], list[str]]) -> l
     return [row(ncu, action, rid, r, a, metrics) for (rid, r, a), action in worker_actions(path, items)]
 
 
-def read_deep_task(
-    task: tuple[
-        str, list[tuple[int, int, int]], list[str], SassFor | None, frozenset[int], frozenset[int], dict[int, int]
-    ],
-) -> list[tuple[int, dict[str, Any]]]:
-    """Worker: `deep_and_sass` of the given (result id, range, action) triples; the last three elements of the task:
-    the result ids known to have no source lines, those whose per-instruction data is not read, and the module of
-    each result where the report file names it (results of one module share the SASS read, `sass_of`)."""
-    path, items, per_instruction, sass_for, no_lines, unread, modules = task
+DeepArgs = tuple[list[str], "SassFor | None", frozenset[int], frozenset[int], dict[int, int]]
+
+
+def deep_of(pairs: Iterable[tuple[tuple[Any, ...], Any]], *args: Any) -> list[tuple[int, dict[str, Any]]]:
+    """`deep_and_sass` of each (item, action), an item (result id, ...); `args` (`DeepArgs`): the per-instruction
+    metrics, `sass_for`, the result ids known to have no source lines, those whose per-instruction data is not read,
+    and the module of each result where the report file names it (results of one module share the SASS read,
+    `sass_of`). The same code in this process and in a worker (`read_deep_task`)."""
+    per_instruction, sass_for, no_lines, unread, modules = args
     known: dict[int, dict[int, str | None]] = {}
     return [
         (
@@ -218,21 +218,31 @@ def read_deep_task(
                 known.setdefault(modules[item[0]], {}) if item[0] in modules else None,
             ),
         )
-        for item, action in worker_actions(path, items)
+        for item, action in pairs
     ]
 
 
-def read_sass_task(
-    task: tuple[str, list[tuple[int, int, int, list[int]]], dict[int, int]],
-) -> list[tuple[int, dict[int, str | None]]]:
-    """Worker: `sass_of` for each (result id, range, action, pcs); the last element of the task: the module of each
-    result where the report file names it (results of one module share the SASS read)."""
-    path, items, modules = task
+def sass_each(pairs: Iterable[tuple[tuple[Any, ...], Any]], modules: dict[int, int]) -> list[tuple[int, Any]]:
+    """`sass_of` for each (item, action), an item (result id, range, action, pcs); `modules`: the module of each
+    result where the report file names it (results of one module share the SASS read). The same code in this process
+    and in a worker (`read_sass_task`)."""
     known: dict[int, dict[int, str | None]] = {}
     return [
         (item[0], sass_of(action, item[3], known.setdefault(modules[item[0]], {}) if item[0] in modules else None))
-        for item, action in worker_actions(path, items)
+        for item, action in pairs
     ]
+
+
+def read_deep_task(task: tuple[Any, ...]) -> list[tuple[int, dict[str, Any]]]:
+    """Worker: `deep_of` the (result id, range, action) triples of a task (report path, items, *`DeepArgs`)."""
+    path, items, *args = task
+    return deep_of(worker_actions(path, items), *args)
+
+
+def read_sass_task(task: tuple[Any, ...]) -> list[tuple[int, Any]]:
+    """Worker: `sass_each` of the (result id, range, action, pcs) items of a task (report path, items, modules)."""
+    path, items, modules = task
+    return sass_each(worker_actions(path, items), modules)
 
 
 def read_locations_task(

@@ -282,25 +282,10 @@ class ReportReader:
         self._deep_in_workers = len([rid for rid in todo if rid not in self._opened]) > DETAIL_IN_PROCESS_MAX
         # the module of each result, where the file names it: the results of one module share the SASS read
         modules = {rid: mod for rid in todo if (mod := self._module.get(rid)) is not None}
-        if not self._deep_in_workers:
-            known: dict[int, dict[int, str | None]] = {}
-            with native_stderr_silenced():
-                for rid in todo:
-                    got[rid] = deep.deep_and_sass(
-                        rid,
-                        self._action(rid),
-                        [] if rid in skip else metrics,
-                        sass_for,
-                        rid not in no_lines,
-                        known.setdefault(modules[rid], {}) if rid in modules else None,
-                    )
-        else:
-            tasks = [
-                (str(self._local), chunk, metrics, sass_for, no_lines & set(todo), skip, modules)
-                for chunk in self._module_chunks(dict.fromkeys(todo, ()), modules)
-            ]
-            chunks = in_workers(deep.read_deep_task, tasks, f"{self.path}: reading the per-instruction data failed")
-            got.update(pair for chunk in chunks for pair in chunk)
+        args = (metrics, sass_for, no_lines & set(todo), skip, modules)
+        items = self._module_chunks(dict.fromkeys(todo, ()), modules, self._deep_in_workers)
+        failure = "reading the per-instruction data failed"
+        got.update(self._each(deep.deep_of, deep.read_deep_task, items, args, failure, self._deep_in_workers))
         for rid in ids:
             if got[rid].pop("unreadable", False):
                 self.unreadable.add(rid)
@@ -317,32 +302,41 @@ class ReportReader:
         if not wanted:
             return
         modules = {rid: mod for rid in wanted if (mod := self._module.get(rid)) is not None}
-        got: dict[int, dict[int, str | None]] = {}
-        if len([rid for rid in wanted if rid not in self._opened]) <= DETAIL_IN_PROCESS_MAX:
-            known: dict[int, dict[int, str | None]] = {}
-            with native_stderr_silenced():
-                for rid, pcs in wanted.items():
-                    mod = modules.get(rid)
-                    got[rid] = deep.sass_of(self._action(rid), pcs, None if mod is None else known.setdefault(mod, {}))
-        else:
-            chunks_of = self._module_chunks({rid: (pcs,) for rid, pcs in wanted.items()}, modules)
-            tasks = [(str(self._local), chunk, modules) for chunk in chunks_of]
-            chunks = in_workers(deep.read_sass_task, tasks, f"{self.path}: reading the instructions failed")
-            got.update(pair for chunk in chunks for pair in chunk)
+        split = len([rid for rid in wanted if rid not in self._opened]) > DETAIL_IN_PROCESS_MAX
+        items = self._module_chunks({rid: (pcs,) for rid, pcs in wanted.items()}, modules, split)
+        failure = "reading the instructions failed"
+        got = dict(self._each(deep.sass_each, deep.read_sass_task, items, (modules,), failure, split))
         for rid, sass in got.items():
             for entries in details[rid].per_instruction.values():
                 for e in entries:
                     e.sass = sass.get(e.pc)
 
-    def _module_chunks(self, extra: dict[int, tuple[Any, ...]], modules: dict[int, int]) -> list[list[Any]]:
-        """The worker items (result id, range, action, *extra) of the results `extra` names, the results of one module
-        side by side (so that they fall into the same worker), in chunks of at most DETAIL_CHUNK results of even
-        sizes (20 results: 10 and 10, not 16 and 4), at least one chunk per worker (14 results: 7 and 7)."""
+    def _module_chunks(
+        self, extra: dict[int, tuple[Any, ...]], modules: dict[int, int], split: bool
+    ) -> list[list[Any]]:
+        """The items (result id, range, action, *extra) of the results `extra` names, the results of one module side
+        by side; `split`: for workers, in chunks of at most DETAIL_CHUNK results of even sizes (20 results: 10 and 10,
+        not 16 and 4), at least one chunk per worker (14 results: 7 and 7), so that the results of one module fall
+        into the same worker; else one chunk of them all, read in this process."""
         order = {mod: i for i, mod in enumerate(dict.fromkeys(modules.get(rid) for rid in extra))}
         items = [(rid, *self._index[rid], *extra[rid]) for rid in sorted(extra, key=lambda r: order[modules.get(r)])]
+        if not split or not items:
+            return [items]
         chunks = min(len(items), max(WORKERS, -(-len(items) // DETAIL_CHUNK)))
         size = -(-len(items) // chunks)
         return [items[i : i + size] for i in range(0, len(items), size)]
+
+    def _each(
+        self, here: Any, task: Any, chunks: list[list[Any]], args: tuple[Any, ...], failure: str, split: bool
+    ) -> list[Any]:
+        """`here(pairs of (item, action), *args)` over every item of the chunks: in this process, or with `split` each
+        chunk in a worker process (`task((report path, chunk, *args))`, the same function over the worker's actions);
+        what it gives, in chunk order."""
+        if not split:
+            with native_stderr_silenced():
+                return [x for chunk in chunks for x in here(((item, self._action(item[0])) for item in chunk), *args)]
+        tasks = [(str(self._local), chunk, *args) for chunk in chunks]
+        return [x for chunk in in_workers(task, tasks, f"{self.path}: {failure}") for x in chunk]
 
     def _light_details(self, result_ids: list[int]) -> dict[int, dict[str, Any]]:
         """`deep.deep_and_sass`'s data of results whose instructions are not read, from the report file
