@@ -363,3 +363,24 @@ def test_locations_of_listed_instructions_come_from_the_deep_pass(report_path, m
     expected = {rid: deep.locations_of(fresh._action(rid), p, f) for rid, (p, f) in wanted.items() if p}
     assert cached == expected
     assert any(file and file.endswith("probe.cu") for where, _ in cached.values() for file, _ in where.values())
+
+
+def test_deep_chunks_hold_about_as_many_bytes_each(report_path, monkeypatch):
+    """The deep data of many results is read in chunks of about as many bytes of the report file each (opening a
+    result costs with its size), every result once and a module's results side by side; without the sizes, chunks
+    of as many results."""
+    import ncuadvisor.load.reader as load
+
+    monkeypatch.setattr(load, "DETAIL_CHUNK", 32)
+    reader = ReportReader(report_path("torch_train"))
+    ids = list(range(len(reader)))  # 52 results, 0.1-2.9 MB each
+    reader.without_lines(ids)  # the modules and sizes, from the file
+    modules = {rid: mod for rid in ids if (mod := reader._module.get(rid)) is not None}
+    chunks = reader._module_chunks(dict.fromkeys(ids, ()), modules, True)
+    assert sorted(item[0] for chunk in chunks for item in chunk) == ids
+    weights = [sum(reader._size[item[0]] for item in chunk) for chunk in chunks]
+    assert len(chunks) == 2 and max(weights) - min(weights) <= max(reader._size.values())
+    order = [modules.get(item[0]) for chunk in chunks for item in chunk]
+    assert order == sorted(order, key=list(dict.fromkeys(order)).index)  # one module's results side by side
+    reader._size.clear()
+    assert [len(c) for c in reader._module_chunks(dict.fromkeys(ids, ()), modules, True)] == [26, 26]

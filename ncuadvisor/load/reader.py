@@ -92,6 +92,7 @@ class ReportReader:
         self._no_lines: set[int] = set()  # `without_lines`: results known to have no line information
         self._lines_known: set[int] = set()  # the results `without_lines` has looked at
         self._module: dict[int, int | None] = {}  # `without_lines`: the module id each result names, from the file
+        self._size: dict[int, int] = {}  # `without_lines`: the size of each result's message in the file
         self.ncu_version, self.command_line = scan_header(local)
         try:
             self.reader_version: str | None = str(self._ctx.get_version())
@@ -314,17 +315,30 @@ class ReportReader:
     def _module_chunks(
         self, extra: dict[int, tuple[Any, ...]], modules: dict[int, int], split: bool
     ) -> list[list[Any]]:
-        """The items (result id, range, action, *extra) of the results `extra` names, the results of one module side
-        by side; `split`: for workers, in chunks of at most DETAIL_CHUNK results of even sizes (20 results: 10 and 10,
-        not 16 and 4), at least one chunk per worker (14 results: 7 and 7), so that the results of one module fall
-        into the same worker; else one chunk of them all, read in this process."""
+        """The items (result id, range, action, *extra) of the results `extra` names, one module's side by side (they
+        share the SASS read); `split`: for workers, as many chunks as workers or more (DETAIL_CHUNK results at most),
+        of about as many bytes of the file each where the results' sizes are known (opening a result costs with its
+        size), else of as many results. Without `split`: one chunk of them all, read in this process."""
         order = {mod: i for i, mod in enumerate(dict.fromkeys(modules.get(rid) for rid in extra))}
         items = [(rid, *self._index[rid], *extra[rid]) for rid in sorted(extra, key=lambda r: order[modules.get(r)])]
         if not split or not items:
             return [items]
         chunks = min(len(items), max(WORKERS, -(-len(items) // DETAIL_CHUNK)))
         size = -(-len(items) // chunks)
-        return [items[i : i + size] for i in range(0, len(items), size)]
+        even = [items[i : i + size] for i in range(0, len(items), size)]
+        weights = [self._size.get(item[0]) for item in items]
+        if any(w is None for w in weights):
+            return even
+        total, cuts, running = float(sum(w or 0 for w in weights)), [0], 0.0
+        for i, w in enumerate(weights):
+            # cut before this result where the chunk so far is nearer its share than with it
+            share = total * len(cuts) / chunks
+            if len(cuts) < chunks and i > cuts[-1] and abs(running - share) <= abs(running + (w or 0) - share):
+                cuts.append(i)
+            running += w or 0
+        cuts.append(len(items))
+        balanced = [items[a:b] for a, b in zip(cuts, cuts[1:])]
+        return balanced if len(balanced) == chunks and max(map(len, balanced)) <= DETAIL_CHUNK else even
 
     def _each(
         self, here: Any, task: Any, chunks: list[list[Any]], args: tuple[Any, ...], failure: str, split: bool
@@ -364,10 +378,11 @@ class ReportReader:
         if todo:
             found = result_modules(self._local, todo)
             if found is not None and len(found[0]) == len(self._index):
-                module_of, lines = found
+                module_of, lines, sizes = found
                 for rid in todo:
                     mod = module_of[rid]
                     self._module[rid] = mod
+                    self._size[rid] = sizes[rid]
                     if mod is not None and not lines.get(mod, True):
                         self._no_lines.add(rid)
             self._lines_known |= todo
