@@ -60,9 +60,27 @@ def deep_data(action: Any, per_instruction: list[str], lines: bool = True) -> di
     lists = [pairs for pairs in out["per_instruction"].values() if pairs]
     if lists:
         out["first_file"] = location(action, lists[0][0][0])[0] if lines else None
-        entry_pc = min(pc for pc, _ in max(lists, key=len))
-        out["entry_pc"] = entry_pc
+        out["entry_pc"] = entry_pc = _entry_pc(lists)
         out["entry"] = location(action, entry_pc) if lines else (None, None)
+    return out
+
+
+def _entry_pc(lists: list[list[tuple[int, float]]]) -> int:
+    """The kernel's entry: the lowest pc of its longest list of instructions."""
+    return min(pc for pc, _ in max(lists, key=len))
+
+
+def from_file(data: dict[str, Any]) -> dict[str, Any]:
+    """`deep_and_sass`'s data of a result whose module carries no source lines, without SASS, from what the report
+    file holds of it (`reportfile.instances.read_deep`: its per-instruction data, counts per opcode and access
+    types, sections, NCU's rule results, whether ncu_report can parse it): every instruction at no file and no line."""
+    out = {"first_file": None, "entry": None, **data}
+    lists = [pairs for pairs in data["per_instruction"].values() if pairs]
+    if lists:
+        out["entry_pc"], out["entry"] = _entry_pc(lists), (None, None)
+    pcs = sorted({pc for pairs in lists for pc, _ in pairs})
+    if pcs:
+        out["where"], out["texts"] = dict.fromkeys(pcs, (None, None)), {}
     return out
 
 

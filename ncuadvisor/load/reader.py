@@ -275,10 +275,10 @@ class ReportReader:
         ids = list(dict.fromkeys(result_ids))
         metrics = list(dict.fromkeys(per_instruction))
         no_lines, skip = self.without_lines(ids), frozenset(unread)
-        # a result none of whose instructions are read (no per-instruction data, no lines, no SASS) needs only its
+        # a result without source lines whose SASS is not read needs its per-instruction data (none for `unread`), its
         # sections and NCU's rule results: read from the report file, it is not opened at all
-        light = [rid for rid in ids if rid in skip and rid in no_lines and not (sass_for and sass_for(rid, None))]
-        got: dict[int, dict[str, Any]] = self._light_details(light)
+        light = [rid for rid in ids if rid in no_lines and not (sass_for and sass_for(rid, None))]
+        got: dict[int, dict[str, Any]] = self._light_details({rid: [] if rid in skip else metrics for rid in light})
         todo = [rid for rid in ids if rid not in got]
         self._deep_in_workers = len([rid for rid in todo if rid not in self._opened]) > DETAIL_IN_PROCESS_MAX
         # the module of each result, where the file names it: the results of one module share the SASS read
@@ -352,20 +352,17 @@ class ReportReader:
         tasks = [(str(self._local), chunk, *args) for chunk in chunks]
         return [x for chunk in in_workers(task, tasks, f"{self.path}: {failure}") for x in chunk]
 
-    def _light_details(self, result_ids: list[int]) -> dict[int, dict[str, Any]]:
-        """`deep.deep_and_sass`'s data of results whose instructions are not read, from the report file
-        (`reportfile.ncurules`: their sections and NCU's rule results); those it cannot read are left out (opened
-        through ncu_report by the caller), and so is every one of a damaged file or of several ranges."""
-        if not result_ids or not FILE_READER or len(self._ranges) != 1 or self.integrity.damaged:
+    def _light_details(self, wanted: dict[int, list[str]]) -> dict[int, dict[str, Any]]:
+        """`deep.deep_and_sass`'s data of results without source lines whose SASS is not read, from the report file
+        (`reportfile.instances`), each with the per-instruction metrics `wanted` maps it to; those it cannot read are
+        left out (opened through ncu_report by the caller), and so is every one of a damaged file or of several
+        ranges."""
+        if not wanted or not FILE_READER or len(self._ranges) != 1 or self.integrity.damaged:
             return {}
-        from ncuadvisor.reportfile.ncurules import read_rule_results
+        from ncuadvisor.reportfile.instances import read_deep
 
-        found = read_rule_results(self._local, result_ids) or {}
-        return {
-            rid: {"per_instruction": {}, "first_file": None, "entry": None, **data}
-            for rid, data in found.items()
-            if data is not None and rid < len(self._index)
-        }
+        found = read_deep(self._local, wanted) or {}
+        return {rid: deep.from_file(data) for rid, data in found.items() if data is not None and rid < len(self._index)}
 
     def without_lines(self, result_ids: Iterable[int]) -> frozenset[int]:
         """Those of the results whose module is known, from the report file, to carry no source-line information:
