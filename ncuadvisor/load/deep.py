@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from ncuadvisor.load.native import import_ncu_report, row
+from ncuadvisor.load.native import device_of, import_ncu_report, row
 from ncuadvisor.load.workers import note_disassembly, worker_actions
 from ncuadvisor.model import Instruction, ResultDetail
 
@@ -249,6 +249,21 @@ def sass_each(pairs: Iterable[tuple[tuple[Any, ...], Any]], modules: dict[int, i
         (item[0], sass_of(action, item[3], known.setdefault(modules[item[0]], {}) if item[0] in modules else None))
         for item, action in pairs
     ]
+
+
+def check_rows_task(
+    task: tuple[str, list[tuple[int, int, int]], list[str]],
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Worker: the rows (`native.row`) of the given (result id, range, action) triples, the first of which is the
+    report's first result, and the device attributes of that result (`native.device_of`)."""
+    path, items, metrics = task
+    ncu = import_ncu_report()
+    rows, device = [], {}
+    for (rid, r, a), action in worker_actions(path, items):
+        rows.append(row(ncu, action, rid, r, a, metrics))
+        if rid == 0:
+            device = device_of(action)
+    return rows, device
 
 
 def read_deep_task(task: tuple[Any, ...]) -> list[tuple[int, dict[str, Any]]]:

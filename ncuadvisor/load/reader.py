@@ -16,9 +16,9 @@ from typing import Any
 from ncuadvisor.errors import InputError
 from ncuadvisor.load import deep, native
 from ncuadvisor.load.inlining import Inlining
-from ncuadvisor.load.native import DEVICE_METRICS, import_ncu_report, native_stderr_silenced
-from ncuadvisor.load.workers import WORKERS, in_workers, rows_in_parts, share_loaded
-from ncuadvisor.model import ID_COLUMNS, Profile, ResultDetail, Table
+from ncuadvisor.load.native import import_ncu_report, native_stderr_silenced
+from ncuadvisor.load.workers import WORKERS, in_workers, rows_in_parts, share_loaded, start_worker
+from ncuadvisor.model import ID_COLUMNS, ResultDetail, Table
 from ncuadvisor.reportfile.integrity import Integrity, check_report
 from ncuadvisor.reportfile.sniff import local_copy, scan_header, whole_copy
 
@@ -47,14 +47,21 @@ SHAPE = [f"launch__{w}_dim_{c}" for w in ("grid", "block") for c in "xyz"] + ["l
 Location = deep.Location
 
 
+class RowsDisagree(Exception):
+    """The deferred check (`ReportReader.confirm`) found the file's rows different from ncu_report's."""
+
+
 class ReportReader:
     """An opened report: `results()` reads the scalar metrics of every result; `details()` and `locations()` the deep
     data of a few, in this process or, for many, in worker processes."""
 
-    def __init__(self, path: str | os.PathLike[str], metrics: Iterable[str] | None = None):
+    def __init__(self, path: str | os.PathLike[str], metrics: Iterable[str] | None = None, defer_check: bool = False):
         """`metrics`: the scalar metrics `results` will be asked for, when known: a big report's rows are then read
-        (in workers) while its results are checked, each result parsed once (`_checked`)."""
+        (in workers) while its results are checked, each result parsed once (`_checked`). `defer_check`: the rows
+        read from the file are checked against ncu_report's in a worker while the caller goes on (`confirm`)."""
         self.path = Path(path)
+        self._defer_check = defer_check
+        self._pending: tuple[Any, list[int], dict[int, dict[str, Any]], dict[int, Any]] | None = None
         local = local_copy(self.path)
         self._prefetched: tuple[list[str], list[dict[str, Any]]] | None = None
         # every result whole and parsed, or left out and counted, before the native library sees the file
@@ -201,6 +208,15 @@ class ReportReader:
             kinds.setdefault((bool(f["name"]), bool(f["demangled"]), bool(f["mangled"])), rid)
         check = sorted({0, len(items) - 1, *kinds.values()})
         decoded = all(f["nvtx_text"] is not None for f in fast)
+        if self._defer_check and decoded and len(items) < FILE_SPLIT_MIN:
+            # checked in a worker while the analysis goes on (`confirm`): a small report's check is the first results
+            # this process would open (0.1 s with the library ncu_report loads then), and nothing else opens them
+            for rid in check:
+                rows[rid]["nvtx"] = fast[rid]["nvtx_text"]
+            task = (str(self._local), [items[k] for k in check], metrics)
+            result = start_worker(deep.check_rows_task, task, f"{self.path}: reading the results failed")
+            self._pending = (result, check, {rid: dict(rows[rid]) for rid in check}, {rid: fast[rid] for rid in check})
+            check = []
         for rid, r, a in (items[k] for k in check):
             ref = native.row(self._ncu, self._action(rid), rid, r, a, metrics)
             rows[rid]["nvtx"] = ref["nvtx"]
@@ -252,12 +268,31 @@ class ReportReader:
         return self._layout().processes
 
     def device(self) -> dict[str, Any]:
-        action = self._action(0)
+        """The device attributes of the first result; {} while the rows' check is deferred (`confirm` gives them)."""
+        if self._pending is not None:
+            return {}
         with native_stderr_silenced():
-            dev = {k: native.value(action.metric_by_name(v)) for k, v in DEVICE_METRICS.items()}
-        if dev.get("cc_major") is not None and dev.get("cc_minor") is not None:
-            dev["compute_capability"] = f"{int(dev['cc_major'])}.{int(dev['cc_minor'])}"
-        return dev
+            return native.device_of(self._action(0))
+
+    @property
+    def check_pending(self) -> bool:
+        return self._pending is not None
+
+    def confirm(self) -> dict[str, Any]:
+        """The deferred check of the rows read from the file (`defer_check`): the device attributes when they equal
+        ncu_report's on the results checked, as `results` would have checked them; RowsDisagree otherwise (the
+        caller starts again without deferring: the rows are then read through ncu_report)."""
+        assert self._pending is not None
+        result, check, rows, fast = self._pending
+        self._pending = None
+        refs, device = result()
+        for ref in refs:
+            rid = ref["result_id"]
+            if fast[rid]["nvtx_text"] != ref["nvtx"] or not all(native.same(ref[k], rows[rid].get(k)) for k in ref):
+                raise RowsDisagree(f"{self.path}: the rows read from the file differ from ncu_report's")
+        if len(refs) != len(check) or not device:
+            raise RowsDisagree(f"{self.path}: the deferred check did not cover the results")
+        return device
 
     # -- deep data ------------------------------------------------------------------------------------------------
     def details(
@@ -436,64 +471,3 @@ class ReportReader:
     def _chunked(self, task: Any, items: list[Any], failure: str) -> list[Any]:
         tasks = [(str(self._local), items[i : i + DETAIL_CHUNK]) for i in range(0, len(items), DETAIL_CHUNK)]
         return [x for chunk in in_workers(task, tasks, f"{self.path}: {failure}") for x in chunk]
-
-
-def read_results(reader: ReportReader, metrics: Iterable[str]) -> Profile:
-    """The scalar side of a report as a Profile: every result's metrics, the device, the processes, and a warning
-    when the file is cut short. Deep data is read separately (`ReportReader.details`)."""
-    frame = reader.results(metrics)
-    profile = Profile(
-        path=str(reader.path),
-        results=frame,
-        device=reader.device(),
-        ncu_version=reader.ncu_version,
-        command_line=reader.command_line,
-        reader_version=reader.reader_version,
-    )
-    # a result that reads back without a name is not whole (a damaged payload the structural check let through):
-    # it is dropped and counted, never analysed as a kernel "nan" with 0 ns
-    named = frame.where(lambda row: _named(row["name"]))
-    unnamed = len(frame) - len(named)
-    if unnamed:
-        if named.empty:
-            raise InputError(f"{reader.path}: no whole kernel result in the report ({unnamed} without a name)")
-        frame = profile.results = named
-    found = reader.integrity
-    if found.damaged or unnamed:
-        lost = found.summary()
-        if unnamed:
-            lost = "; ".join(
-                x for x in (lost, f"{unnamed} result{'s' if unnamed != 1 else ''} without a name left out") if x
-            )
-        profile.warnings.insert(
-            0,
-            f"partial: the report file is {'damaged' if unnamed else found.state}: this analyses its {len(frame)} "
-            f"whole results; {lost}",
-        )
-    _attach_processes(profile, reader)
-    return profile
-
-
-def _named(name: Any) -> bool:
-    """Whether a result's name column holds a name (not a gap, not empty)."""
-    return name is not None and not (isinstance(name, float) and name != name) and str(name) != ""
-
-
-def _attach_processes(profile: Profile, reader: ReportReader) -> None:
-    """Several processes in one report (ncu --target-processes all): the pid of each result goes into the `process`
-    column (kernels are grouped per process) and the processes, with their ranks when `profile` recorded them, into
-    `profile.processes`. One process: nothing changes."""
-    from ncuadvisor.load.processes import describe, read_sidecar
-
-    procs = reader.processes()
-    frame = profile.results
-    if not procs or len({p.pid for p in procs}) < 2:
-        return
-    if len(procs) != len(frame):
-        profile.warnings.append(
-            f"the report holds several processes, but their {len(procs)} results do not line up with the "
-            f"{len(frame)} that ncu_report lists: kernels are not split by process"
-        )
-        return
-    frame.set_column("process", [str(procs[int(rid)].pid) for rid in frame["result_id"]])
-    profile.processes = describe(procs, read_sidecar(profile.path))
