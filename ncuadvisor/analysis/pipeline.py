@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
-from typing import Any, Protocol, cast
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from ncuadvisor import __version__, engine
 from ncuadvisor.analysis import ceilings, locate, needed, roofline
@@ -30,17 +30,17 @@ from ncuadvisor.analysis.entries import (
     variant_entry,
     with_no_rule,
 )
-from ncuadvisor.analysis.hosttrace import Timeline
-from ncuadvisor.analysis.hostwall import add_wall_estimates
 from ncuadvisor.analysis.language import display_name, kernel_language
 from ncuadvisor.analysis.ranking import top_actions
-from ncuadvisor.analysis.walltime import HostModel
 from ncuadvisor.load import ReportReader, RowsDisagree, read_results
 from ncuadvisor.model import Kernel, Profile, ResultDetail, group_kernels, num
 from ncuadvisor.result import ncu_guidance
 from ncuadvisor.result.helpers import no_surrogates
 from ncuadvisor.result.types import Bound, Generator, KernelEntry, NcuRuleEntry, ReportInfo, Result
 from ncuadvisor.rules_api import Finding, KernelContext, ProgramContext, ProgramRule, Rule
+
+if TYPE_CHECKING:  # a host timeline is read, and its model built, only with --host-trace (`analysis.walltime`)
+    from ncuadvisor.analysis.hosttrace import Timeline
 
 # The sections the full analysis uses (ncu --section identifiers); `ncuadvisor profile` collects these.
 ANALYSIS_SECTIONS = [
@@ -475,7 +475,11 @@ def add_program_level(
     rep = result.report
     total_ns = rep.total_duration_ns
     kernels = [k.to_dict() for k in result.kernels] if engine.program_rules(rules) or host else []
-    model = HostModel.build(host, kernels) if host is not None else None
+    model = None
+    if host is not None:
+        from ncuadvisor.analysis.walltime import HostModel
+
+        model = HostModel.build(host, kernels)
     ctx = ProgramContext(
         kernels=kernels,
         launches=launches,
@@ -495,4 +499,6 @@ def add_program_level(
     switches = {r.code: r.title for r in engine.kernel_rules(rules) if r.switch}
     result.top_actions = top_actions(result.kernels, total_ns, program_findings, switches=switches)
     if model is not None:
+        from ncuadvisor.analysis.hostwall import add_wall_estimates
+
         add_wall_estimates(result, model)
