@@ -131,9 +131,10 @@ def in_workers(
                 if not ok:
                     raise InputError(f"{failure} ({payload})")
                 results[i] = payload
-    finally:
+    finally:  # the workers still running are not needed: killed (SIGTERM would run the command line's handler in a
+        # worker just forked, whose stderr is still the user's: "Exception ignored in _after_fork")
         for conn, (_, proc) in running.items():
-            proc.terminate()
+            proc.kill()
             proc.join()
             conn.close()
     return results
