@@ -148,11 +148,18 @@ def run_program_rules(
     """Program-level findings (largest saving first) and the errors of rules that failed."""
     findings: list[ProgramFindingEntry] = []
     errors: list[dict[str, str]] = []
-    for rule in program_rules(rules):
+    # the rules that own their kernels first (`ProgramRule.owns`), so that the others can leave those kernels out
+    for rule in sorted(program_rules(rules), key=lambda r: not r.owns):
         try:
-            findings.extend(rule.check_program(ctx) or [])
+            found = rule.check_program(ctx) or []
         except Exception as exc:  # a broken rule must not break the report
             errors.append({"rule": rule.code, "error": f"{type(exc).__name__}: {exc}"})
+            continue
+        findings.extend(found)
+        if rule.owns:
+            for f in found:
+                for kid in f.kernel_ids:
+                    ctx.owned.setdefault(str(kid), rule.code)
     findings.sort(key=lambda f: -f.estimated_saving_ns)
     return findings, errors
 

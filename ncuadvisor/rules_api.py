@@ -361,6 +361,9 @@ class ProgramContext:
         self.total_ns = total_ns
         # the host timeline measured beside the report, matched to these kernels (`--host-trace`): None without one
         self.host = host
+        # kernel id -> the code of the rule that owns the kernel (`ProgramRule.owns`): filled by the engine, which runs
+        # the owning rules first; the other program rules leave these kernels out of what they count
+        self.owned: dict[str, str] = {}
 
 
 class ProgramRule(_FixTable):
@@ -376,6 +379,10 @@ class ProgramRule(_FixTable):
     per_instruction: ClassVar[tuple[str, ...]] = ()
     thresholds: ClassVar[dict[str, float]] = {}
     aliases: ClassVar[tuple[str, ...]] = ()
+    # the rule's findings own the kernels they name (one owner per kernel): it runs before the other program rules,
+    # which see those kernels in `ProgramContext.owned` and leave them out, and the kernel findings on them are
+    # suppressed (the program finding's saving is their time), so no time is claimed twice
+    owns: ClassVar[bool] = False
     origin: str = "builtin"
 
     def check_program(self, p: ProgramContext) -> list[ProgramFinding]:  # pragma: no cover - abstract

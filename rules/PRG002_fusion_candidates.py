@@ -70,7 +70,9 @@ class FusionCandidates(ProgramRule):
         (an optimizer's step: PYT003; clip_grad_norm_). Matrix products, atomic scatters, sorts and latency-bound
         kernels break a run, and so does a kernel `ncuadvisor profile` timed without profiling it in depth (its bytes
         and bound are unknown; every launch of a kernel it profiled gets the DRAM bytes of the profiled launch, scaled
-        by duration). A chain saving less than `min_program_fraction` of the program is not reported.
+        by duration). Kernels a program rule owns (`ProgramRule.owns`: the cross-entropy chain of PYT005, which a
+        fused loss replaces) break a run too. A chain saving less than `min_program_fraction` of the program is not
+        reported.
 
     Why it costs time:
         Each kernel writes its output to DRAM and the next one reads it back, and each launch leaves a gap. One fused
@@ -161,12 +163,14 @@ class FusionCandidates(ProgramRule):
         last_stream = object()
         for x in p.launches:
             k = p.by_id.get(x["kernel_id"])
-            if k is not None and self._fusable(k) and (not current or x["stream"] == last_stream):
+            # a kernel another rule owns (the loss chain of PYT005) is that rule's to fix: it breaks a run
+            fusable = k is not None and str(x["kernel_id"]) not in p.owned and self._fusable(k)
+            if fusable and (not current or x["stream"] == last_stream):
                 current.append(x)
             else:
                 if len(current) >= 2:
                     runs.append(current)
-                current = [x] if (k is not None and self._fusable(k)) else []
+                current = [x] if fusable else []
             last_stream = x["stream"]
         if len(current) >= 2:
             runs.append(current)

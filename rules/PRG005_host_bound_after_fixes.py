@@ -1,5 +1,7 @@
 from ncuadvisor.analysis.perfmodels import count
 from ncuadvisor.metrics import SpeedOfLight
+from ncuadvisor.result.kernel_fixes import kernel_steps, saved_parts
+from ncuadvisor.result.types import KernelEntry
 from ncuadvisor.rules_api import Evidence, Fix, ProgramContext, ProgramFinding, ProgramRule, fmt_ns
 
 # ATen ops and the library calls they make: the host work per launch is PyTorch's dispatch, autograd and optimizer
@@ -78,18 +80,21 @@ class HostBoundAfterFixes(ProgramRule):
             return []
         if any((k.get("language") or "cuda") not in _EAGER for k in p.kernels):
             return []  # the user's CUDA or Triton kernels: host costs of another kind
+        # each kernel's first fix as "where to start" heads its entry, with the saving and the parts of its time it
+        # saves that the ranking and the wall-time replay give it
         saved = 0.0
         fixed: list[str] = []
         fixed_ids: list[str] = []
-        speedups: dict[str, float] = {}
+        parts: dict[str, list[tuple[float | None, float]]] = {}
         for k in p.kernels:
-            first = next((f for f in k.get("findings") or [] if f.get("estimated_speedup")), None)
-            if first is None or not k.get("duration_ns"):
+            entry = KernelEntry.from_dict(k)
+            steps = kernel_steps(entry, p.total_ns)
+            if not steps:
                 continue
-            speedups[k["id"]] = min(float(first["estimated_speedup"]), 1.0)
-            saved += float(k["duration_ns"]) * speedups[k["id"]]
-            fixed.append(str(first["rule"]))
-            fixed_ids.append(k["id"])
+            saved += steps[0].estimated_saving_ns
+            fixed.append(steps[0].rule)
+            fixed_ids.append(entry.id)
+            parts[entry.id] = saved_parts(entry, steps[0].rule)
         if saved < t["min_saving_fraction"] * p.total_ns:
             return []
         after = p.total_ns - saved
@@ -130,7 +135,7 @@ class HostBoundAfterFixes(ProgramRule):
                 "time falls by as much only while the GPU, not the host, sets its pace."
             )
         else:
-            wall = host.wall_saving_ns({kid: [(None, f)] for kid, f in speedups.items()}) or 0.0
+            wall = host.wall_saving_ns(parts) or 0.0
             before = host.wall_per_window_ns()
             message += (
                 f" Replayed with these kernels that much faster, the measured host timeline's step takes "

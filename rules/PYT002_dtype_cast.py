@@ -35,7 +35,9 @@ class DtypeCast(Rule):
 
     False positives:
         A cast that is needed once (an input arriving in FP32 from the host); the finding then says what it costs.
-        This is not a layout copy (PYT001): a cast keeps the layout and changes the type.
+        This is not a layout copy (PYT001): a cast keeps the layout and changes the type. The casts of a
+        cross-entropy computed by eager kernels (autocast's fp32 upcast at the loss, its gradient's downcast) belong
+        to that loss, which PYT005 owns whole: there this finding is suppressed with PYT005 named.
     """
 
     code = "PYT002"

@@ -1,7 +1,9 @@
 import re
+from dataclasses import dataclass, field
 from typing import Any
 
-from ncuadvisor.analysis.perfmodels import count
+from ncuadvisor.analysis.perfmodels import count, latency_split_ns
+from ncuadvisor.analysis.roofline import PRACTICAL_FRACTION
 from ncuadvisor.metrics import SpeedOfLight
 from ncuadvisor.rules_api import Evidence, Fix, ProgramContext, ProgramFinding, ProgramRule, fmt_ns
 
@@ -12,8 +14,54 @@ HELPER = re.compile(r"\binit_device_workspace_kernel\b")
 TO_NHWC, TO_NCHW = "nchwToNhwc", "nhwcToNchw"
 # cuDNN's NCHW BatchNorm kernels (cudnn::bn_fw_tr_1C11_kernel_NCHW, bn_bw_1C11_kernel_new, bn_*_1C11_singleread): one
 # thread block per channel, so a layer of 64 channels runs 64 blocks on the GPU's 132 SMs; channels_last swaps them
-# for NHWC kernels that fill the GPU
+# for NHWC kernels (batchnorm_fwtr_nhwc_semiPersist, batchnorm_bwtr_nhwc_semiPersist) that fill the GPU
 NCHW_BATCHNORM = re.compile(r"\bbn_\w*1C11")
+
+
+@dataclass(frozen=True)
+class BatchNormAsNhwc:
+    """An NCHW BatchNorm kernel group and the time the same work would take in an NHWC kernel that fills the GPU."""
+
+    kernel: dict[str, Any]
+    now_ns: float  # the group's GPU time (every launch)
+    nhwc_ns: float  # the model's time for the same launches
+    gain: float  # warps in flight as NHWC ÷ now
+    blocks: float  # the grid of its profiled launch: one block per channel
+    warps: float  # achieved warps per SM that runs a block
+    warps_fit: float  # warps per SM at the kernel's theoretical occupancy
+    busy_pct: float  # the busiest unit's share of its time (Speed Of Light %)
+
+
+def batchnorm_as_nhwc(k: dict[str, Any], device: dict[str, Any]) -> BatchNormAsNhwc | None:
+    """The NHWC time of an NCHW BatchNorm kernel group, in the latency-plus-throughput model (`parallelism_ns`): of
+    the profiled launch's time, the busiest unit's share (Speed Of Light %) stays, the rest (latency: one block per
+    channel on as many SMs, a few warps each) divides by the gain in warps in flight once every SM holds the warps
+    the kernel's theoretical occupancy allows, against the grid's SMs at its achieved occupancy; never below the
+    roofline floor at 85% of peak. The group's time scales by the launch's. None without the roofline, grid or
+    occupancy (a launch timed only)."""
+    r, launch = k.get("roofline") or {}, k.get("launch") or {}
+    sol = r.get("sol") or {}
+    duration, floor = r.get("duration_ns"), r.get("theoretical_ns")
+    grid, sms = launch.get("grid_size"), device.get("sm_count")
+    achieved, theoretical = launch.get("achieved_occupancy_pct"), launch.get("theoretical_occupancy_pct")
+    now = float(k.get("duration_ns") or 0.0)
+    if not (now and duration and floor and grid and sms and achieved and theoretical):
+        return None
+    busy = max(float(sol.get("memory_pct") or 0.0), float(sol.get("compute_pct") or 0.0))
+    gain = max(1.0, sms * theoretical / (min(grid, sms) * achieved))
+    per_launch = max(latency_split_ns(duration, busy, gain), floor / PRACTICAL_FRACTION)
+    max_warps = float(device.get("max_warps_per_sm") or 64)
+    return BatchNormAsNhwc(
+        kernel=k,
+        now_ns=now,
+        nhwc_ns=now * min(1.0, per_launch / duration),
+        gain=gain,
+        blocks=float(grid),
+        warps=achieved / 100.0 * max_warps,
+        warps_fit=theoretical / 100.0 * max_warps,
+        busy_pct=busy,
+    )
+
 
 _TORCH = Fix(
     text=(
@@ -30,6 +78,71 @@ _TORCH = Fix(
 )
 
 
+@dataclass
+class _BatchNormPart:
+    """The NCHW BatchNorm part of the finding: the kernel groups modelled as NHWC ones, and the others (timed only,
+    or no faster as NHWC), named with their time."""
+
+    modelled: list[BatchNormAsNhwc] = field(default_factory=list)
+    other: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def now_ns(self) -> float:
+        return sum(b.now_ns for b in self.modelled)
+
+    @property
+    def nhwc_ns(self) -> float:
+        return sum(b.nhwc_ns for b in self.modelled)
+
+    def message(self, p: ProgramContext) -> str:
+        kernels = [b.kernel for b in self.modelled] + self.other
+        if not kernels:
+            return ""
+        all_ns = sum(float(k.get("duration_ns") or 0.0) for k in kernels)
+        head = (
+            f" cuDNN's NCHW BatchNorm kernels ({count(len(kernels), 'kernel')}, {fmt_ns(all_ns)}, "
+            f"{all_ns / p.total_ns:.0%} of GPU time) run one thread block per channel"
+        )
+        if not self.modelled:
+            return head + "; channels_last runs NHWC BatchNorm kernels that fill the GPU instead (not counted here)."
+        big = max(self.modelled, key=lambda b: b.now_ns)
+        name = str(big.kernel.get("display_name") or big.kernel.get("name"))
+        text = (
+            f": the largest, {name}, runs {big.blocks:.0f} blocks on {p.device.get('sm_count', 0):.0f} SMs with "
+            f"{big.warps:.0f} warps each where {big.warps_fit:.0f} fit, its busiest unit at {big.busy_pct:.0f}% of "
+            f"peak: latency-bound. As NHWC kernels that spread each channel over the whole GPU, "
+            + (f"these {count(len(self.modelled), 'kernel')}" if not self.other else f"{len(self.modelled)} of them")
+            + f" ({fmt_ns(self.now_ns)}) would take ~{fmt_ns(self.nhwc_ns)}, "
+            f"{fmt_ns(self.now_ns - self.nhwc_ns)} less, counted in the saving."
+        )
+        if self.other:
+            other_ns = sum(float(k.get("duration_ns") or 0.0) for k in self.other)
+            text += (
+                f" Not counted: the other {count(len(self.other), 'kernel')} ({fmt_ns(other_ns)}), timed only or "
+                "no faster in the model."
+            )
+        return head + text
+
+    def model(self, transforms_ns: float) -> str:
+        """The saving model: the transforms' time, and the BatchNorm kernels' as NHWC ones where they were modelled."""
+        if not self.modelled:
+            return (
+                "The transforms disappear: their whole time. The convolutions, BatchNorm and elementwise kernels in "
+                "channels_last may take more or less time than now (not estimated); converting the input is one "
+                "copy per batch."
+            )
+        big = max(self.modelled, key=lambda b: b.now_ns)
+        return (
+            f"The transforms disappear: their whole time ({fmt_ns(transforms_ns)}). "
+            f"cuDNN's NCHW BatchNorm kernels ({fmt_ns(self.now_ns)}) would run as NHWC ones: ~{fmt_ns(self.nhwc_ns)}. "
+            "Per kernel, its busiest unit's share of its time (Speed Of Light %) stays and the rest, latency, divides "
+            "by the gain in warps in flight, every SM at the kernel's theoretical occupancy against the grid's SMs "
+            f"at its achieved one (×{big.gain:.1f} for the largest), never below its roofline floor at "
+            f"{PRACTICAL_FRACTION:.0%} of peak. The convolutions and elementwise kernels in channels_last may take "
+            "more or less time than now (not estimated); converting the input is one copy per batch."
+        )
+
+
 class CudnnLayoutTransforms(ProgramRule):
     """cuDNN converts NCHW tensors to NHWC for its convolution kernels, and back: keep the model in channels_last.
 
@@ -39,11 +152,14 @@ class CudnnLayoutTransforms(ProgramRule):
         before a kernel convert its inputs (data and filter, `nchwToNhwc`), the one launched just after converts its
         output back (`nhwcToNchw`). Transforms the other way round before a kernel (`nhwcToNchw` pairs: a
         channels_last program whose convolution cuDNN runs with an NCHW-only algorithm, FFT) are not counted.
-        Reported when the counted transforms take at least `min_program_fraction` of the program's GPU time.
+        Reported when the counted transforms take at least `min_program_fraction` of the program's GPU time; cuDNN's
+        NCHW BatchNorm kernels (`bn_*_1C11_*`) of the same program are part of the finding.
 
     Why it costs time:
         Each transform reads and writes a whole activation or gradient through HBM and computes nothing; an NCHW
         network pays two or three per convolution, forward and backward, on tensors as large as its activations.
+        cuDNN's NCHW BatchNorm runs one thread block per channel: a few SMs' worth of warps wait on DRAM latency
+        while the rest of the GPU idles.
 
     Example:
         model = ResNet().cuda()                  # NCHW (torch.contiguous_format), the default
@@ -55,16 +171,22 @@ class CudnnLayoutTransforms(ProgramRule):
         (`CUDNN_TENSOR_NHWC`).
 
     Speedup estimate:
-        The counted transforms disappear: their whole time. Other kernels may change too: cuDNN may pick other
-        convolution kernels for NHWC tensors (for a convolution it ran in NCHW, such as one with 3 input channels),
-        BatchNorm, pooling and elementwise ops switch to their channels_last kernels, and converting the input is one
-        copy per batch unless the data arrives in NHWC. cuDNN's NCHW BatchNorm kernels (`bn_*_1C11_*`: one thread
-        block per channel) are named with their time, not counted: on a ResNet-style training step
-        (`workloads/torch/cnn_step.py`, H200) the transforms were 0.77 ms of the 1.22 ms of kernels channels_last
-        saved, and the NHWC BatchNorm kernels took 407 µs a step where the NCHW ones took 938 µs, so the estimate
-        is a lower bound in a network with BatchNorm. An FP32 NCHW convolution on the FMA pipes has no transforms
-        yet: TEN002 speaks to it and counts the transforms that TF32 would add as part of its new time, so the two
-        rules never claim the same kernels.
+        The counted transforms disappear: their whole time. cuDNN's NCHW BatchNorm kernels (`bn_*_1C11_*`), where the
+        transforms show cuDNN converting NCHW tensors for NHWC kernels, become NHWC ones: the NCHW kernels run one
+        thread block per channel, so a layer of 64 channels runs 64 blocks on 132 SMs with 16 warps each, latency-bound
+        with DRAM 10-25% busy; NHWC kernels spread each channel over the whole GPU. Per kernel group, in the
+        latency-plus-throughput model of `parallelism_ns` (LCH001's for a small grid): its profiled launch's busiest
+        unit's share of its time (Speed Of Light %) stays and the rest divides by the gain in warps in flight, every
+        SM at the kernel's theoretical occupancy against the grid's SMs at its achieved one, never below its roofline
+        floor at 85% of peak; a group timed only is named, not counted. On a ResNet-style training step
+        (`workloads/torch/cnn_step.py`, H200) the model gives 382 µs for the 938 µs of NCHW BatchNorm kernels, whose
+        NHWC counterparts measured 407 µs, and the estimate 1.33 ms for the 1.22 ms of kernels channels_last saved
+        (the transforms alone: 0.77 ms). Other kernels may change too: cuDNN may pick other convolution kernels for
+        NHWC tensors (for a convolution it ran in NCHW, such as one with 3 input channels), pooling and elementwise
+        ops switch to their channels_last kernels, and converting the input is one copy per batch unless the data
+        arrives in NHWC (not estimated). An FP32 NCHW convolution on the FMA pipes has no transforms yet: TEN002
+        speaks to it and counts the transforms that TF32 would add as part of its new time, so the two rules never
+        claim the same kernels.
 
     False positives:
         A network that must stay NCHW (a custom op that assumes contiguous NCHW; `.view` on activations then needs
@@ -111,20 +233,25 @@ class CudnnLayoutTransforms(ProgramRule):
         if to_nchw:
             parts.append(f"{len(to_nchw)} nhwcToNchw ({fmt_ns(ns(to_nchw))}) convert their outputs back to NCHW")
         torch = any((k.get("language") in ("pytorch", "triton")) for k in p.kernels)
-        bn = [k for k in p.kernels if NCHW_BATCHNORM.search(str(k.get("name") or ""))]
-        bn_ns = sum(float(k.get("duration_ns") or 0.0) for k in bn)
-        also = (
-            f" cuDNN's NCHW BatchNorm kernels ({count(len(bn), 'kernel')}, {fmt_ns(bn_ns)}, "
-            f"{bn_ns / p.total_ns:.0%} of GPU time) run one thread block per channel; channels_last runs NHWC "
-            "BatchNorm kernels that fill the GPU instead (not counted here)."
-            if bn_ns
-            else ""
-        )
+        bn = self._batchnorm(p) if to_nhwc else _BatchNormPart()
+        ids += [str(b.kernel["id"]) for b in bn.modelled]
+        bn_saving = bn.now_ns - bn.nhwc_ns
+        total = saving + bn_saving
+        evidence = [
+            Evidence("transform_launches", len(counted), None, "counted transform launches"),
+            Evidence("transform_share", round(saving / p.total_ns, 3), self.thresholds["min_program_fraction"]),
+        ]
+        if bn.modelled:
+            evidence += [
+                Evidence("nchw_batchnorm_ns", round(bn.now_ns), None, "NCHW BatchNorm kernels counted (ns)"),
+                Evidence("nhwc_batchnorm_ns", round(bn.nhwc_ns), None, "the same as NHWC kernels, modelled (ns)"),
+            ]
         return [
             self.finding(
                 title=(
                     f"cuDNN layout transforms: {fmt_ns(saving)} ({saving / p.total_ns:.0%} of GPU time) converting "
                     "NCHW tensors for NHWC convolution kernels"
+                    + (f"; NCHW BatchNorm: {fmt_ns(bn.now_ns)} at one block per channel" if bn.modelled else "")
                 ),
                 message=(
                     f"{count(len(counted), 'launch', 'launches')} of cuDNN's layout transforms take "
@@ -132,24 +259,31 @@ class CudnnLayoutTransforms(ProgramRule):
                     + " and ".join(parts)
                     + ". With the model and its input in channels_last they are not needed; "
                     "cuDNN may then also pick other convolution kernels, and BatchNorm, pooling and elementwise ops "
-                    "run their channels_last versions." + also
+                    "run their channels_last versions." + bn.message(p)
                 ),
                 fix=self.fix_in("pytorch" if torch else "cuda"),
                 kernels=[str(p.by_id[kid].get("display_name") or p.by_id[kid]["name"]) for kid in ids],
                 kernel_ids=ids,
-                estimated_saving_ns=saving,
-                saving_model=(
-                    "The transforms disappear: their whole time. The convolutions, BatchNorm and elementwise kernels "
-                    "in channels_last may take more or less time than now (not estimated); converting the input is "
-                    "one copy per batch."
-                ),
+                estimated_saving_ns=total,
+                saving_model=bn.model(saving),
                 confidence="medium",
-                evidence=[
-                    Evidence("transform_launches", len(counted), None, "counted transform launches"),
-                    Evidence("transform_share", round(saving / p.total_ns, 3), self.thresholds["min_program_fraction"]),
-                ],
+                evidence=evidence,
             )
         ]
+
+    @staticmethod
+    def _batchnorm(p: ProgramContext) -> "_BatchNormPart":
+        """cuDNN's NCHW BatchNorm kernels of the program: those the model can time as NHWC ones, and the rest."""
+        part = _BatchNormPart()
+        for k in p.kernels:
+            if not NCHW_BATCHNORM.search(str(k.get("name") or "")) or str(k.get("id")) in p.owned:
+                continue  # not cuDNN's NCHW BatchNorm, or a kernel another program rule owns
+            b = batchnorm_as_nhwc(k, p.device)
+            if b is not None and b.nhwc_ns < b.now_ns:
+                part.modelled.append(b)
+            else:
+                part.other.append(k)
+        return part
 
     @staticmethod
     def _direction(p: ProgramContext, x: dict[str, Any]) -> str | None:

@@ -23,6 +23,10 @@ def test_the_fp32_training_step_is_told_it_would_wait_on_its_host(analyzed):
     assert 'mode="reduce-overhead"' in f["fix"]
     tens = {k["id"] for k in res["kernels"] if k["findings"] and k["findings"][0]["rule"] == "TEN002"}
     assert set(f["kernel_ids"]) == tens
+    # what the fixes save is what "where to start" gives them: TF32's one-setting entry over the same kernels (the
+    # first GEMM's launches of another size included, at their own estimate)
+    (tf32,) = [a for a in res["top_actions"] if a["rule"] == "TEN002"]
+    assert set(tf32["kernel_ids"]) == tens and ev["saved_ns"] == pytest.approx(tf32["estimated_saving_ns"], abs=1)
 
 
 @pytest.mark.parametrize("name", ["torch_eager", "torch_scatter", "torch_norm_chain", "flaws", "patterns"])

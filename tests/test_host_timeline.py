@@ -163,6 +163,8 @@ def test_hand_made_a_second_stream_does_not_wait_for_the_first():
         (json.dumps({"traceEvents": [_call("cudaLaunchKernel", 0, 5, 1)]}).encode(), "no kernel, memset or memcpy"),
         (lzma.compress(b"[1, 2"), "not a JSON trace"),
         (b"\xfd7zXZ\x00garbage", "cannot read the trace"),
+        # damaged deflate data in a gzip stream (zlib's error, not an OSError)
+        (gzip.compress(b"[1, 2, 3]" * 100)[:10] + b"\xff" * 20, "cannot read the trace"),
     ],
 )
 def test_what_is_not_a_usable_trace_is_one_clear_error(tmp_path, content, words):
@@ -179,3 +181,55 @@ def test_a_gzip_trace_reads_as_the_same_timeline(tmp_path):
     path.write_bytes(gzip.compress(raw))
     a, b = read_trace(path), trace("trace_norm_chain_planted")
     assert a.ops == b.ops and a.calls == b.calls
+
+
+def test_hand_made_the_profilers_cost_per_call_comes_out_of_a_host_bound_loop(tmp_path):
+    """Hand-made: ten launches 20 µs apart, each kernel 2 µs: the host sets the pace. The trace says the profiler cost
+    the host 5 µs a call (13 traced against 8 plain, as `profile --host-time` measures it): hidden, every launch after
+    the first comes 5 µs earlier per call before it, the window 45 µs shorter; kept, nothing moves."""
+    events = []
+    for i in range(10):
+        events += [_call("cudaLaunchKernel", 20 * i, 6, i + 1), _kernel(20 * i + 10, 2, i + 1)]
+    path = tmp_path / "trace.json"
+    cost = {"plain_ns_per_call": 8000.0, "traced_ns_per_call": 13000.0, "calls": 1000, "repeats": 5}
+    path.write_text(json.dumps({"ncuadvisorProfilerCost": cost, "traceEvents": events}))
+    t = read_trace(path)
+    assert t.call_cost_ns == pytest.approx(5000.0)
+    p = plan(t)
+    kept, hidden = replay(p), replay(p, hide_profiler=True)
+    assert kept.wall_ns == pytest.approx(t.window_ns)
+    assert kept.wall_ns - hidden.wall_ns == pytest.approx(45_000)
+    assert hidden.op_start_ns[9] == pytest.approx(kept.op_start_ns[9] - 45_000)
+    assert replay(p, graphs=True, hide_profiler=True).wall_ns < replay(p, graphs=True).wall_ns
+
+
+@pytest.mark.parametrize(
+    "entry",
+    [None, "fast", {"plain_ns_per_call": 8000.0}, {"plain_ns_per_call": -1, "traced_ns_per_call": 9000.0},
+     {"plain_ns_per_call": 8000.0, "traced_ns_per_call": True}],
+)  # fmt: skip
+def test_a_trace_without_a_usable_cost_entry_keeps_the_profilers_cost_in(tmp_path, entry):
+    events = [_call("cudaLaunchKernel", 0, 5, 1), _kernel(10, 100, 1)]
+    data: dict = {"traceEvents": events}
+    if entry is not None:
+        data["ncuadvisorProfilerCost"] = entry
+    path = tmp_path / "trace.json"
+    path.write_text(json.dumps(data))
+    assert read_trace(path).call_cost_ns is None
+
+
+def test_the_measured_cost_is_put_into_the_kept_trace_without_changing_its_events(tmp_path):
+    """`profile --host-time` writes the runner's measurement into the trace it keeps (profile.hosttime._add_cost): a
+    real trace, spliced, reads as the same timeline with the cost; without the runner's file it is left as it was."""
+    from ncuadvisor.profile.hosttime import _add_cost
+
+    raw = tmp_path / "host_trace.json"
+    raw.write_bytes(lzma.decompress((TRACES / "trace_norm_chain_planted.json.xz").read_bytes()))
+    before = raw.read_bytes()
+    _add_cost(raw)
+    assert raw.read_bytes() == before
+    (tmp_path / "host_trace.json.cost.json").write_text('{"plain_ns_per_call": 4100.0, "traced_ns_per_call": 7600.5}')
+    _add_cost(raw)
+    a, b = read_trace(raw), trace("trace_norm_chain_planted")
+    assert a.ops == b.ops and a.calls == b.calls
+    assert a.call_cost_ns == pytest.approx(3500.5) and b.call_cost_ns is None

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import pickle
+import statistics
 from pathlib import Path
 
 import pytest
@@ -17,7 +18,8 @@ from ncuadvisor.analysis.hostwall import action_parts
 from ncuadvisor.analysis.walltime import HostModel, match_kernels, name_words
 from ncuadvisor.result.types import Result
 
-TRACES = Path(__file__).resolve().parent.parent / "fixtures" / "host-trace-2026-12-02"
+ROOT = Path(__file__).resolve().parent.parent
+TRACES = ROOT / "fixtures" / "host-trace-2026-12-02"
 LOOPS = {(j["case"], j["variant"]): j for j in map(json.loads, (TRACES / "cuda_only.jsonl").read_text().splitlines())}
 
 
@@ -274,3 +276,35 @@ def test_a_whole_script_trace_is_measured_in_its_steady_windows(typed):
     assert 0.95 * loop < wall_us < 1.15 * loop
     assert model.gpu_busy_share > 0.8 and not model.host_bound
     assert model.graphs_saving_ns() < 0.15 * model.wall_per_window_ns()
+
+
+def test_the_profilers_cost_taken_out_brings_the_wall_estimates_to_the_measured_savings():
+    """fixtures/wall-twins-2026-12-02: the two unplanted steps, each host timeline recorded (`profile --host-time`'s
+    runner, the profiler's cost per call measured after the script) next to the loop timings of the step and its
+    fixes (the whole step as a CUDA graph: PRG006; the compiled loss: PYT005; the fused optimizer: PYT003). With the
+    cost taken out the timeline gives each step's wall time within 11% of the loop's (it was 3-31% slower), and
+    the estimates' median error falls from 48% to 13%, 4 of 6 within ±30% (1 of 6 before). The two misses are the
+    GPT step's first round, whose timeline put the step 4% slower than measured, where it sits at the host's
+    pace: a fix there saves less wall time than it did."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("wall_twins", ROOT / "benchmarks" / "wall_twins.py")
+    assert spec is not None and spec.loader is not None
+    wall_twins = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(wall_twins)
+    rows = wall_twins.rows(ROOT / "fixtures" / "wall-twins-2026-12-02")
+    assert {(r["program"], r["rule"]) for r in rows} == {("cnn", "graphs"), ("gpt", "PYT005"), ("gpt", "PYT003")}
+    assert len(rows) == 6
+    for r in rows:
+        assert 1_000 < r["cost_ns"] < 10_000
+        assert abs(r["timeline_wall_ns"] / r["measured_wall_ns"] - 1) < 0.11
+        assert r["timeline_wall_kept_ns"] > r["timeline_wall_ns"]
+
+    def errors(key: str) -> list[float]:
+        return [abs(r[key] / r["measured_saving_ns"] - 1) for r in rows]
+
+    out, kept = errors("estimated_ns"), errors("estimated_kept_ns")
+    assert statistics.median(out) < 0.2 < 0.4 < statistics.median(kept)
+    assert sum(e <= 0.3 for e in out) >= 4 > sum(e <= 0.3 for e in kept)
+    graphs = [r for r in rows if r["rule"] == "graphs"]
+    assert all(abs(r["estimated_ns"] / r["measured_saving_ns"] - 1) < 0.3 for r in graphs)

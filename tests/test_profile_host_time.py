@@ -28,7 +28,10 @@ FAKE_DIR = ROOT / "tests" / "fake_ncu"
 # a stand-in torch: just what the runner imports, and a profiler whose trace is a real one ($STAND_IN_TRACE)
 STAND_IN = {
     "__init__.py": "from . import cuda, profiler\n",
-    "cuda/__init__.py": "from . import nvtx\nSYNCED = []\ndef synchronize():\n    SYNCED.append(1)\n",
+    "cuda/__init__.py": (
+        "from . import nvtx\nSYNCED = []\ndef synchronize():\n    SYNCED.append(1)\n"
+        "def is_initialized():\n    return False\n"  # the runner then measures no profiler cost
+    ),
     "cuda/nvtx.py": "def range_push(m):\n    pass\ndef range_pop():\n    pass\n",
     "profiler.py": (
         "import lzma, os\n"
@@ -219,6 +222,8 @@ def test_gpu_profile_host_time_end_to_end(tmp_path):
     assert h["used"] is True, h
     assert 9 <= h["windows"] <= 13 and h["matched_launches"] > 0
     assert 0 < h["gpu_busy_share"] <= 1 and h["host_ns_per_launch"] > 0
+    # the profiler's own cost per call, measured after the script on the same host (profile.host_runner)
+    assert h["profiler_call_cost_ns"] is not None and 0 <= h["profiler_call_cost_ns"] < 50_000, h
     walls = [a for a in res["top_actions"] if a.get("estimated_wall_saving_ns") is not None]
     assert walls, res["top_actions"]
     for a in walls:

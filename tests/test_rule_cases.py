@@ -113,7 +113,11 @@ def program_context(case: dict[str, Any]) -> ProgramContext:
     kernels = []
     for k in case.get("kernels", []):
         entry = {"demangled": k["name"], "language": "cuda", "grid": "", "block": "", "duration_ns": 0.0, "launches": 1}
-        kernels.append({**entry, "roofline": {}, **k})
+        entry = {**entry, "roofline": {}, **k}
+        # no variants: the analysed launches are all of them, as in a result
+        entry.setdefault("analysed_duration_ns", entry["duration_ns"])
+        entry.setdefault("analysed_launches", entry["launches"])
+        kernels.append(entry)
     launches = []
     for _ in range(int(case.get("repeat_launches", 1))):
         for x in case.get("launches", []):

@@ -8,8 +8,11 @@
 # steps (default 20) timed and as many under the profiler. $OUT/twins.jsonl: one JSON line per run (its name and
 # round added); $OUT/summary.json: per variant the medians over the rounds and, against its script's default, the
 # time saved per step and the ratio, and the median run's 15 costliest kernel functions; $OUT/logs/: each run's
-# output. Keeps to $BUDGET seconds (default 240).
+# output. Keeps to $BUDGET seconds (default 240). VARIANTS (below) chooses other fixes, e.g. the compiled loss and the
+# whole step in a CUDA graph:
 #     OUT=/tmp/ut BUDGET=240 bash benchmarks/device/unplanted_twins.sh
+#     VARIANTS="gpt=gpt_step.py;gpt_compiled_loss=gpt_step.py --compiled-loss;cnn=cnn_step.py;cnn_graph=cnn_step.py --graph" \
+#       OUT=/tmp/ut BUDGET=300 bash benchmarks/device/unplanted_twins.sh
 source benchmarks/device/env.sh
 part_start
 N=${STEPS_TIMED:-20}
@@ -23,12 +26,15 @@ run() {  # NAME SCRIPT ARGS...: one timed run
   timeout "$t" python3 "$script" --steps 5 --time "$N" "$@" > "$OUT/logs/${name}_$r.txt" 2>&1
   say "$name round $r rc=$? $(grep '^{' "$OUT/logs/${name}_$r.txt" | tail -1)"
 }
+# VARIANTS: "NAME=SCRIPT ARGS...;..." (the first word of NAME before "_" names the baseline the others compare with)
+VARIANTS=${VARIANTS:-"gpt=gpt_step.py;gpt_fused=gpt_step.py --fused;cnn=cnn_step.py;\
+cnn_channels_last=cnn_step.py --channels-last;cnn_fused=cnn_step.py --fused"}
+IFS=';' read -ra SPECS <<< "$VARIANTS"
 for r in $(seq 1 "$ROUNDS"); do
-  run gpt workloads/torch/gpt_step.py
-  run gpt_fused workloads/torch/gpt_step.py --fused
-  run cnn workloads/torch/cnn_step.py
-  run cnn_channels_last workloads/torch/cnn_step.py --channels-last
-  run cnn_fused workloads/torch/cnn_step.py --fused
+  for spec in "${SPECS[@]}"; do
+    # shellcheck disable=SC2086  # the variant's arguments are split on purpose
+    run "${spec%%=*}" workloads/torch/${spec#*=}
+  done
 done
 python3 - "$OUT" <<'EOF'
 import json, statistics, sys

@@ -16,12 +16,14 @@ from ncuadvisor.model import Kernel, Profile, Variant, num
 from ncuadvisor.result.types import (
     Bound,
     Device,
+    FindingEntry,
     HierarchyLevel,
     KernelEntry,
     Launch,
     NoRuleVerdict,
     ProcessEntry,
     ProcessRef,
+    SuppressedFinding,
     VariantEntry,
 )
 from ncuadvisor.result.types import Roofline as RooflineEntry
@@ -213,3 +215,19 @@ def covered_by_program(entry: KernelEntry, covering: Mapping[str, Any]) -> Kerne
         "No rule applies", f"No kernel rule applies; the program finding {f.rule} ({f.title}) covers it", 1
     )
     return replace(entry, no_rule=replace(entry.no_rule, program_rule=f.rule, message=message))
+
+
+def owned_by_program(entry: KernelEntry, owner: Any) -> KernelEntry:
+    """The entry whose kernel a program finding owns (`ProgramRule.owns`: the loss chain a fused kernel replaces):
+    its kernel findings, its variants' included, are suppressed with the owner named, so that "where to start" does
+    not count the kernel's time again; its no-rule verdict is made again (an entry timed only keeps none)."""
+    reason = f"{owner.rule} owns this kernel: {owner.title}"
+
+    def moved(findings: list[FindingEntry]) -> list[SuppressedFinding]:
+        return [SuppressedFinding(rule=f.rule, title=f.title, reason=reason) for f in findings]
+
+    if not entry.findings and not any(v.findings for v in entry.variants):
+        return entry
+    variants = [replace(v, findings=[], suppressed=v.suppressed + moved(v.findings)) for v in entry.variants]
+    out = replace(entry, findings=[], suppressed=entry.suppressed + moved(entry.findings), variants=variants)
+    return out if entry.profiled is False else with_no_rule(out)

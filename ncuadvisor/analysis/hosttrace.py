@@ -15,7 +15,9 @@ What is read (times in ns from the trace's first event):
 - GPU operations: `kernel`, `gpu_memset` and `gpu_memcpy` events (name: the demangled kernel name; start, duration,
   device and stream, correlation id; a kernel's grid and block);
 - the profiler's own buffer requests (category `overhead`, "Activity Buffer Request"): the host stalls in them, and
-  `replay` can take that stall out.
+  `replay` can take that stall out;
+- the profiler's own cost per CUDA call on the host that recorded it, where `profile --host-time` measured it (the
+  top-level key `ncuadvisorProfilerCost`: `profile.host_runner`); `replay` can take it out of every call.
 
 The file may be plain JSON or compressed (xz, gzip, by its first bytes, whatever its name). Anything else is one
 clear `InputError`: not JSON, not a Chrome trace, no CUDA runtime call or no GPU operation (a trace recorded without
@@ -24,9 +26,7 @@ clear `InputError`: not JSON, not a Chrome trace, no CUDA runtime call or no GPU
 
 from __future__ import annotations
 
-import gzip
 import json
-import lzma
 import math
 import os
 from dataclasses import dataclass, field
@@ -34,12 +34,14 @@ from pathlib import Path
 from typing import Any
 
 from ncuadvisor.errors import InputError
+from ncuadvisor.reportfile.sniff import DECOMPRESS_ERRORS, open_decompressed
 
 HOST_CATEGORIES = frozenset({"cuda_runtime", "cuda_driver"})
 GPU_CATEGORIES = {"kernel": "kernel", "gpu_memset": "memset", "gpu_memcpy": "memcpy"}
 OVERHEAD_CATEGORY = "overhead"  # the profiler's own work (CUPTI buffer requests): pid -1
 CPU_CATEGORIES = frozenset({"cpu_op", "python_function", "user_annotation"})  # recorded with ProfilerActivity.CPU
 MAX_TRACE_BYTES = 8 << 30  # decompressed: a Chrome trace is read whole
+COST_KEY = "ncuadvisorProfilerCost"  # {"plain_ns_per_call", "traced_ns_per_call", ...}: profile.host_runner
 
 
 @dataclass(frozen=True)
@@ -87,6 +89,7 @@ class Timeline:
     ops: list[GpuOp]
     overhead: list[tuple[float, float]] = field(default_factory=list)
     cpu_ops: int = 0  # ATen ops and Python functions recorded too (ProfilerActivity.CPU): the host slowed by them
+    call_cost_ns: float | None = None  # the profiler's own host time per CUDA call, measured (None: not measured)
 
     @property
     def window_ns(self) -> float:
@@ -110,23 +113,27 @@ def read_trace(path: str | os.PathLike[str]) -> Timeline:
     events = data.get("traceEvents") if isinstance(data, dict) else data if isinstance(data, list) else None
     if not isinstance(events, list):
         raise InputError(f"{p}: not a Chrome trace (no traceEvents): export one with prof.export_chrome_trace(path)")
-    return timeline_of(events, str(p))
+    timeline = timeline_of(events, str(p))
+    timeline.call_cost_ns = call_cost(data.get(COST_KEY) if isinstance(data, dict) else None)
+    return timeline
+
+
+def call_cost(cost: Any) -> float | None:
+    """The profiler's cost per call from a `COST_KEY` entry: traced minus plain ns per call (0 where the traced loop
+    was not slower); None when the entry is absent or not two finite numbers."""
+    if not isinstance(cost, dict):
+        return None
+    plain, traced = _num(cost.get("plain_ns_per_call")), _num(cost.get("traced_ns_per_call"))
+    if plain is None or traced is None or plain <= 0 or traced <= 0:
+        return None
+    return max(0.0, traced - plain)
 
 
 def _load_json(p: Path) -> Any:
-    with open(p, "rb") as f:
-        head = f.read(6)
-    opener: Any
-    if head.startswith(b"\xfd7zXZ"):
-        opener = lzma.open
-    elif head.startswith(b"\x1f\x8b"):
-        opener = gzip.open
-    else:
-        opener = open
     try:
-        with opener(p, "rb") as f:
+        with open_decompressed(p, by_magic=True) as f:
             raw = f.read(MAX_TRACE_BYTES + 1)
-    except (OSError, lzma.LZMAError, EOFError) as exc:
+    except DECOMPRESS_ERRORS as exc:
         raise InputError(f"{p}: cannot read the trace ({exc})") from exc
     if len(raw) > MAX_TRACE_BYTES:
         raise InputError(f"{p}: the trace is larger than {MAX_TRACE_BYTES >> 30} GiB decompressed")

@@ -19,22 +19,10 @@ The result gets `host_timeline`: the measured facts, or, when none of the trace'
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 from ncuadvisor.analysis.walltime import HostModel, Parts
 from ncuadvisor.result.host_info import HostTimeline
-from ncuadvisor.result.types import FindingEntry, KernelEntry, Result, TopAction
-
-
-def _speedup(findings: Sequence[FindingEntry], rule: str) -> float:
-    return next((float(f.estimated_speedup) for f in findings if f.rule == rule), 0.0)
-
-
-def kernel_parts(k: KernelEntry, rule: str) -> Parts:
-    """(per-launch ns, fraction saved) of each part of a kernel group for one rule: its own analysed launches, then
-    each variant; a part the rule did not fire on saves nothing."""
-    own = k.analysed_duration_ns / k.analysed_launches if k.analysed_launches else None
-    return [(own, _speedup(k.findings, rule))] + [(v.per_launch_ns, _speedup(v.findings, rule)) for v in k.variants]
+from ncuadvisor.result.kernel_fixes import saved_parts
+from ncuadvisor.result.types import Result, TopAction
 
 
 def action_parts(result: Result, a: TopAction) -> dict[str, Parts]:
@@ -46,7 +34,7 @@ def action_parts(result: Result, a: TopAction) -> dict[str, Parts]:
         f = program.estimated_saving_ns / total if total > 0 else 0.0
         return {k.id: [(None, f)] for k in ks}
     ids = a.kernel_ids or ([a.kernel_id] if a.kernel_id else [])
-    return {k.id: kernel_parts(k, a.rule) for k in (result.kernel(i) for i in ids) if k is not None}
+    return {k.id: saved_parts(k, a.rule) for k in (result.kernel(i) for i in ids) if k is not None}
 
 
 def host_entry(model: HostModel) -> HostTimeline:
@@ -84,6 +72,7 @@ def host_entry(model: HostModel) -> HostTimeline:
         unmatched_kernels=model.unmatched_kernels,
         trace_wall_ns=t.window_ns,
         profiler_stall_ns=model.profiler_stall_ns,
+        profiler_call_cost_ns=t.call_cost_ns,
     )
 
 

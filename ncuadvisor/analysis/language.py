@@ -209,3 +209,101 @@ def foreach_kernel(demangled: str) -> ForeachKernel | None:
     args = [a.strip() for a in f.group(2).split(",")]
     ints = [int(i.group(1)) if (i := _INT_ARG_RE.match(a)) else None for a in args[1:3]] + [None, None]
     return ForeachKernel(functor=f.group(1), element=args[0], lists=ints[0], reads=ints[1], op=f.group(3))
+
+
+# ATen's softmax kernels (SoftMax.cu, PersistentSoftmax.cuh): one block per row for long rows (`cunn_SoftMaxForward`,
+# `cunn_SoftMaxForwardSmem` with the row cached in shared memory, `cunn_SoftMaxBackward`), a warp per row (or two) for
+# rows of up to 1,024 elements (`softmax_warp_forward/backward<input_t, output_t, acc_t, log2_elements,
+# is_log_softmax, is_masked>`), and `cunn_SpatialSoftMax*` for a softmax over a middle dimension (N, C, H, W).
+# Log-softmax is told by the epilogue (`LogSoftMaxForwardEpilogue`) or by the warp kernels' is_log_softmax flag.
+_SOFTMAX_RE = re.compile(
+    r"\b(?P<fn>cunn_SoftMax(?:Forward|Backward)(?:Smem|Gmem)?|cunn_SpatialSoftMax(?:Forward|Backward)|"
+    r"softmax_warp_(?:forward|backward))<"
+)
+_NLL_RE = re.compile(r"\bnll_loss(?:2d)?_(?:forward|backward)\w*")
+
+
+@dataclass(frozen=True)
+class SoftmaxKernel:
+    """An ATen softmax or log-softmax kernel, from its demangled name: which pass (`forward`, `backward`), which
+    implementation (`block`: a block per row, `warp`: a warp per row, `spatial`), whether it is a log-softmax, and
+    the element types it reads (`reads`: the input forward, the output and its gradient backward) and writes
+    (`writes`: the output forward, the input's gradient backward)."""
+
+    direction: str
+    kind: str
+    log: bool
+    reads: str
+    writes: str
+    log2_elements: int | None = None  # the warp kernels: rows of at most 2**log2_elements elements
+
+    @property
+    def write_bytes(self) -> int | None:
+        return ELEMENT_BYTES.get(self.writes)
+
+    @property
+    def read_bytes(self) -> int | None:
+        return ELEMENT_BYTES.get(self.reads)
+
+
+def _template_args(text: str, start: int) -> list[str]:
+    """The top-level template arguments of the `<` at `start - 1`."""
+    args: list[str] = []
+    cur: list[str] = []
+    depth = 0
+    for ch in text[start:]:
+        if ch == "<" or ch == "(":
+            depth += 1
+        elif ch == ">" or ch == ")":
+            if depth == 0:
+                break
+            depth -= 1
+        elif ch == "," and depth == 0:
+            args.append("".join(cur).strip())
+            cur = []
+            continue
+        cur.append(ch)
+    args.append("".join(cur).strip())
+    return args
+
+
+def softmax_kernel(demangled: str) -> SoftmaxKernel | None:
+    """What an ATen softmax kernel computes, from its template arguments; None for any other kernel."""
+    m = _SOFTMAX_RE.search(demangled or "")
+    if not m:
+        return None
+    fn, args = m.group("fn"), _template_args(demangled, m.end())
+    direction = "backward" if "ackward" in fn else "forward"
+    if fn.startswith("softmax_warp"):  # <input_t, output_t, acc_t, log2_elements, is_log_softmax, is_masked>
+        if len(args) < 5:
+            return None
+        log2 = _INT_ARG_RE.match(args[3])
+        flag = _INT_ARG_RE.match(args[4])
+        # backward: reads the output and its gradient (input_t), writes the input's gradient (output_t)
+        return SoftmaxKernel(
+            direction=direction,
+            kind="warp",
+            log=bool(flag and flag.group(1) == "1"),
+            reads=args[0],
+            writes=args[1],
+            log2_elements=int(log2.group(1)) if log2 else None,
+        )
+    log = "LogSoftMax" in demangled[m.end() :]
+    if fn.startswith("cunn_Spatial"):  # <scalar_t, accscalar_t, outscalar_t, [index_t,] Epilogue>
+        scalar, out = args[0], args[2] if len(args) > 2 else ""
+    else:  # <ILP, scalar_t, accscalar_t, outscalar_t, Epilogue>
+        scalar, out = (args[1], args[3]) if len(args) > 3 else ("", "")
+    reads, writes = (scalar, out) if direction == "forward" else (out, scalar)
+    return SoftmaxKernel(
+        direction=direction, kind="spatial" if "Spatial" in fn else "block", log=log, reads=reads, writes=writes
+    )
+
+
+def nll_loss_kernel(demangled: str) -> bool:
+    """Whether the kernel is one of ATen's nll_loss kernels (forward or backward, 1-D or 2-D targets)."""
+    return bool(_NLL_RE.search(demangled or ""))
+
+
+def aten_generic_kernel(demangled: str) -> bool:
+    """Whether the kernel is one of ATen's generic elementwise or reduction loops (a cast, a fill, an add, a sum)."""
+    return bool(_GENERIC_RE.match(demangled or ""))

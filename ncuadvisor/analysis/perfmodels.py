@@ -167,11 +167,16 @@ def parallelism_ns(k: KernelContext, gain: float) -> float | None:
     term, the busiest unit's work at its peak (duration × its Speed Of Light %), which the fix keeps, and a latency
     term, the rest, which Little's law divides by the gain: new = duration × (busy + (1 − busy) / gain)."""
     r = k.roofline
-    busy = max(r.sol.get("memory_pct", 0.0), r.sol.get("compute_pct", 0.0)) / 100.0
     if not r.duration_ns or gain <= 0:
         return None
-    busy = min(1.0, max(0.0, busy))
-    return r.duration_ns * (busy + (1.0 - busy) / gain)
+    return latency_split_ns(r.duration_ns, max(r.sol.get("memory_pct", 0.0), r.sol.get("compute_pct", 0.0)), gain)
+
+
+def latency_split_ns(duration_ns: float, busy_pct: float, gain: float) -> float:
+    """`parallelism_ns` on numbers (a program rule reads kernel entries, not contexts): of `duration_ns`, the busiest
+    unit's share (`busy_pct`, its Speed Of Light %) stays and the rest divides by the gain in work in flight."""
+    busy = min(1.0, max(0.0, busy_pct / 100.0))
+    return duration_ns * (busy + (1.0 - busy) / gain)
 
 
 def fma_and_tensor_flops(r: Roofline) -> tuple[float, float]:

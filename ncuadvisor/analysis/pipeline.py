@@ -24,6 +24,7 @@ from ncuadvisor.analysis.entries import (
     device_entry,
     launch_entry,
     launch_list,
+    owned_by_program,
     process_fields,
     processes_entry,
     roofline_entry,
@@ -492,10 +493,16 @@ def add_program_level(
         rep.warnings.append(f"program rule {e['rule']} failed: {e['error']}")
     result.program_findings = program_findings
     covering: dict[str, Any] = {}  # kernel id -> the first program finding that speaks to it
+    owning: dict[str, Any] = {}  # kernel id -> the finding of the rule that owns it (`ProgramRule.owns`)
     for f in program_findings:
         for kid in f.kernel_ids:
             covering.setdefault(str(kid), f)
-    result.kernels = [covered_by_program(k, covering) for k in result.kernels]
+            if ctx.owned.get(str(kid)) == f.rule:
+                owning.setdefault(str(kid), f)
+    covering.update(owning)
+    result.kernels = [
+        covered_by_program(owned_by_program(k, owning[k.id]) if k.id in owning else k, covering) for k in result.kernels
+    ]
     switches = {r.code: r.title for r in engine.kernel_rules(rules) if r.switch}
     result.top_actions = top_actions(result.kernels, total_ns, program_findings, switches=switches)
     if model is not None:

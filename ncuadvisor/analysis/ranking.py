@@ -6,7 +6,8 @@ follow-up costed on the time left after the fixes before it (fraction of the ker
 follow-ups never promise more than the kernel takes. An entry says which launches its saving is over (`launches`,
 `duration_ns`): every size of the kernel its first fix was found on, so its title, time and saving speak of the same
 launches. A fix (or follow-up) that saves less than `MIN_PROGRAM_FRACTION`
-of the program is left out: it would save ~0 ns. A rule whose fix is one setting for the whole program (`switch`:
+of the program is left out: it would save ~0 ns. A kernel's steps are `result.kernel_fixes.kernel_steps`, which the
+program rules that weigh the kernel fixes read too. A rule whose fix is one setting for the whole program (`switch`:
 TF32) heads one entry for every kernel it heads, their savings summed: the user makes that change once.
 """
 
@@ -14,34 +15,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from ncuadvisor.result.types import FollowUp, KernelEntry, ProgramFindingEntry, TopAction
+from ncuadvisor.result.kernel_fixes import MIN_PROGRAM_FRACTION, kernel_steps
+from ncuadvisor.result.types import KernelEntry, ProgramFindingEntry, TopAction
 from ncuadvisor.units import fmt_ns
-
-MIN_PROGRAM_FRACTION = 0.001  # below 0.1% of the program's GPU time an action saves ~0
-
-
-def _kernel_steps(k: KernelEntry, total_ns: float, floor_ns: float) -> list[FollowUp]:
-    """The kernel's fixes, largest first, each costed on the time left after the ones before it."""
-    kernel_ns = sum(ns for _, ns, _ in k.findings_with_time())
-    left = kernel_ns
-    steps = []
-    for f, saving, variant in sorted(k.savings_by_rule().values(), key=lambda t: -t[1]):
-        if kernel_ns > 0:
-            saving = left * min(1.0, max(0.0, saving / kernel_ns))
-            left -= saving
-        if saving <= 0 or saving < floor_ns:
-            continue
-        steps.append(
-            FollowUp(
-                rule=f.rule,
-                category=f.category,
-                title=f.title,
-                estimated_saving_ns=saving,
-                program_fraction=saving / total_ns if total_ns else 0.0,
-                variant=variant,
-            )
-        )
-    return steps
 
 
 def _covered(k: KernelEntry, rule: str) -> tuple[int, float]:
@@ -109,7 +85,7 @@ def top_actions(
         if p.estimated_saving_ns > 0 and p.estimated_saving_ns >= floor_ns
     ]
     for k in kernels:
-        steps = _kernel_steps(k, total_ns, floor_ns)
+        steps = kernel_steps(k, total_ns, floor_ns)
         if not steps:
             continue
         head, rest = steps[0], steps[1:]

@@ -16,14 +16,18 @@ The replay walks the host calls in the order they started (every thread together
   host calls that start after it move by as much as it moved. The work it waited for is read from the trace: on each
   stream, the last operation launched before the call that ended before it returned;
 - with `hide_profiler`, the host's stall in the profiler's own buffer requests (`Timeline.overhead`, the part of each
-  that no host call overlaps) is taken out of the host's time.
+  that no host call overlaps) is taken out of the host's time, and so is the profiler's cost per call where the trace
+  says what it was on its host (`Timeline.call_cost_ns`, measured by `profile --host-time`): every host call ends
+  that much earlier, and the calls after it start that much earlier.
 
 Assumptions: the host's work is the same whatever the kernels' durations (a fix that changes the host's work, such
 as a library choosing another algorithm with more calls, is not seen); streams are independent (a cross-stream wait,
 `cudaStreamWaitEvent`, is not modelled: an operation waits only for its own stream); a synchronisation whose target
 the trace does not name (`cudaStreamSynchronize`, `cudaEventSynchronize`) waits for what it was measured waiting for;
-the profiler's per-call cost (CUPTI's callbacks) stays in the host's time, so a traced host is slower than an untraced
-one (measured: 3.5 against 2.8 ms a call on the planted training step, `fixtures/host-trace-2026-12-02`).
+where the trace does not say the profiler's per-call cost (CUPTI's callbacks), it stays in the host's time, so a
+traced host is slower than an untraced one (measured: 3.5 against 2.8 ms a call on the planted training step,
+`fixtures/host-trace-2026-12-02`); where it does, that cost, measured on a loop of one kind of call, is taken to be
+every call's.
 
 `replay(..., graphs=True)` is the step issued as CUDA graphs: between two blocking calls, every launch is issued at
 once (one graph launch, costing the host the median launch call), the host's gaps between them gone.
@@ -280,6 +284,8 @@ def replay(
         changes = [(b, n, None, -stalled) for n, (b, stalled) in enumerate(p.overhead_idle)]
         heapq.heapify(changes)
     seq = len(changes)
+    cost = (t.call_cost_ns or 0.0) if hide_profiler else 0.0  # the profiler's own time in every host call
+    graph_launch_ns = max(0.0, p.graph_launch_ns - cost)
     shift, host_end = 0.0, 0.0
     segment = 0.0  # graphs: where the current graph is issued
     for at, kind, idx in p.order:
@@ -287,15 +293,16 @@ def replay(
             _, _, value, add = heapq.heappop(changes)
             shift = value if value is not None else shift + add
         if kind == 1:
-            place(idx, (segment + p.graph_launch_ns) if graphs else at + shift)
+            place(idx, (segment + graph_launch_ns) if graphs else at + shift)
             continue
         c = calls[idx]
-        s = (segment + p.graph_launch_ns) if graphs else c.start_ns + shift
+        s = (segment + graph_launch_ns) if graphs else c.start_ns + shift
+        shift -= cost
         for i in p.call_ops.get(idx, ()):
             place(i, s)
         b = p.blocks.get(idx)
         if b is None:
-            host_end = max(host_end, s if graphs else s + c.dur_ns)
+            host_end = max(host_end, s if graphs else s + max(0.0, c.dur_ns - cost))
             continue
         awaited = max((end[i] for i in b.waited), default=-math.inf)
         e = max(s + b.cost_ns, awaited + b.return_ns)

@@ -262,10 +262,16 @@ def _link_new(tmp: str, target: Path, path: Path) -> None:
 
 def exit_on_sigterm() -> None:
     """SIGTERM ends the command the way Ctrl-C does (KeyboardInterrupt: exit 130, one line), so that every
-    `finally` and exit handler runs and no temporary file or folder is left behind."""
+    `finally` and exit handler runs and no temporary file or folder is left behind. A process forked from this one
+    (a worker, which inherits the handler) that gets SIGTERM ends at once and silently: the command stopping its
+    workers after one failed must not print their tracebacks."""
     import signal
 
+    main_pid = os.getpid()
+
     def _raise(signum: int, frame: Any) -> None:
+        if os.getpid() != main_pid:
+            os._exit(128 + signum)
         raise KeyboardInterrupt
 
     try:

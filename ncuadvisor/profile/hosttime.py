@@ -4,7 +4,8 @@ result's host timeline (`analysis.hosttrace`, `analysis.walltime`): each fix the
 this machine's host.
 
 The run costs one more execution of the script, at its own pace (the profiler adds a few µs of host time per CUDA
-call: `fixtures/host-trace-2026-12-02`); it runs before ncu's phases, with none of `--torch-ops` or `--python-lines`'s
+call: `fixtures/host-trace-2026-12-02`; the runner measures how many on this host, `profile.host_runner`, and the
+replays take them out); it runs before ncu's phases, with none of `--torch-ops` or `--python-lines`'s
 instrumentation, whose own host time would be in the timeline. The trace is kept beside the output,
 `<stem>.host-trace.json.gz` (removed with `--no-keep`), so that `ncuadvisor report <stem>.ncu-rep --host-trace
 <stem>.host-trace.json.gz` gives the same estimates later. A run that fails, or a trace without CUDA activity, is a
@@ -15,6 +16,8 @@ from __future__ import annotations
 
 import gzip
 import importlib.util
+import json
+import os
 import shutil
 import subprocess
 import sys
@@ -22,7 +25,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ncuadvisor.analysis.hosttrace import Timeline, read_trace
+from ncuadvisor.analysis.hosttrace import COST_KEY, Timeline, read_trace
 from ncuadvisor.errors import InputError, OutputError, ProfileInterrupted
 from ncuadvisor.profile.progress import ProgressUI
 from ncuadvisor.profile.target import TORCH_RUNNER, Target
@@ -86,6 +89,7 @@ def run_host_time(
     if not raw.is_file():
         why = f"the script exited with code {proc.returncode}" if proc.returncode else "the runner wrote no trace"
         return None, None, f"host timeline not recorded: {why}"
+    _add_cost(raw)
     kept = _keep(raw, host_trace_path(base), force)
     warning = None
     if proc.returncode:
@@ -96,6 +100,30 @@ def run_host_time(
         return None, kept, f"host timeline not used: {exc}"
     ui.note(f"  host time: {len(timeline.ops)} GPU operations in {time.monotonic() - t0:.1f} s")
     return timeline, kept, warning
+
+
+def _add_cost(raw: Path) -> None:
+    """The profiler's cost per call the runner measured (`profile.host_runner`, a file beside the trace) put into the
+    trace itself, as its first top-level key (`hosttrace.COST_KEY`), so that the kept trace carries it to `report
+    --host-trace`. Nothing changes where the runner could not measure it."""
+    side = raw.with_name(raw.name + ".cost.json")
+    try:
+        cost = json.loads(side.read_text())
+    except (OSError, ValueError):
+        return
+    if not isinstance(cost, dict):
+        return
+    spliced = raw.with_name(raw.name + ".spliced")
+    with open(raw, "rb") as fin:
+        head = fin.read(4096)
+        brace = head.find(b"{")
+        if brace < 0 or head[:brace].strip():
+            return  # not a JSON object: read_trace will say so
+        with open(spliced, "wb") as fout:
+            fout.write(b"{" + json.dumps({COST_KEY: cost})[1:-1].encode() + b",")
+            fout.write(head[brace + 1 :])
+            shutil.copyfileobj(fin, fout)
+    os.replace(spliced, raw)
 
 
 def _keep(raw: Path, dest: Path, force: bool) -> Path:

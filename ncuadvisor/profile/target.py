@@ -13,6 +13,7 @@ from pathlib import Path
 
 from ncuadvisor.errors import InputError
 from ncuadvisor.profile.graph_replays import TORCH_RUNNER_GRAPHS
+from ncuadvisor.profile.host_runner import TORCH_RUNNER_HOSTTIME
 
 # What `--torch-ops` and `--python-lines` run instead of the script, with `python -c` (so the target's Python needs
 # only torch), as `python -c RUNNER FEATURES script args...`; FEATURES is a comma list:
@@ -411,32 +412,6 @@ if "hosttime" in features:
     _modes.enter_context(_host_time_profile())
 with _modes:
     runpy.run_path(script, run_name="__main__")
-"""
-# `profile --host-time`: the feature "hosttime" runs the whole script under torch.profiler with CUDA activities alone
-# (every runtime and driver call on the host, every kernel, memset and copy on the GPU, joined by correlation ids;
-# with CPU ops too the profiler's own cost per op doubles the host's time), and exports it as a Chrome trace to
-# $NCUADVISOR_HOST_TRACE when the script ends (returns, raises or calls sys.exit), for `profile.hosttime` to read.
-TORCH_RUNNER_HOSTTIME = r"""
-def _host_time_profile():
-    import contextlib
-
-    @contextlib.contextmanager
-    def _profiled():
-        from torch.profiler import ProfilerActivity, profile
-
-        prof = profile(activities=[ProfilerActivity.CUDA])
-        prof.__enter__()
-        try:
-            yield
-        finally:
-            try:
-                torch.cuda.synchronize()
-            except Exception:
-                pass
-            prof.__exit__(None, None, None)
-            prof.export_chrome_trace(os.environ["NCUADVISOR_HOST_TRACE"])
-
-    return _profiled()
 """
 TORCH_RUNNER = TORCH_RUNNER_FRAMES + TORCH_RUNNER_GRAPHS + TORCH_RUNNER_HOSTTIME + TORCH_RUNNER_MAIN
 

@@ -27,6 +27,7 @@ class HostView:
     matched_launches: Any
     unmatched_kernels: list[Any]
     profiler_stall_ns: Any
+    profiler_call_cost_ns: Any
 
     @property
     def summary(self) -> str:
@@ -40,8 +41,18 @@ class HostView:
             f"{fmt_pct(self.gpu_busy_share)} of it; the host needs {fmt_ns(self.host_ns_per_launch)} per launch"
             + (" (the host sets the pace)" if self.host_bound else "")
             + (f"; {windows:g} windows in the trace" if windows is not None else "")
+            + self.profiler_words
             + (f" (note: {self.note})" if self.note else "")
         )
+
+    @property
+    def profiler_words(self) -> str:
+        """What became of the profiler's own cost per CUDA call: taken out (measured by `profile --host-time`) or
+        left in (a trace that does not say it)."""
+        cost = number(self.profiler_call_cost_ns)
+        if cost is None:
+            return "; the profiler's own cost per CUDA call is in these times (the trace does not say it)"
+        return f"; the profiler's own {fmt_ns(cost)} per CUDA call, measured on this host, taken out"
 
 
 def host_view(h: HostTimeline | None) -> HostView | None:
@@ -61,6 +72,7 @@ def host_view(h: HostTimeline | None) -> HostView | None:
         matched_launches=h.matched_launches,
         unmatched_kernels=list(h.unmatched_kernels),
         profiler_stall_ns=h.profiler_stall_ns,
+        profiler_call_cost_ns=h.profiler_call_cost_ns,
     )
 
 

@@ -5,10 +5,14 @@ from __future__ import annotations
 
 import atexit
 import functools
+import gzip
+import io
+import lzma
 import mmap
 import os
 import re
 import tempfile
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +22,9 @@ from ncuadvisor.reportfile.integrity import Integrity, StreamCheck, write_whole_
 REPORT_MAGIC = (b"NVR\x00",)
 COMPRESSED_SUFFIXES = (".xz", ".gz")
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+XZ_MAGIC, GZIP_MAGIC = b"\xfd7zXZ", b"\x1f\x8b"
+# what opening and reading a compressed file raises: the file's own errors, a stream cut short, damaged xz or deflate
+DECOMPRESS_ERRORS = (OSError, EOFError, lzma.LZMAError, zlib.error)
 _VERSION_RE = re.compile(rb"(20\d\d\.\d+\.\d+(?:\.\d+)?) \(build \d+\)")
 _CMDLINE_RE = re.compile(rb"[ -~]{0,300}/ncu [ -~]{1,4000}")
 
@@ -92,18 +99,28 @@ def _copy_checked(path: Path, src: Any, target: Path) -> None:
         raise InputError(f"{path}: the decompressed data is not an Nsight Compute report (too short)")
 
 
+def open_decompressed(path: Path, by_magic: bool = False) -> io.BufferedIOBase:
+    """`path` opened to read its decompressed bytes: xz or gzip by its suffix (`.xz`, else gzip), or with `by_magic`
+    by its first bytes whatever its name, a file of neither kind as it is. Opening and reading raise one of
+    `DECOMPRESS_ERRORS`."""
+    if not by_magic:
+        return lzma.open(path, "rb") if path.suffix == ".xz" else gzip.open(path, "rb")
+    with path.open("rb") as fh:
+        head = fh.read(len(XZ_MAGIC))
+    if head.startswith(XZ_MAGIC):
+        return lzma.open(path, "rb")
+    if head.startswith(GZIP_MAGIC):
+        return gzip.open(path, "rb")
+    return path.open("rb")
+
+
 def decompress(path: Path) -> Path:
     """A report kept compressed (`x.ncu-rep.xz`, `.gz`) is read from a private temporary copy."""
-    import gzip
-    import lzma
-    import zlib
-
-    opener: Any = lzma.open if path.suffix == ".xz" else gzip.open
     target = private_dir() / path.with_suffix("").name
     try:
-        with opener(path, "rb") as src:
+        with open_decompressed(path) as src:
             _copy_checked(path, src, target)
-    except (OSError, EOFError, lzma.LZMAError, zlib.error) as exc:
+    except DECOMPRESS_ERRORS as exc:
         target.unlink(missing_ok=True)
         why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc).replace(str(target), "")
         raise InputError(f"{path}: cannot decompress ({why or type(exc).__name__})") from exc

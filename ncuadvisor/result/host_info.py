@@ -32,3 +32,6 @@ class HostTimeline(Record):
     unmatched_kernels: list[str] = field(default_factory=list)  # report kernel ids the trace does not hold
     trace_wall_ns: Number = None  # the whole trace as measured, first call to last event
     profiler_stall_ns: Number = None  # host time stalled in the profiler's buffer requests, left out of the replays
+    # the profiler's own host time per CUDA call, measured where the trace was recorded (`profile --host-time`) and
+    # taken out of every call in the replays; None: the trace does not say, and the host times include it
+    profiler_call_cost_ns: Number = None

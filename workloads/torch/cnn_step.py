@@ -6,11 +6,13 @@ use TF32 for convolutions and cuBLAS may not for the classifier), global average
 cross-entropy, SGD with momentum. Nothing here is planted: it is the common way to write it.
 
     python3 cnn_step.py [--steps N] [--batch 64] [--size 112] [--width 64] [--blocks 2] [--channels-last] [--bf16]
-                        [--fused] [--time N]
+                        [--fused] [--graph] [--time N]
 
 --steps N: N - 1 warm-up steps, then one measured step inside the NVTX ranges "step" (push/pop) and
 "step_all_threads" (process-wide: it also holds the backward kernels). Prints one line with the measured step time.
 --channels-last: the model and its input in torch.channels_last. --fused: SGD(fused=True).
+--graph: the whole step (forward, loss, backward, SGD step) captured once in a CUDA graph after 3 warm-up steps on a
+side stream, then replayed (PyTorch's whole-network capture: the gradients stay allocated, not set to None).
 --time N: then N steps in a loop between two CUDA events and N more under torch.profiler (step_timing.py); prints one
 JSON line: the options, wall µs per step, the kernels' µs per step and their count.
 """
@@ -66,6 +68,37 @@ class Net(nn.Module):
         return self.fc(torch.flatten(F.adaptive_avg_pool2d(x, 1), 1))
 
 
+def graphed(model: nn.Module, opt: torch.optim.Optimizer, x: torch.Tensor, y: torch.Tensor, bf16: bool):
+    """The step captured in one CUDA graph: 3 warm-up steps on a side stream (they create the momentum buffers), the
+    gradients zeroed to None once, then forward, loss, backward and the optimizer's step captured; the returned
+    function replays the graph and returns the static loss."""
+
+    def body() -> torch.Tensor:
+        with torch.autocast("cuda", dtype=torch.bfloat16, enabled=bf16):
+            loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        return loss.detach()
+
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(3):
+            opt.zero_grad(set_to_none=True)
+            body()
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    opt.zero_grad(set_to_none=True)
+    with torch.cuda.graph(graph):
+        static_loss = body()
+
+    def replay() -> torch.Tensor:
+        graph.replay()
+        return static_loss
+
+    return replay
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--steps", type=int, default=3)
@@ -76,6 +109,7 @@ def main() -> None:
     ap.add_argument("--channels-last", action="store_true")
     ap.add_argument("--bf16", action="store_true", help="bf16 autocast")
     ap.add_argument("--fused", action="store_true", help="SGD(fused=True) instead of the default foreach step")
+    ap.add_argument("--graph", action="store_true", help="capture the whole step in a CUDA graph and replay it")
     ap.add_argument("--time", type=int, default=0, metavar="N", help="then time N steps in a loop (JSON line)")
     args = ap.parse_args()
     assert torch.cuda.is_available(), "needs a CUDA GPU"
@@ -97,16 +131,19 @@ def main() -> None:
         opt.step()
         return loss.detach()
 
+    if args.graph:
+        step = graphed(model, opt, x, y, args.bf16)
     loss, step_ms, warmup_s = measured_step(step, args.steps)
     print(
         f"cnn_step batch={args.batch} size={args.size} width={args.width} blocks={args.blocks} "
-        f"channels_last={args.channels_last} bf16={args.bf16} fused={args.fused}: "
+        f"channels_last={args.channels_last} bf16={args.bf16} fused={args.fused} graph={args.graph}: "
         f"step_ms={step_ms:.3f} warmup_s={warmup_s:.2f} loss={loss.item():.4f} "
         f"torch={torch.__version__}",
         flush=True,
     )
     if args.time > 0:
         row = {"script": "cnn_step", "channels_last": args.channels_last, "bf16": args.bf16, "fused": args.fused}
+        row |= {"graph": args.graph}
         row |= {"batch": args.batch, "size": args.size, "width": args.width, "blocks": args.blocks}
         print(json.dumps(row | {"torch": torch.__version__} | time_steps(step, args.time)), flush=True)
 

@@ -29,23 +29,15 @@ import planted  # noqa: E402
 
 
 def traced(fn, iters: int, path: Path, cpu: bool) -> float:
-    """`iters` back-to-back calls under torch.profiler, exported to `path`; µs per call between two CUDA events.
-    `cpu` False: the CUDA activities alone (runtime calls and kernels, no ATen ops: less of the profiler's own host
-    time)."""
-    import torch
+    """planted.time_loop's `iters` back-to-back calls under torch.profiler, exported to `path`; µs per call between
+    two CUDA events. `cpu` False: the CUDA activities alone (runtime calls and kernels, no ATen ops: less of the
+    profiler's own host time)."""
     from torch.profiler import ProfilerActivity, profile
 
-    torch.cuda.synchronize()
-    activities = [ProfilerActivity.CPU, ProfilerActivity.CUDA] if cpu else [ProfilerActivity.CUDA]
-    with profile(activities=activities) as prof:
-        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        s.record()
-        for _ in range(iters):
-            fn()
-        e.record()
-        e.synchronize()
+    prof = profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA] if cpu else [ProfilerActivity.CUDA])
+    us = planted.time_loop(fn, iters, within=prof)
     prof.export_chrome_trace(str(path))
-    return s.elapsed_time(e) * 1e3 / iters
+    return us
 
 
 def main() -> None:

@@ -42,6 +42,7 @@ code.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import copy
 import json
 import statistics
@@ -371,16 +372,18 @@ def time_calls(fn, iters: int, warmup: int) -> list[float]:
     return out
 
 
-def time_loop(fn, iters: int) -> float:
+def time_loop(fn, iters: int, within: contextlib.AbstractContextManager | None = None) -> float:
     """Microseconds per call of `iters` calls issued back to back between two CUDA events (one synchronization at
-    the end), as a training loop issues them: the host's time per call is hidden while the GPU is busier than it."""
+    the end), as a training loop issues them: the host's time per call is hidden while the GPU is busier than it.
+    `within`: a context the events and the loop run in, after the GPU is idle (host_trace.py's torch.profiler)."""
     torch.cuda.synchronize()
-    s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    s.record()
-    for _ in range(iters):
-        fn()
-    e.record()
-    e.synchronize()
+    with within if within is not None else contextlib.nullcontext():
+        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        s.record()
+        for _ in range(iters):
+            fn()
+        e.record()
+        e.synchronize()
     return s.elapsed_time(e) * 1e3 / iters
 
 

@@ -1,0 +1,41 @@
+"""One run of a Python script under the torch runner's "hosttime" feature, as `ncuadvisor profile --host-time` runs
+it (torch.profiler, CUDA activities; then the profiler's own cost per call measured and put into the trace), without
+ncu: the trace only, gzip-compressed. For the device scripts that record several host timelines of one program.
+
+    python3 benchmarks/device/traced_run.py OUT.json.gz SCRIPT.py [ARGS...]
+"""
+
+from __future__ import annotations
+
+import gzip
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from ncuadvisor.profile.hosttime import HOST_FEATURE, HOST_TRACE_ENV, _add_cost
+from ncuadvisor.profile.target import TORCH_RUNNER
+
+
+def main() -> int:
+    if len(sys.argv) < 3:
+        print(__doc__.strip().splitlines()[-1].strip(), file=sys.stderr)
+        return 2
+    dest, script, args = Path(sys.argv[1]), sys.argv[2], sys.argv[3:]
+    with tempfile.TemporaryDirectory() as tmp:
+        raw = Path(tmp) / "host_trace.json"
+        argv = [sys.executable, "-c", TORCH_RUNNER, HOST_FEATURE, script, *args]
+        proc = subprocess.run(argv, env={**os.environ, HOST_TRACE_ENV: str(raw)}, check=False)
+        if not raw.is_file():
+            print(f"no trace (exit code {proc.returncode})", file=sys.stderr)
+            return 1
+        _add_cost(raw)
+        with open(raw, "rb") as fin, gzip.open(dest, "wb", compresslevel=6) as fout:
+            shutil.copyfileobj(fin, fout)
+    return proc.returncode
+
+
+if __name__ == "__main__":
+    sys.exit(main())
