@@ -131,10 +131,9 @@ def in_workers(
                 if not ok:
                     raise InputError(f"{failure} ({payload})")
                 results[i] = payload
-    finally:  # the workers still running are not needed: killed (SIGTERM would run the command line's handler in a
-        # worker just forked, whose stderr is still the user's: "Exception ignored in _after_fork")
+    finally:
         for conn, (_, proc) in running.items():
-            proc.kill()
+            proc.terminate()
             proc.join()
             conn.close()
     return results
