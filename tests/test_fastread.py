@@ -151,6 +151,10 @@ def test_a_disagreeing_file_reader_is_not_used(report_path, monkeypatch):
     assert reader._results_from_file(items, ["gpu__time_duration.sum"]) is None
 
 
+def _broken_check(task):
+    raise RuntimeError("boom")
+
+
 def test_the_deferred_check_gives_the_same_analysis(report_path, monkeypatch):
     """The analysis checks the file's rows in a worker while it goes on (`ReportReader.confirm`): the device and the
     result are those of the check made at once; where the rows disagree with ncu_report's (every duration made 1 ns
@@ -187,6 +191,12 @@ def test_the_deferred_check_gives_the_same_analysis(report_path, monkeypatch):
         return rows
 
     monkeypatch.setattr("ncuadvisor.reportfile.fastread.read_rows", off_by_one)
+    runs.clear()
+    assert scrubbed(analyze(path)) == fast
+    assert runs == [True, False]
+    # a check whose worker fails: checked again at once, the same result
+    monkeypatch.setattr("ncuadvisor.reportfile.fastread.read_rows", orig)
+    monkeypatch.setattr(load.deep, "check_rows_task", _broken_check)
     runs.clear()
     assert scrubbed(analyze(path)) == fast
     assert runs == [True, False]

@@ -285,7 +285,10 @@ class ReportReader:
         assert self._pending is not None
         result, check, rows, fast = self._pending
         self._pending = None
-        refs, device = result()
+        try:
+            refs, device = result()
+        except InputError as exc:  # the worker failed: checked again at once, where its failure shows as before
+            raise RowsDisagree(str(exc)) from exc
         for ref in refs:
             rid = ref["result_id"]
             if fast[rid]["nvtx_text"] != ref["nvtx"] or not all(native.same(ref[k], rows[rid].get(k)) for k in ref):
