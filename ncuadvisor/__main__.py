@@ -1,3 +1,3 @@
-from ncuadvisor.cli import main
+from ncuadvisor.cli import run
 
-main()
+run()

@@ -16,7 +16,7 @@ import re
 import textwrap
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, fields
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 # re-exported: rule files written before the models moved import them from here
 from ncuadvisor.analysis.perfmodels import (  # noqa: F401
@@ -38,10 +38,12 @@ from ncuadvisor.analysis.perfmodels import (  # noqa: F401
 )
 from ncuadvisor.analysis.perfmodels import opcode as _opcode  # noqa: F401
 from ncuadvisor.analysis.roofline import Roofline
-from ncuadvisor.analysis.walltime import HostModel
 from ncuadvisor.metrics import Device, LaunchStats
 from ncuadvisor.model import Instruction, Kernel, num
 from ncuadvisor.result.types import EvidenceEntry, FindingEntry, InlinedEntry, ProgramFindingEntry, SourceRefEntry
+
+if TYPE_CHECKING:  # the host timeline's model is built only with a host trace (`analysis.walltime`)
+    from ncuadvisor.analysis.walltime import HostModel
 
 CATEGORIES = (
     "at-roofline",

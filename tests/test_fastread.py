@@ -151,6 +151,57 @@ def test_a_disagreeing_file_reader_is_not_used(report_path, monkeypatch):
     assert reader._results_from_file(items, ["gpu__time_duration.sum"]) is None
 
 
+def _broken_check(task):
+    raise RuntimeError("boom")
+
+
+def test_the_deferred_check_gives_the_same_analysis(report_path, monkeypatch):
+    """The analysis checks the file's rows in a worker while it goes on (`ReportReader.confirm`): the device and the
+    result are those of the check made at once; where the rows disagree with ncu_report's (every duration made 1 ns
+    longer), the analysis starts again without deferring and gives the result of the rows read through ncu_report."""
+    path = report_path("torch_eager")
+    metrics = ["gpu__time_duration.sum"]
+    deferred = load.ReportReader(path, metrics, defer_check=True)
+    deferred.results(metrics)
+    assert deferred.check_pending and deferred.device() == {}
+    at_once = load.ReportReader(path, metrics)
+    at_once.results(metrics)
+    assert not at_once.check_pending and deferred.confirm() == at_once.device()
+
+    def scrubbed(result):
+        return json.dumps(dict(result.to_dict(), created="X"), sort_keys=True, default=str)
+
+    runs: list[bool] = []
+    original = load.ReportReader.__init__
+
+    def init(self, *args, **kwargs):
+        runs.append(kwargs.get("defer_check", False))
+        original(self, *args, **kwargs)
+
+    monkeypatch.setattr(load.ReportReader, "__init__", init)
+    fast = scrubbed(analyze(path))
+    assert runs == [True]
+    orig = fastread.read_rows
+
+    def off_by_one(*args, **kwargs):
+        rows = orig(*args, **kwargs)
+        for r in rows or []:
+            if "gpu__time_duration.sum" in r:
+                r["gpu__time_duration.sum"] += 1.0
+        return rows
+
+    monkeypatch.setattr("ncuadvisor.reportfile.fastread.read_rows", off_by_one)
+    runs.clear()
+    assert scrubbed(analyze(path)) == fast
+    assert runs == [True, False]
+    # a check whose worker fails: checked again at once, the same result
+    monkeypatch.setattr("ncuadvisor.reportfile.fastread.read_rows", orig)
+    monkeypatch.setattr(load.deep, "check_rows_task", _broken_check)
+    runs.clear()
+    assert scrubbed(analyze(path)) == fast
+    assert runs == [True, False]
+
+
 def test_file_view_reads_like_bytes(report_path):
     """FileView (the reports' headers and payloads read on demand instead of through an mmap, whose touched pages
     all count as resident memory: 1 GB on a 1,253-result report) gives the same bytes as the file, and the same blocks."""

@@ -1,6 +1,6 @@
-"""A result's sections and NCU's rule results read straight from the report file (ncuadvisor/reportfile/ncurules.py)
-against ncu_report, on real reports: every result it answers for holds exactly what ncu_report gives; the results
-whose instructions nobody reads are then never opened, and the analysis is the same."""
+"""A result's sections and NCU's rule results decoded from the report file (ncuadvisor/reportfile/ncurules.py, read by
+reportfile/instances.py) against ncu_report, on real reports: every result it answers for holds exactly what
+ncu_report gives; the results whose instructions nobody reads are then never opened, and the analysis is the same."""
 
 import json
 
@@ -9,7 +9,7 @@ import pytest
 from ncuadvisor.analysis.pipeline import analyze
 from ncuadvisor.load import reader as load
 from ncuadvisor.load.native import import_ncu_report
-from ncuadvisor.reportfile import ncurules
+from ncuadvisor.reportfile import instances
 
 # flaws: CUDA kernels, NCU messages of every kind and rule tables; torch_scatter: a "No Samples" warning (the
 # file's kind 2); torch_compile and torch_eager: Triton, ATen and cuBLAS kernels
@@ -36,8 +36,9 @@ def per_ncu_report(path) -> list[dict]:
 def test_rule_results_equal_ncu_report(report_path, name):
     path = report_path(name)
     truth = per_ncu_report(path)
-    got = ncurules.read_rule_results(path, range(len(truth)))
+    got = instances.read_deep(path, dict.fromkeys(range(len(truth)), []))
     assert got is not None and set(got) == set(range(len(truth)))
+    got = {rid: data and {k: v for k, v in data.items() if k != "per_instruction"} for rid, data in got.items()}
     answered = [rid for rid, data in got.items() if data is not None]
     for rid in answered:
         assert got[rid] == truth[rid], f"result {rid}"
@@ -50,10 +51,10 @@ def test_rule_results_equal_ncu_report(report_path, name):
 
 def test_only_the_asked_results_and_not_a_report(report_path, tmp_path):
     path = report_path("torch_eager")
-    assert set(ncurules.read_rule_results(path, [3, 7]) or {}) == {3, 7}
+    assert set(instances.read_deep(path, {3: [], 7: []}) or {}) == {3, 7}
     bad = tmp_path / "x.ncu-rep"
     bad.write_bytes(b"NVR\0" + b"\xff" * 64)
-    assert ncurules.read_rule_results(bad, [0]) is None
+    assert instances.read_deep(bad, {0: []}) is None
 
 
 def scrubbed(result) -> str:

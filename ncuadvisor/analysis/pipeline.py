@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
-from typing import Any, Protocol, cast
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from ncuadvisor import __version__, engine
 from ncuadvisor.analysis import ceilings, locate, needed, roofline
@@ -31,17 +31,17 @@ from ncuadvisor.analysis.entries import (
     variant_entry,
     with_no_rule,
 )
-from ncuadvisor.analysis.hosttrace import Timeline
-from ncuadvisor.analysis.hostwall import add_wall_estimates
 from ncuadvisor.analysis.language import display_name, kernel_language
 from ncuadvisor.analysis.ranking import top_actions
-from ncuadvisor.analysis.walltime import HostModel
-from ncuadvisor.load import ReportReader, read_results
+from ncuadvisor.load import ReportReader, RowsDisagree, read_results
 from ncuadvisor.model import Kernel, Profile, ResultDetail, group_kernels, num
 from ncuadvisor.result import ncu_guidance
 from ncuadvisor.result.helpers import no_surrogates
 from ncuadvisor.result.types import Bound, Generator, KernelEntry, NcuRuleEntry, ReportInfo, Result
 from ncuadvisor.rules_api import Finding, KernelContext, ProgramContext, ProgramRule, Rule
+
+if TYPE_CHECKING:  # a host timeline is read, and its model built, only with --host-trace (`analysis.walltime`)
+    from ncuadvisor.analysis.hosttrace import Timeline
 
 # The sections the full analysis uses (ncu --section identifiers); `ncuadvisor profile` collects these.
 ANALYSIS_SECTIONS = [
@@ -99,8 +99,24 @@ def analyze(
     time see the true share. `host`: a host timeline of the same program (`analysis.hosttrace`), for the wall-time
     estimates (`analysis.hostwall`)."""
     rules = rules if rules is not None else engine.discover(rule_folders)
+    try:
+        return _analyze(path, rules, pick, group_time, host, defer_check=True)
+    except RowsDisagree:  # the rows read from the file were not ncu_report's: read again, through ncu_report
+        return _analyze(path, rules, pick, group_time, host, defer_check=False)
+
+
+def _analyze(
+    path: str | os.PathLike[str],
+    rules: list[Rule | ProgramRule],
+    pick: str,
+    group_time: GroupTime | None,
+    host: Timeline | None,
+    defer_check: bool,
+) -> Result:
+    """`analyze`; `defer_check`: the rows read from the report file are checked against ncu_report's in a worker
+    while the analysis goes on (`ReportReader.confirm`, before the device is needed), RowsDisagree where they differ."""
     metrics = list(dict.fromkeys(roofline.METRICS + CARD_METRICS + engine.required_metrics(rules)))
-    reader = ReportReader(path, metrics)
+    reader = ReportReader(path, metrics, defer_check=defer_check)
     profile = read_results(reader, metrics)
     kernels = group_kernels(profile.results, pick=pick)
     names = {rid: (k.name, k.demangled) for rid, k in _analysed_launches(kernels)}
@@ -126,6 +142,8 @@ def analyze(
             f"partial: the report file is damaged: ncu_report cannot parse {len(bad)} of its results ({shown}): "
             "their times and metrics are read from the file, their per-instruction data and source lines are missing",
         )
+    if reader.check_pending:
+        profile.device = reader.confirm()
     languages = kernel_languages(kernels, profile.details)
     machine = _machine(profile)
     facts = instruction_facts(profile, machine, kernels, languages, frozenset(sass_wanted), first)
@@ -458,7 +476,11 @@ def add_program_level(
     rep = result.report
     total_ns = rep.total_duration_ns
     kernels = [k.to_dict() for k in result.kernels] if engine.program_rules(rules) or host else []
-    model = HostModel.build(host, kernels) if host is not None else None
+    model = None
+    if host is not None:
+        from ncuadvisor.analysis.walltime import HostModel
+
+        model = HostModel.build(host, kernels)
     ctx = ProgramContext(
         kernels=kernels,
         launches=launches,
@@ -484,4 +506,6 @@ def add_program_level(
     switches = {r.code: r.title for r in engine.kernel_rules(rules) if r.switch}
     result.top_actions = top_actions(result.kernels, total_ns, program_findings, switches=switches)
     if model is not None:
+        from ncuadvisor.analysis.hostwall import add_wall_estimates
+
         add_wall_estimates(result, model)

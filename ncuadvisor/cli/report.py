@@ -50,13 +50,16 @@ def report(
     ] = None,
 ) -> None:
     """Analyze a saved report: roofline bound of every kernel, then ranked findings with fixes."""
-    from ncuadvisor.analysis.hosttrace import read_trace
     from ncuadvisor.analysis.pipeline import analyze
 
     out_format = choose_format(output, fmt)
     if output is not None:
         check_output(output, force, [path] + ([host_trace] if host_trace else []))
-    timeline = read_trace(host_trace) if host_trace is not None else None  # a bad trace fails before the analysis
+    timeline = None
+    if host_trace is not None:  # a bad trace fails before the analysis
+        from ncuadvisor.analysis.hosttrace import read_trace
+
+        timeline = read_trace(host_trace)
     rules = load_rules(rules_dir, select, ignore, config, quiet=quiet)
     result = analyze(path, rules=rules, host=timeline)
     if output is None and out_format is not Format.terminal:

@@ -9,7 +9,6 @@ import typer
 
 from ncuadvisor.cli.common import ConfigOption, load_rules, stdout_console
 from ncuadvisor.errors import InputError
-from ncuadvisor.ruledoc import rule_help
 
 
 def rules(
@@ -22,6 +21,8 @@ def rules(
     """The rule catalogue; `ncuadvisor rules MEM001` explains one rule."""
     from rich.markup import escape
     from rich.table import Table
+
+    from ncuadvisor.ruledoc import rule_help
 
     # every rule, whatever the configuration selects; its rule folders and thresholds apply
     loaded = load_rules(rules_dir, config_file=config, filter_rules=False)

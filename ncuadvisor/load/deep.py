@@ -7,10 +7,10 @@ Each reader is one function over an action, run in this process for a few result
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
-from ncuadvisor.load.native import import_ncu_report, row
+from ncuadvisor.load.native import device_of, import_ncu_report, row
 from ncuadvisor.load.workers import note_disassembly, worker_actions
 from ncuadvisor.model import Instruction, ResultDetail
 
@@ -60,9 +60,27 @@ def deep_data(action: Any, per_instruction: list[str], lines: bool = True) -> di
     lists = [pairs for pairs in out["per_instruction"].values() if pairs]
     if lists:
         out["first_file"] = location(action, lists[0][0][0])[0] if lines else None
-        entry_pc = min(pc for pc, _ in max(lists, key=len))
-        out["entry_pc"] = entry_pc
+        out["entry_pc"] = entry_pc = _entry_pc(lists)
         out["entry"] = location(action, entry_pc) if lines else (None, None)
+    return out
+
+
+def _entry_pc(lists: list[list[tuple[int, float]]]) -> int:
+    """The kernel's entry: the lowest pc of its longest list of instructions."""
+    return min(pc for pc, _ in max(lists, key=len))
+
+
+def from_file(data: dict[str, Any]) -> dict[str, Any]:
+    """`deep_and_sass`'s data of a result whose module carries no source lines, without SASS, from what the report
+    file holds of it (`reportfile.instances.read_deep`: its per-instruction data, counts per opcode and access
+    types, sections, NCU's rule results, whether ncu_report can parse it): every instruction at no file and no line."""
+    out = {"first_file": None, "entry": None, **data}
+    lists = [pairs for pairs in data["per_instruction"].values() if pairs]
+    if lists:
+        out["entry_pc"], out["entry"] = _entry_pc(lists), (None, None)
+    pcs = sorted({pc for pairs in lists for pc, _ in pairs})
+    if pcs:
+        out["where"], out["texts"] = dict.fromkeys(pcs, (None, None)), {}
     return out
 
 
@@ -196,15 +214,15 @@ def read_rows_task(task: tuple[str, list[tuple[int, int, int]], list[str]]) -> l
     return [row(ncu, action, rid, r, a, metrics) for (rid, r, a), action in worker_actions(path, items)]
 
 
-def read_deep_task(
-    task: tuple[
-        str, list[tuple[int, int, int]], list[str], SassFor | None, frozenset[int], frozenset[int], dict[int, int]
-    ],
-) -> list[tuple[int, dict[str, Any]]]:
-    """Worker: `deep_and_sass` of the given (result id, range, action) triples; the last three elements of the task:
-    the result ids known to have no source lines, those whose per-instruction data is not read, and the module of
-    each result where the report file names it (results of one module share the SASS read, `sass_of`)."""
-    path, items, per_instruction, sass_for, no_lines, unread, modules = task
+DeepArgs = tuple[list[str], "SassFor | None", frozenset[int], frozenset[int], dict[int, int]]
+
+
+def deep_of(pairs: Iterable[tuple[tuple[Any, ...], Any]], *args: Any) -> list[tuple[int, dict[str, Any]]]:
+    """`deep_and_sass` of each (item, action), an item (result id, ...); `args` (`DeepArgs`): the per-instruction
+    metrics, `sass_for`, the result ids known to have no source lines, those whose per-instruction data is not read,
+    and the module of each result where the report file names it (results of one module share the SASS read,
+    `sass_of`). The same code in this process and in a worker (`read_deep_task`)."""
+    per_instruction, sass_for, no_lines, unread, modules = args
     known: dict[int, dict[int, str | None]] = {}
     return [
         (
@@ -218,21 +236,46 @@ def read_deep_task(
                 known.setdefault(modules[item[0]], {}) if item[0] in modules else None,
             ),
         )
-        for item, action in worker_actions(path, items)
+        for item, action in pairs
     ]
 
 
-def read_sass_task(
-    task: tuple[str, list[tuple[int, int, int, list[int]]], dict[int, int]],
-) -> list[tuple[int, dict[int, str | None]]]:
-    """Worker: `sass_of` for each (result id, range, action, pcs); the last element of the task: the module of each
-    result where the report file names it (results of one module share the SASS read)."""
-    path, items, modules = task
+def sass_each(pairs: Iterable[tuple[tuple[Any, ...], Any]], modules: dict[int, int]) -> list[tuple[int, Any]]:
+    """`sass_of` for each (item, action), an item (result id, range, action, pcs); `modules`: the module of each
+    result where the report file names it (results of one module share the SASS read). The same code in this process
+    and in a worker (`read_sass_task`)."""
     known: dict[int, dict[int, str | None]] = {}
     return [
         (item[0], sass_of(action, item[3], known.setdefault(modules[item[0]], {}) if item[0] in modules else None))
-        for item, action in worker_actions(path, items)
+        for item, action in pairs
     ]
+
+
+def check_rows_task(
+    task: tuple[str, list[tuple[int, int, int]], list[str]],
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Worker: the rows (`native.row`) of the given (result id, range, action) triples, the first of which is the
+    report's first result, and the device attributes of that result (`native.device_of`)."""
+    path, items, metrics = task
+    ncu = import_ncu_report()
+    rows, device = [], {}
+    for (rid, r, a), action in worker_actions(path, items):
+        rows.append(row(ncu, action, rid, r, a, metrics))
+        if rid == 0:
+            device = device_of(action)
+    return rows, device
+
+
+def read_deep_task(task: tuple[Any, ...]) -> list[tuple[int, dict[str, Any]]]:
+    """Worker: `deep_of` the (result id, range, action) triples of a task (report path, items, *`DeepArgs`)."""
+    path, items, *args = task
+    return deep_of(worker_actions(path, items), *args)
+
+
+def read_sass_task(task: tuple[Any, ...]) -> list[tuple[int, Any]]:
+    """Worker: `sass_each` of the (result id, range, action, pcs) items of a task (report path, items, modules)."""
+    path, items, modules = task
+    return sass_each(worker_actions(path, items), modules)
 
 
 def read_locations_task(

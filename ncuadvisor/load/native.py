@@ -28,6 +28,14 @@ DEVICE_METRICS = {
 }
 
 
+def device_of(action: Any) -> dict[str, Any]:
+    """The device attributes of a result (`DEVICE_METRICS`), with its compute capability as text."""
+    dev = {k: value(action.metric_by_name(v)) for k, v in DEVICE_METRICS.items()}
+    if dev.get("cc_major") is not None and dev.get("cc_minor") is not None:
+        dev["compute_capability"] = f"{int(dev['cc_major'])}.{int(dev['cc_minor'])}"
+    return dev
+
+
 def import_ncu_report():
     try:
         import ncu_report  # noqa: PLC0415 - imported lazily so `ncuadvisor --help` works without it

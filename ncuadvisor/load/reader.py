@@ -16,9 +16,9 @@ from typing import Any
 from ncuadvisor.errors import InputError
 from ncuadvisor.load import deep, native
 from ncuadvisor.load.inlining import Inlining
-from ncuadvisor.load.native import DEVICE_METRICS, import_ncu_report, native_stderr_silenced
-from ncuadvisor.load.workers import WORKERS, in_workers, rows_in_parts, share_loaded
-from ncuadvisor.model import ID_COLUMNS, Profile, ResultDetail, Table
+from ncuadvisor.load.native import import_ncu_report, native_stderr_silenced
+from ncuadvisor.load.workers import WORKERS, in_workers, rows_in_parts, share_loaded, start_worker
+from ncuadvisor.model import ID_COLUMNS, ResultDetail, Table
 from ncuadvisor.reportfile.integrity import Integrity, check_report
 from ncuadvisor.reportfile.sniff import local_copy, scan_header, whole_copy
 
@@ -47,14 +47,21 @@ SHAPE = [f"launch__{w}_dim_{c}" for w in ("grid", "block") for c in "xyz"] + ["l
 Location = deep.Location
 
 
+class RowsDisagree(Exception):
+    """The deferred check (`ReportReader.confirm`) found the file's rows different from ncu_report's."""
+
+
 class ReportReader:
     """An opened report: `results()` reads the scalar metrics of every result; `details()` and `locations()` the deep
     data of a few, in this process or, for many, in worker processes."""
 
-    def __init__(self, path: str | os.PathLike[str], metrics: Iterable[str] | None = None):
+    def __init__(self, path: str | os.PathLike[str], metrics: Iterable[str] | None = None, defer_check: bool = False):
         """`metrics`: the scalar metrics `results` will be asked for, when known: a big report's rows are then read
-        (in workers) while its results are checked, each result parsed once (`_checked`)."""
+        (in workers) while its results are checked, each result parsed once (`_checked`). `defer_check`: the rows
+        read from the file are checked against ncu_report's in a worker while the caller goes on (`confirm`)."""
         self.path = Path(path)
+        self._defer_check = defer_check
+        self._pending: tuple[Any, list[int], dict[int, dict[str, Any]], dict[int, Any]] | None = None
         local = local_copy(self.path)
         self._prefetched: tuple[list[str], list[dict[str, Any]]] | None = None
         # every result whole and parsed, or left out and counted, before the native library sees the file
@@ -92,6 +99,7 @@ class ReportReader:
         self._no_lines: set[int] = set()  # `without_lines`: results known to have no line information
         self._lines_known: set[int] = set()  # the results `without_lines` has looked at
         self._module: dict[int, int | None] = {}  # `without_lines`: the module id each result names, from the file
+        self._size: dict[int, int] = {}  # `without_lines`: the size of each result's message in the file
         self.ncu_version, self.command_line = scan_header(local)
         try:
             self.reader_version: str | None = str(self._ctx.get_version())
@@ -200,6 +208,15 @@ class ReportReader:
             kinds.setdefault((bool(f["name"]), bool(f["demangled"]), bool(f["mangled"])), rid)
         check = sorted({0, len(items) - 1, *kinds.values()})
         decoded = all(f["nvtx_text"] is not None for f in fast)
+        if self._defer_check and decoded and len(items) < FILE_SPLIT_MIN:
+            # checked in a worker while the analysis goes on (`confirm`): a small report's check is the first results
+            # this process would open (0.1 s with the library ncu_report loads then), and nothing else opens them
+            for rid in check:
+                rows[rid]["nvtx"] = fast[rid]["nvtx_text"]
+            task = (str(self._local), [items[k] for k in check], metrics)
+            result = start_worker(deep.check_rows_task, task, f"{self.path}: reading the results failed")
+            self._pending = (result, check, {rid: dict(rows[rid]) for rid in check}, {rid: fast[rid] for rid in check})
+            check = []
         for rid, r, a in (items[k] for k in check):
             ref = native.row(self._ncu, self._action(rid), rid, r, a, metrics)
             rows[rid]["nvtx"] = ref["nvtx"]
@@ -251,12 +268,34 @@ class ReportReader:
         return self._layout().processes
 
     def device(self) -> dict[str, Any]:
-        action = self._action(0)
+        """The device attributes of the first result; {} while the rows' check is deferred (`confirm` gives them)."""
+        if self._pending is not None:
+            return {}
         with native_stderr_silenced():
-            dev = {k: native.value(action.metric_by_name(v)) for k, v in DEVICE_METRICS.items()}
-        if dev.get("cc_major") is not None and dev.get("cc_minor") is not None:
-            dev["compute_capability"] = f"{int(dev['cc_major'])}.{int(dev['cc_minor'])}"
-        return dev
+            return native.device_of(self._action(0))
+
+    @property
+    def check_pending(self) -> bool:
+        return self._pending is not None
+
+    def confirm(self) -> dict[str, Any]:
+        """The deferred check of the rows read from the file (`defer_check`): the device attributes when they equal
+        ncu_report's on the results checked, as `results` would have checked them; RowsDisagree otherwise (the
+        caller starts again without deferring: the rows are then read through ncu_report)."""
+        assert self._pending is not None
+        result, check, rows, fast = self._pending
+        self._pending = None
+        try:
+            refs, device = result()
+        except InputError as exc:  # the worker failed: checked again at once, where its failure shows as before
+            raise RowsDisagree(str(exc)) from exc
+        for ref in refs:
+            rid = ref["result_id"]
+            if fast[rid]["nvtx_text"] != ref["nvtx"] or not all(native.same(ref[k], rows[rid].get(k)) for k in ref):
+                raise RowsDisagree(f"{self.path}: the rows read from the file differ from ncu_report's")
+        if len(refs) != len(check) or not device:
+            raise RowsDisagree(f"{self.path}: the deferred check did not cover the results")
+        return device
 
     # -- deep data ------------------------------------------------------------------------------------------------
     def details(
@@ -274,33 +313,18 @@ class ReportReader:
         ids = list(dict.fromkeys(result_ids))
         metrics = list(dict.fromkeys(per_instruction))
         no_lines, skip = self.without_lines(ids), frozenset(unread)
-        # a result none of whose instructions are read (no per-instruction data, no lines, no SASS) needs only its
+        # a result without source lines whose SASS is not read needs its per-instruction data (none for `unread`), its
         # sections and NCU's rule results: read from the report file, it is not opened at all
-        light = [rid for rid in ids if rid in skip and rid in no_lines and not (sass_for and sass_for(rid, None))]
-        got: dict[int, dict[str, Any]] = self._light_details(light)
+        light = [rid for rid in ids if rid in no_lines and not (sass_for and sass_for(rid, None))]
+        got: dict[int, dict[str, Any]] = self._light_details({rid: [] if rid in skip else metrics for rid in light})
         todo = [rid for rid in ids if rid not in got]
         self._deep_in_workers = len([rid for rid in todo if rid not in self._opened]) > DETAIL_IN_PROCESS_MAX
         # the module of each result, where the file names it: the results of one module share the SASS read
         modules = {rid: mod for rid in todo if (mod := self._module.get(rid)) is not None}
-        if not self._deep_in_workers:
-            known: dict[int, dict[int, str | None]] = {}
-            with native_stderr_silenced():
-                for rid in todo:
-                    got[rid] = deep.deep_and_sass(
-                        rid,
-                        self._action(rid),
-                        [] if rid in skip else metrics,
-                        sass_for,
-                        rid not in no_lines,
-                        known.setdefault(modules[rid], {}) if rid in modules else None,
-                    )
-        else:
-            tasks = [
-                (str(self._local), chunk, metrics, sass_for, no_lines & set(todo), skip, modules)
-                for chunk in self._module_chunks(dict.fromkeys(todo, ()), modules)
-            ]
-            chunks = in_workers(deep.read_deep_task, tasks, f"{self.path}: reading the per-instruction data failed")
-            got.update(pair for chunk in chunks for pair in chunk)
+        args = (metrics, sass_for, no_lines & set(todo), skip, modules)
+        items = self._module_chunks(dict.fromkeys(todo, ()), modules, self._deep_in_workers)
+        failure = "reading the per-instruction data failed"
+        got.update(self._each(deep.deep_of, deep.read_deep_task, items, args, failure, self._deep_in_workers))
         for rid in ids:
             if got[rid].pop("unreadable", False):
                 self.unreadable.add(rid)
@@ -317,47 +341,66 @@ class ReportReader:
         if not wanted:
             return
         modules = {rid: mod for rid in wanted if (mod := self._module.get(rid)) is not None}
-        got: dict[int, dict[int, str | None]] = {}
-        if len([rid for rid in wanted if rid not in self._opened]) <= DETAIL_IN_PROCESS_MAX:
-            known: dict[int, dict[int, str | None]] = {}
-            with native_stderr_silenced():
-                for rid, pcs in wanted.items():
-                    mod = modules.get(rid)
-                    got[rid] = deep.sass_of(self._action(rid), pcs, None if mod is None else known.setdefault(mod, {}))
-        else:
-            chunks_of = self._module_chunks({rid: (pcs,) for rid, pcs in wanted.items()}, modules)
-            tasks = [(str(self._local), chunk, modules) for chunk in chunks_of]
-            chunks = in_workers(deep.read_sass_task, tasks, f"{self.path}: reading the instructions failed")
-            got.update(pair for chunk in chunks for pair in chunk)
+        split = len([rid for rid in wanted if rid not in self._opened]) > DETAIL_IN_PROCESS_MAX
+        items = self._module_chunks({rid: (pcs,) for rid, pcs in wanted.items()}, modules, split)
+        failure = "reading the instructions failed"
+        got = dict(self._each(deep.sass_each, deep.read_sass_task, items, (modules,), failure, split))
         for rid, sass in got.items():
             for entries in details[rid].per_instruction.values():
                 for e in entries:
                     e.sass = sass.get(e.pc)
 
-    def _module_chunks(self, extra: dict[int, tuple[Any, ...]], modules: dict[int, int]) -> list[list[Any]]:
-        """The worker items (result id, range, action, *extra) of the results `extra` names, the results of one module
-        side by side (so that they fall into the same worker), in chunks of at most DETAIL_CHUNK results of even
-        sizes (20 results: 10 and 10, not 16 and 4), at least one chunk per worker (14 results: 7 and 7)."""
+    def _module_chunks(
+        self, extra: dict[int, tuple[Any, ...]], modules: dict[int, int], split: bool
+    ) -> list[list[Any]]:
+        """The items (result id, range, action, *extra) of the results `extra` names, one module's side by side (they
+        share the SASS read); `split`: for workers, as many chunks as workers or more (DETAIL_CHUNK results at most),
+        of about as many bytes of the file each where the results' sizes are known (opening a result costs with its
+        size), else of as many results. Without `split`: one chunk of them all, read in this process."""
         order = {mod: i for i, mod in enumerate(dict.fromkeys(modules.get(rid) for rid in extra))}
         items = [(rid, *self._index[rid], *extra[rid]) for rid in sorted(extra, key=lambda r: order[modules.get(r)])]
+        if not split or not items:
+            return [items]
         chunks = min(len(items), max(WORKERS, -(-len(items) // DETAIL_CHUNK)))
         size = -(-len(items) // chunks)
-        return [items[i : i + size] for i in range(0, len(items), size)]
+        even = [items[i : i + size] for i in range(0, len(items), size)]
+        weights = [self._size.get(item[0]) for item in items]
+        if any(w is None for w in weights):
+            return even
+        total, cuts, running = float(sum(w or 0 for w in weights)), [0], 0.0
+        for i, w in enumerate(weights):
+            # cut before this result where the chunk so far is nearer its share than with it
+            share = total * len(cuts) / chunks
+            if len(cuts) < chunks and i > cuts[-1] and abs(running - share) <= abs(running + (w or 0) - share):
+                cuts.append(i)
+            running += w or 0
+        cuts.append(len(items))
+        balanced = [items[a:b] for a, b in zip(cuts, cuts[1:])]
+        return balanced if len(balanced) == chunks and max(map(len, balanced)) <= DETAIL_CHUNK else even
 
-    def _light_details(self, result_ids: list[int]) -> dict[int, dict[str, Any]]:
-        """`deep.deep_and_sass`'s data of results whose instructions are not read, from the report file
-        (`reportfile.ncurules`: their sections and NCU's rule results); those it cannot read are left out (opened
-        through ncu_report by the caller), and so is every one of a damaged file or of several ranges."""
-        if not result_ids or not FILE_READER or len(self._ranges) != 1 or self.integrity.damaged:
+    def _each(
+        self, here: Any, task: Any, chunks: list[list[Any]], args: tuple[Any, ...], failure: str, split: bool
+    ) -> list[Any]:
+        """`here(pairs of (item, action), *args)` over every item of the chunks: in this process, or with `split` each
+        chunk in a worker process (`task((report path, chunk, *args))`, the same function over the worker's actions);
+        what it gives, in chunk order."""
+        if not split:
+            with native_stderr_silenced():
+                return [x for chunk in chunks for x in here(((item, self._action(item[0])) for item in chunk), *args)]
+        tasks = [(str(self._local), chunk, *args) for chunk in chunks]
+        return [x for chunk in in_workers(task, tasks, f"{self.path}: {failure}") for x in chunk]
+
+    def _light_details(self, wanted: dict[int, list[str]]) -> dict[int, dict[str, Any]]:
+        """`deep.deep_and_sass`'s data of results without source lines whose SASS is not read, from the report file
+        (`reportfile.instances`), each with the per-instruction metrics `wanted` maps it to; those it cannot read are
+        left out (opened through ncu_report by the caller), and so is every one of a damaged file or of several
+        ranges."""
+        if not wanted or not FILE_READER or len(self._ranges) != 1 or self.integrity.damaged:
             return {}
-        from ncuadvisor.reportfile.ncurules import read_rule_results
+        from ncuadvisor.reportfile.instances import read_deep
 
-        found = read_rule_results(self._local, result_ids) or {}
-        return {
-            rid: {"per_instruction": {}, "first_file": None, "entry": None, **data}
-            for rid, data in found.items()
-            if data is not None and rid < len(self._index)
-        }
+        found = read_deep(self._local, wanted) or {}
+        return {rid: deep.from_file(data) for rid, data in found.items() if data is not None and rid < len(self._index)}
 
     def without_lines(self, result_ids: Iterable[int]) -> frozenset[int]:
         """Those of the results whose module is known, from the report file, to carry no source-line information:
@@ -370,10 +413,11 @@ class ReportReader:
         if todo:
             found = result_modules(self._local, todo)
             if found is not None and len(found[0]) == len(self._index):
-                module_of, lines = found
+                module_of, lines, sizes = found
                 for rid in todo:
                     mod = module_of[rid]
                     self._module[rid] = mod
+                    self._size[rid] = sizes[rid]
                     if mod is not None and not lines.get(mod, True):
                         self._no_lines.add(rid)
             self._lines_known |= todo
@@ -430,64 +474,3 @@ class ReportReader:
     def _chunked(self, task: Any, items: list[Any], failure: str) -> list[Any]:
         tasks = [(str(self._local), items[i : i + DETAIL_CHUNK]) for i in range(0, len(items), DETAIL_CHUNK)]
         return [x for chunk in in_workers(task, tasks, f"{self.path}: {failure}") for x in chunk]
-
-
-def read_results(reader: ReportReader, metrics: Iterable[str]) -> Profile:
-    """The scalar side of a report as a Profile: every result's metrics, the device, the processes, and a warning
-    when the file is cut short. Deep data is read separately (`ReportReader.details`)."""
-    frame = reader.results(metrics)
-    profile = Profile(
-        path=str(reader.path),
-        results=frame,
-        device=reader.device(),
-        ncu_version=reader.ncu_version,
-        command_line=reader.command_line,
-        reader_version=reader.reader_version,
-    )
-    # a result that reads back without a name is not whole (a damaged payload the structural check let through):
-    # it is dropped and counted, never analysed as a kernel "nan" with 0 ns
-    named = frame.where(lambda row: _named(row["name"]))
-    unnamed = len(frame) - len(named)
-    if unnamed:
-        if named.empty:
-            raise InputError(f"{reader.path}: no whole kernel result in the report ({unnamed} without a name)")
-        frame = profile.results = named
-    found = reader.integrity
-    if found.damaged or unnamed:
-        lost = found.summary()
-        if unnamed:
-            lost = "; ".join(
-                x for x in (lost, f"{unnamed} result{'s' if unnamed != 1 else ''} without a name left out") if x
-            )
-        profile.warnings.insert(
-            0,
-            f"partial: the report file is {'damaged' if unnamed else found.state}: this analyses its {len(frame)} "
-            f"whole results; {lost}",
-        )
-    _attach_processes(profile, reader)
-    return profile
-
-
-def _named(name: Any) -> bool:
-    """Whether a result's name column holds a name (not a gap, not empty)."""
-    return name is not None and not (isinstance(name, float) and name != name) and str(name) != ""
-
-
-def _attach_processes(profile: Profile, reader: ReportReader) -> None:
-    """Several processes in one report (ncu --target-processes all): the pid of each result goes into the `process`
-    column (kernels are grouped per process) and the processes, with their ranks when `profile` recorded them, into
-    `profile.processes`. One process: nothing changes."""
-    from ncuadvisor.load.processes import describe, read_sidecar
-
-    procs = reader.processes()
-    frame = profile.results
-    if not procs or len({p.pid for p in procs}) < 2:
-        return
-    if len(procs) != len(frame):
-        profile.warnings.append(
-            f"the report holds several processes, but their {len(procs)} results do not line up with the "
-            f"{len(frame)} that ncu_report lists: kernels are not split by process"
-        )
-        return
-    frame.set_column("process", [str(procs[int(rid)].pid) for rid in frame["result_id"]])
-    profile.processes = describe(procs, read_sidecar(profile.path))

@@ -139,6 +139,33 @@ def in_workers(
     return results
 
 
+def start_worker(fn: Callable[[Any], Any], task: Any, failure: str) -> Callable[[], Any]:
+    """fn(task) in a worker process started now (as `in_workers` starts them); the function returned waits for it and
+    gives its result, or raises the InputError, starting with `failure`, of a task that raised or a worker that died."""
+    import multiprocessing
+
+    ctx: Any = multiprocessing.get_context(_start_method())
+    receive, send = ctx.Pipe(duplex=False)
+    proc = ctx.Process(target=_worker_main, args=(fn, task, send), daemon=True)
+    proc.start()
+    send.close()
+
+    def result() -> Any:
+        try:
+            ok, payload = receive.recv()
+        except (EOFError, OSError):
+            proc.join()
+            raise InputError(f"{failure} (a worker process died, exit code {proc.exitcode})") from None
+        finally:
+            receive.close()
+        proc.join()
+        if not ok:
+            raise InputError(f"{failure} ({payload})")
+        return payload
+
+    return result
+
+
 def rows_in_parts(
     local: os.PathLike[str] | str,
     n: int,

@@ -207,8 +207,9 @@ _PARTIAL: dict[str, Any] = {}
 def partial_message(package: str, messages: dict[str, list[tuple[str, int, str]]]) -> Any:
     """A protobuf message class that parses only the listed fields of a message with protobuf's C parser (the others,
     a result's thousands of metrics among them, are skipped there, not walked in Python); None without protobuf.
-    `messages`: message name -> its fields (name, number, kind), kind "bytes", "bytes*" (repeated), "uint64" or the
-    name of another of the messages; the last message is the one returned. Built once per package."""
+    `messages`: message name -> its fields (name, number, kind), kind "bytes", "uint64", "uint32", "string", "float",
+    "double" or the name of another of the messages, with "*" repeated; the last message is the one returned. Built
+    once per package."""
     if package not in _PARTIAL:
         try:
             from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
@@ -225,7 +226,14 @@ def partial_message(package: str, messages: dict[str, list[tuple[str, int, str]]
                             name=field, number=number, type=F.TYPE_MESSAGE, label=label, type_name=f".{package}.{kind}"
                         )
                     else:
-                        ftype = {"bytes": F.TYPE_BYTES, "uint64": F.TYPE_UINT64}[kind]
+                        ftype = {
+                            "bytes": F.TYPE_BYTES,
+                            "uint64": F.TYPE_UINT64,
+                            "uint32": F.TYPE_UINT32,
+                            "string": F.TYPE_STRING,
+                            "float": F.TYPE_FLOAT,
+                            "double": F.TYPE_DOUBLE,
+                        }[kind]
                         m.field.add(name=field, number=number, type=ftype, label=label)
             pool = descriptor_pool.DescriptorPool()
             pool.Add(fdp)

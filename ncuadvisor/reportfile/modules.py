@@ -80,24 +80,27 @@ def _payloads(mm: Any, want: set[int] | None, parse: Any) -> Iterator[tuple[str,
 
 def result_modules(
     path: str | os.PathLike[str], wanted: Iterable[int] | None = None
-) -> tuple[list[int | None], dict[int, bool]] | None:
+) -> tuple[list[int | None], dict[int, bool], list[int]] | None:
     """The module id each result names, in file order (None for a result not in `wanted`, when given, or naming
-    none), and for each module whether it may carry line information (False: known to have none). None when the
-    file is not in the layout described above."""
+    none), for each module whether it may carry line information (False: known to have none), and the size of each
+    result's message in bytes, in file order (what opening it costs `ncu_report` goes with it). None when the file
+    is not in the layout described above."""
     want = None if wanted is None else set(wanted)
     try:
         with open(path, "rb") as fh:
             mm = FileView(fh)
             module_of: list[int | None] = []
             lines: dict[int, bool] = {}
+            sizes: list[int] = []
             for kind, ident, start, end in _payloads(mm, want, _result_module_class()):
                 if kind == "result":
                     module_of.append(ident)
+                    sizes.append(end - start)
                 elif ident is not None:
                     has = elf_has_lines(mm, start, end)
                     # unknown counts as "has lines"; a module seen twice keeps "has lines" if either says so
                     lines[ident] = lines.get(ident, False) or has is not False
-            return module_of, lines
+            return module_of, lines, sizes
     except Exception:  # a layout this reader does not know
         return None
 
@@ -109,7 +112,7 @@ def results_with_lines(path: str | os.PathLike[str], wanted: Iterable[int] | Non
     found = result_modules(path, wanted)
     if found is None:
         return None
-    module_of, lines = found
+    module_of, lines, _ = found
     return [m is None or lines.get(m, True) for m in module_of]
 
 

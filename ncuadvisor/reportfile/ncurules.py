@@ -1,42 +1,32 @@
-"""A result's section list and NCU's rule results, read straight from the report file (no `ncu_report`).
+"""A result's section list and NCU's rule results, decoded from the report file (no `ncu_report`).
 
-The deep data of a result whose instructions nobody reads (a cuBLAS kernel: no rule of its language reads SASS, its
-module has no lines) is its section identifiers and NCU's rule results; opening the result through `ncu_report` for
-them costs ~25 ms and ~30 MB (a cuBLAS result lists thousands of instructions) kept for the life of the process. The
-report file holds both in the result's message: 17, the sections ({1: identifier}), and 19, the rule results
+The deep data of a result whose SASS nobody reads and whose module has no lines (a cuBLAS kernel, an ATen kernel no
+gated rule admits) is read from the file (`reportfile.instances`): opening the result through `ncu_report` costs
+~25 ms and ~30 MB (a cuBLAS result lists thousands of instructions) kept for the life of the process. Among it, its
+section identifiers and NCU's rule results; the report file holds both in the result's message: 17, the sections ({1: identifier}), and 19, the rule results
 ({1: identifier, 2: name, 3: {1: messages}, 4: section}). A message is one entry of `rule_results_as_dicts()`:
 {1: text {1: message, 2: kind, 4: title}, 8: focus metrics {2: name, 3: value (double), 4: severity, 5: info},
 10: speedup estimation {1: type, 2: speedup (double)}}, or {9: ...} alone, which `ncu_report` gives as an empty
 message of type 0. A rule result without messages gives no entry.
 
-Anything else (a message with a table, 12; a kind or field not seen on the fixtures) answers None for that result and
-the caller opens it through `ncu_report` as before. Verified entry by entry against `ncu_report` on the fixtures
+Anything else (a message with a table, 12; a kind or field not seen on the fixtures) raises `_Unknown`: that result is
+opened through `ncu_report` as before. Verified entry by entry against `ncu_report` on the fixtures
 (tests/test_ncurules.py).
 """
 
 from __future__ import annotations
 
-import os
 import struct
 from collections.abc import Iterable
 from typing import Any
 
-from ncuadvisor.reportfile.blocks import FileView, _varint, iter_blocks, partial_message, u32
+from ncuadvisor.reportfile.blocks import _varint
 
 # the message kind of the file (text, 2) -> `rule_message["type"]` as ncu_report gives it; 0 where the file has none
 _KINDS = {0: 0, 1: 1, 2: 3, 4: 2}
 _TEXT = {1, 2, 3, 4}
 _FOCUS = {1, 2, 3, 4, 5}
 _SPEEDUP = {1, 2}
-
-
-def _result_parts_class() -> Any:
-    """A message class that reads only a result's function name (6), sections (17) and rule results (19); None
-    without protobuf."""
-    return partial_message(
-        "ncuadvisor_ncurules",
-        {"ResultParts": [("function", 6, "bytes"), ("sections", 17, "bytes*"), ("rules", 19, "bytes*")]},
-    )
 
 
 class _Unknown(Exception):
@@ -147,43 +137,3 @@ def rule_results(rules: Iterable[bytes]) -> list[dict[str, Any]]:
 def sections(raw_sections: Iterable[bytes]) -> list[str]:
     """The identifiers of a result's sections (17: {1: identifier}), in the order ncu_report lists them."""
     return sorted(_text(_one(_walk(raw), 1, b"")) for raw in raw_sections)
-
-
-def read_rule_results(
-    path: str | os.PathLike[str], result_ids: Iterable[int]
-) -> dict[int, dict[str, Any] | None] | None:
-    """{result id: {"sections": [...], "ncu_rules": [...], "unreadable": bool} or None where the result holds what
-    this reader does not know} for the given results (indices in file order); None when the file is not in the
-    layout this reader knows."""
-    want = set(result_ids)
-    parse = _result_parts_class()
-    if parse is None:
-        return None
-    out: dict[int, dict[str, Any] | None] = {}
-    try:
-        with open(path, "rb") as fh:
-            mm = FileView(fh)
-            index = 0
-            for block in iter_blocks(mm):
-                j, end = block.payload_start, block.payload_end
-                for _ in range(int((block.header.get(2) or [0])[0])):
-                    if j + 4 > end:
-                        return None
-                    n = u32(mm, j)
-                    if j + 4 + n > end:
-                        return None
-                    if index in want:
-                        r = parse.FromString(mm.view(j + 4, n))
-                        try:
-                            out[index] = {
-                                "sections": sections(r.sections),
-                                "ncu_rules": rule_results(r.rules),
-                                "unreadable": not r.function,
-                            }
-                        except (_Unknown, ValueError, UnicodeDecodeError):
-                            out[index] = None
-                    j += 4 + n
-                    index += 1
-    except Exception:  # a layout this reader does not know: every result is opened through ncu_report
-        return None
-    return out if set(out) == want else None
