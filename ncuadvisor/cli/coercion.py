@@ -114,27 +114,24 @@ def quicken(params: list[Any]) -> None:
         )
 
 
-class QuickCommand(TyperCommand):
+class _Quick:
+    """Its parameters, its help option included, get the quick conversion (`quicken`)."""
+
+    params: list[Any]
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        quicken(self.params)
+
+    def get_help_option(self, ctx: Any) -> Any:
+        option = super().get_help_option(ctx)  # type: ignore[misc]
+        quicken([option] if option is not None else [])
+        return option
+
+
+class QuickCommand(_Quick, TyperCommand):
     """A command whose parameters, its help option included, get the quick conversion (`quicken`)."""
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        quicken(self.params)
 
-    def get_help_option(self, ctx: Any) -> Any:
-        option = super().get_help_option(ctx)
-        quicken([option] if option is not None else [])
-        return option
-
-
-class QuickGroup(TyperGroup):
+class QuickGroup(_Quick, TyperGroup):
     """The app's group, its parameters and help option as `QuickCommand`'s."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        quicken(self.params)
-
-    def get_help_option(self, ctx: Any) -> Any:
-        option = super().get_help_option(ctx)
-        quicken([option] if option is not None else [])
-        return option

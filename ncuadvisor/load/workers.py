@@ -120,23 +120,29 @@ def in_workers(
             ready: list[Any] = wait(list(running))
             for conn in ready:
                 i, proc = running.pop(conn)
-                try:
-                    ok, payload = conn.recv()
-                except (EOFError, OSError):
-                    proc.join()
-                    raise InputError(f"{failure} (a worker process died, exit code {proc.exitcode})") from None
-                finally:
-                    conn.close()
-                proc.join()
-                if not ok:
-                    raise InputError(f"{failure} ({payload})")
-                results[i] = payload
+                results[i] = _receive(conn, proc, failure)
     finally:
         for conn, (_, proc) in running.items():
             proc.terminate()
             proc.join()
             conn.close()
     return results
+
+
+def _receive(conn: Any, proc: Any, failure: str) -> Any:
+    """A worker's result from its end of the pipe (closed after), the worker joined; the InputError, starting with
+    `failure`, of a task that raised or of a worker that died before it answered."""
+    try:
+        ok, payload = conn.recv()
+    except (EOFError, OSError):
+        proc.join()
+        raise InputError(f"{failure} (a worker process died, exit code {proc.exitcode})") from None
+    finally:
+        conn.close()
+    proc.join()
+    if not ok:
+        raise InputError(f"{failure} ({payload})")
+    return payload
 
 
 def start_worker(fn: Callable[[Any], Any], task: Any, failure: str) -> Callable[[], Any]:
@@ -151,17 +157,7 @@ def start_worker(fn: Callable[[Any], Any], task: Any, failure: str) -> Callable[
     send.close()
 
     def result() -> Any:
-        try:
-            ok, payload = receive.recv()
-        except (EOFError, OSError):
-            proc.join()
-            raise InputError(f"{failure} (a worker process died, exit code {proc.exitcode})") from None
-        finally:
-            receive.close()
-        proc.join()
-        if not ok:
-            raise InputError(f"{failure} ({payload})")
-        return payload
+        return _receive(receive, proc, failure)
 
     return result
 
