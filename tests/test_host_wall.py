@@ -278,6 +278,7 @@ def test_a_whole_script_trace_is_measured_in_its_steady_windows(typed):
     assert model.graphs_saving_ns() < 0.15 * model.wall_per_window_ns()
 
 
+@pytest.mark.slow  # a benchmark's script over six timelines (~4 s)
 def test_the_profilers_cost_taken_out_brings_the_wall_estimates_to_the_measured_savings():
     """fixtures/wall-twins-2026-12-02: the two unplanted steps, each host timeline recorded (`profile --host-time`'s
     runner, the profiler's cost per call measured after the script) next to the loop timings of the step and its

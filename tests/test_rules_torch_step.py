@@ -125,6 +125,7 @@ def test_no_fusion_chain_holds_a_multi_tensor_kernel(analyzed, name):
         assert program(r, "PRG002") is not None
 
 
+@pytest.mark.slow  # analyses a 38-pass capture of every launch (~10 s)
 def test_a_timed_only_step_gets_the_estimate_of_a_fully_measured_one(analyzed):
     """The transformer's bf16 training step timed only (duration of every launch: the bytes from time at 85% of the
     DRAM peak) and the same step with the full set on every launch (measured bytes): the same 8 ops, parameters, bytes
