@@ -219,17 +219,18 @@ def test_a_trace_without_a_usable_cost_entry_keeps_the_profilers_cost_in(tmp_pat
 
 
 def test_the_measured_cost_is_put_into_the_kept_trace_without_changing_its_events(tmp_path):
-    """`profile --host-time` writes the runner's measurement into the trace it keeps (profile.hosttime._add_cost): a
-    real trace, spliced, reads as the same timeline with the cost; without the runner's file it is left as it was."""
-    from ncuadvisor.profile.hosttime import _add_cost
+    """`profile --host-time` keeps the trace with the runner's measurement as its first key (profile.hosttime
+    .keep_trace): a real trace, kept, reads as the same timeline with the cost; without the runner's file it is kept
+    as it was."""
+    from ncuadvisor.profile.hosttime import keep_trace, measured_cost
 
     raw = tmp_path / "host_trace.json"
     raw.write_bytes(lzma.decompress((TRACES / "trace_norm_chain_planted.json.xz").read_bytes()))
-    before = raw.read_bytes()
-    _add_cost(raw)
-    assert raw.read_bytes() == before
+    assert measured_cost(raw) is None
+    plain = keep_trace(raw, tmp_path / "plain.json.gz", False, measured_cost(raw))
+    assert gzip.decompress(plain.read_bytes()) == raw.read_bytes()
     (tmp_path / "host_trace.json.cost.json").write_text('{"plain_ns_per_call": 4100.0, "traced_ns_per_call": 7600.5}')
-    _add_cost(raw)
-    a, b = read_trace(raw), trace("trace_norm_chain_planted")
+    kept = keep_trace(raw, tmp_path / "kept.json.gz", False, measured_cost(raw))
+    a, b = read_trace(kept), trace("trace_norm_chain_planted")
     assert a.ops == b.ops and a.calls == b.calls
     assert a.call_cost_ns == pytest.approx(3500.5) and b.call_cost_ns is None

@@ -7,33 +7,29 @@ ncu: the trace only, gzip-compressed. For the device scripts that record several
 
 from __future__ import annotations
 
-import gzip
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
-from ncuadvisor.profile.hosttime import HOST_FEATURE, HOST_TRACE_ENV, _add_cost
-from ncuadvisor.profile.target import TORCH_RUNNER
+from ncuadvisor.profile.hosttime import HOST_TRACE_ENV, host_argv, keep_trace, measured_cost
+from ncuadvisor.profile.target import resolve_target
 
 
 def main() -> int:
     if len(sys.argv) < 3:
         print(__doc__.strip().splitlines()[-1].strip(), file=sys.stderr)
         return 2
-    dest, script, args = Path(sys.argv[1]), sys.argv[2], sys.argv[3:]
+    dest, words = Path(sys.argv[1]), sys.argv[2:]
     with tempfile.TemporaryDirectory() as tmp:
         raw = Path(tmp) / "host_trace.json"
-        argv = [sys.executable, "-c", TORCH_RUNNER, HOST_FEATURE, script, *args]
+        argv = host_argv(resolve_target(words))
         proc = subprocess.run(argv, env={**os.environ, HOST_TRACE_ENV: str(raw)}, check=False)
         if not raw.is_file():
             print(f"no trace (exit code {proc.returncode})", file=sys.stderr)
             return 1
-        _add_cost(raw)
-        with open(raw, "rb") as fin, gzip.open(dest, "wb", compresslevel=6) as fout:
-            shutil.copyfileobj(fin, fout)
+        keep_trace(raw, dest, True, measured_cost(raw))
     return proc.returncode
 
 

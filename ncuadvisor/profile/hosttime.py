@@ -17,7 +17,6 @@ from __future__ import annotations
 import gzip
 import importlib.util
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -25,7 +24,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ncuadvisor.analysis.hosttrace import COST_KEY, Timeline, read_trace
+from ncuadvisor.analysis.hosttrace import COST_KEY, Timeline, call_cost, read_trace
 from ncuadvisor.errors import InputError, OutputError, ProfileInterrupted
 from ncuadvisor.profile.progress import ProgressUI
 from ncuadvisor.profile.target import TORCH_RUNNER, Target
@@ -89,8 +88,8 @@ def run_host_time(
     if not raw.is_file():
         why = f"the script exited with code {proc.returncode}" if proc.returncode else "the runner wrote no trace"
         return None, None, f"host timeline not recorded: {why}"
-    _add_cost(raw)
-    kept = _keep(raw, host_trace_path(base), force)
+    cost = measured_cost(raw)
+    kept = keep_trace(raw, host_trace_path(base), force, cost)
     warning = None
     if proc.returncode:
         warning = f"host timeline: the script exited with code {proc.returncode}; its trace up to then is used"
@@ -98,40 +97,35 @@ def run_host_time(
         timeline = read_trace(raw)
     except InputError as exc:
         return None, kept, f"host timeline not used: {exc}"
+    timeline.call_cost_ns = call_cost(cost)
     ui.note(f"  host time: {len(timeline.ops)} GPU operations in {time.monotonic() - t0:.1f} s")
     return timeline, kept, warning
 
 
-def _add_cost(raw: Path) -> None:
-    """The profiler's cost per call the runner measured (`profile.host_runner`, a file beside the trace) put into the
-    trace itself, as its first top-level key (`hosttrace.COST_KEY`), so that the kept trace carries it to `report
-    --host-trace`. Nothing changes where the runner could not measure it."""
-    side = raw.with_name(raw.name + ".cost.json")
+def measured_cost(raw: Path) -> dict[str, Any] | None:
+    """The profiler's cost per call the runner measured after the script (`profile.host_runner`: a file beside the
+    trace), or None where it could not."""
     try:
-        cost = json.loads(side.read_text())
+        cost = json.loads(raw.with_name(raw.name + ".cost.json").read_text())
     except (OSError, ValueError):
-        return
-    if not isinstance(cost, dict):
-        return
-    spliced = raw.with_name(raw.name + ".spliced")
-    with open(raw, "rb") as fin:
-        head = fin.read(4096)
-        brace = head.find(b"{")
-        if brace < 0 or head[:brace].strip():
-            return  # not a JSON object: read_trace will say so
-        with open(spliced, "wb") as fout:
-            fout.write(b"{" + json.dumps({COST_KEY: cost})[1:-1].encode() + b",")
-            fout.write(head[brace + 1 :])
-            shutil.copyfileobj(fin, fout)
-    os.replace(spliced, raw)
+        return None
+    return cost if isinstance(cost, dict) else None
 
 
-def _keep(raw: Path, dest: Path, force: bool) -> Path:
-    """The trace, gzip-compressed, beside the output (never over a file without --force)."""
+def keep_trace(raw: Path, dest: Path, force: bool, cost: dict[str, Any] | None = None) -> Path:
+    """The trace, gzip-compressed, beside the output (never over a file without --force), with the measured cost
+    as its first top-level key (`hosttrace.COST_KEY`) so that it carries it to `report --host-trace`; a trace that is
+    not a JSON object is kept as it is (read_trace will say what it is)."""
     if dest.exists() and not force:
         raise OutputError(f"{dest}: already exists (pass --force to overwrite it)")
     try:
         with open(raw, "rb") as fin, gzip.open(dest, "wb", compresslevel=6) as fout:
+            head = fin.read(4096)
+            brace = head.find(b"{")
+            if cost is not None and brace >= 0 and not head[:brace].strip():
+                fout.write(b"{" + json.dumps({COST_KEY: cost})[1:-1].encode() + b",")
+                head = head[brace + 1 :]
+            fout.write(head)
             shutil.copyfileobj(fin, fout)
     except OSError as exc:
         raise OutputError(f"{dest}: cannot write ({exc.strerror or exc})") from exc
