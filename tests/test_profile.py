@@ -61,6 +61,11 @@ class CliRun:
 def cli(tmp_path, monkeypatch, capsys):
     """cli(*args, **env) runs `ncuadvisor ...` in this process (main(): exit codes, one error line) in tmp_path
     with the fake ncu first on PATH; returns the exit code, stdout, stderr and the fake's recorded argv."""
+    return fake_ncu_cli(tmp_path, monkeypatch, capsys)
+
+
+def fake_ncu_cli(tmp_path, monkeypatch, capsys):
+    """The `cli` fixture's runner, for fixtures that set more up around it."""
     from ncuadvisor import cli as cli_mod
 
     monkeypatch.chdir(tmp_path)

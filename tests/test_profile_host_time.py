@@ -20,6 +20,7 @@ import pytest
 from ncuadvisor.analysis.hosttrace import read_trace
 from ncuadvisor.profile.hosttime import HOST_TRACE_ENV, host_argv, host_trace_path
 from ncuadvisor.profile.target import TORCH_RUNNER, resolve_target
+from tests.test_profile import fake_ncu_cli
 
 ROOT = Path(__file__).resolve().parent.parent
 TRACES = ROOT / "fixtures" / "host-trace-2026-12-02"
@@ -96,30 +97,16 @@ def test_the_host_run_has_none_of_the_ncu_runs_instrumentation(tmp_path, monkeyp
 
 @pytest.fixture
 def cli(tmp_path, monkeypatch, capsys):
-    """cli(*args) runs `ncuadvisor ...` in this process with the fake ncu first on PATH and the stand-in torch
-    importable (here and in the programs it runs)."""
-    from ncuadvisor import cli as cli_mod
-
+    """cli(*args) runs `ncuadvisor ...` in this process with the fake ncu first on PATH (test_profile's runner) and the
+    stand-in torch importable (here and in the programs it runs); returns the exit code, stdout and stderr."""
     stand_in = stand_in_torch(tmp_path / "standin")
     monkeypatch.syspath_prepend(str(stand_in))
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("PATH", str(FAKE_DIR) + os.pathsep + os.environ.get("PATH", ""))
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(stand_in), str(ROOT)]))
-    monkeypatch.setenv("FAKE_NCU_ARGV_LOG", str(tmp_path / "ncu_argv.jsonl"))
-    for var in ("FAKE_NCU_SCENARIO", "FAKE_NCU_VERSION", "FAKE_NCU_PHASE1", "FAKE_NCU_PHASE2", "FAKE_NCU_FULL"):
-        monkeypatch.delenv(var, raising=False)
+    runner = fake_ncu_cli(tmp_path, monkeypatch, capsys)
 
     def run(*args: str, trace: str = "trace_norm_chain_planted") -> tuple[int, str, str]:
-        monkeypatch.setenv("STAND_IN_TRACE", str(TRACES / f"{trace}.json.xz"))
-        monkeypatch.setattr(sys, "argv", ["ncuadvisor", *args])
-        capsys.readouterr()
-        try:
-            cli_mod.main()
-            code = 0
-        except SystemExit as exc:
-            code = exc.code if isinstance(exc.code, int) else 1
-        out, err = capsys.readouterr()
-        return code, out, err
+        r = runner(*args, STAND_IN_TRACE=str(TRACES / f"{trace}.json.xz"))
+        return r.code, r.out, r.err
 
     return run
 
