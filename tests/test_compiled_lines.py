@@ -294,22 +294,28 @@ FAKE_COMPILE = {
 }
 
 
-def run_stand_in(tmp_path: Path, files: dict[str, str]) -> tuple[subprocess.CompletedProcess, Path, dict]:
-    """Run the runner ("lines") on a user script that compiles a function, under a stand-in torch made of `files`."""
+USER_COMPILES = (
+    "import torch\n"
+    "def block(x):\n"
+    "    return torch.gelu(x)  # line: gelu\n"
+    "f = torch.compile(block)\n"
+    "y = f(torch.Tensor())  # line: call\n"
+    "y.backward()  # line: backward\n"
+    "print('\\n'.join(torch.PUSHED))\n"
+)
+
+
+def run_stand_in(
+    tmp_path: Path, files: dict[str, str], script: str = USER_COMPILES
+) -> tuple[subprocess.CompletedProcess, Path, dict]:
+    """Run the runner ("lines") on a user script (by default one that compiles a function) under a stand-in torch
+    made of `files`: the process, the script and its marked lines."""
     for rel, text in files.items():
         path = tmp_path / "torch" / rel
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text)
     user = tmp_path / "user.py"
-    user.write_text(
-        "import torch\n"
-        "def block(x):\n"
-        "    return torch.gelu(x)  # line: gelu\n"
-        "f = torch.compile(block)\n"
-        "y = f(torch.Tensor())  # line: call\n"
-        "y.backward()  # line: backward\n"
-        "print('\\n'.join(torch.PUSHED))\n"
-    )
+    user.write_text(script)
     env = dict(
         os.environ,
         PYTHONPATH=str(tmp_path),

@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import subprocess
 import sys
 import types
 from dataclasses import replace
@@ -21,11 +20,12 @@ from pathlib import Path
 
 import pytest
 from synthetic import typed_result
+from test_compiled_lines import run_stand_in
 from test_python_lines import FAKE_TORCH, kernel_table, marked_lines, profile_python_lines
 
 from ncuadvisor.profile.graph_replays import TORCH_RUNNER_GRAPHS
 from ncuadvisor.profile.pylines import attach_python_lines, parse_range, place, read_kernel_lines, split_nvtx
-from ncuadvisor.profile.target import TORCH_RUNNER, TORCH_RUNNER_FRAMES
+from ncuadvisor.profile.target import TORCH_RUNNER_FRAMES
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = ROOT / "workloads" / "torch" / "compiled_lines.py"
@@ -295,13 +295,7 @@ def test_runner_names_the_line_of_each_replay_on_a_stand_in_torch(tmp_path, dyna
     Dynamo's map; without it, the walk stops at the line inside the function that replayed), its backward graph at
     the .backward() call with the node CompiledFunctionBackward, a user's own g.replay() at its line. Each range is
     pushed just before the replay."""
-    files = {**FAKE_GRAPHS, **(DYNAMO if dynamo else {})}
-    for rel, text in files.items():
-        path = tmp_path / "torch" / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-    user = tmp_path / "user.py"
-    user.write_text(
+    script = (
         "import torch\n"
         "def block(x):\n"
         "    return torch.run_graph(x)  # line: inside\n"
@@ -312,15 +306,8 @@ def test_runner_names_the_line_of_each_replay_on_a_stand_in_torch(tmp_path, dyna
         "g.replay()  # line: replay\n"
         "print('\\n'.join(torch.PUSHED))\n"
     )
-    proc = subprocess.run(
-        [sys.executable, "-c", TORCH_RUNNER, "lines", str(user)],
-        capture_output=True,
-        text=True,
-        env=dict(os.environ, PYTHONPATH=str(tmp_path)),
-        timeout=60,
-    )
+    proc, user, marks = run_stand_in(tmp_path, {**FAKE_GRAPHS, **(DYNAMO if dynamo else {})}, script)
     assert proc.returncode == 0, proc.stderr
-    marks = marked_lines(user)
     pushed = proc.stdout.splitlines()
     assert pushed[1::2] == ["replayed"] * 3, pushed
     ranges = [parse_range(text) for text in pushed[0::2]]
