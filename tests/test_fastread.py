@@ -133,9 +133,9 @@ def test_unknown_layouts_give_none(report_path, tmp_path):
         assert fastread.read_rows(p, ["gpu__time_duration.sum"]) is None, label
 
 
-def test_a_disagreeing_file_reader_is_not_used(report_path, monkeypatch):
-    """If the file's values ever differ from ncu_report's (another ncu version's layout), the rows come from
-    ncu_report: here the file reader is made to report every duration 1 ns longer."""
+def make_durations_one_ns_longer(monkeypatch):
+    """The file reader made to disagree with ncu_report: every duration it reads 1 ns longer; returns the reader as
+    it was."""
     orig = fastread.read_rows
 
     def off_by_one(*args, **kwargs):
@@ -146,6 +146,13 @@ def test_a_disagreeing_file_reader_is_not_used(report_path, monkeypatch):
         return rows
 
     monkeypatch.setattr("ncuadvisor.reportfile.fastread.read_rows", off_by_one)
+    return orig
+
+
+def test_a_disagreeing_file_reader_is_not_used(report_path, monkeypatch):
+    """If the file's values ever differ from ncu_report's (another ncu version's layout), the rows come from
+    ncu_report: here the file reader is made to report every duration 1 ns longer."""
+    make_durations_one_ns_longer(monkeypatch)
     reader = load.ReportReader(report_path("tiny_sections"))
     items = [(rid, r, a) for rid, (r, a) in enumerate(reader._index)]
     assert reader._results_from_file(items, ["gpu__time_duration.sum"]) is None
@@ -181,16 +188,7 @@ def test_the_deferred_check_gives_the_same_analysis(report_path, monkeypatch):
     monkeypatch.setattr(load.ReportReader, "__init__", init)
     fast = scrubbed(analyze(path))
     assert runs == [True]
-    orig = fastread.read_rows
-
-    def off_by_one(*args, **kwargs):
-        rows = orig(*args, **kwargs)
-        for r in rows or []:
-            if "gpu__time_duration.sum" in r:
-                r["gpu__time_duration.sum"] += 1.0
-        return rows
-
-    monkeypatch.setattr("ncuadvisor.reportfile.fastread.read_rows", off_by_one)
+    orig = make_durations_one_ns_longer(monkeypatch)
     runs.clear()
     assert scrubbed(analyze(path)) == fast
     assert runs == [True, False]

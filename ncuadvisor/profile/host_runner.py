@@ -6,9 +6,9 @@ exported as a Chrome trace to $NCUADVISOR_HOST_TRACE when the script ends (retur
 Then the profiler's own cost per CUDA call on this host is measured (`_profiler_cost`): a one-element tensor's
 `add_(1)` (one kernel launch, one runtime call) in a loop of `COST_CALLS` calls, timed plain, under the profiler, and
 plain again, the fastest of `COST_REPEATS` loops each. The host pays it on every call of the trace (CUPTI's callbacks
-and activity records: 3.5 µs a call against 2.8 measured on the planted training step); `analysis.replay` takes it
-out of the host's time. Written as JSON to $NCUADVISOR_HOST_TRACE.cost.json; `profile.hosttime` puts it into the
-kept trace, under the key `hosttrace.COST_KEY`. It is measured after the script, on the device the script left
+and activity records: 2.1-4.8 µs a call on the H200 host, fixtures/wall-twins-2026-12-02); `analysis.replay` takes
+it out of the host's time. Written as JSON to $NCUADVISOR_HOST_TRACE.cost.json; `profile.hosttime.keep_trace` puts
+it into the kept trace, under the key `hosttrace.COST_KEY`. It is measured after the script, on the device the script left
 current, and only where the script used CUDA (no context is made for it).
 """
 
