@@ -165,6 +165,16 @@ def fmt_decade(e: int) -> str:
 # -- names and paths -------------------------------------------------------------------------------------------
 
 
+def dim3_of(text: Any) -> tuple[int, int, int] | None:
+    """A launch dimension as the result writes it, "(8192, 1, 1)" (`load.native.dim3`), as three numbers (missing
+    ones 1); None for anything else (empty, more than three numbers)."""
+    nums = [int(x) for x in re.findall(r"\d+", str(text or ""))]
+    if not nums or len(nums) > 3:
+        return None
+    nums += [1] * (3 - len(nums))
+    return (nums[0], nums[1], nums[2])
+
+
 def clip(text: Any, limit: int) -> str:
     """Text cut at `limit` characters, the last one an ellipsis ("" for None): long kernel names in one line."""
     s = "" if text is None else str(text)

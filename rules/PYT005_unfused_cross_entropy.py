@@ -1,4 +1,4 @@
-import re
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -15,9 +15,9 @@ from ncuadvisor.analysis.perfmodels import count
 from ncuadvisor.analysis.roofline import PRACTICAL_FRACTION
 from ncuadvisor.metrics import SpeedOfLight
 from ncuadvisor.rules_api import Evidence, Fix, ProgramContext, ProgramFinding, ProgramRule, fmt_bytes, fmt_ns
+from ncuadvisor.units import dim3_of
 
 DTYPES = {"float": "fp32", "double": "fp64", "c10::Half": "fp16", "c10::BFloat16": "bf16"}
-_DIMS = re.compile(r"\d+")
 
 _FIX = Fix(
     text=(
@@ -56,15 +56,9 @@ class Chain:
     kernel_ids: list[str] = field(default_factory=list)
 
 
-def _dims(text: Any) -> list[int]:
-    return [int(d) for d in _DIMS.findall(str(text or ""))] or [0]
-
-
-def _prod(values: list[int]) -> int:
-    out = 1
-    for v in values:
-        out *= v
-    return out
+def _dims(text: Any) -> tuple[int, int, int]:
+    """A launch dimension's three numbers; (0, 0, 0) where the result has none."""
+    return dim3_of(text) or (0, 0, 0)
 
 
 def _line(k: dict[str, Any]) -> tuple[Any, Any] | None:
@@ -321,8 +315,8 @@ class UnfusedCrossEntropy(ProgramRule):
         moved = [b for b in self._load_store(k, x) if b]
         if moved:
             return any(lo * s * (1 - tol) <= b <= hi * s * (1 + tol) for b in moved for s in (1, 2, 4, 8))
-        block = _prod(_dims(k.get("block")))
-        threads = _prod(_dims(k.get("grid"))) * block
+        block = math.prod(_dims(k.get("block")))
+        threads = math.prod(_dims(k.get("grid"))) * block
         return bool(threads) and any(threads * w - block * w < hi and threads * w >= lo for w in (1, 2, 4, 8, 16))
 
     @staticmethod
@@ -364,7 +358,7 @@ class UnfusedCrossEntropy(ProgramRule):
             return grid[0] or None
         if sk.kind == "warp":
             per_warp = 2 if sk.log2_elements is not None and 2**sk.log2_elements <= 128 else 1
-            rows = grid[0] * (block[1] if len(block) > 1 else 1) * per_warp
+            rows = grid[0] * block[1] * per_warp
             return int(min(rows, n)) or None
         return None
 

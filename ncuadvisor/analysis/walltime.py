@@ -37,6 +37,7 @@ from typing import Any
 
 from ncuadvisor.analysis.hosttrace import GpuOp, Timeline
 from ncuadvisor.analysis.replay import Plan, Replayed, plan, replay, union_ns
+from ncuadvisor.units import dim3_of
 
 # words in common (Jaccard) for two names to be one kernel without the demangler: the same words. On the fixtures
 # every right pair scored 1.0 and the best wrong one 0.82 (`FillFunctor` for `CUDAFunctor_add`, the rest alike)
@@ -99,21 +100,13 @@ def name_words(name: str) -> frozenset[str]:
     return frozenset({"0" if w == "false" else "1" if w == "true" else w for w in words})
 
 
-def _shape(text: Any) -> tuple[int, int, int] | None:
-    nums = [int(x) for x in re.findall(r"\d+", str(text or ""))]
-    if not nums or len(nums) > 3:
-        return None
-    nums += [1] * (3 - len(nums))
-    return (nums[0], nums[1], nums[2])
-
-
 def match_kernels(ops: Sequence[GpuOp], kernels: Sequence[Mapping[str, Any]]) -> list[str | None]:
     """The report kernel id (`k3`) of each GPU operation of the trace, None where none matches. `kernels`: the
     result's kernel entries as dicts (id, name, mangled, demangled, grid, block)."""
     exact: dict[tuple[str, Any, Any], str] = {}
     by_shape: dict[tuple[Any, Any], list[tuple[frozenset[str], str]]] = {}
     for k in kernels:
-        grid, block = _shape(k.get("grid")), _shape(k.get("block"))
+        grid, block = dim3_of(k.get("grid")), dim3_of(k.get("block"))
         for name in (demangle(str(k.get("mangled") or "")), str(k.get("name") or "")):
             if name:
                 exact.setdefault((name, grid, block), str(k["id"]))
