@@ -38,8 +38,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from ncuadvisor.analysis.pipeline import analyze  # noqa: E402
-from ncuadvisor.analysis.ranking import top_actions  # noqa: E402
+from ncuadvisor.pipeline.analyze import analyze  # noqa: E402
+from ncuadvisor.pipeline.ranking import top_actions  # noqa: E402
 
 # NCU rule identifiers -> our categories (for scoring NCU's top rule on the same question).
 NCU_CATEGORY = {

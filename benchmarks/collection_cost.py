@@ -31,11 +31,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from ncuadvisor import engine  # noqa: E402
 from ncuadvisor.analysis import roofline  # noqa: E402
-from ncuadvisor.analysis.pipeline import ANALYSIS_SECTIONS, CARD_METRICS, analyze  # noqa: E402
+from ncuadvisor.pipeline.analyze import ANALYSIS_SECTIONS, CARD_METRICS, analyze  # noqa: E402
 from ncuadvisor.profile import ncu as ncu_mod  # noqa: E402
 from ncuadvisor.profile.output import parse_line  # noqa: E402
+from ncuadvisor.rulekit import engine  # noqa: E402
 
 
 def run_ncu(args: list[str], program: list[str], out_base: Path | None, timeout: float) -> dict:

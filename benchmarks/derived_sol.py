@@ -24,9 +24,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from ncuadvisor import engine  # noqa: E402
 from ncuadvisor.analysis import roofline  # noqa: E402
-from ncuadvisor.analysis.pipeline import analyze  # noqa: E402
+from ncuadvisor.pipeline.analyze import analyze  # noqa: E402
+from ncuadvisor.rulekit import engine  # noqa: E402
 
 SOL = list(roofline.NOT_COLLECTED)  # the two Speed Of Light percentages and L1's throughput
 FIXTURES = [

@@ -27,7 +27,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from ncuadvisor.analysis.pipeline import analyze  # noqa: E402
+from ncuadvisor.pipeline.analyze import analyze  # noqa: E402
 from ncuadvisor.profile.merge import Phase1Time  # noqa: E402
 
 

@@ -33,10 +33,10 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from ncuadvisor import engine  # noqa: E402
 from ncuadvisor.analysis import roofline  # noqa: E402
 from ncuadvisor.profile import ncu as ncu_mod  # noqa: E402
 from ncuadvisor.profile.session import declared_collection  # noqa: E402
+from ncuadvisor.rulekit import engine  # noqa: E402
 
 # kernel names standing for each kind of program (what `language.possible_languages` reads)
 KINDS = {

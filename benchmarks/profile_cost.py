@@ -208,10 +208,10 @@ def as_profile(phase1_report: Path, deep_report: Path) -> dict:
     """A deep report analysed as `ncuadvisor profile` analyses its phase 2: against its phase-1 report (time shares,
     program rules on every launch), so that two collections of the same launches are compared on equal terms."""
     sys.path.insert(0, str(ROOT))
-    from ncuadvisor import engine
-    from ncuadvisor.analysis.pipeline import analyze
+    from ncuadvisor.pipeline.analyze import analyze
     from ncuadvisor.profile.launchbytes import fill_launch_bytes, profiled_bytes
     from ncuadvisor.profile.merge import Phase1Time, analyze_phase1, merge_results
+    from ncuadvisor.rulekit import engine
 
     rules = engine.discover([])
     p1, launches, _ = analyze_phase1(phase1_report, rules)

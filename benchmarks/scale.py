@@ -137,7 +137,7 @@ def html_size(report: Path, kernels: int, launches: int) -> None:
     """Render the synthetic result of `kernels` x `launches` and print the page's size and where its bytes go."""
     import re
 
-    from ncuadvisor.analysis.pipeline import analyze
+    from ncuadvisor.pipeline.analyze import analyze
     from ncuadvisor.render.html import render_html
     from ncuadvisor.result import Result
 

@@ -24,9 +24,9 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from derived_sol import unpack  # noqa: E402
 
-from ncuadvisor import engine  # noqa: E402
 from ncuadvisor.analysis import ceilings, roofline  # noqa: E402
-from ncuadvisor.analysis.pipeline import analyze  # noqa: E402
+from ncuadvisor.pipeline.analyze import analyze  # noqa: E402
+from ncuadvisor.rulekit import engine  # noqa: E402
 
 COUNTS = [p + ".sum" for p in roofline.TENSOR_PATHS.values()]
 PEAKS = [p + ".sum.peak_sustained" for p in roofline.TENSOR_PATHS.values()]

@@ -30,9 +30,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from ncuadvisor.analysis.hosttrace import read_trace  # noqa: E402
-from ncuadvisor.analysis.hostwall import action_parts  # noqa: E402
-from ncuadvisor.analysis.pipeline import analyze  # noqa: E402
 from ncuadvisor.analysis.walltime import HostModel  # noqa: E402
+from ncuadvisor.pipeline.analyze import analyze  # noqa: E402
+from ncuadvisor.pipeline.hostwall import action_parts  # noqa: E402
 
 TRACES = ROOT / "fixtures" / "host-trace-2026-12-02"
 # case: its report, the result ids of the planted code in it, the fix variant of the trace and loop it is checked on

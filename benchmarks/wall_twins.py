@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from ncuadvisor.analysis.hosttrace import read_trace
-from ncuadvisor.analysis.hostwall import add_wall_estimates
 from ncuadvisor.analysis.walltime import HostModel
+from ncuadvisor.pipeline.hostwall import add_wall_estimates
 from ncuadvisor.result.types import Result
 
 # the fix each timed variant applies -> the rule that prescribes it ("graphs": PRG006's CUDA-graphs saving)

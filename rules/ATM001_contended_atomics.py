@@ -1,6 +1,17 @@
-from ncuadvisor.analysis.perfmodels import atomic_lines, count, global_loads_in_flight, streaming_ns, time_after
-from ncuadvisor.metrics import MemoryTables, SourceCounters
-from ncuadvisor.rules_api import Evidence, Finding, Fix, KernelContext, Rule
+from ncuadvisor.rulekit import (
+    Evidence,
+    Finding,
+    Fix,
+    KernelContext,
+    MemoryTables,
+    Rule,
+    SourceCounters,
+    atomic_lines,
+    count,
+    global_loads_in_flight,
+    streaming_ns,
+    time_after,
+)
 
 
 class ContendedAtomics(Rule):
@@ -26,7 +37,7 @@ class ContendedAtomics(Rule):
     Speedup estimate:
         With the atomics pre-reduced the kernel streams its input with the loads it has in flight now: new time =
         read bytes per SM × DRAM latency ÷ (warps × loads in flight per warp × 32 × access bytes) + the roofline
-        floor (latency plus throughput, `DRAM_LATENCY_CYCLES` in ncuadvisor/analysis/perfmodels.py), not below the floor at
+        floor (latency plus throughput, `DRAM_LATENCY_CYCLES` in ncuadvisor/rulekit/models.py), not below the floor at
         85% of peak.
 
     False positives:

@@ -1,10 +1,20 @@
 from dataclasses import replace
 
-from ncuadvisor.analysis.language import aten_op
-from ncuadvisor.analysis.perfmodels import atomic_lines, fmt_bytes, fmt_ns, time_after
-from ncuadvisor.analysis.roofline import PRACTICAL_FRACTION
-from ncuadvisor.metrics import MemoryTables, SourceCounters
-from ncuadvisor.rules_api import Evidence, Finding, Fix, KernelContext, Rule
+from ncuadvisor.rulekit import (
+    PRACTICAL_FRACTION,
+    Evidence,
+    Finding,
+    Fix,
+    KernelContext,
+    MemoryTables,
+    Rule,
+    SourceCounters,
+    aten_op,
+    atomic_lines,
+    fmt_bytes,
+    fmt_ns,
+    time_after,
+)
 
 # a sorted segment reduce moves the source three times: read to gather it in index order, the gathered copy written,
 # and read again by the reduce

@@ -1,8 +1,6 @@
 from dataclasses import replace
 
-from ncuadvisor.analysis.language import aten_op
-from ncuadvisor.metrics import InstructionStats, MemoryTables
-from ncuadvisor.rules_api import Evidence, Finding, Fix, KernelContext, Rule
+from ncuadvisor.rulekit import Evidence, Finding, Fix, InstructionStats, KernelContext, MemoryTables, Rule, aten_op
 
 
 class SharedMemoryHistogram(Rule):

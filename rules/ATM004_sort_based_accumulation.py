@@ -1,9 +1,7 @@
 import re
 from typing import Any
 
-from ncuadvisor.analysis.perfmodels import count
-from ncuadvisor.metrics import SpeedOfLight
-from ncuadvisor.rules_api import Evidence, Fix, ProgramContext, ProgramFinding, ProgramRule, fmt_ns
+from ncuadvisor.rulekit import Evidence, Fix, ProgramContext, ProgramFinding, ProgramRule, SpeedOfLight, count, fmt_ns
 
 # CUB's device-wide radix sort as ATen vendors it (histogram, exclusive sum, onesweep passes; older CUBs upsweep,
 # scan, downsweep, single tile)

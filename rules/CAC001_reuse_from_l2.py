@@ -1,7 +1,17 @@
-from ncuadvisor.analysis.perfmodels import fmt_bytes, fmt_ns, time_after
-from ncuadvisor.analysis.roofline import PRACTICAL_FRACTION
-from ncuadvisor.metrics import LaunchStats, MemoryWorkloadAnalysis, SourceCounters
-from ncuadvisor.rules_api import Evidence, Finding, Fix, KernelContext, Rule
+from ncuadvisor.rulekit import (
+    PRACTICAL_FRACTION,
+    Evidence,
+    Finding,
+    Fix,
+    KernelContext,
+    LaunchStats,
+    MemoryWorkloadAnalysis,
+    Rule,
+    SourceCounters,
+    fmt_bytes,
+    fmt_ns,
+    time_after,
+)
 
 ROWS_OF_1D_BLOCKS = "1-D blocks on a grid of rows"
 

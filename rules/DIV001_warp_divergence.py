@@ -1,6 +1,16 @@
-from ncuadvisor.analysis.perfmodels import cut, limiter_phrase, limiter_side, time_after
-from ncuadvisor.metrics import SourceCounters, WarpStateStats
-from ncuadvisor.rules_api import Evidence, Finding, Fix, KernelContext, Rule
+from ncuadvisor.rulekit import (
+    Evidence,
+    Finding,
+    Fix,
+    KernelContext,
+    Rule,
+    SourceCounters,
+    WarpStateStats,
+    cut,
+    limiter_phrase,
+    limiter_side,
+    time_after,
+)
 
 
 class WarpDivergence(Rule):

@@ -1,8 +1,16 @@
 import re
 
-from ncuadvisor.analysis.perfmodels import opcode, time_after
-from ncuadvisor.metrics import SchedulerStats, SourceCounters
-from ncuadvisor.rules_api import Evidence, Finding, Fix, KernelContext, Rule
+from ncuadvisor.rulekit import (
+    Evidence,
+    Finding,
+    Fix,
+    KernelContext,
+    Rule,
+    SchedulerStats,
+    SourceCounters,
+    opcode,
+    time_after,
+)
 
 # Opcode families (SASS, sm_70 and later). Everything else that executes is bookkeeping: integer and address
 # arithmetic (IMAD, LEA, IADD3, SHF, LOP3), compares and selects (ISETP, SEL, VIMNMX), moves and conversions.

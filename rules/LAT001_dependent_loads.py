@@ -1,6 +1,19 @@
-from ncuadvisor.analysis.perfmodels import limiter_side, parallelism_ns, stall_total, time_after
-from ncuadvisor.metrics import LaunchStats, MemoryTables, Occupancy, SourceCounters, WarpStateStats
-from ncuadvisor.rules_api import Evidence, Finding, Fix, KernelContext, Rule
+from ncuadvisor.rulekit import (
+    Evidence,
+    Finding,
+    Fix,
+    KernelContext,
+    LaunchStats,
+    MemoryTables,
+    Occupancy,
+    Rule,
+    SourceCounters,
+    WarpStateStats,
+    limiter_side,
+    parallelism_ns,
+    stall_total,
+    time_after,
+)
 
 stall = WarpStateStats.stall
 

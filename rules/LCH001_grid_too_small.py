@@ -1,18 +1,26 @@
 import math
 
-from ncuadvisor.analysis.perfmodels import fmt_ns, load_chains, parallelism_ns, time_after
-from ncuadvisor.analysis.roofline import LAUNCH_BOUND_NS, PRACTICAL_FRACTION
-from ncuadvisor.metrics import (
+from ncuadvisor.rulekit import (
+    LAUNCH_BOUND_NS,
+    PRACTICAL_FRACTION,
     Device,
+    Evidence,
+    Finding,
+    Fix,
+    KernelContext,
     LaunchStats,
     MemoryTables,
     MemoryWorkloadAnalysis,
     Occupancy,
+    Rule,
     SchedulerStats,
     SpeedOfLight,
     TensorRooflineChart,
+    fmt_ns,
+    load_chains,
+    parallelism_ns,
+    time_after,
 )
-from ncuadvisor.rules_api import Evidence, Finding, Fix, KernelContext, Rule
 
 TAIL = "a tail effect: the last wave is partial"
 SMALL_GRID = "fewer blocks than SMs"

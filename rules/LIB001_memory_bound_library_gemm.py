@@ -1,6 +1,4 @@
-from ncuadvisor.analysis.perfmodels import fmt_ns, time_after
-from ncuadvisor.metrics import SpeedOfLight
-from ncuadvisor.rules_api import Evidence, Finding, Fix, KernelContext, Rule
+from ncuadvisor.rulekit import Evidence, Finding, Fix, KernelContext, Rule, SpeedOfLight, fmt_ns, time_after
 
 
 class MemoryBoundLibraryGemm(Rule):

@@ -1,4 +1,11 @@
-from ncuadvisor.analysis.perfmodels import (
+from ncuadvisor.rulekit import (
+    Evidence,
+    Finding,
+    Fix,
+    KernelContext,
+    MemoryTables,
+    Rule,
+    SourceCounters,
     count,
     cut,
     fmt_ns,
@@ -7,8 +14,6 @@ from ncuadvisor.analysis.perfmodels import (
     streaming_ns,
     time_after,
 )
-from ncuadvisor.metrics import MemoryTables, SourceCounters
-from ncuadvisor.rules_api import Evidence, Finding, Fix, KernelContext, Rule
 
 
 class LocalMemoryTraffic(Rule):
@@ -35,7 +40,7 @@ class LocalMemoryTraffic(Rule):
         A kernel limited by a memory level (`roofline.limiter`) or latency-bound, once its per-thread data stays on
         chip, streams its compulsory global bytes with the global loads it has in flight (SASS dataflow): latency plus
         throughput, read bytes per SM × DRAM latency ÷ (warps × loads in flight per warp × 32 × access bytes) + the
-        roofline floor (`DRAM_LATENCY_CYCLES` in ncuadvisor/analysis/perfmodels.py). A local access costs a round trip
+        roofline floor (`DRAM_LATENCY_CYCLES` in ncuadvisor/rulekit/models.py). A local access costs a round trip
         through L1, L2 and often DRAM on the kernel's critical path, far more than its share of sectors says. A kernel a
         pipe limits: time × (1 - 0.5 × local share of L1 sectors). Never below the roofline floor.
 

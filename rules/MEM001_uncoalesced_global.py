@@ -1,9 +1,16 @@
-import re
 from typing import Any
 
-from ncuadvisor.analysis.perfmodels import (
+from ncuadvisor.rulekit import (
     MEMORY_UNITS,
+    Evidence,
+    Finding,
+    Fix,
+    KernelContext,
+    Occupancy,
+    Rule,
+    SourceCounters,
     access_bytes,
+    address_base,
     count,
     cut,
     fmt_ns,
@@ -11,13 +18,11 @@ from ncuadvisor.analysis.perfmodels import (
     kept_units_ns,
     limiter_side,
     opcode,
+    parse,
     streaming_ns,
     time_after,
 )
-from ncuadvisor.metrics import Occupancy, SourceCounters
-from ncuadvisor.rules_api import Evidence, Finding, Fix, KernelContext, Rule
 
-_ADDRESS = re.compile(r"\[(?:[^\]]*?\])?\[?(R\d+)(?:\.64)?")  # the base register of `desc[UR4][R2.64+0x4]`
 _LIMITS = {
     "registers": Occupancy.LIMIT_REGISTERS,
     "shared memory": Occupancy.LIMIT_SHARED_MEM,
@@ -25,22 +30,6 @@ _LIMITS = {
     "blocks per SM": Occupancy.LIMIT_BLOCKS,
 }
 _ADDRESS_OPS = ("IMAD.WIDE", "LEA", "IADD3", "IMAD.SHL", "IMAD.IADD", "SHF.L", "LDG", "LD.")
-
-
-def _dest(sass: str) -> str | None:
-    """The destination register of one SASS instruction (`IMAD.WIDE.U32 R2, R5, 0x4, R2` -> R2)."""
-    parts = (sass or "").replace(",", " ").split()
-    if parts and parts[0].startswith("@"):
-        parts = parts[1:]
-    return parts[1] if len(parts) > 1 and re.fullmatch(r"R\d+", parts[1]) else None
-
-
-def _sources(sass: str) -> list[str]:
-    """The registers an instruction reads (every register operand after the destination)."""
-    parts = (sass or "").replace(",", " ").split()
-    if parts and parts[0].startswith("@"):
-        parts = parts[1:]
-    return [p for p in parts[2:] if re.fullmatch(r"R\d+", p)]
 
 
 def _stream(k: KernelContext) -> list:
@@ -62,14 +51,9 @@ def _last_def(stream: list, reg: str | None, pc: int) -> Any:
     if reg is None:
         return None
     for e in reversed(stream):
-        if e.pc < pc and _dest(e.sass or "") == reg:
+        if e.pc < pc and parse(e.sass).destination == reg:
             return e
     return None
-
-
-def _base(sass: str) -> str | None:
-    m = _ADDRESS.search((sass or "").split(" ", 1)[-1].replace("desc[", "["))
-    return m.group(1) if m else None
 
 
 class UncoalescedGlobal(Rule):
@@ -99,7 +83,7 @@ class UncoalescedGlobal(Rule):
         (`roofline.limiter`: DRAM, L2, L1, shared, LSU) or latency-bound, the latency-plus-throughput time of its
         compulsory bytes with the same loads in flight, now coalesced (read bytes per SM × DRAM latency ÷ (warps × loads
         in flight per warp × 32 × access bytes) + the roofline floor; `DRAM_LATENCY_CYCLES` in
-        ncuadvisor/analysis/perfmodels.py). Never below the roofline floor, nor below the busy time of the pipes it
+        ncuadvisor/rulekit/models.py). Never below the roofline floor, nor below the busy time of the pipes it
         keeps (issue, ALU, FMA, ...: coalescing keeps the instructions).
 
         The fix follows the access pattern of the instruction with the most excess sectors: a store stays a store
@@ -216,11 +200,11 @@ class UncoalescedGlobal(Rule):
         scattered = {e.pc for e in excess}
         dependent = chase = 0.0
         for load in excess:
-            feeder = _last_def(stream, _base(load.sass or ""), load.pc)
+            feeder = _last_def(stream, address_base(load.sass), load.pc)
             if feeder is None or feeder.pc not in {x.pc for x in stalled}:
                 continue
             # the address math waited on a load: which load wrote the register it read?
-            sources = [_last_def(stream, r, feeder.pc) for r in _sources(feeder.sass or "")]
+            sources = [_last_def(stream, r, feeder.pc) for r in parse(feeder.sass).source_registers]
             loads = [d for d in sources if d is not None and opcode(d.sass).startswith(("LDG", "LD."))]
             if loads:
                 dependent += load.value
@@ -241,20 +225,19 @@ class UncoalescedGlobal(Rule):
         thread's index scaled by an immediate (`LEA R4, P0, R2, UR4, 0x5`: 32 bytes; `IMAD.WIDE R4, R2, 0x20, R4`):
         records of that size. A stride computed at run time (a row pitch: `IMAD.WIDE.U32 R6, R0, R7, R8`) is not."""
         top = max(excess, key=lambda e: e.value, default=None)
-        base = _base(top.sass or "") if top is not None else None
+        base = address_base(top.sass) if top is not None else None
         if top is None or base is None:
             return None
         before = [e for e in k.per_instruction(SourceCounters.INST_EXECUTED) if e.pc < top.pc]
         for e in sorted(before, key=lambda e: -e.pc):
-            if _dest(e.sass or "") != base:
+            ins = parse(e.sass)
+            if ins.destination != base:
                 continue
-            parts = (e.sass or "").replace(",", " ").split()
-            parts = parts[1:] if parts and parts[0].startswith("@") else parts
-            op, last = parts[0], parts[-1] if parts else ""
-            if op.startswith("LEA") and not op.startswith("LEA.HI") and re.fullmatch(r"0x[0-9a-f]+", last):
-                return 1 << int(last, 16)
-            if op.startswith("IMAD.WIDE") and len(parts) > 3 and re.fullmatch(r"0x[0-9a-f]+", parts[3]):
-                return int(parts[3], 16)
+            shift, scale = ins.immediate(-1), ins.immediate(2)
+            if ins.opcode.startswith("LEA") and not ins.opcode.startswith("LEA.HI") and shift is not None:
+                return 1 << shift
+            if ins.opcode.startswith("IMAD.WIDE") and scale is not None:
+                return scale
             return None
         return None
 

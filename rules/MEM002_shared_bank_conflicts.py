@@ -1,6 +1,4 @@
-from ncuadvisor.analysis.perfmodels import fmt_ns, per_pc, time_after
-from ncuadvisor.metrics import SourceCounters
-from ncuadvisor.rules_api import Evidence, Finding, Fix, KernelContext, Rule
+from ncuadvisor.rulekit import Evidence, Finding, Fix, KernelContext, Rule, SourceCounters, fmt_ns, per_pc, time_after
 
 
 class SharedBankConflicts(Rule):

@@ -1,6 +1,19 @@
-from ncuadvisor.analysis.perfmodels import (
+from ncuadvisor.rulekit import (
+    MEMORY_TYPE_GLOBAL,
+    Evidence,
+    Finding,
+    Fix,
+    InstructionStats,
+    KernelContext,
+    LaunchStats,
+    MemoryTables,
+    Occupancy,
+    Rule,
+    SourceCounters,
+    SpeedOfLight,
     access_bytes,
     count,
+    counted,
     fmt_bytes,
     fmt_ns,
     global_loads_in_flight,
@@ -9,17 +22,6 @@ from ncuadvisor.analysis.perfmodels import (
     streaming_ns,
     time_after,
 )
-from ncuadvisor.metrics import (
-    MEMORY_TYPE_GLOBAL,
-    InstructionStats,
-    LaunchStats,
-    MemoryTables,
-    Occupancy,
-    SourceCounters,
-    SpeedOfLight,
-)
-from ncuadvisor.rules_api import Evidence, Finding, Fix, KernelContext, Rule
-from ncuadvisor.units import counted
 
 
 class NarrowGlobalAccess(Rule):
@@ -46,7 +48,7 @@ class NarrowGlobalAccess(Rule):
     Speedup estimate:
         The same loads in flight per warp (SASS dataflow), each now 16 bytes per thread: latency plus throughput of
         the compulsory bytes, read bytes per SM × DRAM latency ÷ (warps × loads in flight per warp × 32 × 16) + the
-        roofline floor (`DRAM_LATENCY_CYCLES` in ncuadvisor/analysis/perfmodels.py); without SASS or occupancy data, compulsory
+        roofline floor (`DRAM_LATENCY_CYCLES` in ncuadvisor/rulekit/models.py); without SASS or occupancy data, compulsory
         bytes at `achievable_dram_fraction` of DRAM peak (a float4 copy measured 85% on an H200). Never below the
         roofline floor at 85% of peak.
 

@@ -1,7 +1,17 @@
-from ncuadvisor.analysis.perfmodels import count, limiter_side, parallelism_ns, time_after
-from ncuadvisor.metrics import LaunchStats, Occupancy
-from ncuadvisor.rules_api import Evidence, Finding, Fix, KernelContext, Rule
-from ncuadvisor.units import counted
+from ncuadvisor.rulekit import (
+    Evidence,
+    Finding,
+    Fix,
+    KernelContext,
+    LaunchStats,
+    Occupancy,
+    Rule,
+    count,
+    counted,
+    limiter_side,
+    parallelism_ns,
+    time_after,
+)
 
 LIMITS = {
     "registers": Occupancy.LIMIT_REGISTERS,

@@ -1,7 +1,19 @@
-from ncuadvisor.analysis.perfmodels import access_bytes, per_pc, time_after
-from ncuadvisor.analysis.roofline import PRACTICAL_FRACTION
-from ncuadvisor.metrics import MEMORY_TYPE_GLOBAL, ComputeWorkloadAnalysis, RooflineChart, SourceCounters, SpeedOfLight
-from ncuadvisor.rules_api import Evidence, Finding, Fix, KernelContext, Rule
+from ncuadvisor.rulekit import (
+    MEMORY_TYPE_GLOBAL,
+    PRACTICAL_FRACTION,
+    ComputeWorkloadAnalysis,
+    Evidence,
+    Finding,
+    Fix,
+    KernelContext,
+    RooflineChart,
+    Rule,
+    SourceCounters,
+    SpeedOfLight,
+    access_bytes,
+    per_pc,
+    time_after,
+)
 
 
 class Fp64InFp32Code(Rule):

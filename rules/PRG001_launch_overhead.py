@@ -1,5 +1,4 @@
-from ncuadvisor.metrics import SpeedOfLight
-from ncuadvisor.rules_api import Evidence, Fix, ProgramContext, ProgramFinding, ProgramRule
+from ncuadvisor.rulekit import Evidence, Fix, ProgramContext, ProgramFinding, ProgramRule, SpeedOfLight
 
 # PyTorch and Triton (TorchInductor) programs capture graphs through torch.cuda
 _TORCH_GRAPHS = Fix(

@@ -1,10 +1,18 @@
 import re
 from typing import Any
 
-from ncuadvisor.analysis.language import foreach_kernel
-from ncuadvisor.analysis.perfmodels import count
-from ncuadvisor.metrics import MemoryWorkloadAnalysis
-from ncuadvisor.rules_api import Evidence, Fix, ProgramContext, ProgramFinding, ProgramRule, fmt_bytes, fmt_ns
+from ncuadvisor.rulekit import (
+    Evidence,
+    Fix,
+    MemoryWorkloadAnalysis,
+    ProgramContext,
+    ProgramFinding,
+    ProgramRule,
+    count,
+    fmt_bytes,
+    fmt_ns,
+    foreach_kernel,
+)
 
 _TORCH_COMPILE = Fix(
     text=(

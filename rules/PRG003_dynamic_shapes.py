@@ -1,7 +1,6 @@
 import re
 
-from ncuadvisor.metrics import SpeedOfLight
-from ncuadvisor.rules_api import Evidence, Fix, ProgramContext, ProgramFinding, ProgramRule
+from ncuadvisor.rulekit import Evidence, Fix, ProgramContext, ProgramFinding, ProgramRule, SpeedOfLight
 
 INDUCTOR_VARIANT = re.compile(r"^(triton_(?:poi|red|per|tem|for)_\w+?)_(\d+)$")
 INDUCTOR_VARIANTS = "TorchInductor compiled one kernel again per shape"

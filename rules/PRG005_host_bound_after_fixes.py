@@ -1,8 +1,16 @@
-from ncuadvisor.analysis.perfmodels import count
-from ncuadvisor.metrics import SpeedOfLight
-from ncuadvisor.result.kernel_fixes import kernel_steps, saved_parts
-from ncuadvisor.result.types import KernelEntry
-from ncuadvisor.rules_api import Evidence, Fix, ProgramContext, ProgramFinding, ProgramRule, fmt_ns
+from ncuadvisor.rulekit import (
+    Evidence,
+    Fix,
+    KernelEntry,
+    ProgramContext,
+    ProgramFinding,
+    ProgramRule,
+    SpeedOfLight,
+    count,
+    fmt_ns,
+    kernel_steps,
+    saved_parts,
+)
 
 # ATen ops and the library calls they make: the host work per launch is PyTorch's dispatch, autograd and optimizer
 # bookkeeping in Python and C++

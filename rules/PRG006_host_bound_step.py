@@ -1,8 +1,6 @@
 from pathlib import Path
 
-from ncuadvisor.analysis.perfmodels import count
-from ncuadvisor.metrics import SpeedOfLight
-from ncuadvisor.rules_api import Evidence, Fix, ProgramContext, ProgramFinding, ProgramRule, fmt_ns
+from ncuadvisor.rulekit import Evidence, Fix, ProgramContext, ProgramFinding, ProgramRule, SpeedOfLight, count, fmt_ns
 
 _TORCH = Fix(
     text=(

@@ -1,7 +1,15 @@
-from ncuadvisor.analysis.language import copy_kind
-from ncuadvisor.analysis.perfmodels import fmt_bytes, fmt_ns
-from ncuadvisor.metrics import MemoryWorkloadAnalysis, SpeedOfLight
-from ncuadvisor.rules_api import Evidence, Finding, Fix, KernelContext, Rule
+from ncuadvisor.rulekit import (
+    Evidence,
+    Finding,
+    Fix,
+    KernelContext,
+    MemoryWorkloadAnalysis,
+    Rule,
+    SpeedOfLight,
+    copy_kind,
+    fmt_bytes,
+    fmt_ns,
+)
 
 
 class LayoutCopy(Rule):

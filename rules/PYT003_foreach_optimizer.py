@@ -1,10 +1,19 @@
 from typing import Any
 
-from ncuadvisor.analysis.language import ELEMENT_BYTES, ForeachKernel, foreach_kernel
-from ncuadvisor.analysis.perfmodels import count
-from ncuadvisor.analysis.roofline import PRACTICAL_FRACTION
-from ncuadvisor.metrics import SpeedOfLight
-from ncuadvisor.rules_api import Evidence, Fix, ProgramContext, ProgramFinding, ProgramRule, fmt_ns
+from ncuadvisor.rulekit import (
+    ELEMENT_BYTES,
+    PRACTICAL_FRACTION,
+    Evidence,
+    Fix,
+    ForeachKernel,
+    ProgramContext,
+    ProgramFinding,
+    ProgramRule,
+    SpeedOfLight,
+    count,
+    fmt_ns,
+    foreach_kernel,
+)
 
 # What the other multi-tensor kernels are: not the optimizer's update, whatever fused=True does
 OTHER_ROLES = {

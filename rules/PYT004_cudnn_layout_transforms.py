@@ -2,10 +2,18 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from ncuadvisor.analysis.perfmodels import count, latency_split_ns
-from ncuadvisor.analysis.roofline import PRACTICAL_FRACTION
-from ncuadvisor.metrics import SpeedOfLight
-from ncuadvisor.rules_api import Evidence, Fix, ProgramContext, ProgramFinding, ProgramRule, fmt_ns
+from ncuadvisor.rulekit import (
+    PRACTICAL_FRACTION,
+    Evidence,
+    Fix,
+    ProgramContext,
+    ProgramFinding,
+    ProgramRule,
+    SpeedOfLight,
+    count,
+    fmt_ns,
+    latency_split_ns,
+)
 
 # cuDNN's layout transforms (cudnn::engines_precompiled::nchwToNhwcKernel, cudnn::ops::nhwcToNchwKernel)
 TRANSFORM = re.compile(r"\b(nchwToNhwc|nhwcToNchw)Kernel\b")

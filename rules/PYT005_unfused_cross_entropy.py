@@ -2,20 +2,26 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from ncuadvisor.analysis.language import (
+from ncuadvisor.rulekit import (
     ELEMENT_BYTES,
+    PRACTICAL_FRACTION,
+    Evidence,
+    Fix,
+    ProgramContext,
+    ProgramFinding,
+    ProgramRule,
     SoftmaxKernel,
+    SpeedOfLight,
     aten_generic_kernel,
     cast_types,
     copy_kind,
+    count,
+    dim3_of,
+    fmt_bytes,
+    fmt_ns,
     nll_loss_kernel,
     softmax_kernel,
 )
-from ncuadvisor.analysis.perfmodels import count
-from ncuadvisor.analysis.roofline import PRACTICAL_FRACTION
-from ncuadvisor.metrics import SpeedOfLight
-from ncuadvisor.rules_api import Evidence, Fix, ProgramContext, ProgramFinding, ProgramRule, fmt_bytes, fmt_ns
-from ncuadvisor.units import dim3_of
 
 DTYPES = {"float": "fp32", "double": "fp64", "c10::Half": "fp16", "c10::BFloat16": "bf16"}
 

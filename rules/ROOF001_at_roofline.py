@@ -1,7 +1,14 @@
-from ncuadvisor.analysis.perfmodels import fmt_bytes, fmt_ns
-from ncuadvisor.analysis.roofline_words import precision_words
-from ncuadvisor.metrics import SpeedOfLight
-from ncuadvisor.rules_api import Evidence, Finding, Fix, KernelContext, Rule
+from ncuadvisor.rulekit import (
+    Evidence,
+    Finding,
+    Fix,
+    KernelContext,
+    Rule,
+    SpeedOfLight,
+    fmt_bytes,
+    fmt_ns,
+    precision_words,
+)
 
 
 class AtRoofline(Rule):

@@ -1,12 +1,20 @@
-from ncuadvisor.analysis.perfmodels import access_bytes, fma_and_tensor_flops, opcode, per_pc, time_after
-from ncuadvisor.metrics import (
+from ncuadvisor.rulekit import (
     MEMORY_TYPE_GLOBAL,
     ComputeWorkloadAnalysis,
+    Evidence,
+    Finding,
+    Fix,
     InstructionStats,
+    KernelContext,
     RooflineChart,
+    Rule,
     SourceCounters,
+    access_bytes,
+    fma_and_tensor_flops,
+    opcode,
+    per_pc,
+    time_after,
 )
-from ncuadvisor.rules_api import Evidence, Finding, Fix, KernelContext, Rule
 
 
 class FmaMatrixProduct(Rule):

@@ -1,9 +1,17 @@
 import re
 
-from ncuadvisor.analysis.perfmodels import fmt_ns, time_after
-from ncuadvisor.analysis.roofline import PRACTICAL_FRACTION
-from ncuadvisor.metrics import ComputeWorkloadAnalysis, SpeedOfLight
-from ncuadvisor.rules_api import Evidence, Finding, Fix, KernelContext, Rule
+from ncuadvisor.rulekit import (
+    PRACTICAL_FRACTION,
+    ComputeWorkloadAnalysis,
+    Evidence,
+    Finding,
+    Fix,
+    KernelContext,
+    Rule,
+    SpeedOfLight,
+    fmt_ns,
+    time_after,
+)
 
 # cuDNN names its convolution kernels by pass (fprop, dgrad, wgrad) or algorithm; the layout follows the types
 # (`..._nchwkcrs_nchw_...`: NCHW activations, KCRS filters)

@@ -1,6 +1,16 @@
-from ncuadvisor.analysis.perfmodels import fma_and_tensor_flops, time_after
-from ncuadvisor.metrics import ComputeWorkloadAnalysis, MemoryTables, RooflineChart, SourceCounters
-from ncuadvisor.rules_api import Evidence, Finding, Fix, KernelContext, Rule
+from ncuadvisor.rulekit import (
+    ComputeWorkloadAnalysis,
+    Evidence,
+    Finding,
+    Fix,
+    KernelContext,
+    MemoryTables,
+    RooflineChart,
+    Rule,
+    SourceCounters,
+    fma_and_tensor_flops,
+    time_after,
+)
 
 FFMA = RooflineChart.FFMA_PER_CYCLE
 FADD = RooflineChart.FADD_PER_CYCLE

@@ -1,6 +1,15 @@
-from ncuadvisor.analysis.perfmodels import stall_total, time_after
-from ncuadvisor.metrics import InstructionStats, SourceCounters, WarpStateStats
-from ncuadvisor.rules_api import Evidence, Finding, Fix, KernelContext, Rule
+from ncuadvisor.rulekit import (
+    Evidence,
+    Finding,
+    Fix,
+    InstructionStats,
+    KernelContext,
+    Rule,
+    SourceCounters,
+    WarpStateStats,
+    stall_total,
+    time_after,
+)
 
 stall = WarpStateStats.stall
 

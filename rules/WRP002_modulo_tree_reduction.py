@@ -1,6 +1,14 @@
-from ncuadvisor.analysis.perfmodels import opcode, time_after
-from ncuadvisor.metrics import SourceCounters, SpeedOfLight
-from ncuadvisor.rules_api import Evidence, Finding, Fix, KernelContext, Rule
+from ncuadvisor.rulekit import (
+    Evidence,
+    Finding,
+    Fix,
+    KernelContext,
+    Rule,
+    SourceCounters,
+    SpeedOfLight,
+    opcode,
+    time_after,
+)
 
 # The compiler's unsigned division / modulo by a value known only at run time (sm_70 and later): a float reciprocal
 # estimate refined with integer multiply-highs.

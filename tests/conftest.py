@@ -55,7 +55,7 @@ def typed(report_path):
 
     Every call returns a deep copy of its own (unpickled from the one analysis: ~5x faster than copy.deepcopy), so a
     test may change what it gets without another test seeing the change."""
-    from ncuadvisor.analysis.pipeline import analyze
+    from ncuadvisor.pipeline.analyze import analyze
 
     cache: dict[str, bytes] = {}
 

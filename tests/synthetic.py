@@ -5,8 +5,8 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from ncuadvisor.analysis.ranking import top_actions
 from ncuadvisor.diff.types import DiffResult
+from ncuadvisor.pipeline.ranking import top_actions
 from ncuadvisor.result import KernelEntry, ProgramFindingEntry, Result
 
 

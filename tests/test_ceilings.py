@@ -110,8 +110,8 @@ def test_no_fp16_flops_without_fp16_pipe_work():
 
 @pytest.mark.parametrize("fixture", ["ceilings", "patterns"])
 def test_no_estimate_promises_a_time_below_the_floor(report_path, fixture):
-    from ncuadvisor.analysis.pipeline import analyze
     from ncuadvisor.analysis.roofline import PRACTICAL_FRACTION
+    from ncuadvisor.pipeline.analyze import analyze
 
     checked = 0
     for k in analyze(report_path(fixture)).to_dict()["kernels"]:
@@ -139,7 +139,7 @@ def test_a_duration_only_report_has_no_floor(report_path):
 
 
 def test_rules_decide_by_the_limiter_not_the_word(report_path):
-    from ncuadvisor.analysis.perfmodels import limiter_phrase, limiter_side
+    from ncuadvisor.rulekit.models import limiter_phrase, limiter_side
 
     frame = ReportReader(report_path("patterns")).results(roofline.METRICS)
     p = {row["name"]: roofline.compute(row, 132) for row in frame.rows()}

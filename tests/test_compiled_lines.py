@@ -419,9 +419,9 @@ def test_recorded_phase_1_places_compiled_kernels_at_their_lines(tmp_path):
     import lzma
     import shutil
 
-    from ncuadvisor import engine
     from ncuadvisor.profile.merge import analyze_phase1
     from ncuadvisor.profile.pylines import attach_python_lines, read_kernel_lines
+    from ncuadvisor.rulekit import engine
 
     report = tmp_path / "compiled.phase1.ncu-rep"
     with lzma.open(RECORDED / "compiled.phase1.ncu-rep.xz", "rb") as fin, report.open("wb") as fout:

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from ncuadvisor.config import Config, apply_config, configured_rules, find_config, load_config, resolve_config
-from ncuadvisor.engine import discover
 from ncuadvisor.errors import ConfigError
+from ncuadvisor.rulekit.config import Config, apply_config, configured_rules, find_config, load_config, resolve_config
+from ncuadvisor.rulekit.engine import discover
 from tests.golden import run_cli
 
 
@@ -119,7 +119,7 @@ def test_bad_files(tmp_path, text, message):
 
 
 def test_ignore_removes_the_finding_and_a_threshold_decides_whether_it_fires(report_path):
-    from ncuadvisor.analysis.pipeline import analyze
+    from ncuadvisor.pipeline.analyze import analyze
 
     path = report_path("pipeline_v2")
     assert "MEM001" in rules_fired(analyze(path, rules=configured_rules(Config())).to_dict())

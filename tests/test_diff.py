@@ -12,7 +12,6 @@ from html.parser import HTMLParser
 import pytest
 from rich.console import Console
 
-from ncuadvisor.analysis.pipeline import analyze
 from ncuadvisor.diff import (
     DEFAULT_THRESHOLD,
     MIN_CHANGE_NS,
@@ -23,6 +22,7 @@ from ncuadvisor.diff import (
 )
 from ncuadvisor.errors import InputError
 from ncuadvisor.load.processes import write_sidecar
+from ncuadvisor.pipeline.analyze import analyze
 from ncuadvisor.render import diff_render
 from ncuadvisor.render.markdown import GITHUB_LIMIT
 from tests.conftest import FIXTURES

@@ -6,12 +6,12 @@ import os
 
 import pytest
 
-from ncuadvisor import engine
 from ncuadvisor.analysis import roofline
-from ncuadvisor.analysis.pipeline import CARD_METRICS, analyze
 from ncuadvisor.load import native
 from ncuadvisor.load import reader as load
+from ncuadvisor.pipeline.analyze import CARD_METRICS, analyze
 from ncuadvisor.reportfile import fastread
+from ncuadvisor.rulekit import engine
 
 FIXTURES = [
     "cache",

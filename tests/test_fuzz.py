@@ -238,7 +238,7 @@ def test_malformed_saved_results_are_read_or_refused_in_one_line(tmp_path):
     from ncuadvisor.errors import InputError
     from ncuadvisor.render.markdown import render_markdown
     from ncuadvisor.render.terminal import render_terminal
-    from ncuadvisor.result.validate import load_saved
+    from ncuadvisor.saved.validate import load_saved
 
     saved = json.loads((ROOT / "tests" / "golden" / "pipeline_v1.json").read_text())
     read = refused = 0

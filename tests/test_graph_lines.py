@@ -214,7 +214,7 @@ def test_a_replayed_kernel_reads_back_and_shows_it_was_replayed(analyzed, tmp_pa
     from ncuadvisor.render.sarif import render_sarif, repository_paths, source_files
     from ncuadvisor.render.terminal import render_terminal
     from ncuadvisor.result import KernelEntry
-    from ncuadvisor.result.validate import load_saved
+    from ncuadvisor.saved.validate import load_saved
 
     res = analyzed("torch_cast_copy")
     first = next(a for a in res["top_actions"] if a.get("kernel_id"))

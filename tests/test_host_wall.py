@@ -1,4 +1,4 @@
-"""Wall-time estimates from a measured host timeline (analysis.walltime, analysis.hostwall, PRG005 and PRG006 with a
+"""Wall-time estimates from a measured host timeline (analysis.walltime, pipeline.hostwall, PRG005 and PRG006 with a
 timeline), on the real reports and the real torch.profiler traces of the planted PyTorch cases: the training step
 (fixtures/torch_train.ncu-rep.xz is one step of it, 52 results; its trace holds 10), fp32_matmul and norm_chain
 (fixtures/host-trace-2026-12-02, the loops timed without the profiler in cuda_only.jsonl)."""
@@ -14,8 +14,8 @@ import pytest
 
 from ncuadvisor.analysis import walltime
 from ncuadvisor.analysis.hosttrace import read_trace
-from ncuadvisor.analysis.hostwall import action_parts
 from ncuadvisor.analysis.walltime import HostModel, match_kernels, name_words
+from ncuadvisor.pipeline.hostwall import action_parts
 from ncuadvisor.result.types import Result
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -30,7 +30,7 @@ def trace(name: str):
 @pytest.fixture(scope="module")
 def with_host(report_path):
     """with_host("torch_train", "train_step_planted") -> the report analysed with that trace (once per module)."""
-    from ncuadvisor.analysis.pipeline import analyze
+    from ncuadvisor.pipeline.analyze import analyze
 
     cache: dict[tuple[str, str], bytes] = {}
 
@@ -189,7 +189,7 @@ def test_prg006_is_silent_where_the_gpu_sets_the_pace(with_host, report, name):
 
 
 def test_a_trace_of_another_program_is_not_used_and_says_why(report_path):
-    from ncuadvisor.analysis.pipeline import analyze
+    from ncuadvisor.pipeline.analyze import analyze
 
     res = analyze(report_path("patterns"), host=trace("norm_chain_planted"))
     h = res.host_timeline
@@ -246,7 +246,7 @@ def test_a_trace_with_cpu_ops_is_used_with_a_note(typed):
     import lzma as _lzma
 
     from ncuadvisor.analysis.hosttrace import timeline_of
-    from ncuadvisor.analysis.hostwall import host_entry
+    from ncuadvisor.pipeline.hostwall import host_entry
 
     events = json.loads(_lzma.decompress((TRACES / "trace_norm_chain_planted.json.xz").read_bytes()))["traceEvents"]
     kernels = [k.to_dict() for k in typed("torch_norm_chain").kernels]

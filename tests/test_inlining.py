@@ -8,9 +8,9 @@ from collections import Counter
 
 from conftest import kernel
 
-from ncuadvisor.analysis import locate
 from ncuadvisor.load.reader import ReportReader
 from ncuadvisor.model.sources import in_library, in_toolkit, short_name
+from ncuadvisor.pipeline import locate
 from ncuadvisor.render.markdown import render_markdown
 from ncuadvisor.reportfile.modules import embedded_cubins
 

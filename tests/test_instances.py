@@ -8,13 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from ncuadvisor import engine
 from ncuadvisor.analysis import needed
-from ncuadvisor.analysis.pipeline import analyze
 from ncuadvisor.load import deep
 from ncuadvisor.load import reader as load
 from ncuadvisor.load.native import import_ncu_report
+from ncuadvisor.pipeline.analyze import analyze
 from ncuadvisor.reportfile import instances
+from ncuadvisor.rulekit import engine
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 ALL = sorted(

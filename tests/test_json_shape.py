@@ -36,7 +36,7 @@ def test_kernels_ordered_by_total_time_with_roofline(analyzed):
 
 
 def test_findings_ordered_by_value(analyzed):
-    from ncuadvisor.rules_api import CATEGORIES
+    from ncuadvisor.rulekit.contract import CATEGORIES
 
     for k in analyzed("probe")["kernels"]:
         values = [f["estimated_speedup"] for f in k["findings"] if f["category"] != "at-roofline"]

@@ -1,19 +1,20 @@
-"""The package's layer contract, read from the source with `ast`: no import cycle among ncuadvisor's modules (imports
-inside functions included), and every module imports only from its own layer or the layers below it.
+"""The package's one layer contract, read from the source with `ast`: no import cycle among ncuadvisor's modules
+(imports inside functions included), every module imports only from its own layer or the layers below it, and only
+`load/native.py` imports NVIDIA's `ncu_report`.
 
-The layers, bottom to top: errors, units, metrics < reportfile < model < load < analysis < result < rules_api,
-engine < pipeline < diff < render < profile < cli. Data flows load -> model, but load builds model's plain
-dataclasses, so in import order model sits below load: load may import model, model never imports load. Likewise
-the result's types are plain data that the rules emit (a rule's finding is the result's `FindingEntry`), so result
-sits below the rules: the rules and the engine may import result, result never imports them. The
-pipeline (analysis/pipeline.py) is the one place the stages are composed (load, analysis, rules, result), so it sits
-above result although it lives in analysis/. Beyond the order: render never imports reportfile, load, analysis,
-the pipeline or the rules (renderers format, they never compute), and nothing but cli imports cli.
+The layers, bottom to top, are the package's folders: errors, units, metrics < reportfile < model < load < analysis <
+result < rulekit < pipeline < diff < saved < render < profile < cli. Data flows load -> model, but load builds model's
+plain dataclasses, so in import order model sits below load. The result's types are plain data that the rules emit
+(a rule's finding is the result's `FindingEntry`), so result sits below the rule kit. `pipeline/` composes the stages
+(load, analysis, rules) and runs what comes after the rules (locating findings in the source, the entries, the
+ranking, the wall-time replays). `saved/` reads a saved result or diff back. Beyond the order: render never imports
+reportfile, load, analysis, the rule kit or the pipeline (renderers format, they never compute), and nothing but cli
+imports cli.
 
 Modules are named relative to the package ("render.html"); a module's layer is that of the longest prefix in LAYER
-(a prefix matches a whole dotted part: "load" matches "load" and "load.workers", not "loader"). Module names that
-predate the package folders (analyze, roofline, fastread, processes, commands_pr, ncu, ...) are in the table too.
-A module missing from the table fails `test_every_module_has_a_layer`: place it when adding it.
+(a prefix matches a whole dotted part: "load" matches "load" and "load.workers", not "loader"). Every entry of LAYER
+names a module or package that exists (`test_the_table_names_no_stale_module`), and a module missing from the table
+fails `test_every_module_has_a_layer`: place it when adding it.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ ORDER = [
     "rules",
     "pipeline",
     "diff",
+    "saved",
     "render",
     "profile",
     "cli",
@@ -47,32 +49,17 @@ LAYER = {
     "units": "base",
     "metrics": "base",
     "reportfile": "reportfile",
-    "fastread": "reportfile",  # scalar rows straight from the report file
-    "processes": "reportfile",  # the report file's process blocks (its rank watcher belongs to profile)
     "model": "model",
     "load": "load",
     "analysis": "analysis",
-    "roofline": "analysis",
-    "analysis.pipeline": "pipeline",
-    "analysis.locate": "pipeline",  # places the rules' findings in the source, after the rules ran
-    "analysis.entries": "pipeline",  # the result's entries, from the model and the rules' verdicts
-    "analysis.ranking": "pipeline",  # where to start: ranks the findings of kernel and program rules
-    "analysis.hostwall": "pipeline",  # where to start, in wall time: the host timeline replayed for each entry
-    "analyze": "pipeline",  # composes load, analysis, rules and result
-    "rules_api": "rules",
-    "engine": "rules",
-    "ruledoc": "rules",
-    "config": "rules",  # [tool.ncuadvisor]: which rules run, with which thresholds  # a rule's documentation, built from the rule
     "result": "result",
-    "result.schemas": "diff",  # the JSON Schemas of both saved kinds, a result and a diff
-    "result.validate": "diff",  # reads a saved result or diff
+    "rulekit": "rules",
+    "pipeline": "pipeline",
     "diff": "diff",
+    "saved": "saved",
     "render": "render",
     "profile": "profile",
-    "ncu": "profile",  # ncu command lines and output parsing
     "cli": "cli",
-    "commands_pr": "cli",
-    "options": "cli",
     "gitinfo": "cli",  # the git top level of the current directory (SARIF paths)
     "__main__": "cli",
 }
@@ -81,6 +68,9 @@ LAYER = {
 FORBIDDEN = {
     "render": {"reportfile", "load", "analysis", "rules", "pipeline"},
 }
+
+# the one module that imports NVIDIA's ncu_report
+NCU_REPORT_IMPORTER = "load.native"
 
 
 @dataclass(frozen=True)
@@ -266,13 +256,23 @@ def test_every_module_has_a_layer():
     assert not missing, f"modules without a layer (add them to LAYER in tests/test_layers.py): {missing}"
 
 
+def test_the_table_names_no_stale_module():
+    modules = all_modules()
+    stale = sorted(prefix for prefix in LAYER if prefix not in modules)
+    assert not stale, f"LAYER names modules that do not exist (remove them from tests/test_layers.py): {stale}"
+    assert set(LAYER.values()) <= set(ORDER) and set(FORBIDDEN) <= set(ORDER)
+    assert (PKG / (NCU_REPORT_IMPORTER.replace(".", "/") + ".py")).is_file()
+
+
 def test_the_contract_sees_imports_everywhere():
     """The reader finds imports at module level, in functions, relative ones and `from ncuadvisor import module`."""
     modules = all_modules()
-    assert layer_of("render.html") == "render" and layer_of("analysis.pipeline") == "pipeline"
+    assert layer_of("render.html") == "render" and layer_of("pipeline.analyze") == "pipeline"
     assert layer_of("analysis.roofline") == "analysis" and layer_of("loader") is None
+    assert layer_of("rulekit.engine") == "rules" and layer_of("rulekit") == "rules"
     assert "errors" in {i.target for i in imports_of("cli.app", modules)}
-    assert "engine" in {i.target for i in imports_of("analysis.pipeline", modules)}  # from ncuadvisor import engine
+    assert "rulekit.engine" in {i.target for i in imports_of("pipeline.analyze", modules)}
+    assert "rulekit" in {i.target for i in imports_of("pipeline.analyze", modules)}  # the package runs first
 
 
 def test_no_import_cycle():
@@ -294,3 +294,15 @@ def test_modules_import_only_their_layer_or_below():
             if rank[theirs] > rank[mine] or theirs in FORBIDDEN.get(mine, set()):
                 violations.append((mine, theirs, f"{name} ({mine}) imports {target} ({theirs}) at line {line}"))
     assert not violations, "imports against the layer order:\n" + "\n".join(where for _, _, where in violations)
+
+
+def test_only_load_imports_ncu_report():
+    """NVIDIA's module is imported in one place, so a report is read one way (and a machine without it fails there)."""
+    importers = []
+    for name, path in all_modules().items():
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Import) and any(a.name.split(".")[0] == "ncu_report" for a in node.names):
+                importers.append(name)
+            elif isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "ncu_report":
+                importers.append(name)
+    assert set(importers) == {NCU_REPORT_IMPORTER}, importers

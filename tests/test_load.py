@@ -5,11 +5,11 @@ from pathlib import Path
 
 import pytest
 
-from ncuadvisor.analysis.locate import source_line
 from ncuadvisor.errors import InputError
 from ncuadvisor.load import ReportReader
 from ncuadvisor.load.deep import every_result
 from ncuadvisor.model import Table, group_kernels
+from ncuadvisor.pipeline.locate import source_line
 
 
 def test_results_frame_has_one_row_per_launch(report_path):

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from ncuadvisor import metrics
-from ncuadvisor.engine import discover
+from ncuadvisor.rulekit.engine import discover
 
 # Sections `ncuadvisor profile` does not ask for: their metrics are read when a report has them.
 NOT_COLLECTED = {metrics.HalfRooflineChart}

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from conftest import FIXTURES
 
-from ncuadvisor.analysis.pipeline import analyze
 from ncuadvisor.load import ReportReader
 from ncuadvisor.load.native import import_ncu_report
+from ncuadvisor.pipeline.analyze import analyze
 from ncuadvisor.reportfile.cubin import ELF_MAGIC, EM_CUDA, SHT_NOBITS, Cubin
 from ncuadvisor.reportfile.modules import elf_has_lines, embedded_cubins, module_images, results_with_lines
 
@@ -140,9 +140,9 @@ def test_results_of_one_module_share_their_sass(monkeypatch, report_path):
     The rules' gates are set aside (every ATen kernel disassembled, as a report whose kernels pass them would be)."""
     import ncu_report
 
-    from ncuadvisor import engine
     from ncuadvisor.load import deep
     from ncuadvisor.load import reader as load
+    from ncuadvisor.rulekit import engine
 
     path = report_path("torch_eager")
     monkeypatch.setattr(load, "DETAIL_IN_PROCESS_MAX", 1000)  # every deep read in this process, where it is counted

@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from ncuadvisor.analysis.pipeline import analyze
 from ncuadvisor.load import reader as load
 from ncuadvisor.load.native import import_ncu_report
+from ncuadvisor.pipeline.analyze import analyze
 from ncuadvisor.reportfile import instances
 
 # flaws: CUDA kernels, NCU messages of every kind and rule tables; torch_scatter: a "No Samples" warning (the

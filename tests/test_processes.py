@@ -9,8 +9,8 @@ import subprocess
 import sys
 import time
 
-from ncuadvisor.analysis.pipeline import analyze
 from ncuadvisor.load.processes import process_label, read_sidecar, sidecar_path, write_sidecar
+from ncuadvisor.pipeline.analyze import analyze
 from ncuadvisor.profile.ranks import ProcessWatcher
 from ncuadvisor.reportfile.blocks import result_processes
 from tests.synthetic import typed_result

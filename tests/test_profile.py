@@ -33,7 +33,7 @@ OUTPUTS = FIXTURES / "ncu_outputs"
 FAKE_DIR = ROOT / "tests" / "fake_ncu"
 TARGET = FAKE_DIR / "target.py"
 SECTIONS_ARGS = sum(
-    (["--section", s] for s in __import__("ncuadvisor.analysis.pipeline", fromlist=["x"]).ANALYSIS_SECTIONS), []
+    (["--section", s] for s in __import__("ncuadvisor.pipeline.analyze", fromlist=["x"]).ANALYSIS_SECTIONS), []
 )
 TINY_ADD = "tiny_add(const float *, const float *, float *, int)"
 BIG_ADD = "big_add(const float *, const float *, float *, unsigned long)"
@@ -240,9 +240,9 @@ def test_phase2_fallback_command_per_launch_config():
 def test_phase2_declared_collection_names_the_analysis_metrics():
     """The declared collection: the sections of per-instruction data, and every metric the rules, the roofline and
     the cards read, by name, except NCU's rule-derived metrics (not collectable by name) and device attributes."""
-    from ncuadvisor import engine
     from ncuadvisor.analysis import roofline
-    from ncuadvisor.analysis.pipeline import CARD_METRICS
+    from ncuadvisor.pipeline.analyze import CARD_METRICS
+    from ncuadvisor.rulekit import engine
 
     read = roofline.METRICS + CARD_METRICS + engine.required_metrics(engine.discover([]))
     metrics = N.declared_metrics([N.DURATION_METRIC, *read])
@@ -262,8 +262,8 @@ def test_declared_collection_follows_the_kernels_languages():
     none of the CUDA-only metrics (warp stall reasons, the tail-effect counters), with SourceCounters for the rules
     of PyTorch kernels that read per-instruction data; for cuBLAS kernels alone no SourceCounters at all; a name
     that may be the user's own code (gemm_tiled) gets every rule's metrics but those of the ATen-only rules."""
-    from ncuadvisor import engine
     from ncuadvisor.profile.session import declared_collection
+    from ncuadvisor.rulekit import engine
 
     rules = engine.discover([])
     every_s, every_m = declared_collection(rules, None)
@@ -445,7 +445,7 @@ def test_every_option_we_pass_exists_in_the_real_ncu():
     used = {a for c in cmds for a in c[1:-1] if a.startswith("-")}
     assert used and used <= known, used - known
     sections = (OUTPUTS / "list_sections.txt").read_text()
-    from ncuadvisor.analysis.pipeline import ANALYSIS_SECTIONS
+    from ncuadvisor.pipeline.analyze import ANALYSIS_SECTIONS
 
     assert all(re.search(rf"^{s}\s", sections, re.M) for s in ANALYSIS_SECTIONS)
 
@@ -511,8 +511,8 @@ def test_phase1_ranking_on_a_real_report(report_path):
 def merged(tmp_path_factory, typed):
     import lzma
 
-    from ncuadvisor import engine
     from ncuadvisor.profile.merge import analyze_phase1
+    from ncuadvisor.rulekit import engine
 
     folder = tmp_path_factory.mktemp("merge")
     paths = {}

@@ -11,14 +11,14 @@ from __future__ import annotations
 
 import pytest
 
-from ncuadvisor import engine
 from ncuadvisor.analysis import roofline
-from ncuadvisor.analysis.pipeline import analyze
 from ncuadvisor.load import ReportReader
+from ncuadvisor.pipeline.analyze import analyze
 from ncuadvisor.profile import ceiling, collection
 from ncuadvisor.profile.merge import analyze_phase1, merge_results
 from ncuadvisor.profile.ncu import PHASE1_COLLECTED, TENSOR_PIPE_PCT
 from ncuadvisor.profile.selection import kernel_key, select_kernels
+from ncuadvisor.rulekit import engine
 
 RULES = engine.discover([])
 

@@ -15,11 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from ncuadvisor import engine
-from ncuadvisor.analysis.pipeline import analyze
+from ncuadvisor.pipeline.analyze import analyze
 from ncuadvisor.profile.launchbytes import fill_launch_bytes, profiled_bytes
 from ncuadvisor.profile.merge import Phase1Time, analyze_phase1, merge_results
 from ncuadvisor.profile.selection import kernel_key
+from ncuadvisor.rulekit import engine
 
 pytestmark = pytest.mark.slow  # ~35 s: two reports of 100 MB analysed
 

@@ -192,8 +192,8 @@ def test_recorded_phase_1_places_kernels_at_their_lines(tmp_path, name):
     import lzma
     import shutil
 
-    from ncuadvisor import engine
     from ncuadvisor.profile.merge import analyze_phase1, torch_context
+    from ncuadvisor.rulekit import engine
 
     report = tmp_path / f"{name}.phase1.ncu-rep"
     with lzma.open(RECORDED / f"{name}.phase1.ncu-rep.xz", "rb") as fin, report.open("wb") as fout:

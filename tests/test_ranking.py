@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ncuadvisor.analysis.ranking import top_actions
+from ncuadvisor.pipeline.ranking import top_actions
 from ncuadvisor.result import KernelEntry, Result
 
 

@@ -137,7 +137,7 @@ def test_the_at_roofline_threshold_is_one_number_in_the_readme_the_rule_the_char
     it, and a verdict's evidence shows it as its threshold."""
     from pathlib import Path
 
-    from ncuadvisor.engine import discover
+    from ncuadvisor.rulekit.engine import discover
 
     rule = next(r for r in discover() if r.code == "ROOF001")
     limit = rule.thresholds["max_headroom"]

@@ -12,7 +12,7 @@ from ncuadvisor.diff import diff_results
 from ncuadvisor.errors import InputError
 from ncuadvisor.render import markdown as markdown_renderer
 from ncuadvisor.render.markdown import GITHUB_LIMIT
-from ncuadvisor.result.validate import load_saved
+from ncuadvisor.saved.validate import load_saved
 from tests.conftest import FIXTURES
 from tests.golden import check_golden, run_cli, scrub_diff, scrub_result
 from tests.synthetic import typed_result

@@ -39,7 +39,7 @@ JSON_BLOCK = re.compile(r'<script type="application/json" id="ncuadvisor-result"
 
 @pytest.fixture(scope="module")
 def result(tmp_path_factory) -> dict:
-    from ncuadvisor.analysis.pipeline import analyze
+    from ncuadvisor.pipeline.analyze import analyze
 
     if not REPORT.exists():
         pytest.fail(f"fixture {REPORT} is missing")

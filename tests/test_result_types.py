@@ -26,8 +26,8 @@ from ncuadvisor.result import (
     Result,
     Roofline,
     TopAction,
-    schemas,
 )
+from ncuadvisor.saved import schemas
 from tests.conftest import FIXTURES, ROOT
 
 # every report fixture (profile-cost-2026-11-30/train_naive_full, a minute of analysis, is left out; its output has the same shape)
@@ -255,5 +255,5 @@ def test_first_fix_has_a_shape_only_for_kernel_actions(analyzed):
 @pytest.mark.parametrize("kind", ["report", "diff"])
 def test_shipped_schemas_are_generated_from_the_dataclasses(kind):
     shipped = Path(schemas.SCHEMA_DIR / schemas.FILES[kind]).read_text(encoding="utf-8")
-    assert shipped == schemas.text(schemas.generate(kind)), "run: python3 -m ncuadvisor.result.schemas"
+    assert shipped == schemas.text(schemas.generate(kind)), "run: python3 -m ncuadvisor.saved.schemas"
     jsonschema.Draft202012Validator.check_schema(json.loads(shipped))

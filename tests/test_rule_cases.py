@@ -38,13 +38,13 @@ from typing import Any
 
 import pytest
 
-from ncuadvisor import engine
 from ncuadvisor.analysis import roofline
 from ncuadvisor.analysis.hosttrace import read_trace
-from ncuadvisor.analysis.locate import place
 from ncuadvisor.analysis.walltime import HostModel
 from ncuadvisor.model import Instruction, Kernel, num
-from ncuadvisor.rules_api import KernelContext, ProgramContext, ProgramRule, Rule, SourceSelection
+from ncuadvisor.pipeline.locate import place
+from ncuadvisor.rulekit import engine
+from ncuadvisor.rulekit.contract import KernelContext, ProgramContext, ProgramRule, Rule, SourceSelection
 
 if sys.version_info >= (3, 11):
     import tomllib

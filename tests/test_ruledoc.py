@@ -8,13 +8,13 @@ from typing import Any
 
 import pytest
 
-from ncuadvisor.engine import discover
-from ncuadvisor.ruledoc import index_markdown, rule_help, rule_markdown
+from ncuadvisor.rulekit.docs import index_markdown, rule_help, rule_markdown
+from ncuadvisor.rulekit.engine import discover
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs" / "rules"
 RULES = discover()
-REGENERATE = "python3 -m ncuadvisor.ruledoc docs/rules"
+REGENERATE = "python3 -m ncuadvisor.rulekit.docs docs/rules"
 
 
 def all_fixes(rule: Any) -> Iterator[Any]:

@@ -4,9 +4,9 @@ import re
 
 import pytest
 
-from ncuadvisor.engine import builtin_rules_dir, discover
 from ncuadvisor.errors import RuleError
-from ncuadvisor.rules_api import CATEGORIES, DOC_SECTIONS
+from ncuadvisor.rulekit.contract import CATEGORIES, DOC_SECTIONS
+from ncuadvisor.rulekit.engine import builtin_rules_dir, discover
 
 RULES = discover()
 
@@ -37,7 +37,7 @@ def test_codes_are_unique():
 def test_user_rule_folder(tmp_path):
     (tmp_path / "USR001_always.py").write_text(
         '''
-from ncuadvisor.rules_api import Rule
+from ncuadvisor.rulekit.contract import Rule
 
 class Always(Rule):
     """Says hello."""

@@ -10,10 +10,10 @@ import lzma
 
 import pytest
 
-from ncuadvisor import engine
 from ncuadvisor.analysis.language import nll_loss_kernel, softmax_kernel
 from ncuadvisor.analysis.roofline import PRACTICAL_FRACTION
-from ncuadvisor.rules_api import ProgramContext
+from ncuadvisor.rulekit import engine
+from ncuadvisor.rulekit.contract import ProgramContext
 from rules.PYT005_unfused_cross_entropy import UnfusedCrossEntropy
 from tests.synthetic import typed_result
 from tests.test_rules_torch_step import UNPLANTED, evidence, program, rerun

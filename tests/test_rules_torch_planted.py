@@ -130,7 +130,7 @@ def test_renderers_show_the_verdict_and_the_op_name(analyzed):
 
 
 def test_the_verdict_follows_the_time_share_profile_merges_in(analyzed):
-    from ncuadvisor.analysis.entries import with_no_rule
+    from ncuadvisor.pipeline.entries import with_no_rule
     from ncuadvisor.result import KernelEntry
 
     sort = by_prefix(analyzed("torch_scatter"), "DeviceRadixSortOnesweepKernel")

@@ -13,10 +13,10 @@ from typing import Any
 
 import pytest
 
-from ncuadvisor import engine
 from ncuadvisor.analysis.language import foreach_kernel
-from ncuadvisor.analysis.pipeline import add_program_level
-from ncuadvisor.rules_api import ProgramContext
+from ncuadvisor.pipeline.analyze import add_program_level
+from ncuadvisor.rulekit import engine
+from ncuadvisor.rulekit.contract import ProgramContext
 from tests.conftest import FIXTURES
 from tests.synthetic import typed_result
 

@@ -13,11 +13,11 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from ncuadvisor.engine import discover
 from ncuadvisor.gitinfo import default_source_root, source_root_forms
 from ncuadvisor.render import sarif as sarif_renderer
 from ncuadvisor.render.sarif import LEVEL_ERROR, LEVEL_WARNING, level_for, relative_to_root, repository_paths
-from ncuadvisor.ruledoc import rule_docs
+from ncuadvisor.rulekit.docs import rule_docs
+from ncuadvisor.rulekit.engine import discover
 from tests.conftest import FIXTURES, ROOT
 from tests.golden import FIXTURE_SOURCE_ROOT, check_golden, run_cli, scrub_result
 from tests.synthetic import typed_result
@@ -313,13 +313,13 @@ def test_the_renderer_runs_no_command_and_reads_no_file():
     """Everything SARIF needs from the machine (the git top level, real paths) is looked up by the caller."""
     import ast
 
-    from tests.test_architecture import PKG
+    from tests.test_layers import PKG
 
     for path in (PKG / "render").glob("*.py"):
         tree = ast.parse(path.read_text())
         modules = {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
         modules |= {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
-        assert not modules & {"os", "subprocess", "ncuadvisor.gitinfo", "ncuadvisor.engine"}, path
+        assert not modules & {"os", "subprocess", "ncuadvisor.gitinfo", "ncuadvisor.rulekit.engine"}, path
 
 
 @pytest.mark.slow

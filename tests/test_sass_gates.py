@@ -8,10 +8,11 @@ from functools import partial
 import pytest
 
 import ncuadvisor.load.reader as reader_module
-from ncuadvisor import engine
-from ncuadvisor.analysis import needed, pipeline, roofline
+from ncuadvisor.analysis import needed, roofline
 from ncuadvisor.load import ReportReader, read_results
 from ncuadvisor.model import group_kernels
+from ncuadvisor.pipeline import analyze as pipeline
+from ncuadvisor.rulekit import engine
 
 LANGUAGES = frozenset({"cuda", "triton", "pytorch", "library"})
 

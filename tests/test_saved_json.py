@@ -12,8 +12,9 @@ import pytest
 from ncuadvisor.diff import DiffResult, diff_results
 from ncuadvisor.errors import InputError
 from ncuadvisor.render import to_json
-from ncuadvisor.result import Result, schemas
-from ncuadvisor.result.validate import load_saved
+from ncuadvisor.result import Result
+from ncuadvisor.saved import schemas
+from ncuadvisor.saved.validate import load_saved
 from tests.golden import run_cli
 
 

@@ -8,8 +8,8 @@ import shutil
 import pytest
 
 from ncuadvisor.analysis.ceilings import DRAM_PEAKS, LAUNCH_FLOOR_NS
-from ncuadvisor.analysis.pipeline import analyze
 from ncuadvisor.load import ReportReader
+from ncuadvisor.pipeline.analyze import analyze
 from tests.conftest import FIXTURES
 
 

@@ -6,7 +6,7 @@ import io
 
 from rich.console import Console
 
-from ncuadvisor.analysis.ranking import top_actions
+from ncuadvisor.pipeline.ranking import top_actions
 from ncuadvisor.render.terminal import render_terminal
 from ncuadvisor.render.view import report_view
 

@@ -80,7 +80,7 @@ def test_variants_render(eager):
 def test_phase1_time_decides_what_the_deep_analysis_sees(report_path, analyzed):
     """`ncuadvisor profile` analyses one launch per kernel in phase 2; rules that weigh a kernel by its share of the
     program's time must see phase 1's share, not the share of that launch in the small phase-2 report."""
-    from ncuadvisor.analysis.pipeline import analyze
+    from ncuadvisor.pipeline.analyze import analyze
     from ncuadvisor.profile.merge import Phase1Time
     from ncuadvisor.profile.selection import kernel_key
     from ncuadvisor.result import Result
@@ -112,8 +112,8 @@ def test_phase1_time_decides_what_the_deep_analysis_sees(report_path, analyzed):
 def test_profile_merge_names_the_sizes_phase_2_did_not_profile(report_path, typed):
     """Phase 1 of the training step (every launch timed) merged with a deep report: the copy kernel's profiled
     launch (14 µs) speaks for the 24 launches of its size; the 4 launches of 28 µs were timed only."""
-    from ncuadvisor import engine
     from ncuadvisor.profile.merge import analyze_phase1, merge_results
+    from ncuadvisor.rulekit import engine
 
     rules = engine.discover([])
     p1, launches, _ = analyze_phase1(report_path("torch_train_phase1_all"), rules)
@@ -149,9 +149,9 @@ def test_diff_counts_a_variants_findings(eager):
 
 def test_profile_merge_keeps_each_process_to_its_own_launches(report_path):
     """Two worker processes run the same kernels: each process's kernel stands for its own launches only."""
-    from ncuadvisor import engine
-    from ncuadvisor.analysis.pipeline import analyze
+    from ncuadvisor.pipeline.analyze import analyze
     from ncuadvisor.profile.merge import Phase1Time, analyze_phase1, merge_results
+    from ncuadvisor.rulekit import engine
 
     rules = engine.discover([])
     p1, launches, _ = analyze_phase1(report_path("multiproc_phase1"), rules)

@@ -14,9 +14,9 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from ncuadvisor.config import Config, configured_rules, resolve_config
 from ncuadvisor.errors import OutputError
 from ncuadvisor.render import escape_terminal as escape
+from ncuadvisor.rulekit.config import Config, configured_rules, resolve_config
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -165,7 +165,7 @@ def sarif_text(result: Result, source_root: Path | None, rules: list[Any] | None
     of each source file under it and the rules' documentation are looked up here and passed in as data."""
     from ncuadvisor.gitinfo import default_source_root, source_root_forms
     from ncuadvisor.render.sarif import render_sarif, repository_paths, source_files
-    from ncuadvisor.ruledoc import rule_docs
+    from ncuadvisor.rulekit.docs import rule_docs
 
     root = str(source_root) if source_root is not None else default_source_root()
     paths = repository_paths(source_files(result), source_root_forms(root))
@@ -286,4 +286,4 @@ def wrote(path: Path, blank_line: bool = True) -> None:
 
 
 # -- saved results -------------------------------------------------------------------------------------------------
-# (read and checked against the JSON Schema by ncuadvisor.result.validate)
+# (read and checked against the JSON Schema by ncuadvisor.saved.validate)

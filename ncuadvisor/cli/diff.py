@@ -25,7 +25,7 @@ from ncuadvisor.cli.common import (
 )
 from ncuadvisor.errors import GateFailed, InputError, OutputError
 from ncuadvisor.result.types import Result
-from ncuadvisor.result.validate import REPORT_KIND, load_saved
+from ncuadvisor.saved.validate import REPORT_KIND, load_saved
 
 
 class DiffFormat(str, Enum):
@@ -44,7 +44,7 @@ def _result_of(path: Path, rules: list[Any]) -> Result:
     """A report is analyzed; a saved report result (.json) is read as it is."""
     if path.suffix.lower() == ".json":
         return cast(Result, load_saved(path, want=(REPORT_KIND,)))
-    from ncuadvisor.analysis.pipeline import analyze
+    from ncuadvisor.pipeline.analyze import analyze
 
     return analyze(path, rules=rules)
 

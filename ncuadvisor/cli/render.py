@@ -24,7 +24,7 @@ from ncuadvisor.cli.common import (
     wrote,
 )
 from ncuadvisor.errors import OutputError
-from ncuadvisor.result.validate import load_saved
+from ncuadvisor.saved.validate import load_saved
 
 
 class RenderFormat(str, Enum):

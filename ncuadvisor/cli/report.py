@@ -50,7 +50,7 @@ def report(
     ] = None,
 ) -> None:
     """Analyze a saved report: roofline bound of every kernel, then ranked findings with fixes."""
-    from ncuadvisor.analysis.pipeline import analyze
+    from ncuadvisor.pipeline.analyze import analyze
 
     out_format = choose_format(output, fmt)
     if output is not None:

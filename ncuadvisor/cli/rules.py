@@ -22,7 +22,7 @@ def rules(
     from rich.markup import escape
     from rich.table import Table
 
-    from ncuadvisor.ruledoc import rule_help
+    from ncuadvisor.rulekit.docs import rule_help
 
     # every rule, whatever the configuration selects; its rule folders and thresholds apply
     loaded = load_rules(rules_dir, config_file=config, filter_rules=False)

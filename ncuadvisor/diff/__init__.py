@@ -63,7 +63,7 @@ Gate (`ncuadvisor diff --fail-on`): `regression` fails when any matched kernel o
 `findings` fails when any finding is new. `gate()` returns the reasons, empty when the gate passes.
 
 Shape (schema_version 1; the dataclasses of `ncuadvisor.diff.types`, the JSON Schema
-`ncuadvisor/result/schema/diff-v1.schema.json`):
+`ncuadvisor/saved/schema/diff-v1.schema.json`):
 
     {"schema_version": 1, "kind": "diff", "generator", "created",
      "noise": {"threshold", "min_change_ns", "threshold_source": "default"|"option"},

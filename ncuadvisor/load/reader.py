@@ -3,7 +3,7 @@
 
 Metrics are read once, by name, for the names the analysis asks for (reading one metric costs ~25 µs, so reading
 every metric of a full-set report would dominate the run time). Each read is a call the pipeline makes in turn
-(`ncuadvisor.analysis.pipeline`): the loader never calls back into the analysis.
+(`ncuadvisor.pipeline.analyze`): the loader never calls back into the analysis.
 """
 
 from __future__ import annotations

@@ -28,7 +28,7 @@ ID_COLUMNS = [
 class Instruction:
     """One instruction's value of a per-instruction metric (Source Counters). `sass` is read before the rules run for
     the kernels whose rules look at instructions; `file` and `line` only after them, for the instructions a finding
-    shows (`ncuadvisor.analysis.locate`): a kernel has thousands of instructions, a finding shows three."""
+    shows (`ncuadvisor.pipeline.locate`): a kernel has thousands of instructions, a finding shows three."""
 
     pc: int
     value: float

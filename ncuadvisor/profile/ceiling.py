@@ -87,7 +87,7 @@ def at_tensor_ceiling(
 def placed_entry(entry: KernelEntry, pct: float, rules: Sequence[Any]) -> KernelEntry:
     """The merged entry of a kernel placed at its tensor ceiling in phase 1 (`entry`: its timed-only entry): bound
     compute, the headroom's upper bound, and the at-roofline rule's verdict with the phase-1 evidence."""
-    from ncuadvisor.rules_api import Evidence
+    from ncuadvisor.rulekit.contract import Evidence
 
     headroom = 100.0 / pct
     reason = (

@@ -25,10 +25,10 @@ def declared_collection(
     `tensor_counts` False (phase 1 saw the kernels' tensor pipe idle, `ceiling.tensor_idle`): not the six tensor paths'
     FLOP counts (`sm__ops_path_tensor_*.sum`, 4 of the PyTorch collection's 14 replay passes on the H200 with their
     peaks); their peaks stay (TEN002 prices TF32 with one), and the roofline reads an idle pipe's counts as 0."""
-    from ncuadvisor import engine
     from ncuadvisor.analysis import roofline
     from ncuadvisor.analysis.language import possible_languages
-    from ncuadvisor.analysis.pipeline import CARD_METRICS
+    from ncuadvisor.pipeline.analyze import CARD_METRICS
+    from ncuadvisor.rulekit import engine
 
     if kernels is not None:
         langs = {lang for name, demangled in kernels for lang in possible_languages(name, demangled)}

@@ -153,9 +153,9 @@ def merge_results(
     (one phase 2 profiled anyway, a launch shape of a chosen kernel's name, keeps its deep entry). `host`: the host
     timeline of `profile --host-time` (`analysis.hosttrace.Timeline`), for the wall-time estimates.
     """
-    from ncuadvisor.analysis.entries import variant_entry, with_no_rule
-    from ncuadvisor.analysis.pipeline import ANALYSIS_SECTIONS, add_program_level
     from ncuadvisor.model import spread_note
+    from ncuadvisor.pipeline.analyze import ANALYSIS_SECTIONS, add_program_level
+    from ncuadvisor.pipeline.entries import variant_entry, with_no_rule
     from ncuadvisor.profile.ceiling import placed_entry
 
     total = float(phase1.report.total_duration_ns or 0.0)
@@ -258,12 +258,12 @@ def analyze_phase1(path: Path, rules: list[Any]) -> tuple[Result, list[dict[str,
     """Phase-1 result (structure only: no kernel rules), its launches for program rules, and its kernel groups.
     Each launch carries its DRAM bytes and its tensor pipe's busy % (`tensor_pct`) where phase 1 collected them
     (None in a duration-only report)."""
-    from ncuadvisor import engine
-    from ncuadvisor.analysis.entries import launch_list
-    from ncuadvisor.analysis.pipeline import build_result
     from ncuadvisor.load import ReportReader, read_results
     from ncuadvisor.model import group_kernels, num
+    from ncuadvisor.pipeline.analyze import build_result
+    from ncuadvisor.pipeline.entries import launch_list
     from ncuadvisor.profile.ncu import TENSOR_PIPE_PCT
+    from ncuadvisor.rulekit import engine
 
     metrics = list(dict.fromkeys(PHASE1_METRICS + [m for r in engine.program_rules(rules) for m in r.requires]))
     profile = read_results(ReportReader(path, metrics), metrics)

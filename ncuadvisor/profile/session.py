@@ -137,7 +137,7 @@ class Session:
     ) -> tuple[list[str], list[str]]:
         """(sections, metrics) of phase 2 for the `chosen` kernels (every rule's metrics when None), without the
         tensor paths' FLOP counts when `tensor_counts` is False (phase 1 saw their tensor pipe idle)."""
-        from ncuadvisor.analysis.pipeline import ANALYSIS_SECTIONS
+        from ncuadvisor.pipeline.analyze import ANALYSIS_SECTIONS
 
         if self.collection == "sections":
             return list(ANALYSIS_SECTIONS), []
@@ -267,7 +267,7 @@ class Session:
 
     # -- modes ----------------------------------------------------------------------------------------------------
     def full(self) -> Result:
-        from ncuadvisor.analysis.pipeline import analyze
+        from ncuadvisor.pipeline.analyze import analyze
 
         out_base = str(self.work / "full")
         cmd = ncu_mod.full_command(self.ncu, out_base, self.target.argv, self.filters)
@@ -363,7 +363,7 @@ class Session:
     ) -> tuple[list[tuple[str, Result]], list[Any]]:
         """The rounds of phase 2, until every chosen kernel was profiled in depth or a round finds none: the deep
         results (report path, result) and the chosen kernels still missing. Records each round in `selection`."""
-        from ncuadvisor.analysis.pipeline import analyze
+        from ncuadvisor.pipeline.analyze import analyze
 
         idle = tensor_idle(chosen, kernels, launches)  # then no tensor FLOP counts: 4 replay passes fewer
         sections, metrics = self.phase2_collection(chosen, tensor_counts=not idle)

@@ -37,7 +37,7 @@ Everything comes in as data: the renderer runs no command and reads no file
       scanning needs to place an alert on a file; an absolute path outside the root stays absolute, as a `file://`
       URI; a relative path is taken as relative to the root.
     - `rules`: the rules' documentation, one mapping per rule: {"code", "aliases", "slug", "title", "category",
-      "sections" (docstring section name -> text)} (`ncuadvisor.ruledoc.rule_docs(discover())`). Without it each
+      "sections" (docstring section name -> text)} (`ncuadvisor.rulekit.docs.rule_docs(discover())`). Without it each
       rule's help is its finding's title.
 """
 

@@ -1,7 +1,7 @@
 """The view of a result: plain, frozen objects with every default filled, which the renderers and templates read.
 
 `report_view(result)` takes the typed result (`ncuadvisor.result.Result`), as the pipeline builds it or as
-`ncuadvisor.result.validate.load_saved` reads a saved JSON, so that a saved JSON renders the same as a fresh
+`ncuadvisor.saved.validate.load_saved` reads a saved JSON, so that a saved JSON renders the same as a fresh
 analysis; the type guarantees each part's shape, so no renderer or template guards a lookup, and a template that
 names a field the view does not have fails (jinja2's StrictUndefined) instead of printing nothing. Values are the
 result's own (numbers stay numbers: the templates format them through the filters of `ncuadvisor.units`); what a

@@ -1,8 +1,8 @@
 """The result: one versioned object (schema_version 1) that the analysis produces and every renderer formats.
 
 `types` holds its dataclasses (`Result` and what it holds: `to_dict()` is the JSON of `ncuadvisor report`,
-`from_dict()` reads it back), `schema/` the JSON Schemas of a saved result and a saved diff, `validate` the reading of
-a saved file, `helpers` NCU's rule messages and the shape tags of kernels that share a name.
+`from_dict()` reads it back), `helpers` NCU's rule messages and the shape tags of kernels that share a name. The JSON
+Schemas of a saved result and a saved diff, and the reading of a saved file, are in `ncuadvisor.saved`.
 """
 
 from ncuadvisor.result.helpers import (

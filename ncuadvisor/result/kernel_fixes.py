@@ -1,6 +1,6 @@
 """A kernel entry's fixes as "where to start" costs them: its steps (its largest saving first, each further fix
 costed on the time left after the ones before it) and the parts of its time one rule's fix saves. The ranking
-(`analysis.ranking`), the wall-time replay of an entry (`analysis.hostwall`) and the program rules that weigh what the
+(`pipeline.ranking`), the wall-time replay of an entry (`pipeline.hostwall`) and the program rules that weigh what the
 kernel fixes would leave (PRG005) read them here, so that they cannot disagree."""
 
 from __future__ import annotations

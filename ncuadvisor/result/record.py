@@ -12,7 +12,7 @@ A record's fields are its JSON keys, in the order it writes them. Types are read
 
 `from_dict` checks every value's type. With `complete=True` it also checks that every key the JSON Schema requires
 is there (`json_schema` derives the schema from the same annotations, so the two agree: a saved file is read that
-way, `ncuadvisor.result.validate`). Otherwise a missing key reads as the field's default, else its type's empty value
+way, `ncuadvisor.saved.validate`). Otherwise a missing key reads as the field's default, else its type's empty value
 (None where the type allows it, "", 0, [], {}), so that a partial dict (a test's, a hand-made one) can be read.
 """
 

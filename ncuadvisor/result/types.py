@@ -2,7 +2,7 @@
 renderer formats. `Result.to_dict()` is that JSON; `Result.from_dict()` reads it back (README, "JSON output").
 
 Fields are in the order the JSON has them. The finding records (`FindingEntry`, `ProgramFindingEntry`, with their
-`EvidenceEntry` and `SourceRefEntry`) are also what rules emit (`ncuadvisor.rules_api` names them `Finding`,
+`EvidenceEntry` and `SourceRefEntry`) are also what rules emit (`ncuadvisor.rulekit.contract` names them `Finding`,
 `ProgramFinding`, `Evidence`, `SourceRef`), so they take their fields by position too. Optional ones (`optional()`) appear in some results only: per-process
 fields in reports of several processes, `device_id` with several GPUs, the `profile` fields in the result of
 `ncuadvisor profile`, the `torch_op`/`torch_module` pair with `--torch-ops` or ATen ranges.

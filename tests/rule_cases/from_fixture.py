@@ -22,9 +22,10 @@ else:  # Python 3.10
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from ncuadvisor import engine, roofline  # noqa: E402
+from ncuadvisor.analysis import roofline  # noqa: E402
 from ncuadvisor.load import read_profile  # noqa: E402
 from ncuadvisor.model import group_kernels, num  # noqa: E402
+from ncuadvisor.rulekit import engine  # noqa: E402
 
 
 def number(v: float) -> str:

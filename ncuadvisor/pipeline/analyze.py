@@ -17,9 +17,13 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
-from ncuadvisor import __version__, engine
-from ncuadvisor.analysis import ceilings, locate, needed, roofline
-from ncuadvisor.analysis.entries import (
+from ncuadvisor import __version__
+from ncuadvisor.analysis import ceilings, needed, roofline
+from ncuadvisor.analysis.language import display_name, kernel_language
+from ncuadvisor.load import ReportReader, RowsDisagree, read_results
+from ncuadvisor.model import Kernel, Profile, ResultDetail, group_kernels, num
+from ncuadvisor.pipeline import locate
+from ncuadvisor.pipeline.entries import (
     covered_by_program,
     device_entry,
     launch_entry,
@@ -31,14 +35,12 @@ from ncuadvisor.analysis.entries import (
     variant_entry,
     with_no_rule,
 )
-from ncuadvisor.analysis.language import display_name, kernel_language
-from ncuadvisor.analysis.ranking import top_actions
-from ncuadvisor.load import ReportReader, RowsDisagree, read_results
-from ncuadvisor.model import Kernel, Profile, ResultDetail, group_kernels, num
+from ncuadvisor.pipeline.ranking import top_actions
 from ncuadvisor.result import ncu_guidance
 from ncuadvisor.result.helpers import no_surrogates
 from ncuadvisor.result.types import Bound, Generator, KernelEntry, NcuRuleEntry, ReportInfo, Result
-from ncuadvisor.rules_api import Finding, KernelContext, ProgramContext, ProgramRule, Rule
+from ncuadvisor.rulekit import engine
+from ncuadvisor.rulekit.contract import Finding, KernelContext, ProgramContext, ProgramRule, Rule
 
 if TYPE_CHECKING:  # a host timeline is read, and its model built, only with --host-trace (`analysis.walltime`)
     from ncuadvisor.analysis.hosttrace import Timeline
@@ -97,7 +99,7 @@ def analyze(
     a kernel stands for when the report holds only some of its launches (`ncuadvisor profile`'s phase 2 profiles
     one launch of each kernel; phase 1 timed them all), so that rules judging a kernel by its share of the program's
     time see the true share. `host`: a host timeline of the same program (`analysis.hosttrace`), for the wall-time
-    estimates (`analysis.hostwall`)."""
+    estimates (`pipeline.hostwall`)."""
     rules = rules if rules is not None else engine.discover(rule_folders)
     try:
         return _analyze(path, rules, pick, group_time, host, defer_check=True)
@@ -472,7 +474,7 @@ def add_program_level(
     """Run the program rules over the result's kernels and launches, and rank "where to start" across both levels:
     sets `program_findings` and `top_actions`; a failing program rule becomes a warning. Program rules read the
     kernel entries and the device as the JSON has them (`ProgramContext`), and the host timeline matched to them
-    when there is one; then each entry gets its wall-time saving (`analysis.hostwall`)."""
+    when there is one; then each entry gets its wall-time saving (`pipeline.hostwall`)."""
     rep = result.report
     total_ns = rep.total_duration_ns
     kernels = [k.to_dict() for k in result.kernels] if engine.program_rules(rules) or host else []
@@ -506,6 +508,6 @@ def add_program_level(
     switches = {r.code: r.title for r in engine.kernel_rules(rules) if r.switch}
     result.top_actions = top_actions(result.kernels, total_ns, program_findings, switches=switches)
     if model is not None:
-        from ncuadvisor.analysis.hostwall import add_wall_estimates
+        from ncuadvisor.pipeline.hostwall import add_wall_estimates
 
         add_wall_estimates(result, model)

@@ -2,7 +2,7 @@
 thresholds and metrics. One text serves `ncuadvisor rules CODE` (`rule_help`), the SARIF rule help and the pages
 under docs/rules/ (`rule_markdown`).
 
-`python3 -m ncuadvisor.ruledoc docs/rules` writes one page per built-in rule and the index, docs/rules/README.md;
+`python3 -m ncuadvisor.rulekit.docs docs/rules` writes one page per built-in rule and the index, docs/rules/README.md;
 tests/test_ruledoc.py checks that the committed pages are current.
 """
 
@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ncuadvisor.rules_api import Fix, ProgramRule, Rule
+    from ncuadvisor.rulekit.contract import Fix, ProgramRule, Rule
 
 # display names of the kernel languages (engine.kernel_language), in the order the docs list them
 LANGUAGE_NAMES = {"cuda": "CUDA", "triton": "Triton", "pytorch": "PyTorch (ATen)", "library": "library"}
@@ -182,7 +182,7 @@ def index_markdown(rules: Iterable[Rule | ProgramRule]) -> str:
         "# Rules",
         "",
         "One page per rule, generated from the rule files in `rules/` (their docstrings, fixes, thresholds and",
-        "metrics) by `python3 -m ncuadvisor.ruledoc docs/rules`; `ncuadvisor rules CODE` prints the same text.",
+        "metrics) by `python3 -m ncuadvisor.rulekit.docs docs/rules`; `ncuadvisor rules CODE` prints the same text.",
         "",
         "| code | category | title | fix for |",
         "|---|---|---|---|",
@@ -254,10 +254,10 @@ def _escape_cell(text: str) -> str:
 
 
 def main(argv: list[str]) -> int:
-    from ncuadvisor.engine import discover
+    from ncuadvisor.rulekit.engine import discover
 
     if len(argv) != 1:
-        print("usage: python3 -m ncuadvisor.ruledoc FOLDER   (docs/rules)", file=sys.stderr)
+        print("usage: python3 -m ncuadvisor.rulekit.docs FOLDER   (docs/rules)", file=sys.stderr)
         return 2
     written = write_docs(Path(argv[0]), discover())
     print(f"wrote {len(written)} pages under {argv[0]}")

@@ -15,7 +15,7 @@ from typing import Any
 from ncuadvisor.load.reader import Location
 from ncuadvisor.model.sources import in_library, short_name
 from ncuadvisor.result.types import SourceAnchor
-from ncuadvisor.rules_api import Finding, Inlined, SourceRef, SourceSelection
+from ncuadvisor.rulekit.contract import Finding, Inlined, SourceRef, SourceSelection
 
 # {result id: ({pc: (file, line)}, {file: text or None})}, as `ReportReader.locations` returns it
 Located = dict[int, tuple[dict[int, Location], dict[str, str | None]]]

@@ -3,7 +3,7 @@ tools to read, and generated from the dataclasses (`Result`, `DiffResult`) they 
 
 After a change to the dataclasses, write the files again (a test checks that they equal what is generated):
 
-    python3 -m ncuadvisor.result.schemas
+    python3 -m ncuadvisor.saved.schemas
 """
 
 from __future__ import annotations

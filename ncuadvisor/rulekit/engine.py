@@ -13,7 +13,7 @@ from pathlib import Path
 from ncuadvisor.analysis.roofline import PRACTICAL_FRACTION
 from ncuadvisor.errors import RuleError
 from ncuadvisor.result.types import ProgramFindingEntry, SkippedRule, SuppressedFinding
-from ncuadvisor.rules_api import CATEGORIES, CODE_RE, Finding, KernelContext, ProgramContext, ProgramRule, Rule
+from ncuadvisor.rulekit.contract import CATEGORIES, CODE_RE, Finding, KernelContext, ProgramContext, ProgramRule, Rule
 
 AT_ROOFLINE_CATEGORY = "at-roofline"
 MIN_WORTH = 0.03  # findings estimated to save less than 3% of the kernel's time are not shown
@@ -22,8 +22,8 @@ NEAR_BOUND_KEEP = 0.10  # near its bound, only floor-changing fixes worth >= 10%
 
 def builtin_rules_dir() -> Path:
     """rules/ inside the installed package, or the repository's top-level rules/ in a source checkout."""
-    here = Path(__file__).resolve().parent
-    for candidate in (here / "rules", here.parent / "rules"):
+    package = Path(__file__).resolve().parent.parent
+    for candidate in (package / "rules", package.parent / "rules"):
         if candidate.is_dir():
             return candidate
     raise RuleError("the built-in rules folder is missing from this installation (reinstall ncuadvisor)")

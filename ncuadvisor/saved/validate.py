@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, cast
 from ncuadvisor import __version__
 from ncuadvisor.errors import InputError
 from ncuadvisor.result.helpers import no_surrogates
-from ncuadvisor.result.schemas import DIFF_KIND, REPORT_KIND, record_class
+from ncuadvisor.saved.schemas import DIFF_KIND, REPORT_KIND, record_class
 from ncuadvisor.result.types import SCHEMA_VERSION, Result
 
 if TYPE_CHECKING:

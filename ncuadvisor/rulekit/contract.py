@@ -6,8 +6,8 @@ the engine reads them once for every kernel, skips the rule (and says why) when 
 `check` with a `KernelContext`. Its thresholds are named (`thresholds`), its fix per kernel language is data
 (`fixes`, `Fix`), and its class docstring is its documentation, in the sections of `DOC_SECTIONS`.
 
-The performance models rules share (time after a fix, latency and throughput, access widths, stalls) are in
-`ncuadvisor.analysis.perfmodels`; their names stay importable from here.
+A rule file imports everything it uses from `ncuadvisor.rulekit` (this contract, the performance models of
+`rulekit.models`, the SASS reader of `rulekit.sass`, the metric names of `ncuadvisor.metrics`).
 """
 
 from __future__ import annotations
@@ -18,25 +18,6 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any, ClassVar
 
-# re-exported: rule files written before the models moved import them from here
-from ncuadvisor.analysis.perfmodels import (  # noqa: F401
-    DRAM_LATENCY_CYCLES,
-    STALL_REASONS,
-    access_bytes,
-    fma_and_tensor_flops,
-    fmt_bytes,
-    fmt_ns,
-    global_loads_in_flight,
-    parallelism_ns,
-    per_pc,
-    stall_metric,
-    stall_total,
-    streaming_ns,
-    time_after,
-    unit_floor_ns,
-    warps_per_sm,
-)
-from ncuadvisor.analysis.perfmodels import opcode as _opcode  # noqa: F401
 from ncuadvisor.analysis.roofline import Roofline
 from ncuadvisor.metrics import Device, LaunchStats
 from ncuadvisor.model import Instruction, Kernel, num
@@ -152,7 +133,7 @@ Inlined = InlinedEntry
 @dataclass
 class SourceSelection:
     """The source lines a finding points at, chosen by a rule (`KernelContext.top_lines`) and placed after the rules
-    ran (`ncuadvisor.analysis.locate`): the instructions that qualify, their metric and its total over the kernel;
+    ran (`ncuadvisor.pipeline.locate`): the instructions that qualify, their metric and its total over the kernel;
     their lines are those with the largest share of the total (instructions merged per line), at least `min_share`
     of it, at most `limit` of them. Iterating gives the instructions, largest value first."""
 
@@ -180,7 +161,7 @@ class Finding(FindingEntry):
     """What a kernel rule emits: the result's `FindingEntry` (its fields: rule, category, title, message, fix,
     fix_code, estimated_speedup, speedup_model, speedup_type, confidence, evidence, source, changes_floor), except
     that `source` may be a `SourceSelection` (`KernelContext.top_lines`), whose lines are placed after the rules ran
-    (`ncuadvisor.analysis.locate`). `entry()` is the finding as the result holds it."""
+    (`ncuadvisor.pipeline.locate`). `entry()` is the finding as the result holds it."""
 
     source: list[SourceRef] | SourceSelection = field(default_factory=list)  # type: ignore[assignment]
 

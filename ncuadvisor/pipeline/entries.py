@@ -10,7 +10,6 @@ from dataclasses import fields, replace
 from typing import Any, cast
 
 from ncuadvisor.analysis import roofline
-from ncuadvisor.engine import KernelVerdict
 from ncuadvisor.load.processes import process_label
 from ncuadvisor.model import Kernel, Profile, Variant, num
 from ncuadvisor.result.types import (
@@ -27,6 +26,7 @@ from ncuadvisor.result.types import (
     VariantEntry,
 )
 from ncuadvisor.result.types import Roofline as RooflineEntry
+from ncuadvisor.rulekit.engine import KernelVerdict
 
 
 def process_fields(process: str, procs: dict[str, dict[str, Any]]) -> tuple[ProcessRef | None, str | None]:

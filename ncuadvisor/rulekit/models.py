@@ -1,44 +1,20 @@
 """Performance models the rules share: time after a fix, latency and throughput, access widths, stalls, SASS.
 
 Each function takes a kernel's context (or its roofline) and returns a number a rule turns into an estimated speedup;
-none reads the report. The rule contract itself is in `ncuadvisor.rules_api`, which re-exports these names for rule
-files written against it before they lived here.
+none reads the report. Rule files import these, the contract and the SASS reader through `ncuadvisor.rulekit`.
 """
 
 from __future__ import annotations
 
-import re
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from ncuadvisor.analysis.roofline import PRACTICAL_FRACTION, Roofline
 from ncuadvisor.metrics import LaunchStats, MemoryWorkloadAnalysis, Occupancy, SourceCounters, WarpStateStats
-from ncuadvisor.model import Instruction
+from ncuadvisor.rulekit.sass import FLOW_BREAK, access_bytes, opcode, parse, registers
 from ncuadvisor.units import fmt_ns as _units_fmt_ns
 
-
-class KernelContext(Protocol):
-    """What the models read of a kernel: `ncuadvisor.rules_api.KernelContext` is one (a protocol here, so that this
-    module does not import the rule contract that re-exports it)."""
-
-    roofline: Roofline
-    device: dict[str, Any]
-
-    @property
-    def sm_count(self) -> int: ...
-
-    def m(self, name: str) -> float | None: ...
-
-    def per_instruction(self, name: str) -> list[Instruction]: ...
-
-    def top_lines(
-        self,
-        name: str,
-        limit: int = 3,
-        min_share: float = 0.05,
-        sass_filter: Any = None,
-        memory_only: bool = False,
-        pcs: set[int] | None = None,
-    ) -> Any: ...
+if TYPE_CHECKING:  # annotations only: the context type is the contract's
+    from ncuadvisor.rulekit.contract import KernelContext
 
 
 def time_after(duration_ns: float, new_ns: float, floor_ns: float | None) -> float:
@@ -229,66 +205,6 @@ def per_pc(ctx: KernelContext, key: str, *others: str) -> dict[int, dict[str, An
     return out
 
 
-def opcode(sass: str | None) -> str:
-    """The opcode of one SASS instruction with its modifiers (`@P0 LDG.E.128 R4, [R2.64]` -> `LDG.E.128`)."""
-    parts = (sass or "").strip().split()
-    if parts and parts[0].startswith("@"):
-        parts = parts[1:]
-    return parts[0] if parts else ""
-
-
-_WIDTH = ((".128", 16), (".64", 8), (".U16", 2), (".S16", 2), (".U8", 1), (".S8", 1))
-
-
-def access_bytes(sass: str, size_type: float | None = None) -> int | None:
-    """Bytes per thread of a load/store instruction, from its SASS (`LDG.E.128` -> 16, `LDG.E.U8` -> 1, `LDG.E` -> 4);
-    `memory_access_size_type` is an enumeration that only matches bits for 32 and up, so the SASS decides."""
-    op = (sass or "").split(" ")[0]
-    if op.startswith(("LD", "ST", "RED", "ATOM")):
-        for suffix, width in _WIDTH:
-            if suffix in op:
-                return width
-        return 4
-    if size_type and size_type >= 8:
-        return int(size_type) // 8
-    return None
-
-
-_FLOW_BREAK = ("BRA", "EXIT", "RET", "BAR", "BSYNC", "WARPSYNC", "CALL", "JMP", "BRX", "JMX")
-_NO_DEST = (
-    "ST",
-    "RED",
-    "BRA",
-    "EXIT",
-    "RET",
-    "BAR",
-    "BSYNC",
-    "BSSY",
-    "WARPSYNC",
-    "CALL",
-    "JMP",
-    "MEMBAR",
-    "NOP",
-    "DEPBAR",
-    "ERRBAR",
-    "CCTL",
-    "YIELD",
-    "BPT",
-    "BRX",
-    "JMX",
-    "ARRIVES",
-)
-_REG_RE = re.compile(r"(?<![A-Za-z0-9_])R(\d+)(\.64|\.128)?")
-
-
-def _regs(operand: str) -> set[int]:
-    out: set[int] = set()
-    for m in _REG_RE.finditer(operand):
-        base, width = int(m.group(1)), {".64": 2, ".128": 4}.get(m.group(2) or "", 1)
-        out.update(range(base, base + width))
-    return out
-
-
 def global_loads_in_flight(k: KernelContext) -> tuple[float, float]:
     """(loads, bytes) a warp keeps in flight: the most global loads (LDG) of the kernel's hot path that its SASS issues
     before it must wait for one of them, from register dataflow over the listing in address order (a use of a load's
@@ -303,22 +219,17 @@ def global_loads_in_flight(k: KernelContext) -> tuple[float, float]:
     best_n, best_bytes = 0, 0.0
     for e in entries:
         sass = e.sass or ""
-        op = opcode(sass)
-        if op.startswith(_FLOW_BREAK):
+        ins = parse(sass)
+        if ins.opcode.startswith(FLOW_BREAK):
             pending = []
             continue
-        text = sass.strip().rstrip(";").strip()
-        if text.startswith("@"):
-            text = text.split(None, 1)[1] if " " in text else ""
-        operands = [o.strip() for o in text.split(None, 1)[1].split(",")] if " " in text else []
-        has_dest = not op.startswith(_NO_DEST)
-        used = set().union(*(_regs(o) for o in (operands[1:] if has_dest else operands)))
+        used = ins.registers_read()
         hit = [i for i, (regs, _) in enumerate(pending) if regs & used]
         if hit:
             pending = pending[max(hit) + 1 :]
         if loads.get(e.pc, -1.0) >= hot_min:
             width = access_bytes(sass) or 4
-            first = min(_regs(operands[0]) or {0}) if operands else 0
+            first = min(registers(ins.operands[0]) or {0}) if ins.operands else 0
             pending.append((set(range(first, first + max(1, width // 4))), width))
             if len(pending) > best_n:
                 best_n, best_bytes = len(pending), 32.0 * sum(w for _, w in pending)

@@ -27,9 +27,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from ncuadvisor.engine import discover
 from ncuadvisor.errors import ConfigError
-from ncuadvisor.rules_api import ProgramRule, Rule
+from ncuadvisor.rulekit.contract import ProgramRule, Rule
+from ncuadvisor.rulekit.engine import discover
 
 if sys.version_info >= (3, 11):
     import tomllib

@@ -1,0 +1,158 @@
+"""The rule kit: everything a rule file imports, from one place (`from ncuadvisor.rulekit import Rule, ...`).
+
+- the contract (`contract`): `Rule`, `ProgramRule`, the contexts they read and the findings they return;
+- the performance models rules share (`models`): time after a fix, latency and throughput, stalls, formatting;
+- the SASS reader (`sass`): opcodes, operands, registers, access widths;
+- the metric names of each ncu section (`ncuadvisor.metrics`) and the few facts of the analysis a rule reads
+  (the practical fraction of a peak, the launch-bound time, a kernel's PyTorch/ATen identity).
+
+The engine that discovers and runs rules (`rulekit.engine`), their documentation (`rulekit.docs`) and the
+`[tool.ncuadvisor]` configuration (`rulekit.config`) live beside it and are not imported here: a rule file needs
+none of them.
+"""
+
+from ncuadvisor.analysis.language import (
+    ELEMENT_BYTES,
+    ForeachKernel,
+    SoftmaxKernel,
+    aten_generic_kernel,
+    aten_op,
+    cast_types,
+    copy_kind,
+    foreach_kernel,
+    nll_loss_kernel,
+    softmax_kernel,
+)
+from ncuadvisor.analysis.roofline import LAUNCH_BOUND_NS, PRACTICAL_FRACTION
+from ncuadvisor.analysis.roofline_words import precision_words
+from ncuadvisor.metrics import (
+    MEMORY_TYPE_GLOBAL,
+    ComputeWorkloadAnalysis,
+    Device,
+    InstructionStats,
+    LaunchStats,
+    MemoryTables,
+    MemoryWorkloadAnalysis,
+    Occupancy,
+    RooflineChart,
+    SchedulerStats,
+    SourceCounters,
+    SpeedOfLight,
+    TensorRooflineChart,
+    WarpStateStats,
+)
+from ncuadvisor.result.kernel_fixes import kernel_steps, saved_parts
+from ncuadvisor.result.types import KernelEntry
+from ncuadvisor.rulekit.contract import (
+    CATEGORIES,
+    Evidence,
+    Finding,
+    Fix,
+    KernelContext,
+    ProgramContext,
+    ProgramFinding,
+    ProgramRule,
+    Rule,
+    SourceSelection,
+)
+from ncuadvisor.rulekit.models import (
+    DRAM_LATENCY_CYCLES,
+    MEMORY_UNITS,
+    STALL_REASONS,
+    atomic_lines,
+    count,
+    cut,
+    fma_and_tensor_flops,
+    fmt_bytes,
+    fmt_ns,
+    global_loads_in_flight,
+    kept_units_ns,
+    latency_split_ns,
+    limiter_phrase,
+    limiter_side,
+    load_chains,
+    parallelism_ns,
+    per_pc,
+    stall_metric,
+    stall_total,
+    streaming_ns,
+    time_after,
+    unit_floor_ns,
+    warps_per_sm,
+)
+from ncuadvisor.rulekit.sass import Instruction, access_bytes, address_base, opcode, parse, registers
+from ncuadvisor.units import counted, dim3_of
+
+__all__ = [
+    "CATEGORIES",
+    "DRAM_LATENCY_CYCLES",
+    "ELEMENT_BYTES",
+    "LAUNCH_BOUND_NS",
+    "MEMORY_TYPE_GLOBAL",
+    "MEMORY_UNITS",
+    "PRACTICAL_FRACTION",
+    "STALL_REASONS",
+    "ComputeWorkloadAnalysis",
+    "Device",
+    "Evidence",
+    "Finding",
+    "Fix",
+    "ForeachKernel",
+    "Instruction",
+    "InstructionStats",
+    "KernelContext",
+    "KernelEntry",
+    "LaunchStats",
+    "MemoryTables",
+    "MemoryWorkloadAnalysis",
+    "Occupancy",
+    "ProgramContext",
+    "ProgramFinding",
+    "ProgramRule",
+    "RooflineChart",
+    "Rule",
+    "SchedulerStats",
+    "SoftmaxKernel",
+    "SourceCounters",
+    "SourceSelection",
+    "SpeedOfLight",
+    "TensorRooflineChart",
+    "WarpStateStats",
+    "access_bytes",
+    "address_base",
+    "aten_generic_kernel",
+    "aten_op",
+    "atomic_lines",
+    "cast_types",
+    "copy_kind",
+    "count",
+    "counted",
+    "cut",
+    "dim3_of",
+    "fma_and_tensor_flops",
+    "fmt_bytes",
+    "fmt_ns",
+    "foreach_kernel",
+    "global_loads_in_flight",
+    "kept_units_ns",
+    "kernel_steps",
+    "latency_split_ns",
+    "limiter_phrase",
+    "limiter_side",
+    "load_chains",
+    "nll_loss_kernel",
+    "opcode",
+    "parallelism_ns",
+    "parse",
+    "per_pc",
+    "precision_words",
+    "registers",
+    "saved_parts",
+    "softmax_kernel",
+    "stall_metric",
+    "stall_total",
+    "streaming_ns",
+    "time_after",
+    "unit_floor_ns",
+    "warps_per_sm",
+]
