@@ -17,7 +17,12 @@ names it) scored right / wrong / missing against the label. Where the label name
 (another kernel of the same report, or another report), the estimate of the finding that names the author's fix is
 set beside the change measured by ncu.
 
-    python benchmarks/foreign.py [--markdown] [--jobs N] [--only SUBSTRING] [--json OUT]
+    python benchmarks/foreign.py [--markdown] [--jobs N] [--only SUBSTRING] [--json OUT] [--cache DIR]
+                                 [--fetch [--url TEMPLATE]]
+
+`--fetch` first copies every report missing from the cache out of its repository at the labelled commit (one clone
+per repository, from GitHub unless `--url` names another place, e.g. a local mirror: `--url
+/work/.mirror/{owner}+{name}/repo`).
 
 Missing reports are listed and skipped, not failed: the table says how many were scored.
 """
@@ -29,6 +34,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 from collections import defaultdict
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -80,9 +86,9 @@ class Outcome:
     measured: float | None = None
 
 
-def report_path(label: dict) -> Path | None:
+def report_path(label: dict, cache: Path = CACHE) -> Path | None:
     """The cached report, else the committed compressed copy, else None."""
-    for p in (CACHE / label["file"], COMMITTED / (label["file"] + ".xz")):
+    for p in (cache / label["file"], COMMITTED / (label["file"] + ".xz")):
         if p.is_file():
             return p
     return None
@@ -134,9 +140,42 @@ def per_launch(kernel: dict | None) -> float | None:
     return (kernel or {}).get("per_launch_ns") or None
 
 
-def score(label: dict, results: dict[str, dict]) -> Outcome:
+def fetch(labels: list[dict], cache: Path, url: str) -> list[str]:
+    """Copy each missing report out of its repository at the labelled commit into `cache`: one clone per repository
+    (`url` with {repo} for owner/name, e.g. the GitHub default, or a local mirror), `git show COMMIT:PATH`. Returns
+    one line per report that could not be fetched."""
+    missing: dict[str, list[dict]] = defaultdict(list)
+    for label in labels:
+        if report_path(label, cache) is None:
+            missing[label["repo"]].append(label)
+    cache.mkdir(parents=True, exist_ok=True)
+    failed = []
+    for repo, wanted in missing.items():
+        with tempfile.TemporaryDirectory() as tmp:
+            src = url.format(repo=repo, owner=repo.split("/")[0], name=repo.split("/")[1])
+            clone = [["git", "clone", "-q", "--bare", "--filter=blob:none", src, tmp + "/r"]]
+            clone.append(["git", "clone", "-q", "--bare", src, tmp + "/r"])  # a local path refuses the filter
+            if not any(subprocess.run(c, capture_output=True, check=False).returncode == 0 for c in clone):
+                failed.extend(f"{lab['file']}: cannot clone {src}" for lab in wanted)
+                continue
+            for lab in wanted:
+                show = subprocess.run(
+                    ["git", "--git-dir", tmp + "/r", "show", f"{lab['commit']}:{lab['path']}"],
+                    capture_output=True,
+                    check=False,
+                )
+                if show.returncode or not show.stdout:
+                    failed.append(f"{lab['file']}: {lab['commit'][:12]}:{lab['path']} not in {src}")
+                    continue
+                part = cache / (lab["file"] + ".part")
+                part.write_bytes(show.stdout)
+                part.replace(cache / lab["file"])
+    return failed
+
+
+def score(label: dict, results: dict[str, dict], cache: Path = CACHE) -> Outcome:
     """Run-independent scoring of one report's JSON (already in `results`)."""
-    out = Outcome(label=label, path=report_path(label))
+    out = Outcome(label=label, path=report_path(label, cache))
     doc = results.get(label["file"])
     if out.path is None:
         out.verdict = "no report"
@@ -324,13 +363,24 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--jobs", type=int, default=2, help="reports analysed at once (default 2)")
     ap.add_argument("--only", default="", help="only labels whose file name contains this")
     ap.add_argument("--json", type=Path, help="also write every report's JSON result and score here")
+    ap.add_argument("--cache", type=Path, default=CACHE, help="folder of the downloaded reports (default %(default)s)")
+    ap.add_argument("--fetch", action="store_true", help="first copy the missing reports out of their repositories")
+    ap.add_argument(
+        "--url",
+        default="https://github.com/{repo}.git",
+        help="where --fetch clones from: {repo} is owner/name, {owner} and {name} its parts (default %(default)s)",
+    )
     args = ap.parse_args(argv)
 
     labels = [r for r in tomllib.loads(LABELS.read_text())["report"] if args.only in r["file"]]
     results: dict[str, dict] = {}
 
+    if args.fetch:
+        for line in fetch(labels, args.cache, args.url):
+            print("not fetched:", line, file=sys.stderr)
+
     def one(label: dict) -> None:
-        path = report_path(label)
+        path = report_path(label, args.cache)
         if path is None:
             return
         rc, doc, err = run_tool(path)
@@ -338,7 +388,7 @@ def main(argv: list[str] | None = None) -> int:
 
     with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
         list(pool.map(one, labels))
-    outcomes = [score(label, results) for label in labels]
+    outcomes = [score(label, results, args.cache) for label in labels]
     print(render(outcomes, args.markdown))
     if args.json:
         args.json.write_text(
