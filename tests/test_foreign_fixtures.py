@@ -55,3 +55,27 @@ def test_committed_foreign_report_reads_with_exit_0(path):
     label = LABELS[path.name.removesuffix(".xz")]
     assert doc["report"]["device"]["name"] == label["gpu"]
     assert any(k["name"] == label["kernel"] for k in doc["kernels"])
+
+
+@pytest.mark.slow
+def test_the_benchmark_scores_the_committed_reports_without_the_cache(tmp_path):
+    """`benchmarks/foreign.py` with an empty cache scores the committed reports from fixtures/foreign and lists the
+    others as not fetched, each scored one with exit 0 and a verdict."""
+    out = tmp_path / "scores.json"
+    p = subprocess.run(
+        [sys.executable, "benchmarks/foreign.py", "--cache", str(tmp_path / "empty"), "--json", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        cwd=ROOT,
+    )
+    assert p.returncode == 0, p.stderr
+    scores = json.loads(out.read_text())
+    committed = {c.name.removesuffix(".xz") for c in COMMITTED}
+    assert set(scores) == set(LABELS)
+    for name, s in scores.items():
+        if name in committed:
+            assert s["rc"] == 0 and s["verdict"] in ("right", "wrong", "missing"), (name, s)
+        else:
+            assert s["verdict"] == "no report", (name, s)
+    assert f"scored {len(committed)} of {len(LABELS)} labelled reports" in p.stdout
