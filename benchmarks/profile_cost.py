@@ -1,5 +1,21 @@
 """What `ncuadvisor profile` costs against a naive `ncu --set full` on every launch, and whether it finds the same things.
 
+Side by side, measured (since 2026-12-05; what the cost figures are quoted from):
+
+    python3 benchmarks/profile_cost.py measure --name NAME --out OUT [--nvtx-include RANGE] -- PROGRAM [ARGS]
+    python3 benchmarks/profile_cost.py table OUT/cost_NAME.json [more]
+
+`measure` runs, one after the other and all for real, the plain program, `ncuadvisor profile`, `ncu --clock-control
+none --set full --import-source yes` on EVERY launch of the range, and `ncuadvisor report` on that capture; it writes
+OUT/cost_NAME.json (wall seconds of each, the range's launches, launches profiled and replay passes per launch from
+ncu's log, GPU, driver, ncu version, date), both results (profile_NAME.json.xz, full_NAME.json.xz) and the logs. A
+full set that cannot fit the budget is skipped, never estimated. `table` prints the times, launches, passes and
+ratios, and the agreement (first finding per kernel on those holding 90% of the time; the program findings); it
+refuses, in one line and exit code 2, a run whose full set did not profile every launch of the range.
+The device scripts benchmarks/device/cost_*.sh run `measure` on one program each, in one device call.
+
+The older run below (no subcommand) extrapolates the full set when it does not fit; its figures are superseded:
+
 One run on the GPU machine, on the PyTorch eager forward step (workloads/torch/transformer_step.py --mode eager
 --steps 3, the measured step inside the NVTX range "step"), the training step (--train: the process-wide range
 "step_all_threads", since autograd launches the backward from another thread), or a CUDA program (--binary: the
@@ -516,5 +532,291 @@ def main() -> int:
     return 0
 
 
+# ---------------------------------------------------------------------------------------------------------------------
+# Side by side, measured (2026-12-05): `measure` runs one program four ways in one call, all for real; `table` reads
+# what `measure` wrote. No time here is extrapolated: a run whose full set did not profile every launch is refused.
+
+SIDE_BY_SIDE = "profile-cost-side-by-side/1"
+FULL_S_PER_LAUNCH = 2.4  # planning only, to skip a full set that cannot fit (NCU-FACTS: 2.07-2.35 s a launch)
+REPORT_S_PER_RESULT = 0.3  # planning only: `ncuadvisor report` on a full-set capture, per result, plus start-up
+
+
+class Refused(Exception):
+    """A side-by-side JSON that cannot be tabled honestly; its message is the one line said."""
+
+
+def gpu_facts() -> dict:
+    """The GPU's name and driver, ncu's version, the date: what a timing is worth only with."""
+
+    def out(cmd: list[str]) -> str:
+        try:
+            return subprocess.run(cmd, capture_output=True, text=True, timeout=60).stdout.strip()
+        except (OSError, subprocess.SubprocessError) as exc:
+            return f"unavailable ({type(exc).__name__})"
+
+    smi = out(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"]).splitlines()
+    name, _, driver = (smi[0] if smi else "").partition(",")
+    info = versions()
+    ncu_version = next((w for w in info["ncu"].split() if w[:1].isdigit() and "." in w), info["ncu"])
+    return {
+        "date_utc": info["date_utc"],
+        "gpu": name.strip() or "unavailable",
+        "driver": driver.strip() or "unavailable",
+        "ncu": ncu_version,
+        "python": info["python"],
+        "torch": info["torch"],
+    }
+
+
+def passes_of(log: Path) -> list[int]:
+    """Replay passes of each profiled launch, from ncu's progress lines (`- 38 passes`)."""
+    sys.path.insert(0, str(ROOT))
+    from ncuadvisor.profile.output import parse_line
+
+    if not log.exists():
+        return []
+    return [e.passes for e in map(parse_line, log.read_text(errors="replace").splitlines()) if e.passes]
+
+
+def passes_summary(passes: list[int]) -> dict | None:
+    if not passes:
+        return None
+    return {"min": min(passes), "median": statistics.median(passes), "max": max(passes), "launches": len(passes)}
+
+
+def measure_main(argv: list[str]) -> int:
+    """Plain run, `ncuadvisor profile`, `ncu --set full` on every launch of the range and `ncuadvisor report` on that
+    capture, one after the other in this process's call; the timings to OUT/cost_NAME.json, both results (xz) and
+    the logs (one .tar.xz) beside it."""
+    import lzma
+    import tarfile
+
+    ap = argparse.ArgumentParser(prog="profile_cost.py measure", description=measure_main.__doc__)
+    ap.add_argument("--name", required=True, help="the program's short name: cost_NAME.json")
+    ap.add_argument("--out", type=Path, required=True, help="where the four files go ($OUT of the device call)")
+    ap.add_argument("--work", type=Path, default=None, help="scratch folder for the reports (default /tmp/cost_NAME)")
+    ap.add_argument("--budget-s", type=float, default=560.0, help="the whole call's seconds")
+    ap.add_argument(
+        "--nvtx-include", default=None, help="the range, as ncu's --nvtx-include takes it (none: every launch)"
+    )
+    ap.add_argument("--full-s-per-launch", type=float, default=FULL_S_PER_LAUNCH, help="planning estimate only")
+    ap.add_argument("program", nargs=argparse.REMAINDER, help="-- the program and its arguments (a .py: with Python)")
+    args = ap.parse_args(argv)
+    program = args.program[1:] if args.program[:1] == ["--"] else args.program
+    if not program:
+        ap.error("give the program after --")
+    t_start = time.monotonic()
+    out, work = args.out, args.work or Path(f"/tmp/cost_{args.name}")
+    out.mkdir(parents=True, exist_ok=True)
+    if work.exists():
+        shutil.rmtree(work)
+    work.mkdir(parents=True)
+    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""), PYTHONUNBUFFERED="1")
+    run_program = [sys.executable, *program] if program[0].endswith(".py") else program
+    ncu_range = ["--nvtx", "--nvtx-include", args.nvtx_include] if args.nvtx_include else []
+    res: dict = {
+        "schema": SIDE_BY_SIDE,
+        "name": args.name,
+        "program": run_program,
+        "nvtx_include": args.nvtx_include,
+        "machine": gpu_facts(),
+        "results": {"profile": f"profile_{args.name}.json.xz", "full": f"full_{args.name}.json.xz"},
+    }
+    json_path = out / f"cost_{args.name}.json"
+
+    def save() -> None:  # after every step: a call cut short still leaves what it measured
+        json_path.write_text(json.dumps(res, indent=1, default=str))
+
+    def left() -> float:
+        return args.budget_s - (time.monotonic() - t_start)
+
+    def say(text: str) -> None:
+        print(f"[{time.monotonic() - t_start:6.1f} s] {args.name}: {text}", flush=True)
+
+    def keep(run: dict) -> dict:
+        return {k: run[k] for k in ("cmd", "rc", "wall_s", "timed_out")}
+
+    say(json.dumps(res["machine"]))
+    plain = sh(run_program, timeout=max(30.0, left() / 4), env=env, log=work / "plain.log")
+    res["plain"] = keep(plain)
+    say(f"plain: {plain['wall_s']} s rc={plain['rc']}")
+    save()
+
+    pjson = work / "profile.json"
+    cli = [sys.executable, "-c", CLI, "profile", *(["--nvtx-include", args.nvtx_include] if args.nvtx_include else [])]
+    prof = sh(
+        [*cli, "-o", str(pjson), "--force", "-v", "--", *program],
+        timeout=max(30.0, left() / 2),
+        env=env,
+        log=work / "profile.log",
+    )
+    res["profile"] = keep(prof)
+    ours = json.loads(pjson.read_text()) if pjson.exists() else None
+    phases = ((ours or {}).get("report") or {}).get("profile", {}).get("phases") or []
+    res["profile"]["phases"] = [
+        {k: p.get(k) for k in ("phase", "wall_s", "launches_profiled", "replay_passes", "ncu_exit_code")}
+        for p in phases
+    ]
+    res["profile"]["passes"] = passes_summary(passes_of(work / "profile.log"))
+    # the range's launches: phase 1 times every one of them
+    res["launches_in_range"] = phases[0].get("launches_profiled") if phases else None
+    say(f"profile: {prof['wall_s']} s rc={prof['rc']}; {res['profile']['phases']}")
+    save()
+
+    n = res["launches_in_range"]
+    full_base = work / "full"
+    full_cmd = ["ncu", "--clock-control", "none", "--set", "full", "--import-source", "yes", *ncu_range]
+    full_cmd += ["-o", str(full_base), *run_program]
+    need = plain["wall_s"] + (n or 0) * args.full_s_per_launch
+    reserve = 15.0 + (n or 0) * REPORT_S_PER_RESULT
+    if not n or prof["rc"] != 0:
+        res["full"] = {"cmd": full_cmd, "skipped": "`ncuadvisor profile` failed: the range's launches are unknown"}
+    elif need + reserve > left():
+        res["full"] = {
+            "cmd": full_cmd,
+            "skipped": f"the full set on {n} launches needs about {need:.0f} s (+{reserve:.0f} s for the report), "
+            f"{left():.0f} s are left: make the range smaller",
+        }
+    else:
+        full = sh(full_cmd, timeout=max(30.0, left() - reserve), env=env, log=work / "full.log")
+        passes = passes_of(work / "full.log")
+        res["full"] = {**keep(full), "launches_profiled": len(full["stamps"]), "passes": passes_summary(passes)}
+        say(f"full set: {full['wall_s']} s rc={full['rc']}, {len(full['stamps'])} of {n} launches")
+    save()
+    if "skipped" in res["full"]:
+        say(f"full set skipped: {res['full']['skipped']}")
+
+    rep = next((p for p in (work / "full.ncu-rep", work / "full.ncu-repz") if p.exists()), None)
+    fjson = work / "full_report.json"
+    if rep is not None:
+        report = sh(
+            [sys.executable, "-c", CLI, "report", str(rep), "-o", str(fjson), "--force", "-q"],
+            timeout=max(10.0, left() - 5),
+            env=env,
+            log=work / "report.log",
+        )
+        res["report"] = keep(report)
+        full_result = json.loads(fjson.read_text()) if fjson.exists() else None
+        res["full"]["report_results"] = ((full_result or {}).get("report") or {}).get("results")
+        say(f"report on the full capture: {report['wall_s']} s rc={report['rc']}")
+    for src, name in ((pjson, res["results"]["profile"]), (fjson, res["results"]["full"])):
+        if src.exists():
+            with lzma.open(out / name, "wb", preset=6) as fh:
+                fh.write(src.read_bytes())
+    with tarfile.open(out / f"logs_{args.name}.tar.xz", "w:xz") as tar:
+        for log in sorted(work.glob("*.log")):
+            tar.add(log, arcname=f"{args.name}/{log.name}")
+    res["total_wall_s"] = round(time.monotonic() - t_start, 1)
+    save()
+    say(f"done in {res['total_wall_s']} s: {json_path}")
+    try:
+        checked(json_path)
+    except Refused as exc:  # measured and kept, but not a side-by-side that `table` divides by
+        say(f"incomplete: {exc}")
+        return 1
+    return 0
+
+
+def checked(path: Path) -> dict:
+    """The side-by-side JSON at `path`, or Refused: it must hold a full-set run on every launch of the range."""
+    try:
+        res = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise Refused(f"{path}: not a readable JSON file ({type(exc).__name__})") from None
+    if not isinstance(res, dict) or res.get("schema") != SIDE_BY_SIDE:
+        raise Refused(
+            f"{path}: not a side-by-side run of `profile_cost.py measure` (an older run's full-set time was "
+            "extrapolated from some launches): refusing to divide by it"
+        )
+    n, full = res.get("launches_in_range"), res.get("full") or {}
+    if full.get("skipped"):
+        raise Refused(f"{path}: the full set did not run ({full['skipped']}): refusing to divide by an estimate")
+    counts = [full.get("launches_profiled"), full.get("report_results")]
+    if not n or full.get("rc") != 0 or full.get("timed_out") or any(c != n for c in counts):
+        raise Refused(
+            f"{path}: the full set profiled {counts[0]} of {n} launches of the range (report: {counts[1]} results, "
+            f"rc={full.get('rc')}): refusing to divide by an extrapolated time"
+        )
+    for part in ("plain", "profile", "report"):
+        if (res.get(part) or {}).get("rc") != 0:
+            raise Refused(f"{path}: the {part} run failed (rc={(res.get(part) or {}).get('rc')})")
+    return res
+
+
+def load_results(path: Path, res: dict) -> tuple[dict, dict]:
+    import lzma
+
+    out = []
+    for side in ("profile", "full"):
+        f = path.parent / res["results"][side]
+        try:
+            with lzma.open(f) as fh:
+                out.append(json.loads(fh.read()))
+        except (OSError, lzma.LZMAError, json.JSONDecodeError) as exc:
+            raise Refused(f"{f}: the {side} result is missing or unreadable ({type(exc).__name__})") from None
+    return out[0], out[1]
+
+
+def passes_text(p: dict | None) -> str:
+    if not p:
+        return "–"
+    return str(p["min"]) if p["min"] == p["max"] else f"{p['min']}–{p['max']} (median {p['median']:g})"
+
+
+def table_main(argv: list[str]) -> int:
+    """Print the cost table and the agreement of side-by-side runs (`measure`'s cost_NAME.json, its results beside)."""
+    ap = argparse.ArgumentParser(prog="profile_cost.py table", description=table_main.__doc__)
+    ap.add_argument("runs", nargs="+", type=Path, help="cost_NAME.json files")
+    ap.add_argument("--share", type=float, default=0.9, help="the kernels holding this share of the GPU time")
+    args = ap.parse_args(argv)
+    try:
+        runs = [(p, checked(p)) for p in args.runs]
+        results = [load_results(p, r) for p, r in runs]
+    except Refused as exc:
+        print(f"profile_cost: {exc}", file=sys.stderr)
+        return 2
+    print(
+        "| program | GPU, driver, ncu, date | launches in range | plain (s) | `ncuadvisor profile` (s) | profile: "
+        "launches × passes per phase | `ncu --set full`, every launch (s) | full: passes per launch | report on "
+        "the full capture (s) | profile ÷ plain | full ÷ plain | full ÷ profile | (full + report) ÷ profile |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for _, r in runs:
+        m, prof, full = r["machine"], r["profile"]["wall_s"], r["full"]["wall_s"]
+        phases = "; ".join(f"{p['launches_profiled']} × {p['replay_passes']}" for p in r["profile"]["phases"])
+        print(
+            f"| {r['name']} | {m['gpu']}, {m['driver']}, ncu {m['ncu']}, {m['date_utc']} | {r['launches_in_range']} | "
+            f"{r['plain']['wall_s']:.1f} | {prof:.1f} | {phases} | {full:.1f} | {passes_text(r['full']['passes'])} | "
+            f"{r['report']['wall_s']:.1f} | {prof / r['plain']['wall_s']:.2f}× | {full / r['plain']['wall_s']:.2f}× | "
+            f"{full / prof:.2f}× | "
+            f"{(full + r['report']['wall_s']) / prof:.2f}× |"
+        )
+    for (_, r), (ours, full_result) in zip(runs, results):
+        rows = compare(ours, full_result, share=args.share)
+        same = sum(x["agree"] for x in rows)
+        print(
+            f"\n{r['name']}: the first finding agrees on {same} of {len(rows)} kernels holding {args.share:.0%} of the "
+            f"GPU time; program findings: profile {program_rules(ours)}, full {program_rules(full_result)} "
+            f"({'the same' if program_rules(ours) == program_rules(full_result) else 'they differ'})\n"
+        )
+        print("| kernel | grid | block | share | profile | full set | agree |\n|---|---|---|---|---|---|---|")
+        for x in rows:
+            print(
+                f"| {x['kernel']} | {x['grid']} | {x['block']} | {x['time_share']:.1%} | "
+                f"{' · '.join(x['ours_top']) or x['ours']} | {' · '.join(x['naive_top']) or x['naive']} | "
+                f"{'yes' if x['agree'] else 'no'} |"
+            )
+    return 0
+
+
+def dispatch() -> int:
+    """`measure` and `table` (side by side, measured); without either, the older run above (extrapolating)."""
+    if sys.argv[1:2] == ["measure"]:
+        return measure_main(sys.argv[2:])
+    if sys.argv[1:2] == ["table"]:
+        return table_main(sys.argv[2:])
+    return main()
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(dispatch())

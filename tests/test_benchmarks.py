@@ -121,3 +121,84 @@ def test_wall_accuracy_predicts_the_fixed_loops():
     t = rows["train_step"]
     assert abs(t["predicted_us"] / t["fixed_loop_us"] - 1) < 0.15 and t["wall_saving_us"] < 0.1 * t["gpu_saving_us"]
     assert wall_column("fp32_matmul", list(rows.values())).endswith("(+2%)")
+
+
+# the side-by-side harness (`profile_cost.py measure`, then `table`): the training step's range is 25 launches
+# (torch_eager's capture stands for every phase), or 229 (its duration-only capture) of which the full set holds 25
+SAME_RANGE = dict(FAKE_NCU_PHASE1="torch_eager", FAKE_NCU_PHASE2="torch_eager", FAKE_NCU_FULL="torch_eager")
+WIDER_RANGE = dict(FAKE_NCU_PHASE1="torch_train_phase1_all", FAKE_NCU_PHASE2="torch_eager", FAKE_NCU_FULL="torch_eager")
+
+
+def side_by_side(tmp_path: Path, *args: str, script: str | None = None, **fake: str) -> subprocess.CompletedProcess:
+    """One program measured as a GPU session measures it, on the fake ncu: `profile_cost.py measure` (or a device
+    script, `script`, with the fake program as $PROGRAM), its files in tmp_path/out."""
+    env = dict(os.environ, PATH=f"{ROOT / 'tests' / 'fake_ncu'}{os.pathsep}{os.environ.get('PATH', '')}", **fake)
+    target = str(ROOT / "tests" / "fake_ncu" / "target.py")
+    if script:
+        env.update(OUT=str(tmp_path / "out"), BUDGET="570", PROGRAM=f"{target} --steps 3")
+        cmd = ["bash", str(ROOT / "benchmarks" / "device" / script)]
+    else:
+        cmd = [sys.executable, str(ROOT / "benchmarks" / "profile_cost.py"), "measure", "--name", "step"]
+        cmd += ["--out", str(tmp_path / "out"), "--work", str(tmp_path / "work"), *args, "--", target, "--steps", "3"]
+    return subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300, cwd=ROOT)
+
+
+def table(*runs: Path) -> subprocess.CompletedProcess:
+    cmd = [sys.executable, str(ROOT / "benchmarks" / "profile_cost.py"), "table", *map(str, runs)]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+
+
+def test_side_by_side_device_script_and_table(tmp_path):
+    """The device script's logic end to end: the four runs, their files within the device tool's limits, and the
+    table and agreement printed from them."""
+    p = side_by_side(tmp_path, script="cost_gpt2_train.sh", **SAME_RANGE)
+    assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
+    out = tmp_path / "out"
+    files = sorted(f.name for f in out.iterdir())
+    assert files == [
+        "cost_gpt2_train.json",
+        "env.txt",
+        "full_gpt2_train.json.xz",
+        "logs_gpt2_train.tar.xz",
+        "profile_gpt2_train.json.xz",
+        "steps.log",
+    ]
+    assert all((out / f).stat().st_size < 16e6 for f in files)
+    res = json.loads((out / "cost_gpt2_train.json").read_text())
+    assert res["launches_in_range"] == res["full"]["launches_profiled"] == res["full"]["report_results"] == 25
+    assert res["full"]["passes"]["median"] == 36 and res["profile"]["phases"][0]["launches_profiled"] == 25
+    full_cmd = res["full"]["cmd"]
+    for flag in ("--set full", "--import-source yes", "--clock-control none", "--nvtx-include step_all_threads"):
+        assert flag in " ".join(full_cmd)
+    assert "--launch-count" not in full_cmd and "-c" not in full_cmd
+    assert {"gpu", "driver", "ncu", "date_utc"} <= set(res["machine"]) and res["machine"]["ncu"] == "2025.3.1.0"
+    assert all(res[k]["rc"] == 0 and res[k]["wall_s"] > 0 for k in ("plain", "profile", "full", "report"))
+    t = table(out / "cost_gpt2_train.json")
+    assert t.returncode == 0, t.stderr
+    row = next(line for line in t.stdout.splitlines() if line.startswith("| gpt2_train |"))
+    assert "| 25 |" in row and "25 × 36" in row
+    assert "the first finding agrees on 8 of 8 kernels holding 90% of the GPU time" in t.stdout
+    assert "program findings: profile ['PRG002'], full ['PRG002'] (the same)" in t.stdout
+
+
+def test_side_by_side_refuses_what_is_not_every_launch(tmp_path):
+    """A full set on 25 of the range's 229 launches is measured and kept, but `table` refuses to divide by it (one
+    line, exit 2); so it does a run whose full set was skipped, and an older, extrapolating run's JSON."""
+    p = side_by_side(tmp_path, "--full-s-per-launch", "0.5", **WIDER_RANGE)
+    assert p.returncode == 1 and "incomplete" in p.stdout, p.stdout[-2000:] + p.stderr[-2000:]
+    res = json.loads((tmp_path / "out" / "cost_step.json").read_text())
+    assert (res["launches_in_range"], res["full"]["launches_profiled"], res["full"]["rc"]) == (229, 25, 0)
+    t = table(tmp_path / "out" / "cost_step.json")
+    assert t.returncode == 2 and t.stdout == ""
+    assert t.stderr.strip().splitlines() == [
+        f"profile_cost: {tmp_path / 'out' / 'cost_step.json'}: the full set profiled 25 of 229 launches of the range "
+        "(report: 25 results, rc=0): refusing to divide by an extrapolated time"
+    ]
+    # a range the budget cannot hold: the full set is skipped, not estimated
+    res["full"] = {"cmd": res["full"]["cmd"], "skipped": "the full set on 229 launches needs about 550 s"}
+    skipped = tmp_path / "skipped.json"
+    skipped.write_text(json.dumps(res))
+    t = table(skipped)
+    assert t.returncode == 2 and "refusing to divide by an estimate" in t.stderr and len(t.stderr.splitlines()) == 1
+    t = table(ROOT / "benchmarks" / "profile_cost_train_h200.json")
+    assert t.returncode == 2 and "not a side-by-side run" in t.stderr and len(t.stderr.splitlines()) == 1

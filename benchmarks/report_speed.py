@@ -1,0 +1,129 @@
+"""Reading a report as users run it: `ncuadvisor report` installed from the wheel against the read-all floor.
+
+Builds the wheel (`pip wheel . --no-deps`), installs it into a fresh virtual environment that sees this Python's
+packages (`--system-site-packages`, the wheel `--no-deps`: the dependencies are those already installed), checks that
+the environment imports ncuadvisor from the wheel (not this checkout, not an editable install), then alternates, in
+this one run: the floor (every metric of every result read once through `ncu_report`, in a fresh interpreter of the
+environment: `benchmarks/scale.py --read-all`, its own seconds from loading the report to the last value) and
+`ncuadvisor report REPORT -o R.json -q --force` (the installed command, wall seconds of the process). The goal
+(profiling cost, item 3): report → JSON in at most half the floor.
+
+    python benchmarks/report_speed.py [REPORT ...] [--pairs 3] [--venv /tmp/ncuadvisor-wheel]
+
+REPORT defaults to fixtures/torch_train.ncu-rep.xz (52 results of a training step with the 13 analysis sections,
+`--launch-count 80`: the fixture closest to the 60-result `--set full -c 60` report, which fixtures/ does not hold);
+fixtures/profile-cost-2026-11-30/train_naive_full.ncu-rep.xz is the training step's full set on all 229 launches.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_REPORT = ROOT / "fixtures" / "torch_train.ncu-rep.xz"
+
+
+def clean_env() -> dict[str, str]:
+    """The environment without PYTHONPATH: the installed wheel, not a checkout, is what runs."""
+    return {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
+
+
+def run(cmd: list[str], **kw) -> subprocess.CompletedProcess:
+    p = subprocess.run(cmd, capture_output=True, text=True, env=clean_env(), **kw)
+    if p.returncode != 0:
+        raise SystemExit(f"report_speed: `{' '.join(cmd)}` failed (exit {p.returncode}): {p.stderr.strip()[-300:]}")
+    return p
+
+
+def install(venv: Path, wheels: Path) -> tuple[Path, str, str]:
+    """Build the wheel, install it into a fresh `venv`; (its python, the wheel's name, where ncuadvisor imports from)."""
+    shutil.rmtree(wheels, ignore_errors=True)
+    run([sys.executable, "-m", "pip", "wheel", str(ROOT), "-w", str(wheels), "--no-deps", "-q"], cwd=ROOT)
+    wheel = next(wheels.glob("ncuadvisor-*.whl"), None)
+    if wheel is None:
+        raise SystemExit(f"report_speed: no ncuadvisor wheel in {wheels}")
+    shutil.rmtree(venv, ignore_errors=True)
+    run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)])
+    python = venv / "bin" / "python"
+    run([str(python), "-m", "pip", "install", "-q", "--no-deps", "--force-reinstall", str(wheel)])
+    where = run([str(python), "-c", "import ncuadvisor; print(ncuadvisor.__file__)"], cwd="/").stdout.strip()
+    if not Path(where).resolve().is_relative_to(venv.resolve()):
+        raise SystemExit(f"report_speed: the environment imports ncuadvisor from {where}, not from the wheel")
+    return python, wheel.name, where
+
+
+def floor(python: Path, report: Path) -> tuple[float, float, int, int]:
+    """(seconds reading every metric, wall seconds of the process, results, metric values)."""
+    t0 = time.perf_counter()
+    out = run([str(python), str(ROOT / "benchmarks" / "scale.py"), "--read-all", str(report)], cwd="/").stdout
+    wall = time.perf_counter() - t0
+    seconds, results, values = out.split()
+    return float(seconds), wall, int(results), int(values)
+
+
+def report_json(python: Path, report: Path, out: Path) -> float:
+    """Wall seconds of the installed `ncuadvisor report REPORT -o OUT.json -q --force`."""
+    ncuadvisor = python.parent / "ncuadvisor"
+    t0 = time.perf_counter()
+    run([str(ncuadvisor), "report", str(report), "-o", str(out), "-q", "--force"], cwd="/")
+    return time.perf_counter() - t0
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("reports", nargs="*", type=Path, default=[DEFAULT_REPORT])
+    ap.add_argument("--pairs", type=int, default=3, help="floor / report pairs, alternating (default 3)")
+    ap.add_argument("--venv", type=Path, default=Path(tempfile.gettempdir()) / "ncuadvisor-wheel")
+    args = ap.parse_args()
+    for r in args.reports:
+        if not r.is_file():
+            raise SystemExit(f"report_speed: no report at {r}")
+    python, wheel, where = install(args.venv, Path(tempfile.gettempdir()) / "ncuadvisor-wheels")
+    version = run([str(python), "-c", "import ncu_report, sys; print(sys.version.split()[0])"]).stdout.strip()
+    print(f"wheel {wheel} in {args.venv} (ncuadvisor imported from {where}); Python {version}")
+    print(f"machine: {platform.machine()}, {os.cpu_count()} CPUs, load average before {os.getloadavg()[0]:.1f}")
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from scale import decompressed
+
+    print(
+        "\n| report | results | metric values | pair | read all (s) | read all, process (s) | report→JSON (s) "
+        "| JSON ÷ read all |\n|---|---|---|---|---|---|---|---|"
+    )
+    summary = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for report in args.reports:
+            local = decompressed(report, Path(tmp))
+            ratios, floors, reports = [], [], []
+            for i in range(args.pairs):
+                seconds, wall, results, values = floor(python, local)
+                t = report_json(python, local, Path(tmp) / "r.json")
+                floors.append(seconds)
+                reports.append(t)
+                ratios.append(t / seconds)
+                print(
+                    f"| {report.name} | {results} | {values} | {i + 1} | {seconds:.2f} | {wall:.2f} | {t:.2f} "
+                    f"| {t / seconds:.2f} |",
+                    flush=True,
+                )
+            summary.append((report.name, statistics.median(floors), statistics.median(reports), ratios))
+            local.unlink() if local != report else None
+    print(f"\nload average after {os.getloadavg()[0]:.1f}; medians:")
+    for name, f, t, ratios in summary:
+        print(
+            f"- {name}: read all {f:.2f} s, report→JSON {t:.2f} s, JSON ÷ read all {statistics.median(ratios):.2f}× "
+            f"(per pair {', '.join(f'{r:.2f}' for r in ratios)}; goal ≤ 0.5×)"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
