@@ -15,6 +15,7 @@ import pytest
 
 from ncuadvisor.analysis.language import foreach_kernel
 from ncuadvisor.pipeline.analyze import add_program_level
+from ncuadvisor.result.types import KernelEntry
 from ncuadvisor.rulekit import engine
 from ncuadvisor.rulekit.contract import ProgramContext
 from tests.conftest import FIXTURES
@@ -274,7 +275,8 @@ def test_no_batchnorm_part_without_nchw_batchnorm_kernels():
     r = rerun("cnn")
     kernels = [k for k in r["kernels"] if "nchwToNhwc" not in k["name"] and "nhwcToNchw" not in k["name"]]
     assert any(re.search(r"\bbn_\w*1C11", k["name"]) for k in kernels)
-    ctx = ProgramContext(kernels, launches_of(kernels), r["report"]["device"], r["report"]["total_duration_ns"])
+    typed = [KernelEntry.from_dict(k) for k in kernels]
+    ctx = ProgramContext(typed, launches_of(kernels), r["report"]["device"], r["report"]["total_duration_ns"])
     found, errors = engine.run_program_rules([RULES["PYT004"]], ctx)
     assert not errors and not found
 

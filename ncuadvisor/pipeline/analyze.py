@@ -477,7 +477,7 @@ def add_program_level(
     when there is one; then each entry gets its wall-time saving (`pipeline.hostwall`)."""
     rep = result.report
     total_ns = rep.total_duration_ns
-    kernels = [k.to_dict() for k in result.kernels] if engine.program_rules(rules) or host else []
+    kernels = list(result.kernels)
     model = None
     if host is not None:
         from ncuadvisor.analysis.walltime import HostModel
