@@ -78,7 +78,7 @@ class DynamicShapes(ProgramRule):
         name_of = {k.id: k.demangled for k in p.kernels}
         seqs: dict[str, list[tuple]] = {}
         for x in p.launches:
-            name = name_of.get(x.get("kernel_id"))
+            name = name_of.get(str(x.get("kernel_id")))
             if name is not None:
                 seqs.setdefault(name, []).append((x.get("grid"), x.get("block")))
         out: dict[str, set] = {}

@@ -296,7 +296,7 @@ class CudnnLayoutTransforms(ProgramRule):
 
     @staticmethod
     def _direction(p: ProgramContext, x: dict[str, Any]) -> str | None:
-        k = p.by_id.get(x.get("kernel_id"))
+        k = p.by_id.get(str(x.get("kernel_id")))
         m = TRANSFORM.search((k.demangled or k.name) if k is not None else "")
         return m.group(1) if m else None
 
@@ -308,15 +308,15 @@ class CudnnLayoutTransforms(ProgramRule):
         converted back. Two or more nhwcToNchw before a kernel are the inputs of a channels_last program to an
         NCHW-only kernel: not counted, and a lone nhwcToNchw is no longer taken for an output."""
         streams: dict[Any, list[dict[str, Any]]] = {}
-        for x in p.launches:
-            streams.setdefault(x.get("stream"), []).append(x)
+        for launch in p.launches:
+            streams.setdefault(launch.get("stream"), []).append(launch)
         counted: list[dict[str, Any]] = []
         for launches in streams.values():
             nchw = False  # the program's tensors are NCHW, as the last conversion of inputs showed
             pending: list[dict[str, Any]] = []
             for x in [*launches, None]:
                 if x is not None:
-                    k = p.by_id.get(x.get("kernel_id"))
+                    k = p.by_id.get(str(x.get("kernel_id")))
                     name = ((k.demangled or k.name) if k is not None else "") or str(x.get("name") or "")
                     if TRANSFORM.search(name):
                         pending.append(x)

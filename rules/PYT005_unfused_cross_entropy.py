@@ -237,7 +237,7 @@ class UnfusedCrossEntropy(ProgramRule):
         out: list[Chain] = []
         launches = p.launches
         for i, x in enumerate(launches):
-            k = p.by_id.get(x.get("kernel_id"))
+            k = p.by_id.get(str(x.get("kernel_id")))
             sk = softmax_kernel(k.demangled) if k else None
             if k is None or sk is None or not sk.log or sk.direction != "forward":
                 continue
@@ -255,7 +255,7 @@ class UnfusedCrossEntropy(ProgramRule):
             between: list[int] = []
             for j in range(i + 1, min(len(launches), i + 1 + int(self.thresholds["max_between"]))):
                 y = launches[j]
-                ky = p.by_id.get(y.get("kernel_id"))
+                ky = p.by_id.get(str(y.get("kernel_id")))
                 if ky is None or y.get("stream") != stream:
                     continue
                 sy = softmax_kernel(ky.demangled)
@@ -296,7 +296,7 @@ class UnfusedCrossEntropy(ProgramRule):
     def _member(self, p: ProgramContext, x: dict[str, Any], n: tuple[float, float], line: Any, stream: Any) -> bool:
         """Whether a launch belongs to the loss: an nll_loss kernel, or an ATen elementwise or reduction kernel of
         the loss's element count, on the stream, from the log-softmax's line when it runs in forward."""
-        k = p.by_id.get(x.get("kernel_id"))
+        k = p.by_id.get(str(x.get("kernel_id")))
         if k is None or x.get("stream") != stream or k.language != "pytorch":
             return False
         own = _line(k)
