@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
@@ -116,8 +116,12 @@ def _analyze(
     group_time: GroupTime | None,
     defer_check: bool,
 ) -> Analysis:
-    """`analyze`; `defer_check`: the rows read from the report file are checked against ncu_report's in a worker
-    while the analysis goes on (`ReportReader.confirm`, before the device is needed), RowsDisagree where they differ."""
+    """`analyze`, in order: read (the scalars, the kernel groups, the deep data), derive (each analysed launch's
+    language, machine-model facts and roofline), read the SASS the gated rules admit on what was derived, run the
+    rules, locate their findings in the source, and hand it all to the builder. `defer_check`: the rows read from the
+    report file are checked against ncu_report's in a worker while the analysis goes on (`ReportReader.confirm`,
+    before the device is needed), RowsDisagree where they differ."""
+    # read
     metrics = list(dict.fromkeys(roofline.METRICS + CARD_METRICS + engine.required_metrics(rules)))
     reader = ReportReader(path, metrics, defer_check=defer_check)
     profile = read_results(reader, metrics)
@@ -147,27 +151,26 @@ def _analyze(
         )
     if reader.check_pending:
         profile.device = reader.confirm()
-    languages = kernel_languages(kernels, profile.details)
-    machine = _machine(profile)
-    facts = instruction_facts(profile, machine, kernels, languages, frozenset(sass_wanted), first)
-    later = [
-        rid
-        for rid, k in _analysed_launches(kernels)
-        if languages[rid] in gated
-        and rid in profile.details
-        and _sass_needed(profile, machine, k, rid, languages[rid], facts.get(rid), rules)
-    ]
+    # derive
+    derived = derive(profile, kernels, frozenset(sass_wanted), first)
+    # the SASS of the gated languages' launches that their rules admit (`Rule.sass_when`), decided on the scalars and
+    # rooflines derived above, before any rule runs
+    later = sass_admitted(profile, kernels, derived, rules, gated)
     reader.add_sass(profile.details, later)
-    for rid in later:  # the facts the SASS tells where the counts do not (what HFMA2 computed)
-        if facts.get(rid) is None:
-            facts[rid] = needed.instruction_facts(profile.details[rid].per_instruction)
-    evaluation = evaluate(profile, kernels, rules, group_time, languages, facts, machine)
+    for rid in later:  # the facts the SASS tells where the counts do not (what HFMA2 computed), and their roofline
+        if derived.facts.get(rid) is None:
+            derived.facts[rid] = needed.instruction_facts(profile.details[rid].per_instruction)
+            derived.rooflines[rid] = _roofline(profile, derived.machine, rid, derived.facts[rid])
+    # run the rules
+    evaluation = evaluate(profile, kernels, rules, group_time, derived.languages, derived.rooflines)
+    # locate: the source lines of the findings, for all kernels in one batch
     findings = evaluation.findings()
     entries = [(rid, d.entry[0] if d.entry else None) for rid, d in profile.details.items()]
     located = reader.locations(locate.wanted(findings, entries))
     mangled = {int(rid): m for rid, m in zip(profile.results["result_id"], profile.results["mangled"])}
     chains = reader.call_chains(locate.selected(findings, located, mangled))
     locate.resolve(findings, located, chains)
+    # build (`pipeline.build`): the caller finishes the result
     return analysis_of(profile, kernels, evaluation, located)
 
 
@@ -226,25 +229,52 @@ def instruction_facts(
     return out
 
 
-def _sass_needed(
-    profile: Profile,
-    machine: Machine,
-    kernel: Kernel,
-    rid: int,
-    language: str,
-    facts: needed.InstructionFacts | None,
-    rules: list[Rule | ProgramRule],
-) -> bool:
-    """Whether a launch whose SASS was not read with its deep data needs it: its facts do not come from the counts,
-    or a rule that reads instructions may fire on it (`engine.sass_admitted`, on its scalars and its roofline as
-    `evaluate` computes it)."""
-    if facts is None:
-        return True
-    row = profile.results.row(rid)
+@dataclass
+class Derived:
+    """What the analysis derives of each analysed launch before the rules run, by result id: its language, the
+    machine model's facts (`instruction_facts`) and its roofline; `machine`: the report's device, as the roofline
+    takes it."""
+
+    machine: Machine
+    languages: dict[int, str]
+    facts: dict[int, needed.InstructionFacts | None]
+    rooflines: dict[int, roofline.Roofline]
+
+
+def derive(
+    profile: Profile, kernels: list[Kernel], sass_languages: frozenset[str], sass_read: frozenset[str]
+) -> Derived:
+    """The language, facts and roofline of every analysed launch, from the scalars and deep data read
+    (`instruction_facts` for `sass_languages` and `sass_read`)."""
+    machine = _machine(profile)
+    languages = kernel_languages(kernels, profile.details)
+    facts = instruction_facts(profile, machine, kernels, languages, sass_languages, sass_read)
+    rooflines = {rid: _roofline(profile, machine, rid, facts.get(rid)) for rid, _ in _analysed_launches(kernels)}
+    return Derived(machine, languages, facts, rooflines)
+
+
+def _roofline(profile: Profile, machine: Machine, rid: int, facts: needed.InstructionFacts | None) -> roofline.Roofline:
     sm_count, launch_floor, dram_peak = machine
-    rl = roofline.compute(row, sm_count, facts, launch_floor, dram_peak)
-    ctx = KernelContext(kernel, row, rl, profile.device, {}, language, 0.0)
-    return engine.sass_admitted(rules, ctx)
+    return roofline.compute(profile.results.row(rid), sm_count, facts, launch_floor, dram_peak)
+
+
+def sass_admitted(
+    profile: Profile, kernels: list[Kernel], derived: Derived, rules: list[Rule | ProgramRule], gated: set[str]
+) -> list[int]:
+    """The launches with deep data, in a language whose instruction-reading rules are all gated (`gated`), whose SASS
+    is to be read: those whose facts do not come from the counts, and those a rule may fire on
+    (`engine.sass_admitted`, on the launch's scalars and derived roofline: no per-instruction data)."""
+    out = []
+    for rid, k in _analysed_launches(kernels):
+        language = derived.languages[rid]
+        if language not in gated or rid not in profile.details:
+            continue
+        if derived.facts.get(rid) is not None:
+            ctx = KernelContext(k, profile.results.row(rid), derived.rooflines[rid], profile.device, {}, language, 0.0)
+            if not engine.sass_admitted(rules, ctx):
+                continue
+        out.append(rid)
+    return out
 
 
 # (SM count, launch floor, DRAM peak) of the report's device, as the roofline takes them
@@ -279,26 +309,24 @@ def evaluate(
     rules: list[Rule | ProgramRule],
     group_time: GroupTime | None,
     languages: dict[int, str],
-    facts: dict[int, needed.InstructionFacts | None] | None = None,
-    machine: Machine | None = None,
+    rooflines: dict[int, roofline.Roofline] | None = None,
 ) -> Evaluation:
-    """The roofline and the rules, once, on the representative launch of every kernel group and variant. `facts`:
-    the machine model's facts by result id (`instruction_facts`); where it has none, from the per-instruction data.
-    `machine`: `_machine(profile)`, where the caller has it."""
+    """The rules, once, on the representative launch of every kernel group and variant, with its roofline: derived
+    before (`rooflines`, by result id: `derive`), else computed here from its per-instruction data."""
     results = profile.results
     total_ns = sum(k.duration_ns for k in kernels)
     rule_total_ns = group_time.total_ns if group_time is not None and group_time.total_ns else total_ns
-    sm_count, launch_floor, dram_peak = machine or _machine(profile)
+    machine = _machine(profile) if rooflines is None else None
     evaluation = Evaluation(groups=[], sections_seen=set(), warnings=[])
 
     def run(k: Kernel, share: float) -> Analysed:
         row = results.row(k.representative)
         detail = profile.details.get(k.representative)
-        if facts is not None and k.representative in facts:
-            known = facts[k.representative]
+        if rooflines is not None and k.representative in rooflines:
+            rl = rooflines[k.representative]
         else:
             known = needed.instruction_facts(detail.per_instruction) if detail else None
-        rl = roofline.compute(row, sm_count, known, launch_floor, dram_peak)
+            rl = _roofline(profile, machine or _machine(profile), k.representative, known)
         evaluation.sections_seen.update(detail.sections if detail else [])
         language = languages.get(k.representative) or kernel_language(k.name, k.demangled, [])
         ctx = KernelContext(
