@@ -69,7 +69,7 @@ def case_rows() -> list[dict]:
             for a in res.top_actions
             if (set(a.kernel_ids or []) | {a.kernel_id}) & kernel_ids and a.estimated_wall_saving_ns is not None
         )
-        model = HostModel.build(planted, [k.to_dict() for k in res.kernels])
+        model = HostModel.build(planted, list(res.kernels))
         parts = action_parts(res, action)
         touched = {k for k in model.kernel_of if k in parts}
         planted_ns = sum(o.dur_ns for o in planted.ops)
@@ -77,7 +77,7 @@ def case_rows() -> list[dict]:
         # the fix's GPU time where the planted code had the touched kernels: the fix trace's, less what it kept
         fraction = 1 - (sum(o.dur_ns for o in fixed.ops) - (planted_ns - touched_ns)) / touched_ns
         with_fix = model.wall_saving_ns({k: [(None, fraction)] for k in touched}) or 0.0
-        fixed_model = HostModel.build(fixed, [k.to_dict() for k in res.kernels])
+        fixed_model = HostModel.build(fixed, list(res.kernels))
         base = model.wall_per_window_ns()
         p, f = measured[(case, "planted")], measured[(case, fix)]
         rows.append(

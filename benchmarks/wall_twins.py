@@ -35,7 +35,7 @@ def estimates(result: Result, trace: Path, keep_cost: bool) -> dict[str, Any]:
     cost = t.call_cost_ns
     if keep_cost:
         t.call_cost_ns = None
-    model = HostModel.build(t, [k.to_dict() for k in result.kernels])
+    model = HostModel.build(t, list(result.kernels))
     r = dataclasses.replace(result, top_actions=[dataclasses.replace(a) for a in result.top_actions])
     add_wall_estimates(r, model)
     saving = {"graphs": model.graphs_saving_ns()}

@@ -111,12 +111,16 @@ class AtenScatterAtomics(Rule):
             return None
         r = k.roofline
         t = self.thresholds
+        duration_ns, headroom = r.duration_ns, r.headroom
+        compulsory, peak = r.compulsory_bytes, r.peak_dram_bytes_per_s
+        if duration_ns is None or headroom is None or compulsory is None or peak is None:
+            return None  # never: `sass_when` admits only kernels with all four
         atom = (k.m(MemoryTables.GLOBAL_ATOMIC_REQUESTS) or 0) + (k.m(MemoryTables.GLOBAL_REDUCTION_REQUESTS) or 0)
         loads = k.m(MemoryTables.GLOBAL_LOAD_REQUESTS) or 0
         op = aten_op(k.kernel.demangled)
-        stream_ns = r.compulsory_bytes / (PRACTICAL_FRACTION * r.peak_dram_bytes_per_s) * 1e9
+        stream_ns = compulsory / (PRACTICAL_FRACTION * peak) * 1e9
         alt_ns = SORTED_PASSES * stream_ns + t["sort_overhead_us"] * 1e3
-        saving = time_after(r.duration_ns, alt_ns, None)
+        saving = time_after(duration_ns, alt_ns, None)
         lines = atomic_lines(k)
         model = (
             f"Sorted rewrite: {SORTED_PASSES} passes over {fmt_bytes(r.compulsory_bytes)} at "
@@ -126,8 +130,8 @@ class AtenScatterAtomics(Rule):
         evidence = [
             Evidence("atomic_requests", atom, None, "global atom + red requests"),
             Evidence("atomic_per_load", round(atom / max(loads, 1), 3), t["min_atomic_ratio"]),
-            Evidence("headroom", round(r.headroom, 1), t["min_headroom"]),
-            Evidence("sorted_rewrite_ns", round(alt_ns), round(r.duration_ns), "sorted rewrite vs now (ns)"),
+            Evidence("headroom", round(headroom, 1), t["min_headroom"]),
+            Evidence("sorted_rewrite_ns", round(alt_ns), round(duration_ns), "sorted rewrite vs now (ns)"),
         ]
         message = (
             f"{op} issues {atom:,.0f} global atomic requests ({atom / max(loads, 1):.1f} per load) and runs at "

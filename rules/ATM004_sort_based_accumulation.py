@@ -111,8 +111,8 @@ class SortBasedAccumulation(ProgramRule):
     fixes_when = {"embedding": {"pytorch": _EMBEDDING_FIX}}
 
     def _demangled(self, p: ProgramContext, x: dict[str, Any]) -> str:
-        k = p.by_id.get(x["kernel_id"]) or {}
-        return str(k.get("demangled") or k.get("name") or "")
+        k = p.by_id.get(x["kernel_id"])
+        return (k.demangled or k.name) if k is not None else ""
 
     def _chains(self, p: ProgramContext) -> list[tuple[str, list[dict[str, Any]]]]:
         """(kind, the chain's launches from its sort to its last accumulating kernel), in launch order."""
@@ -166,7 +166,7 @@ class SortBasedAccumulation(ProgramRule):
             sort = [x for x in chain if SORT.search(self._demangled(p, x))]
             sort_ns = sum(x["duration_ns"] or 0.0 for x in sort)
             ids = list(dict.fromkeys(x["kernel_id"] for x in chain))
-            names = [p.by_id[kid]["name"] for kid in ids if kid in p.by_id]
+            names = [p.by_id[kid].name for kid in ids if kid in p.by_id]
             share = chain_ns / p.total_ns
             if kind == "embedding":
                 op = "the dense gradient of nn.Embedding"

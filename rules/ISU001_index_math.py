@@ -191,6 +191,9 @@ class IndexMath(Rule):
             return None
         t = self.thresholds
         r = k.roofline
+        duration_ns, headroom = r.duration_ns, r.headroom
+        if duration_ns is None or headroom is None:  # never: `sass_when` admits only kernels with both
+            return None
         issue = k.m(SchedulerStats.ISSUE_ACTIVE_PCT) or 0.0
         entries = sorted(k.per_instruction(SourceCounters.INST_EXECUTED), key=lambda e: -e.value)
         total = sum(e.value for e in entries)
@@ -210,7 +213,7 @@ class IndexMath(Rule):
         share = counts["overhead"] / seen if seen else 0.0
         if share < t["min_overhead_share"]:
             return None
-        new_ns = r.duration_ns * (1.0 - t["removable_fraction"] * share)
+        new_ns = duration_ns * (1.0 - t["removable_fraction"] * share)
         lines = k.top_lines(SourceCounters.INST_EXECUTED, limit=2, min_share=0.02, pcs=overhead_pcs)
         return self.finding(
             title=f"{share:.0%} of issued instructions are index arithmetic",
@@ -218,10 +221,10 @@ class IndexMath(Rule):
                 f"The schedulers issue in {issue:.0f}% of cycles, and {share:.0%} of the executed instructions "
                 f"are integer/address bookkeeping (floating-point math {counts['math'] / seen:.0%}, loads and "
                 f"stores {counts['memory'] / seen:.0%}): the kernel is issue-bound on index math, "
-                f"{r.headroom:.1f}× above its roofline floor."
+                f"{headroom:.1f}× above its roofline floor."
             ),
             fix=self.fix_for(k),
-            estimated_speedup=time_after(r.duration_ns, new_ns, r.theoretical_ns),
+            estimated_speedup=time_after(duration_ns, new_ns, r.theoretical_ns),
             speedup_model=(
                 f"Issue-bound: time follows the instructions issued; removing {t['removable_fraction']:.0%} of the "
                 f"bookkeeping ones ({share:.0%} of those executed) cuts the time by "
@@ -231,7 +234,7 @@ class IndexMath(Rule):
             evidence=[
                 Evidence("overhead_instruction_share", round(share, 3), t["min_overhead_share"]),
                 Evidence("issue_active_pct", round(issue, 1), t["min_issue_pct"], "issue slots busy", "%"),
-                Evidence("headroom", round(r.headroom, 2), t["min_headroom"]),
+                Evidence("headroom", round(headroom, 2), t["min_headroom"]),
             ],
             source=lines,
         )

@@ -79,14 +79,15 @@ class LaunchOverhead(ProgramRule):
         for x in short:
             counts[x["kernel_id"]] = counts.get(x["kernel_id"], 0) + 1
         top = sorted(counts.items(), key=lambda kv: -kv[1])
-        names = [p.by_id[kid]["name"] for kid, _ in top if kid in p.by_id]
+        names = [p.by_id[kid].name for kid, _ in top if kid in p.by_id]
         gpu_ns = sum(x["duration_ns"] for x in short)
         saving = len(short) * t["overhead_ns"]
         # The fix in the language of the short launches (by their GPU time): stream capture for CUDA code,
         # torch.cuda.CUDAGraph / reduce-overhead for PyTorch and Triton (TorchInductor) kernels.
         by_lang: dict[str, float] = {}
         for x in short:
-            lang = (p.by_id.get(x["kernel_id"]) or {}).get("language") or "cuda"
+            k = p.by_id.get(x["kernel_id"])
+            lang = (k.language if k is not None else None) or "cuda"
             by_lang[lang] = by_lang.get(lang, 0.0) + x["duration_ns"]
         torch_ns = sum(v for lang, v in by_lang.items() if lang in ("pytorch", "triton"))
         fix = self.fix_in("pytorch" if torch_ns >= sum(by_lang.values()) - torch_ns else "cuda")

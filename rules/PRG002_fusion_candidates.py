@@ -4,6 +4,7 @@ from typing import Any
 from ncuadvisor.rulekit import (
     Evidence,
     Fix,
+    KernelEntry,
     MemoryWorkloadAnalysis,
     ProgramContext,
     ProgramFinding,
@@ -36,13 +37,13 @@ def _snake(name: str) -> str:
     return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", name).lower()
 
 
-def op_name(k: dict[str, Any]) -> str:
+def op_name(k: KernelEntry) -> str:
     """A short name of the op a kernel runs: `add` for ATen's CUDAFunctor_add elementwise kernel, `gelu`, `layer_norm`;
     a Triton kernel keeps its (generated) name."""
-    name = str(k.get("name") or "?")
-    if k.get("language") != "pytorch":
+    name = k.name or "?"
+    if k.language != "pytorch":
         return name
-    text = str(k.get("demangled") or name)
+    text = k.demangled or name
     functors = [a or b for a, b in _FUNCTOR.findall(text) if (a or b) not in _WRAPPERS]
     if functors:
         return _snake(functors[-1])
@@ -136,33 +137,30 @@ class FusionCandidates(ProgramRule):
         "triton": _TORCH_COMPILE,
     }
 
-    def _fusable(self, k: dict[str, Any]) -> bool:
-        r = k.get("roofline") or {}
-        if k.get("language") not in self.LANGUAGES:
+    def _fusable(self, k: KernelEntry) -> bool:
+        r = k.roofline
+        if k.language not in self.LANGUAGES:
             return False
-        if k.get("profiled") is False:  # `ncuadvisor profile` timed it only: its bytes and bound are unknown
+        if k.profiled is False:  # `ncuadvisor profile` timed it only: its bytes and bound are unknown
             return False
-        if any(v for p, v in (r.get("flops_by_precision") or {}).items() if p.startswith("tensor")):
+        if any(v for p, v in r.flops_by_precision.items() if p.startswith("tensor")):
             return False
-        if "latency" in (r.get("bound"), k.get("bound"), r.get("limiter")):
+        if "latency" in (r.bound, k.bound, r.limiter):
             return False  # by Speed Of Light, or by the machine model where the report lacks Speed Of Light
         # an atomics rule spoke (its verdict may be "keep it", an at-roofline category): updates through atomics
-        if any(
-            f.get("category") == "atomics" or str(f.get("rule") or "").startswith("ATM")
-            for f in k.get("findings") or []
-        ):
+        if any(f.category == "atomics" or f.rule.startswith("ATM") for f in k.findings):
             return False
-        if "cub::" in str(k.get("demangled") or ""):  # a pass of a device-wide sort or scan: grid-wide dependencies
+        if "cub::" in k.demangled:  # a pass of a device-wide sort or scan: grid-wide dependencies
             return False
         # an ATen multi-tensor-apply (foreach) kernel: its consecutive launches are chunks of one list of tensors, not
         # a producer and its consumer, and its ops come from code outside the module (the optimizer's step: PYT003;
         # clip_grad_norm_, zero_grad), which torch.compile of the module does not reach
-        if foreach_kernel(str(k.get("demangled") or "")) is not None:
+        if foreach_kernel(k.demangled) is not None:
             return False
-        mem, comp = r.get("memory_floor_ns"), r.get("compute_floor_ns")
+        mem, comp = r.memory_floor_ns, r.compute_floor_ns
         if isinstance(mem, (int, float)) and isinstance(comp, (int, float)) and mem > 0:
             return mem >= self.thresholds["min_memory_over_compute"] * comp
-        intensity = r.get("intensity")
+        intensity = r.intensity
         return intensity is None or intensity < self.thresholds["max_intensity"]
 
     def _runs(self, p: ProgramContext) -> list[list[dict[str, Any]]]:
@@ -185,7 +183,7 @@ class FusionCandidates(ProgramRule):
         return runs
 
     def _bandwidth(self, p: ProgramContext, kernel_ids: list[str]) -> float | None:
-        peaks = [((p.by_id[kid].get("roofline") or {}).get("peak_dram_bytes_per_s") or 0) for kid in kernel_ids]
+        peaks = [p.by_id[kid].roofline.peak_dram_bytes_per_s or 0 for kid in kernel_ids]
         peak = max(peaks, default=0) or (p.device or {}).get("peak_dram_bytes_per_s") or 0
         return float(peak) if peak else None
 
@@ -199,17 +197,17 @@ class FusionCandidates(ProgramRule):
             return inter, dur, (dur * inter / total_bytes if total_bytes > 0 else 0.0) + gaps
         busy = 0.0  # time the kernels keep their compute pipes busy: a fused kernel still spends it
         for x in run:
-            sol = (p.by_id[x["kernel_id"]].get("roofline") or {}).get("sol") or {}
+            sol = p.by_id[x["kernel_id"]].roofline.sol
             busy += (x["duration_ns"] or 0) * min(100.0, float(sol.get("compute_pct") or 0.0)) / 100
         floor = max(busy, (total_bytes - inter) / bw * 1e9)
         return inter, dur, max(0.0, min(inter / bw * 1e9, dur - floor)) + gaps
 
     def _advice(self, p: ProgramContext, key: tuple[str, ...]) -> str:
         """What to do, in the program's terms: the Triton kernel to extend, or the NVTX range to torch.compile."""
-        triton = [p.by_id[kid]["name"] for kid in key if p.by_id[kid].get("language") == "triton"]
+        triton = [p.by_id[kid].name for kid in key if p.by_id[kid].language == "triton"]
         if triton:
             return f"Extend the Triton kernel {triton[0]} (or the torch.compile region that made it) to its neighbours."
-        ranges = {str(p.by_id[kid].get("nvtx") or "") for kid in key} - {""}
+        ranges = {p.by_id[kid].nvtx or "" for kid in key} - {""}
         if len(ranges) == 1:
             return f"torch.compile the module running in NVTX range '{ranges.pop()}'."
         return "torch.compile the module that runs these ops."
@@ -232,9 +230,9 @@ class FusionCandidates(ProgramRule):
                 continue
             if saving_ns < self.thresholds["min_program_fraction"] * p.total_ns:
                 continue
-            names = [p.by_id[kid]["name"] for kid in key]
+            names = [p.by_id[kid].name for kid in key]
             chain = chain_name([op_name(p.by_id[kid]) for kid in key])
-            langs = {p.by_id[kid]["language"] for kid in key}
+            langs = {p.by_id[kid].language for kid in key}
             fix = self.fix_in("pytorch" if langs & {"pytorch", "triton"} else "cuda")
             findings.append(
                 self.finding(

@@ -1,6 +1,6 @@
 import re
 
-from ncuadvisor.rulekit import Evidence, Fix, ProgramContext, ProgramFinding, ProgramRule, SpeedOfLight
+from ncuadvisor.rulekit import Evidence, Fix, KernelEntry, ProgramContext, ProgramFinding, ProgramRule, SpeedOfLight
 
 INDUCTOR_VARIANT = re.compile(r"^(triton_(?:poi|red|per|tem|for)_\w+?)_(\d+)$")
 INDUCTOR_VARIANTS = "TorchInductor compiled one kernel again per shape"
@@ -75,10 +75,10 @@ class DynamicShapes(ProgramRule):
     def changing_shapes(p: ProgramContext) -> dict[str, set]:
         """Kernel (demangled) -> its launch shapes that do not recur over its launches: first launched after the
         first third of the kernel's launches, or last launched before the last third."""
-        name_of = {k["id"]: k["demangled"] for k in p.kernels}
+        name_of = {k.id: k.demangled for k in p.kernels}
         seqs: dict[str, list[tuple]] = {}
         for x in p.launches:
-            name = name_of.get(x.get("kernel_id"))
+            name = name_of.get(str(x.get("kernel_id")))
             if name is not None:
                 seqs.setdefault(name, []).append((x.get("grid"), x.get("block")))
         out: dict[str, set] = {}
@@ -97,9 +97,9 @@ class DynamicShapes(ProgramRule):
         ids: dict[str, list[str]] = {}
         time_ns: dict[str, float] = {}
         for k in p.kernels:
-            shapes.setdefault(k["demangled"], set()).add((k["grid"], k["block"]))
-            ids.setdefault(k["demangled"], []).append(k["id"])
-            time_ns[k["demangled"]] = time_ns.get(k["demangled"], 0.0) + float(k.get("duration_ns") or 0.0)
+            shapes.setdefault(k.demangled, set()).add((k.grid, k.block))
+            ids.setdefault(k.demangled, []).append(k.id)
+            time_ns[k.demangled] = time_ns.get(k.demangled, 0.0) + float(k.duration_ns or 0.0)
         findings = []
         # One finding for the program: varying shapes are a property of how it is driven (sequence lengths, batch
         # sizes), not of one kernel; the kernels are listed by GPU time.
@@ -115,7 +115,7 @@ class DynamicShapes(ProgramRule):
             key=lambda n: -time_ns[n],
         )
         if many:
-            short = {n: next(k["name"] for k in p.kernels if k["demangled"] == n) for n in many}
+            short = {n: next(k.name for k in p.kernels if k.demangled == n) for n in many}
             counts = sorted({len(shapes[n]) for n in many})
             typical = max(counts, key=lambda c: sum(1 for n in many if len(shapes[n]) == c))
             share = sum(time_ns[n] for n in many) / p.total_ns if p.total_ns else 0.0
@@ -146,9 +146,9 @@ class DynamicShapes(ProgramRule):
                     ],
                 )
             )
-        variants: dict[str, list[dict]] = {}
+        variants: dict[str, list[KernelEntry]] = {}
         for k in p.kernels:
-            m = INDUCTOR_VARIANT.match(k["name"])
+            m = INDUCTOR_VARIANT.match(k.name)
             if m:
                 variants.setdefault(m.group(1), []).append(k)
         for base, ks in variants.items():
@@ -161,8 +161,8 @@ class DynamicShapes(ProgramRule):
                             "again, typically once per input shape."
                         ),
                         fix=self.fix_in("cuda", INDUCTOR_VARIANTS),
-                        kernels=[k["name"] for k in ks],
-                        kernel_ids=[k["id"] for k in ks],
+                        kernels=[k.name for k in ks],
+                        kernel_ids=[k.id for k in ks],
                         estimated_saving_ns=0.0,
                         saving_model="Not estimated: the cost is in compilation and code size.",
                         confidence="low",

@@ -12,6 +12,12 @@ _TORCH = Fix(
 )
 
 
+def _demangled(p: ProgramContext, kernel_id: str) -> str:
+    """The demangled name of a launch's kernel, "" when the context has no entry of it."""
+    k = p.by_id.get(kernel_id)
+    return k.demangled if k is not None else ""
+
+
 class FewTinyLaunches(ProgramRule):
     """A handful of consecutive launches too short to pay for their launch: fuse them or replay them as a graph.
 
@@ -90,9 +96,7 @@ class FewTinyLaunches(ProgramRule):
     def _saving(self, p: ProgramContext, run: list[dict[str, Any]]) -> float:
         """The launch cost of every launch but one, and the GPU time of the fusable launches but the longest (a pass
         of a device-wide CUB sort or scan keeps its own kernel: a graph saves its launch, not its time)."""
-        fusable = [
-            x["duration_ns"] for x in run if "cub::" not in str((p.by_id.get(x["kernel_id"]) or {}).get("demangled"))
-        ]
+        fusable = [x["duration_ns"] for x in run if "cub::" not in _demangled(p, x["kernel_id"])]
         gpu = sum(fusable) - max(fusable) if len(fusable) >= 2 else 0.0
         return gpu + (len(run) - 1) * self.thresholds["overhead_ns"]
 
@@ -109,12 +113,12 @@ class FewTinyLaunches(ProgramRule):
             return []
         biggest = max(runs, key=len)
         ids = list(dict.fromkeys(x["kernel_id"] for run in runs for x in run))
-        names = [p.by_id[kid]["name"] for kid in ids if kid in p.by_id]
+        names = [p.by_id[kid].name for kid in ids if kid in p.by_id]
         counts: dict[str, int] = {}
         for x in biggest:
             counts[x["kernel_id"]] = counts.get(x["kernel_id"], 0) + 1
-        what = ", ".join(f"{p.by_id[k]['name']} ×{c}" if c > 1 else p.by_id[k]["name"] for k, c in counts.items())
-        langs = {(p.by_id.get(kid) or {}).get("language") or "cuda" for kid in ids}
+        what = ", ".join(f"{p.by_id[k].name} ×{c}" if c > 1 else p.by_id[k].name for k, c in counts.items())
+        langs = {(p.by_id[kid].language if kid in p.by_id else None) or "cuda" for kid in ids}
         gpu_ns = sum(x["duration_ns"] for run in runs for x in run)
         return [
             self.finding(

@@ -1,7 +1,6 @@
 from ncuadvisor.rulekit import (
     Evidence,
     Fix,
-    KernelEntry,
     ProgramContext,
     ProgramFinding,
     ProgramRule,
@@ -86,7 +85,7 @@ class HostBoundAfterFixes(ProgramRule):
         launches = len(p.launches)
         if launches < t["min_launches"] or not p.total_ns:
             return []
-        if any((k.get("language") or "cuda") not in _EAGER for k in p.kernels):
+        if any((k.language or "cuda") not in _EAGER for k in p.kernels):
             return []  # the user's CUDA or Triton kernels: host costs of another kind
         # each kernel's first fix as "where to start" heads its entry, with the saving and the parts of its time it
         # saves that the ranking and the wall-time replay give it
@@ -94,8 +93,7 @@ class HostBoundAfterFixes(ProgramRule):
         fixed: list[str] = []
         fixed_ids: list[str] = []
         parts: dict[str, list[tuple[float | None, float]]] = {}
-        for k in p.kernels:
-            entry = KernelEntry.from_dict(k)
+        for entry in p.kernels:
             steps = kernel_steps(entry, p.total_ns)
             if not steps:
                 continue
@@ -166,7 +164,7 @@ class HostBoundAfterFixes(ProgramRule):
                 fix=self.fix_in("pytorch"),
                 estimated_saving_ns=0.0,
                 saving_model=model,
-                kernels=list(dict.fromkeys(p.by_id[i]["name"] for i in fixed_ids)),
+                kernels=list(dict.fromkeys(p.by_id[i].name for i in fixed_ids)),
                 kernel_ids=fixed_ids,
                 confidence="low" if host is None else "medium",
                 evidence=evidence,

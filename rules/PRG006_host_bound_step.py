@@ -102,7 +102,7 @@ class HostBoundStep(ProgramRule):
         saving = host.graphs_saving_ns()
         if saving < t["min_saving_fraction"] * wall:
             return []
-        languages = [str(k.get("language") or "cuda") for k in p.kernels]
+        languages = [str(k.language or "cuda") for k in p.kernels]
         language = max(sorted(set(languages)), key=languages.count) if languages else "pytorch"
         return [
             self.finding(

@@ -1,11 +1,10 @@
-from typing import Any
-
 from ncuadvisor.rulekit import (
     ELEMENT_BYTES,
     PRACTICAL_FRACTION,
     Evidence,
     Fix,
     ForeachKernel,
+    KernelEntry,
     ProgramContext,
     ProgramFinding,
     ProgramRule,
@@ -121,17 +120,17 @@ class ForeachOptimizer(ProgramRule):
     fixes = {"pytorch": _FIX}
 
     def check_program(self, p: ProgramContext) -> list[ProgramFinding]:
-        steps: list[tuple[dict[str, Any], ForeachKernel]] = []
+        steps: list[tuple[KernelEntry, ForeachKernel]] = []
         others: dict[str, float] = {}
         for k in p.kernels:
-            fk = foreach_kernel(str(k.get("demangled") or ""))
+            fk = foreach_kernel(k.demangled)
             if fk is None:
                 continue
             r = role(fk)
             if r == "step":
                 steps.append((k, fk))
             else:
-                others[r] = others.get(r, 0.0) + float(k.get("duration_ns") or 0.0)
+                others[r] = others.get(r, 0.0) + k.duration_ns
         if not steps or not p.total_ns:
             return []
         bw = self._bandwidth(p, steps)
@@ -157,7 +156,7 @@ class ForeachOptimizer(ProgramRule):
         element_bytes = ELEMENT_BYTES.get(anchor[4], 4)
         states = self._states([s for s in elements])
         fused_bytes = params * element_bytes * (3 + 2 * states)
-        time_ns = sum(float(k.get("duration_ns") or 0.0) for k, _ in steps)
+        time_ns = sum(k.duration_ns for k, _ in steps)
         if params <= 0 or foreach_bytes <= fused_bytes:
             return []
         saving = time_ns * (1.0 - fused_bytes / foreach_bytes)
@@ -165,10 +164,10 @@ class ForeachOptimizer(ProgramRule):
             return []
         ops = sum(max(1, round(n / params)) for n in elements.values())
         per_param, fused_per_param = foreach_bytes / params, fused_bytes / params
-        launches = sum(int(k.get("launches") or 0) for k, _ in steps)
+        launches = sum(k.launches for k, _ in steps)
         dtype = DTYPES.get(anchor[4], anchor[4])
         adam = states >= 2
-        ids = [str(k["id"]) for k, _ in steps]
+        ids = [k.id for k, _ in steps]
         order = self._launch_order(p, ids)
         not_counted = "; ".join(
             f"{OTHER_ROLES[r]}, {fmt_ns(ns)}" for r, ns in sorted(others.items(), key=lambda t: -t[1])
@@ -190,7 +189,7 @@ class ForeachOptimizer(ProgramRule):
                     optimizer="AdamW" if adam else "SGD",
                     args="lr=lr, weight_decay=wd" if adam else "lr=lr, momentum=0.9",
                 ),
-                kernels=[str(p.by_id[kid].get("display_name") or p.by_id[kid]["name"]) for kid in order],
+                kernels=[p.by_id[kid].display_name or p.by_id[kid].name for kid in order],
                 kernel_ids=order,
                 estimated_saving_ns=saving,
                 saving_model=(
@@ -208,21 +207,21 @@ class ForeachOptimizer(ProgramRule):
             )
         ]
 
-    def _bandwidth(self, p: ProgramContext, steps: list[tuple[dict[str, Any], ForeachKernel]]) -> float | None:
+    def _bandwidth(self, p: ProgramContext, steps: list[tuple[KernelEntry, ForeachKernel]]) -> float | None:
         """Bytes per second the profiled foreach kernels achieved (load + store bytes of their launches over their
         time); the DRAM peak × `practical` where none was profiled."""
         moved = spent = 0.0
         for k, _ in steps:
             got = _launch_bytes(k)
             if got is not None:
-                moved += got[0] * int(k.get("launches") or 0)
-                spent += float(k.get("duration_ns") or 0.0)
+                moved += got[0] * k.launches
+                spent += k.duration_ns
         if moved > 0 and spent > 0:
             return moved / spent * 1e9
         peak = (p.device or {}).get("peak_dram_bytes_per_s")
         return float(peak) * self.thresholds["practical"] if peak else None
 
-    def _source(self, steps: list[tuple[dict[str, Any], ForeachKernel]], bw: float) -> str:
+    def _source(self, steps: list[tuple[KernelEntry, ForeachKernel]], bw: float) -> str:
         """Where the bytes come from, in words."""
         profiled = sum(1 for k, _ in steps if _launch_bytes(k) is not None)
         if profiled == len(steps):
@@ -238,16 +237,16 @@ class ForeachOptimizer(ProgramRule):
         )
 
     @staticmethod
-    def _elements_and_bytes(k: dict[str, Any], fk: ForeachKernel, bw: float) -> tuple[float, float]:
+    def _elements_and_bytes(k: KernelEntry, fk: ForeachKernel, bw: float) -> tuple[float, float]:
         """(elements written, bytes moved) by a kernel group in all its launches: measured where it was profiled,
         else from its time at bandwidth `bw` (each element read from `reads` lists and written to one)."""
         size = fk.element_bytes or 4
         got = _launch_bytes(k)
-        launches = int(k.get("launches") or 0)
+        launches = k.launches
         if got is not None:
             moved, stored = got
             return stored / size * launches, moved * launches
-        moved = float(k.get("duration_ns") or 0.0) * bw / 1e9
+        moved = k.duration_ns * bw / 1e9
         return moved / (size * ((fk.reads or 1) + 1)), moved
 
     @staticmethod
@@ -280,12 +279,11 @@ class ForeachOptimizer(ProgramRule):
         return sorted(ids, key=lambda kid: first.get(kid, len(p.launches)))
 
 
-def _launch_bytes(k: dict[str, Any]) -> tuple[float, float] | None:
+def _launch_bytes(k: KernelEntry) -> tuple[float, float] | None:
     """(load + store bytes, store bytes) of a kernel's profiled launch; None where it was timed only."""
-    if k.get("profiled") is False:
+    if k.profiled is False:
         return None
-    r = k.get("roofline") or {}
-    load, store = r.get("load_bytes"), r.get("store_bytes")
+    load, store = k.roofline.load_bytes, k.roofline.store_bytes
     if not isinstance(load, (int, float)) or not isinstance(store, (int, float)) or store <= 0:
         return None
     return float(load) + float(store), float(store)

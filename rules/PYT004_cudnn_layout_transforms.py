@@ -6,6 +6,7 @@ from ncuadvisor.rulekit import (
     PRACTICAL_FRACTION,
     Evidence,
     Fix,
+    KernelEntry,
     ProgramContext,
     ProgramFinding,
     ProgramRule,
@@ -30,7 +31,7 @@ NCHW_BATCHNORM = re.compile(r"\bbn_\w*1C11")
 class BatchNormAsNhwc:
     """An NCHW BatchNorm kernel group and the time the same work would take in an NHWC kernel that fills the GPU."""
 
-    kernel: dict[str, Any]
+    kernel: KernelEntry
     now_ns: float  # the group's GPU time (every launch)
     nhwc_ns: float  # the model's time for the same launches
     gain: float  # warps in flight as NHWC ÷ now
@@ -40,19 +41,19 @@ class BatchNormAsNhwc:
     busy_pct: float  # the busiest unit's share of its time (Speed Of Light %)
 
 
-def batchnorm_as_nhwc(k: dict[str, Any], device: dict[str, Any]) -> BatchNormAsNhwc | None:
+def batchnorm_as_nhwc(k: KernelEntry, device: dict[str, Any]) -> BatchNormAsNhwc | None:
     """The NHWC time of an NCHW BatchNorm kernel group, in the latency-plus-throughput model (`parallelism_ns`): of
     the profiled launch's time, the busiest unit's share (Speed Of Light %) stays, the rest (latency: one block per
     channel on as many SMs, a few warps each) divides by the gain in warps in flight once every SM holds the warps
     the kernel's theoretical occupancy allows, against the grid's SMs at its achieved occupancy; never below the
     roofline floor at 85% of peak. The group's time scales by the launch's. None without the roofline, grid or
     occupancy (a launch timed only)."""
-    r, launch = k.get("roofline") or {}, k.get("launch") or {}
-    sol = r.get("sol") or {}
-    duration, floor = r.get("duration_ns"), r.get("theoretical_ns")
-    grid, sms = launch.get("grid_size"), device.get("sm_count")
-    achieved, theoretical = launch.get("achieved_occupancy_pct"), launch.get("theoretical_occupancy_pct")
-    now = float(k.get("duration_ns") or 0.0)
+    r, launch = k.roofline, k.launch
+    sol = r.sol
+    duration, floor = r.duration_ns, r.theoretical_ns
+    grid, sms = launch.grid_size, device.get("sm_count")
+    achieved, theoretical = launch.achieved_occupancy_pct, launch.theoretical_occupancy_pct
+    now = float(k.duration_ns or 0.0)
     if not (now and duration and floor and grid and sms and achieved and theoretical):
         return None
     busy = max(float(sol.get("memory_pct") or 0.0), float(sol.get("compute_pct") or 0.0))
@@ -92,7 +93,7 @@ class _BatchNormPart:
     or no faster as NHWC), named with their time."""
 
     modelled: list[BatchNormAsNhwc] = field(default_factory=list)
-    other: list[dict[str, Any]] = field(default_factory=list)
+    other: list[KernelEntry] = field(default_factory=list)
 
     @property
     def now_ns(self) -> float:
@@ -106,7 +107,7 @@ class _BatchNormPart:
         kernels = [b.kernel for b in self.modelled] + self.other
         if not kernels:
             return ""
-        all_ns = sum(float(k.get("duration_ns") or 0.0) for k in kernels)
+        all_ns = sum(float(k.duration_ns or 0.0) for k in kernels)
         head = (
             f" cuDNN's NCHW BatchNorm kernels ({count(len(kernels), 'kernel')}, {fmt_ns(all_ns)}, "
             f"{all_ns / p.total_ns:.0%} of GPU time) run one thread block per channel"
@@ -114,7 +115,7 @@ class _BatchNormPart:
         if not self.modelled:
             return head + "; channels_last runs NHWC BatchNorm kernels that fill the GPU instead (not counted here)."
         big = max(self.modelled, key=lambda b: b.now_ns)
-        name = str(big.kernel.get("display_name") or big.kernel.get("name"))
+        name = big.kernel.display_name or big.kernel.name
         text = (
             f": the largest, {name}, runs {big.blocks:.0f} blocks on {p.device.get('sm_count', 0):.0f} SMs with "
             f"{big.warps:.0f} warps each where {big.warps_fit:.0f} fit, its busiest unit at {big.busy_pct:.0f}% of "
@@ -124,7 +125,7 @@ class _BatchNormPart:
             f"{fmt_ns(self.now_ns - self.nhwc_ns)} less, counted in the saving."
         )
         if self.other:
-            other_ns = sum(float(k.get("duration_ns") or 0.0) for k in self.other)
+            other_ns = sum(float(k.duration_ns or 0.0) for k in self.other)
             text += (
                 f" Not counted: the other {count(len(self.other), 'kernel')} ({fmt_ns(other_ns)}), timed only or "
                 "no faster in the model."
@@ -240,9 +241,9 @@ class CudnnLayoutTransforms(ProgramRule):
             )
         if to_nchw:
             parts.append(f"{len(to_nchw)} nhwcToNchw ({fmt_ns(ns(to_nchw))}) convert their outputs back to NCHW")
-        torch = any((k.get("language") in ("pytorch", "triton")) for k in p.kernels)
+        torch = any(k.language in ("pytorch", "triton") for k in p.kernels)
         bn = self._batchnorm(p) if to_nhwc else _BatchNormPart()
-        ids += [str(b.kernel["id"]) for b in bn.modelled]
+        ids += [b.kernel.id for b in bn.modelled]
         bn_saving = bn.now_ns - bn.nhwc_ns
         total = saving + bn_saving
         evidence = [
@@ -270,7 +271,7 @@ class CudnnLayoutTransforms(ProgramRule):
                     "run their channels_last versions." + bn.message(p)
                 ),
                 fix=self.fix_in("pytorch" if torch else "cuda"),
-                kernels=[str(p.by_id[kid].get("display_name") or p.by_id[kid]["name"]) for kid in ids],
+                kernels=[p.by_id[kid].display_name or p.by_id[kid].name for kid in ids],
                 kernel_ids=ids,
                 estimated_saving_ns=total,
                 saving_model=bn.model(saving),
@@ -284,7 +285,7 @@ class CudnnLayoutTransforms(ProgramRule):
         """cuDNN's NCHW BatchNorm kernels of the program: those the model can time as NHWC ones, and the rest."""
         part = _BatchNormPart()
         for k in p.kernels:
-            if not NCHW_BATCHNORM.search(str(k.get("name") or "")) or str(k.get("id")) in p.owned:
+            if not NCHW_BATCHNORM.search(k.name) or k.id in p.owned:
                 continue  # not cuDNN's NCHW BatchNorm, or a kernel another program rule owns
             b = batchnorm_as_nhwc(k, p.device)
             if b is not None and b.nhwc_ns < b.now_ns:
@@ -295,8 +296,8 @@ class CudnnLayoutTransforms(ProgramRule):
 
     @staticmethod
     def _direction(p: ProgramContext, x: dict[str, Any]) -> str | None:
-        k = p.by_id.get(x.get("kernel_id")) or {}
-        m = TRANSFORM.search(str(k.get("demangled") or k.get("name") or ""))
+        k = p.by_id.get(str(x.get("kernel_id")))
+        m = TRANSFORM.search((k.demangled or k.name) if k is not None else "")
         return m.group(1) if m else None
 
     def _counted(self, p: ProgramContext) -> list[dict[str, Any]]:
@@ -307,16 +308,16 @@ class CudnnLayoutTransforms(ProgramRule):
         converted back. Two or more nhwcToNchw before a kernel are the inputs of a channels_last program to an
         NCHW-only kernel: not counted, and a lone nhwcToNchw is no longer taken for an output."""
         streams: dict[Any, list[dict[str, Any]]] = {}
-        for x in p.launches:
-            streams.setdefault(x.get("stream"), []).append(x)
+        for launch in p.launches:
+            streams.setdefault(launch.get("stream"), []).append(launch)
         counted: list[dict[str, Any]] = []
         for launches in streams.values():
             nchw = False  # the program's tensors are NCHW, as the last conversion of inputs showed
             pending: list[dict[str, Any]] = []
             for x in [*launches, None]:
                 if x is not None:
-                    k = p.by_id.get(x.get("kernel_id")) or {}
-                    name = str(k.get("demangled") or k.get("name") or x.get("name") or "")
+                    k = p.by_id.get(str(x.get("kernel_id")))
+                    name = ((k.demangled or k.name) if k is not None else "") or str(x.get("name") or "")
                     if TRANSFORM.search(name):
                         pending.append(x)
                         continue

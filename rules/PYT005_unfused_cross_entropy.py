@@ -7,6 +7,7 @@ from ncuadvisor.rulekit import (
     PRACTICAL_FRACTION,
     Evidence,
     Fix,
+    KernelEntry,
     ProgramContext,
     ProgramFinding,
     ProgramRule,
@@ -56,7 +57,7 @@ class Chain:
     launches: list[int]
     elements: float  # rows × classes; for a log-softmax timed only, the most its launch shape allows
     exact: bool  # the elements from stored bytes, not from the launch shape
-    forward: dict[str, Any]
+    forward: KernelEntry
     softmax: SoftmaxKernel
     logits: str  # the logits' element type (a leading upcast's source type, else the log-softmax's input)
     kernel_ids: list[str] = field(default_factory=list)
@@ -67,12 +68,12 @@ def _dims(text: Any) -> tuple[int, int, int]:
     return dim3_of(text) or (0, 0, 0)
 
 
-def _line(k: dict[str, Any]) -> tuple[Any, Any] | None:
+def _line(k: KernelEntry) -> tuple[Any, Any] | None:
     """The Python line that launched a kernel in forward (`profile --python-lines`); None in backward or without."""
-    pl = k.get("python_line") or {}
-    if not pl or pl.get("backward_of"):
+    pl = k.python_line
+    if pl is None or pl.backward_of:
         return None
-    return pl.get("file"), pl.get("line")
+    return pl.file, pl.line
 
 
 class UnfusedCrossEntropy(ProgramRule):
@@ -186,7 +187,7 @@ class UnfusedCrossEntropy(ProgramRule):
         fp32 = self._fp32_copies(members, n)
         logits = f"{dtype} logits upcast to fp32" if fp32 else f"{dtype} logits"
         moved = sum(self._bytes(k) or 0.0 for k in members)
-        names = [str(k.get("display_name") or k.get("name")) for k in members]
+        names = [k.display_name or k.name for k in members]
         what = self._roles(members)
         occurrences = f", {count(len(chains), 'occurrence')}" if len(chains) > 1 else ""
         evidence = [Evidence("elements", round(n), None, "rows × classes of the log-softmax")]
@@ -236,8 +237,8 @@ class UnfusedCrossEntropy(ProgramRule):
         out: list[Chain] = []
         launches = p.launches
         for i, x in enumerate(launches):
-            k = p.by_id.get(x.get("kernel_id"))
-            sk = softmax_kernel(str(k.get("demangled") or "")) if k else None
+            k = p.by_id.get(str(x.get("kernel_id")))
+            sk = softmax_kernel(k.demangled) if k else None
             if k is None or sk is None or not sk.log or sk.direction != "forward":
                 continue
             span = self._elements(k, sk, x)
@@ -254,10 +255,10 @@ class UnfusedCrossEntropy(ProgramRule):
             between: list[int] = []
             for j in range(i + 1, min(len(launches), i + 1 + int(self.thresholds["max_between"]))):
                 y = launches[j]
-                ky = p.by_id.get(y.get("kernel_id"))
+                ky = p.by_id.get(str(y.get("kernel_id")))
                 if ky is None or y.get("stream") != stream:
                     continue
-                sy = softmax_kernel(str(ky.get("demangled") or ""))
+                sy = softmax_kernel(ky.demangled)
                 if sy is not None and sy.log and sy.direction == "forward":
                     break  # the next loss
                 if sy is not None and sy.log and sy.direction == "backward" and self._same_rows(ky, sy, y, n):
@@ -277,7 +278,7 @@ class UnfusedCrossEntropy(ProgramRule):
                     members.append(j)
                     j += 1
             ids = [str(launches[m]["kernel_id"]) for m in members]
-            if not any(nll_loss_kernel(str(p.by_id[kid].get("demangled") or "")) for kid in ids):
+            if not any(nll_loss_kernel(p.by_id[kid].demangled) for kid in ids):
                 continue
             out.append(
                 Chain(
@@ -295,24 +296,24 @@ class UnfusedCrossEntropy(ProgramRule):
     def _member(self, p: ProgramContext, x: dict[str, Any], n: tuple[float, float], line: Any, stream: Any) -> bool:
         """Whether a launch belongs to the loss: an nll_loss kernel, or an ATen elementwise or reduction kernel of
         the loss's element count, on the stream, from the log-softmax's line when it runs in forward."""
-        k = p.by_id.get(x.get("kernel_id"))
-        if k is None or x.get("stream") != stream or k.get("language") != "pytorch":
+        k = p.by_id.get(str(x.get("kernel_id")))
+        if k is None or x.get("stream") != stream or k.language != "pytorch":
             return False
         own = _line(k)
         if line is not None and own is not None and own != line:
             return False
-        demangled = str(k.get("demangled") or "")
+        demangled = k.demangled
         if nll_loss_kernel(demangled):
             return True
         return aten_generic_kernel(demangled) and self._size_ok(k, n, x)
 
-    def _same_rows(self, k: dict[str, Any], sk: SoftmaxKernel, x: dict[str, Any], n: tuple[float, float]) -> bool:
+    def _same_rows(self, k: KernelEntry, sk: SoftmaxKernel, x: dict[str, Any], n: tuple[float, float]) -> bool:
         """Whether a log-softmax backward works on the forward's elements (its own, by the same measure)."""
         own = self._elements(k, sk, x)
         tol = self.thresholds["size_tolerance"]
         return own is not None and own[0] <= n[1] * (1 + tol) and n[0] <= own[1] * (1 + tol)
 
-    def _size_ok(self, k: dict[str, Any], n: tuple[float, float], x: dict[str, Any]) -> bool:
+    def _size_ok(self, k: KernelEntry, n: tuple[float, float], x: dict[str, Any]) -> bool:
         """Whether a kernel works on the loss's elements (between n[0] and n[1]): its load or store bytes are that
         many elements of 1, 2, 4 or 8 bytes; timed only, its grid × block × a power of two up to 16 rounds up to
         that many (ATen launches whole blocks)."""
@@ -321,26 +322,25 @@ class UnfusedCrossEntropy(ProgramRule):
         moved = [b for b in self._load_store(k, x) if b]
         if moved:
             return any(lo * s * (1 - tol) <= b <= hi * s * (1 + tol) for b in moved for s in (1, 2, 4, 8))
-        block = math.prod(_dims(k.get("block")))
-        threads = math.prod(_dims(k.get("grid"))) * block
+        block = math.prod(_dims(k.block))
+        threads = math.prod(_dims(k.grid)) * block
         return bool(threads) and any(threads * w - block * w < hi and threads * w >= lo for w in (1, 2, 4, 8, 16))
 
     @staticmethod
-    def _load_store(k: dict[str, Any], x: dict[str, Any] | None = None) -> tuple[float | None, float | None]:
+    def _load_store(k: KernelEntry, x: dict[str, Any] | None = None) -> tuple[float | None, float | None]:
         """A kernel's load and store bytes: its profiled launch's, else the DRAM bytes of the launch."""
-        r = k.get("roofline") or {}
-        load, store = r.get("load_bytes"), r.get("store_bytes")
-        if k.get("profiled") is not False and isinstance(load, (int, float)) and isinstance(store, (int, float)):
+        load, store = k.roofline.load_bytes, k.roofline.store_bytes
+        if k.profiled is not False and isinstance(load, (int, float)) and isinstance(store, (int, float)):
             return float(load), float(store)
         if x is not None:
             return x.get("dram_read_bytes"), x.get("dram_write_bytes")
         return None, None
 
-    def _bytes(self, k: dict[str, Any]) -> float | None:
+    def _bytes(self, k: KernelEntry) -> float | None:
         load, store = self._load_store(k)
         return (load or 0.0) + (store or 0.0) if load is not None or store is not None else None
 
-    def _elements(self, k: dict[str, Any], sk: SoftmaxKernel, x: dict[str, Any]) -> tuple[float, float] | None:
+    def _elements(self, k: KernelEntry, sk: SoftmaxKernel, x: dict[str, Any]) -> tuple[float, float] | None:
         """Rows × classes, as (least, most): the log-softmax forward's stored bytes over its output's element size;
         timed only, the warp kernel's rows (`_rows`) × more than half of and at most its 2**log2_elements classes.
         None when neither is known (a block-per-row kernel timed only: its rows are known, its classes not)."""
@@ -355,11 +355,11 @@ class UnfusedCrossEntropy(ProgramRule):
         return None
 
     @staticmethod
-    def _rows(k: dict[str, Any], sk: SoftmaxKernel, n: float) -> int | None:
+    def _rows(k: KernelEntry, sk: SoftmaxKernel, n: float) -> int | None:
         """The log-softmax's rows from its grid: one block per row (`cunn_SoftMaxForward`), or per block its warps
         (block y) × rows per warp (two for rows of up to 128 elements) for the warp kernels; None for the spatial
         kernel."""
-        grid, block = _dims(k.get("grid")), _dims(k.get("block"))
+        grid, block = _dims(k.grid), _dims(k.block)
         if sk.kind == "block":
             return grid[0] or None
         if sk.kind == "warp":
@@ -373,7 +373,7 @@ class UnfusedCrossEntropy(ProgramRule):
         if softmax_first:
             return sk.reads
         k = p.by_id[x["kernel_id"]]
-        named = cast_types(str(k.get("demangled") or ""))
+        named = cast_types(k.demangled)
         if named:
             return {"float32": "float", "bfloat16": "c10::BFloat16", "float16": "c10::Half"}.get(named[0], sk.reads)
         load, store = self._load_store(k, x)
@@ -381,12 +381,12 @@ class UnfusedCrossEntropy(ProgramRule):
             return "c10::BFloat16" if sk.reads == "float" else sk.reads
         return sk.reads
 
-    def _fp32_copies(self, members: list[dict[str, Any]], n: float) -> int:
+    def _fp32_copies(self, members: list[KernelEntry], n: float) -> int:
         """How many of the chain's kernels write or read an fp32 tensor of n elements besides the log-softmax's own
         input and output: casts and fills (4 bytes an element)."""
         found = 0
         for k in members:
-            demangled = str(k.get("demangled") or "")
+            demangled = k.demangled
             if softmax_kernel(demangled) is not None or nll_loss_kernel(demangled):
                 continue
             load, store = self._load_store(k)
@@ -394,11 +394,11 @@ class UnfusedCrossEntropy(ProgramRule):
         return found
 
     @staticmethod
-    def _roles(members: list[dict[str, Any]]) -> str:
+    def _roles(members: list[KernelEntry]) -> str:
         """The chain's kernels in words: 'log-softmax forward and backward, 2 nll_loss kernels, 2 casts, 1 fill'."""
         parts: dict[str, int] = {}
         for k in members:
-            demangled = str(k.get("demangled") or "")
+            demangled = k.demangled
             sk = softmax_kernel(demangled)
             if sk is not None:
                 role = f"log-softmax {sk.direction}"
@@ -417,5 +417,5 @@ class UnfusedCrossEntropy(ProgramRule):
     def _bandwidth(self, p: ProgramContext) -> float | None:
         peak = (p.device or {}).get("peak_dram_bytes_per_s")
         if not peak:
-            peak = max(((k.get("roofline") or {}).get("peak_dram_bytes_per_s") or 0 for k in p.kernels), default=0)
+            peak = max((k.roofline.peak_dram_bytes_per_s or 0 for k in p.kernels), default=0)
         return float(peak) * self.thresholds["practical"] if peak else None

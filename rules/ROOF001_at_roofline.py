@@ -88,3 +88,28 @@ class AtRoofline(Rule):
             confidence="high",
             evidence=[Evidence("headroom", round(r.headroom, 3), self.thresholds["max_headroom"], "measured ÷ floor")],
         )
+
+    def at_tensor_ceiling(self, pct: float, language: str, metric: str) -> Finding:
+        """The verdict on a kernel `ncuadvisor profile` placed at its tensor ceiling from phase 1 alone
+        (`profile.ceiling`): its tensor pipe busy `pct`% or more of each launch's time (`metric`, the lowest over its
+        launches) bounds its headroom by 100 ÷ `pct`, within `max_headroom`; `language`: the kernel's, for the fix."""
+        headroom = 100.0 / pct
+        max_headroom = self.thresholds["max_headroom"]
+        return self.finding(
+            message=(
+                f"Phase 1 measured the tensor pipe busy {pct:.0f}% or more of each launch's time: the tensor cores alone "
+                f"need that share of it at their peak, so it runs within {headroom:.2f}× of its floor. No change that "
+                f"keeps this algorithm can save more than {1 - 1 / headroom:.0%}; phase 2 did not profile it."
+            ),
+            fix=self.fix_in(language),
+            estimated_speedup=0.0,
+            speedup_model=(
+                f"No saving claimed: the tensor pipe's busy share bounds the headroom (100 ÷ {pct:.1f}% = "
+                f"{headroom:.2f}×, within {max_headroom:g}×)."
+            ),
+            confidence="high",
+            evidence=[
+                Evidence(metric, round(pct, 2), round(100.0 / max_headroom, 2), "phase 1, lowest launch"),
+                Evidence("headroom", round(headroom, 3), max_headroom, "at most: 100 ÷ tensor %"),
+            ],
+        )

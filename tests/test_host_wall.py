@@ -47,7 +47,7 @@ def test_every_traced_kernel_of_the_training_step_matches_a_kernel_group_of_its_
     another day: the 520 kernels of the trace fall in the 31 groups, 10 each for each launch, by demangled name,
     grid and block; the 60 memsets match nothing (ncu does not profile them)."""
     res = typed("torch_train")
-    kernels = [k.to_dict() for k in res.kernels]
+    kernels = list(res.kernels)
     t = trace("train_step_planted")
     model = HostModel.build(t, kernels)
     assert model.matched_launches == 520 and model.launches == 580 and model.windows == 10.0
@@ -61,7 +61,7 @@ def test_without_the_cxx_demangler_the_names_match_by_their_words(typed, monkeyp
     compared by their words (casts, template parameters and `(anonymous namespace)` left out) among the kernels of
     the same grid and block, every kernel of the step finds the same group."""
     res = typed("torch_train")
-    kernels = [k.to_dict() for k in res.kernels]
+    kernels = list(res.kernels)
     t = trace("train_step_planted")
     exact = match_kernels(t.ops, kernels)
     monkeypatch.setattr(walltime, "_cxa_demangle", lambda: None)
@@ -76,7 +76,7 @@ def test_without_the_cxx_demangler_the_names_match_by_their_words(typed, monkeyp
 def test_kernels_the_report_does_not_hold_match_nothing(typed, monkeypatch):
     """The TF32 step's trace against the fp32 step's report: its TF32 GEMMs (sm90_xmma ..._tf32f32_..., cutlass
     tensorop) are none of the report's kernels, with or without the demangler; the other 330 kernels are."""
-    kernels = [k.to_dict() for k in typed("torch_train").kernels]
+    kernels = list(typed("torch_train").kernels)
     t = trace("train_step_tf32")
     for demangler in (True, False):
         if not demangler:
@@ -136,7 +136,7 @@ def test_the_replay_with_the_fixed_traces_durations_predicts_the_fixed_loop(type
     for case, report in (("fp32_matmul", "torch_gemm_conv"), ("norm_chain", "torch_norm_chain")):
         res = typed(report)
         planted, twin = trace(f"{case}_planted"), trace(f"{case}_twin")
-        model = HostModel.build(planted, [k.to_dict() for k in res.kernels])
+        model = HostModel.build(planted, list(res.kernels))
         fixed = {k for k in model.kernel_of if k is not None}
         fraction = 1 - sum(o.dur_ns for o in twin.ops) / sum(o.dur_ns for o in planted.ops)
         saving = model.wall_saving_ns({k: [(None, fraction)] for k in fixed})
@@ -249,7 +249,7 @@ def test_a_trace_with_cpu_ops_is_used_with_a_note(typed):
     from ncuadvisor.pipeline.hostwall import host_entry
 
     events = json.loads(_lzma.decompress((TRACES / "trace_norm_chain_planted.json.xz").read_bytes()))["traceEvents"]
-    kernels = [k.to_dict() for k in typed("torch_norm_chain").kernels]
+    kernels = list(typed("torch_norm_chain").kernels)
     plain = host_entry(HostModel.build(timeline_of(events), kernels))
     assert plain.used and plain.note is None
     events.append({"ph": "X", "cat": "cpu_op", "name": "aten::layer_norm", "pid": 1, "tid": 1, "ts": 0, "dur": 1})
@@ -270,7 +270,7 @@ def test_a_whole_script_trace_is_measured_in_its_steady_windows(typed):
         if j.get("variant") == "planted"
     )
     res = typed("torch_train")
-    model = HostModel.build(read_trace(folder / "train_planted.host-trace.json.gz"), [k.to_dict() for k in res.kernels])
+    model = HostModel.build(read_trace(folder / "train_planted.host-trace.json.gz"), list(res.kernels))
     assert model.windows == 12.0 and model.anchors is not None and len(model.anchors) == 12
     wall_us = model.wall_per_window_ns() / 1e3
     assert 0.95 * loop < wall_us < 1.15 * loop

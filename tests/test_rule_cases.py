@@ -43,6 +43,7 @@ from ncuadvisor.analysis.hosttrace import read_trace
 from ncuadvisor.analysis.walltime import HostModel
 from ncuadvisor.model import Instruction, Kernel, num
 from ncuadvisor.pipeline.locate import place
+from ncuadvisor.result.types import KernelEntry
 from ncuadvisor.rulekit import engine
 from ncuadvisor.rulekit.contract import KernelContext, ProgramContext, ProgramRule, Rule, SourceSelection
 
@@ -117,7 +118,7 @@ def program_context(case: dict[str, Any]) -> ProgramContext:
         # no variants: the analysed launches are all of them, as in a result
         entry.setdefault("analysed_duration_ns", entry["duration_ns"])
         entry.setdefault("analysed_launches", entry["launches"])
-        kernels.append(entry)
+        kernels.append(KernelEntry.from_dict(entry, f"kernels[{len(kernels)}]"))
     launches = []
     for _ in range(int(case.get("repeat_launches", 1))):
         for x in case.get("launches", []):

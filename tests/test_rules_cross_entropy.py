@@ -12,6 +12,7 @@ import pytest
 
 from ncuadvisor.analysis.language import nll_loss_kernel, softmax_kernel
 from ncuadvisor.analysis.roofline import PRACTICAL_FRACTION
+from ncuadvisor.result.types import KernelEntry
 from ncuadvisor.rulekit import engine
 from ncuadvisor.rulekit.contract import ProgramContext
 from rules.PYT005_unfused_cross_entropy import UnfusedCrossEntropy
@@ -125,7 +126,7 @@ def test_cnn_step_loss_is_found_and_too_small():
         key=lambda x: x["result_id"],
     )
     total = data["report"]["total_duration_ns"]
-    ctx = ProgramContext(data["kernels"], launches, data["report"]["device"], total)
+    ctx = ProgramContext([KernelEntry.from_dict(k) for k in data["kernels"]], launches, data["report"]["device"], total)
     rule = UnfusedCrossEntropy()
     rule.thresholds = {**rule.thresholds, "min_program_fraction": 0.0}
     found = rule.check_program(ctx)

@@ -14,7 +14,8 @@ from typing import Any
 import pytest
 
 from ncuadvisor.analysis.language import foreach_kernel
-from ncuadvisor.pipeline.analyze import add_program_level
+from ncuadvisor.pipeline.build import Analysis, build
+from ncuadvisor.result.types import KernelEntry
 from ncuadvisor.rulekit import engine
 from ncuadvisor.rulekit.contract import ProgramContext
 from tests.conftest import FIXTURES
@@ -68,9 +69,9 @@ def rerun(name: str, rules: list[Any] | None = None, with_bytes: bool = False, f
     """A saved result of `ncuadvisor profile` (`folder/name.json.xz`) with its program findings and ranking made again
     by today's rules (or `rules`), over its launches rebuilt from the kernels' result ids (`launches_of`)."""
     data = json.loads(lzma.open(folder / f"{name}.json.xz").read())
-    result = typed_result(data)
-    add_program_level(result, launches_of(data["kernels"], with_bytes), engine.discover() if rules is None else rules)
-    return result.to_dict()
+    saved = typed_result(data)
+    analysis = Analysis(saved.report, saved.kernels, launches_of(data["kernels"], with_bytes))
+    return build(analysis, engine.discover() if rules is None else rules).to_dict()
 
 
 def gpt_parameters(vocab: int = 50304, seq: int = 1024, d: int = 768, layers: int = 6) -> int:
@@ -274,7 +275,8 @@ def test_no_batchnorm_part_without_nchw_batchnorm_kernels():
     r = rerun("cnn")
     kernels = [k for k in r["kernels"] if "nchwToNhwc" not in k["name"] and "nhwcToNchw" not in k["name"]]
     assert any(re.search(r"\bbn_\w*1C11", k["name"]) for k in kernels)
-    ctx = ProgramContext(kernels, launches_of(kernels), r["report"]["device"], r["report"]["total_duration_ns"])
+    typed = [KernelEntry.from_dict(k) for k in kernels]
+    ctx = ProgramContext(typed, launches_of(kernels), r["report"]["device"], r["report"]["total_duration_ns"])
     found, errors = engine.run_program_rules([RULES["PYT004"]], ctx)
     assert not errors and not found
 

@@ -33,7 +33,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
-from typing import Any
+from typing import Any, Protocol
 
 from ncuadvisor.analysis.hosttrace import GpuOp, Timeline
 from ncuadvisor.analysis.replay import Plan, Replayed, plan, replay, union_ns
@@ -100,17 +100,29 @@ def name_words(name: str) -> frozenset[str]:
     return frozenset({"0" if w == "false" else "1" if w == "true" else w for w in words})
 
 
-def match_kernels(ops: Sequence[GpuOp], kernels: Sequence[Mapping[str, Any]]) -> list[str | None]:
+class ReportKernel(Protocol):
+    """What the host timeline's model reads of a result's kernel entry (`result.types.KernelEntry`)."""
+
+    id: str
+    name: str
+    mangled: str
+    demangled: str
+    grid: str
+    block: str
+    launches: int
+
+
+def match_kernels(ops: Sequence[GpuOp], kernels: Sequence[ReportKernel]) -> list[str | None]:
     """The report kernel id (`k3`) of each GPU operation of the trace, None where none matches. `kernels`: the
-    result's kernel entries as dicts (id, name, mangled, demangled, grid, block)."""
+    result's kernel entries."""
     exact: dict[tuple[str, Any, Any], str] = {}
     by_shape: dict[tuple[Any, Any], list[tuple[frozenset[str], str]]] = {}
     for k in kernels:
-        grid, block = dim3_of(k.get("grid")), dim3_of(k.get("block"))
-        for name in (demangle(str(k.get("mangled") or "")), str(k.get("name") or "")):
+        grid, block = dim3_of(k.grid), dim3_of(k.block)
+        for name in (demangle(k.mangled or ""), k.name or ""):
             if name:
-                exact.setdefault((name, grid, block), str(k["id"]))
-        by_shape.setdefault((grid, block), []).append((name_words(str(k.get("demangled") or k.get("name"))), k["id"]))
+                exact.setdefault((name, grid, block), k.id)
+        by_shape.setdefault((grid, block), []).append((name_words(k.demangled or k.name), k.id))
     out: list[str | None] = []
     cache: dict[tuple[str, Any, Any], str | None] = {}
     for o in ops:
@@ -149,9 +161,9 @@ class HostModel:
     notes: list[str] = field(default_factory=list)
 
     @classmethod
-    def build(cls, timeline: Timeline, kernels: Sequence[Mapping[str, Any]]) -> HostModel:
+    def build(cls, timeline: Timeline, kernels: Sequence[ReportKernel]) -> HostModel:
         kernel_of = match_kernels(timeline.ops, kernels)
-        launches = {str(k["id"]): int(k.get("launches") or 0) for k in kernels}
+        launches = {k.id: int(k.launches or 0) for k in kernels}
         traced: dict[str, int] = {}
         for kid in kernel_of:
             if kid is not None:

@@ -1,46 +1,32 @@
 """The pipeline, the only place the stages are composed, each once and in order:
 
-    report -> load (scalars) -> model (kernels) -> load (deep data, SASS) -> roofline -> rules -> locate -> result
+    report -> load (scalars) -> model (kernels) -> load (deep data, SASS) -> roofline -> rules -> locate -> build
 
 Rules run once, on plain data read before them; the source lines of the findings they emit are read afterwards,
-for all kernels in one batch. The result is the typed `ncuadvisor.result.Result` (schema_version 1), built here
-once; `Result.to_dict()` is its JSON.
+for all kernels in one batch. The result is the typed `ncuadvisor.result.Result` (schema_version 1), built once
+by `pipeline.build` from the analysis made here; `Result.to_dict()` is its JSON.
 """
 
 from __future__ import annotations
 
-import datetime as _dt
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, cast
+from typing import TYPE_CHECKING, Protocol
 
-from ncuadvisor import __version__
 from ncuadvisor.analysis import ceilings, needed, roofline
-from ncuadvisor.analysis.language import display_name, kernel_language
+from ncuadvisor.analysis.language import kernel_language
 from ncuadvisor.load import ReportReader, RowsDisagree, read_results
 from ncuadvisor.model import Kernel, Profile, ResultDetail, group_kernels, num
 from ncuadvisor.pipeline import locate
-from ncuadvisor.pipeline.entries import (
-    covered_by_program,
-    device_entry,
-    launch_entry,
-    launch_list,
-    owned_by_program,
-    process_fields,
-    processes_entry,
-    roofline_entry,
-    variant_entry,
-    with_no_rule,
-)
-from ncuadvisor.pipeline.ranking import top_actions
-from ncuadvisor.result import ncu_guidance
+from ncuadvisor.pipeline.build import Analysed, Analysis, Evaluation, build, kernel_entries
+from ncuadvisor.pipeline.entries import device_entry, launch_list, processes_entry
 from ncuadvisor.result.helpers import no_surrogates
-from ncuadvisor.result.types import Bound, Generator, KernelEntry, NcuRuleEntry, ReportInfo, Result
+from ncuadvisor.result.types import KernelEntry, ReportInfo, Result
 from ncuadvisor.rulekit import engine
-from ncuadvisor.rulekit.contract import Finding, KernelContext, ProgramContext, ProgramRule, Rule
+from ncuadvisor.rulekit.contract import KernelContext, ProgramRule, Rule
 
 if TYPE_CHECKING:  # a host timeline is read, and its model built, only with --host-trace (`analysis.walltime`)
     from ncuadvisor.analysis.hosttrace import Timeline
@@ -101,10 +87,26 @@ def analyze(
     time see the true share. `host`: a host timeline of the same program (`analysis.hosttrace`), for the wall-time
     estimates (`pipeline.hostwall`)."""
     rules = rules if rules is not None else engine.discover(rule_folders)
+    # report text that is not UTF-8 (ncu_report hands each bad byte over as a surrogate escape) becomes U+FFFD here,
+    # once, so that every output can encode the result
+    return no_surrogates(build(kernel_analysis(path, rules=rules, pick=pick, group_time=group_time), rules, host))
+
+
+def kernel_analysis(
+    path: str | os.PathLike[str],
+    rule_folders: Iterable[Path] = (),
+    rules: list[Rule | ProgramRule] | None = None,
+    pick: str = "median",
+    group_time: GroupTime | None = None,
+) -> Analysis:
+    """`analyze` up to the program level: the kernel entries with the kernel rules' verdicts, the report's facts and
+    its launches, which `pipeline.build` makes the result of (`ncuadvisor profile` builds one result from the
+    analyses of its phases, `profile.merge`)."""
+    rules = rules if rules is not None else engine.discover(rule_folders)
     try:
-        return _analyze(path, rules, pick, group_time, host, defer_check=True)
+        return _analyze(path, rules, pick, group_time, defer_check=True)
     except RowsDisagree:  # the rows read from the file were not ncu_report's: read again, through ncu_report
-        return _analyze(path, rules, pick, group_time, host, defer_check=False)
+        return _analyze(path, rules, pick, group_time, defer_check=False)
 
 
 def _analyze(
@@ -112,11 +114,14 @@ def _analyze(
     rules: list[Rule | ProgramRule],
     pick: str,
     group_time: GroupTime | None,
-    host: Timeline | None,
     defer_check: bool,
-) -> Result:
-    """`analyze`; `defer_check`: the rows read from the report file are checked against ncu_report's in a worker
-    while the analysis goes on (`ReportReader.confirm`, before the device is needed), RowsDisagree where they differ."""
+) -> Analysis:
+    """`analyze`, in order: read (the scalars, the kernel groups, the deep data), derive (each analysed launch's
+    language, machine-model facts and roofline), read the SASS the gated rules admit on what was derived, run the
+    rules, locate their findings in the source, and hand it all to the builder. `defer_check`: the rows read from the
+    report file are checked against ncu_report's in a worker while the analysis goes on (`ReportReader.confirm`,
+    before the device is needed), RowsDisagree where they differ."""
+    # read
     metrics = list(dict.fromkeys(roofline.METRICS + CARD_METRICS + engine.required_metrics(rules)))
     reader = ReportReader(path, metrics, defer_check=defer_check)
     profile = read_results(reader, metrics)
@@ -146,39 +151,36 @@ def _analyze(
         )
     if reader.check_pending:
         profile.device = reader.confirm()
-    languages = kernel_languages(kernels, profile.details)
-    machine = _machine(profile)
-    facts = instruction_facts(profile, machine, kernels, languages, frozenset(sass_wanted), first)
-    later = [
-        rid
-        for rid, k in _analysed_launches(kernels)
-        if languages[rid] in gated
-        and rid in profile.details
-        and _sass_needed(profile, machine, k, rid, languages[rid], facts.get(rid), rules)
-    ]
+    # derive
+    derived = derive(profile, kernels, frozenset(sass_wanted), first)
+    # the SASS of the gated languages' launches that their rules admit (`Rule.sass_when`), decided on the scalars and
+    # rooflines derived above, before any rule runs
+    later = sass_admitted(profile, kernels, derived, rules, gated)
     reader.add_sass(profile.details, later)
-    for rid in later:  # the facts the SASS tells where the counts do not (what HFMA2 computed)
-        if facts.get(rid) is None:
-            facts[rid] = needed.instruction_facts(profile.details[rid].per_instruction)
-    evaluation = evaluate(profile, kernels, rules, group_time, languages, facts, machine)
+    for rid in later:  # the facts the SASS tells where the counts do not (what HFMA2 computed), and their roofline
+        if derived.facts.get(rid) is None:
+            derived.facts[rid] = needed.instruction_facts(profile.details[rid].per_instruction)
+            derived.rooflines[rid] = _roofline(profile, derived.machine, rid, derived.facts[rid])
+    # run the rules
+    evaluation = evaluate(profile, kernels, rules, group_time, derived.languages, derived.rooflines)
+    # locate: the source lines of the findings, for all kernels in one batch
     findings = evaluation.findings()
     entries = [(rid, d.entry[0] if d.entry else None) for rid, d in profile.details.items()]
     located = reader.locations(locate.wanted(findings, entries))
     mangled = {int(rid): m for rid, m in zip(profile.results["result_id"], profile.results["mangled"])}
     chains = reader.call_chains(locate.selected(findings, located, mangled))
     locate.resolve(findings, located, chains)
-    # report text that is not UTF-8 (ncu_report hands each bad byte over as a surrogate escape) becomes U+FFFD here,
-    # once, so that every output can encode the result
-    return no_surrogates(assemble(profile, kernels, rules, evaluation, located, host))
+    # build (`pipeline.build`): the caller finishes the result
+    return analysis_of(profile, kernels, evaluation, located)
 
 
-def build_result(
+def timing_analysis(
     profile: Profile, kernels: list[Kernel], rules: list[Rule | ProgramRule], group_time: GroupTime | None = None
-) -> Result:
-    """The result of a profile read without deep data (`ncuadvisor profile`'s timing pass): rules that need none
+) -> Analysis:
+    """The analysis of a profile read without deep data (`ncuadvisor profile`'s timing pass): rules that need none
     still run."""
     languages = kernel_languages(kernels, profile.details)
-    return assemble(profile, kernels, rules, evaluate(profile, kernels, rules, group_time, languages), {})
+    return analysis_of(profile, kernels, evaluate(profile, kernels, rules, group_time, languages), {})
 
 
 def kernel_languages(kernels: list[Kernel], details: dict[int, ResultDetail]) -> dict[int, str]:
@@ -227,25 +229,52 @@ def instruction_facts(
     return out
 
 
-def _sass_needed(
-    profile: Profile,
-    machine: Machine,
-    kernel: Kernel,
-    rid: int,
-    language: str,
-    facts: needed.InstructionFacts | None,
-    rules: list[Rule | ProgramRule],
-) -> bool:
-    """Whether a launch whose SASS was not read with its deep data needs it: its facts do not come from the counts,
-    or a rule that reads instructions may fire on it (`engine.sass_admitted`, on its scalars and its roofline as
-    `evaluate` computes it)."""
-    if facts is None:
-        return True
-    row = profile.results.row(rid)
+@dataclass
+class Derived:
+    """What the analysis derives of each analysed launch before the rules run, by result id: its language, the
+    machine model's facts (`instruction_facts`) and its roofline; `machine`: the report's device, as the roofline
+    takes it."""
+
+    machine: Machine
+    languages: dict[int, str]
+    facts: dict[int, needed.InstructionFacts | None]
+    rooflines: dict[int, roofline.Roofline]
+
+
+def derive(
+    profile: Profile, kernels: list[Kernel], sass_languages: frozenset[str], sass_read: frozenset[str]
+) -> Derived:
+    """The language, facts and roofline of every analysed launch, from the scalars and deep data read
+    (`instruction_facts` for `sass_languages` and `sass_read`)."""
+    machine = _machine(profile)
+    languages = kernel_languages(kernels, profile.details)
+    facts = instruction_facts(profile, machine, kernels, languages, sass_languages, sass_read)
+    rooflines = {rid: _roofline(profile, machine, rid, facts.get(rid)) for rid, _ in _analysed_launches(kernels)}
+    return Derived(machine, languages, facts, rooflines)
+
+
+def _roofline(profile: Profile, machine: Machine, rid: int, facts: needed.InstructionFacts | None) -> roofline.Roofline:
     sm_count, launch_floor, dram_peak = machine
-    rl = roofline.compute(row, sm_count, facts, launch_floor, dram_peak)
-    ctx = KernelContext(kernel, row, rl, profile.device, {}, language, 0.0)
-    return engine.sass_admitted(rules, ctx)
+    return roofline.compute(profile.results.row(rid), sm_count, facts, launch_floor, dram_peak)
+
+
+def sass_admitted(
+    profile: Profile, kernels: list[Kernel], derived: Derived, rules: list[Rule | ProgramRule], gated: set[str]
+) -> list[int]:
+    """The launches with deep data, in a language whose instruction-reading rules are all gated (`gated`), whose SASS
+    is to be read: those whose facts do not come from the counts, and those a rule may fire on
+    (`engine.sass_admitted`, on the launch's scalars and derived roofline: no per-instruction data)."""
+    out = []
+    for rid, k in _analysed_launches(kernels):
+        language = derived.languages[rid]
+        if language not in gated or rid not in profile.details:
+            continue
+        if derived.facts.get(rid) is not None:
+            ctx = KernelContext(k, profile.results.row(rid), derived.rooflines[rid], profile.device, {}, language, 0.0)
+            if not engine.sass_admitted(rules, ctx):
+                continue
+        out.append(rid)
+    return out
 
 
 # (SM count, launch floor, DRAM peak) of the report's device, as the roofline takes them
@@ -274,61 +303,30 @@ def _wants_sass(names: dict[int, tuple[str, str]], wanted: frozenset[str], rid: 
     return kernel_language(name, demangled, [first_file] if first_file else []) in wanted
 
 
-@dataclass
-class Analysed:
-    """One analysed launch: of a kernel group (`variant` None) or of one of its variants."""
-
-    kernel: Kernel  # the group, or the launches it stands for (its own time and launches)
-    row: dict[str, Any]
-    roofline: roofline.Roofline
-    detail: ResultDetail | None
-    language: str
-    verdict: engine.KernelVerdict
-
-
-@dataclass
-class Evaluation:
-    """The rules' verdicts on every kernel group and variant, in the order of `kernels`."""
-
-    groups: list[tuple[Analysed, list[Analysed]]]
-    sections_seen: set[str]
-    warnings: list[str]
-
-    def findings(self) -> list[tuple[int, Finding]]:
-        """(result id, finding) of every kept finding: the findings whose source is placed after the rules."""
-        out: list[tuple[int, Finding]] = []
-        for main, variants in self.groups:
-            for a in [main, *variants]:
-                out.extend((a.kernel.representative, f) for f in a.verdict.findings)
-        return out
-
-
 def evaluate(
     profile: Profile,
     kernels: list[Kernel],
     rules: list[Rule | ProgramRule],
     group_time: GroupTime | None,
     languages: dict[int, str],
-    facts: dict[int, needed.InstructionFacts | None] | None = None,
-    machine: Machine | None = None,
+    rooflines: dict[int, roofline.Roofline] | None = None,
 ) -> Evaluation:
-    """The roofline and the rules, once, on the representative launch of every kernel group and variant. `facts`:
-    the machine model's facts by result id (`instruction_facts`); where it has none, from the per-instruction data.
-    `machine`: `_machine(profile)`, where the caller has it."""
+    """The rules, once, on the representative launch of every kernel group and variant, with its roofline: derived
+    before (`rooflines`, by result id: `derive`), else computed here from its per-instruction data."""
     results = profile.results
     total_ns = sum(k.duration_ns for k in kernels)
     rule_total_ns = group_time.total_ns if group_time is not None and group_time.total_ns else total_ns
-    sm_count, launch_floor, dram_peak = machine or _machine(profile)
+    machine = _machine(profile) if rooflines is None else None
     evaluation = Evaluation(groups=[], sections_seen=set(), warnings=[])
 
     def run(k: Kernel, share: float) -> Analysed:
         row = results.row(k.representative)
         detail = profile.details.get(k.representative)
-        if facts is not None and k.representative in facts:
-            known = facts[k.representative]
+        if rooflines is not None and k.representative in rooflines:
+            rl = rooflines[k.representative]
         else:
             known = needed.instruction_facts(detail.per_instruction) if detail else None
-        rl = roofline.compute(row, sm_count, known, launch_floor, dram_peak)
+            rl = _roofline(profile, machine or _machine(profile), k.representative, known)
         evaluation.sections_seen.update(detail.sections if detail else [])
         language = languages.get(k.representative) or kernel_language(k.name, k.demangled, [])
         ctx = KernelContext(
@@ -380,62 +378,13 @@ def evaluate(
     return evaluation
 
 
-def assemble(
-    profile: Profile,
-    kernels: list[Kernel],
-    rules: list[Rule | ProgramRule],
-    evaluation: Evaluation,
-    located: locate.Located,
-    host: Timeline | None = None,
-) -> Result:
-    """The result: one entry per kernel group, the report's facts, the program-level findings and the ranking."""
+def report_info(
+    profile: Profile, kernels: list[Kernel], evaluation: Evaluation, entries: list[KernelEntry]
+) -> ReportInfo:
+    """The report's facts: its file, ncu, device and processes, its sections and what it lacks, the warnings of the
+    reading and of the rules."""
     total_ns = sum(k.duration_ns for k in kernels)
     warnings = list(profile.warnings) + evaluation.warnings
-    procs = {str(p["pid"]): p for p in profile.processes}
-    # several GPUs in one report (a multi-GPU program): each kernel says which one ran it
-    devices = sorted({int(d) for d in profile.results.get("device_id", []) if num(d) is not None})
-    kernel_entries = []
-    for idx, (k, (main, variants)) in enumerate(zip(kernels, evaluation.groups)):
-        row, rl, detail, verdict = main.row, main.roofline, main.detail, main.verdict
-        texts = located.get(k.representative, ({}, {}))[1]
-        process, process_label = process_fields(k.process, procs)
-        shown = display_name(k.name, k.demangled)
-        entry = KernelEntry(
-            id=f"k{idx}",
-            name=k.name,
-            demangled=k.demangled,
-            mangled=k.mangled,
-            display_name=shown if shown != k.name else None,
-            language=main.language,
-            launches=k.launches,
-            grid=k.grid,
-            block=k.block,
-            nvtx=k.nvtx,
-            process=process,
-            process_label=process_label,
-            device_id=int(row["device_id"]) if len(devices) > 1 and num(row.get("device_id")) is not None else None,
-            duration_ns=k.duration_ns,
-            per_launch_ns=k.per_launch_ns,
-            launch_range_ns=[k.launch_min_ns, k.launch_max_ns],
-            launch_note=k.launch_note,
-            analysed_launches=main.kernel.launches,
-            analysed_duration_ns=main.kernel.duration_ns,
-            variants=[variant_entry(v, total_ns, a.roofline, a.verdict) for v, a in zip(k.variants, variants)],
-            time_share=k.duration_ns / total_ns if total_ns else 0.0,
-            bound=cast(Bound, rl.bound),
-            bound_reason=rl.bound_reason,
-            headroom=rl.headroom,
-            roofline=roofline_entry(rl),
-            launch=launch_entry(row),
-            findings=[f.entry() for f in verdict.findings],
-            suppressed=list(verdict.suppressed),
-            skipped_rules=list(verdict.skipped),
-            source_anchor=locate.anchor(detail.entry if detail else None, texts),
-            ncu_rules=[NcuRuleEntry(**r) for r in ncu_guidance(detail.ncu_rules if detail else [])],
-            sections=sorted(detail.sections) if detail else [],
-            result_ids=k.result_ids,
-        )
-        kernel_entries.append(with_no_rule(entry, row))
     missing_sections = [s for s in ANALYSIS_SECTIONS if s not in evaluation.sections_seen]
     if missing_sections and kernels:
         warnings.append(
@@ -443,71 +392,25 @@ def assemble(
             + ", ".join(missing_sections)
             + "): findings that need them are skipped; re-profile with `ncuadvisor profile` for all of them"
         )
-    result = Result(
-        generator=Generator(name="ncuadvisor", version=__version__),
-        created=_dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        report=ReportInfo(
-            path=profile.path,
-            name=Path(profile.path).name,
-            ncu_version=profile.ncu_version,
-            reader_version=profile.reader_version,
-            command_line=profile.command_line,
-            device=device_entry(profile.device, kernel_entries),
-            results=int(len(profile.results)),
-            kernels=len(kernels),
-            total_duration_ns=total_ns,
-            sections=sorted(evaluation.sections_seen),
-            missing_sections=missing_sections,
-            warnings=warnings,
-            processes=processes_entry(profile.processes, kernel_entries),
-            devices=devices,
-        ),
-        kernels=kernel_entries,
+    return ReportInfo(
+        path=profile.path,
+        name=Path(profile.path).name,
+        ncu_version=profile.ncu_version,
+        reader_version=profile.reader_version,
+        command_line=profile.command_line,
+        device=device_entry(profile.device, entries),
+        results=int(len(profile.results)),
+        kernels=len(kernels),
+        total_duration_ns=total_ns,
+        sections=sorted(evaluation.sections_seen),
+        missing_sections=missing_sections,
+        warnings=warnings,
+        processes=processes_entry(profile.processes, entries),
+        devices=sorted({int(d) for d in profile.results.get("device_id", []) if num(d) is not None}),
     )
-    add_program_level(result, launch_list(profile, kernels), rules, host)
-    return result
 
 
-def add_program_level(
-    result: Result, launches: list[dict[str, Any]], rules: list[Rule | ProgramRule], host: Timeline | None = None
-) -> None:
-    """Run the program rules over the result's kernels and launches, and rank "where to start" across both levels:
-    sets `program_findings` and `top_actions`; a failing program rule becomes a warning. Program rules read the
-    kernel entries and the device as the JSON has them (`ProgramContext`), and the host timeline matched to them
-    when there is one; then each entry gets its wall-time saving (`pipeline.hostwall`)."""
-    rep = result.report
-    total_ns = rep.total_duration_ns
-    kernels = [k.to_dict() for k in result.kernels] if engine.program_rules(rules) or host else []
-    model = None
-    if host is not None:
-        from ncuadvisor.analysis.walltime import HostModel
-
-        model = HostModel.build(host, kernels)
-    ctx = ProgramContext(
-        kernels=kernels,
-        launches=launches,
-        device=rep.device.to_dict(),
-        total_ns=total_ns,
-        host=model if model is not None and model.matched else None,
-    )
-    program_findings, errors = engine.run_program_rules(rules, ctx)
-    for e in errors:
-        rep.warnings.append(f"program rule {e['rule']} failed: {e['error']}")
-    result.program_findings = program_findings
-    covering: dict[str, Any] = {}  # kernel id -> the first program finding that speaks to it
-    owning: dict[str, Any] = {}  # kernel id -> the finding of the rule that owns it (`ProgramRule.owns`)
-    for f in program_findings:
-        for kid in f.kernel_ids:
-            covering.setdefault(str(kid), f)
-            if ctx.owned.get(str(kid)) == f.rule:
-                owning.setdefault(str(kid), f)
-    covering.update(owning)
-    result.kernels = [
-        covered_by_program(owned_by_program(k, owning[k.id]) if k.id in owning else k, covering) for k in result.kernels
-    ]
-    switches = {r.code: r.title for r in engine.kernel_rules(rules) if r.switch}
-    result.top_actions = top_actions(result.kernels, total_ns, program_findings, switches=switches)
-    if model is not None:
-        from ncuadvisor.pipeline.hostwall import add_wall_estimates
-
-        add_wall_estimates(result, model)
+def analysis_of(profile: Profile, kernels: list[Kernel], evaluation: Evaluation, located: locate.Located) -> Analysis:
+    """The builder's input (`pipeline.build`): the kernel entries, the report's facts, the launches in order."""
+    entries = kernel_entries(profile, kernels, evaluation, located)
+    return Analysis(report_info(profile, kernels, evaluation, entries), entries, launch_list(profile, kernels))

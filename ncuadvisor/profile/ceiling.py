@@ -86,38 +86,15 @@ def at_tensor_ceiling(
 
 def placed_entry(entry: KernelEntry, pct: float, rules: Sequence[Any]) -> KernelEntry:
     """The merged entry of a kernel placed at its tensor ceiling in phase 1 (`entry`: its timed-only entry): bound
-    compute, the headroom's upper bound, and the at-roofline rule's verdict with the phase-1 evidence."""
-    from ncuadvisor.rulekit.contract import Evidence
-
+    compute, the headroom's upper bound, and the at-roofline rule's verdict with the phase-1 evidence
+    (`AtRoofline.at_tensor_ceiling`, in rules/ROOF001_at_roofline.py)."""
     headroom = 100.0 / pct
     reason = (
         f"near its tensor-core ceiling: phase 1 measured the tensor pipe busy {pct:.0f}% or more of each launch's time, so "
         f"it runs within {headroom:.2f}× of its floor; not profiled in depth (phase 2 skipped it)"
     )
     rule = next(r for r in rules if getattr(r, "code", None) == AT_ROOFLINE_RULE)
-    finding = rule.finding(
-        message=(
-            f"Phase 1 measured the tensor pipe busy {pct:.0f}% or more of each launch's time: the tensor cores alone need "
-            f"that share of it at their peak, so it runs within {headroom:.2f}× of its floor. No change that keeps "
-            f"this algorithm can save more than {1 - 1 / headroom:.0%}; phase 2 did not profile it."
-        ),
-        fix=rule.fix_in(entry.language),
-        estimated_speedup=0.0,
-        speedup_model=(
-            f"No saving claimed: the tensor pipe's busy share bounds the headroom (100 ÷ {pct:.1f}% = "
-            f"{headroom:.2f}×, within {rule.thresholds['max_headroom']:g}×)."
-        ),
-        confidence="high",
-        evidence=[
-            Evidence(
-                TENSOR_PIPE_PCT,
-                round(pct, 2),
-                round(100.0 / rule.thresholds["max_headroom"], 2),
-                "phase 1, lowest launch",
-            ),
-            Evidence("headroom", round(headroom, 3), rule.thresholds["max_headroom"], "at most: 100 ÷ tensor %"),
-        ],
-    )
+    finding = rule.at_tensor_ceiling(pct, entry.language, TENSOR_PIPE_PCT)  # the verdict is the rule's own words
     rl = entry.roofline
     floor = rl.duration_ns / headroom if rl.duration_ns else None  # at least: the tensor pipe's busy time
     roofline = replace(

@@ -1,7 +1,8 @@
 """One result from the two phases: phase 1's time of every kernel, phase 2's deep analysis of the chosen ones.
 
 `analyze_phase1` reads a phase-1 report (structure and time only); `Phase1Time` lets the deep analysis judge each
-kernel by the time phase 1 measured for it; `merge_results` builds the result the renderers take.
+kernel by the time phase 1 measured for it; `merge_results` merges the analyses of the two phases (kernel entries
+and the report's facts, before the program level) and builds the result the renderers take (`pipeline.build`).
 """
 
 from __future__ import annotations
@@ -12,10 +13,19 @@ import re
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from ncuadvisor.profile.selection import kernel_key
-from ncuadvisor.result.types import KernelEntry, Result, TorchContext
+from ncuadvisor.result.types import KernelEntry, ReportInfo, Result, TorchContext
+
+
+class Analysed(Protocol):
+    """An analysis of one report (`pipeline.build.Analysis`; a finished `Result` reads the same): its facts, its
+    kernel entries."""
+
+    report: ReportInfo
+    kernels: list[KernelEntry]
+
 
 # Phase 1 reads only these per result (reading a metric costs ~25 µs; phase 1 may hold 100k launches).
 PHASE1_METRICS = [
@@ -33,7 +43,7 @@ PHASE1_METRICS = [
 ]
 
 
-def phase1_durations(phase1: Result, launches: Sequence[dict[str, Any]]) -> dict[str, tuple[list[int], list[float]]]:
+def phase1_durations(phase1: Analysed, launches: Sequence[dict[str, Any]]) -> dict[str, tuple[list[int], list[float]]]:
     """Phase-1 kernel id -> (result ids, durations) of its launches, in launch order (a kernel of each process has
     an id of its own)."""
     out: dict[str, tuple[list[int], list[float]]] = {k.id: ([], []) for k in phase1.kernels}
@@ -69,7 +79,7 @@ class Phase1Time:
     that phase 2 profiled, so that rules see each kernel's true share of the program's GPU time. A kernel that
     several processes ran counts as one process's (the mean over them), as the analysis of one process sees it."""
 
-    def __init__(self, phase1: Result, launches: Sequence[dict[str, Any]]):
+    def __init__(self, phase1: Analysed, launches: Sequence[dict[str, Any]]):
         durations = phase1_durations(phase1, launches)
         self.by_key: dict[tuple[str, str, str], list[tuple[list[int], list[float]]]] = {}
         for k in phase1.kernels:
@@ -134,27 +144,29 @@ def _unprofiled(entry: KernelEntry) -> KernelEntry:
 
 
 def merge_results(
-    phase1: Result,
-    deep: Sequence[tuple[str, Result]],
+    phase1: Analysed,
+    deep: Sequence[tuple[str, Analysed]],
     launches: list[dict[str, Any]] | None = None,
     rules: list[Any] | None = None,
     torch_ops: bool = False,
     at_ceiling: dict[tuple[str, str, str], float] | None = None,
     host: Any = None,
 ) -> Result:
-    """One result from the phase-1 result (every kernel, its time) and the phase-2 results (deep metrics of a few).
+    """One result from the phase-1 analysis (every kernel, its time) and the phase-2 analyses (deep metrics of a few).
 
     Every phase-1 kernel appears, in phase-1 order (total time), with phase-1 launches, duration and time share;
     a kernel with a deep entry gets that entry's bound, roofline, findings and launch details, and
-    `"profiled": true`; the others `"profiled": false`, `bound: "unknown"`, no findings. Program rules run on the
-    merged kernels and the phase-1 launches; top actions are recomputed with phase-1 times.
-    `deep` is a list of (report path, result of analyze()). `at_ceiling`: kernel key -> tensor pipe busy % of the
+    `"profiled": true`; the others `"profiled": false`, `bound: "unknown"`, no findings. The merged entries and
+    report are built into the result once (`pipeline.build`): the program rules run on the merged kernels and the
+    phase-1 launches, top actions are ranked with phase-1 times.
+    `deep` is a list of (report path, `pipeline.analyze.kernel_analysis` of it). `at_ceiling`: kernel key -> tensor pipe busy % of the
     kernels phase 1 placed at their tensor ceiling (`profile.ceiling`): not profiled, with the at-roofline verdict
     (one phase 2 profiled anyway, a launch shape of a chosen kernel's name, keeps its deep entry). `host`: the host
     timeline of `profile --host-time` (`analysis.hosttrace.Timeline`), for the wall-time estimates.
     """
     from ncuadvisor.model import spread_note
-    from ncuadvisor.pipeline.analyze import ANALYSIS_SECTIONS, add_program_level
+    from ncuadvisor.pipeline.analyze import ANALYSIS_SECTIONS
+    from ncuadvisor.pipeline.build import Analysis, build
     from ncuadvisor.pipeline.entries import variant_entry, with_no_rule
     from ncuadvisor.profile.ceiling import placed_entry
 
@@ -227,8 +239,8 @@ def merge_results(
             e = with_no_rule(e)
         merged.append(e)
 
-    base = copy.deepcopy(deep[0][1]) if deep else copy.deepcopy(phase1)
-    rep = base.report
+    # the report's facts: the first deep report's (its file, ncu, device), with phase 1's kernels, time and processes
+    rep = copy.deepcopy(deep[0][1].report if deep else phase1.report)
     warnings: list[str] = [w for w in phase1.report.warnings if "lacks sections" not in w]
     sections: set[str] = set()
     for _path, res in deep:
@@ -246,30 +258,26 @@ def merge_results(
     rep.sections = sorted(sections)
     rep.missing_sections = [s for s in ANALYSIS_SECTIONS if s not in sections] if deep else list(ANALYSIS_SECTIONS)
     rep.warnings = warnings
-    if not deep:
-        rep.device = copy.deepcopy(phase1.report.device)
-    base.kernels = merged
-
-    add_program_level(base, launches or [], rules if rules is not None else [], host)
-    return base
+    return build(Analysis(rep, merged, launches or []), rules if rules is not None else [], host)
 
 
 def analyze_phase1(path: Path, rules: list[Any]) -> tuple[Result, list[dict[str, Any]], list[Any]]:
-    """Phase-1 result (structure only: no kernel rules), its launches for program rules, and its kernel groups.
+    """Phase-1 result (structure only: no rules run on it), its launches for program rules, and its kernel groups.
     Each launch carries its DRAM bytes and its tensor pipe's busy % (`tensor_pct`) where phase 1 collected them
     (None in a duration-only report)."""
     from ncuadvisor.load import ReportReader, read_results
     from ncuadvisor.model import group_kernels, num
-    from ncuadvisor.pipeline.analyze import build_result
-    from ncuadvisor.pipeline.entries import launch_list
+    from ncuadvisor.pipeline.analyze import timing_analysis
+    from ncuadvisor.pipeline.build import build
     from ncuadvisor.profile.ncu import TENSOR_PIPE_PCT
     from ncuadvisor.rulekit import engine
 
     metrics = list(dict.fromkeys(PHASE1_METRICS + [m for r in engine.program_rules(rules) for m in r.requires]))
     profile = read_results(ReportReader(path, metrics), metrics)
     kernels = group_kernels(profile.results)
-    result = build_result(profile, kernels, [])
-    launches = launch_list(profile, kernels)
+    timed = timing_analysis(profile, kernels, [])
+    result = build(timed, [])
+    launches = timed.launches
     tensor = {
         int(rid): num(v)
         for rid, v in zip(profile.results["result_id"], profile.results.get(TENSOR_PIPE_PCT, [None] * len(launches)))

@@ -37,7 +37,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ncuadvisor.errors import OutputError, ProfileInterrupted
 from ncuadvisor.load.processes import write_sidecar
@@ -66,6 +66,9 @@ from ncuadvisor.profile.target import TORCH_RUNNER, Target
 from ncuadvisor.reportfile.sniff import private_dir
 from ncuadvisor.result.types import ProfileInfo, Result
 from ncuadvisor.units import clip
+
+if TYPE_CHECKING:  # the pipeline is imported when a phase is analysed
+    from ncuadvisor.pipeline.build import Analysis
 
 
 def report_base(output: Path) -> Path:
@@ -260,7 +263,7 @@ class Session:
             with contextlib.suppress(OSError):
                 p.unlink()
 
-    def _python_lines(self, result: Result) -> None:
+    def _python_lines(self, result: Result | Analysis) -> None:
         """--python-lines: each kernel's line from its NVTX ranges (`profile.pylines`), before the merge reads them."""
         if self.python_lines:
             attach_python_lines(result.kernels, read_kernel_lines(self.env.get(KERNEL_LINES_ENV)))
@@ -360,10 +363,12 @@ class Session:
         launches: list[dict[str, Any]],
         group_time: Phase1Time,
         selection: dict[str, Any],
-    ) -> tuple[list[tuple[str, Result]], list[Any]]:
+    ) -> tuple[list[tuple[str, Analysis]], list[Any]]:
         """The rounds of phase 2, until every chosen kernel was profiled in depth or a round finds none: the deep
-        results (report path, result) and the chosen kernels still missing. Records each round in `selection`."""
-        from ncuadvisor.pipeline.analyze import analyze
+        analyses (report path, kernel entries and facts before the program level, which run once on the merged
+        result) and the chosen kernels still missing. Records each round in `selection`."""
+        from ncuadvisor.pipeline.analyze import kernel_analysis
+        from ncuadvisor.result.helpers import no_surrogates
 
         idle = tensor_idle(chosen, kernels, launches)  # then no tensor FLOP counts: 4 replay passes fewer
         sections, metrics = self.phase2_collection(chosen, tensor_counts=not idle)
@@ -371,7 +376,7 @@ class Session:
         if idle and metrics:
             self.ui.note("  the tensor pipe was idle in every launch of them: no tensor FLOP counts in phase 2")
 
-        deep: list[tuple[str, Result]] = []
+        deep: list[tuple[str, Analysis]] = []
         found: set[tuple[str, str, str]] = set()
         missing = list(chosen)
         name_base = "demangled"
@@ -414,7 +419,7 @@ class Session:
                 check_run(run2, self.filters, self.target, "phase 2")
             new: set[tuple[str, str, str]] = set()
             if run2.report is not None:
-                res = analyze(run2.report, rules=self.rules, group_time=group_time)
+                res = no_surrogates(kernel_analysis(run2.report, rules=self.rules, group_time=group_time))
                 self._python_lines(res)
                 keys = {kernel_key(k) for k in res.kernels}
                 new = {kernel_key(k) for k in missing} & keys

@@ -21,7 +21,14 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from ncuadvisor.analysis.roofline import Roofline
 from ncuadvisor.metrics import Device, LaunchStats
 from ncuadvisor.model import Instruction, Kernel, num
-from ncuadvisor.result.types import EvidenceEntry, FindingEntry, InlinedEntry, ProgramFindingEntry, SourceRefEntry
+from ncuadvisor.result.types import (
+    EvidenceEntry,
+    FindingEntry,
+    InlinedEntry,
+    KernelEntry,
+    ProgramFindingEntry,
+    SourceRefEntry,
+)
 
 if TYPE_CHECKING:  # the host timeline's model is built only with a host trace (`analysis.walltime`)
     from ncuadvisor.analysis.walltime import HostModel
@@ -323,18 +330,19 @@ ProgramFinding = ProgramFindingEntry
 
 
 class ProgramContext:
-    """What a program rule sees: every kernel entry (with roofline and findings) and every launch in order."""
+    """What a program rule sees: every kernel entry (`KernelEntry`, with its roofline and findings, typed as the result
+    has it) and every launch in order. The entries are the result's own: a program rule reads them, never writes."""
 
     def __init__(
         self,
-        kernels: list[dict[str, Any]],
+        kernels: list[KernelEntry],
         launches: list[dict[str, Any]],
         device: dict[str, Any],
         total_ns: float,
         host: HostModel | None = None,
     ):
-        self.kernels = kernels  # result kernel entries (dicts), by total time
-        self.by_id = {k["id"]: k for k in kernels}
+        self.kernels = kernels  # the result's kernel entries, by total time
+        self.by_id = {k.id: k for k in kernels}
         # one dict per result in launch order: {"result_id", "kernel_id", "stream", "duration_ns",
         #                                       "dram_read_bytes", "dram_write_bytes"}
         self.launches = launches
