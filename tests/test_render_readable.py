@@ -161,8 +161,11 @@ def test_badges_with_white_text_pass_wcag_aa():
 
 def test_dark_mode_and_print_rules_are_there():
     css = (templates_dir() / "_base.html.j2").read_text()
-    assert "@media (prefers-color-scheme: dark)" in css and "@media print" in css
-    assert "details::details-content" in css and "@media (max-width: 640px)" in css
+    assert "@media (prefers-color-scheme: dark)" in css and "@media print" in css and "@media (max-width: 640px)" in css
+    # print: only a card with a finding to act on is forced open; NCU's guidance and the zoom stay as they are
+    page = (templates_dir() / "report.html.j2").read_text()
+    assert "details:has(> summary[data-act])::details-content" in page
+    assert "details::details-content" not in css + page
 
 
 def test_names_break_between_words_never_inside_one():
@@ -186,7 +189,7 @@ def test_fit_name_keeps_what_identifies_the_kernel():
 def test_pages_number_kernels_from_one_and_drop_empty_expanders(analyzed):
     result = analyzed("pipeline_v1")
     page = render_html(result)
-    assert '<td class="num">1</td>' in page and '<td class="num">0</td>' not in page
+    assert '<td class="num idx">1</td>' in page and '<td class="num idx">0</td>' not in page
     assert "Suppressed (0) and skipped (0)" not in page
     assert not re.search(r"ncu command line: <code[^>]*>[^<]*\"</code>", page)  # no lone quote at its end
 

@@ -27,7 +27,7 @@ from ncuadvisor.result.types import Result as ResultRecord
 from ncuadvisor.units import number
 
 TEMPLATE = "report.html.j2"
-OPEN_CARDS = 20  # kernel cards after this many start closed, so a 1000-kernel report stays usable
+OPEN_CARDS = 3  # kernel cards after this many start closed: the table and contents lead to the rest
 FULL_CARDS = 100  # kernels by time with a full card (~8 KB each); the long tail gets one row each
 CHART_POINTS = 100  # kernels by time placed on the roofline chart
 JSON_EMBED_LIMIT = 2_000_000  # bytes of result JSON embedded at most; a bigger one is left out, with a note
