@@ -103,7 +103,9 @@
         if (!el.dataset.roof.split(" ").some(r => roofs.has(r))) el.classList.add("dim");
       });
       $$("a[data-roofs]", svg).forEach(p => { if (p !== a) p.classList.add("dim"); });
-      $$(".headroom, .headroom-label, .level-join, circle.level", svg).forEach(el => el.classList.add("dim"));
+      $$(".headroom, .headroom-label", svg).forEach(el => el.classList.add("dim"));
+      const href = a.getAttribute("href");  // its own L2 and L1 marks stay; the other kernels' dim
+      $$(".level-join, circle.level", svg).forEach(el => { if (el.dataset.of !== href) el.classList.add("dim"); });
       note.textContent = "";
       const b = document.createElement("button");
       b.type = "button";
