@@ -217,3 +217,17 @@ def test_the_diff_at_390px_shows_before_after_and_change(browser, typed, tmp_pat
             assert cells["seen"] >= 3 and not cells["bad"] and cells["over"] <= 0, (label, cells)
     finally:
         p.close()
+
+
+def test_at_390px_the_long_tails_rows_stack_too(browser, typed, tmp_path):
+    """A big report's kernels after the full cards are one row each: on a phone their bound, headroom and first
+    finding are on screen as the table's are (here the cards stop after 5 to make a tail of the flaws report)."""
+    page = tmp_path / "tail.html"
+    page.write_text(render_html(typed("flaws"), full_cards=5))
+    p = _open(browser, page, 390)
+    try:
+        cells = p.js(OFF_SCREEN + '("table.tail tbody td:is(:nth-child(6), :nth-child(7), :nth-child(9))")')
+        rows = p.js("document.querySelectorAll('table.tail tbody tr').length")
+        assert rows > 10 and cells["seen"] == 3 * rows and not cells["bad"] and cells["over"] <= 0, cells
+    finally:
+        p.close()
