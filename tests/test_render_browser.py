@@ -197,6 +197,13 @@ def test_print_keeps_the_cards_with_findings_and_leaves_ncus_guidance_closed(bro
         assert p.js("getComputedStyle(document.querySelector('#kernel-table td.name')).overflowWrap") == "break-word"
     finally:
         p.close()
+    # on an A4 page (718 CSS px inside its margins) the kernel table fits, every cell of every row
+    a4 = _open(browser, page_file("torch_train"), 718, media="print")
+    try:
+        cells = a4.js(OFF_SCREEN + '("#kernel-table :is(th, td)")')
+        assert cells["seen"] > 0 and not cells["bad"], cells
+    finally:
+        a4.close()
 
 
 def test_dark_mode_is_dark(browser, page_file):
