@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import copy
+import re
 from typing import Any
 
 from ncuadvisor.diff.types import DiffResult
 from ncuadvisor.pipeline.ranking import top_actions
+from ncuadvisor.render import templates_dir
 from ncuadvisor.result import KernelEntry, ProgramFindingEntry, Result
 
 
@@ -47,3 +49,11 @@ def typed_result(data: Any) -> Result:
 def typed_diff(data: Any) -> DiffResult:
     """A diff as the renderers take it: a test's diff dict read through the diff's types; a typed diff as it is."""
     return data if isinstance(data, DiffResult) else DiffResult.from_dict(data)
+
+
+PAGE_SCRIPT = (templates_dir() / "_report.js").read_text()  # the HTML page's own script, as the template holds it
+
+
+def page_scripts(page: str) -> list[str]:
+    """The text of each `<script>` of a page other than the JSON data block."""
+    return re.findall(r"<script>\n(.*?)</script>", page, re.S)

@@ -10,6 +10,7 @@ import sys
 import pytest
 
 from tests.conftest import FIXTURES
+from tests.synthetic import PAGE_SCRIPT, page_scripts
 
 pytestmark = pytest.mark.slow
 
@@ -49,6 +50,7 @@ def test_the_1010_result_capture_end_to_end(tmp_path):
     import re
 
     scripts = re.findall(r"<script[^>]*>", html, re.I)
-    assert scripts == ['<script type="application/json" id="ncuadvisor-result">']  # data for tools, never run
+    assert scripts == ["<script>", '<script type="application/json" id="ncuadvisor-result">']  # the page's own
+    assert page_scripts(html) == [PAGE_SCRIPT]  # and the data for tools, never run
     for name in {k["name"] for k in kernels}:
         assert name in html

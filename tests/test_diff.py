@@ -330,7 +330,10 @@ def test_process_labels_are_rendered(diff_of):
     assert "<summary><b>scale_add</b> · process 1 · faster −0.8%" in md_text
     page = render_diff_html(d)
     assert "copy_strided_rank</code> · process 0</td>" in page
-    assert '<tr><td>Process</td><td class="num">pid 18919</td><td class="num">pid 787</td></tr>' in page
+    assert (
+        '<tr><td class="row-head">Process</td><td class="num" data-label="Before">pid 18919</td><td class="num" data-label="After">pid 787</td></tr>'
+        in page
+    )
     console = Console(record=True, width=160)
     render_diff_terminal(d, console=console)
     out = console.export_text()

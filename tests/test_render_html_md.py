@@ -15,11 +15,11 @@ import pytest
 from ncuadvisor.render import html as html_renderer
 from ncuadvisor.render import markdown as markdown_renderer
 from ncuadvisor.render import to_json
-from ncuadvisor.render.html import CHART_POINTS, FULL_CARDS, PROGRAM_KERNELS_SHOWN
+from ncuadvisor.render.html import CHART_POINTS, FULL_CARDS, OPEN_CARDS, PROGRAM_KERNELS_SHOWN
 from ncuadvisor.render.markdown import md
 from ncuadvisor.result import Result, shape_tags
 from ncuadvisor.units import short_name
-from tests.synthetic import many_kernels, typed_result
+from tests.synthetic import PAGE_SCRIPT, many_kernels, page_scripts, typed_result
 
 
 def render_html(result, **kw) -> str:
@@ -113,8 +113,10 @@ def test_html_is_self_contained(result):
     low = page.lower()
     assert "<link" not in low and "@import" not in low and "url(" not in low
     assert not re.search(r'(src|href)\s*=\s*["\']?\s*(https?:)?//', low)
-    # the only <script> is the JSON data block: no JavaScript at all
-    assert low.count("<script") == 1 and '<script type="application/json"' in low
+    # two <script> elements: the page's own script, the same text for every report (nothing of the result in it),
+    # and the JSON data block
+    assert low.count("<script") == 2 and '<script type="application/json"' in low
+    assert page_scripts(page) == [PAGE_SCRIPT]
     assert "http://" not in JSON_BLOCK.sub("", page) and "https://" not in JSON_BLOCK.sub("", page)
 
 
@@ -122,7 +124,7 @@ def test_html_roofline_chart_places_every_kernel(result):
     page = render_html(result)
     svg = page[page.index("<svg") : page.index("</svg>")]
     for i, k in enumerate(result["kernels"]):
-        assert f'<a href="#{k["id"]}"><circle' in svg, f"kernel #{i} missing from the chart"
+        assert re.search(f'<a href="#{k["id"]}"[^>]*><circle', svg), f"kernel #{i} missing from the chart"
     for label in ("FP32", "FP64", "tensor", "DRAM"):
         assert label in svg
     if any(not k["roofline"]["flops"] for k in result["kernels"]):
@@ -130,11 +132,11 @@ def test_html_roofline_chart_places_every_kernel(result):
 
 
 def test_html_details_balanced_and_large_reports_collapse(result):
-    big = _many(result, 7)  # 28 kernels: 20 cards open, the rest closed
+    big = _many(result, 7)  # 28 kernels: the first OPEN_CARDS cards open, the rest closed
     page = render_html(big)
     assert page.count("<details") == page.count("</details>")
-    assert len(re.findall(r'<section class="card" id="k\d+">\n<details open>', page)) == 20
-    assert len(re.findall(r'<section class="card" id="k\d+">\n<details>', page)) == len(big["kernels"]) - 20
+    assert len(re.findall(r'<section class="card" id="k\d+">\n<details open>', page)) == OPEN_CARDS
+    assert len(re.findall(r'<section class="card" id="k\d+">\n<details>', page)) == len(big["kernels"]) - OPEN_CARDS
 
 
 def test_html_escapes_hostile_strings(evil):
@@ -143,7 +145,7 @@ def test_html_escapes_hostile_strings(evil):
     assert "<img" not in page
     assert "{{ 7*7 }}" in html.unescape(page) and ">49<" not in page
     assert page.count("<details") == page.count("</details>")
-    assert page.lower().count("<script") == 1
+    assert page.lower().count("<script") == 2 and page_scripts(page) == [PAGE_SCRIPT]
     assert json.loads(_json_block(page)) == json.loads(to_json(evil))
     assert "&lt;script&gt;alert(1)&lt;/script&gt;&#34;&gt;&lt;img" in page
 
@@ -272,7 +274,7 @@ def test_big_report_chart_places_only_the_top_kernels_and_says_so(flaws):
     big = many_kernels(flaws, 1000)
     page = render_html(big)
     svg = page[page.index("<svg") : page.index("</svg>")]
-    placed = set(re.findall(r'<a href="#(k\d+)"><circle', svg))
+    placed = set(re.findall(r'<a href="#(k\d+)"[^>]*><circle', svg))
     assert placed and placed <= {f"k{i}" for i in range(CHART_POINTS)}
     assert f"top {CHART_POINTS} of 1,000 kernels by time" in svg
 
@@ -281,7 +283,7 @@ def test_big_report_chart_places_only_the_top_kernels_and_says_so(flaws):
 def test_big_report_leaves_the_json_out_and_says_where_it_is(flaws):
     page = render_html(many_kernels(flaws, 1000))
     assert not JSON_BLOCK.search(page)
-    assert "<script" not in page.lower()  # no JavaScript at all, and now no data block either
+    assert page_scripts(page) == [PAGE_SCRIPT] and page.lower().count("<script") == 1  # the page's own script only
     assert "is not embedded" in page and "-f json" in page
 
 

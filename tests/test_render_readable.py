@@ -161,8 +161,11 @@ def test_badges_with_white_text_pass_wcag_aa():
 
 def test_dark_mode_and_print_rules_are_there():
     css = (templates_dir() / "_base.html.j2").read_text()
-    assert "@media (prefers-color-scheme: dark)" in css and "@media print" in css
-    assert "details::details-content" in css and "@media (max-width: 640px)" in css
+    assert "@media (prefers-color-scheme: dark)" in css and "@media print" in css and "@media (max-width: 640px)" in css
+    # print: only a card with a finding to act on is forced open; NCU's guidance and the zoom stay as they are
+    page = (templates_dir() / "report.html.j2").read_text()
+    assert "details:has(> summary[data-act])::details-content" in page
+    assert "details::details-content" not in css + page
 
 
 def test_names_break_between_words_never_inside_one():
@@ -186,7 +189,7 @@ def test_fit_name_keeps_what_identifies_the_kernel():
 def test_pages_number_kernels_from_one_and_drop_empty_expanders(analyzed):
     result = analyzed("pipeline_v1")
     page = render_html(result)
-    assert '<td class="num">1</td>' in page and '<td class="num">0</td>' not in page
+    assert '<td class="num idx">1</td>' in page and '<td class="num idx">0</td>' not in page
     assert "Suppressed (0) and skipped (0)" not in page
     assert not re.search(r"ncu command line: <code[^>]*>[^<]*\"</code>", page)  # no lone quote at its end
 
@@ -309,8 +312,25 @@ addEventListener("load", () => {
   document.querySelectorAll("details").forEach(d => d.open = true);  // the zoomed chart too
   const over = document.documentElement.scrollWidth - innerWidth;
   const hit = (a, b) => a.left < b.right && b.left < a.right && a.top < b.bottom && b.top < a.bottom;
-  let labels = 0, hits = 0, zoomed = 0;
+  // whether the segment (x1, y1)-(x2, y2) crosses the box b (SVG user units): Liang-Barsky clipping
+  const crosses = (l, b) => {
+    const [x1, y1, x2, y2] = ["x1", "y1", "x2", "y2"].map(a => parseFloat(l.getAttribute(a)));
+    let t0 = 0, t1 = 1;
+    const dx = x2 - x1, dy = y2 - y1;
+    for (const [p, q] of [[-dx, x1 - b.x], [dx, b.x + b.width - x1], [-dy, y1 - b.y], [dy, b.y + b.height - y1]]) {
+      if (p === 0) { if (q < 0) return false; continue; }
+      const t = q / p;
+      if (p < 0) { if (t > t1) return false; if (t > t0) t0 = t; } else { if (t < t0) return false; if (t < t1) t1 = t; }
+    }
+    return true;
+  };
+  let labels = 0, hits = 0, zoomed = 0, struck = 0;
   for (const svg of document.querySelectorAll("svg")) {
+    const roofs = [...svg.querySelectorAll("line.ceil-mem, line.ceil-flop, line.ceil-l2, line.ceil-l1")];
+    for (const t of svg.querySelectorAll("text.pt-label, text.headroom-label")) {
+      const b = t.getBBox();
+      if (roofs.some(l => crosses(l, b))) struck++;
+    }
     const boxes = [...svg.querySelectorAll("text.pt-label, text.headroom-label")].map(t => t.getBoundingClientRect());
     const lines = [...svg.querySelectorAll("line.headroom")].map(l => l.getBoundingClientRect());
     labels += boxes.length;
@@ -320,7 +340,7 @@ addEventListener("load", () => {
       for (const l of lines) if (hit(boxes[i], l)) hits++;
     }
   }
-  document.body.setAttribute("data-probe", JSON.stringify({labels, zoomed, hits, over}));
+  document.body.setAttribute("data-probe", JSON.stringify({labels, zoomed, hits, over, struck}));
 });
 </script>"""
 
@@ -356,13 +376,16 @@ def _probe(page: str, tmp_path: Path, width: int) -> dict:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", ["flaws", "patterns", "torch_gemm_conv", "torch_eager", "torch_compile"])
+@pytest.mark.parametrize(
+    "name", ["flaws", "patterns", "torch_gemm_conv", "torch_eager", "torch_compile", "torch_train"]
+)
 def test_in_chromium_no_two_labels_overlap_and_390px_never_scrolls_sideways(analyzed, name, tmp_path):
     """Label boxes as laid out in the browser: no point or headroom label on another, nor on a headroom arrow's
-    line, in the chart and its zoomed view; no sideways scroll at 390 px."""
+    line, nor struck through by a roof line, in the chart and its zoomed view; no sideways scroll at 390 px."""
     page = render_html(analyzed(name))
     wide = _probe(page, tmp_path, 1400)
     assert wide["labels"] > 0 and wide["hits"] == 0 and wide["over"] <= 0
+    assert wide["struck"] == 0, wide  # no label struck through by a roof line
     if name == "patterns":  # its crowded points are zoomed in, and the zoomed labels measured too
         assert wide["zoomed"] > 0
     narrow = _probe(page, tmp_path, 390)

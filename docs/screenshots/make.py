@@ -44,6 +44,8 @@ class Shot:
     mobile: bool = False
     scale: float = 1.0  # image pixels per CSS pixel: under 1, the page as laid out at `width`, scaled down
     selector: str = ""  # shoot this element whole instead of the first screen
+    scroll_to: str = ""  # shoot the screen that starts at this element instead of the first
+    script: str = ""  # JavaScript run in the page before the shot (a click on the chart)
 
 
 SHOTS = (
@@ -54,6 +56,20 @@ SHOTS = (
 )
 CHART = Shot("roofline", 1400, 900, selector=".chart")  # the chart and its zoomed view, opened
 CHARTS = ("flaws", "patterns", "torch_gemm_conv")
+CLICK_FIRST_POINT = (
+    "document.querySelector('#roofline-chart a[data-roofs]')"
+    ".dispatchEvent(new MouseEvent('click', {bubbles: true, cancelable: true}))"
+)
+# the page's parts, shot on a training step's report: the kernel table on a phone, the chart focused on one kernel's
+# roofs (a click on its point), a kernel's source view; each name below is the file's suffix
+FEATURES = {
+    "torch_train": (
+        Shot("table-390", 390, 844, mobile=True, scroll_to="#time"),
+        Shot("table-dark", 1400, 900, dark=True, scroll_to="#time"),
+        Shot("focus", 1400, 640, scroll_to="#roofline", script=CLICK_FIRST_POINT),
+    ),
+    "flaws": (Shot("source", 1400, 520, scroll_to="#k2 table.cited"),),
+}
 
 
 class Browser:
@@ -144,7 +160,17 @@ class Browser:
         self.events.clear()
         self.call("Page.navigate", s, url=page.as_uri())
         self.wait_event("Page.loadEventFired", s)
-        clip = {"x": 0, "y": 0, "width": shot.width, "height": shot.height, "scale": shot.scale}  # CSS pixels
+        if shot.script:
+            self.call("Runtime.evaluate", s, expression=shot.script)
+        top = 0.0
+        if shot.scroll_to:
+            js = (  # from the heading just above the element, when there is one
+                "(e => { if (!e) return 0; const h = e.previousElementSibling;"
+                " if (h && /^H[1-4]$/.test(h.tagName)) e = h;"
+                f" return e.getBoundingClientRect().top + scrollY - 8; }})(document.querySelector({json.dumps(shot.scroll_to)}))"
+            )
+            top = self.call("Runtime.evaluate", s, expression=js, returnByValue=True)["result"].get("value") or 0.0
+        clip = {"x": 0, "y": top, "width": shot.width, "height": shot.height, "scale": shot.scale}  # CSS pixels
         if shot.selector:
             js = (
                 f"(() => {{ const e = document.querySelector({json.dumps(shot.selector)}); if (!e) return null;"
@@ -160,7 +186,7 @@ class Browser:
             params_beyond = True
         else:
             params_beyond = False
-        params: dict = {"format": fmt, "clip": clip, "captureBeyondViewport": params_beyond}
+        params: dict = {"format": fmt, "clip": clip, "captureBeyondViewport": params_beyond or top > 0}
         if fmt != "png":
             params["quality"] = quality
         data = self.call("Page.captureScreenshot", s, **params)["data"]
@@ -217,6 +243,13 @@ def gallery(names: list[str], out: Path) -> str:
         "zoomed in below the chart) and [torch_gemm_conv](torch_gemm_conv-roofline.webp) (cuBLAS and cuDNN "
         "kernels under the FP32 and TF32 roofs).",
         "",
+        "The page's parts on a training step's report (`torch_train`): [the kernel table on a phone]"
+        "(torch_train-table-390.webp) (one stacked row per kernel: bound, headroom, time and first finding on "
+        "screen), [the table in dark mode](torch_train-table-dark.webp) (with its search, filters and sortable "
+        "columns), [the roofline focused on one kernel](torch_train-focus.webp) (a click on its point shows its "
+        "roofs alone); and [a kernel's source view](flaws-source.webp) (the lines its findings cite, with their "
+        "share of the instructions and top stall).",
+        "",
         "| Fixture | 1400 px | 390 px | Dark | Print |",
         "|:--|:--|:--|:--|:--|",
     ]
@@ -250,8 +283,8 @@ def main() -> int:
                 html = Path(tmp) / f"{name}.html"
                 if not render(report, html):
                     continue
-                for shot in SHOTS + ((CHART,) if name in CHARTS else ()):
-                    if name not in MAIN and not args.png:
+                for shot in SHOTS + ((CHART,) if name in CHARTS else ()) + FEATURES.get(name, ()):
+                    if name not in MAIN and shot not in FEATURES.get(name, ()) and not args.png:
                         shot = replace(shot, scale=SMALL_PHONE if shot.mobile else SMALL)
                     data = browser.shoot(html, shot, fmt, args.quality)
                     if data:
@@ -261,7 +294,9 @@ def main() -> int:
     finally:
         browser.close()
     if not args.png:
-        shot_names = sorted({p.name.rsplit("-", 1)[0] for p in out.glob("*.webp")})
+        suffixes = {s.suffix for s in SHOTS + (CHART,)}
+        stems = [p.stem.rsplit("-", 1) for p in out.glob("*.webp")]
+        shot_names = sorted({s[0] for s in stems if s[-1] in suffixes and (FIXTURES / f"{s[0]}.ncu-rep.xz").exists()})
         (out / "README.md").write_text(gallery(shot_names, out))
         total = sum(p.stat().st_size for p in out.glob("*.webp"))
         print(f"{len(shot_names)} fixtures, {total / 1e6:.2f} MB of WebP in {out}")

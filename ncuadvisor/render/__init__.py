@@ -146,7 +146,19 @@ def break_points(v: Any) -> Markup:
 
 
 # The HTML pages' own filters (templates/_base.html.j2 and the pages that extend it).
-HTML_FILTERS = {"width": css_width, "bound_class": bound_class, "css_token": css_token, "wbr": break_points}
+def sort_key(v: Any) -> str:
+    """A number as a table's sort key (a `data-` attribute the page's script compares): its repr, "" when it is none."""
+    f = number(v)
+    return "" if f is None or f != f or f in (float("inf"), float("-inf")) else repr(f)
+
+
+HTML_FILTERS = {
+    "sortkey": sort_key,
+    "width": css_width,
+    "bound_class": bound_class,
+    "css_token": css_token,
+    "wbr": break_points,
+}
 
 PIPE_WIDTH = 4096  # the console width when stdout is not a terminal: no line is wrapped
 HIGH_HEADROOM = 2.0  # measured time ÷ roofline floor at which the headroom is shown in bold

@@ -14,7 +14,7 @@ from ncuadvisor.render import bound_class
 from ncuadvisor.render.chart_levels import LevelMark, LevelRoof, level_marks, level_peaks, level_roofs
 from ncuadvisor.render.chart_place import Rect, label_box, place_labels
 from ncuadvisor.render.view import Device, Kernel, Result
-from ncuadvisor.units import fmt_decade, fmt_pct, fmt_rate, fmt_si, fmt_x, number
+from ncuadvisor.units import fmt_decade, fmt_ns, fmt_pct, fmt_rate, fmt_si, fmt_x, number
 
 W, H = 1120, 470
 TOP, BOTTOM = 24, 62  # plot margins (px)
@@ -22,6 +22,8 @@ Y_TICKS = 64  # room left of the plot for the y tick labels and the axis title
 RIGHT = 210  # room right of the plot for the ceiling labels
 STRIP_X, STRIP_W, STRIP_GAP = 46, 84, 18  # the "no FLOPs" strip at the left edge
 MAX_DECADES = 10
+MIN_DECADES = 2  # an axis spans at least this many decades, however close the points
+LINE_STEP = 6.0  # px between the boxes that keep labels off a sloped roof line
 LABEL_GAP = 13  # min vertical distance between ceiling labels
 SLOPE_SPOTS = (0.3, 0.45, 0.6, 0.75, 0.15)  # where along the DRAM slope its label may sit, the first preferred
 ARROWS = 3  # headroom arrows for the kernels with the most time
@@ -36,6 +38,7 @@ class Line:
     x2: str
     y2: str
     cls: str = ""
+    roof: str = ""  # the roof the line draws, as the keys a point's `roofs` names ("dram", "fp32 fp16"), else ""
 
 
 @dataclass(frozen=True)
@@ -46,6 +49,7 @@ class Label:
     anchor: str
     transform: str = ""
     cls: str = ""
+    roof: str = ""  # the roof the label names (a ceiling's label), else ""
 
 
 @dataclass(frozen=True)
@@ -70,6 +74,10 @@ class Point:
     leader: Line | None  # from the point's edge to a label placed further out
     href: str
     title: str
+    roofs: str = ""  # the kernel's roofs, as the keys of the lines that draw them ("dram fp32 l2 l1")
+    roof_names: str = ""  # the same in words ("DRAM, FP32")
+    name: str = ""  # "#3 kernel_name", for the note that a click on the point shows
+    moved: Line | None = None  # from where the kernel sits to where it is drawn, when it would hide another point
 
 
 @dataclass(frozen=True)
@@ -146,6 +154,11 @@ def _peak_label(keys: list[str]) -> str:
 
 def _roofs(device: Device) -> list[tuple[float, str]]:
     """Every positive FLOP peak, equal peaks merged into one labelled roof, lowest first."""
+    return [(v, label) for v, label, _ in _keyed_roofs(device)]
+
+
+def _keyed_roofs(device: Device) -> list[tuple[float, str, str]]:
+    """`_roofs`, each with the precisions it stands for, space-separated ("fp16 bf16")."""
     vals = [(v, str(k)) for k, v in ((k, number(v)) for k, v in device.peak_flops_per_s.items()) if v and v > 0]
     vals.sort(key=lambda t: t[0])  # stable: equal peaks keep the device's order
     merged: list[tuple[float, list[str]]] = []
@@ -154,7 +167,7 @@ def _roofs(device: Device) -> list[tuple[float, str]]:
             merged[-1][1].append(k)
         else:
             merged.append((v, [k]))
-    return [(v, _peak_label(keys)) for v, keys in merged]
+    return [(v, _peak_label(keys), " ".join(keys)) for v, keys in merged]
 
 
 def _tick_box(t: Label) -> Rect:
@@ -207,11 +220,37 @@ def _radius(k: Kernel) -> float:
     return 4 + 10 * math.sqrt(max(0.0, min(1.0, number(k.time_share) or 0.0)))
 
 
-def _point(k: Kernel, cx: float, cy: float, extra: str, cls: str = "") -> Point:
+def _kernel_roofs(k: Kernel, strip: bool = False) -> tuple[str, str]:
+    """The keys of a kernel's roofs (its DRAM slope, its precision's FLOP roof, its L2 and L1 slopes when the result
+    holds them) and the same in words."""
+    keys, words = ["dram"], ["DRAM"]
+    prec = k.roofline.limiting_precision
+    if isinstance(prec, str) and prec and not strip:
+        keys.append(prec)
+        words.append(_peak_label([prec]))
+    levels = {str(h.get("level")) for h in k.roofline.hierarchy}
+    for level in ("l2", "l1"):
+        if level in levels:
+            keys.append(level)
+            words.append(level.upper())
+    return " ".join(keys), ", ".join(words)
+
+
+def _hover(k: Kernel) -> str:
+    """The time a point's kernel takes: total, share and launches."""
+    launches = number(k.launches)
+    per = f", {launches:,.0f} launches" if launches and launches > 1 else ""
+    return f"{fmt_ns(k.duration_ns)} ({fmt_pct(k.time_share)} of GPU time{per})"
+
+
+def _point(k: Kernel, cx: float, cy: float, extra: str, cls: str = "", strip: bool = False) -> Point:
     name = k.demangled or k.name or "?"
     shape = f"grid {k.grid} block {k.block}\n" if k.grid else ""
     if k.roofline.executed_reason:  # the executed floor, where it is well above the needed one
         extra += f"\nas executed: {k.roofline.executed_reason}"
+    head = number(k.headroom)
+    extra += f"\n{k.bound or 'unknown'} bound" + (f", headroom {fmt_x(head)}" if head is not None else "")
+    roofs, roof_names = _kernel_roofs(k, strip)
     return Point(
         cx=_f(cx),
         cy=_f(cy),
@@ -222,7 +261,10 @@ def _point(k: Kernel, cx: float, cy: float, extra: str, cls: str = "") -> Point:
         ly="",
         leader=None,
         href=f"#{k.anchor}",
-        title=f"#{k.index} {name}\n{shape}{extra}",
+        title=f"#{k.index} {name}\n{shape}{_hover(k)}\n{extra}",
+        roofs=roofs,
+        roof_names=roof_names,
+        name=f"#{k.index} {k.shown_name or name}",
     )
 
 
@@ -245,6 +287,19 @@ def _roof_at(inten: float, bw: float | None, peak: float | None) -> float | None
     """The roof above an intensity: min(DRAM slope, FLOP ceiling), either may be missing."""
     cands = [v for v in (bw * inten if bw else None, peak) if v]
     return min(cands) if cands else None
+
+
+def _limiting_roof(k: Kernel, device: Device, inten: float, bw: float | None) -> str:
+    """The roof over a kernel at its intensity, in words: 'DRAM 3.35 TB/s (1.2 TFLOP/s at this intensity)' or
+    'FP32 67 TFLOP/s'."""
+    prec = k.roofline.limiting_precision if isinstance(k.roofline.limiting_precision, str) else None
+    peak = number(device.peak_flops_per_s.get(prec)) if prec else None
+    slope = bw * inten if bw else None
+    if slope is not None and (peak is None or slope <= peak):
+        return f"DRAM {fmt_rate(bw, 'B/s')} ({fmt_rate(slope, 'FLOP/s')} at this intensity)"
+    if peak is not None and prec:
+        return f"{_peak_label([prec])} {fmt_rate(peak, 'FLOP/s')}"
+    return "unknown (the report lacks the device's peaks)"
 
 
 def _clock_scale(k: Kernel, device: Device, inten: float, bw: float | None) -> float:
@@ -292,23 +347,95 @@ def roofline_chart(view: Result, limit: int | None, span: tuple[float, float, fl
         xlo, xhi, ylo, yhi = span
         inside = [p for p in placed if xlo <= math.log10(p[1]) <= xhi and ylo <= math.log10(p[2]) <= yhi]
         return _draw(view, every, inside, [], [], span, None, zoomed=True)
-    # axis ranges in decades
-    xs = [p[1] for p in placed]
-    if bw:
-        xs += [v / bw for v, _ in roofs]
-    xs = [x for x in xs if x > 0]
-    xlo = math.floor(math.log10(min(xs + [0.1])))
-    xhi = math.ceil(math.log10(max(xs + [1000.0]) * 1.5))
-    xlo = max(xlo, xhi - MAX_DECADES)
-    ys = [p[2] for p in placed] + [v for v, _ in roofs]
+    return _draw(view, every, placed, strip, unplaced, _fitted_span(placed, device, roofs, bw), shown, zoomed=False)
+
+
+def _fitted_span(
+    placed: list[tuple[Kernel, float, float]], device: Device, roofs: list[tuple[float, str]], bw: float | None
+) -> tuple[float, float, float, float]:
+    """The axes' ranges (log10) fitted to the points and the roofs they are under: the points with a margin, the
+    ridge and the height of each placed kernel's own FLOP roof (a roof of a precision no kernel uses is drawn only
+    where it falls inside), at least MIN_DECADES and at most MAX_DECADES each way. Without points: every roof."""
+    own = {
+        number(device.peak_flops_per_s.get(p))
+        for k, *_ in placed
+        if isinstance(p := k.roofline.limiting_precision, str)
+    }
+    mine = [v for v, _ in roofs if v in own] or ([] if placed else [v for v, _ in roofs])
+    xs = [p[1] for p in placed] + ([v / bw for v in mine] if bw else [])
+    xs = [x for x in xs if x > 0] or [0.1, 1000.0]
+    xlo, xhi = math.floor(math.log10(min(xs) / 2)), math.ceil(math.log10(max(xs) * 2))
+    ys = [p[2] for p in placed] + mine
     top = max(ys) if ys else (bw * 10.0**xhi if bw else 1e12)
     yhi = math.ceil(math.log10(top * 1.5))
-    low_cands = [p[2] / 1.5 for p in placed]
-    if bw:
-        low_cands.append(bw * 10.0**xlo)
-    ylo = math.floor(math.log10(min(low_cands))) if low_cands else yhi - 5
-    ylo = max(min(ylo, yhi - 3), yhi - MAX_DECADES)
-    return _draw(view, every, placed, strip, unplaced, (xlo, xhi, ylo, yhi), shown, zoomed=False)
+    lows = [p[2] / 2 for p in placed] or ([bw * 10.0**xlo] if bw else [])
+    ylo = math.floor(math.log10(min(lows))) if lows else yhi - 5
+    xlo, xhi = _widen(xlo, xhi)
+    ylo, yhi = _widen(ylo, yhi)
+    return max(xlo, xhi - MAX_DECADES), xhi, max(ylo, yhi - MAX_DECADES), yhi
+
+
+def _widen(lo: int, hi: int) -> tuple[int, int]:
+    """A range of at least MIN_DECADES, widened on both sides (the upper first)."""
+    while hi - lo < MIN_DECADES:
+        hi += 1
+        if hi - lo < MIN_DECADES:
+            lo -= 1
+    return lo, hi
+
+
+def _line_boxes(line: Line) -> list[Rect]:
+    """Thin boxes along a line, every LINE_STEP px, that a label must not touch: one box for a level line."""
+    xa, ya, xb, yb = (float(v) for v in (line.x1, line.y1, line.x2, line.y2))
+    if abs(ya - yb) < 1 or abs(xa - xb) < 1:
+        return [Rect(min(xa, xb) - 1.5, min(ya, yb) - 1.5, max(xa, xb) + 1.5, max(ya, yb) + 1.5)]
+    n = max(1, int(math.hypot(xb - xa, yb - ya) / LINE_STEP))
+    out = []
+    for i in range(n):
+        u0, u1 = i / n, (i + 1) / n
+        p0, p1 = (xa + (xb - xa) * u0, ya + (yb - ya) * u0), (xa + (xb - xa) * u1, ya + (yb - ya) * u1)
+        out.append(Rect(min(p0[0], p1[0]) - 1, min(p0[1], p1[1]) - 1, max(p0[0], p1[0]) + 1, max(p0[1], p1[1]) + 1))
+    return out
+
+
+APART = 0.6  # two points closer than this × the sum of their radii: the later one is drawn beside the first
+
+
+def _apart(points: list[Point], plot: Rect) -> list[Point]:
+    """The points, each drawn where no earlier one hides it: a point whose centre sits under an earlier (bigger)
+    point's is moved aside, the least distance in one of eight directions that clears every earlier point, with a
+    line from where it sits and its tooltip saying so."""
+    out: list[Point] = []
+
+    def clash(x: float, y: float, r: float) -> Point | None:
+        for q in out:
+            if math.hypot(x - float(q.cx), y - float(q.cy)) < APART * (r + float(q.r)):
+                return q
+        return None
+
+    for p in points:
+        cx, cy, r = float(p.cx), float(p.cy), float(p.r)
+        under = clash(cx, cy, r)
+        if under is None:
+            out.append(p)
+            continue
+        best = None
+        for step in range(1, 8):
+            for dx, dy in ((1, 0), (0, -1), (-1, 0), (0, 1), (0.7, -0.7), (-0.7, -0.7), (-0.7, 0.7), (0.7, 0.7)):
+                d = step * (r + 2)
+                x, y = cx + dx * d, cy + dy * d
+                if plot.x0 <= x <= plot.x1 and plot.y0 <= y <= plot.y1 and clash(x, y, r) is None:
+                    best = (x, y)
+                    break
+            if best:
+                break
+        if best is None:
+            out.append(p)
+            continue
+        x, y = best
+        note = f"\ndrawn beside {under.label}, which sits at nearly the same spot"
+        out.append(replace(p, cx=_f(x), cy=_f(y), title=p.title + note, moved=Line(p.cx, p.cy, _f(x), _f(y), "moved")))
+    return out
 
 
 def _draw(
@@ -325,7 +452,8 @@ def _draw(
     device = view.report.device
     bw = number(device.peak_dram_bytes_per_s)
     bw = bw if bw and bw > 0 else None
-    roofs = _roofs(device)
+    keyed = _keyed_roofs(device)
+    roofs = [(v, name) for v, name, _ in keyed]
     xlo, xhi, ylo, yhi = span
     x0 = (STRIP_X + STRIP_W + STRIP_GAP if strip else 0) + Y_TICKS
     x1, y0, y1 = W - RIGHT, TOP, H - BOTTOM  # plot box: x0..x1, y0 (top)..y1 (bottom)
@@ -359,7 +487,7 @@ def _draw(
         xa = max(10.0**xlo, 10.0**ylo / bw)
         xb = min(10.0**xhi, (top_roof or 10.0**yhi) / bw, 10.0**yhi / bw)
         if xb > xa:
-            ceilings.append(Line(_f(px(xa)), _f(py(bw * xa)), _f(px(xb)), _f(py(bw * xb)), "ceil-mem"))
+            ceilings.append(Line(_f(px(xa)), _f(py(bw * xa)), _f(px(xb)), _f(py(bw * xb)), "ceil-mem", "dram"))
             # the label sits along the slope where the fewest points are (a third of the way up when none are)
             angle = -math.degrees(math.atan2((y1 - y0) / (yhi - ylo), (x1 - x0) / (xhi - xlo)))
             text = f"DRAM {fmt_rate(bw, 'B/s')}"
@@ -374,30 +502,34 @@ def _draw(
             _, xm, slope_box = min(slope_spots, key=lambda t: t[0])  # the first of the least crowded
             lx, ly = px(xm), py(bw * xm) - 6
             rotate = f"rotate({angle:.1f} {lx:.1f} {ly:.1f})"
-            labels.append(Label(_f(lx), _f(ly), text, "middle", rotate, "lbl-mem"))
-    for v, name in roofs:
+            labels.append(Label(_f(lx), _f(ly), text, "middle", rotate, "lbl-mem", "dram"))
+    roof_keys: dict[str, str] = {}
+    for v, name, keys in keyed:
         if not (ylo <= math.log10(v) <= yhi):
             continue
         xa = max(10.0**xlo, v / bw) if bw else 10.0**xlo
         if xa >= 10.0**xhi:
             continue
         roof_y = py(v)
-        ceilings.append(Line(_f(px(xa)), _f(roof_y), _f(x1), _f(roof_y), "ceil-flop"))
-        roof_labels.append((roof_y + 4, f"{name} · {fmt_rate(v, 'FLOP/s')}"))
+        ceilings.append(Line(_f(px(xa)), _f(roof_y), _f(x1), _f(roof_y), "ceil-flop", keys))
+        text = f"{name} · {fmt_rate(v, 'FLOP/s')}"
+        roof_keys[text] = keys
+        roof_labels.append((roof_y + 4, text))
     # ceiling labels sit right of the plot, pushed apart so none overlap: from the bottom up, each above the next
     roof_labels.sort()
     for n in range(len(roof_labels) - 2, -1, -1):
         roof_labels[n] = (min(roof_labels[n][0], roof_labels[n + 1][0] - LABEL_GAP), roof_labels[n][1])
-    labels += [Label(_f(x1 + 6), _f(y), text, "start", "", "lbl-flop") for y, text in roof_labels]
+    labels += [Label(_f(x1 + 6), _f(y), text, "start", "", "lbl-flop", roof_keys[text]) for y, text in roof_labels]
 
     points: list[Point] = []
     for k, inten, perf in placed:
         cx, cy = px(inten), py(perf)
-        extra = f"{inten:.3g} FLOP/byte, {fmt_rate(perf, 'FLOP/s')} achieved, {k.bound or 'unknown'} bound"
+        extra = f"{fmt_rate(perf, 'FLOP/s')} at {inten:.3g} FLOP/byte\nlimiting roof: {_limiting_roof(k, device, inten, bw)}"
         off = _off_pipe(k, device)
         if off:
             extra += f"; limited by {k.roofline.limiter}, not a FLOP pipe"
         points.append(_point(k, cx, cy, extra, "off-pipe" if off else ""))
+    points = _apart(points, Rect(x0, y0, x1, y1))
     strip_box = None
     if strip:
         sx0, sx1 = STRIP_X, STRIP_X + STRIP_W
@@ -409,8 +541,8 @@ def _draw(
         for n, (k, frac, got) in enumerate(strip):
             cx = sx0 + 14 + (n % cols) * ((sx1 - sx0 - 28) / (cols - 1))
             cy = y1 - frac * (y1 - y0)
-            extra = f"no FLOPs; DRAM {fmt_rate(got, 'B/s')} ({fmt_pct(frac)} of peak)"
-            points.append(_point(k, cx, cy, extra))
+            extra = f"no FLOPs; DRAM {fmt_rate(got, 'B/s')} ({fmt_pct(frac)} of peak)\nlimiting roof: DRAM"
+            points.append(_point(k, cx, cy, extra, strip=True))
 
     # the headroom arrows of the kernels with the most time that sit well under their roof
     arrows: list[tuple[Kernel, float, float, float]] = []  # kernel, x, from y, to y
@@ -437,6 +569,8 @@ def _draw(
     if zoomed:  # a slope cut short by the zoom may leave no room for its label: the first chart has it
         lroofs = [r if b.inside(Rect(x0, y0, x1, y1)) else replace(r, text="") for r, b in zip(lroofs, lboxes)]
     taken = [_tick_box(t) for t in ticks] + ([slope_box] if slope_box else []) + lboxes
+    for line in ceilings + [Line(r.x1, r.y1, r.x2, r.y2) for r in lroofs]:  # no label struck through by a roof
+        taken += _line_boxes(line)
     taken += [Rect(float(m.cx) - 4, float(m.cy) - 4, float(m.cx) + 4, float(m.cy) + 4) for m in lmarks]
     if shown:
         taken.append(Rect(x0, y0, x0 + 380, y0 + 22))

@@ -42,6 +42,7 @@ class LevelMark:
     cy: str
     x0: str  # the kernel's DRAM point, where the joining line starts
     title: str
+    href: str = ""  # the kernel's card: which point the mark belongs to
 
 
 def _f(v: float) -> str:
@@ -129,5 +130,5 @@ def level_marks(
             if level not in LEVELS or not lvl_int or lvl_int <= 0 or not math.isfinite(lvl_int):
                 continue
             title = f"#{k.index} at {LEVEL_NAMES[str(level)]}: {lvl_int:.3g} FLOP/byte"
-            marks.append(LevelMark(str(level), _f(px(lvl_int)), _f(py(perf)), _f(px(inten)), title))
+            marks.append(LevelMark(str(level), _f(px(lvl_int)), _f(py(perf)), _f(px(inten)), title, f"#{k.anchor}"))
     return marks

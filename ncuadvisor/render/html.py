@@ -1,8 +1,11 @@
-"""HTML renderer: one self-contained page (inline CSS and SVG, no JavaScript, no external requests).
+"""HTML renderer: one self-contained page (inline CSS, SVG and script, no external requests).
 
 It formats the report view (`render.view`); the roofline chart's coordinates (`render.chart`) are the one thing
 computed for it. Every string from the result is untrusted and goes through Jinja2's autoescape; nothing from the
-result is ever marked safe except the embedded JSON, which is escaped for a <script> block first.
+result is ever marked safe except the embedded JSON, which is escaped for a <script> block first. The page's own
+script (templates/_report.js: sorting and filtering the kernel table, opening a linked card, focusing the roofline
+on one kernel) is the same text for every report, holds nothing of the result, and only enhances: with scripts off
+the page reads the same, every row and card in place.
 
 Big reports stay under 5 MB: the first FULL_CARDS kernels by time (and any kernel a "where to start" action names)
 get a full card, every other kernel one row in "Other kernels"; the chart places the first CHART_POINTS kernels; a
@@ -27,7 +30,7 @@ from ncuadvisor.result.types import Result as ResultRecord
 from ncuadvisor.units import number
 
 TEMPLATE = "report.html.j2"
-OPEN_CARDS = 20  # kernel cards after this many start closed, so a 1000-kernel report stays usable
+OPEN_CARDS = 3  # kernel cards after this many start closed: the table and contents lead to the rest
 FULL_CARDS = 100  # kernels by time with a full card (~8 KB each); the long tail gets one row each
 CHART_POINTS = 100  # kernels by time placed on the roofline chart
 JSON_EMBED_LIMIT = 2_000_000  # bytes of result JSON embedded at most; a bigger one is left out, with a note

@@ -17,7 +17,7 @@ from typing import Any
 
 from ncuadvisor.render import METRIC_WORDS
 from ncuadvisor.render.host_view import HostView, host_view, wall_words
-from ncuadvisor.render.view_source import PythonLine, SourceLine, take  # noqa: F401  (the view's types in one place)
+from ncuadvisor.render.view_source import CitedLine, PythonLine, SourceLine, cited_lines, take  # noqa: F401  (the view's types in one place)
 from ncuadvisor.render.view_source import python_line as _python_line
 from ncuadvisor.render.view_source import source as _source
 from ncuadvisor.result import shape_tags
@@ -241,6 +241,7 @@ class Kernel:
     suppressed: list[RuleNote]
     skipped_rules: list[RuleNote]
     finding_groups: list[tuple[list[Finding], float, int | None]]  # findings, the ns they speak for, the variant
+    cited_lines: list[CitedLine] = field(default_factory=list)  # the source lines its findings cite, each once
 
 
 @dataclass(frozen=True)
@@ -384,6 +385,7 @@ def _kernel(index: int, k: rt.KernelEntry, tags: Mapping[str, str], covering: Ma
         suppressed=[take(RuleNote, n) for n in k.suppressed],
         skipped_rules=[take(RuleNote, n) for n in k.skipped_rules],
         finding_groups=groups,
+        cited_lines=cited_lines(k.findings),
     )
 
 

@@ -94,3 +94,73 @@ def source(ref: rt.SourceRefEntry | rt.SourceAnchor | None) -> SourceLine:
     return take(
         SourceLine, ref, toolkit=in_toolkit(getattr(ref, "file", None)), via=_via(getattr(ref, "inlined", None))
     )
+
+
+INSTRUCTIONS = "inst_executed"
+STALL_PREFIX = "smsp__pcsamp_warps_issue_stalled_"
+
+
+@dataclass(frozen=True)
+class CitedLine:
+    """One line of a kernel's source view: a line its findings cite, with what the report measured there.
+
+    `inst_share` is the line's share of the kernel's executed instructions, `stall` the stall reason with the largest
+    share of its samples on this line (`stall_share`), `other` the rest of the per-line metrics the findings carry
+    (excess sectors, wavefronts) as (metric, share); each None or empty where no finding carried it."""
+
+    file: Any
+    line: Any
+    code: Any
+    via: str
+    toolkit: bool
+    inst_share: float | None
+    stall: str | None
+    stall_share: float | None
+    other: list[tuple[str, float]]
+    rules: list[str]  # the findings that cite the line, in the card's order
+
+
+def cited_lines(findings: list[rt.FindingEntry]) -> list[CitedLine]:
+    """The lines a kernel's findings cite, each once (its measures from every finding that cites it), the line with
+    the largest share of instructions (else of stall samples) first; lines without a file or number are left out."""
+    rows: dict[tuple[str, int], dict[str, Any]] = {}
+    for f in findings:
+        for s in f.source:
+            if not s.file or s.line is None:
+                continue
+            row = rows.setdefault(
+                (s.file, s.line),
+                {"code": s.code, "via": _via(s.inlined), "inst": None, "stall": None, "other": {}, "rules": []},
+            )
+            row["code"] = row["code"] or s.code
+            row["via"] = row["via"] or _via(s.inlined)
+            if f.rule not in row["rules"]:
+                row["rules"].append(f.rule)
+            share = s.share
+            if share is None:
+                continue
+            metric = s.metric or ""
+            if metric == INSTRUCTIONS:
+                row["inst"] = max(row["inst"] or 0.0, share)
+            elif metric.startswith(STALL_PREFIX):
+                reason = metric[len(STALL_PREFIX) :].replace("_", " ")
+                if row["stall"] is None or share > row["stall"][1]:
+                    row["stall"] = (reason, share)
+            elif metric:
+                row["other"][metric] = max(row["other"].get(metric, 0.0), share)
+    out = [
+        CitedLine(
+            file=file,
+            line=line,
+            code=r["code"],
+            via=r["via"],
+            toolkit=in_toolkit(file),
+            inst_share=r["inst"],
+            stall=r["stall"][0] if r["stall"] else None,
+            stall_share=r["stall"][1] if r["stall"] else None,
+            other=sorted(r["other"].items()),
+            rules=r["rules"],
+        )
+        for (file, line), r in rows.items()
+    ]
+    return sorted(out, key=lambda c: (-(c.inst_share or 0.0), -(c.stall_share or 0.0), str(c.file), c.line))
