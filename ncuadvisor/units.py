@@ -100,8 +100,12 @@ def fmt_hz(x: Any) -> str:
     return fmt_rate(x, "Hz")
 
 
+TINY = 0.001  # an evidence value below this shows as '<0.001'
+
+
 def fmt_num(v: Any) -> str:
-    """An evidence value: integers with thousands separators, others to 3 significant digits; text as it is."""
+    """An evidence value: integers with thousands separators, others to 3 significant digits, under a thousandth
+    '<0.001'; text as it is."""
     if v is None:
         return MISSING
     if isinstance(v, (bool, str)):
@@ -115,6 +119,8 @@ def fmt_num(v: Any) -> str:
         return f"{f:,.0f}"
     if abs(f) >= 100:
         return f"{f:.1f}"
+    if 0 < abs(f) < TINY:  # '0.000237 waves per SM' reads as nothing, and '2.37e-04' as a code
+        return f"<{TINY:g}" if f > 0 else f"−<{TINY:g}"
     return f"{f:.3g}"
 
 

@@ -167,7 +167,7 @@ def test_kernels_with_one_name_and_several_shapes_are_separate_alerts(analyzed, 
     gemm = [r for r in res if r["properties"]["kernel"] == "gemm_tiled"]
     assert len(gemm) >= 4 and {r["ruleId"] for r in gemm} == {"LCH001"}
     assert len({r["partialFingerprints"]["ncuadvisorFinding/v1"] for r in gemm}) == len(gemm)
-    assert all(r["message"]["text"].startswith("gemm_tiled (grid (") for r in gemm)
+    assert all(r["message"]["text"].startswith("gemm_tiled · grid (") for r in gemm)
     src = (ROOT / "workloads/cuda/model_step.cu").read_text().splitlines()
     for r in gemm:
         line = r["locations"][0]["physicalLocation"]["region"]["startLine"]

@@ -343,7 +343,7 @@ class _Log:
             elif anchor is not None:
                 self.add_result(k, f, duration, anchor, [], anchor_text)
             else:
-                name = str(k.label or k.shown_name or "kernel") + (f" ({k.shape_tag})" if k.shape_tag else "")
+                name = str(k.label or k.shown_name or "kernel") + (f" · {k.shape_tag}" if k.shape_tag else "")
                 self.left_out[name] = self.left_out.get(name, 0) + 1
 
     def add_result(
@@ -367,7 +367,7 @@ class _Log:
         speedup = number(f.estimated_speedup) or 0.0
         saving = duration * speedup
         fraction = saving / self.total if self.total else 0.0
-        text = f"{name}{f' ({tag})' if tag else ''}: {_one_line(f.title)}."
+        text = f"{name}{f' · {tag}' if tag else ''}: {_one_line(f.title)}."
         if python:  # profile --python-lines
             text += f" Shown at the Python line that {_launched(k)}; the kernel's own lines are related."
         if f.fix:
@@ -441,7 +441,7 @@ def _notifications(log: _Log, source_root: str) -> list[dict[str, Any]]:
                 "descriptor": {"id": "findings-without-source-line"},
                 "message": {
                     "text": f"{n} finding{'s' * (n != 1)} on {len(names)} kernel{'s' * (len(names) != 1)} "
-                    f"left out: no source line to show {'them' if n != 1 else 'it'} at ({shown}). Build with "
+                    f"left out, with no source line to show {'them' if n != 1 else 'it'} at: {shown}. Build with "
                     "-lineinfo and profile with --import-source yes for lines; library kernels have none. The HTML, "
                     "markdown and JSON reports show every finding."
                 },

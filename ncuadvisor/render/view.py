@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from ncuadvisor.render import METRIC_WORDS
+from ncuadvisor.render import METRIC_WORDS, Prose
 from ncuadvisor.render.host_view import HostView, host_view, wall_words
 from ncuadvisor.render.view_source import PythonLine, SourceLine, take  # noqa: F401  (the view's types in one place)
 from ncuadvisor.render.view_source import python_line as _python_line
@@ -321,10 +321,17 @@ def _command_line(text: Any) -> Any:
     return text
 
 
+def prose(text: Any) -> Any:
+    """A text of the result written as prose (`Prose`: its `code` spans shown as code in the HTML); None stays."""
+    return None if text is None else Prose(text)
+
+
 def _finding(f: rt.FindingEntry, duration_ns: Any) -> Finding:
     return take(
         Finding,
         f,
+        message=prose(f.message),
+        fix=prose(f.fix),
         evidence=[_evidence(e) for e in f.evidence],
         source=[_source(s) for s in f.source],
         at_roofline=f.category == AT_ROOFLINE,
@@ -383,8 +390,8 @@ def _pieces(name: str) -> set[str]:
 def _distinct(full: str, others: list[str]) -> str:
     """What tells a kernel's full name from the others: the first word none of them holds
     ('unrolled_elementwise_kernel', 'BinaryOpScalarFunctor'); when that is long or there is none, the parts that set
-    it apart from the most of them, single parts and the longest first ('tilesize256x128x8', then 'execute_kernel' for the one left);
-    "" when nothing does."""
+    it apart from the most of them, single parts and the longest first ('tilesize256x128x8', then 'execute_kernel'
+    for the one left); "" when nothing does."""
     theirs = {w for o in others for w in _WORD.findall(o)}
     words = [w for w in _WORD.findall(full) if w not in theirs]
     if words and len(words[0]) <= TAG_MAX:
@@ -481,7 +488,7 @@ def _kernel(
         label=label or compact_name(k.display_name or k.name or k.demangled),
         full_name=k.demangled or k.name,
         shape_tag=tags.get(str(k.id), ""),
-        no_rule=k.no_rule.message if k.no_rule is not None else None,
+        no_rule=k.no_rule.message if k.no_rule is not None else _covered_note(covering.get(str(k.id)), findings),
         no_rule_label=_no_rule_label(k.no_rule, covering.get(str(k.id))),
         executable=k.process.executable if k.process is not None else None,
         source_anchor=_source(k.source_anchor),
@@ -496,6 +503,14 @@ def _kernel(
         skipped_rules=[take(RuleNote, n) for n in k.skipped_rules],
         finding_groups=groups,
     )
+
+
+def _covered_note(covered_by: str | None, findings: list[Finding]) -> str | None:
+    """What a kernel's card says when it has no finding of its own but a program finding names it (its table row
+    says "see PRG004 (program)"): that, instead of "No findings"."""
+    if covered_by is None or findings:
+        return None
+    return f"No finding of its own: {covered_by} (program-wide) names this kernel; see it under Across the program."
 
 
 def _program_finding(p: rt.ProgramFindingEntry, by_id: Mapping[str, tuple[int, str, str]]) -> ProgramFinding:
@@ -514,7 +529,8 @@ def _program_finding(p: rt.ProgramFindingEntry, by_id: Mapping[str, tuple[int, s
         ProgramFinding,
         p,
         title=compress_chain(p.title),
-        message=compress_chain(p.message),
+        message=prose(compress_chain(p.message)),
+        fix=prose(p.fix),
         kernels=shown,
         kernel_links=[(s, first_id[n]) for s, n in zip(shown, counts)],
         labels=_counted_labels([by_id[str(i)][1] for i in p.kernel_ids if str(i) in by_id] or [str(n) for n in names]),
@@ -535,7 +551,7 @@ def _report(rep: rt.ReportInfo) -> Report:
         rep,
         device=take(Device, rep.device),
         command_line=_command_line(rep.command_line),
-        warnings=list(rep.warnings),
+        warnings=[prose(w) for w in rep.warnings],
         missing_sections=list(rep.missing_sections),
         processes=[take(Process, p) for p in rep.processes],
     )
@@ -586,7 +602,7 @@ def report_view(result: rt.Result) -> Result:
             covers=f"{a.launches} launch{'es' * (a.launches != 1)}, {fmt_ns(a.duration_ns)}" if a.launches else "",
             **({"kernel": shown[a.kernel_id]} if a.kernel_id in shown and a.scope != "program" else {}),
             kernel_label=_action_label(a, by_id),
-            fix=_action_fix(a, result),
+            fix=prose(_action_fix(a, result)),
             follow_ups=[take(FollowUp, u) for u in a.follow_ups or []],
             python_line=lines.get(str(a.kernel_id)) if a.scope != "program" else None,
             wall=wall_words(result.host_timeline, a.estimated_wall_saving_ns, (a.rule, a.title) in wall_only),
