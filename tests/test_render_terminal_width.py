@@ -78,3 +78,26 @@ def test_the_first_finding_and_a_fix_are_whole_at_80_columns(typed):
     assert first is not None and f"→ {first.rule} {first.category}" in out
     # the first action's fix, its whole first sentence (it used to be cut at 160 characters)
     assert "or run the region under torch.autocast('cuda', dtype=torch.bfloat16)." in out
+
+
+@pytest.mark.parametrize("before, after", [("pipeline_v0", "pipeline_v1"), ("model_step_315", "model_step_1010")])
+def test_the_diff_table_fits_80_columns_without_breaking_words(typed, before, after):
+    """The diff's kernel table once broke its header at 80 columns ('headroo|m') and its cells inside words."""
+    from ncuadvisor.diff import compare
+    from ncuadvisor.render.diff_render import render_diff_terminal
+
+    diff = compare(typed(before), typed(after))
+
+    def render_diff(width: int) -> str:
+        buf = io.StringIO()
+        console = Console(file=buf, width=width, force_terminal=True, color_system=None, highlight=False)
+        render_diff_terminal(diff, console)
+        return buf.getvalue()
+
+    whole = words(render_diff(2000))
+    for width in (80, 120):
+        out = render_diff(width)
+        assert max(cell_len(line) for line in out.splitlines()) <= width
+        cut = sorted(words(out) - whole)
+        assert not cut, f"words cut at {width} columns: {cut[:10]}"
+        assert "headroom" in out and "change" in out

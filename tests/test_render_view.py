@@ -32,6 +32,7 @@ RENDER = Path(render_pkg.__file__).resolve().parent
 RENDERERS = ("html", "markdown", "terminal", "sarif", "diff_render")
 SHARED = {"ncuadvisor.render", "ncuadvisor.render.view", "ncuadvisor.render.diff_view"}
 SHARED |= {"ncuadvisor.render.chart", "ncuadvisor.render.chart_zoom", "ncuadvisor.render.mdtext"}
+SHARED |= {"ncuadvisor.render.fit"}  # terminal tables fitted to the width without cutting a word
 
 # a result as a hand-edited or truncated JSON may hold it: nulls, wrong types, a kernel that is not an object
 ODD_RESULT = {
@@ -182,8 +183,8 @@ def _imports(path: Path) -> set[str]:
 
 @pytest.mark.parametrize("name", RENDERERS)
 def test_renderers_read_views_and_share_no_helpers(name):
-    """A renderer imports the package, the views and the shared chart and markdown-text modules, never another
-    renderer."""
+    """A renderer imports the package, the views and the shared chart, markdown-text and table-fitting modules, never
+    another renderer."""
     assert _imports(RENDER / f"{name}.py") <= SHARED
 
 

@@ -10,13 +10,12 @@ item, one line.
 
 from __future__ import annotations
 
-from rich import box
-from rich.cells import cell_len
 from rich.console import Console
 from rich.table import Table
 
 from ncuadvisor.render import console_for_output
 from ncuadvisor.render import escape_terminal as escape
+from ncuadvisor.render.fit import Column, fitted_table
 from ncuadvisor.render.view import Action, Finding, Kernel, Result, report_view
 from ncuadvisor.result.types import Result as ResultRecord
 from ncuadvisor.units import (
@@ -173,91 +172,48 @@ def _executed_notes(console: Console, kernels: list[Kernel]) -> None:
         console.print(grid)
 
 
-def _longest_word(texts: list[str]) -> int:
-    """The cells a text column needs to wrap its texts without cutting a word."""
-    return max([cell_len(w) for t in texts for w in t.split()] + [1])
-
-
 def _kernel_table(kernels: list[Kernel], width: int) -> Table:
-    """The top kernels, in the width there is: the launches column, then the share, are left out as it shrinks, then
-    each kernel's first finding goes under its name, until the table fits with no word cut (else the narrowest
-    layout). Text cells wrap between words: no word of a kernel's short name is longer than `units.LABEL_MAX`."""
+    """The top kernels, in the width there is (`fit.fitted_table`): the launches column, then the share, are left
+    out as it shrinks, then each kernel's first finding goes under its name (no frame), then the bound wraps too.
+    Text cells wrap between words: no word of a kernel's short name is longer than `units.LABEL_MAX`."""
     layouts = [(("launches", "share"), False), (("share",), False), ((), False), (("share",), True), ((), True)]
-    for columns, narrow in [*layouts, ((), None)]:  # None: narrow, and the bound wraps too
-        need, table = _layout(kernels, columns, narrow, width)
-        if need <= width:
-            break
-    return table
+    return fitted_table(
+        [(_columns(kernels, shown, narrow), not narrow) for shown, narrow in layouts]
+        + [(_columns(kernels, (), True, bound_wraps=True), False)],
+        width,
+    )
 
 
-def _layout(kernels: list[Kernel], shown: tuple[str, ...], narrow: bool | None, width: int) -> tuple[int, Table]:
-    """The kernel table with the optional columns `shown` (`narrow`: no frame, the first finding under the name;
-    None: that, and the bound may wrap), and the width it needs to wrap no word: each wrapped column as wide as its
-    longest word, the others whole."""
-    bound_wraps = narrow is None
-    narrow = narrow is not False
+def _columns(kernels: list[Kernel], shown: tuple[str, ...], narrow: bool, bound_wraps: bool = False) -> list[Column]:
+    """The kernel table's columns: the optional ones `shown`; `narrow`: the first finding under the name."""
     firsts = [_first_text(k) for k in kernels]
     bounds = [_bound_text(k) for k in kernels]
     names = [
         k.label + _extra(k) + (f"\n→ {first}" if narrow and first != "–" else "") for k, first in zip(kernels, firsts)
     ]
-    # (header, right-aligned, wraps, plain text of each row, its markup)
-    columns: list[tuple[str, bool, bool, list[str], list[str]]] = [
-        ("#", True, False, [str(k.index) for k in kernels], [str(k.index) for k in kernels]),
-        ("kernel", False, True, names, [_dim_after_line(escape(n)) for n in names]),
+    index = [str(k.index) for k in kernels]
+    columns = [
+        Column("#", index, index, right=True),
+        Column("kernel", names, [_dim_after_line(escape(n)) for n in names], wraps=True),
     ]
     if "launches" in shown:
-        columns.append(
-            ("launches", True, False, [str(k.launches) for k in kernels], [str(k.launches) for k in kernels])
-        )
+        launches = [str(k.launches) for k in kernels]
+        columns.append(Column("launches", launches, launches, right=True))
     times = [fmt_ns(k.duration_ns) for k in kernels]
-    columns.append(("time", True, False, times, times))
+    columns.append(Column("time", times, times, right=True))
     if "share" in shown:
         shares = [fmt_pct(k.time_share) for k in kernels]
-        columns.append(("share", True, False, shares, shares))
+        columns.append(Column("share", shares, shares, right=True))
     styled = [
         (f"[{BOUND_STYLE[b]}]{b}[/]" if (b := k.bound or "unknown") in BOUND_STYLE else escape(b)) + escape(t[len(b) :])
         for k, t in zip(kernels, bounds)
     ]
-    columns.append(("bound", False, bound_wraps, bounds, styled))
+    columns.append(Column("bound", bounds, styled, wraps=bound_wraps))
     rooms = [fmt_x(k.headroom) for k in kernels]
-    columns.append(("headroom", True, False, rooms, rooms))
+    columns.append(Column("headroom", rooms, rooms, right=True))
     if not narrow:
-        columns.append(("first finding", False, True, firsts, [escape(f) for f in firsts]))
-    frame = len(columns) - 1 + (0 if narrow else 2) + 2 * len(columns) - (2 if narrow else 0)  # rules, padding
-    least = [
-        max(cell_len(h), _longest_word(plain) if wraps else max([cell_len(t) for t in plain] + [1]))
-        for h, _, wraps, plain, _ in columns
-    ]
-    whole = [
-        max([cell_len(h)] + [cell_len(line) for t in plain for line in t.split("\n")]) for h, *_, plain, _ in columns
-    ]
-    need = frame + sum(least)
-    # the wrapped columns share what the others leave, each at least its longest word, the rest by what it lacks
-    spare = width - frame - sum(w for w, c in zip(least, columns) if not c[2])
-    wrapped = [i for i, c in enumerate(columns) if c[2]]
-    lack = {i: whole[i] - least[i] for i in wrapped}
-    room = max(0, spare - sum(least[i] for i in wrapped))
-    widths = list(least)
-    if sum(lack.values()) <= room:
-        widths = [whole[i] if i in lack else least[i] for i in range(len(columns))]
-    elif lack:
-        total = sum(lack.values())
-        for i in wrapped:
-            widths[i] = least[i] + room * lack[i] // total
-    table = Table(
-        title=None,
-        show_lines=False,
-        header_style="bold",
-        box=box.SIMPLE_HEAD if narrow else box.HEAVY_HEAD,
-        show_edge=not narrow,
-        pad_edge=not narrow,
-    )
-    for (header, right, wraps, _, _), w in zip(columns, widths):
-        table.add_column(header, justify="right" if right else "left", no_wrap=not wraps, overflow="fold", width=w)
-    for row in zip(*(c[4] for c in columns)):
-        table.add_row(*row)
-    return need, table
+        columns.append(Column("first finding", firsts, [escape(f) for f in firsts], wraps=True))
+    return columns
 
 
 def _dim_after_line(text: str) -> str:
