@@ -46,7 +46,7 @@ def rules(
     code: Annotated[
         str | None,
         typer.Argument(
-            help="A rule code (MEM001), old code or slug to explain in full, or a code prefix (MEM) to list those rules."
+            help="A rule code (MEM001), old code or slug to explain in full; a code prefix (MEM) lists those rules."
         ),
     ] = None,
     rules_dir: Annotated[
