@@ -1,7 +1,7 @@
 """Every error ncuadvisor reports, each with its exit code and meaning: the only exit-code table.
 
 The command line turns an `AdvisorError` into one line on stderr, `ncuadvisor: <label>: <message>`, and its
-`exit_code`; anything else is an internal error (exit code 3). README's "Exit codes" table is `exit_code_table()`
+`exit_code`; anything else is an internal error (exit code 3). docs/usage.md's "Exit codes" table is `exit_code_table()`
 (a test keeps them equal; `python -m ncuadvisor.errors` prints it).
 """
 
@@ -152,7 +152,7 @@ def exit_codes() -> dict[int, str]:
 
 
 def exit_code_table() -> str:
-    """README's "Exit codes" table, in markdown."""
+    """The "Exit codes" table of docs/usage.md, in markdown."""
     lines = ["| code | meaning |", "|---|---|"]
     lines += [f"| {code} | {meaning} |" for code, meaning in exit_codes().items()]
     return "\n".join(lines) + "\n"

@@ -100,8 +100,12 @@ def fmt_hz(x: Any) -> str:
     return fmt_rate(x, "Hz")
 
 
+TINY = 0.001  # an evidence value below this shows as '<0.001'
+
+
 def fmt_num(v: Any) -> str:
-    """An evidence value: integers with thousands separators, others to 3 significant digits; text as it is."""
+    """An evidence value: integers with thousands separators, others to 3 significant digits, under a thousandth
+    '<0.001'; text as it is."""
     if v is None:
         return MISSING
     if isinstance(v, (bool, str)):
@@ -115,6 +119,8 @@ def fmt_num(v: Any) -> str:
         return f"{f:,.0f}"
     if abs(f) >= 100:
         return f"{f:.1f}"
+    if 0 < abs(f) < TINY:  # '0.000237 waves per SM' reads as nothing, and '2.37e-04' as a code
+        return f"<{TINY:g}" if f > 0 else f"−<{TINY:g}"
     return f"{f:.3g}"
 
 
@@ -213,6 +219,35 @@ def fit_name(name: Any, limit: int) -> str:
     keep = limit - 1
     front = (keep + 1) // 2
     return text[:front] + "…" + text[len(text) - (keep - front) :]
+
+
+LABEL_MAX = 36  # a kernel's short name (`compact_name`): no word of a table cell longer than this
+
+
+def compact_name(name: Any, limit: int = LABEL_MAX) -> str:
+    """A kernel name in about `limit` characters, cut only between its words: templates collapsed, then leading
+    namespaces dropped ('…::vectorized_elementwise_kernel<…>'), then the middle tokens of an underscored name left
+    out, keeping its head and its last word ('nvjet_sm90_tst_256x128_64x4_1x2_…_TNT'); "–" for None. The same name
+    gives the same text at every width, so the table, the actions and every format agree."""
+    text = short_name(name, 10**6)
+    if len(text) <= limit:
+        return text
+    head, sep, tail = text.rpartition("::")
+    if sep and len(tail) + 3 <= limit:
+        return "…::" + tail
+    tokens = re.split(r"(_+)", text)  # words and the underscores between them
+    if len(tokens) < 3:
+        return fit_name(text, limit)
+    last = tokens[-1]
+    kept: list[str] = []
+    for t in tokens[:-2]:
+        if len("".join(kept)) + len(t) + 3 + len(last) > limit:  # '_…_' between the head and the last word
+            break
+        kept.append(t)
+    front = "".join(kept)
+    if not front.strip("_"):
+        return fit_name(text, limit)
+    return front + ("" if front.endswith("_") else "_") + "…_" + last
 
 
 def first_sentence(text: Any, limit: int = 160) -> str:

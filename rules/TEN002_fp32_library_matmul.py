@@ -87,8 +87,8 @@ class Fp32LibraryMatmul(Rule):
         "nchw": {
             "library": Fix(
                 text=(
-                    "First allow TF32 (torch.backends.cudnn.allow_tf32 = True, "
-                    "torch.set_float32_matmul_precision('high')) or autocast to bf16: this NCHW convolution runs in "
+                    "First allow TF32 with torch.backends.cudnn.allow_tf32 = True and "
+                    "torch.set_float32_matmul_precision('high'), or autocast to bf16: this NCHW convolution runs in "
                     "strict FP32 on the FMA pipes ({gflop:.1f} GFLOP, tensor cores idle). Then switch the model and its "
                     "input to channels_last so cuDNN picks its NHWC tensor-core kernels without layout transforms. "
                     "channels_last alone, still in FP32 on the FMA pipes, does not help (on an H200 it made a 3×3 "
@@ -130,7 +130,7 @@ class Fp32LibraryMatmul(Rule):
         new_ns = (floor_ns + transforms_ns) / PRACTICAL_FRACTION
         what = "convolution" if conv else "matrix product"
         evidence = [
-            Evidence("fp32_flops", fp32, t["min_gflop"] * 1e9, "FP32 FLOPs (threshold: GFLOP × 1e9)"),
+            Evidence("fp32_flops", fp32, t["min_gflop"] * 1e9, "FP32 FLOPs (the threshold: min_gflop in FLOPs)"),
             Evidence("tensor_flops", tensor, round(t["max_tensor_share"] * fp32), "tensor-core FLOPs"),
         ]
         if fma_pct is not None:

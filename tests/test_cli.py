@@ -128,3 +128,38 @@ def test_output_file_gets_the_usual_permissions(tmp_path):
     umask = os.umask(0)
     os.umask(umask)
     assert stat.S_IMODE(out.stat().st_mode) == 0o666 & ~umask
+
+
+def test_rules_takes_a_prefix_as_select_does_and_gives_json():
+    p = run("rules", "MEM")
+    assert p.returncode == 0, p.stderr
+    assert all(c in p.stdout for c in ("MEM001", "MEM002", "MEM003")) and "LCH001" not in p.stdout
+    assert "uncoalesced-global" in p.stdout  # the slug column
+    p = run("rules", "mem", "--format", "json")
+    listed = json.loads(p.stdout)
+    assert [r["code"] for r in listed] == ["MEM001", "MEM002", "MEM003"]
+    assert listed[0]["slug"] == "uncoalesced-global" and listed[0]["docs"] == "docs/rules/MEM001.md"
+    assert all((FIXTURES.parent / r["docs"]).is_file() for r in listed)  # the page exists
+    assert listed[0]["thresholds"] and listed[0]["languages"]
+    one = json.loads(run("rules", "MEM001", "-f", "json").stdout)
+    assert one["code"] == "MEM001" and "What it detects" in one["help"]
+    p = run("rules", "MEM001")
+    assert p.stdout.rstrip().endswith("Documentation: docs/rules/MEM001.md")
+    p = run("rules", "XYZ")
+    assert p.returncode == 2 and "no rule code starts with it" in p.stderr and "Traceback" not in p.stderr
+
+
+@pytest.mark.parametrize("command", [[], ["report"], ["diff"], ["render"], ["rules"], ["profile"]])
+def test_help_shows_no_value_type_for_a_flag(command):
+    import os
+
+    p = subprocess.run(
+        [sys.executable, "-m", "ncuadvisor", *command, "--help"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "COLUMNS": "200"},
+    )
+    assert p.returncode == 0, p.stderr
+    assert "--help" in p.stdout
+    assert "<bool>" not in p.stdout and "BOOLEAN" not in p.stdout, p.stdout

@@ -1,5 +1,5 @@
-"""One exit-code table: every error class lives in ncuadvisor/errors.py with its code, and README's table is the
-one errors.py renders (`python -m ncuadvisor.errors` prints it)."""
+"""One exit-code table: every error class lives in ncuadvisor/errors.py with its code, and the usage page's table
+(docs/usage.md) is the one errors.py renders (`python -m ncuadvisor.errors` prints it)."""
 
 from __future__ import annotations
 
@@ -13,14 +13,14 @@ from tests.conftest import ROOT
 
 
 def readme_table() -> str:
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    text = (ROOT / "docs" / "usage.md").read_text(encoding="utf-8")
     section = text.split("\n## Exit codes\n", 1)[1].split("\n## ", 1)[0]
     return "\n".join(line for line in section.splitlines() if line.startswith("|")) + "\n"
 
 
 def test_readme_table_is_the_generated_one():
     assert readme_table() == errors.exit_code_table(), (
-        "README's exit codes differ from ncuadvisor/errors.py: paste the output of `python -m ncuadvisor.errors`"
+        "docs/usage.md's exit codes differ from ncuadvisor/errors.py: paste the output of `python -m ncuadvisor.errors`"
     )
 
 

@@ -53,3 +53,17 @@ def test_the_command_line_keeps_its_cache_in_the_users_cache_folder(tmp_path):
     assert p.returncode == 0, p.stderr
     assert sorted(x.name for x in work.iterdir()) == ["r.html"] and not list(tmp.iterdir())
     assert list((cache / "ncuadvisor" / "templates").iterdir())
+
+
+def test_code_compiled_without_the_pages_finalize_is_not_reused(monkeypatch, typed, tmp_path):
+    """The HTML environment's `finalize` (prose's `code` spans as <code>) is compiled into a template's code: a cache
+    written by an environment without it (the markdown's, or a version before it) must not serve the page."""
+    from ncuadvisor.render.view import Prose
+
+    monkeypatch.setattr(render, "_BYTECODE", [str(tmp_path)])
+    env = render.environment(autoescape=False, filters=render.HTML_FILTERS)
+    env.get_template("report.html.j2")  # compiled without finalize, and cached
+    page = render.environment(autoescape=True).from_string("{{ x }}").render(x=Prose("use `tl.dot` here"))
+    assert page == "use <code>tl.dot</code> here"
+    result = typed("flaws")
+    assert "<code>-Xptxas -warn-double-usage</code>" in render_html(result)

@@ -134,15 +134,15 @@ def test_the_page_links_the_dashed_box_into_the_closed_zoom_and_needs_no_script(
 
 
 def test_the_at_roofline_threshold_is_one_number_in_the_readme_the_rule_the_chart_and_the_page(typed):
-    """ROOF001's `max_headroom` is the one constant: the README states it, the chart draws no headroom arrow under
-    it, and a verdict's evidence shows it as its threshold."""
+    """ROOF001's `max_headroom` is the one constant: the docs state it (docs/how-it-thinks.md), the chart draws no
+    headroom arrow under it, and a verdict's evidence shows it as its threshold."""
     from pathlib import Path
 
     from ncuadvisor.rulekit.engine import discover
 
     rule = next(r for r in discover() if r.code == "ROOF001")
     limit = rule.thresholds["max_headroom"]
-    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    readme = (Path(__file__).resolve().parent.parent / "docs" / "how-it-thinks.md").read_text()
     stated = re.search(r"A kernel within ([\d.]+)× of its\s+floor gets `at-roofline`", readme)
     assert stated and float(stated.group(1)) == limit
     assert ARROW_MIN_HEADROOM == limit

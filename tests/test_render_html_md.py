@@ -18,7 +18,7 @@ from ncuadvisor.render import to_json
 from ncuadvisor.render.html import CHART_POINTS, FULL_CARDS, OPEN_CARDS, PROGRAM_KERNELS_SHOWN
 from ncuadvisor.render.markdown import md
 from ncuadvisor.result import Result, shape_tags
-from ncuadvisor.units import short_name
+from ncuadvisor.units import compact_name, short_name
 from tests.synthetic import PAGE_SCRIPT, many_kernels, page_scripts, typed_result
 
 
@@ -180,11 +180,11 @@ def test_markdown_summary_table_and_details(result):
     assert len(text) <= 65000
     first = result["top_actions"][0]
     assert md(first["title"]) in text.split("###")[0]  # the headline names the first thing to fix
-    assert "| # | Kernel | Launches | Time | Share | Bound | Headroom | First finding |" in text
+    assert "| # | Kernel | Time (share) | Bound | Headroom | First finding |" in text
     rows = [line for line in text.splitlines() if re.match(r"^\| \d+ \|", line)]
     assert len(rows) == len(result["kernels"])
     for k in result["kernels"]:
-        assert md(short_name(k.get("display_name") or k["name"], 60)) in text
+        assert md(compact_name(k.get("display_name") or k["name"])) in text  # the short name the terminal shows
     assert text.count("<details>") == text.count("</details>") == len(result["kernels"])
     assert text.count("```") % 2 == 0
     assert "left out" not in text
@@ -195,7 +195,7 @@ def test_markdown_escapes_hostile_strings(evil):
     assert "<script>" not in text and "<img" not in text
     assert text.count("<details>") == text.count("</details>")
     row = next(line for line in text.splitlines() if line.startswith("| 1 |"))  # numbered from 1
-    assert row.count("|") - row.count("\\|") == 9  # 8 cells: the name's own "|" is escaped
+    assert row.count("|") - row.count("\\|") == 7  # 6 cells: the name's own "|" is escaped
     assert "\\|" in row and "&lt;" in row
     assert '<code>&lt;script&gt;alert(1)&lt;/script&gt;"&gt;&lt;img src=x onerror=alert(1)&gt;' in text  # full name
     assert "&lt;/script&gt;&lt;script&gt;alert(2)&lt;/script&gt;" in text  # the source line
@@ -355,12 +355,12 @@ def test_groups_of_one_name_are_told_apart_by_their_launch_shape(analyzed):
     assert f'gemm_<wbr>tiled</a> <span class="muted shape">· {html.escape(grid)}</span> <span class="muted">(' in page
     assert page.count('<span class="muted shape">· grid ') >= 6 * 2 + 1  # the table, the cards, where to start
     text = render_markdown(r)
-    assert f"<code>gemm\\_tiled</code> · {md(grid)} (" in text
+    assert f"<code>gemm\\_tiled&lt;0&gt;</code> · {md(grid)} (" in text  # the instance of the template, and its grid
     assert "<code>layernorm\\_fwd</code> | " in text
     buf = io.StringIO()
     render_terminal(typed_result(r), Console(file=buf, width=200, highlight=False))
     out = buf.getvalue()
-    assert f"1. gemm_tiled · {grid} (" in out
+    assert f"1. gemm_tiled<0> · {grid.replace(', ', ',')} (" in out  # a launch shape wraps only between grid and block
     assert "layernorm_fwd · grid" not in out
     # a program-wide action listed among the first five is not listed again below them
     assert sum(1 for line in out.splitlines() if "(PRG001)" in line) == 1

@@ -167,7 +167,7 @@ def test_kernels_with_one_name_and_several_shapes_are_separate_alerts(analyzed, 
     gemm = [r for r in res if r["properties"]["kernel"] == "gemm_tiled"]
     assert len(gemm) >= 4 and {r["ruleId"] for r in gemm} == {"LCH001"}
     assert len({r["partialFingerprints"]["ncuadvisorFinding/v1"] for r in gemm}) == len(gemm)
-    assert all(r["message"]["text"].startswith("gemm_tiled (grid (") for r in gemm)
+    assert all(r["message"]["text"].startswith("gemm_tiled · grid (") for r in gemm)
     src = (ROOT / "workloads/cuda/model_step.cu").read_text().splitlines()
     for r in gemm:
         line = r["locations"][0]["physicalLocation"]["region"]["startLine"]
@@ -347,3 +347,43 @@ def test_fixture_sources_exist_where_the_sarif_points():
     root = FIXTURES.parent
     for name in ("flaws.cu", "pipeline.cu"):
         assert (root / "workloads" / "cuda" / name).is_file()
+
+
+def notifications_of(log: dict) -> list[dict]:
+    return log["runs"][0]["invocations"][0]["toolExecutionNotifications"]
+
+
+def test_findings_without_a_source_line_are_said_left_out(analyzed, docs, validator):
+    """A training step's cuBLAS and ATen kernels carry no line tables: no result can be placed, and the log says
+    how many findings it left out and on which kernels instead of giving 0 results silently."""
+    result = analyzed("torch_train")
+    log = sarif_of(result, docs)
+    validate(validator, log)
+    assert results_of(log) == []
+    note = next(n for n in notifications_of(log) if n["descriptor"]["id"] == "findings-without-source-line")
+    expected = sum(len({f["rule"] for f in k["findings"] if f["category"] != "at-roofline"}) for k in result["kernels"])
+    assert expected > 0 and note["message"]["text"].startswith(f"{expected} findings on ")
+    assert note["level"] == "warning" and "-lineinfo" in note["message"]["text"]
+    # a log with results placed for every finding has no such note
+    assert not [n for n in notifications_of(sarif_of(analyzed("pipeline_v1"), docs)) if "descriptor" in n]
+
+
+def test_files_outside_the_source_root_are_said(analyzed, docs, validator):
+    """Under the root the fixtures' sources were captured in, every result is relative to %SRCROOT%; under another
+    root they stay absolute file URIs, and a notification says so and names --source-root."""
+    result = analyzed("flaws")
+    inside = sarif_of(result, docs)
+    assert all(
+        r["locations"][0]["physicalLocation"]["artifactLocation"].get("uriBaseId") == "%SRCROOT%"
+        for r in results_of(inside)
+    )
+    assert not [n for n in notifications_of(inside) if n.get("descriptor", {}).get("id") == "files-outside-source-root"]
+    elsewhere = sarif_of(result, docs, root="/srv/other")
+    validate(validator, elsewhere)
+    assert elsewhere["runs"][0]["originalUriBaseIds"] == {"%SRCROOT%": {"uri": "file:///srv/other/"}}
+    note = next(n for n in notifications_of(elsewhere) if n["descriptor"]["id"] == "files-outside-source-root")
+    n = len(results_of(elsewhere))
+    assert note["message"]["text"].startswith(f"{n} results in 1 file outside the source root /srv/other")
+    assert (
+        "/work/main/workloads/cuda/flaws.cu" in note["message"]["text"] and "--source-root" in note["message"]["text"]
+    )

@@ -34,7 +34,8 @@ if TYPE_CHECKING:
 # report itself when it has one, else the measured value of that device (LAUNCH_FLOORS), else the H200's. It is not
 # scaled by clocks: a launch crosses the front end, the block scheduler and a memory flush, several clock domains.
 LAUNCH_FLOOR_NS = 1_536.0
-LAUNCH_FLOOR_SOURCE = "an empty kernel's ncu duration measured on an NVIDIA H200 (fixtures/ceilings.ncu-rep.xz)"
+# said in every output: where the number comes from, without the repository's path to the capture (named above)
+LAUNCH_FLOOR_SOURCE = "an empty kernel's ncu duration, as ncuadvisor measured it on an NVIDIA H200"
 LAUNCH_FLOORS = {"NVIDIA H200": (LAUNCH_FLOOR_NS, LAUNCH_FLOOR_SOURCE)}  # device name -> (ns, where it comes from)
 # The DRAM peak of a device whose report lacks the peak metrics (dram__bytes.sum.peak_sustained and the DRAM clock: a
 # capture of a few chosen metrics): dram__bytes.sum.peak_sustained × dram__cycles_elapsed.avg.per_second as the full

@@ -30,13 +30,13 @@ def floor_words(r: Roofline, lanes: dict[str, float]) -> str:
     if prec and prec in lanes and r.flops_by_precision.get(prec) and r.peak_flops_per_s.get(prec):
         rate = r.peak_flops_per_s[prec] / _ceilings.FLOP_PEAKS[prec][1]
         return (
-            f"{lanes[prec] / 1e9:.3g} G {precision_words(prec)} lane operations ({r.flops_by_precision[prec] / 1e9:.3g} GFLOP "
-            f"executed) at {rate / 1e12:.3g} T lanes/s take {t}"
+            f"{_g(lanes[prec] / 1e9)} G {precision_words(prec)} lane operations ({_g(r.flops_by_precision[prec] / 1e9)} "
+            f"GFLOP executed) at {_g(rate / 1e12)} T lanes/s take {t}"
         )
     if unit == "tensor" and r.limiting_precision in r.peak_flops_per_s:
         peak = r.peak_flops_per_s[r.limiting_precision or ""]
         flops = r.flops_by_precision.get(r.limiting_precision or "", 0.0)
-        return f"{flops / 1e9:.3g} GFLOP of {precision_words(r.limiting_precision or '')} work at {peak / 1e12:.3g} TFLOP/s take {t}"
+        return f"{_g(flops / 1e9)} GFLOP of {precision_words(r.limiting_precision or '')} work at {_g(peak / 1e12)} TFLOP/s take {t}"
     pipe = {"sfu": "SFU (XU, 16 lanes/clk/SM)", "fp16": "FP16 pipe", "fp64": "FP64 pipe"}.get(unit, unit)
     return f"the {pipe} busy time, at its peak, takes {t}"
 
@@ -186,5 +186,5 @@ def executed_words(
 
 
 def _x(v: float) -> str:
-    """A ratio: 38.87 -> '38.9×', 1.248 -> '1.25×', 115.5 -> '115×'."""
-    return f"{v:.3g}×"
+    """A ratio: 38.87 -> '38.9×', 1.248 -> '1.25×', 115.5 -> '115×', 2114.3 -> '2,114×' (never '2.11e+03×')."""
+    return f"{_g(v)}×"

@@ -94,8 +94,8 @@ class _InterruptsDeferred:
 
 
 def _stdout_failed(exc: OSError) -> NoReturn:
-    """Standard output cannot be written (`> /dev/full`, a full disk): one line and exit 2, as README says; stdout
-    is pointed at /dev/null so that Python's own flush at exit does not complain a second time."""
+    """Standard output cannot be written (`> /dev/full`, a full disk): one line and exit 2 (docs/usage.md);
+    stdout is pointed at /dev/null so that Python's own flush at exit does not complain a second time."""
     try:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())

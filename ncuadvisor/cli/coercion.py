@@ -114,18 +114,29 @@ def quicken(params: list[Any]) -> None:
         )
 
 
+def untyped_flags(params: list[Any]) -> None:
+    """Show no value type for an on/off flag in the help (typer 0.29 writes `--force <bool>`, as though the flag took
+    a value): an empty metavar, which click never prints for a flag anyway."""
+    for p in params:
+        if getattr(p, "is_flag", False) and getattr(p, "metavar", "") is None:
+            p.metavar = ""
+
+
 class _Quick:
-    """Its parameters, its help option included, get the quick conversion (`quicken`)."""
+    """Its parameters, its help option included, get the quick conversion (`quicken`), and its flags no value type
+    in the help (`untyped_flags`)."""
 
     params: list[Any]
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         quicken(self.params)
+        untyped_flags(self.params)
 
     def get_help_option(self, ctx: Any) -> Any:
         option = super().get_help_option(ctx)  # type: ignore[misc]
         quicken([option] if option is not None else [])
+        untyped_flags([option] if option is not None else [])
         return option
 
 

@@ -212,7 +212,7 @@ def covered_by_program(entry: KernelEntry, covering: Mapping[str, Any]) -> Kerne
     if f is None or entry.no_rule is None:
         return entry
     message = entry.no_rule.message.replace(
-        "No rule applies", f"No kernel rule applies; the program finding {f.rule} ({f.title}) covers it", 1
+        "No rule applies", f"No kernel rule applies; the program finding {f.rule} (“{f.title}”) covers it", 1
     )
     return replace(entry, no_rule=replace(entry.no_rule, program_rule=f.rule, message=message))
 

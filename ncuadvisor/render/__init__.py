@@ -189,9 +189,10 @@ def use_template_cache(folder: str | None) -> None:
     _BYTECODE[0] = folder
 
 
-def _bytecode_cache() -> jinja2.BytecodeCache | None:
+def _bytecode_cache(variant: str = "") -> jinja2.BytecodeCache | None:
     """jinja2's cache in the folder `use_template_cache` set, where a cache file that cannot be read or written (the
-    folder gone, the disk full) only means that the template is compiled."""
+    folder gone, the disk full) only means that the template is compiled. `variant` names what the compiled code
+    depends on besides the template's source (the HTML's `finalize` is compiled in): its own files."""
     import jinja2
 
     class QuietBytecodeCache(jinja2.FileSystemBytecodeCache):
@@ -207,7 +208,24 @@ def _bytecode_cache() -> jinja2.BytecodeCache | None:
             except OSError:
                 pass
 
-    return QuietBytecodeCache(_BYTECODE[0]) if _BYTECODE[0] else None
+    pattern = f"__jinja2_{variant}_%s.cache" if variant else "__jinja2_%s.cache"
+    return QuietBytecodeCache(_BYTECODE[0], pattern) if _BYTECODE[0] else None
+
+
+class Prose(str):
+    """Text the view marks as prose (a fix, a finding's message, a warning), where `code` in backticks is code: the
+    HTML shows it in <code> (`prose_html`), markdown and the terminal as the text it is."""
+
+
+_CODE_SPAN = re.compile(r"`([^`\n]+)`")
+
+
+def prose_html(value: Any) -> Any:
+    """The HTML templates' finalize: prose (`Prose`) escaped, its `code` spans as <code>; anything else as it is
+    (autoescape escapes it)."""
+    if not isinstance(value, Prose):
+        return value
+    return Markup(_CODE_SPAN.sub(r"<code>\1</code>", str(escape(str(value)))))
 
 
 def environment(autoescape: bool, filters: dict[str, Any] | None = None) -> jinja2.Environment:
@@ -218,12 +236,13 @@ def environment(autoescape: bool, filters: dict[str, Any] | None = None) -> jinj
 
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(templates_dir())),
-        bytecode_cache=_bytecode_cache(),
+        bytecode_cache=_bytecode_cache("prose" if autoescape else ""),
         autoescape=autoescape,
         undefined=jinja2.StrictUndefined,
         trim_blocks=True,
         lstrip_blocks=True,
         keep_trailing_newline=True,
+        finalize=prose_html if autoescape else None,
     )
     env.filters.update(FILTERS)
     env.tests["high_headroom"] = high_headroom

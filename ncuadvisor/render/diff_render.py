@@ -10,15 +10,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from rich.console import Console, JustifyMethod
-from rich.table import Table
+from rich.console import Console
 
 from ncuadvisor.diff.types import DiffResult
 from ncuadvisor.render import HTML_FILTERS, console_for_output, environment, to_json
 from ncuadvisor.render import escape_terminal as escape
 from ncuadvisor.render.diff_view import diff_view
+from ncuadvisor.render.fit import Column, fitted_table
 from ncuadvisor.render.mdtext import COMMENT_CHARS, MD_FILTERS, block, fit_markdown, md
-from ncuadvisor.units import fmt_change, fmt_delta_ns, fmt_ns, fmt_pct, fmt_threshold, fmt_x, short_name
+from ncuadvisor.units import compact_name, fmt_change, fmt_delta_ns, fmt_ns, fmt_pct, fmt_threshold, fmt_x, short_name
 
 MD_TEMPLATE = "diff.md.j2"
 HTML_TEMPLATE = "diff.html.j2"
@@ -94,6 +94,60 @@ def _styled(status: str) -> str:
     return f"[{style}]{text}[/]" if style else escape(text)
 
 
+def _diff_table(kernels: list[Any], width: int) -> Any:
+    """The kernel entries of a diff, in the width there is (`fit.fitted_table`): every column, then without the
+    bound, then with the findings under the kernel's name (no frame), then without the times before and after (the
+    change stays). Cells wrap between words, never inside one ('headroo|m')."""
+    names, befores, afters, changes, statuses, bounds, rooms, cells = [], [], [], [], [], [], [], []
+    for k in kernels:
+        kb, ka = k.before, k.after
+        chg = fmt_delta_ns(k.change_ns)
+        if k.change is not None:
+            chg += f" ({fmt_change(k.change)})"
+        bound = kb.bound or ka.bound or "–"
+        if kb.present and ka.present and kb.bound != ka.bound:
+            bound = f"{kb.bound} → {ka.bound}"
+        name = compact_name(str(k.shown_name or ""))
+        if k.shape_tag:
+            name += f" · {k.shape_tag}"
+        if k.process_label:
+            name += f" · {k.process_label}"
+        if k.match == "name":
+            name += " (by name)"
+        names.append(name)
+        befores.append(fmt_ns(kb.duration_ns) if kb.present else "–")
+        afters.append(fmt_ns(ka.duration_ns) if ka.present else "–")
+        changes.append(chg)
+        statuses.append(k.status or "unchanged")
+        bounds.append(str(bound))
+        rooms.append(" → ".join(fmt_x(side.headroom) for side in (kb, ka) if side.present))
+        cells.append(str(k.findings.cell))
+
+    def columns(bound: bool, under: bool, times: bool) -> list[Column]:
+        shown = [n + (f"\n{c}" if under and c != "–" else "") for n, c in zip(names, cells)]
+        out = [Column("kernel", shown, [escape(n) for n in shown], wraps=True)]
+        if times:
+            out += [Column("before", befores, befores, right=True), Column("after", afters, afters, right=True)]
+        out += [
+            Column("change", changes, changes, wraps=True, right=True),
+            Column("status", statuses, [_styled(s) for s in statuses]),
+        ]
+        out += [Column("bound", bounds, [escape(b) for b in bounds], wraps=True)] if bound else []
+        out += [Column("headroom", rooms, rooms, wraps=True, right=True)]
+        out += [] if under else [Column("findings", cells, [escape(c) for c in cells], wraps=True)]
+        return out
+
+    return fitted_table(
+        [
+            (columns(True, False, True), True),
+            (columns(False, False, True), True),
+            (columns(False, True, True), False),
+            (columns(False, True, False), False),
+        ],
+        width,
+    )
+
+
 def render_diff_terminal(diff: DiffResult, console: Console | None = None, top: int = 20) -> None:
     """Print the summary of a diff: the verdict, the counts and the first `top` kernel entries."""
     console = console_for_output() if console is None else console
@@ -125,44 +179,7 @@ def render_diff_terminal(diff: DiffResult, console: Console | None = None, top: 
             f"predicted −{fmt_ns(f.estimated_saving_ns)}; measured {fmt_delta_ns(-f.measured_saving_ns)}{frac}"
         )
 
-    table = Table(header_style="bold")
-    columns: tuple[tuple[str, JustifyMethod], ...] = (
-        ("kernel", "left"),
-        ("before", "right"),
-        ("after", "right"),
-        ("change", "right"),
-        ("status", "left"),
-        ("bound", "left"),
-        ("headroom", "right"),
-        ("findings", "left"),
-    )
-    for col, just in columns:
-        table.add_column(col, justify=just, overflow="fold", max_width=48 if col in ("kernel", "findings") else None)
-    for k in d.kernels[:top]:
-        kb, ka = k.before, k.after
-        chg = fmt_delta_ns(k.change_ns)
-        if k.change is not None:
-            chg += f" ({fmt_change(k.change)})"
-        bound = kb.bound or ka.bound or "–"
-        if kb.present and ka.present and kb.bound != ka.bound:
-            bound = f"{kb.bound} → {ka.bound}"
-        name = short_name(str(k.shown_name or ""), 48)
-        if k.shape_tag:
-            name += f" · {k.shape_tag}"
-        if k.process_label:
-            name += f" · {k.process_label}"
-        if k.match == "name":
-            name += " (by name)"
-        table.add_row(
-            escape(name),
-            fmt_ns(kb.duration_ns) if kb.present else "–",
-            fmt_ns(ka.duration_ns) if ka.present else "–",
-            chg,
-            _styled(k.status or "unchanged"),
-            escape(str(bound)),
-            " → ".join(fmt_x(side.headroom) for side in (kb, ka) if side.present),
-            escape(k.findings.cell),
-        )
+    table = _diff_table(d.kernels[:top], console.width)
     console.print()
     console.print(table)
     if len(d.kernels) > top:

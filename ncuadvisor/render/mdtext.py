@@ -9,9 +9,9 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 GITHUB_LIMIT = 65000  # characters of a comment, with room to spare under GitHub's 65,536
-# what a comment aims at: well under the limit (half), so that it reads quickly and shares a comment or a job summary
-# with other text; the details that do not fit are left to the HTML, and the comment says so
-COMMENT_CHARS = 32000
+# what a comment fills: GitHub's limit, the details worth most first (`fit_markdown`'s `order`); those that do not fit
+# are left to the HTML, and the comment says so
+COMMENT_CHARS = GITHUB_LIMIT
 NOTE_SLACK = 16  # the "left out" note's length varies a little with its numbers
 
 # ASCII punctuation that means something to (GitHub-flavoured) markdown inline: backslash-escaped.
@@ -75,11 +75,13 @@ def fit_markdown(
     footer: str,
     note_rows: Callable[[int, int], str],
     note_details: Callable[[int], str],
+    order: Sequence[int] | None = None,
 ) -> str:
-    """Assemble a markdown comment under `max_chars`: the headline, the whole table and as many detail blocks as fit
-    (in order); else the headline and the first table rows that fit; else the headline cut at a line. Each cut is
-    said: `note_rows(n_left, n_shown)` and `note_details(n_left)` render the notes; `details` are callables that
-    render one block each (rendered only when tried)."""
+    """Assemble a markdown comment under `max_chars`: the headline, the whole table and as many detail blocks as fit,
+    tried in `order` (indices of `details`, the most worth first; default: as given) and shown in their own order, a
+    block too long for what is left passed over for the next; else the headline and the first table rows that fit;
+    else the headline cut at a line. Each cut is said: `note_rows(n_left, n_shown)` and `note_details(n_left)` render
+    the notes; `details` are callables that render one block each (rendered only when tried)."""
     fixed = len(head) + len(table_head) + sum(map(len, rows)) + len(footer)
     if not rows and fixed <= max_chars:
         return head + footer
@@ -87,13 +89,14 @@ def fit_markdown(
     # 1) the whole table fits: add detail blocks while they fit
     if rows and fixed + len(details_title) + len(note_details(len(details))) <= max_chars:
         budget = max_chars - fixed - len(details_title) - len(note_details(len(details)))
-        parts: list[str] = []
-        for render_one in details:
-            text = "\n" + render_one().strip("\n") + "\n"
+        chosen: dict[int, str] = {}
+        for i in order if order is not None else range(len(details)):
+            text = "\n" + details[i]().strip("\n") + "\n"
             if len(text) > budget:
-                break
-            parts.append(text)
+                continue
+            chosen[i] = text
             budget -= len(text)
+        parts = [chosen[i] for i in sorted(chosen)]
         left = len(details) - len(parts)
         return (
             head

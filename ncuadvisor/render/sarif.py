@@ -26,7 +26,10 @@ What is left out
       the kernel's first located line, the primary location of the kernel's first finding (in ranking order) that has
       one, else to the kernel's entry (`source_anchor`: the line of its first instruction), with
       `locationInferred: true` and a note in the message; a kernel with no source lines at all (built without
-      `-lineinfo`, or a library's) has its findings left out (the HTML, markdown and JSON still show them).
+      `-lineinfo`, or a library's) has its findings left out (the HTML, markdown and JSON still show them), and a
+      tool notification says how many and on which kernels, so that a log with no results is not silent.
+    - a result whose file lies outside the source root keeps an absolute `file://` URI, and a notification says how
+      many and that `--source-root` places them.
 
 Everything comes in as data: the renderer runs no command and reads no file
     - `source_root`: the folder paths are relative to (`--source-root`, else the git top level: the caller's
@@ -291,6 +294,8 @@ class _Log:
         self.descriptors: list[dict[str, Any]] = []
         self.rule_index: dict[str, int] = {}
         self.results: list[dict[str, Any]] = []
+        self.left_out: dict[str, int] = {}  # kernel name -> its findings left out (no source line to show them at)
+        self.outside: dict[str, int] = {}  # file outside the source root -> the results placed in it
 
     def in_root(self, s: SourceLine) -> bool:
         return artifact_location(str(s.file), self.paths).get("uriBaseId") == SRCROOT
@@ -337,6 +342,9 @@ class _Log:
                 self.add_result(k, f, duration, self.primary(located), located, None)
             elif anchor is not None:
                 self.add_result(k, f, duration, anchor, [], anchor_text)
+            else:
+                name = str(k.label or k.shown_name or "kernel") + (f" · {k.shape_tag}" if k.shape_tag else "")
+                self.left_out[name] = self.left_out.get(name, 0) + 1
 
     def add_result(
         self,
@@ -359,7 +367,7 @@ class _Log:
         speedup = number(f.estimated_speedup) or 0.0
         saving = duration * speedup
         fraction = saving / self.total if self.total else 0.0
-        text = f"{name}{f' ({tag})' if tag else ''}: {_one_line(f.title)}."
+        text = f"{name}{f' · {tag}' if tag else ''}: {_one_line(f.title)}."
         if python:  # profile --python-lines
             text += f" Shown at the Python line that {_launched(k)}; the kernel's own lines are related."
         if f.fix:
@@ -375,6 +383,8 @@ class _Log:
         elif primary.via:
             text += f" (The line {primary.via}.)"
         location: dict[str, Any] = {"physicalLocation": self.physical(primary)}
+        if not self.in_root(primary):
+            self.outside[str(primary.file)] = self.outside.get(str(primary.file), 0) + 1
         logical = {"name": name, "kind": "function"}
         if k.demangled:
             logical["fullyQualifiedName"] = str(k.demangled)
@@ -417,6 +427,43 @@ class _Log:
         self.results.append(entry)
 
 
+def _notifications(log: _Log, source_root: str) -> list[dict[str, Any]]:
+    """What the results do not show, said: the findings left out for want of a source line, and the results whose
+    file lies outside the source root (an absolute URI, which code scanning cannot place in the repository)."""
+    out: list[dict[str, Any]] = []
+    if log.left_out:
+        n = sum(log.left_out.values())
+        names = list(log.left_out)
+        shown = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
+        out.append(
+            {
+                "level": "warning" if not log.results else "note",
+                "descriptor": {"id": "findings-without-source-line"},
+                "message": {
+                    "text": f"{n} finding{'s' * (n != 1)} on {len(names)} kernel{'s' * (len(names) != 1)} "
+                    f"left out, with no source line to show {'them' if n != 1 else 'it'} at: {shown}. Build with "
+                    "-lineinfo and profile with --import-source yes for lines; library kernels have none. The HTML, "
+                    "markdown and JSON reports show every finding."
+                },
+            }
+        )
+    if log.outside:
+        n = sum(log.outside.values())
+        files = sorted(log.outside)
+        out.append(
+            {
+                "level": "warning",
+                "descriptor": {"id": "files-outside-source-root"},
+                "message": {
+                    "text": f"{n} result{'s' * (n != 1)} in {len(files)} file{'s' * (len(files) != 1)} outside the "
+                    f"source root {source_root} (e.g. {files[0]}): written as absolute file URIs, which code "
+                    "scanning cannot place in the repository. Give --source-root the folder the sources are under."
+                },
+            }
+        )
+    return out
+
+
 def build_sarif(
     result: ResultRecord,
     source_root: str,
@@ -454,7 +501,8 @@ def build_sarif(
                 "toolExecutionNotifications": [
                     {"level": "warning" if str(w).startswith("partial") else "note", "message": {"text": str(w)}}
                     for w in rep.warnings
-                ],
+                ]
+                + _notifications(log, source_root),
             }
         ],
         "columnKind": "unicodeCodePoints",

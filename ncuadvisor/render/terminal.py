@@ -1,9 +1,11 @@
 """Terminal summary (rich) of a report view: where to start, then the top kernels with bound, headroom and first
 finding.
 
-It fits the terminal it prints to: kernel names are cut with an ellipsis that keeps what identifies them, columns are
-dropped as the width shrinks (launches first, then share, then the first finding), and wrapped lines are indented
-under their own item. Piped or redirected it never wraps (`console_for_output`): one item, one line.
+It fits the terminal it prints to, down to 80 columns: kernels go by their short names (`Kernel.label`: the same in
+the table and in "where to start", never one name for two kernels), columns are dropped as the width shrinks
+(launches first, then share; then the first finding goes under the kernel's name), and text wraps between words,
+indented under its own item, instead of being cut. Piped or redirected it never wraps (`console_for_output`): one
+item, one line.
 """
 
 from __future__ import annotations
@@ -13,35 +15,37 @@ from rich.table import Table
 
 from ncuadvisor.render import console_for_output
 from ncuadvisor.render import escape_terminal as escape
+from ncuadvisor.render.fit import Column, fitted_table
 from ncuadvisor.render.view import Action, Finding, Kernel, Result, report_view
 from ncuadvisor.result.types import Result as ResultRecord
 from ncuadvisor.units import (
     basename_loc,
     counted,
     first_sentence,
-    fit_name,
     fmt_ns,
     fmt_pct,
     fmt_x,
     in_toolkit,
-    short_name,
 )
 
 BOUND_STYLE = {"memory": "cyan", "compute": "magenta", "latency": "yellow", "launch": "red", "unknown": "dim"}
 ACTIONS_SHOWN = 5  # lines of "where to start", and as many program-wide findings below them
-NAME_MAX = 60  # a kernel name is never longer than this, however wide the terminal
-# the table's optional columns, and the width below which each is dropped (the first dropped first)
-DROP_BELOW = {"launches": 110, "share": 96, "first finding": 72}
-NAME_MIN, FIRST_MAX, FIRST_MIN = 14, 34, 14  # the kernel name's and first finding's widths (characters)
+FIX_MAX = 400  # a fix's first sentence, whole (it wraps): cut only past this
 
 
 def _extra(k: Kernel) -> str:
     """What follows a kernel's name in the table: its launch shape, process and GPU when they tell it apart."""
     return (
-        (f" · {k.shape_tag}" if k.shape_tag else "")
+        (f" · {_tight(k.shape_tag)}" if k.shape_tag else "")
         + (f" [{k.process_label}]" if k.process_label else "")
         + (f" [GPU {k.device_id}]" if isinstance(k.device_id, int) else "")
     )
+
+
+def _tight(shape: str) -> str:
+    """'grid (32, 1, 4) block (256, 1, 1)' -> 'grid (32,1,4) block (256,1,1)': a launch shape wraps only between its
+    grid and its block."""
+    return shape.replace(", ", ",")
 
 
 def _bound_text(k: Kernel) -> str:
@@ -79,13 +83,7 @@ def _finding_of(view: Result, a: Action) -> tuple[Kernel | None, Finding | None]
 def _where_and_fix(view: Result, a: Action) -> str:
     """'file:line · fix in one line' for an action: the finding's first source line, else the kernel's."""
     if a.scope == "program":
-        p = next((p for p in view.program_findings if p.rule == a.rule), None)
-        if p:
-            return first_sentence(p.fix)
-        # one setting for several kernels (a switch rule's entries merged): the first kernel's finding of that rule
-        k = next((k for k in view.kernels if k.id is not None and k.id == a.kernel_id), None)
-        f = next((f for group, _, _ in (k.finding_groups if k else []) for f in group if f.rule == a.rule), None)
-        return first_sentence(f.fix) if f else ""
+        return first_sentence(a.fix, FIX_MAX)
     k, f = _finding_of(view, a)
     src = [f"{s.file}:{s.line}" for s in (f.source if f else []) if s.file and s.line is not None]
     anchor = k.source_anchor if k else None
@@ -100,7 +98,7 @@ def _where_and_fix(view: Result, a: Action) -> str:
     if k is not None and k.python_line is not None:  # a PyTorch kernel: the Python line that launched it
         pl = k.python_line
         where = f"{pl.where} ({pl.code})" if pl.code else pl.where
-    fix = first_sentence(f.fix) if f else ""
+    fix = first_sentence(a.fix, FIX_MAX)
     return " · ".join(t for t in (where, fix) if t)
 
 
@@ -113,12 +111,11 @@ def _where_to_start(console: Console, view: Result, width: int) -> None:
     grid = Table.grid(padding=(0, 1))
     grid.add_column(justify="right", no_wrap=True, width=4)
     grid.add_column(overflow="fold")
-    name_limit = max(16, min(NAME_MAX, width // 3))
     rows: list[tuple[str, str]] = []
     for i, a in enumerate(actions, 1):
         head = (
-            f"[bold]{escape(fit_name(a.kernel, name_limit))}[/bold]"
-            + (f" [dim]· {escape(a.shape_tag)}[/dim]" if a.shape_tag else "")
+            f"[bold]{escape(a.kernel_label or str(a.kernel or ''))}[/bold]"
+            + (f" [dim]· {escape(_tight(a.shape_tag))}[/dim]" if a.shape_tag else "")
             + (f" [dim]({escape(a.covers)})[/dim]" if a.covers else "")
             + f": {escape(str(a.title or ''))} [dim]({escape(str(a.rule))})[/dim] saves ~{fmt_ns(a.estimated_saving_ns)}"
             + (f" ({fmt_pct(a.program_fraction)} of the program)" if not a.wall_only else "")
@@ -155,7 +152,7 @@ def _executed_notes(console: Console, kernels: list[Kernel]) -> None:
     notes = [
         (
             f"#{k.index}",
-            f"{fit_name(k.shown_name, NAME_MAX)}"
+            f"{k.label}{_extra(k)}"
             + (f" (the launch analysed, {fmt_ns(k.roofline.duration_ns)})" if (k.launches or 0) > 1 else "")
             + f" as executed: {k.roofline.executed_reason}",
         )
@@ -173,6 +170,56 @@ def _executed_notes(console: Console, kernels: list[Kernel]) -> None:
         grid.add_row(f"[dim]{mark}[/dim]", f"[dim]{escape(text)}[/dim]")
     if notes:
         console.print(grid)
+
+
+def _kernel_table(kernels: list[Kernel], width: int) -> Table:
+    """The top kernels, in the width there is (`fit.fitted_table`): the launches column, then the share, are left
+    out as it shrinks, then each kernel's first finding goes under its name (no frame), then the bound wraps too.
+    Text cells wrap between words: no word of a kernel's short name is longer than `units.LABEL_MAX`."""
+    layouts = [(("launches", "share"), False), (("share",), False), ((), False), (("share",), True), ((), True)]
+    return fitted_table(
+        [(_columns(kernels, shown, narrow), not narrow) for shown, narrow in layouts]
+        + [(_columns(kernels, (), True, bound_wraps=True), False)],
+        width,
+    )
+
+
+def _columns(kernels: list[Kernel], shown: tuple[str, ...], narrow: bool, bound_wraps: bool = False) -> list[Column]:
+    """The kernel table's columns: the optional ones `shown`; `narrow`: the first finding under the name."""
+    firsts = [_first_text(k) for k in kernels]
+    bounds = [_bound_text(k) for k in kernels]
+    names = [
+        k.label + _extra(k) + (f"\n→ {first}" if narrow and first != "–" else "") for k, first in zip(kernels, firsts)
+    ]
+    index = [str(k.index) for k in kernels]
+    columns = [
+        Column("#", index, index, right=True),
+        Column("kernel", names, [_dim_after_line(escape(n)) for n in names], wraps=True),
+    ]
+    if "launches" in shown:
+        launches = [str(k.launches) for k in kernels]
+        columns.append(Column("launches", launches, launches, right=True))
+    times = [fmt_ns(k.duration_ns) for k in kernels]
+    columns.append(Column("time", times, times, right=True))
+    if "share" in shown:
+        shares = [fmt_pct(k.time_share) for k in kernels]
+        columns.append(Column("share", shares, shares, right=True))
+    styled = [
+        (f"[{BOUND_STYLE[b]}]{b}[/]" if (b := k.bound or "unknown") in BOUND_STYLE else escape(b)) + escape(t[len(b) :])
+        for k, t in zip(kernels, bounds)
+    ]
+    columns.append(Column("bound", bounds, styled, wraps=bound_wraps))
+    rooms = [fmt_x(k.headroom) for k in kernels]
+    columns.append(Column("headroom", rooms, rooms, right=True))
+    if not narrow:
+        columns.append(Column("first finding", firsts, [escape(f) for f in firsts], wraps=True))
+    return columns
+
+
+def _dim_after_line(text: str) -> str:
+    """A cell whose second line (the first finding under a kernel's name) is dimmed."""
+    head, sep, rest = text.partition("\n")
+    return head + (f"\n[dim]{rest}[/dim]" if sep else "")
 
 
 def render_terminal(result: ResultRecord, console: Console | None = None, top: int = 10) -> None:
@@ -193,57 +240,7 @@ def render_terminal(result: ResultRecord, console: Console | None = None, top: i
     _where_to_start(console, view, width)
 
     kernels = view.kernels[:top]
-    shown = [c for c, below in DROP_BELOW.items() if width >= below]
-    firsts = [_first_text(k) for k in kernels]
-    extras = [_extra(k) for k in kernels]
-    # the columns' contents: the fixed ones at their widest, then the name and the first finding share the rest
-    bounds = [_bound_text(k) for k in kernels]
-    index_w = max([len(str(k.index)) for k in kernels] + [1])
-    bound_w = max([len(b) for b in bounds] + [5])
-    fixed = [index_w, 8, bound_w, 8] + ([8] if "launches" in shown else []) + ([5] if "share" in shown else [])
-    ncols = len(fixed) + 2
-    avail = width - sum(fixed) - 3 * ncols - 1  # each column: 1 space either side and a border
-    name_need = min(
-        NAME_MAX,
-        max([len(short_name(k.shown_name, NAME_MAX)) + len(e) for k, e in zip(kernels, extras)] + [6]),
-    )
-    first_need = min(FIRST_MAX, max([len(t) for t in firsts] + [13]))
-    if "first finding" in shown and name_need + first_need > avail:
-        name_w = max(NAME_MIN, min(name_need, avail - FIRST_MIN))
-        first_w = avail - name_w
-        if first_w < FIRST_MIN:
-            shown.remove("first finding")
-    if "first finding" not in shown:
-        name_w = max(NAME_MIN, min(name_need, avail + 3))  # the first finding's column and its padding freed
-        first_w = 0
-    elif name_need + first_need <= avail:
-        name_w, first_w = name_need, first_need
-    table = Table(title=None, show_lines=False, header_style="bold")
-    table.add_column("#", justify="right", no_wrap=True, min_width=index_w)
-    table.add_column("kernel", no_wrap=True, overflow="ellipsis", min_width=min(name_w, 12), max_width=name_w)
-    if "launches" in shown:
-        table.add_column("launches", justify="right", no_wrap=True)
-    table.add_column("time", justify="right", no_wrap=True, min_width=8)
-    if "share" in shown:
-        table.add_column("share", justify="right", no_wrap=True)
-    table.add_column("bound", no_wrap=True, min_width=bound_w)
-    table.add_column("headroom", justify="right", no_wrap=True, min_width=8)
-    if "first finding" in shown:
-        table.add_column("first finding", no_wrap=True, overflow="ellipsis", max_width=first_w)
-    for k, first, extra, bound_text in zip(kernels, firsts, extras, bounds):
-        bound = k.bound or "unknown"
-        name = fit_name(k.shown_name, max(8, name_w - len(extra))) + extra
-        row = [str(k.index), escape(name)]
-        row += [str(k.launches)] if "launches" in shown else []
-        row += [fmt_ns(k.duration_ns)]
-        row += [fmt_pct(k.time_share)] if "share" in shown else []
-        row += [
-            (f"[{BOUND_STYLE[bound]}]{bound}[/]" if bound in BOUND_STYLE else escape(bound))
-            + escape(bound_text[len(bound) :]),
-            fmt_x(k.headroom),
-        ]
-        row += [escape(first)] if "first finding" in shown else []
-        table.add_row(*row)
+    table = _kernel_table(kernels, width)
     console.print()
     console.print(table)
     _executed_notes(console, kernels)

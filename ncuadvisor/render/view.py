@@ -11,18 +11,19 @@ finding's links) is computed here; `take` fills a view object from a typed recor
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from ncuadvisor.render import METRIC_WORDS
+from ncuadvisor.render import METRIC_WORDS, Prose
 from ncuadvisor.render.host_view import HostView, host_view, wall_words
 from ncuadvisor.render.view_source import CitedLine, PythonLine, SourceLine, cited_lines, take  # noqa: F401  (the view's types in one place)
 from ncuadvisor.render.view_source import python_line as _python_line
 from ncuadvisor.render.view_source import source as _source
 from ncuadvisor.result import shape_tags
 from ncuadvisor.result import types as rt
-from ncuadvisor.units import compress_chain, finite, fmt_ns, number
+from ncuadvisor.units import compact_name, compress_chain, counted, finite, fmt_ns, number
 
 AT_ROOFLINE = "at-roofline"
 SOL_BARS: tuple[tuple[str, str], ...] = (
@@ -209,6 +210,7 @@ class Kernel:
     demangled: Any
     mangled: Any
     shown_name: Any  # the display name (the op of an ATen generic kernel), else the name, else the demangled name
+    label: str  # its short name (`kernel_labels`): no two kernels of the report read the same with their shape tags
     full_name: Any  # the demangled name, else the name
     shape_tag: str  # what tells it from other kernels of its name ('grid (8, 8, 1)'), else ""
     no_rule: Any  # a large kernel group no rule spoke to: what is known of it (its message), else None
@@ -257,6 +259,8 @@ class Action:
     title: Any
     estimated_saving_ns: Any
     program_fraction: Any
+    fix: str = ""  # the fix of the finding the entry speaks of (a program finding's, else the kernel's)
+    kernel_label: str = ""  # the kernel's short name as the kernel table shows it; for several kernels, theirs
     covers: str = ""  # the launches and time the saving is over ('6 launches, 112.4 µs'), else ""
     follow_ups: list[FollowUp] = field(default_factory=list)  # the kernel's further fixes, on the time left
     python_line: PythonLine | None = None  # the Python line that launched the kernel (profile --python-lines)
@@ -285,6 +289,7 @@ class ProgramFinding:
     estimated_saving_ns: Any
     kernels: list[Any]  # names
     kernel_links: list[tuple[Any, Any]]  # (name, kernel id or None)
+    labels: list[str] = field(default_factory=list)  # its kernels' short names, as the kernel table shows them (×n)
 
 
 @dataclass(frozen=True)
@@ -317,10 +322,17 @@ def _command_line(text: Any) -> Any:
     return text
 
 
+def prose(text: Any) -> Any:
+    """A text of the result written as prose (`Prose`: its `code` spans shown as code in the HTML); None stays."""
+    return None if text is None else Prose(text)
+
+
 def _finding(f: rt.FindingEntry, duration_ns: Any) -> Finding:
     return take(
         Finding,
         f,
+        message=prose(f.message),
+        fix=prose(f.fix),
         evidence=[_evidence(e) for e in f.evidence],
         source=[_source(s) for s in f.source],
         at_roofline=f.category == AT_ROOFLINE,
@@ -355,7 +367,112 @@ def _variant(v: rt.VariantEntry) -> Variant:
     )
 
 
-def _kernel(index: int, k: rt.KernelEntry, tags: Mapping[str, str], covering: Mapping[str, str]) -> Kernel:
+_WORD = re.compile(r"[A-Za-z_]\w*")
+_PART = re.compile(r"[A-Za-z0-9]+")
+TAG_MAX = 28  # a distinguishing word longer than this gives way to the part of it that differs
+
+
+_TEMPLATE_ARGS = re.compile(r"\w<([^<>]*)>\(")  # a function's own template arguments: 'gemm_tiled<(int)0>('
+_CAST = re.compile(r"\((?:unsigned |signed )?\w+\)")
+
+
+def _template_args(full: str) -> str:
+    """A kernel's template arguments without their casts ('gemm_tiled<(int)0>(…)' -> '0'), "" for none."""
+    m = _TEMPLATE_ARGS.search(full)
+    return _CAST.sub("", m.group(1)).strip() if m else ""
+
+
+def _pieces(name: str) -> set[str]:
+    """A name's parts ('tilesize128x128x8', 'nn') and its pairs of neighbouring parts ('execute_kernel')."""
+    parts = _PART.findall(name)
+    return set(parts) | {f"{x}_{y}" for x, y in zip(parts, parts[1:])}
+
+
+def _distinct(full: str, others: list[str]) -> str:
+    """What tells a kernel's full name from the others: the first word none of them holds
+    ('unrolled_elementwise_kernel', 'BinaryOpScalarFunctor'); when that is long or there is none, the parts that set
+    it apart from the most of them, single parts and the longest first ('tilesize256x128x8', then 'execute_kernel'
+    for the one left); "" when nothing does."""
+    theirs = {w for o in others for w in _WORD.findall(o)}
+    words = [w for w in _WORD.findall(full) if w not in theirs]
+    if words and len(words[0]) <= TAG_MAX:
+        return words[0]
+    parts = _PART.findall(full)
+    candidates = [p for p in parts if not p.isdigit() and len(p) <= TAG_MAX]
+    candidates += [f"{x}_{y}" for x, y in zip(parts, parts[1:]) if len(x) + len(y) < TAG_MAX]
+    left = [_pieces(o) for o in others]
+    chosen: list[str] = []
+    while left and len(chosen) < 3:
+        best = max(candidates, key=lambda c: (sum(c not in o for o in left), "_" not in c, len(c)), default="")
+        if not best or all(best in o for o in left):
+            break
+        chosen.append(best)
+        left = [o for o in left if best in o]
+    return " ".join(chosen) if not left else ""
+
+
+def kernel_labels(kernels: list[rt.KernelEntry], tags: Mapping[str, str]) -> list[str]:
+    """Each kernel's short name (`compact_name` of the name shown), with what tells it from the other kernels of
+    another full name that would read the same: its template arguments ('gemm_tiled<0>'), else a word of its full
+    name ('direct_copy · unrolled_elementwise_kernel'):
+    kernels of one full name are told apart by their shape tags; any still alike get their place ('#12')."""
+    base = [compact_name(k.display_name or k.name or k.demangled) for k in kernels]
+    fulls = [str(k.demangled or k.name or "") for k in kernels]
+    groups: dict[str, list[int]] = {}
+    for i, b in enumerate(base):
+        groups.setdefault(b, []).append(i)
+    labels = list(base)
+    for members in groups.values():
+        for i in members:
+            others = sorted({fulls[j] for j in members if fulls[j] != fulls[i]})
+            args = _template_args(fulls[i])
+            if others and args and len(args) <= TAG_MAX and all(_template_args(o) != args for o in others):
+                labels[i] = f"{base[i]}<{args}>"  # one template of several instances: 'gemm_tiled<0>'
+                continue
+            tag = _distinct(fulls[i], others) if others else ""
+            labels[i] = f"{base[i]} · {tag}" if tag else base[i]
+
+    def key(i: int) -> tuple[Any, ...]:
+        k = kernels[i]
+        return (labels[i], tags.get(str(k.id), ""), k.process_label, k.device_id)
+
+    seen: dict[tuple[Any, ...], int] = {}
+    for i in range(len(labels)):
+        seen[key(i)] = seen.get(key(i), 0) + 1
+    return [f"{labels[i]} #{i + 1}" if seen[key(i)] > 1 else labels[i] for i in range(len(labels))]
+
+
+def _index_list(indices: list[int]) -> str:
+    """'#1–#4, #7': kernel numbers, runs joined."""
+    runs: list[list[int]] = []
+    for i in sorted(set(indices)):
+        if runs and i == runs[-1][-1] + 1:
+            runs[-1].append(i)
+        else:
+            runs.append([i])
+    return ", ".join(f"#{r[0]}" if len(r) == 1 else f"#{r[0]}–#{r[-1]}" for r in runs)
+
+
+def _kernels_label(ids: list[Any], by_id: Mapping[str, tuple[int, str, str]]) -> str:
+    """Several kernels in one short text: their names as the table shows them (each once, three at most) and their
+    numbers in the kernel table ('7 kernels: foreach multiplies, foreach LerpFunctor, … (#13–#15, #19–#24)')."""
+    known = [by_id[str(i)] for i in ids if str(i) in by_id]
+    if not known:
+        return ""
+    names: list[str] = []
+    for _, label, _ in known:
+        if label not in names:
+            names.append(label)
+    shown = ", ".join(names[:3]) + (f" and {counted(len(names) - 3, 'other')}" if len(names) > 3 else "")
+    numbers = _index_list([n for n, _, _ in known])
+    if len(known) == 1:
+        return f"{shown} (#{known[0][0]})"
+    return f"{len(known)} kernels: {shown}" + (f" ({numbers})" if numbers.count(",") < 6 else "")
+
+
+def _kernel(
+    index: int, k: rt.KernelEntry, tags: Mapping[str, str], covering: Mapping[str, str], label: str = ""
+) -> Kernel:
     analysed = number(k.analysed_duration_ns)
     own_ns = analysed if analysed is not None else k.duration_ns
     findings = [_finding(f, own_ns) for f in k.findings]
@@ -369,9 +486,10 @@ def _kernel(index: int, k: rt.KernelEntry, tags: Mapping[str, str], covering: Ma
         index=index,
         anchor=str(k.id or f"k{index - 1}"),  # the result's ids count from 0
         shown_name=k.display_name or k.name or k.demangled,
+        label=label or compact_name(k.display_name or k.name or k.demangled),
         full_name=k.demangled or k.name,
         shape_tag=tags.get(str(k.id), ""),
-        no_rule=k.no_rule.message if k.no_rule is not None else None,
+        no_rule=k.no_rule.message if k.no_rule is not None else _covered_note(covering.get(str(k.id)), findings),
         no_rule_label=_no_rule_label(k.no_rule, covering.get(str(k.id))),
         executable=k.process.executable if k.process is not None else None,
         source_anchor=_source(k.source_anchor),
@@ -389,7 +507,15 @@ def _kernel(index: int, k: rt.KernelEntry, tags: Mapping[str, str], covering: Ma
     )
 
 
-def _program_finding(p: rt.ProgramFindingEntry) -> ProgramFinding:
+def _covered_note(covered_by: str | None, findings: list[Finding]) -> str | None:
+    """What a kernel's card says when it has no finding of its own but a program finding names it (its table row
+    says "see PRG004 (program)"): that, instead of "No findings"."""
+    if covered_by is None or findings:
+        return None
+    return f"No finding of its own: {covered_by} (program-wide) names this kernel; see it under Across the program."
+
+
+def _program_finding(p: rt.ProgramFindingEntry, by_id: Mapping[str, tuple[int, str, str]]) -> ProgramFinding:
     names: list[Any] = list(p.kernels)
     ids: list[Any] = list(p.kernel_ids)
     if len(ids) != len(names):  # ids that do not line up with the names link nothing
@@ -405,10 +531,20 @@ def _program_finding(p: rt.ProgramFindingEntry) -> ProgramFinding:
         ProgramFinding,
         p,
         title=compress_chain(p.title),
-        message=compress_chain(p.message),
+        message=prose(compress_chain(p.message)),
+        fix=prose(p.fix),
         kernels=shown,
         kernel_links=[(s, first_id[n]) for s, n in zip(shown, counts)],
+        labels=_counted_labels([by_id[str(i)][1] for i in p.kernel_ids if str(i) in by_id] or [str(n) for n in names]),
     )
+
+
+def _counted_labels(labels: list[str]) -> list[str]:
+    """Each short name once, with how often it comes ('foreach multiplies · BinaryOpScalarFunctor ×2')."""
+    counts: dict[str, int] = {}
+    for label in labels:
+        counts[label] = counts.get(label, 0) + 1
+    return [f"{label} ×{c}" if c > 1 else label for label, c in counts.items()]
 
 
 def _report(rep: rt.ReportInfo) -> Report:
@@ -417,10 +553,35 @@ def _report(rep: rt.ReportInfo) -> Report:
         rep,
         device=take(Device, rep.device),
         command_line=_command_line(rep.command_line),
-        warnings=list(rep.warnings),
+        warnings=[prose(w) for w in rep.warnings],
         missing_sections=list(rep.missing_sections),
         processes=[take(Process, p) for p in rep.processes],
     )
+
+
+def _action_fix(a: rt.TopAction, result: rt.Result) -> str:
+    """The fix text of the finding an entry of "where to start" speaks of: the program finding's, else the kernel's
+    finding of that rule (and title), on its own launches or a launch size of its own."""
+    if a.scope == "program":
+        p = next((p for p in result.program_findings if p.rule == a.rule and p.title == a.title), None)
+        p = p or next((p for p in result.program_findings if p.rule == a.rule), None)
+        if p is not None and p.fix:
+            return str(p.fix)
+    k = next((k for k in result.kernels if k.id is not None and k.id == a.kernel_id), None)
+    if k is None:
+        return ""
+    found = list(k.findings) + [f for v in k.variants for f in v.findings]
+    f = next((f for f in found if f.rule == a.rule and (a.scope == "program" or f.title == a.title)), None)
+    f = f or next((f for f in found if f.rule == a.rule), None)
+    return str(f.fix or "") if f is not None else ""
+
+
+def _action_label(a: rt.TopAction, by_id: Mapping[str, tuple[int, str, str]]) -> str:
+    """An action's kernels as the kernel table names them: the kernel's short name, else its kernels' ('8 kernels:
+    …'), else the result's own text."""
+    if a.scope != "program" and str(a.kernel_id) in by_id:
+        return by_id[str(a.kernel_id)][1]
+    return _kernels_label(list(a.kernel_ids or []), by_id) or str(a.kernel or "")
 
 
 def report_view(result: rt.Result) -> Result:
@@ -433,6 +594,8 @@ def report_view(result: rt.Result) -> Result:
     shown = {k.id: k.display_name for k in result.kernels if k.display_name}
     lines = {str(k.id): _python_line(k.python_line) for k in result.kernels}
     wall_only = {(p.rule, p.title) for p in result.program_findings if p.speedup_type == "wall"}
+    labels = kernel_labels(result.kernels, tags)
+    by_id = {str(k.id): (i, lab, tags.get(str(k.id), "")) for i, (k, lab) in enumerate(zip(result.kernels, labels), 1)}
     actions = [
         take(
             Action,
@@ -440,6 +603,8 @@ def report_view(result: rt.Result) -> Result:
             shape_tag=tags.get(str(a.kernel_id), "") if a.scope != "program" else "",
             covers=f"{a.launches} launch{'es' * (a.launches != 1)}, {fmt_ns(a.duration_ns)}" if a.launches else "",
             **({"kernel": shown[a.kernel_id]} if a.kernel_id in shown and a.scope != "program" else {}),
+            kernel_label=_action_label(a, by_id),
+            fix=prose(_action_fix(a, result)),
             follow_ups=[take(FollowUp, u) for u in a.follow_ups or []],
             python_line=lines.get(str(a.kernel_id)) if a.scope != "program" else None,
             wall=wall_words(result.host_timeline, a.estimated_wall_saving_ns, (a.rule, a.title) in wall_only),
@@ -452,8 +617,8 @@ def report_view(result: rt.Result) -> Result:
         report=_report(result.report),
         generator=Generator(name=str(gen.name or "ncuadvisor"), version=str(gen.version or "")),
         created=result.created,
-        kernels=[_kernel(i, k, tags, covering) for i, k in enumerate(result.kernels, start=1)],
+        kernels=[_kernel(i, k, tags, covering, lab) for i, (k, lab) in enumerate(zip(result.kernels, labels), start=1)],
         top_actions=actions,
-        program_findings=[_program_finding(p) for p in result.program_findings],
+        program_findings=[_program_finding(p, by_id) for p in result.program_findings],
         host=host_view(result.host_timeline),
     )

@@ -1,5 +1,5 @@
 """The result of an analysis (schema_version 1): the typed form of the JSON that `ncuadvisor report` writes and every
-renderer formats. `Result.to_dict()` is that JSON; `Result.from_dict()` reads it back (README, "JSON output").
+renderer formats. `Result.to_dict()` is that JSON; `Result.from_dict()` reads it back (docs/usage.md, "Output formats").
 
 Fields are in the order the JSON has them. The finding records (`FindingEntry`, `ProgramFindingEntry`, with their
 `EvidenceEntry` and `SourceRefEntry`) are also what rules emit (`ncuadvisor.rulekit.contract` names them `Finding`,

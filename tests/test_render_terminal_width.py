@@ -1,0 +1,103 @@
+"""The terminal summary at 80 columns (and 120): no line wider than the terminal, no word cut where a line wraps,
+no two kernels under one name, and one name per kernel in the table and in "where to start"."""
+
+from __future__ import annotations
+
+import io
+import re
+
+import pytest
+from rich.cells import cell_len
+from rich.console import Console
+
+from ncuadvisor.render.terminal import ACTIONS_SHOWN, render_terminal
+from ncuadvisor.render.view import report_view
+
+# a CUDA program, a PyTorch training step (cuBLAS and cutlass names), dynamic shapes (ATen copies of two templates
+# under one op), a compiled program (Triton), several processes
+FIXTURES = ["flaws", "torch_train", "torch_dynshapes", "torch_compile", "multiproc", "model_step_315"]
+SPLIT = re.compile(r"[\s│┃┏┓┗┛┡┩└┘┌┐─━┳┻╇╈┼┬┴├┤]+")
+
+
+def render(result, width: int) -> str:
+    buf = io.StringIO()
+    console = Console(file=buf, width=width, force_terminal=True, color_system=None, highlight=False)
+    render_terminal(result, console)
+    return buf.getvalue()
+
+
+def words(text: str) -> set[str]:
+    return {w for w in SPLIT.split(text) if w}
+
+
+@pytest.mark.parametrize("name", FIXTURES)
+def test_the_summary_fits_80_and_120_columns_and_wraps_between_words(typed, name):
+    result = typed(name)
+    whole = words(render(result, 2000))  # nothing wraps
+    for width in (80, 120):
+        out = render(result, width)
+        wide = [line for line in out.splitlines() if cell_len(line) > width]
+        assert not wide, f"{name} at {width} columns: lines wider than the terminal: {wide[:3]}"
+        cut = sorted(words(out) - whole)
+        assert not cut, f"{name} at {width} columns: words cut where a line wraps: {cut[:10]}"
+        assert "…\n" not in out and not re.search(r"\w…(\s|$)", out.replace("_…_", "")), "a text cut short"
+
+
+@pytest.mark.parametrize("name", FIXTURES)
+def test_no_two_kernels_share_a_name_and_actions_use_the_tables_names(typed, name):
+    result = typed(name)
+    view = report_view(result)
+    shown: dict[tuple, str] = {}
+    for k in view.kernels:
+        key = (k.label, k.shape_tag, k.process_label, k.device_id)
+        assert key not in shown or shown[key] == str(k.full_name), f"{k.full_name} and {shown[key]} both read {key}"
+        shown[key] = str(k.full_name)
+    by_id = {k.id: k for k in view.kernels}
+    out = " ".join(render(result, 2000).split())  # unwrapped: a name's words side by side
+    for k in view.kernels[:10]:
+        assert " ".join(k.label.split()) in out, f"{k.label} is not in the table"
+    for a in view.top_actions[:ACTIONS_SHOWN]:
+        if a.scope == "kernel" and a.kernel_id in by_id:
+            assert a.kernel_label == by_id[a.kernel_id].label
+        assert " ".join(a.kernel_label.split()) in out
+
+
+def test_two_templates_of_one_op_read_apart(typed):
+    """ATen's `elementwise_kernel` and `unrolled_elementwise_kernel` of the same copy, at the same launch shape."""
+    view = report_view(typed("torch_dynshapes"))
+    copies = {k.label for k in view.kernels if str(k.shown_name) == "direct_copy"}
+    assert "direct_copy · elementwise_kernel" in copies
+    assert "direct_copy · unrolled_elementwise_kernel" in copies
+
+
+def test_the_first_finding_and_a_fix_are_whole_at_80_columns(typed):
+    result = typed("torch_train")
+    out = " ".join(render(result, 80).split())
+    view = report_view(result)
+    first = view.kernels[0].first_finding
+    assert first is not None and f"→ {first.rule} {first.category}" in out
+    # the first action's fix, its whole first sentence (it used to be cut at 160 characters)
+    assert "or run the region under torch.autocast('cuda', dtype=torch.bfloat16)." in out
+
+
+@pytest.mark.parametrize("before, after", [("pipeline_v0", "pipeline_v1"), ("model_step_315", "model_step_1010")])
+def test_the_diff_table_fits_80_columns_without_breaking_words(typed, before, after):
+    """The diff's kernel table once broke its header at 80 columns ('headroo|m') and its cells inside words."""
+    from ncuadvisor.diff import compare
+    from ncuadvisor.render.diff_render import render_diff_terminal
+
+    diff = compare(typed(before), typed(after))
+
+    def render_diff(width: int) -> str:
+        buf = io.StringIO()
+        console = Console(file=buf, width=width, force_terminal=True, color_system=None, highlight=False)
+        render_diff_terminal(diff, console)
+        return buf.getvalue()
+
+    whole = words(render_diff(2000))
+    for width in (80, 120):
+        out = render_diff(width)
+        assert max(cell_len(line) for line in out.splitlines()) <= width
+        cut = sorted(words(out) - whole)
+        assert not cut, f"words cut at {width} columns: {cut[:10]}"
+        assert "headroom" in out and "change" in out
