@@ -109,6 +109,12 @@ class Format(str, Enum):
     html = "html"
     md = "md"
     sarif = "sarif"
+    digest = "digest"
+    digest_json = "digest-json"
+
+
+# formats that speak of one kernel with --kernel
+KERNEL_FORMATS = (Format.json, Format.digest, Format.digest_json)
 
 
 EXTENSIONS = {
@@ -141,8 +147,23 @@ def format_name(output: Path | None, fmt: Enum | None) -> str:
     return choose_format(output, None).value
 
 
-def render_report(result: Result, fmt: Format, source_root: Path | None = None, rules: list[Any] | None = None) -> str:
-    """A report result as the text of a file format (SARIF takes the rules' help texts from `rules`)."""
+def render_report(
+    result: Result,
+    fmt: Format,
+    source_root: Path | None = None,
+    rules: list[Any] | None = None,
+    kernel: str | None = None,
+    top: int | None = None,
+) -> str:
+    """A report result as the text of a file format (SARIF takes the rules' help texts from `rules`); with `kernel`
+    (json, digest, digest-json), that kernel's alone; `top`: the kernels of a digest."""
+    if kernel is not None:
+        return _render_kernel(result, fmt, kernel)
+    if fmt in (Format.digest, Format.digest_json):
+        from ncuadvisor.render.digest import DEFAULT_TOP, render_digest, render_digest_json
+
+        render = render_digest if fmt is Format.digest else render_digest_json
+        return render(result, top=DEFAULT_TOP if top is None else top)
     if fmt is Format.json:
         from ncuadvisor.render import to_json
 
@@ -158,6 +179,21 @@ def render_report(result: Result, fmt: Format, source_root: Path | None = None, 
     if fmt is Format.sarif:
         return sarif_text(result, source_root, rules)
     raise OutputError(f"format {fmt.value} cannot be written to a file")  # pragma: no cover
+
+
+def _render_kernel(result: Result, fmt: Format, name: str) -> str:
+    from ncuadvisor.result.lookup import find_kernel
+
+    if fmt not in KERNEL_FORMATS:
+        raise OutputError(f"--kernel: the {fmt.value} format is of a whole report; use json, digest or digest-json")
+    entry = find_kernel(result, name)
+    if fmt is Format.json:
+        from ncuadvisor.render import to_json
+
+        return to_json(entry.to_dict()) + "\n"
+    from ncuadvisor.render.digest import render_digest, render_digest_json
+
+    return (render_digest if fmt is Format.digest else render_digest_json)(result, kernel=entry)
 
 
 def sarif_text(result: Result, source_root: Path | None, rules: list[Any] | None = None) -> str:
@@ -192,6 +228,8 @@ def render_diff(diff: DiffResult, name: str) -> str:
         return diff_render.render_diff_html(diff)
     if name == "md":
         return diff_render.render_diff_markdown(diff)
+    if name in ("digest", "digest-json"):
+        raise OutputError(f"a diff has no {name} form: use json or md")
     raise OutputError(f"format {name} cannot be written to a file")  # pragma: no cover
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from enum import Enum
 from pathlib import Path
-from typing import Annotated, Any, cast
+from typing import Annotated, Any
 
 import typer
 
@@ -25,7 +25,6 @@ from ncuadvisor.cli.common import (
 )
 from ncuadvisor.errors import GateFailed, InputError, OutputError
 from ncuadvisor.result.types import Result
-from ncuadvisor.saved.validate import REPORT_KIND, load_saved
 
 
 class DiffFormat(str, Enum):
@@ -41,12 +40,10 @@ class FailOn(str, Enum):
 
 
 def _result_of(path: Path, rules: list[Any]) -> Result:
-    """A report is analyzed; a saved report result (.json) is read as it is."""
-    if path.suffix.lower() == ".json":
-        return cast(Result, load_saved(path, want=(REPORT_KIND,)))
-    from ncuadvisor.pipeline.analyze import analyze
+    """A report is analyzed; a saved report result (.json) is read as it is (the API's `result_record`)."""
+    from ncuadvisor.api import result_record
 
-    return analyze(path, rules=rules)
+    return result_record(path, rules)
 
 
 def _partial_sides(before: Result, after: Result) -> list[tuple[str, str]]:

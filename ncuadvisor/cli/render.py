@@ -33,6 +33,8 @@ class RenderFormat(str, Enum):
     html = "html"
     md = "md"
     sarif = "sarif"
+    digest = "digest"
+    digest_json = "digest-json"
 
 
 def render(

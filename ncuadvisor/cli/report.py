@@ -9,6 +9,7 @@ from typing import Annotated
 import typer
 
 from ncuadvisor.cli.common import (
+    KERNEL_FORMATS,
     ConfigOption,
     ForceOption,
     Format,
@@ -37,7 +38,16 @@ def report(
     ignore: IgnoreOption = None,
     config: ConfigOption = None,
     force: ForceOption = False,
-    top: Annotated[int, typer.Option("--top", min=0, help="Kernels shown in the terminal summary.")] = 10,
+    top: Annotated[
+        int, typer.Option("--top", min=0, help="Kernels shown in the terminal summary and in the digest.")
+    ] = 10,
+    kernel: Annotated[
+        str | None,
+        typer.Option(
+            "--kernel",
+            help="One kernel (its id, name, demangled or display name) with --format digest, digest-json or json.",
+        ),
+    ] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No terminal summary when writing a file.")] = False,
     source_root: SourceRootOption = None,
     host_trace: Annotated[
@@ -53,6 +63,8 @@ def report(
     from ncuadvisor.pipeline.analyze import analyze
 
     out_format = choose_format(output, fmt)
+    if kernel is not None and out_format not in KERNEL_FORMATS:
+        raise OutputError("--kernel needs --format digest, digest-json or json")
     if output is not None:
         check_output(output, force, [path] + ([host_trace] if host_trace else []))
     timeline = None
@@ -63,12 +75,12 @@ def report(
     rules = load_rules(rules_dir, select, ignore, config, quiet=quiet)
     result = analyze(path, rules=rules, host=timeline)
     if output is None and out_format is not Format.terminal:
-        sys.stdout.write(render_report(result, out_format, source_root, rules))
+        sys.stdout.write(render_report(result, out_format, source_root, rules, kernel, top))
         return
     if output is not None:
         if out_format is Format.terminal:
             raise OutputError("--format terminal cannot be written to a file; use .html, .json, .md or .sarif")
-        write_output(output, render_report(result, out_format, source_root, rules), force)
+        write_output(output, render_report(result, out_format, source_root, rules, kernel, top), force)
     if not quiet:
         from ncuadvisor.render.terminal import render_terminal
 

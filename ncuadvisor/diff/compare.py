@@ -7,7 +7,6 @@ import dataclasses
 import datetime as _dt
 from typing import Any, Literal
 
-from ncuadvisor import __version__
 from ncuadvisor.diff.match import MatchHow, Pair, ProcessKeys, demangled_name, match_kernels, process_keys
 from ncuadvisor.diff.types import (
     KIND,
@@ -31,6 +30,7 @@ from ncuadvisor.diff.types import (
 )
 from ncuadvisor.result.types import Generator, KernelEntry, Result, TopAction
 from ncuadvisor.units import finite, fmt_ns
+from ncuadvisor.version import __version__
 
 DEFAULT_THRESHOLD = 0.05
 MIN_CHANGE_NS = 1000.0

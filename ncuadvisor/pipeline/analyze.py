@@ -17,7 +17,6 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
-from ncuadvisor import __version__
 from ncuadvisor.analysis import ceilings, needed, roofline
 from ncuadvisor.analysis.language import display_name, kernel_language
 from ncuadvisor.load import ReportReader, RowsDisagree, read_results
@@ -41,6 +40,7 @@ from ncuadvisor.result.helpers import no_surrogates
 from ncuadvisor.result.types import Bound, Generator, KernelEntry, NcuRuleEntry, ReportInfo, Result
 from ncuadvisor.rulekit import engine
 from ncuadvisor.rulekit.contract import Finding, KernelContext, ProgramContext, ProgramRule, Rule
+from ncuadvisor.version import __version__
 
 if TYPE_CHECKING:  # a host timeline is read, and its model built, only with --host-trace (`analysis.walltime`)
     from ncuadvisor.analysis.hosttrace import Timeline
