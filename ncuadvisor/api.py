@@ -301,7 +301,11 @@ class Diff:
         self.record = record
 
     def __repr__(self) -> str:
-        return f"<ncuadvisor.Diff {self.record.verdict}: {self.record.summary}>"
+        s = self.record.summary
+        return (
+            f"<ncuadvisor.Diff {self.record.verdict}: {s.improved} improved, {s.regressed} regressed, "
+            f"{s.unchanged} unchanged; {s.resolved_findings} findings resolved, {s.new_findings} new>"
+        )
 
     @property
     def verdict(self) -> str:

@@ -14,7 +14,7 @@ from typing import Annotated, Any, NoReturn
 
 import typer
 
-from ncuadvisor.cli import diff, profile, render, report, rules
+from ncuadvisor.cli import diff, mcp_server, profile, render, report, rules
 from ncuadvisor.cli.coercion import QuickCommand, QuickGroup
 from ncuadvisor.cli.common import exit_on_sigterm, stderr_console
 from ncuadvisor.errors import AdvisorError, InternalError, Interrupted, OutputError
@@ -50,6 +50,7 @@ app.command("report", cls=QuickCommand)(report.report)
 app.command("rules", cls=QuickCommand)(rules.rules)
 app.command("diff", cls=QuickCommand)(diff.diff)
 app.command("render", cls=QuickCommand)(render.render)
+app.command("mcp", cls=QuickCommand)(mcp_server.mcp)
 # the program's own options follow it on the command line: they are the program's, not ncuadvisor's
 app.command("profile", cls=QuickCommand, context_settings={"allow_extra_args": True, "ignore_unknown_options": True})(
     profile.profile
