@@ -77,7 +77,8 @@ class Results:
 
 
 def _diff_summary(d: Any) -> dict[str, Any]:
-    """What an agent needs of a diff: the verdict, the total, each kernel's change and its findings resolved/new."""
+    """What an agent needs of a diff: the verdict, the total, each kernel's change, its findings resolved/new and
+    the counter checks of the findings' predictions."""
     data = d.to_dict()
     kernels = []
     for k in data["kernels"]:
@@ -91,6 +92,7 @@ def _diff_summary(d: Any) -> dict[str, Any]:
                 "change": k.get("change"),
                 "resolved": [x.get("rule") for x in f.get("resolved", [])],
                 "new": [x.get("rule") for x in f.get("new", [])],
+                "counter_checks": [c["text"] for c in k.get("counter_checks") or []],
             }
         )
     return {

@@ -40,6 +40,7 @@ from ncuadvisor.result.helpers import no_surrogates
 from ncuadvisor.result.types import Bound, Generator, KernelEntry, NcuRuleEntry, ReportInfo, Result
 from ncuadvisor.rulekit import engine
 from ncuadvisor.rulekit.contract import Finding, KernelContext, ProgramContext, ProgramRule, Rule
+from ncuadvisor.rulekit.counters import measure as measure_counters
 from ncuadvisor.version import __version__
 
 if TYPE_CHECKING:  # a host timeline is read, and its model built, only with --host-trace (`analysis.walltime`)
@@ -434,6 +435,7 @@ def assemble(
             ncu_rules=[NcuRuleEntry(**r) for r in ncu_guidance(detail.ncu_rules if detail else [])],
             sections=sorted(detail.sections) if detail else [],
             result_ids=k.result_ids,
+            counters=measure_counters(row) or None,
         )
         kernel_entries.append(with_no_rule(entry, row))
     missing_sections = [s for s in ANALYSIS_SECTIONS if s not in evaluation.sections_seen]

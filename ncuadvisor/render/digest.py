@@ -13,7 +13,8 @@ Format, version DIGEST_VERSION (a change of its keys or lines is a new version):
         (<fraction> of the program) | change: <fix> | at <file:line>`
     `kernels (<shown> of <all>, by GPU time):` then per kernel `[<id>] <name> (<language>) <share> <time> x<launches>
         | <bound>-bound, limiter <unit>, headroom <ratio>` and its findings `  - <rule> -<saving>% <title> |
-        evidence: <label> <value> (threshold <t>); ... | change: <fix> | at <file:line>`
+        evidence: <label> <value> (threshold <t>); ... | change: <fix> | at <file:line>`, in one kernel's digest
+        followed by `| must move: <counter> <now> -> <= or >= <bound>` (the counters the fix must move)
     `left out: ...` when something was, with the command that shows it.
 """
 
@@ -24,7 +25,7 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-from ncuadvisor.result.types import EvidenceEntry, FindingEntry, KernelEntry, Result
+from ncuadvisor.result.types import EvidenceEntry, FindingEntry, KernelEntry, PredictionEntry, Result
 from ncuadvisor.units import basename_loc, clip, counted, fmt_ns, fmt_pct, number, short_name
 
 DIGEST_VERSION = 1
@@ -50,6 +51,7 @@ class Depth:
     actions: int = ACTIONS
     fix_chars: int = FIX_CHARS
     action_fix_chars: int = ACTION_FIX_CHARS
+    predicts: bool = False  # the counters each fix must move (one kernel's digest)
     evidence: int = EVIDENCE
 
 
@@ -89,7 +91,14 @@ def _finding(f: FindingEntry, depth: Depth) -> dict[str, Any]:
         "evidence": [_evidence(e) for e in f.evidence[: depth.evidence]],
         "change": _change(f.fix, depth.fix_chars),
         "at": _where(f),
+        **({"must_move": [_must_move(p) for p in f.predicts or []]} if depth.predicts else {}),
     }
+
+
+def _must_move(p: PredictionEntry) -> str:
+    """'global sectors moved per sector needed 4.5 -> <= 1.43'."""
+    unit = "%" if p.unit == "%" else ""
+    return f"{p.label} {_num(p.current)}{unit} -> {p.expect} {_num(p.bound)}{unit}"
 
 
 def _kernel(
@@ -207,8 +216,8 @@ def _fit_report(result: Result, top: int) -> dict[str, Any]:
     """The deepest digest within REPORT_BUDGET (each kernel's part within KERNEL_BUDGET): fewer findings per kernel
     first, then shorter fixes, then fewer kernels (the smallest first), then fewer "where to start" entries."""
     n = min(top, len(result.kernels))
-    short = {"fix_chars": 80, "action_fix_chars": 160, "evidence": 2}
-    shorter = {"fix_chars": 60, "action_fix_chars": 120, "evidence": 1}
+    short: dict[str, Any] = {"fix_chars": 80, "action_fix_chars": 160, "evidence": 2}
+    shorter: dict[str, Any] = {"fix_chars": 60, "action_fix_chars": 120, "evidence": 1}
     steps = [Depth(n, FINDINGS_IN_REPORT), Depth(n, 1), Depth(n, 1, **short), Depth(n, 1, **shorter)]
     steps += [Depth(m, 1, **shorter) for m in range(n - 1, -1, -1)]
     steps += [Depth(0, 0, actions=a, **shorter) for a in (3, 1, 0)]
@@ -230,7 +239,7 @@ def _fit_kernel(result: Result, k: KernelEntry) -> dict[str, Any]:
         (1, 120, 2),
         (1, 60, 1),
     )
-    steps = [Depth(1, n, fix_chars=c, evidence=e) for n, c, e in shapes]
+    steps = [Depth(1, n, fix_chars=c, evidence=e, predicts=True) for n, c, e in shapes]
     data: dict[str, Any] = {}
     for depth in steps:
         data = _kernel_data(result, k, depth)
@@ -267,6 +276,8 @@ def _kernel_lines(kd: dict[str, Any]) -> list[str]:
         line += f" | change: {f['change']}" if f["change"] else " | change: see where to start"
         if f["at"]:
             line += f" | at {f['at']}"
+        if f.get("must_move"):
+            line += " | must move: " + "; ".join(f["must_move"])
         lines.append(line)
     if not kd["findings"]:
         lines.append("  (no finding)")
