@@ -104,4 +104,4 @@ def test_the_command_line_digest_and_one_kernel(report_path):
     assert p.returncode == 2 and p.stdout == ""
     assert p.stderr.count("\n") == 1 and "ambiguous" in p.stderr and "k8: transpose_naive" in p.stderr
     p = _cli("report", path, "--format", "html", "--kernel", "k8")
-    assert p.returncode == 2 and "--kernel needs --format digest" in p.stderr
+    assert p.returncode == 2 and "--kernel needs --format json, digest, digest-json" in p.stderr

@@ -50,11 +50,11 @@ app.command("report", cls=QuickCommand)(report.report)
 app.command("rules", cls=QuickCommand)(rules.rules)
 app.command("diff", cls=QuickCommand)(diff.diff)
 app.command("render", cls=QuickCommand)(render.render)
-app.command("mcp", cls=QuickCommand)(mcp_server.mcp)
 # the program's own options follow it on the command line: they are the program's, not ncuadvisor's
 app.command("profile", cls=QuickCommand, context_settings={"allow_extra_args": True, "ignore_unknown_options": True})(
     profile.profile
 )
+app.command("mcp", cls=QuickCommand)(mcp_server.mcp)
 
 
 def _click_exceptions() -> tuple[type[Exception], ...]:

@@ -11,27 +11,24 @@ import typer
 
 from ncuadvisor.cli.common import (
     ConfigOption,
+    DiffFormat,
     ForceOption,
     IgnoreOption,
     RulesDirOption,
     SelectOption,
     check_output,
+    format_help,
     format_name,
     load_rules,
     refuse_diff_sarif,
+    refuse_terminal_file,
     render_diff,
     write_output,
     wrote,
 )
-from ncuadvisor.errors import GateFailed, InputError, OutputError
+from ncuadvisor.errors import GateFailed, InputError
+from ncuadvisor.render import formats
 from ncuadvisor.result.types import Result
-
-
-class DiffFormat(str, Enum):
-    terminal = "terminal"
-    json = "json"
-    html = "html"
-    md = "md"
 
 
 class FailOn(str, Enum):
@@ -67,9 +64,7 @@ def diff(
     output: Annotated[
         Path | None, typer.Option("--output", "-o", help="Write the diff here; the extension picks the format.")
     ] = None,
-    fmt: Annotated[
-        DiffFormat | None, typer.Option("--format", "-f", help="Output format (default: by extension).")
-    ] = None,
+    fmt: Annotated[DiffFormat | None, typer.Option("--format", "-f", help=format_help(diff=True))] = None,
     fail_on: Annotated[
         FailOn | None,
         typer.Option(
@@ -112,8 +107,7 @@ def diff(
         refuse_diff_sarif(name)
     if output is not None:
         check_output(output, force, [before, after])
-        if name == "terminal":
-            raise OutputError("--format terminal cannot be written to a file; use .html, .json or .md")
+        refuse_terminal_file(formats.get(name), diff=True)
     # the rules (and the configuration) apply to the reports analysed here, not to saved results
     rules = load_rules(rules_dir, select, ignore, config, quiet=quiet)
     result_before = _result_of(before, rules)

@@ -21,12 +21,12 @@ Format, version DIGEST_VERSION (a change of its keys or lines is a new version):
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass
 from typing import Any
 
+from ncuadvisor.render.formats import RenderOptions
 from ncuadvisor.result.types import EvidenceEntry, FindingEntry, KernelEntry, PredictionEntry, Result
-from ncuadvisor.units import basename_loc, clip, counted, fmt_ns, fmt_pct, number, short_name
+from ncuadvisor.units import basename, basename_loc, clip, counted, fmt_ns, fmt_pct, number, short_name
 
 DIGEST_VERSION = 1
 KERNEL_BUDGET = 1_500  # characters of one kernel's digest, and of a kernel's part of a report's
@@ -205,7 +205,7 @@ def _kernel_data(result: Result, k: KernelEntry, depth: Depth) -> dict[str, Any]
 
 def _report_arg(result: Result) -> str:
     path = result.report.path or result.report.name
-    return os.path.basename(path) if os.path.isabs(path) else path
+    return basename(path) if path.startswith(("/", "\\")) else path  # a temporary copy's folder says nothing
 
 
 def _size(data: dict[str, Any]) -> int:
@@ -318,6 +318,16 @@ def digest_text(data: dict[str, Any]) -> str:
     if said:
         lines.append(f"left out: {', '.join(said)}; get them: {left['get_it']}")
     return "\n".join(lines) + "\n"
+
+
+def render(result: Result, options: RenderOptions) -> str:
+    """The `digest` format (`render.formats`): a report's digest, or with `options.kernel` one kernel's."""
+    return render_digest(result, kernel=options.kernel, top=options.top)
+
+
+def render_json(result: Result, options: RenderOptions) -> str:
+    """The `digest-json` format."""
+    return render_digest_json(result, kernel=options.kernel, top=options.top)
 
 
 def render_digest(result: Result, kernel: KernelEntry | None = None, top: int = DEFAULT_TOP) -> str:
