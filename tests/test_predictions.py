@@ -110,3 +110,16 @@ def test_planted_and_twin_kernels_show_the_measured_movement(typed):
     assert check.met and (check.before, check.after) == (4.5, 1.0)
     (check,) = _twin_check(flaws, "transpose_smem_conflict", "transpose_smem_padded", "MEM002")
     assert check.met and (check.before, check.after) == (16.5, 1.0)
+
+
+@pytest.mark.parametrize(
+    "planted, twin, rule, before, after",
+    [
+        ("hist_global_atomic", "hist_shared_atomic", "ATM001", 1.0, 0.0005),  # global atomics per load
+        ("local_array_dynamic", "local_array_shared", "LOC001", 0.9442, 0.0),  # local share of L1 sectors
+        ("poly_double_literal", "poly_float_literal", "PRC001", 11.7207, 0.0),  # FP64 pipe busy, %
+    ],
+)
+def test_the_flaws_twins_move_the_predicted_counter(typed, planted, twin, rule, before, after):
+    (check,) = _twin_check(typed("flaws"), planted, twin, rule)
+    assert check.met and (check.before, check.after) == (before, after)

@@ -47,6 +47,32 @@ def _per_needed(total_metric: str, excess_metric: str) -> Callable[[Mapping[str,
     return value
 
 
+def _share(part: tuple[str, ...], rest: tuple[str, ...]) -> Callable[[Mapping[str, Any]], float | None]:
+    """sum(part) ÷ (sum(part) + sum(rest)): a share of a traffic."""
+
+    def value(row: Mapping[str, Any]) -> float | None:
+        a = [num(row.get(m)) for m in part]
+        b = [num(row.get(m)) for m in rest]
+        if any(v is None for v in a + b):
+            return None
+        whole = sum(v or 0.0 for v in a + b)
+        return sum(v or 0.0 for v in a) / whole if whole > 0 else None
+
+    return value
+
+
+def _per(part: tuple[str, ...], den: str) -> Callable[[Mapping[str, Any]], float | None]:
+    """sum(part) ÷ den."""
+
+    def value(row: Mapping[str, Any]) -> float | None:
+        a, d = [num(row.get(m)) for m in part], num(row.get(den))
+        if any(v is None for v in a) or not d:
+            return None
+        return sum(v or 0.0 for v in a) / d
+
+    return value
+
+
 def _metric(name: str) -> Callable[[Mapping[str, Any]], float | None]:
     return lambda row: num(row.get(name))
 
@@ -72,9 +98,28 @@ COUNTERS: dict[str, Counter] = {
             "",
             _per_needed(SourceCounters.SHARED_WAVEFRONTS, SourceCounters.SHARED_WAVEFRONTS_EXCESSIVE),
         ),
+        Counter(
+            "local_sector_share",
+            "local-memory share of L1 sectors",
+            "",
+            _share(
+                (MemoryTables.LOCAL_LOAD_SECTORS, MemoryTables.LOCAL_STORE_SECTORS),
+                (MemoryTables.GLOBAL_LOAD_SECTORS, MemoryTables.GLOBAL_STORE_SECTORS),
+            ),
+        ),
+        Counter(
+            "global_atomics_per_load",
+            "global atomic requests per load request",
+            "",
+            _per(
+                (MemoryTables.GLOBAL_ATOMIC_REQUESTS, MemoryTables.GLOBAL_REDUCTION_REQUESTS),
+                MemoryTables.GLOBAL_LOAD_REQUESTS,
+            ),
+        ),
         Counter("achieved_occupancy_pct", "achieved occupancy", "%", _metric(Occupancy.ACHIEVED_PCT)),
         Counter("tensor_pipe_pct", "tensor pipe busy", "%", _metric(TENSOR_PIPE_PCT)),
         Counter("fma_pipe_pct", "FMA pipe busy", "%", _metric(ComputeWorkloadAnalysis.FMA_PIPE_PCT)),
+        Counter("fp64_pipe_pct", "FP64 pipe busy", "%", _metric(ComputeWorkloadAnalysis.FP64_PIPE_PCT)),
     )
 }
 
