@@ -9,6 +9,7 @@ from ncuadvisor.rulekit import (
     atomic_lines,
     count,
     global_loads_in_flight,
+    predict,
     streaming_ns,
     time_after,
 )
@@ -103,6 +104,10 @@ class ContendedAtomics(Rule):
                 "85% of peak."
             ),
             confidence="medium",
+            # pre-reduced per block, the global atomics fall to a few per block (the rule is silent below its ratio)
+            predicts=[
+                predict("global_atomics_per_load", atom / max(loads, 1), None, self.thresholds["min_atomic_ratio"])
+            ],
             evidence=[
                 Evidence("atomic_requests", atom, None, "global atom + red requests"),
                 Evidence("atomic_per_load", round(atom / max(loads, 1), 3), self.thresholds["min_atomic_ratio"]),

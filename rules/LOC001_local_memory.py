@@ -11,6 +11,7 @@ from ncuadvisor.rulekit import (
     fmt_ns,
     global_loads_in_flight,
     limiter_side,
+    predict,
     streaming_ns,
     time_after,
 )
@@ -116,6 +117,8 @@ class LocalMemoryTraffic(Rule):
             estimated_speedup=time_after(r.duration_ns or 0, new_ns, r.theoretical_ns),
             speedup_model=model,
             confidence="high" if share >= 0.3 else "medium",
+            # the data kept in registers or shared memory: the local traffic gone (the rule is silent below its share)
+            predicts=[predict("local_sector_share", share, 0.0, self.thresholds["min_local_share"])],
             evidence=[
                 Evidence(
                     "local_sector_share",

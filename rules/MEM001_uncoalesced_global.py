@@ -1,12 +1,14 @@
 from typing import Any
 
 from ncuadvisor.rulekit import (
+    COUNTERS,
     MEMORY_UNITS,
     Evidence,
     Finding,
     Fix,
     KernelContext,
     Occupancy,
+    Prediction,
     Rule,
     SourceCounters,
     access_bytes,
@@ -19,6 +21,7 @@ from ncuadvisor.rulekit import (
     limiter_side,
     opcode,
     parse,
+    predict,
     streaming_ns,
     time_after,
 )
@@ -241,6 +244,23 @@ class UncoalescedGlobal(Rule):
             return None
         return None
 
+    def _predicts(self, k: KernelContext, frac: float, kind: str) -> list[Prediction]:
+        """Coalesced, the kernel moves only the sectors its threads need (the rule fires again above the bound);
+        loads keep their requests, so their sectors per request fall by the wasted share."""
+        most = 1 / (1 - self.thresholds["min_excess_fraction"])
+        out = [predict("l2_sectors_per_needed_sector", 1 / max(1e-9, 1 - frac), 1.0, most)]
+        per_request = COUNTERS["global_load_sectors_per_request"].value(k.metrics)
+        if kind == "loads" and per_request is not None:
+            out.append(
+                predict(
+                    "global_load_sectors_per_request",
+                    per_request,
+                    per_request * (1 - frac),
+                    per_request * (1 - frac) * most,
+                )
+            )
+        return out
+
     def check(self, k: KernelContext) -> Finding | None:
         total = k.m(SourceCounters.L2_SECTORS_GLOBAL) or 0.0
         excess = k.m(SourceCounters.L2_SECTORS_GLOBAL_EXCESSIVE) or 0.0
@@ -300,5 +320,6 @@ class UncoalescedGlobal(Rule):
                 Evidence(SourceCounters.L2_SECTORS_GLOBAL, total, None, "sectors"),
                 Evidence("excess_fraction", round(frac, 3), self.thresholds["min_excess_fraction"], "wasted share"),
             ],
+            predicts=self._predicts(k, frac, kind),
             source=lines,
         )

@@ -1,4 +1,15 @@
-from ncuadvisor.rulekit import Evidence, Finding, Fix, KernelContext, Rule, SourceCounters, fmt_ns, per_pc, time_after
+from ncuadvisor.rulekit import (
+    Evidence,
+    Finding,
+    Fix,
+    KernelContext,
+    Rule,
+    SourceCounters,
+    fmt_ns,
+    per_pc,
+    predict,
+    time_after,
+)
 
 
 class SharedBankConflicts(Rule):
@@ -91,6 +102,15 @@ class SharedBankConflicts(Rule):
                 Evidence(SourceCounters.SHARED_WAVEFRONTS, total, None, "shared wavefronts"),
                 Evidence("excess_fraction", round(frac, 3), self.thresholds["min_excess_fraction"], "replay share"),
                 Evidence(SourceCounters.SHARED_CONFLICTS_NWAY, worst, None, "worst n-way conflict"),
+            ],
+            # conflict-free, every shared access is one wavefront per request; the rule fires again above the bound
+            predicts=[
+                predict(
+                    "shared_wavefronts_per_needed",
+                    total / (total - excess),
+                    1.0,
+                    1 / (1 - self.thresholds["min_excess_fraction"]),
+                )
             ],
             source=lines,
         )

@@ -10,6 +10,7 @@ from ncuadvisor.rulekit import (
     counted,
     limiter_side,
     parallelism_ns,
+    predict,
     time_after,
 )
 
@@ -200,4 +201,16 @@ class LowOccupancy(Rule):
                 Evidence(Occupancy.ACHIEVED_PCT, achieved, None, "achieved occupancy", "%"),
                 Evidence("busy_pct", round(busy, 1), self.thresholds["max_busy_pct"], "max of memory/compute SOL", "%"),
             ],
+            # the resident warps grow by target / theo: achieved occupancy with them, and at least half that gain
+            predicts=[
+                predict(
+                    "achieved_occupancy_pct",
+                    achieved,
+                    min(100.0, achieved * target / theo),
+                    achieved + 0.5 * (min(100.0, achieved * target / theo) - achieved),
+                    ">=",
+                )
+            ]
+            if achieved
+            else None,
         )

@@ -12,6 +12,7 @@ from ncuadvisor.rulekit import (
     SpeedOfLight,
     access_bytes,
     per_pc,
+    predict,
     time_after,
 )
 
@@ -114,6 +115,10 @@ class Fp64InFp32Code(Rule):
             ),
             confidence="high",
             changes_floor=True,
+            # in float, the arithmetic leaves the FP64 pipe: idle but for a tenth of what it did
+            predicts=[predict("fp64_pipe_pct", fp64_pct, 0.0, max(1.0, fp64_pct / 10))]
+            if (fp64_pct := k.m(ComputeWorkloadAnalysis.FP64_PIPE_PCT))
+            else None,
             evidence=[
                 Evidence("fp64_flop_share", round(fp64 / r.flops, 3), self.thresholds["min_fp64_share"]),
                 Evidence("peak_fp64_over_fp32", round(p64 / p32, 3), None, "FP64 ÷ FP32 peak"),

@@ -1,5 +1,7 @@
 from ncuadvisor.rulekit import (
     MEMORY_TYPE_GLOBAL,
+    TENSOR_BUSY_PCT,
+    TENSOR_PIPE_PCT,
     ComputeWorkloadAnalysis,
     Evidence,
     Finding,
@@ -13,6 +15,7 @@ from ncuadvisor.rulekit import (
     fma_and_tensor_flops,
     opcode,
     per_pc,
+    predict,
     time_after,
 )
 
@@ -143,6 +146,11 @@ class FmaMatrixProduct(Rule):
                 ),
                 Evidence("loads_per_fma", round(loads / fma_warp_inst, 3), t["min_loads_per_fma"]),
                 Evidence("tensor_flops", tensor, None, "tensor-core FLOPs"),
+            ],
+            # the product moves from the FMA pipe to the tensor pipe: that one from idle to busy, this one freed
+            predicts=[
+                predict("tensor_pipe_pct", k.m(TENSOR_PIPE_PCT) or 0.0, None, TENSOR_BUSY_PCT, ">="),
+                predict("fma_pipe_pct", fma_pct, None, fma_pct / 2),
             ],
             source=lines,
         )

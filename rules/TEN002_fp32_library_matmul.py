@@ -2,6 +2,8 @@ import re
 
 from ncuadvisor.rulekit import (
     PRACTICAL_FRACTION,
+    TENSOR_BUSY_PCT,
+    TENSOR_PIPE_PCT,
     ComputeWorkloadAnalysis,
     Evidence,
     Finding,
@@ -10,6 +12,7 @@ from ncuadvisor.rulekit import (
     Rule,
     SpeedOfLight,
     fmt_ns,
+    predict,
     time_after,
 )
 
@@ -157,4 +160,6 @@ class Fp32LibraryMatmul(Rule):
             confidence="high" if fma_pct is not None else "medium",
             changes_floor=True,
             evidence=evidence,
+            # TF32 moves the product onto the tensor pipe: from idle to busy
+            predicts=[predict("tensor_pipe_pct", k.m(TENSOR_PIPE_PCT) or 0.0, None, TENSOR_BUSY_PCT, ">=")],
         )

@@ -2,8 +2,8 @@
 (imports inside functions included), every module imports only from its own layer or the layers below it, and only
 `load/native.py` imports NVIDIA's `ncu_report`.
 
-The layers, bottom to top, are the package's folders: errors, units, metrics < reportfile < model < load < analysis <
-result < rulekit < pipeline < diff < saved < render < profile < cli. Data flows load -> model, but load builds model's
+The layers, bottom to top, are the package's folders: errors, units, metrics, version < reportfile < model < load < analysis <
+result < rulekit < pipeline < diff < saved < render < api (the Python API) < profile < cli; the package's own __init__ (its public names, loaded from api on first use) sits on top. Data flows load -> model, but load builds model's
 plain dataclasses, so in import order model sits below load. The result's types are plain data that the rules emit
 (a rule's finding is the result's `FindingEntry`), so result sits below the rule kit. `pipeline/` composes the stages
 (load, analysis, rules) and runs what comes after the rules (locating findings in the source, the entries, the
@@ -38,13 +38,16 @@ ORDER = [
     "diff",
     "saved",
     "render",
+    "api",
     "profile",
     "cli",
 ]
 
 # module-name prefix -> layer
 LAYER = {
-    "__init__": "base",  # the package itself: __version__
+    # the package itself: its public names (`ncuadvisor.analyze`...), loaded from api on first use; nothing imports it
+    "__init__": "cli",
+    "version": "base",  # __version__, which every layer may name
     "errors": "base",
     "units": "base",
     "metrics": "base",
@@ -58,6 +61,7 @@ LAYER = {
     "diff": "diff",
     "saved": "saved",
     "render": "render",
+    "api": "api",  # the Python API: analyze, diff, Result
     "profile": "profile",
     "cli": "cli",
     "gitinfo": "cli",  # the git top level of the current directory (SARIF paths)

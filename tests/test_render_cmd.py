@@ -221,6 +221,6 @@ def test_the_app_has_each_command_once():
     from ncuadvisor.cli import app
 
     names = [c.name for c in app.registered_commands]
-    assert names == ["report", "rules", "diff", "render", "profile"]
+    assert names == ["report", "rules", "diff", "render", "profile", "mcp"]
     result = CliRunner().invoke(app, ["diff", "--help"])
     assert result.exit_code == 0 and "--fail-on" in result.output and "--threshold" in result.output

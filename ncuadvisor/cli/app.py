@@ -14,12 +14,12 @@ from typing import Annotated, Any, NoReturn
 
 import typer
 
-from ncuadvisor import __version__
-from ncuadvisor.cli import diff, profile, render, report, rules
+from ncuadvisor.cli import diff, mcp_server, profile, render, report, rules
 from ncuadvisor.cli.coercion import QuickCommand, QuickGroup
 from ncuadvisor.cli.common import exit_on_sigterm, stderr_console
 from ncuadvisor.errors import AdvisorError, InternalError, Interrupted, OutputError
 from ncuadvisor.render import escape_terminal as escape
+from ncuadvisor.version import __version__
 
 app = typer.Typer(
     cls=QuickGroup,  # the options' values converted without pydantic where that gives the same (cli/coercion.py)
@@ -54,6 +54,7 @@ app.command("render", cls=QuickCommand)(render.render)
 app.command("profile", cls=QuickCommand, context_settings={"allow_extra_args": True, "ignore_unknown_options": True})(
     profile.profile
 )
+app.command("mcp", cls=QuickCommand)(mcp_server.mcp)
 
 
 def _click_exceptions() -> tuple[type[Exception], ...]:

@@ -16,6 +16,7 @@ import typer
 
 from ncuadvisor.errors import OutputError
 from ncuadvisor.render import escape_terminal as escape
+from ncuadvisor.render import formats
 from ncuadvisor.rulekit.config import Config, configured_rules, resolve_config
 
 if TYPE_CHECKING:
@@ -103,73 +104,100 @@ def note_config(config: Config, quiet: bool) -> None:
 # -- output --------------------------------------------------------------------------------------------------------
 
 
-class Format(str, Enum):
-    terminal = "terminal"
-    json = "json"
-    html = "html"
-    md = "md"
-    sarif = "sarif"
+def _format_enum(name: str, formats: list[str]) -> Any:
+    """A str Enum of format names for typer's --format choices (member names: the format's, `-` as `_`)."""
+    return Enum(name, [(f.replace("-", "_"), f) for f in formats], type=str)
 
 
-EXTENSIONS = {
-    ".json": Format.json,
-    ".html": Format.html,
-    ".htm": Format.html,
-    ".md": Format.md,
-    ".sarif": Format.sarif,
-}
+if TYPE_CHECKING:
+
+    class Format(str, Enum):
+        """The formats of a report result: every format of the registry (`render.formats.FORMATS`)."""
+
+    class DiffFormat(str, Enum):
+        """The formats of a diff: the terminal and those with a diff form."""
+
+else:
+    Format = _format_enum("Format", list(formats.FORMATS))
+    DiffFormat = _format_enum("DiffFormat", [f.name for f in formats.FORMATS.values() if f.terminal or f.diff])
 
 
-def choose_format(output: Path | None, fmt: Format | None) -> Format:
+def format_help(diff: bool = False) -> str:
+    """--format's help: the formats and what each is (the registry's help texts)."""
+    shown = [f for f in formats.FORMATS.values() if not diff or f.terminal or f.diff]
+    return "Output format (default: by extension): " + "; ".join(f"{f.name}: {f.help}" for f in shown) + "."
+
+
+def _extensions_text() -> str:
+    exts = formats.file_extensions()
+    return ", ".join(exts[:-1]) + " or " + exts[-1]
+
+
+def choose_format(output: Path | None, fmt: Enum | None) -> formats.OutputFormat:
     """--format, else the output's extension, else the terminal."""
     if fmt is not None:
-        return fmt
+        return formats.get(str(fmt.value))
     if output is None:
-        return Format.terminal
-    by_ext = EXTENSIONS.get(output.suffix.lower())
+        return formats.get("terminal")
+    by_ext = formats.by_extension(output)
     if by_ext is None:
         raise OutputError(
-            f"{output}: cannot tell the format from the extension (use .html, .json, .md or .sarif, or pass --format)"
+            f"{output}: cannot tell the format from the extension (use {_extensions_text()}, or pass --format)"
         )
     return by_ext
 
 
 def format_name(output: Path | None, fmt: Enum | None) -> str:
     """The name of the format of a command with its own format choices: --format, else the output's extension."""
-    if fmt is not None:
-        return str(fmt.value)
-    return choose_format(output, None).value
+    return choose_format(output, fmt).name
 
 
-def render_report(result: Result, fmt: Format, source_root: Path | None = None, rules: list[Any] | None = None) -> str:
-    """A report result as the text of a file format (SARIF takes the rules' help texts from `rules`)."""
-    if fmt is Format.json:
-        from ncuadvisor.render import to_json
-
-        return to_json(result.to_dict()) + "\n"
-    if fmt is Format.html:
-        from ncuadvisor.render.html import render_html
-
-        return render_html(result)
-    if fmt is Format.md:
-        from ncuadvisor.render.markdown import render_markdown
-
-        return render_markdown(result)
-    if fmt is Format.sarif:
-        return sarif_text(result, source_root, rules)
-    raise OutputError(f"format {fmt.value} cannot be written to a file")  # pragma: no cover
+def refuse_terminal_file(fmt: formats.OutputFormat, diff: bool = False) -> None:
+    """The terminal summary is never written to a file: the error names the extensions that are."""
+    if fmt.terminal:
+        exts = [f.extensions[0] for f in formats.FORMATS.values() if f.extensions and (not diff or f.diff)]
+        exts.sort()
+        raise OutputError(f"--format terminal cannot be written to a file; use {', '.join(exts[:-1])} or {exts[-1]}")
 
 
-def sarif_text(result: Result, source_root: Path | None, rules: list[Any] | None = None) -> str:
-    """The SARIF of a result: the source root (--source-root, else the git top level), the repository-relative path
-    of each source file under it and the rules' documentation are looked up here and passed in as data."""
+def render_report(
+    result: Result,
+    fmt: formats.OutputFormat,
+    source_root: Path | None = None,
+    rules: list[Any] | None = None,
+    kernel: str | None = None,
+    top: int | None = None,
+) -> str:
+    """A report result as the text of a file format (SARIF takes the rules' help texts from `rules`); with `kernel`
+    (the formats that speak of one kernel), that kernel's alone; `top`: the kernels of a digest."""
+    if fmt.report is None:
+        raise OutputError(f"format {fmt.name} cannot be written to a file")  # pragma: no cover
+    entry = None
+    if kernel is not None:
+        from ncuadvisor.result.lookup import find_kernel
+
+        if not fmt.one_kernel:
+            shown = ", ".join(f.name for f in formats.FORMATS.values() if f.one_kernel)
+            raise OutputError(f"--kernel: the {fmt.name} format is of a whole report; use {shown}")
+        entry = find_kernel(result, kernel)
+    options = formats.RenderOptions(
+        top=10 if top is None else top,
+        kernel=entry,
+        sarif=sarif_inputs(result, source_root, rules) if fmt.sarif_inputs else None,
+    )
+    return formats.render_report(fmt, result, options)
+
+
+def sarif_inputs(result: Result, source_root: Path | None, rules: list[Any] | None = None) -> formats.SarifInputs:
+    """What the SARIF of a result needs: the source root (--source-root, else the git top level), the
+    repository-relative path of each source file under it and the rules' documentation, looked up here."""
     from ncuadvisor.gitinfo import default_source_root, source_root_forms
-    from ncuadvisor.render.sarif import render_sarif, repository_paths, source_files
+    from ncuadvisor.render.sarif import repository_paths, source_files
     from ncuadvisor.rulekit.docs import rule_docs
 
     root = str(source_root) if source_root is not None else default_source_root()
     paths = repository_paths(source_files(result), source_root_forms(root))
-    return render_sarif(result, root, paths, rule_docs(rules or []))
+    return formats.SarifInputs(root, paths, rule_docs(rules or []))
 
 
 def refuse_diff_sarif(name: str) -> None:
@@ -183,16 +211,12 @@ def refuse_diff_sarif(name: str) -> None:
 
 def render_diff(diff: DiffResult, name: str) -> str:
     """A diff result as the text of a file format; a diff has no SARIF form (the error says what to do instead)."""
-    from ncuadvisor.render import diff_render
-
     refuse_diff_sarif(name)
-    if name == "json":
-        return diff_render.render_diff_json(diff)
-    if name == "html":
-        return diff_render.render_diff_html(diff)
-    if name == "md":
-        return diff_render.render_diff_markdown(diff)
-    raise OutputError(f"format {name} cannot be written to a file")  # pragma: no cover
+    fmt = formats.get(name)
+    if fmt.diff is None:
+        shown = ", ".join(f.name for f in formats.FORMATS.values() if f.diff)
+        raise OutputError(f"a diff has no {name} form: use {shown}")
+    return formats.render_diff(fmt, diff)
 
 
 def check_output(path: Path, force: bool, inputs: list[Path]) -> None:

@@ -5,34 +5,30 @@ from __future__ import annotations
 import sys
 from enum import Enum
 from pathlib import Path
-from typing import Annotated, Any, cast
+from typing import Annotated, Any
 
 import typer
 
 from ncuadvisor.cli.common import (
     ConfigOption,
+    DiffFormat,
     ForceOption,
     IgnoreOption,
     RulesDirOption,
     SelectOption,
     check_output,
+    format_help,
     format_name,
     load_rules,
     refuse_diff_sarif,
+    refuse_terminal_file,
     render_diff,
     write_output,
     wrote,
 )
-from ncuadvisor.errors import GateFailed, InputError, OutputError
+from ncuadvisor.errors import GateFailed, InputError
+from ncuadvisor.render import formats
 from ncuadvisor.result.types import Result
-from ncuadvisor.saved.validate import REPORT_KIND, load_saved
-
-
-class DiffFormat(str, Enum):
-    terminal = "terminal"
-    json = "json"
-    html = "html"
-    md = "md"
 
 
 class FailOn(str, Enum):
@@ -41,12 +37,10 @@ class FailOn(str, Enum):
 
 
 def _result_of(path: Path, rules: list[Any]) -> Result:
-    """A report is analyzed; a saved report result (.json) is read as it is."""
-    if path.suffix.lower() == ".json":
-        return cast(Result, load_saved(path, want=(REPORT_KIND,)))
-    from ncuadvisor.pipeline.analyze import analyze
+    """A report is analyzed; a saved report result (.json) is read as it is (the API's `result_record`)."""
+    from ncuadvisor.api import result_record
 
-    return analyze(path, rules=rules)
+    return result_record(path, rules)
 
 
 def _partial_sides(before: Result, after: Result) -> list[tuple[str, str]]:
@@ -70,9 +64,7 @@ def diff(
     output: Annotated[
         Path | None, typer.Option("--output", "-o", help="Write the diff here; the extension picks the format.")
     ] = None,
-    fmt: Annotated[
-        DiffFormat | None, typer.Option("--format", "-f", help="Output format (default: by extension).")
-    ] = None,
+    fmt: Annotated[DiffFormat | None, typer.Option("--format", "-f", help=format_help(diff=True))] = None,
     fail_on: Annotated[
         FailOn | None,
         typer.Option(
@@ -115,8 +107,7 @@ def diff(
         refuse_diff_sarif(name)
     if output is not None:
         check_output(output, force, [before, after])
-        if name == "terminal":
-            raise OutputError("--format terminal cannot be written to a file; use .html, .json or .md")
+        refuse_terminal_file(formats.get(name), diff=True)
     # the rules (and the configuration) apply to the reports analysed here, not to saved results
     rules = load_rules(rules_dir, select, ignore, config, quiet=quiet)
     result_before = _result_of(before, rules)

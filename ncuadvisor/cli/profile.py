@@ -10,7 +10,6 @@ import typer
 
 from ncuadvisor.cli.common import (
     ConfigOption,
-    Format,
     IgnoreOption,
     RulesDirOption,
     SelectOption,
@@ -178,7 +177,7 @@ def profile(
         check_host_time(tgt)
     out_path = output if output is not None else Path(f"{tgt.stem}.html")
     out_format = choose_format(out_path, None)
-    if out_format is Format.terminal:  # pragma: no cover - choose_format never returns terminal for a path
+    if out_format.terminal:  # pragma: no cover - choose_format never returns terminal for a path
         raise OutputError("the profile report must be written to a file (.html, .json or .md)")
     inputs = [tgt.script] if tgt.script else []
     check_output(out_path, force, inputs)

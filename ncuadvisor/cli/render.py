@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sys
-from enum import Enum
 from pathlib import Path
 from typing import Annotated
 
@@ -15,24 +14,18 @@ from ncuadvisor.cli.common import (
     Format,
     SourceRootOption,
     check_output,
+    format_help,
     format_name,
     load_rules,
     refuse_diff_sarif,
+    refuse_terminal_file,
     render_diff,
     render_report,
     write_output,
     wrote,
 )
-from ncuadvisor.errors import OutputError
+from ncuadvisor.render import formats
 from ncuadvisor.saved.validate import load_saved
-
-
-class RenderFormat(str, Enum):
-    terminal = "terminal"
-    json = "json"
-    html = "html"
-    md = "md"
-    sarif = "sarif"
 
 
 def render(
@@ -40,9 +33,7 @@ def render(
     output: Annotated[
         Path | None, typer.Option("--output", "-o", help="Write here; the extension picks the format.")
     ] = None,
-    fmt: Annotated[
-        RenderFormat | None, typer.Option("--format", "-f", help="Output format (default: by extension).")
-    ] = None,
+    fmt: Annotated[Format | None, typer.Option("--format", "-f", help=format_help())] = None,
     source_root: SourceRootOption = None,
     rules_dir: Annotated[
         list[Path] | None,
@@ -55,13 +46,18 @@ def render(
         typer.Option("--top", min=0, help="Kernels shown in the terminal summary (default 10, a diff's 20)."),
     ] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Say nothing when writing a file.")] = False,
+    kernel: Annotated[
+        str | None,
+        typer.Option(
+            "--kernel", help="One kernel (its id, name, demangled or display name), in a format that takes one."
+        ),
+    ] = None,
 ) -> None:
     """Re-render a saved result (report or diff JSON) as html, md, sarif, json or terminal; no report or ncu needed."""
     name = format_name(output, fmt)
     if output is not None:
         check_output(output, force, [path])
-        if name == "terminal":
-            raise OutputError("--format terminal cannot be written to a file; use .html, .json, .md or .sarif")
+        refuse_terminal_file(formats.get(name))
     from ncuadvisor.diff.types import DiffResult  # the diff package: imported by the commands that read a diff
 
     saved = load_saved(path)
@@ -79,9 +75,10 @@ def render(
         render_terminal(saved, top=top or 10)
         return
     elif name == "sarif":  # the SARIF's rule help texts come from the rules' docstrings (the user's folders too)
-        text = render_report(saved, Format.sarif, source_root, load_rules(rules_dir, config_file=config, quiet=True))
+        rules = load_rules(rules_dir, config_file=config, quiet=True)
+        text = render_report(saved, formats.get(name), source_root, rules, kernel, top)
     else:
-        text = render_report(saved, Format(name))
+        text = render_report(saved, formats.get(name), kernel=kernel, top=top)
     if output is None:
         sys.stdout.write(text)
         return

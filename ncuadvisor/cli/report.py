@@ -18,12 +18,15 @@ from ncuadvisor.cli.common import (
     SourceRootOption,
     check_output,
     choose_format,
+    format_help,
     load_rules,
+    refuse_terminal_file,
     render_report,
     write_output,
     wrote,
 )
 from ncuadvisor.errors import OutputError
+from ncuadvisor.render.formats import FORMATS
 
 
 def report(
@@ -31,13 +34,22 @@ def report(
     output: Annotated[
         Path | None, typer.Option("--output", "-o", help="Write the report here; the extension picks the format.")
     ] = None,
-    fmt: Annotated[Format | None, typer.Option("--format", "-f", help="Output format (default: by extension).")] = None,
+    fmt: Annotated[Format | None, typer.Option("--format", "-f", help=format_help())] = None,
     rules_dir: RulesDirOption = None,
     select: SelectOption = None,
     ignore: IgnoreOption = None,
     config: ConfigOption = None,
     force: ForceOption = False,
-    top: Annotated[int, typer.Option("--top", min=0, help="Kernels shown in the terminal summary.")] = 10,
+    top: Annotated[
+        int, typer.Option("--top", min=0, help="Kernels shown in the terminal summary and in the digest.")
+    ] = 10,
+    kernel: Annotated[
+        str | None,
+        typer.Option(
+            "--kernel",
+            help="One kernel (its id, name, demangled or display name) with --format digest, digest-json or json.",
+        ),
+    ] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No terminal summary when writing a file.")] = False,
     source_root: SourceRootOption = None,
     host_trace: Annotated[
@@ -53,6 +65,9 @@ def report(
     from ncuadvisor.pipeline.analyze import analyze
 
     out_format = choose_format(output, fmt)
+    if kernel is not None and not out_format.one_kernel:
+        shown = ", ".join(f.name for f in FORMATS.values() if f.one_kernel)
+        raise OutputError(f"--kernel needs --format {shown}")
     if output is not None:
         check_output(output, force, [path] + ([host_trace] if host_trace else []))
     timeline = None
@@ -62,13 +77,12 @@ def report(
         timeline = read_trace(host_trace)
     rules = load_rules(rules_dir, select, ignore, config, quiet=quiet)
     result = analyze(path, rules=rules, host=timeline)
-    if output is None and out_format is not Format.terminal:
-        sys.stdout.write(render_report(result, out_format, source_root, rules))
+    if output is None and not out_format.terminal:
+        sys.stdout.write(render_report(result, out_format, source_root, rules, kernel, top))
         return
     if output is not None:
-        if out_format is Format.terminal:
-            raise OutputError("--format terminal cannot be written to a file; use .html, .json, .md or .sarif")
-        write_output(output, render_report(result, out_format, source_root, rules), force)
+        refuse_terminal_file(out_format)
+        write_output(output, render_report(result, out_format, source_root, rules, kernel, top), force)
     if not quiet:
         from ncuadvisor.render.terminal import render_terminal
 

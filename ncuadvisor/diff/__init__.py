@@ -84,6 +84,10 @@ Shape (schema_version 1; the dataclasses of `ncuadvisor.diff.types`, the JSON Sc
     Kernel entries also have "launches_note" (str|null) and, in per-launch mode, "before_scaled_ns" (the time before
     at the launch count after, which change_ns and change are measured from)."""
 
+import sys
+from types import ModuleType
+from typing import Any
+
 from ncuadvisor.diff.compare import (
     AT_ROOFLINE,
     COVERAGE_MIN_RESULTS,
@@ -118,3 +122,15 @@ __all__ = [
     "parse_threshold",
     "process_keys",
 ]
+
+
+class _CalledAsTheApi(ModuleType):
+    """`ncuadvisor.diff(before, after)` is the Python API's diff (`ncuadvisor.api.diff`), and `ncuadvisor.diff` is also
+    this package: once the package is imported the name is the package, so calling it calls the API's function,
+    which the package's lazy loader (`ncuadvisor.__getattr__`, the top of the layers) provides."""
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return sys.modules["ncuadvisor"].__getattr__("diff")(*args, **kwargs)
+
+
+sys.modules[__name__].__class__ = _CalledAsTheApi

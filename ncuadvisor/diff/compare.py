@@ -7,7 +7,7 @@ import dataclasses
 import datetime as _dt
 from typing import Any, Literal
 
-from ncuadvisor import __version__
+from ncuadvisor.diff.checks import counter_checks
 from ncuadvisor.diff.match import MatchHow, Pair, ProcessKeys, demangled_name, match_kernels, process_keys
 from ncuadvisor.diff.types import (
     KIND,
@@ -31,6 +31,7 @@ from ncuadvisor.diff.types import (
 )
 from ncuadvisor.result.types import Generator, KernelEntry, Result, TopAction
 from ncuadvisor.units import finite, fmt_ns
+from ncuadvisor.version import __version__
 
 DEFAULT_THRESHOLD = 0.05
 MIN_CHANGE_NS = 1000.0
@@ -216,6 +217,7 @@ def kernel_change(
     findings = compare_findings(findings_of(bgroup), findings_of(agroup))
     if ref_ns is not None and a_ns is not None:
         findings.resolved = [measured(f, ref_ns - a_ns) for f in findings.resolved]
+    change = change_ns / ref_ns if (ref_ns and a_ns is not None) else None
     return KernelChange(
         name=ref.name or ref.demangled,
         demangled=demangled_name(ref),
@@ -223,13 +225,14 @@ def kernel_change(
         match=how,
         match_note=note,
         change_ns=change_ns,
-        change=change_ns / ref_ns if (ref_ns and a_ns is not None) else None,
+        change=change,
         launches_note=launches_note,
         before=b,
         after=a,
         findings=findings,
         before_scaled_ns=scaled,
         process=process,
+        counter_checks=counter_checks(bgroup, agroup, findings, change) or None,
     )
 
 

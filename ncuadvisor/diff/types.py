@@ -126,6 +126,26 @@ class ProcessMatch(Record):
 
 
 @dataclass(kw_only=True)
+class CounterCheck(Record):
+    """A finding's prediction checked after the change: the counter the fix was to move, before and after, whether it
+    reached the predicted bound (`met`), and the kernel's time change beside the one the finding estimated."""
+
+    rule: str
+    finding: Literal["resolved", "persists"]
+    metric: str
+    label: str
+    before: float | None
+    after: float | None
+    predicted: float | None
+    bound: float
+    expect: Literal["<=", ">="]
+    met: bool | None  # None: the after report does not measure the counter
+    kernel_change: float | None
+    predicted_change: float | None
+    text: str
+
+
+@dataclass(kw_only=True)
 class KernelChange(Record):
     """One kernel compared: matched (by identity or name alone), added or removed."""
 
@@ -142,6 +162,8 @@ class KernelChange(Record):
     findings: FindingChanges
     before_scaled_ns: float | None = optional()  # per-launch mode: the time before at the launches after
     process: ProcessMatch | None = optional()  # per-process matching only
+    # the predictions of the findings before, checked against the counters after (kernels on both sides)
+    counter_checks: list[CounterCheck] | None = optional()
 
 
 @dataclass(kw_only=True)

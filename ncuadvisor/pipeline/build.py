@@ -13,7 +13,6 @@ import datetime as _dt
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast
 
-from ncuadvisor import __version__
 from ncuadvisor.analysis import roofline
 from ncuadvisor.analysis.language import display_name
 from ncuadvisor.model import Kernel, Profile, ResultDetail, num
@@ -40,6 +39,8 @@ from ncuadvisor.result.types import (
 )
 from ncuadvisor.rulekit import engine
 from ncuadvisor.rulekit.contract import Finding, ProgramContext, ProgramRule, Rule
+from ncuadvisor.rulekit.counters import measure as measure_counters
+from ncuadvisor.version import __version__
 
 if TYPE_CHECKING:  # a host timeline is read, and its model built, only with --host-trace (`analysis.walltime`)
     from ncuadvisor.analysis.hosttrace import Timeline
@@ -133,6 +134,7 @@ def kernel_entries(
             ncu_rules=[NcuRuleEntry(**r) for r in ncu_guidance(detail.ncu_rules if detail else [])],
             sections=sorted(detail.sections) if detail else [],
             result_ids=k.result_ids,
+            counters=measure_counters(row) or None,
         )
         out.append(with_no_rule(entry, row))
     return out

@@ -178,6 +178,9 @@ def render_diff_terminal(diff: DiffResult, console: Console | None = None, top: 
             f"[bold]{escape(str(f.rule or '?'))}[/bold] resolved in {escape(short_name(str(k.shown_name or ''), 48))}: "
             f"predicted −{fmt_ns(f.estimated_saving_ns)}; measured {fmt_delta_ns(-f.measured_saving_ns)}{frac}"
         )
+    for name, text, met in d.counter_checks:
+        mark = "[dim]?[/dim]" if met is None else "[green]✓[/green]" if met else "[red]✗[/red]"
+        console.print(f"{mark} {escape(short_name(name, 48))}: {escape(text)}")
 
     table = _diff_table(d.kernels[:top], console.width)
     console.print()

@@ -8,7 +8,7 @@ findings by saving, the shape tags, the findings cell, the total's change as tex
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ncuadvisor.diff import types as dt
@@ -178,6 +178,8 @@ class Diff:
     removed_ns: float  # time before of the removed kernels
     new_findings: list[tuple[Entry, Finding]]  # largest saving first
     predictions: list[tuple[Entry, Finding]]  # resolved findings with the saving measured, largest predicted first
+    # the findings' counter predictions checked after the change: (kernel name, the check in words, met)
+    counter_checks: list[tuple[str, str, bool | None]] = field(default_factory=list)
 
 
 def findings_cell(new: list[Finding], resolved: list[Finding], unchanged: list[Finding]) -> str:
@@ -281,4 +283,5 @@ def diff_view(diff: dt.DiffResult) -> Diff:
         removed_ns=sum(finite(e.before.duration_ns) or 0.0 for e in by_status["removed"]),
         new_findings=news,
         predictions=predictions,
+        counter_checks=[(e.name, c.text, c.met) for e in diff.kernels for c in e.counter_checks or []],
     )

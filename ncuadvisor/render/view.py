@@ -118,6 +118,7 @@ class Finding:
     source: list[SourceLine]
     at_roofline: bool
     saving_ns: float | None  # the time the finding saves over the launches it speaks for
+    must_move: str = ""  # the counters the fix must move: "shared wavefronts per wavefront needed 16.5 → ≤ 1.25"
 
 
 @dataclass(frozen=True)
@@ -337,7 +338,14 @@ def _finding(f: rt.FindingEntry, duration_ns: Any) -> Finding:
         source=[_source(s) for s in f.source],
         at_roofline=f.category == AT_ROOFLINE,
         saving_ns=times(duration_ns, f.estimated_speedup),
+        must_move="; ".join(_must_move(p) for p in f.predicts or []),
     )
+
+
+def _must_move(p: rt.PredictionEntry) -> str:
+    unit = "%" if p.unit == "%" else ""
+    value = lambda v: "–" if v is None else f"{v:.3g}{unit}"  # noqa: E731
+    return f"{p.label} {value(p.current)} → {'≤' if p.expect == '<=' else '≥'} {value(p.bound)}"
 
 
 def _roofline(r: rt.Roofline) -> Roofline:

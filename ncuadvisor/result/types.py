@@ -143,6 +143,21 @@ class SourceRefEntry(Record):
 
 
 @dataclass
+class PredictionEntry(Record):
+    """A counter the fix must move, and by how much: its value now, the value the fix's model expects, and the bound
+    a measurement after the change must reach (`expect` "<=": at most, ">=": at least) for the fix to have done what
+    it was for (`ncuadvisor diff` checks it). The counter is one of the kernel entries' `counters`."""
+
+    metric: str
+    label: str
+    current: float | None
+    predicted: float | None
+    bound: float
+    expect: Literal["<=", ">="] = "<="
+    unit: str = ""
+
+
+@dataclass
 class FindingEntry(Record):
     """What one rule found on a kernel: why it costs time, the fix, the estimated speedup and its evidence."""
 
@@ -159,6 +174,8 @@ class FindingEntry(Record):
     evidence: list[EvidenceEntry] = field(default_factory=list)
     source: list[SourceRefEntry] = field(default_factory=list)
     changes_floor: bool = False
+    # the counters the fix must move, and by how much (rules whose mechanism names a counter)
+    predicts: list[PredictionEntry] | None = optional()
 
     @property
     def location(self) -> str | None:
@@ -368,6 +385,8 @@ class KernelEntry(Record):
     deep_report: str | None = optional()
     deep_result_ids: list[int] | None = optional()
     deep_launches: int | None = optional()
+    # the measured values of the counters fixes predict (`rulekit.counters`), for `diff` to check a prediction against
+    counters: dict[str, float] | None = optional()
     torch: TorchContext | None = flat()
     python_line: PythonLine | None = optional()  # `profile --python-lines`: the line that launched it
 

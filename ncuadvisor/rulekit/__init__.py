@@ -43,6 +43,7 @@ from ncuadvisor.metrics import (
 )
 from ncuadvisor.result.kernel_fixes import kernel_steps, saved_parts
 from ncuadvisor.result.types import KernelEntry
+from ncuadvisor.result.types import PredictionEntry as Prediction
 from ncuadvisor.rulekit.contract import (
     CATEGORIES,
     Evidence,
@@ -55,6 +56,7 @@ from ncuadvisor.rulekit.contract import (
     Rule,
     SourceSelection,
 )
+from ncuadvisor.rulekit.counters import COUNTERS, TENSOR_BUSY_PCT, TENSOR_PIPE_PCT, predict
 from ncuadvisor.rulekit.models import (
     DRAM_LATENCY_CYCLES,
     MEMORY_UNITS,
@@ -85,6 +87,9 @@ from ncuadvisor.units import counted, dim3_of
 
 __all__ = [
     "CATEGORIES",
+    "COUNTERS",
+    "TENSOR_BUSY_PCT",
+    "TENSOR_PIPE_PCT",
     "DRAM_LATENCY_CYCLES",
     "ELEMENT_BYTES",
     "LAUNCH_BOUND_NS",
@@ -155,4 +160,6 @@ __all__ = [
     "time_after",
     "unit_floor_ns",
     "warps_per_sm",
+    "Prediction",
+    "predict",
 ]

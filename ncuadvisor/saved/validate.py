@@ -15,11 +15,11 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, cast
 
-from ncuadvisor import __version__
 from ncuadvisor.errors import InputError
 from ncuadvisor.result.helpers import no_surrogates
 from ncuadvisor.result.types import SCHEMA_VERSION, Result
 from ncuadvisor.saved.schemas import DIFF_KIND, REPORT_KIND, record_class
+from ncuadvisor.version import __version__
 
 if TYPE_CHECKING:
     from ncuadvisor.diff.types import DiffResult
