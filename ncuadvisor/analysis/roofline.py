@@ -34,6 +34,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from ncuadvisor.analysis import archfacts as _archfacts
 from ncuadvisor.analysis import ceilings as _ceilings
 from ncuadvisor.analysis import needed as _needed
 from ncuadvisor.analysis.ceilings import FLOP_PEAKS as _FLOP_PEAKS
@@ -109,8 +110,11 @@ L1_UNITS = [
     "l1tex__data_pipe_lsu_wavefronts.avg.pct_of_peak_sustained_elapsed",
     "l1tex__m_l1tex2xbar_req_cycles_active.avg.pct_of_peak_sustained_elapsed",
 ]
+# The SM clock where a report lacks its rate (`--set basic` has neither sm__cycles_elapsed.avg.per_second nor the
+# FLOP peaks): the GPC clock (the SMs' clock domain), else the SM cycles ÷ the duration. Read, never collected.
+SM_CLOCK_FALLBACKS = ("gpc__cycles_elapsed.avg.per_second", "sm__cycles_elapsed.avg")
 # the breakdown maxima `ncuadvisor profile` does not collect (read when a report has them, derived otherwise)
-NOT_COLLECTED = (*DERIVED_SOL, SOL_METRICS["l1_pct"])
+NOT_COLLECTED = (*DERIVED_SOL, SOL_METRICS["l1_pct"], *SM_CLOCK_FALLBACKS)
 SOL_COMPUTE_UNITS = [*_ceilings.PIPE_PCT.values(), "sm__inst_executed_pipe_adu.avg.pct_of_peak_sustained_elapsed"]
 SOL_L2_UNITS = [
     "lts__t_tag_requests.avg.pct_of_peak_sustained_elapsed",
@@ -148,6 +152,7 @@ METRICS: list[str] = [
     *SOL_COMPUTE_UNITS,
     *SOL_L2_UNITS,
     *L1_UNITS,
+    *SM_CLOCK_FALLBACKS,
 ]
 
 
@@ -195,6 +200,9 @@ class Roofline:
     hierarchy: list[dict[str, Any]] = field(default_factory=list)  # per memory level: bytes, intensity, roof
     clock: str = "SM clock measured during the kernel (sm__cycles_elapsed.avg.per_second)"
     launch_floor_source: str | None = None  # where the launch floor (floors["launch"]) comes from
+    # where each number of the machine model comes from: "report" (or "report: <what>") or "table: sm_XX"
+    # (`archfacts`), for the peaks (fp32_peak, fp64_peak, fp16_peak, dram_peak) and the clock
+    sources: dict[str, str] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
@@ -207,6 +215,8 @@ class Roofline:
                 del out[key]
         if out["sol_derived"] is None:
             del out["sol_derived"]
+        if not out["sources"]:
+            del out["sources"]
         return out
 
 
@@ -222,11 +232,15 @@ def compute(
     facts: _needed.InstructionFacts | None = None,
     launch_floor: tuple[float, str] | None = None,
     dram_peak_bytes_per_s: float | None = None,
+    model: _archfacts.Machine | None = None,
 ) -> Roofline:
     """The roofline of one result (a row of Profile.results). `facts`: what its per-instruction data tells
     (`needed.instruction_facts`): the load/store split of the compulsory bytes and the needed share of the XU work.
     `launch_floor`: (ns, source) of the device's launch floor (`ceilings.launch_floor`; the H200's by default).
-    `dram_peak_bytes_per_s`: the device's DRAM peak (`ceilings.DRAM_PEAKS`), used when the row lacks its own."""
+    `dram_peak_bytes_per_s`: the device's DRAM peak (`ceilings.DRAM_PEAKS`), used when the row lacks its own.
+    `model`: the device's machine model (`archfacts.machine`): the DRAM peak of GDDR and LPDDR boards from the
+    device attributes, and the FP peaks a report lacks (its lanes per SM × SMs × the SM clock), each with its source
+    in `sources`."""
     l1_derived = num(row.get(SOL_METRICS["l1_pct"])) is None and any(num(row.get(m)) is not None for m in L1_UNITS)
 
     def g(name: str) -> float | None:
@@ -244,8 +258,15 @@ def compute(
     }
     sm_hz = g("sm__cycles_elapsed.avg.per_second")
     dram_hz = g("dram__cycles_elapsed.avg.per_second")
-    r.sm_clock_hz, r.dram_clock_hz = sm_hz, dram_hz
     seconds = duration_ns * 1e-9 if duration_ns else None
+    if sm_hz is None:
+        gpc_hz, sm_cycles = (g(m) for m in SM_CLOCK_FALLBACKS)
+        sm_hz = gpc_hz or (sm_cycles / seconds if (sm_cycles and seconds) else None)
+        if sm_hz:
+            r.sources["sm_clock"] = "report: " + (
+                "gpc__cycles_elapsed.avg.per_second" if gpc_hz else "SM cycles ÷ duration"
+            )
+    r.sm_clock_hz, r.dram_clock_hz = sm_hz, dram_hz
     cycles = sm_hz * seconds if (sm_hz and seconds) else None
 
     # Work, by precision (executed operations), and the lane operations of each FP pipe.
@@ -287,8 +308,14 @@ def compute(
     if sm_hz:
         for prec, (metric, per_inst) in _FLOP_PEAKS.items():
             v = g(metric)
+            lanes_key = "fp16x2" if prec == "fp16" else prec
             if v:
                 r.peak_flops_per_s[prec] = v * per_inst * sm_hz
+                r.sources[f"{prec}_peak"] = "report"
+            elif r.flops_by_precision.get(prec) and model and model.sm_count and (per_sm := model.lanes.get(lanes_key)):
+                # work counted, its peak missing from the report: the lanes per SM of the machine model
+                r.peak_flops_per_s[prec] = per_sm * model.sm_count * per_inst * sm_hz
+                r.sources[f"{prec}_peak"] = model.sources.get(f"{lanes_key}_lanes", "table")
         for name, path in TENSOR_PATHS.items():
             v = g(path + ".sum.peak_sustained")
             if v:
@@ -320,10 +347,21 @@ def compute(
     )
     r.compulsory_bytes, r.load_bytes, r.store_bytes = need.total, need.loads, need.stores
     peak_bpc = g("dram__bytes.sum.peak_sustained")
-    if peak_bpc and dram_hz:
+    attrs_peak = model.dram_peak_bytes_per_s if model is not None else None
+    if attrs_peak and model is not None and model.memory in ("GDDR", "LPDDR"):
+        # a GDDR clock measured during a short kernel reads low (an A40: 497-547 GB/s against its 696): the
+        # device's own memory clock × bus width
+        r.peak_dram_bytes_per_s = attrs_peak
+        r.sources["dram_peak"] = model.sources["dram_peak"]
+    elif peak_bpc and dram_hz:
         r.peak_dram_bytes_per_s = peak_bpc * dram_hz
+        r.sources["dram_peak"] = "report: dram__bytes.sum.peak_sustained × the DRAM clock measured"
+    elif attrs_peak and model is not None:
+        r.peak_dram_bytes_per_s = attrs_peak
+        r.sources["dram_peak"] = model.sources["dram_peak"]
     elif dram_peak_bytes_per_s:
         r.peak_dram_bytes_per_s = dram_peak_bytes_per_s  # the device's known peak: the report lacks its own
+        r.sources["dram_peak"] = "table: the device's measured DRAM peak (ceilings.DRAM_PEAKS)"
 
     for key, metric in SOL_METRICS.items():
         v = g(metric)

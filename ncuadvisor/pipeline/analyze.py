@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from ncuadvisor import __version__
-from ncuadvisor.analysis import ceilings, needed, roofline
+from ncuadvisor.analysis import archfacts, ceilings, needed, roofline
 from ncuadvisor.analysis.language import display_name, kernel_language
 from ncuadvisor.load import ReportReader, RowsDisagree, read_results
 from ncuadvisor.model import Kernel, Profile, ResultDetail, group_kernels, num
@@ -216,8 +216,9 @@ def instruction_facts(
                 detail.per_instruction, detail.opcodes, detail.access_types, roofline.hfma_kinds_matter(row)
             )
             if counted is not None and not counted.xu_order_known:
-                sm_count, launch_floor, dram_peak = machine
-                if roofline.compute(row, sm_count, counted, launch_floor, dram_peak).executed_floor_unit == "sfu":
+                sm_count, launch_floor, dram_peak, model = machine
+                rl = roofline.compute(row, sm_count, counted, launch_floor, dram_peak, model)
+                if rl.executed_floor_unit == "sfu":
                     counted = None
             out[rid] = counted
             if out[rid] is None and languages.get(rid) in sass_read:
@@ -242,22 +243,24 @@ def _sass_needed(
     if facts is None:
         return True
     row = profile.results.row(rid)
-    sm_count, launch_floor, dram_peak = machine
-    rl = roofline.compute(row, sm_count, facts, launch_floor, dram_peak)
+    sm_count, launch_floor, dram_peak, model = machine
+    rl = roofline.compute(row, sm_count, facts, launch_floor, dram_peak, model)
     ctx = KernelContext(kernel, row, rl, profile.device, {}, language, 0.0)
     return engine.sass_admitted(rules, ctx)
 
 
-# (SM count, launch floor, DRAM peak) of the report's device, as the roofline takes them
-Machine = tuple[float | None, tuple[float, str], float | None]
+# (SM count, launch floor, DRAM peak, machine model) of the report's device, as the roofline takes them
+Machine = tuple[float | None, tuple[float, str], float | None, archfacts.Machine]
 
 
 def _machine(profile: Profile) -> Machine:
-    """(SM count, launch floor, DRAM peak) of the report's device, as `evaluate` hands them to the roofline."""
+    """(SM count, launch floor, DRAM peak, machine model) of the report's device, as `evaluate` hands them to the
+    roofline (`archfacts`: the report's numbers where it has them, the architecture's table otherwise)."""
     return (
         num(profile.device.get("sm_count")),
-        ceilings.launch_floor(profile.device.get("name"), profile.results),
+        ceilings.launch_floor(profile.device.get("name"), profile.results, profile.device),
         ceilings.DRAM_PEAKS.get(str(profile.device.get("name"))),
+        archfacts.machine(profile.device, profile.results),
     )
 
 
@@ -318,7 +321,7 @@ def evaluate(
     results = profile.results
     total_ns = sum(k.duration_ns for k in kernels)
     rule_total_ns = group_time.total_ns if group_time is not None and group_time.total_ns else total_ns
-    sm_count, launch_floor, dram_peak = machine or _machine(profile)
+    sm_count, launch_floor, dram_peak, model = machine or _machine(profile)
     evaluation = Evaluation(groups=[], sections_seen=set(), warnings=[])
 
     def run(k: Kernel, share: float) -> Analysed:
@@ -328,7 +331,7 @@ def evaluate(
             known = facts[k.representative]
         else:
             known = needed.instruction_facts(detail.per_instruction) if detail else None
-        rl = roofline.compute(row, sm_count, known, launch_floor, dram_peak)
+        rl = roofline.compute(row, sm_count, known, launch_floor, dram_peak, model)
         evaluation.sections_seen.update(detail.sections if detail else [])
         language = languages.get(k.representative) or kernel_language(k.name, k.demangled, [])
         ctx = KernelContext(

@@ -273,6 +273,9 @@ class Roofline(Record):
     hierarchy: list[HierarchyLevel] = field(default_factory=list)
     clock: str | None = None  # the clock the ceilings are computed at
     launch_floor_source: str | None = optional()  # where the launch floor (`floors["launch"]`) comes from
+    # where each number of the machine model comes from (fp32_peak, fp64_peak, fp16_peak, dram_peak, sm_clock):
+    # "report" (or "report: <what>") or "table: sm_XX" (`analysis.archfacts`)
+    sources: dict[str, str] | None = optional()
 
 
 @dataclass(kw_only=True)
