@@ -76,7 +76,7 @@ def test_a_gddr_board_takes_its_attributes_peak_not_the_clock_measured(rows):
     a40 = roofline.compute(row, 84, model=archfacts.machine(A40, [row]))
     assert a40.peak_dram_bytes_per_s == pytest.approx(696.1e9, rel=1e-3)
     assert a40.sources["dram_peak"] == "report: device attributes (memory clock × bus width × 2)"
-    assert "the device's memory clock × bus width" in roofline_words.floor_words(a40, {})
+    assert "the device's memory clock × bus width" in a40.floor_reason
 
 
 def test_fp_peaks_a_report_lacks_come_from_the_table_and_say_so(rows):
@@ -106,3 +106,24 @@ def test_launch_floor_of_another_architecture_is_its_own_estimate(rows):
     assert ns == 900.0 and source.startswith("the shortest launch of this report")
     ns, source = launch_floor("NVIDIA H100 PCIe", busy, {"cc_major": 9, "cc_minor": 0, "name": "NVIDIA H100 PCIe"})
     assert ns == archfacts.H200_LAUNCH_NS and "not on NVIDIA H100 PCIe" in source
+
+
+def test_faster_than_its_floor_is_a_model_defect_not_a_verdict(rows):
+    """An H200 copy read with an A40's memory (696 GB/s): its bytes at that peak take longer than it ran. The
+    kernel is flagged ("faster than its modelled floor: the model is wrong here"), its floor and headroom become
+    unknown, and no rule says "leave it" (before: headroom below 1 and ROOF001 "near its roofline bound")."""
+    from ncuadvisor.model import Kernel
+    from ncuadvisor.rulekit import KernelContext, engine
+
+    row = rows["copy_vec4"]
+    r = roofline.compute(row, 84, model=archfacts.machine(A40, [row]))
+    assert r.model_wrong and r.model_wrong.startswith("faster than its modelled floor: the model is wrong here")
+    assert r.headroom is None and r.theoretical_ns is None and r.floors["dram"] > r.duration_ns
+    assert r.limiter_reason.startswith("faster than its modelled floor")
+    kernel = Kernel("k", "copy_vec4", "copy_vec4", "copy_vec4", "", "", [0], 0, 1, r.duration_ns or 0.0)
+    verdict = engine.run_rules(engine.discover(), KernelContext(kernel, row, r, dict(A40), {}, "cuda", 1.0))
+    assert not any(f.rule == "ROOF001" for f in verdict.findings)
+    assert r.to_dict()["model_wrong"] == r.model_wrong
+    # the same row on its own device: a floor below the duration, no defect
+    fine = roofline.compute(row, 132, model=archfacts.machine(H200, [row]))
+    assert fine.model_wrong is None and fine.headroom and fine.headroom >= 1

@@ -41,7 +41,7 @@ from ncuadvisor.analysis.ceilings import FLOP_PEAKS as _FLOP_PEAKS
 from ncuadvisor.analysis.ceilings import LAUNCH_FLOOR_NS, LAUNCH_FLOOR_SOURCE, level_floors
 from ncuadvisor.analysis.roofline_words import EXECUTED_GAP, executed_words, floor_words, limiter_words
 from ncuadvisor.model import num
-from ncuadvisor.units import fmt_pct
+from ncuadvisor.units import fmt_ns, fmt_pct
 
 SECTOR_BYTES = 32
 
@@ -203,6 +203,9 @@ class Roofline:
     # where each number of the machine model comes from: "report" (or "report: <what>") or "table: sm_XX"
     # (`archfacts`), for the peaks (fp32_peak, fp64_peak, fp16_peak, dram_peak) and the clock
     sources: dict[str, str] = field(default_factory=dict)
+    # the kernel ran faster than its modelled floor (headroom below 1): a defect of the model, said here; the floor
+    # and headroom are then unknown (None) so that no verdict or estimate rests on them
+    model_wrong: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
@@ -210,6 +213,7 @@ class Roofline:
             "load_bytes",
             "store_bytes",
             "launch_floor_source",
+            "model_wrong",
         ):  # optional in the result: written only when known
             if out[key] is None:
                 del out[key]
@@ -433,6 +437,8 @@ def compute(
         r.ceilings[unit] = max(r.ceilings.get(unit, 0.0), t)
     if duration_ns:
         r.headroom = duration_ns / r.theoretical_ns
+        if r.headroom < 1.0:
+            _model_wrong(r, duration_ns)
     if r.compulsory_bytes:
         r.intensity = r.flops / r.compulsory_bytes
     if seconds:
@@ -444,6 +450,8 @@ def compute(
     if r.limiter is not None and r.limiter_share is not None and r.limiter_share < LATENCY_SOL_PCT / 100:
         r.limiter = "latency"  # no unit (nor the launch) would take half the time at its peak: the kernel waits
     r.limiter_reason = limiter_words(r)
+    if r.model_wrong:
+        r.limiter_reason = f"{r.model_wrong}; {r.limiter_reason}" if r.limiter_reason else r.model_wrong
     # The executed floor: the largest ceiling of the instruction stream and the memory traffic as they ran.
     executed = {**r.ceilings}
     for level, t in level_floors(r).items():
@@ -454,6 +462,18 @@ def compute(
     xu_share, xu_ops = (facts.xu_needed_share, facts.xu_opcodes) if facts else (None, ())
     r.executed_reason = executed_words(r, xu_share, clocks, xu_ops)
     return _finish(r, row, sm_count)
+
+
+def _model_wrong(r: Roofline, duration_ns: float) -> None:
+    """A kernel measured faster than its modelled floor: the model (a peak, the launch floor, a count of work) is
+    wrong for it. Said in `model_wrong`; its floor and headroom become unknown, so that nothing ("leave it", an
+    estimate capped at the floor) rests on them. `floors` keeps what the model said."""
+    assert r.theoretical_ns is not None
+    r.model_wrong = (
+        f"faster than its modelled floor: the model is wrong here (measured {fmt_ns(duration_ns)} against a floor of "
+        f"{fmt_ns(r.theoretical_ns)}: {r.floor_reason or 'the largest of its floors'})"
+    )
+    r.theoretical_ns = r.headroom = None
 
 
 def derive_sol(sol: dict[str, float], g: Callable[[str], float | None]) -> list[str]:

@@ -276,6 +276,8 @@ class Roofline(Record):
     # where each number of the machine model comes from (fp32_peak, fp64_peak, fp16_peak, dram_peak, sm_clock):
     # "report" (or "report: <what>") or "table: sm_XX" (`analysis.archfacts`)
     sources: dict[str, str] | None = optional()
+    # the kernel ran faster than its modelled floor: the model is wrong here (its floor and headroom are then None)
+    model_wrong: str | None = optional()
 
 
 @dataclass(kw_only=True)
