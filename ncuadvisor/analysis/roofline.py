@@ -206,6 +206,9 @@ class Roofline:
     # the kernel ran faster than its modelled floor (headroom below 1): a defect of the model, said here; the floor
     # and headroom are then unknown (None) so that no verdict or estimate rests on them
     model_wrong: str | None = None
+    # the report counts neither the bytes nor the FLOPs the kernel needs (ncu's default set): no floor of needed work,
+    # so theoretical_ns and headroom are None; said here, with the sections that would settle it
+    headroom_unknown: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
@@ -214,6 +217,7 @@ class Roofline:
             "store_bytes",
             "launch_floor_source",
             "model_wrong",
+            "headroom_unknown",
         ):  # optional in the result: written only when known
             if out[key] is None:
                 del out[key]
@@ -437,7 +441,9 @@ def compute(
         r.ceilings[unit] = max(r.ceilings.get(unit, 0.0), t)
     if duration_ns:
         r.headroom = duration_ns / r.theoretical_ns
-        if r.headroom < 1.0:
+        if r.compulsory_bytes is None and not r.flops_by_precision:
+            _headroom_unknown(r, pipes, lane_share)
+        elif r.headroom < 1.0:
             _model_wrong(r, duration_ns)
     if r.compulsory_bytes:
         r.intensity = r.flops / r.compulsory_bytes
@@ -450,8 +456,9 @@ def compute(
     if r.limiter is not None and r.limiter_share is not None and r.limiter_share < LATENCY_SOL_PCT / 100:
         r.limiter = "latency"  # no unit (nor the launch) would take half the time at its peak: the kernel waits
     r.limiter_reason = limiter_words(r)
-    if r.model_wrong:
-        r.limiter_reason = f"{r.model_wrong}; {r.limiter_reason}" if r.limiter_reason else r.model_wrong
+    first = r.model_wrong or r.headroom_unknown
+    if first:
+        r.limiter_reason = f"{first}; {r.limiter_reason}" if r.limiter_reason else first
     # The executed floor: the largest ceiling of the instruction stream and the memory traffic as they ran.
     executed = {**r.ceilings}
     for level, t in level_floors(r).items():
@@ -462,6 +469,29 @@ def compute(
     xu_share, xu_ops = (facts.xu_needed_share, facts.xu_opcodes) if facts else (None, ())
     r.executed_reason = executed_words(r, xu_share, clocks, xu_ops)
     return _finish(r, row, sm_count)
+
+
+# The sections that count what a kernel needs: its FLOPs (thread instructions by type), the bytes DRAM moved and the
+# bytes its threads asked for (ideal sectors)
+COUNTING_SECTIONS = ("SpeedOfLight_RooflineChart", "MemoryWorkloadAnalysis", "SourceCounters")
+# the pipes whose busy share stands for the compute floor where the work is not counted (the default set)
+UTILISATION_PIPES = ("fma", "fp64", "fp16", "tensor", "sfu")
+
+
+def _headroom_unknown(r: Roofline, pipes: Mapping[str, float], lane_share: float) -> None:
+    """A report that counts neither the bytes nor the FLOPs the kernel needs (ncu's default set, `--set basic`): its
+    DRAM floor would be DRAM's busy time, re-reads and wasted sectors included, so a DRAM-busy kernel would look near
+    its floor whatever its algorithm needs (a naive GEMM re-reading its tiles). The compute floor is the busiest
+    compute pipe's busy time at its peak (SpeedOfLight's pipe utilisation); the floor and the headroom are unknown."""
+    busy = [pipes[u] * lane_share for u in UTILISATION_PIPES if pipes.get(u)]
+    r.compute_floor_ns = max(busy) if busy else None
+    r.headroom_unknown = (
+        "headroom unknown: this report counts neither the bytes nor the FLOPs the kernel needs (ncu's default set), "
+        f"so no floor of its work can be computed; the sections {', '.join(COUNTING_SECTIONS)} "
+        "(or `ncu --set full`) would settle it"
+    )
+    r.theoretical_ns = r.headroom = None
+    r.floor_reason = ""
 
 
 def _model_wrong(r: Roofline, duration_ns: float) -> None:

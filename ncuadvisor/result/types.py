@@ -278,6 +278,8 @@ class Roofline(Record):
     sources: dict[str, str] | None = optional()
     # the kernel ran faster than its modelled floor: the model is wrong here (its floor and headroom are then None)
     model_wrong: str | None = optional()
+    # the report counts neither the bytes nor the FLOPs the kernel needs: no floor, no headroom, and what would settle it
+    headroom_unknown: str | None = optional()
 
 
 @dataclass(kw_only=True)
