@@ -209,6 +209,9 @@ class Roofline:
     # the report counts neither the bytes nor the FLOPs the kernel needs (ncu's default set): no floor of needed work,
     # so theoretical_ns and headroom are None; said here, with the sections that would settle it
     headroom_unknown: str | None = None
+    # the device's FP64 rate ÷ its FP32 rate (1/2 on A100 and H100, 1/32 to 1/64 on GeForce, T4, L4, A10, A40, H800),
+    # from the report's peaks, else the machine model's (its source in `sources["fp64_ratio"]`)
+    fp64_ratio: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
@@ -218,6 +221,7 @@ class Roofline:
             "launch_floor_source",
             "model_wrong",
             "headroom_unknown",
+            "fp64_ratio",
         ):  # optional in the result: written only when known
             if out[key] is None:
                 del out[key]
@@ -329,6 +333,14 @@ def compute(
             if v:
                 r.peak_flops_per_s[name] = v * sm_hz / (2.0 if name in SPARSE_PEAK_PATHS else 1.0)
 
+    p64, p32 = r.peak_flops_per_s.get("fp64"), r.peak_flops_per_s.get("fp32")
+    if p64 and p32:
+        r.fp64_ratio = p64 / p32
+        tables = sorted(r.sources[k] for k in ("fp64_peak", "fp32_peak") if r.sources.get(k, "report") != "report")
+        r.sources["fp64_ratio"] = tables[0] if tables else "report"
+    elif model is not None and model.fp64_ratio:
+        r.fp64_ratio = model.fp64_ratio
+        r.sources["fp64_ratio"] = model.sources.get("fp64_lanes", "table")
     # Bytes: loads (the smaller of what the threads needed and what DRAM read) + stores (what left the SMs).
     dram_read, dram_write = g("dram__bytes_read.sum"), g("dram__bytes_write.sum")
     if dram_read is not None or dram_write is not None:

@@ -280,6 +280,7 @@ class Roofline(Record):
     model_wrong: str | None = optional()
     # the report counts neither the bytes nor the FLOPs the kernel needs: no floor, no headroom, and what would settle it
     headroom_unknown: str | None = optional()
+    fp64_ratio: Number = optional()  # the device's FP64 rate ÷ its FP32 rate (its source in `sources`)
 
 
 @dataclass(kw_only=True)
