@@ -39,7 +39,7 @@ from ncuadvisor.analysis import ceilings as _ceilings
 from ncuadvisor.analysis import needed as _needed
 from ncuadvisor.analysis.ceilings import FLOP_PEAKS as _FLOP_PEAKS
 from ncuadvisor.analysis.ceilings import LAUNCH_FLOOR_NS, LAUNCH_FLOOR_SOURCE, level_floors
-from ncuadvisor.analysis.roofline_words import EXECUTED_GAP, executed_words, floor_words, limiter_words
+from ncuadvisor.analysis.roofline_words import EXECUTED_GAP, executed_words, floor_words, limiter_words, unit_words
 from ncuadvisor.model import num
 from ncuadvisor.units import fmt_ns, fmt_pct
 
@@ -454,7 +454,7 @@ def compute(
     if duration_ns:
         r.headroom = duration_ns / r.theoretical_ns
         if r.compulsory_bytes is None and not r.flops_by_precision:
-            _headroom_unknown(r, pipes, lane_share)
+            _headroom_unknown(r, pipes, lane_share, duration_ns)
         elif r.headroom < 1.0:
             _model_wrong(r, duration_ns)
     if r.compulsory_bytes:
@@ -490,16 +490,30 @@ COUNTING_SECTIONS = ("SpeedOfLight_RooflineChart", "MemoryWorkloadAnalysis", "So
 UTILISATION_PIPES = ("fma", "fp64", "fp16", "tensor", "sfu")
 
 
-def _headroom_unknown(r: Roofline, pipes: Mapping[str, float], lane_share: float) -> None:
-    """A report that counts neither the bytes nor the FLOPs the kernel needs (ncu's default set, `--set basic`): its
+def _headroom_unknown(r: Roofline, pipes: Mapping[str, float], lane_share: float, duration_ns: float) -> None:
+    """A report that counts neither the bytes nor the FLOPs the kernel needs (ncu's default set, `--set basic`). Its
     DRAM floor would be DRAM's busy time, re-reads and wasted sectors included, so a DRAM-busy kernel would look near
-    its floor whatever its algorithm needs (a naive GEMM re-reading its tiles). The compute floor is the busiest
-    compute pipe's busy time at its peak (SpeedOfLight's pipe utilisation); the floor and the headroom are unknown."""
-    busy = [pipes[u] * lane_share for u in UTILISATION_PIPES if pipes.get(u)]
-    r.compute_floor_ns = max(busy) if busy else None
+    its floor whatever its algorithm needs (a naive GEMM re-reading its tiles): no floor. The compute floor is the
+    busiest compute pipe's busy time at its peak (SpeedOfLight's pipe utilisation); where that pipe is busier than
+    DRAM and longer than the launch, it is the floor (a cuBLAS SGEMM with its FMA pipe 97% busy: 1.03× its floor),
+    said as coming from the utilisation; otherwise the floor and the headroom are unknown."""
+    busy = {u: pipes[u] * lane_share for u in UTILISATION_PIPES if pipes.get(u)}
+    unit = max(busy, key=lambda u: busy[u]) if busy else None
+    r.compute_floor_ns = busy[unit] if unit else None
+    r.floors.pop("dram", None)  # DRAM's busy time is not the time of the bytes the kernel needs
+    if unit and busy[unit] >= (r.memory_floor_ns or 0.0) and busy[unit] >= r.floors.get("launch", 0.0):
+        r.floors[unit] = max(r.floors.get(unit, 0.0), busy[unit])
+        r.theoretical_ns = max(r.floors.values())
+        r.headroom = duration_ns / r.theoretical_ns
+        r.floor_reason = (
+            f"the {unit_words(unit)} pipe, {fmt_pct(busy[unit] / duration_ns)} busy, takes {fmt_ns(busy[unit])} at "
+            "its peak (SpeedOfLight's pipe utilisation: the report counts no work)"
+        )
+        r.sources["floor"] = "report: pipe utilisation"
+        return
     r.headroom_unknown = (
         "headroom unknown: this report counts neither the bytes nor the FLOPs the kernel needs (ncu's default set), "
-        f"so no floor of its work can be computed; the sections {', '.join(COUNTING_SECTIONS)} "
+        f"and DRAM or the launch is busier than any compute pipe; the sections {', '.join(COUNTING_SECTIONS)} "
         "(or `ncu --set full`) would settle it"
     )
     r.theoretical_ns = r.headroom = None
