@@ -486,8 +486,9 @@ def compute(
 # The sections that count what a kernel needs: its FLOPs (thread instructions by type), the bytes DRAM moved and the
 # bytes its threads asked for (ideal sectors)
 COUNTING_SECTIONS = ("SpeedOfLight_RooflineChart", "MemoryWorkloadAnalysis", "SourceCounters")
-# the pipes whose busy share stands for the compute floor where the work is not counted (the default set)
-UTILISATION_PIPES = ("fma", "fp64", "fp16", "tensor", "sfu")
+# the pipes whose busy share stands for the compute floor where the work is not counted (the default set); not the
+# XU (SFU): it also runs conversions and bit operations (__ffs, popc), which are executed work, not needed work
+UTILISATION_PIPES = ("fma", "fp64", "fp16", "tensor")
 
 
 def _headroom_unknown(r: Roofline, pipes: Mapping[str, float], lane_share: float, duration_ns: float) -> None:
