@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from ncuadvisor import __version__
 from ncuadvisor.analysis import archfacts, ceilings, needed, roofline
-from ncuadvisor.analysis.language import display_name, kernel_language
+from ncuadvisor.analysis.language import display_name, kernel_language, library_evidence
 from ncuadvisor.load import ReportReader, RowsDisagree, read_results
 from ncuadvisor.model import Kernel, Profile, ResultDetail, group_kernels, num
 from ncuadvisor.pipeline import locate
@@ -38,7 +38,7 @@ from ncuadvisor.pipeline.entries import (
 from ncuadvisor.pipeline.ranking import top_actions
 from ncuadvisor.result import ncu_guidance
 from ncuadvisor.result.helpers import no_surrogates
-from ncuadvisor.result.types import Bound, Generator, KernelEntry, NcuRuleEntry, ReportInfo, Result
+from ncuadvisor.result.types import Bound, Generator, KernelEntry, NcuRuleEntry, ReportInfo, Result, SkippedRule
 from ncuadvisor.rulekit import engine
 from ncuadvisor.rulekit.contract import Finding, KernelContext, ProgramContext, ProgramRule, Rule
 
@@ -264,6 +264,23 @@ def _machine(profile: Profile) -> Machine:
     )
 
 
+def _library_skips(rules: list[Rule | ProgramRule], k: Kernel, files: list[str]) -> list[SkippedRule]:
+    """The rules for the user's CUDA code that did not run on a kernel taken for library code, said with the
+    evidence it was taken on (`language.library_evidence`): one entry, so a user's kernel mistaken for a library's is
+    seen."""
+    codes = [r.code for r in engine.kernel_rules(rules) if "cuda" in r.languages and "library" not in r.languages]
+    why = library_evidence(k.name, k.demangled, files) or "its name"
+    if not codes:
+        return []
+    return [
+        SkippedRule(
+            rule="cuda-rules",
+            reason=f"taken for library code ({why}, no source lines of its own): the {len(codes)} rules for the "
+            f"user's CUDA code were not run ({', '.join(codes)})",
+        )
+    ]
+
+
 def _analysed_launches(kernels: list[Kernel]) -> list[tuple[int, Kernel]]:
     """(result id, kernel group) of every launch the analysis looks at closely: each group's representative, then
     its variants' ones."""
@@ -345,6 +362,9 @@ def evaluate(
             sections=detail.sections if detail else (),
         )
         verdict = engine.run_rules(rules, ctx)
+        if language == "library":
+            files = [detail.first_file] if detail is not None and detail.first_file else []
+            verdict.skipped.extend(_library_skips(rules, k, files))
         for e in verdict.errors:
             evaluation.warnings.append(f"rule {e['rule']} failed on {k.name}: {e['error']}")
         return Analysed(k, row, rl, detail, language, verdict)
