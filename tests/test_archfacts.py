@@ -127,3 +127,12 @@ def test_faster_than_its_floor_is_a_model_defect_not_a_verdict(rows):
     # the same row on its own device: a floor below the duration, no defect
     fine = roofline.compute(row, 132, model=archfacts.machine(H200, [row]))
     assert fine.model_wrong is None and fine.headroom and fine.headroom >= 1
+
+
+def test_a_result_ncu_recorded_nothing_for_says_so(rows):
+    """A result whose every measurement is missing (ncu's NaN results: a failed replay) is not "unknown" for lack of
+    sections: ncu recorded nothing for it."""
+    row = {k: v for k, v in rows["copy_vec4"].items() if k.startswith(("launch__", "device__")) or k == "name"}
+    r = roofline.compute(row, 132)
+    assert r.bound == "unknown" and r.bound_reason.startswith("ncu recorded nothing for this result")
+    assert r.theoretical_ns is None and r.headroom is None

@@ -571,6 +571,8 @@ def classify(r: Roofline, row: Mapping[str, Any], sm_count: float | None) -> tup
         if r.memory_floor_ns and r.compute_floor_ns:
             side = "memory" if r.memory_floor_ns >= r.compute_floor_ns else "compute"
             return side, "from the roofline floors only (no Speed Of Light data)"
+        if r.duration_ns is None and not r.busy_pct and r.dram_bytes is None:
+            return "unknown", "ncu recorded nothing for this result: no duration and no metric (it was not measured)"
         return "unknown", "the report has neither Speed Of Light nor roofline metrics"
     mem, comp = mem or 0.0, comp or 0.0
     if max(mem, comp) < LATENCY_SOL_PCT:

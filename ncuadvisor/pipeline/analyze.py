@@ -459,6 +459,15 @@ def assemble(
             result_ids=k.result_ids,
         )
         kernel_entries.append(with_no_rule(entry, row))
+    empty = [k.name for k, (main, _v) in zip(kernels, evaluation.groups) if main.roofline.duration_ns is None]
+    if empty:
+        warnings.append(
+            f"ncu recorded nothing for {len(empty)} kernel{'s' if len(empty) != 1 else ''} ("
+            + ", ".join(empty[:3])
+            + (", ..." if len(empty) > 3 else "")
+            + f"): no duration and no metric, so {'they show' if len(empty) != 1 else 'it shows'} as 0 ns; ncu did "
+            "not measure it (a failed replay, an interrupted run): profile again"
+        )
     missing_sections = [s for s in ANALYSIS_SECTIONS if s not in evaluation.sections_seen]
     if missing_sections and kernels:
         warnings.append(
