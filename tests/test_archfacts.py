@@ -136,3 +136,32 @@ def test_a_result_ncu_recorded_nothing_for_says_so(rows):
     r = roofline.compute(row, 132)
     assert r.bound == "unknown" and r.bound_reason.startswith("ncu recorded nothing for this result")
     assert r.theoretical_ns is None and r.headroom is None
+
+
+def test_clock_control_is_read_from_the_report(report_path, tmp_path):
+    """ncu's clock control for the capture, from the first result's clock status: the fixtures were captured with
+    `--clock-control none` (unlocked); the same file with the status ncu's default writes (1: locked at base) reads
+    as locked, and the FP floors say at which clock their peak is."""
+    from pathlib import Path
+
+    from ncuadvisor.pipeline.analyze import analyze
+    from ncuadvisor.reportfile.blocks import _fields, iter_blocks
+    from ncuadvisor.reportfile.sniff import clocks_locked
+
+    src = Path(report_path("pipeline_v1"))
+    assert clocks_locked(src) is False
+    data = bytearray(src.read_bytes())
+    first = next(b for b in iter_blocks(bytes(data)) if (b.header.get(2) or [0])[0])
+    assert not (first.header.get(1) or [0])[0]  # a block of results only: its first message is the first result
+    j = first.payload_start
+    n = int.from_bytes(data[j : j + 4], "little")
+    (s, e) = _fields(bytes(data), j + 4, j + 4 + n)[25][0]
+    assert bytes(data[s:e]) == b"\x08\x00\x10\x00"
+    data[s:e] = b"\x08\x01\x10\x01"
+    locked = tmp_path / "locked.ncu-rep"
+    locked.write_bytes(bytes(data))
+    assert clocks_locked(locked) is True
+    res = analyze(locked).to_dict()
+    sources = res["kernels"][0]["roofline"]["sources"]
+    assert sources["clock_control"] == "report: base (ncu locked the clocks)"
+    assert analyze(src).to_dict()["kernels"][0]["roofline"]["sources"]["clock_control"] == "report: none"

@@ -158,6 +158,7 @@ class Machine:
     dram_peak_bytes_per_s: float | None = None
     memory: str | None = None  # HBM, GDDR or LPDDR
     launch_floor: tuple[float, str] | None = None
+    clocks_locked: bool | None = None  # ncu locked the clocks at base (its default); False: --clock-control none
     sources: dict[str, str] = field(default_factory=dict)
 
     @property
@@ -215,12 +216,16 @@ def launch_floor(
     return ns, source
 
 
-def machine(device: Mapping[str, Any], rows: Iterable[Mapping[str, Any]] = ()) -> Machine:
+def machine(
+    device: Mapping[str, Any], rows: Iterable[Mapping[str, Any]] = (), clocks_locked: bool | None = None
+) -> Machine:
     """The device's machine model: lanes per SM from the report's peaks (`LANE_PEAKS` ÷ the SM count, from the first
     of `rows` that has each) where it has them, else the table's; the DRAM peak from the device attributes
     (`dram_peak_from_attributes`), which the roofline takes on GDDR and LPDDR boards."""
     arch = arch_of(device)
-    m = Machine(sm=sm_of(device), arch=arch, sm_count=num(device.get("sm_count")))
+    m = Machine(sm=sm_of(device), arch=arch, sm_count=num(device.get("sm_count")), clocks_locked=clocks_locked)
+    if clocks_locked is not None:
+        m.sources["clock_control"] = "report: " + ("base (ncu locked the clocks)" if clocks_locked else "none")
     peaks: dict[str, float] = {}
     for row in rows:
         for lane, metric in LANE_PEAKS.items():

@@ -279,6 +279,8 @@ def compute(
                 "gpc__cycles_elapsed.avg.per_second" if gpc_hz else "SM cycles ÷ duration"
             )
     r.sm_clock_hz, r.dram_clock_hz = sm_hz, dram_hz
+    if model is not None and "clock_control" in model.sources:
+        r.sources["clock_control"] = model.sources["clock_control"]
     cycles = sm_hz * seconds if (sm_hz and seconds) else None
 
     # Work, by precision (executed operations), and the lane operations of each FP pipe.

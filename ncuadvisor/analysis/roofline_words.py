@@ -61,9 +61,14 @@ def clock_words(r: Roofline) -> str:
     `--clock-control none`, and the peak is at the clock measured during the kernel."""
     if not r.sm_clock_hz:
         return ""
-    return (
-        f" at the {r.sm_clock_hz / 1e9:.2f} GHz SM clock of the capture (ncu's base clock unless --clock-control none)"
-    )
+    control = r.sources.get("clock_control", "")
+    if control.startswith("report: base"):
+        how = "the base clock ncu locked it at"
+    elif control == "report: none":
+        how = "clocks not locked: --clock-control none"
+    else:
+        how = "ncu's base clock unless --clock-control none"
+    return f" at the {r.sm_clock_hz / 1e9:.2f} GHz SM clock of the capture ({how})"
 
 
 def precision_words(key: str) -> str:
@@ -144,7 +149,8 @@ def model_note(r: Roofline) -> str:
         if src.startswith("table")
     ]
     launch = r.launch_floor_source or ""
-    if "launch" in r.floors and launch.startswith("table"):
+    floor_unit = max(r.floors, key=lambda u: r.floors[u]) if r.floors else None
+    if "launch" in (floor_unit, r.limiter) and launch.startswith("table"):
         parts.append(f"the launch floor ({launch.removeprefix('table: ')})")
     return f"; from the table, not this report: {', '.join(parts)}" if parts else ""
 

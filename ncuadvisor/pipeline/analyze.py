@@ -260,7 +260,7 @@ def _machine(profile: Profile) -> Machine:
         num(profile.device.get("sm_count")),
         ceilings.launch_floor(profile.device.get("name"), profile.results, profile.device),
         ceilings.DRAM_PEAKS.get(str(profile.device.get("name"))),
-        archfacts.machine(profile.device, profile.results),
+        archfacts.machine(profile.device, profile.results, profile.clocks_locked),
     )
 
 
