@@ -403,6 +403,15 @@ class ReportReader:
         found = read_deep(self._local, wanted) or {}
         return {rid: deep.from_file(data) for rid, data in found.items() if data is not None and rid < len(self._index)}
 
+    def debug_built(self, result_ids: Iterable[int]) -> frozenset[int]:
+        """Those of the results whose module is a debug build (`nvcc -G`: `reportfile.modules.debug_modules`)."""
+        from ncuadvisor.reportfile.modules import debug_modules
+
+        ids = set(result_ids)
+        self.without_lines(ids)  # the module of each result, read from the file
+        debug = debug_modules(self._local) or {}
+        return frozenset(rid for rid in ids if debug.get(self._module.get(rid) or -1, False))
+
     def without_lines(self, result_ids: Iterable[int]) -> frozenset[int]:
         """Those of the results whose module is known, from the report file, to carry no source-line information:
         their instructions are at no file and no line without asking `ncu_report` (whose first lookup of a result

@@ -134,6 +134,17 @@ def _analyze(
     # a kernel without source lines (the report file says so) is in the language its names give; where no rule of
     # that language reads instructions (cuBLAS), its per-instruction data is not read at all
     no_lines = reader.without_lines(names)
+    debug = reader.debug_built(set(names) - no_lines)  # a -G build has line tables: only those can be one
+    if debug:
+        debug_names = sorted({str(names[rid][0]) for rid in debug})
+        profile.warnings.insert(
+            0,
+            f"this is a debug build (nvcc -G: its modules carry full debug information): {len(debug_names)} kernel"
+            f"{'s' if len(debug_names) != 1 else ''} ({', '.join(debug_names[:3])}"
+            f"{', ...' if len(debug_names) > 3 else ''}) ran "
+            "unoptimised, every variable in local memory, so their findings describe the debug build; profile a "
+            "release build with -lineinfo",
+        )
     unread = {r for r, (n, d) in names.items() if r in no_lines and kernel_language(n, d, []) not in sass_wanted}
     profile.details = reader.details(list(names), per_instruction, sass_for, unread)
     if reader.unreadable:  # the scalars came from the file; ncu_report could not parse the rest of these results
