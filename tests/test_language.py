@@ -2,7 +2,7 @@
 
 import pytest
 
-from ncuadvisor.analysis.language import kernel_language, library_evidence
+from ncuadvisor.analysis.language import kernel_language, library_evidence, other_language
 
 
 def test_user_gemm_with_source_lines_is_cuda_code(analyzed):
@@ -173,3 +173,15 @@ def test_rules_skipped_on_library_code_are_said(analyzed):
     assert not any(
         s["rule"] == "cuda-rules" for k in res["kernels"] if k["language"] != "library" for s in k["skipped_rules"]
     )
+
+
+def test_other_languages_are_named_where_their_names_tell():
+    """Julia's (CUDA.jl) kernels take a CuKernelContext and CuDeviceArrays (as in IndexSpaces.jl's report on an A40),
+    Numba's carry `cudapy` in their mangled namespace, CuPy's generated kernels start `cupy_`; a plain CUDA C kernel
+    (or an extern "C" RawKernel) is told nothing."""
+    julia = "julia__5_11155(CuKernelContext, CuDeviceArray<Float16x2, (int)1, (int)1>, Float16x2)"
+    assert other_language("julia__5_11155", julia) == "Julia (CUDA.jl)"
+    assert other_language("_ZN6cudapy8__main__7add_242B", "cudapy::__main__::add$242") == "Python (Numba)"
+    assert other_language("cupy_add__float32_float32_float32", "") == "Python (CuPy)"
+    assert other_language("hd_enc_lvid_packed_cuda", "hd_enc_lvid_packed_cuda") is None
+    assert other_language("gemm_tiled", "gemm_tiled(const float *, float *, int)") is None

@@ -173,6 +173,26 @@ def display_name(name: str, demangled: str) -> str:
     return name
 
 
+# Kernels other languages compile to PTX, told by their names: CUDA.jl's (Julia: `julia_*`, taking a CuKernelContext
+# and CuDeviceArray arguments, IndexSpaces.jl on an A40), Numba's (`cudapy::` in the mangled namespace), CuPy's
+# generated elementwise and reduction kernels (`cupy_*`). A CuPy RawKernel or Mojo kernel is `extern "C"` code that
+# cannot be told from CUDA C by its name.
+_OTHER_LANGUAGES = (
+    (re.compile(r"CuKernelContext|CuDeviceArray|^_Z\d+julia_|^julia_"), "Julia (CUDA.jl)"),
+    (re.compile(r"cudapy|numba", re.IGNORECASE), "Python (Numba)"),
+    (re.compile(r"^cupy_"), "Python (CuPy)"),
+)
+
+
+def other_language(name: str, demangled: str) -> str | None:
+    """The language a kernel the analysis treats as CUDA code was written in, where its names tell it (Julia,
+    Numba, CuPy), else None: its fixes are written for CUDA C, their mechanism applies all the same."""
+    for pattern, language in _OTHER_LANGUAGES:
+        if pattern.search(name) or pattern.search(demangled or ""):
+            return language
+    return None
+
+
 def possible_languages(name: str, demangled: str) -> set[str]:
     """Every language `kernel_language` may decide for a kernel once its report is read, known from its names alone
     (before its source lines are collected): a library-like name without a vendor prefix may turn out to be the

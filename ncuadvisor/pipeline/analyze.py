@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from ncuadvisor import __version__
 from ncuadvisor.analysis import archfacts, ceilings, needed, roofline
-from ncuadvisor.analysis.language import display_name, kernel_language, library_evidence
+from ncuadvisor.analysis.language import display_name, kernel_language, library_evidence, other_language
 from ncuadvisor.load import ReportReader, RowsDisagree, read_results
 from ncuadvisor.model import Kernel, Profile, ResultDetail, group_kernels, num
 from ncuadvisor.pipeline import locate
@@ -470,6 +470,16 @@ def assemble(
             result_ids=k.result_ids,
         )
         kernel_entries.append(with_no_rule(entry, row))
+    foreign: dict[str, list[str]] = {}
+    for k, (main, _v) in zip(kernels, evaluation.groups):
+        if main.language == "cuda" and (lang := other_language(k.name, k.demangled)):
+            foreign.setdefault(lang, []).append(k.name)
+    for lang, written in foreign.items():
+        warnings.append(
+            f"kernels written in {lang} ({', '.join(written[:3])}{', ...' if len(written) > 3 else ''}): their fixes "
+            "are written in CUDA C; the mechanism each names (the access pattern, the tiling, the data type, the "
+            f"launch shape) is what to change, in {lang.split(' ')[0]}"
+        )
     empty = [k.name for k, (main, _v) in zip(kernels, evaluation.groups) if main.roofline.duration_ns is None]
     if empty:
         warnings.append(
