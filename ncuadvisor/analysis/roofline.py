@@ -1,7 +1,15 @@
 """The roofline bound of a kernel, from the report's own metrics: work, bytes, floor time, headroom and bound.
 
 Peaks are computed per report from the device's own peak-per-cycle metrics times the clocks measured during the
-kernel (`--clock-control none` means the clocks vary), never from a table.
+kernel (ncu locks the SM clock at base by default; `--clock-control none` leaves it free, `sources["clock_control"]`
+says which). Where the report lacks a peak (ncu's default set has no FLOP peaks) it comes from the machine model
+of the device's architecture (`archfacts`: its lanes per SM × SMs × the SM clock), and the DRAM peak of a GDDR or
+LPDDR board from its device attributes (memory clock × bus width × 2), not from a clock measured during a short
+kernel. `sources` says where each came from ("report", "report: ...", "table: sm_XX").
+
+A kernel measured faster than its floor shows a defect of the model (`model_wrong`); a report that counts neither
+the bytes nor the FLOPs a kernel needs has no floor of its work (`headroom_unknown`), unless a compute pipe is the
+busiest unit: its busy time is then the floor. Either way theoretical_ns and headroom are None where no floor holds.
 
 Two floors. The floor ("theoretical minimum time", `theoretical_ns`) is the largest ceiling of the work the kernel
 needs (`ceilings.py`): FP32 lane operations by instruction mix, FP64, FP16, tensor FLOPs by type, SFU transcendentals,
