@@ -134,6 +134,9 @@ def streaming_ns(k: KernelContext, bytes_in_flight_per_warp: float, warps: float
     if not sms or sms == float("inf"):
         return None
     in_flight = warps * bytes_in_flight_per_warp
+    arch = str(k.device.get("compute_capability") or "")
+    if arch and arch != "9.0":
+        k.calibrations.add(f"a DRAM latency of {DRAM_LATENCY_CYCLES:.0f} SM cycles measured on an H200")
     latency_cycles = r.compulsory_bytes * read_share / sms * DRAM_LATENCY_CYCLES / in_flight
     return latency_cycles / r.sm_clock_hz * 1e9 + r.theoretical_ns
 
