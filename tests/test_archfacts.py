@@ -165,3 +165,14 @@ def test_clock_control_is_read_from_the_report(report_path, tmp_path):
     sources = res["kernels"][0]["roofline"]["sources"]
     assert sources["clock_control"] == "report: base (ncu locked the clocks)"
     assert analyze(src).to_dict()["kernels"][0]["roofline"]["sources"]["clock_control"] == "report: none"
+
+
+def test_ideal_sectors_without_dram_bytes_are_no_floor(rows):
+    """The ideal sectors count every access, cache hits included: without DRAM's own bytes they are no floor of what
+    DRAM must move (a self-join re-reading its points got "leave it" at 1.35×); the headroom is unknown."""
+    row = {k: v for k, v in rows["copy_vec4"].items() if not k.startswith("dram__bytes")}
+    assert row.get("memory_l2_theoretical_sectors_global_ideal")
+    r = roofline.compute(row, 132, model=archfacts.machine(H200, [row]))
+    assert "dram" not in r.floors and r.headroom is None and r.headroom_unknown
+    full = roofline.compute(rows["copy_vec4"], 132, model=archfacts.machine(H200, [rows["copy_vec4"]]))
+    assert "dram" in full.floors and full.headroom and full.headroom < 1.6

@@ -400,7 +400,11 @@ def compute(
     r.sol_derived = (["l1_pct"] if l1_derived else []) + derive_sol(r.sol, g) or None
 
     # Floors: every unit's ceiling; the floor is the largest.
-    if r.compulsory_bytes is not None and r.peak_dram_bytes_per_s:
+    # the compulsory bytes are a floor only where DRAM's bytes were counted: the ideal sectors alone count every
+    # access, cache hits included (a self-join re-reading its points from L1/L2), an upper bound of what DRAM must move
+    bytes_counted = r.compulsory_bytes is not None and r.dram_bytes is not None
+    if bytes_counted and r.peak_dram_bytes_per_s:
+        assert r.compulsory_bytes is not None
         r.memory_floor_ns = r.compulsory_bytes / r.peak_dram_bytes_per_s * 1e9
     elif r.sol.get("dram_pct") and duration_ns:
         # No byte counts (e.g. --set basic): DRAM's own utilization says how long its bytes take at its peak.
@@ -463,7 +467,8 @@ def compute(
         r.ceilings[unit] = max(r.ceilings.get(unit, 0.0), t)
     if duration_ns:
         r.headroom = duration_ns / r.theoretical_ns
-        if r.compulsory_bytes is None and not r.flops_by_precision:
+        memory_side = (r.sol.get("memory_pct") or 0.0) >= (r.sol.get("compute_pct") or 0.0)
+        if not bytes_counted and (not any(r.flops_by_precision.values()) or memory_side):
             _headroom_unknown(r, pipes, lane_share, duration_ns)
         elif r.headroom < 1.0:
             _model_wrong(r, duration_ns)
