@@ -157,7 +157,6 @@ class Machine:
     lanes: dict[str, float] = field(default_factory=dict)  # fp32, fp64, fp16x2, sfu lanes per SM per clock
     dram_peak_bytes_per_s: float | None = None
     memory: str | None = None  # HBM, GDDR or LPDDR
-    launch_floor: tuple[float, str] | None = None
     clocks_locked: bool | None = None  # ncu locked the clocks at base (its default); False: --clock-control none
     sources: dict[str, str] = field(default_factory=dict)
 
