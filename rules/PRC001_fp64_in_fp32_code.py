@@ -23,6 +23,9 @@ class Fp64InFp32Code(Rule):
     What it detects:
         FP64 FLOPs (`smsp__sass_thread_inst_executed_op_d{fma,add,mul}_pred_on`) above `min_fp64_share` of the
         kernel's FLOPs, while its global loads and stores are at most 32 bits wide (`memory_access_size_type`).
+        Where the report does not count FLOPs by precision (ncu's default set), from the FP64 pipe's share alone:
+        busy at least `min_fp64_pipe_pct` of the time on a board whose FP64 rate is below `max_fp64_ratio` of its
+        FP32 rate (GeForce, T4, L4, A10, A40: 1/32 to 1/64), with medium confidence.
 
     Why it costs time:
         In C++ `x * 1.5` promotes a float to double: the FP64 pipe runs at 1/2 of the FP32 rate on an H100/H200 and
@@ -38,23 +41,26 @@ class Fp64InFp32Code(Rule):
     Speedup estimate:
         The pipe that carries the double work (FP64, or XU where float/double conversions F2F run) is freed: new time
         = time × (1 − its utilization), not below all the FLOPs at 85% of the FP32 peak (read from the report).
+        From the FP64 pipe's share alone: time × (1 − its utilization).
 
     False positives:
         Kernels that need double precision (accumulating long sums, ill-conditioned math): keep the accumulator in
-        double and the rest in float, or use Kahan summation in float.
+        double and the rest in float, or use Kahan summation in float. From the FP64 pipe's share alone the data
+        width is not known: a kernel that is double throughout fires too (said in its message).
     """
 
     code = "PRC001"
     slug = "fp64-in-fp32-code"
     category = "precision"
     title = "Double-precision math in a float kernel"
-    requires = (SpeedOfLight.DURATION, RooflineChart.DFMA_PER_CYCLE)
+    requires = (SpeedOfLight.DURATION,)
     optional = (
+        RooflineChart.DFMA_PER_CYCLE,
         ComputeWorkloadAnalysis.FP64_PIPE_PCT,
         ComputeWorkloadAnalysis.XU_PIPE_PCT,
     )
     per_instruction = (SourceCounters.MEMORY_TYPE, SourceCounters.MEMORY_ACCESS_SIZE_TYPE, SourceCounters.INST_EXECUTED)
-    thresholds = {"min_fp64_share": 0.3}
+    thresholds = {"min_fp64_share": 0.3, "min_fp64_pipe_pct": 30.0, "max_fp64_ratio": 0.125}
     fixes = {
         "cuda": Fix(
             text=(
@@ -75,6 +81,8 @@ class Fp64InFp32Code(Rule):
 
     def check(self, k: KernelContext) -> Finding | None:
         r = k.roofline
+        if "fp64" not in r.flops_by_precision:
+            return self.from_pipe_share(k)
         fp64 = r.flops_by_precision.get("fp64", 0.0)
         if not r.flops or fp64 / r.flops < self.thresholds["min_fp64_share"]:
             return None
@@ -124,4 +132,33 @@ class Fp64InFp32Code(Rule):
                 Evidence("peak_fp64_over_fp32", round(p64 / p32, 3), None, "FP64 ÷ FP32 peak"),
             ],
             source=lines,
+        )
+
+    def from_pipe_share(self, k: KernelContext) -> Finding | None:
+        """No FLOPs counted by precision: the FP64 pipe's busy share on a board with a slow FP64 pipe."""
+        r = k.roofline
+        busy, ratio = r.busy_pct.get("fp64"), r.fp64_ratio
+        if not (busy and ratio and r.duration_ns) or ratio >= self.thresholds["max_fp64_ratio"]:
+            return None
+        if busy < self.thresholds["min_fp64_pipe_pct"]:
+            return None
+        return self.finding(
+            title=f"FP64 pipe {busy:.0f}% busy on a GPU with 1/{1 / ratio:.0f}-rate double precision",
+            message=(
+                f"The FP64 pipe is busy {busy:.0f}% of the time, and this GPU runs double precision at 1/{1 / ratio:.0f} "
+                "of its float rate. The report does not count FLOPs by precision, so whether the data is double "
+                "cannot be told here: in float code this is nearly always an accidental promotion."
+            ),
+            fix=self.fix_for(k),
+            estimated_speedup=time_after(r.duration_ns, r.duration_ns * (1 - busy / 100), None),
+            speedup_model=(
+                f"The FP64 pipe is {busy:.0f}% busy; freed of the double work, the time falls by up to {busy:.0f}% "
+                "(the float work it becomes is not counted in this report)."
+            ),
+            confidence="medium",
+            changes_floor=True,
+            evidence=[
+                Evidence("fp64_pipe_pct", round(busy, 1), self.thresholds["min_fp64_pipe_pct"]),
+                Evidence("peak_fp64_over_fp32", round(ratio, 4), self.thresholds["max_fp64_ratio"], "FP64 ÷ FP32 rate"),
+            ],
         )

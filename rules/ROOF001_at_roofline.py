@@ -39,7 +39,10 @@ class AtRoofline(Rule):
         DRAM bytes, the launch), not its instructions as executed: a kernel at its issue, ALU, LSU or L1 ceiling but
         far above that floor (index arithmetic, untiled loads) is never called near; the report says both floors beside its limiter.
         A kernel limited by work the floor does not count (integer bit operations on the XU, L2-resident data) can
-        look further from its floor than it is, never closer.
+        look further from its floor than it is, never closer. Never said of a kernel whose floor or limiter is FP64
+        on a board whose FP64 rate is below `max_fp64_ratio` of its FP32 rate (GeForce, T4, L4, A10, A40: 1/32 to
+        1/64) unless the kernel runs no FP32 arithmetic: in float code that double work is nearly always an
+        accidental promotion (a `1.0` literal, `pow(float, int)`), and float math would be 10× faster or more.
     """
 
     code = "ROOF001"
@@ -47,7 +50,7 @@ class AtRoofline(Rule):
     category = "at-roofline"
     title = "Near its roofline bound: leave it"
     requires = (SpeedOfLight.DURATION,)
-    thresholds = {"max_headroom": 1.6}
+    thresholds = {"max_headroom": 1.6, "max_fp64_ratio": 0.125}
     languages = ("cuda", "triton", "pytorch", "library")
     fixes = {
         "cuda": Fix(
@@ -58,9 +61,24 @@ class AtRoofline(Rule):
         ),
     }
 
+    def slow_fp64_in_float_code(self, k: KernelContext) -> bool:
+        """The floor or the limiter is FP64 on a board with a slow FP64 pipe, and the kernel is not double throughout
+        (it ran FP32 arithmetic, or the report does not count it)."""
+        r = k.roofline
+        floor_unit = max(r.floors, key=lambda u: r.floors[u]) if r.floors else None
+        if (
+            "fp64" not in (floor_unit, r.limiter)
+            or not r.fp64_ratio
+            or r.fp64_ratio >= self.thresholds["max_fp64_ratio"]
+        ):
+            return False
+        return r.flops_by_precision.get("fp32") != 0.0
+
     def check(self, k: KernelContext) -> Finding | None:
         r = k.roofline
         if r.headroom is None or r.bound == "launch" or r.headroom > self.thresholds["max_headroom"]:
+            return None
+        if self.slow_fp64_in_float_code(k):
             return None
         if r.floor_reason:
             what = r.floor_reason  # the unit that sets the floor, its work and rate (SFU, FP16, launch, ...)

@@ -2,7 +2,7 @@
 
 import pytest
 
-from ncuadvisor.analysis.language import kernel_language
+from ncuadvisor.analysis.language import kernel_language, library_evidence, other_language
 
 
 def test_user_gemm_with_source_lines_is_cuda_code(analyzed):
@@ -15,6 +15,36 @@ def test_user_gemm_with_source_lines_is_cuda_code(analyzed):
     assert small and small[0]["findings"] and small[0]["findings"][0]["rule"] == "LCH001"
 
 
+def test_library_like_names_are_decided_by_evidence():
+    """A user's gemm, flash or fmha kernel built without -lineinfo is the user's CUDA code unless its demangled name
+    shows a library's types or a name only cuBLAS uses (before: library by the name alone, every CUDA rule skipped
+    silently); the evidence is said (`library_evidence`)."""
+    user = [
+        ("gemm_tiled", "gemm_tiled(const float *, const float *, float *, int)"),
+        ("flash_fwd_kernel", "flash_fwd_kernel"),  # no template, no namespace: the user's own
+        ("fmha_naive", "fmha_naive(const __half *, __half *, int)"),
+        # the B2b GEMM a user composed from CUTLASS's templates (panjd123/cutlass, A100 80GB)
+        (
+            "Kernel",
+            "void cutlass::Kernel<cutlass::gemm::kernel::B2bGemm<cutlass::gemm::threadblock::B2bMma<int>>>(int)",
+        ),
+    ]
+    for name, demangled in user:
+        assert kernel_language(name, demangled, []) == "cuda", name
+        assert library_evidence(name, demangled, []) is None
+    flash = (
+        "void flash_fwd_kernel<Flash_fwd_kernel_traits<(int)128, (int)128, (int)64, (int)4, (bool)0, (bool)0, "
+        "cutlass::half_t, Flash_kernel_traits<(int)128, (int)128, (int)64, (int)4, cutlass::half_t>>, (bool)0>(Flash_fwd_params)"
+    )
+    assert kernel_language("flash_fwd_kernel", flash, []) == "library"
+    assert library_evidence("flash_fwd_kernel", flash) == "Flash_fwd_kernel_traits in its name"
+    assert library_evidence("splitKreduce_kernel", "void splitKreduce_kernel<32, 16, int, float>(...)") == (
+        "a kernel name only cuBLAS uses"
+    )
+    cublas_cutlass = "void cutlass::Kernel2<cutlass_80_tensorop_s1688gemm_64x64_16x6_nn_align4>(Params)"
+    assert kernel_language("Kernel2", cublas_cutlass, []) == "library"
+
+
 def test_library_names():
     assert kernel_language("nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_NNT", "nvjet_sm90_tst_256x128", []) == "library"
     assert kernel_language("sm90_xmma_gemm_bf16", "sm90_xmma_gemm_bf16", []) == "library"
@@ -23,7 +53,6 @@ def test_library_names():
     # cuBLAS's legacy kernels carry no source lines: library; the same names with the user's source: CUDA
     assert kernel_language("gemv2T_kernel_val", "void gemv2T_kernel_val<int, int, float>(...)", []) == "library"
     assert kernel_language("gemv2T_kernel_val", "gemv2T_kernel_val", ["/home/me/gemv.cu"]) == "cuda"
-    assert kernel_language("flash_fwd_kernel", "flash_fwd_kernel", []) == "library"
     assert kernel_language("flash_fwd_kernel", "flash_fwd_kernel", ["/home/me/attn.cu"]) == "cuda"
     assert kernel_language("triton_poi_fused_add_0", "triton_poi_fused_add_0", []) == "triton"
     assert kernel_language("elementwise_kernel", "void at::native::elementwise_kernel<128, 4>(...)", []) == "pytorch"
@@ -130,3 +159,29 @@ def test_an_aten_kernel_with_cub_in_its_template_arguments_stays_pytorch():
         kernel_language("k", "void at::native::<unnamed>::compute_grad_weight<float, long>(const T2 *)", [])
         == "pytorch"
     )
+
+
+def test_rules_skipped_on_library_code_are_said(analyzed):
+    """A kernel taken for library code says which rules for CUDA code did not run on it, and on what evidence."""
+    res = analyzed("torch_gemm_conv")
+    libs = [k for k in res["kernels"] if k["language"] == "library"]
+    assert libs
+    for k in libs:
+        notes = [s for s in k["skipped_rules"] if s["rule"] == "cuda-rules"]
+        assert len(notes) == 1 and notes[0]["reason"].startswith("taken for library code (")
+        assert "MEM001" in notes[0]["reason"] and "ROOF001" not in notes[0]["reason"]
+    assert not any(
+        s["rule"] == "cuda-rules" for k in res["kernels"] if k["language"] != "library" for s in k["skipped_rules"]
+    )
+
+
+def test_other_languages_are_named_where_their_names_tell():
+    """Julia's (CUDA.jl) kernels take a CuKernelContext and CuDeviceArrays (as in IndexSpaces.jl's report on an A40),
+    Numba's carry `cudapy` in their mangled namespace, CuPy's generated kernels start `cupy_`; a plain CUDA C kernel
+    (or an extern "C" RawKernel) is told nothing."""
+    julia = "julia__5_11155(CuKernelContext, CuDeviceArray<Float16x2, (int)1, (int)1>, Float16x2)"
+    assert other_language("julia__5_11155", julia) == "Julia (CUDA.jl)"
+    assert other_language("_ZN6cudapy8__main__7add_242B", "cudapy::__main__::add$242") == "Python (Numba)"
+    assert other_language("cupy_add__float32_float32_float32", "") == "Python (CuPy)"
+    assert other_language("hd_enc_lvid_packed_cuda", "hd_enc_lvid_packed_cuda") is None
+    assert other_language("gemm_tiled", "gemm_tiled(const float *, float *, int)") is None

@@ -17,7 +17,8 @@ A kernel case (a `Rule`):
     [case.expect]                         # the finding the rule must return; or, before the tables,
                                           # expect = "none" (silent) | "skipped" (metrics missing)
     title_contains = "Uncoalesced global stores"
-    fix_contains = "shared memory"        # optional, like code_contains
+    fix_contains = "shared memory"        # optional, like code_contains, message_contains, model_contains (the
+                                          # speedup model) and confidence (equal)
     estimated_speedup = 0.77              # optional, within `tolerance` (default 0.01)
 
 The roofline is computed from the metrics as the analysis does (`roofline.compute(row, sm_count)`), and the rule runs
@@ -166,6 +167,8 @@ def check(expect: str | dict[str, Any], found: list[dict[str, Any]], estimate: s
     assert expect.get("fix_contains", "") in f["fix"]
     assert expect.get("message_contains", "") in f["message"]
     assert expect.get("code_contains", "") in f["fix_code"]
+    assert expect.get("model_contains", "") in (f.get("speedup_model") or "")
+    assert expect.get("confidence", f.get("confidence")) == f.get("confidence")
     if estimate in expect:
         tolerance = expect.get("tolerance", 0.01 if estimate == "estimated_speedup" else 1.0)
         assert f[estimate] == pytest.approx(expect[estimate], abs=tolerance)

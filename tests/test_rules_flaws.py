@@ -95,12 +95,19 @@ def test_speedup_estimates_are_capped_by_the_floor(analyzed):
 
 
 def test_basic_set_report_still_gets_bound_and_verdict(analyzed):
+    """ncu's default set counts neither the bytes nor the FLOPs a kernel needs: the bound and the limiter from the
+    units' utilisation, a compute floor from the pipes', the headroom unknown with the sections that would settle
+    it, and never "leave it" (DRAM's busy time is not a floor: a naive GEMM re-reading its tiles keeps DRAM busy)."""
     r = analyzed("flaws_basic")
     assert r["report"]["missing_sections"] and any("lacks sections" in w for w in r["report"]["warnings"])
     by = {k["name"]: k for k in r["kernels"]}
-    assert by["copy_vec4"]["bound"] == "memory" and by["copy_vec4"]["headroom"] < 1.6
-    assert [f["rule"] for f in by["copy_vec4"]["findings"]] == ["ROOF001"]
-    assert by["copy_strided"]["headroom"] > 3  # the waste shows as headroom even without the tables
+    assert by["copy_vec4"]["bound"] == "memory" and by["copy_vec4"]["headroom"] is None
+    for k in r["kernels"]:
+        rl = k["roofline"]
+        assert rl["theoretical_ns"] is None and rl["compute_floor_ns"] and rl["limiter"]
+        assert rl["headroom_unknown"].startswith("headroom unknown") and "SourceCounters" in rl["headroom_unknown"]
+        assert rl["limiter_reason"].startswith("headroom unknown")
+        assert not any(f["rule"] == "ROOF001" for f in k["findings"])
     assert any(s["rule"] == "MEM001" for s in by["copy_strided"]["skipped_rules"])
 
 

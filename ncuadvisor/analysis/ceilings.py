@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from ncuadvisor.analysis import archfacts
 from ncuadvisor.model import num
 
 if TYPE_CHECKING:
@@ -46,10 +47,13 @@ LAUNCH_INTERVAL_NS = 3_590.0  # per dependent launch in one stream (a program-le
 EMPTY_INSTRUCTIONS_PER_WARP = 2.0  # an empty kernel executes its EXIT (and a branch to it): 2 per warp on sm_90
 
 
-def launch_floor(device_name: str | None, launches: Iterable[Mapping[str, Any]] = ()) -> tuple[float, str]:
+def launch_floor(
+    device_name: str | None, launches: Iterable[Mapping[str, Any]] = (), device: Mapping[str, Any] | None = None
+) -> tuple[float, str]:
     """(ns, source) of the launch floor on this device: the shortest empty launch of the report (at most
-    EMPTY_INSTRUCTIONS_PER_WARP warp instructions per warp launched), else the device's measured value, else the
-    H200's."""
+    EMPTY_INSTRUCTIONS_PER_WARP warp instructions per warp launched), else the device's measured value, else its
+    architecture's (`archfacts.launch_floor`, from `device`'s compute capability), else the H200's."""
+    launches = list(launches)
     empty: list[tuple[float, str]] = []
     for row in launches:
         ns, inst = num(row.get("gpu__time_duration.sum")), num(row.get("smsp__inst_executed.sum"))
@@ -62,6 +66,8 @@ def launch_floor(device_name: str | None, launches: Iterable[Mapping[str, Any]] 
         return ns, f"the ncu duration of {name}, an empty kernel in this report"
     if device_name in LAUNCH_FLOORS:
         return LAUNCH_FLOORS[device_name]
+    if device is not None and (by_arch := archfacts.launch_floor(device, archfacts.arch_of(device), launches)):
+        return by_arch
     return LAUNCH_FLOOR_NS, f"not measured on {device_name or 'this device'}: {LAUNCH_FLOOR_SOURCE}"
 
 

@@ -14,9 +14,23 @@ _LIBRARY_RE = re.compile(
     re.IGNORECASE,
 )
 # names a library kernel often has (cuBLAS's gemv2T_kernel_val, gemmSN_NN_kernel, splitKreduce_kernel; FlashAttention's
-# flash_fwd_kernel) and the user's own kernels as often (a gemm_tiled compiled with -lineinfo): library only when the
-# kernel carries no source lines of its own
+# flash_fwd_kernel) and the user's own kernels as often (a gemm_tiled, a flash_attn_kernel, built without -lineinfo):
+# library only by evidence (`library_evidence`), never by the name alone
 _LIBRARY_LIKE_RE = re.compile(r"^(void )?(gemm|gemv|splitKreduce|fmha|flash)", re.IGNORECASE)
+# the evidence, in a library-like kernel's demangled name: a library's own types and namespaces (cuBLAS's
+# cublasGemvParams and cublasGemvTensorStrided, FlashAttention's flash:: and Flash_fwd_kernel_traits, PyTorch's
+# pytorch_flash:: and PyTorchMemEffAttention::, xFormers' fmha_cutlass, cuBLAS's generated cutlass_80_... kernels)
+_LIBRARY_EVIDENCE_RE = re.compile(
+    r"cublas|\bflash::|Flash_(?:fwd|bwd)_kernel_traits|pytorch_flash|PyTorchMemEffAttention|\bfmha::|fmha_cutlass|"
+    r"xformers|\bcutlass_\d"
+)
+# kernel names only cuBLAS uses (its legacy kernels: splitKreduce_kernel, gemv2T_kernel_val, gemmSN_NN_kernel, ...)
+_CUBLAS_NAMES_RE = re.compile(
+    r"^(void )?(splitKreduce_kernel|gemv2[NT]_kernel\w*|gemmSN_[NT][NT]_kernel|gemmk1_kernel)\b"
+)
+# a CUTLASS kernel the program composed itself (`cutlass::Kernel<cutlass::gemm::kernel::B2bGemm<...>>`): CUTLASS is a
+# header library compiled into the user's program, unlike cuBLAS's generated `cutlass::Kernel2<cutlass_80_...>`
+_USER_CUTLASS_RE = re.compile(r"^(void )?cutlass::Kernel2?<cutlass::")
 
 
 # CUB and Thrust's own kernels (`cub::…::DeviceRadixSortOnesweepKernel`, ATen's vendored `at_cuda_detail::cub::…`,
@@ -42,11 +56,26 @@ def kernel_language(name: str, demangled: str, source_files: Iterable[str]) -> s
         return "library"
     if any(ns in demangled for ns in ("at::native", "at::cuda", "c10::", "at::")):
         return "pytorch"
+    return "library" if library_evidence(name, demangled, files) else "cuda"
+
+
+def library_evidence(name: str, demangled: str, source_files: Iterable[str] = ()) -> str | None:
+    """Why a kernel (not Triton's, CUB's or PyTorch's) is taken for library code, in words, or None (the user's
+    CUDA code): a vendor's name prefix (cuBLAS's ampere_/sm90_xmma_, cuDNN, NCCL), or a library-like name (gemm,
+    gemv, flash, fmha) with a library's types in its demangled name or a name only cuBLAS uses, and no source lines
+    of its own. A CUTLASS kernel the program composed itself is its code."""
+    files = [f for f in source_files if f]
+    if _USER_CUTLASS_RE.match(demangled or "") and not _LIBRARY_EVIDENCE_RE.search(demangled):
+        return None
     if _LIBRARY_RE.match(name) or _LIBRARY_RE.match(demangled):
-        return "library"
-    if not files and (_LIBRARY_LIKE_RE.match(name) or _LIBRARY_LIKE_RE.match(demangled)):
-        return "library"
-    return "cuda"
+        return "a library's name prefix"
+    if files or not (_LIBRARY_LIKE_RE.match(name) or _LIBRARY_LIKE_RE.match(demangled)):
+        return None
+    if _CUBLAS_NAMES_RE.match(name) or _CUBLAS_NAMES_RE.match(demangled):
+        return "a kernel name only cuBLAS uses"
+    if m := _LIBRARY_EVIDENCE_RE.search(demangled):
+        return f"{m.group(0)} in its name"
+    return None
 
 
 # ATen's copy kernels: `direct_copy_kernel_cuda` (same dtype, any strides), `<dtype>_copy_kernel_cuda` (a cast to
@@ -142,6 +171,26 @@ def display_name(name: str, demangled: str) -> str:
     if f and "Functor" in f.group(1):
         return _NS_RE.sub("", f.group(1) + (f.group(2) or ""))
     return name
+
+
+# Kernels other languages compile to PTX, told by their names: CUDA.jl's (Julia: `julia_*`, taking a CuKernelContext
+# and CuDeviceArray arguments, IndexSpaces.jl on an A40), Numba's (`cudapy::` in the mangled namespace), CuPy's
+# generated elementwise and reduction kernels (`cupy_*`). A CuPy RawKernel or Mojo kernel is `extern "C"` code that
+# cannot be told from CUDA C by its name.
+_OTHER_LANGUAGES = (
+    (re.compile(r"CuKernelContext|CuDeviceArray|^_Z\d+julia_|^julia_"), "Julia (CUDA.jl)"),
+    (re.compile(r"cudapy|numba", re.IGNORECASE), "Python (Numba)"),
+    (re.compile(r"^cupy_"), "Python (CuPy)"),
+)
+
+
+def other_language(name: str, demangled: str) -> str | None:
+    """The language a kernel the analysis treats as CUDA code was written in, where its names tell it (Julia,
+    Numba, CuPy), else None: its fixes are written for CUDA C, their mechanism applies all the same."""
+    for pattern, language in _OTHER_LANGUAGES:
+        if pattern.search(name) or pattern.search(demangled or ""):
+            return language
+    return None
 
 
 def possible_languages(name: str, demangled: str) -> set[str]:

@@ -35,7 +35,9 @@ PER_INSTRUCTION = [IDEAL_SECTORS, INST_EXECUTED]  # the per-instruction metrics 
 # conversions, and integer division's I2F.U32.RP / F2I...TRUNC), FCHK (division's range check), and the bit
 # operations POPC, FLO (count leading zeros) and BREV. Not XU: F2FP (packing conversions), I2FP.F32 (sm_90's
 # int -> float), PRMT, SHFL. Only the transcendentals are needed work: conversions and bit operations are executed
-# instructions like the ALU's, which name the limiter but do not set the floor.
+# instructions like the ALU's, which name the limiter but do not set the floor. Other architectures get the same set,
+# not measured there (2026-12-05: other people's sm_75/sm_86 reports store the XU pipe's share but not its count):
+# their XU runs these opcode families too, and an opcode missing from the set only leaves work out of the SFU floor.
 XU_OPCODES = frozenset({"MUFU", "F2F", "I2F", "F2I", "FCHK", "POPC", "FLO", "BREV"})
 
 

@@ -1,7 +1,15 @@
 """The roofline bound of a kernel, from the report's own metrics: work, bytes, floor time, headroom and bound.
 
 Peaks are computed per report from the device's own peak-per-cycle metrics times the clocks measured during the
-kernel (`--clock-control none` means the clocks vary), never from a table.
+kernel (ncu locks the SM clock at base by default; `--clock-control none` leaves it free, `sources["clock_control"]`
+says which). Where the report lacks a peak (ncu's default set has no FLOP peaks) it comes from the machine model
+of the device's architecture (`archfacts`: its lanes per SM × SMs × the SM clock), and the DRAM peak of a GDDR or
+LPDDR board from its device attributes (memory clock × bus width × 2), not from a clock measured during a short
+kernel. `sources` says where each came from ("report", "report: ...", "table: sm_XX").
+
+A kernel measured faster than its floor shows a defect of the model (`model_wrong`); a report that counts neither
+the bytes nor the FLOPs a kernel needs has no floor of its work (`headroom_unknown`), unless a compute pipe is the
+busiest unit: its busy time is then the floor. Either way theoretical_ns and headroom are None where no floor holds.
 
 Two floors. The floor ("theoretical minimum time", `theoretical_ns`) is the largest ceiling of the work the kernel
 needs (`ceilings.py`): FP32 lane operations by instruction mix, FP64, FP16, tensor FLOPs by type, SFU transcendentals,
@@ -34,13 +42,14 @@ from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from ncuadvisor.analysis import archfacts as _archfacts
 from ncuadvisor.analysis import ceilings as _ceilings
 from ncuadvisor.analysis import needed as _needed
 from ncuadvisor.analysis.ceilings import FLOP_PEAKS as _FLOP_PEAKS
 from ncuadvisor.analysis.ceilings import LAUNCH_FLOOR_NS, LAUNCH_FLOOR_SOURCE, level_floors
-from ncuadvisor.analysis.roofline_words import EXECUTED_GAP, executed_words, floor_words, limiter_words
+from ncuadvisor.analysis.roofline_words import EXECUTED_GAP, executed_words, floor_words, limiter_words, unit_words
 from ncuadvisor.model import num
-from ncuadvisor.units import fmt_pct
+from ncuadvisor.units import fmt_ns, fmt_pct
 
 SECTOR_BYTES = 32
 
@@ -109,8 +118,11 @@ L1_UNITS = [
     "l1tex__data_pipe_lsu_wavefronts.avg.pct_of_peak_sustained_elapsed",
     "l1tex__m_l1tex2xbar_req_cycles_active.avg.pct_of_peak_sustained_elapsed",
 ]
+# The SM clock where a report lacks its rate (`--set basic` has neither sm__cycles_elapsed.avg.per_second nor the
+# FLOP peaks): the GPC clock (the SMs' clock domain), else the SM cycles ÷ the duration. Read, never collected.
+SM_CLOCK_FALLBACKS = ("gpc__cycles_elapsed.avg.per_second", "sm__cycles_elapsed.avg")
 # the breakdown maxima `ncuadvisor profile` does not collect (read when a report has them, derived otherwise)
-NOT_COLLECTED = (*DERIVED_SOL, SOL_METRICS["l1_pct"])
+NOT_COLLECTED = (*DERIVED_SOL, SOL_METRICS["l1_pct"], *SM_CLOCK_FALLBACKS)
 SOL_COMPUTE_UNITS = [*_ceilings.PIPE_PCT.values(), "sm__inst_executed_pipe_adu.avg.pct_of_peak_sustained_elapsed"]
 SOL_L2_UNITS = [
     "lts__t_tag_requests.avg.pct_of_peak_sustained_elapsed",
@@ -148,6 +160,7 @@ METRICS: list[str] = [
     *SOL_COMPUTE_UNITS,
     *SOL_L2_UNITS,
     *L1_UNITS,
+    *SM_CLOCK_FALLBACKS,
 ]
 
 
@@ -195,6 +208,18 @@ class Roofline:
     hierarchy: list[dict[str, Any]] = field(default_factory=list)  # per memory level: bytes, intensity, roof
     clock: str = "SM clock measured during the kernel (sm__cycles_elapsed.avg.per_second)"
     launch_floor_source: str | None = None  # where the launch floor (floors["launch"]) comes from
+    # where each number of the machine model comes from: "report" (or "report: <what>") or "table: sm_XX"
+    # (`archfacts`), for the peaks (fp32_peak, fp64_peak, fp16_peak, dram_peak) and the clock
+    sources: dict[str, str] = field(default_factory=dict)
+    # the kernel ran faster than its modelled floor (headroom below 1): a defect of the model, said here; the floor
+    # and headroom are then unknown (None) so that no verdict or estimate rests on them
+    model_wrong: str | None = None
+    # the report counts neither the bytes nor the FLOPs the kernel needs (ncu's default set): no floor of needed work,
+    # so theoretical_ns and headroom are None; said here, with the sections that would settle it
+    headroom_unknown: str | None = None
+    # the device's FP64 rate ÷ its FP32 rate (1/2 on A100 and H100, 1/32 to 1/64 on GeForce, T4, L4, A10, A40, H800),
+    # from the report's peaks, else the machine model's (its source in `sources["fp64_ratio"]`)
+    fp64_ratio: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
@@ -202,11 +227,16 @@ class Roofline:
             "load_bytes",
             "store_bytes",
             "launch_floor_source",
+            "model_wrong",
+            "headroom_unknown",
+            "fp64_ratio",
         ):  # optional in the result: written only when known
             if out[key] is None:
                 del out[key]
         if out["sol_derived"] is None:
             del out["sol_derived"]
+        if not out["sources"]:
+            del out["sources"]
         return out
 
 
@@ -222,11 +252,15 @@ def compute(
     facts: _needed.InstructionFacts | None = None,
     launch_floor: tuple[float, str] | None = None,
     dram_peak_bytes_per_s: float | None = None,
+    model: _archfacts.Machine | None = None,
 ) -> Roofline:
     """The roofline of one result (a row of Profile.results). `facts`: what its per-instruction data tells
     (`needed.instruction_facts`): the load/store split of the compulsory bytes and the needed share of the XU work.
     `launch_floor`: (ns, source) of the device's launch floor (`ceilings.launch_floor`; the H200's by default).
-    `dram_peak_bytes_per_s`: the device's DRAM peak (`ceilings.DRAM_PEAKS`), used when the row lacks its own."""
+    `dram_peak_bytes_per_s`: the device's DRAM peak (`ceilings.DRAM_PEAKS`), used when the row lacks its own.
+    `model`: the device's machine model (`archfacts.machine`): the DRAM peak of GDDR and LPDDR boards from the
+    device attributes, and the FP peaks a report lacks (its lanes per SM × SMs × the SM clock), each with its source
+    in `sources`."""
     l1_derived = num(row.get(SOL_METRICS["l1_pct"])) is None and any(num(row.get(m)) is not None for m in L1_UNITS)
 
     def g(name: str) -> float | None:
@@ -244,8 +278,17 @@ def compute(
     }
     sm_hz = g("sm__cycles_elapsed.avg.per_second")
     dram_hz = g("dram__cycles_elapsed.avg.per_second")
-    r.sm_clock_hz, r.dram_clock_hz = sm_hz, dram_hz
     seconds = duration_ns * 1e-9 if duration_ns else None
+    if sm_hz is None:
+        gpc_hz, sm_cycles = (g(m) for m in SM_CLOCK_FALLBACKS)
+        sm_hz = gpc_hz or (sm_cycles / seconds if (sm_cycles and seconds) else None)
+        if sm_hz:
+            r.sources["sm_clock"] = "report: " + (
+                "gpc__cycles_elapsed.avg.per_second" if gpc_hz else "SM cycles ÷ duration"
+            )
+    r.sm_clock_hz, r.dram_clock_hz = sm_hz, dram_hz
+    if model is not None and "clock_control" in model.sources:
+        r.sources["clock_control"] = model.sources["clock_control"]
     cycles = sm_hz * seconds if (sm_hz and seconds) else None
 
     # Work, by precision (executed operations), and the lane operations of each FP pipe.
@@ -287,13 +330,27 @@ def compute(
     if sm_hz:
         for prec, (metric, per_inst) in _FLOP_PEAKS.items():
             v = g(metric)
+            lanes_key = "fp16x2" if prec == "fp16" else prec
             if v:
                 r.peak_flops_per_s[prec] = v * per_inst * sm_hz
+                r.sources[f"{prec}_peak"] = "report"
+            elif r.flops_by_precision.get(prec) and model and model.sm_count and (per_sm := model.lanes.get(lanes_key)):
+                # work counted, its peak missing from the report: the lanes per SM of the machine model
+                r.peak_flops_per_s[prec] = per_sm * model.sm_count * per_inst * sm_hz
+                r.sources[f"{prec}_peak"] = model.sources.get(f"{lanes_key}_lanes", "table")
         for name, path in TENSOR_PATHS.items():
             v = g(path + ".sum.peak_sustained")
             if v:
                 r.peak_flops_per_s[name] = v * sm_hz / (2.0 if name in SPARSE_PEAK_PATHS else 1.0)
 
+    p64, p32 = r.peak_flops_per_s.get("fp64"), r.peak_flops_per_s.get("fp32")
+    if p64 and p32:
+        r.fp64_ratio = p64 / p32
+        tables = sorted(r.sources[k] for k in ("fp64_peak", "fp32_peak") if r.sources.get(k, "report") != "report")
+        r.sources["fp64_ratio"] = tables[0] if tables else "report"
+    elif model is not None and model.fp64_ratio:
+        r.fp64_ratio = model.fp64_ratio
+        r.sources["fp64_ratio"] = model.sources.get("fp64_lanes", "table")
     # Bytes: loads (the smaller of what the threads needed and what DRAM read) + stores (what left the SMs).
     dram_read, dram_write = g("dram__bytes_read.sum"), g("dram__bytes_write.sum")
     if dram_read is not None or dram_write is not None:
@@ -320,10 +377,21 @@ def compute(
     )
     r.compulsory_bytes, r.load_bytes, r.store_bytes = need.total, need.loads, need.stores
     peak_bpc = g("dram__bytes.sum.peak_sustained")
-    if peak_bpc and dram_hz:
+    attrs_peak = model.dram_peak_bytes_per_s if model is not None else None
+    if attrs_peak and model is not None and model.memory in ("GDDR", "LPDDR"):
+        # a GDDR clock measured during a short kernel reads low (an A40: 497-547 GB/s against its 696): the
+        # device's own memory clock × bus width
+        r.peak_dram_bytes_per_s = attrs_peak
+        r.sources["dram_peak"] = model.sources["dram_peak"]
+    elif peak_bpc and dram_hz:
         r.peak_dram_bytes_per_s = peak_bpc * dram_hz
+        r.sources["dram_peak"] = "report: dram__bytes.sum.peak_sustained × the DRAM clock measured"
+    elif attrs_peak and model is not None:
+        r.peak_dram_bytes_per_s = attrs_peak
+        r.sources["dram_peak"] = model.sources["dram_peak"]
     elif dram_peak_bytes_per_s:
         r.peak_dram_bytes_per_s = dram_peak_bytes_per_s  # the device's known peak: the report lacks its own
+        r.sources["dram_peak"] = "table: the device's measured DRAM peak (ceilings.DRAM_PEAKS)"
 
     for key, metric in SOL_METRICS.items():
         v = g(metric)
@@ -332,7 +400,11 @@ def compute(
     r.sol_derived = (["l1_pct"] if l1_derived else []) + derive_sol(r.sol, g) or None
 
     # Floors: every unit's ceiling; the floor is the largest.
-    if r.compulsory_bytes is not None and r.peak_dram_bytes_per_s:
+    # the compulsory bytes are a floor only where DRAM's bytes were counted: the ideal sectors alone count every
+    # access, cache hits included (a self-join re-reading its points from L1/L2), an upper bound of what DRAM must move
+    bytes_counted = r.compulsory_bytes is not None and r.dram_bytes is not None
+    if bytes_counted and r.peak_dram_bytes_per_s:
+        assert r.compulsory_bytes is not None
         r.memory_floor_ns = r.compulsory_bytes / r.peak_dram_bytes_per_s * 1e9
     elif r.sol.get("dram_pct") and duration_ns:
         # No byte counts (e.g. --set basic): DRAM's own utilization says how long its bytes take at its peak.
@@ -395,6 +467,11 @@ def compute(
         r.ceilings[unit] = max(r.ceilings.get(unit, 0.0), t)
     if duration_ns:
         r.headroom = duration_ns / r.theoretical_ns
+        memory_side = (r.sol.get("memory_pct") or 0.0) >= (r.sol.get("compute_pct") or 0.0)
+        if not bytes_counted and (not any(r.flops_by_precision.values()) or memory_side):
+            _headroom_unknown(r, pipes, lane_share, duration_ns)
+        elif r.headroom < 1.0:
+            _model_wrong(r, duration_ns)
     if r.compulsory_bytes:
         r.intensity = r.flops / r.compulsory_bytes
     if seconds:
@@ -406,6 +483,9 @@ def compute(
     if r.limiter is not None and r.limiter_share is not None and r.limiter_share < LATENCY_SOL_PCT / 100:
         r.limiter = "latency"  # no unit (nor the launch) would take half the time at its peak: the kernel waits
     r.limiter_reason = limiter_words(r)
+    first = r.model_wrong or r.headroom_unknown
+    if first:
+        r.limiter_reason = f"{first}; {r.limiter_reason}" if r.limiter_reason else first
     # The executed floor: the largest ceiling of the instruction stream and the memory traffic as they ran.
     executed = {**r.ceilings}
     for level, t in level_floors(r).items():
@@ -416,6 +496,56 @@ def compute(
     xu_share, xu_ops = (facts.xu_needed_share, facts.xu_opcodes) if facts else (None, ())
     r.executed_reason = executed_words(r, xu_share, clocks, xu_ops)
     return _finish(r, row, sm_count)
+
+
+# The sections that count what a kernel needs: its FLOPs (thread instructions by type), the bytes DRAM moved and the
+# bytes its threads asked for (ideal sectors)
+COUNTING_SECTIONS = ("SpeedOfLight_RooflineChart", "MemoryWorkloadAnalysis", "SourceCounters")
+# the pipes whose busy share stands for the compute floor where the work is not counted (the default set); not the
+# XU (SFU): it also runs conversions and bit operations (__ffs, popc), which are executed work, not needed work
+UTILISATION_PIPES = ("fma", "fp64", "fp16", "tensor")
+
+
+def _headroom_unknown(r: Roofline, pipes: Mapping[str, float], lane_share: float, duration_ns: float) -> None:
+    """A report that counts neither the bytes nor the FLOPs the kernel needs (ncu's default set, `--set basic`). Its
+    DRAM floor would be DRAM's busy time, re-reads and wasted sectors included, so a DRAM-busy kernel would look near
+    its floor whatever its algorithm needs (a naive GEMM re-reading its tiles): no floor. The compute floor is the
+    busiest compute pipe's busy time at its peak (SpeedOfLight's pipe utilisation); where that pipe is busier than
+    DRAM and longer than the launch, it is the floor (a cuBLAS SGEMM with its FMA pipe 97% busy: 1.03× its floor),
+    said as coming from the utilisation; otherwise the floor and the headroom are unknown."""
+    busy = {u: pipes[u] * lane_share for u in UTILISATION_PIPES if pipes.get(u)}
+    unit = max(busy, key=lambda u: busy[u]) if busy else None
+    r.compute_floor_ns = busy[unit] if unit else None
+    r.floors.pop("dram", None)  # DRAM's busy time is not the time of the bytes the kernel needs
+    if unit and busy[unit] >= (r.memory_floor_ns or 0.0) and busy[unit] >= r.floors.get("launch", 0.0):
+        r.floors[unit] = max(r.floors.get(unit, 0.0), busy[unit])
+        r.theoretical_ns = max(r.floors.values())
+        r.headroom = duration_ns / r.theoretical_ns
+        r.floor_reason = (
+            f"the {unit_words(unit)} pipe, {fmt_pct(busy[unit] / duration_ns)} busy, takes {fmt_ns(busy[unit])} at "
+            "its peak (SpeedOfLight's pipe utilisation: the report counts no work)"
+        )
+        r.sources["floor"] = "report: pipe utilisation"
+        return
+    r.headroom_unknown = (
+        "headroom unknown: this report counts neither the bytes nor the FLOPs the kernel needs (ncu's default set), "
+        f"and DRAM or the launch is busier than any compute pipe; the sections {', '.join(COUNTING_SECTIONS)} "
+        "(or `ncu --set full`) would settle it"
+    )
+    r.theoretical_ns = r.headroom = None
+    r.floor_reason = ""
+
+
+def _model_wrong(r: Roofline, duration_ns: float) -> None:
+    """A kernel measured faster than its modelled floor: the model (a peak, the launch floor, a count of work) is
+    wrong for it. Said in `model_wrong`; its floor and headroom become unknown, so that nothing ("leave it", an
+    estimate capped at the floor) rests on them. `floors` keeps what the model said."""
+    assert r.theoretical_ns is not None
+    r.model_wrong = (
+        f"faster than its modelled floor: the model is wrong here (measured {fmt_ns(duration_ns)} against a floor of "
+        f"{fmt_ns(r.theoretical_ns)}: {r.floor_reason or 'the largest of its floors'})"
+    )
+    r.theoretical_ns = r.headroom = None
 
 
 def derive_sol(sol: dict[str, float], g: Callable[[str], float | None]) -> list[str]:
@@ -456,6 +586,8 @@ def classify(r: Roofline, row: Mapping[str, Any], sm_count: float | None) -> tup
         if r.memory_floor_ns and r.compute_floor_ns:
             side = "memory" if r.memory_floor_ns >= r.compute_floor_ns else "compute"
             return side, "from the roofline floors only (no Speed Of Light data)"
+        if r.duration_ns is None and not r.busy_pct and r.dram_bytes is None:
+            return "unknown", "ncu recorded nothing for this result: no duration and no metric (it was not measured)"
         return "unknown", "the report has neither Speed Of Light nor roofline metrics"
     mem, comp = mem or 0.0, comp or 0.0
     if max(mem, comp) < LATENCY_SOL_PCT:

@@ -23,15 +23,19 @@ def floor_words(r: Roofline, lanes: dict[str, float]) -> str:
     unit = max(r.floors, key=lambda u: r.floors[u])
     t = fmt_ns(r.theoretical_ns)
     if unit == "launch":
-        return f"an empty kernel takes {t}"
+        src = r.launch_floor_source or ""
+        return f"an empty kernel takes {t}" + (f" ({src})" if src.startswith(("table", "the shortest")) else "")
     if unit == "dram" and r.compulsory_bytes is not None and r.peak_dram_bytes_per_s:
-        return f"moving {r.compulsory_bytes / 1e6:.1f} MB at {r.peak_dram_bytes_per_s / 1e12:.2f} TB/s takes {t}"
+        return (
+            f"moving {r.compulsory_bytes / 1e6:.1f} MB at {r.peak_dram_bytes_per_s / 1e12:.2f} TB/s"
+            f"{source_words(r, 'dram_peak')} takes {t}"
+        )
     prec = {"fma": "fp32", "fp64": "fp64", "fp16": "fp16"}.get(unit)
     if prec and prec in lanes and r.flops_by_precision.get(prec) and r.peak_flops_per_s.get(prec):
         rate = r.peak_flops_per_s[prec] / _ceilings.FLOP_PEAKS[prec][1]
         return (
             f"{_g(lanes[prec] / 1e9)} G {precision_words(prec)} lane operations ({_g(r.flops_by_precision[prec] / 1e9)} "
-            f"GFLOP executed) at {_g(rate / 1e12)} T lanes/s take {t}"
+            f"GFLOP executed) at {_g(rate / 1e12)} T lanes/s{source_words(r, f'{prec}_peak')} take {t}{clock_words(r)}"
         )
     if unit == "tensor" and r.limiting_precision in r.peak_flops_per_s:
         peak = r.peak_flops_per_s[r.limiting_precision or ""]
@@ -39,6 +43,33 @@ def floor_words(r: Roofline, lanes: dict[str, float]) -> str:
         return f"{_g(flops / 1e9)} GFLOP of {precision_words(r.limiting_precision or '')} work at {_g(peak / 1e12)} TFLOP/s take {t}"
     pipe = {"sfu": "SFU (XU, 16 lanes/clk/SM)", "fp16": "FP16 pipe", "fp64": "FP64 pipe"}.get(unit, unit)
     return f"the {pipe} busy time, at its peak, takes {t}"
+
+
+def source_words(r: Roofline, key: str) -> str:
+    """Where a peak comes from, in words, when not from the report's own peak metric: " (table: sm_86)", " (the
+    device's memory clock × bus width)"; "" otherwise."""
+    src = r.sources.get(key) or ""
+    if src.startswith("table"):
+        return f" ({src})"
+    if "attributes" in src:
+        return " (the device's memory clock × bus width)"
+    return ""
+
+
+def clock_words(r: Roofline) -> str:
+    """The clock an FP peak is at: ncu locks the SM clock to its base clock unless the capture said
+    `--clock-control none`, and the peak is at the clock measured during the kernel."""
+    if not r.sm_clock_hz:
+        return ""
+    control = r.sources.get("clock_control", "")
+    # said without parentheses: the words sit inside the floor's own parenthesis
+    if control.startswith("report: base"):
+        how = ", the base clock ncu locked it at"
+    elif control == "report: none":
+        how = ", not locked: captured with --clock-control none"
+    else:
+        how = ", ncu's base clock unless captured with --clock-control none"
+    return f" at the capture's {r.sm_clock_hz / 1e9:.2f} GHz SM clock{how}"
 
 
 def precision_words(key: str) -> str:
@@ -81,8 +112,13 @@ def _g(v: float) -> str:
 
 
 def limiter_words(r: Roofline) -> str:
-    """The limiter in words: "issue-bound: 4.6 instructions per byte; memory-class at 2.0 FLOP/byte"."""
+    """The limiter in words: "issue-bound: 4.6 instructions per byte; memory-class at 2.0 FLOP/byte", and the numbers
+    of the machine model that come from the table (`model_note`)."""
+    words = _limiter_core(r)
+    return words + model_note(r) if words else ""
 
+
+def _limiter_core(r: Roofline) -> str:
     if not r.limiter:
         return ""
     if r.limiter == "launch":
@@ -99,10 +135,34 @@ def limiter_words(r: Roofline) -> str:
             f"latency-bound: the busiest unit ({unit_words(unit or '?')}) would be busy {fmt_pct(share or 0)} of "
             f"the time at its peak{only}"
         )
+    return _limiter_words(r, r.limiter)
+
+
+_SOURCE_NAMES = {"fp32_peak": "FP32 peak", "fp64_peak": "FP64 peak", "fp16_peak": "FP16 peak", "dram_peak": "DRAM peak"}
+
+
+def model_note(r: Roofline) -> str:
+    """The numbers of the machine model that come from the table, not the report (`archfacts`), as a clause for the
+    card: "; from the table, not this report: FP16 peak (sm_86), the launch floor (sm_86: an estimate, ...)"."""
+    parts = [
+        f"{_SOURCE_NAMES.get(key, key)} ({src.removeprefix('table: ')})"
+        for key, src in r.sources.items()
+        if src.startswith("table")
+    ]
+    launch = r.launch_floor_source or ""
+    floor_unit = max(r.floors, key=lambda u: r.floors[u]) if r.floors else None
+    if "launch" in (floor_unit, r.limiter) and launch.startswith("table"):
+        parts.append(f"the launch floor ({launch.removeprefix('table: ')})")
+    return f"; from the table, not this report: {', '.join(parts)}" if parts else ""
+
+
+def _limiter_words(r: Roofline, limiter: str) -> str:
     share = r.limiter_share
-    head = f"{unit_words(r.limiter)}-bound" + (
+    head = f"{unit_words(limiter)}-bound" + (
         f" ({fmt_pct(share)} of the time at its peak)" if share is not None else ""
     )
+    if r.limiter in ("fma", "fp64", "fp16", "tensor"):
+        head += clock_words(r)
     if r.limiter == "issue" and r.instructions and r.compulsory_bytes:
         head += f": {r.instructions / r.compulsory_bytes:.2g} warp instructions per byte"
     floor_unit = max(r.floors, key=lambda u: r.floors[u]) if r.floors else None

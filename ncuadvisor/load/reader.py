@@ -20,7 +20,7 @@ from ncuadvisor.load.native import import_ncu_report, native_stderr_silenced
 from ncuadvisor.load.workers import WORKERS, in_workers, rows_in_parts, share_loaded, start_worker
 from ncuadvisor.model import ID_COLUMNS, ResultDetail, Table
 from ncuadvisor.reportfile.integrity import Integrity, check_report
-from ncuadvisor.reportfile.sniff import local_copy, scan_header, whole_copy
+from ncuadvisor.reportfile.sniff import clocks_locked, local_copy, scan_header, whole_copy
 
 # ncu_report keeps every result it has opened in memory for as long as the process lives (about 7 MB for a result
 # with the analysis sections; freeing the report does not return it). Reports with more results than
@@ -101,6 +101,7 @@ class ReportReader:
         self._module: dict[int, int | None] = {}  # `without_lines`: the module id each result names, from the file
         self._size: dict[int, int] = {}  # `without_lines`: the size of each result's message in the file
         self.ncu_version, self.command_line = scan_header(local)
+        self.clocks_locked = clocks_locked(local)  # ncu's clock control: True base (its default), False none
         try:
             self.reader_version: str | None = str(self._ctx.get_version())
         except Exception:  # pragma: no cover - older ncu_report
@@ -401,6 +402,15 @@ class ReportReader:
 
         found = read_deep(self._local, wanted) or {}
         return {rid: deep.from_file(data) for rid, data in found.items() if data is not None and rid < len(self._index)}
+
+    def debug_built(self, result_ids: Iterable[int]) -> frozenset[int]:
+        """Those of the results whose module is a debug build (`nvcc -G`: `reportfile.modules.debug_modules`)."""
+        from ncuadvisor.reportfile.modules import debug_modules
+
+        ids = set(result_ids)
+        self.without_lines(ids)  # the module of each result, read from the file
+        debug = debug_modules(self._local) or {}
+        return frozenset(rid for rid in ids if debug.get(self._module.get(rid) or -1, False))
 
     def without_lines(self, result_ids: Iterable[int]) -> frozenset[int]:
         """Those of the results whose module is known, from the report file, to carry no source-line information:

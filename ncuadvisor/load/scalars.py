@@ -22,6 +22,7 @@ def read_results(reader: ReportReader, metrics: Iterable[str]) -> Profile:
         ncu_version=reader.ncu_version,
         command_line=reader.command_line,
         reader_version=reader.reader_version,
+        clocks_locked=reader.clocks_locked,
     )
     # a result that reads back without a name is not whole (a damaged payload the structural check let through):
     # it is dropped and counted, never analysed as a kernel "nan" with 0 ns

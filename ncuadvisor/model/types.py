@@ -72,6 +72,7 @@ class Profile:
     ncu_version: str | None = None
     command_line: str | None = None
     reader_version: str | None = None
+    clocks_locked: bool | None = None  # ncu locked the clocks (--clock-control base, its default); None: not said
     details: dict[int, ResultDetail] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
     # one entry per process when the report holds several (pid, host, executable, rank when known), else empty

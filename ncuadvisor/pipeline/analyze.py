@@ -16,15 +16,15 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
-from ncuadvisor.analysis import ceilings, needed, roofline
-from ncuadvisor.analysis.language import kernel_language
+from ncuadvisor.analysis import archfacts, ceilings, needed, roofline
+from ncuadvisor.analysis.language import kernel_language, library_evidence, other_language
 from ncuadvisor.load import ReportReader, RowsDisagree, read_results
 from ncuadvisor.model import Kernel, Profile, ResultDetail, group_kernels, num
 from ncuadvisor.pipeline import locate
 from ncuadvisor.pipeline.build import Analysed, Analysis, Evaluation, build, kernel_entries
 from ncuadvisor.pipeline.entries import device_entry, launch_list, processes_entry
 from ncuadvisor.result.helpers import no_surrogates
-from ncuadvisor.result.types import KernelEntry, ReportInfo, Result
+from ncuadvisor.result.types import KernelEntry, ReportInfo, Result, SkippedRule
 from ncuadvisor.rulekit import engine
 from ncuadvisor.rulekit.contract import KernelContext, ProgramRule, Rule
 
@@ -139,6 +139,17 @@ def _analyze(
     # a kernel without source lines (the report file says so) is in the language its names give; where no rule of
     # that language reads instructions (cuBLAS), its per-instruction data is not read at all
     no_lines = reader.without_lines(names)
+    debug = reader.debug_built(set(names) - no_lines)  # a -G build has line tables: only those can be one
+    if debug:
+        debug_names = sorted({str(names[rid][0]) for rid in debug})
+        profile.warnings.insert(
+            0,
+            f"this is a debug build (nvcc -G: its modules carry full debug information): {len(debug_names)} kernel"
+            f"{'s' if len(debug_names) != 1 else ''} ({', '.join(debug_names[:3])}"
+            f"{', ...' if len(debug_names) > 3 else ''}) ran "
+            "unoptimised, every variable in local memory, so their findings describe the debug build; profile a "
+            "release build with -lineinfo",
+        )
     unread = {r for r, (n, d) in names.items() if r in no_lines and kernel_language(n, d, []) not in sass_wanted}
     profile.details = reader.details(list(names), per_instruction, sass_for, unread)
     if reader.unreadable:  # the scalars came from the file; ncu_report could not parse the rest of these results
@@ -218,8 +229,9 @@ def instruction_facts(
                 detail.per_instruction, detail.opcodes, detail.access_types, roofline.hfma_kinds_matter(row)
             )
             if counted is not None and not counted.xu_order_known:
-                sm_count, launch_floor, dram_peak = machine
-                if roofline.compute(row, sm_count, counted, launch_floor, dram_peak).executed_floor_unit == "sfu":
+                sm_count, launch_floor, dram_peak, model = machine
+                rl = roofline.compute(row, sm_count, counted, launch_floor, dram_peak, model)
+                if rl.executed_floor_unit == "sfu":
                     counted = None
             out[rid] = counted
             if out[rid] is None and languages.get(rid) in sass_read:
@@ -254,8 +266,8 @@ def derive(
 
 
 def _roofline(profile: Profile, machine: Machine, rid: int, facts: needed.InstructionFacts | None) -> roofline.Roofline:
-    sm_count, launch_floor, dram_peak = machine
-    return roofline.compute(profile.results.row(rid), sm_count, facts, launch_floor, dram_peak)
+    sm_count, launch_floor, dram_peak, model = machine
+    return roofline.compute(profile.results.row(rid), sm_count, facts, launch_floor, dram_peak, model)
 
 
 def sass_admitted(
@@ -277,17 +289,36 @@ def sass_admitted(
     return out
 
 
-# (SM count, launch floor, DRAM peak) of the report's device, as the roofline takes them
-Machine = tuple[float | None, tuple[float, str], float | None]
+# (SM count, launch floor, DRAM peak, machine model) of the report's device, as the roofline takes them
+Machine = tuple[float | None, tuple[float, str], float | None, archfacts.Machine]
 
 
 def _machine(profile: Profile) -> Machine:
-    """(SM count, launch floor, DRAM peak) of the report's device, as `evaluate` hands them to the roofline."""
+    """(SM count, launch floor, DRAM peak, machine model) of the report's device, as `evaluate` hands them to the
+    roofline (`archfacts`: the report's numbers where it has them, the architecture's table otherwise)."""
     return (
         num(profile.device.get("sm_count")),
-        ceilings.launch_floor(profile.device.get("name"), profile.results),
+        ceilings.launch_floor(profile.device.get("name"), profile.results, profile.device),
         ceilings.DRAM_PEAKS.get(str(profile.device.get("name"))),
+        archfacts.machine(profile.device, profile.results, profile.clocks_locked),
     )
+
+
+def _library_skips(rules: list[Rule | ProgramRule], k: Kernel, files: list[str]) -> list[SkippedRule]:
+    """The rules for the user's CUDA code that did not run on a kernel taken for library code, said with the
+    evidence it was taken on (`language.library_evidence`): one entry, so a user's kernel mistaken for a library's is
+    seen."""
+    codes = [r.code for r in engine.kernel_rules(rules) if "cuda" in r.languages and "library" not in r.languages]
+    why = library_evidence(k.name, k.demangled, files) or "its name"
+    if not codes:
+        return []
+    return [
+        SkippedRule(
+            rule="cuda-rules",
+            reason=f"taken for library code ({why}, no source lines of its own): the {len(codes)} rules for the "
+            f"user's CUDA code were not run ({', '.join(codes)})",
+        )
+    ]
 
 
 def _analysed_launches(kernels: list[Kernel]) -> list[tuple[int, Kernel]]:
@@ -340,6 +371,9 @@ def evaluate(
             sections=detail.sections if detail else (),
         )
         verdict = engine.run_rules(rules, ctx)
+        if language == "library":
+            files = [detail.first_file] if detail is not None and detail.first_file else []
+            verdict.skipped.extend(_library_skips(rules, k, files))
         for e in verdict.errors:
             evaluation.warnings.append(f"rule {e['rule']} failed on {k.name}: {e['error']}")
         return Analysed(k, row, rl, detail, language, verdict)
@@ -385,6 +419,25 @@ def report_info(
     reading and of the rules."""
     total_ns = sum(k.duration_ns for k in kernels)
     warnings = list(profile.warnings) + evaluation.warnings
+    foreign: dict[str, list[str]] = {}
+    for k, (main, _v) in zip(kernels, evaluation.groups):
+        if main.language == "cuda" and (lang := other_language(k.name, k.demangled)):
+            foreign.setdefault(lang, []).append(k.name)
+    for lang, written in foreign.items():
+        warnings.append(
+            f"kernels written in {lang} ({', '.join(written[:3])}{', ...' if len(written) > 3 else ''}): their fixes "
+            "are written in CUDA C; the mechanism each names (the access pattern, the tiling, the data type, the "
+            f"launch shape) is what to change, in {lang.split(' ')[0]}"
+        )
+    empty = [k.name for k, (main, _v) in zip(kernels, evaluation.groups) if main.roofline.duration_ns is None]
+    if empty:
+        warnings.append(
+            f"ncu recorded nothing for {len(empty)} kernel{'s' if len(empty) != 1 else ''} ("
+            + ", ".join(empty[:3])
+            + (", ..." if len(empty) > 3 else "")
+            + f"): no duration and no metric, so {'they show' if len(empty) != 1 else 'it shows'} as 0 ns; ncu did "
+            "not measure it (a failed replay, an interrupted run): profile again"
+        )
     missing_sections = [s for s in ANALYSIS_SECTIONS if s not in evaluation.sections_seen]
     if missing_sections and kernels:
         warnings.append(

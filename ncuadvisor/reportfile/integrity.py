@@ -18,7 +18,9 @@ A file cut exactly at a block boundary is a shorter valid file: nothing in it re
 names, payload size and process; a result holds no sequence number, its field 2 being the CUDA API call id; there is
 no closing block). Two boundary cuts still show (`_boundary_cut`): a file that ends before the session blocks ncu
 writes right after its first result (devices, versions, the command line), and a file that ends with a block of
-sources only (ncu writes a module's block just before the first result that runs its code).
+sources only (ncu writes a module's block just before the first result that runs its code). ncu before 2022.2 records
+no command line, and some writers put the whole session before the first result: the session counts as written
+when it shows its end in the layout of the version it names (`_Session`), so such whole reports are not called cut.
 
 Checked on ncu 2025.3.1's layout (every fixture walks clean). A file in another layout (`not_layout`) is left to the
 native library as before.
@@ -27,6 +29,7 @@ native library as before.
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -45,6 +48,11 @@ RESYNC_STREAM_BYTES = 64 << 20
 # The file format version (file header field 1) whose session blocks are known to follow the first result, ending
 # with the command line (ncu 2025.3.1 writes 7; every fixture): only there does a missing one show a cut.
 SESSION_ORDER_FORMAT = 7
+# ncu versions before this one record no command line (session data field 11): 2020.2.1, 2020.3.1, 2021.1.0 and
+# 2021.2.2 reports lack it, 2022.2.0 and later ones have it (reports other people captured, 2026-12-05); the session
+# of such a file ends with the host block (field 4), or earlier.
+COMMAND_LINE_SINCE = (2022, 2)
+_NCU_VERSION = re.compile(rb"Nsight Compute[^\x12]*\x12.(\d{4})\.(\d+)", re.DOTALL)
 
 
 @dataclass
@@ -177,7 +185,7 @@ def check_report(path: str | os.PathLike[str], parse_results: bool = True) -> In
         processes: set[bytes] = set()  # the process field (tag, length, message) of every header read: resync marks
         names = 0  # metric names in the table so far
         last: dict[int, list[Any]] = {}
-        session_closed = False  # the command-line block (session data field 11) was seen
+        session = _Session()
         while i < size:
             start = i
             after_skip = bool(out.skipped)
@@ -196,7 +204,7 @@ def check_report(path: str | os.PathLike[str], parse_results: bool = True) -> In
             names += _name_count(mm, h)
             for span in h.get(6) or []:
                 processes.add(bytes(mm[span[0] - 1 - len(_varint_bytes(span[1] - span[0])) : span[1]]))
-            session_closed = session_closed or _session_field(mm, h, 11)
+            session.see(mm, h, results_so_far=out.whole + out.lost)
             out.keep.append((start, end, problem is not None))
             if problem is None:
                 out.whole += n_results
@@ -207,19 +215,47 @@ def check_report(path: str | os.PathLike[str], parse_results: bool = True) -> In
         # skipped bytes may have held the session data: no evidence either way; and the order of the session blocks
         # is known only for the format version the fixtures are in
         if not out.skipped and version == SESSION_ORDER_FORMAT:
-            out.boundary = _boundary_cut(out.whole + out.lost, last, session_closed)
+            out.boundary = _boundary_cut(out.whole + out.lost, last, session.closed)
     return out
 
 
-def _session_field(mm: Any, h: dict[int, list[Any]], key: int) -> bool:
-    """Whether a block header's session data (field 3) holds field `key` (11: the command line)."""
-    for span in h.get(3) or []:
-        try:
-            if isinstance(span, tuple) and _fields(bytes(mm[span[0] : span[1]]), 0, span[1] - span[0]).get(key):
-                return True
-        except ValueError:
-            pass
-    return False
+class _Session:
+    """What the blocks read so far show of the session data (block header field 3), to tell whether all of it was
+    written (`closed`): its command line (field 11) was read; or results follow session data that came after a result
+    (ncu writes the session blocks together); or the session's devices (field 6) came before the first result (a
+    layout that writes the session first: nothing of it is left for after the first result); or the ncu version the
+    session names records no command line (`COMMAND_LINE_SINCE`) and its host block (field 4) was read."""
+
+    def __init__(self) -> None:
+        self.command_line = self.devices_first = self.host = self.followed = False
+        self.old_ncu = False
+        self._after_result = False  # session data was read after a result, and no result since
+
+    def see(self, mm: Any, h: dict[int, list[Any]], results_so_far: int) -> None:
+        if (h.get(2) or [0])[0] and self._after_result:
+            self.followed = True
+        for span in h.get(3) or []:
+            if not isinstance(span, tuple):
+                continue
+            raw = bytes(mm[span[0] : span[1]])
+            try:
+                f = _fields(raw, 0, len(raw))
+            except ValueError:
+                continue
+            self.command_line = self.command_line or bool(f.get(11))
+            self.host = self.host or bool(f.get(4))
+            if f.get(6) and not results_so_far:
+                self.devices_first = True
+            if results_so_far:
+                self._after_result = True
+            for v in f.get(8) or []:
+                m = _NCU_VERSION.search(raw[v[0] : v[1]]) if isinstance(v, tuple) else None
+                if m and (int(m.group(1)), int(m.group(2))) < COMMAND_LINE_SINCE:
+                    self.old_ncu = True
+
+    @property
+    def closed(self) -> bool:
+        return self.command_line or self.followed or self.devices_first or (self.old_ncu and self.host)
 
 
 def _boundary_cut(results: int, last: dict[int, list[Any]], session_closed: bool) -> str | None:

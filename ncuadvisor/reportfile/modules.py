@@ -116,6 +116,28 @@ def results_with_lines(path: str | os.PathLike[str], wanted: Iterable[int] | Non
     return [m is None or lines.get(m, True) for m in module_of]
 
 
+# A module built with `nvcc -G` (a debug build: no optimisation, every variable in local memory) carries the full
+# DWARF debug information; `-lineinfo` writes the line tables alone (nvcc 13.0, sm_90 cubins: -G adds .debug_info and
+# .debug_abbrev to -lineinfo's .debug_line and .nv_debug_line_sass; a release build has neither)
+DEBUG_SECTIONS = (".debug_info",)
+
+
+def debug_modules(path: str | os.PathLike[str]) -> dict[int, bool] | None:
+    """For each module id, whether its ELF is a debug build's (`DEBUG_SECTIONS`); None when the file is not in the
+    layout described above."""
+    try:
+        with open(path, "rb") as fh:
+            mm = FileView(fh)
+            out: dict[int, bool] = {}
+            for kind, ident, start, end in _payloads(mm, set(), None):
+                if kind == "module" and ident is not None:
+                    sections = elf_sections(mm, start, end - start) or []
+                    out[ident] = out.get(ident, False) or any(s.name in DEBUG_SECTIONS for s in sections)
+            return out
+    except Exception:  # a layout this reader does not know
+        return None
+
+
 def module_images(path: str | os.PathLike[str]) -> list[tuple[int, int]] | None:
     """Where each module's ELF image (its CUBIN, 4) lies in the report file: (start, end) in file order; None when the
     file is not in the layout described above."""

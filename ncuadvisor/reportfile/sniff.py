@@ -72,6 +72,33 @@ def scan_header(path: Path) -> tuple[str | None, str | None]:
         return None, None
 
 
+def clocks_locked(path: Path) -> bool | None:
+    """Whether ncu locked the GPU's clocks for the report's first result (`--clock-control base`, its default: True;
+    `--clock-control none`: False), from the result's clock status (result field 25, its field 1: 1 where locked, 0
+    where not; every fixture, captured with `--clock-control none`, has 0, and 125 of 129 results of other people's
+    reports, captured with ncu's default, have 1, 2026-12-05). None where the file does not say."""
+    from ncuadvisor.reportfile.blocks import FileView, _fields, iter_blocks, u32
+
+    try:
+        with path.open("rb") as fh:
+            mm = FileView(fh)
+            for b in iter_blocks(mm):
+                n_sources, n_results = ((b.header.get(k) or [0])[0] for k in (1, 2))
+                if not n_results:
+                    continue
+                j = b.payload_start
+                for _ in range(n_sources):
+                    j += 4 + u32(mm, j)
+                status = _fields(mm, j + 4, j + 4 + u32(mm, j)).get(25)
+                if not status or not isinstance(status[0], tuple):
+                    return None
+                mode = _fields(mm, *status[0]).get(1)
+                return bool(mode[0]) if mode and isinstance(mode[0], int) else None
+    except (OSError, ValueError):
+        return None
+    return None
+
+
 # A report compresses well (the fixtures: up to ~200x with xz), but not without end: a stream that expands past this
 # many times its compressed size, plus a floor for tiny files, is refused as a bomb instead of filling the disk.
 MAX_EXPANSION = 1000

@@ -290,6 +290,14 @@ class Roofline(Record):
     hierarchy: list[HierarchyLevel] = field(default_factory=list)
     clock: str | None = None  # the clock the ceilings are computed at
     launch_floor_source: str | None = optional()  # where the launch floor (`floors["launch"]`) comes from
+    # where each number of the machine model comes from (fp32_peak, fp64_peak, fp16_peak, dram_peak, sm_clock):
+    # "report" (or "report: <what>") or "table: sm_XX" (`analysis.archfacts`)
+    sources: dict[str, str] | None = optional()
+    # the kernel ran faster than its modelled floor: the model is wrong here (its floor and headroom are then None)
+    model_wrong: str | None = optional()
+    # the report counts neither the bytes nor the FLOPs the kernel needs: no floor, no headroom, and what would settle it
+    headroom_unknown: str | None = optional()
+    fp64_ratio: Number = optional()  # the device's FP64 rate ÷ its FP32 rate (its source in `sources`)
 
 
 @dataclass(kw_only=True)

@@ -202,6 +202,9 @@ class KernelContext:
         self.language = language  # "cuda" | "triton" | "library"
         self.time_share = time_share
         self.sections = set(sections)
+        # the H200 calibrations a shared model used for this kernel on another architecture (`models.streaming_ns`):
+        # the engine says them in the speedup model of the rule's findings
+        self.calibrations: set[str] = set()
 
     def m(self, name: str) -> float | None:
         """A metric of the representative result as a float, None when the report lacks it."""

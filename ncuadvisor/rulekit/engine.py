@@ -175,6 +175,7 @@ def run_rules(rules: list[Rule | ProgramRule], ctx: KernelContext) -> KernelVerd
         if missing:
             verdict.skipped.append(SkippedRule(rule=rule.code, reason="report lacks " + ", ".join(missing[:3])))
             continue
+        ctx.calibrations = set()
         try:
             out = rule.check(ctx)
         except Exception as exc:  # a broken rule must not break the report
@@ -182,7 +183,13 @@ def run_rules(rules: list[Rule | ProgramRule], ctx: KernelContext) -> KernelVerd
             continue
         if out is None:
             continue
-        raw.extend(out if isinstance(out, list) else [out])
+        found = out if isinstance(out, list) else [out]
+        if ctx.calibrations:  # say the H200 calibrations the estimate rests on (another architecture)
+            arch = str(ctx.device.get("compute_capability") or "").replace(".", "")
+            note = f" It assumes {', '.join(sorted(ctx.calibrations))}, not on this sm_{arch} device."
+            for f in found:
+                f.speedup_model = (f.speedup_model or "") + note
+        raw.extend(found)
 
     r = ctx.roofline
     cap = None

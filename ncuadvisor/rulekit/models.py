@@ -106,7 +106,8 @@ def unit_floor_ns(k: KernelContext) -> float | None:
 # the model for L on the streaming kernels whose loads in flight the SASS tells and whose DRAM is 5-75% busy gives
 # copy_scalar 491, scale_u8 778, stream_smem_fit 598, stream_smem_hog 1167, hist_shared_atomic 393, chase_pointer
 # 553, chase_pointer_ilp 488, stream_full_grid 413 SM cycles: median 520 (~260 ns at 1.98 GHz), the order of the
-# unloaded HBM latency that microbenchmarks of Hopper report (several hundred cycles).
+# unloaded HBM latency that microbenchmarks of Hopper report (several hundred cycles). Not measured on other
+# architectures (GDDR boards, other clocks): there the same cycles are assumed, an H200 calibration.
 DRAM_LATENCY_CYCLES = 520.0
 
 
@@ -133,6 +134,9 @@ def streaming_ns(k: KernelContext, bytes_in_flight_per_warp: float, warps: float
     if not sms or sms == float("inf"):
         return None
     in_flight = warps * bytes_in_flight_per_warp
+    arch = str(k.device.get("compute_capability") or "")
+    if arch and arch != "9.0":
+        k.calibrations.add(f"a DRAM latency of {DRAM_LATENCY_CYCLES:.0f} SM cycles measured on an H200")
     latency_cycles = r.compulsory_bytes * read_share / sms * DRAM_LATENCY_CYCLES / in_flight
     return latency_cycles / r.sm_clock_hz * 1e9 + r.theoretical_ns
 
