@@ -10,6 +10,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ncuadvisor import rule_sandbox
 from ncuadvisor.analysis.roofline import PRACTICAL_FRACTION
 from ncuadvisor.errors import RuleError
 from ncuadvisor.result.types import ProgramFindingEntry, SkippedRule, SuppressedFinding
@@ -56,10 +57,7 @@ def _load_rule_file(path: Path, origin: str) -> list[Rule | ProgramRule]:
         raise RuleError(f"{path}: cannot load rule file")
     module = importlib.util.module_from_spec(spec)
     sys.modules[mod_name] = module
-    try:
-        spec.loader.exec_module(module)
-    except Exception as exc:
-        raise RuleError(f"{path}: rule file failed to load: {type(exc).__name__}: {exc}") from exc
+    rule_sandbox.load_rule_module(path, module, rule_sandbox.limit_for(origin))
     classes = [
         c
         for _, c in inspect.getmembers(module, inspect.isclass)
@@ -68,11 +66,14 @@ def _load_rule_file(path: Path, origin: str) -> list[Rule | ProgramRule]:
     if len(classes) != 1:
         raise RuleError(f"{path}: a rule file defines exactly one Rule or ProgramRule subclass (found {len(classes)})")
     cls = classes[0]
-    if not CODE_RE.match(cls.code or ""):
+    if not isinstance(cls.code, str) or not CODE_RE.match(cls.code):
         raise RuleError(f"{path}: rule code {cls.code!r} is not of the form ABC123")
     if cls.category not in CATEGORIES:
         raise RuleError(f"{path}: unknown category {cls.category!r} (one of: {', '.join(CATEGORIES)})")
-    rule = cls()
+    rule_sandbox.check_declarations(path, cls)
+    rule, error = rule_sandbox.call_rule(cls, limit_s=rule_sandbox.limit_for(origin))
+    if not isinstance(rule, (Rule, ProgramRule)):
+        raise RuleError(f"{path}: rule failed to start: {error}")
     rule.origin = origin
     return [rule]
 
@@ -118,11 +119,9 @@ def sass_admitted(rules: Iterable[Rule | ProgramRule], ctx: KernelContext) -> bo
             continue
         if any(ctx.m(m) is None for m in rule.requires):
             continue  # skipped by run_rules
-        try:
-            if rule.sass_when(ctx) is not False:
-                return True
-        except Exception:
-            return True
+        admits, error = rule_sandbox.call_rule(rule.sass_when, ctx, limit_s=rule_sandbox.limit_for(rule.origin))
+        if error is not None or admits is not False:
+            return True  # a failing gate: the rule's check then fails the same way, on the same data
     return False
 
 
@@ -150,10 +149,10 @@ def run_program_rules(
     errors: list[dict[str, str]] = []
     # the rules that own their kernels first (`ProgramRule.owns`), so that the others can leave those kernels out
     for rule in sorted(program_rules(rules), key=lambda r: not r.owns):
-        try:
-            found = rule.check_program(ctx) or []
-        except Exception as exc:  # a broken rule must not break the report
-            errors.append({"rule": rule.code, "error": f"{type(exc).__name__}: {exc}"})
+        # a broken rule must not break the report, nor reach it
+        found, error = rule_sandbox.findings_of(rule.check_program, ctx, ProgramFindingEntry, rule.origin)
+        if error is not None:
+            errors.append({"rule": rule.code, "error": error})
             continue
         findings.extend(found)
         if rule.owns:
@@ -175,14 +174,12 @@ def run_rules(rules: list[Rule | ProgramRule], ctx: KernelContext) -> KernelVerd
         if missing:
             verdict.skipped.append(SkippedRule(rule=rule.code, reason="report lacks " + ", ".join(missing[:3])))
             continue
-        try:
-            out = rule.check(ctx)
-        except Exception as exc:  # a broken rule must not break the report
-            verdict.errors.append({"rule": rule.code, "error": f"{type(exc).__name__}: {exc}"})
+        # a broken rule must not break the report, nor reach it
+        found, error = rule_sandbox.findings_of(rule.check, ctx, Finding, rule.origin)
+        if error is not None:
+            verdict.errors.append({"rule": rule.code, "error": error})
             continue
-        if out is None:
-            continue
-        raw.extend(out if isinstance(out, list) else [out])
+        raw.extend(found)
 
     r = ctx.roofline
     cap = None

@@ -61,6 +61,7 @@ LAYER = {
     "analyze": "pipeline",  # composes load, analysis, rules and result
     "rules_api": "rules",
     "engine": "rules",
+    "rule_sandbox": "rules",  # user rules loaded and run contained (their exits, output, time, returns)
     "ruledoc": "rules",
     "config": "rules",  # [tool.ncuadvisor]: which rules run, with which thresholds  # a rule's documentation, built from the rule
     "result": "result",
