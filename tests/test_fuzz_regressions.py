@@ -441,3 +441,47 @@ def test_ctrl_c_during_report_is_one_line_and_exit_130(tmp_path):
     lines = [x for x in err.decode().splitlines() if x.strip()]
     assert len(lines) == 1 and lines[0].startswith("ncuadvisor: interrupted"), err
     assert list(tmp.iterdir()) == []
+
+
+@pytest.mark.parametrize("command", ["report-json", "report-html", "render-md", "diff-md", "terminal"])
+def test_stdout_on_a_full_disk_is_exit_2_never_a_cut_file(pipeline, tmp_path, command):
+    """Standard output redirected to a file that fills up partway (the file size limit, as a full disk): exit 2 and
+    one line, never exit 0 with the first 80 KB of the output."""
+    src = tmp_path / "r.ncu-rep"
+    src.write_bytes(pipeline)
+    saved = tmp_path / "saved.json"
+    assert run("report", str(src), "-o", str(saved), cwd=tmp_path).returncode == 0
+    args = {
+        "report-json": ["report", str(src), "-f", "json"],
+        "report-html": ["report", str(src), "-f", "html"],
+        "render-md": ["render", str(saved), "-f", "md"],
+        "diff-md": ["diff", str(src), str(src), "-f", "md"],
+        "terminal": ["report", str(src)],
+    }[command]
+    whole = subprocess.run(
+        [sys.executable, "-m", "ncuadvisor", *args],
+        cwd=tmp_path,
+        env=dict(os.environ, PYTHONPATH=str(ROOT), TMPDIR=str(tmp_path), COLUMNS="100"),
+        capture_output=True,
+        timeout=60,
+    ).stdout
+    limit = len(whole) // 2
+
+    def small_files() -> None:
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    env = dict(os.environ, PYTHONPATH=str(ROOT), TMPDIR=str(tmp_path), COLUMNS="100")
+    with open(tmp_path / "out.txt", "wb") as out:
+        p = subprocess.run(
+            [sys.executable, "-m", "ncuadvisor", *args],
+            cwd=tmp_path,
+            env=env,
+            stdout=out,
+            stderr=subprocess.PIPE,
+            preexec_fn=small_files,
+            timeout=60,
+        )
+    assert p.returncode == 2, (p.returncode, p.stderr)
+    assert p.stderr.decode().strip().splitlines()[-1].startswith("ncuadvisor: error: cannot write to standard output")
+    assert b"Traceback" not in p.stderr and b"Exception ignored" not in p.stderr

@@ -7,6 +7,7 @@ from __future__ import annotations
 import atexit
 import errno
 import importlib
+import io
 import os
 import signal
 import sys
@@ -105,6 +106,54 @@ def _stdout_failed(exc: OSError) -> NoReturn:
     _fail(OutputError(f"cannot write to standard output ({exc.strerror or exc})"))
 
 
+class _WholeWrites(io.RawIOBase):
+    """Descriptor 1 written whole: each write loops until every byte is out, and a failure (a full disk, the file
+    size limit) raises. Python's own buffered stdout, given a short write of a large block, lost the rest silently
+    (`report -f html > full/x.html` wrote 80 KB of 400 KB and exited 0)."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+
+    def writable(self) -> bool:
+        return True
+
+    def fileno(self) -> int:
+        return self.fd
+
+    def isatty(self) -> bool:
+        return os.isatty(self.fd)
+
+    def write(self, data: Any) -> int:
+        view = memoryview(data).cast("B")
+        done = 0
+        while done < len(view):
+            done += os.write(self.fd, view[done:])  # OSError on failure; a short write goes round again
+        return done
+
+
+def _whole_stdout() -> None:
+    """Standard output through `_WholeWrites`, with the same encoding, error handler and line buffering; left as it
+    is when it is not the process's own (a test's capture)."""
+    if sys.stdout is None or sys.stdout is not sys.__stdout__:
+        return
+    out: Any = sys.stdout
+    try:
+        fd = out.fileno()
+        out.flush()
+    except (OSError, ValueError, AttributeError):
+        return
+    _REPLACED.append(out)  # kept alive: collected, it would close descriptor 1
+    sys.stdout = io.TextIOWrapper(
+        _WholeWrites(fd),  # type: ignore[arg-type]
+        encoding=out.encoding,
+        errors=out.errors,
+        line_buffering=out.line_buffering,
+    )
+
+
+_REPLACED: list[Any] = []
+
+
 def _template_cache() -> None:
     """The renderers' cache of compiled templates, in the user's cache folder (`$XDG_CACHE_HOME/ncuadvisor/templates`,
     by default `~/.cache/ncuadvisor/templates`, made private), never the working or temporary directory; none where
@@ -123,6 +172,7 @@ def _template_cache() -> None:
 def main() -> None:
     """Entry point: run the app; AdvisorError -> one line on stderr and its exit code, never a traceback."""
     exit_on_sigterm()
+    _whole_stdout()
     _template_cache()
     try:
         code = app(standalone_mode=False)
@@ -188,6 +238,14 @@ def run() -> NoReturn:
         code = given
     try:
         sys.stdout.flush()
+    except OSError as exc:  # what the command wrote did not all reach stdout: never exit 0
+        try:
+            _stdout_failed(exc)
+        except SystemExit as failed:
+            code = code or int(failed.code or OutputError.exit_code)
+    except ValueError:
+        sys.exit(code)
+    try:
         sys.stderr.flush()
     except (OSError, ValueError):
         sys.exit(code)
