@@ -485,3 +485,43 @@ def test_stdout_on_a_full_disk_is_exit_2_never_a_cut_file(pipeline, tmp_path, co
     assert p.returncode == 2, (p.returncode, p.stderr)
     assert p.stderr.decode().strip().splitlines()[-1].startswith("ncuadvisor: error: cannot write to standard output")
     assert b"Traceback" not in p.stderr and b"Exception ignored" not in p.stderr
+
+
+REPLACE_AFTER_CHECK = """
+import os, sys
+from ncuadvisor.load import reader
+from ncuadvisor.cli.app import run
+
+path, other = sys.argv[1], sys.argv[2]
+checked = reader.ReportReader._checked
+
+
+def checked_then_replaced(self, local, metrics):
+    found = checked(self, local, metrics)
+    os.replace(other, path)  # another file takes the report's name once its check is done
+    return found
+
+
+reader.ReportReader._checked = checked_then_replaced
+sys.argv = ["ncuadvisor", "report", path, "-f", "json"]
+run()
+"""
+
+
+@pytest.mark.parametrize("other", ["another report", "garbage"])
+def test_a_report_replaced_after_its_check_is_read_as_checked(pipeline, tmp_path, other):
+    """The file checked is the file read: the report's name given to other bytes after the check changes nothing
+    (the native library once re-opened the path: SIGABRT with nothing printed, or a false "cannot parse")."""
+    src = tmp_path / "r.ncu-rep"
+    src.write_bytes(pipeline)
+    expected = json.loads(run("report", str(src), "-f", "json", cwd=tmp_path).stdout)
+    swap = tmp_path / "swap"
+    swap.write_bytes(fuzz.plain("probe") if other == "another report" else pipeline[: len(pipeline) // 3] + b"\0" * 999)
+    env = dict(os.environ, PYTHONPATH=str(ROOT), TMPDIR=str(tmp_path))
+    p = subprocess.run(
+        [sys.executable, "-c", REPLACE_AFTER_CHECK, str(src), str(swap)], env=env, capture_output=True, timeout=120
+    )
+    assert p.returncode == 0, (p.returncode, p.stderr[-2000:])
+    got = json.loads(p.stdout)
+    assert [k["name"] for k in got["kernels"]] == [k["name"] for k in expected["kernels"]]
+    assert got["report"]["warnings"] == expected["report"]["warnings"]

@@ -11,6 +11,7 @@ import lzma
 import mmap
 import os
 import re
+import stat
 import tempfile
 import zlib
 from pathlib import Path
@@ -198,6 +199,23 @@ def whole_copy(path: Path, found: Integrity) -> Path:
     except OSError as exc:
         raise InputError(f"{path}: cannot make a private copy of its whole results ({exc.strerror or exc})") from exc
     return target
+
+
+def held(path: Path) -> tuple[Path, int | None]:
+    """A name for the file `path` names now that stays its name whatever happens to `path` (replaced, renamed,
+    removed): `/proc/PID/fd/N` of a descriptor held open here (and `N`, for the caller to close), which this process,
+    its workers and the native library all open as the same file. Where there is no /proc, `path` itself."""
+    proc = Path(f"/proc/{os.getpid()}/fd")
+    if not proc.is_dir():
+        return path, None
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read ({exc.strerror or exc})") from exc
+    if not stat.S_ISREG(os.fstat(fd).st_mode):  # replaced by a pipe or device since it was checked
+        os.close(fd)
+        raise InputError(f"{path}: not a regular file (a pipe, socket or device), not an Nsight Compute report")
+    return proc / str(fd), fd
 
 
 def local_copy(path: Path) -> Path:
