@@ -525,3 +525,21 @@ def test_a_report_replaced_after_its_check_is_read_as_checked(pipeline, tmp_path
     got = json.loads(p.stdout)
     assert [k["name"] for k in got["kernels"]] == [k["name"] for k in expected["kernels"]]
     assert got["report"]["warnings"] == expected["report"]["warnings"]
+
+
+@pytest.mark.slow
+def test_the_gate_refuses_reports_of_different_gpus_unless_allowed(pipeline, tmp_path):
+    src = tmp_path / "r.ncu-rep"
+    src.write_bytes(pipeline)
+    before = tmp_path / "before.json"
+    assert run("report", str(src), "-o", str(before), cwd=tmp_path).returncode == 0
+    saved = json.loads(before.read_text())
+    saved["report"]["device"]["name"] = "NVIDIA A100-SXM4-80GB"
+    after = tmp_path / "after.json"
+    after.write_text(json.dumps(saved))
+    p = run("diff", str(before), str(after), "--fail-on", "regression", "-f", "md", cwd=tmp_path)
+    assert p.returncode == 2 and b"--allow-cross-device" in p.stderr and b"different GPUs" in p.stderr, p.stderr
+    assert "different GPUs" in p.stdout.decode()  # the diff is still written, with its warning
+    p = run("diff", str(before), str(after), "--fail-on", "regression", "--allow-cross-device", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    assert run("diff", str(before), str(after), cwd=tmp_path).returncode == 0  # no gate: a warning only
