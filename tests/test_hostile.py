@@ -302,3 +302,26 @@ def test_a_rule_timeout_outside_the_main_thread(tmp_path):
     t.start()
     t.join(10)
     assert got == [(None, "ran past its time limit of 0.2 s")]
+
+
+def test_line_breaks_and_invisible_characters_never_reach_the_terminal_or_markdown(analyzed, tmp_path):
+    """A kernel name holding a newline, rich markup, an RLO override and a zero-width space: rendered for a pipe
+    (exit 0, never a MarkupError), each on its own line, with no invisible character in the terminal or markdown."""
+    r = copy.deepcopy(analyzed("probe"))
+    bad = "evil\n[/]kernel[bold]\u202e\u200b"
+    for k in r["kernels"]:
+        k["name"] = k["demangled"] = bad + k["name"]
+        for f in k["findings"]:
+            f["title"] = bad + f["title"]
+    for a in r.get("top_actions", []):
+        a["kernel"] = bad + a["kernel"]
+        a["title"] = bad + a["title"]
+    saved = tmp_path / "evil.json"
+    saved.write_text(json.dumps(r))
+    term = cli("render", saved, cwd=tmp_path)
+    assert term.returncode == 0, term.stderr
+    md = cli("render", saved, "-f", "md", cwd=tmp_path)
+    assert md.returncode == 0, md.stderr
+    for out in (term.stdout.decode(), md.stdout.decode()):
+        assert "evil" in out and not any(ch in out for ch in "\u202e\u200b")
+        assert not any(line.startswith("[/]kernel") for line in out.splitlines())
