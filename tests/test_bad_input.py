@@ -279,3 +279,28 @@ def test_output_folder_that_fills_up_leaves_nothing_behind(tmp_path, report_path
     )
     assert_one_clear_line(p, "cannot write")
     assert list(out.parent.iterdir()) == []
+
+
+@pytest.mark.parametrize("value", ["nan", "-inf", "inf", "1" * 400])
+def test_a_threshold_that_is_no_finite_number_is_a_config_error(tmp_path, report_path, value):
+    (tmp_path / "ncuadvisor.toml").write_text(f"[thresholds.MEM001]\nmin_excess_fraction = {value}\n")
+    p = run("report", str(report_path("probe")), "-f", "json", cwd=tmp_path)
+    assert_one_clear_line(p, "thresholds.MEM001.min_excess_fraction", "finite number")
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["this is [not toml", "x = " + "[" * 5000 + "]" * 5000 + "\n", "\udcff".encode("utf-8", "surrogateescape")],
+    ids=["invalid", "nested 5,000 deep", "not UTF-8"],
+)
+def test_an_unrelated_pyproject_above_never_stops_the_report(tmp_path, report_path, text):
+    """A pyproject.toml up the tree that is not ncuadvisor's (no [tool.ncuadvisor] in it) is passed over whatever
+    it holds; the same file naming [tool.ncuadvisor] is one clear line."""
+    work = tmp_path / "project" / "sub"
+    work.mkdir(parents=True)
+    data = text if isinstance(text, bytes) else text.encode()
+    (tmp_path / "pyproject.toml").write_bytes(data)
+    p = run("report", str(report_path("probe")), "-f", "json", cwd=work)
+    assert p.returncode == 0 and json.loads(p.stdout)["kernels"], p.stderr
+    (tmp_path / "pyproject.toml").write_bytes(b"[tool.ncuadvisor]\nselect = ['MEM']\n" + data)
+    assert_one_clear_line(run("report", str(report_path("probe")), cwd=work), "pyproject.toml")
