@@ -304,3 +304,47 @@ def test_an_unrelated_pyproject_above_never_stops_the_report(tmp_path, report_pa
     assert p.returncode == 0 and json.loads(p.stdout)["kernels"], p.stderr
     (tmp_path / "pyproject.toml").write_bytes(b"[tool.ncuadvisor]\nselect = ['MEM']\n" + data)
     assert_one_clear_line(run("report", str(report_path("probe")), cwd=work), "pyproject.toml")
+
+
+def test_a_symlink_loop_is_said_as_such(tmp_path):
+    loop = tmp_path / "loop.ncu-rep"
+    loop.symlink_to(loop)
+    assert_one_clear_line(run("report", str(loop), cwd=tmp_path), "symbolic links")
+
+
+@pytest.mark.parametrize("option", ["report", "-o", "--config", "--rules-dir", "--host-trace", "diff"])
+def test_a_path_under_a_folder_without_search_permission_is_one_line(
+    tmp_path, report_path, option, monkeypatch, capsys
+):
+    """Every path option: a folder without search permission (EACCES, here raised by the file system's calls for
+    any path under /locked, since this suite may run as root) is one line and exit 2, never an internal error."""
+    import pathlib
+
+    from ncuadvisor.cli.app import main
+
+    locked = "/locked/x"
+    real_stat = os.stat
+
+    def stat(path, *a, **kw):
+        if str(path).startswith("/locked"):
+            raise PermissionError(13, "Permission denied", str(path))
+        return real_stat(path, *a, **kw)
+
+    monkeypatch.setattr(os, "stat", stat)
+    monkeypatch.setattr(pathlib.os, "stat", stat, raising=False)
+    probe = str(report_path("probe"))
+    argv = {
+        "report": ["report", locked + ".ncu-rep"],
+        "-o": ["report", probe, "-o", locked + ".json"],
+        "--config": ["report", probe, "--config", locked + ".toml"],
+        "--rules-dir": ["report", probe, "--rules-dir", locked],
+        "--host-trace": ["report", probe, "--host-trace", locked + ".json"],
+        "diff": ["diff", probe, locked + ".ncu-rep"],
+    }[option]
+    monkeypatch.setattr(sys, "argv", ["ncuadvisor", *argv])
+    with pytest.raises(SystemExit) as done:
+        main()
+    err = capsys.readouterr().err
+    assert done.value.code == 2, err
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    assert len(lines) == 1 and lines[0].startswith("ncuadvisor: error: /locked") and "denied" in lines[0], err

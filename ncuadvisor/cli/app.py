@@ -19,7 +19,7 @@ from ncuadvisor import __version__
 from ncuadvisor.cli import diff, profile, render, report, rules
 from ncuadvisor.cli.coercion import QuickCommand, QuickGroup
 from ncuadvisor.cli.common import exit_on_sigterm, stderr_console
-from ncuadvisor.errors import AdvisorError, InternalError, Interrupted, OutputError
+from ncuadvisor.errors import AdvisorError, InputError, InternalError, Interrupted, OutputError
 from ncuadvisor.render import escape_terminal as escape
 
 app = typer.Typer(
@@ -55,6 +55,10 @@ app.command("render", cls=QuickCommand)(render.render)
 app.command("profile", cls=QuickCommand, context_settings={"allow_extra_args": True, "ignore_unknown_options": True})(
     profile.profile
 )
+
+
+# errors of a path, not of the program: one line and exit 2 (InputError) wherever they show
+PATH_ERRNOS = (errno.EACCES, errno.EPERM, errno.ELOOP, errno.ENAMETOOLONG, errno.ENOTDIR, errno.ENOENT)
 
 
 def _click_exceptions() -> tuple[type[Exception], ...]:
@@ -196,6 +200,10 @@ def main() -> None:
     except BrokenPipeError:
         sys.exit(0)
     except OSError as exc:
+        if exc.errno in PATH_ERRNOS and exc.filename is not None:
+            # a path the user gave that cannot be reached (a folder without search permission, a link loop), at
+            # whichever option's check it showed
+            _fail(InputError(f"{os.fsdecode(exc.filename)}: {exc.strerror or exc}"))
         if exc.errno not in (errno.ENOSPC, errno.EIO, errno.EFBIG, errno.EDQUOT):
             if os.environ.get("NCUADVISOR_DEBUG"):
                 raise

@@ -32,8 +32,12 @@ _CMDLINE_RE = re.compile(rb"[ -~]{0,300}/ncu [ -~]{1,4000}")
 
 def check_report_path(path: Path, compressed_ok: bool = False) -> None:
     """Reject what is certainly not a report, with one clear sentence (before the native library sees it)."""
-    if not path.exists():
-        raise InputError(f"{path}: no such file")
+    try:
+        os.stat(path)
+    except FileNotFoundError:
+        raise InputError(f"{path}: no such file") from None
+    except OSError as exc:  # a symbolic-link loop, a folder without search permission, a name too long
+        raise InputError(f"{path}: cannot read ({exc.strerror or exc})") from exc
     if path.is_dir():
         raise InputError(f"{path}: is a directory, not an Nsight Compute report (.ncu-rep)")
     if not path.is_file():  # a pipe would block the reader forever, a device would be read without end
