@@ -1242,3 +1242,12 @@ def test_profile_leaves_the_tensor_counts_out_when_phase_1_saw_the_pipe_idle(cli
     assert "no tensor FLOP counts in phase 2" in r.err
     res = json.loads((tmp_path / "step.json").read_text())
     assert res["report"]["profile"]["selection"]["collection"]["metrics"] == len(metrics)
+
+
+@pytest.mark.parametrize(
+    "option", [["--top", "99999999999999999999999"], ["--launch-skip", "99999999999999999999999"], ["--top", "0"]]
+)
+def test_every_option_is_checked_before_the_program_starts(cli, option):
+    r = cli("profile", *option, "-o", "step.json", "--", sys.executable, str(TARGET))
+    assert r.code == 2, (r.code, r.err)
+    assert "Traceback" not in r.err and r.phase_calls() == []  # ncu never ran

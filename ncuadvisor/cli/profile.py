@@ -40,6 +40,12 @@ class TargetProcesses(str, Enum):
     application_only = "application-only"
 
 
+# bounds checked with the other options, before the program starts (a --top past an index-sized integer failed after
+# both ncu phases had run)
+MAX_KERNELS = 1_000_000
+MAX_LAUNCHES = 2**63 - 1  # ncu's launch counters are 64-bit
+
+
 def profile(
     target: Annotated[
         list[str] | None,
@@ -79,7 +85,7 @@ def profile(
     ] = None,
     top: Annotated[
         int | None,
-        typer.Option("--top", min=1, help="Profile in depth the K kernels with the most GPU time."),
+        typer.Option("--top", min=1, max=MAX_KERNELS, help="Profile in depth the K kernels with the most GPU time."),
     ] = None,
     coverage: Annotated[
         float | None,
@@ -95,7 +101,8 @@ def profile(
         bool, typer.Option("--full", help="ncu's full set on every launch, one pass: the slow, exhaustive way.")
     ] = False,
     launch_skip: Annotated[
-        int, typer.Option("--launch-skip", min=0, help="Skip this many launches first (warm-up).")
+        int,
+        typer.Option("--launch-skip", min=0, max=MAX_LAUNCHES, help="Skip this many launches first (warm-up)."),
     ] = 0,
     cache_control: Annotated[
         CacheControl | None,
