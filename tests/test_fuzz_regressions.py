@@ -543,3 +543,18 @@ def test_the_gate_refuses_reports_of_different_gpus_unless_allowed(pipeline, tmp
     p = run("diff", str(before), str(after), "--fail-on", "regression", "--allow-cross-device", cwd=tmp_path)
     assert p.returncode == 0, p.stderr
     assert run("diff", str(before), str(after), cwd=tmp_path).returncode == 0  # no gate: a warning only
+
+
+def test_force_keeps_the_permissions_of_the_file_it_replaces(tmp_path):
+    from ncuadvisor.cli.common import write_output
+
+    out = tmp_path / "private.json"
+    out.write_text("old")
+    out.chmod(0o600)
+    write_output(out, "new", force=True)
+    assert out.read_text() == "new" and (out.stat().st_mode & 0o777) == 0o600
+    fresh = tmp_path / "fresh.json"
+    write_output(fresh, "x")
+    umask = os.umask(0)
+    os.umask(umask)
+    assert (fresh.stat().st_mode & 0o777) == 0o666 & ~umask
