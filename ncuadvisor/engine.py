@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import inspect
+import os
 import re
 import sys
 from collections.abc import Iterable
@@ -51,7 +52,7 @@ def discover(folders: Iterable[Path] = ()) -> list[Rule | ProgramRule]:
 
 
 def _load_rule_file(path: Path, origin: str) -> list[Rule | ProgramRule]:
-    mod_name = "ncuadvisor_rule_" + re.sub(r"\W", "_", str(path.resolve()))
+    mod_name = "ncuadvisor_rule_" + re.sub(r"\W", "_", os.path.abspath(path))  # a link loop must not raise here
     spec = importlib.util.spec_from_file_location(mod_name, path)
     if spec is None or spec.loader is None:
         raise RuleError(f"{path}: cannot load rule file")

@@ -237,7 +237,9 @@ def test_a_program_rule_returning_garbage_is_skipped_with_its_reason(report_path
     assert any("program rule USR900 failed" in w and "invalid finding" in w for w in warnings), warnings
 
 
-@pytest.mark.parametrize("kind", ["fifo", "dev-zero", "huge", "exit-on-load", "print-on-load", "bad-requires"])
+@pytest.mark.parametrize(
+    "kind", ["fifo", "dev-zero", "huge", "exit-on-load", "print-on-load", "bad-requires", "link-loop", "directory"]
+)
 def test_a_rule_file_that_cannot_be_a_rule_is_one_line_and_exit_2(report_path, tmp_path, kind):
     rules = tmp_path / "r"
     rules.mkdir()
@@ -248,6 +250,10 @@ def test_a_rule_file_that_cannot_be_a_rule_is_one_line_and_exit_2(report_path, t
         target.symlink_to("/dev/zero")
     elif kind == "huge":
         target.write_text("#" * (2 << 20))
+    elif kind == "link-loop":
+        target.symlink_to(target)
+    elif kind == "directory":
+        target.mkdir()
     elif kind == "exit-on-load":
         user_rule(rules, "return None", top="import sys\nsys.exit(0)\n")
     elif kind == "print-on-load":
