@@ -558,3 +558,33 @@ def test_force_keeps_the_permissions_of_the_file_it_replaces(tmp_path):
     umask = os.umask(0)
     os.umask(umask)
     assert (fresh.stat().st_mode & 0o777) == 0o666 & ~umask
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_a_signal_as_the_output_appears_is_never_a_traceback_nor_a_left_folder(tmp_path, sig):
+    """A signal sent the moment the output appears (the command is exiting: exit handlers remove the private
+    decompressed copy) ends the run with exit 0 (the work was done) or one line and exit 130; never "Exception ignored
+    in atexit callback", never a private folder left behind."""
+    import select
+    import time
+
+    src = tmp_path / "probe.ncu-rep.xz"
+    src.write_bytes((ROOT / "fixtures" / "probe.ncu-rep.xz").read_bytes())
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    env = dict(os.environ, PYTHONPATH=str(ROOT), TMPDIR=str(tmp))
+    for delay in (0.0, 0.002, 0.005, 0.01, 0.02):
+        p = subprocess.Popen(
+            [sys.executable, "-m", "ncuadvisor", "report", str(src), "-f", "json"],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        select.select([p.stdout], [], [], 60)
+        time.sleep(delay)
+        p.send_signal(sig)
+        _out, err = p.communicate(timeout=60)
+        assert b"Exception ignored" not in err and b"Traceback" not in err, (delay, err)
+        assert p.returncode in (0, 130), (delay, p.returncode, err)
+        assert list(tmp.iterdir()) == [], (delay, list(tmp.iterdir()))

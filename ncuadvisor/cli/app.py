@@ -175,6 +175,30 @@ def _template_cache() -> None:
 
 def main() -> None:
     """Entry point: run the app; AdvisorError -> one line on stderr and its exit code, never a traceback."""
+    try:
+        _run_command()
+    finally:
+        if _HOLD_SIGNALS_AT_END:
+            _hold_signals()
+
+
+# set by `run` (the program's entry point): once `main` is done, Ctrl-C and SIGTERM are held until the process ends
+_HOLD_SIGNALS_AT_END = False
+
+
+def _hold_signals() -> None:
+    """Ignore SIGINT and SIGTERM for the rest of the process: the command is done (its output written, or its one
+    line said), and what is left (flushing, the exit handlers that remove private copies) must run to the end. One
+    that landed in the exit handlers printed "Exception ignored in atexit callback ... KeyboardInterrupt" and left
+    the private folder behind. (Ignored, not blocked: a thread of the native library would take a blocked one.)"""
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        try:
+            signal.signal(sig, signal.SIG_IGN)
+        except (OSError, ValueError):  # not the main thread
+            pass
+
+
+def _run_command() -> None:
     exit_on_sigterm()
     _whole_stdout()
     _template_cache()
@@ -236,6 +260,8 @@ def run() -> NoReturn:
     one, the native library's loaded report among them (0.03-0.1 s of a run for nothing). The exit handlers still
     run (a decompressed copy of the report is removed) and both streams are flushed first; a flush that fails, or an
     exit that is not a plain code, ends the way `main` would on its own."""
+    global _HOLD_SIGNALS_AT_END
+    _HOLD_SIGNALS_AT_END = True
     code = 0
     try:
         main()
