@@ -1251,3 +1251,55 @@ def test_every_option_is_checked_before_the_program_starts(cli, option):
     r = cli("profile", *option, "-o", "step.json", "--", sys.executable, str(TARGET))
     assert r.code == 2, (r.code, r.err)
     assert "Traceback" not in r.err and r.phase_calls() == []  # ncu never ran
+
+
+def _profile_subprocess(tmp_path: Path, *args: str, scenario: str = "", timeout: float = 90):
+    env = dict(
+        os.environ,
+        PATH=str(FAKE_DIR) + os.pathsep + os.environ["PATH"],
+        FAKE_NCU_SCENARIO=scenario,
+        PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
+    )
+    t0 = time.monotonic()
+    p = subprocess.run(
+        [sys.executable, "-m", "ncuadvisor", "profile", *args],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        stdin=subprocess.DEVNULL,
+    )
+    return p, time.monotonic() - t0
+
+
+@pytest.mark.slow
+def test_timeout_stops_a_hanging_program_and_analyses_what_was_collected(tmp_path):
+    p, seconds = _profile_subprocess(tmp_path, "--timeout", "2", "-o", "x.json", str(TARGET), scenario="phase1:hang")
+    assert p.returncode == 4, p.stderr
+    assert seconds < 40 and "Traceback" not in p.stderr
+    res = json.loads((tmp_path / "x.json").read_text())
+    assert res["report"]["profile"]["partial"] is True
+    assert res["report"]["warnings"][0].startswith("partial: the program was stopped at --timeout 2 s during phase 1")
+    assert [k["name"] for k in res["kernels"]] == ["tiny_add", "big_add"]
+    assert "--timeout" in p.stderr.strip().splitlines()[-1]
+
+
+@pytest.mark.slow
+def test_a_child_the_program_left_holding_the_output_is_ended(tmp_path):
+    """The program starts a child that keeps ncu's output pipe open and outlives it: the run ends when ncu does
+    (after a short grace), and the child is ended with the process group."""
+    program = tmp_path / "forks.py"
+    program.write_text(
+        "import os, subprocess, sys\n"
+        "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(300)'])\n"
+        "open('child.pid', 'w').write(str(child.pid))\n"
+        "print('parent done', flush=True)\n"
+    )
+    p, seconds = _profile_subprocess(tmp_path, "-o", "x.json", str(program), scenario="passthrough", timeout=120)
+    assert p.returncode == 0, p.stderr
+    assert seconds < 60, seconds
+    pid = int((tmp_path / "child.pid").read_text())
+    time.sleep(0.2)
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)

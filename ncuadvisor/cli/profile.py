@@ -44,6 +44,7 @@ class TargetProcesses(str, Enum):
 # both ncu phases had run)
 MAX_KERNELS = 1_000_000
 MAX_LAUNCHES = 2**63 - 1  # ncu's launch counters are 64-bit
+MAX_TIMEOUT_S = 30 * 86400.0
 
 
 def profile(
@@ -168,6 +169,16 @@ def profile(
     show: Annotated[int, typer.Option("--show", help="Kernels shown in the terminal summary.")] = 10,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress and no terminal summary.")] = False,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Show every line ncu prints.")] = False,
+    timeout: Annotated[
+        float | None,
+        typer.Option(
+            "--timeout",
+            min=0.001,
+            max=MAX_TIMEOUT_S,
+            help="Stop the program after this many seconds in each ncu run, analyse what was collected and mark the "
+            "result partial (exit 4); the processes the program started are ended with it.",
+        ),
+    ] = None,
 ) -> None:
     """Profile a program with ncu and analyze it: a cheap timing pass over every launch, then the full analysis
     sections on one launch of each kernel that matters."""
@@ -221,6 +232,7 @@ def profile(
         verbose=verbose,
         quiet=quiet,
         host_time=host_time,
+        timeout_s=timeout,
     )
     write_output(out_path, render_report(result, out_format), force)
     if not keep:
