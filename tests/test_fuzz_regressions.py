@@ -588,3 +588,31 @@ def test_a_signal_as_the_output_appears_is_never_a_traceback_nor_a_left_folder(t
         assert b"Exception ignored" not in err and b"Traceback" not in err, (delay, err)
         assert p.returncode in (0, 130), (delay, p.returncode, err)
         assert list(tmp.iterdir()) == [], (delay, list(tmp.iterdir()))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("bomb", ["gzip of 600 MB of spaces", "xz of 600 MB of zeros", "100,000 nested ["])
+def test_a_host_trace_bomb_is_refused_within_bounded_memory(tmp_path, bomb, report_path):
+    import gzip
+    import lzma
+
+    trace = tmp_path / "trace.json"
+    if bomb.startswith("gzip"):
+        with gzip.open(trace, "wb", compresslevel=1) as f:
+            for _ in range(600):
+                f.write(b" " * (1 << 20))
+    elif bomb.startswith("xz"):
+        comp = lzma.LZMACompressor(preset=0)
+        with open(trace, "wb") as f:
+            for _ in range(600):
+                f.write(comp.compress(bytes(1 << 20)))
+            f.write(comp.flush())
+    else:
+        trace.write_bytes(b"[" * 100_000 + b"]" * 100_000)
+
+    def limit_memory() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))
+
+    p = run("report", str(report_path("probe")), "--host-trace", str(trace), cwd=tmp_path, preexec_fn=limit_memory)
+    lines = p.stderr.decode().strip().splitlines()
+    assert p.returncode == 2 and len(lines) == 1 and str(trace) in lines[0], p.stderr
