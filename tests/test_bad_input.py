@@ -348,3 +348,10 @@ def test_a_path_under_a_folder_without_search_permission_is_one_line(
     assert done.value.code == 2, err
     lines = [ln for ln in err.splitlines() if ln.strip()]
     assert len(lines) == 1 and lines[0].startswith("ncuadvisor: error: /locked") and "denied" in lines[0], err
+
+
+def test_garbage_after_an_xz_stream_is_refused(tmp_path):
+    bad = tmp_path / "probe.ncu-rep.xz"
+    bad.write_bytes((FIXTURES / "probe.ncu-rep.xz").read_bytes() + b"appended, not xz")
+    assert_one_clear_line(run("report", str(bad), cwd=tmp_path), str(bad), "garbage after the last xz stream")
+    assert [p.name for p in tmp_path.iterdir()] == ["probe.ncu-rep.xz"]

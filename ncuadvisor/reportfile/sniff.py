@@ -104,16 +104,66 @@ def _copy_checked(path: Path, src: Any, target: Path) -> None:
         raise InputError(f"{path}: the decompressed data is not an Nsight Compute report (too short)")
 
 
+class _StrictXz(io.RawIOBase):
+    """An .xz file's decompressed bytes, stream after stream as lzma.open reads them, except that bytes after the
+    last stream that are neither stream padding (zeros) nor another stream are an LZMAError: lzma.open ignored them
+    silently (a file with something appended read as whole)."""
+
+    def __init__(self, path: Path) -> None:
+        self._fh = path.open("rb")
+        self._dec = lzma.LZMADecompressor()
+        self._at = 0  # compressed bytes consumed, for the error message
+        self._done = False
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buf: Any) -> int:
+        view = memoryview(buf).cast("B")
+        while not self._done:
+            if self._dec.eof:
+                rest = self._dec.unused_data.lstrip(b"\0")
+                while not rest:
+                    more = self._fh.read(1 << 16)
+                    if not more:
+                        self._done = True
+                        return 0
+                    rest = more.lstrip(b"\0")
+                if not rest.startswith(XZ_MAGIC[:1]) or (len(rest) >= len(XZ_MAGIC) and not rest.startswith(XZ_MAGIC)):
+                    raise lzma.LZMAError("garbage after the last xz stream")
+                self._dec = lzma.LZMADecompressor()
+                data = rest
+            elif self._dec.needs_input:
+                data = self._fh.read(1 << 16)
+                if not data:
+                    raise EOFError("the xz stream ends before its end marker")
+            else:
+                data = b""
+            out = self._dec.decompress(data, max_length=len(view))
+            if out:
+                view[: len(out)] = out
+                return len(out)
+        return 0
+
+    def close(self) -> None:
+        self._fh.close()
+        super().close()
+
+
+def _open_xz(path: Path) -> io.BufferedIOBase:
+    return io.BufferedReader(_StrictXz(path), buffer_size=1 << 20)
+
+
 def open_decompressed(path: Path, by_magic: bool = False) -> io.BufferedIOBase:
     """`path` opened to read its decompressed bytes: xz or gzip by its suffix (`.xz`, else gzip), or with `by_magic`
     by its first bytes whatever its name, a file of neither kind as it is. Opening and reading raise one of
     `DECOMPRESS_ERRORS`."""
     if not by_magic:
-        return lzma.open(path, "rb") if path.suffix == ".xz" else gzip.open(path, "rb")
+        return _open_xz(path) if path.suffix == ".xz" else gzip.open(path, "rb")
     with path.open("rb") as fh:
         head = fh.read(len(XZ_MAGIC))
     if head.startswith(XZ_MAGIC):
-        return lzma.open(path, "rb")
+        return _open_xz(path)
     if head.startswith(GZIP_MAGIC):
         return gzip.open(path, "rb")
     return path.open("rb")
