@@ -22,7 +22,7 @@ on garbage or data lost; the last line of the output sums the campaign up.
 
     python3 benchmarks/fuzz.py --count 200 --seed 1          # counts per class and outcome, as a markdown table
     python3 benchmarks/fuzz.py --count 20 --classes trunc     # one class
-    python3 benchmarks/fuzz.py --classes faults               # the fault campaign alone (94 attacks, ~6 min)
+    python3 benchmarks/fuzz.py --classes faults               # the fault campaign alone (97 attacks, ~8 min)
 
 `tests/test_fuzz.py` runs a small seeded part of the same mutations by default.
 """
@@ -621,6 +621,21 @@ def fault_attacks(work: Path) -> Iterator[tuple[str, str, Any]]:
         )
 
     yield "profile", "a child the program left holding the output pipe", forks
+
+    def imitates(w: Path, printed: str) -> Attack:
+        (w / "imitates.py").write_text(f"print({printed!r})\n")
+        return Attack(
+            ["profile", "-o", str(w / "p.json"), str(w / "imitates.py")], (0,), _file_json("p.json"), env=fake
+        )
+
+    for label, printed in {
+        "ERR_NVGPUCTRPERM": "==ERROR== ERR_NVGPUCTRPERM - The user does not have permission",
+        "fifty progress lines": "\n".join(
+            f'==PROF== Profiling "tiny_add" - {i}: 0%....100% - 1 pass' for i in range(50)
+        ),
+        "an error code": "==ERROR== The application returned an error code (3).",
+    }.items():
+        yield "profile", f"the program prints ncu's {label}", lambda w, t=printed: imitates(w, t)
 
     def private(w: Path) -> Attack:
         (w / "o.json").write_text("old")

@@ -25,6 +25,12 @@ INTERRUPT_GRACE_S = 60.0
 PIPE_GRACE_S = 2.0  # after ncu exits, how long the output pipe may stay open (a process the program left behind)
 
 
+def with_log_file(command: list[str], log_path: str) -> list[str]:
+    """The ncu command with `--log-file log_path` among ncu's own options (before its `-o`, ahead of the program)."""
+    at = command.index("-o") if "-o" in command else 1
+    return [*command[:at], "--log-file", log_path, *command[at:]]
+
+
 def _is_terminal(fd: int) -> bool:
     try:
         return os.isatty(fd)
@@ -80,6 +86,7 @@ def run_ncu(
     run = PhaseRun(label=label, command=command, out_base=out_base)
     splitter = LineSplitter()
     decoder = codecs.getincrementaldecoder("utf-8")("replace")
+    program_decoder = codecs.getincrementaldecoder("utf-8")("replace")
     t0 = time.monotonic()
 
     def handle(text: str) -> None:
@@ -89,6 +96,22 @@ def run_ncu(
         partial = parse_partial(tail) if tail is not None else None
         if partial is not None:
             ui.event(partial)
+
+    # ncu's own messages come from its log file, never from the program's streams (a program printing
+    # `==ERROR== ERR_NVGPUCTRPERM` or `==PROF== Profiling` lines must not be taken for ncu); the pipe carries the
+    # program's output only, passed on as it comes without being kept
+    log_path = out_base + ".log"
+    command = with_log_file(command, log_path)
+    log: list[Any] = []
+
+    def read_log() -> None:
+        if not log:
+            try:
+                log.append(open(log_path, "rb"))  # noqa: SIM115 - held across the loop, closed below
+            except OSError:
+                return
+        while data := log[0].read(65536):
+            handle(decoder.decode(data))
 
     ui.start(label, expected)
     try:
@@ -119,7 +142,8 @@ def run_ncu(
                     data = os.read(fd, 65536)
                     if not data:
                         break
-                    handle(decoder.decode(data))
+                    ui.program_output(program_decoder.decode(data))
+                read_log()
             except KeyboardInterrupt:
                 if stopping_since is not None and run.interrupted:  # a second Ctrl-C: stop at once
                     _end_group(proc)
@@ -144,14 +168,18 @@ def run_ncu(
             if stopping_since is not None and now - stopping_since > INTERRUPT_GRACE_S:
                 proc.terminate()
                 break
-        for line in splitter.flush() + splitter.feed(decoder.decode(b"", final=True)):
-            ui.event(run.parser.feed(line))
+        ui.program_output(program_decoder.decode(b"", final=True), end=True)
         try:
-            run.rc = proc.wait(timeout=INTERRUPT_GRACE_S if stopping_since is not None else PIPE_GRACE_S)
+            run.rc = proc.wait(timeout=INTERRUPT_GRACE_S if stopping_since is not None else None)
         except subprocess.TimeoutExpired:
             proc.kill()
             run.rc = proc.wait()
+        read_log()  # what ncu wrote last, once it has exited
+        for line in splitter.flush() + splitter.feed(decoder.decode(b"", final=True)):
+            ui.event(run.parser.feed(line))
     finally:
+        for fh in log:
+            fh.close()
         if proc.poll() is None:  # pragma: no cover - only on an unexpected exception above
             proc.kill()
             proc.wait()
