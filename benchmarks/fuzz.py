@@ -607,11 +607,10 @@ def fault_attacks(work: Path) -> Iterator[tuple[str, str, Any]]:
         )
 
         def check(out: str, err: str, work: Path) -> str | None:
-            try:
-                os.kill(int((work / "child.pid").read_text()), 0)
-            except (OSError, ValueError):
-                return _file_json("p.json")(out, err, work)
-            return "child left running"
+            pid = int((work / "child.pid").read_text())
+            if _running(pid):
+                return "child left running"
+            return _file_json("p.json")(out, err, work)
 
         return Attack(
             ["profile", "-o", str(w / "p.json"), str(w / "forks.py")],
@@ -662,6 +661,19 @@ def fault_attacks(work: Path) -> Iterator[tuple[str, str, Any]]:
 
     yield "host-trace", "gzip of 600 MB of spaces", lambda w: trace_bomb(w, "gzip")
     yield "host-trace", "100,000 nested [", lambda w: trace_bomb(w, "nested")
+
+
+def _running(pid: int) -> bool:
+    """Whether process `pid` still runs (a zombie, ended but not yet reaped by its new parent, does not)."""
+    for _ in range(20):
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            return False
+        if state in ("Z", "X"):
+            return False
+        time.sleep(0.05)
+    return True
 
 
 def _json_with_diff(out: str, err: str, work: Path) -> str | None:

@@ -1305,9 +1305,10 @@ def test_a_child_the_program_left_holding_the_output_is_ended(tmp_path):
     assert p.returncode == 0, p.stderr
     assert seconds < 60, seconds
     pid = int((tmp_path / "child.pid").read_text())
-    time.sleep(0.2)
-    with pytest.raises(ProcessLookupError):
-        os.kill(pid, 0)
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import fuzz
+
+    assert not fuzz._running(pid)  # ended (a zombie until its new parent reaps it counts as ended)
 
 
 @pytest.mark.parametrize(
