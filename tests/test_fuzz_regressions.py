@@ -616,3 +616,27 @@ def test_a_host_trace_bomb_is_refused_within_bounded_memory(tmp_path, bomb, repo
     p = run("report", str(report_path("probe")), "--host-trace", str(trace), cwd=tmp_path, preexec_fn=limit_memory)
     lines = p.stderr.decode().strip().splitlines()
     assert p.returncode == 2 and len(lines) == 1 and str(trace) in lines[0], p.stderr
+
+
+@pytest.mark.slow
+def test_a_block_claiming_a_terabyte_is_refused_before_it_is_written(tmp_path):
+    """A .xz whose first block header claims a 1 TiB payload, then zeros: refused on the claim (the zeros were
+    written to the private folder up to the expansion limit first, the zero-fill check waiting for the payload)."""
+    import lzma
+
+    plain = fuzz.plain("pipeline_v1")
+    file_header = plain[: 8 + int.from_bytes(plain[4:8], "little")]
+    block_header = bytes([5 << 3]) + _varint(1 << 40)
+    head = file_header + len(block_header).to_bytes(4, "little") + block_header
+    comp = lzma.LZMACompressor(preset=0)
+    body = comp.compress(head) + b"".join(comp.compress(bytes(1 << 20)) for _ in range(300)) + comp.flush()
+    src = tmp_path / "claim.ncu-rep.xz"
+    src.write_bytes(body)
+
+    def small_files() -> None:  # the private copy may not grow past 16 MiB
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (16 << 20, 16 << 20))
+
+    p = run("report", str(src), cwd=tmp_path, preexec_fn=small_files)
+    assert p.returncode == 2 and b"decompression bomb" in p.stderr, p.stderr
+    assert sorted(x.name for x in tmp_path.iterdir()) == ["claim.ncu-rep.xz"]

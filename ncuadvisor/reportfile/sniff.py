@@ -11,6 +11,7 @@ import lzma
 import mmap
 import os
 import re
+import shutil
 import stat
 import tempfile
 import zlib
@@ -79,7 +80,10 @@ def scan_header(path: Path) -> tuple[str | None, str | None]:
 
 # A report compresses well (the fixtures: up to ~200x with xz), but not without end: a stream that expands past this
 # many times its compressed size, plus a floor for tiny files, is refused as a bomb instead of filling the disk.
-MAX_EXPANSION = 1000
+MAX_EXPANSION = 1000  # the fixtures: 215x for a 794 MiB report (model_step_1010), 1095x for a 26 MiB one
+MAX_DECOMPRESSED = 64 << 30  # whatever the compressed size
+FREE_SPACE_EVERY = 64 << 20  # the temp folder's free space checked every this many bytes written
+FREE_SPACE_MARGIN = 256 << 20  # left free on that disk
 EXPANSION_FLOOR = 256 << 20
 
 
@@ -87,7 +91,7 @@ def _copy_checked(path: Path, src: Any, target: Path) -> None:
     """Stream a decompressed report into `target`, its block layout checked as it goes (`integrity.StreamCheck`:
     what is not a report is refused on its first bytes, a bomb of zeros behind valid blocks within 64 MiB) and its
     size kept under the expansion limit."""
-    limit = max(EXPANSION_FLOOR, MAX_EXPANSION * path.stat().st_size)
+    limit = min(MAX_DECOMPRESSED, max(EXPANSION_FLOOR, MAX_EXPANSION * path.stat().st_size))
     check = StreamCheck()
     with target.open("wb") as dst:
         while chunk := src.read(1 << 20):
@@ -95,10 +99,13 @@ def _copy_checked(path: Path, src: Any, target: Path) -> None:
                 check.feed(chunk)
             except ValueError as exc:
                 raise InputError(f"{path}: the decompressed data is not an Nsight Compute report ({exc})") from None
-            if check.offset > limit:
+            if check.offset > limit or check.claimed_end > limit:  # a header's claim is refused before it is written
                 raise InputError(
-                    f"{path}: expands past {limit >> 20} MiB ({MAX_EXPANSION}x its size): refused as a decompression bomb"
+                    f"{path}: expands past {limit >> 20} MiB ({MAX_EXPANSION}x its size, at most "
+                    f"{MAX_DECOMPRESSED >> 30} GiB): refused as a decompression bomb"
                 )
+            if check.offset % FREE_SPACE_EVERY < len(chunk):
+                _check_free_space(path, target)
             dst.write(chunk)
     if check.offset < 8:
         raise InputError(f"{path}: the decompressed data is not an Nsight Compute report (too short)")
@@ -152,6 +159,19 @@ class _StrictXz(io.RawIOBase):
 
 def _open_xz(path: Path) -> io.BufferedIOBase:
     return io.BufferedReader(_StrictXz(path), buffer_size=1 << 20)
+
+
+def _check_free_space(path: Path, target: Path) -> None:
+    """Refuse before the private copy fills the disk: FREE_SPACE_MARGIN must stay free."""
+    try:
+        free = shutil.disk_usage(target.parent).free
+    except OSError:
+        return
+    if free < FREE_SPACE_MARGIN:
+        raise InputError(
+            f"{path}: not enough free space for its decompressed copy in {target.parent.parent} "
+            f"({free >> 20} MiB free; set TMPDIR to a folder with more)"
+        )
 
 
 def open_decompressed(path: Path, by_magic: bool = False) -> io.BufferedIOBase:
