@@ -279,3 +279,79 @@ def test_output_folder_that_fills_up_leaves_nothing_behind(tmp_path, report_path
     )
     assert_one_clear_line(p, "cannot write")
     assert list(out.parent.iterdir()) == []
+
+
+@pytest.mark.parametrize("value", ["nan", "-inf", "inf", "1" * 400])
+def test_a_threshold_that_is_no_finite_number_is_a_config_error(tmp_path, report_path, value):
+    (tmp_path / "ncuadvisor.toml").write_text(f"[thresholds.MEM001]\nmin_excess_fraction = {value}\n")
+    p = run("report", str(report_path("probe")), "-f", "json", cwd=tmp_path)
+    assert_one_clear_line(p, "thresholds.MEM001.min_excess_fraction", "finite number")
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["this is [not toml", "x = " + "[" * 5000 + "]" * 5000 + "\n", "\udcff".encode("utf-8", "surrogateescape")],
+    ids=["invalid", "nested 5,000 deep", "not UTF-8"],
+)
+def test_an_unrelated_pyproject_above_never_stops_the_report(tmp_path, report_path, text):
+    """A pyproject.toml up the tree that is not ncuadvisor's (no [tool.ncuadvisor] in it) is passed over whatever
+    it holds; the same file naming [tool.ncuadvisor] is one clear line."""
+    work = tmp_path / "project" / "sub"
+    work.mkdir(parents=True)
+    data = text if isinstance(text, bytes) else text.encode()
+    (tmp_path / "pyproject.toml").write_bytes(data)
+    p = run("report", str(report_path("probe")), "-f", "json", cwd=work)
+    assert p.returncode == 0 and json.loads(p.stdout)["kernels"], p.stderr
+    (tmp_path / "pyproject.toml").write_bytes(b"[tool.ncuadvisor]\nselect = ['MEM']\n" + data)
+    assert_one_clear_line(run("report", str(report_path("probe")), cwd=work), "pyproject.toml")
+
+
+def test_a_symlink_loop_is_said_as_such(tmp_path):
+    loop = tmp_path / "loop.ncu-rep"
+    loop.symlink_to(loop)
+    assert_one_clear_line(run("report", str(loop), cwd=tmp_path), "symbolic links")
+
+
+@pytest.mark.parametrize("option", ["report", "-o", "--config", "--rules-dir", "--host-trace", "diff"])
+def test_a_path_under_a_folder_without_search_permission_is_one_line(
+    tmp_path, report_path, option, monkeypatch, capsys
+):
+    """Every path option: a folder without search permission (EACCES, here raised by the file system's calls for
+    any path under /locked, since this suite may run as root) is one line and exit 2, never an internal error."""
+    import pathlib
+
+    from ncuadvisor.cli.app import main
+
+    locked = "/locked/x"
+    real_stat = os.stat
+
+    def stat(path, *a, **kw):
+        if str(path).startswith("/locked"):
+            raise PermissionError(13, "Permission denied", str(path))
+        return real_stat(path, *a, **kw)
+
+    monkeypatch.setattr(os, "stat", stat)
+    monkeypatch.setattr(pathlib.os, "stat", stat, raising=False)
+    probe = str(report_path("probe"))
+    argv = {
+        "report": ["report", locked + ".ncu-rep"],
+        "-o": ["report", probe, "-o", locked + ".json"],
+        "--config": ["report", probe, "--config", locked + ".toml"],
+        "--rules-dir": ["report", probe, "--rules-dir", locked],
+        "--host-trace": ["report", probe, "--host-trace", locked + ".json"],
+        "diff": ["diff", probe, locked + ".ncu-rep"],
+    }[option]
+    monkeypatch.setattr(sys, "argv", ["ncuadvisor", *argv])
+    with pytest.raises(SystemExit) as done:
+        main()
+    err = capsys.readouterr().err
+    assert done.value.code == 2, err
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    assert len(lines) == 1 and lines[0].startswith("ncuadvisor: error: /locked") and "denied" in lines[0], err
+
+
+def test_garbage_after_an_xz_stream_is_refused(tmp_path):
+    bad = tmp_path / "probe.ncu-rep.xz"
+    bad.write_bytes((FIXTURES / "probe.ncu-rep.xz").read_bytes() + b"appended, not xz")
+    assert_one_clear_line(run("report", str(bad), cwd=tmp_path), str(bad), "garbage after the last xz stream")
+    assert [p.name for p in tmp_path.iterdir()] == ["probe.ncu-rep.xz"]

@@ -105,7 +105,7 @@ def test_what_does_not_fit_is_a_config_error(config, message):
     [
         ("[tool.ncuadvisor]\nselct = ['MEM']\n", "unknown key `selct` in [tool.ncuadvisor]"),
         ("[tool.ncuadvisor]\nselect = 'MEM'\n", "`select` must be a list"),
-        ("[tool.ncuadvisor.thresholds.MEM001]\nmin_excess_fraction = 'high'\n", "must be a number"),
+        ("[tool.ncuadvisor.thresholds.MEM001]\nmin_excess_fraction = 'high'\n", "must be a finite number"),
         ("[tool.ncuadvisor]\nrules-dir = 3\n", "`rules-dir` must be a folder"),
         ("[tool.ncuadvisor\n", "not valid TOML"),
     ],

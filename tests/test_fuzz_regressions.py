@@ -441,3 +441,202 @@ def test_ctrl_c_during_report_is_one_line_and_exit_130(tmp_path):
     lines = [x for x in err.decode().splitlines() if x.strip()]
     assert len(lines) == 1 and lines[0].startswith("ncuadvisor: interrupted"), err
     assert list(tmp.iterdir()) == []
+
+
+@pytest.mark.parametrize("command", ["report-json", "report-html", "render-md", "diff-md", "terminal"])
+def test_stdout_on_a_full_disk_is_exit_2_never_a_cut_file(pipeline, tmp_path, command):
+    """Standard output redirected to a file that fills up partway (the file size limit, as a full disk): exit 2 and
+    one line, never exit 0 with the first 80 KB of the output."""
+    src = tmp_path / "r.ncu-rep"
+    src.write_bytes(pipeline)
+    saved = tmp_path / "saved.json"
+    assert run("report", str(src), "-o", str(saved), cwd=tmp_path).returncode == 0
+    args = {
+        "report-json": ["report", str(src), "-f", "json"],
+        "report-html": ["report", str(src), "-f", "html"],
+        "render-md": ["render", str(saved), "-f", "md"],
+        "diff-md": ["diff", str(src), str(src), "-f", "md"],
+        "terminal": ["report", str(src)],
+    }[command]
+    whole = subprocess.run(
+        [sys.executable, "-m", "ncuadvisor", *args],
+        cwd=tmp_path,
+        env=dict(os.environ, PYTHONPATH=str(ROOT), TMPDIR=str(tmp_path), COLUMNS="100"),
+        capture_output=True,
+        timeout=60,
+    ).stdout
+    limit = len(whole) // 2
+
+    def small_files() -> None:
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    env = dict(os.environ, PYTHONPATH=str(ROOT), TMPDIR=str(tmp_path), COLUMNS="100")
+    with open(tmp_path / "out.txt", "wb") as out:
+        p = subprocess.run(
+            [sys.executable, "-m", "ncuadvisor", *args],
+            cwd=tmp_path,
+            env=env,
+            stdout=out,
+            stderr=subprocess.PIPE,
+            preexec_fn=small_files,
+            timeout=60,
+        )
+    assert p.returncode == 2, (p.returncode, p.stderr)
+    assert p.stderr.decode().strip().splitlines()[-1].startswith("ncuadvisor: error: cannot write to standard output")
+    assert b"Traceback" not in p.stderr and b"Exception ignored" not in p.stderr
+
+
+REPLACE_AFTER_CHECK = """
+import os, sys
+from ncuadvisor.load import reader
+from ncuadvisor.cli.app import run
+
+path, other = sys.argv[1], sys.argv[2]
+checked = reader.ReportReader._checked
+
+
+def checked_then_replaced(self, local, metrics):
+    found = checked(self, local, metrics)
+    os.replace(other, path)  # another file takes the report's name once its check is done
+    return found
+
+
+reader.ReportReader._checked = checked_then_replaced
+sys.argv = ["ncuadvisor", "report", path, "-f", "json"]
+run()
+"""
+
+
+@pytest.mark.parametrize("other", ["another report", "garbage"])
+def test_a_report_replaced_after_its_check_is_read_as_checked(pipeline, tmp_path, other):
+    """The file checked is the file read: the report's name given to other bytes after the check changes nothing
+    (the native library once re-opened the path: SIGABRT with nothing printed, or a false "cannot parse")."""
+    src = tmp_path / "r.ncu-rep"
+    src.write_bytes(pipeline)
+    expected = json.loads(run("report", str(src), "-f", "json", cwd=tmp_path).stdout)
+    swap = tmp_path / "swap"
+    swap.write_bytes(fuzz.plain("probe") if other == "another report" else pipeline[: len(pipeline) // 3] + b"\0" * 999)
+    env = dict(os.environ, PYTHONPATH=str(ROOT), TMPDIR=str(tmp_path))
+    p = subprocess.run(
+        [sys.executable, "-c", REPLACE_AFTER_CHECK, str(src), str(swap)], env=env, capture_output=True, timeout=120
+    )
+    assert p.returncode == 0, (p.returncode, p.stderr[-2000:])
+    got = json.loads(p.stdout)
+    assert [k["name"] for k in got["kernels"]] == [k["name"] for k in expected["kernels"]]
+    assert got["report"]["warnings"] == expected["report"]["warnings"]
+
+
+@pytest.mark.slow
+def test_the_gate_refuses_reports_of_different_gpus_unless_allowed(pipeline, tmp_path):
+    src = tmp_path / "r.ncu-rep"
+    src.write_bytes(pipeline)
+    before = tmp_path / "before.json"
+    assert run("report", str(src), "-o", str(before), cwd=tmp_path).returncode == 0
+    saved = json.loads(before.read_text())
+    saved["report"]["device"]["name"] = "NVIDIA A100-SXM4-80GB"
+    after = tmp_path / "after.json"
+    after.write_text(json.dumps(saved))
+    p = run("diff", str(before), str(after), "--fail-on", "regression", "-f", "md", cwd=tmp_path)
+    assert p.returncode == 2 and b"--allow-cross-device" in p.stderr and b"different GPUs" in p.stderr, p.stderr
+    assert "different GPUs" in p.stdout.decode()  # the diff is still written, with its warning
+    p = run("diff", str(before), str(after), "--fail-on", "regression", "--allow-cross-device", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    assert run("diff", str(before), str(after), cwd=tmp_path).returncode == 0  # no gate: a warning only
+
+
+def test_force_keeps_the_permissions_of_the_file_it_replaces(tmp_path):
+    from ncuadvisor.cli.common import write_output
+
+    out = tmp_path / "private.json"
+    out.write_text("old")
+    out.chmod(0o600)
+    write_output(out, "new", force=True)
+    assert out.read_text() == "new" and (out.stat().st_mode & 0o777) == 0o600
+    fresh = tmp_path / "fresh.json"
+    write_output(fresh, "x")
+    umask = os.umask(0)
+    os.umask(umask)
+    assert (fresh.stat().st_mode & 0o777) == 0o666 & ~umask
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_a_signal_as_the_output_appears_is_never_a_traceback_nor_a_left_folder(tmp_path, sig):
+    """A signal sent the moment the output appears (the command is exiting: exit handlers remove the private
+    decompressed copy) ends the run with exit 0 (the work was done) or one line and exit 130; never "Exception ignored
+    in atexit callback", never a private folder left behind."""
+    import select
+    import time
+
+    src = tmp_path / "probe.ncu-rep.xz"
+    src.write_bytes((ROOT / "fixtures" / "probe.ncu-rep.xz").read_bytes())
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    env = dict(os.environ, PYTHONPATH=str(ROOT), TMPDIR=str(tmp))
+    for delay in (0.0, 0.002, 0.005, 0.01, 0.02):
+        p = subprocess.Popen(
+            [sys.executable, "-m", "ncuadvisor", "report", str(src), "-f", "json"],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        select.select([p.stdout], [], [], 60)
+        time.sleep(delay)
+        p.send_signal(sig)
+        _out, err = p.communicate(timeout=60)
+        assert b"Exception ignored" not in err and b"Traceback" not in err, (delay, err)
+        assert p.returncode in (0, 130), (delay, p.returncode, err)
+        assert list(tmp.iterdir()) == [], (delay, list(tmp.iterdir()))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("bomb", ["gzip of 600 MB of spaces", "xz of 600 MB of zeros", "100,000 nested ["])
+def test_a_host_trace_bomb_is_refused_within_bounded_memory(tmp_path, bomb, report_path):
+    import gzip
+    import lzma
+
+    trace = tmp_path / "trace.json"
+    if bomb.startswith("gzip"):
+        with gzip.open(trace, "wb", compresslevel=1) as f:
+            for _ in range(600):
+                f.write(b" " * (1 << 20))
+    elif bomb.startswith("xz"):
+        comp = lzma.LZMACompressor(preset=0)
+        with open(trace, "wb") as f:
+            for _ in range(600):
+                f.write(comp.compress(bytes(1 << 20)))
+            f.write(comp.flush())
+    else:
+        trace.write_bytes(b"[" * 100_000 + b"]" * 100_000)
+
+    def limit_memory() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))
+
+    p = run("report", str(report_path("probe")), "--host-trace", str(trace), cwd=tmp_path, preexec_fn=limit_memory)
+    lines = p.stderr.decode().strip().splitlines()
+    assert p.returncode == 2 and len(lines) == 1 and str(trace) in lines[0], p.stderr
+
+
+@pytest.mark.slow
+def test_a_block_claiming_a_terabyte_is_refused_before_it_is_written(tmp_path):
+    """A .xz whose first block header claims a 1 TiB payload, then zeros: refused on the claim (the zeros were
+    written to the private folder up to the expansion limit first, the zero-fill check waiting for the payload)."""
+    import lzma
+
+    plain = fuzz.plain("pipeline_v1")
+    file_header = plain[: 8 + int.from_bytes(plain[4:8], "little")]
+    block_header = bytes([5 << 3]) + _varint(1 << 40)
+    head = file_header + len(block_header).to_bytes(4, "little") + block_header
+    comp = lzma.LZMACompressor(preset=0)
+    body = comp.compress(head) + b"".join(comp.compress(bytes(1 << 20)) for _ in range(300)) + comp.flush()
+    src = tmp_path / "claim.ncu-rep.xz"
+    src.write_bytes(body)
+
+    def small_files() -> None:  # the private copy may not grow past 16 MiB
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (16 << 20, 16 << 20))
+
+    p = run("report", str(src), cwd=tmp_path, preexec_fn=small_files)
+    assert p.returncode == 2 and b"decompression bomb" in p.stderr, p.stderr
+    assert sorted(x.name for x in tmp_path.iterdir()) == ["claim.ncu-rep.xz"]

@@ -2,9 +2,12 @@
 
 import copy
 import json
+import os
 import re
 import shutil
 import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -138,3 +141,196 @@ def test_result_without_any_metric_renders(analyzed):
         k["roofline"] = {"duration_ns": None}
         k["headroom"] = None
     assert "copy_vec4" in render_html(r) and "copy_vec4" in render_markdown(r)
+
+
+# -- hostile or broken user rules (--rules-dir): nothing they do reaches the result, the gate or stdout ------------
+
+RULE_HEAD = '''
+import math, os, sys, time
+from ncuadvisor.rules_api import ProgramRule, Rule
+
+class Hostile({base}):
+    """A user rule gone wrong."""
+    code = "USR900"
+    slug = "hostile"
+    category = "latency"
+    title = "hostile"
+    requires = ("gpu__time_duration.sum",)
+    languages = ("cuda", "triton", "pytorch", "library")
+
+    def {method}(self, k):
+'''
+
+
+def user_rule(folder, body: str, program: bool = False, top: str = ""):
+    folder.mkdir(exist_ok=True)
+    head = RULE_HEAD.format(base="ProgramRule" if program else "Rule", method="check_program" if program else "check")
+    (folder / "USR900_hostile.py").write_text(top + head + "".join(f"        {ln}\n" for ln in body.splitlines()))
+    return folder
+
+
+def cli(*args, cwd, timeout=120):
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    return subprocess.run(
+        [sys.executable, "-m", "ncuadvisor", *map(str, args)], cwd=cwd, env=env, capture_output=True, timeout=timeout
+    )
+
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.mark.parametrize("program", [False, True], ids=["kernel rule", "program rule"])
+def test_a_rule_calling_sys_exit_fools_neither_the_gate_nor_the_output(report_path, tmp_path, program):
+    rules = user_rule(tmp_path / "rules", "sys.exit(0)", program)
+    out = tmp_path / "out.json"
+    p = cli("report", report_path("probe"), "--rules-dir", rules, "-o", out, cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    warnings = json.loads(out.read_text())["report"]["warnings"]
+    assert any("USR900" in w and "called sys.exit(0)" in w for w in warnings), warnings
+    before, after = report_path("pipeline_v1"), report_path("pipeline_v0")
+    plain = cli("diff", before, after, "--fail-on", "regression", "-f", "json", cwd=tmp_path)
+    assert plain.returncode == 1, plain.stderr  # the gate without the rule: a regression
+    gated = cli("diff", before, after, "--fail-on", "regression", "-f", "json", "--rules-dir", rules, cwd=tmp_path)
+    assert gated.returncode == 1 and json.loads(gated.stdout), gated.stderr
+
+
+@pytest.mark.parametrize("program", [False, True], ids=["kernel rule", "program rule"])
+def test_a_rule_printing_never_reaches_stdout(report_path, tmp_path, program):
+    body = "print('{not json')\nos.write(1, b'raw fd write')\nos.system('echo from a shell')\nreturn None"
+    p = cli(
+        "report",
+        report_path("probe"),
+        "--rules-dir",
+        user_rule(tmp_path / "r", body, program),
+        "-f",
+        "json",
+        cwd=tmp_path,
+    )
+    assert p.returncode == 0, p.stderr
+    json.loads(p.stdout)  # intact
+    assert b"{not json" in p.stderr and b"raw fd write" in p.stderr and b"from a shell" in p.stderr
+
+
+@pytest.mark.parametrize(
+    "body, reason",
+    [
+        ("return 'a finding'", "returned str, not a Finding"),
+        ("return [self.finding(message='m', fix='f', estimated_speedup=math.inf)]", "invalid finding"),
+        ("return self.finding(message='m', fix='f', estimated_speedup=float('nan'))", "invalid finding"),
+        ("return self.finding(message=b'bytes', fix='f', estimated_speedup=0.5)", "invalid finding"),
+        ("raise SystemExit('bye')", "called sys.exit('bye')"),
+        ("raise GeneratorExit", "GeneratorExit"),
+    ],
+)
+def test_a_rule_returning_garbage_is_skipped_with_its_reason(report_path, tmp_path, body, reason):
+    p = cli("report", report_path("probe"), "--rules-dir", user_rule(tmp_path / "r", body), "-f", "json", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    warnings = json.loads(p.stdout)["report"]["warnings"]
+    assert any("rule USR900 failed" in w and reason in w for w in warnings), warnings
+
+
+def test_a_program_rule_returning_garbage_is_skipped_with_its_reason(report_path, tmp_path):
+    body = "return [self.finding(message='m', fix='f', estimated_saving_ns=-math.inf), 3]"
+    p = cli(
+        "report", report_path("probe"), "--rules-dir", user_rule(tmp_path / "r", body, True), "-f", "json", cwd=tmp_path
+    )
+    assert p.returncode == 0, p.stderr
+    warnings = json.loads(p.stdout)["report"]["warnings"]
+    assert any("program rule USR900 failed" in w and "invalid finding" in w for w in warnings), warnings
+
+
+@pytest.mark.parametrize(
+    "kind", ["fifo", "dev-zero", "huge", "exit-on-load", "print-on-load", "bad-requires", "link-loop", "directory"]
+)
+def test_a_rule_file_that_cannot_be_a_rule_is_one_line_and_exit_2(report_path, tmp_path, kind):
+    rules = tmp_path / "r"
+    rules.mkdir()
+    target = rules / "USR900_hostile.py"
+    if kind == "fifo":
+        os.mkfifo(target)
+    elif kind == "dev-zero":
+        target.symlink_to("/dev/zero")
+    elif kind == "huge":
+        target.write_text("#" * (2 << 20))
+    elif kind == "link-loop":
+        target.symlink_to(target)
+    elif kind == "directory":
+        target.mkdir()
+    elif kind == "exit-on-load":
+        user_rule(rules, "return None", top="import sys\nsys.exit(0)\n")
+    elif kind == "print-on-load":
+        user_rule(rules, "return None", top="print('{not json')\n")
+    else:
+        user_rule(rules, "return None")
+        target.write_text(target.read_text().replace('requires = ("gpu__time_duration.sum",)', "requires = 5"))
+    p = cli("report", report_path("probe"), "--rules-dir", rules, "-f", "json", cwd=tmp_path, timeout=60)
+    if kind == "print-on-load":  # a print is contained, not an error
+        assert p.returncode == 0 and json.loads(p.stdout) and b"{not json" in p.stderr, p.stderr
+        return
+    lines = p.stderr.decode().strip().splitlines()
+    assert p.returncode == 2 and len(lines) == 1 and lines[0].startswith("ncuadvisor: error:"), p.stderr
+    assert "USR900_hostile.py" in lines[0] and p.stdout == b""
+
+
+def test_a_looping_rule_is_stopped_at_its_time_limit(report_path, tmp_path, monkeypatch):
+    from ncuadvisor.analysis.pipeline import analyze
+    from ncuadvisor.engine import discover
+
+    from ncuadvisor.rulekit import sandbox as rule_sandbox
+
+    monkeypatch.setattr(rule_sandbox, "RULE_TIME_LIMIT_S", 0.3)
+    rules = discover([user_rule(tmp_path / "r", "while True:\n    pass")])
+    res = analyze(report_path("probe"), rules=rules)
+    assert any("USR900" in w and "time limit of 0.3 s" in w for w in res.report.warnings), res.report.warnings
+    assert res.kernels
+
+
+def test_a_rule_swallowing_its_time_limit_ends_the_command_with_one_line(report_path, tmp_path):
+    body = "while True:\n    try:\n        time.sleep(1)\n    except BaseException:\n        pass"
+    rules = user_rule(
+        tmp_path / "r",
+        body,
+        top="import ncuadvisor.rulekit.sandbox as s\ns.RULE_TIME_LIMIT_S = 0.2\ns.RULE_TIME_GRACE_S = 0.5\n",
+    )
+    p = cli("report", report_path("probe"), "--rules-dir", rules, "-f", "json", cwd=tmp_path, timeout=60)
+    assert p.returncode == 2 and p.stdout == b"", p.stderr
+    assert p.stderr.decode().strip() == "ncuadvisor: error: a rule ran past its time limit of 0.2 s and did not stop"
+
+
+def test_a_rule_timeout_outside_the_main_thread(tmp_path):
+    import threading
+
+    from ncuadvisor.rulekit.sandbox import call_rule
+
+    def spin():
+        while True:
+            pass
+
+    got = []
+    t = threading.Thread(target=lambda: got.append(call_rule(spin, limit_s=0.2)))
+    t.start()
+    t.join(10)
+    assert got == [(None, "ran past its time limit of 0.2 s")]
+
+
+def test_line_breaks_and_invisible_characters_never_reach_the_terminal_or_markdown(analyzed, tmp_path):
+    """A kernel name holding a newline, rich markup, an RLO override and a zero-width space: rendered for a pipe
+    (exit 0, never a MarkupError), each on its own line, with no invisible character in the terminal or markdown."""
+    r = copy.deepcopy(analyzed("probe"))
+    bad = "evil\n[/]kernel[bold]\u202e\u200b"
+    for k in r["kernels"]:
+        k["name"] = k["demangled"] = bad + k["name"]
+        for f in k["findings"]:
+            f["title"] = bad + f["title"]
+    for a in r.get("top_actions", []):
+        a["kernel"] = bad + a["kernel"]
+        a["title"] = bad + a["title"]
+    saved = tmp_path / "evil.json"
+    saved.write_text(json.dumps(r))
+    term = cli("render", saved, cwd=tmp_path)
+    assert term.returncode == 0, term.stderr
+    md = cli("render", saved, "-f", "md", cwd=tmp_path)
+    assert md.returncode == 0, md.stderr
+    for out in (term.stdout.decode(), md.stdout.decode()):
+        assert "evil" in out and not any(ch in out for ch in "\u202e\u200b")
+        assert not any(line.startswith("[/]kernel") for line in out.splitlines())

@@ -364,7 +364,10 @@ def test_truncated_names_and_program_output():
     p = feed(OUTPUTS / "torch_eager.txt")
     names = [e.name for e in p.events if e.kind == "progress"]
     assert "nvjet_sm90_tst_256x128_64x4_1..." in names and len(names) == 25
-    assert any(e.kind == "output" and e.text.startswith("transformer_step") for e in p.events)
+    # the program's lines in that mixed capture read as output (kept by no one: ncu's own come from its log file)
+    lines = (OUTPUTS / "torch_eager.txt").read_text().splitlines()
+    assert O.parse_line(next(x for x in lines if x.startswith("transformer_step"))).kind == "output"
+    assert not any(e.kind == "output" for e in p.events)
 
 
 def test_target_exit_code():
@@ -413,7 +416,8 @@ def test_phase2_progress_lines_of_the_real_ncu():
     assert prog[0].name.startswith("void at::native::<unnamed>::vectorized_layer_norm_kernel<c10::BFloat16")
     assert prog[0].name.endswith("T1 *)") and not prog[0].name.startswith("1:7:")
     assert p.report.endswith("phase2_1.ncu-rep") and p.pids == [1019]
-    assert any(e.kind == "output" and e.text.startswith("transformer_step") for e in p.events)
+    lines = (FAKE_DIR / "outputs" / "phase2_kernel_id.txt").read_text().splitlines()
+    assert O.parse_line(next(x for x in lines if x.startswith("transformer_step"))).kind == "output"
     p = feed(FAKE_DIR / "outputs" / "phase2_per_launch_config.txt")
     assert [e.name for e in p.events if e.kind == "progress"] == [
         "nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_bias_TNT",
@@ -620,7 +624,8 @@ def test_profile_default_two_phases(cli, tmp_path):
     calls = r.phase_calls()
     assert len(calls) == 2
     p1, p2 = calls
-    assert p1[:5] == ["--clock-control", "none", "--metrics", ",".join(N.PHASE1_COLLECTED), "-o"]
+    assert p1[:4] == ["--clock-control", "none", "--metrics", ",".join(N.PHASE1_COLLECTED)]
+    assert p1[4] == "--log-file" and p1[5].endswith("phase1.log") and p1[6] == "-o"  # ncu's messages, apart
     assert p1[-3:] == [str(TARGET), "--epochs", "1"] and p1[-4] == sys.executable
     # the declared collection by default: tiny_add may be CUDA code, so every rule's metrics
     assert [p2[i + 1] for i, a in enumerate(p2) if a == "--section"] == NO_SOL_SECTIONS
@@ -1242,3 +1247,129 @@ def test_profile_leaves_the_tensor_counts_out_when_phase_1_saw_the_pipe_idle(cli
     assert "no tensor FLOP counts in phase 2" in r.err
     res = json.loads((tmp_path / "step.json").read_text())
     assert res["report"]["profile"]["selection"]["collection"]["metrics"] == len(metrics)
+
+
+@pytest.mark.parametrize(
+    "option", [["--top", "99999999999999999999999"], ["--launch-skip", "99999999999999999999999"], ["--top", "0"]]
+)
+def test_every_option_is_checked_before_the_program_starts(cli, option):
+    r = cli("profile", *option, "-o", "step.json", "--", sys.executable, str(TARGET))
+    assert r.code == 2, (r.code, r.err)
+    assert "Traceback" not in r.err and r.phase_calls() == []  # ncu never ran
+
+
+def _profile_subprocess(tmp_path: Path, *args: str, scenario: str = "", timeout: float = 90):
+    env = dict(
+        os.environ,
+        PATH=str(FAKE_DIR) + os.pathsep + os.environ["PATH"],
+        FAKE_NCU_SCENARIO=scenario,
+        PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
+    )
+    t0 = time.monotonic()
+    p = subprocess.run(
+        [sys.executable, "-m", "ncuadvisor", "profile", *args],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        stdin=subprocess.DEVNULL,
+    )
+    return p, time.monotonic() - t0
+
+
+@pytest.mark.slow
+def test_timeout_stops_a_hanging_program_and_analyses_what_was_collected(tmp_path):
+    p, seconds = _profile_subprocess(tmp_path, "--timeout", "2", "-o", "x.json", str(TARGET), scenario="phase1:hang")
+    assert p.returncode == 4, p.stderr
+    assert seconds < 40 and "Traceback" not in p.stderr
+    res = json.loads((tmp_path / "x.json").read_text())
+    assert res["report"]["profile"]["partial"] is True
+    assert res["report"]["warnings"][0].startswith("partial: the program was stopped at --timeout 2 s during phase 1")
+    assert [k["name"] for k in res["kernels"]] == ["tiny_add", "big_add"]
+    assert "--timeout" in p.stderr.strip().splitlines()[-1]
+
+
+@pytest.mark.slow
+def test_a_child_the_program_left_holding_the_output_is_ended(tmp_path):
+    """The program starts a child that keeps ncu's output pipe open and outlives it: the run ends when ncu does
+    (after a short grace), and the child is ended with the process group."""
+    program = tmp_path / "forks.py"
+    program.write_text(
+        "import os, subprocess, sys\n"
+        "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(300)'])\n"
+        "open('child.pid', 'w').write(str(child.pid))\n"
+        "print('parent done', flush=True)\n"
+    )
+    p, seconds = _profile_subprocess(tmp_path, "-o", "x.json", str(program), scenario="passthrough", timeout=120)
+    assert p.returncode == 0, p.stderr
+    assert seconds < 60, seconds
+    pid = int((tmp_path / "child.pid").read_text())
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import fuzz
+
+    assert not fuzz._running(pid)  # ended (a zombie until its new parent reaps it counts as ended)
+
+
+@pytest.mark.parametrize(
+    "printed, was",
+    [
+        ("==ERROR== ERR_NVGPUCTRPERM - The user does not have permission to access NVIDIA GPU Performance Counters", 6),
+        ("\n".join(f'==PROF== Profiling "tiny_add" - {i}: 0%....50%....100% - 1 pass' for i in range(50)), 4),
+        ("==ERROR== The application returned an error code (3).", 4),
+        ("==PROF== Report: /tmp/elsewhere.ncu-rep", 0),
+    ],
+    ids=["permission", "fifty progress lines", "an error code", "a report path"],
+)
+def test_the_programs_output_is_never_taken_for_ncus(cli, tmp_path, printed, was):
+    """ncu's own messages are read from its log file: a program printing lines that look like ncu's changes
+    nothing (they once made the run exit 6, mark both phases partial, or turn exit 0 into 4)."""
+    program = tmp_path / "imitates.py"
+    program.write_text(f"print({printed!r})\n")
+    r = cli("profile", "-o", "x.json", str(program))
+    assert r.code == 0, (was, r.code, r.err)
+    assert printed.splitlines()[0] in r.out  # the program's output still passes through
+    res = json.loads((tmp_path / "x.json").read_text())
+    assert res["report"]["profile"]["partial"] is False
+    calls = r.phase_calls()
+    assert all("--log-file" in c and c.index("--log-file") < c.index("-o") for c in calls)
+
+
+@pytest.mark.slow
+def test_the_programs_output_is_streamed_not_kept(tmp_path):
+    """64 MiB of program output, half of it on one line: passed through, and profile's memory does not grow with
+    it (it once held every line: 1 GiB of output took 2.9 GB)."""
+    program = tmp_path / "talks.py"
+    program.write_text(
+        "import sys\n"
+        "line = 'x' * (1 << 20) + '\\n'\n"
+        "for _ in range(32):\n    sys.stdout.write(line)\n"
+        "sys.stdout.write('y' * (32 << 20) + '\\n')\n"
+    )
+    env = dict(
+        os.environ,
+        PATH=str(FAKE_DIR) + os.pathsep + os.environ["PATH"],
+        FAKE_NCU_SCENARIO="passthrough",
+        PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
+    )
+    driver = (  # the peak written by an exit handler: the command ends the process itself (cli.app.run)
+        "import atexit, runpy, sys\n"
+        "def peak():\n"
+        "    kb = [int(x.split()[1]) for x in open('/proc/self/status') if x.startswith('VmHWM:')][0]\n"
+        "    open('peak_kb', 'w').write(str(kb))\n"
+        "atexit.register(peak)\n"
+        "sys.argv = ['ncuadvisor'] + sys.argv[1:]\n"
+        "runpy.run_module('ncuadvisor', run_name='__main__')\n"
+    )
+    with open(tmp_path / "out.txt", "wb") as out:
+        p = subprocess.run(
+            [sys.executable, "-c", driver, "profile", "-o", "x.json", "-q", str(program)],
+            cwd=tmp_path,
+            env=env,
+            stdout=out,
+            stderr=subprocess.PIPE,
+            timeout=300,
+        )
+    assert p.returncode == 0, p.stderr[-2000:]
+    assert (tmp_path / "out.txt").stat().st_size >= 64 << 20
+    assert int((tmp_path / "peak_kb").read_text()) < 330 << 10  # KiB: 258 MB measured (it was 431 MB when kept)

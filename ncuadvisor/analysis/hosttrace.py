@@ -40,7 +40,10 @@ HOST_CATEGORIES = frozenset({"cuda_runtime", "cuda_driver"})
 GPU_CATEGORIES = {"kernel": "kernel", "gpu_memset": "memset", "gpu_memcpy": "memcpy"}
 OVERHEAD_CATEGORY = "overhead"  # the profiler's own work (CUPTI buffer requests): pid -1
 CPU_CATEGORIES = frozenset({"cpu_op", "python_function", "user_annotation"})  # recorded with ProfilerActivity.CPU
-MAX_TRACE_BYTES = 8 << 30  # decompressed: a Chrome trace is read whole
+# decompressed: a Chrome trace is read whole and parsed into Python objects (about 5 times its size), so the cap keeps
+# a run under 2 GB; the traces `profile --host-time` records are a few MB
+MAX_TRACE_BYTES = 256 << 20
+READ_CHUNK = 1 << 20
 COST_KEY = "ncuadvisorProfilerCost"  # {"plain_ns_per_call", "traced_ns_per_call", ...}: profile.host_runner
 
 
@@ -130,17 +133,24 @@ def call_cost(cost: Any) -> float | None:
 
 
 def _load_json(p: Path) -> Any:
+    raw = bytearray()
     try:
         with open_decompressed(p, by_magic=True) as f:
-            raw = f.read(MAX_TRACE_BYTES + 1)
+            while len(raw) <= MAX_TRACE_BYTES:  # in chunks: a bomb is refused at the cap, never expanded whole
+                chunk = f.read(READ_CHUNK)
+                if not chunk:
+                    break
+                raw += chunk
     except DECOMPRESS_ERRORS as exc:
         raise InputError(f"{p}: cannot read the trace ({exc})") from exc
     if len(raw) > MAX_TRACE_BYTES:
-        raise InputError(f"{p}: the trace is larger than {MAX_TRACE_BYTES >> 30} GiB decompressed")
+        raise InputError(f"{p}: the trace is larger than {MAX_TRACE_BYTES >> 20} MiB decompressed")
     try:
         return json.loads(raw)
     except (ValueError, UnicodeDecodeError) as exc:
         raise InputError(f"{p}: not a JSON trace ({str(exc).splitlines()[0][:80]})") from exc
+    except RecursionError as exc:
+        raise InputError(f"{p}: not a Chrome trace (nested too deeply)") from exc
 
 
 def _num(v: Any) -> float | None:

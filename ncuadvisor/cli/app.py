@@ -7,6 +7,7 @@ from __future__ import annotations
 import atexit
 import errno
 import importlib
+import io
 import os
 import signal
 import sys
@@ -17,7 +18,7 @@ import typer
 from ncuadvisor.cli import diff, mcp_server, profile, render, report, rules
 from ncuadvisor.cli.coercion import QuickCommand, QuickGroup
 from ncuadvisor.cli.common import exit_on_sigterm, stderr_console
-from ncuadvisor.errors import AdvisorError, InternalError, Interrupted, OutputError
+from ncuadvisor.errors import AdvisorError, InputError, InternalError, Interrupted, OutputError
 from ncuadvisor.render import escape_terminal as escape
 from ncuadvisor.version import __version__
 
@@ -55,6 +56,10 @@ app.command("profile", cls=QuickCommand, context_settings={"allow_extra_args": T
     profile.profile
 )
 app.command("mcp", cls=QuickCommand)(mcp_server.mcp)
+
+
+# errors of a path, not of the program: one line and exit 2 (InputError) wherever they show
+PATH_ERRNOS = (errno.EACCES, errno.EPERM, errno.ELOOP, errno.ENAMETOOLONG, errno.ENOTDIR, errno.ENOENT)
 
 
 def _click_exceptions() -> tuple[type[Exception], ...]:
@@ -106,6 +111,54 @@ def _stdout_failed(exc: OSError) -> NoReturn:
     _fail(OutputError(f"cannot write to standard output ({exc.strerror or exc})"))
 
 
+class _WholeWrites(io.RawIOBase):
+    """Descriptor 1 written whole: each write loops until every byte is out, and a failure (a full disk, the file
+    size limit) raises. Python's own buffered stdout, given a short write of a large block, lost the rest silently
+    (`report -f html > full/x.html` wrote 80 KB of 400 KB and exited 0)."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+
+    def writable(self) -> bool:
+        return True
+
+    def fileno(self) -> int:
+        return self.fd
+
+    def isatty(self) -> bool:
+        return os.isatty(self.fd)
+
+    def write(self, data: Any) -> int:
+        view = memoryview(data).cast("B")
+        done = 0
+        while done < len(view):
+            done += os.write(self.fd, view[done:])  # OSError on failure; a short write goes round again
+        return done
+
+
+def _whole_stdout() -> None:
+    """Standard output through `_WholeWrites`, with the same encoding, error handler and line buffering; left as it
+    is when it is not the process's own (a test's capture)."""
+    if sys.stdout is None or sys.stdout is not sys.__stdout__:
+        return
+    out: Any = sys.stdout
+    try:
+        fd = out.fileno()
+        out.flush()
+    except (OSError, ValueError, AttributeError):
+        return
+    _REPLACED.append(out)  # kept alive: collected, it would close descriptor 1
+    sys.stdout = io.TextIOWrapper(
+        _WholeWrites(fd),  # type: ignore[arg-type]
+        encoding=out.encoding,
+        errors=out.errors,
+        line_buffering=out.line_buffering,
+    )
+
+
+_REPLACED: list[Any] = []
+
+
 def _template_cache() -> None:
     """The renderers' cache of compiled templates, in the user's cache folder (`$XDG_CACHE_HOME/ncuadvisor/templates`,
     by default `~/.cache/ncuadvisor/templates`, made private), never the working or temporary directory; none where
@@ -123,7 +176,32 @@ def _template_cache() -> None:
 
 def main() -> None:
     """Entry point: run the app; AdvisorError -> one line on stderr and its exit code, never a traceback."""
+    try:
+        _run_command()
+    finally:
+        if _HOLD_SIGNALS_AT_END:
+            _hold_signals()
+
+
+# set by `run` (the program's entry point): once `main` is done, Ctrl-C and SIGTERM are held until the process ends
+_HOLD_SIGNALS_AT_END = False
+
+
+def _hold_signals() -> None:
+    """Ignore SIGINT and SIGTERM for the rest of the process: the command is done (its output written, or its one
+    line said), and what is left (flushing, the exit handlers that remove private copies) must run to the end. One
+    that landed in the exit handlers printed "Exception ignored in atexit callback ... KeyboardInterrupt" and left
+    the private folder behind. (Ignored, not blocked: a thread of the native library would take a blocked one.)"""
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        try:
+            signal.signal(sig, signal.SIG_IGN)
+        except (OSError, ValueError):  # not the main thread
+            pass
+
+
+def _run_command() -> None:
     exit_on_sigterm()
+    _whole_stdout()
     _template_cache()
     try:
         code = app(standalone_mode=False)
@@ -147,6 +225,10 @@ def main() -> None:
     except BrokenPipeError:
         sys.exit(0)
     except OSError as exc:
+        if exc.errno in PATH_ERRNOS and exc.filename is not None:
+            # a path the user gave that cannot be reached (a folder without search permission, a link loop), at
+            # whichever option's check it showed
+            _fail(InputError(f"{os.fsdecode(exc.filename)}: {exc.strerror or exc}"))
         if exc.errno not in (errno.ENOSPC, errno.EIO, errno.EFBIG, errno.EDQUOT):
             if os.environ.get("NCUADVISOR_DEBUG"):
                 raise
@@ -179,6 +261,8 @@ def run() -> NoReturn:
     one, the native library's loaded report among them (0.03-0.1 s of a run for nothing). The exit handlers still
     run (a decompressed copy of the report is removed) and both streams are flushed first; a flush that fails, or an
     exit that is not a plain code, ends the way `main` would on its own."""
+    global _HOLD_SIGNALS_AT_END
+    _HOLD_SIGNALS_AT_END = True
     code = 0
     try:
         main()
@@ -189,6 +273,14 @@ def run() -> NoReturn:
         code = given
     try:
         sys.stdout.flush()
+    except OSError as exc:  # what the command wrote did not all reach stdout: never exit 0
+        try:
+            _stdout_failed(exc)
+        except SystemExit as failed:
+            code = code or int(failed.code or OutputError.exit_code)
+    except ValueError:
+        sys.exit(code)
+    try:
         sys.stderr.flush()
     except (OSError, ValueError):
         sys.exit(code)

@@ -7,6 +7,7 @@ Every command imports this module and the layers below the command line, never a
 from __future__ import annotations
 
 import os
+import stat
 import tempfile
 from enum import Enum
 from pathlib import Path
@@ -252,9 +253,7 @@ def write_output(path: Path, text: str, force: bool = False) -> None:
         try:
             with os.fdopen(fd, "wb") as fh:
                 fh.write(data)
-            umask = os.umask(0)
-            os.umask(umask)
-            os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; an output file gets the usual permissions
+            os.chmod(tmp, _output_mode(target))
             if force:
                 os.replace(tmp, target)
             else:
@@ -264,6 +263,17 @@ def write_output(path: Path, text: str, force: bool = False) -> None:
                 os.unlink(tmp)
     except OSError as exc:
         raise OutputError(f"{path}: cannot write ({exc.strerror or exc})") from exc
+
+
+def _output_mode(target: Path) -> int:
+    """The permissions of a written output: those of the file it replaces (`--force` keeps a private file private),
+    else the usual ones under the umask (mkstemp makes 0600)."""
+    try:
+        return stat.S_IMODE(os.stat(target).st_mode)
+    except OSError:
+        umask = os.umask(0)
+        os.umask(umask)
+        return 0o666 & ~umask
 
 
 def _link_new(tmp: str, target: Path, path: Path) -> None:

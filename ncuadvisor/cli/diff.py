@@ -55,6 +55,12 @@ def _partial_sides(before: Result, after: Result) -> list[tuple[str, str]]:
     return out
 
 
+def _devices_differ(before: Result, after: Result) -> tuple[str, str] | None:
+    """(before's GPU, after's) when both name their GPU and the names differ."""
+    b, a = before.report.device.name, after.report.device.name
+    return (b, a) if b and a and b != a else None
+
+
 def diff(
     before: Annotated[
         Path,
@@ -96,6 +102,14 @@ def diff(
             "refused (exit 2), since a partial report looks faster than it is.",
         ),
     ] = False,
+    allow_cross_device: Annotated[
+        bool,
+        typer.Option(
+            "--allow-cross-device",
+            help="With --fail-on: gate even when the two reports come from different GPUs; by default that is "
+            "refused (exit 2), since their times are not comparable.",
+        ),
+    ] = False,
 ) -> None:
     """Compare two reports of the same program (before, after): time, bound and findings per kernel; a CI gate."""
     from ncuadvisor.diff import compare, gate, parse_threshold
@@ -130,6 +144,12 @@ def diff(
         raise InputError(
             f"--fail-on {fail_on.value}: the {sides} report is partial, so the gate cannot tell a speedup from lost "
             "kernels (pass --allow-partial to gate anyway)"
+        )
+    devices = _devices_differ(result_before, result_after)
+    if devices and fail_on is not None and not allow_cross_device:
+        raise InputError(
+            f"--fail-on {fail_on.value}: the reports come from different GPUs ({devices[0]} before, {devices[1]} "
+            "after), so their times are not comparable (pass --allow-cross-device to gate anyway)"
         )
     reasons = gate(d, fail_on.value if fail_on is not None else None)
     if reasons and fail_on is not None:

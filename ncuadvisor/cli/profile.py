@@ -39,6 +39,13 @@ class TargetProcesses(str, Enum):
     application_only = "application-only"
 
 
+# bounds checked with the other options, before the program starts (a --top past an index-sized integer failed after
+# both ncu phases had run)
+MAX_KERNELS = 1_000_000
+MAX_LAUNCHES = 2**63 - 1  # ncu's launch counters are 64-bit
+MAX_TIMEOUT_S = 30 * 86400.0
+
+
 def profile(
     target: Annotated[
         list[str] | None,
@@ -78,7 +85,7 @@ def profile(
     ] = None,
     top: Annotated[
         int | None,
-        typer.Option("--top", min=1, help="Profile in depth the K kernels with the most GPU time."),
+        typer.Option("--top", min=1, max=MAX_KERNELS, help="Profile in depth the K kernels with the most GPU time."),
     ] = None,
     coverage: Annotated[
         float | None,
@@ -94,7 +101,8 @@ def profile(
         bool, typer.Option("--full", help="ncu's full set on every launch, one pass: the slow, exhaustive way.")
     ] = False,
     launch_skip: Annotated[
-        int, typer.Option("--launch-skip", min=0, help="Skip this many launches first (warm-up).")
+        int,
+        typer.Option("--launch-skip", min=0, max=MAX_LAUNCHES, help="Skip this many launches first (warm-up)."),
     ] = 0,
     cache_control: Annotated[
         CacheControl | None,
@@ -160,6 +168,16 @@ def profile(
     show: Annotated[int, typer.Option("--show", help="Kernels shown in the terminal summary.")] = 10,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress and no terminal summary.")] = False,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Show every line ncu prints.")] = False,
+    timeout: Annotated[
+        float | None,
+        typer.Option(
+            "--timeout",
+            min=0.001,
+            max=MAX_TIMEOUT_S,
+            help="Stop the program after this many seconds in each ncu run, analyse what was collected and mark the "
+            "result partial (exit 4); the processes the program started are ended with it.",
+        ),
+    ] = None,
 ) -> None:
     """Profile a program with ncu and analyze it: a cheap timing pass over every launch, then the full analysis
     sections on one launch of each kernel that matters."""
@@ -213,6 +231,7 @@ def profile(
         verbose=verbose,
         quiet=quiet,
         host_time=host_time,
+        timeout_s=timeout,
     )
     write_output(out_path, render_report(result, out_format), force)
     if not keep:

@@ -9,6 +9,7 @@ every metric of a full-set report would dominate the run time). Each read is a c
 from __future__ import annotations
 
 import os
+import weakref
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -20,7 +21,7 @@ from ncuadvisor.load.native import import_ncu_report, native_stderr_silenced
 from ncuadvisor.load.workers import WORKERS, in_workers, rows_in_parts, share_loaded, start_worker
 from ncuadvisor.model import ID_COLUMNS, ResultDetail, Table
 from ncuadvisor.reportfile.integrity import Integrity, check_report
-from ncuadvisor.reportfile.sniff import clocks_locked, local_copy, scan_header, whole_copy
+from ncuadvisor.reportfile.sniff import clocks_locked, held, local_copy, scan_header, whole_copy
 
 # ncu_report keeps every result it has opened in memory for as long as the process lives (about 7 MB for a result
 # with the analysis sections; freeing the report does not return it). Reports with more results than
@@ -63,6 +64,10 @@ class ReportReader:
         self._defer_check = defer_check
         self._pending: tuple[Any, list[int], dict[int, dict[str, Any]], dict[int, Any]] | None = None
         local = local_copy(self.path)
+        if local == self.path:  # the user's file itself: read through one descriptor, never by its name again
+            local, fd = held(local)
+            if fd is not None:
+                weakref.finalize(self, os.close, fd)
         self._prefetched: tuple[list[str], list[dict[str, Any]]] | None = None
         # every result whole and parsed, or left out and counted, before the native library sees the file
         self.integrity = self._checked(local, metrics)

@@ -216,7 +216,8 @@ class OutputParser:
             self.report = ev.name
         elif ev.kind == "connected" and ev.pid is not None:
             self.pids.append(ev.pid)
-        self.events.append(ev)
+        if ev.kind != "output":  # ncu's own lines; text it does not tag is not kept (it can be long)
+            self.events.append(ev)
         return ev
 
     @property

@@ -10,6 +10,8 @@ if TYPE_CHECKING:
     from rich.progress import Progress
 from ncuadvisor.units import clip
 
+PROGRAM_LINE_MAX = 1 << 16
+
 
 class ProgressUI:
     """The progress bar (stderr) fed by ncu's own output; the program's output goes to stdout as it comes.
@@ -37,6 +39,7 @@ class ProgressUI:
         self._exact = False  # the total is ncu's own (`(i/n)` in its progress lines), not our estimate
         # the names ncu prints when it filters by mangled name (`_ZN2at6native…`) -> the function names users know
         self.display_names: dict[str, str] = {}
+        self._pending = ""  # the program's unfinished line, held while a live bar shares the terminal
 
     def start(self, label: str, total: int | None) -> None:
         from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
@@ -110,6 +113,25 @@ class ProgressUI:
                 self._print_err(ev.text, "dim")
         elif self.verbose:
             self._print_err(ev.text, "dim")
+
+    def program_output(self, text: str, end: bool = False) -> None:
+        """The program's output as it comes, never kept whole: written on at once, except that above a live bar on
+        the terminal it goes by whole lines (a partial line would land on the bar's row), at most
+        `PROGRAM_LINE_MAX` characters held (`end`: the program is done, what is held goes out)."""
+        if self._progress is not None and self.out.is_terminal:
+            self._pending += text
+            cut = self._pending.rfind("\n") + 1
+            if end or len(self._pending) > PROGRAM_LINE_MAX:
+                cut = len(self._pending)
+            if cut:
+                lines, self._pending = self._pending[:cut], self._pending[cut:]
+                self._progress.console.print(lines.rstrip("\n"), markup=False, highlight=False)
+            return
+        if self._pending:
+            text, self._pending = self._pending + text, ""
+        if text:
+            self.out.file.write(text)
+            self.out.file.flush()
 
     def _print_out(self, text: str) -> None:
         # While the bar is live on the terminal that stdout also writes to, the line goes through the bar's console,

@@ -22,6 +22,37 @@ from ncuadvisor.profile.ranks import ProcessWatcher
 from ncuadvisor.profile.target import Target
 
 INTERRUPT_GRACE_S = 60.0
+PIPE_GRACE_S = 2.0  # after ncu exits, how long the output pipe may stay open (a process the program left behind)
+
+
+def with_log_file(command: list[str], log_path: str) -> list[str]:
+    """The ncu command with `--log-file log_path` among ncu's own options (before its `-o`, ahead of the program)."""
+    at = command.index("-o") if "-o" in command else 1
+    return [*command[:at], "--log-file", log_path, *command[at:]]
+
+
+def _is_terminal(fd: int) -> bool:
+    try:
+        return os.isatty(fd)
+    except OSError:
+        return False
+
+
+def _signal_group(proc: subprocess.Popen[bytes], sig: int) -> float:
+    """`sig` to ncu's process group (ncu, the program, its children); the time it was sent."""
+    try:
+        os.killpg(proc.pid, sig)
+    except OSError:  # the group is gone
+        pass
+    return time.monotonic()
+
+
+def _end_group(proc: subprocess.Popen[bytes]) -> None:
+    """Kill what is left of ncu's process group (processes the program started and left running)."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except OSError:
+        pass
 
 
 @dataclass
@@ -34,6 +65,7 @@ class PhaseRun:
     parser: OutputParser = field(default_factory=OutputParser)
     report: Path | None = None
     interrupted: bool = False
+    timed_out: bool = False  # stopped at `--timeout`
     processes: dict[int, dict[str, Any]] = field(default_factory=dict)  # pid -> rank fields (ProcessWatcher)
 
 
@@ -44,12 +76,17 @@ def run_ncu(
     ui: ProgressUI,
     expected: int | None = None,
     env: dict[str, str] | None = None,
+    timeout_s: float | None = None,
 ) -> PhaseRun:
     """Run one ncu command, feeding its output to the parser and the progress bar; Ctrl-C stops the program, waits
-    for ncu to save what it collected (a second Ctrl-C does not wait) and returns with `interrupted` set."""
+    for ncu to save what it collected (a second Ctrl-C does not wait) and returns with `interrupted` set. After
+    `timeout_s` seconds the program is stopped the same way and the run returns with `timed_out` set. ncu, the
+    program and whatever it started run in a process group of their own, ended when the run returns: a child the
+    program left behind holding the output pipe does not keep the run waiting."""
     run = PhaseRun(label=label, command=command, out_base=out_base)
     splitter = LineSplitter()
     decoder = codecs.getincrementaldecoder("utf-8")("replace")
+    program_decoder = codecs.getincrementaldecoder("utf-8")("replace")
     t0 = time.monotonic()
 
     def handle(text: str) -> None:
@@ -60,57 +97,93 @@ def run_ncu(
         if partial is not None:
             ui.event(partial)
 
+    # ncu's own messages come from its log file, never from the program's streams (a program printing
+    # `==ERROR== ERR_NVGPUCTRPERM` or `==PROF== Profiling` lines must not be taken for ncu); the pipe carries the
+    # program's output only, passed on as it comes without being kept
+    log_path = out_base + ".log"
+    command = with_log_file(command, log_path)
+    log: list[Any] = []
+
+    def read_log() -> None:
+        if not log:
+            try:
+                log.append(open(log_path, "rb"))  # noqa: SIM115 - held across the loop, closed below
+            except OSError:
+                return
+        while data := log[0].read(65536):
+            handle(decoder.decode(data))
+
     ui.start(label, expected)
     try:
-        proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, bufsize=0)
+        # its own process group: the program's children too are ended with it (`_end_group`); stdin from a terminal
+        # is not passed on (a process outside the terminal's foreground group that reads it would stop for good)
+        proc = subprocess.Popen(
+            command,
+            stdin=subprocess.DEVNULL if _is_terminal(0) else None,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            env=env,
+            bufsize=0,
+            preexec_fn=os.setpgrp,  # noqa: PLW1509 - nothing else runs threads that fork here
+        )
     except OSError as exc:
         ui.stop()
         raise ProfileError(f"cannot run {command[0]}: {exc.strerror or exc}") from exc
     watcher = ProcessWatcher(proc.pid).start()
     fd = proc.stdout.fileno()  # type: ignore[union-attr]
+    deadline = t0 + timeout_s if timeout_s else None
+    stopping_since: float | None = None  # when SIGINT went to the group (Ctrl-C or the time limit)
+    ncu_ended: float | None = None
     try:
-        try:
-            while True:
-                data = os.read(fd, 65536)
-                if not data:
-                    break
-                handle(decoder.decode(data))
-        except KeyboardInterrupt:
-            run.interrupted = True
-            ui.note("interrupted: waiting for ncu to save what it collected (Ctrl-C again to stop at once)", "yellow")
-            t_int = time.monotonic()
-            forwarded = False
+        while True:
             try:
-                while True:
-                    ready, _, _ = select.select([fd], [], [], 0.5)
-                    if ready:
-                        data = os.read(fd, 65536)
-                        if not data:
-                            break
-                        handle(decoder.decode(data))
-                    elapsed = time.monotonic() - t_int
-                    if not forwarded and elapsed > 2.0 and proc.poll() is None:
-                        proc.send_signal(signal.SIGINT)  # the terminal's Ctrl-C did not reach it
-                        forwarded = True
-                    if elapsed > INTERRUPT_GRACE_S:
-                        proc.terminate()
+                ready, _, _ = select.select([fd], [], [], 0.5)
+                if ready:
+                    data = os.read(fd, 65536)
+                    if not data:
                         break
+                    ui.program_output(program_decoder.decode(data))
+                read_log()
             except KeyboardInterrupt:
-                proc.kill()
-                proc.wait()
-                ui.stop()
-                raise
-        for line in splitter.flush() + splitter.feed(decoder.decode(b"", final=True)):
-            ui.event(run.parser.feed(line))
+                if stopping_since is not None and run.interrupted:  # a second Ctrl-C: stop at once
+                    _end_group(proc)
+                    ui.stop()
+                    raise
+                run.interrupted = True
+                ui.note(
+                    "interrupted: waiting for ncu to save what it collected (Ctrl-C again to stop at once)", "yellow"
+                )
+                stopping_since = _signal_group(proc, signal.SIGINT)
+            now = time.monotonic()
+            if deadline is not None and now > deadline and stopping_since is None:
+                run.timed_out = True
+                ui.note(
+                    f"--timeout {timeout_s:g} s reached: stopping the program; ncu saves what it collected", "yellow"
+                )
+                stopping_since = _signal_group(proc, signal.SIGINT)
+            if ncu_ended is None and proc.poll() is not None:
+                ncu_ended = now
+            if ncu_ended is not None and now - ncu_ended > PIPE_GRACE_S:
+                break  # ncu is gone, but a process the program started keeps the pipe open
+            if stopping_since is not None and now - stopping_since > INTERRUPT_GRACE_S:
+                proc.terminate()
+                break
+        ui.program_output(program_decoder.decode(b"", final=True), end=True)
         try:
-            run.rc = proc.wait(timeout=INTERRUPT_GRACE_S if run.interrupted else None)
+            run.rc = proc.wait(timeout=INTERRUPT_GRACE_S if stopping_since is not None else None)
         except subprocess.TimeoutExpired:
             proc.kill()
             run.rc = proc.wait()
+        read_log()  # what ncu wrote last, once it has exited
+        for line in splitter.flush() + splitter.feed(decoder.decode(b"", final=True)):
+            ui.event(run.parser.feed(line))
     finally:
+        for fh in log:
+            fh.close()
         if proc.poll() is None:  # pragma: no cover - only on an unexpected exception above
             proc.kill()
             proc.wait()
+        _end_group(proc)
         if proc.stdout is not None:
             proc.stdout.close()
         run.processes = watcher.stop()
@@ -122,6 +195,7 @@ def run_ncu(
         f"{run.parser.profiled} launch{'es' if run.parser.profiled != 1 else ''} profiled in {run.wall_s:.1f} s"
         + (f", program exit code {run.parser.app_exit}" if run.parser.app_exit else "")
         + (", interrupted" if run.interrupted else "")
+        + (", stopped at --timeout" if run.timed_out else "")
     )
     return run
 
@@ -137,7 +211,7 @@ def check_run(run: PhaseRun, filters: Filters, target: Target, phase: str) -> No
         raise InputError(f"{target.display}: ncu could not start it (the path does not exist or is not executable)")
     if run.report is not None:
         return
-    if run.interrupted:
+    if run.interrupted or run.timed_out:
         return
     if p.app_exit not in (None, 0) and p.profiled == 0:
         raise NothingProfiledError(

@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ncuadvisor.errors import OutputError, ProfileInterrupted
+from ncuadvisor.errors import NothingProfiledError, OutputError, ProfileInterrupted
 from ncuadvisor.load.processes import write_sidecar
 from ncuadvisor.profile import ncu as ncu_mod
 from ncuadvisor.profile.ceiling import at_tensor_ceiling, tensor_idle
@@ -126,6 +126,7 @@ class Session:
     warnings: list[str] = field(default_factory=list)
     interrupted: bool = False
     incomplete: str | None = None  # why the result is partial (exit 4)
+    timeout_s: float | None = None  # `--timeout`: each run of the program under ncu is stopped after this long
 
     runner: Callable[..., PhaseRun] = run_ncu
     # what phase 2 collects: "declared" (the default: the metrics the roofline, the cards and the rules that apply
@@ -150,10 +151,19 @@ class Session:
         return declared_collection(self.rules, kernels, tensor_counts=tensor_counts)
 
     def _run(self, command: list[str], out_base: str, label: str, expected: int | None) -> PhaseRun:
-        run = self.runner(command, out_base, label, self.ui, expected=expected, env=self.env)
+        limit = {"timeout_s": self.timeout_s} if self.timeout_s else {}
+        run = self.runner(command, out_base, label, self.ui, expected=expected, env=self.env, **limit)
         self.runs.append(run)
         if run.interrupted:
             self.interrupted = True
+        if getattr(run, "timed_out", False):
+            phase = label.split(":")[0]
+            self.warnings.insert(
+                0,
+                f"partial: the program was stopped at --timeout {self.timeout_s:g} s during {phase}; this analyses "
+                "what ncu had collected",
+            )
+            self.incomplete = self.incomplete or f"the program was stopped at --timeout {self.timeout_s:g} s"
         for e in run.parser.errors:
             if e.error_kind != "permission":
                 self.warnings.append(f"ncu ({label.split(':')[0]}): {e.text.strip()} — {e.reading}")
@@ -167,6 +177,8 @@ class Session:
         """A run the rest depends on: ncu's failures raised as one clear error, an interruption before a report too."""
         run = self._run(command, out_base, label, None)
         check_run(run, self.filters, self.target, phase)
+        if run.report is None and run.timed_out:
+            raise NothingProfiledError(f"--timeout {self.timeout_s:g} s reached before ncu saved anything ({phase})")
         if run.report is None:  # interrupted before ncu saved anything
             raise ProfileInterrupted("interrupted before ncu saved anything: nothing to analyze")
         return run
@@ -465,6 +477,7 @@ def run_profile(
     verbose: bool = False,
     quiet: bool = False,
     host_time: bool = False,
+    timeout_s: float | None = None,
 ) -> tuple[Session, Result]:
     """Profile `target` (both phases, or `--full`) and analyze it; the reports are placed beside `output`.
 
@@ -493,6 +506,7 @@ def run_profile(
         rules=rules,
         torch_ops=torch_ops,
         python_lines=python_lines,
+        timeout_s=timeout_s,
     )
     t0 = time.monotonic()
     try:

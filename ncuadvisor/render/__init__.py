@@ -40,14 +40,20 @@ if TYPE_CHECKING:
 
 # C0 and C1 control characters (ESC, BEL, CSI, OSC ...) but tab and newline: from a kernel name or a saved result
 # they would reach the terminal as escape sequences (window titles, hyperlinks, a cleared screen).
-_CONTROL_RE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+# Also the invisible format characters that reorder or hide what follows (bidirectional overrides and isolates,
+# zero-width spaces and joiners, the byte-order mark): a name holding U+202E reads backwards.
+_CONTROL_RE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2060-\u2069\ufeff]")
+# line and paragraph breaks in one item of data: a kernel name must not start a line of its own (a forged line, or
+# markup split between two lines)
+_BREAK_RE = re.compile("[\n\u2028\u2029]")
 
 
 def escape_terminal(text: object) -> str:
-    """Any text bound for the terminal: control characters shown as `?`, rich markup escaped."""
+    """Any text bound for the terminal: control and invisible format characters shown as `?`, line breaks as
+    spaces, rich markup escaped."""
     from rich.markup import escape
 
-    return escape(_CONTROL_RE.sub("?", str(text)))
+    return escape(_BREAK_RE.sub(" ", _CONTROL_RE.sub("?", str(text))))
 
 
 # The number, unit and name filters every template may use (templates/_base.html.j2 and the markdown ones).

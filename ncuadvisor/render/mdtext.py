@@ -19,8 +19,13 @@ _MD_SPECIAL = set("\\`*_[]~#!|$")
 _FENCE_LANG = {"cuda": "cuda", "triton": "python", "pytorch": "python"}
 
 
+# control characters and the invisible format characters that reorder or hide text (bidirectional overrides and
+# isolates, zero-width spaces and joiners, the byte-order mark): shown as `?`, as on the terminal
+_HIDDEN_RE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2060-\u2069\ufeff]")
+
+
 def _one_line(v: Any) -> str:
-    return " ".join(str(v).split()) if v is not None else ""
+    return " ".join(_HIDDEN_RE.sub("?", str(v)).split()) if v is not None else ""
 
 
 def md(v: Any) -> str:

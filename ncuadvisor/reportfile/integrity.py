@@ -439,6 +439,11 @@ class StreamCheck:
         self._processes: set[bytes] = set()  # the process field of every header read
         self._lost: tuple[int, str] | None = None  # (where, why) of a damaged header passed over: looking for the next
 
+    @property
+    def claimed_end(self) -> int:
+        """How far the blocks read so far say the report runs (the end of the payload being streamed)."""
+        return self._next or 0
+
     def feed(self, chunk: bytes) -> None:
         start = self.offset
         self.offset += len(chunk)

@@ -11,6 +11,8 @@ import lzma
 import mmap
 import os
 import re
+import shutil
+import stat
 import tempfile
 import zlib
 from pathlib import Path
@@ -31,8 +33,12 @@ _CMDLINE_RE = re.compile(rb"[ -~]{0,300}/ncu [ -~]{1,4000}")
 
 def check_report_path(path: Path, compressed_ok: bool = False) -> None:
     """Reject what is certainly not a report, with one clear sentence (before the native library sees it)."""
-    if not path.exists():
-        raise InputError(f"{path}: no such file")
+    try:
+        os.stat(path)
+    except FileNotFoundError:
+        raise InputError(f"{path}: no such file") from None
+    except OSError as exc:  # a symbolic-link loop, a folder without search permission, a name too long
+        raise InputError(f"{path}: cannot read ({exc.strerror or exc})") from exc
     if path.is_dir():
         raise InputError(f"{path}: is a directory, not an Nsight Compute report (.ncu-rep)")
     if not path.is_file():  # a pipe would block the reader forever, a device would be read without end
@@ -101,7 +107,10 @@ def clocks_locked(path: Path) -> bool | None:
 
 # A report compresses well (the fixtures: up to ~200x with xz), but not without end: a stream that expands past this
 # many times its compressed size, plus a floor for tiny files, is refused as a bomb instead of filling the disk.
-MAX_EXPANSION = 1000
+MAX_EXPANSION = 1000  # the fixtures: 215x for a 794 MiB report (model_step_1010), 1095x for a 26 MiB one
+MAX_DECOMPRESSED = 64 << 30  # whatever the compressed size
+FREE_SPACE_EVERY = 64 << 20  # the temp folder's free space checked every this many bytes written
+FREE_SPACE_MARGIN = 256 << 20  # left free on that disk
 EXPANSION_FLOOR = 256 << 20
 
 
@@ -109,7 +118,7 @@ def _copy_checked(path: Path, src: Any, target: Path) -> None:
     """Stream a decompressed report into `target`, its block layout checked as it goes (`integrity.StreamCheck`:
     what is not a report is refused on its first bytes, a bomb of zeros behind valid blocks within 64 MiB) and its
     size kept under the expansion limit."""
-    limit = max(EXPANSION_FLOOR, MAX_EXPANSION * path.stat().st_size)
+    limit = min(MAX_DECOMPRESSED, max(EXPANSION_FLOOR, MAX_EXPANSION * path.stat().st_size))
     check = StreamCheck()
     with target.open("wb") as dst:
         while chunk := src.read(1 << 20):
@@ -117,13 +126,79 @@ def _copy_checked(path: Path, src: Any, target: Path) -> None:
                 check.feed(chunk)
             except ValueError as exc:
                 raise InputError(f"{path}: the decompressed data is not an Nsight Compute report ({exc})") from None
-            if check.offset > limit:
+            if check.offset > limit or check.claimed_end > limit:  # a header's claim is refused before it is written
                 raise InputError(
-                    f"{path}: expands past {limit >> 20} MiB ({MAX_EXPANSION}x its size): refused as a decompression bomb"
+                    f"{path}: expands past {limit >> 20} MiB ({MAX_EXPANSION}x its size, at most "
+                    f"{MAX_DECOMPRESSED >> 30} GiB): refused as a decompression bomb"
                 )
+            if check.offset % FREE_SPACE_EVERY < len(chunk):
+                _check_free_space(path, target)
             dst.write(chunk)
     if check.offset < 8:
         raise InputError(f"{path}: the decompressed data is not an Nsight Compute report (too short)")
+
+
+class _StrictXz(io.RawIOBase):
+    """An .xz file's decompressed bytes, stream after stream as lzma.open reads them, except that bytes after the
+    last stream that are neither stream padding (zeros) nor another stream are an LZMAError: lzma.open ignored them
+    silently (a file with something appended read as whole)."""
+
+    def __init__(self, path: Path) -> None:
+        self._fh = path.open("rb")
+        self._dec = lzma.LZMADecompressor()
+        self._at = 0  # compressed bytes consumed, for the error message
+        self._done = False
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buf: Any) -> int:
+        view = memoryview(buf).cast("B")
+        while not self._done:
+            if self._dec.eof:
+                rest = self._dec.unused_data.lstrip(b"\0")
+                while not rest:
+                    more = self._fh.read(1 << 16)
+                    if not more:
+                        self._done = True
+                        return 0
+                    rest = more.lstrip(b"\0")
+                if not rest.startswith(XZ_MAGIC[:1]) or (len(rest) >= len(XZ_MAGIC) and not rest.startswith(XZ_MAGIC)):
+                    raise lzma.LZMAError("garbage after the last xz stream")
+                self._dec = lzma.LZMADecompressor()
+                data = rest
+            elif self._dec.needs_input:
+                data = self._fh.read(1 << 16)
+                if not data:
+                    raise EOFError("the xz stream ends before its end marker")
+            else:
+                data = b""
+            out = self._dec.decompress(data, max_length=len(view))
+            if out:
+                view[: len(out)] = out
+                return len(out)
+        return 0
+
+    def close(self) -> None:
+        self._fh.close()
+        super().close()
+
+
+def _open_xz(path: Path) -> io.BufferedIOBase:
+    return io.BufferedReader(_StrictXz(path), buffer_size=1 << 20)
+
+
+def _check_free_space(path: Path, target: Path) -> None:
+    """Refuse before the private copy fills the disk: FREE_SPACE_MARGIN must stay free."""
+    try:
+        free = shutil.disk_usage(target.parent).free
+    except OSError:
+        return
+    if free < FREE_SPACE_MARGIN:
+        raise InputError(
+            f"{path}: not enough free space for its decompressed copy in {target.parent.parent} "
+            f"({free >> 20} MiB free; set TMPDIR to a folder with more)"
+        )
 
 
 def open_decompressed(path: Path, by_magic: bool = False) -> io.BufferedIOBase:
@@ -131,11 +206,11 @@ def open_decompressed(path: Path, by_magic: bool = False) -> io.BufferedIOBase:
     by its first bytes whatever its name, a file of neither kind as it is. Opening and reading raise one of
     `DECOMPRESS_ERRORS`."""
     if not by_magic:
-        return lzma.open(path, "rb") if path.suffix == ".xz" else gzip.open(path, "rb")
+        return _open_xz(path) if path.suffix == ".xz" else gzip.open(path, "rb")
     with path.open("rb") as fh:
         head = fh.read(len(XZ_MAGIC))
     if head.startswith(XZ_MAGIC):
-        return lzma.open(path, "rb")
+        return _open_xz(path)
     if head.startswith(GZIP_MAGIC):
         return gzip.open(path, "rb")
     return path.open("rb")
@@ -225,6 +300,23 @@ def whole_copy(path: Path, found: Integrity) -> Path:
     except OSError as exc:
         raise InputError(f"{path}: cannot make a private copy of its whole results ({exc.strerror or exc})") from exc
     return target
+
+
+def held(path: Path) -> tuple[Path, int | None]:
+    """A name for the file `path` names now that stays its name whatever happens to `path` (replaced, renamed,
+    removed): `/proc/PID/fd/N` of a descriptor held open here (and `N`, for the caller to close), which this process,
+    its workers and the native library all open as the same file. Where there is no /proc, `path` itself."""
+    proc = Path(f"/proc/{os.getpid()}/fd")
+    if not proc.is_dir():
+        return path, None
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read ({exc.strerror or exc})") from exc
+    if not stat.S_ISREG(os.fstat(fd).st_mode):  # replaced by a pipe or device since it was checked
+        os.close(fd)
+        raise InputError(f"{path}: not a regular file (a pipe, socket or device), not an Nsight Compute report")
+    return proc / str(fd), fd
 
 
 def local_copy(path: Path) -> Path:

@@ -20,7 +20,10 @@ wrong type) is a ConfigError: one line, exit code 2. This module is the only pla
 
 from __future__ import annotations
 
+import math
+import os
 import re
+import stat
 import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -61,14 +64,40 @@ class Config:
         return self.select is None and not self.ignore and not self.rules_dirs and not self.thresholds
 
 
-def _read_toml(path: Path) -> dict[str, Any]:
+CONFIG_MAX_BYTES = 4 << 20  # a configuration is a few lines; a pyproject.toml a few kilobytes
+
+
+def _read_bytes(path: Path) -> bytes:
+    """A configuration file's bytes: a regular file (a FIFO opens without blocking and is refused) of bounded size."""
     try:
-        with path.open("rb") as fh:
-            return tomllib.load(fh)
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                raise ConfigError(f"{path}: not a regular file")
+            with os.fdopen(os.dup(fd), "rb") as fh:
+                data = fh.read(CONFIG_MAX_BYTES + 1)
+        finally:
+            os.close(fd)
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read ({exc.strerror or exc})") from exc
+    if len(data) > CONFIG_MAX_BYTES:
+        raise ConfigError(f"{path}: too large for a configuration file (over {CONFIG_MAX_BYTES:,} bytes)")
+    return data
+
+
+def _parse_toml(path: Path, data: bytes) -> dict[str, Any]:
+    try:
+        return tomllib.loads(data.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not valid TOML (not UTF-8 at byte {exc.start})") from exc
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: not valid TOML ({exc})") from exc
+    except RecursionError as exc:
+        raise ConfigError(f"{path}: not valid TOML (nested too deeply)") from exc
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    return _parse_toml(path, _read_bytes(path))
 
 
 def _table_of(path: Path, data: dict[str, Any]) -> dict[str, Any] | None:
@@ -89,9 +118,24 @@ def find_config(start: Path) -> Path | None:
         if own.is_file():
             return own
         pyproject = folder / PYPROJECT_NAME
-        if pyproject.is_file() and _table_of(pyproject, _read_toml(pyproject)) is not None:
+        if pyproject.is_file() and _is_ours(pyproject):
             return pyproject
     return None
+
+
+def _is_ours(pyproject: Path) -> bool:
+    """Whether a pyproject.toml found up the tree holds a `[tool.ncuadvisor]` table. One that cannot be read or
+    parsed is another tool's business, passed over, unless its text names the table (then its error is said)."""
+    try:
+        data = _read_bytes(pyproject)
+    except ConfigError:
+        return False
+    try:
+        return _table_of(pyproject, _parse_toml(pyproject, data)) is not None
+    except ConfigError:
+        if re.search(rb"tool\s*\.\s*[\"']?ncuadvisor", data):
+            raise
+        return False
 
 
 def _codes(path: Path, key: str, value: Any) -> tuple[str, ...]:
@@ -125,8 +169,9 @@ def load_config(path: Path) -> Config:
         )
     for code, values in thresholds.items():
         for name, value in values.items():
-            if isinstance(value, bool) or not isinstance(value, (int, float)):
-                raise ConfigError(f"{path}: thresholds.{code}.{name} must be a number, not {value!r}")
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not _finite(value):
+                shown = repr(value) if len(repr(value)) <= 40 else repr(value)[:40] + "…"
+                raise ConfigError(f"{path}: thresholds.{code}.{name} must be a finite number, not {shown}")
     return Config(
         path=path,
         select=select,
@@ -136,6 +181,13 @@ def load_config(path: Path) -> Config:
         select_origin=f"{path}: `select`",
         ignore_origin=f"{path}: `ignore`",
     )
+
+
+def _finite(value: float) -> bool:
+    try:
+        return math.isfinite(float(value))
+    except OverflowError:  # an integer too large for a float
+        return False
 
 
 def resolve_config(

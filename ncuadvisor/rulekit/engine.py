@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import inspect
+import os
 import re
 import sys
 from collections.abc import Iterable
@@ -13,6 +14,7 @@ from pathlib import Path
 from ncuadvisor.analysis.roofline import PRACTICAL_FRACTION
 from ncuadvisor.errors import RuleError
 from ncuadvisor.result.types import ProgramFindingEntry, SkippedRule, SuppressedFinding
+from ncuadvisor.rulekit import sandbox
 from ncuadvisor.rulekit.contract import CATEGORIES, CODE_RE, Finding, KernelContext, ProgramContext, ProgramRule, Rule
 
 AT_ROOFLINE_CATEGORY = "at-roofline"
@@ -50,16 +52,13 @@ def discover(folders: Iterable[Path] = ()) -> list[Rule | ProgramRule]:
 
 
 def _load_rule_file(path: Path, origin: str) -> list[Rule | ProgramRule]:
-    mod_name = "ncuadvisor_rule_" + re.sub(r"\W", "_", str(path.resolve()))
+    mod_name = "ncuadvisor_rule_" + re.sub(r"\W", "_", os.path.abspath(path))  # a link loop must not raise here
     spec = importlib.util.spec_from_file_location(mod_name, path)
     if spec is None or spec.loader is None:
         raise RuleError(f"{path}: cannot load rule file")
     module = importlib.util.module_from_spec(spec)
     sys.modules[mod_name] = module
-    try:
-        spec.loader.exec_module(module)
-    except Exception as exc:
-        raise RuleError(f"{path}: rule file failed to load: {type(exc).__name__}: {exc}") from exc
+    sandbox.load_rule_module(path, module, sandbox.limit_for(origin))
     classes = [
         c
         for _, c in inspect.getmembers(module, inspect.isclass)
@@ -68,11 +67,14 @@ def _load_rule_file(path: Path, origin: str) -> list[Rule | ProgramRule]:
     if len(classes) != 1:
         raise RuleError(f"{path}: a rule file defines exactly one Rule or ProgramRule subclass (found {len(classes)})")
     cls = classes[0]
-    if not CODE_RE.match(cls.code or ""):
+    if not isinstance(cls.code, str) or not CODE_RE.match(cls.code):
         raise RuleError(f"{path}: rule code {cls.code!r} is not of the form ABC123")
     if cls.category not in CATEGORIES:
         raise RuleError(f"{path}: unknown category {cls.category!r} (one of: {', '.join(CATEGORIES)})")
-    rule = cls()
+    sandbox.check_declarations(path, cls)
+    rule, error = sandbox.call_rule(cls, limit_s=sandbox.limit_for(origin))
+    if not isinstance(rule, (Rule, ProgramRule)):
+        raise RuleError(f"{path}: rule failed to start: {error}")
     rule.origin = origin
     return [rule]
 
@@ -118,11 +120,9 @@ def sass_admitted(rules: Iterable[Rule | ProgramRule], ctx: KernelContext) -> bo
             continue
         if any(ctx.m(m) is None for m in rule.requires):
             continue  # skipped by run_rules
-        try:
-            if rule.sass_when(ctx) is not False:
-                return True
-        except Exception:
-            return True
+        admits, error = sandbox.call_rule(rule.sass_when, ctx, limit_s=sandbox.limit_for(rule.origin))
+        if error is not None or admits is not False:
+            return True  # a failing gate: the rule's check then fails the same way, on the same data
     return False
 
 
@@ -150,10 +150,10 @@ def run_program_rules(
     errors: list[dict[str, str]] = []
     # the rules that own their kernels first (`ProgramRule.owns`), so that the others can leave those kernels out
     for rule in sorted(program_rules(rules), key=lambda r: not r.owns):
-        try:
-            found = rule.check_program(ctx) or []
-        except Exception as exc:  # a broken rule must not break the report
-            errors.append({"rule": rule.code, "error": f"{type(exc).__name__}: {exc}"})
+        # a broken rule must not break the report, nor reach it
+        found, error = sandbox.findings_of(rule.check_program, ctx, ProgramFindingEntry, rule.origin)
+        if error is not None:
+            errors.append({"rule": rule.code, "error": error})
             continue
         findings.extend(found)
         if rule.owns:
@@ -176,14 +176,11 @@ def run_rules(rules: list[Rule | ProgramRule], ctx: KernelContext) -> KernelVerd
             verdict.skipped.append(SkippedRule(rule=rule.code, reason="report lacks " + ", ".join(missing[:3])))
             continue
         ctx.calibrations = set()
-        try:
-            out = rule.check(ctx)
-        except Exception as exc:  # a broken rule must not break the report
-            verdict.errors.append({"rule": rule.code, "error": f"{type(exc).__name__}: {exc}"})
+        # a broken rule must not break the report, nor reach it
+        found, error = sandbox.findings_of(rule.check, ctx, Finding, rule.origin)
+        if error is not None:
+            verdict.errors.append({"rule": rule.code, "error": error})
             continue
-        if out is None:
-            continue
-        found = out if isinstance(out, list) else [out]
         if ctx.calibrations:  # say the H200 calibrations the estimate rests on (another architecture)
             arch = str(ctx.device.get("compute_capability") or "").replace(".", "")
             note = f" It assumes {', '.join(sorted(ctx.calibrations))}, not on this sm_{arch} device."
