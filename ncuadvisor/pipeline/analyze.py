@@ -502,8 +502,10 @@ def add_program_level(
             if ctx.owned.get(str(kid)) == f.rule:
                 owning.setdefault(str(kid), f)
     covering.update(owning)
+    fallbacks = frozenset(r.code for r in engine.kernel_rules(rules) if r.fallback)
     result.kernels = [
-        covered_by_program(owned_by_program(k, owning[k.id]) if k.id in owning else k, covering) for k in result.kernels
+        covered_by_program(owned_by_program(k, owning[k.id]) if k.id in owning else k, covering, fallbacks)
+        for k in result.kernels
     ]
     switches = {r.code: r.title for r in engine.kernel_rules(rules) if r.switch}
     result.top_actions = top_actions(result.kernels, total_ns, program_findings, switches=switches)

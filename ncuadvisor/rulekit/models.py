@@ -178,6 +178,28 @@ def stall_total(k: KernelContext) -> float:
     return sum(k.m(stall_metric(s)) or 0.0 for s in STALL_REASONS)
 
 
+def stall_shares(k: KernelContext) -> dict[str, float]:
+    """Each stall reason's share of the warps' cycles (the reasons' sum, `selected` included), largest first; empty
+    when the report has no Warp State Statistics."""
+    total = stall_total(k)
+    if total <= 0:
+        return {}
+    shares = {s: (k.m(stall_metric(s)) or 0.0) / total for s in STALL_REASONS}
+    return dict(sorted(shares.items(), key=lambda kv: -kv[1]))
+
+
+def stall_bounded_ns(k: KernelContext, new_ns: float, reasons: tuple[str, ...]) -> float:
+    """The modelled time of the fixed kernel `new_ns`, never below what removing every stall of `reasons` leaves:
+    duration × (1 − their share of the warps' cycles). A fix removes the waits it addresses, not the others (the
+    attribution of GPA, CGO'21: a stall's time is what its fix can save). Without stall data, `new_ns` as given."""
+    r = k.roofline
+    shares = stall_shares(k)
+    if not r.duration_ns or not shares:
+        return new_ns
+    removable = min(1.0, sum(shares.get(s, 0.0) for s in reasons))
+    return max(new_ns, r.duration_ns * (1.0 - removable))
+
+
 def load_chains(k: KernelContext) -> tuple[float, float]:
     """(share of the warps' stalls spent waiting on global loads (long scoreboard), global load requests per warp):
     both high, each warp walks a chain of loads that wait for each other (a pointer chase, a dependent gather)."""
