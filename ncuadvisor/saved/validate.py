@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, Any, NoReturn, cast
 from ncuadvisor import __version__
 from ncuadvisor.errors import InputError
 from ncuadvisor.result.helpers import no_surrogates
-from ncuadvisor.saved.schemas import DIFF_KIND, REPORT_KIND, record_class
 from ncuadvisor.result.types import SCHEMA_VERSION, Result
+from ncuadvisor.saved.schemas import DIFF_KIND, REPORT_KIND, record_class
 
 if TYPE_CHECKING:
     from ncuadvisor.diff.types import DiffResult
