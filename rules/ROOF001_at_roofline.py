@@ -39,7 +39,9 @@ class AtRoofline(Rule):
         DRAM bytes, the launch), not its instructions as executed: a kernel at its issue, ALU, LSU or L1 ceiling but
         far above that floor (index arithmetic, untiled loads) is never called near; the report says both floors beside its limiter.
         A kernel limited by work the floor does not count (integer bit operations on the XU, L2-resident data) can
-        look further from its floor than it is, never closer.
+        look further from its floor than it is, never closer. A matrix product at its FMA ceiling is near the wrong
+        roof: where a faster unit can do the work (TF32 or BF16 tensor cores), TEN001's finding lowers the floor and
+        replaces this verdict.
     """
 
     code = "ROOF001"

@@ -59,10 +59,12 @@ from ncuadvisor.rulekit.models import (
     DRAM_LATENCY_CYCLES,
     MEMORY_UNITS,
     STALL_REASONS,
+    FmaStream,
     atomic_lines,
     count,
     cut,
     fma_and_tensor_flops,
+    fma_stream,
     fmt_bytes,
     fmt_ns,
     global_loads_in_flight,
@@ -82,7 +84,7 @@ from ncuadvisor.rulekit.models import (
     unit_floor_ns,
     warps_per_sm,
 )
-from ncuadvisor.rulekit.sass import Instruction, access_bytes, address_base, opcode, parse, registers
+from ncuadvisor.rulekit.sass import Instruction, access_bytes, address_base, data_register, opcode, parse, registers
 from ncuadvisor.units import counted, dim3_of
 
 __all__ = [
@@ -130,8 +132,11 @@ __all__ = [
     "count",
     "counted",
     "cut",
+    "data_register",
     "dim3_of",
+    "FmaStream",
     "fma_and_tensor_flops",
+    "fma_stream",
     "fmt_bytes",
     "fmt_ns",
     "foreach_kernel",
