@@ -13,6 +13,7 @@ from ncuadvisor.rulekit import (
     Rule,
     SchedulerStats,
     WarpStateStats,
+    fma_stream,
     fmt_ns,
     kept_units_ns,
     limiter_side,
@@ -67,6 +68,7 @@ REUSE = "L1 / shared traffic far above the bytes needed"
 REFETCH = "L2 or DRAM traffic above the bytes needed"
 ISSUE = "instruction issue, not the needed work, limits"
 LAUNCH = "launch overhead or an under-filled grid"
+FLOP_PIPE = "the FMA pipe at its ceiling"
 _LIBRARY_TENSOR = Fix(
     text=(
         "A library GEMM at this shape ({head}). The library picked its best tile; the lever is the shape and what "
@@ -97,7 +99,9 @@ class UnexplainedHeadroom(Rule):
         the stall reason that dominates (a reason at least `min_stall_share` of the warps' cycles); for a kernel
         whose L1 / shared traffic is `min_traffic_excess` times its compulsory bytes, missing reuse; for L2 or DRAM
         traffic above the compulsory bytes, refetches; for an issue-bound kernel, instructions that are not the
-        needed work; for a launch-bound one, the launch or the grid.
+        needed work; for an FMA (or FP16) pipe busy at least `min_pipe_pct` % in a report TEN001 cannot read, that
+        pipe's ceiling and the tensor roof a matrix product would have; for a launch-bound one, the launch or the
+        grid.
 
     Why it costs time:
         The headroom is the time the kernel takes beyond the work and bytes it needs. Each mechanism holds part of
@@ -150,6 +154,7 @@ class UnexplainedHeadroom(Rule):
         "min_stall_share": 0.25,
         "min_traffic_excess": 2.0,
         "min_tail_idle": 0.10,
+        "min_pipe_pct": 60.0,
     }
     languages = ("cuda", "triton", "pytorch", "library")
     fallback = True
@@ -212,6 +217,13 @@ class UnexplainedHeadroom(Rule):
             built = self.launch(k)
         elif side == "memory":
             built = self.memory(k, shares)
+        elif (
+            side == "compute"
+            and r.limiter in ("fma", "fp16")
+            and r.busy_pct.get(r.limiter, 0.0) >= t["min_pipe_pct"]
+            and fma_stream(k) is None  # with the SASS, TEN001 has judged the stream (an N-body step is no product)
+        ):
+            built = self.flop_pipe(k)
         elif side == "compute":
             built = self.issue(k, shares)
         else:
@@ -254,6 +266,13 @@ class UnexplainedHeadroom(Rule):
             return (
                 "Give the GPU more work per launch: fuse the kernel with its neighbour, capture the sequence in a "
                 "CUDA graph, or give the grid at least one block per SM"
+            )
+        if situation == FLOP_PIPE:
+            return (
+                "If the FMAs compute a matrix product, run it on the tensor cores: cuBLAS/CUTLASS with TF32 "
+                "(cublasSetMathMode CUBLAS_TF32_TENSOR_OP_MATH; TF32 keeps FP32's range with a 10-bit mantissa) or "
+                "BF16 inputs with FP32 accumulation; profile with --section SourceCounters so the instruction stream "
+                "can tell a product from other FMA work"
             )
         if situation == TENSOR:
             return (
@@ -388,6 +407,27 @@ class UnexplainedHeadroom(Rule):
             )
             return situation, category, what, new_ns, model, ev
         return self.latency(k, next(iter(shares.items()), None))
+
+    def flop_pipe(self, k: KernelContext) -> tuple[str, str, str, float, str, list[Evidence]]:
+        """The FMA (or FP16) pipe busy most of the time, far above the floor the report lets the roofline count (a
+        report without the instruction counts or the SASS that TEN001 reads): at that pipe's ceiling, the only faster
+        unit for a matrix product is the tensor cores."""
+        r = k.roofline
+        dur = r.duration_ns or 0.0
+        unit = r.limiter or "fma"
+        busy = r.busy_pct.get(unit, 0.0)
+        what = (
+            f"the {unit.upper()} pipe at its ceiling: busy {busy:.0f}% of the time; if these FMAs are a matrix "
+            "product (the report has no SASS to tell), its floor is the tensor roof (TF32, or BF16 with FP32 "
+            "accumulation), else only fewer FLOPs help"
+        )
+        new_ns = dur * (1.0 - busy / 100.0)
+        model = (
+            f"As TEN001: the {unit.upper()} pipe's busy time ({busy:.0f}%) moves to the tensor cores, which take a small "
+            "part of it; only if the FMAs form a matrix product."
+        )
+        ev = [Evidence(f"{unit}_pipe_busy_pct", round(busy, 1), self.thresholds["min_pipe_pct"], "pipe busy", "%")]
+        return FLOP_PIPE, "tensor-cores", what, new_ns, model, ev
 
     def issue(self, k: KernelContext, shares: dict[str, float]) -> tuple[str, str, str, float, str, list[Evidence]]:
         """An issue/ALU/FMA-limited kernel whose needed work is far below its instructions."""
