@@ -147,3 +147,20 @@ def test_the_verdict_follows_the_time_share_profile_merges_in(analyzed):
     assert merged["no_rule"]["limiter"] == "occupancy 38%, limited by registers (2 blocks/SM)"
     assert list(merged).index("no_rule") == list(merged).index("findings") + 1
     assert "no_rule" not in with_no_rule(replace(bare, time_share=0.01)).to_dict()
+
+
+def test_occupancy_limiter_names_the_block_cap_on_a_tie():
+    """One-warp programs: the SM's 32-block cap and shared memory both allow 32 blocks; the verdict names the cap the
+    launch shape sets (blocks per SM), and the tie, instead of the first resource in its table."""
+    from ncuadvisor.pipeline.entries import occupancy_limiter
+
+    row = {
+        "sm__maximum_warps_per_active_cycle_pct": 50.0,
+        "launch__occupancy_limit_registers": 64.0,
+        "launch__occupancy_limit_shared_mem": 32.0,
+        "launch__occupancy_limit_warps": 64.0,
+        "launch__occupancy_limit_blocks": 32.0,
+    }
+    assert occupancy_limiter(row) == "occupancy 50%, limited by blocks (32 blocks/SM; shared memory allows no more)"
+    row["launch__occupancy_limit_shared_mem"] = 8.0
+    assert occupancy_limiter(row) == "occupancy 50%, limited by shared memory (8 blocks/SM)"

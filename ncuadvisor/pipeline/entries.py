@@ -159,9 +159,13 @@ def occupancy_limiter(row: dict[str, Any]) -> str | None:
     limits = {name: v for m, name in _LIMITS.items() if (v := num(row.get(m))) is not None}
     if not limits or theoretical is None or theoretical >= 100:
         return None
-    name = min(limits, key=lambda n: limits[n])
-    blocks = limits[name]
-    return f"occupancy {theoretical:.0f}%, limited by {name} ({blocks:.0f} block{'' if blocks == 1 else 's'}/SM)"
+    blocks = min(limits.values())
+    tied = [n for n, v in limits.items() if v == blocks]
+    # small blocks at the blocks-per-SM cap: that cap is the limit the launch shape sets, even where another resource
+    # allows no more blocks either (one-warp Triton programs: 32 blocks, and shared memory for exactly 32)
+    name = "blocks" if "blocks" in tied else tied[0]
+    also = "".join(f"; {n} allows no more" for n in tied if n != name)
+    return f"occupancy {theoretical:.0f}%, limited by {name} ({blocks:.0f} block{'' if blocks == 1 else 's'}/SM{also})"
 
 
 def no_rule_verdict(
