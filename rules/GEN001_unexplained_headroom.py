@@ -69,6 +69,7 @@ REFETCH = "L2 or DRAM traffic above the bytes needed"
 ISSUE = "instruction issue, not the needed work, limits"
 LAUNCH = "launch overhead or an under-filled grid"
 FLOP_PIPE = "the FMA pipe at its ceiling"
+XU = "the XU pipe busy with work that is not transcendentals"
 _LIBRARY_TENSOR = Fix(
     text=(
         "A library GEMM at this shape ({head}). The library picked its best tile; the lever is the shape and what "
@@ -267,6 +268,12 @@ class UnexplainedHeadroom(Rule):
                 "Give the GPU more work per launch: fuse the kernel with its neighbour, capture the sequence in a "
                 "CUDA graph, or give the grid at least one block per SM"
             )
+        if situation == XU:
+            return (
+                "Execute fewer XU instructions: integer shifts and bit operations in the ALU's forms (LOP3, SHF, "
+                "PRMT, IADD3) instead of XU ones (POPC, FLO, BREV, I2F/F2I conversions), conversions hoisted out of "
+                "the loops, and transcendentals replaced by FMA polynomials where the accuracy allows"
+            )
         if situation == FLOP_PIPE:
             return (
                 "If the FMAs compute a matrix product, run it on the tensor cores: cuBLAS/CUTLASS with TF32 "
@@ -443,6 +450,11 @@ class UnexplainedHeadroom(Rule):
             f"{ratio:.1f}× the floor's time for the instructions executed"
             + (f" (the schedulers issue on {issue_pct:.0f}% of cycles)" if issue_pct is not None else "")
         )
+        if unit == "sfu":  # the XU pipe busy with work the floor does not count: conversions, integer bit operations
+            what = (
+                f"XU instructions that are not needed work: the SFU (XU) pipe needs {ratio:.1f}× the floor's time for "
+                "the instructions it executed, beyond the transcendentals the floor counts"
+            )
         kept = kept_units_ns(r, frozenset({"issue", "alu", "fma", "fp16", "lsu", "sfu"})) or 0.0
         # half of the issue time beyond the needed work removed: time × (1 + 1/ratio) / 2
         halved = dur * (1.0 + 1.0 / max(ratio, 1.0)) / 2.0
@@ -453,7 +465,7 @@ class UnexplainedHeadroom(Rule):
             "stall time (selected, not selected, dispatch, math throttle, wait)."
         )
         ev = [Evidence("issue_ratio", round(ratio, 2), None, f"{unit} time ÷ floor")]
-        return ISSUE, "instruction-overhead", what, new_ns, model, ev
+        return (XU if unit == "sfu" else ISSUE), "instruction-overhead", what, new_ns, model, ev
 
     def latency(
         self, k: KernelContext, top: tuple[str, float] | None
