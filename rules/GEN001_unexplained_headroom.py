@@ -3,7 +3,6 @@ import math
 from ncuadvisor.rulekit import (
     LAUNCH_BOUND_NS,
     PRACTICAL_FRACTION,
-    ComputeWorkloadAnalysis,
     Evidence,
     Finding,
     Fix,
@@ -12,7 +11,6 @@ from ncuadvisor.rulekit import (
     Occupancy,
     Rule,
     SchedulerStats,
-    WarpStateStats,
     fma_stream,
     fmt_ns,
     kept_units_ns,
@@ -137,6 +135,9 @@ class UnexplainedHeadroom(Rule):
     category = "latency"  # each finding takes its mechanism's category
     title = "Unexplained headroom"
     requires = (LaunchStats.GRID_SIZE,)
+    # The warp stall reasons and the schedulers' issue rate are read where the report has them (the CUDA and Triton
+    # rules collect them) but not declared: declared, they would add the Warp State and Scheduler sections' replay
+    # passes to the collection of every ATen and library kernel, which no other rule of theirs reads.
     optional = (
         LaunchStats.WAVES_PER_SM,
         Occupancy.THEORETICAL_PCT,
@@ -145,9 +146,6 @@ class UnexplainedHeadroom(Rule):
         Occupancy.LIMIT_REGISTERS,
         Occupancy.LIMIT_SHARED_MEM,
         Occupancy.LIMIT_WARPS,
-        ComputeWorkloadAnalysis.FMA_PIPE_PCT,
-        SchedulerStats.ISSUE_ACTIVE_PCT,
-        *(stall_metric(s) for s in WarpStateStats.STALL_REASONS),
     )
     thresholds = {
         "min_headroom": 1.6,
