@@ -92,8 +92,8 @@ class UncoalescedGlobal(Rule):
         warp's extra L1 wavefronts, replays and their latency go too, so the time scaled by the sectors moved (time
         × ideal / actual sectors), the model until 2026-12-05, under-estimated every such fix (a naive transpose:
         4.5× against 6.4× measured). For a kernel a pipe limits, the sector model at half effect. Never below the
-        roofline floor, nor below the busy time of the pipes it keeps (issue, ALU, FMA, ...: coalescing keeps the
-        instructions).
+        roofline floor, nor below the busy time of the pipes it keeps (issue, ALU, FMA, the load/store pipe, ...:
+        coalescing keeps the instructions).
 
         The fix follows the access pattern of the instruction with the most excess sectors: a store stays a store
         (its opcode read with the predicate `@!P0` stripped); a load whose address was computed from a value still
@@ -268,8 +268,9 @@ class UncoalescedGlobal(Rule):
         # the fixed kernel: its compulsory bytes streamed with the loads in flight it keeps, bounded by the memory
         # waits the fix removes; without that model (a pipe limits), the time scaled by the sectors moved
         new_ns = stall_bounded_ns(k, stream_ns, MEMORY_WAITS) if stream_ns else sector_ns
-        # coalescing changes the sectors, not the instructions: issue, ALU and the other pipes keep their time
-        kept_ns = kept_units_ns(r, MEMORY_UNITS)
+        # coalescing changes the sectors, not the instructions: issue, ALU, the load/store pipe (one instruction per
+        # access either way) and the other pipes keep their time
+        kept_ns = kept_units_ns(r, MEMORY_UNITS - {"lsu"})
         floor_ns = max(r.theoretical_ns or 0.0, kept_ns or 0.0) or None
         lines = k.top_lines(SourceCounters.L2_SECTORS_GLOBAL_EXCESSIVE)
         top = max(k.per_instruction(SourceCounters.L2_SECTORS_GLOBAL_EXCESSIVE), key=lambda e: e.value, default=None)
