@@ -117,6 +117,14 @@ class LowOccupancy(Rule):
                 ),
                 code=_SMALL_BLOCKS_CODE,
             ),
+            "triton": Fix(
+                text=(
+                    "Programs of {block} threads are too small: the SM holds at most {now_blocks:.0f} programs, so "
+                    "warp slots stay empty. Raise num_warps (4 or 8) so each resident program carries more warps, "
+                    "or give each program a larger BLOCK (fewer, bigger programs)."
+                ),
+                code="triton.Config({'BLOCK': 1024}, num_warps=4)",
+            ),
         },
         "the limiter is warps (block size)": {
             "cuda": Fix(
@@ -141,8 +149,12 @@ class LowOccupancy(Rule):
         limits = {n: v for n, v in read.items() if v is not None and v > 0}
         if not limits:
             return None
-        limiter = min(limits, key=lambda n: limits[n])
-        now_blocks = limits[limiter]
+        now_blocks = min(limits.values())
+        tied = [n for n, v in limits.items() if v == now_blocks]
+        # small blocks at the blocks-per-SM cap: the cap is the limit the launch shape sets, even where another
+        # resource allows no more blocks either (one-warp Triton programs: 32 blocks, and shared memory for 32)
+        limiter = "blocks per SM" if "blocks per SM" in tied else tied[0]
+        also = [n for n in tied if n != limiter]
         others = [v for n, v in limits.items() if n != limiter and v > now_blocks]
         max_warps = float(k.device.get("max_warps_per_sm") or 64)
         warps_per_block = max(1.0, (k.block_size or 32) / 32.0)
@@ -177,7 +189,9 @@ class LowOccupancy(Rule):
             title=f"Occupancy capped at {theo:.0f}% by {limiter}",
             message=(
                 f"Theoretical occupancy is {theo:.0f}% (achieved {achieved or 0:.0f}%), limited by {limiter} to "
-                f"{count(now_blocks, 'block')} per SM; the kernel keeps neither memory nor compute busy "
+                f"{count(now_blocks, 'block')} per SM"
+                + (f" ({' and '.join(also)} would allow no more either)" if also else "")
+                + "; the kernel keeps neither memory nor compute busy "
                 f"({busy:.0f}% of peak at most), so it is waiting on latency with too few warps to hide it."
             ),
             fix=fix,

@@ -16,6 +16,10 @@ from ncuadvisor.rulekit import (
 _EAGER = ("pytorch", "library")
 
 
+# the fallback rules: their findings name a mechanism and bound its saving, they are not fixes to count
+FALLBACK_RULES = frozenset({"GEN001"})
+
+
 class HostBoundAfterFixes(ProgramRule):
     """The kernel fixes found would leave so little GPU work per launch that an eager PyTorch program would then wait
     on its host: a caution with the fix for it, not a saving.
@@ -94,7 +98,8 @@ class HostBoundAfterFixes(ProgramRule):
         fixed_ids: list[str] = []
         parts: dict[str, list[tuple[float | None, float]]] = {}
         for entry in p.kernels:
-            steps = kernel_steps(entry, p.total_ns)
+            # a fallback's named mechanism (GEN001) bounds what a fix could save; it is no fix this sum counts on
+            steps = [s for s in kernel_steps(entry, p.total_ns) if s.rule not in FALLBACK_RULES]
             if not steps:
                 continue
             saved += steps[0].estimated_saving_ns

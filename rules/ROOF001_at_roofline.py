@@ -42,7 +42,9 @@ class AtRoofline(Rule):
         look further from its floor than it is, never closer. Never said of a kernel whose floor or limiter is FP64
         on a board whose FP64 rate is below `max_fp64_ratio` of its FP32 rate (GeForce, T4, L4, A10, A40: 1/32 to
         1/64) unless the kernel runs no FP32 arithmetic: in float code that double work is nearly always an
-        accidental promotion (a `1.0` literal, `pow(float, int)`), and float math would be 10× faster or more.
+        accidental promotion (a `1.0` literal, `pow(float, int)`), and float math would be 10× faster or more. A
+        matrix product at its FMA ceiling is near the wrong roof: where a faster unit can do the work (TF32 or BF16
+        tensor cores), TEN001's finding lowers the floor and replaces this verdict.
     """
 
     code = "ROOF001"

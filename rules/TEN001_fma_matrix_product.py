@@ -13,20 +13,30 @@ from ncuadvisor.rulekit import (
     SourceCounters,
     access_bytes,
     fma_and_tensor_flops,
+    fma_stream,
+    fmt_ns,
     opcode,
     per_pc,
     predict,
     time_after,
 )
 
+FP32_DATA = "the operands are FP32: TF32 tensor cores"
+
 
 class FmaMatrixProduct(Rule):
     """A matrix product (or convolution) computed on the FMA pipes instead of the tensor cores.
 
     What it detects:
-        At least `min_gflop` GFLOP of FP32/FP16 FMA work, no tensor-core work, the FMA pipe at least `min_fma_pct`
-        busy, and operands loaded from memory at a matrix-product rate (shared + global load instructions at least
-        `min_loads_per_fma` per FMA instruction: a chain of FMAs on registers does not qualify).
+        At least `min_gflop` GFLOP of FP32/FP16 FMA work and no tensor-core work, in a stream shaped like a matrix
+        product. With the SASS, the shape is read from the instructions: at least `min_product_share` of the
+        executed FMAs multiply two data registers and add a third (`acc += a × b`, operands loaded from memory: at
+        least `min_loads_per_product_fma` loads per FMA instruction), at most `max_mufu_per_fma` special-function
+        instructions per FMA (an N-body step's `MUFU.RSQ` per interaction is a reduction of nonlinear terms, not a
+        product), and the FMA pipe at least `min_fma_pct_product` busy. A register-blocked SGEMM at its FMA ceiling
+        qualifies: its floor is the tensor roof, not the FMA one. Without the SASS: the FMA pipe at least
+        `min_fma_pct` busy and loads at least `min_loads_per_fma` per FMA instruction (a chain of FMAs on registers
+        does not qualify).
 
     Why it costs time:
         On an H100/H200 the tensor cores deliver about 990 TFLOP/s in FP16/BF16 and 495 in TF32 against 67 TFLOP/s
@@ -38,7 +48,7 @@ class FmaMatrixProduct(Rule):
     Use instead:
         cuBLAS/cuBLASLt or CUTLASS; by hand, `nvcuda::wmma` 16×16×16 fragments (`mma_sync`) from shared-memory tiles,
         or `wgmma` on sm_90a. FP32 data can use TF32 (`wmma::precision::tf32`) if its 10-bit mantissa is accurate
-        enough, or be converted to BF16.
+        enough, or be converted to BF16 with FP32 accumulation: the precision trade is named in the finding.
 
     Speedup estimate:
         The FMA-pipe time moves to the tensor cores (8-16× faster): new time = time × (1 − FMA pipe utilization);
@@ -46,7 +56,8 @@ class FmaMatrixProduct(Rule):
 
     False positives:
         Small or skinny products (batched 4×4) that do not fill a 16×16 fragment; elementwise math with many FMAs per
-        loaded value does not qualify.
+        loaded value does not qualify, nor a recurrence (`x = x × c + d`) or a sum of nonlinear terms (MUFU between
+        the FMAs).
     """
 
     code = "TEN001"
@@ -62,13 +73,45 @@ class FmaMatrixProduct(Rule):
         RooflineChart.FFMA_PER_CYCLE,
     )
     per_instruction = (SourceCounters.MEMORY_TYPE, SourceCounters.MEMORY_ACCESS_SIZE_TYPE, SourceCounters.INST_EXECUTED)
-    thresholds = {"min_gflop": 1.0, "min_fma_pct": 40.0, "min_loads_per_fma": 0.1}
+    thresholds = {
+        "min_gflop": 1.0,
+        "min_fma_pct": 40.0,
+        "min_loads_per_fma": 0.1,
+        "min_product_share": 0.5,
+        "min_loads_per_product_fma": 0.01,
+        "max_mufu_per_fma": 0.03,
+        "min_fma_pct_product": 20.0,
+    }
     # {dtype}: the tensor-core type to use, "FP16/BF16" for half-precision loads, else "TF32 (or BF16)"
+    fixes_when = {
+        FP32_DATA: {
+            "cuda": Fix(
+                text=(
+                    "The {dtype} matrix product runs on the FMA pipes ({fma_pct:.0f}% busy). Call cuBLAS/CUTLASS "
+                    "(cublasSetMathMode(handle, CUBLAS_TF32_TENSOR_OP_MATH)), or compute 16×16×8 TF32 tiles with "
+                    "nvcuda::wmma fragments loaded from the shared-memory tiles. {trade}"
+                ),
+                code=(
+                    "#include <mma.h>\nusing namespace nvcuda;\n"
+                    "wmma::fragment<wmma::matrix_a, 16, 16, 8, wmma::precision::tf32, wmma::row_major> a;\n"
+                    "wmma::fragment<wmma::matrix_b, 16, 16, 8, wmma::precision::tf32, wmma::row_major> b;\n"
+                    "wmma::fragment<wmma::accumulator, 16, 16, 8, float> c;\n"
+                    "wmma::fill_fragment(c, 0.f);\n"
+                    "for (int k0 = 0; k0 < 32; k0 += 8) {\n"
+                    "  wmma::load_matrix_sync(a, &As[warp_row][k0], 32 + 4);   // float tiles, padded\n"
+                    "  wmma::load_matrix_sync(b, &Bs[k0][warp_col], 32 + 4);\n"
+                    "  for (int i = 0; i < a.num_elements; ++i) a.x[i] = wmma::__float_to_tf32(a.x[i]);\n"
+                    "  for (int i = 0; i < b.num_elements; ++i) b.x[i] = wmma::__float_to_tf32(b.x[i]);\n"
+                    "  wmma::mma_sync(c, a, b, c);\n}"
+                ),
+            ),
+        }
+    }
     fixes = {
         "cuda": Fix(
             text=(
                 "The {dtype} matrix product runs on the FMA pipes ({fma_pct:.0f}% busy). Call cuBLAS/CUTLASS, or "
-                "compute 16×16×16 tiles with nvcuda::wmma fragments loaded from the shared-memory tiles."
+                "compute 16×16×16 tiles with nvcuda::wmma fragments loaded from the shared-memory tiles. {trade}"
             ),
             code=(
                 "#include <mma.h>\nusing namespace nvcuda;\n"
@@ -86,7 +129,7 @@ class FmaMatrixProduct(Rule):
             text=(
                 "Compute the product with `tl.dot` on BLOCK_M×BLOCK_K and BLOCK_K×BLOCK_N tiles (≥ 16 in each "
                 "dimension) so Triton emits tensor-core MMA instructions; for float32 inputs pass "
-                '`input_precision="tf32"`.'
+                '`input_precision="tf32"`. {trade}'
             ),
             code="acc = tl.dot(a, b, acc)   # tensor cores; BLOCK_* >= 16",
         ),
@@ -100,11 +143,16 @@ class FmaMatrixProduct(Rule):
         if fma_flops < t["min_gflop"] * 1e9 or tensor > 0.05 * fma_flops:
             return None
         fma_pct = k.m(ComputeWorkloadAnalysis.FMA_PIPE_PCT) or 0.0
-        if fma_pct < t["min_fma_pct"]:
-            return None
         fma_warp_inst = fma_flops / 2 / 32
         loads = (k.m(InstructionStats.GLOBAL_LOAD_INST) or 0) + (k.m(InstructionStats.SHARED_LOAD_INST) or 0)
-        if loads < t["min_loads_per_fma"] * fma_warp_inst:
+        stream = fma_stream(k)
+        if stream is not None and stream.fma:
+            # the instruction stream decides: a product of loaded operands, nothing nonlinear between the FMAs
+            if stream.mufu_per_fma > t["max_mufu_per_fma"] or stream.product_share < t["min_product_share"]:
+                return None
+            if fma_pct < t["min_fma_pct_product"] or loads < t["min_loads_per_product_fma"] * fma_warp_inst:
+                return None
+        elif fma_pct < t["min_fma_pct"] or loads < t["min_loads_per_fma"] * fma_warp_inst:
             return None
         sizes = [
             access_bytes(v["sass"], v.get(SourceCounters.MEMORY_ACCESS_SIZE_TYPE))
@@ -113,6 +161,15 @@ class FmaMatrixProduct(Rule):
         ]
         half = any(s == 2 for s in sizes if s)
         dtype = "FP16/BF16" if half else "TF32 (or BF16)"
+        tensor_peak = r.peak_flops_per_s.get("tensor_fp16" if half else "tensor_tf32", 0.0)
+        tensor_ns = fma_flops / tensor_peak * 1e9 if tensor_peak else None
+        trade = (
+            "FP16/BF16 inputs on the tensor cores keep the inputs' precision; accumulate in FP32."
+            if half
+            else "The precision trade: TF32 keeps FP32's range with a 10-bit mantissa (about 1e-3 relative error per "
+            "product, FP32 accumulation); BF16 inputs with FP32 accumulation have an 8-bit mantissa and halve the "
+            "bytes. Check the accuracy the result needs before switching."
+        )
         new_ns = (r.duration_ns or 0) * (1 - fma_pct / 100)
         # the product's inner loop: the lines whose FMA instructions run most (FFMA, HFMA2, DFMA)
         lines = k.top_lines(
@@ -125,10 +182,22 @@ class FmaMatrixProduct(Rule):
             title=f"{fma_flops / 1e9:.1f} GFLOP of matrix work on FMA pipes, none on tensor cores",
             message=(
                 f"The kernel computes {fma_flops / 1e9:.1f} GFLOP with FMA instructions fed from memory "
-                f"({loads / fma_warp_inst:.2f} loads per FMA), the FMA pipe {fma_pct:.0f}% busy and the tensor "
-                "cores idle."
+                f"({loads / fma_warp_inst:.2f} loads per FMA"
+                + (
+                    f"; {stream.product_share:.0%} of the FMAs accumulate a product of two loaded values"
+                    if stream
+                    else ""
+                )
+                + f"), the FMA pipe {fma_pct:.0f}% busy and the tensor cores idle."
+                + (
+                    f" Its floor is the tensor roof where the precision allows: {fma_flops / 1e9:.1f} GFLOP at "
+                    f"{tensor_peak / 1e12:.0f} TFLOP/s ({dtype.split(' ')[0]}) take {fmt_ns(tensor_ns)}, against "
+                    f"{fmt_ns(r.duration_ns)} now."
+                    if tensor_ns
+                    else ""
+                )
             ),
-            fix=self.fix_for(k, dtype=dtype, fma_pct=fma_pct),
+            fix=self.fix_for(k, () if half else FP32_DATA, dtype=dtype, fma_pct=fma_pct, trade=trade),
             estimated_speedup=time_after(r.duration_ns or 0, new_ns, None),
             speedup_model=(
                 f"The FMA pipe's busy time, {fma_pct:.0f}% of the kernel, moves to the tensor cores, which take a "
@@ -140,11 +209,20 @@ class FmaMatrixProduct(Rule):
                 Evidence(
                     ComputeWorkloadAnalysis.FMA_PIPE_PCT,
                     round(fma_pct, 1),
-                    t["min_fma_pct"],
+                    t["min_fma_pct_product"] if stream is not None and stream.fma else t["min_fma_pct"],
                     "FMA pipe busy",
                     "%",
                 ),
-                Evidence("loads_per_fma", round(loads / fma_warp_inst, 3), t["min_loads_per_fma"]),
+                Evidence(
+                    "loads_per_fma",
+                    round(loads / fma_warp_inst, 3),
+                    t["min_loads_per_product_fma"] if stream is not None and stream.fma else t["min_loads_per_fma"],
+                ),
+                *(
+                    [Evidence("product_fma_share", round(stream.product_share, 3), t["min_product_share"])]
+                    if stream is not None and stream.fma
+                    else []
+                ),
                 Evidence("tensor_flops", tensor, None, "tensor-core FLOPs"),
             ],
             # the product moves from the FMA pipe to the tensor pipe: that one from idle to busy, this one freed

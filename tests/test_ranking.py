@@ -101,3 +101,58 @@ def test_entry_on_one_size_covers_that_size_only():
     )
     (a,) = top_actions([k], 5000.0)
     assert (a.launches, a.duration_ns, a.estimated_saving_ns) == (2, 4000.0, 2000.0)
+
+
+def test_a_kernels_time_is_spent_once_across_entries():
+    """A cast that a kernel finding removes whole (PYT002, -100% of 95.9 µs) leaves nothing of that kernel for a
+    fusion finding (PRG002) to claim; of a kernel a fix removes partly, the program finding gets what is left."""
+    from ncuadvisor.result import ProgramFindingEntry
+
+    cast = _kernel("k1", 95_900.0, ("PYT002", 1.0))
+    copy = _kernel("k0", 500_000.0, ("PYT001", 0.2))
+    fuse = ProgramFindingEntry(
+        rule="PRG002",
+        category="fusion",
+        title="Fuse cast → copy",
+        message="",
+        fix="",
+        kernel_ids=["k1", "k0"],
+        estimated_saving_ns=46_300.0,
+    )
+    actions = {a.rule: a for a in top_actions([cast, copy], 595_900.0, [fuse])}
+    assert actions["PYT002"].estimated_saving_ns == pytest.approx(95_900.0)
+    assert actions["PYT001"].estimated_saving_ns == pytest.approx(100_000.0)
+    # 400 µs of the copy are left: the fusion's 46.3 µs fit, and nothing is claimed twice in total
+    assert actions["PRG002"].estimated_saving_ns == pytest.approx(46_300.0)
+    assert sum(a.estimated_saving_ns for a in actions.values()) <= 595_900.0
+    # the copy removed whole as well: the fusion has nothing left to save and is left out
+    gone = _kernel("k0", 500_000.0, ("PYT001", 1.0))
+    rules = [a.rule for a in top_actions([cast, gone], 595_900.0, [fuse])]
+    assert rules == ["PYT001", "PYT002"]
+    # launch overhead lies outside the kernels' GPU time: not capped by it
+    launch = ProgramFindingEntry(
+        rule="PRG004",
+        category="launch-overhead",
+        title="tiny launches",
+        message="",
+        fix="",
+        kernel_ids=["k1"],
+        estimated_saving_ns=20_000.0,
+    )
+    kept = {a.rule: a for a in top_actions([cast, gone], 595_900.0, [launch])}
+    assert kept["PRG004"].estimated_saving_ns == pytest.approx(20_000.0)
+
+
+def test_cast_and_copy_fixture_claims_no_kernel_twice(analyzed):
+    """torch_cast_copy: PYT001 removes the transpose copy and PYT002 the cast; PRG002's fusion of the two claimed
+    49 µs more of the same kernels before their time was spent once."""
+    r = analyzed("torch_cast_copy")
+    ns = {str(k["id"]): k["duration_ns"] for k in r["kernels"]}
+    claimed: dict[str, float] = {}
+    for a in r["top_actions"]:
+        ids = a.get("kernel_ids") or [str(a["kernel_id"])]
+        total = a["estimated_saving_ns"] + sum(f["estimated_saving_ns"] for f in a.get("follow_ups") or [])
+        for i in ids:
+            claimed[i] = claimed.get(i, 0.0) + total * ns[i] / sum(ns[j] for j in ids)
+    assert all(claimed[i] <= ns[i] * 1.001 for i in claimed), (claimed, ns)
+    assert "PRG002" not in [a["rule"] for a in r["top_actions"]]

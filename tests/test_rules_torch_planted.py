@@ -2,10 +2,13 @@
 (fixtures/planted/bench_torch.jsonl): the advice names the mechanism and the estimate holds against the measurement."""
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
+from ncuadvisor.pipeline.entries import no_rule_verdict, with_no_rule
+from ncuadvisor.result import KernelEntry
 from tests.synthetic import typed_result
 
 BENCH = Path(__file__).resolve().parent.parent / "fixtures" / "planted" / "bench_torch.jsonl"
@@ -111,10 +114,15 @@ def test_every_large_kernel_group_gets_a_verdict(analyzed):
             if k["findings"]:
                 assert "no_rule" not in k
     sort = by_prefix(analyzed("torch_scatter"), "DeviceRadixSortOnesweepKernel")
-    v = sort["no_rule"]
-    assert v["message"].startswith("No rule applies (20% of GPU time): launch-bound")
-    assert v["limiter"] == "occupancy 38%, limited by registers (2 blocks/SM)"
-    assert v["ncu_top_rule"] and v["ncu_top_rule"] in v["message"]
+    # 20% of the time at 4.7x its floor: no specific rule fires, the fallback names the mechanism (15 blocks)
+    first = sort["findings"][0]
+    assert first["rule"] == "GEN001" and "an under-filled grid" in first["title"]
+    assert "15 blocks for 132 SMs" in first["message"] and "a gap in the rule set" in first["message"]
+    assert "The library sized this launch" in first["fix"]
+    # without that finding, the verdict would say the rule set has a gap, never that nothing applies
+    v = no_rule_verdict(KernelEntry.from_dict(dict(sort, findings=[])), limiter="occupancy 38%")
+    assert v is not None and v.message.startswith("Gap in the rule set: no rule names a cause (20% of GPU time)")
+    assert v.ncu_top_rule and v.ncu_top_rule in v.message
 
 
 def test_renderers_show_the_verdict_and_the_op_name(analyzed):
@@ -123,20 +131,36 @@ def test_renderers_show_the_verdict_and_the_op_name(analyzed):
 
     r = analyzed("torch_norm_chain")
     md = render_markdown(typed_result(r))
-    assert "No rule applies" in md and "no rule applies" in md
+    assert "Unexplained headroom" in md and "a gap in the rule set" in md
     assert "GeluCUDAKernelImpl" in md
     html = render_html(typed_result(r))
-    assert "No rule applies" in html and "CUDAFunctor_add&lt;BFloat16&gt;" in html.replace("<wbr>", "")
+    assert "Unexplained headroom" in html and "CUDAFunctor_add&lt;BFloat16&gt;" in html.replace("<wbr>", "")
 
 
 def test_the_verdict_follows_the_time_share_profile_merges_in(analyzed):
-    from ncuadvisor.pipeline.entries import with_no_rule
-    from ncuadvisor.result import KernelEntry
-
     sort = by_prefix(analyzed("torch_scatter"), "DeviceRadixSortOnesweepKernel")
+    bare = KernelEntry.from_dict(dict(sort, findings=[]))  # the kernel as if no rule had fired
+    bare = replace(bare, no_rule=no_rule_verdict(bare, limiter="occupancy 38%, limited by registers (2 blocks/SM)"))
     # phase 1 of `profile` measured a larger share than the deep report: the verdict says so, the limiter is kept
-    merged = with_no_rule(KernelEntry.from_dict(dict(sort, time_share=0.6))).to_dict()
-    assert merged["no_rule"]["message"].startswith("No rule applies (60% of GPU time)")
-    assert merged["no_rule"]["limiter"] == sort["no_rule"]["limiter"]
+    merged = with_no_rule(replace(bare, time_share=0.6)).to_dict()
+    assert merged["no_rule"]["message"].startswith("Gap in the rule set: no rule names a cause (60% of GPU time)")
+    assert merged["no_rule"]["limiter"] == "occupancy 38%, limited by registers (2 blocks/SM)"
     assert list(merged).index("no_rule") == list(merged).index("findings") + 1
-    assert "no_rule" not in with_no_rule(KernelEntry.from_dict(dict(sort, time_share=0.01))).to_dict()
+    assert "no_rule" not in with_no_rule(replace(bare, time_share=0.01)).to_dict()
+
+
+def test_occupancy_limiter_names_the_block_cap_on_a_tie():
+    """One-warp programs: the SM's 32-block cap and shared memory both allow 32 blocks; the verdict names the cap the
+    launch shape sets (blocks per SM), and the tie, instead of the first resource in its table."""
+    from ncuadvisor.pipeline.entries import occupancy_limiter
+
+    row = {
+        "sm__maximum_warps_per_active_cycle_pct": 50.0,
+        "launch__occupancy_limit_registers": 64.0,
+        "launch__occupancy_limit_shared_mem": 32.0,
+        "launch__occupancy_limit_warps": 64.0,
+        "launch__occupancy_limit_blocks": 32.0,
+    }
+    assert occupancy_limiter(row) == "occupancy 50%, limited by blocks (32 blocks/SM; shared memory allows no more)"
+    row["launch__occupancy_limit_shared_mem"] = 8.0
+    assert occupancy_limiter(row) == "occupancy 50%, limited by shared memory (8 blocks/SM)"

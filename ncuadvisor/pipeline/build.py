@@ -161,7 +161,8 @@ def build(analysis: Analysis, rules: list[Rule | ProgramRule], host: Timeline | 
     program_findings, errors = engine.run_program_rules(rules, ctx)
     for e in errors:
         rep.warnings.append(f"program rule {e['rule']} failed: {e['error']}")
-    kernels = _program_marks(analysis.kernels, program_findings, ctx.owned)
+    fallbacks = frozenset(r.code for r in engine.kernel_rules(rules) if r.fallback)
+    kernels = _program_marks(analysis.kernels, program_findings, ctx.owned, fallbacks)
     switches = {r.code: r.title for r in engine.kernel_rules(rules) if r.switch}
     result = Result(
         generator=Generator(name="ncuadvisor", version=__version__),
@@ -179,11 +180,14 @@ def build(analysis: Analysis, rules: list[Rule | ProgramRule], host: Timeline | 
 
 
 def _program_marks(
-    kernels: list[KernelEntry], program_findings: list[ProgramFindingEntry], owned: dict[str, str]
+    kernels: list[KernelEntry],
+    program_findings: list[ProgramFindingEntry],
+    owned: dict[str, str],
+    fallbacks: frozenset[str] = frozenset(),
 ) -> list[KernelEntry]:
     """The kernel entries with what the program findings say of them: a kernel a program rule owns has its kernel
-    findings suppressed (`entries.owned_by_program`); a kernel no kernel rule spoke to names the first program finding
-    that covers it (`entries.covered_by_program`)."""
+    findings suppressed (`entries.owned_by_program`); a kernel no kernel rule spoke to, or only a fallback rule
+    (`fallbacks`: GEN001), names the first program finding that covers it (`entries.covered_by_program`)."""
     covering: dict[str, ProgramFindingEntry] = {}  # kernel id -> the first program finding that speaks to it
     owning: dict[str, ProgramFindingEntry] = {}  # kernel id -> the finding of the rule that owns it
     for f in program_findings:
@@ -192,4 +196,7 @@ def _program_marks(
             if owned.get(str(kid)) == f.rule:
                 owning.setdefault(str(kid), f)
     covering.update(owning)
-    return [covered_by_program(owned_by_program(k, owning[k.id]) if k.id in owning else k, covering) for k in kernels]
+    return [
+        covered_by_program(owned_by_program(k, owning[k.id]) if k.id in owning else k, covering, fallbacks)
+        for k in kernels
+    ]

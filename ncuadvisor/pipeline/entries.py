@@ -143,6 +143,8 @@ def device_entry(device: dict[str, Any], kernels: list[KernelEntry]) -> Device:
 
 # a kernel group holding at least this share of the GPU time gets a verdict even when no rule fires
 NO_RULE_MIN_SHARE = 0.05
+# a kernel this far above its floor has room: without a finding, the rule set has a gap (ROOF001's bar)
+GAP_MIN_HEADROOM = 1.6
 _LIMITS = {
     "launch__occupancy_limit_registers": "registers",
     "launch__occupancy_limit_shared_mem": "shared memory",
@@ -157,9 +159,13 @@ def occupancy_limiter(row: dict[str, Any]) -> str | None:
     limits = {name: v for m, name in _LIMITS.items() if (v := num(row.get(m))) is not None}
     if not limits or theoretical is None or theoretical >= 100:
         return None
-    name = min(limits, key=lambda n: limits[n])
-    blocks = limits[name]
-    return f"occupancy {theoretical:.0f}%, limited by {name} ({blocks:.0f} block{'' if blocks == 1 else 's'}/SM)"
+    blocks = min(limits.values())
+    tied = [n for n, v in limits.items() if v == blocks]
+    # small blocks at the blocks-per-SM cap: that cap is the limit the launch shape sets, even where another resource
+    # allows no more blocks either (one-warp Triton programs: 32 blocks, and shared memory for exactly 32)
+    name = "blocks" if "blocks" in tied else tied[0]
+    also = "".join(f"; {n} allows no more" for n in tied if n != name)
+    return f"occupancy {theoretical:.0f}%, limited by {name} ({blocks:.0f} block{'' if blocks == 1 else 's'}/SM{also})"
 
 
 def no_rule_verdict(
@@ -188,8 +194,14 @@ def no_rule_verdict(
         parts.append(f"NCU's top rule: {ncu_top}")
     suppressed = len(entry.suppressed)
     tail = f"; {suppressed} finding{'s' if suppressed != 1 else ''} below the bar" if suppressed else ""
+    # with room left, no finding is a gap in the rule set, not a verdict on the kernel
+    head = (
+        "No rule applies"
+        if not headroom or headroom < GAP_MIN_HEADROOM
+        else "Gap in the rule set: no rule names a cause"
+    )
     return NoRuleVerdict(
-        message=f"No rule applies ({entry.time_share:.0%} of GPU time): " + "; ".join(parts) + tail + ".",
+        message=f"{head} ({entry.time_share:.0%} of GPU time): " + "; ".join(parts) + tail + ".",
         bound=bound,
         headroom=headroom,
         limiter=limiter,
@@ -204,16 +216,23 @@ def with_no_rule(entry: KernelEntry, row: dict[str, Any] | None = None) -> Kerne
     return replace(entry, no_rule=no_rule_verdict(entry, row, limiter))
 
 
-def covered_by_program(entry: KernelEntry, covering: Mapping[str, Any]) -> KernelEntry:
+def covered_by_program(
+    entry: KernelEntry, covering: Mapping[str, Any], fallbacks: frozenset[str] = frozenset()
+) -> KernelEntry:
     """The entry whose no-rule verdict names the program finding that speaks to its kernel (`covering`: kernel id ->
     the first such finding; a sort-based accumulation, a fusion chain): no kernel rule applies, but the kernel is not
-    without advice."""
+    without advice. A kernel whose only findings come from fallback rules (`fallbacks`: their codes, GEN001) is such a
+    kernel too: the program finding names its mechanism, and the fallback's are suppressed with it named."""
+    cover = covering.get(str(entry.id))
+    if cover is not None and entry.findings and all(x.rule in fallbacks for x in entry.findings):
+        reason = f"the program finding {cover.rule} covers this kernel: {cover.title}"
+        moved = [SuppressedFinding(rule=x.rule, title=x.title, reason=reason) for x in entry.findings]
+        entry = with_no_rule(replace(entry, findings=[], suppressed=entry.suppressed + moved))
     f = covering.get(str(entry.id)) if entry.no_rule is not None else None
     if f is None or entry.no_rule is None:
         return entry
-    message = entry.no_rule.message.replace(
-        "No rule applies", f"No kernel rule applies; the program finding {f.rule} (“{f.title}”) covers it", 1
-    )
+    facts = entry.no_rule.message.split(" (", 1)[-1]  # "20% of GPU time): ..." after the verdict's head
+    message = f"No kernel rule applies; the program finding {f.rule} (“{f.title}”) covers it (" + facts
     return replace(entry, no_rule=replace(entry.no_rule, program_rule=f.rule, message=message))
 
 

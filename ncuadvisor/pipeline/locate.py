@@ -142,6 +142,9 @@ def place(
             )
         )
     refs.sort(key=lambda r: -(r.value or 0))
+    # instructions the report gives no line (a library built without -lineinfo) are no place in the source: their
+    # sum would rank one of them (`S2R R3, SR_CTAID.X`) as the cause at "-:?"; the finding shows no line instead
+    refs = [r for r in refs if r.file is not None or r.line is not None]
     return [r for r in refs if (r.share or 0) >= selection.min_share][: selection.limit]
 
 

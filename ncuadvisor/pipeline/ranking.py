@@ -8,12 +8,15 @@ follow-ups never promise more than the kernel takes. An entry says which launche
 launches. A fix (or follow-up) that saves less than `MIN_PROGRAM_FRACTION`
 of the program is left out: it would save ~0 ns. A kernel's steps are `result.kernel_fixes.kernel_steps`, which the
 program rules that weigh the kernel fixes read too. A rule whose fix is one setting for the whole program (`switch`:
-TF32) heads one entry for every kernel it heads, their savings summed: the user makes that change once.
+TF32) heads one entry for every kernel it heads, their savings summed: the user makes that change once. A kernel's
+time is spent once across all entries (`_spent_once`): a program finding and a kernel finding on one kernel never
+claim more than it takes together.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 
 from ncuadvisor.result.kernel_fixes import MIN_PROGRAM_FRACTION, kernel_steps
 from ncuadvisor.result.types import KernelEntry, ProgramFindingEntry, TopAction
@@ -110,5 +113,51 @@ def top_actions(
         )
     if switches:
         actions = _one_setting(actions, switches, total_ns)
+    actions = _spent_once(actions, {str(k.id): float(k.duration_ns or 0.0) for k in kernels}, total_ns, floor_ns)
     actions.sort(key=lambda a: -a.estimated_saving_ns)
     return actions[:limit]
+
+
+# program findings whose saving lies outside the kernels' GPU time (launch gaps, host time, recompilation)
+OUTSIDE_KERNEL_TIME = frozenset({"launch-overhead", "dynamic-shapes"})
+
+
+def _spent_once(
+    actions: list[TopAction], kernel_ns: Mapping[str, float], total_ns: float, floor_ns: float
+) -> list[TopAction]:
+    """The entries with a kernel's time spent once across all of them: taken from the largest saving down, each
+    entry's saving (its follow-ups' included) is capped at the time its kernels have left, and takes it from them
+    (a program finding's share of each of its kernels in proportion to what each has left). A cast that a kernel
+    finding removes whole leaves nothing for a fusion finding to claim on the same kernel. Entries that fall under
+    the program's floor are left out."""
+    left = dict(kernel_ns)
+    out: list[TopAction] = []
+    for a in sorted(actions, key=lambda a: -a.estimated_saving_ns):
+        ids = [i for i in (a.kernel_ids or ([str(a.kernel_id)] if a.kernel_id is not None else [])) if i in left]
+        if not ids or (a.scope == "program" and a.category in OUTSIDE_KERNEL_TIME):
+            out.append(a)
+            continue
+        follow = [f.estimated_saving_ns for f in a.follow_ups or []]
+        claim = a.estimated_saving_ns + sum(follow)
+        avail = sum(left[i] for i in ids)
+        scale = min(1.0, avail / claim) if claim > 0 else 1.0
+        if scale < 1.0:
+            saving = a.estimated_saving_ns * scale
+            ups = [
+                replace(
+                    f, estimated_saving_ns=f.estimated_saving_ns * scale, program_fraction=f.program_fraction * scale
+                )
+                for f in a.follow_ups or []
+            ]
+            a = replace(
+                a,
+                estimated_saving_ns=saving,
+                program_fraction=saving / total_ns if total_ns else 0.0,
+                follow_ups=[f for f in ups if f.estimated_saving_ns >= floor_ns] or None,
+            )
+        spent = min(claim, avail)
+        for i in ids:
+            left[i] -= left[i] * (spent / avail) if avail > 0 else 0.0
+        if a.estimated_saving_ns > 0 and a.estimated_saving_ns >= floor_ns:
+            out.append(a)
+    return out

@@ -61,10 +61,12 @@ from ncuadvisor.rulekit.models import (
     DRAM_LATENCY_CYCLES,
     MEMORY_UNITS,
     STALL_REASONS,
+    FmaStream,
     atomic_lines,
     count,
     cut,
     fma_and_tensor_flops,
+    fma_stream,
     fmt_bytes,
     fmt_ns,
     global_loads_in_flight,
@@ -75,14 +77,16 @@ from ncuadvisor.rulekit.models import (
     load_chains,
     parallelism_ns,
     per_pc,
+    stall_bounded_ns,
     stall_metric,
+    stall_shares,
     stall_total,
     streaming_ns,
     time_after,
     unit_floor_ns,
     warps_per_sm,
 )
-from ncuadvisor.rulekit.sass import Instruction, access_bytes, address_base, opcode, parse, registers
+from ncuadvisor.rulekit.sass import Instruction, access_bytes, address_base, data_register, opcode, parse, registers
 from ncuadvisor.units import counted, dim3_of
 
 __all__ = [
@@ -133,8 +137,11 @@ __all__ = [
     "count",
     "counted",
     "cut",
+    "data_register",
     "dim3_of",
+    "FmaStream",
     "fma_and_tensor_flops",
+    "fma_stream",
     "fmt_bytes",
     "fmt_ns",
     "foreach_kernel",
@@ -154,7 +161,9 @@ __all__ = [
     "registers",
     "saved_parts",
     "softmax_kernel",
+    "stall_bounded_ns",
     "stall_metric",
+    "stall_shares",
     "stall_total",
     "streaming_ns",
     "time_after",

@@ -271,6 +271,9 @@ class Rule(_FixTable):
     switch: ClassVar[bool] = False
     # kernel languages the rule's advice applies to: a code change is no advice for a cuBLAS or ATen kernel
     languages: ClassVar[tuple[str, ...]] = ("cuda", "triton")
+    # a fallback runs only on a kernel that no other rule gave a finding or a verdict (GEN001: the mechanism the
+    # limiter, the stalls and the instruction mix name, where no specific rule spoke)
+    fallback: ClassVar[bool] = False
     origin: str = "builtin"  # set by the engine: "builtin" or the user folder the rule came from
 
     def check(self, k: KernelContext) -> Finding | list[Finding] | None:  # pragma: no cover - abstract

@@ -165,10 +165,22 @@ def run_program_rules(
 
 
 def run_rules(rules: list[Rule | ProgramRule], ctx: KernelContext) -> KernelVerdict:
-    """Run every rule on one kernel; cap estimates at the roofline, rank by value, handle at-roofline."""
-    verdict = KernelVerdict()
+    """Run every rule on one kernel; cap estimates at the roofline, rank by value, handle at-roofline. The fallback
+    rules (`Rule.fallback`) run only when the others left the kernel without a finding or a verdict."""
+    specific = [r for r in kernel_rules(rules) if not r.fallback]
+    verdict = _judge(ctx, _run(specific, ctx, KernelVerdict()))
+    fallbacks = [r for r in kernel_rules(rules) if r.fallback]
+    if verdict.findings or not fallbacks:
+        return verdict
+    again = _judge(ctx, _run(fallbacks, ctx, verdict))
+    again.suppressed = verdict.suppressed + again.suppressed
+    return again
+
+
+def _run(rules: list[Rule], ctx: KernelContext, verdict: KernelVerdict) -> tuple[KernelVerdict, list[Finding]]:
+    """The raw findings of `rules` on the kernel; skipped rules and errors recorded in `verdict`."""
     raw: list[Finding] = []
-    for rule in kernel_rules(rules):
+    for rule in rules:
         if ctx.language not in rule.languages:
             continue
         missing = [m for m in rule.requires if ctx.m(m) is None]
@@ -187,7 +199,13 @@ def run_rules(rules: list[Rule | ProgramRule], ctx: KernelContext) -> KernelVerd
             for f in found:
                 f.speedup_model = (f.speedup_model or "") + note
         raw.extend(found)
+    return verdict, raw
 
+
+def _judge(ctx: KernelContext, run: tuple[KernelVerdict, list[Finding]]) -> KernelVerdict:
+    """Cap the raw findings at the roofline floor, drop those worth too little, and order them (at-roofline last)."""
+    verdict, raw = run
+    verdict = KernelVerdict(skipped=verdict.skipped, errors=verdict.errors)
     r = ctx.roofline
     cap = None
     if r.theoretical_ns and r.duration_ns:

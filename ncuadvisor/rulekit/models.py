@@ -6,11 +6,12 @@ none reads the report. Rule files import these, the contract and the SASS reader
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ncuadvisor.analysis.roofline import PRACTICAL_FRACTION, Roofline
 from ncuadvisor.metrics import LaunchStats, MemoryWorkloadAnalysis, Occupancy, SourceCounters, WarpStateStats
-from ncuadvisor.rulekit.sass import FLOW_BREAK, access_bytes, opcode, parse, registers
+from ncuadvisor.rulekit.sass import FLOW_BREAK, access_bytes, data_register, opcode, parse, registers
 from ncuadvisor.units import fmt_ns as _units_fmt_ns
 
 if TYPE_CHECKING:  # annotations only: the context type is the contract's
@@ -182,6 +183,28 @@ def stall_total(k: KernelContext) -> float:
     return sum(k.m(stall_metric(s)) or 0.0 for s in STALL_REASONS)
 
 
+def stall_shares(k: KernelContext) -> dict[str, float]:
+    """Each stall reason's share of the warps' cycles (the reasons' sum, `selected` included), largest first; empty
+    when the report has no Warp State Statistics."""
+    total = stall_total(k)
+    if total <= 0:
+        return {}
+    shares = {s: (k.m(stall_metric(s)) or 0.0) / total for s in STALL_REASONS}
+    return dict(sorted(shares.items(), key=lambda kv: -kv[1]))
+
+
+def stall_bounded_ns(k: KernelContext, new_ns: float, reasons: tuple[str, ...]) -> float:
+    """The modelled time of the fixed kernel `new_ns`, never below what removing every stall of `reasons` leaves:
+    duration × (1 − their share of the warps' cycles). A fix removes the waits it addresses, not the others (the
+    attribution of GPA, CGO'21: a stall's time is what its fix can save). Without stall data, `new_ns` as given."""
+    r = k.roofline
+    shares = stall_shares(k)
+    if not r.duration_ns or not shares:
+        return new_ns
+    removable = min(1.0, sum(shares.get(s, 0.0) for s in reasons))
+    return max(new_ns, r.duration_ns * (1.0 - removable))
+
+
 def load_chains(k: KernelContext) -> tuple[float, float]:
     """(share of the warps' stalls spent waiting on global loads (long scoreboard), global load requests per warp):
     both high, each warp walks a chain of loads that wait for each other (a pointer chase, a dependent gather)."""
@@ -207,6 +230,69 @@ def per_pc(ctx: KernelContext, key: str, *others: str) -> dict[int, dict[str, An
             if e.pc in out:
                 out[e.pc][name] = e.value
     return out
+
+
+@dataclass(frozen=True)
+class FmaStream:
+    """What a kernel's fused multiply-adds compute, from its instruction stream (executions weighted by
+    `inst_executed`, in the hot loop): `fma` the FFMA/HFMA2/DFMA executed; `products` those that multiply two loaded values (factors
+    no FMA produced) and add a register (`acc += a × b`; not `x × 0.9999 + 1e-4`, nor `acc = acc × v + w`);
+    `mufu` the special-function instructions (reciprocal square root, exponential, ...) executed beside them."""
+
+    fma: float
+    products: float
+    mufu: float
+
+    @property
+    def product_share(self) -> float:
+        return self.products / self.fma if self.fma else 0.0
+
+    @property
+    def mufu_per_fma(self) -> float:
+        return self.mufu / self.fma if self.fma else 0.0
+
+
+_FMA_OPCODES = ("FFMA", "HFMA2", "DFMA")
+
+
+def fma_stream(k: KernelContext) -> FmaStream | None:
+    """The kernel's FMA stream (`FmaStream`) from `inst_executed` and its SASS; None without per-instruction data.
+
+    A matrix product (a GEMM, a convolution, a batched small product) is a stream of `acc += a × b` whose factors
+    are loaded values, with nothing nonlinear between the FMAs. A recurrence (`acc = acc × v + w`, Horner: a factor
+    is an earlier FMA's result) or a sum of nonlinear terms (N-body: `MUFU.RSQ` per interaction) is not, and the
+    tensor cores cannot run it. Which instruction produced a factor is read from the listing in program order, twice:
+    the second pass, over the instructions executed at least half as often as the hottest FMA (the loop), sees the
+    producers the loop's back edge carries (an accumulator an FMA wrote in the previous iteration)."""
+    entries = sorted((e for e in k.per_instruction(SourceCounters.INST_EXECUTED) if e.sass), key=lambda e: e.pc)
+    if not entries:
+        return None
+    parsed = [(e.value, parse(e.sass)) for e in entries]
+    hot = max((v for v, ins in parsed if ins.opcode.split(".")[0] in _FMA_OPCODES), default=0.0)
+    from_fma: dict[str, bool] = {}  # register -> whether its latest producer (in program order) is an FMA
+    fma = products = mufu = 0.0
+    for second in (False, True):
+        for value, ins in parsed:
+            base = ins.opcode.split(".")[0]
+            is_fma = base in _FMA_OPCODES and not ins.opcode.startswith("HFMA2.MMA")  # HFMA2.MMA -RZ, RZ: a move
+            if second and value < hot / 2:
+                continue  # the second pass is the loop's back edge: code outside the hot loop (its setup) is not on it
+            if second and base == "MUFU":
+                mufu += value
+            if is_fma and second:
+                fma += value
+                if len(ins.operands) >= 4:
+                    factors = [data_register(ins.operands[1]), data_register(ins.operands[2])]
+                    loaded = all(f is not None and not from_fma.get(f, False) for f in factors)
+                    if loaded and data_register(ins.operands[3]) is not None:
+                        products += value
+            dest = ins.destination
+            if dest is not None:
+                width = max(1, (access_bytes(str(ins.opcode)) or 4) // 4) if base.startswith("LD") else 1
+                first = int(dest[1:])
+                for r in range(first, first + width):
+                    from_fma[f"R{r}"] = is_fma
+    return FmaStream(fma=fma, products=products, mufu=mufu)
 
 
 def global_loads_in_flight(k: KernelContext) -> tuple[float, float]:

@@ -110,6 +110,13 @@ def registers(operand: str) -> set[int]:
     return out
 
 
+def data_register(operand: str) -> str | None:
+    """The register an operand reads, its negation, absolute value and reuse flag stripped (`-|R4|.reuse` -> R4);
+    None for RZ, a constant bank (`c[0x0][0x210]`) or an immediate."""
+    name = operand.strip().lstrip("-|").split("|")[0].split(".")[0]
+    return name if _PLAIN_REG.fullmatch(name) else None
+
+
 def address_base(sass: str | None) -> str | None:
     """The base register of a memory instruction's address (`LDG.E R0, desc[UR4][R2.64+0x4]` -> R2)."""
     m = _ADDRESS.search((sass or "").split(" ", 1)[-1].replace("desc[", "["))

@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from ncuadvisor.analysis import roofline  # noqa: E402
-from ncuadvisor.load import read_profile  # noqa: E402
+from ncuadvisor.load import ReportReader, read_results  # noqa: E402
 from ncuadvisor.model import group_kernels, num  # noqa: E402
 from ncuadvisor.rulekit import engine  # noqa: E402
 
@@ -41,6 +41,7 @@ def main() -> int:
     ap.add_argument("kernel", help="the kernel's function name")
     ap.add_argument("rule", help="the rule code whose metrics to print")
     ap.add_argument("--top", type=int, default=8, help="per-instruction entries per metric (largest values)")
+    ap.add_argument("--nth", type=int, default=0, help="which of the kernel groups of that name (0: the first)")
     args = ap.parse_args()
     rule = next((r for r in engine.discover() if r.code == args.rule), None)
     if rule is None:
@@ -48,12 +49,13 @@ def main() -> int:
         return 2
     defaults = tomllib.loads((Path(__file__).parent / "h200.toml").read_text())
     metrics = list(dict.fromkeys(roofline.METRICS + list(rule.requires) + list(rule.optional)))
-    profile = read_profile(args.report, metrics, list(rule.per_instruction))
+    reader = ReportReader(args.report, metrics)
+    profile = read_results(reader, metrics)
     kernels = [k for k in group_kernels(profile.results) if k.name == args.kernel]
     if not kernels:
         print(f"no kernel {args.kernel!r} in {args.report}", file=sys.stderr)
         return 2
-    k = kernels[0]
+    k = kernels[min(args.nth, len(kernels) - 1)]
     row = profile.results.row(k.representative)
     total = sum(x.duration_ns for x in group_kernels(profile.results))
     print(f'[[case]]\nname = "{k.name}"\nkernel = "{k.name}"\ntime_share = {k.duration_ns / total:.3f}\n')
@@ -62,7 +64,7 @@ def main() -> int:
         v = num(row.get(m))
         if (v or (v == 0 and m in rule.requires)) and defaults["metrics"].get(m) != v:
             print(f'"{m}" = {number(v)}')
-    detail = profile.details.get(k.representative)
+    detail = reader.details([k.representative], rule.per_instruction, lambda rid, f: True).get(k.representative)
     per_instruction = detail.per_instruction if detail else {}
     pcs = [e.pc for entries in per_instruction.values() for e in entries]
     if pcs:
