@@ -22,8 +22,8 @@ from ncuadvisor.analysis import roofline
 from ncuadvisor.profile import ncu as N
 from ncuadvisor.profile import output as O
 from ncuadvisor.profile.merge import merge_results, torch_context
+from ncuadvisor.profile.reports import planned_reports
 from ncuadvisor.profile.selection import select_kernels
-from ncuadvisor.profile.session import planned_reports
 from ncuadvisor.profile.target import TORCH_RUNNER, resolve_target
 from ncuadvisor.result import Result, TorchContext
 

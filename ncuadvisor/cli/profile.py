@@ -183,7 +183,8 @@ def profile(
     sections on one launch of each kernel that matters."""
     # the profile package is imported by this command only: `ncuadvisor report` does not pay for it
     from ncuadvisor.profile.ncu import Filters, nvtx_expression, require_ncu
-    from ncuadvisor.profile.session import planned_reports, report_base, run_profile
+    from ncuadvisor.profile.reports import planned_reports, report_base
+    from ncuadvisor.profile.session import run_profile
     from ncuadvisor.profile.target import resolve_target
 
     if full and (top is not None or coverage is not None):

@@ -49,6 +49,7 @@ from ncuadvisor.profile.launchbytes import fill_launch_bytes, profiled_bytes
 from ncuadvisor.profile.merge import Phase1Time, analyze_phase1, merge_results, torch_context
 from ncuadvisor.profile.progress import ProgressUI
 from ncuadvisor.profile.pylines import KERNEL_LINES_ENV, attach_python_lines, read_kernel_lines
+from ncuadvisor.profile.reports import place_report, report_base
 from ncuadvisor.profile.runner import PhaseRun, check_run, run_ncu
 from ncuadvisor.profile.selection import (
     DEFAULT_COVERAGE,
@@ -69,39 +70,6 @@ from ncuadvisor.units import clip
 
 if TYPE_CHECKING:  # the pipeline is imported when a phase is analysed
     from ncuadvisor.pipeline.build import Analysis
-
-
-def report_base(output: Path) -> Path:
-    """`step.html` -> `step` (reports are `step.phase1.ncu-rep`, `step.ncu-rep`, `step.round2.ncu-rep`)."""
-    return output.with_suffix("") if output.suffix else output
-
-
-def planned_reports(base: Path, full: bool) -> list[Path]:
-    names = (
-        [f"{base.name}.ncu-rep"]
-        if full
-        else [f"{base.name}.phase1.ncu-rep", f"{base.name}.ncu-rep"]
-        + [f"{base.name}.round{r}.ncu-rep" for r in range(2, MAX_ROUNDS + 1)]
-    )
-    out = []
-    for n in names:
-        out += [base.parent / n, base.parent / (n + "z")]
-    return out
-
-
-def place_report(src: Path, dest_stem: Path, force: bool) -> Path:
-    """Move ncu's report from the private folder to `<dest_stem><.ncu-rep|-repz>`; over a file only with --force."""
-    dest = dest_stem.parent / (dest_stem.name + src.suffix)
-    if dest.exists() and not force:
-        raise OutputError(f"{dest}: already exists (pass --force to overwrite it)")
-    try:
-        os.replace(src, dest)
-    except OSError:
-        try:
-            shutil.move(str(src), str(dest))
-        except OSError as exc:
-            raise OutputError(f"{dest}: cannot write ({exc.strerror or exc})") from exc
-    return dest
 
 
 @dataclass
