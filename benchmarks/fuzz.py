@@ -343,7 +343,7 @@ def campaign(count: int, seed: int, classes: set[str], fixtures: tuple[str, ...]
 
 RULE_HEAD = (
     "import math, os, sys, time\n"
-    "from ncuadvisor.rules_api import ProgramRule, Rule\n"
+    "from ncuadvisor.rulekit import ProgramRule, Rule\n"
     "{top}\n"
     "class Hostile({base}):\n"
     '    """A user rule gone wrong."""\n'

@@ -204,9 +204,17 @@ class UnexplainedHeadroom(Rule):
         t = self.thresholds
         if not r.duration_ns or r.duration_ns < t["min_duration_ns"]:
             return None
-        if r.headroom is None or r.headroom < t["min_headroom"]:
-            return None
         side = limiter_side(r)
+        # user code at its FMA ceiling without SASS: near the FMA roof, but a product's floor is the tensor roof
+        unread_product = (
+            k.language == "cuda"
+            and side == "compute"
+            and r.limiter in ("fma", "fp16")
+            and r.busy_pct.get(r.limiter, 0.0) >= t["min_pipe_pct"]
+            and fma_stream(k) is None
+        )
+        if r.headroom is None or (r.headroom < t["min_headroom"] and not unread_product):
+            return None
         shares = stall_shares(k)
         top = next(iter(shares.items()), None)
         built: tuple[str, str, str, float, str, list[Evidence]] | None
@@ -232,7 +240,10 @@ class UnexplainedHeadroom(Rule):
         situation, category, what, new_ns, model, evidence = built
         lever = self.lever(situation, top)
         f = self.finding(
-            title=f"Unexplained headroom ({r.headroom:.1f}× the floor): {what.split(':')[0]}",
+            title=(
+                f"{'Unexplained headroom' if r.headroom >= t['min_headroom'] else 'Near the FMA roof, maybe not the real one'}"
+                f" ({r.headroom:.1f}× the floor): {what.split(':')[0]}"
+            ),
             message=(
                 f"{fmt_ns(r.duration_ns)} against a floor of {fmt_ns(r.theoretical_ns)} ({r.headroom:.2f}×) and no "
                 f"specific rule of this set names the cause (a gap in the rule set, not a verdict); the counters "
@@ -241,12 +252,14 @@ class UnexplainedHeadroom(Rule):
             fix=self.fix_for(
                 k, [w for w in (situation,) if w in self.fixes_when], head=what.split(":")[0], lever=lever
             ),
-            estimated_speedup=time_after(r.duration_ns, new_ns, r.theoretical_ns),
+            # on the tensor roof the FMA floor no longer holds: a product's estimate is not capped at it
+            estimated_speedup=time_after(r.duration_ns, new_ns, None if situation == FLOP_PIPE else r.theoretical_ns),
             speedup_model=model,
             confidence="low",
             evidence=[Evidence("headroom", round(r.headroom, 3), t["min_headroom"], "measured ÷ floor"), *evidence],
         )
         f.category = category
+        f.changes_floor = situation == FLOP_PIPE
         return f
 
     def lever(self, situation: str, top: tuple[str, float] | None) -> str:

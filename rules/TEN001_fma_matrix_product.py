@@ -87,8 +87,8 @@ class FmaMatrixProduct(Rule):
         FP32_DATA: {
             "cuda": Fix(
                 text=(
-                    "The {dtype} matrix product runs on the FMA pipes ({fma_pct:.0f}% busy). Call cuBLAS/CUTLASS "
-                    "(cublasSetMathMode(handle, CUBLAS_TF32_TENSOR_OP_MATH)), or compute 16×16×8 TF32 tiles with "
+                    "The {dtype} matrix product runs on the FMA pipes ({fma_pct:.0f}% busy). Call cuBLAS/CUTLASS with "
+                    "TF32 math on (`cublasSetMathMode(handle, CUBLAS_TF32_TENSOR_OP_MATH)`), or compute 16×16×8 TF32 tiles with "
                     "nvcuda::wmma fragments loaded from the shared-memory tiles. {trade}"
                 ),
                 code=(
@@ -166,7 +166,7 @@ class FmaMatrixProduct(Rule):
         trade = (
             "FP16/BF16 inputs on the tensor cores keep the inputs' precision; accumulate in FP32."
             if half
-            else "The precision trade: TF32 keeps FP32's range with a 10-bit mantissa (about 1e-3 relative error per "
+            else "The precision trade: TF32 keeps FP32's range with a 10-bit mantissa (about 0.1% relative error per "
             "product, FP32 accumulation); BF16 inputs with FP32 accumulation have an 8-bit mantissa and halve the "
             "bytes. Check the accuracy the result needs before switching."
         )

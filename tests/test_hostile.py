@@ -147,7 +147,7 @@ def test_result_without_any_metric_renders(analyzed):
 
 RULE_HEAD = '''
 import math, os, sys, time
-from ncuadvisor.rules_api import ProgramRule, Rule
+from ncuadvisor.rulekit import ProgramRule, Rule
 
 class Hostile({base}):
     """A user rule gone wrong."""
@@ -273,10 +273,9 @@ def test_a_rule_file_that_cannot_be_a_rule_is_one_line_and_exit_2(report_path, t
 
 
 def test_a_looping_rule_is_stopped_at_its_time_limit(report_path, tmp_path, monkeypatch):
-    from ncuadvisor.analysis.pipeline import analyze
-    from ncuadvisor.engine import discover
-
+    from ncuadvisor.pipeline.analyze import analyze
     from ncuadvisor.rulekit import sandbox as rule_sandbox
+    from ncuadvisor.rulekit.engine import discover
 
     monkeypatch.setattr(rule_sandbox, "RULE_TIME_LIMIT_S", 0.3)
     rules = discover([user_rule(tmp_path / "r", "while True:\n    pass")])

@@ -316,7 +316,7 @@ def _library_skips(rules: list[Rule | ProgramRule], k: Kernel, files: list[str])
         SkippedRule(
             rule="cuda-rules",
             reason=f"taken for library code ({why}, no source lines of its own): the {len(codes)} rules for the "
-            f"user's CUDA code were not run ({', '.join(codes)})",
+            f"user's CUDA code were not run: {', '.join(codes)}",
         )
     ]
 

@@ -225,7 +225,7 @@ def covered_by_program(
     kernel too: the program finding names its mechanism, and the fallback's are suppressed with it named."""
     cover = covering.get(str(entry.id))
     if cover is not None and entry.findings and all(x.rule in fallbacks for x in entry.findings):
-        reason = f"the program finding {cover.rule} covers this kernel: {cover.title}"
+        reason = f"the program finding {cover.rule} covers this kernel: “{cover.title}”"
         moved = [SuppressedFinding(rule=x.rule, title=x.title, reason=reason) for x in entry.findings]
         entry = with_no_rule(replace(entry, findings=[], suppressed=entry.suppressed + moved))
     f = covering.get(str(entry.id)) if entry.no_rule is not None else None

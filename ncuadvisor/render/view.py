@@ -23,7 +23,7 @@ from ncuadvisor.render.view_source import python_line as _python_line
 from ncuadvisor.render.view_source import source as _source
 from ncuadvisor.result import shape_tags
 from ncuadvisor.result import types as rt
-from ncuadvisor.units import compact_name, compress_chain, counted, finite, fmt_ns, number
+from ncuadvisor.units import compact_name, compress_chain, counted, finite, fmt_ns, fmt_num, number
 
 AT_ROOFLINE = "at-roofline"
 SOL_BARS: tuple[tuple[str, str], ...] = (
@@ -344,7 +344,7 @@ def _finding(f: rt.FindingEntry, duration_ns: Any) -> Finding:
 
 def _must_move(p: rt.PredictionEntry) -> str:
     unit = "%" if p.unit == "%" else ""
-    value = lambda v: "–" if v is None else f"{v:.3g}{unit}"  # noqa: E731
+    value = lambda v: "–" if v is None else f"{fmt_num(v)}{unit}"  # noqa: E731
     return f"{p.label} {value(p.current)} → {'≤' if p.expect == '<=' else '≥'} {value(p.bound)}"
 
 
@@ -362,6 +362,7 @@ def _roofline(r: rt.Roofline) -> Roofline:
         ],
         hierarchy=[h.to_dict() for h in r.hierarchy],
         limiting_peak_flops_per_s=r.peak_flops_per_s.get(precision) if precision else None,
+        limiter_reason=prose(r.limiter_reason),
     )
 
 
@@ -497,7 +498,8 @@ def _kernel(
         label=label or compact_name(k.display_name or k.name or k.demangled),
         full_name=k.demangled or k.name,
         shape_tag=tags.get(str(k.id), ""),
-        no_rule=k.no_rule.message if k.no_rule is not None else _covered_note(covering.get(str(k.id)), findings),
+        bound_reason=prose(k.bound_reason),
+        no_rule=prose(k.no_rule.message) if k.no_rule is not None else _covered_note(covering.get(str(k.id)), findings),
         no_rule_label=_no_rule_label(k.no_rule, covering.get(str(k.id))),
         executable=k.process.executable if k.process is not None else None,
         source_anchor=_source(k.source_anchor),
