@@ -1,11 +1,23 @@
-"""Shared test helpers: the real reports in fixtures/ (kept xz-compressed), read through the real ncu_report."""
+"""Shared test helpers: the real reports in fixtures/ (kept xz-compressed), read through the real ncu_report.
+
+NVIDIA's ncu_report never gives back the memory of a report it loaded (about 200 MB for a PyTorch fixture, freed only
+when its process ends), so the test process itself opens no report and runs no test: every test runs in a forked
+child of it (`pytest_pyfunc_call`), each fixture is analysed once (`typed`) and its result kept pickled on disk for
+every later test, and a module fixture that reads a report does so in a forked child (`in_child`). The test process
+stays small and single-threaded, so that every fork starts from a clean state, and the default run's memory stays
+that of the test process plus one test's.
+"""
 
 from __future__ import annotations
 
 import lzma
+import os
 import pickle
 import shutil
+import traceback
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -26,42 +38,127 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(skip)
 
 
+def in_child(fn: Callable[[], Any]) -> Any:
+    """fn() run in a forked child, its value pickled back; an exception in the child is raised here with the child's
+    traceback (pytest's skip and fail keep their kind). The child's memory, the reports it loaded with it, goes when
+    it ends."""
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: never returns into pytest
+        os.close(r)
+        try:
+            try:
+                out: tuple[str, Any] = ("ok", fn())
+            except pytest.skip.Exception as e:
+                out = ("skip", str(e.msg))
+            except BaseException:  # noqa: BLE001 - every failure goes back to the parent as text
+                out = ("error", traceback.format_exc())
+            data = pickle.dumps(out, protocol=pickle.HIGHEST_PROTOCOL)
+        except BaseException:  # noqa: BLE001 - a value that does not pickle
+            data = pickle.dumps(("error", traceback.format_exc()))
+        with os.fdopen(w, "wb") as f:
+            f.write(data)
+        os._exit(0)
+    os.close(w)
+    with os.fdopen(r, "rb") as f:
+        data = f.read()
+    _, status = os.waitpid(pid, 0)
+    if not data:
+        pytest.fail(f"the forked child ended without an answer (wait status {status})", pytrace=False)
+    kind, value = pickle.loads(data)
+    if kind == "skip":
+        pytest.skip(value)
+    if kind == "error":
+        pytest.fail(f"in a forked child:\n{value}", pytrace=False)
+    return value
+
+
+_TEST_PROCESS = os.getpid()
+
+
+def _single_threaded() -> bool:
+    """Whether this process runs one thread: a fork copies only the forking thread, and a lock another thread held
+    (ncu_report's own, once a report was opened here) would stay locked in the child for ever."""
+    try:
+        return len(os.listdir(f"/proc/{os.getpid()}/task")) == 1
+    except OSError:  # no /proc: no fork either
+        return False
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_pyfunc_call(pyfuncitem):
+    """Every test runs in a forked child (its fixtures are made here first): what it loads goes when it ends. Where
+    the test process is no longer single-threaded (a fixture opened a report here) the test runs here, as pytest
+    would: more memory, never a hang."""
+    if not _single_threaded():
+        return None
+    args = {name: pyfuncitem.funcargs[name] for name in pyfuncitem._fixtureinfo.argnames}
+    in_child(lambda: pyfuncitem.obj(**args))
+    return True
+
+
+def _shared_folder(factory: pytest.TempPathFactory, name: str) -> Path:
+    """A folder under this run's base temp folder, the same in the test process and in its forked children."""
+    folder = factory.getbasetemp() / name
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+def _write_once(dst: Path, write: Callable[[Path], None]) -> Path:
+    """dst, written by write(tmp) and renamed into place unless it is there already (a forked child may have)."""
+    if not dst.exists():
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        tmp = dst.with_name(f".{dst.name}.{os.getpid()}")
+        write(tmp)
+        tmp.replace(dst)
+    return dst
+
+
 @pytest.fixture(scope="session")
 def report_path(tmp_path_factory):
     """report_path("probe") -> a decompressed copy of fixtures/probe.ncu-rep.xz (made once per test run); a name may
     hold a folder: report_path("tf32-twin-2026-12-01/torch_conv_fixes")."""
-    cache: dict[str, Path] = {}
-    folder = tmp_path_factory.mktemp("reports")
+    folder = _shared_folder(tmp_path_factory, "reports")
+
+    def decompress(src: Path, tmp: Path) -> None:
+        with lzma.open(src, "rb") as fin, tmp.open("wb") as fout:
+            shutil.copyfileobj(fin, fout)
 
     def get(name: str) -> Path:
-        if name not in cache:
-            src = FIXTURES / f"{name}.ncu-rep.xz"
-            if not src.exists():
-                pytest.fail(f"fixture {src} is missing")
-            dst = folder / f"{name}.ncu-rep"  # a name may hold a folder of fixtures/: "profile-cost-2026-11-30/x"
-            dst.parent.mkdir(parents=True, exist_ok=True)
-            with lzma.open(src, "rb") as fin, dst.open("wb") as fout:
-                shutil.copyfileobj(fin, fout)
-            cache[name] = dst
-        return cache[name]
+        src = FIXTURES / f"{name}.ncu-rep.xz"
+        if not src.exists():
+            pytest.fail(f"fixture {src} is missing")
+        # a name may hold a folder of fixtures/: "profile-cost-2026-11-30/x"
+        return _write_once(folder / f"{name}.ncu-rep", lambda tmp: decompress(src, tmp))
 
     return get
 
 
 @pytest.fixture(scope="session")
-def typed(report_path):
+def typed(report_path, tmp_path_factory):
     """typed("probe") -> the result (`ncuadvisor.result.Result`) of that fixture, analyzed once per test run with the
-    default rules.
+    default rules: in a forked child when asked in the test process (ncu_report keeps what it loads until its process
+    ends), in the test's own child otherwise (it ends with the test).
 
-    Every call returns a deep copy of its own (unpickled from the one analysis: ~5x faster than copy.deepcopy), so a
-    test may change what it gets without another test seeing the change."""
-    from ncuadvisor.pipeline.analyze import analyze
-
+    Every call returns a copy of its own (unpickled from the one analysis: ~5x faster than copy.deepcopy), so a test
+    may change what it gets without another test seeing the change."""
+    folder = _shared_folder(tmp_path_factory, "analysed")
     cache: dict[str, bytes] = {}
+
+    def analyse(name: str, tmp: Path) -> None:
+        def run() -> None:
+            from ncuadvisor.pipeline.analyze import analyze
+
+            tmp.write_bytes(pickle.dumps(analyze(report_path(name)), protocol=pickle.HIGHEST_PROTOCOL))
+
+        # a forked test forks no further: a fork of a process that ran a test may inherit a lock held by one of its
+        # threads (the analysis' own), and hang
+        in_child(run) if os.getpid() == _TEST_PROCESS and _single_threaded() else run()
 
     def get(name: str):
         if name not in cache:
-            cache[name] = pickle.dumps(analyze(report_path(name)), protocol=pickle.HIGHEST_PROTOCOL)
+            path = _write_once(folder / (name.replace("/", "__") + ".pickle"), lambda tmp: analyse(name, tmp))
+            cache[name] = path.read_bytes()
         return pickle.loads(cache[name])
 
     return get

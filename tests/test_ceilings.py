@@ -7,12 +7,16 @@ from ncuadvisor.analysis import roofline, roofline_words
 from ncuadvisor.analysis.ceilings import LAUNCH_FLOOR_NS
 from ncuadvisor.load import ReportReader
 from ncuadvisor.load.deep import every_result
+from tests.conftest import in_child
 
 
 @pytest.fixture(scope="module")
 def rl(report_path):
-    frame = ReportReader(report_path("ceilings")).results(roofline.METRICS)
-    return {r["name"]: roofline.compute(r, 132) for r in frame.rows()}
+    def read():
+        frame = ReportReader(report_path("ceilings")).results(roofline.METRICS)
+        return {r["name"]: roofline.compute(r, 132) for r in frame.rows()}
+
+    return in_child(read)
 
 
 @pytest.mark.parametrize(

@@ -9,6 +9,7 @@ import pytest
 from ncuadvisor.analysis import needed, roofline
 from ncuadvisor.load import ReportReader
 from ncuadvisor.load.deep import every_result
+from tests.conftest import in_child
 
 COUNTS = Path(__file__).resolve().parent.parent / "fixtures" / "fp16-2026-12-01" / "counts.jsonl"
 HFMA = "smsp__sass_thread_inst_executed_op_hfma_pred_on.sum"
@@ -17,19 +18,24 @@ XU = "sm__inst_executed_pipe_xu.sum"
 
 @pytest.fixture(scope="module")
 def fp16(report_path):
-    """{kernel: (row, instruction facts, {opcode: warp instructions})} of every kernel of the capture."""
-    reader = ReportReader(report_path("fp16"))
-    rows = reader.results([*roofline.METRICS, HFMA, XU]).rows()
-    details = reader.details([r["result_id"] for r in rows], needed.PER_INSTRUCTION, sass_for=every_result)
-    out = {}
-    for row in rows:
-        per_instruction = details[row["result_id"]].per_instruction
-        ops: dict[str, float] = {}
-        for e in per_instruction[needed.INST_EXECUTED]:
-            op = needed._opcode(e.sass)
-            ops[op] = ops.get(op, 0.0) + e.value
-        out[row["name"]] = (row, needed.instruction_facts(per_instruction), ops)
-    return out
+    """{kernel: (row, instruction facts, {opcode: warp instructions})} of every kernel of the capture, read in a
+    forked child."""
+
+    def read():
+        reader = ReportReader(report_path("fp16"))
+        rows = reader.results([*roofline.METRICS, HFMA, XU]).rows()
+        details = reader.details([r["result_id"] for r in rows], needed.PER_INSTRUCTION, sass_for=every_result)
+        out = {}
+        for row in rows:
+            per_instruction = details[row["result_id"]].per_instruction
+            ops: dict[str, float] = {}
+            for e in per_instruction[needed.INST_EXECUTED]:
+                op = needed._opcode(e.sass)
+                ops[op] = ops.get(op, 0.0) + e.value
+            out[row["name"]] = (row, needed.instruction_facts(per_instruction), ops)
+        return out
+
+    return in_child(read)
 
 
 @pytest.fixture(scope="module")

@@ -2,28 +2,34 @@
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from ncuadvisor import metrics
 from ncuadvisor.rulekit.engine import discover
+from tests.conftest import in_child
 
 # Sections `ncuadvisor profile` does not ask for: their metrics are read when a report has them.
 NOT_COLLECTED = {metrics.HalfRooflineChart}
 
 
 @pytest.fixture(scope="module")
-def full_report(report_path: Callable[[str], Path]) -> Any:
-    """The first result of fixtures/flaws (captured with every section `profile` asks for), read by ncu_report."""
-    import ncu_report
+def full_report(report_path: Callable[[str], Path]) -> dict[str, set[str]]:
+    """The metric names and section identifiers of the first result of fixtures/flaws (captured with every section
+    `profile` asks for), read by ncu_report in a forked child."""
 
-    return ncu_report.load_report(str(report_path("flaws"))).range_by_idx(0).action_by_idx(0)
+    def read() -> dict[str, set[str]]:
+        import ncu_report
+
+        action = ncu_report.load_report(str(report_path("flaws"))).range_by_idx(0).action_by_idx(0)
+        return {"metrics": set(action.metric_names()), "sections": {s.identifier() for s in action.sections()}}
+
+    return in_child(read)
 
 
 @pytest.fixture(scope="module")
-def full_report_names(full_report: Any) -> set[str]:
-    return set(full_report.metric_names())
+def full_report_names(full_report: dict[str, set[str]]) -> set[str]:
+    return full_report["metrics"]
 
 
 @pytest.mark.parametrize("group", metrics.SECTIONS, ids=lambda g: g.__name__)
@@ -36,8 +42,8 @@ def test_every_constant_is_a_metric_of_a_full_report(group: type, full_report_na
     assert not missing, f"{group.__name__}: not in a full-section report: {missing}"
 
 
-def test_sections_are_ncu_section_identifiers(full_report: Any) -> None:
-    collected = {section.identifier() for section in full_report.sections()}
+def test_sections_are_ncu_section_identifiers(full_report: dict[str, set[str]]) -> None:
+    collected = full_report["sections"]
     for group in metrics.SECTIONS:
         section = getattr(group, "SECTION", None)
         if group is metrics.Device:

@@ -26,6 +26,7 @@ from ncuadvisor.profile.reports import planned_reports
 from ncuadvisor.profile.selection import select_kernels
 from ncuadvisor.profile.target import TORCH_RUNNER, resolve_target
 from ncuadvisor.result import Result, TorchContext
+from tests.conftest import in_child
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures"
@@ -525,7 +526,7 @@ def merged(tmp_path_factory, typed):
         with lzma.open(FIXTURES / f"{name}.ncu-rep.xz") as fin, paths[name].open("wb") as fout:
             shutil.copyfileobj(fin, fout)
     rules = engine.discover([])
-    p1, launches, _ = analyze_phase1(paths["tiny_phase1"], rules)
+    p1, launches, _ = in_child(lambda: analyze_phase1(paths["tiny_phase1"], rules))
     deep = typed("tiny_sections")  # the same rules: engine.discover([])
     m = merge_results(p1, [(str(paths["tiny_sections"]), deep)], launches=launches, rules=rules)
     return p1.to_dict(), deep.to_dict(), m.to_dict()

@@ -19,6 +19,7 @@ from ncuadvisor.profile.merge import analyze_phase1, merge_results
 from ncuadvisor.profile.ncu import PHASE1_COLLECTED, TENSOR_PIPE_PCT
 from ncuadvisor.profile.selection import kernel_key, select_kernels
 from ncuadvisor.rulekit import engine
+from tests.conftest import in_child
 
 RULES = engine.discover([])
 
@@ -29,7 +30,8 @@ def phase1(report_path):
 
     def get(name):
         if name not in cache:
-            cache[name] = analyze_phase1(report_path(name), RULES)
+            path = report_path(name)
+            cache[name] = in_child(lambda: analyze_phase1(path, RULES))
         return cache[name]
 
     return get

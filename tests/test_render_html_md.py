@@ -19,6 +19,7 @@ from ncuadvisor.render.html import CHART_POINTS, FULL_CARDS, OPEN_CARDS, PROGRAM
 from ncuadvisor.render.markdown import md
 from ncuadvisor.result import Result, shape_tags
 from ncuadvisor.units import compact_name, short_name
+from tests.conftest import in_child
 from tests.synthetic import PAGE_SCRIPT, many_kernels, page_scripts, typed_result
 
 
@@ -46,7 +47,7 @@ def result(tmp_path_factory) -> dict:
     path = tmp_path_factory.mktemp("render") / "probe.ncu-rep"
     with lzma.open(REPORT, "rb") as fin, path.open("wb") as fout:
         shutil.copyfileobj(fin, fout)
-    return analyze(path).to_dict()
+    return in_child(lambda: analyze(path).to_dict())
 
 
 @pytest.fixture()

@@ -4,12 +4,16 @@ import pytest
 
 from ncuadvisor.analysis import roofline
 from ncuadvisor.load import ReportReader
+from tests.conftest import in_child
 
 
 @pytest.fixture(scope="module")
 def rows(report_path):
-    frame = ReportReader(report_path("probe")).results(roofline.METRICS)
-    return {r["name"]: r for r in frame.rows()}
+    def read():
+        frame = ReportReader(report_path("probe")).results(roofline.METRICS)
+        return {r["name"]: r for r in frame.rows()}
+
+    return in_child(read)
 
 
 def test_fp32_flops_match_the_kernel_code(rows):

@@ -10,7 +10,7 @@ import pytest
 from ncuadvisor.analysis.ceilings import DRAM_PEAKS, LAUNCH_FLOOR_NS
 from ncuadvisor.load import ReportReader
 from ncuadvisor.pipeline.analyze import analyze
-from tests.conftest import FIXTURES
+from tests.conftest import FIXTURES, in_child
 
 
 def _unpacked(tmp_path_factory, name: str):
@@ -21,7 +21,8 @@ def _unpacked(tmp_path_factory, name: str):
 
 
 def _analyzed(tmp_path_factory, name: str):
-    return analyze(_unpacked(tmp_path_factory, name))
+    path = _unpacked(tmp_path_factory, name)
+    return in_child(lambda: analyze(path))
 
 
 @pytest.fixture(scope="module")

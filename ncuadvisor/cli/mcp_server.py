@@ -64,16 +64,39 @@ class Results:
         self.cache: OrderedDict[tuple[str, int, int], Any] = OrderedDict()
 
     def get(self, path: Path) -> Any:
-        from ncuadvisor.api import result_record
-
         st = path.stat()
         key = (str(path), st.st_size, st.st_mtime_ns)
         if key not in self.cache:
-            self.cache[key] = result_record(path)
+            self.cache[key] = _analysed(path)
             while len(self.cache) > CACHED_RESULTS:
                 self.cache.popitem(last=False)
         self.cache.move_to_end(key)
         return self.cache[key]
+
+
+def _analysed(path: Path) -> Any:
+    """The typed result of a report, analysed by `ncuadvisor report` in a child process and read back as a saved
+    result: NVIDIA's ncu_report keeps every report it loaded until its process ends (about 200 MB for a PyTorch
+    report), so the long-lived server never opens one itself. A saved result (.json) is read here."""
+    import tempfile
+
+    from ncuadvisor.api import result_record
+
+    if path.suffix.lower() == ".json":
+        return result_record(path)
+    with tempfile.TemporaryDirectory(prefix="ncuadvisor-mcp-") as tmp:
+        out = Path(tmp) / "result.json"
+        proc = subprocess.run(
+            [sys.executable, "-m", "ncuadvisor", "report", str(path), "--format", "json", "-o", str(out)],
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            errors="replace",
+        )
+        if not out.exists():
+            lines = [x for x in proc.stderr.splitlines() if x.strip()]
+            raise InputError(lines[-1].removeprefix("ncuadvisor: error: ") if lines else f"{path}: not analysed")
+        return result_record(out)
 
 
 def _diff_summary(d: Any) -> dict[str, Any]:
