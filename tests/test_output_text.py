@@ -105,9 +105,7 @@ def test_no_output_holds_text_a_user_should_not_meet(typed, name):
     for fmt, text in outputs(result).items():
         for label, pattern in (
             ("developer path", DEVELOPER_PATH),
-            # the chart's intensity labels (render/chart.py, chart_levels.py: '1.03e+03 FLOP/byte') are the chart's
-            # own formatting, redrawn on the branch that owns the chart: the rest of its text is held to all of these
-            *([] if fmt == "chart" else [("exponent", EXPONENT)]),
+            ("exponent", EXPONENT),
             ("tiny number", TINY),
             ("doubled parentheses", DOUBLED),
         ):

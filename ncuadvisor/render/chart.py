@@ -14,7 +14,7 @@ from ncuadvisor.render import bound_class
 from ncuadvisor.render.chart_levels import LevelMark, LevelRoof, level_marks, level_peaks, level_roofs
 from ncuadvisor.render.chart_place import Rect, label_box, place_labels
 from ncuadvisor.render.view import Device, Kernel, Result
-from ncuadvisor.units import fmt_decade, fmt_ns, fmt_pct, fmt_rate, fmt_si, fmt_x, number
+from ncuadvisor.units import fmt_decade, fmt_ns, fmt_num, fmt_pct, fmt_rate, fmt_si, fmt_x, number
 
 W, H = 1120, 470
 TOP, BOTTOM = 24, 62  # plot margins (px)
@@ -524,7 +524,7 @@ def _draw(
     points: list[Point] = []
     for k, inten, perf in placed:
         cx, cy = px(inten), py(perf)
-        extra = f"{fmt_rate(perf, 'FLOP/s')} at {inten:.3g} FLOP/byte\nlimiting roof: {_limiting_roof(k, device, inten, bw)}"
+        extra = f"{fmt_rate(perf, 'FLOP/s')} at {fmt_num(inten)} FLOP/byte\nlimiting roof: {_limiting_roof(k, device, inten, bw)}"
         off = _off_pipe(k, device)
         if off:
             extra += f"; limited by {k.roofline.limiter}, not a FLOP pipe"

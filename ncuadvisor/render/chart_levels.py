@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from ncuadvisor.render.chart_place import Rect
 from ncuadvisor.render.view import Kernel
-from ncuadvisor.units import fmt_rate, number
+from ncuadvisor.units import fmt_num, fmt_rate, number
 
 LEVELS = ("l2", "l1")  # drawn besides DRAM, whose roof and points the chart always has
 LEVEL_NAMES = {"l1": "L1/shared", "l2": "L2"}
@@ -129,6 +129,6 @@ def level_marks(
             level, lvl_int = h.get("level"), number(h.get("intensity"))
             if level not in LEVELS or not lvl_int or lvl_int <= 0 or not math.isfinite(lvl_int):
                 continue
-            title = f"#{k.index} at {LEVEL_NAMES[str(level)]}: {lvl_int:.3g} FLOP/byte"
+            title = f"#{k.index} at {LEVEL_NAMES[str(level)]}: {fmt_num(lvl_int)} FLOP/byte"
             marks.append(LevelMark(str(level), _f(px(lvl_int)), _f(py(perf)), _f(px(inten)), title, f"#{k.anchor}"))
     return marks
