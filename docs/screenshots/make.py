@@ -18,16 +18,19 @@ import argparse
 import base64
 import json
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
-import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "fixtures"
+sys.path.insert(0, str(ROOT))  # the page tests' Chromium driver, tests/browser.py
+
+from tests.browser import Browser as DevToolsBrowser  # noqa: E402
+from tests.browser import chromium  # noqa: E402
+
 OUT = Path(__file__).resolve().parent
 MAIN = ("flaws", "patterns", "torch_eager", "torch_compile", "torch_gemm_conv")  # shot at full size, listed first
 SMALL = 0.5  # every other fixture's shots are scaled down by this (the phone's by SMALL_PHONE): all stay a few MB
@@ -72,76 +75,8 @@ FEATURES = {
 }
 
 
-class Browser:
-    """Headless Chromium driven over --remote-debugging-pipe: JSON messages ending in NUL on fds 3 (in) and 4 (out)."""
-
-    def __init__(self) -> None:
-        exe = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
-        if exe is None:
-            raise SystemExit("make.py: no chromium on PATH (apt-get install chromium)")
-        cmd_r, self._cmd_w = os.pipe()
-        self._out_r, out_w = os.pipe()
-
-        def fds() -> None:  # copies first: the pipe may already be fds 3 and 4, not inheritable
-            a, b = os.dup(cmd_r), os.dup(out_w)
-            os.dup2(a, 3)
-            os.dup2(b, 4)
-
-        self._profile = tempfile.mkdtemp(prefix="shots-chromium-")
-        self.proc = subprocess.Popen(
-            [
-                exe,
-                "--headless",
-                "--no-sandbox",
-                "--disable-gpu",
-                "--hide-scrollbars",
-                "--remote-debugging-pipe",
-                f"--user-data-dir={self._profile}",
-                "about:blank",
-            ],
-            preexec_fn=fds,
-            close_fds=False,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        os.close(cmd_r)
-        os.close(out_w)
-        self._buf = b""
-        self._next = 0
-        self.events: list[dict] = []
-
-    def _read(self) -> dict:
-        while b"\0" not in self._buf:
-            chunk = os.read(self._out_r, 1 << 20)
-            if not chunk:
-                raise SystemExit("make.py: chromium closed its pipe")
-            self._buf += chunk
-        msg, self._buf = self._buf.split(b"\0", 1)
-        return json.loads(msg)
-
-    def call(self, method: str, session: str | None = None, **params: object) -> dict:
-        self._next += 1
-        msg: dict = {"id": self._next, "method": method, "params": params}
-        if session:
-            msg["sessionId"] = session
-        os.write(self._cmd_w, json.dumps(msg).encode() + b"\0")
-        while True:
-            reply = self._read()
-            if reply.get("id") == self._next:
-                if "error" in reply:
-                    raise SystemExit(f"make.py: {method}: {reply['error']}")
-                return reply.get("result", {})
-            self.events.append(reply)
-
-    def wait_event(self, method: str, session: str, timeout: float = 30.0) -> None:
-        end = time.monotonic() + timeout
-        while time.monotonic() < end:
-            for n, e in enumerate(self.events):
-                if e.get("method") == method and e.get("sessionId") == session:
-                    del self.events[: n + 1]
-                    return
-            self.events.append(self._read())
-        raise SystemExit(f"make.py: no {method} within {timeout:.0f} s")
+class Browser(DevToolsBrowser):
+    """Headless Chromium driven over --remote-debugging-pipe (the page tests' driver, `tests/browser.py`), shooting."""
 
     def shoot(self, page: Path, shot: Shot, fmt: str, quality: int) -> bytes:
         target = self.call("Target.createTarget", url="about:blank")["targetId"]
@@ -192,11 +127,6 @@ class Browser:
         data = self.call("Page.captureScreenshot", s, **params)["data"]
         self.call("Target.closeTarget", targetId=target)
         return base64.b64decode(data)
-
-    def close(self) -> None:
-        self.proc.terminate()
-        self.proc.wait(timeout=30)
-        shutil.rmtree(self._profile, ignore_errors=True)
 
 
 def fixtures(names: list[str]) -> list[Path]:
@@ -274,6 +204,8 @@ def main() -> int:
     out: Path = args.png or args.out
     out.mkdir(parents=True, exist_ok=True)
     fmt, ext = ("png", "png") if args.png else ("webp", "webp")
+    if chromium() is None:
+        raise SystemExit("make.py: no chromium on PATH (apt-get install chromium)")
     browser = Browser()
     done: list[str] = []
     try:
