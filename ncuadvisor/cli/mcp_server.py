@@ -184,7 +184,10 @@ def build_server(roots: Roots) -> Any:
         match = [r for r in loaded if code.upper() in (r.code, *r.aliases) or code == r.slug]
         if not match:
             raise InputError(f"no rule {code!r}; the rules: {', '.join(sorted(r.code for r in loaded))}")
-        return str(rule_help(match[0]))
+        from ncuadvisor.cli.rules import docs_page
+
+        page = docs_page(match[0])  # as `ncuadvisor rules CODE` prints it
+        return str(rule_help(match[0])) + (f"\nDocumentation: {page}" if page else "")
 
     @server.tool()
     @guarded
