@@ -5,7 +5,7 @@ when its process ends), so the test process itself opens no report and runs no t
 child of it (`pytest_pyfunc_call`), each fixture is analysed once (`typed`) and its result kept pickled on disk for
 every later test, and a module fixture that reads a report does so in a forked child (`in_child`). The test process
 stays small and single-threaded, so that every fork starts from a clean state, and the default run's memory stays
-that of the test process plus one test's.
+that of the test process plus one test's. `NCUADVISOR_TEST_FORK=0` runs the tests in place (a debugger, a profile).
 """
 
 from __future__ import annotations
@@ -90,7 +90,7 @@ def pytest_pyfunc_call(pyfuncitem):
     """Every test runs in a forked child (its fixtures are made here first): what it loads goes when it ends. Where
     the test process is no longer single-threaded (a fixture opened a report here) the test runs here, as pytest
     would: more memory, never a hang."""
-    if not _single_threaded():
+    if not _single_threaded() or os.environ.get("NCUADVISOR_TEST_FORK") == "0":
         return None
     args = {name: pyfuncitem.funcargs[name] for name in pyfuncitem._fixtureinfo.argnames}
     in_child(lambda: pyfuncitem.obj(**args))
