@@ -38,6 +38,15 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(skip)
 
 
+def _own_fork_server() -> None:
+    """In a forked child: forget the fork server the test process may have started (multiprocessing asks after it
+    with waitpid, which only its parent may do), so that the analysis' workers start one of the child's own."""
+    from multiprocessing import forkserver
+
+    server: Any = forkserver._forkserver  # type: ignore[attr-defined]
+    server._forkserver_pid = server._forkserver_address = server._forkserver_alive_fd = None
+
+
 def in_child(fn: Callable[[], Any]) -> Any:
     """fn() run in a forked child, its value pickled back; an exception in the child is raised here with the child's
     traceback (pytest's skip and fail keep their kind). The child's memory, the reports it loaded with it, goes when
@@ -46,6 +55,7 @@ def in_child(fn: Callable[[], Any]) -> Any:
     pid = os.fork()
     if pid == 0:  # the child: never returns into pytest
         os.close(r)
+        _own_fork_server()
         try:
             try:
                 out: tuple[str, Any] = ("ok", fn())
