@@ -38,6 +38,15 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(skip)
 
 
+def _single_threaded() -> bool:
+    """Whether this process runs one thread: a fork copies only the forking thread, and a lock another thread held
+    (ncu_report's own, once a report was opened here) would stay locked in the child for ever."""
+    try:
+        return len(os.listdir(f"/proc/{os.getpid()}/task")) == 1
+    except OSError:  # no /proc: no fork either
+        return False
+
+
 def _own_fork_server() -> None:
     """In a forked child: forget the fork server the test process may have started (multiprocessing asks after it
     with waitpid, which only its parent may do), so that the analysis' workers start one of the child's own."""
@@ -51,6 +60,8 @@ def in_child(fn: Callable[[], Any]) -> Any:
     """fn() run in a forked child, its value pickled back; an exception in the child is raised here with the child's
     traceback (pytest's skip and fail keep their kind). The child's memory, the reports it loaded with it, goes when
     it ends."""
+    if not _single_threaded():  # a fork would inherit the locks the other threads hold: run it here
+        return fn()
     r, w = os.pipe()
     pid = os.fork()
     if pid == 0:  # the child: never returns into pytest
@@ -84,15 +95,6 @@ def in_child(fn: Callable[[], Any]) -> Any:
 
 
 _TEST_PROCESS = os.getpid()
-
-
-def _single_threaded() -> bool:
-    """Whether this process runs one thread: a fork copies only the forking thread, and a lock another thread held
-    (ncu_report's own, once a report was opened here) would stay locked in the child for ever."""
-    try:
-        return len(os.listdir(f"/proc/{os.getpid()}/task")) == 1
-    except OSError:  # no /proc: no fork either
-        return False
 
 
 @pytest.hookimpl(tryfirst=True)
