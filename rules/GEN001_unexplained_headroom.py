@@ -20,6 +20,7 @@ from ncuadvisor.rulekit import (
     stall_metric,
     stall_shares,
     time_after,
+    unread_fma_ceiling,
 )
 
 # The stall reasons each mechanism's fix removes (what the bound on its estimate may take away).
@@ -207,11 +208,7 @@ class UnexplainedHeadroom(Rule):
         side = limiter_side(r)
         # user code at its FMA ceiling without SASS: near the FMA roof, but a product's floor is the tensor roof
         unread_product = (
-            k.language == "cuda"
-            and side == "compute"
-            and r.limiter in ("fma", "fp16")
-            and r.busy_pct.get(r.limiter, 0.0) >= t["min_pipe_pct"]
-            and fma_stream(k) is None
+            unread_fma_ceiling(k) and side == "compute" and r.busy_pct.get(r.limiter or "", 0.0) >= t["min_pipe_pct"]
         )
         if r.headroom is None or (r.headroom < t["min_headroom"] and not unread_product):
             return None

@@ -5,10 +5,10 @@ from ncuadvisor.rulekit import (
     KernelContext,
     Rule,
     SpeedOfLight,
-    fma_stream,
     fmt_bytes,
     fmt_ns,
     precision_words,
+    unread_fma_ceiling,
 )
 
 
@@ -83,7 +83,7 @@ class AtRoofline(Rule):
             return None
         if self.slow_fp64_in_float_code(k):
             return None
-        if self.unread_fma_ceiling(k):
+        if unread_fma_ceiling(k):  # GEN001 says the tensor roof is the floor if it is a product
             return None
         if r.floor_reason:
             what = r.floor_reason  # the unit that sets the floor, its work and rate (SFU, FP16, launch, ...)
@@ -111,14 +111,6 @@ class AtRoofline(Rule):
             confidence="high",
             evidence=[Evidence("headroom", round(r.headroom, 3), self.thresholds["max_headroom"], "measured ÷ floor")],
         )
-
-    @staticmethod
-    def unread_fma_ceiling(k: KernelContext) -> bool:
-        """User code at its FMA (or FP16) ceiling whose instructions the report does not hold: its FMAs may be a
-        matrix product, whose real floor is the tensor roof (GEN001 says so), so the FMA roof is no reason to leave it.
-        With the SASS, TEN001 has read the stream and this verdict stands for what is not a product."""
-        r = k.roofline
-        return k.language == "cuda" and r.limiter in ("fma", "fp16") and fma_stream(k) is None
 
     def at_tensor_ceiling(self, pct: float, language: str, metric: str) -> Finding:
         """The verdict on a kernel `ncuadvisor profile` placed at its tensor ceiling from phase 1 alone

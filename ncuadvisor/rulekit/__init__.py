@@ -84,6 +84,7 @@ from ncuadvisor.rulekit.models import (
     streaming_ns,
     time_after,
     unit_floor_ns,
+    unread_fma_ceiling,
     warps_per_sm,
 )
 from ncuadvisor.rulekit.sass import Instruction, access_bytes, address_base, data_register, opcode, parse, registers
@@ -168,6 +169,7 @@ __all__ = [
     "streaming_ns",
     "time_after",
     "unit_floor_ns",
+    "unread_fma_ceiling",
     "warps_per_sm",
     "Prediction",
     "predict",

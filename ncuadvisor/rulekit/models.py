@@ -295,6 +295,14 @@ def fma_stream(k: KernelContext) -> FmaStream | None:
     return FmaStream(fma=fma, products=products, mufu=mufu)
 
 
+def unread_fma_ceiling(k: KernelContext) -> bool:
+    """User code at its FMA (or FP16) ceiling whose instructions the report does not hold (`fma_stream` is None): its
+    FMAs may be a matrix product, whose real floor is the tensor roof, so the FMA roof is no reason to leave it. With
+    the SASS, TEN001 has read the stream."""
+    r = k.roofline
+    return k.language == "cuda" and r.limiter in ("fma", "fp16") and fma_stream(k) is None
+
+
 def global_loads_in_flight(k: KernelContext) -> tuple[float, float]:
     """(loads, bytes) a warp keeps in flight: the most global loads (LDG) of the kernel's hot path that its SASS issues
     before it must wait for one of them, from register dataflow over the listing in address order (a use of a load's
