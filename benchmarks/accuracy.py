@@ -116,9 +116,11 @@ def main() -> int:
     ap.add_argument("--bench", default=None)
     ap.add_argument("--markdown", action="store_true", help="print the table as markdown (for RESULTS.md)")
     ap.add_argument("--planted", action="store_true", help="only the access-pattern and PyTorch tables")
+    ap.add_argument("--patterns-report", type=Path, default=None, help="the access patterns captured on another GPU")
+    ap.add_argument("--patterns-bench", type=Path, default=None, help="their `patterns --bench` timings")
     args = ap.parse_args()
     if args.planted:
-        planted_tables(args.markdown)
+        planted_tables(args.markdown, args.patterns_report, args.patterns_bench)
         return 0
     sets = [(args.report, args.manifest, args.bench)] if args.report else SETS
 
@@ -358,13 +360,17 @@ def _error(est_us: float | None, meas_us: float) -> str:
     return f"{100 * (est_us / meas_us - 1):+.0f}%"
 
 
-def planted_tables(markdown: bool) -> None:
-    """The access-pattern pairs and the PyTorch cases: first action, NCU's top rule, estimated vs measured saving."""
-    if not (PLANTED / "bench_patterns.jsonl").exists():
+def planted_tables(markdown: bool, patterns_report: Path | None = None, patterns_bench: Path | None = None) -> None:
+    """The access-pattern pairs and the PyTorch cases: first action, NCU's top rule, estimated vs measured saving.
+    `patterns_report` and `patterns_bench`: the access patterns captured elsewhere (another GPU), with their timings."""
+    bench_path = patterns_bench or PLANTED / "bench_patterns.jsonl"
+    if not bench_path.exists():
         return
-    bench = {b["kernel"]: b["median_us"] for b in _jsonl(PLANTED / "bench_patterns.jsonl")}
+    bench: dict[str, float] = {}
+    for b in _jsonl(bench_path):  # a file of several --bench runs: the last run's timing of each kernel
+        bench[b["kernel"]] = b["median_us"]
     bench["small_update"] = bench.get("small_update_x4", 0.0)
-    result = analyze(ROOT / "fixtures" / "patterns.ncu-rep.xz").to_dict()
+    result = analyze(patterns_report or ROOT / "fixtures" / "patterns.ncu-rep.xz").to_dict()
     by_name = {k["name"]: k for k in result["kernels"]}
     rows, ok_n, within, n_est = [], 0, 0, 0
     for planted, twin, what, (rule, words) in PATTERNS:
@@ -409,6 +415,8 @@ def planted_tables(markdown: bool) -> None:
     )
     _table(header, rows, markdown)
     print(f"\naccess patterns: first action right {ok_n}/{len(rows)}; estimates within ±30%: {within}/{n_est}")
+    if patterns_report is not None:  # another GPU's capture: the PyTorch cases are this machine's fixtures
+        return
 
     tbench = {(b["case"], b["variant"]): b["median_us"] for b in _jsonl(LOOP_BENCH) if "variant" in b}
     fixes = _fix_savings()
