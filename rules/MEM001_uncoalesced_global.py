@@ -7,7 +7,9 @@ from ncuadvisor.rulekit import (
     Finding,
     Fix,
     KernelContext,
+    MemoryTables,
     Occupancy,
+    OlderMemoryTables,
     Prediction,
     Rule,
     SourceCounters,
@@ -70,7 +72,11 @@ class UncoalescedGlobal(Rule):
     What it detects:
         The share of global-memory L2 sectors that are excessive: `derived__memory_l2_theoretical_sectors_global_excessive`
         over `memory_l2_theoretical_sectors_global` (Memory Workload Analysis tables, Source Counters), with the
-        source lines that cause it.
+        source lines that cause it. Weaker evidence (a report without Source Counters, e.g. ncu's "Load/Store"
+        metrics or the memory tables alone): the bytes the threads used of each 32-byte sector they touched
+        (`smsp__sass_average_data_bytes_per_sector_mem_global_op_ld/st`, 32 when coalesced; a `.pct` before ncu
+        2024) weighted by the global load and store sectors; the finding is then low confidence, without source
+        lines, and the SourceCounters section would confirm it and place it.
 
     Why it costs time:
         A warp whose 32 threads read 32 consecutive floats needs four 32-byte sectors; with a stride of 32 floats it
@@ -117,7 +123,19 @@ class UncoalescedGlobal(Rule):
     category = "coalescing"
     title = "Uncoalesced global memory access"
     requires = (SourceCounters.L2_SECTORS_GLOBAL, SourceCounters.L2_SECTORS_GLOBAL_EXCESSIVE)
-    optional = (SourceCounters.L2_SECTORS_GLOBAL_IDEAL, Occupancy.THEORETICAL_PCT, *_LIMITS.values())
+    optional = (
+        SourceCounters.L2_SECTORS_GLOBAL_IDEAL,
+        Occupancy.THEORETICAL_PCT,
+        *_LIMITS.values(),
+        MemoryTables.GLOBAL_LOAD_SECTORS,
+        MemoryTables.GLOBAL_STORE_SECTORS,
+    )
+    weak_evidence = (
+        MemoryTables.GLOBAL_LOAD_BYTES_PER_SECTOR,
+        MemoryTables.GLOBAL_STORE_BYTES_PER_SECTOR,
+        OlderMemoryTables.GLOBAL_LOAD_BYTES_PER_SECTOR_PCT,
+        OlderMemoryTables.GLOBAL_STORE_BYTES_PER_SECTOR_PCT,
+    )
     per_instruction = (
         SourceCounters.L2_SECTORS_GLOBAL_EXCESSIVE,
         SourceCounters.L2_SECTORS_GLOBAL,
@@ -270,9 +288,46 @@ class UncoalescedGlobal(Rule):
             )
         return out
 
+    def _sector_use(self, k: KernelContext) -> tuple[float, float, str, list[Evidence]]:
+        """The weaker evidence: (sectors, wasted sectors, "loads" or "stores": the kind that wastes more, evidence)
+        from the bytes used per sector of global loads and stores and their sector counts."""
+        total = excess = 0.0
+        wasted: dict[str, float] = {}
+        evidence = []
+        for kind, sectors, ratio, pct in (
+            (
+                "loads",
+                MemoryTables.GLOBAL_LOAD_SECTORS,
+                MemoryTables.GLOBAL_LOAD_BYTES_PER_SECTOR,
+                OlderMemoryTables.GLOBAL_LOAD_BYTES_PER_SECTOR_PCT,
+            ),
+            (
+                "stores",
+                MemoryTables.GLOBAL_STORE_SECTORS,
+                MemoryTables.GLOBAL_STORE_BYTES_PER_SECTOR,
+                OlderMemoryTables.GLOBAL_STORE_BYTES_PER_SECTOR_PCT,
+            ),
+        ):
+            n, per_sector, share = k.m(sectors), k.m(ratio), k.m(pct)
+            used = per_sector / 32 if per_sector is not None else (share / 100 if share is not None else None)
+            if not n or used is None:
+                continue
+            used = min(1.0, max(0.0, used))
+            total += n
+            excess += n * (1 - used)
+            wasted[kind] = n * (1 - used)
+            metric = ratio if k.m(ratio) is not None else pct
+            evidence.append(Evidence(metric, k.m(metric), None, f"bytes used per sector ({kind})"))
+        kind = max(wasted, key=lambda w: wasted[w]) if wasted else "loads"
+        return total, excess, kind, evidence
+
     def check(self, k: KernelContext) -> Finding | None:
-        total = k.m(SourceCounters.L2_SECTORS_GLOBAL) or 0.0
-        excess = k.m(SourceCounters.L2_SECTORS_GLOBAL_EXCESSIVE) or 0.0
+        weak_evidence: list[Evidence] = []
+        if k.weak:
+            total, excess, weak_kind, weak_evidence = self._sector_use(k)
+        else:
+            total = k.m(SourceCounters.L2_SECTORS_GLOBAL) or 0.0
+            excess = k.m(SourceCounters.L2_SECTORS_GLOBAL_EXCESSIVE) or 0.0
         if total <= 0:
             return None
         frac = excess / total
@@ -296,7 +351,7 @@ class UncoalescedGlobal(Rule):
         top = max(k.per_instruction(SourceCounters.L2_SECTORS_GLOBAL_EXCESSIVE), key=lambda e: e.value, default=None)
         top_sass = (top.sass or "") if top is not None else ""
         stores = opcode(top_sass).startswith(("STG", "ST.", "ST"))  # `@!P0 STG.E` is a store
-        kind = "stores" if stores else "loads"
+        kind = weak_kind if k.weak else ("stores" if stores else "loads")
         situation, fields = self._pattern(k, top_sass, frac)
         if situation == "a pointer chase":
             return None  # scattered by nature, no thread mapping or sort coalesces it: LAT001 speaks (loads in flight)
@@ -329,8 +384,13 @@ class UncoalescedGlobal(Rule):
             ),
             confidence="high" if frac >= 0.5 else "medium",
             evidence=[
-                Evidence(SourceCounters.L2_SECTORS_GLOBAL_EXCESSIVE, excess, None, "excessive sectors"),
-                Evidence(SourceCounters.L2_SECTORS_GLOBAL, total, None, "sectors"),
+                *(
+                    weak_evidence
+                    or [
+                        Evidence(SourceCounters.L2_SECTORS_GLOBAL_EXCESSIVE, excess, None, "excessive sectors"),
+                        Evidence(SourceCounters.L2_SECTORS_GLOBAL, total, None, "sectors"),
+                    ]
+                ),
                 Evidence("excess_fraction", round(frac, 3), self.thresholds["min_excess_fraction"], "wasted share"),
             ],
             predicts=self._predicts(k, frac, kind),
