@@ -41,7 +41,8 @@ class FmaMatrixProduct(Rule):
         metrics): Speed Of Light's pipe utilisation, the FMA pipe at least `min_fma_pct_weak` of the elapsed time,
         the tensor pipe idle, the load/store pipe at least `min_lsu_pct_weak` busy (the factors come from memory: a
         recurrence on registers leaves it idle) and the XU (MUFU) pipe at most `max_xu_per_fma_weak` of the FMA
-        pipe's share (no nonlinear term per product); the finding is then low confidence, and the
+        pipe's share (no nonlinear term per product), and, where the report has the SASS, the instruction stream's
+        shape as above; the finding is then low confidence, and the
         ComputeWorkloadAnalysis and InstructionStats sections (or SourceCounters' SASS) would confirm it.
 
     Why it costs time:
@@ -81,7 +82,7 @@ class FmaMatrixProduct(Rule):
     weak_evidence = (SpeedOfLight.FMA_PIPE_ELAPSED_PCT,)
     per_instruction = (SourceCounters.MEMORY_TYPE, SourceCounters.MEMORY_ACCESS_SIZE_TYPE, SourceCounters.INST_EXECUTED)
     thresholds = {
-        "min_fma_pct_weak": 60.0,
+        "min_fma_pct_weak": 80.0,
         "min_lsu_pct_weak": 5.0,
         "max_xu_per_fma_weak": 0.05,
         "max_tensor_pct_weak": 1.0,
@@ -256,6 +257,10 @@ class FmaMatrixProduct(Rule):
             return None
         if lsu < t["min_lsu_pct_weak"] or xu > t["max_xu_per_fma_weak"] * fma:
             return None
+        stream = fma_stream(k)  # a report with the SASS but not the pipe statistics: the instructions decide
+        if stream is not None and stream.fma:
+            if stream.mufu_per_fma > t["max_mufu_per_fma"] or stream.product_share < t["min_product_share"]:
+                return None
         trade = (
             "The precision trade: TF32 keeps FP32's range with a 10-bit mantissa; BF16 inputs with FP32 accumulation "
             "have an 8-bit mantissa. Check the accuracy the result needs before switching."
