@@ -100,7 +100,10 @@ class UncoalescedGlobal(Rule):
         scoreboard, LG/MIO/TEX throttle, drain)). The fixed kernel loses more than the wasted sectors: the strided
         warp's extra L1 wavefronts, replays and their latency go too, so the time scaled by the sectors moved (time
         × ideal / actual sectors), the model until 2026-12-05, under-estimated every such fix (a naive transpose:
-        4.5× against 6.4× measured). For a kernel a pipe limits, the sector model at half effect. Never below the
+        4.5× against 6.4× measured). Where that latency model takes as long as the kernel does now, it does not
+        explain the kernel (one held by DRAM's throughput, not its loads in flight: a T4 matrix add at 91% of DRAM
+        moving 1.5× its bytes): the time scaled by the sectors moved. For a kernel a pipe limits, the sector model at
+        half effect. Never below the
         roofline floor, nor below the busy time of the pipes it keeps (issue, ALU, FMA, the load/store pipe, ...:
         coalescing keeps the instructions).
 
@@ -339,7 +342,13 @@ class UncoalescedGlobal(Rule):
         sector_ns = (r.duration_ns or 0) * (1 - weight * frac)
         # Coalescing keeps the loads and their count: each now brings 32 lanes × its width of useful bytes.
         loads, inflight = global_loads_in_flight(k)
+        assumed = set(k.calibrations)
         stream_ns = streaming_ns(k, inflight) if side in ("memory", "latency") else None
+        if stream_ns and r.duration_ns and stream_ns >= r.duration_ns:
+            # the latency model does not explain today's time (a kernel held by DRAM's throughput, not by the loads
+            # in flight): the sectors it moves do, and what the latency model assumes is not said
+            stream_ns = None
+            k.calibrations = assumed
         # the fixed kernel: its compulsory bytes streamed with the loads in flight it keeps, bounded by the memory
         # waits the fix removes; without that model (a pipe limits), the time scaled by the sectors moved
         new_ns = stall_bounded_ns(k, stream_ns, MEMORY_WAITS) if stream_ns else sector_ns
