@@ -164,9 +164,11 @@ class ContendedAtomics(Rule):
                 f"({memory_pct:.0f}% of the time): at most {1 - memory_pct / 100:.0%} saved."
             ),
             evidence=[
-                Evidence(SpeedOfLight.L2_ATOMIC_INPUT_PCT, round(mean, 3), t["min_atomic_input_pct"], "", "%"),
+                Evidence(
+                    SpeedOfLight.L2_ATOMIC_INPUT_PCT, round(mean, 3), t["min_atomic_input_pct"], "L2 atomic units", "%"
+                ),
                 Evidence(SpeedOfLight.L2_ATOMIC_INPUT_MAX_PCT, round(busiest_slice, 3), None, "busiest slice", "%"),
                 Evidence("slice_concentration", round(concentration, 1), t["min_slice_concentration"]),
-                Evidence("busiest_unit_pct", round(busiest, 1), t["max_busiest_pct"], "", "%"),
+                Evidence("busiest_unit_pct", round(busiest, 1), t["max_busiest_pct"], "busiest unit (at most)", "%"),
             ],
         )

@@ -90,11 +90,12 @@ def required_metrics(rules: Iterable[Rule | ProgramRule]) -> list[str]:
     return list(dict.fromkeys(out))
 
 
-def lacks(missing: list[str]) -> str:
+def lacks(missing: list[str], verb: str = "settle") -> str:
     """`report lacks M1, M2 (section S would settle it)`: the skip note of a rule whose required metrics are
-    missing, with the ncu sections that collect them (`--section S`), where known."""
+    missing, with the ncu sections that collect them (`--section S`), where known; a finding on weaker evidence
+    says what would `confirm` it."""
     sections = list(dict.fromkeys(s for s in (section_of(m) for m in missing) if s))
-    settle = f" (section {', '.join(sections)} would settle it)" if sections else ""
+    settle = f" (section {', '.join(sections)} would {verb} it)" if sections else ""
     return "report lacks " + ", ".join(missing[:3]) + settle
 
 
@@ -212,7 +213,7 @@ def _run(rules: list[Rule], ctx: KernelContext, verdict: KernelVerdict) -> tuple
                 verdict.skipped.append(SkippedRule(rule=rule.code, reason=lacks(missing) + WEAK_SILENT))
             for f in found:  # weaker evidence: said, with what would confirm it
                 f.confidence = "low"
-                f.message = (f.message or "") + f" Weaker evidence: the {lacks(missing)}."
+                f.message = (f.message or "") + f" Weaker evidence: the {lacks(missing, 'confirm')}."
         if ctx.calibrations:  # say the H200 calibrations the estimate rests on (another architecture)
             arch = str(ctx.device.get("compute_capability") or "").replace(".", "")
             note = f" It assumes {', '.join(sorted(ctx.calibrations))}, not on this sm_{arch} device."
