@@ -1,3 +1,5 @@
+import re
+from collections import defaultdict
 from typing import Any
 
 from ncuadvisor.rulekit import (
@@ -8,6 +10,7 @@ from ncuadvisor.rulekit import (
     Fix,
     KernelContext,
     MemoryTables,
+    MemoryWorkloadAnalysis,
     Occupancy,
     OlderMemoryTables,
     Prediction,
@@ -60,6 +63,45 @@ def _last_def(stream: list, reg: str | None, pc: int) -> Any:
         if e.pc < pc and parse(e.sass).destination == reg:
             return e
     return None
+
+
+# a load's base register and immediate offset: `LDG.E R5, desc[UR6][R12.64+0x4]` -> R12, 0x4
+_BASE_OFFSET = re.compile(r"\[(R\d+)(?:\.64)?\s*(?:\+\s*(-?0x[0-9a-fA-F]+|-?\d+))?\s*\]")
+
+
+def sibling_excess(k: KernelContext, max_l1_miss_over_ideal: float) -> float:
+    """The excess sectors of global loads that, with their siblings, read a whole contiguous record: two or more
+    loads from one base register (`[R12.64]`, `[R12.64+0x4]`, `+0x8`, `+0xc`: a float4 read as four floats) whose
+    offsets tile a span with no gap, each wasting exactly the share of the span it does not read. Each touches the
+    record's sectors and the next finds them in L1: the bytes moved are the bytes needed (the cost is in requests,
+    one vector load instead of four: MEM003), so these are not uncoalesced. Only where the sectors L1 sent on to L2
+    are at most `max_l1_miss_over_ideal` × the ideal ones (L1 did serve the siblings: on a T4 matrix add two such
+    loads sent 1.7× the ideal sectors on, and DRAM moved 48% more than the one-element version)."""
+    from_l1 = k.m(MemoryWorkloadAnalysis.L2_SECTORS_FROM_L1)
+    ideal = k.m(SourceCounters.L2_SECTORS_GLOBAL_IDEAL)
+    if from_l1 is None or not ideal or from_l1 > max_l1_miss_over_ideal * ideal:
+        return 0.0
+    groups: dict[str, list[tuple[int, int, float, float]]] = defaultdict(list)
+    totals = {e.pc: e.value for e in k.per_instruction(SourceCounters.L2_SECTORS_GLOBAL)}
+    for e in k.per_instruction(SourceCounters.L2_SECTORS_GLOBAL_EXCESSIVE):
+        if not opcode(e.sass).startswith("LDG") or not totals.get(e.pc):
+            continue
+        m = _BASE_OFFSET.search((e.sass or "").split(" ", 1)[-1].replace("desc[", "d["))
+        width = access_bytes(e.sass or "")
+        if m is None or not width:
+            continue
+        groups[m.group(1)].append((int(m.group(2) or "0", 0), width, e.value, totals[e.pc]))
+    covered = 0.0
+    for loads in groups.values():
+        if len(loads) < 2:
+            continue
+        spans = sorted((off, off + width) for off, width, _, _ in loads)
+        if any(b[0] != a[1] for a, b in zip(spans, spans[1:])):
+            continue  # a gap or an overlap: not one record read whole
+        span = spans[-1][1] - spans[0][0]
+        if all(abs(value / total - (1 - width / span)) <= 0.05 for _, width, value, total in loads):
+            covered += sum(value for _, _, value, _ in loads)
+    return covered
 
 
 # the stall reasons a coalescing fix removes (the waits on the memory system's sectors, queues and wavefronts)
@@ -116,6 +158,11 @@ class UncoalescedGlobal(Rule):
         (`LEA R4, P0, R2, UR4, 0x5`: 32-byte records, a field of an array of structs, `p[i].x`) gets a structure of
         arrays or one vector load of the record; a run-time stride (a row pitch) keeps the transpose tile.
 
+        Loads that with their siblings read a whole record (`[R12.64]`, `+0x4`, `+0x8`, `+0xc` from one base: a
+        float4 read as four floats, each wasting exactly the part of the record it does not read) are not counted as
+        waste where L1 did serve them (the sectors it sent on to L2 at most `max_l1_miss_over_ideal` × the ideal):
+        the next load finds the sectors in L1, and the bytes moved are the bytes needed.
+
     False positives:
         Gathers through an index array (embedding lookups, sparse matrices) are uncoalesced by nature; sort or
         bucket the indices, or accept it.
@@ -132,6 +179,7 @@ class UncoalescedGlobal(Rule):
         *_LIMITS.values(),
         MemoryTables.GLOBAL_LOAD_SECTORS,
         MemoryTables.GLOBAL_STORE_SECTORS,
+        MemoryWorkloadAnalysis.L2_SECTORS_FROM_L1,
     )
     weak_evidence = (
         MemoryTables.GLOBAL_LOAD_BYTES_PER_SECTOR,
@@ -145,7 +193,7 @@ class UncoalescedGlobal(Rule):
         SourceCounters.SAMPLED_STALL_LONG_SCOREBOARD,
         SourceCounters.INST_EXECUTED,
     )
-    thresholds = {"min_excess_fraction": 0.3, "max_record_bytes": 64.0}
+    thresholds = {"min_excess_fraction": 0.3, "max_record_bytes": 64.0, "max_l1_miss_over_ideal": 1.1}
     # {kind}: "loads" or "stores", the kind of the instruction with the most excess sectors
     fixes = {
         "cuda": Fix(
@@ -330,7 +378,11 @@ class UncoalescedGlobal(Rule):
             total, excess, weak_kind, weak_evidence = self._sector_use(k)
         else:
             total = k.m(SourceCounters.L2_SECTORS_GLOBAL) or 0.0
-            excess = k.m(SourceCounters.L2_SECTORS_GLOBAL_EXCESSIVE) or 0.0
+            excess = max(
+                0.0,
+                (k.m(SourceCounters.L2_SECTORS_GLOBAL_EXCESSIVE) or 0.0)
+                - sibling_excess(k, self.thresholds["max_l1_miss_over_ideal"]),
+            )
         if total <= 0:
             return None
         frac = excess / total
