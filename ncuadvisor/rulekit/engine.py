@@ -90,6 +90,14 @@ def required_metrics(rules: Iterable[Rule | ProgramRule]) -> list[str]:
     return list(dict.fromkeys(out))
 
 
+def runs(rule: Rule, ctx: KernelContext) -> bool:
+    """Whether `run_rules` runs the rule on the kernel: its required metrics present, or one of its weaker
+    evidence's (`Rule.weak_evidence`)."""
+    if all(ctx.m(m) is not None for m in rule.requires):
+        return True
+    return any(ctx.m(m) is not None for m in rule.weak_evidence)
+
+
 def lacks(missing: list[str], verb: str = "settle") -> str:
     """`report lacks M1, M2 (section S would settle it)`: the skip note of a rule whose required metrics are
     missing, with the ncu sections that collect them (`--section S`), where known; a finding on weaker evidence
@@ -130,7 +138,7 @@ def sass_admitted(rules: Iterable[Rule | ProgramRule], ctx: KernelContext) -> bo
     for rule in kernel_rules(rules):
         if not rule.per_instruction or ctx.language not in rule.languages:
             continue
-        if any(ctx.m(m) is None for m in rule.requires):
+        if not runs(rule, ctx):
             continue  # skipped by run_rules
         admits, error = sandbox.call_rule(rule.sass_when, ctx, limit_s=sandbox.limit_for(rule.origin))
         if error is not None or admits is not False:
@@ -196,7 +204,7 @@ def _run(rules: list[Rule], ctx: KernelContext, verdict: KernelVerdict) -> tuple
         if ctx.language not in rule.languages:
             continue
         missing = [m for m in rule.requires if ctx.m(m) is None]
-        weak = bool(missing) and any(ctx.m(m) is not None for m in rule.weak_evidence)
+        weak = bool(missing) and runs(rule, ctx)
         if missing and not weak:
             verdict.skipped.append(SkippedRule(rule=rule.code, reason=lacks(missing)))
             continue
