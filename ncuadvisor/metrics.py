@@ -30,6 +30,11 @@ class SpeedOfLight:
     ELAPSED_CYCLES_MAX: Final = "gpc__cycles_elapsed.max"
     SM_ACTIVE_CYCLES_MAX: Final = "sm__cycles_active.max"
     SM_CLOCK_HZ: Final = "sm__cycles_elapsed.avg.per_second"
+    # the L2 slices' atomic units, busy % of elapsed: the slices' mean and the busiest (Speed Of Light's breakdown)
+    L2_ATOMIC_INPUT_PCT: Final = "lts__d_atomic_input_cycles_active.avg.pct_of_peak_sustained_elapsed"
+    L2_ATOMIC_INPUT_MAX_PCT: Final = "lts__d_atomic_input_cycles_active.max.pct_of_peak_sustained_elapsed"
+    # pipe utilisation of Speed Of Light's breakdown (% of elapsed), which ncu's basic set has
+    FMA_PIPE_ELAPSED_PCT: Final = "sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_elapsed"
     DRAM_CLOCK_HZ: Final = "dram__cycles_elapsed.avg.per_second"
 
 
@@ -136,6 +141,18 @@ class MemoryTables:
     GLOBAL_STORE_SECTORS: Final = "l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum"
     LOCAL_LOAD_SECTORS: Final = "l1tex__t_sectors_pipe_lsu_mem_local_op_ld.sum"
     LOCAL_STORE_SECTORS: Final = "l1tex__t_sectors_pipe_lsu_mem_local_op_st.sum"
+    # the bytes the threads used of each 32-byte sector they touched (32 when coalesced), global loads and stores
+    GLOBAL_LOAD_BYTES_PER_SECTOR: Final = "smsp__sass_average_data_bytes_per_sector_mem_global_op_ld.ratio"
+    GLOBAL_STORE_BYTES_PER_SECTOR: Final = "smsp__sass_average_data_bytes_per_sector_mem_global_op_st.ratio"
+
+
+class OlderMemoryTables:
+    """The same memory-table metrics under the names ncu gave them before 2024 (2023.1 and older): the share of
+    each sector's bytes used, in %. Read when a report has them; today's ncu does not collect these names."""
+
+    SECTION: Final = "MemoryWorkloadAnalysis_Tables"
+    GLOBAL_LOAD_BYTES_PER_SECTOR_PCT: Final = "smsp__sass_average_data_bytes_per_sector_mem_global_op_ld.pct"
+    GLOBAL_STORE_BYTES_PER_SECTOR_PCT: Final = "smsp__sass_average_data_bytes_per_sector_mem_global_op_st.pct"
 
 
 class SourceCounters:
@@ -250,6 +267,7 @@ SECTIONS: Final = (
     Occupancy,
     MemoryWorkloadAnalysis,
     MemoryTables,
+    OlderMemoryTables,
     SourceCounters,
     WarpStateStats,
     InstructionStats,
@@ -273,3 +291,12 @@ def names(group: type) -> list[str]:
     if group is WarpStateStats:
         out.extend(WarpStateStats.stall(r) for r in WarpStateStats.STALL_REASONS)
     return out
+
+
+def section_of(name: str) -> str | None:
+    """The ncu section that collects a metric this module names (`--section` takes it), None for a device attribute
+    or a name it does not declare."""
+    for group in SECTIONS:
+        if name in names(group):
+            return getattr(group, "SECTION", None)
+    return None

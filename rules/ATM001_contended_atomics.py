@@ -6,6 +6,7 @@ from ncuadvisor.rulekit import (
     MemoryTables,
     Rule,
     SourceCounters,
+    SpeedOfLight,
     atomic_lines,
     count,
     global_loads_in_flight,
@@ -21,6 +22,11 @@ class ContendedAtomics(Rule):
     What it detects:
         Global atomic/reduction requests (`l1tex__t_requests_pipe_lsu_mem_global_op_atom/red.sum`) at least
         `min_atomic_ratio` of the global load requests, in a kernel at least `min_headroom` × its roofline floor.
+        Weakest evidence (ncu's basic set, which has no request counts): the L2 slices' atomic units busy at least
+        `min_atomic_input_pct` of the time on average, the busiest slice at least `min_slice_concentration` × the
+        mean (the atomics land on a few addresses, so on a few slices), and no unit of the kernel above
+        `max_busiest_pct` of its peak (nothing else holds it); the finding is then low confidence, and the
+        MemoryWorkloadAnalysis_Tables section (atomic requests per load) would confirm it.
 
     Why it costs time:
         Every atomic to one address is executed one after the other by its L2 slice. A histogram of 64M values into
@@ -39,7 +45,8 @@ class ContendedAtomics(Rule):
         With the atomics pre-reduced the kernel streams its input with the loads it has in flight now: new time =
         read bytes per SM × DRAM latency ÷ (warps × loads in flight per warp × 32 × access bytes) + the roofline
         floor (latency plus throughput, `DRAM_LATENCY_CYCLES` in ncuadvisor/rulekit/models.py), not below the floor at
-        85% of peak.
+        85% of peak. On the weakest evidence (no requests, no SASS): the kernel after the fix is held by its busiest
+        memory level as it is busy now (`memory_pct` of Speed Of Light): new time = time × that share.
 
     False positives:
         Atomics on distinct addresses (scatter-add with few collisions) cost little more than stores; the kernel is
@@ -51,9 +58,20 @@ class ContendedAtomics(Rule):
     category = "atomics"
     title = "Contended global atomics"
     requires = (MemoryTables.GLOBAL_LOAD_REQUESTS,)
-    optional = (MemoryTables.GLOBAL_ATOMIC_REQUESTS, MemoryTables.GLOBAL_REDUCTION_REQUESTS)
+    optional = (
+        MemoryTables.GLOBAL_ATOMIC_REQUESTS,
+        MemoryTables.GLOBAL_REDUCTION_REQUESTS,
+        SpeedOfLight.L2_ATOMIC_INPUT_MAX_PCT,
+    )
+    weak_evidence = (SpeedOfLight.L2_ATOMIC_INPUT_PCT,)
     per_instruction = (SourceCounters.INST_EXECUTED, SourceCounters.MEMORY_TYPE)
-    thresholds = {"min_atomic_ratio": 0.1, "min_headroom": 3.0}
+    thresholds = {
+        "min_atomic_ratio": 0.1,
+        "min_headroom": 3.0,
+        "min_atomic_input_pct": 0.1,
+        "min_slice_concentration": 4.0,
+        "max_busiest_pct": 60.0,
+    }
     fixes = {
         "cuda": Fix(
             text=(
@@ -78,6 +96,8 @@ class ContendedAtomics(Rule):
     }
 
     def check(self, k: KernelContext) -> Finding | None:
+        if k.weak:
+            return self._from_l2_slices(k)
         r = k.roofline
         atom = (k.m(MemoryTables.GLOBAL_ATOMIC_REQUESTS) or 0) + (k.m(MemoryTables.GLOBAL_REDUCTION_REQUESTS) or 0)
         loads = k.m(MemoryTables.GLOBAL_LOAD_REQUESTS) or 0
@@ -114,4 +134,41 @@ class ContendedAtomics(Rule):
                 Evidence("headroom", round(r.headroom, 1), self.thresholds["min_headroom"]),
             ],
             source=lines,
+        )
+
+    def _from_l2_slices(self, k: KernelContext) -> Finding | None:
+        """The weakest evidence (no request counts): the L2 atomic units' busy share, its concentration on a few
+        slices, and a kernel whose units are all far from their peaks."""
+        t, r = self.thresholds, k.roofline
+        mean = k.m(SpeedOfLight.L2_ATOMIC_INPUT_PCT) or 0.0
+        busiest_slice = k.m(SpeedOfLight.L2_ATOMIC_INPUT_MAX_PCT)
+        if mean < t["min_atomic_input_pct"] or busiest_slice is None:
+            return None
+        concentration = busiest_slice / mean
+        busiest = max(r.sol.get("memory_pct") or 0.0, r.sol.get("compute_pct") or 0.0)
+        if concentration < t["min_slice_concentration"] or busiest >= t["max_busiest_pct"]:
+            return None
+        memory_pct = r.sol.get("memory_pct") or 0.0
+        new_ns = (r.duration_ns or 0) * memory_pct / 100
+        return self.finding(
+            title=f"Global atomics on a few addresses: the busiest L2 slice takes {concentration:.0f}× the mean",
+            message=(
+                f"The L2 slices' atomic units are busy {mean:.2g}% of the time on average and {busiest_slice:.2g}% on "
+                f"the busiest slice ({concentration:.0f}× the mean): the atomics land on a few addresses and "
+                f"serialize there, while no unit of the kernel is busier than {busiest:.0f}% of its peak."
+            ),
+            fix=self.fix_for(k),
+            estimated_speedup=time_after(r.duration_ns or 0, new_ns, r.theoretical_ns),
+            speedup_model=(
+                f"With the updates pre-reduced, the kernel is held by its busiest memory level as it is busy now "
+                f"({memory_pct:.0f}% of the time): at most {1 - memory_pct / 100:.0%} saved."
+            ),
+            evidence=[
+                Evidence(
+                    SpeedOfLight.L2_ATOMIC_INPUT_PCT, round(mean, 3), t["min_atomic_input_pct"], "L2 atomic units", "%"
+                ),
+                Evidence(SpeedOfLight.L2_ATOMIC_INPUT_MAX_PCT, round(busiest_slice, 3), None, "busiest slice", "%"),
+                Evidence("slice_concentration", round(concentration, 1), t["min_slice_concentration"]),
+                Evidence("busiest_unit_pct", round(busiest, 1), t["max_busiest_pct"], "busiest unit (at most)", "%"),
+            ],
         )

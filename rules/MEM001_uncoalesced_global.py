@@ -1,3 +1,5 @@
+import re
+from collections import defaultdict
 from typing import Any
 
 from ncuadvisor.rulekit import (
@@ -7,7 +9,10 @@ from ncuadvisor.rulekit import (
     Finding,
     Fix,
     KernelContext,
+    MemoryTables,
+    MemoryWorkloadAnalysis,
     Occupancy,
+    OlderMemoryTables,
     Prediction,
     Rule,
     SourceCounters,
@@ -60,6 +65,45 @@ def _last_def(stream: list, reg: str | None, pc: int) -> Any:
     return None
 
 
+# a load's base register and immediate offset: `LDG.E R5, desc[UR6][R12.64+0x4]` -> R12, 0x4
+_BASE_OFFSET = re.compile(r"\[(R\d+)(?:\.64)?\s*(?:\+\s*(-?0x[0-9a-fA-F]+|-?\d+))?\s*\]")
+
+
+def sibling_excess(k: KernelContext, max_l1_miss_over_ideal: float) -> float:
+    """The excess sectors of global loads that, with their siblings, read a whole contiguous record: two or more
+    loads from one base register (`[R12.64]`, `[R12.64+0x4]`, `+0x8`, `+0xc`: a float4 read as four floats) whose
+    offsets tile a span with no gap, each wasting exactly the share of the span it does not read. Each touches the
+    record's sectors and the next finds them in L1: the bytes moved are the bytes needed (the cost is in requests,
+    one vector load instead of four: MEM003), so these are not uncoalesced. Only where the sectors L1 sent on to L2
+    are at most `max_l1_miss_over_ideal` × the ideal ones (L1 did serve the siblings: on a T4 matrix add two such
+    loads sent 1.7× the ideal sectors on, and DRAM moved 48% more than the one-element version)."""
+    from_l1 = k.m(MemoryWorkloadAnalysis.L2_SECTORS_FROM_L1)
+    ideal = k.m(SourceCounters.L2_SECTORS_GLOBAL_IDEAL)
+    if from_l1 is None or not ideal or from_l1 > max_l1_miss_over_ideal * ideal:
+        return 0.0
+    groups: dict[str, list[tuple[int, int, float, float]]] = defaultdict(list)
+    totals = {e.pc: e.value for e in k.per_instruction(SourceCounters.L2_SECTORS_GLOBAL)}
+    for e in k.per_instruction(SourceCounters.L2_SECTORS_GLOBAL_EXCESSIVE):
+        if not opcode(e.sass).startswith("LDG") or not totals.get(e.pc):
+            continue
+        m = _BASE_OFFSET.search((e.sass or "").split(" ", 1)[-1].replace("desc[", "d["))
+        width = access_bytes(e.sass or "")
+        if m is None or not width:
+            continue
+        groups[m.group(1)].append((int(m.group(2) or "0", 0), width, e.value, totals[e.pc]))
+    covered = 0.0
+    for loads in groups.values():
+        if len(loads) < 2:
+            continue
+        spans = sorted((off, off + width) for off, width, _, _ in loads)
+        if any(b[0] != a[1] for a, b in zip(spans, spans[1:])):
+            continue  # a gap or an overlap: not one record read whole
+        span = spans[-1][1] - spans[0][0]
+        if all(abs(value / total - (1 - width / span)) <= 0.05 for _, width, value, total in loads):
+            covered += sum(value for _, _, value, _ in loads)
+    return covered
+
+
 # the stall reasons a coalescing fix removes (the waits on the memory system's sectors, queues and wavefronts)
 MEMORY_WAITS = ("long_scoreboard", "short_scoreboard", "lg_throttle", "mio_throttle", "tex_throttle", "drain")
 
@@ -70,7 +114,11 @@ class UncoalescedGlobal(Rule):
     What it detects:
         The share of global-memory L2 sectors that are excessive: `derived__memory_l2_theoretical_sectors_global_excessive`
         over `memory_l2_theoretical_sectors_global` (Memory Workload Analysis tables, Source Counters), with the
-        source lines that cause it.
+        source lines that cause it. Weaker evidence (a report without Source Counters, e.g. ncu's "Load/Store"
+        metrics or the memory tables alone): the bytes the threads used of each 32-byte sector they touched
+        (`smsp__sass_average_data_bytes_per_sector_mem_global_op_ld/st`, 32 when coalesced; a `.pct` before ncu
+        2024) weighted by the global load and store sectors; the finding is then low confidence, without source
+        lines, and the SourceCounters section would confirm it and place it.
 
     Why it costs time:
         A warp whose 32 threads read 32 consecutive floats needs four 32-byte sectors; with a stride of 32 floats it
@@ -94,7 +142,10 @@ class UncoalescedGlobal(Rule):
         scoreboard, LG/MIO/TEX throttle, drain)). The fixed kernel loses more than the wasted sectors: the strided
         warp's extra L1 wavefronts, replays and their latency go too, so the time scaled by the sectors moved (time
         × ideal / actual sectors), the model until 2026-12-05, under-estimated every such fix (a naive transpose:
-        4.5× against 6.4× measured). For a kernel a pipe limits, the sector model at half effect. Never below the
+        4.5× against 6.4× measured). Where that latency model takes as long as the kernel does now, it does not
+        explain the kernel (one held by DRAM's throughput, not its loads in flight: a T4 matrix add at 91% of DRAM
+        moving 1.5× its bytes): the time scaled by the sectors moved. For a kernel a pipe limits, the sector model at
+        half effect. Never below the
         roofline floor, nor below the busy time of the pipes it keeps (issue, ALU, FMA, the load/store pipe, ...:
         coalescing keeps the instructions).
 
@@ -107,6 +158,11 @@ class UncoalescedGlobal(Rule):
         (`LEA R4, P0, R2, UR4, 0x5`: 32-byte records, a field of an array of structs, `p[i].x`) gets a structure of
         arrays or one vector load of the record; a run-time stride (a row pitch) keeps the transpose tile.
 
+        Loads that with their siblings read a whole record (`[R12.64]`, `+0x4`, `+0x8`, `+0xc` from one base: a
+        float4 read as four floats, each wasting exactly the part of the record it does not read) are not counted as
+        waste where L1 did serve them (the sectors it sent on to L2 at most `max_l1_miss_over_ideal` × the ideal):
+        the next load finds the sectors in L1, and the bytes moved are the bytes needed.
+
     False positives:
         Gathers through an index array (embedding lookups, sparse matrices) are uncoalesced by nature; sort or
         bucket the indices, or accept it.
@@ -117,14 +173,27 @@ class UncoalescedGlobal(Rule):
     category = "coalescing"
     title = "Uncoalesced global memory access"
     requires = (SourceCounters.L2_SECTORS_GLOBAL, SourceCounters.L2_SECTORS_GLOBAL_EXCESSIVE)
-    optional = (SourceCounters.L2_SECTORS_GLOBAL_IDEAL, Occupancy.THEORETICAL_PCT, *_LIMITS.values())
+    optional = (
+        SourceCounters.L2_SECTORS_GLOBAL_IDEAL,
+        Occupancy.THEORETICAL_PCT,
+        *_LIMITS.values(),
+        MemoryTables.GLOBAL_LOAD_SECTORS,
+        MemoryTables.GLOBAL_STORE_SECTORS,
+        MemoryWorkloadAnalysis.L2_SECTORS_FROM_L1,
+    )
+    weak_evidence = (
+        MemoryTables.GLOBAL_LOAD_BYTES_PER_SECTOR,
+        MemoryTables.GLOBAL_STORE_BYTES_PER_SECTOR,
+        OlderMemoryTables.GLOBAL_LOAD_BYTES_PER_SECTOR_PCT,
+        OlderMemoryTables.GLOBAL_STORE_BYTES_PER_SECTOR_PCT,
+    )
     per_instruction = (
         SourceCounters.L2_SECTORS_GLOBAL_EXCESSIVE,
         SourceCounters.L2_SECTORS_GLOBAL,
         SourceCounters.SAMPLED_STALL_LONG_SCOREBOARD,
         SourceCounters.INST_EXECUTED,
     )
-    thresholds = {"min_excess_fraction": 0.3, "max_record_bytes": 64.0}
+    thresholds = {"min_excess_fraction": 0.3, "max_record_bytes": 64.0, "max_l1_miss_over_ideal": 1.1}
     # {kind}: "loads" or "stores", the kind of the instruction with the most excess sectors
     fixes = {
         "cuda": Fix(
@@ -270,9 +339,50 @@ class UncoalescedGlobal(Rule):
             )
         return out
 
+    def _sector_use(self, k: KernelContext) -> tuple[float, float, str, list[Evidence]]:
+        """The weaker evidence: (sectors, wasted sectors, "loads" or "stores": the kind that wastes more, evidence)
+        from the bytes used per sector of global loads and stores and their sector counts."""
+        total = excess = 0.0
+        wasted: dict[str, float] = {}
+        evidence = []
+        for kind, sectors, ratio, pct in (
+            (
+                "loads",
+                MemoryTables.GLOBAL_LOAD_SECTORS,
+                MemoryTables.GLOBAL_LOAD_BYTES_PER_SECTOR,
+                OlderMemoryTables.GLOBAL_LOAD_BYTES_PER_SECTOR_PCT,
+            ),
+            (
+                "stores",
+                MemoryTables.GLOBAL_STORE_SECTORS,
+                MemoryTables.GLOBAL_STORE_BYTES_PER_SECTOR,
+                OlderMemoryTables.GLOBAL_STORE_BYTES_PER_SECTOR_PCT,
+            ),
+        ):
+            n, per_sector, share = k.m(sectors), k.m(ratio), k.m(pct)
+            used = per_sector / 32 if per_sector is not None else (share / 100 if share is not None else None)
+            if not n or used is None:
+                continue
+            used = min(1.0, max(0.0, used))
+            total += n
+            excess += n * (1 - used)
+            wasted[kind] = n * (1 - used)
+            metric = ratio if k.m(ratio) is not None else pct
+            evidence.append(Evidence(metric, k.m(metric), None, f"bytes used per sector ({kind})"))
+        kind = max(wasted, key=lambda w: wasted[w]) if wasted else "loads"
+        return total, excess, kind, evidence
+
     def check(self, k: KernelContext) -> Finding | None:
-        total = k.m(SourceCounters.L2_SECTORS_GLOBAL) or 0.0
-        excess = k.m(SourceCounters.L2_SECTORS_GLOBAL_EXCESSIVE) or 0.0
+        weak_evidence: list[Evidence] = []
+        if k.weak:
+            total, excess, weak_kind, weak_evidence = self._sector_use(k)
+        else:
+            total = k.m(SourceCounters.L2_SECTORS_GLOBAL) or 0.0
+            excess = max(
+                0.0,
+                (k.m(SourceCounters.L2_SECTORS_GLOBAL_EXCESSIVE) or 0.0)
+                - sibling_excess(k, self.thresholds["max_l1_miss_over_ideal"]),
+            )
         if total <= 0:
             return None
         frac = excess / total
@@ -284,7 +394,13 @@ class UncoalescedGlobal(Rule):
         sector_ns = (r.duration_ns or 0) * (1 - weight * frac)
         # Coalescing keeps the loads and their count: each now brings 32 lanes × its width of useful bytes.
         loads, inflight = global_loads_in_flight(k)
+        assumed = set(k.calibrations)
         stream_ns = streaming_ns(k, inflight) if side in ("memory", "latency") else None
+        if stream_ns and r.duration_ns and stream_ns >= r.duration_ns:
+            # the latency model does not explain today's time (a kernel held by DRAM's throughput, not by the loads
+            # in flight): the sectors it moves do, and what the latency model assumes is not said
+            stream_ns = None
+            k.calibrations = assumed
         # the fixed kernel: its compulsory bytes streamed with the loads in flight it keeps, bounded by the memory
         # waits the fix removes; without that model (a pipe limits), the time scaled by the sectors moved
         new_ns = stall_bounded_ns(k, stream_ns, MEMORY_WAITS) if stream_ns else sector_ns
@@ -296,7 +412,7 @@ class UncoalescedGlobal(Rule):
         top = max(k.per_instruction(SourceCounters.L2_SECTORS_GLOBAL_EXCESSIVE), key=lambda e: e.value, default=None)
         top_sass = (top.sass or "") if top is not None else ""
         stores = opcode(top_sass).startswith(("STG", "ST.", "ST"))  # `@!P0 STG.E` is a store
-        kind = "stores" if stores else "loads"
+        kind = weak_kind if k.weak else ("stores" if stores else "loads")
         situation, fields = self._pattern(k, top_sass, frac)
         if situation == "a pointer chase":
             return None  # scattered by nature, no thread mapping or sort coalesces it: LAT001 speaks (loads in flight)
@@ -329,8 +445,13 @@ class UncoalescedGlobal(Rule):
             ),
             confidence="high" if frac >= 0.5 else "medium",
             evidence=[
-                Evidence(SourceCounters.L2_SECTORS_GLOBAL_EXCESSIVE, excess, None, "excessive sectors"),
-                Evidence(SourceCounters.L2_SECTORS_GLOBAL, total, None, "sectors"),
+                *(
+                    weak_evidence
+                    or [
+                        Evidence(SourceCounters.L2_SECTORS_GLOBAL_EXCESSIVE, excess, None, "excessive sectors"),
+                        Evidence(SourceCounters.L2_SECTORS_GLOBAL, total, None, "sectors"),
+                    ]
+                ),
                 Evidence("excess_fraction", round(frac, 3), self.thresholds["min_excess_fraction"], "wasted share"),
             ],
             predicts=self._predicts(k, frac, kind),

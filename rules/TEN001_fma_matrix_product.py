@@ -11,6 +11,7 @@ from ncuadvisor.rulekit import (
     RooflineChart,
     Rule,
     SourceCounters,
+    SpeedOfLight,
     access_bytes,
     fma_and_tensor_flops,
     fma_stream,
@@ -36,7 +37,13 @@ class FmaMatrixProduct(Rule):
         product), and the FMA pipe at least `min_fma_pct_product` busy. A register-blocked SGEMM at its FMA ceiling
         qualifies: its floor is the tensor roof, not the FMA one. Without the SASS: the FMA pipe at least
         `min_fma_pct` busy and loads at least `min_loads_per_fma` per FMA instruction (a chain of FMAs on registers
-        does not qualify).
+        does not qualify). Weakest evidence (ncu's basic set: no FLOP count, no instruction statistics, no SASS
+        metrics): Speed Of Light's pipe utilisation, the FMA pipe at least `min_fma_pct_weak` of the elapsed time,
+        the tensor pipe idle, the load/store pipe at least `min_lsu_pct_weak` busy (the factors come from memory: a
+        recurrence on registers leaves it idle) and the XU (MUFU) pipe at most `max_xu_per_fma_weak` of the FMA
+        pipe's share (no nonlinear term per product), and, where the report has the SASS, the instruction stream's
+        shape as above; the finding is then low confidence, and the
+        ComputeWorkloadAnalysis and InstructionStats sections (or SourceCounters' SASS) would confirm it.
 
     Why it costs time:
         On an H100/H200 the tensor cores deliver about 990 TFLOP/s in FP16/BF16 and 495 in TF32 against 67 TFLOP/s
@@ -72,8 +79,13 @@ class FmaMatrixProduct(Rule):
         InstructionStats.SHARED_LOAD_INST,
         RooflineChart.FFMA_PER_CYCLE,
     )
+    weak_evidence = (SpeedOfLight.FMA_PIPE_ELAPSED_PCT,)
     per_instruction = (SourceCounters.MEMORY_TYPE, SourceCounters.MEMORY_ACCESS_SIZE_TYPE, SourceCounters.INST_EXECUTED)
     thresholds = {
+        "min_fma_pct_weak": 80.0,
+        "min_lsu_pct_weak": 5.0,
+        "max_xu_per_fma_weak": 0.05,
+        "max_tensor_pct_weak": 1.0,
         "min_gflop": 1.0,
         "min_fma_pct": 40.0,
         "min_loads_per_fma": 0.1,
@@ -137,6 +149,8 @@ class FmaMatrixProduct(Rule):
     changes_floor = True
 
     def check(self, k: KernelContext) -> Finding | None:
+        if k.weak:
+            return self._from_pipes(k)
         r = k.roofline
         t = self.thresholds
         fma_flops, tensor = fma_and_tensor_flops(r)
@@ -231,4 +245,46 @@ class FmaMatrixProduct(Rule):
                 predict("fma_pipe_pct", fma_pct, None, fma_pct / 2),
             ],
             source=lines,
+        )
+
+    def _from_pipes(self, k: KernelContext) -> Finding | None:
+        """The weakest evidence: Speed Of Light's pipe utilisation alone (no FLOPs counted, no SASS metrics)."""
+        t, r = self.thresholds, k.roofline
+        busy = r.busy_pct
+        fma, tensor = busy.get("fma") or 0.0, busy.get("tensor") or 0.0
+        lsu, xu = busy.get("lsu") or 0.0, busy.get("sfu") or 0.0
+        if fma < t["min_fma_pct_weak"] or tensor > t["max_tensor_pct_weak"]:
+            return None
+        if lsu < t["min_lsu_pct_weak"] or xu > t["max_xu_per_fma_weak"] * fma:
+            return None
+        stream = fma_stream(k)  # a report with the SASS but not the pipe statistics: the instructions decide
+        if stream is not None and stream.fma:
+            if stream.mufu_per_fma > t["max_mufu_per_fma"] or stream.product_share < t["min_product_share"]:
+                return None
+        trade = (
+            "The precision trade: TF32 keeps FP32's range with a 10-bit mantissa; BF16 inputs with FP32 accumulation "
+            "have an 8-bit mantissa. Check the accuracy the result needs before switching."
+        )
+        new_ns = (r.duration_ns or 0) * (1 - fma / 100)
+        return self.finding(
+            title=f"FMA pipe {fma:.0f}% busy with loads feeding it, tensor cores idle: a matrix product on FMAs?",
+            message=(
+                f"The FMA pipe is busy {fma:.0f}% of the time, the load/store pipe {lsu:.0f}% (the factors come from "
+                f"memory), the XU {xu:.0f}% (no nonlinear term per product) and the tensor cores {tensor:.0f}%: the "
+                "shape of a matrix product or convolution computed on the FMA pipes, whose floor is the tensor roof "
+                "where the precision allows."
+            ),
+            fix=self.fix_for(k, FP32_DATA, dtype="TF32 (or BF16)", fma_pct=fma, trade=trade),
+            estimated_speedup=time_after(r.duration_ns or 0, new_ns, None),
+            speedup_model=(
+                f"The FMA pipe's busy time, {fma:.0f}% of the kernel, moves to the tensor cores, which take a small "
+                f"part of it: the time falls by up to {fma:.0f}%."
+            ),
+            changes_floor=True,
+            evidence=[
+                Evidence(SpeedOfLight.FMA_PIPE_ELAPSED_PCT, round(fma, 1), t["min_fma_pct_weak"], "FMA pipe busy", "%"),
+                Evidence("lsu_pipe_pct", round(lsu, 1), t["min_lsu_pct_weak"], "load/store pipe busy", "%"),
+                Evidence("xu_pipe_pct", round(xu, 1), None, "XU (MUFU) pipe busy", "%"),
+                Evidence("tensor_pipe_pct", round(tensor, 1), t["max_tensor_pct_weak"], "tensor pipe busy", "%"),
+            ],
         )

@@ -149,7 +149,8 @@ def test_rule_case(code: str, case: dict[str, Any]) -> None:
     if expect == SKIPPED:
         assert [s.rule for s in verdict.skipped] == [code]
         return
-    assert not verdict.skipped, verdict.skipped
+    # a rule that ran on its weaker evidence (`Rule.weak_evidence`) and stayed silent keeps its note: not skipped
+    assert not [s for s in verdict.skipped if not s.reason.endswith(engine.WEAK_SILENT)], verdict.skipped
     for f in verdict.findings:  # placed as the pipeline places them: each instruction at line = its pc
         if isinstance(f.source, SourceSelection):
             f.source = place(f.source, {e.pc: ("kernel.cu", e.pc) for e in f.source.candidates}, {})

@@ -205,6 +205,9 @@ class KernelContext:
         # the H200 calibrations a shared model used for this kernel on another architecture (`models.streaming_ns`):
         # the engine says them in the speedup model of the rule's findings
         self.calibrations: set[str] = set()
+        # the `requires` metrics the report lacks while a rule runs on its weaker evidence (`Rule.weak_evidence`);
+        # empty on its main path
+        self.weak: list[str] = []
 
     def m(self, name: str) -> float | None:
         """A metric of the representative result as a float, None when the report lacks it."""
@@ -263,6 +266,10 @@ class Rule(_FixTable):
     title: ClassVar[str] = ""
     requires: ClassVar[tuple[str, ...]] = ()  # metrics that must be present, else the rule is skipped
     optional: ClassVar[tuple[str, ...]] = ()  # metrics read when present
+    # the rule's weakest evidence (ncu's basic set, a custom set): when the report lacks a metric of `requires` but
+    # has one of these, the rule still runs, `k.weak` names what is missing, and the engine marks its findings low
+    # confidence and names the sections that would confirm them (`engine._run`)
+    weak_evidence: ClassVar[tuple[str, ...]] = ()
     per_instruction: ClassVar[tuple[str, ...]] = ()  # per-instruction metrics for source lines
     thresholds: ClassVar[dict[str, float]] = {}
     aliases: ClassVar[tuple[str, ...]] = ()  # old codes of a renamed rule

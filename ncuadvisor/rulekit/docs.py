@@ -40,6 +40,9 @@ def rule_help(rule: Rule | ProgramRule) -> str:
         out += ["", "Thresholds"] + [f"  {k} = {v}" for k, v in rule.thresholds.items()]
     if rule.requires:
         out += ["", "Metrics"] + [f"  {m}" for m in (*rule.requires, *rule.optional)]
+    weak = getattr(rule, "weak_evidence", ())
+    if weak:
+        out += ["", "Weaker evidence (when a required metric is missing)"] + [f"  {m}" for m in weak]
     if rule.per_instruction:
         out += ["", "Per-instruction metrics (source lines)"] + [f"  {m}" for m in rule.per_instruction]
     return "\n".join(out) + "\n"
@@ -76,6 +79,7 @@ def rule_markdown(rule: Rule | ProgramRule) -> str:
         out += ["", "## Thresholds", "", "| name | value |", "|---|---|"]
         out += [f"| `{k}` | {v} |" for k, v in rule.thresholds.items()]
     metrics = [(m, "required") for m in rule.requires] + [(m, "when present") for m in rule.optional]
+    metrics += [(m, "weaker evidence, when a required metric is missing") for m in getattr(rule, "weak_evidence", ())]
     metrics += [(m, "per instruction") for m in rule.per_instruction]
     if metrics:
         out += ["", "## Metrics", ""] + [f"- `{m}` ({how})" for m, how in metrics]

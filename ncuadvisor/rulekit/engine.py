@@ -13,13 +13,15 @@ from pathlib import Path
 
 from ncuadvisor.analysis.roofline import PRACTICAL_FRACTION
 from ncuadvisor.errors import RuleError
+from ncuadvisor.metrics import section_of
 from ncuadvisor.result.types import ProgramFindingEntry, SkippedRule, SuppressedFinding
 from ncuadvisor.rulekit import sandbox
 from ncuadvisor.rulekit.contract import CATEGORIES, CODE_RE, Finding, KernelContext, ProgramContext, ProgramRule, Rule
 
 AT_ROOFLINE_CATEGORY = "at-roofline"
 MIN_WORTH = 0.03  # findings estimated to save less than 3% of the kernel's time are not shown
-NEAR_BOUND_KEEP = 0.10  # near its bound, only floor-changing fixes worth >= 10% are kept beside at-roofline
+NEAR_BOUND_KEEP = 0.10
+WEAK_SILENT = "; its weaker evidence shows nothing"  # the end of the note of a rule silent on its weaker evidence  # near its bound, only floor-changing fixes worth >= 10% are kept beside at-roofline
 
 
 def builtin_rules_dir() -> Path:
@@ -84,7 +86,25 @@ def required_metrics(rules: Iterable[Rule | ProgramRule]) -> list[str]:
     for r in rules:
         out.extend(r.requires)
         out.extend(r.optional)
+        out.extend(getattr(r, "weak_evidence", ()))
     return list(dict.fromkeys(out))
+
+
+def runs(rule: Rule, ctx: KernelContext) -> bool:
+    """Whether `run_rules` runs the rule on the kernel: its required metrics present, or one of its weaker
+    evidence's (`Rule.weak_evidence`)."""
+    if all(ctx.m(m) is not None for m in rule.requires):
+        return True
+    return any(ctx.m(m) is not None for m in rule.weak_evidence)
+
+
+def lacks(missing: list[str], verb: str = "settle") -> str:
+    """`report lacks M1, M2 (section S would settle it)`: the skip note of a rule whose required metrics are
+    missing, with the ncu sections that collect them (`--section S`), where known; a finding on weaker evidence
+    says what would `confirm` it."""
+    sections = list(dict.fromkeys(s for s in (section_of(m) for m in missing) if s))
+    settle = f" (section {', '.join(sections)} would {verb} it)" if sections else ""
+    return "report lacks " + ", ".join(missing[:3]) + settle
 
 
 def per_instruction_metrics(rules: Iterable[Rule | ProgramRule]) -> list[str]:
@@ -118,7 +138,7 @@ def sass_admitted(rules: Iterable[Rule | ProgramRule], ctx: KernelContext) -> bo
     for rule in kernel_rules(rules):
         if not rule.per_instruction or ctx.language not in rule.languages:
             continue
-        if any(ctx.m(m) is None for m in rule.requires):
+        if not runs(rule, ctx):
             continue  # skipped by run_rules
         admits, error = sandbox.call_rule(rule.sass_when, ctx, limit_s=sandbox.limit_for(rule.origin))
         if error is not None or admits is not False:
@@ -184,15 +204,24 @@ def _run(rules: list[Rule], ctx: KernelContext, verdict: KernelVerdict) -> tuple
         if ctx.language not in rule.languages:
             continue
         missing = [m for m in rule.requires if ctx.m(m) is None]
-        if missing:
-            verdict.skipped.append(SkippedRule(rule=rule.code, reason="report lacks " + ", ".join(missing[:3])))
+        weak = bool(missing) and runs(rule, ctx)
+        if missing and not weak:
+            verdict.skipped.append(SkippedRule(rule=rule.code, reason=lacks(missing)))
             continue
         ctx.calibrations = set()
+        ctx.weak = missing
         # a broken rule must not break the report, nor reach it
         found, error = sandbox.findings_of(rule.check, ctx, Finding, rule.origin)
+        ctx.weak = []
         if error is not None:
             verdict.errors.append({"rule": rule.code, "error": error})
             continue
+        if weak:
+            if not found:  # silent on its weaker evidence: the main path could still see it
+                verdict.skipped.append(SkippedRule(rule=rule.code, reason=lacks(missing) + WEAK_SILENT))
+            for f in found:  # weaker evidence: said, with what would confirm it
+                f.confidence = "low"
+                f.message = (f.message or "") + f" Weaker evidence: the {lacks(missing, 'confirm')}."
         if ctx.calibrations:  # say the H200 calibrations the estimate rests on (another architecture)
             arch = str(ctx.device.get("compute_capability") or "").replace(".", "")
             note = f" It assumes {', '.join(sorted(ctx.calibrations))}, not on this sm_{arch} device."
