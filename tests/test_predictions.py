@@ -118,8 +118,35 @@ def test_planted_and_twin_kernels_show_the_measured_movement(typed):
         ("hist_global_atomic", "hist_shared_atomic", "ATM001", 1.0, 0.0005),  # global atomics per load
         ("local_array_dynamic", "local_array_shared", "LOC001", 0.9442, 0.0),  # local share of L1 sectors
         ("poly_double_literal", "poly_float_literal", "PRC001", 11.7207, 0.0),  # FP64 pipe busy, %
+        ("diverge_lanes", "diverge_warps", "DIV001", 16.0183, 32.0),  # active threads per warp instruction
+        ("scale_u8", "scale_u8x16", "MEM003", 0.9998, 16.0),  # sectors per global request: 1-byte -> 16-byte
+        ("copy_scalar", "copy_vec4", "MEM003", 4.0, 16.0),  # 4-byte floats -> float4
+        ("matmul_naive", "matmul_tiled", "TIL001", 2.5, 0.125),  # global load bytes per FMA FLOP
+        ("chase_pointer", "chase_pointer_ilp", "LAT001", 98.1215, 38.9915),  # long-scoreboard stall per instruction
+        ("stream_small_grid", "stream_full_grid", "LCH001", 0.1212, 8.0),  # blocks per SM
     ],
 )
 def test_the_flaws_twins_move_the_predicted_counter(typed, planted, twin, rule, before, after):
-    (check,) = _twin_check(typed("flaws"), planted, twin, rule)
+    (check,) = [c for c in _twin_check(typed("flaws"), planted, twin, rule) if c.rule == rule]
     assert check.met and (check.before, check.after) == (before, after)
+
+
+def test_the_new_predictions_say_what_the_fix_models(typed):
+    flaws = typed("flaws")
+    # DIV001: a 50/50 split on the lane index: 16 threads of 32 -> 32; the rule is silent from 24
+    p = _prediction(_kernel(flaws, "diverge_lanes"), "DIV001", "threads_per_instruction")
+    assert (p.predicted, p.bound, p.expect) == (32.0, 24.0, ">=")
+    # MEM003: every access 1 byte per thread -> 16: sectors per request x16, at least halfway there
+    p = _prediction(_kernel(flaws, "scale_u8"), "MEM003", "global_sectors_per_request")
+    assert p.predicted == pytest.approx(16.0, abs=0.01) and p.bound == pytest.approx(8.5, abs=0.01)
+    # LAT001: the wait per instruction divides by the gain in loads in flight (4)
+    p = _prediction(_kernel(flaws, "chase_pointer"), "LAT001", "long_scoreboard_stall")
+    assert p.predicted == pytest.approx(p.current / 4, abs=1e-3) and p.bound == pytest.approx(
+        p.current * 5 / 8, abs=1e-3
+    )
+    # LCH001: 16 blocks on 132 SMs -> as many blocks as fit on every SM
+    p = _prediction(_kernel(flaws, "stream_small_grid"), "LCH001", "blocks_per_sm")
+    assert (p.current, p.bound, p.expect) == (0.1212, 1.0, ">=") and p.predicted > 1.0
+    # TIL001: the global level's traffic per FLOP below the rule's threshold
+    p = _prediction(_kernel(flaws, "matmul_naive"), "TIL001", "global_load_bytes_per_flop")
+    assert (p.current, p.predicted, p.bound) == (2.5, None, 0.5)
