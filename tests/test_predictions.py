@@ -1,12 +1,16 @@
 """Each fix says which counter must move and by how much (`FindingEntry.predicts`), every kernel carries the counters
 measured (`KernelEntry.counters`), and `diff` checks the predictions after the change (`KernelChange.counter_checks`):
 on the before/after fixtures (pipeline_v0 -> v1 fixes the bank conflict, v2 -> v1 the strided reads, v0 -> its
-rerun changes nothing) and on the planted/twin pairs held in one report (the twin is the fixed code's measurement)."""
+rerun changes nothing), on the planted/twin pairs held in one report (the twin is the fixed code's measurement), and
+on the TF32 twin whose library kernel changed its name (matched by role)."""
+
+import dataclasses
 
 import pytest
 
 from ncuadvisor.diff import compare
 from ncuadvisor.diff.checks import counter_checks
+from ncuadvisor.diff.match import same_place, same_problem
 from ncuadvisor.diff.types import FindingChange, FindingChanges
 
 
@@ -150,3 +154,62 @@ def test_the_new_predictions_say_what_the_fix_models(typed):
     # TIL001: the global level's traffic per FLOP below the rule's threshold
     p = _prediction(_kernel(flaws, "matmul_naive"), "TIL001", "global_load_bytes_per_flop")
     assert (p.current, p.predicted, p.bound) == (2.5, None, 0.5)
+
+
+def test_diff_matches_the_tf32_twin_by_role_and_checks_its_prediction(typed):
+    """cuDNN picks another kernel once TF32 is allowed: the FFMA convolution (torch_gemm_conv, result 2) and the TF32
+    one of the fixed program (tf32-twin-2026-12-01/torch_conv_fixes, its `tf32` variant) have different names and
+    grids; they ran in the same NVTX range on the same layer (7.4116 GFLOP each), so diff pairs them by role."""
+    d = compare(typed("torch_gemm_conv"), typed("tf32-twin-2026-12-01/torch_conv_fixes"))
+    (conv,) = [k for k in d.kernels if k.match == "role"]
+    assert conv.name.startswith("sm80_xmma_fprop_implicit_gemm_tf32f32_tf32f32_f32_nhwckrsc_nchw")
+    assert conv.match_note.startswith(
+        "matched by role: the name changed (sm80_xmma_fprop_implicit_gemm_f32f32_f32f32_f32_nchwkcrs_nchw_"
+    )
+    assert "NVTX range 'step > step_all_threads'" in conv.match_note and "7.412 → 7.412 GFLOP" in conv.match_note
+    assert conv.status == "improved" and conv.change == pytest.approx(-0.762, abs=0.001)  # 255.6 -> 60.9 µs
+    assert [f.rule for f in conv.findings.resolved] == ["TEN002"]
+    (check,) = conv.counter_checks
+    assert check.metric == "tensor_pipe_pct" and check.met and (check.before, check.after) == (0.0047, 37.7228)
+    assert check.text == (
+        "TEN002 resolved: tensor pipe busy 0.0047% → 37.7% (predicted ≥ 5%), kernel −76.2% (predicted −83.7%)"
+    )
+    assert d.summary.role_matches == 1 and any("matched by role" in w for w in d.warnings)
+    # nothing else is the same work: the GEMMs (137 GFLOP) and the FFT kernels stay removed and added, and the TF32
+    # convolution of the first report, left when the FFMA one took the match, stays removed
+    by_status = {k.name[:30]: k.status for k in d.kernels if k.match is None}
+    assert by_status == {
+        "sm80_xmma_gemm_f32f32_f32f32_f": "removed",
+        "sm90_xmma_gemm_f32f32_tf32f32_": "removed",
+        "sm90_xmma_fprop_implicit_gemm_": "removed",
+        "fft2d_r2c_64x64": "added",
+        "nchwToNhwcKernel": "added",
+        "nhwcToNchwKernel": "added",
+        "flip_filter": "added",
+    }
+    assert d.to_dict()["kernels"][[k.match for k in d.kernels].index("role")]["match"] == "role"
+
+
+def test_the_tf32_gemm_twin_is_matched_by_role_within_one_report(typed):
+    """The GEMM's twins are one report's results 0 and 1 (cuBLAS FFMA, then TF32): each side of the diff holds one of
+    each pair, so the names differ everywhere and only the work and the NVTX range pair them."""
+    res = typed("torch_gemm_conv")
+    planted, twins = [res.kernels[0], res.kernels[2]], [res.kernels[1], res.kernels[3]]
+    d = compare(dataclasses.replace(res, kernels=planted), dataclasses.replace(res, kernels=twins))
+    assert [k.match for k in d.kernels] == ["role", "role"]
+    gemm = next(k for k in d.kernels if "gemm_f32f32_tf32f32" in k.name)
+    assert "137.5 → 137.5 GFLOP" in gemm.match_note
+    (check,) = gemm.counter_checks
+    assert check.rule == "TEN002" and check.met and check.after == 88.3173
+    assert check.kernel_change == pytest.approx(-0.872, abs=0.001)  # 2.68 ms -> 0.34 ms
+
+
+def test_role_matching_needs_the_same_place_and_the_same_work(typed):
+    res = typed("torch_gemm_conv")
+    ffma, tf32, conv = res.kernels[0], res.kernels[1], res.kernels[2]
+    assert same_place(ffma, tf32) and same_problem(ffma, tf32) == pytest.approx(1.1e-6, abs=1e-6)
+    assert same_problem(ffma, conv) is None  # 137 against 7.4 GFLOP
+    elsewhere = dataclasses.replace(tf32, nvtx="step > optimizer")
+    assert not same_place(ffma, elsewhere)
+    d = compare(dataclasses.replace(res, kernels=[ffma]), dataclasses.replace(res, kernels=[elsewhere]))
+    assert [(k.status, k.match) for k in d.kernels] == [("removed", None), ("added", None)]

@@ -9,6 +9,13 @@ Matching kernels (never by position)
     2. what is left, by demangled name alone; the entry says so (`"match": "name"` and a `match_note` naming the launch
        shapes on each side). When several launch shapes of one name are left on a side, they are compared as one
        (their times summed; bound and headroom of the largest).
+    3. what is still left, by role: a kernel whose name changed (a library that picks another kernel once TF32 is
+       allowed, a rewrite under a new name) pairs with one that ran in the same place (the same NVTX range; the same
+       Python line and ATen op where both sides record them) on the same problem (FLOPs executed within
+       `match.ROLE_FLOP_TOLERANCE`; below `match.ROLE_MIN_FLOPS`, the same grid and block and compulsory bytes);
+       among several, the nearest in work, then in launch order, the longest-running before kernel first. The entry
+       says so (`"match": "role"`, a `match_note` naming the old name, the place and the work) and its findings'
+       predictions are checked as for any pair.
     Everything else is `added` (only after) or `removed` (only before).
 
 Several processes (`report.processes` of a report of `ncu --target-processes all`: torchrun ranks, workers)
@@ -71,7 +78,7 @@ Shape (schema_version 1; the dataclasses of `ncuadvisor.diff.types`, the JSON Sc
      "total": {"before_ns", "after_ns", "change_ns", "change", "status"},
      "process_match": "per-process"|"summed"|null (null: neither report has several processes),
      "kernels": [{"name", "demangled", "status": "regressed"|"improved"|"unchanged"|"added"|"removed",
-                  "match": "identity"|"name"|null, "match_note", "change_ns", "change",
+                  "match": "identity"|"name"|"role"|null, "match_note", "change_ns", "change",
                   "process": {"key", "label", "before"/"after": {"pid", "rank"?} | null} (per-process matching only),
                   "before"/"after": {"ids", "launches", "grid", "block", "duration_ns", "per_launch_ns", "time_share",
                                      "bound", "headroom", "at_roofline"} | null,

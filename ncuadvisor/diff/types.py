@@ -147,12 +147,13 @@ class CounterCheck(Record):
 
 @dataclass(kw_only=True)
 class KernelChange(Record):
-    """One kernel compared: matched (by identity or name alone), added or removed."""
+    """One kernel compared: matched (by identity, by name alone, or by role where the name changed), added or
+    removed."""
 
     name: str
     demangled: str
     status: Status
-    match: Literal["identity", "name"] | None
+    match: Literal["identity", "name", "role"] | None
     match_note: str | None = None
     change_ns: float
     change: float | None = None
@@ -178,6 +179,7 @@ class Summary(Record):
     new_findings: int = 0
     resolved_findings: int = 0
     name_matches: int = 0
+    role_matches: int = 0  # kernels whose name changed, matched by their place in the program and their work
 
 
 def _program_scope(action: FirstFix, _value: object) -> bool:

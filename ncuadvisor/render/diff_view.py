@@ -148,7 +148,7 @@ class Entry:
     before: KernelSide
     after: KernelSide
     findings: Findings
-    has_detail: bool  # changed, or its findings did, or it was matched by name only
+    has_detail: bool  # changed, or its findings did, or it was matched by name only or by role
 
 
 @dataclass(frozen=True)
@@ -236,7 +236,7 @@ def _entry(k: dt.KernelChange, tag: str) -> Entry:
         before=_side(k.before),
         after=_side(k.after),
         findings=Findings(new, resolved, unchanged, findings_cell(new, resolved, unchanged)),
-        has_detail=k.status != "unchanged" or bool(new or resolved) or k.match == "name",
+        has_detail=k.status != "unchanged" or bool(new or resolved) or k.match in ("name", "role"),
     )
 
 
