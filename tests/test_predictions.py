@@ -2,16 +2,31 @@
 measured (`KernelEntry.counters`), and `diff` checks the predictions after the change (`KernelChange.counter_checks`):
 on the before/after fixtures (pipeline_v0 -> v1 fixes the bank conflict, v2 -> v1 the strided reads, v0 -> its
 rerun changes nothing), on the planted/twin pairs held in one report (the twin is the fixed code's measurement), and
-on the TF32 twin whose library kernel changed its name (matched by role)."""
+on the TF32 twin whose library kernel changed its name (matched by role); and the program findings' predictions (the
+launches of the kernels a fusion or a fused op removes: `DiffResult.program_counter_checks`)."""
 
 import dataclasses
 
 import pytest
+from rich.console import Console
 
 from ncuadvisor.diff import compare
 from ncuadvisor.diff.checks import counter_checks
 from ncuadvisor.diff.match import same_place, same_problem
 from ncuadvisor.diff.types import FindingChange, FindingChanges
+from ncuadvisor.render.diff_render import render_diff_terminal
+from ncuadvisor.rulekit import engine
+from tests.test_rules_torch_step import program, rerun
+
+
+def render_diff(d):
+    console = Console(record=True, width=240, color_system=None)
+    render_diff_terminal(d, console)
+    return console.export_text()
+
+
+def rule_doc(code):
+    return next(r for r in engine.discover() if r.code == code).__doc__
 
 
 def _kernel(result, name):
@@ -213,3 +228,69 @@ def test_role_matching_needs_the_same_place_and_the_same_work(typed):
     assert not same_place(ffma, elsewhere)
     d = compare(dataclasses.replace(res, kernels=[ffma]), dataclasses.replace(res, kernels=[elsewhere]))
     assert [(k.status, k.match) for k in d.kernels] == [("removed", None), ("added", None)]
+
+
+def test_compiling_the_step_removes_the_launches_fusion_and_the_layout_copy_predicted(typed):
+    """The transformer's eager forward step against the same step under torch.compile (the first 25 launches of
+    each): PRG002's chain mul -> masked_fill (2 launches, twice) and PYT001's layout copy are gone after, folded into
+    Inductor's kernels."""
+    d = compare(typed("torch_eager"), typed("torch_compile"))
+    (fusion,) = d.program_counter_checks
+    assert fusion.rule == "PRG002" and fusion.finding == "resolved" and fusion.met
+    assert (fusion.metric, fusion.before, fusion.predicted, fusion.bound, fusion.after) == (
+        "kernel_launches",
+        4.0,
+        2.0,
+        2.0,
+        0.0,
+    )
+    assert fusion.text == "PRG002 resolved: launches of the kernels it names 4 → 0 (predicted ≤ 2)"
+    (copy,) = [c for k in d.kernels for c in k.counter_checks or [] if c.rule == "PYT001"]
+    assert copy.met and (copy.before, copy.after, copy.bound) == (4.0, 0.0, 2.0)
+    assert copy.text == "PYT001 resolved: launches 4 → 0 (predicted ≤ 2)"
+    rendered = render_diff(d)
+    assert "✓ program: PRG002 resolved: launches of the kernels it names 4 → 0" in rendered
+
+
+def test_the_cast_and_the_copy_twin_drop_their_kernels(typed):
+    """torch_cast_copy holds the planted cast and layout copy before a bf16 GEMM (results 0-3) and the twin that
+    needs neither (4-5: the GEMM on the transposed view); each side of the diff holds one. cuBLAS's GEMM changes its
+    name (NNT -> NTT), matched by role; the cast (PYT002) and the copy (PYT001) are gone, as PRG002's chain."""
+    res = typed("torch_cast_copy")
+    by_id = {k.id: k for k in res.kernels}
+    planted = [by_id[i] for i in ("k0", "k1", "k2", "k4")]
+    twin = [by_id[i] for i in ("k3", "k4")]
+    d = compare(dataclasses.replace(res, kernels=planted), dataclasses.replace(res, kernels=twin))
+    checks = {c.rule: c for k in d.kernels for c in k.counter_checks or []}
+    assert checks["PYT001"].met and checks["PYT002"].met
+    assert (checks["PYT002"].before, checks["PYT002"].after) == (1.0, 0.0)
+    assert [k.match for k in d.kernels if k.name.startswith("nvjet")] == ["role"]
+    (chain,) = d.program_counter_checks
+    assert chain.rule == "PRG002" and chain.met and (chain.before, chain.after) == (2.0, 0.0)
+
+
+def test_program_findings_predict_the_launches_their_fix_removes(typed):
+    # PYT004: the layout transforms alone (not the BatchNorm kernels the finding also names) go to 0
+    conv = typed("tf32-twin-2026-12-01/torch_conv_fixes")
+    f = next(f for f in conv.program_findings if f.rule == "PYT004")
+    (p,) = f.predicts
+    transforms = [k for k in conv.kernels if k.id in p.kernel_ids]
+    assert {k.name for k in transforms} == {"nchwToNhwcKernel"}
+    assert (p.metric, p.current, p.predicted, p.bound) == ("kernel_launches", 2.0, 0.0, 1.0)
+    # PYT005 and PYT003 on the GPT step (its saved result, the program rules run again): the loss's seven eager
+    # kernels and the foreach optimizer's kernels, each to none
+    gpt = rerun("gpt")
+    for rule in ("PYT005", "PYT003"):
+        f = program(gpt, rule)
+        (p,) = f["predicts"]
+        launches = sum(k["launches"] for k in gpt["kernels"] if k["id"] in f["kernel_ids"])
+        assert (p["metric"], p["current"], p["predicted"], p["bound"]) == (
+            "kernel_launches",
+            launches,
+            0.0,
+            launches / 2,
+        )
+    # the program rules whose fix moves nothing an ncu report holds say so, and predict nothing
+    for code in ("PRG001", "PRG003", "PRG004", "PRG005", "PRG006"):
+        assert "Predicts no counter" in rule_doc(code)
+    assert all(f.predicts is None for f in conv.program_findings if f.rule == "PRG004")

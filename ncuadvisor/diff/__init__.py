@@ -88,6 +88,8 @@ Shape (schema_version 1; the dataclasses of `ncuadvisor.diff.types`, the JSON Sc
      "summary": {"regressed", "improved", "unchanged", "added", "removed", "new_findings", "resolved_findings"},
      "comparison": {"mode": "total"|"per-launch", "launch_scale": float|null},
      "verdict": "regressed"|"improved"|"unchanged", "first_fix": {...}|null, "warnings": [...]}
+    Each matched or removed kernel has "counter_checks" (its findings' predictions checked after the change:
+    `diff.checks`), and the diff "program_counter_checks" (the program findings' `kernel_launches`), when any.
     Kernel entries also have "launches_note" (str|null) and, in per-launch mode, "before_scaled_ns" (the time before
     at the launch count after, which change_ns and change are measured from)."""
 

@@ -7,7 +7,7 @@ import dataclasses
 import datetime as _dt
 from typing import Any, Literal
 
-from ncuadvisor.diff.checks import counter_checks
+from ncuadvisor.diff.checks import counter_checks, program_counter_checks
 from ncuadvisor.diff.match import (
     ROLE_MIN_FLOPS,
     MatchHow,
@@ -408,6 +408,10 @@ def compare(
         verdict=verdict,
         first_fix=first_fix(after),
         warnings=warnings,
+        program_counter_checks=program_counter_checks(
+            before.program_findings, [(bg, ag) for bg, ag, _ in pairs], program
+        )
+        or None,
     )
 
 

@@ -131,7 +131,7 @@ class CounterCheck(Record):
     reached the predicted bound (`met`), and the kernel's time change beside the one the finding estimated."""
 
     rule: str
-    finding: Literal["resolved", "persists"]
+    finding: Literal["resolved", "persists"]  # the rule's finding on the kernel (or in the program) after the change
     metric: str
     label: str
     before: float | None
@@ -213,3 +213,5 @@ class DiffResult(Record):
     verdict: Verdict
     first_fix: FirstFix | None = None
     warnings: list[str] = field(default_factory=list)
+    # the predictions of the program findings before (the launches of the kernels each names), checked after the change
+    program_counter_checks: list[CounterCheck] | None = optional()

@@ -283,5 +283,6 @@ def diff_view(diff: dt.DiffResult) -> Diff:
         removed_ns=sum(finite(e.before.duration_ns) or 0.0 for e in by_status["removed"]),
         new_findings=news,
         predictions=predictions,
-        counter_checks=[(e.name, c.text, c.met) for e in diff.kernels for c in e.counter_checks or []],
+        counter_checks=[(e.name, c.text, c.met) for e in diff.kernels for c in e.counter_checks or []]
+        + [("program", c.text, c.met) for c in diff.program_counter_checks or []],
     )

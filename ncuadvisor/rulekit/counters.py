@@ -100,6 +100,10 @@ def _wave_idle_share(row: Mapping[str, Any]) -> float | None:
     return 1.0 - waves / math.ceil(waves) if waves is not None and waves > 0 else None
 
 
+def _entry(row: Mapping[str, Any]) -> float | None:
+    return None  # counted from the kernel entries by `diff`, not from a launch's metrics
+
+
 def _metric(name: str) -> Callable[[Mapping[str, Any]], float | None]:
     return lambda row: num(row.get(name))
 
@@ -191,6 +195,18 @@ COUNTERS: dict[str, Counter] = {
 }
 
 
+# What a fix removes rather than speeds up (a copy, a cast, the kernels a fusion replaces), counted by `diff` from the
+# kernel entries after the change: the launches of a kernel (0 when it is gone), and of the kernels a program finding
+# names (those matched after the change, by identity, name or role).
+ENTRY_COUNTERS: dict[str, Counter] = {
+    c.name: c
+    for c in (
+        Counter("launches", "launches", "", _entry),
+        Counter("kernel_launches", "launches of the kernels it names", "", _entry),
+    )
+}
+
+
 def derived(rl: Roofline) -> dict[str, float | None]:
     """What the counters read of a kernel's roofline, under the `derived:` keys."""
     fma, _ = fma_and_tensor_flops(rl)
@@ -215,9 +231,11 @@ def predict(
     predicted: float | None,
     bound: float,
     expect: Literal["<=", ">="] = "<=",
+    kernel_ids: list[str] | None = None,
 ) -> PredictionEntry:
-    """A finding's prediction for counter `name` (one of COUNTERS): its value now, the value the fix's model expects,
-    the bound a measurement after the change must reach."""
-    c = COUNTERS[name]
-    r = lambda v: None if v is None else round(v, 4)  # noqa: E731
-    return PredictionEntry(name, c.label, r(current), r(predicted), round(bound, 4), expect, c.unit)
+    """A finding's prediction for counter `name` (one of COUNTERS or ENTRY_COUNTERS): its value now, the value the fix's model expects,
+    the bound a measurement after the change must reach; `kernel_ids`, for `kernel_launches`, the kernels counted when
+    not all those the program finding names."""
+    c = COUNTERS[name] if name in COUNTERS else ENTRY_COUNTERS[name]
+    r = lambda v: None if v is None else round(float(v), 4)  # noqa: E731
+    return PredictionEntry(name, c.label, r(current), r(predicted), round(float(bound), 4), expect, c.unit, kernel_ids)
