@@ -150,6 +150,20 @@ def test_the_flaws_twins_move_the_predicted_counter(typed, planted, twin, rule, 
     assert check.met and (check.before, check.after) == (before, after)
 
 
+@pytest.mark.parametrize(
+    "report, planted, twin, rule, before, after",
+    [
+        # a partial wave (0.32 of a wave of 32x32 tiles) against its serial split-K twin (0.97): idle share of the wave
+        ("wave", "gemm_big_tiles_long", "gemm_splitk_serial_long", "LCH001", 0.6768, 0.0303),
+        # one pointer chain per thread against four interleaved: long-scoreboard stall cycles per instruction
+        ("patterns", "chase_serial", "chase_interleaved", "LAT001", 387.3805, 236.7345),
+    ],
+)
+def test_the_pattern_and_wave_twins_move_the_predicted_counter(typed, report, planted, twin, rule, before, after):
+    (check,) = [c for c in _twin_check(typed(report), planted, twin, rule) if c.rule == rule]
+    assert check.met and (check.before, check.after) == (before, after)
+
+
 def test_the_new_predictions_say_what_the_fix_models(typed):
     flaws = typed("flaws")
     # DIV001: a 50/50 split on the lane index: 16 threads of 32 -> 32; the rule is silent from 24
