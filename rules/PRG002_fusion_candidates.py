@@ -237,7 +237,7 @@ class FusionCandidates(ProgramRule):
             chain = chain_name([op_name(p.by_id[kid]) for kid in key])
             langs = {p.by_id[kid].language for kid in key}
             launches = sum(p.by_id[kid].launches for kid in dict.fromkeys(key))
-            removed = (len(key) - 1) * len(instances)
+            left = max(0, launches - (len(key) - 1) * len(instances))  # fused: one launch per occurrence
             fix = self.fix_in("pytorch" if langs & {"pytorch", "triton"} else "cuda")
             findings.append(
                 self.finding(
@@ -258,8 +258,8 @@ class FusionCandidates(ProgramRule):
                         "some intermediates may stay in L2."
                     ),
                     confidence="medium",
-                    # fused, each occurrence of the chain is one launch: the others are gone
-                    predicts=[predict("kernel_launches", launches, launches - removed, launches - removed)],
+                    # the others are gone
+                    predicts=[predict("kernel_launches", launches, left, left)],
                     evidence=[
                         Evidence("intermediate_bytes", saved_bytes, None, "round-trip bytes saved"),
                         Evidence("occurrences", len(instances), None, "times this chain runs"),
