@@ -239,7 +239,7 @@ def kernel_change(
     if how == "name":
         note = f"matched by name alone: the launch shape changed ({_shape(b)} before, {_shape(a)} after)"
     elif how == "role":
-        note = role_note(bgroup[0], agroup[0], b, a)
+        note = role_note(max(bgroup, key=lambda k: k.duration_ns), max(agroup, key=lambda k: k.duration_ns), b, a)
     elif how == "identity" and (len(bgroup) > 1 or len(agroup) > 1):
         note = "several results share this name and launch shape; compared as one"
     change_ns = (a_ns or 0.0) - (ref_ns or 0.0)

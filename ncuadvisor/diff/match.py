@@ -115,6 +115,11 @@ def _positions(kernels: list[KernelEntry]) -> dict[str, int]:
     return {k.id: i for i, k in enumerate(first)}
 
 
+def _main(group: list[KernelEntry]) -> KernelEntry:
+    """A group's entry that speaks for it: the longest-running (as `compare.kernel_side` takes)."""
+    return max(group, key=lambda k: float(k.duration_ns))
+
+
 def _near(a: float | None, b: float | None) -> float | None:
     """|a − b| ÷ the larger, when both are positive; None otherwise."""
     if not a or not b or a <= 0 or b <= 0:
@@ -160,10 +165,10 @@ def match_roles(
     pairs = []
     taken: set[int] = set()
     for bg in sorted(before, key=lambda g: -sum(float(k.duration_ns) for k in g)):
-        b = bg[0]
+        b = _main(bg)
         best: tuple[float, int, int] | None = None
         for i, ag in enumerate(after):
-            a = ag[0]
+            a = _main(ag)
             if i in taken or before_keys.of(b) != after_keys.of(a) or not same_place(b, a):
                 continue
             d = same_problem(b, a)
