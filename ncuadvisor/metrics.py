@@ -135,6 +135,7 @@ class MemoryTables:
 
     SECTION: Final = "MemoryWorkloadAnalysis_Tables"
     GLOBAL_LOAD_REQUESTS: Final = "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum"
+    GLOBAL_STORE_REQUESTS: Final = "l1tex__t_requests_pipe_lsu_mem_global_op_st.sum"
     GLOBAL_ATOMIC_REQUESTS: Final = "l1tex__t_requests_pipe_lsu_mem_global_op_atom.sum"
     GLOBAL_REDUCTION_REQUESTS: Final = "l1tex__t_requests_pipe_lsu_mem_global_op_red.sum"
     GLOBAL_LOAD_SECTORS: Final = "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum"

@@ -9,6 +9,7 @@ from ncuadvisor.rulekit import (
     cut,
     limiter_phrase,
     limiter_side,
+    predict,
     time_after,
 )
 
@@ -36,6 +37,7 @@ class WarpDivergence(Rule):
     Speedup estimate:
         Issue-bound time scales with warp instructions: new time = time × efficiency (× half that effect when
         latency-bound), never below the roofline floor.
+        The counter the fix moves: active threads per warp instruction, to 32 (at least `max_efficiency` × 32 after).
 
     False positives:
         Bounds checks (`if (i < n)`) on the last block and early-exit loops lower the average a little; they are
@@ -94,6 +96,10 @@ class WarpDivergence(Rule):
                 f"{cut(weight, 1 - eff, r)}, not below the roofline floor."
             ),
             confidence="medium",
+            # made uniform per warp, the branch runs with all 32 lanes; the rule is silent at its threshold
+            predicts=[
+                predict("threads_per_instruction", ratio, 32.0, self.thresholds["max_efficiency"] * 32, ">="),
+            ],
             evidence=[
                 Evidence(
                     WarpStateStats.THREADS_PER_INST,

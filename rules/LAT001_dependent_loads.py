@@ -11,6 +11,7 @@ from ncuadvisor.rulekit import (
     WarpStateStats,
     limiter_side,
     parallelism_ns,
+    predict,
     stall_total,
     time_after,
 )
@@ -45,6 +46,8 @@ class DependentLoads(Rule):
         by that gain. Latency plus throughput: the busiest unit's share of the time at its peak (Speed Of Light %)
         stays, the rest, waiting on latency, divides by the gain (Little's law): new time = time × (SOL + (1 − SOL)
         ÷ gain), not below the roofline floor at 85% of peak.
+        The counter the fix moves: long-scoreboard stall cycles per issued instruction, divided by the gain (at most
+        halfway there after: × (1 + 1 / gain) / 2).
 
     False positives:
         Random gathers over more data than L2 are bound by DRAM's random-access rate rather than latency; low
@@ -125,6 +128,8 @@ class DependentLoads(Rule):
                 "floor."
             ),
             confidence="medium",
+            # the wait per instruction divides by the gain in loads in flight; half that drop or more did the work
+            predicts=[predict("long_scoreboard_stall", ls, ls / gain, ls * (1 + 1 / gain) / 2)],
             evidence=[
                 Evidence(stall("long_scoreboard"), round(ls, 2), None, "long-scoreboard stall per issue"),
                 Evidence("long_scoreboard_share", round(ls / total, 3), t["min_long_scoreboard_share"]),

@@ -19,6 +19,7 @@ from ncuadvisor.rulekit import (
     fmt_ns,
     load_chains,
     parallelism_ns,
+    predict,
     time_after,
 )
 
@@ -89,6 +90,9 @@ class GridTooSmall(Rule):
         LAT001's fix assumes. Tail: × waves /
         ceil(waves) of the busiest SM's active time, launch ramp and drain kept. Never below the roofline floor at 85%
         of peak.
+        The counter the fix moves: small grid, blocks per SM to as many as fit (at least 1 after); partial wave and
+        tail, the idle share of the last wave's block slots (1 − waves ÷ ⌈waves⌉) to 0 (at most 1 −
+        `max_partial_wave` and `min_tail_loss` after).
 
     False positives:
         Kernels shorter than 5 µs are left to the launch-overhead rule (PRG001): their problem is the launch, not the
@@ -240,6 +244,7 @@ class GridTooSmall(Rule):
                         "(no partial last wave); launch ramp and drain stay; not below the floor."
                     ),
                     confidence="medium",
+                    predicts=[predict("wave_idle_share", loss, 0.0, self.thresholds["min_tail_loss"])],
                     evidence=[Evidence(LaunchStats.WAVES_PER_SM, waves, None, "waves")],
                 )
         return None
@@ -281,6 +286,7 @@ class GridTooSmall(Rule):
             estimated_speedup=time_after(r.duration_ns or 0.0, new_ns, r.theoretical_ns),
             speedup_model=model,
             confidence="high",
+            predicts=[predict("blocks_per_sm", grid / sms, fill / sms, 1.0, ">=")],
             evidence=[Evidence(LaunchStats.GRID_SIZE, grid, sms, "blocks (threshold: SM count)")],
         )
 
@@ -333,6 +339,9 @@ class GridTooSmall(Rule):
             estimated_speedup=time_after(r.duration_ns or 0.0, est["new_ns"], r.theoretical_ns),
             speedup_model=self.split_k_model(est, f"{theo:.0f}% of warps active instead of {achieved:.0f}%{chains}"),
             confidence="medium",
+            predicts=[
+                predict("wave_idle_share", 1 - waves / math.ceil(waves), 0.0, 1 - self.thresholds["max_partial_wave"])
+            ],
             evidence=[
                 Evidence(LaunchStats.WAVES_PER_SM, round(waves, 2), self.thresholds["max_partial_wave"], "waves"),
                 Evidence(

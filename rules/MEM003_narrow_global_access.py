@@ -19,6 +19,7 @@ from ncuadvisor.rulekit import (
     global_loads_in_flight,
     limiter_side,
     per_pc,
+    predict,
     streaming_ns,
     time_after,
 )
@@ -51,6 +52,8 @@ class NarrowGlobalAccess(Rule):
         roofline floor (`DRAM_LATENCY_CYCLES` in ncuadvisor/rulekit/models.py); without SASS or occupancy data, compulsory
         bytes at `achievable_dram_fraction` of DRAM peak (a float4 copy measured 85% on an H200). Never below the
         roofline floor at 85% of peak.
+        The counter the fix moves: global sectors per request (loads and stores), the narrow share's requests each
+        moving 16 bytes per thread instead of the access size (at least halfway there after).
 
     False positives:
         Kernels whose narrow accesses are gathers (indices) or whose time is spent elsewhere; misaligned or odd-sized
@@ -72,6 +75,8 @@ class NarrowGlobalAccess(Rule):
         Occupancy.ACHIEVED_PCT,
         MemoryTables.GLOBAL_LOAD_SECTORS,
         MemoryTables.GLOBAL_LOAD_REQUESTS,
+        MemoryTables.GLOBAL_STORE_SECTORS,  # with the store requests: the counter the fix moves (sectors/request)
+        MemoryTables.GLOBAL_STORE_REQUESTS,
         MemoryTables.GLOBAL_ATOMIC_REQUESTS,
         MemoryTables.GLOBAL_REDUCTION_REQUESTS,
         MemoryTables.LOCAL_LOAD_SECTORS,
@@ -177,6 +182,16 @@ class NarrowGlobalAccess(Rule):
             memory_only=True,
         )
         achieved = (r.achieved_dram_bytes_per_s or 0) / r.peak_dram_bytes_per_s
+        # the narrow share of the requests is replaced by one request per 16 bytes per thread: the same sectors in
+        # share × width/16 + (1 − share) of the requests; the fix did its work at half that gain or more
+        sectors = (k.m(MemoryTables.GLOBAL_LOAD_SECTORS) or 0) + (k.m(MemoryTables.GLOBAL_STORE_SECTORS) or 0)
+        requests = (k.m(MemoryTables.GLOBAL_LOAD_REQUESTS) or 0) + (k.m(MemoryTables.GLOBAL_STORE_REQUESTS) or 0)
+        per_request = sectors / requests if requests and k.m(MemoryTables.GLOBAL_STORE_REQUESTS) is not None else None
+        predicts = None
+        if per_request:
+            widened = per_request / (share * width / 16 + (1 - share))
+            bound = per_request + (widened - per_request) / 2
+            predicts = [predict("global_sectors_per_request", per_request, widened, bound, ">=")]
         return self.finding(
             title=f"{width}-byte global accesses: DRAM at {achieved:.0%} of peak",
             message=(
@@ -197,6 +212,7 @@ class NarrowGlobalAccess(Rule):
                 + ", not below the roofline floor."
             ),
             confidence="medium",
+            predicts=predicts,
             evidence=[
                 Evidence(
                     "narrow_access_share",

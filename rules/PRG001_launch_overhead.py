@@ -37,6 +37,8 @@ class LaunchOverhead(ProgramRule):
     Speedup estimate:
         `overhead_ns` (a typical launch cost on x86 hosts) per short launch; confirm the real gaps with Nsight
         Systems, which sees them.
+        Predicts no counter: the fix (a CUDA Graph) removes host time between launches, which an ncu report does not
+        hold, and ncu still profiles every kernel node of a graph, so the launches it counts stay.
 
     False positives:
         Short kernels that overlap with long ones on other streams, or a program already replaying CUDA Graphs (ncu

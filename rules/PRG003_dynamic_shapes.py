@@ -32,6 +32,8 @@ class DynamicShapes(ProgramRule):
     Speedup estimate:
         Not estimated from the report (compile time and graph-launch savings happen outside the kernels); the
         finding says where to look.
+        Predicts no counter: what bucketing or shape-generic kernels save (recompilations, graph captures, host
+        dispatch) happens outside the kernels, and the kernels' time per launch does not move.
 
     False positives:
         Programs that legitimately run a few distinct problem sizes (a multi-scale model) once each; a capture of

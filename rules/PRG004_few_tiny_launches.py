@@ -44,6 +44,9 @@ class FewTinyLaunches(ProgramRule):
         Per run: every launch's GPU time but the longest (a fused kernel of such tiny work runs about as long as one
         of them; passes of a device-wide CUB sort or scan are not fused, a graph only saves their launch) plus
         `overhead_ns` of launch cost per launch removed.
+        Predicts no counter: one of its two fixes, a CUDA Graph, keeps every launch in an ncu report (ncu profiles
+        each node) and saves host time the report does not hold; fused, the launches fall, but a prediction that one
+        fix meets and the other fails would say nothing about either.
 
     False positives:
         Launches that must wait for the host in between (a value read back, a host decision) cannot be fused or

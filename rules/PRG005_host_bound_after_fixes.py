@@ -53,6 +53,8 @@ class HostBoundAfterFixes(ProgramRule):
         one (`--host-trace`, `profile --host-time`) the host's time per launch is the one measured, and the finding
         states the wall time the fixes would keep: the measured timeline replayed with the fixed kernels at their
         estimated durations (`analysis.replay`), per report window.
+        Predicts no counter: what it speaks of is the host's time per launch, which an ncu report does not hold (a
+        host timeline of each side does: `--host-trace`).
 
     False positives:
         A program whose host work per op is already small (ops issued from C++, a captured graph replayed: then its

@@ -53,6 +53,8 @@ class HostBoundStep(ProgramRule):
         can be captured (its host work between launches is launch overhead, not data loading or logging that would
         stay) and that the captured kernels run as long as the eager ones: an upper bound where the step does other
         host work.
+        Predicts no counter: a captured step saves host time, which an ncu report does not hold, and ncu still
+        profiles each kernel node of the graph.
 
     False positives:
         Dynamic shapes or data-dependent control flow (each shape needs a graph of its own; a host decision cannot

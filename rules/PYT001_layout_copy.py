@@ -9,6 +9,7 @@ from ncuadvisor.rulekit import (
     copy_kind,
     fmt_bytes,
     fmt_ns,
+    predict,
 )
 
 
@@ -35,6 +36,7 @@ class LayoutCopy(Rule):
 
     Speedup estimate:
         The copy kernel disappears: its whole time.
+        The counter the fix moves: the copy kernel's launches, to 0 (at most half of them left after).
 
     False positives:
         Copies that are needed (host transfers, a layout a library requires); the finding then says what it costs.
@@ -83,5 +85,7 @@ class LayoutCopy(Rule):
             speedup_model="The copy kernel disappears: 100% of its time is saved.",
             confidence="medium",
             changes_floor=True,
+            # the copy is gone: none of its launches are left (at most half, where a few stay needed)
+            predicts=[predict("launches", k.kernel.launches, 0.0, k.kernel.launches / 2)],
             evidence=[Evidence("time_share", round(k.time_share, 3), self.thresholds["min_time_share"])],
         )

@@ -10,6 +10,7 @@ from ncuadvisor.rulekit import (
     copy_kind,
     fmt_bytes,
     fmt_ns,
+    predict,
 )
 
 
@@ -41,6 +42,7 @@ class DtypeCast(Rule):
     Speedup estimate:
         The cast kernel disappears: its whole time (a producer that writes the narrow type directly also writes
         fewer bytes, not counted).
+        The counter the fix moves: the cast kernel's launches, to 0 (at most half of them left after).
 
     False positives:
         A cast that is needed once (an input arriving in FP32 from the host); the finding then says what it costs.
@@ -97,5 +99,7 @@ class DtypeCast(Rule):
             speedup_model="The cast kernel disappears: 100% of its time is saved.",
             confidence="medium",
             changes_floor=True,
+            # the cast is gone: none of its launches are left (at most half, where a few stay needed)
+            predicts=[predict("launches", k.kernel.launches, 0.0, k.kernel.launches / 2)],
             evidence=evidence,
         )

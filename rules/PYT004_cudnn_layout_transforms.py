@@ -14,6 +14,7 @@ from ncuadvisor.rulekit import (
     count,
     fmt_ns,
     latency_split_ns,
+    predict,
 )
 
 # cuDNN's layout transforms (cudnn::engines_precompiled::nchwToNhwcKernel, cudnn::ops::nhwcToNchwKernel)
@@ -196,6 +197,7 @@ class CudnnLayoutTransforms(ProgramRule):
         arrives in NHWC (not estimated). An FP32 NCHW convolution on the FMA pipes has no transforms yet: TEN002
         speaks to it and counts the transforms that TF32 would add as part of its new time, so the two rules never
         claim the same kernels.
+        The counter the fix moves: the launches of the transform kernels, to 0 (at most half of them left after).
 
     False positives:
         A network that must stay NCHW (a custom op that assumes contiguous NCHW; `.view` on activations then needs
@@ -243,6 +245,8 @@ class CudnnLayoutTransforms(ProgramRule):
             parts.append(f"{len(to_nchw)} nhwcToNchw ({fmt_ns(ns(to_nchw))}) convert their outputs back to NCHW")
         torch = any(k.language in ("pytorch", "triton") for k in p.kernels)
         bn = self._batchnorm(p) if to_nhwc else _BatchNormPart()
+        transforms = list(dict.fromkeys(ids))
+        launches = sum(p.by_id[kid].launches for kid in transforms)
         ids += [b.kernel.id for b in bn.modelled]
         bn_saving = bn.now_ns - bn.nhwc_ns
         total = saving + bn_saving
@@ -273,6 +277,9 @@ class CudnnLayoutTransforms(ProgramRule):
                 fix=self.fix_in("pytorch" if torch else "cuda"),
                 kernels=[p.by_id[kid].display_name or p.by_id[kid].name for kid in ids],
                 kernel_ids=ids,
+                # in channels_last the transforms are not needed: their launches are gone (the BatchNorm kernels
+                # become other, NHWC, kernels: not counted)
+                predicts=[predict("kernel_launches", launches, 0.0, launches / 2, kernel_ids=transforms)],
                 estimated_saving_ns=total,
                 saving_model=bn.model(saving),
                 confidence="medium",

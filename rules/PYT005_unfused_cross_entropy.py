@@ -21,6 +21,7 @@ from ncuadvisor.rulekit import (
     fmt_bytes,
     fmt_ns,
     nll_loss_kernel,
+    predict,
     softmax_kernel,
 )
 
@@ -125,6 +126,7 @@ class UnfusedCrossEntropy(ProgramRule):
         exponentials; an online log-sum-exp reads them once, so the floor is generous), read once more backward,
         and the gradient written once in the logits' dtype. On the GPT step (8,192 × 50,304 bf16 logits, 3.41 ms of
         loss kernels on an H200): floor 3.3 GB at 4.1 TB/s = 0.81 ms, saving 2.6 ms.
+        The counter the fix moves: the launches of the loss's eager kernels, to 0 (at most half of them left after).
 
     False positives:
         A chain whose saving is below `min_program_fraction` of the GPU time is not reported: a classifier's
@@ -172,6 +174,7 @@ class UnfusedCrossEntropy(ProgramRule):
             return None
         n = first.elements
         time_ns = sum(float(p.launches[i].get("duration_ns") or 0.0) for c in chains for i in c.launches)
+        launches = sum(p.by_id[kid].launches for kid in dict.fromkeys(key))  # what `diff` counts after the change
         reads = self.thresholds["forward_reads"] + 1
         floor_bytes = n * size * (reads + 1)
         floor_ns = floor_bytes / bw * 1e9 * len(chains)
@@ -220,6 +223,8 @@ class UnfusedCrossEntropy(ProgramRule):
             fix=self.fix_in("pytorch", dtype=dtype, classes=classes or 0),
             kernels=names,
             kernel_ids=key,
+            # fused, the loss runs in kernels of its own: the eager kernels' launches are gone
+            predicts=[predict("kernel_launches", launches, 0.0, launches / 2)],
             estimated_saving_ns=saving,
             saving_model=(
                 f"The chain's time ({fmt_ns(time_ns)}) − a fused loss's floor: N × {size} B × "

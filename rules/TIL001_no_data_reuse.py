@@ -9,6 +9,7 @@ from ncuadvisor.rulekit import (
     Rule,
     SourceCounters,
     fma_and_tensor_flops,
+    predict,
     time_after,
 )
 
@@ -50,6 +51,10 @@ class NoDataReuse(Rule):
         TFLOP/s on an H200); shared operands: a register-tiled kernel about `register_tiled_fma_fraction`. New time =
         FLOPs / (that fraction × peak). Both fractions were measured on an H200 (sm_90): on another architecture the
         estimate says so and its confidence is low (a GTX 1660's tiling measured -20% where the model said -58%).
+        The counter the fix moves: the operand traffic per FLOP at the level that serves it, global load bytes per
+        FMA-pipe FLOP (at most `max_global_bytes_per_flop` after) or shared wavefronts per FLOP (at most
+        `max_shared_wavefronts_per_flop`); DRAM bytes, already near the compulsory bytes where L2 holds the
+        operands, do not tell a tiled kernel from an untiled one.
 
     False positives:
         Shared-memory operands with the FMA pipe already above `max_fma_pct` busy are not flagged: the FMA pipe is
@@ -198,6 +203,13 @@ class NoDataReuse(Rule):
                 f"{frac:.0%} of that peak."
             ),
             confidence="medium" if not calibrated else "low",
+            # tiled, the operands come from the level below the one that read them per FLOP; the rule is silent at
+            # its threshold
+            predicts=[
+                predict("global_load_bytes_per_flop", global_bpf, None, t["max_global_bytes_per_flop"])
+                if level == "global"
+                else predict("shared_wavefronts_per_flop", shared_wpf, None, t["max_shared_wavefronts_per_flop"])
+            ],
             evidence=[
                 Evidence("global_load_bytes_per_flop", round(global_bpf, 4), t["max_global_bytes_per_flop"]),
                 Evidence("shared_wavefronts_per_flop", round(shared_wpf, 5), t["max_shared_wavefronts_per_flop"]),

@@ -189,10 +189,17 @@ def test_never_matched_by_position(analyzed):
     after["kernels"].reverse()  # order means nothing
     d = diff_results(before, after)
     assert all(k["status"] == "unchanged" and k["match"] == "identity" for k in d["kernels"])
+    other = copy.deepcopy(before)
+    k0 = other["kernels"][0]
+    k0["demangled"] = k0["name"] = "something_else(int)"
+    k0["grid"], k0["roofline"]["flops"] = "(1, 1, 1)", 3 * k0["roofline"]["flops"] + 1e9
+    k0["roofline"]["compulsory_bytes"] *= 3
+    d = diff_results(before, other)  # same place in the list, other kernel (other work): removed + added, not matched
+    assert sorted(k["status"] for k in d["kernels"]) == ["added", "removed", "unchanged", "unchanged"]
     renamed = copy.deepcopy(before)
     renamed["kernels"][0]["demangled"] = renamed["kernels"][0]["name"] = "something_else(int)"
-    d = diff_results(before, renamed)  # same place in the list, other kernel: removed + added, not matched
-    assert sorted(k["status"] for k in d["kernels"]) == ["added", "removed", "unchanged", "unchanged"]
+    d = diff_results(before, renamed)  # the same work in the same place under a new name: matched by role
+    assert sorted(str(k["match"]) for k in d["kernels"]) == ["identity", "identity", "role"]
 
 
 # -- several processes ------------------------------------------------------------------------------------------

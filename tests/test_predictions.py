@@ -1,13 +1,32 @@
 """Each fix says which counter must move and by how much (`FindingEntry.predicts`), every kernel carries the counters
 measured (`KernelEntry.counters`), and `diff` checks the predictions after the change (`KernelChange.counter_checks`):
 on the before/after fixtures (pipeline_v0 -> v1 fixes the bank conflict, v2 -> v1 the strided reads, v0 -> its
-rerun changes nothing) and on the planted/twin pairs held in one report (the twin is the fixed code's measurement)."""
+rerun changes nothing), on the planted/twin pairs held in one report (the twin is the fixed code's measurement), and
+on the TF32 twin whose library kernel changed its name (matched by role); and the program findings' predictions (the
+launches of the kernels a fusion or a fused op removes: `DiffResult.program_counter_checks`)."""
+
+import dataclasses
 
 import pytest
+from rich.console import Console
 
 from ncuadvisor.diff import compare
 from ncuadvisor.diff.checks import counter_checks
+from ncuadvisor.diff.match import same_place, same_problem
 from ncuadvisor.diff.types import FindingChange, FindingChanges
+from ncuadvisor.render.diff_render import render_diff_terminal
+from ncuadvisor.rulekit import engine
+from tests.test_rules_torch_step import program, rerun
+
+
+def render_diff(d):
+    console = Console(record=True, width=240, color_system=None)
+    render_diff_terminal(d, console)
+    return console.export_text()
+
+
+def rule_doc(code):
+    return next(r for r in engine.discover() if r.code == code).__doc__
 
 
 def _kernel(result, name):
@@ -118,8 +137,174 @@ def test_planted_and_twin_kernels_show_the_measured_movement(typed):
         ("hist_global_atomic", "hist_shared_atomic", "ATM001", 1.0, 0.0005),  # global atomics per load
         ("local_array_dynamic", "local_array_shared", "LOC001", 0.9442, 0.0),  # local share of L1 sectors
         ("poly_double_literal", "poly_float_literal", "PRC001", 11.7207, 0.0),  # FP64 pipe busy, %
+        ("diverge_lanes", "diverge_warps", "DIV001", 16.0183, 32.0),  # active threads per warp instruction
+        ("scale_u8", "scale_u8x16", "MEM003", 0.9998, 16.0),  # sectors per global request: 1-byte -> 16-byte
+        ("copy_scalar", "copy_vec4", "MEM003", 4.0, 16.0),  # 4-byte floats -> float4
+        ("matmul_naive", "matmul_tiled", "TIL001", 2.5, 0.125),  # global load bytes per FMA FLOP
+        ("chase_pointer", "chase_pointer_ilp", "LAT001", 98.1215, 38.9915),  # long-scoreboard stall per instruction
+        ("stream_small_grid", "stream_full_grid", "LCH001", 0.1212, 8.0),  # blocks per SM
     ],
 )
 def test_the_flaws_twins_move_the_predicted_counter(typed, planted, twin, rule, before, after):
-    (check,) = _twin_check(typed("flaws"), planted, twin, rule)
+    (check,) = [c for c in _twin_check(typed("flaws"), planted, twin, rule) if c.rule == rule]
     assert check.met and (check.before, check.after) == (before, after)
+
+
+@pytest.mark.parametrize(
+    "report, planted, twin, rule, before, after",
+    [
+        # a partial wave (0.32 of a wave of 32x32 tiles) against its serial split-K twin (0.97): idle share of the wave
+        ("wave", "gemm_big_tiles_long", "gemm_splitk_serial_long", "LCH001", 0.6768, 0.0303),
+        # one pointer chain per thread against four interleaved: long-scoreboard stall cycles per instruction
+        ("patterns", "chase_serial", "chase_interleaved", "LAT001", 387.3805, 236.7345),
+    ],
+)
+def test_the_pattern_and_wave_twins_move_the_predicted_counter(typed, report, planted, twin, rule, before, after):
+    (check,) = [c for c in _twin_check(typed(report), planted, twin, rule) if c.rule == rule]
+    assert check.met and (check.before, check.after) == (before, after)
+
+
+def test_the_new_predictions_say_what_the_fix_models(typed):
+    flaws = typed("flaws")
+    # DIV001: a 50/50 split on the lane index: 16 threads of 32 -> 32; the rule is silent from 24
+    p = _prediction(_kernel(flaws, "diverge_lanes"), "DIV001", "threads_per_instruction")
+    assert (p.predicted, p.bound, p.expect) == (32.0, 24.0, ">=")
+    # MEM003: every access 1 byte per thread -> 16: sectors per request x16, at least halfway there
+    p = _prediction(_kernel(flaws, "scale_u8"), "MEM003", "global_sectors_per_request")
+    assert p.predicted == pytest.approx(16.0, abs=0.01) and p.bound == pytest.approx(8.5, abs=0.01)
+    # LAT001: the wait per instruction divides by the gain in loads in flight (4)
+    p = _prediction(_kernel(flaws, "chase_pointer"), "LAT001", "long_scoreboard_stall")
+    assert p.predicted == pytest.approx(p.current / 4, abs=1e-3) and p.bound == pytest.approx(
+        p.current * 5 / 8, abs=1e-3
+    )
+    # LCH001: 16 blocks on 132 SMs -> as many blocks as fit on every SM
+    p = _prediction(_kernel(flaws, "stream_small_grid"), "LCH001", "blocks_per_sm")
+    assert (p.current, p.bound, p.expect) == (0.1212, 1.0, ">=") and p.predicted > 1.0
+    # TIL001: the global level's traffic per FLOP below the rule's threshold
+    p = _prediction(_kernel(flaws, "matmul_naive"), "TIL001", "global_load_bytes_per_flop")
+    assert (p.current, p.predicted, p.bound) == (2.5, None, 0.5)
+
+
+def test_diff_matches_the_tf32_twin_by_role_and_checks_its_prediction(typed):
+    """cuDNN picks another kernel once TF32 is allowed: the FFMA convolution (torch_gemm_conv, result 2) and the TF32
+    one of the fixed program (tf32-twin-2026-12-01/torch_conv_fixes, its `tf32` variant) have different names and
+    grids; they ran in the same NVTX range on the same layer (7.4116 GFLOP each), so diff pairs them by role."""
+    d = compare(typed("torch_gemm_conv"), typed("tf32-twin-2026-12-01/torch_conv_fixes"))
+    (conv,) = [k for k in d.kernels if k.match == "role"]
+    assert conv.name.startswith("sm80_xmma_fprop_implicit_gemm_tf32f32_tf32f32_f32_nhwckrsc_nchw")
+    assert conv.match_note.startswith(
+        "matched by role: the name changed (sm80_xmma_fprop_implicit_gemm_f32f32_f32f32_f32_nchwkcrs_nchw_"
+    )
+    assert "NVTX range 'step > step_all_threads'" in conv.match_note and "7.412 → 7.412 GFLOP" in conv.match_note
+    assert conv.status == "improved" and conv.change == pytest.approx(-0.762, abs=0.001)  # 255.6 -> 60.9 µs
+    assert [f.rule for f in conv.findings.resolved] == ["TEN002"]
+    (check,) = conv.counter_checks
+    assert check.metric == "tensor_pipe_pct" and check.met and (check.before, check.after) == (0.0047, 37.7228)
+    assert check.text == (
+        "TEN002 resolved: tensor pipe busy 0.0047% → 37.7% (predicted ≥ 5%), kernel −76.2% (predicted −83.7%)"
+    )
+    assert d.summary.role_matches == 1 and any("matched by role" in w for w in d.warnings)
+    # nothing else is the same work: the GEMMs (137 GFLOP) and the FFT kernels stay removed and added, and the TF32
+    # convolution of the first report, left when the FFMA one took the match, stays removed
+    by_status = {k.name[:30]: k.status for k in d.kernels if k.match is None}
+    assert by_status == {
+        "sm80_xmma_gemm_f32f32_f32f32_f": "removed",
+        "sm90_xmma_gemm_f32f32_tf32f32_": "removed",
+        "sm90_xmma_fprop_implicit_gemm_": "removed",
+        "fft2d_r2c_64x64": "added",
+        "nchwToNhwcKernel": "added",
+        "nhwcToNchwKernel": "added",
+        "flip_filter": "added",
+    }
+    assert d.to_dict()["kernels"][[k.match for k in d.kernels].index("role")]["match"] == "role"
+
+
+def test_the_tf32_gemm_twin_is_matched_by_role_within_one_report(typed):
+    """The GEMM's twins are one report's results 0 and 1 (cuBLAS FFMA, then TF32): each side of the diff holds one of
+    each pair, so the names differ everywhere and only the work and the NVTX range pair them."""
+    res = typed("torch_gemm_conv")
+    planted, twins = [res.kernels[0], res.kernels[2]], [res.kernels[1], res.kernels[3]]
+    d = compare(dataclasses.replace(res, kernels=planted), dataclasses.replace(res, kernels=twins))
+    assert [k.match for k in d.kernels] == ["role", "role"]
+    gemm = next(k for k in d.kernels if "gemm_f32f32_tf32f32" in k.name)
+    assert "137.5 → 137.5 GFLOP" in gemm.match_note
+    (check,) = gemm.counter_checks
+    assert check.rule == "TEN002" and check.met and check.after == 88.3173
+    assert check.kernel_change == pytest.approx(-0.872, abs=0.001)  # 2.68 ms -> 0.34 ms
+
+
+def test_role_matching_needs_the_same_place_and_the_same_work(typed):
+    res = typed("torch_gemm_conv")
+    ffma, tf32, conv = res.kernels[0], res.kernels[1], res.kernels[2]
+    assert same_place(ffma, tf32) and same_problem(ffma, tf32) == pytest.approx(1.1e-6, abs=1e-6)
+    assert same_problem(ffma, conv) is None  # 137 against 7.4 GFLOP
+    elsewhere = dataclasses.replace(tf32, nvtx="step > optimizer")
+    assert not same_place(ffma, elsewhere)
+    d = compare(dataclasses.replace(res, kernels=[ffma]), dataclasses.replace(res, kernels=[elsewhere]))
+    assert [(k.status, k.match) for k in d.kernels] == [("removed", None), ("added", None)]
+
+
+def test_compiling_the_step_removes_the_launches_fusion_and_the_layout_copy_predicted(typed):
+    """The transformer's eager forward step against the same step under torch.compile (the first 25 launches of
+    each): PRG002's chain mul -> masked_fill (2 launches, twice) and PYT001's layout copy are gone after, folded into
+    Inductor's kernels."""
+    d = compare(typed("torch_eager"), typed("torch_compile"))
+    (fusion,) = d.program_counter_checks
+    assert fusion.rule == "PRG002" and fusion.finding == "resolved" and fusion.met
+    assert (fusion.metric, fusion.before, fusion.predicted, fusion.bound, fusion.after) == (
+        "kernel_launches",
+        4.0,
+        2.0,
+        2.0,
+        0.0,
+    )
+    assert fusion.text == "PRG002 resolved: launches of the kernels it names 4 → 0 (predicted ≤ 2)"
+    (copy,) = [c for k in d.kernels for c in k.counter_checks or [] if c.rule == "PYT001"]
+    assert copy.met and (copy.before, copy.after, copy.bound) == (4.0, 0.0, 2.0)
+    assert copy.text == "PYT001 resolved: launches 4 → 0 (predicted ≤ 2)"
+    rendered = render_diff(d)
+    assert "✓ program: PRG002 resolved: launches of the kernels it names 4 → 0" in rendered
+
+
+def test_the_cast_and_the_copy_twin_drop_their_kernels(typed):
+    """torch_cast_copy holds the planted cast and layout copy before a bf16 GEMM (results 0-3) and the twin that
+    needs neither (4-5: the GEMM on the transposed view); each side of the diff holds one. cuBLAS's GEMM changes its
+    name (NNT -> NTT), matched by role; the cast (PYT002) and the copy (PYT001) are gone, as PRG002's chain."""
+    res = typed("torch_cast_copy")
+    by_id = {k.id: k for k in res.kernels}
+    planted = [by_id[i] for i in ("k0", "k1", "k2", "k4")]
+    twin = [by_id[i] for i in ("k3", "k4")]
+    d = compare(dataclasses.replace(res, kernels=planted), dataclasses.replace(res, kernels=twin))
+    checks = {c.rule: c for k in d.kernels for c in k.counter_checks or []}
+    assert checks["PYT001"].met and checks["PYT002"].met
+    assert (checks["PYT002"].before, checks["PYT002"].after) == (1.0, 0.0)
+    assert [k.match for k in d.kernels if k.name.startswith("nvjet")] == ["role"]
+    (chain,) = d.program_counter_checks
+    assert chain.rule == "PRG002" and chain.met and (chain.before, chain.after) == (2.0, 0.0)
+
+
+def test_program_findings_predict_the_launches_their_fix_removes(typed):
+    # PYT004: the layout transforms alone (not the BatchNorm kernels the finding also names) go to 0
+    conv = typed("tf32-twin-2026-12-01/torch_conv_fixes")
+    f = next(f for f in conv.program_findings if f.rule == "PYT004")
+    (p,) = f.predicts
+    transforms = [k for k in conv.kernels if k.id in p.kernel_ids]
+    assert {k.name for k in transforms} == {"nchwToNhwcKernel"}
+    assert (p.metric, p.current, p.predicted, p.bound) == ("kernel_launches", 2.0, 0.0, 1.0)
+    # PYT005 and PYT003 on the GPT step (its saved result, the program rules run again): the loss's seven eager
+    # kernels and the foreach optimizer's kernels, each to none
+    gpt = rerun("gpt")
+    for rule in ("PYT005", "PYT003"):
+        f = program(gpt, rule)
+        (p,) = f["predicts"]
+        launches = sum(k["launches"] for k in gpt["kernels"] if k["id"] in f["kernel_ids"])
+        assert (p["metric"], p["current"], p["predicted"], p["bound"]) == (
+            "kernel_launches",
+            launches,
+            0.0,
+            launches / 2,
+        )
+    # the program rules whose fix moves nothing an ncu report holds say so, and predict nothing
+    for code in ("PRG001", "PRG003", "PRG004", "PRG005", "PRG006"):
+        assert "Predicts no counter" in rule_doc(code)
+    assert all(f.predicts is None for f in conv.program_findings if f.rule == "PRG004")

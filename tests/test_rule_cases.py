@@ -20,6 +20,7 @@ A kernel case (a `Rule`):
     fix_contains = "shared memory"        # optional, like code_contains, message_contains, model_contains (the
                                           # speedup model) and confidence (equal)
     estimated_speedup = 0.77              # optional, within `tolerance` (default 0.01)
+    predicts = { l2_sectors_per_needed_sector = 1.4286 }   # optional: counter -> the bound predicted (within 1e-3)
 
 The roofline is computed from the metrics as the analysis does (`roofline.compute(row, sm_count)`), and the rule runs
 alone through `engine.run_rules`, so that the engine's cap at the roofline floor and its 3% cut apply: "none" means
@@ -173,6 +174,9 @@ def check(expect: str | dict[str, Any], found: list[dict[str, Any]], estimate: s
     if estimate in expect:
         tolerance = expect.get("tolerance", 0.01 if estimate == "estimated_speedup" else 1.0)
         assert f[estimate] == pytest.approx(expect[estimate], abs=tolerance)
+    if "predicts" in expect:
+        bounds = {p["metric"]: p["bound"] for p in f.get("predicts") or []}
+        assert bounds == pytest.approx(expect["predicts"], abs=1e-3)
 
 
 def test_every_rule_has_a_firing_and_a_silent_case() -> None:

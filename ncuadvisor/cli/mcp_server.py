@@ -123,6 +123,7 @@ def _diff_summary(d: Any) -> dict[str, Any]:
         "summary": data["summary"],
         "total": data["total"],
         "kernels": kernels,
+        "program_counter_checks": [c["text"] for c in data.get("program_counter_checks") or []],
         "warnings": data["warnings"],
     }
 

@@ -9,6 +9,13 @@ Matching kernels (never by position)
     2. what is left, by demangled name alone; the entry says so (`"match": "name"` and a `match_note` naming the launch
        shapes on each side). When several launch shapes of one name are left on a side, they are compared as one
        (their times summed; bound and headroom of the largest).
+    3. what is still left, by role: a kernel whose name changed (a library that picks another kernel once TF32 is
+       allowed, a rewrite under a new name) pairs with one that ran in the same place (the same NVTX range; the same
+       Python line and ATen op where both sides record them) on the same problem (FLOPs executed within
+       `match.ROLE_FLOP_TOLERANCE`; below `match.ROLE_MIN_FLOPS`, the same grid and block and compulsory bytes);
+       among several, the nearest in work, then in launch order, the longest-running before kernel first. The entry
+       says so (`"match": "role"`, a `match_note` naming the old name, the place and the work) and its findings'
+       predictions are checked as for any pair.
     Everything else is `added` (only after) or `removed` (only before).
 
 Several processes (`report.processes` of a report of `ncu --target-processes all`: torchrun ranks, workers)
@@ -71,7 +78,7 @@ Shape (schema_version 1; the dataclasses of `ncuadvisor.diff.types`, the JSON Sc
      "total": {"before_ns", "after_ns", "change_ns", "change", "status"},
      "process_match": "per-process"|"summed"|null (null: neither report has several processes),
      "kernels": [{"name", "demangled", "status": "regressed"|"improved"|"unchanged"|"added"|"removed",
-                  "match": "identity"|"name"|null, "match_note", "change_ns", "change",
+                  "match": "identity"|"name"|"role"|null, "match_note", "change_ns", "change",
                   "process": {"key", "label", "before"/"after": {"pid", "rank"?} | null} (per-process matching only),
                   "before"/"after": {"ids", "launches", "grid", "block", "duration_ns", "per_launch_ns", "time_share",
                                      "bound", "headroom", "at_roofline"} | null,
@@ -81,6 +88,8 @@ Shape (schema_version 1; the dataclasses of `ncuadvisor.diff.types`, the JSON Sc
      "summary": {"regressed", "improved", "unchanged", "added", "removed", "new_findings", "resolved_findings"},
      "comparison": {"mode": "total"|"per-launch", "launch_scale": float|null},
      "verdict": "regressed"|"improved"|"unchanged", "first_fix": {...}|null, "warnings": [...]}
+    Each matched or removed kernel has "counter_checks" (its findings' predictions checked after the change:
+    `diff.checks`), and the diff "program_counter_checks" (the program findings' `kernel_launches`), when any.
     Kernel entries also have "launches_note" (str|null) and, in per-launch mode, "before_scaled_ns" (the time before
     at the launch count after, which change_ns and change are measured from)."""
 

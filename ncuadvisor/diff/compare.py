@@ -7,8 +7,16 @@ import dataclasses
 import datetime as _dt
 from typing import Any, Literal
 
-from ncuadvisor.diff.checks import counter_checks
-from ncuadvisor.diff.match import MatchHow, Pair, ProcessKeys, demangled_name, match_kernels, process_keys
+from ncuadvisor.diff.checks import counter_checks, program_counter_checks
+from ncuadvisor.diff.match import (
+    ROLE_MIN_FLOPS,
+    MatchHow,
+    Pair,
+    ProcessKeys,
+    demangled_name,
+    match_kernels,
+    process_keys,
+)
 from ncuadvisor.diff.types import (
     KIND,
     SCHEMA_VERSION,
@@ -30,7 +38,7 @@ from ncuadvisor.diff.types import (
     Verdict,
 )
 from ncuadvisor.result.types import Generator, KernelEntry, Result, TopAction
-from ncuadvisor.units import finite, fmt_ns
+from ncuadvisor.units import finite, fmt_bytes, fmt_ns
 from ncuadvisor.version import __version__
 
 DEFAULT_THRESHOLD = 0.05
@@ -180,6 +188,25 @@ def process_match(
     )
 
 
+def role_note(b: KernelEntry, a: KernelEntry, bs: KernelSide | None, as_: KernelSide | None) -> str:
+    """How a pair matched by role was told to be one kernel: the names, the place, the work, the launch shapes."""
+    where = f"NVTX range '{b.nvtx}'" if b.nvtx else "no NVTX range"
+    if b.python_line is not None and a.python_line is not None:
+        where += f", line {b.python_line.file}:{b.python_line.line}"
+    if b.torch is not None and a.torch is not None and b.torch.torch_op:
+        where += f", {b.torch.torch_op}"
+    fb, fa = finite(b.roofline.flops) or 0.0, finite(a.roofline.flops) or 0.0
+    if max(fb, fa) >= ROLE_MIN_FLOPS:
+        work = f"{fb / 1e9:.4g} → {fa / 1e9:.4g} GFLOP"
+    else:
+        work = f"compulsory bytes {fmt_bytes(finite(b.roofline.compulsory_bytes))} → "
+        work += fmt_bytes(finite(a.roofline.compulsory_bytes))
+    return (
+        f"matched by role: the name changed ({demangled_name(b)} before); the same place ({where}) and the same "
+        f"work ({work}); {_shape(bs)} before, {_shape(as_)} after"
+    )
+
+
 def kernel_change(
     bgroup: list[KernelEntry],
     agroup: list[KernelEntry],
@@ -211,6 +238,8 @@ def kernel_change(
     note = None
     if how == "name":
         note = f"matched by name alone: the launch shape changed ({_shape(b)} before, {_shape(a)} after)"
+    elif how == "role":
+        note = role_note(max(bgroup, key=lambda k: k.duration_ns), max(agroup, key=lambda k: k.duration_ns), b, a)
     elif how == "identity" and (len(bgroup) > 1 or len(agroup) > 1):
         note = "several results share this name and launch shape; compared as one"
     change_ns = (a_ns or 0.0) - (ref_ns or 0.0)
@@ -345,6 +374,7 @@ def compare(
         new_findings=sum(len(k.findings.new) for k in kernels) + len(program.new),
         resolved_findings=sum(len(k.findings.resolved) for k in kernels) + len(program.resolved),
         name_matches=sum(1 for k in kernels if k.match == "name"),
+        role_matches=sum(1 for k in kernels if k.match == "role"),
     )
     warnings, match = _warnings(before, after, mb, ma, kernels, summary, scale, bkeys, akeys)
     verdict: Verdict
@@ -378,6 +408,10 @@ def compare(
         verdict=verdict,
         first_fix=first_fix(after),
         warnings=warnings,
+        program_counter_checks=program_counter_checks(
+            before.program_findings, [(bg, ag) for bg, ag, _ in pairs], program
+        )
+        or None,
     )
 
 
@@ -433,6 +467,11 @@ def _warnings(
         warnings.append(
             f"{summary.name_matches} kernel(s) matched by name alone because their launch shape changed: "
             "a different grid or block changes the work per launch"
+        )
+    if summary.role_matches:
+        warnings.append(
+            f"{summary.role_matches} kernel(s) matched by role because their name changed (a library that picks "
+            "another kernel, a rewrite): the same place in the program and the same work; each entry's note says how"
         )
     if kernels and all(k.status in ("added", "removed") for k in kernels):
         warnings.append("no kernel of one report appears in the other: are these two versions of the same program?")

@@ -1,5 +1,5 @@
-"""Matching the kernels of two results: by identity, then by name alone, per process when both hold several (never by
-position; the rules are in the package's docstring)."""
+"""Matching the kernels of two results: by identity, then by name alone, then by role, per process when both hold
+several (never by position alone; the rules are in the package's docstring)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,18 @@ from ncuadvisor.result.types import KernelEntry, Result
 from ncuadvisor.units import finite
 
 # how a pair was matched: None when it was not (added or removed: one side empty)
-MatchHow = Literal["identity", "name"] | None
+MatchHow = Literal["identity", "name", "role"] | None
 Pair = tuple[list[KernelEntry], list[KernelEntry], MatchHow]
+
+# Matching by role: a kernel whose name changed (a library that picks another kernel once TF32 is allowed, a rewrite
+# under a new name) is the same work when it runs where the other ran (the same NVTX range, the same Python line or
+# ATen op where both sides record one) on the same problem: FLOPs executed within ROLE_FLOP_TOLERANCE (cuBLAS's FFMA
+# and TF32 GEMMs of one 4096³ product executed 137.4725 and 137.4727 GFLOP, cuDNN's FFMA and TF32 convolutions of
+# one layer 7.4116 and 7.4116: fixtures/torch_gemm_conv and tf32-twin-2026-12-01), or, for kernels of less than
+# ROLE_MIN_FLOPS, the same grid and block and compulsory bytes within that tolerance. Among several candidates, the
+# nearest in FLOPs (or bytes), then in launch order.
+ROLE_FLOP_TOLERANCE = 0.02
+ROLE_MIN_FLOPS = 1e6
 
 
 def identity(k: KernelEntry) -> tuple[str, str, str]:
@@ -81,12 +91,93 @@ def match_kernels(
         b_by_name.setdefault((before_keys.of(k), demangled_name(k)), []).append(k)
     for k in left_a:
         a_by_name.setdefault((after_keys.of(k), demangled_name(k)), []).append(k)
+    only_b = [g for name, g in b_by_name.items() if name not in a_by_name]
+    only_a = [g for name, g in a_by_name.items() if name not in b_by_name]
+    by_role = match_roles(only_b, only_a, before_keys, after_keys, _positions(before), _positions(after))
+    roled_a = {id(a[0]) for _, a in by_role}
+    roles = {id(b[0]): a for b, a in by_role}
     for name, group in b_by_name.items():
         if name in a_by_name:
             pairs.append((group, a_by_name[name], "name"))
+        elif id(group[0]) in roles:
+            pairs.append((group, roles[id(group[0])], "role"))
         else:
             pairs.append((group, [], None))
-    for name, group in a_by_name.items():
-        if name not in b_by_name:
+    for group in only_a:
+        if id(group[0]) not in roled_a:
             pairs.append(([], group, None))
+    return pairs
+
+
+def _positions(kernels: list[KernelEntry]) -> dict[str, int]:
+    """Each kernel entry's place in launch order (of its first result) on its side."""
+    first = sorted(kernels, key=lambda k: min(k.result_ids) if k.result_ids else 1 << 62)
+    return {k.id: i for i, k in enumerate(first)}
+
+
+def _main(group: list[KernelEntry]) -> KernelEntry:
+    """A group's entry that speaks for it: the longest-running (as `compare.kernel_side` takes)."""
+    return max(group, key=lambda k: float(k.duration_ns))
+
+
+def _near(a: float | None, b: float | None) -> float | None:
+    """|a − b| ÷ the larger, when both are positive; None otherwise."""
+    if not a or not b or a <= 0 or b <= 0:
+        return None
+    return abs(a - b) / max(a, b)
+
+
+def _where(k: KernelEntry) -> tuple[Any, ...]:
+    """Where a kernel ran: its NVTX range, and its Python line and ATen op (None where not recorded)."""
+    line = (k.python_line.file, k.python_line.line) if k.python_line is not None else None
+    op = k.torch.torch_op if k.torch is not None else None
+    return (k.nvtx, line, op)
+
+
+def same_place(b: KernelEntry, a: KernelEntry) -> bool:
+    """The same NVTX range, and the same Python line and ATen op where both sides record them."""
+    (bn, bl, bo), (an, al, ao) = _where(b), _where(a)
+    return bn == an and (bl is None or al is None or bl == al) and (bo is None or ao is None or bo == ao)
+
+
+def same_problem(b: KernelEntry, a: KernelEntry) -> float | None:
+    """How far apart two kernels' work is (0: the same), None when it is not the same problem (module comment)."""
+    fb, fa = finite(b.roofline.flops) or 0.0, finite(a.roofline.flops) or 0.0
+    if fb >= ROLE_MIN_FLOPS or fa >= ROLE_MIN_FLOPS:
+        d = _near(fb, fa)
+        return d if d is not None and d <= ROLE_FLOP_TOLERANCE else None
+    if (b.grid, b.block) != (a.grid, a.block):
+        return None
+    d = _near(finite(b.roofline.compulsory_bytes), finite(a.roofline.compulsory_bytes))
+    return d if d is not None and d <= ROLE_FLOP_TOLERANCE else None
+
+
+def match_roles(
+    before: list[list[KernelEntry]],
+    after: list[list[KernelEntry]],
+    before_keys: ProcessKeys,
+    after_keys: ProcessKeys,
+    before_pos: dict[str, int],
+    after_pos: dict[str, int],
+) -> list[tuple[list[KernelEntry], list[KernelEntry]]]:
+    """Pairs of the groups left unmatched by name that play the same role (module comment), the longest-running
+    before group first; each group is paired once."""
+    pairs = []
+    taken: set[int] = set()
+    for bg in sorted(before, key=lambda g: -sum(float(k.duration_ns) for k in g)):
+        b = _main(bg)
+        best: tuple[float, int, int] | None = None
+        for i, ag in enumerate(after):
+            a = _main(ag)
+            if i in taken or before_keys.of(b) != after_keys.of(a) or not same_place(b, a):
+                continue
+            d = same_problem(b, a)
+            if d is None:
+                continue
+            key = (d, abs(before_pos.get(b.id, 0) - after_pos.get(a.id, 0)), i)
+            if best is None or key < best:
+                best = key
+        if best is not None:
+            taken.add(best[2])
+            pairs.append((bg, after[best[2]]))
     return pairs

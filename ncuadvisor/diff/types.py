@@ -131,7 +131,7 @@ class CounterCheck(Record):
     reached the predicted bound (`met`), and the kernel's time change beside the one the finding estimated."""
 
     rule: str
-    finding: Literal["resolved", "persists"]
+    finding: Literal["resolved", "persists"]  # the rule's finding on the kernel (or in the program) after the change
     metric: str
     label: str
     before: float | None
@@ -147,12 +147,13 @@ class CounterCheck(Record):
 
 @dataclass(kw_only=True)
 class KernelChange(Record):
-    """One kernel compared: matched (by identity or name alone), added or removed."""
+    """One kernel compared: matched (by identity, by name alone, or by role where the name changed), added or
+    removed."""
 
     name: str
     demangled: str
     status: Status
-    match: Literal["identity", "name"] | None
+    match: Literal["identity", "name", "role"] | None
     match_note: str | None = None
     change_ns: float
     change: float | None = None
@@ -178,6 +179,7 @@ class Summary(Record):
     new_findings: int = 0
     resolved_findings: int = 0
     name_matches: int = 0
+    role_matches: int = 0  # kernels whose name changed, matched by their place in the program and their work
 
 
 def _program_scope(action: FirstFix, _value: object) -> bool:
@@ -211,3 +213,5 @@ class DiffResult(Record):
     verdict: Verdict
     first_fix: FirstFix | None = None
     warnings: list[str] = field(default_factory=list)
+    # the predictions of the program findings before (the launches of the kernels each names), checked after the change
+    program_counter_checks: list[CounterCheck] | None = optional()

@@ -39,6 +39,7 @@ from ncuadvisor.result.types import (
 )
 from ncuadvisor.rulekit import engine
 from ncuadvisor.rulekit.contract import Finding, ProgramContext, ProgramRule, Rule
+from ncuadvisor.rulekit.counters import derived as derived_counters
 from ncuadvisor.rulekit.counters import measure as measure_counters
 from ncuadvisor.version import __version__
 
@@ -134,7 +135,7 @@ def kernel_entries(
             ncu_rules=[NcuRuleEntry(**r) for r in ncu_guidance(detail.ncu_rules if detail else [])],
             sections=sorted(detail.sections) if detail else [],
             result_ids=k.result_ids,
-            counters=measure_counters(row) or None,
+            counters=measure_counters(row, derived_counters(rl)) or None,
         )
         out.append(with_no_rule(entry, row))
     return out

@@ -114,6 +114,8 @@ def _diff_table(kernels: list[Any], width: int) -> Any:
             name += f" · {k.process_label}"
         if k.match == "name":
             name += " (by name)"
+        elif k.match == "role":
+            name += " (by role)"
         names.append(name)
         befores.append(fmt_ns(kb.duration_ns) if kb.present else "–")
         afters.append(fmt_ns(ka.duration_ns) if ka.present else "–")

@@ -148,7 +148,7 @@ class Entry:
     before: KernelSide
     after: KernelSide
     findings: Findings
-    has_detail: bool  # changed, or its findings did, or it was matched by name only
+    has_detail: bool  # changed, or its findings did, or it was matched by name only or by role
 
 
 @dataclass(frozen=True)
@@ -236,7 +236,7 @@ def _entry(k: dt.KernelChange, tag: str) -> Entry:
         before=_side(k.before),
         after=_side(k.after),
         findings=Findings(new, resolved, unchanged, findings_cell(new, resolved, unchanged)),
-        has_detail=k.status != "unchanged" or bool(new or resolved) or k.match == "name",
+        has_detail=k.status != "unchanged" or bool(new or resolved) or k.match in ("name", "role"),
     )
 
 
@@ -283,5 +283,6 @@ def diff_view(diff: dt.DiffResult) -> Diff:
         removed_ns=sum(finite(e.before.duration_ns) or 0.0 for e in by_status["removed"]),
         new_findings=news,
         predictions=predictions,
-        counter_checks=[(e.name, c.text, c.met) for e in diff.kernels for c in e.counter_checks or []],
+        counter_checks=[(e.name, c.text, c.met) for e in diff.kernels for c in e.counter_checks or []]
+        + [("program", c.text, c.met) for c in diff.program_counter_checks or []],
     )

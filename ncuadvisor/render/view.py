@@ -291,6 +291,7 @@ class ProgramFinding:
     kernels: list[Any]  # names
     kernel_links: list[tuple[Any, Any]]  # (name, kernel id or None)
     labels: list[str] = field(default_factory=list)  # its kernels' short names, as the kernel table shows them (×n)
+    must_move: str = ""  # the counters the fix must move: "launches of the kernels it names 4 → ≤ 2"
 
 
 @dataclass(frozen=True)
@@ -546,6 +547,7 @@ def _program_finding(p: rt.ProgramFindingEntry, by_id: Mapping[str, tuple[int, s
         kernels=shown,
         kernel_links=[(s, first_id[n]) for s, n in zip(shown, counts)],
         labels=_counted_labels([by_id[str(i)][1] for i in p.kernel_ids if str(i) in by_id] or [str(n) for n in names]),
+        must_move="; ".join(_must_move(x) for x in p.predicts or []),
     )
 
 

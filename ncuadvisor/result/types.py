@@ -155,6 +155,8 @@ class PredictionEntry(Record):
     bound: float
     expect: Literal["<=", ">="] = "<="
     unit: str = ""
+    # a program finding's `kernel_launches`: the kernels counted, when not all those the finding names
+    kernel_ids: list[str] | None = optional()
 
 
 @dataclass
@@ -442,6 +444,8 @@ class ProgramFindingEntry(Record):
     confidence: str = "medium"
     evidence: list[EvidenceEntry] = field(default_factory=list)
     fix_code: str = ""
+    # the counters the fix must move, and by how much: the launches of the kernels it names (`kernel_launches`)
+    predicts: list[PredictionEntry] | None = optional()
 
 
 @dataclass(kw_only=True)
