@@ -19,6 +19,7 @@ from ncuadvisor.units import (
     basename,
     basename_loc,
     clip,
+    compact_name,
     fmt_bytes,
     fmt_change,
     fmt_delta_ns,
@@ -115,6 +116,7 @@ FILTERS = {
     "x": fmt_x,
     "num": fmt_num,
     "sname": short_name,
+    "cname": compact_name,  # a kernel's short name, as the terminal shows it
     "clip": clip,
     "basename": basename,
     "basename_loc": basename_loc,
