@@ -12,8 +12,10 @@ import pytest
 
 from ncuadvisor.diff.compare import compare
 from ncuadvisor.render.diff_render import render_diff_html
-from ncuadvisor.render.html import render_html
+from ncuadvisor.render.html import FULL_CARDS, render_html
+from ncuadvisor.units import number
 from tests.browser import Browser, Page, chromium
+from tests.synthetic import many_kernels, typed_result
 
 pytestmark = [
     pytest.mark.slow,
@@ -234,8 +236,62 @@ def test_at_390px_the_long_tails_rows_stack_too(browser, typed, tmp_path):
     page.write_text(render_html(typed("flaws"), full_cards=5))
     p = _open(browser, page, 390)
     try:
-        cells = p.js(OFF_SCREEN + '("table.tail tbody td:is(:nth-child(6), :nth-child(7), :nth-child(9))")')
-        rows = p.js("document.querySelectorAll('table.tail tbody tr').length")
+        cells = p.js(OFF_SCREEN + '("#kernel-table tbody tr[id] td:is(.bound, .headroom, .first)")')
+        rows = p.js("document.querySelectorAll('#kernel-table tbody tr[id]').length")
         assert rows > 10 and cells["seen"] == 3 * rows and not cells["bad"] and cells["over"] <= 0, cells
+    finally:
+        p.close()
+
+
+def test_past_the_full_cards_every_kernels_row_sorts_and_filters(browser, analyzed, tmp_path):
+    """The 1,010-result capture as 1,010 kernels (one per result, tests/synthetic.py): the 910 without a card once
+    sat in a table of their own that the sort and the filters never reached; now every kernel is a row of the one
+    kernel table, and each sort and filter covers them all."""
+    big = many_kernels(analyzed("model_step_1010"), 1010)
+    result = typed_result(big)
+    page = tmp_path / "big.html"
+    page.write_text(render_html(result))
+    p = _open(browser, page, 1400)
+    try:
+        assert len(_rows(p, "index")) == 1010
+        click = "document.querySelector('#kernel-table th[data-sort=\"{}\"] button').click()"
+        p.js(click.format("headroom"))
+        heads = _numbers(_rows(p, "headroom"))
+        assert len(heads) == sum(number(k.headroom) is not None for k in result.kernels) > FULL_CARDS
+        assert heads == sorted(heads, reverse=True)
+        top = max(result.kernels, key=lambda k: number(k.headroom) or 0.0)
+        assert _rows(p, "index")[0] == str(result.kernels.index(top) + 1)
+        p.js(click.format("finding"))
+        firsts = p.js(
+            "[...document.querySelectorAll('#kernel-table tbody tr')].map(r => r.dataset.finding"
+            " ?? (r.dataset.rules || '').split(' ')[0])"
+        )
+        named = [f for f in firsts if f]
+        assert named == sorted(named) and len(named) == sum(
+            bool(k.findings and k.findings[0].rule) for k in result.kernels
+        )
+
+        def pick(select: str, value: str) -> None:
+            p.js(
+                f"(s => {{ s.value = {value!r}; s.dispatchEvent(new Event('input')); }})(document.getElementById('{select}'))"
+            )
+
+        bound = result.kernels[-1].bound  # a bound a kernel past the cards has
+        pick("kf-bound", bound)
+        expect = [str(i) for i, k in enumerate(result.kernels, 1) if k.bound == bound]
+        assert sorted(_rows(p, "index"), key=int) == expect and int(expect[-1]) > FULL_CARDS
+        assert p.js("document.getElementById('kcount').textContent") == f"{len(expect)} of 1010 kernels"
+        pick("kf-bound", "")
+        rule = next(f.rule for k in reversed(result.kernels) for f in k.findings if f.rule)
+        pick("kf-rule", rule)
+        fired = [str(i) for i, k in enumerate(result.kernels, 1) if any(f.rule == rule for f in k.findings)]
+        assert sorted(_rows(p, "index"), key=int) == fired and int(fired[-1]) > FULL_CARDS
+        pick("kf-rule", "")
+        # the search finds a kernel past the cards by a word of its name, and by its full name
+        far = result.kernels[-1]
+        pick("kq", str(far.name).upper())
+        assert _rows(p, "index") == ["1010"]
+        pick("kq", str(far.demangled).split("(")[0][-20:] + " copy")
+        assert "1010" in _rows(p, "index")
     finally:
         p.close()

@@ -155,9 +155,10 @@ def break_points(v: Any) -> Markup:
 
 # The HTML pages' own filters (templates/_base.html.j2 and the pages that extend it).
 def sort_key(v: Any) -> str:
-    """A number as a table's sort key (a `data-` attribute the page's script compares): its repr, "" when it is none."""
+    """A number as a table's sort key (a `data-` attribute the page's script compares): six significant digits (ties
+    keep the kernels' order; thousands of rows stay small), "" when it is none."""
     f = number(v)
-    return "" if f is None or f != f or f in (float("inf"), float("-inf")) else repr(f)
+    return "" if f is None or f != f or f in (float("inf"), float("-inf")) else f"{f:.6g}"
 
 
 HTML_FILTERS = {

@@ -8,7 +8,7 @@ on one kernel) is the same text for every report, holds nothing of the result, a
 the page reads the same, every row and card in place.
 
 Big reports stay under 5 MB: the first FULL_CARDS kernels by time (and any kernel a "where to start" action names)
-get a full card, every other kernel one row in "Other kernels"; the chart places the first CHART_POINTS kernels; a
+get a full card, every other kernel only its row in the kernel table (which sorts and filters every kernel); the chart places the first CHART_POINTS kernels; a
 result JSON over JSON_EMBED_LIMIT is left out with a note (the JSON output has it). A small report (up to 100
 kernels, a JSON under 2 MB) renders every kernel as a card and on the chart, the JSON embedded.
 """
@@ -71,10 +71,11 @@ def script_json(text: str) -> Markup:
 
 @dataclass(frozen=True)
 class Layout:
-    """Which kernels get a full card and which one row in "Other kernels" (the long tail)."""
+    """Which kernels get a full card and which only their row in the kernel table (the long tail)."""
 
     cards: list[Kernel]
     tail: list[Kernel]
+    carded: frozenset[str]  # the anchors of the kernels with a card: the kernel table links their rows to it
     tail_share: float
     tail_duration_ns: float
 
@@ -90,6 +91,7 @@ def page_layout(view: Result, full_cards: int = FULL_CARDS) -> Layout:
     return Layout(
         cards=cards,
         tail=tail,
+        carded=frozenset(k.anchor for k in cards),
         tail_share=sum(number(k.time_share) or 0.0 for k in tail),
         tail_duration_ns=sum(number(k.duration_ns) or 0.0 for k in tail),
     )
