@@ -398,7 +398,10 @@ def _line_boxes(line: Line) -> list[Rect]:
     return out
 
 
-APART = 0.6  # two points closer than this × the sum of their radii: the later one is drawn beside the first
+# two points closer than this × the sum of their radii (circles reaching more than a tenth into each other: the GEMMs
+# of one training step, each hiding part of the next) are drawn apart: the later one beside the first
+APART = 0.9
+APART_STEPS = 12  # moves tried outward in each direction before a point is left where it sits
 
 
 def _apart(points: list[Point], plot: Rect) -> list[Point]:
@@ -420,7 +423,7 @@ def _apart(points: list[Point], plot: Rect) -> list[Point]:
             out.append(p)
             continue
         best = None
-        for step in range(1, 8):
+        for step in range(1, APART_STEPS + 1):
             for dx, dy in ((1, 0), (0, -1), (-1, 0), (0, 1), (0.7, -0.7), (-0.7, -0.7), (-0.7, 0.7), (0.7, 0.7)):
                 d = step * (r + 2)
                 x, y = cx + dx * d, cy + dy * d
@@ -538,11 +541,13 @@ def _draw(
         ]
         strip_box = Strip(_f(sx0), _f(y0), _f(sx1 - sx0), _f(y1 - y0), _f((sx0 + sx1) / 2), _f(y1 + 16), strip_ticks)
         cols = 3
+        in_strip = []
         for n, (k, frac, got) in enumerate(strip):
             cx = sx0 + 14 + (n % cols) * ((sx1 - sx0 - 28) / (cols - 1))
             cy = y1 - frac * (y1 - y0)
             extra = f"no FLOPs; DRAM {fmt_rate(got, 'B/s')} ({fmt_pct(frac)} of peak)\nlimiting roof: DRAM"
-            points.append(_point(k, cx, cy, extra, strip=True))
+            in_strip.append(_point(k, cx, cy, extra, strip=True))
+        points += _apart(in_strip, Rect(sx0, y0, sx1, y1))  # kernels at one share of the peak: side by side
 
     # the headroom arrows of the kernels with the most time that sit well under their roof
     arrows: list[tuple[Kernel, float, float, float]] = []  # kernel, x, from y, to y
