@@ -83,8 +83,8 @@ def test_at_390px_each_kernels_bound_headroom_and_first_finding_are_on_screen(br
                 "[...document.querySelectorAll('section.card details[open] table.evidence td[data-label]')]"
                 ".map(td => getComputedStyle(td, '::before').content)"
             )
-        # the roofline scaled to the width, every roof in it
-        chart = p.js(OFF_SCREEN + '("#roofline-chart")')
+        # the roofline drawn for the width, every roof in it
+        chart = p.js(OFF_SCREEN + '("#roofline-phone")')
         assert chart["seen"] == 1 and not chart["bad"], chart
     finally:
         p.close()
@@ -295,3 +295,42 @@ def test_past_the_full_cards_every_kernels_row_sorts_and_filters(browser, analyz
         assert "1010" in _rows(p, "index")
     finally:
         p.close()
+
+
+TEXT_SIZES = """(() => {
+  const out = [];
+  for (const svg of document.querySelectorAll("svg.roofline")) {
+    if (!svg.getClientRects().length) continue;
+    const scale = svg.getBoundingClientRect().width / svg.viewBox.baseVal.width;
+    for (const t of svg.querySelectorAll("text")) {
+      if (!t.textContent.trim()) continue;
+      out.push([svg.id, t.textContent.slice(0, 30), parseFloat(getComputedStyle(t).fontSize) * scale]);
+    }
+  }
+  return out;
+})()"""
+
+
+@pytest.mark.parametrize("name", ["torch_train", "flaws"])
+def test_at_390px_the_rooflines_text_keeps_its_size(browser, page_file, name):
+    """The chart drawn for a wide page, scaled to a phone's 360 px, had 3.6 px text; the phone gets a chart drawn at
+    its own width (the wide one hidden), whose every text, its zoomed view's too, is 11 CSS px or more, and which
+    fits the screen."""
+    p = _open(browser, page_file(name), 390)
+    try:
+        p.js("document.querySelectorAll('.chart details.zoom').forEach(d => { d.open = true; })")
+        sizes = p.js(TEXT_SIZES)
+        assert {s[0] for s in sizes} == {"roofline-phone", "roofline-phone-zoom"}
+        small = [s for s in sizes if s[2] < 10.9]
+        assert len(sizes) > 20 and not small, small[:5]
+        chart = p.js(OFF_SCREEN + '("svg.roofline")')
+        assert chart["seen"] == 2 and not chart["bad"] and chart["over"] <= 0, chart
+    finally:
+        p.close()
+    wide = _open(browser, page_file(name), 1400)
+    try:
+        sizes = wide.js(TEXT_SIZES)
+        assert not any(s[0].startswith("roofline-phone") for s in sizes)  # the phone's drawing hidden
+        assert min(s[2] for s in sizes if s[0] == "roofline-chart") >= 10.9
+    finally:
+        wide.close()

@@ -10,7 +10,7 @@ import re
 import pytest
 from synthetic import typed_result
 
-from ncuadvisor.render.chart import ARROW_MIN_HEADROOM, Chart, _line_boxes, roofline_chart
+from ncuadvisor.render.chart import ARROW_MIN_HEADROOM, PHONE, WIDE, Chart, _line_boxes, roofline_chart
 from ncuadvisor.render.chart_levels import _turned_box
 from ncuadvisor.render.chart_place import Rect, label_box
 from ncuadvisor.render.chart_zoom import ZOOM_MIN, crowded_span, zoomed_chart
@@ -172,9 +172,12 @@ def test_no_two_points_hide_each_other_and_a_moved_point_says_where_it_sits(type
     other and of every roof; and a point drawn away from where it sits says so in its tooltip, a dashed line from
     its own spot, at its own intensity, to where it is drawn."""
     view = report_view(typed(name))
-    main = roofline_chart(view, CHART_POINTS)
-    zoom = zoomed_chart(view, CHART_POINTS, main)
-    for chart in [main] + ([zoom.chart] if zoom else []):
+    charts = []
+    for frame in (WIDE, PHONE):  # the page's chart, and the one a phone shows
+        main = roofline_chart(view, CHART_POINTS, frame=frame)
+        zoom = zoomed_chart(view, CHART_POINTS, main, frame)
+        charts += [main] + ([zoom.chart] if zoom else [])
+    for chart in charts:
         pts = chart.points
         worst = max((_overlap(a, b) for i, a in enumerate(pts) for b in pts[:i]), default=0.0)
         assert worst <= OVERLAP_MAX, f"{name}: two points overlap {worst:.0%}"
@@ -195,4 +198,4 @@ def test_no_two_points_hide_each_other_and_a_moved_point_says_where_it_sits(type
             if "strip" not in p.cls and "no FLOPs" not in p.title:
                 sits = x0 + (math.log10(k.roofline.intensity) - xlo) / (xhi - xlo) * w
                 assert float(p.moved.x1) == pytest.approx(sits, abs=0.1)
-    assert any(p.moved for p in main.points) or name == "torch_gemm_conv"
+    assert any(p.moved for p in charts[0].points) or name == "torch_gemm_conv"

@@ -23,7 +23,7 @@ from typing import Any
 from markupsafe import Markup
 
 from ncuadvisor.render import HTML_FILTERS, environment, to_json
-from ncuadvisor.render.chart import roofline_chart
+from ncuadvisor.render.chart import PHONE, roofline_chart
 from ncuadvisor.render.chart_zoom import zoomed_chart
 from ncuadvisor.render.view import Kernel, Result, report_view
 from ncuadvisor.result.types import Result as ResultRecord
@@ -110,11 +110,14 @@ def render_html(
     json_bytes = len(text.encode())
     env = environment(autoescape=True, filters=HTML_FILTERS)
     chart = roofline_chart(view, chart_points)
+    phone = roofline_chart(view, chart_points, frame=PHONE)  # the same chart drawn for a phone's width
     return env.get_template(TEMPLATE).render(
         r=view,
         generator=view.generator,
         chart=chart,
         zoom=zoomed_chart(view, chart_points, chart),
+        phone=phone,
+        phone_zoom=zoomed_chart(view, chart_points, phone, PHONE),
         layout=page_layout(view, full_cards),
         result_json=script_json(text) if json_bytes <= json_limit else None,
         json_bytes=json_bytes,
