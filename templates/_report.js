@@ -8,8 +8,18 @@
     tools.hidden = false;
     const body = table.tBodies[0], rows = [...body.rows];
     const num = v => (v === "" || v === undefined ? NaN : parseFloat(v));
+    // a row without a card (a big report's tail) carries no data-name: its name cell's text and tooltip stand in;
+    // nor data-finding where its first finding's rule is the first of data-rules
+    const nameOf = r => {
+      if (r.dataset.name === undefined) {
+        const cell = $("td.name", r);
+        r.dataset.name = cell ? (cell.textContent + " " + cell.title).toLowerCase() : "";
+      }
+      return r.dataset.name;
+    };
+    const findingOf = r => r.dataset.finding ?? (r.dataset.rules || "").split(" ")[0];
     const keys = {index: r => num(r.dataset.index), time: r => num(r.dataset.time), headroom: r => num(r.dataset.headroom),
-      name: r => r.dataset.name, lang: r => r.dataset.lang, bound: r => r.dataset.bound, finding: r => r.dataset.finding};
+      name: nameOf, lang: r => r.dataset.lang, bound: r => r.dataset.bound, finding: findingOf};
     const numeric = new Set(["index", "time", "headroom"]);
     for (const th of $$("th[data-sort]", table)) {
       const b = document.createElement("button");
@@ -37,7 +47,8 @@
       const el = row.matches("section.card") ? $("summary", row) : row;  // a card's summary carries its data
       const words = q.value.trim().toLowerCase().split(/\s+/).filter(Boolean);
       const rules = (el.dataset.rules || "").split(" ").filter(Boolean);
-      return words.every(w => (el.dataset.name || "").includes(w))
+      const name = el === row ? nameOf(row) : el.dataset.name || "";
+      return words.every(w => name.includes(w))
         && (!fb.value || el.dataset.bound === fb.value)
         && (!fl || !fl.value || el.dataset.lang === fl.value)
         && (!fr.value || (fr.value === "-" ? rules.length === 0 : rules.includes(fr.value)));

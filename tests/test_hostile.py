@@ -126,7 +126,7 @@ def test_no_script_runs_in_a_real_browser(evil, tmp_path):
     assert page_scripts(dom) == [PAGE_SCRIPT]  # the one bare <script> is the page's own, the template's text
     # every kernel is still there: a full card for the first FULL_CARDS by time, one row each for the rest
     for i in range(len(evil["kernels"])):
-        assert (f'<section class="card" id="k{i}">' if i < FULL_CARDS else f'<tr id="k{i}">') in dom
+        assert (f'<section class="card" id="k{i}">' if i < FULL_CARDS else f'<tr id="k{i}" data-index="{i + 1}"') in dom
 
 
 @pytest.mark.parametrize("duration", [0.0, None, float("nan")])

@@ -101,3 +101,31 @@ def test_the_diff_table_fits_80_columns_without_breaking_words(typed, before, af
         cut = sorted(words(out) - whole)
         assert not cut, f"words cut at {width} columns: {cut[:10]}"
         assert "headroom" in out and "change" in out
+
+
+@pytest.mark.parametrize("before, after", [("pipeline_v0", "pipeline_v1"), ("torch_eager", "torch_train")])
+def test_the_diffs_markdown_names_kernels_as_the_terminal_does(typed, before, after):
+    """The diff's markdown (a PR comment) once cut long names at a fixed length ('void cutlass::Kernel2<…>' beside
+    the terminal's whole words: 'sm80_xmma_gemm_f32f32_f32f32_f32_tn_n_tilesize128x128x8_sta…'); both now show
+    each kernel under its one short name (`units.compact_name`)."""
+    from ncuadvisor.diff import compare
+    from ncuadvisor.render.diff_render import render_diff_markdown, render_diff_terminal
+    from ncuadvisor.units import compact_name
+
+    diff = compare(typed(before), typed(after))
+    buf = io.StringIO()
+    console = Console(file=buf, width=2000, force_terminal=True, color_system=None, highlight=False)
+    render_diff_terminal(diff, console, top=len(diff.kernels))
+    terminal = buf.getvalue()
+    md = render_diff_markdown(diff)
+    rows = [line for line in md.splitlines() if line.startswith("| <code>")]
+    assert rows
+    names = [re.match(r"\| <code>(.*?)</code>", line).group(1) for line in rows]  # type: ignore[union-attr]
+    by_label = {compact_name(k.name or k.demangled): k for k in diff.kernels}
+    for name in names:
+        plain = name.replace("\\", "").replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
+        assert plain in by_label, f"{plain!r} is not a kernel's short name"
+        assert plain in terminal, f"{plain!r} is not the terminal's name"
+    ff = diff.first_fix
+    if ff is not None:
+        assert f"<code>{compact_name(ff.kernel)}" in md.replace("\\", "")

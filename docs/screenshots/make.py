@@ -1,15 +1,14 @@
-"""Screenshots of every fixture's HTML report for the README's gallery: 1400 px, 390 px (a phone), dark mode and print.
+"""Screenshots of the HTML report for the docs' gallery: 1400 px, 390 px (a phone), dark mode and print.
 
-    python3 docs/screenshots/make.py                 # every fixture into docs/screenshots/
+    python3 docs/screenshots/make.py                 # the gallery's fixtures into docs/screenshots/, the rest pruned
     python3 docs/screenshots/make.py flaws patterns  # only these (names of fixtures/NAME.ncu-rep.xz)
     python3 docs/screenshots/make.py --png /tmp/look # lossless PNGs somewhere else, to look at closely
 
 Each report is analysed by this checkout (`ncuadvisor report FIXTURE -f html`), opened in headless Chromium and shot
 through the DevTools protocol over a pipe (no package beyond the standard library and the `chromium` binary): the
-first screen only (what a reader sees before scrolling), as lossy WebP, the fixtures beyond MAIN scaled down, so
-all of them stay under 4 MB. Dark mode is
-`prefers-color-scheme: dark` emulated; print is the `print` media type emulated at the width of an A4 page. The
-gallery, docs/screenshots/README.md, is written from what was shot.
+first screen only (what a reader sees before scrolling), as lossy WebP. Dark mode is `prefers-color-scheme: dark`
+emulated; print is the `print` media type emulated at the width of an A4 page. The gallery, docs/screenshots/README.md,
+is written from what was shot, and a full run (no names) removes every picture in the folder that no page links.
 """
 
 from __future__ import annotations
@@ -18,6 +17,7 @@ import argparse
 import base64
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -32,8 +32,9 @@ from tests.browser import Browser as DevToolsBrowser  # noqa: E402
 from tests.browser import chromium  # noqa: E402
 
 OUT = Path(__file__).resolve().parent
-MAIN = ("flaws", "patterns", "torch_eager", "torch_compile", "torch_gemm_conv")  # shot at full size, listed first
-SMALL = 0.5  # every other fixture's shots are scaled down by this (the phone's by SMALL_PHONE): all stay a few MB
+# the gallery's fixtures: hand-written CUDA, access patterns, PyTorch eager and compiled, cuBLAS/cuDNN, a training step
+MAIN = ("flaws", "patterns", "torch_eager", "torch_compile", "torch_gemm_conv", "torch_train")
+SMALL = 0.5  # a fixture outside MAIN, shot by name, is scaled down by this (the phone's by SMALL_PHONE)
 SMALL_PHONE = 0.6
 
 
@@ -58,7 +59,8 @@ SHOTS = (
     Shot("print", 794, 1123, print_media=True),  # an A4 page at 96 dpi
 )
 CHART = Shot("roofline", 1400, 900, selector=".chart")  # the chart and its zoomed view, opened
-CHARTS = ("flaws", "patterns", "torch_gemm_conv")
+CHARTS = ("flaws", "patterns", "torch_gemm_conv", "torch_train")
+PHONE_CHART = Shot("roofline-390", 390, 844, mobile=True, selector=".chart")  # the chart a phone shows, zoom open
 CLICK_FIRST_POINT = (
     "document.querySelector('#roofline-chart a[data-roofs]')"
     ".dispatchEvent(new MouseEvent('click', {bubbles: true, cancelable: true}))"
@@ -67,6 +69,7 @@ CLICK_FIRST_POINT = (
 # roofs (a click on its point), a kernel's source view; each name below is the file's suffix
 FEATURES = {
     "torch_train": (
+        PHONE_CHART,
         Shot("table-390", 390, 844, mobile=True, scroll_to="#time"),
         Shot("table-dark", 1400, 900, dark=True, scroll_to="#time"),
         Shot("focus", 1400, 640, scroll_to="#roofline", script=CLICK_FIRST_POINT),
@@ -130,10 +133,7 @@ class Browser(DevToolsBrowser):
 
 
 def fixtures(names: list[str]) -> list[Path]:
-    every = sorted(FIXTURES.glob("*.ncu-rep.xz"))
-    if not names:
-        return every
-    chosen = [FIXTURES / f"{n}.ncu-rep.xz" for n in names]
+    chosen = [FIXTURES / f"{n}.ncu-rep.xz" for n in names or MAIN]
     missing = [p.name for p in chosen if not p.exists()]
     if missing:
         raise SystemExit(f"make.py: no such fixture: {', '.join(missing)}")
@@ -161,24 +161,26 @@ def gallery(names: list[str], out: Path) -> str:
     rows = [
         "# Screenshots of the HTML report",
         "",
-        "Every fixture's report (`ncuadvisor report fixtures/NAME.ncu-rep.xz -f html`) as headless Chromium shows its "
-        "first screen: at 1400 px, at 390 px (a phone), in dark mode (`prefers-color-scheme: dark`) and printed "
-        "(the `print` media type at the width of an A4 page). Regenerate them all with "
-        "`python3 docs/screenshots/make.py` (a few minutes; only the standard library and `chromium`).",
+        "The reports of six fixtures (`ncuadvisor report fixtures/NAME.ncu-rep.xz -f html`) as headless Chromium "
+        "shows their first screen: at 1400 px, at 390 px (a phone), in dark mode (`prefers-color-scheme: dark`) and "
+        "printed (the `print` media type at the width of an A4 page). Regenerate them with "
+        "`python3 docs/screenshots/make.py` (a few minutes; only the standard library and `chromium`); it removes "
+        "any picture here that no page links.",
         "",
-        f"The first {len(MAIN)} rows are shot at full size, the others scaled down to {SMALL:.0%} "
-        f"({SMALL_PHONE:.0%} for the phone) to keep the folder small. The roofline charts of three fixtures, shot "
-        "whole with their zoomed view open: [flaws](flaws-roofline.webp) (labels clear of each other, headroom "
-        "arrows, the L2 and L1 roofs), [patterns](patterns-roofline.webp) (points crowded near 0.1–1 FLOP/byte, "
-        "zoomed in below the chart) and [torch_gemm_conv](torch_gemm_conv-roofline.webp) (cuBLAS and cuDNN "
-        "kernels under the FP32 and TF32 roofs).",
+        "The roofline charts, shot whole with their zoomed view open: [flaws](flaws-roofline.webp) (labels clear "
+        "of each other, headroom arrows, the L2 and L1 roofs), [patterns](patterns-roofline.webp) (points crowded "
+        "near 0.1–1 FLOP/byte, zoomed in below the chart), [torch_gemm_conv](torch_gemm_conv-roofline.webp) "
+        "(cuBLAS and cuDNN kernels under the FP32 and TF32 roofs) and [torch_train](torch_train-roofline.webp) "
+        "(a training step's GEMMs at one spot under their roofs, drawn side by side, none hiding another); and "
+        "[the chart a phone shows](torch_train-roofline-390.webp) (drawn at the phone's width: its text keeps its "
+        "size, the ceiling labels inside the plot).",
         "",
-        "The page's parts on a training step's report (`torch_train`): [the kernel table on a phone]"
+        "The page's parts on the training step's report (`torch_train`): [the kernel table on a phone]"
         "(torch_train-table-390.webp) (one stacked row per kernel: bound, headroom, time and first finding on "
         "screen), [the table in dark mode](torch_train-table-dark.webp) (with its search, filters and sortable "
-        "columns), [the roofline focused on one kernel](torch_train-focus.webp) (a click on its point shows its "
-        "roofs alone); and [a kernel's source view](flaws-source.webp) (the lines its findings cite, with their "
-        "share of the instructions and top stall).",
+        "columns, which cover every kernel of a big report), [the roofline focused on one kernel]"
+        "(torch_train-focus.webp) (a click on its point shows its roofs alone); and [a kernel's source view]"
+        "(flaws-source.webp) (the lines its findings cite, with their share of the instructions and top stall).",
         "",
         "| Fixture | 1400 px | 390 px | Dark | Print |",
         "|:--|:--|:--|:--|:--|",
@@ -196,7 +198,7 @@ def gallery(names: list[str], out: Path) -> str:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("names", nargs="*", help="fixtures to shoot (default: every fixtures/*.ncu-rep.xz)")
+    ap.add_argument("names", nargs="*", help="fixtures to shoot (default: the gallery's, MAIN)")
     ap.add_argument("--out", type=Path, default=OUT)
     ap.add_argument("--png", type=Path, help="write lossless PNGs into this folder instead (to look at)")
     ap.add_argument("--quality", type=int, default=40, help="WebP quality, 0-100")
@@ -218,6 +220,10 @@ def main() -> int:
                 for shot in SHOTS + ((CHART,) if name in CHARTS else ()) + FEATURES.get(name, ()):
                     if name not in MAIN and shot not in FEATURES.get(name, ()) and not args.png:
                         shot = replace(shot, scale=SMALL_PHONE if shot.mobile else SMALL)
+                    if shot is PHONE_CHART:  # its zoom opened too, as on the wide chart
+                        shot = replace(
+                            shot, script="document.querySelectorAll('details.zoom').forEach(d => d.open = true)"
+                        )
                     data = browser.shoot(html, shot, fmt, args.quality)
                     if data:
                         (out / f"{name}-{shot.suffix}.{ext}").write_bytes(data)
@@ -226,10 +232,15 @@ def main() -> int:
     finally:
         browser.close()
     if not args.png:
-        suffixes = {s.suffix for s in SHOTS + (CHART,)}
-        stems = [p.stem.rsplit("-", 1) for p in out.glob("*.webp")]
-        shot_names = sorted({s[0] for s in stems if s[-1] in suffixes and (FIXTURES / f"{s[0]}.ncu-rep.xz").exists()})
-        (out / "README.md").write_text(gallery(shot_names, out))
+        shot_names = [n for n in MAIN if any((out / f"{n}-{s.suffix}.webp").exists() for s in SHOTS)]
+        text = gallery(shot_names, out)
+        (out / "README.md").write_text(text)
+        if not args.names:  # a full run: the folder keeps only what a page links (the gallery, the README's picture)
+            linked = set(re.findall(r"[\w.-]+\.webp", text + (ROOT / "README.md").read_text()))
+            for p in sorted(out.glob("*.webp")):
+                if p.name not in linked:
+                    p.unlink()
+                    print(f"removed {p.name}: no page links it")
         total = sum(p.stat().st_size for p in out.glob("*.webp"))
         print(f"{len(shot_names)} fixtures, {total / 1e6:.2f} MB of WebP in {out}")
     return 0

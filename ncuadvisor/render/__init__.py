@@ -19,6 +19,7 @@ from ncuadvisor.units import (
     basename,
     basename_loc,
     clip,
+    compact_name,
     fmt_bytes,
     fmt_change,
     fmt_delta_ns,
@@ -115,6 +116,7 @@ FILTERS = {
     "x": fmt_x,
     "num": fmt_num,
     "sname": short_name,
+    "cname": compact_name,  # a kernel's short name, as the terminal shows it
     "clip": clip,
     "basename": basename,
     "basename_loc": basename_loc,
@@ -153,9 +155,10 @@ def break_points(v: Any) -> Markup:
 
 # The HTML pages' own filters (templates/_base.html.j2 and the pages that extend it).
 def sort_key(v: Any) -> str:
-    """A number as a table's sort key (a `data-` attribute the page's script compares): its repr, "" when it is none."""
+    """A number as a table's sort key (a `data-` attribute the page's script compares): six significant digits (ties
+    keep the kernels' order; thousands of rows stay small), "" when it is none."""
     f = number(v)
-    return "" if f is None or f != f or f in (float("inf"), float("-inf")) else repr(f)
+    return "" if f is None or f != f or f in (float("inf"), float("-inf")) else f"{f:.6g}"
 
 
 HTML_FILTERS = {

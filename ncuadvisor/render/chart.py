@@ -16,15 +16,46 @@ from ncuadvisor.render.chart_place import Rect, label_box, place_labels
 from ncuadvisor.render.view import Device, Kernel, Result
 from ncuadvisor.units import fmt_decade, fmt_ns, fmt_num, fmt_pct, fmt_rate, fmt_si, fmt_x, number
 
-W, H = 1120, 470
-TOP, BOTTOM = 24, 62  # plot margins (px)
-Y_TICKS = 64  # room left of the plot for the y tick labels and the axis title
-RIGHT = 210  # room right of the plot for the ceiling labels
-STRIP_X, STRIP_W, STRIP_GAP = 46, 84, 18  # the "no FLOPs" strip at the left edge
+
+@dataclass(frozen=True)
+class Frame:
+    """The chart's size and margins, in SVG units (px where the chart is shown at its own width, as it is on a page
+    that wide: every text then keeps its CSS size, 11 px and up)."""
+
+    w: int
+    h: int
+    top: int
+    bottom: int
+    y_ticks: int  # room left of the plot for the y tick labels and the axis title
+    right: int  # room right of the plot for the ceiling labels (a narrow frame writes them inside the plot)
+    strip_x: int  # the "no FLOPs" strip at the left edge: where it starts, its width, the gap after it
+    strip_w: int
+    strip_gap: int
+    x_title: str
+    y_title: str
+    strip_lines: tuple[str, ...]  # the strip's caption, a line each
+    r_scale: float = 1.0  # the points' radii, scaled
+
+    @property
+    def roof_labels_inside(self) -> bool:
+        return self.right < 100
+
+
+# a wide page; and a phone (390 px: the chart box is 360 px wide, so the chart is drawn at 360 and its text keeps
+# its size instead of shrinking to a third)
+WIDE = Frame(
+    1120, 470, 24, 62, 64, 210, 46, 84, 18, "arithmetic intensity (FLOP per DRAM byte)", "performance (FLOP/s)",
+    ("no FLOPs", "(memory only)", "y: % of DRAM peak"),
+)  # fmt: skip
+PHONE = Frame(
+    360, 420, 14, 46, 50, 16, 36, 32, 8, "intensity (FLOP per DRAM byte)", "FLOP/s", ("no", "FLOPs"), r_scale=0.6
+)
+W, H = WIDE.w, WIDE.h
 MAX_DECADES = 10
 MIN_DECADES = 2  # an axis spans at least this many decades, however close the points
 LINE_STEP = 6.0  # px between the boxes that keep labels off a sloped roof line
 LABEL_GAP = 13  # min vertical distance between ceiling labels
+ROOF_CHAR_W = 6.8  # px per character of an 11.5 px ceiling label (a wide estimate)
 SLOPE_SPOTS = (0.3, 0.45, 0.6, 0.75, 0.15)  # where along the DRAM slope its label may sit, the first preferred
 ARROWS = 3  # headroom arrows for the kernels with the most time
 ARROW_MIN_HEADROOM = 1.6  # no arrow for a kernel this close to its roof: ROOF001's at-roofline threshold
@@ -106,6 +137,7 @@ class Strip:
     cx: str
     label_y: str
     ticks: list[StripTick]
+    lines: tuple[str, ...] = ("no FLOPs",)  # the caption under the strip, a line each
 
 
 @dataclass(frozen=True)
@@ -215,9 +247,9 @@ def _f(v: float) -> str:
     return f"{v:.1f}"
 
 
-def _radius(k: Kernel) -> float:
-    """A point's radius: its area grows with the kernel's share of the time."""
-    return 4 + 10 * math.sqrt(max(0.0, min(1.0, number(k.time_share) or 0.0)))
+def _radius(k: Kernel, scale: float = 1.0) -> float:
+    """A point's radius: its area grows with the kernel's share of the time (`scale`: a narrow frame's smaller)."""
+    return scale * (4 + 10 * math.sqrt(max(0.0, min(1.0, number(k.time_share) or 0.0))))
 
 
 def _kernel_roofs(k: Kernel, strip: bool = False) -> tuple[str, str]:
@@ -243,7 +275,9 @@ def _hover(k: Kernel) -> str:
     return f"{fmt_ns(k.duration_ns)} ({fmt_pct(k.time_share)} of GPU time{per})"
 
 
-def _point(k: Kernel, cx: float, cy: float, extra: str, cls: str = "", strip: bool = False) -> Point:
+def _point(
+    k: Kernel, cx: float, cy: float, extra: str, cls: str = "", strip: bool = False, r_scale: float = 1.0
+) -> Point:
     name = k.demangled or k.name or "?"
     shape = f"grid {k.grid} block {k.block}\n" if k.grid else ""
     if k.roofline.executed_reason:  # the executed floor, where it is well above the needed one
@@ -254,7 +288,7 @@ def _point(k: Kernel, cx: float, cy: float, extra: str, cls: str = "", strip: bo
     return Point(
         cx=_f(cx),
         cy=_f(cy),
-        r=_f(_radius(k)),
+        r=_f(_radius(k, r_scale)),
         cls=(bound_class(k.bound) + " " + cls).strip(),
         label=f"#{k.index}",
         lx="",
@@ -313,7 +347,9 @@ def _clock_scale(k: Kernel, device: Device, inten: float, bw: float | None) -> f
     return dev / own if own and dev else 1.0
 
 
-def roofline_chart(view: Result, limit: int | None, span: tuple[float, float, float, float] | None = None) -> Chart:
+def roofline_chart(
+    view: Result, limit: int | None, span: tuple[float, float, float, float] | None = None, frame: Frame = WIDE
+) -> Chart:
     """The log-log roofline of the first `limit` kernels (the result orders them by time; None: every kernel). With
     a `span` (log10 x from, x to, y from, y to) the chart zooms into that region: only the kernels inside it, no
     strip, no headroom arrows and no hierarchy marks (their ends may lie outside)."""
@@ -346,8 +382,9 @@ def roofline_chart(view: Result, limit: int | None, span: tuple[float, float, fl
     if span is not None:
         xlo, xhi, ylo, yhi = span
         inside = [p for p in placed if xlo <= math.log10(p[1]) <= xhi and ylo <= math.log10(p[2]) <= yhi]
-        return _draw(view, every, inside, [], [], span, None, zoomed=True)
-    return _draw(view, every, placed, strip, unplaced, _fitted_span(placed, device, roofs, bw), shown, zoomed=False)
+        return _draw(view, every, inside, [], [], span, None, zoomed=True, frame=frame)
+    span = _fitted_span(placed, device, roofs, bw)
+    return _draw(view, every, placed, strip, unplaced, span, shown, zoomed=False, frame=frame)
 
 
 def _fitted_span(
@@ -398,7 +435,10 @@ def _line_boxes(line: Line) -> list[Rect]:
     return out
 
 
-APART = 0.6  # two points closer than this × the sum of their radii: the later one is drawn beside the first
+# two points closer than this × the sum of their radii (circles reaching more than a tenth into each other: the GEMMs
+# of one training step, each hiding part of the next) are drawn apart: the later one beside the first
+APART = 0.9
+APART_STEPS = 12  # moves tried outward in each direction before a point is left where it sits
 
 
 def _apart(points: list[Point], plot: Rect) -> list[Point]:
@@ -420,7 +460,7 @@ def _apart(points: list[Point], plot: Rect) -> list[Point]:
             out.append(p)
             continue
         best = None
-        for step in range(1, 8):
+        for step in range(1, APART_STEPS + 1):
             for dx, dy in ((1, 0), (0, -1), (-1, 0), (0, 1), (0.7, -0.7), (-0.7, -0.7), (-0.7, 0.7), (0.7, 0.7)):
                 d = step * (r + 2)
                 x, y = cx + dx * d, cy + dy * d
@@ -447,6 +487,7 @@ def _draw(
     span: tuple[float, float, float, float],
     shown: Shown | None,
     zoomed: bool,
+    frame: Frame = WIDE,
 ) -> Chart:
     """The chart's marks at the axes' ranges `span` (log10): grid, roofs, points, arrows, labels."""
     device = view.report.device
@@ -455,8 +496,9 @@ def _draw(
     keyed = _keyed_roofs(device)
     roofs = [(v, name) for v, name, _ in keyed]
     xlo, xhi, ylo, yhi = span
-    x0 = (STRIP_X + STRIP_W + STRIP_GAP if strip else 0) + Y_TICKS
-    x1, y0, y1 = W - RIGHT, TOP, H - BOTTOM  # plot box: x0..x1, y0 (top)..y1 (bottom)
+    f = frame
+    x0 = (f.strip_x + f.strip_w + f.strip_gap if strip else 0) + f.y_ticks
+    x1, y0, y1 = f.w - f.right, f.top, f.h - f.bottom  # plot box: x0..x1, y0 (top)..y1 (bottom)
 
     def px(x: float) -> float:
         lx = math.log10(x)
@@ -502,8 +544,10 @@ def _draw(
             _, xm, slope_box = min(slope_spots, key=lambda t: t[0])  # the first of the least crowded
             lx, ly = px(xm), py(bw * xm) - 6
             rotate = f"rotate({angle:.1f} {lx:.1f} {ly:.1f})"
-            labels.append(Label(_f(lx), _f(ly), text, "middle", rotate, "lbl-mem", "dram"))
+            if not zoomed or slope_box.inside(Rect(x0, y0, x1, y1)):  # a zoom may cut the slope too short for it
+                labels.append(Label(_f(lx), _f(ly), text, "middle", rotate, "lbl-mem", "dram"))
     roof_keys: dict[str, str] = {}
+    roof_starts: dict[str, float] = {}  # where each FLOP roof starts (its ridge), px
     for v, name, keys in keyed:
         if not (ylo <= math.log10(v) <= yhi):
             continue
@@ -512,14 +556,39 @@ def _draw(
             continue
         roof_y = py(v)
         ceilings.append(Line(_f(px(xa)), _f(roof_y), _f(x1), _f(roof_y), "ceil-flop", keys))
-        text = f"{name} · {fmt_rate(v, 'FLOP/s')}"
+        text = f"{name} {fmt_rate(v, '')}".rstrip() if f.roof_labels_inside else f"{name} · {fmt_rate(v, 'FLOP/s')}"
         roof_keys[text] = keys
-        roof_labels.append((roof_y + 4, text))
-    # ceiling labels sit right of the plot, pushed apart so none overlap: from the bottom up, each above the next
+        roof_starts[text] = px(xa)
+        roof_labels.append((roof_y + 4, text) if not f.roof_labels_inside else (roof_y - 4, text))
+    # ceiling labels sit right of the plot (inside it, just above their line, in a narrow frame), pushed apart so
+    # none overlap: from the bottom up, each above the next
     roof_labels.sort()
     for n in range(len(roof_labels) - 2, -1, -1):
         roof_labels[n] = (min(roof_labels[n][0], roof_labels[n + 1][0] - LABEL_GAP), roof_labels[n][1])
-    labels += [Label(_f(x1 + 6), _f(y), text, "start", "", "lbl-flop", roof_keys[text]) for y, text in roof_labels]
+    roof_boxes: list[Rect] = []
+    if not f.roof_labels_inside:
+        labels += [Label(_f(x1 + 6), _f(y), t, "start", "", "lbl-flop", roof_keys[t]) for y, t in roof_labels]
+    else:  # just above its line: at the right end, after the ridge or before it (where no point can be), wherever
+        # the fewest points and lines are under the text
+        near = [(px(i), py(p)) for _, i, p in placed] + [(float(m.cx), float(m.cy)) for m in lmarks]
+        lines = [b for line in ceilings for b in _line_boxes(line)] + ([slope_box] if slope_box else [])
+        for base, t in roof_labels:
+            w, ridge = ROOF_CHAR_W * len(t), roof_starts[t]
+            ends = [
+                (x1 - 4, "end", Rect(x1 - 4 - w, base - 11, x1 - 4, base + 3)),
+                (ridge + 4, "start", Rect(ridge + 4, base - 11, ridge + 4 + w, base + 3)),
+                (ridge - 6, "end", Rect(ridge - 6 - w, base - 11, ridge - 6, base + 3)),
+            ]
+            fits = [e for e in ends if e[2].inside(Rect(x0, y0 - 2, x1, y1))] or ends[:1]
+
+            def cost(e: tuple[float, str, Rect]) -> int:
+                box = e[2]
+                dots = sum(box.x0 - 8 <= a <= box.x1 + 8 and box.y0 - 8 <= b <= box.y1 + 8 for a, b in near)
+                return 10 * dots + sum(box.hits(r) for r in lines + roof_boxes)
+
+            at, anchor, box = min(fits, key=cost)
+            labels.append(Label(_f(at), _f(base), t, anchor, "", "lbl-flop", roof_keys[t]))
+            roof_boxes.append(box)
 
     points: list[Point] = []
     for k, inten, perf in placed:
@@ -528,21 +597,25 @@ def _draw(
         off = _off_pipe(k, device)
         if off:
             extra += f"; limited by {k.roofline.limiter}, not a FLOP pipe"
-        points.append(_point(k, cx, cy, extra, "off-pipe" if off else ""))
+        points.append(_point(k, cx, cy, extra, "off-pipe" if off else "", r_scale=f.r_scale))
     points = _apart(points, Rect(x0, y0, x1, y1))
     strip_box = None
     if strip:
-        sx0, sx1 = STRIP_X, STRIP_X + STRIP_W
+        sx0, sx1 = f.strip_x, f.strip_x + f.strip_w
         strip_ticks = [
             StripTick(_f(y1 - f * (y1 - y0)), _f(y1 - f * (y1 - y0) + 4), fmt_pct(f)) for f in (0.0, 0.5, 1.0)
         ]
-        strip_box = Strip(_f(sx0), _f(y0), _f(sx1 - sx0), _f(y1 - y0), _f((sx0 + sx1) / 2), _f(y1 + 16), strip_ticks)
+        strip_box = Strip(
+            _f(sx0), _f(y0), _f(sx1 - sx0), _f(y1 - y0), _f((sx0 + sx1) / 2), _f(y1 + 16), strip_ticks, f.strip_lines
+        )
         cols = 3
+        in_strip = []
         for n, (k, frac, got) in enumerate(strip):
             cx = sx0 + 14 + (n % cols) * ((sx1 - sx0 - 28) / (cols - 1))
             cy = y1 - frac * (y1 - y0)
             extra = f"no FLOPs; DRAM {fmt_rate(got, 'B/s')} ({fmt_pct(frac)} of peak)\nlimiting roof: DRAM"
-            points.append(_point(k, cx, cy, extra, strip=True))
+            in_strip.append(_point(k, cx, cy, extra, strip=True, r_scale=f.r_scale))
+        points += _apart(in_strip, Rect(sx0, y0, sx1, y1))  # kernels at one share of the peak: side by side
 
     # the headroom arrows of the kernels with the most time that sit well under their roof
     arrows: list[tuple[Kernel, float, float, float]] = []  # kernel, x, from y, to y
@@ -562,23 +635,23 @@ def _draw(
     # labels: the biggest kernels first; boxes kept clear of every point, tick label and the other labels
     slope_angle = -math.degrees(math.atan2((y1 - y0) / (yhi - ylo), (x1 - x0) / (xhi - xlo)))
     dots = [(px(i), py(p)) for _, i, p in placed] + [(float(m.cx), float(m.cy)) for m in lmarks]
-    avoid = [slope_box] if slope_box else []
+    avoid = ([slope_box] if slope_box else []) + roof_boxes
     lroofs, lboxes = level_roofs(
         level_peaks(every), top_roof, (xlo, xhi, ylo, yhi), px, py, slope_angle, dots, avoid, Rect(x0, y0, x1, y1)
     )
     if zoomed:  # a slope cut short by the zoom may leave no room for its label: the first chart has it
         lroofs = [r if b.inside(Rect(x0, y0, x1, y1)) else replace(r, text="") for r, b in zip(lroofs, lboxes)]
-    taken = [_tick_box(t) for t in ticks] + ([slope_box] if slope_box else []) + lboxes
+    taken = [_tick_box(t) for t in ticks] + ([slope_box] if slope_box else []) + lboxes + roof_boxes
     for line in ceilings + [Line(r.x1, r.y1, r.x2, r.y2) for r in lroofs]:  # no label struck through by a roof
         taken += _line_boxes(line)
     taken += [Rect(float(m.cx) - 4, float(m.cy) - 4, float(m.cx) + 4, float(m.cy) + 4) for m in lmarks]
     if shown:
-        taken.append(Rect(x0, y0, x0 + 380, y0 + 22))
+        taken.append(Rect(x0, y0, min(x1, x0 + 380), y0 + 22))
     # no label on a headroom arrow's line (its own label included): the line from the point's edge to the roof
     for k, ax, ya, yb in arrows:
-        taken.append(Rect(ax - 1, yb, ax + 1, ya - _radius(k)))
+        taken.append(Rect(ax - 1, yb, ax + 1, ya - _radius(k, f.r_scale)))
     order = sorted(range(len(points)), key=lambda i: -float(points[i].r))
-    bounds = Rect(STRIP_X if strip else x0, y0, x1, y1)
+    bounds = Rect(f.strip_x if strip else x0, y0, x1, y1)
     items = [(float(points[i].cx), float(points[i].cy), float(points[i].r), points[i].label) for i in order]
     items += [(x, (ya + yb) / 2, 0.0, _arrow_text(k)) for k, x, ya, yb in arrows]
     spots = place_labels(items, bounds, taken)
@@ -597,16 +670,16 @@ def _draw(
         points[i] = replace(p, lx=_f(spot.x), ly=_f(spot.y), leader=leader)
     arrow_marks = []
     for (k, ax, ya, yb), spot in zip(arrows, spots[len(order) :]):
-        line = Line(_f(ax), _f(ya - _radius(k) - 2), _f(ax), _f(yb + 3), "headroom")
+        line = Line(_f(ax), _f(ya - _radius(k, f.r_scale) - 2), _f(ax), _f(yb + 3), "headroom")
         tx, ty = (spot.x, spot.y) if spot else (-1.0, -1.0)
         arrow_marks.append(Arrow(line, _arrow_text(k) if spot else "", _f(tx), _f(ty)))
 
     return Chart(
-        w=W,
-        h=H,
+        w=f.w,
+        h=f.h,
         plot=Box(_f(x0), _f(y0), _f(x1 - x0), _f(y1 - y0)),
-        x_label=Label(_f((x0 + x1) / 2), _f(H - 14), "", "middle"),
-        y_label=Label(_f(x0 - Y_TICKS + 14), _f((y0 + y1) / 2), "", "middle"),
+        x_label=Label(_f((x0 + x1) / 2), _f(f.h - 14), f.x_title, "middle"),
+        y_label=Label(_f(x0 - f.y_ticks + 14), _f((y0 + y1) / 2), f.y_title, "middle"),
         grid=grid,
         ticks=ticks,
         ceilings=ceilings,

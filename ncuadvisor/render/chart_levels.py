@@ -111,7 +111,9 @@ def level_roofs(
             if best is None or crowd < best[0]:
                 best = (crowd, tx, ty, box)
         assert best is not None
-        _, tx, ty, box = best
+        crowd, tx, ty, box = best
+        if crowd >= 1000:  # on another label wherever it goes (a narrow chart): the slope goes unlabelled
+            text, box = "", Rect(tx, ty, tx, ty)
         roofs.append(
             LevelRoof(level, _f(px(xa)), _f(py(bw * xa)), _f(px(xb)), _f(py(bw * xb)), text, _f(tx), _f(ty), _f(angle))
         )

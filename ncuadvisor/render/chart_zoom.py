@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from ncuadvisor.render.chart import Box, Chart, roofline_chart
+from ncuadvisor.render.chart import WIDE, Box, Chart, Frame, roofline_chart
 from ncuadvisor.render.view import Result
 from ncuadvisor.units import fmt_si
 
@@ -88,13 +88,13 @@ def _range(lo: float, hi: float, unit: str, si: bool) -> str:
     return f"{fmt_si(a)}–{fmt_si(b)} {unit}" if si else f"{a:g}–{b:g} {unit}"
 
 
-def zoomed_chart(view: Result, limit: int | None, main: Chart) -> Zoom | None:
-    """The zoomed chart of the region where `main`'s points crowd, and `main` with that region marked; None where
-    no points crowd."""
+def zoomed_chart(view: Result, limit: int | None, main: Chart, frame: Frame = WIDE) -> Zoom | None:
+    """The zoomed chart of the region where `main`'s points crowd, and `main` with that region marked, both in
+    `main`'s frame; None where no points crowd."""
     span = crowded_span(main)
     if span is None:
         return None
-    chart = roofline_chart(view, limit, span)
+    chart = roofline_chart(view, limit, span, frame)
     if len(chart.points) < 2:
         return None
     xlo, xhi, ylo, yhi = main.span

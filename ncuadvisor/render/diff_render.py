@@ -18,7 +18,7 @@ from ncuadvisor.render import escape_terminal as escape
 from ncuadvisor.render.diff_view import diff_view
 from ncuadvisor.render.fit import Column, fitted_table
 from ncuadvisor.render.mdtext import COMMENT_CHARS, MD_FILTERS, block, fit_markdown, md
-from ncuadvisor.units import compact_name, fmt_change, fmt_delta_ns, fmt_ns, fmt_pct, fmt_threshold, fmt_x, short_name
+from ncuadvisor.units import compact_name, fmt_change, fmt_delta_ns, fmt_ns, fmt_pct, fmt_threshold, fmt_x
 
 MD_TEMPLATE = "diff.md.j2"
 HTML_TEMPLATE = "diff.html.j2"
@@ -107,7 +107,7 @@ def _diff_table(kernels: list[Any], width: int) -> Any:
         bound = kb.bound or ka.bound or "–"
         if kb.present and ka.present and kb.bound != ka.bound:
             bound = f"{kb.bound} → {ka.bound}"
-        name = compact_name(str(k.shown_name or ""))
+        name = str(k.label)
         if k.shape_tag:
             name += f" · {k.shape_tag}"
         if k.process_label:
@@ -177,12 +177,12 @@ def render_diff_terminal(diff: DiffResult, console: Console | None = None, top: 
     for k, f in d.predictions:
         frac = f" ({fmt_pct(f.measured_fraction)} of the prediction)" if f.measured_fraction is not None else ""
         console.print(
-            f"[bold]{escape(str(f.rule or '?'))}[/bold] resolved in {escape(short_name(str(k.shown_name or ''), 48))}: "
+            f"[bold]{escape(str(f.rule or '?'))}[/bold] resolved in {escape(k.label)}: "
             f"predicted −{fmt_ns(f.estimated_saving_ns)}; measured {fmt_delta_ns(-f.measured_saving_ns)}{frac}"
         )
     for name, text, met in d.counter_checks:
         mark = "[dim]?[/dim]" if met is None else "[green]✓[/green]" if met else "[red]✗[/red]"
-        console.print(f"{mark} {escape(short_name(name, 48))}: {escape(text)}")
+        console.print(f"{mark} {escape(compact_name(name))}: {escape(text)}")
 
     table = _diff_table(d.kernels[:top], console.width)
     console.print()
@@ -192,7 +192,7 @@ def render_diff_terminal(diff: DiffResult, console: Console | None = None, top: 
     ff = d.first_fix
     if ff:
         console.print(
-            f"\n[bold]First fix now[/bold]: {escape(short_name(str(ff.kernel or ''), 60))}"
+            f"\n[bold]First fix now[/bold]: {escape(compact_name(ff.kernel))}"
             + (f" [dim]· {escape(str(ff.kernel_shape))}[/dim]" if ff.kernel_shape else "")
             + ": "
             f"{escape(str(ff.title or ''))} [dim]({escape(str(ff.rule or ''))})[/dim] saves "

@@ -14,7 +14,7 @@ from typing import Any
 from ncuadvisor.diff import types as dt
 from ncuadvisor.render.view import Generator, take
 from ncuadvisor.result import shape_tagger
-from ncuadvisor.units import finite, fmt_change, fmt_delta_ns
+from ncuadvisor.units import compact_name, finite, fmt_change, fmt_delta_ns
 
 STATUSES = ("regressed", "improved", "unchanged", "added", "removed")
 
@@ -135,6 +135,7 @@ class Entry:
     name: Any
     demangled: Any
     shown_name: Any  # the name, else the demangled name
+    label: str  # the short name every summary shows (`units.compact_name`): the terminal's and the markdown's
     full_name: Any  # the demangled name, else the name
     shape_tag: str
     status: Any
@@ -229,6 +230,7 @@ def _entry(k: dt.KernelChange, tag: str) -> Entry:
         Entry,
         k,
         shown_name=k.name or k.demangled,
+        label=compact_name(k.name or k.demangled),
         full_name=k.demangled or k.name,
         shape_tag=tag,
         process=process,

@@ -8,7 +8,7 @@ on one kernel) is the same text for every report, holds nothing of the result, a
 the page reads the same, every row and card in place.
 
 Big reports stay under 5 MB: the first FULL_CARDS kernels by time (and any kernel a "where to start" action names)
-get a full card, every other kernel one row in "Other kernels"; the chart places the first CHART_POINTS kernels; a
+get a full card, every other kernel only its row in the kernel table (which sorts and filters every kernel); the chart places the first CHART_POINTS kernels; a
 result JSON over JSON_EMBED_LIMIT is left out with a note (the JSON output has it). A small report (up to 100
 kernels, a JSON under 2 MB) renders every kernel as a card and on the chart, the JSON embedded.
 """
@@ -23,7 +23,7 @@ from typing import Any
 from markupsafe import Markup
 
 from ncuadvisor.render import HTML_FILTERS, environment, to_json
-from ncuadvisor.render.chart import roofline_chart
+from ncuadvisor.render.chart import PHONE, roofline_chart
 from ncuadvisor.render.chart_zoom import zoomed_chart
 from ncuadvisor.render.view import Kernel, Result, report_view
 from ncuadvisor.result.types import Result as ResultRecord
@@ -71,10 +71,11 @@ def script_json(text: str) -> Markup:
 
 @dataclass(frozen=True)
 class Layout:
-    """Which kernels get a full card and which one row in "Other kernels" (the long tail)."""
+    """Which kernels get a full card and which only their row in the kernel table (the long tail)."""
 
     cards: list[Kernel]
     tail: list[Kernel]
+    carded: frozenset[str]  # the anchors of the kernels with a card: the kernel table links their rows to it
     tail_share: float
     tail_duration_ns: float
 
@@ -90,6 +91,7 @@ def page_layout(view: Result, full_cards: int = FULL_CARDS) -> Layout:
     return Layout(
         cards=cards,
         tail=tail,
+        carded=frozenset(k.anchor for k in cards),
         tail_share=sum(number(k.time_share) or 0.0 for k in tail),
         tail_duration_ns=sum(number(k.duration_ns) or 0.0 for k in tail),
     )
@@ -108,11 +110,14 @@ def render_html(
     json_bytes = len(text.encode())
     env = environment(autoescape=True, filters=HTML_FILTERS)
     chart = roofline_chart(view, chart_points)
+    phone = roofline_chart(view, chart_points, frame=PHONE)  # the same chart drawn for a phone's width
     return env.get_template(TEMPLATE).render(
         r=view,
         generator=view.generator,
         chart=chart,
         zoom=zoomed_chart(view, chart_points, chart),
+        phone=phone,
+        phone_zoom=zoomed_chart(view, chart_points, phone, PHONE),
         layout=page_layout(view, full_cards),
         result_json=script_json(text) if json_bytes <= json_limit else None,
         json_bytes=json_bytes,
