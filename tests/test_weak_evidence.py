@@ -17,7 +17,7 @@ def test_basic_set_weak_paths_run_silent_and_skip_notes_name_sections(analyzed):
             assert notes[code].endswith(engine.WEAK_SILENT), (k["name"], notes[code])
         # the basic set has no bytes-per-sector: MEM001 is skipped, and says which section would settle it
         assert notes["MEM001"].startswith("report lacks memory_l2_theoretical_sectors_global")
-        assert "(section SourceCounters would settle it)" in notes["MEM001"]
+        assert "; section SourceCounters would settle it" in notes["MEM001"]
         assert not any("Weaker evidence" in f["message"] for f in k["findings"])
 
 
@@ -35,7 +35,7 @@ def test_full_set_keeps_the_main_paths(analyzed):
 
 def test_skip_note_names_the_sections():
     assert engine.lacks(["l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum"]) == (
-        "report lacks l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum "
-        "(section MemoryWorkloadAnalysis_Tables would settle it)"
+        "report lacks l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum"
+        "; section MemoryWorkloadAnalysis_Tables would settle it"
     )
     assert engine.lacks(["a_metric_nobody_declares"]) == "report lacks a_metric_nobody_declares"

@@ -99,11 +99,12 @@ def runs(rule: Rule, ctx: KernelContext) -> bool:
 
 
 def lacks(missing: list[str], verb: str = "settle") -> str:
-    """`report lacks M1, M2 (section S would settle it)`: the skip note of a rule whose required metrics are
+    """`report lacks M1, M2; section S would settle it`: the skip note of a rule whose required metrics are
     missing, with the ncu sections that collect them (`--section S`), where known; a finding on weaker evidence
     says what would `confirm` it."""
     sections = list(dict.fromkeys(s for s in (section_of(m) for m in missing) if s))
-    settle = f" (section {', '.join(sections)} would {verb} it)" if sections else ""
+    # no parentheses: the page and the terminal put a skip note in parentheses of their own
+    settle = f"; section {', '.join(sections)} would {verb} it" if sections else ""
     return "report lacks " + ", ".join(missing[:3]) + settle
 
 
