@@ -6,12 +6,13 @@ none reads the report. Rule files import these, the contract and the SASS reader
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ncuadvisor.analysis.roofline import PRACTICAL_FRACTION, Roofline
 from ncuadvisor.metrics import LaunchStats, MemoryWorkloadAnalysis, Occupancy, SourceCounters, WarpStateStats
-from ncuadvisor.rulekit.sass import FLOW_BREAK, access_bytes, data_register, opcode, parse, registers
+from ncuadvisor.rulekit.sass import FLOW_BREAK, Instruction, access_bytes, data_register, opcode, parse, registers
 from ncuadvisor.units import fmt_ns as _units_fmt_ns
 
 if TYPE_CHECKING:  # annotations only: the context type is the contract's
@@ -214,6 +215,119 @@ def load_chains(k: KernelContext) -> tuple[float, float]:
     share = (k.m(stall_metric("long_scoreboard")) or 0.0) / total if total > 0 else 0.0
     warps = (k.m(LaunchStats.GRID_SIZE) or 0) * max(1.0, (k.m(LaunchStats.BLOCK_SIZE) or 32) / 32)
     return share, (k.m(MemoryTables.GLOBAL_LOAD_REQUESTS) or 0) / max(warps, 1)
+
+
+@dataclass(frozen=True)
+class LoadChain:
+    """The global loads of a kernel's hot loop whose address comes from their own earlier result: a dependent-load
+    chain (a linked-list walk, a tree descent, a pointer chase). `loads` the hot global loads executed, `chained`
+    those of them on a chain, `chains` the independent chains a thread walks at a time (each chain's loads wait for
+    one another; different chains' do not), `pcs` the chained loads' addresses."""
+
+    loads: float
+    chained: float
+    chains: int
+    pcs: tuple[int, ...]
+
+    @property
+    def share(self) -> float:
+        return self.chained / self.loads if self.loads else 0.0
+
+
+_CHAIN_DEPTH = 4  # loads in a row, each addressed by the one before, that make a chain without a loop
+_BRANCH_TARGET = re.compile(r"(0x[0-9a-f]+)")
+_PREDICATE = re.compile(r"!?U?P(T|\d)")
+_PLAIN_REG = re.compile(r"R\d+")
+
+
+def _is_global_load(op: str) -> bool:
+    return op.startswith(("LDG", "LD.", "LD ")) and not op.startswith("LDGSTS") or op == "LD"
+
+
+def load_chain_of(listing: list[tuple[int, float, str]]) -> LoadChain:
+    """`LoadChain` of a SASS listing [(pc, times executed, instruction)], from register dataflow in address order.
+
+    Every register carries the set of global loads its value derives from (through any arithmetic, selects and
+    shuffles). Each loop (a backward branch and its target) is read twice: once in program order from the start, then
+    its body again, which sees what the back edge carries. A load of the body whose address derives from its own
+    earlier result is on a chain; loads that derive from each other form one chain. Straight code (a walk unrolled
+    completely) is a chain where a load's address derives from `_CHAIN_DEPTH` loads in a row. A gather
+    (`x[idx[i]]`: the address from another load whose own address is the loop index) and a streaming load (the
+    address from the index alone) are not. Control dependences (a branch on a loaded value) are not followed."""
+    entries = sorted((pc, v, parse(s)) for pc, v, s in listing if s)
+    executed = {pc: v for pc, v, ins in entries if _is_global_load(ins.opcode)}
+    if not executed or max(executed.values()) <= 0:
+        return LoadChain(0.0, 0.0, 0, ())
+    loops = []
+    for pc, _, ins in entries:
+        target = _BRANCH_TARGET.search(" ".join(ins.operands)) if ins.opcode.startswith("BRA") else None
+        if target and int(target.group(1), 16) <= pc:
+            loops.append((int(target.group(1), 16), pc))
+    address_of: dict[int, frozenset[int]] = {}  # load pc -> the loads its address derives from, back edges included
+    depth: dict[int, int] = {}  # load pc -> the loads in a row its address derives from, in straight code
+    _flow(entries, {}, address_of, depth)
+    for top, bottom in loops:
+        feeds: dict[int, frozenset[int]] = {}
+        _flow([e for e in entries if e[0] <= bottom], feeds, {}, {})
+        seen: dict[int, frozenset[int]] = {}
+        _flow([e for e in entries if top <= e[0] <= bottom], feeds, seen, {})
+        for pc, deps in seen.items():
+            address_of[pc] = address_of.get(pc, frozenset()) | deps
+    chained = sorted(pc for pc, deps in address_of.items() if pc in deps or depth.get(pc, 0) >= _CHAIN_DEPTH)
+    # the chains in flight at a time: those of the loop (innermost around each chained load) that runs the most
+    # chained loads; loops one after another (four walks in turn) are one chain at a time
+    inner: dict[tuple[int, int], list[int]] = {}
+    for pc in chained:
+        around = [lp for lp in loops if lp[0] <= pc <= lp[1]]
+        inner.setdefault(min(around, key=lambda lp: lp[1] - lp[0]) if around else (0, -1), []).append(pc)
+    busiest = max(inner.values(), key=lambda pcs: sum(executed[pc] for pc in pcs), default=[])
+    groups: list[set[int]] = []  # loads whose addresses derive from one another: one chain
+    for pc in busiest:
+        mine = {q for q in busiest if q in address_of[pc] or pc in address_of[q]} | {pc}
+        joined = [g for g in groups if g & mine]
+        for g in joined:
+            groups.remove(g)
+            mine |= g
+        groups.append(mine)
+    return LoadChain(sum(executed.values()), sum(executed[pc] for pc in chained), len(groups), tuple(chained))
+
+
+def _flow(
+    entries: list[tuple[int, float, Instruction]],
+    feeds: dict[int, frozenset[int]],
+    address_of: dict[int, frozenset[int]],
+    depth: dict[int, int],
+) -> None:
+    """One pass of `load_chain_of`'s dataflow over `entries`: `feeds` (register -> the loads its value derives from)
+    updated in place, each global load's address dependences recorded in `address_of` and its depth in `depth`."""
+    for pc, _, ins in entries:
+        op = ins.opcode
+        load = _is_global_load(op)
+        ops, dest = ins.operands, ins.destination
+        if ins.writes and len(ops) > 1 and _PREDICATE.fullmatch(ops[0]) and _PLAIN_REG.fullmatch(ops[1]):
+            ops, dest = ops[1:], ops[1]  # `SHFL.IDX PT, R8, R7, RZ, 0x1f`: a predicate, then the register written
+        sources = ops[1:] if ins.writes else ops
+        read = registers(ops[1]) if load and len(ops) > 1 else set().union(*(registers(o) for o in sources))
+        derived: frozenset[int] = frozenset().union(*(feeds.get(r, frozenset()) for r in read))
+        if load:
+            address_of[pc] = derived
+            depth[pc] = 1 + max((depth.get(q, 0) for q in derived if q != pc), default=0)
+        if dest is None:
+            continue
+        if load:
+            width = max(1, (access_bytes(op) or 4) // 4)
+            derived = derived | {pc}
+        else:
+            width = 2 if (".WIDE" in op or ".64" in op) else 1
+        first = int(dest[1:])
+        for r in range(first, first + width):
+            feeds[r] = derived
+
+
+def dependent_loads(k: KernelContext) -> LoadChain | None:
+    """The kernel's `LoadChain` from `inst_executed` and its SASS; None without per-instruction data."""
+    listing = [(e.pc, e.value, e.sass) for e in k.per_instruction(SourceCounters.INST_EXECUTED) if e.sass]
+    return load_chain_of(listing) if listing else None
 
 
 # -- per-instruction data and SASS -----------------------------------------------------------------------------------
