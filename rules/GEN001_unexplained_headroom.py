@@ -11,6 +11,7 @@ from ncuadvisor.rulekit import (
     Occupancy,
     Rule,
     SchedulerStats,
+    fixed_kernel_ns,
     fma_stream,
     fmt_ns,
     kept_units_ns,
@@ -415,7 +416,7 @@ class UnexplainedHeadroom(Rule):
                 what = f"refetches: {unit.upper()} traffic takes {excess:.1f}× the compulsory bytes' DRAM time"
                 waits = MEMORY_WAITS
             kept = kept_units_ns(r, changed) or 0.0
-            new_ns = stall_bounded_ns(k, max(kept, needed / PRACTICAL_FRACTION), waits)
+            new_ns = fixed_kernel_ns(k, 0.0, changed, waits)  # the memory levels at the compulsory bytes' time
             model = (
                 f"The bytes that reuse removes: the memory levels at the compulsory bytes' time; the units the fix "
                 f"leaves alone ({fmt_ns(kept)} at peak) stay; bounded by the stall time of the memory waits it removes."
@@ -463,10 +464,11 @@ class UnexplainedHeadroom(Rule):
                 f"XU instructions that are not needed work: the SFU (XU) pipe needs {ratio:.1f}× the floor's time for "
                 "the instructions it executed, beyond the transcendentals the floor counts"
             )
-        kept = kept_units_ns(r, frozenset({"issue", "alu", "fma", "fp16", "lsu", "sfu"})) or 0.0
+        changed = frozenset({"issue", "alu", "fma", "fp16", "lsu", "sfu"})
+        kept = kept_units_ns(r, changed) or 0.0
         # half of the issue time beyond the needed work removed: time × (1 + 1/ratio) / 2
         halved = dur * (1.0 + 1.0 / max(ratio, 1.0)) / 2.0
-        new_ns = stall_bounded_ns(k, max(kept, needed / PRACTICAL_FRACTION, halved), ISSUE_WAITS)
+        new_ns = fixed_kernel_ns(k, max(needed / PRACTICAL_FRACTION, halved), changed, ISSUE_WAITS)
         model = (
             f"Half the instructions beyond the needed work removed (the {unit} time is {ratio:.1f}× the floor): time "
             f"× (1 + 1/{ratio:.1f}) / 2; the memory side ({fmt_ns(kept)} at peak) stays; bounded by the issue-side "

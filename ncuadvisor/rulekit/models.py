@@ -99,6 +99,51 @@ def unit_floor_ns(k: KernelContext) -> float | None:
     return r.duration_ns * busy / 100.0 / PRACTICAL_FRACTION
 
 
+# -- the bytes a kernel must move, and the kernel after a fix ------------------------------------------------------
+
+
+def compulsory_bytes(r: Roofline) -> float | None:
+    """The bytes the kernel must move, the one definition every rule uses: loads + stores, each the smaller of what the
+    threads needed (ideal L2 sectors × 32) and what moved for it (DRAM reads; the SMs' L2 writes), or what moved
+    alone for a kernel that loads through TMA (`analysis/needed.py`). None where the report counts no bytes."""
+    return r.compulsory_bytes
+
+
+def compulsory_load_bytes(r: Roofline) -> float | None:
+    """The loads of the compulsory bytes, where the report tells loads from stores; else all compulsory bytes."""
+    return r.load_bytes if r.load_bytes is not None else r.compulsory_bytes
+
+
+def compulsory_ns(r: Roofline, fraction: float = PRACTICAL_FRACTION) -> float | None:
+    """The time the compulsory bytes take at `fraction` of DRAM's peak (the roofline's memory floor ÷ fraction; a
+    report without byte counts: DRAM's busy time). None without either."""
+    return r.memory_floor_ns / fraction if r.memory_floor_ns else None
+
+
+def fixed_kernel_ns(
+    k: KernelContext, work_ns: float, changed: frozenset[str], waits: tuple[str, ...] | None = None
+) -> float:
+    """The modelled time of the kernel after a fix: the time its new code needs (`work_ns`), no less than the units the
+    fix leaves alone need as executed (`kept_units_ns` of the units not in `changed`) and the compulsory bytes at 85%
+    of DRAM's peak; bounded, when `waits` are given, by the stall time the fix removes (`stall_bounded_ns`: a fix
+    removes the waits it addresses, not the others)."""
+    r = k.roofline
+    new_ns = max(work_ns, kept_units_ns(r, changed) or 0.0, compulsory_ns(r) or 0.0)
+    return stall_bounded_ns(k, new_ns, waits) if waits else new_ns
+
+
+def busy_scaled_ns(k: KernelContext, scale: dict[str, float]) -> float | None:
+    """The time after a fix that scales the busy share of some units (`scale`: unit -> factor; the others keep theirs):
+    the kernel keeps its busiest unit as busy as it is now, so the time follows that unit's work, duration × the
+    largest new busy share ÷ the largest busy share now. None without units' busy shares."""
+    r = k.roofline
+    busy = {u: v for u, v in r.busy_pct.items() if u != "launch"}
+    if not r.duration_ns or not busy or max(busy.values()) <= 0:
+        return None
+    new = {u: v * scale.get(u, 1.0) for u, v in busy.items()}
+    return r.duration_ns * max(new.values()) / max(busy.values())
+
+
 # The latency-plus-throughput model of a memory-bound kernel after a fix (Little's law with a queue):
 #     time = read bytes per SM × DRAM_LATENCY_CYCLES / bytes in flight per SM  +  the roofline floor
 # Each SM keeps (warps × loads in flight per warp × 32 lanes × bytes per load) in flight; a round trip takes the
