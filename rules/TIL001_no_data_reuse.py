@@ -42,8 +42,8 @@ class NoDataReuse(Rule):
         (`l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum` × 32) above `max_global_bytes_per_flop`, or shared-memory
         wavefronts (`memory_l1_wavefronts_shared`) above `max_shared_wavefronts_per_flop`, while L1/shared memory is
         the busiest unit. Also, whatever the arithmetic (a stencil of adds, a convolution): the same input bytes
-        re-read per output through L1, the global load bytes at least `min_reread` times the compulsory load bytes
-        (`rulekit.models.compulsory_bytes`), L1 hitting at least `min_l1_hit_pct` % of sectors (the reuse is there,
+        re-read per output through L1, the global load bytes the threads asked for (ideal sectors, not the wasted
+        ones) at least `min_reread` times the compulsory load bytes (`rulekit.models.compulsory_bytes`), L1 hitting at least `min_l1_hit_pct` % of sectors (the reuse is there,
         served by L1 instead of registers or shared memory) and L2 sending L1 at most `max_l2_to_dram` times the bytes
         DRAM reads (`lts__t_sectors_srcunit_tex.sum`: a reuse served by L2 is CAC001's).
 
@@ -89,6 +89,7 @@ class NoDataReuse(Rule):
     optional = (
         MemoryWorkloadAnalysis.L1_HIT_RATE_PCT,
         MemoryWorkloadAnalysis.L2_SECTORS_FROM_L1,
+        MemoryTables.GLOBAL_STORE_SECTORS,
         MemoryWorkloadAnalysis.DRAM_BYTES_READ,
         InstructionStats.GLOBAL_LOAD_INST,
         SourceCounters.SHARED_WAVEFRONTS,
@@ -210,7 +211,7 @@ class NoDataReuse(Rule):
         r = k.roofline
         t = self.thresholds
         fma_flops, tensor = fma_and_tensor_flops(r)
-        if tensor > 0.1 * fma_flops or r.sol.get("l1_pct", 0.0) < t["min_l1_pct"] or not r.duration_ns:
+        if tensor > 0.1 * fma_flops or not r.duration_ns:
             return None
         peak = r.peak_flops_per_s.get("fp32")
         global_bpf = (k.m(MemoryTables.GLOBAL_LOAD_SECTORS) or 0) * 32 / fma_flops if fma_flops else 0.0
@@ -219,7 +220,7 @@ class NoDataReuse(Rule):
         # a matrix product is multiply-adds; a stencil, a filter or a sum over neighbours is mostly adds
         adds_only = (fadd + fmul) > 0 and 2 * ffma < t["max_fma_share_for_stencil"] * (2 * ffma + fadd + fmul)
         level, frac, what, new_ns = "", 0.0, "", float("inf")
-        if fma_flops >= t["min_gflop"] * 1e9 and peak:
+        if fma_flops >= t["min_gflop"] * 1e9 and peak and r.sol.get("l1_pct", 0.0) >= t["min_l1_pct"]:
             if global_bpf > t["max_global_bytes_per_flop"]:
                 level, frac = "global", t["tiled_fma_fraction"]
                 what = f"{global_bpf:.2f} bytes of global loads per FLOP"
@@ -286,8 +287,12 @@ class NoDataReuse(Rule):
         return self.finding(
             title=f"Little data reuse: {what}",
             message=(
-                (f"{fma_flops / 1e9:.1f} GFLOP of FMA work read {what}; " if level != "reread" else f"{what}: ")
-                + f"L1/shared memory is {r.sol.get('l1_pct', 0):.0f}% busy while the FMA pipe waits for operands."
+                f"{fma_flops / 1e9:.1f} GFLOP of FMA work read {what}; L1/shared memory is "
+                f"{r.sol.get('l1_pct', 0):.0f}% busy while the FMA pipe waits for operands."
+                if level != "reread"
+                else f"{what}: the same input bytes are loaded again for every output that uses them, "
+                f"{fmt_bytes(reread[5] if reread else 0.0)} of global loads for "
+                f"{fmt_bytes(reread[6] if reread else 0.0)} the kernel needs; L1 is {r.sol.get('l1_pct', 0):.0f}% busy."
             ),
             fix=self.fix_for(k, situations, reread=reread[0] if reread else 0.0),
             estimated_speedup=time_after(r.duration_ns, new_ns, r.theoretical_ns),
@@ -307,7 +312,11 @@ class NoDataReuse(Rule):
         hit = k.m(MemoryWorkloadAnalysis.L1_HIT_RATE_PCT)
         if not needed or not loaded or hit is None or not r.duration_ns:
             return None
-        factor = loaded / needed
+        # re-reads are the bytes the threads asked for (ideal sectors: a warp's 4-byte loads of 16-byte records ask
+        # for 4 sectors and touch 16) over the bytes needed; the wasted sectors of uncoalesced loads are not re-reads
+        stores = (k.m(MemoryTables.GLOBAL_STORE_SECTORS) or 0.0) * 32
+        asked = min(loaded, (r.ideal_bytes or 0.0) - stores) if r.ideal_bytes else loaded
+        factor = asked / needed
         if factor < t["min_reread"] or hit < t["min_l1_hit_pct"]:
             return None
         from_l2 = k.m(MemoryWorkloadAnalysis.L2_SECTORS_FROM_L1)
