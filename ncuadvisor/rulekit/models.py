@@ -144,6 +144,57 @@ def busy_scaled_ns(k: KernelContext, scale: dict[str, float]) -> float | None:
     return r.duration_ns * max(new.values()) / max(busy.values())
 
 
+# the bytes of one output element of a tensor-core product, by its input type (a bf16 GEMM in PyTorch writes bf16;
+# TF32 and FP64 write their own width; FP8 and INT8 products write at least 16 bits): an assumption the finding says
+_OUTPUT_BYTES = {
+    "tensor_fp16": 2,
+    "tensor_bf16": 2,
+    "tensor_tf32": 4,
+    "tensor_fp64": 8,
+    "tensor_fp8": 2,
+    "tensor_int8": 4,
+}
+
+
+@dataclass(frozen=True)
+class GemmShape:
+    """A tensor-core product's shape as its launch and counters tell it, whatever the kernel's name: `outputs` the
+    elements of C (M·N, from the bytes the SMs wrote at the product type's output width), `k` the depth (FLOPs ÷
+    2·M·N), `tiles` the blocks of the grid, `tile_outputs` the outputs per tile, `epilogue_ratio` the bytes a tile
+    writes ÷ the operand bytes its main loop reads (TMA or L1 loads): large when K is too short for the loads and
+    math to outweigh each tile's prologue and epilogue."""
+
+    outputs: float
+    k: float
+    tiles: float
+    tile_outputs: float
+    epilogue_ratio: float | None
+    output_bytes: int
+
+
+def gemm_shape(k: KernelContext) -> GemmShape | None:
+    """`GemmShape` of a kernel whose work is tensor-core FLOPs; None without them, the SMs' writes or the grid."""
+    r = k.roofline
+    tensor = {p: v for p, v in r.flops_by_precision.items() if p.startswith("tensor") and v > 0}
+    grid = k.m(LaunchStats.GRID_SIZE)
+    written = r.store_bytes or r.sm_write_bytes
+    if not tensor or not grid or not written:
+        return None
+    kind = max(tensor, key=lambda p: tensor[p])
+    width = _OUTPUT_BYTES.get(kind, 2)
+    outputs = written / width
+    flops = sum(tensor.values())
+    loaded = r.tma_bytes or None
+    return GemmShape(
+        outputs=outputs,
+        k=flops / (2.0 * outputs),
+        tiles=grid,
+        tile_outputs=outputs / grid,
+        epilogue_ratio=written / loaded if loaded else None,
+        output_bytes=width,
+    )
+
+
 # The latency-plus-throughput model of a memory-bound kernel after a fix (Little's law with a queue):
 #     time = read bytes per SM × DRAM_LATENCY_CYCLES / bytes in flight per SM  +  the roofline floor
 # Each SM keeps (warps × loads in flight per warp × 32 lanes × bytes per load) in flight; a round trip takes the
