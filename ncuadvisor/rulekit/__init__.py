@@ -23,7 +23,7 @@ from ncuadvisor.analysis.language import (
     nll_loss_kernel,
     softmax_kernel,
 )
-from ncuadvisor.analysis.roofline import LAUNCH_BOUND_NS, PRACTICAL_FRACTION
+from ncuadvisor.analysis.roofline import LAUNCH_BOUND_NS, PRACTICAL_FRACTION, limiter_side
 from ncuadvisor.analysis.roofline_words import precision_words
 from ncuadvisor.metrics import (
     MEMORY_TYPE_GLOBAL,
@@ -82,7 +82,6 @@ from ncuadvisor.rulekit.models import (
     kept_units_ns,
     latency_split_ns,
     limiter_phrase,
-    limiter_side,
     load_chain_of,
     load_chains,
     parallelism_ns,

@@ -10,7 +10,14 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ncuadvisor.analysis.roofline import PRACTICAL_FRACTION, Roofline
+from ncuadvisor.analysis.roofline import (
+    LIMITER_FLOP_UNITS,
+    LIMITER_INSTRUCTION_UNITS,
+    LIMITER_MEMORY_UNITS,
+    PRACTICAL_FRACTION,
+    Roofline,
+)
+from ncuadvisor.analysis.roofline import limiter_side as limiter_side  # re-exported: rules read it here
 from ncuadvisor.metrics import LaunchStats, MemoryWorkloadAnalysis, Occupancy, SourceCounters, WarpStateStats
 from ncuadvisor.rulekit.sass import FLOW_BREAK, Instruction, access_bytes, data_register, opcode, parse, registers
 from ncuadvisor.units import fmt_ns as _units_fmt_ns
@@ -28,31 +35,11 @@ def time_after(duration_ns: float, new_ns: float, floor_ns: float | None) -> flo
     return max(0.0, min(1.0, 1.0 - new_ns / duration_ns))
 
 
-# The units `roofline.limiter` names, by the side of the machine they belong to. LSU counts with memory: its busy
-# time is load/store instructions, which coalescing, vector width and spills change.
-MEMORY_UNITS = frozenset({"dram", "l2", "l1", "shared", "lsu"})
-FLOP_UNITS = frozenset({"fma", "fp64", "fp16", "tensor"})
-INSTRUCTION_UNITS = frozenset({"issue", "alu", "sfu"})  # busy with instructions that are not FLOPs
-
-
-def limiter_side(r: Roofline) -> str:
-    """memory | compute | latency | launch | unknown: the side of the unit that limits the kernel (`r.limiter`).
-
-    Rules decide by this, not by the Speed Of Light word `r.bound`: SM throughput is a maximum over sub-units, so an
-    issue- or ALU-limited kernel at 1-2 FLOP/byte is "compute" there while its FP pipes idle, and a kernel whose L1
-    or L2 carries wasted sectors can be limited by that level while DRAM looks idle. A report without the metrics
-    the limiter needs falls back to `r.bound`. A launch-bound kernel (`r.bound`: shorter than the launch overhead, or
-    a grid that cannot fill the GPU) stays "launch": its units idle for want of work, not of a faster unit."""
-    unit = r.limiter
-    if r.bound == "launch":
-        return "launch"
-    if unit in MEMORY_UNITS:
-        return "memory"
-    if unit in FLOP_UNITS or unit in INSTRUCTION_UNITS:
-        return "compute"
-    if unit in ("latency", "launch"):
-        return unit
-    return r.bound if r.bound in ("memory", "compute", "latency", "launch") else "unknown"
+# The units `roofline.limiter` names, by the side of the machine they belong to, and the side of a kernel's limiter:
+# one definition in the analysis, which the result's bound word shows too.
+MEMORY_UNITS = LIMITER_MEMORY_UNITS
+FLOP_UNITS = LIMITER_FLOP_UNITS
+INSTRUCTION_UNITS = LIMITER_INSTRUCTION_UNITS
 
 
 UNIT_NAMES = {
