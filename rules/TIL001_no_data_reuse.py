@@ -247,7 +247,7 @@ class NoDataReuse(Rule):
             if level:
                 # the fixed kernel: its FLOPs at the tiled fraction of the peak, no less than the units tiling leaves
                 # alone and the compulsory bytes. No stall bound: a tiled product is new code, and an LSU-bound one
-                # stalls on issue (not selected, pipe throttles), not on memory (a 9x9 convolution: 34% not selected)
+                # stalls on issue (not selected, pipe throttles), not on memory (a 2-D convolution: 34% not selected)
                 new_ns = fixed_kernel_ns(k, fma_flops / (frac * peak) * 1e9, TILING_CHANGES)
         reread = self.reread(k) if level != "shared" else None
         reread_ns = reread[2] if reread else float("inf")
