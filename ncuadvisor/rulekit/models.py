@@ -102,9 +102,13 @@ def compulsory_load_bytes(r: Roofline) -> float | None:
 
 
 def compulsory_ns(r: Roofline, fraction: float = PRACTICAL_FRACTION) -> float | None:
-    """The time the compulsory bytes take at `fraction` of DRAM's peak (the roofline's memory floor ÷ fraction; a
-    report without byte counts: DRAM's busy time). None without either."""
-    return r.memory_floor_ns / fraction if r.memory_floor_ns else None
+    """The time the compulsory bytes take at `fraction` of DRAM's peak: the roofline's memory floor ÷ fraction (a
+    report without DRAM byte counts: DRAM's busy time, else the compulsory bytes at the peak). None without any."""
+    if r.memory_floor_ns:
+        return r.memory_floor_ns / fraction
+    if r.compulsory_bytes and r.peak_dram_bytes_per_s:
+        return r.compulsory_bytes / (fraction * r.peak_dram_bytes_per_s) * 1e9
+    return None
 
 
 def fixed_kernel_ns(
