@@ -589,22 +589,31 @@ def limiter_side(r: Roofline) -> str:
     DRAM looks idle. A report without the metrics the limiter needs falls back to `r.bound`. A launch-bound kernel
     (`r.bound`: shorter than the launch overhead, or a grid that cannot fill the GPU) stays "launch": its units idle
     for want of work, not of a faster unit."""
-    unit = r.limiter
     if r.bound == "launch":
         return "launch"
+    return _unit_side(r.limiter) or (r.bound if r.bound in ("memory", "compute", "latency", "launch") else "unknown")
+
+
+def _unit_side(unit: str | None) -> str | None:
+    """memory | compute | latency | launch for a unit `Roofline.limiter` names, None for none."""
     if unit in LIMITER_MEMORY_UNITS:
         return "memory"
     if unit in LIMITER_FLOP_UNITS or unit in LIMITER_INSTRUCTION_UNITS:
         return "compute"
     if unit in ("latency", "launch"):
         return unit
-    return r.bound if r.bound in ("memory", "compute", "latency", "launch") else "unknown"
+    return None
 
 
 def shown_bound(r: Roofline) -> tuple[str, str]:
     """The bound word a kernel's entry shows (its badge) and its reason: the limiter's side (`limiter_side`), the
-    word the rules decide by; where Speed Of Light's word differs, the reason names the limiter and says both."""
+    word the rules decide by; where Speed Of Light's word differs, the reason names the limiter and says both. "launch"
+    is the launch overhead's word (a kernel shorter than `LAUNCH_BOUND_NS`): a longer kernel whose grid cannot fill the
+    GPU shows its limiter's side (a 6.8 ms stream on 16 blocks: latency), the grid in the reason."""
     side = limiter_side(r)
+    grid_side = _unit_side(r.limiter)
+    if side == "launch" and (r.duration_ns or 0.0) >= LAUNCH_BOUND_NS and grid_side not in (None, "launch"):
+        return grid_side, r.bound_reason  # the limiter's own words are `limiter_reason`, shown beside
     if side == r.bound or side == "unknown":
         return r.bound, r.bound_reason
     why = r.limiter_reason or f"limited by {r.limiter}"
