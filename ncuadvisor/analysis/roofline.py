@@ -617,7 +617,7 @@ def shown_bound(r: Roofline) -> tuple[str, str]:
     if side == r.bound or side == "unknown":
         return r.bound, r.bound_reason
     why = r.limiter_reason or f"limited by {r.limiter}"
-    return side, f"{why} (Speed Of Light alone says {r.bound}: {r.bound_reason})"
+    return side, f"{why}; Speed Of Light alone says {r.bound}: {r.bound_reason}"
 
 
 def classify(r: Roofline, row: Mapping[str, Any], sm_count: float | None) -> tuple[str, str]:
