@@ -11,6 +11,7 @@ from ncuadvisor.rulekit import (
     SourceCounters,
     aten_op,
     atomic_lines,
+    compulsory_ns,
     fmt_bytes,
     fmt_ns,
     time_after,
@@ -118,7 +119,7 @@ class AtenScatterAtomics(Rule):
         atom = (k.m(MemoryTables.GLOBAL_ATOMIC_REQUESTS) or 0) + (k.m(MemoryTables.GLOBAL_REDUCTION_REQUESTS) or 0)
         loads = k.m(MemoryTables.GLOBAL_LOAD_REQUESTS) or 0
         op = aten_op(k.kernel.demangled)
-        stream_ns = compulsory / (PRACTICAL_FRACTION * peak) * 1e9
+        stream_ns = compulsory_ns(r) or 0.0  # `sass_when` admitted it with compulsory bytes and a DRAM peak
         alt_ns = SORTED_PASSES * stream_ns + t["sort_overhead_us"] * 1e3
         saving = time_after(duration_ns, alt_ns, None)
         lines = atomic_lines(k)

@@ -11,8 +11,10 @@ from ncuadvisor.rulekit import (
     Occupancy,
     Rule,
     SchedulerStats,
+    fixed_kernel_ns,
     fma_stream,
     fmt_ns,
+    gemm_shape,
     kept_units_ns,
     limiter_side,
     parallelism_ns,
@@ -94,8 +96,12 @@ class UnexplainedHeadroom(Rule):
     What it detects:
         A kernel at least `min_headroom` times its roofline floor (the bar of ROOF001's "leave it") on which no other
         rule fired, at least `min_duration_ns` long. It runs last (`fallback`) and names, from the counters, the
-        mechanism that holds the time: for a tensor-core product near its pipe's rate, the pipe's idle share and the
-        waves of tiles on the SMs (wave quantisation, the tile's prologue and epilogue); for a latency-bound kernel,
+        mechanism that holds the time: for a tensor-core product near its pipe's rate (or a library product whose
+        floor is the tensor pipe's and no unit is busy), the pipe's idle share and the waves of tiles on the SMs, from
+        the launch and the counters, never the kernel's name: M·N (the SMs' writes at the product type's output
+        width), K (FLOPs ÷ 2·M·N) and the tiles of the grid say "M·N off the tile multiple of the SMs (the last wave
+        is partial)" (a last wave at least `min_tail_idle` idle) or "K too small to amortise the tile pipeline" (K
+        under `min_gemm_k`, or each tile writing `max_epilogue_ratio` of the bytes it loads); for a latency-bound kernel,
         the stall reason that dominates (a reason at least `min_stall_share` of the warps' cycles); for a kernel
         whose L1 / shared traffic is `min_traffic_excess` times its compulsory bytes, missing reuse; for L2 or DRAM
         traffic above the compulsory bytes, refetches; for an issue-bound kernel, instructions that are not the
@@ -155,6 +161,8 @@ class UnexplainedHeadroom(Rule):
         "min_traffic_excess": 2.0,
         "min_tail_idle": 0.10,
         "min_pipe_pct": 60.0,
+        "min_gemm_k": 512.0,
+        "max_epilogue_ratio": 0.25,
     }
     languages = ("cuda", "triton", "pytorch", "library")
     fallback = True
@@ -215,7 +223,12 @@ class UnexplainedHeadroom(Rule):
         shares = stall_shares(k)
         top = next(iter(shares.items()), None)
         built: tuple[str, str, str, float, str, list[Evidence]] | None
-        if r.limiter == "tensor" or (side == "compute" and r.busy_pct.get("tensor", 0.0) >= 40.0):
+        tensor_floor = bool(r.floors) and max(r.floors, key=lambda u: r.floors[u]) == "tensor"
+        if (
+            r.limiter == "tensor"
+            or (side == "compute" and r.busy_pct.get("tensor", 0.0) >= 40.0)
+            or (tensor_floor and side == "latency" and k.language in ("library", "pytorch"))
+        ):
             built = self.tensor(k)
         elif side == "launch":
             built = self.launch(k)
@@ -338,8 +351,25 @@ class UnexplainedHeadroom(Rule):
             evidence.append(Evidence(LaunchStats.WAVES_PER_SM, round(waves, 3), None, "waves"))
         if busy <= 0 and not idle_tail:
             return None
+        shape = gemm_shape(k)
+        if shape is not None:
+            parts.append(
+                f"M·N ≈ {shape.outputs:,.0f} outputs (at {shape.output_bytes} bytes each) in {grid:.0f} tiles of "
+                f"~{shape.tile_outputs:,.0f}, K ≈ {shape.k:,.0f}"
+                + (
+                    f"; each tile writes {shape.epilogue_ratio:.0%} of the bytes it loads"
+                    if shape.epilogue_ratio
+                    else ""
+                )
+            )
+            evidence.append(Evidence("gemm_k", round(shape.k), self.thresholds["min_gemm_k"], "K (FLOPs ÷ 2·M·N)"))
+        short_k = shape is not None and (
+            shape.k < self.thresholds["min_gemm_k"]
+            or (shape.epilogue_ratio or 0.0) >= self.thresholds["max_epilogue_ratio"]
+        )
         if idle_tail >= self.thresholds["min_tail_idle"]:
-            category, head = "launch-config", "wave quantisation"
+            category = "launch-config"
+            head = f"M·N off the tile multiple of {sms} SMs (the last wave is partial)" if sms else "wave quantisation"
             new_ns = dur * (1.0 - idle_tail)
             model = (
                 f"The last wave filled: the time × {waves:.2f} / {math.ceil((waves or 0.0) - 1e-9)} (the idle SM slots' share "
@@ -349,6 +379,8 @@ class UnexplainedHeadroom(Rule):
             per_sm_now = grid / (waves * sms) if waves and sms and grid else 0.0
             one = "one tile per SM, " if waves and waves <= 1.0 and per_sm_now <= 1.0 else ""
             category, head = "fusion", f"{one}the tile pipeline's fill and drain not amortised"
+            if short_k and shape is not None:
+                head = f"{one}K too small to amortise the tile pipeline (K ≈ {shape.k:,.0f})"
             # the pipe at its practical rate for the same work; the rest of the time is fill, drain and epilogue
             new_ns = dur * busy / 100.0 / PRACTICAL_FRACTION if busy else dur
             model = (
@@ -415,7 +447,7 @@ class UnexplainedHeadroom(Rule):
                 what = f"refetches: {unit.upper()} traffic takes {excess:.1f}× the compulsory bytes' DRAM time"
                 waits = MEMORY_WAITS
             kept = kept_units_ns(r, changed) or 0.0
-            new_ns = stall_bounded_ns(k, max(kept, needed / PRACTICAL_FRACTION), waits)
+            new_ns = fixed_kernel_ns(k, 0.0, changed, waits)  # the memory levels at the compulsory bytes' time
             model = (
                 f"The bytes that reuse removes: the memory levels at the compulsory bytes' time; the units the fix "
                 f"leaves alone ({fmt_ns(kept)} at peak) stay; bounded by the stall time of the memory waits it removes."
@@ -463,10 +495,11 @@ class UnexplainedHeadroom(Rule):
                 f"XU instructions that are not needed work: the SFU (XU) pipe needs {ratio:.1f}× the floor's time for "
                 "the instructions it executed, beyond the transcendentals the floor counts"
             )
-        kept = kept_units_ns(r, frozenset({"issue", "alu", "fma", "fp16", "lsu", "sfu"})) or 0.0
+        changed = frozenset({"issue", "alu", "fma", "fp16", "lsu", "sfu"})
+        kept = kept_units_ns(r, changed) or 0.0
         # half of the issue time beyond the needed work removed: time × (1 + 1/ratio) / 2
         halved = dur * (1.0 + 1.0 / max(ratio, 1.0)) / 2.0
-        new_ns = stall_bounded_ns(k, max(kept, needed / PRACTICAL_FRACTION, halved), ISSUE_WAITS)
+        new_ns = fixed_kernel_ns(k, max(needed / PRACTICAL_FRACTION, halved), changed, ISSUE_WAITS)
         model = (
             f"Half the instructions beyond the needed work removed (the {unit} time is {ratio:.1f}× the floor): time "
             f"× (1 + 1/{ratio:.1f}) / 2; the memory side ({fmt_ns(kept)} at peak) stays; bounded by the issue-side "

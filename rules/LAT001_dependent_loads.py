@@ -9,14 +9,17 @@ from ncuadvisor.rulekit import (
     Rule,
     SourceCounters,
     WarpStateStats,
+    dependent_loads,
     limiter_side,
     parallelism_ns,
     predict,
+    stall_bounded_ns,
     stall_total,
     time_after,
 )
 
 stall = WarpStateStats.stall
+CHAIN = "the SASS shows a dependent-load chain (each load's address is an earlier load's result)"
 
 
 class DependentLoads(Rule):
@@ -26,7 +29,13 @@ class DependentLoads(Rule):
         A latency-bound kernel (`roofline.limiter`: no unit would be busy half its time at its peak) with enough warps
         (`sm__maximum_warps_per_active_cycle_pct` ≥ `min_theoretical_occupancy_pct`), whose warps stall on global memory
         (`long_scoreboard`) for at least `min_long_scoreboard_share` of their stalls while each warp issues more than
-        `min_loads_per_warp` loads: a loop whose loads wait for each other.
+        `min_loads_per_warp` loads: a loop whose loads wait for each other. With the SASS (Source Counters), the
+        mechanism itself: at least `min_chained_share` of the hot loop's global loads take their address from their
+        own earlier result (register dataflow over the loop, its back edge included: `LDG R13, [R12]` then
+        `IMAD.WIDE R12, R13, 0x4, R8` and the next `LDG [R12]`), a linked-list walk, a tree descent, a pointer chase,
+        with fewer than `chains_per_thread_after` independent chains per thread. A gather
+        (`x[idx[i]]`) or a streaming load takes its address from the loop index, not from its own result, and is not a
+        chain.
 
     Why it costs time:
         A load from HBM takes ~600-800 cycles. A warp that needs the result of one load to address the next (pointer
@@ -39,13 +48,16 @@ class DependentLoads(Rule):
     Use instead:
         Put more independent loads in flight per warp: unroll the loop and issue the loads of several iterations
         before using them, walk several independent chains per thread, prefetch the next tile while computing on
-        this one (cp.async with `__pipeline_commit`, or TMA, double buffering).
+        this one (cp.async with `__pipeline_commit`, or TMA, double buffering). A chain is not helped by coalescing:
+        walk `chains_per_thread_after` lists per thread interleaved, or store the structure without pointers (the
+        nodes in traversal order, a flattened tree).
 
     Speedup estimate:
         The fix (`loads_in_flight_gain` independent chains or unrolled loads per warp) multiplies the loads in flight
         by that gain. Latency plus throughput: the busiest unit's share of the time at its peak (Speed Of Light %)
         stays, the rest, waiting on latency, divides by the gain (Little's law): new time = time × (SOL + (1 − SOL)
-        ÷ gain), not below the roofline floor at 85% of peak.
+        ÷ gain), not below the roofline floor at 85% of peak. For a chain the gain is `chains_per_thread_after` ÷ the
+        chains the SASS shows, and the new time is bounded by the long-scoreboard stall time the fix removes.
         The counter the fix moves: long-scoreboard stall cycles per issued instruction, divided by the gain (at most
         halfway there after: × (1 + 1 / gain) / 2).
 
@@ -66,12 +78,14 @@ class DependentLoads(Rule):
         LaunchStats.BLOCK_SIZE,
     )
     optional = tuple(stall(s) for s in WarpStateStats.STALL_REASONS if s != "long_scoreboard")
-    per_instruction = (SourceCounters.SAMPLED_STALL_LONG_SCOREBOARD,)
+    per_instruction = (SourceCounters.SAMPLED_STALL_LONG_SCOREBOARD, SourceCounters.INST_EXECUTED)
     thresholds = {
         "min_long_scoreboard_share": 0.5,
         "min_loads_per_warp": 4.0,
         "min_theoretical_occupancy_pct": 50.0,
         "loads_in_flight_gain": 4.0,
+        "min_chained_share": 0.25,
+        "chains_per_thread_after": 4.0,
     }
     fixes = {
         "cuda": Fix(
@@ -94,18 +108,50 @@ class DependentLoads(Rule):
             code="@triton.autotune(configs=[triton.Config({'BLOCK': 1024}, num_warps=8, num_stages=4)], key=['n'])",
         ),
     }
+    fixes_when = {
+        CHAIN: {
+            "cuda": Fix(
+                text=(
+                    "Each load's address is the previous load's result (chains per thread now: {chains:.0f}, one load in "
+                    "flight each): walk "
+                    "{target:.0f} independent lists (or tree queries) per thread, interleaved, so {target:.0f} loads "
+                    "are in flight; or store the structure without pointers (nodes in traversal order, a flattened "
+                    "tree, an index array) so addresses are known ahead; or prefetch the next node's successor. "
+                    "Coalescing does not help a chain."
+                ),
+                code=(
+                    "// 4 lists per thread, one step of each per iteration: 4 loads in flight\n"
+                    "for (int s = 0; s < steps; ++s) {\n"
+                    "  a = nodes[a].next; b = nodes[b].next; c = nodes[c].next; d = nodes[d].next;\n}"
+                ),
+            ),
+            "triton": Fix(
+                text=(
+                    "Each load's address is the previous load's result: give each program {target:.0f} independent "
+                    "chains (a [BLOCK] vector of list heads stepped together with one tl.load per step), or store the "
+                    "structure without pointers so tl.load can take a precomputed index block."
+                ),
+                code="idx = tl.load(next_ptr + idx)   # idx: a block of independent list positions, stepped together",
+            ),
+        }
+    }
 
     def check(self, k: KernelContext) -> Finding | None:
         r = k.roofline
         t = self.thresholds
         if limiter_side(r) != "latency":
             return None
-        if (k.m(Occupancy.THEORETICAL_PCT) or 0) < t["min_theoretical_occupancy_pct"]:
-            return None  # too few warps: OCC001
         total = stall_total(k)
         ls = k.m(stall("long_scoreboard")) or 0.0
         if total <= 0 or ls / total < t["min_long_scoreboard_share"]:
             return None
+        if (k.m(Occupancy.THEORETICAL_PCT) or 0) < t["min_theoretical_occupancy_pct"]:
+            return None  # too few warps: OCC001, the cheaper way to more loads in flight
+        chain = dependent_loads(k)
+        if chain is not None and chain.share >= t["min_chained_share"] and chain.chains:
+            gain = t["chains_per_thread_after"] / chain.chains
+            if gain >= 1.5:
+                return self.chain(k, chain.share, chain.chains, gain, ls / total)
         warps = (k.m(LaunchStats.GRID_SIZE) or 0) * max(1.0, (k.m(LaunchStats.BLOCK_SIZE) or 32) / 32)
         loads_per_warp = (k.m(MemoryTables.GLOBAL_LOAD_REQUESTS) or 0) / max(warps, 1)
         if loads_per_warp <= t["min_loads_per_warp"]:
@@ -136,4 +182,46 @@ class DependentLoads(Rule):
                 Evidence("loads_per_warp", round(loads_per_warp, 1), t["min_loads_per_warp"]),
             ],
             source=lines,
+        )
+
+    def chain(self, k: KernelContext, share: float, chains: int, gain: float, stall_share: float) -> Finding:
+        """A dependent-load chain the SASS shows: each step's load waits for the one before."""
+        r = k.roofline
+        new_ns = stall_bounded_ns(k, parallelism_ns(k, gain) or 0.0, ("long_scoreboard",))
+        per_thread = f"{chains} chain{'s' if chains > 1 else ''} per thread"
+        return self.finding(
+            title=(
+                f"Dependent-load chain: {share:.0%} of the loop's global loads take their address from an earlier "
+                f"load ({per_thread})"
+            ),
+            message=(
+                f"The SASS shows loads whose address is the result of an earlier load of the same chain (a linked "
+                f"list, a tree descent, a pointer chase): each waits ~600-800 cycles for the one before, and "
+                f"{stall_share:.0%} of the warps' stalls are on global loads. Coalescing does not help: the loads of "
+                "one chain cannot overlap."
+            ),
+            fix=self.fix_for(k, CHAIN, chains=chains, target=self.thresholds["chains_per_thread_after"]),
+            estimated_speedup=time_after(r.duration_ns or 0, new_ns, r.theoretical_ns),
+            speedup_model=(
+                f"{self.thresholds['chains_per_thread_after']:.0f} independent chains per thread instead of {chains}: "
+                f"{gain:.1f}× the loads in flight; the busiest unit's time at its peak stays and the time spent "
+                f"waiting on latency divides by {gain:.1f} (Little's law), bounded by the long-scoreboard stall time "
+                "it removes, not below the roofline floor."
+            ),
+            confidence="high",
+            # the wait per instruction divides by the gain in chains in flight; half that drop or more did the work
+            predicts=[
+                predict(
+                    "long_scoreboard_stall",
+                    k.m(stall("long_scoreboard")) or 0.0,
+                    (k.m(stall("long_scoreboard")) or 0.0) / gain,
+                    (k.m(stall("long_scoreboard")) or 0.0) * (1 + 1 / gain) / 2,
+                )
+            ],
+            evidence=[
+                Evidence("chained_load_share", round(share, 3), self.thresholds["min_chained_share"]),
+                Evidence("chains_per_thread", chains, self.thresholds["chains_per_thread_after"]),
+                Evidence("long_scoreboard_share", round(stall_share, 3), self.thresholds["min_long_scoreboard_share"]),
+            ],
+            source=k.top_lines(SourceCounters.SAMPLED_STALL_LONG_SCOREBOARD, limit=3),
         )

@@ -12,6 +12,7 @@ from ncuadvisor.rulekit import (
     SourceCounters,
     SpeedOfLight,
     access_bytes,
+    compulsory_ns,
     count,
     counted,
     fmt_bytes,
@@ -171,9 +172,7 @@ class NarrowGlobalAccess(Rule):
         width = min(p["bytes"] for p in narrow)
         loads, _ = global_loads_in_flight(k)
         stream_ns = streaming_ns(k, loads * 32 * 16)
-        target_ns = stream_ns or (
-            r.compulsory_bytes / (self.thresholds["achievable_dram_fraction"] * r.peak_dram_bytes_per_s) * 1e9
-        )
+        target_ns = stream_ns or compulsory_ns(r, self.thresholds["achievable_dram_fraction"]) or 0.0
         lines = k.top_lines(
             SourceCounters.INST_EXECUTED,
             limit=3,

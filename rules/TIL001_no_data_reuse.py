@@ -1,14 +1,21 @@
 from ncuadvisor.rulekit import (
+    PRACTICAL_FRACTION,
     ComputeWorkloadAnalysis,
     Evidence,
     Finding,
     Fix,
+    InstructionStats,
     KernelContext,
     MemoryTables,
+    MemoryWorkloadAnalysis,
     RooflineChart,
     Rule,
     SourceCounters,
+    busy_scaled_ns,
+    compulsory_load_bytes,
+    fixed_kernel_ns,
     fma_and_tensor_flops,
+    fmt_bytes,
     predict,
     time_after,
 )
@@ -20,6 +27,24 @@ FMUL = RooflineChart.FMUL_PER_CYCLE
 # the situations of fixes_when, applied in this order
 ADDS = "the arithmetic is adds (a stencil, a filter, a sum over neighbours)"
 SHARED = "the operands come from shared memory"
+REREAD = "each input is re-read through L1 for every output that uses it (a stencil, a convolution)"
+
+# the stall reasons reuse removes: the waits on global loads, on the L1/shared queues they fill, and the issue pressure
+# of the load instructions that go (an L1-bound stencil's warps wait as much for the issue slots and the LSU pipe)
+REUSE_WAITS = (
+    "long_scoreboard",
+    "lg_throttle",
+    "short_scoreboard",
+    "mio_throttle",
+    "tex_throttle",
+    "math_pipe_throttle",
+    "not_selected",
+    "dispatch_stall",
+)
+# the units a tile with register reuse changes: the load traffic through L1 and L2 and the load instructions' issue
+REUSE_CHANGES = frozenset({"l1", "lsu", "shared", "l2", "issue"})
+# a tiled matrix product is new code: its loads, index arithmetic and FMAs are all the tiled kernel's
+TILING_CHANGES = REUSE_CHANGES | {"alu", "fma"}
 
 
 class NoDataReuse(Rule):
@@ -29,7 +54,11 @@ class NoDataReuse(Rule):
         A kernel with at least `min_gflop` GFLOP of FMA work whose loads per FLOP are high: global load bytes
         (`l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum` × 32) above `max_global_bytes_per_flop`, or shared-memory
         wavefronts (`memory_l1_wavefronts_shared`) above `max_shared_wavefronts_per_flop`, while L1/shared memory is
-        the busiest unit.
+        the busiest unit. Also, whatever the arithmetic (a stencil of adds, a convolution): the same input bytes
+        re-read per output through L1, the global load bytes the threads asked for (ideal sectors, not the wasted
+        ones) at least `min_reread` times the compulsory load bytes (`rulekit.models.compulsory_bytes`), L1 hitting at least `min_l1_hit_pct` % of sectors (the reuse is there,
+        served by L1 instead of registers or shared memory) and L2 sending L1 at most `max_l2_to_dram` times the bytes
+        DRAM reads (`lts__t_sectors_srcunit_tex.sum`: a reuse served by L2 is CAC001's).
 
     Why it costs time:
         A matrix product computed one output per thread reads 2 operands per FMA: the load/store unit, not the FMA
@@ -44,14 +73,23 @@ class NoDataReuse(Rule):
         thread a register tile of outputs; better, use cuBLAS/CUTLASS, or tensor cores (TEN001). When the arithmetic is
         adds rather than multiply-adds (FFMA under `max_fma_share_for_stencil` of the FP32 work: a stencil, a filter,
         a sum over neighbours), the fix shown is a register window: each thread computes several neighbouring outputs
-        from values it loaded once.
+        from values it loaded once. Inputs re-read through L1 (a stencil, a 9×9 convolution): the block's input tile
+        with its halo in shared memory, and several outputs per thread from values in registers.
 
     Speedup estimate:
         Global operands: a shared-memory tiled kernel reaches about `tiled_fma_fraction` of the FP32 peak (17 of 67
         TFLOP/s on an H200); shared operands: a register-tiled kernel about `register_tiled_fma_fraction`. New time =
-        FLOPs / (that fraction × peak). Both fractions were measured on an H200 (sm_90): on another architecture the
+        FLOPs / (that fraction × peak), no less than the units tiling leaves alone (DRAM's traffic, FP64, the XU) and
+        the compulsory bytes (the fixed kernel). Both
+        fractions were measured on an H200 (sm_90): on another architecture the
         estimate says so and its confidence is low (a GTX 1660's tiling measured -20% where the model said -58%).
-        The counter the fix moves: the operand traffic per FLOP at the level that serves it, global load bytes per
+        Inputs re-read through L1: the time of the fixed kernel, each input loaded once per `reuse_after` uses (or
+        its re-read factor, if smaller): the L1 and load/store time divided by that factor, the issue time less the
+        load instructions that go, every other unit's busy share kept (the time follows the busiest unit, as busy as
+        now), no less than the compulsory bytes at 85% of DRAM's peak, and bounded by the stall time it removes (the
+        memory waits, and the issue pressure of the loads that go: not selected, pipe throttles, dispatch). The bytes removed include the wasted sectors of uncoalesced loads: the tile is read in
+        whole rows. Where both apply (a matrix product), the faster fixed kernel of the two.
+        The counter the fix moves (a matrix product): the operand traffic per FLOP at the level that serves it, global load bytes per
         FMA-pipe FLOP (at most `max_global_bytes_per_flop` after) or shared wavefronts per FLOP (at most
         `max_shared_wavefronts_per_flop`); DRAM bytes, already near the compulsory bytes where L2 holds the
         operands, do not tell a tiled kernel from an untiled one.
@@ -68,13 +106,23 @@ class NoDataReuse(Rule):
     title = "Little data reuse: tile in shared memory and registers"
     requires = (MemoryTables.GLOBAL_LOAD_SECTORS,)
     optional = (
+        MemoryWorkloadAnalysis.L1_HIT_RATE_PCT,
+        MemoryWorkloadAnalysis.L2_SECTORS_FROM_L1,
+        MemoryTables.GLOBAL_STORE_SECTORS,
+        MemoryWorkloadAnalysis.DRAM_BYTES_READ,
+        InstructionStats.GLOBAL_LOAD_INST,
         SourceCounters.SHARED_WAVEFRONTS,
         ComputeWorkloadAnalysis.FMA_PIPE_PCT,
         FFMA,
         FADD,
         FMUL,
     )
-    per_instruction = (SourceCounters.INST_EXECUTED, SourceCounters.MEMORY_TYPE)
+    per_instruction = (
+        SourceCounters.INST_EXECUTED,
+        SourceCounters.MEMORY_TYPE,
+        SourceCounters.L2_SECTORS_GLOBAL_IDEAL,
+        SourceCounters.L2_SECTORS_GLOBAL_EXCESSIVE,
+    )
     thresholds = {
         "min_gflop": 1.0,
         "max_global_bytes_per_flop": 0.5,
@@ -84,6 +132,10 @@ class NoDataReuse(Rule):
         "register_tiled_fma_fraction": 0.6,
         "max_fma_pct": 50.0,
         "max_fma_share_for_stencil": 0.2,
+        "min_reread": 4.0,
+        "min_l1_hit_pct": 50.0,
+        "max_l2_to_dram": 4.0,
+        "reuse_after": 8.0,
     }
     fixes = {
         "cuda": Fix(
@@ -133,6 +185,30 @@ class NoDataReuse(Rule):
                 code="tile = tl.load(x_ptr + rows[:, None] * stride + cols[None, :], mask=m)   # once per program",
             ),
         },
+        REREAD: {
+            "cuda": Fix(
+                text=(
+                    "Each input is loaded {reread:.0f} times through L1 (once per output that uses it): stage the "
+                    "block's input tile with its halo in shared memory once (coalesced rows), then have each thread "
+                    "compute several neighbouring outputs from values held in registers."
+                ),
+                code=(
+                    "__shared__ float tile[BY + 2 * R][BX + 2 * R];   // the block's inputs with their halo\n"
+                    "for (int i = ty; i < BY + 2 * R; i += BY)          // coalesced rows, each input loaded once\n"
+                    "  for (int j = tx; j < BX + 2 * R; j += BX) tile[i][j] = in[(y0 - R + i) * W + x0 - R + j];\n"
+                    "__syncthreads();\n"
+                    "for (int dy = 0; dy <= 2 * R; ++dy) for (int dx = 0; dx <= 2 * R; ++dx)\n"
+                    "  acc += w[dy][dx] * tile[ty + dy][tx + dx];"
+                ),
+            ),
+            "triton": Fix(
+                text=(
+                    "Each input is loaded {reread:.0f} times: load each program's input tile with its halo once "
+                    "(one tl.load of a [BLOCK_Y + 2R, BLOCK_X + 2R] block) and compute all of its outputs from it."
+                ),
+                code="tile = tl.load(x_ptr + rows[:, None] * stride + cols[None, :], mask=m)   # once per program",
+            ),
+        },
         SHARED: {
             "cuda": Fix(
                 text=(
@@ -154,30 +230,37 @@ class NoDataReuse(Rule):
         r = k.roofline
         t = self.thresholds
         fma_flops, tensor = fma_and_tensor_flops(r)
-        if fma_flops < t["min_gflop"] * 1e9 or tensor > 0.1 * fma_flops:
+        if tensor > 0.1 * fma_flops or not r.duration_ns:
             return None
-        if r.sol.get("l1_pct", 0.0) < t["min_l1_pct"]:
-            return None
-        global_bpf = (k.m(MemoryTables.GLOBAL_LOAD_SECTORS) or 0) * 32 / fma_flops
-        shared_wpf = (k.m(SourceCounters.SHARED_WAVEFRONTS) or 0) / fma_flops
         peak = r.peak_flops_per_s.get("fp32")
-        if not peak or not r.duration_ns:
-            return None
+        global_bpf = (k.m(MemoryTables.GLOBAL_LOAD_SECTORS) or 0) * 32 / fma_flops if fma_flops else 0.0
+        shared_wpf = (k.m(SourceCounters.SHARED_WAVEFRONTS) or 0) / fma_flops if fma_flops else 0.0
         ffma, fadd, fmul = (k.m(m) or 0.0 for m in (FFMA, FADD, FMUL))
         # a matrix product is multiply-adds; a stencil, a filter or a sum over neighbours is mostly adds
         adds_only = (fadd + fmul) > 0 and 2 * ffma < t["max_fma_share_for_stencil"] * (2 * ffma + fadd + fmul)
-        if global_bpf > t["max_global_bytes_per_flop"]:
-            level, frac = "global", t["tiled_fma_fraction"]
-            what = f"{global_bpf:.2f} bytes of global loads per FLOP"
-        elif (
-            shared_wpf > t["max_shared_wavefronts_per_flop"]
-            and (k.m(ComputeWorkloadAnalysis.FMA_PIPE_PCT) or 0) < t["max_fma_pct"]
-        ):
-            level, frac = "shared", t["register_tiled_fma_fraction"]
-            what = f"{shared_wpf * 1000:.1f} shared-memory wavefronts per 1000 FLOP"
-        else:
+        level, frac, what, new_ns = "", 0.0, "", float("inf")
+        if fma_flops >= t["min_gflop"] * 1e9 and peak and r.sol.get("l1_pct", 0.0) >= t["min_l1_pct"]:
+            if global_bpf > t["max_global_bytes_per_flop"]:
+                level, frac = "global", t["tiled_fma_fraction"]
+                what = f"{global_bpf:.2f} bytes of global loads per FLOP"
+            elif (
+                shared_wpf > t["max_shared_wavefronts_per_flop"]
+                and (k.m(ComputeWorkloadAnalysis.FMA_PIPE_PCT) or 0) < t["max_fma_pct"]
+            ):
+                level, frac = "shared", t["register_tiled_fma_fraction"]
+                what = f"{shared_wpf * 1000:.1f} shared-memory wavefronts per 1000 FLOP"
+            if level:
+                # the fixed kernel: its FLOPs at the tiled fraction of the peak, no less than the units tiling leaves
+                # alone and the compulsory bytes. No stall bound: a tiled product is new code, and an LSU-bound one
+                # stalls on issue (not selected, pipe throttles), not on memory (a 2-D convolution: 34% not selected)
+                new_ns = fixed_kernel_ns(k, fma_flops / (frac * peak) * 1e9, TILING_CHANGES)
+        reread = self.reread(k) if level != "shared" else None
+        reread_ns = reread[2] if reread else float("inf")
+        if not level and reread is None:
             return None
-        new_ns = fma_flops / (frac * peak) * 1e9
+        if reread is not None and reread_ns < new_ns:
+            level = level or "reread"
+            new_ns = reread_ns
         # the fractions are an H200's (sm_90): elsewhere the balance of FP32 lanes, shared-memory bandwidth and DRAM
         # differs (a GTX 1660's tiling measured -20% where this model said -58%), so the estimate is said as such
         arch = str(k.device.get("compute_capability") or "")
@@ -189,31 +272,98 @@ class NoDataReuse(Rule):
             sass_filter=lambda s: s.startswith(("LDG", "LDS")),
             memory_only=True,
         )
+        evidence = [
+            Evidence("global_load_bytes_per_flop", round(global_bpf, 4), t["max_global_bytes_per_flop"]),
+            Evidence("shared_wavefronts_per_flop", round(shared_wpf, 5), t["max_shared_wavefronts_per_flop"]),
+            Evidence("l1_pct", round(r.sol.get("l1_pct", 0), 1), t["min_l1_pct"], "L1 throughput", "%"),
+        ]
+        flop_model = (
+            f"A {'shared-memory' if level == 'global' else 'register'}-tiled kernel reaches ~{frac:.0%} of the FP32 "
+            f"peak (measured on an H200{calibrated}), so the time becomes the FLOPs at {frac:.0%} of that peak."
+        )
+        if reread is not None:
+            factor, after, _, hit, wasted, loaded, needed = reread
+            evidence += [
+                Evidence("reread_factor", round(factor, 1), t["min_reread"], "global load bytes ÷ compulsory loads"),
+                Evidence(MemoryWorkloadAnalysis.L1_HIT_RATE_PCT, round(hit, 1), t["min_l1_hit_pct"], "L1 hits", "%"),
+            ]
+            waste = f", {wasted:.0%} of their sectors wasted by uncoalesced loads" if wasted >= 0.05 else ""
+            reread_model = (
+                f"The fixed kernel loads each input once per {after:.0f} uses (now {factor:.0f}): the L1 and load/store "
+                f"time ÷ {after:.0f} ({fmt_bytes(loaded)} of global loads for {fmt_bytes(needed)} needed{waste}), the "
+                "issue time less the load instructions that go, every other unit as busy as now; no less than the "
+                "compulsory bytes at 85% of DRAM's peak; bounded by the memory stalls it removes."
+            )
+            if level == "reread":
+                what = f"each input loaded {factor:.0f}× through L1 ({hit:.0f}% hits){waste}"
+        if level == "reread":
+            model, situations = reread_model, [REREAD]
+        elif reread is not None and reread_ns <= new_ns:
+            model, situations = reread_model + " (Below the FLOP model's time: " + flop_model + ")", []
+        else:
+            model, situations = flop_model, []
+        if level == "global":
+            situations = [ADDS] * adds_only
+        if level == "shared":
+            situations = [ADDS] * adds_only + [SHARED]
         return self.finding(
             title=f"Little data reuse: {what}",
             message=(
                 f"{fma_flops / 1e9:.1f} GFLOP of FMA work read {what}; L1/shared memory is "
                 f"{r.sol.get('l1_pct', 0):.0f}% busy while the FMA pipe waits for operands."
+                if level != "reread"
+                else f"{what}: the same input bytes are loaded again for every output that uses them, "
+                f"{fmt_bytes(reread[5] if reread else 0.0)} of global loads for "
+                f"{fmt_bytes(reread[6] if reread else 0.0)} the kernel needs; L1 is {r.sol.get('l1_pct', 0):.0f}% busy."
             ),
-            fix=self.fix_for(k, [ADDS] * adds_only + [SHARED] * (level == "shared")),
+            fix=self.fix_for(k, situations, reread=reread[0] if reread else 0.0),
             estimated_speedup=time_after(r.duration_ns, new_ns, r.theoretical_ns),
-            speedup_model=(
-                f"A {'shared-memory' if level == 'global' else 'register'}-tiled kernel reaches "
-                f"~{frac:.0%} of the FP32 peak (measured on an H200{calibrated}), so the time becomes the FLOPs at "
-                f"{frac:.0%} of that peak."
-            ),
+            speedup_model=model,
             confidence="medium" if not calibrated else "low",
             # tiled, the operands come from the level below the one that read them per FLOP; the rule is silent at
-            # its threshold
-            predicts=[
+            # its threshold (inputs re-read through L1: no per-FLOP counter, the kernel may do no FMA work)
+            predicts=[]
+            if level == "reread"
+            else [
                 predict("global_load_bytes_per_flop", global_bpf, None, t["max_global_bytes_per_flop"])
                 if level == "global"
                 else predict("shared_wavefronts_per_flop", shared_wpf, None, t["max_shared_wavefronts_per_flop"])
             ],
-            evidence=[
-                Evidence("global_load_bytes_per_flop", round(global_bpf, 4), t["max_global_bytes_per_flop"]),
-                Evidence("shared_wavefronts_per_flop", round(shared_wpf, 5), t["max_shared_wavefronts_per_flop"]),
-                Evidence("l1_pct", round(r.sol.get("l1_pct", 0), 1), t["min_l1_pct"], "L1 throughput", "%"),
-            ],
+            evidence=evidence,
             source=lines,
         )
+
+    def reread(self, k: KernelContext) -> tuple[float, float, float, float, float, float, float] | None:
+        """Inputs re-read through L1 (a stencil, a convolution): (re-read factor, uses per load after the fix, the
+        fixed kernel's time, L1 hit %, wasted share of the sectors, bytes loaded, compulsory load bytes), or None."""
+        r = k.roofline
+        t = self.thresholds
+        loaded = (k.m(MemoryTables.GLOBAL_LOAD_SECTORS) or 0.0) * 32
+        needed = compulsory_load_bytes(r)
+        hit = k.m(MemoryWorkloadAnalysis.L1_HIT_RATE_PCT)
+        if not needed or not loaded or hit is None or not r.duration_ns:
+            return None
+        # re-reads are the bytes the threads asked for (ideal sectors: a warp's 4-byte loads of 16-byte records ask
+        # for 4 sectors and touch 16) over the bytes needed; the wasted sectors of uncoalesced loads are not re-reads
+        stores = (k.m(MemoryTables.GLOBAL_STORE_SECTORS) or 0.0) * 32
+        asked = min(loaded, (r.ideal_bytes or 0.0) - stores) if r.ideal_bytes else loaded
+        factor = asked / needed
+        if factor < t["min_reread"] or hit < t["min_l1_hit_pct"]:
+            return None
+        from_l2 = k.m(MemoryWorkloadAnalysis.L2_SECTORS_FROM_L1)
+        read = k.m(MemoryWorkloadAnalysis.DRAM_BYTES_READ)
+        if from_l2 is None or not read or from_l2 * 32 > t["max_l2_to_dram"] * read:
+            return None  # the reuse is served by L2 (refetches): CAC001
+        after = min(factor, t["reuse_after"])
+        loads = k.m(InstructionStats.GLOBAL_LOAD_INST)
+        load_share = min(1.0, loads / r.instructions) if loads and r.instructions else 0.0
+        scale = {"l1": 1 / after, "lsu": 1 / after, "issue": 1 - load_share * (1 - 1 / after)}
+        scaled = busy_scaled_ns(k, scale)
+        if scaled is None:
+            return None
+        new_ns = fixed_kernel_ns(k, scaled, REUSE_CHANGES, REUSE_WAITS)
+        new_ns = max(new_ns, (r.theoretical_ns or 0.0) / PRACTICAL_FRACTION)
+        ideal = sum(e.value for e in k.per_instruction(SourceCounters.L2_SECTORS_GLOBAL_IDEAL))
+        excess = sum(e.value for e in k.per_instruction(SourceCounters.L2_SECTORS_GLOBAL_EXCESSIVE))
+        wasted = excess / (ideal + excess) if ideal + excess > 0 else 0.0
+        return factor, after, new_ns, hit, wasted, loaded, needed

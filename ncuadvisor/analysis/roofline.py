@@ -573,6 +573,53 @@ def _finish(r: Roofline, row: Mapping[str, Any], sm_count: float | None) -> Roof
     return r
 
 
+# The units `Roofline.limiter` names, by the side of the machine they belong to. LSU counts with memory: its busy
+# time is load/store instructions, which coalescing, vector width and spills change.
+LIMITER_MEMORY_UNITS = frozenset({"dram", "l2", "l1", "shared", "lsu"})
+LIMITER_FLOP_UNITS = frozenset({"fma", "fp64", "fp16", "tensor"})
+LIMITER_INSTRUCTION_UNITS = frozenset({"issue", "alu", "sfu"})  # busy with instructions that are not FLOPs
+
+
+def limiter_side(r: Roofline) -> str:
+    """memory | compute | latency | launch | unknown: the side of the unit that limits the kernel (`r.limiter`).
+
+    Rules decide by this, not by the Speed Of Light word `r.bound`, and the result shows it as the kernel's bound: SM
+    throughput is a maximum over sub-units, so an issue- or ALU-limited kernel at 1-2 FLOP/byte is "compute" there
+    while its FP pipes idle, and a kernel whose L1 or L2 carries wasted sectors can be limited by that level while
+    DRAM looks idle. A report without the metrics the limiter needs falls back to `r.bound`. A launch-bound kernel
+    (`r.bound`: shorter than the launch overhead, or a grid that cannot fill the GPU) stays "launch": its units idle
+    for want of work, not of a faster unit."""
+    if r.bound == "launch":
+        return "launch"
+    return _unit_side(r.limiter) or (r.bound if r.bound in ("memory", "compute", "latency", "launch") else "unknown")
+
+
+def _unit_side(unit: str | None) -> str | None:
+    """memory | compute | latency | launch for a unit `Roofline.limiter` names, None for none."""
+    if unit in LIMITER_MEMORY_UNITS:
+        return "memory"
+    if unit in LIMITER_FLOP_UNITS or unit in LIMITER_INSTRUCTION_UNITS:
+        return "compute"
+    if unit in ("latency", "launch"):
+        return unit
+    return None
+
+
+def shown_bound(r: Roofline) -> tuple[str, str]:
+    """The bound word a kernel's entry shows (its badge) and its reason: the limiter's side (`limiter_side`), the
+    word the rules decide by; where Speed Of Light's word differs, the reason names the limiter and says both. "launch"
+    is the launch overhead's word (a kernel shorter than `LAUNCH_BOUND_NS`): a longer kernel whose grid cannot fill the
+    GPU shows its limiter's side (a 6.8 ms stream on 16 blocks: latency), the grid in the reason."""
+    side = limiter_side(r)
+    grid_side = _unit_side(r.limiter)
+    if side == "launch" and (r.duration_ns or 0.0) >= LAUNCH_BOUND_NS and grid_side not in (None, "launch"):
+        return grid_side, r.bound_reason  # the limiter's own words are `limiter_reason`, shown beside
+    if side == r.bound or side == "unknown":
+        return r.bound, r.bound_reason
+    why = r.limiter_reason or f"limited by {r.limiter}"
+    return side, f"{why}; Speed Of Light alone says {r.bound}: {r.bound_reason}"
+
+
 def classify(r: Roofline, row: Mapping[str, Any], sm_count: float | None) -> tuple[str, str]:
     """memory | compute | latency | launch, with the reason in words."""
     grid = num(row.get("launch__grid_size"))

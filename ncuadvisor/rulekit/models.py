@@ -6,12 +6,20 @@ none reads the report. Rule files import these, the contract and the SASS reader
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ncuadvisor.analysis.roofline import PRACTICAL_FRACTION, Roofline
+from ncuadvisor.analysis.roofline import (
+    LIMITER_FLOP_UNITS,
+    LIMITER_INSTRUCTION_UNITS,
+    LIMITER_MEMORY_UNITS,
+    PRACTICAL_FRACTION,
+    Roofline,
+)
+from ncuadvisor.analysis.roofline import limiter_side as limiter_side  # re-exported: rules read it here
 from ncuadvisor.metrics import LaunchStats, MemoryWorkloadAnalysis, Occupancy, SourceCounters, WarpStateStats
-from ncuadvisor.rulekit.sass import FLOW_BREAK, access_bytes, data_register, opcode, parse, registers
+from ncuadvisor.rulekit.sass import FLOW_BREAK, Instruction, access_bytes, data_register, opcode, parse, registers
 from ncuadvisor.units import fmt_ns as _units_fmt_ns
 
 if TYPE_CHECKING:  # annotations only: the context type is the contract's
@@ -27,31 +35,11 @@ def time_after(duration_ns: float, new_ns: float, floor_ns: float | None) -> flo
     return max(0.0, min(1.0, 1.0 - new_ns / duration_ns))
 
 
-# The units `roofline.limiter` names, by the side of the machine they belong to. LSU counts with memory: its busy
-# time is load/store instructions, which coalescing, vector width and spills change.
-MEMORY_UNITS = frozenset({"dram", "l2", "l1", "shared", "lsu"})
-FLOP_UNITS = frozenset({"fma", "fp64", "fp16", "tensor"})
-INSTRUCTION_UNITS = frozenset({"issue", "alu", "sfu"})  # busy with instructions that are not FLOPs
-
-
-def limiter_side(r: Roofline) -> str:
-    """memory | compute | latency | launch | unknown: the side of the unit that limits the kernel (`r.limiter`).
-
-    Rules decide by this, not by the Speed Of Light word `r.bound`: SM throughput is a maximum over sub-units, so an
-    issue- or ALU-limited kernel at 1-2 FLOP/byte is "compute" there while its FP pipes idle, and a kernel whose L1
-    or L2 carries wasted sectors can be limited by that level while DRAM looks idle. A report without the metrics
-    the limiter needs falls back to `r.bound`. A launch-bound kernel (`r.bound`: shorter than the launch overhead, or
-    a grid that cannot fill the GPU) stays "launch": its units idle for want of work, not of a faster unit."""
-    unit = r.limiter
-    if r.bound == "launch":
-        return "launch"
-    if unit in MEMORY_UNITS:
-        return "memory"
-    if unit in FLOP_UNITS or unit in INSTRUCTION_UNITS:
-        return "compute"
-    if unit in ("latency", "launch"):
-        return unit
-    return r.bound if r.bound in ("memory", "compute", "latency", "launch") else "unknown"
+# The units `roofline.limiter` names, by the side of the machine they belong to, and the side of a kernel's limiter:
+# one definition in the analysis, which the result's bound word shows too.
+MEMORY_UNITS = LIMITER_MEMORY_UNITS
+FLOP_UNITS = LIMITER_FLOP_UNITS
+INSTRUCTION_UNITS = LIMITER_INSTRUCTION_UNITS
 
 
 UNIT_NAMES = {
@@ -96,6 +84,106 @@ def unit_floor_ns(k: KernelContext) -> float | None:
     if not r.duration_ns or busy <= 0:
         return None
     return r.duration_ns * busy / 100.0 / PRACTICAL_FRACTION
+
+
+# -- the bytes a kernel must move, and the kernel after a fix ------------------------------------------------------
+
+
+def compulsory_bytes(r: Roofline) -> float | None:
+    """The bytes the kernel must move, the one definition every rule uses: loads + stores, each the smaller of what the
+    threads needed (ideal L2 sectors × 32) and what moved for it (DRAM reads; the SMs' L2 writes), or what moved
+    alone for a kernel that loads through TMA (`analysis/needed.py`). None where the report counts no bytes."""
+    return r.compulsory_bytes
+
+
+def compulsory_load_bytes(r: Roofline) -> float | None:
+    """The loads of the compulsory bytes, where the report tells loads from stores; else all compulsory bytes."""
+    return r.load_bytes if r.load_bytes is not None else r.compulsory_bytes
+
+
+def compulsory_ns(r: Roofline, fraction: float = PRACTICAL_FRACTION) -> float | None:
+    """The time the compulsory bytes take at `fraction` of DRAM's peak: the roofline's memory floor ÷ fraction (a
+    report without DRAM byte counts: DRAM's busy time, else the compulsory bytes at the peak). None without any."""
+    if r.memory_floor_ns:
+        return r.memory_floor_ns / fraction
+    if r.compulsory_bytes and r.peak_dram_bytes_per_s:
+        return r.compulsory_bytes / (fraction * r.peak_dram_bytes_per_s) * 1e9
+    return None
+
+
+def fixed_kernel_ns(
+    k: KernelContext, work_ns: float, changed: frozenset[str], waits: tuple[str, ...] | None = None
+) -> float:
+    """The modelled time of the kernel after a fix: the time its new code needs (`work_ns`), no less than the units the
+    fix leaves alone need as executed (`kept_units_ns` of the units not in `changed`) and the compulsory bytes at 85%
+    of DRAM's peak; bounded, when `waits` are given, by the stall time the fix removes (`stall_bounded_ns`: a fix
+    removes the waits it addresses, not the others)."""
+    r = k.roofline
+    new_ns = max(work_ns, kept_units_ns(r, changed) or 0.0, compulsory_ns(r) or 0.0)
+    return stall_bounded_ns(k, new_ns, waits) if waits else new_ns
+
+
+def busy_scaled_ns(k: KernelContext, scale: dict[str, float]) -> float | None:
+    """The time after a fix that scales the busy share of some units (`scale`: unit -> factor; the others keep theirs):
+    the kernel keeps its busiest unit as busy as it is now, so the time follows that unit's work, duration × the
+    largest new busy share ÷ the largest busy share now. None without units' busy shares."""
+    r = k.roofline
+    busy = {u: v for u, v in r.busy_pct.items() if u != "launch"}
+    if not r.duration_ns or not busy or max(busy.values()) <= 0:
+        return None
+    new = {u: v * scale.get(u, 1.0) for u, v in busy.items()}
+    return r.duration_ns * max(new.values()) / max(busy.values())
+
+
+# the bytes of one output element of a tensor-core product, by its input type (a bf16 GEMM in PyTorch writes bf16;
+# TF32 and FP64 write their own width; FP8 and INT8 products write at least 16 bits): an assumption the finding says
+_OUTPUT_BYTES = {
+    "tensor_fp16": 2,
+    "tensor_bf16": 2,
+    "tensor_tf32": 4,
+    "tensor_fp64": 8,
+    "tensor_fp8": 2,
+    "tensor_int8": 4,
+}
+
+
+@dataclass(frozen=True)
+class GemmShape:
+    """A tensor-core product's shape as its launch and counters tell it, whatever the kernel's name: `outputs` the
+    elements of C (M·N, from the bytes the SMs wrote at the product type's output width), `k` the depth (FLOPs ÷
+    2·M·N), `tiles` the blocks of the grid, `tile_outputs` the outputs per tile, `epilogue_ratio` the bytes a tile
+    writes ÷ the operand bytes its main loop reads (TMA or L1 loads): large when K is too short for the loads and
+    math to outweigh each tile's prologue and epilogue."""
+
+    outputs: float
+    k: float
+    tiles: float
+    tile_outputs: float
+    epilogue_ratio: float | None
+    output_bytes: int
+
+
+def gemm_shape(k: KernelContext) -> GemmShape | None:
+    """`GemmShape` of a kernel whose work is tensor-core FLOPs; None without them, the SMs' writes or the grid."""
+    r = k.roofline
+    tensor = {p: v for p, v in r.flops_by_precision.items() if p.startswith("tensor") and v > 0}
+    grid = k.m(LaunchStats.GRID_SIZE)
+    written = r.store_bytes or r.sm_write_bytes
+    if not tensor or not grid or not written:
+        return None
+    kind = max(tensor, key=lambda p: tensor[p])
+    width = _OUTPUT_BYTES.get(kind, 2)
+    outputs = written / width
+    flops = sum(tensor.values())
+    loaded = r.tma_bytes or None
+    return GemmShape(
+        outputs=outputs,
+        k=flops / (2.0 * outputs),
+        tiles=grid,
+        tile_outputs=outputs / grid,
+        epilogue_ratio=written / loaded if loaded else None,
+        output_bytes=width,
+    )
 
 
 # The latency-plus-throughput model of a memory-bound kernel after a fix (Little's law with a queue):
@@ -214,6 +302,119 @@ def load_chains(k: KernelContext) -> tuple[float, float]:
     share = (k.m(stall_metric("long_scoreboard")) or 0.0) / total if total > 0 else 0.0
     warps = (k.m(LaunchStats.GRID_SIZE) or 0) * max(1.0, (k.m(LaunchStats.BLOCK_SIZE) or 32) / 32)
     return share, (k.m(MemoryTables.GLOBAL_LOAD_REQUESTS) or 0) / max(warps, 1)
+
+
+@dataclass(frozen=True)
+class LoadChain:
+    """The global loads of a kernel's hot loop whose address comes from their own earlier result: a dependent-load
+    chain (a linked-list walk, a tree descent, a pointer chase). `loads` the hot global loads executed, `chained`
+    those of them on a chain, `chains` the independent chains a thread walks at a time (each chain's loads wait for
+    one another; different chains' do not), `pcs` the chained loads' addresses."""
+
+    loads: float
+    chained: float
+    chains: int
+    pcs: tuple[int, ...]
+
+    @property
+    def share(self) -> float:
+        return self.chained / self.loads if self.loads else 0.0
+
+
+_CHAIN_DEPTH = 4  # loads in a row, each addressed by the one before, that make a chain without a loop
+_BRANCH_TARGET = re.compile(r"(0x[0-9a-f]+)")
+_PREDICATE = re.compile(r"!?U?P(T|\d)")
+_PLAIN_REG = re.compile(r"R\d+")
+
+
+def _is_global_load(op: str) -> bool:
+    return op.startswith(("LDG", "LD.", "LD ")) and not op.startswith("LDGSTS") or op == "LD"
+
+
+def load_chain_of(listing: list[tuple[int, float, str]]) -> LoadChain:
+    """`LoadChain` of a SASS listing [(pc, times executed, instruction)], from register dataflow in address order.
+
+    Every register carries the set of global loads its value derives from (through any arithmetic, selects and
+    shuffles). Each loop (a backward branch and its target) is read twice: once in program order from the start, then
+    its body again, which sees what the back edge carries. A load of the body whose address derives from its own
+    earlier result is on a chain; loads that derive from each other form one chain. Straight code (a walk unrolled
+    completely) is a chain where a load's address derives from `_CHAIN_DEPTH` loads in a row. A gather
+    (`x[idx[i]]`: the address from another load whose own address is the loop index) and a streaming load (the
+    address from the index alone) are not. Control dependences (a branch on a loaded value) are not followed."""
+    entries = sorted((pc, v, parse(s)) for pc, v, s in listing if s)
+    executed = {pc: v for pc, v, ins in entries if _is_global_load(ins.opcode)}
+    if not executed or max(executed.values()) <= 0:
+        return LoadChain(0.0, 0.0, 0, ())
+    loops = []
+    for pc, _, ins in entries:
+        target = _BRANCH_TARGET.search(" ".join(ins.operands)) if ins.opcode.startswith("BRA") else None
+        if target and int(target.group(1), 16) <= pc:
+            loops.append((int(target.group(1), 16), pc))
+    address_of: dict[int, frozenset[int]] = {}  # load pc -> the loads its address derives from, back edges included
+    depth: dict[int, int] = {}  # load pc -> the loads in a row its address derives from, in straight code
+    _flow(entries, {}, address_of, depth)
+    for top, bottom in loops:
+        feeds: dict[int, frozenset[int]] = {}
+        _flow([e for e in entries if e[0] <= bottom], feeds, {}, {})
+        seen: dict[int, frozenset[int]] = {}
+        _flow([e for e in entries if top <= e[0] <= bottom], feeds, seen, {})
+        for pc, deps in seen.items():
+            address_of[pc] = address_of.get(pc, frozenset()) | deps
+    chained = sorted(pc for pc, deps in address_of.items() if pc in deps or depth.get(pc, 0) >= _CHAIN_DEPTH)
+    # the chains in flight at a time: those of the loop (innermost around each chained load) that runs the most
+    # chained loads; loops one after another (four walks in turn) are one chain at a time
+    inner: dict[tuple[int, int], list[int]] = {}
+    for pc in chained:
+        around = [lp for lp in loops if lp[0] <= pc <= lp[1]]
+        inner.setdefault(min(around, key=lambda lp: lp[1] - lp[0]) if around else (0, -1), []).append(pc)
+    busiest = max(inner.values(), key=lambda pcs: sum(executed[pc] for pc in pcs), default=[])
+    groups: list[set[int]] = []  # loads whose addresses derive from one another: one chain
+    for pc in busiest:
+        mine = {q for q in busiest if q in address_of[pc] or pc in address_of[q]} | {pc}
+        joined = [g for g in groups if g & mine]
+        for g in joined:
+            groups.remove(g)
+            mine |= g
+        groups.append(mine)
+    return LoadChain(sum(executed.values()), sum(executed[pc] for pc in chained), len(groups), tuple(chained))
+
+
+def _flow(
+    entries: list[tuple[int, float, Instruction]],
+    feeds: dict[int, frozenset[int]],
+    address_of: dict[int, frozenset[int]],
+    depth: dict[int, int],
+) -> None:
+    """One pass of `load_chain_of`'s dataflow over `entries`: `feeds` (register -> the loads its value derives from)
+    updated in place, each global load's address dependences recorded in `address_of` and its depth in `depth`."""
+    for pc, _, ins in entries:
+        op = ins.opcode
+        load = _is_global_load(op)
+        ops, dest = ins.operands, ins.destination
+        if ins.writes and len(ops) > 1 and _PREDICATE.fullmatch(ops[0]) and _PLAIN_REG.fullmatch(ops[1]):
+            ops, dest = ops[1:], ops[1]  # `SHFL.IDX PT, R8, R7, RZ, 0x1f`: a predicate, then the register written
+        sources = ops[1:] if ins.writes else ops
+        read = registers(ops[1]) if load and len(ops) > 1 else set().union(*(registers(o) for o in sources))
+        derived: frozenset[int] = frozenset().union(*(feeds.get(r, frozenset()) for r in read))
+        if load:
+            address_of[pc] = derived
+            depth[pc] = 1 + max((depth.get(q, 0) for q in derived if q != pc), default=0)
+        if dest is None:
+            continue
+        if load:
+            width = max(1, (access_bytes(op) or 4) // 4)
+            derived = derived | {pc}
+        else:
+            width = 2 if (".WIDE" in op or ".64" in op) else 1
+        first = int(dest[1:])
+        for r in range(first, first + width):
+            feeds[r] = derived
+
+
+def dependent_loads(k: KernelContext) -> LoadChain | None:
+    """The kernel's `LoadChain` from `inst_executed` and its SASS; None without per-instruction data."""
+    listing = [(e.pc, e.value, e.sass) for e in k.per_instruction(SourceCounters.INST_EXECUTED) if e.sass]
+    return load_chain_of(listing) if listing else None
 
 
 # -- per-instruction data and SASS -----------------------------------------------------------------------------------
