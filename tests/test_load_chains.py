@@ -96,3 +96,16 @@ def test_lat001_names_the_chain_in_the_report(analyzed):
     assert "lists" in lat[0]["fix"] and "Coalescing does not help" in lat[0]["fix"]
     for twin in ("chase_interleaved", "gather_random"):
         assert not [f for f in kernel(result, twin)["findings"] if f["rule"] == "LAT001"], twin
+
+
+def test_a_chain_stays_latency_bound_where_l2_is_a_little_over_half_busy(analyzed):
+    """The same program captured on an H100 (fixtures/h100-planted-2026-12-06): `chase_serial`'s L2 is 55% busy at
+    its peak there (48% on the H200), so its limiter reads L2; the chain the SASS shows still makes it LAT001's, the
+    first finding, and the interleaved twin and the random gather stay silent."""
+    result = analyzed("h100-planted-2026-12-06/patterns_h100")
+    serial = kernel(result, "chase_serial")
+    assert serial["roofline"]["limiter"] == "l2" and 0.5 < serial["roofline"]["limiter_share"] < 0.7
+    assert serial["findings"][0]["rule"] == "LAT001"
+    assert serial["findings"][0]["title"].startswith("Dependent-load chain")
+    for twin in ("chase_interleaved", "gather_random"):
+        assert not [f for f in kernel(result, twin)["findings"] if f["rule"] == "LAT001"], twin
