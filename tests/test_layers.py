@@ -3,7 +3,7 @@
 `load/native.py` imports NVIDIA's `ncu_report`.
 
 The layers, bottom to top, are the package's folders: errors, units, metrics, version < reportfile < model < load < analysis <
-result < rulekit < pipeline < diff < saved < render < api (the Python API) < profile < cli; the package's own __init__ (its public names, loaded from api on first use) sits on top. Data flows load -> model, but load builds model's
+result < rulekit < pipeline < comparison (two results compared) < saved < render < api (the Python API) < profile < cli; the package's own __init__ (its public names, loaded from api on first use) sits on top. Data flows load -> model, but load builds model's
 plain dataclasses, so in import order model sits below load. The result's types are plain data that the rules emit
 (a rule's finding is the result's `FindingEntry`), so result sits below the rule kit. `pipeline/` composes the stages
 (load, analysis, rules) and runs what comes after the rules (locating findings in the source, the entries, the
@@ -35,7 +35,7 @@ ORDER = [
     "result",
     "rules",
     "pipeline",
-    "diff",
+    "comparison",
     "saved",
     "render",
     "api",
@@ -58,7 +58,7 @@ LAYER = {
     "result": "result",
     "rulekit": "rules",
     "pipeline": "pipeline",
-    "diff": "diff",
+    "comparison": "comparison",
     "saved": "saved",
     "render": "render",
     "api": "api",  # the Python API: analyze, diff, Result

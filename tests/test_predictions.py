@@ -5,9 +5,9 @@ rerun changes nothing) and on the planted/twin pairs held in one report (the twi
 
 import pytest
 
-from ncuadvisor.diff import compare
-from ncuadvisor.diff.checks import counter_checks
-from ncuadvisor.diff.types import FindingChange, FindingChanges
+from ncuadvisor.comparison import compare
+from ncuadvisor.comparison.checks import counter_checks
+from ncuadvisor.comparison.types import FindingChange, FindingChanges
 
 
 def _kernel(result, name):

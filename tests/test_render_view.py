@@ -15,8 +15,8 @@ import pytest
 from rich.console import Console
 
 import ncuadvisor.render as render_pkg
-from ncuadvisor.diff import compare
-from ncuadvisor.diff.types import DiffResult
+from ncuadvisor.comparison import compare
+from ncuadvisor.comparison.types import DiffResult
 from ncuadvisor.errors import InputError
 from ncuadvisor.render import environment
 from ncuadvisor.render.diff_render import render_diff_html, render_diff_markdown, render_diff_terminal

@@ -112,7 +112,7 @@ def diff(
     ] = False,
 ) -> None:
     """Compare two reports of the same program (before, after): time, bound and findings per kernel; a CI gate."""
-    from ncuadvisor.diff import compare, gate, parse_threshold
+    from ncuadvisor.comparison import compare, gate, parse_threshold
     from ncuadvisor.render.diff_render import render_diff_terminal
 
     value = parse_threshold(threshold) if threshold is not None else None

@@ -195,7 +195,7 @@ def build_server(roots: Roots) -> Any:
         """Compare two reports (or saved results) of the same program: the verdict, the total time, and per kernel
         the change and the findings resolved or new, as JSON."""
         from ncuadvisor.api import Diff
-        from ncuadvisor.diff import compare
+        from ncuadvisor.comparison import compare
 
         d = Diff(compare(results.get(roots.check(before)), results.get(roots.check(after))))
         return json.dumps(_diff_summary(d), ensure_ascii=False)

@@ -8,7 +8,7 @@ kernel's time change beside the one the finding estimated:
 
 from __future__ import annotations
 
-from ncuadvisor.diff.types import CounterCheck, FindingChanges
+from ncuadvisor.comparison.types import CounterCheck, FindingChanges
 from ncuadvisor.result.types import KernelEntry, PredictionEntry
 from ncuadvisor.units import fmt_change
 

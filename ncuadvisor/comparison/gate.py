@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ncuadvisor.diff.compare import DEFAULT_THRESHOLD, change_text, ns_text
-from ncuadvisor.diff.types import DiffResult, KernelChange
+from ncuadvisor.comparison.compare import DEFAULT_THRESHOLD, change_text, ns_text
+from ncuadvisor.comparison.types import DiffResult, KernelChange
 from ncuadvisor.errors import InputError
 
 FAIL_ON = ("regression", "findings")

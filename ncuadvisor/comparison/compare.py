@@ -7,9 +7,9 @@ import dataclasses
 import datetime as _dt
 from typing import Any, Literal
 
-from ncuadvisor.diff.checks import counter_checks
-from ncuadvisor.diff.match import MatchHow, Pair, ProcessKeys, demangled_name, match_kernels, process_keys
-from ncuadvisor.diff.types import (
+from ncuadvisor.comparison.checks import counter_checks
+from ncuadvisor.comparison.match import MatchHow, Pair, ProcessKeys, demangled_name, match_kernels, process_keys
+from ncuadvisor.comparison.types import (
     KIND,
     SCHEMA_VERSION,
     Comparison,
