@@ -438,6 +438,40 @@ def _apart(points: list[Point], plot: Rect) -> list[Point]:
     return out
 
 
+@dataclass(frozen=True)
+class _Frame:
+    """The plot box (x0..x1, y0 at the top..y1 at the bottom, in px) and the axes' ranges (log10): where a value
+    is drawn, clamped to the axes."""
+
+    x0: float
+    x1: float
+    y0: float
+    y1: float
+    xlo: float
+    xhi: float
+    ylo: float
+    yhi: float
+
+    def px(self, x: float) -> float:
+        lx = math.log10(x)
+        return self.x0 + (min(max(lx, self.xlo), self.xhi) - self.xlo) / (self.xhi - self.xlo) * (self.x1 - self.x0)
+
+    def py(self, y: float) -> float:
+        ly = math.log10(y)
+        return self.y1 - (min(max(ly, self.ylo), self.yhi) - self.ylo) / (self.yhi - self.ylo) * (self.y1 - self.y0)
+
+    @property
+    def box(self) -> Rect:
+        return Rect(self.x0, self.y0, self.x1, self.y1)
+
+    @property
+    def slope_angle(self) -> float:
+        """The angle of a bandwidth roof (slope 1 in log-log) as drawn, in degrees (negative: upwards)."""
+        return -math.degrees(
+            math.atan2((self.y1 - self.y0) / (self.yhi - self.ylo), (self.x1 - self.x0) / (self.xhi - self.xlo))
+        )
+
+
 def _draw(
     view: Result,
     every: list[Kernel],
@@ -453,153 +487,34 @@ def _draw(
     bw = number(device.peak_dram_bytes_per_s)
     bw = bw if bw and bw > 0 else None
     keyed = _keyed_roofs(device)
-    roofs = [(v, name) for v, name, _ in keyed]
     xlo, xhi, ylo, yhi = span
     x0 = (STRIP_X + STRIP_W + STRIP_GAP if strip else 0) + Y_TICKS
-    x1, y0, y1 = W - RIGHT, TOP, H - BOTTOM  # plot box: x0..x1, y0 (top)..y1 (bottom)
-
-    def px(x: float) -> float:
-        lx = math.log10(x)
-        return x0 + (min(max(lx, xlo), xhi) - xlo) / (xhi - xlo) * (x1 - x0)
-
-    def py(y: float) -> float:
-        ly = math.log10(y)
-        return y1 - (min(max(ly, ylo), yhi) - ylo) / (yhi - ylo) * (y1 - y0)
-
-    grid: list[Line] = []
-    ticks: list[Label] = []
-    for v, decade in _tick_values(xlo, xhi):
-        x = _f(px(v))
-        grid.append(Line(x, _f(y0), x, _f(y1)))
-        ticks.append(Label(x, _f(y1 + 16), _x_tick(v, decade), "middle"))
-    for v, _ in _tick_values(ylo, yhi):
-        y = _f(py(v))
-        grid.append(Line(_f(x0), y, _f(x1), y))
-        ticks.append(Label(_f(x0 - 6), _f(py(v) + 4), fmt_si(v), "end"))
-
-    lmarks = [] if zoomed else level_marks(placed, px, py)
-    ceilings: list[Line] = []
-    labels: list[Label] = []
-    slope_box: Rect | None = None
-    roof_labels: list[tuple[float, str]] = []
-    top_roof = roofs[-1][0] if roofs else None
-    if bw:
-        xa = max(10.0**xlo, 10.0**ylo / bw)
-        xb = min(10.0**xhi, (top_roof or 10.0**yhi) / bw, 10.0**yhi / bw)
-        if xb > xa:
-            ceilings.append(Line(_f(px(xa)), _f(py(bw * xa)), _f(px(xb)), _f(py(bw * xb)), "ceil-mem", "dram"))
-            # the label sits along the slope where the fewest points are (a third of the way up when none are)
-            angle = -math.degrees(math.atan2((y1 - y0) / (yhi - ylo), (x1 - x0) / (xhi - xlo)))
-            text = f"DRAM {fmt_rate(bw, 'B/s')}"
-            dots = [(px(i), py(p)) for _, i, p in placed] + [(float(m.cx), float(m.cy)) for m in lmarks]
-            slope_spots = []
-            for frac in SLOPE_SPOTS:
-                xm = 10 ** (math.log10(xa) + (math.log10(xb) - math.log10(xa)) * frac)
-                box = _slope_box(px(xm), py(bw * xm) - 6, angle, text)
-                slope_spots.append(
-                    (sum(box.x0 - 14 <= x <= box.x1 + 14 and box.y0 - 14 <= y <= box.y1 + 14 for x, y in dots), xm, box)
-                )
-            _, xm, slope_box = min(slope_spots, key=lambda t: t[0])  # the first of the least crowded
-            lx, ly = px(xm), py(bw * xm) - 6
-            rotate = f"rotate({angle:.1f} {lx:.1f} {ly:.1f})"
-            labels.append(Label(_f(lx), _f(ly), text, "middle", rotate, "lbl-mem", "dram"))
-    roof_keys: dict[str, str] = {}
-    for v, name, keys in keyed:
-        if not (ylo <= math.log10(v) <= yhi):
-            continue
-        xa = max(10.0**xlo, v / bw) if bw else 10.0**xlo
-        if xa >= 10.0**xhi:
-            continue
-        roof_y = py(v)
-        ceilings.append(Line(_f(px(xa)), _f(roof_y), _f(x1), _f(roof_y), "ceil-flop", keys))
-        text = f"{name} · {fmt_rate(v, 'FLOP/s')}"
-        roof_keys[text] = keys
-        roof_labels.append((roof_y + 4, text))
-    # ceiling labels sit right of the plot, pushed apart so none overlap: from the bottom up, each above the next
-    roof_labels.sort()
-    for n in range(len(roof_labels) - 2, -1, -1):
-        roof_labels[n] = (min(roof_labels[n][0], roof_labels[n + 1][0] - LABEL_GAP), roof_labels[n][1])
-    labels += [Label(_f(x1 + 6), _f(y), text, "start", "", "lbl-flop", roof_keys[text]) for y, text in roof_labels]
-
-    points: list[Point] = []
-    for k, inten, perf in placed:
-        cx, cy = px(inten), py(perf)
-        extra = f"{fmt_rate(perf, 'FLOP/s')} at {fmt_num(inten)} FLOP/byte\nlimiting roof: {_limiting_roof(k, device, inten, bw)}"
-        off = _off_pipe(k, device)
-        if off:
-            extra += f"; limited by {k.roofline.limiter}, not a FLOP pipe"
-        points.append(_point(k, cx, cy, extra, "off-pipe" if off else ""))
-    points = _apart(points, Rect(x0, y0, x1, y1))
-    strip_box = None
-    if strip:
-        sx0, sx1 = STRIP_X, STRIP_X + STRIP_W
-        strip_ticks = [
-            StripTick(_f(y1 - f * (y1 - y0)), _f(y1 - f * (y1 - y0) + 4), fmt_pct(f)) for f in (0.0, 0.5, 1.0)
-        ]
-        strip_box = Strip(_f(sx0), _f(y0), _f(sx1 - sx0), _f(y1 - y0), _f((sx0 + sx1) / 2), _f(y1 + 16), strip_ticks)
-        cols = 3
-        for n, (k, frac, got) in enumerate(strip):
-            cx = sx0 + 14 + (n % cols) * ((sx1 - sx0 - 28) / (cols - 1))
-            cy = y1 - frac * (y1 - y0)
-            extra = f"no FLOPs; DRAM {fmt_rate(got, 'B/s')} ({fmt_pct(frac)} of peak)\nlimiting roof: DRAM"
-            points.append(_point(k, cx, cy, extra, strip=True))
-
-    # the headroom arrows of the kernels with the most time that sit well under their roof
-    arrows: list[tuple[Kernel, float, float, float]] = []  # kernel, x, from y, to y
-    for k, inten, perf in [] if zoomed else placed[:ARROWS]:
-        prec = k.roofline.limiting_precision
-        roof = _roof_at(inten, bw, number(device.peak_flops_per_s.get(prec)) if isinstance(prec, str) else None)
-        head = number(k.headroom)
-        ax = px(inten)
-        clear = all(abs(ax - a[1]) > 8 for a in arrows)  # one arrow per column: another would hide under it
-        # only where the drawn roof is the kernel's floor (not an issue, lane or launch floor the chart has no line
-        # for): then the arrow's length is the headroom on its card
-        drawn = roof is not None and head is not None and abs(roof / perf - head) <= ARROW_AGREE * head
-        leave = any(f.at_roofline for f in k.findings)  # the report says to leave it: no arrow urges otherwise
-        if roof and head and head >= ARROW_MIN_HEADROOM and py(roof) < py(perf) - 12 and clear and drawn and not leave:
-            arrows.append((k, ax, py(perf), py(roof)))
+    f = _Frame(x0, W - RIGHT, TOP, H - BOTTOM, xlo, xhi, ylo, yhi)
+    x1, y0, y1 = f.x1, f.y0, f.y1
+    grid, ticks = _grid(f)
+    lmarks = [] if zoomed else level_marks(placed, f.px, f.py)
+    top_roof = keyed[-1][0] if keyed else None
+    ceilings, labels, slope_box = _dram_roof(f, bw, top_roof, placed, lmarks)
+    flop_ceilings, flop_labels = _flop_roofs(f, keyed, bw)
+    ceilings += flop_ceilings
+    labels += flop_labels
+    points, strip_box = _points(f, placed, strip, device, bw)
+    arrows = [] if zoomed else _arrows(f, placed, device, bw)
 
     # labels: the biggest kernels first; boxes kept clear of every point, tick label and the other labels
-    slope_angle = -math.degrees(math.atan2((y1 - y0) / (yhi - ylo), (x1 - x0) / (xhi - xlo)))
-    dots = [(px(i), py(p)) for _, i, p in placed] + [(float(m.cx), float(m.cy)) for m in lmarks]
+    dots = [(f.px(i), f.py(p)) for _, i, p in placed] + [(float(m.cx), float(m.cy)) for m in lmarks]
     avoid = [slope_box] if slope_box else []
-    lroofs, lboxes = level_roofs(
-        level_peaks(every), top_roof, (xlo, xhi, ylo, yhi), px, py, slope_angle, dots, avoid, Rect(x0, y0, x1, y1)
-    )
+    lroofs, lboxes = level_roofs(level_peaks(every), top_roof, span, f.px, f.py, f.slope_angle, dots, avoid, f.box)
     if zoomed:  # a slope cut short by the zoom may leave no room for its label: the first chart has it
-        lroofs = [r if b.inside(Rect(x0, y0, x1, y1)) else replace(r, text="") for r, b in zip(lroofs, lboxes)]
+        lroofs = [r if b.inside(f.box) else replace(r, text="") for r, b in zip(lroofs, lboxes)]
     taken = [_tick_box(t) for t in ticks] + ([slope_box] if slope_box else []) + lboxes
     for line in ceilings + [Line(r.x1, r.y1, r.x2, r.y2) for r in lroofs]:  # no label struck through by a roof
         taken += _line_boxes(line)
     taken += [Rect(float(m.cx) - 4, float(m.cy) - 4, float(m.cx) + 4, float(m.cy) + 4) for m in lmarks]
     if shown:
         taken.append(Rect(x0, y0, x0 + 380, y0 + 22))
-    # no label on a headroom arrow's line (its own label included): the line from the point's edge to the roof
-    for k, ax, ya, yb in arrows:
-        taken.append(Rect(ax - 1, yb, ax + 1, ya - _radius(k)))
-    order = sorted(range(len(points)), key=lambda i: -float(points[i].r))
     bounds = Rect(STRIP_X if strip else x0, y0, x1, y1)
-    items = [(float(points[i].cx), float(points[i].cy), float(points[i].r), points[i].label) for i in order]
-    items += [(x, (ya + yb) / 2, 0.0, _arrow_text(k)) for k, x, ya, yb in arrows]
-    spots = place_labels(items, bounds, taken)
-    unlabelled: list[Kernel] = []
-    by_index = {f"#{k.index}": k for k, *_ in placed + strip}
-    for n, i in enumerate(order):
-        p, spot = points[i], spots[n]
-        if spot is None:
-            unlabelled.append(by_index[p.label])
-            points[i] = replace(p, label="")
-            continue
-        leader = None
-        if spot.leader:
-            bx, by = _nearest(spot.box, float(p.cx), float(p.cy))
-            leader = Line(p.cx, p.cy, _f(bx), _f(by), "leader")
-        points[i] = replace(p, lx=_f(spot.x), ly=_f(spot.y), leader=leader)
-    arrow_marks = []
-    for (k, ax, ya, yb), spot in zip(arrows, spots[len(order) :]):
-        line = Line(_f(ax), _f(ya - _radius(k) - 2), _f(ax), _f(yb + 3), "headroom")
-        tx, ty = (spot.x, spot.y) if spot else (-1.0, -1.0)
-        arrow_marks.append(Arrow(line, _arrow_text(k) if spot else "", _f(tx), _f(ty)))
+    points, arrow_marks, unlabelled = _labelled(points, arrows, placed + strip, bounds, taken)
 
     return Chart(
         w=W,
@@ -625,3 +540,178 @@ def _draw(
         shown=shown,
         span=span,
     )
+
+
+def _grid(f: _Frame) -> tuple[list[Line], list[Label]]:
+    """The grid lines and tick labels of both axes, one per decade (or per step of a short range)."""
+    grid: list[Line] = []
+    ticks: list[Label] = []
+    for v, decade in _tick_values(f.xlo, f.xhi):
+        x = _f(f.px(v))
+        grid.append(Line(x, _f(f.y0), x, _f(f.y1)))
+        ticks.append(Label(x, _f(f.y1 + 16), _x_tick(v, decade), "middle"))
+    for v, _ in _tick_values(f.ylo, f.yhi):
+        y = _f(f.py(v))
+        grid.append(Line(_f(f.x0), y, _f(f.x1), y))
+        ticks.append(Label(_f(f.x0 - 6), _f(f.py(v) + 4), fmt_si(v), "end"))
+    return grid, ticks
+
+
+def _dram_roof(
+    f: _Frame,
+    bw: float | None,
+    top_roof: float | None,
+    placed: list[tuple[Kernel, float, float]],
+    lmarks: list[LevelMark],
+) -> tuple[list[Line], list[Label], Rect | None]:
+    """The DRAM roof's slope up to the highest FLOP roof, and its label along the slope where the fewest points are
+    (a third of the way up when none are), with the label's box; nothing without a DRAM peak."""
+    ceilings: list[Line] = []
+    labels: list[Label] = []
+    if not bw:
+        return ceilings, labels, None
+    px, py = f.px, f.py
+    xa = max(10.0**f.xlo, 10.0**f.ylo / bw)
+    xb = min(10.0**f.xhi, (top_roof or 10.0**f.yhi) / bw, 10.0**f.yhi / bw)
+    if xb <= xa:
+        return ceilings, labels, None
+    ceilings.append(Line(_f(px(xa)), _f(py(bw * xa)), _f(px(xb)), _f(py(bw * xb)), "ceil-mem", "dram"))
+    angle = f.slope_angle
+    text = f"DRAM {fmt_rate(bw, 'B/s')}"
+    dots = [(px(i), py(p)) for _, i, p in placed] + [(float(m.cx), float(m.cy)) for m in lmarks]
+    slope_spots = []
+    for frac in SLOPE_SPOTS:
+        xm = 10 ** (math.log10(xa) + (math.log10(xb) - math.log10(xa)) * frac)
+        box = _slope_box(px(xm), py(bw * xm) - 6, angle, text)
+        slope_spots.append(
+            (sum(box.x0 - 14 <= x <= box.x1 + 14 and box.y0 - 14 <= y <= box.y1 + 14 for x, y in dots), xm, box)
+        )
+    _, xm, slope_box = min(slope_spots, key=lambda t: t[0])  # the first of the least crowded
+    lx, ly = px(xm), py(bw * xm) - 6
+    rotate = f"rotate({angle:.1f} {lx:.1f} {ly:.1f})"
+    labels.append(Label(_f(lx), _f(ly), text, "middle", rotate, "lbl-mem", "dram"))
+    return ceilings, labels, slope_box
+
+
+def _flop_roofs(f: _Frame, keyed: list[tuple[float, str, str]], bw: float | None) -> tuple[list[Line], list[Label]]:
+    """The FLOP roofs inside the axes, from the DRAM slope to the right edge, and their labels right of the plot,
+    pushed apart so none overlap: from the bottom up, each above the next."""
+    ceilings: list[Line] = []
+    roof_labels: list[tuple[float, str]] = []
+    roof_keys: dict[str, str] = {}
+    for v, name, keys in keyed:
+        if not (f.ylo <= math.log10(v) <= f.yhi):
+            continue
+        xa = max(10.0**f.xlo, v / bw) if bw else 10.0**f.xlo
+        if xa >= 10.0**f.xhi:
+            continue
+        roof_y = f.py(v)
+        ceilings.append(Line(_f(f.px(xa)), _f(roof_y), _f(f.x1), _f(roof_y), "ceil-flop", keys))
+        text = f"{name} · {fmt_rate(v, 'FLOP/s')}"
+        roof_keys[text] = keys
+        roof_labels.append((roof_y + 4, text))
+    roof_labels.sort()
+    for n in range(len(roof_labels) - 2, -1, -1):
+        roof_labels[n] = (min(roof_labels[n][0], roof_labels[n + 1][0] - LABEL_GAP), roof_labels[n][1])
+    labels = [Label(_f(f.x1 + 6), _f(y), text, "start", "", "lbl-flop", roof_keys[text]) for y, text in roof_labels]
+    return ceilings, labels
+
+
+def _points(
+    f: _Frame,
+    placed: list[tuple[Kernel, float, float]],
+    strip: list[tuple[Kernel, float, float]],
+    device: Device,
+    bw: float | None,
+) -> tuple[list[Point], Strip | None]:
+    """The kernels' points on the roofline (drawn apart where one would hide another), then those of the strip of
+    kernels without FLOPs (by their share of the DRAM peak), with the strip's box."""
+    points: list[Point] = []
+    for k, inten, perf in placed:
+        cx, cy = f.px(inten), f.py(perf)
+        extra = f"{fmt_rate(perf, 'FLOP/s')} at {fmt_num(inten)} FLOP/byte\nlimiting roof: {_limiting_roof(k, device, inten, bw)}"
+        off = _off_pipe(k, device)
+        if off:
+            extra += f"; limited by {k.roofline.limiter}, not a FLOP pipe"
+        points.append(_point(k, cx, cy, extra, "off-pipe" if off else ""))
+    points = _apart(points, f.box)
+    if not strip:
+        return points, None
+    y0, y1 = f.y0, f.y1
+    sx0, sx1 = STRIP_X, STRIP_X + STRIP_W
+    strip_ticks = [StripTick(_f(y1 - t * (y1 - y0)), _f(y1 - t * (y1 - y0) + 4), fmt_pct(t)) for t in (0.0, 0.5, 1.0)]
+    strip_box = Strip(_f(sx0), _f(y0), _f(sx1 - sx0), _f(y1 - y0), _f((sx0 + sx1) / 2), _f(y1 + 16), strip_ticks)
+    cols = 3
+    for n, (k, frac, got) in enumerate(strip):
+        cx = sx0 + 14 + (n % cols) * ((sx1 - sx0 - 28) / (cols - 1))
+        cy = y1 - frac * (y1 - y0)
+        extra = f"no FLOPs; DRAM {fmt_rate(got, 'B/s')} ({fmt_pct(frac)} of peak)\nlimiting roof: DRAM"
+        points.append(_point(k, cx, cy, extra, strip=True))
+    return points, strip_box
+
+
+def _arrows(
+    f: _Frame, placed: list[tuple[Kernel, float, float]], device: Device, bw: float | None
+) -> list[tuple[Kernel, float, float, float]]:
+    """The headroom arrows (kernel, x, from y, to y) of the kernels with the most time that sit well under their
+    roof."""
+    arrows: list[tuple[Kernel, float, float, float]] = []
+    for k, inten, perf in placed[:ARROWS]:
+        prec = k.roofline.limiting_precision
+        roof = _roof_at(inten, bw, number(device.peak_flops_per_s.get(prec)) if isinstance(prec, str) else None)
+        head = number(k.headroom)
+        ax = f.px(inten)
+        clear = all(abs(ax - a[1]) > 8 for a in arrows)  # one arrow per column: another would hide under it
+        # only where the drawn roof is the kernel's floor (not an issue, lane or launch floor the chart has no line
+        # for): then the arrow's length is the headroom on its card
+        drawn = roof is not None and head is not None and abs(roof / perf - head) <= ARROW_AGREE * head
+        leave = any(x.at_roofline for x in k.findings)  # the report says to leave it: no arrow urges otherwise
+        if (
+            roof
+            and head
+            and head >= ARROW_MIN_HEADROOM
+            and f.py(roof) < f.py(perf) - 12
+            and clear
+            and drawn
+            and not leave
+        ):
+            arrows.append((k, ax, f.py(perf), f.py(roof)))
+    return arrows
+
+
+def _labelled(
+    points: list[Point],
+    arrows: list[tuple[Kernel, float, float, float]],
+    kernels: list[tuple[Kernel, float, float]],
+    bounds: Rect,
+    taken: list[Rect],
+) -> tuple[list[Point], list[Arrow], list[Kernel]]:
+    """The points and arrows with their labels placed inside `bounds`, clear of what is `taken` (the biggest points
+    first; a label away from its point gets a leader line), and the kernels left without a label."""
+    # no label on a headroom arrow's line (its own label included): the line from the point's edge to the roof
+    for k, ax, ya, yb in arrows:
+        taken.append(Rect(ax - 1, yb, ax + 1, ya - _radius(k)))
+    order = sorted(range(len(points)), key=lambda i: -float(points[i].r))
+    items = [(float(points[i].cx), float(points[i].cy), float(points[i].r), points[i].label) for i in order]
+    items += [(x, (ya + yb) / 2, 0.0, _arrow_text(k)) for k, x, ya, yb in arrows]
+    spots = place_labels(items, bounds, taken)
+    points = list(points)
+    unlabelled: list[Kernel] = []
+    by_index = {f"#{k.index}": k for k, *_ in kernels}
+    for n, i in enumerate(order):
+        p, spot = points[i], spots[n]
+        if spot is None:
+            unlabelled.append(by_index[p.label])
+            points[i] = replace(p, label="")
+            continue
+        leader = None
+        if spot.leader:
+            bx, by = _nearest(spot.box, float(p.cx), float(p.cy))
+            leader = Line(p.cx, p.cy, _f(bx), _f(by), "leader")
+        points[i] = replace(p, lx=_f(spot.x), ly=_f(spot.y), leader=leader)
+    arrow_marks = []
+    for (k, ax, ya, yb), spot in zip(arrows, spots[len(order) :]):
+        line = Line(_f(ax), _f(ya - _radius(k) - 2), _f(ax), _f(yb + 3), "headroom")
+        tx, ty = (spot.x, spot.y) if spot else (-1.0, -1.0)
+        arrow_marks.append(Arrow(line, _arrow_text(k) if spot else "", _f(tx), _f(ty)))
+    return points, arrow_marks, unlabelled
