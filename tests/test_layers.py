@@ -310,3 +310,18 @@ def test_only_load_imports_ncu_report():
             elif isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "ncu_report":
                 importers.append(name)
     assert set(importers) == {NCU_REPORT_IMPORTER}, importers
+
+
+MAX_FUNCTION_LINES = 80  # from `def` to its last line: longer ones are split into named steps
+
+
+def test_functions_stay_short():
+    """Every function of the package and of the built-in rules is at most MAX_FUNCTION_LINES long."""
+    long = []
+    for path in sorted([*PKG.rglob("*.py"), *(PKG.parent / "rules").glob("*.py")]):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                lines = (node.end_lineno or node.lineno) - node.lineno + 1
+                if lines > MAX_FUNCTION_LINES:
+                    long.append(f"{path.relative_to(PKG.parent)}:{node.lineno} {node.name} ({lines} lines)")
+    assert not long, "functions over the limit:\n" + "\n".join(long)
