@@ -26,7 +26,7 @@ from ncuadvisor.cli.common import (
     write_output,
     wrote,
 )
-from ncuadvisor.errors import GateFailed, InputError
+from ncuadvisor.errors import GateFailed
 from ncuadvisor.render import formats
 from ncuadvisor.result.types import Result
 
@@ -44,24 +44,6 @@ def _result_of(path: Path, rules: list[Any]) -> Result:
     from ncuadvisor.api import result_record
 
     return result_record(path, rules)
-
-
-def _partial_sides(before: Result, after: Result) -> list[tuple[str, str]]:
-    """(side, its first `partial:` warning) for each result that is partial (a report cut short or damaged, a profile
-    run interrupted)."""
-    out = []
-    for side, res in (("before", before), ("after", after)):
-        prof = res.report.profile
-        warns = [str(w) for w in res.report.warnings if str(w).startswith("partial")]
-        if warns or (prof is not None and prof.partial):
-            out.append((side, warns[0].split(": ", 1)[-1] if warns else "the profile run was partial"))
-    return out
-
-
-def _devices_differ(before: Result, after: Result) -> tuple[str, str] | None:
-    """(before's GPU, after's) when both name their GPU and the names differ."""
-    b, a = before.report.device.name, after.report.device.name
-    return (b, a) if b and a and b != a else None
 
 
 BeforeArgument = Annotated[
@@ -136,7 +118,7 @@ def diff(
     allow_cross_device: AllowCrossDeviceOption = False,
 ) -> None:
     """Compare two reports of the same program (before, after): time, bound and findings per kernel; a CI gate."""
-    from ncuadvisor.comparison import gate, parse_threshold
+    from ncuadvisor.comparison.gate import compared, devices_differ, gate, parse_threshold, refuse_gate
 
     value = parse_threshold(threshold) if threshold is not None else None
     name = format_name(output, fmt)
@@ -148,28 +130,15 @@ def diff(
     # the rules (and the configuration) apply to the reports analysed here, not to saved results
     rules = load_rules(rules_dir, select, ignore, config, quiet=quiet)
     result_before, result_after = _result_of(before, rules), _result_of(after, rules)
-    d, partial = _compared(result_before, result_after, value)
+    d, partial = compared(result_before, result_after, value)
     _show(d, name, output, force, quiet, top)
     if fail_on is not None:
-        _check_comparable(
-            fail_on, partial, _devices_differ(result_before, result_after), allow_partial, allow_cross_device
-        )
+        devices = devices_differ(result_before, result_after)
+        refuse_gate(fail_on.value, partial, devices, allow_partial, allow_cross_device)
     reasons = gate(d, fail_on.value if fail_on is not None else None)
     if reasons and fail_on is not None:
         shown = "; ".join(reasons[:3]) + (f"; and {len(reasons) - 3} more" if len(reasons) > 3 else "")
         raise GateFailed(f"--fail-on {fail_on.value} failed: {shown}")
-
-
-def _compared(before: Result, after: Result, threshold: float | None) -> tuple[DiffResult, list[tuple[str, str]]]:
-    """The diff of two results, and the sides that are partial, each said first among the diff's warnings, in every
-    format: the comparison is not of whole reports."""
-    from ncuadvisor.comparison import compare
-
-    d = compare(before, after, threshold=threshold)
-    partial = _partial_sides(before, after)
-    for side, why in reversed(partial):
-        d.warnings.insert(0, f"partial: the {side} report is incomplete, so its times are too ({why})")
-    return d, partial
 
 
 def _show(d: DiffResult, name: str, output: Path | None, force: bool, quiet: bool, top: int) -> None:
@@ -185,24 +154,3 @@ def _show(d: DiffResult, name: str, output: Path | None, force: bool, quiet: boo
         render_diff_terminal(d, top=top)
         if output is not None:
             wrote(output)
-
-
-def _check_comparable(
-    fail_on: FailOn,
-    partial: list[tuple[str, str]],
-    devices: tuple[str, str] | None,
-    allow_partial: bool,
-    allow_cross_device: bool,
-) -> None:
-    """Refuse to gate (one input error) on a partial report or on reports of two GPUs, unless allowed."""
-    if partial and not allow_partial:
-        sides = " and ".join(side for side, _ in partial)
-        raise InputError(
-            f"--fail-on {fail_on.value}: the {sides} report is partial, so the gate cannot tell a speedup from lost "
-            "kernels (pass --allow-partial to gate anyway)"
-        )
-    if devices and not allow_cross_device:
-        raise InputError(
-            f"--fail-on {fail_on.value}: the reports come from different GPUs ({devices[0]} before, {devices[1]} "
-            "after), so their times are not comparable (pass --allow-cross-device to gate anyway)"
-        )

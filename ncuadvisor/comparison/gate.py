@@ -1,13 +1,16 @@
-"""`ncuadvisor diff --fail-on` and `--threshold`: when a diff fails the CI gate, and the threshold as the user writes it."""
+"""`ncuadvisor diff --fail-on` and `--threshold`: when a diff fails the CI gate, and the threshold as the user writes it;
+`compared` (the diff with its partial sides said first) and `refuse_gate` (no gate on a partial report or on two
+GPUs, unless allowed)."""
 
 from __future__ import annotations
 
 import re
 from typing import Any
 
-from ncuadvisor.comparison.compare import DEFAULT_THRESHOLD, change_text, ns_text
+from ncuadvisor.comparison.compare import DEFAULT_THRESHOLD, change_text, compare, ns_text
 from ncuadvisor.comparison.types import DiffResult, KernelChange
 from ncuadvisor.errors import InputError
+from ncuadvisor.result.types import Result
 
 FAIL_ON = ("regression", "findings")
 
@@ -64,3 +67,52 @@ def kernel_label(k: KernelChange) -> str:
     """A diff entry's kernel name, with its process when matched per process: "scale_add (rank 1)"."""
     label = k.process.label if k.process is not None else None
     return f"{k.name} ({label})" if label else str(k.name)
+
+
+def partial_sides(before: Result, after: Result) -> list[tuple[str, str]]:
+    """(side, its first `partial:` warning) for each result that is partial (a report cut short or damaged, a profile
+    run interrupted)."""
+    out = []
+    for side, res in (("before", before), ("after", after)):
+        prof = res.report.profile
+        warns = [str(w) for w in res.report.warnings if str(w).startswith("partial")]
+        if warns or (prof is not None and prof.partial):
+            out.append((side, warns[0].split(": ", 1)[-1] if warns else "the profile run was partial"))
+    return out
+
+
+def devices_differ(before: Result, after: Result) -> tuple[str, str] | None:
+    """(before's GPU, after's) when both name their GPU and the names differ."""
+    b, a = before.report.device.name, after.report.device.name
+    return (b, a) if b and a and b != a else None
+
+
+def compared(before: Result, after: Result, threshold: float | None) -> tuple[DiffResult, list[tuple[str, str]]]:
+    """The diff of two results, and the sides that are partial, each said first among the diff's warnings, in every
+    format: the comparison is not of whole reports."""
+    d = compare(before, after, threshold=threshold)
+    partial = partial_sides(before, after)
+    for side, why in reversed(partial):
+        d.warnings.insert(0, f"partial: the {side} report is incomplete, so its times are too ({why})")
+    return d, partial
+
+
+def refuse_gate(
+    fail_on: str,
+    partial: list[tuple[str, str]],
+    devices: tuple[str, str] | None,
+    allow_partial: bool,
+    allow_cross_device: bool,
+) -> None:
+    """Refuse to gate (one input error) on a partial report or on reports of two GPUs, unless allowed."""
+    if partial and not allow_partial:
+        sides = " and ".join(side for side, _ in partial)
+        raise InputError(
+            f"--fail-on {fail_on}: the {sides} report is partial, so the gate cannot tell a speedup from lost "
+            "kernels (pass --allow-partial to gate anyway)"
+        )
+    if devices and not allow_cross_device:
+        raise InputError(
+            f"--fail-on {fail_on}: the reports come from different GPUs ({devices[0]} before, {devices[1]} "
+            "after), so their times are not comparable (pass --allow-cross-device to gate anyway)"
+        )
