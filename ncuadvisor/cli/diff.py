@@ -46,6 +46,7 @@ def _result_of(path: Path, rules: list[Any]) -> Result:
     return result_record(path, rules)
 
 
+# the command's argument and options, as typer reads them from the annotations
 BeforeArgument = Annotated[
     Path,
     typer.Argument(help="The baseline (e.g. main): a report (.ncu-rep, .ncu-rep.xz) or a saved result (.json)."),
@@ -57,7 +58,7 @@ OutputOption = Annotated[
     Path | None, typer.Option("--output", "-o", help="Write the diff here; the extension picks the format.")
 ]
 
-FmtOption = Annotated[DiffFormat | None, typer.Option("--format", "-f", help=format_help(diff=True))]
+FormatOption = Annotated[DiffFormat | None, typer.Option("--format", "-f", help=format_help(diff=True))]
 
 FailOnOption = Annotated[
     FailOn | None,
@@ -104,7 +105,7 @@ def diff(
     before: BeforeArgument,
     after: AfterArgument,
     output: OutputOption = None,
-    fmt: FmtOption = None,
+    fmt: FormatOption = None,
     fail_on: FailOnOption = None,
     threshold: ThresholdOption = None,
     rules_dir: RulesDirOption = None,

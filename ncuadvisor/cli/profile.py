@@ -50,6 +50,7 @@ MAX_LAUNCHES = 2**63 - 1  # ncu's launch counters are 64-bit
 MAX_TIMEOUT_S = 30 * 86400.0
 
 
+# the command's argument and options, as typer reads them from the annotations
 TargetArgument = Annotated[
     list[str] | None,
     typer.Argument(
@@ -172,7 +173,7 @@ TargetProcessesOption = Annotated[
     ),
 ]
 
-ForceOption = Annotated[bool, typer.Option("--force", help="Overwrite existing output and report files.")]
+ForceReportsOption = Annotated[bool, typer.Option("--force", help="Overwrite existing output and report files.")]
 
 KeepOption = Annotated[
     bool, typer.Option("--keep/--no-keep", help="Keep the .ncu-rep files next to the output (default).")
@@ -216,7 +217,7 @@ def profile(
     python_lines: PythonLinesOption = False,
     host_time: HostTimeOption = False,
     target_processes: TargetProcessesOption = None,
-    force: ForceOption = False,
+    force: ForceReportsOption = False,
     keep: KeepOption = True,
     rules_dir: RulesDirOption = None,
     select: SelectOption = None,
