@@ -24,7 +24,7 @@ from ncuadvisor.result.types import Result as ResultRecord
 if TYPE_CHECKING:
     import pandas
 
-    from ncuadvisor.diff.types import DiffResult
+    from ncuadvisor.comparison.types import DiffResult
 
 PathLike = str | os.PathLike[str]
 NOTEBOOK_CARDS = 20  # kernels with a full card in a result's notebook display (the rest one row each)
@@ -97,7 +97,7 @@ def diff(
 ) -> Diff:
     """Compare two reports (or saved results, or `Result`s) of the same program: time, bound and findings per kernel,
     the verdict. `threshold`: the noise threshold as a fraction (default 5%)."""
-    from ncuadvisor.diff import compare
+    from ncuadvisor.comparison import compare
 
     rules = _rules(rules_dir, select, ignore, None)
     sides = [s.record if isinstance(s, Result) else result_record(s, rules) for s in (before, after)]

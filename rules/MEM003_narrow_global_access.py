@@ -127,49 +127,14 @@ class NarrowGlobalAccess(Rule):
             return None
         if (r.achieved_dram_bytes_per_s or 0) > self.thresholds["max_dram_fraction"] * r.peak_dram_bytes_per_s:
             return None
-        total = k.m(SourceCounters.L2_SECTORS_GLOBAL) or 0
-        excess = k.m(SourceCounters.L2_SECTORS_GLOBAL_EXCESSIVE) or 0
-        if total and excess / total > self.thresholds["max_excess_fraction"]:
-            return None  # uncoalesced: MEM001 speaks first
-        shared = k.m(SourceCounters.SHARED_WAVEFRONTS) or 0
-        if shared and (k.m(SourceCounters.SHARED_WAVEFRONTS_EXCESSIVE) or 0) / shared > 0.2:
-            return None  # bank conflicts explain the low bandwidth: MEM002 speaks first
-        occupancy = k.m(Occupancy.ACHIEVED_PCT)
-        if occupancy is not None and occupancy < self.thresholds["min_achieved_occupancy_pct"]:
-            return None  # too few warps explain the low bandwidth: OCC001 speaks first
-        # A streaming kernel: each byte loaded about once, few loads per warp, no local memory, no atomics.
-        ld_sectors = k.m(MemoryTables.GLOBAL_LOAD_SECTORS) or 0
-        if r.compulsory_bytes and ld_sectors * 32 > self.thresholds["max_reuse_factor"] * r.compulsory_bytes:
-            return None  # data re-read many times: tiling (TIL001) speaks
-        ld_requests = k.m(MemoryTables.GLOBAL_LOAD_REQUESTS) or 0
-        warps = (k.m(LaunchStats.GRID_SIZE) or 0) * max(1.0, (k.m(LaunchStats.BLOCK_SIZE) or 32) / 32)
-        if warps and ld_requests / warps > self.thresholds["max_loads_per_warp"]:
-            return None  # a loop of loads per warp: more loads in flight (LAT001), not wider ones
-        atomics = (k.m(MemoryTables.GLOBAL_ATOMIC_REQUESTS) or 0) + (k.m(MemoryTables.GLOBAL_REDUCTION_REQUESTS) or 0)
-        if atomics > 0.1 * max(ld_requests, 1):
-            return None  # atomics dominate: ATM001 speaks
-        local = (k.m(MemoryTables.LOCAL_LOAD_SECTORS) or 0) + (k.m(MemoryTables.LOCAL_STORE_SECTORS) or 0)
-        if local > 0.1 * max(ld_sectors, 1):
-            return None  # local memory: LOC001 speaks
-        if (k.m(InstructionStats.SHARED_LOAD_INST) or 0) > (k.m(InstructionStats.GLOBAL_LOAD_INST) or 0):
-            return None  # values exchanged through shared memory: WRP001/MEM002 speak
-        pcs = per_pc(
-            k, SourceCounters.MEMORY_TYPE, SourceCounters.MEMORY_ACCESS_SIZE_TYPE, SourceCounters.INST_EXECUTED
-        )
-        glob = [p for p in pcs.values() if p.get(SourceCounters.MEMORY_TYPE) == MEMORY_TYPE_GLOBAL]
-        for p in glob:
-            p["bytes"] = access_bytes(p["sass"], p.get(SourceCounters.MEMORY_ACCESS_SIZE_TYPE))
-        glob = [p for p in glob if p["bytes"]]
-        if not glob:
+        if self._explained_elsewhere(k):
             return None
-        weight = lambda p: p.get(SourceCounters.INST_EXECUTED, 1.0)  # noqa: E731
-        all_w = sum(weight(p) for p in glob)
-        narrow = [p for p in glob if p["bytes"] < 16]
-        narrow_w = sum(weight(p) for p in narrow)
-        share = narrow_w / all_w if all_w else 0.0
+        found = _narrow_share(k)
+        if found is None:
+            return None
+        share, width = found
         if share < self.thresholds["min_narrow_share"]:
             return None
-        width = min(p["bytes"] for p in narrow)
         loads, _ = global_loads_in_flight(k)
         stream_ns = streaming_ns(k, loads * 32 * 16)
         target_ns = stream_ns or compulsory_ns(r, self.thresholds["achievable_dram_fraction"]) or 0.0
@@ -224,3 +189,53 @@ class NarrowGlobalAccess(Rule):
             ],
             source=lines,
         )
+
+    def _explained_elsewhere(self, k: KernelContext) -> bool:
+        """Whether another mechanism explains the low bandwidth (and its rule speaks first), or the kernel is not a
+        streaming one: each byte loaded about once, few loads per warp, no local memory, no atomics."""
+        r = k.roofline
+        total = k.m(SourceCounters.L2_SECTORS_GLOBAL) or 0
+        excess = k.m(SourceCounters.L2_SECTORS_GLOBAL_EXCESSIVE) or 0
+        if total and excess / total > self.thresholds["max_excess_fraction"]:
+            return True  # uncoalesced: MEM001 speaks first
+        shared = k.m(SourceCounters.SHARED_WAVEFRONTS) or 0
+        if shared and (k.m(SourceCounters.SHARED_WAVEFRONTS_EXCESSIVE) or 0) / shared > 0.2:
+            return True  # bank conflicts explain the low bandwidth: MEM002 speaks first
+        occupancy = k.m(Occupancy.ACHIEVED_PCT)
+        if occupancy is not None and occupancy < self.thresholds["min_achieved_occupancy_pct"]:
+            return True  # too few warps explain the low bandwidth: OCC001 speaks first
+        # A streaming kernel: each byte loaded about once, few loads per warp, no local memory, no atomics.
+        ld_sectors = k.m(MemoryTables.GLOBAL_LOAD_SECTORS) or 0
+        if r.compulsory_bytes and ld_sectors * 32 > self.thresholds["max_reuse_factor"] * r.compulsory_bytes:
+            return True  # data re-read many times: tiling (TIL001) speaks
+        ld_requests = k.m(MemoryTables.GLOBAL_LOAD_REQUESTS) or 0
+        warps = (k.m(LaunchStats.GRID_SIZE) or 0) * max(1.0, (k.m(LaunchStats.BLOCK_SIZE) or 32) / 32)
+        if warps and ld_requests / warps > self.thresholds["max_loads_per_warp"]:
+            return True  # a loop of loads per warp: more loads in flight (LAT001), not wider ones
+        atomics = (k.m(MemoryTables.GLOBAL_ATOMIC_REQUESTS) or 0) + (k.m(MemoryTables.GLOBAL_REDUCTION_REQUESTS) or 0)
+        if atomics > 0.1 * max(ld_requests, 1):
+            return True  # atomics dominate: ATM001 speaks
+        local = (k.m(MemoryTables.LOCAL_LOAD_SECTORS) or 0) + (k.m(MemoryTables.LOCAL_STORE_SECTORS) or 0)
+        if local > 0.1 * max(ld_sectors, 1):
+            return True  # local memory: LOC001 speaks
+        if (k.m(InstructionStats.SHARED_LOAD_INST) or 0) > (k.m(InstructionStats.GLOBAL_LOAD_INST) or 0):
+            return True  # values exchanged through shared memory: WRP001/MEM002 speak
+        return False
+
+
+def _narrow_share(k: KernelContext) -> tuple[float, int] | None:
+    """The share of the global memory instructions (weighted by executions) that move fewer than 16 bytes per
+    thread, and the narrowest width; None when the kernel's SASS shows no global access of a known width."""
+    pcs = per_pc(k, SourceCounters.MEMORY_TYPE, SourceCounters.MEMORY_ACCESS_SIZE_TYPE, SourceCounters.INST_EXECUTED)
+    glob = [p for p in pcs.values() if p.get(SourceCounters.MEMORY_TYPE) == MEMORY_TYPE_GLOBAL]
+    for p in glob:
+        p["bytes"] = access_bytes(p["sass"], p.get(SourceCounters.MEMORY_ACCESS_SIZE_TYPE))
+    glob = [p for p in glob if p["bytes"]]
+    if not glob:
+        return None
+    weight = lambda p: p.get(SourceCounters.INST_EXECUTED, 1.0)  # noqa: E731
+    all_w = sum(weight(p) for p in glob)
+    narrow = [p for p in glob if p["bytes"] < 16]
+    narrow_w = sum(weight(p) for p in narrow)
+    share = narrow_w / all_w if all_w else 0.0
+    return share, min((p["bytes"] for p in narrow), default=0)

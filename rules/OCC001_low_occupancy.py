@@ -149,21 +149,10 @@ class LowOccupancy(Rule):
         limits = {n: v for n, v in read.items() if v is not None and v > 0}
         if not limits:
             return None
-        now_blocks = min(limits.values())
-        tied = [n for n, v in limits.items() if v == now_blocks]
-        # small blocks at the blocks-per-SM cap: the cap is the limit the launch shape sets, even where another
-        # resource allows no more blocks either (one-warp Triton programs: 32 blocks, and shared memory for 32)
-        limiter = "blocks per SM" if "blocks per SM" in tied else tied[0]
-        also = [n for n in tied if n != limiter]
-        others = [v for n, v in limits.items() if n != limiter and v > now_blocks]
+        limiter, also, now_blocks, next_blocks = self._limiter(k, limits)
         max_warps = float(k.device.get("max_warps_per_sm") or 64)
         warps_per_block = max(1.0, (k.block_size or 32) / 32.0)
-        next_blocks = min(others) if others else now_blocks
         block = k.block_size or 256
-        if limiter == "registers":  # not below min_register_cap registers per thread: far fewer than needed spill
-            fit = int(65536 // (self.thresholds["min_register_cap"] * block))
-            if fit > now_blocks:
-                next_blocks = min(next_blocks, fit)
         target = min(100.0, next_blocks * warps_per_block / max_warps * 100.0)
         if target <= theo * 1.2:
             return None
@@ -228,3 +217,20 @@ class LowOccupancy(Rule):
             if achieved
             else None,
         )
+
+    def _limiter(self, k: KernelContext, limits: dict[str, float]) -> tuple[str, list[str], float, float]:
+        """The resource that limits the resident blocks, the others tied with it, the blocks per SM it allows and
+        those the next limit allows once it is relaxed (registers: not below `min_register_cap` per thread)."""
+        now_blocks = min(limits.values())
+        tied = [n for n, v in limits.items() if v == now_blocks]
+        # small blocks at the blocks-per-SM cap: the cap is the limit the launch shape sets, even where another
+        # resource allows no more blocks either (one-warp Triton programs: 32 blocks, and shared memory for 32)
+        limiter = "blocks per SM" if "blocks per SM" in tied else tied[0]
+        also = [n for n in tied if n != limiter]
+        others = [v for n, v in limits.items() if n != limiter and v > now_blocks]
+        next_blocks = min(others) if others else now_blocks
+        if limiter == "registers":  # not below min_register_cap registers per thread: far fewer than needed spill
+            fit = int(65536 // (self.thresholds["min_register_cap"] * (k.block_size or 256)))
+            if fit > now_blocks:
+                next_blocks = min(next_blocks, fit)
+        return limiter, also, now_blocks, next_blocks

@@ -93,21 +93,7 @@ class HostBoundAfterFixes(ProgramRule):
             return []
         if any((k.language or "cuda") not in _EAGER for k in p.kernels):
             return []  # the user's CUDA or Triton kernels: host costs of another kind
-        # each kernel's first fix as "where to start" heads its entry, with the saving and the parts of its time it
-        # saves that the ranking and the wall-time replay give it
-        saved = 0.0
-        fixed: list[str] = []
-        fixed_ids: list[str] = []
-        parts: dict[str, list[tuple[float | None, float]]] = {}
-        for entry in p.kernels:
-            # a fallback's named mechanism (GEN001) bounds what a fix could save; it is no fix this sum counts on
-            steps = [s for s in kernel_steps(entry, p.total_ns) if s.rule not in FALLBACK_RULES]
-            if not steps:
-                continue
-            saved += steps[0].estimated_saving_ns
-            fixed.append(steps[0].rule)
-            fixed_ids.append(entry.id)
-            parts[entry.id] = saved_parts(entry, steps[0].rule)
+        saved, fixed, fixed_ids, parts = _first_fixes(p)
         if saved < t["min_saving_fraction"] * p.total_ns:
             return []
         after = p.total_ns - saved
@@ -141,26 +127,8 @@ class HostBoundAfterFixes(ProgramRule):
             f"{fmt_ns(per_launch)} per launch, less than the {cost}: the step would then run at the host's pace and "
             "keep only part of the saving."
         )
-        if host is None:
-            message += " No saving is claimed for this: the host's time is not in the report."
-            model = (
-                "No saving claimed: a caution on the kernel findings' savings, which hold in GPU time; the step's wall "
-                "time falls by as much only while the GPU, not the host, sets its pace."
-            )
-        else:
-            wall = host.wall_saving_ns(parts) or 0.0
-            before = host.wall_per_window_ns()
-            message += (
-                f" Replayed with these kernels that much faster, the measured host timeline's step takes "
-                f"{fmt_ns(before - wall)} instead of {fmt_ns(before)}: {fmt_ns(wall)} of wall time saved of the "
-                f"{fmt_ns(saved)} of GPU time."
-            )
-            model = (
-                "No further saving claimed: the kernel findings' wall-time savings, from the measured host timeline "
-                "replayed with each fix, are on their own entries; this one replays all of them at once."
-            )
-            evidence.append(Evidence("wall_saving_ns", round(wall), None, "wall time all the fixes save (ns)"))
-            evidence.append(Evidence("wall_ns_before", round(before), None, "wall time of the step, measured (ns)"))
+        more, model = _replayed(p, parts, saved, evidence)
+        message += more
         return [
             self.finding(
                 title=(
@@ -177,3 +145,48 @@ class HostBoundAfterFixes(ProgramRule):
                 evidence=evidence,
             )
         ]
+
+
+def _first_fixes(p: ProgramContext) -> tuple[float, list[str], list[str], dict[str, list[tuple[float | None, float]]]]:
+    """Each kernel's first fix as "where to start" heads its entry: the GPU time they save in all, their rules, their
+    kernels' ids, and per kernel the parts of its time the fix saves, as the ranking and the wall-time replay give
+    them."""
+    saved = 0.0
+    fixed: list[str] = []
+    fixed_ids: list[str] = []
+    parts: dict[str, list[tuple[float | None, float]]] = {}
+    for entry in p.kernels:
+        # a fallback's named mechanism (GEN001) bounds what a fix could save; it is no fix this sum counts on
+        steps = [s for s in kernel_steps(entry, p.total_ns) if s.rule not in FALLBACK_RULES]
+        if not steps:
+            continue
+        saved += steps[0].estimated_saving_ns
+        fixed.append(steps[0].rule)
+        fixed_ids.append(entry.id)
+        parts[entry.id] = saved_parts(entry, steps[0].rule)
+    return saved, fixed, fixed_ids, parts
+
+
+def _replayed(
+    p: ProgramContext, parts: dict[str, list[tuple[float | None, float]]], saved: float, evidence: list[Evidence]
+) -> tuple[str, str]:
+    """What the message adds and the saving model: with a measured host timeline, the step replayed with all the
+    fixes at once (its wall times appended to `evidence`); without one, that no saving is claimed."""
+    host = p.host
+    if host is None:
+        return " No saving is claimed for this: the host's time is not in the report.", (
+            "No saving claimed: a caution on the kernel findings' savings, which hold in GPU time; the step's wall "
+            "time falls by as much only while the GPU, not the host, sets its pace."
+        )
+    wall = host.wall_saving_ns(parts) or 0.0
+    before = host.wall_per_window_ns()
+    evidence.append(Evidence("wall_saving_ns", round(wall), None, "wall time all the fixes save (ns)"))
+    evidence.append(Evidence("wall_ns_before", round(before), None, "wall time of the step, measured (ns)"))
+    return (
+        f" Replayed with these kernels that much faster, the measured host timeline's step takes "
+        f"{fmt_ns(before - wall)} instead of {fmt_ns(before)}: {fmt_ns(wall)} of wall time saved of the "
+        f"{fmt_ns(saved)} of GPU time."
+    ), (
+        "No further saving claimed: the kernel findings' wall-time savings, from the measured host timeline "
+        "replayed with each fix, are on their own entries; this one replays all of them at once."
+    )

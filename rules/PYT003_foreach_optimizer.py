@@ -122,32 +122,13 @@ class ForeachOptimizer(ProgramRule):
     fixes = {"pytorch": _FIX}
 
     def check_program(self, p: ProgramContext) -> list[ProgramFinding]:
-        steps: list[tuple[KernelEntry, ForeachKernel]] = []
-        others: dict[str, float] = {}
-        for k in p.kernels:
-            fk = foreach_kernel(k.demangled)
-            if fk is None:
-                continue
-            r = role(fk)
-            if r == "step":
-                steps.append((k, fk))
-            else:
-                others[r] = others.get(r, 0.0) + k.duration_ns
+        steps, others = _foreach_kernels(p)
         if not steps or not p.total_ns:
             return []
         bw = self._bandwidth(p, steps)
         if not bw:
             return []
-        # per op (functor, op, lists, element type): the elements it writes per step, and the bytes of all ops
-        elements: dict[tuple, float] = {}
-        measured: dict[tuple, bool] = {}
-        foreach_bytes = 0.0
-        for k, fk in steps:
-            sig = (fk.functor, fk.op, fk.lists, fk.reads, fk.element)
-            e, moved = self._elements_and_bytes(k, fk, bw)
-            elements[sig] = elements.get(sig, 0.0) + e
-            measured[sig] = measured.get(sig, True) and _launch_bytes(k) is not None
-            foreach_bytes += moved
+        elements, measured, foreach_bytes = self._per_op(steps, bw)
         anchor = self._anchor(elements)
         params = elements[anchor]
         if params > 0 and not measured[anchor] and any(measured.values()):
@@ -210,6 +191,22 @@ class ForeachOptimizer(ProgramRule):
                 ],
             )
         ]
+
+    def _per_op(
+        self, steps: list[tuple[KernelEntry, ForeachKernel]], bw: float
+    ) -> tuple[dict[tuple, float], dict[tuple, bool], float]:
+        """Per op (functor, op, lists, element type): the elements it writes per step and whether every launch of it
+        was measured; and the bytes of all ops."""
+        elements: dict[tuple, float] = {}
+        measured: dict[tuple, bool] = {}
+        foreach_bytes = 0.0
+        for k, fk in steps:
+            sig = (fk.functor, fk.op, fk.lists, fk.reads, fk.element)
+            e, moved = self._elements_and_bytes(k, fk, bw)
+            elements[sig] = elements.get(sig, 0.0) + e
+            measured[sig] = measured.get(sig, True) and _launch_bytes(k) is not None
+            foreach_bytes += moved
+        return elements, measured, foreach_bytes
 
     def _bandwidth(self, p: ProgramContext, steps: list[tuple[KernelEntry, ForeachKernel]]) -> float | None:
         """Bytes per second the profiled foreach kernels achieved (load + store bytes of their launches over their
@@ -291,3 +288,19 @@ def _launch_bytes(k: KernelEntry) -> tuple[float, float] | None:
     if not isinstance(load, (int, float)) or not isinstance(store, (int, float)) or store <= 0:
         return None
     return float(load) + float(store), float(store)
+
+
+def _foreach_kernels(p: ProgramContext) -> tuple[list[tuple[KernelEntry, ForeachKernel]], dict[str, float]]:
+    """The program's foreach kernels of the optimizer's step, and the time of the others by their role."""
+    steps: list[tuple[KernelEntry, ForeachKernel]] = []
+    others: dict[str, float] = {}
+    for k in p.kernels:
+        fk = foreach_kernel(k.demangled)
+        if fk is None:
+            continue
+        r = role(fk)
+        if r == "step":
+            steps.append((k, fk))
+        else:
+            others[r] = others.get(r, 0.0) + k.duration_ns
+    return steps, others

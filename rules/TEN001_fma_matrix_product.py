@@ -6,6 +6,7 @@ from ncuadvisor.rulekit import (
     Evidence,
     Finding,
     Fix,
+    FmaStream,
     InstructionStats,
     KernelContext,
     RooflineChart,
@@ -168,12 +169,7 @@ class FmaMatrixProduct(Rule):
                 return None
         elif fma_pct < t["min_fma_pct"] or loads < t["min_loads_per_fma"] * fma_warp_inst:
             return None
-        sizes = [
-            access_bytes(v["sass"], v.get(SourceCounters.MEMORY_ACCESS_SIZE_TYPE))
-            for v in per_pc(k, SourceCounters.MEMORY_TYPE, SourceCounters.MEMORY_ACCESS_SIZE_TYPE).values()
-            if v.get(SourceCounters.MEMORY_TYPE) == MEMORY_TYPE_GLOBAL
-        ]
-        half = any(s == 2 for s in sizes if s)
+        half = _half_inputs(k)
         dtype = "FP16/BF16" if half else "TF32 (or BF16)"
         tensor_peak = r.peak_flops_per_s.get("tensor_fp16" if half else "tensor_tf32", 0.0)
         tensor_ns = fma_flops / tensor_peak * 1e9 if tensor_peak else None
@@ -219,26 +215,7 @@ class FmaMatrixProduct(Rule):
             ),
             confidence="medium",
             changes_floor=True,
-            evidence=[
-                Evidence(
-                    ComputeWorkloadAnalysis.FMA_PIPE_PCT,
-                    round(fma_pct, 1),
-                    t["min_fma_pct_product"] if stream is not None and stream.fma else t["min_fma_pct"],
-                    "FMA pipe busy",
-                    "%",
-                ),
-                Evidence(
-                    "loads_per_fma",
-                    round(loads / fma_warp_inst, 3),
-                    t["min_loads_per_product_fma"] if stream is not None and stream.fma else t["min_loads_per_fma"],
-                ),
-                *(
-                    [Evidence("product_fma_share", round(stream.product_share, 3), t["min_product_share"])]
-                    if stream is not None and stream.fma
-                    else []
-                ),
-                Evidence("tensor_flops", tensor, None, "tensor-core FLOPs"),
-            ],
+            evidence=_evidence(t, fma_pct, loads / fma_warp_inst, stream, tensor),
             # the product moves from the FMA pipe to the tensor pipe: that one from idle to busy, this one freed
             predicts=[
                 predict("tensor_pipe_pct", k.m(TENSOR_PIPE_PCT) or 0.0, None, TENSOR_BUSY_PCT, ">="),
@@ -288,3 +265,41 @@ class FmaMatrixProduct(Rule):
                 Evidence("tensor_pipe_pct", round(tensor, 1), t["max_tensor_pct_weak"], "tensor pipe busy", "%"),
             ],
         )
+
+
+def _half_inputs(k: KernelContext) -> bool:
+    """Whether the kernel's global accesses include 2-byte ones (FP16/BF16 inputs), by its SASS."""
+    sizes = [
+        access_bytes(v["sass"], v.get(SourceCounters.MEMORY_ACCESS_SIZE_TYPE))
+        for v in per_pc(k, SourceCounters.MEMORY_TYPE, SourceCounters.MEMORY_ACCESS_SIZE_TYPE).values()
+        if v.get(SourceCounters.MEMORY_TYPE) == MEMORY_TYPE_GLOBAL
+    ]
+    return any(s == 2 for s in sizes if s)
+
+
+def _evidence(
+    t: dict[str, float], fma_pct: float, loads_per_fma: float, stream: FmaStream | None, tensor: float
+) -> list[Evidence]:
+    """The finding's evidence: the FMA pipe's busy share and the loads per FMA against the thresholds of the
+    instruction stream's test (when the SASS shows the FMAs) or the counters' one, the product share, the tensor
+    FLOPs."""
+    return [
+        Evidence(
+            ComputeWorkloadAnalysis.FMA_PIPE_PCT,
+            round(fma_pct, 1),
+            t["min_fma_pct_product"] if stream is not None and stream.fma else t["min_fma_pct"],
+            "FMA pipe busy",
+            "%",
+        ),
+        Evidence(
+            "loads_per_fma",
+            round(loads_per_fma, 3),
+            t["min_loads_per_product_fma"] if stream is not None and stream.fma else t["min_loads_per_fma"],
+        ),
+        *(
+            [Evidence("product_fma_share", round(stream.product_share, 3), t["min_product_share"])]
+            if stream is not None and stream.fma
+            else []
+        ),
+        Evidence("tensor_flops", tensor, None, "tensor-core FLOPs"),
+    ]

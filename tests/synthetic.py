@@ -6,7 +6,7 @@ import copy
 import re
 from typing import Any
 
-from ncuadvisor.diff.types import DiffResult
+from ncuadvisor.comparison.types import DiffResult
 from ncuadvisor.pipeline.ranking import top_actions
 from ncuadvisor.render import templates_dir
 from ncuadvisor.result import KernelEntry, ProgramFindingEntry, Result

@@ -106,6 +106,13 @@ def test_diff_of_two_versions(report_path):
     assert d._repr_html_().startswith("<iframe srcdoc=")
 
 
+def test_diff_stays_the_api_function_once_the_comparison_package_is_imported():
+    import ncuadvisor.comparison  # noqa: F401  (what `ncuadvisor diff` and the API's diff import)
+    from ncuadvisor import api
+
+    assert ncuadvisor.diff is api.diff
+
+
 def test_a_report_that_cannot_be_read_is_one_input_error(tmp_path):
     bad = tmp_path / "bad.ncu-rep"
     bad.write_bytes(b"not a report")

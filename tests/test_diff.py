@@ -12,7 +12,7 @@ from html.parser import HTMLParser
 import pytest
 from rich.console import Console
 
-from ncuadvisor.diff import (
+from ncuadvisor.comparison import (
     DEFAULT_THRESHOLD,
     MIN_CHANGE_NS,
     classify,

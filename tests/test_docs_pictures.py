@@ -29,7 +29,7 @@ def test_every_picture_is_linked_and_every_link_has_its_picture():
     linked = _linked()
     every = set().union(*linked.values())
     here = {p.name for p in SHOTS.iterdir() if p.suffix in {".webp", ".png", ".jpg", ".gif", ".svg"}}
-    assert here - every == set(), "pictures no page links: prune them (python3 docs/screenshots/make.py does)"
+    assert here - every == set(), "pictures no page links: prune them (python3 -m tests.screenshots does)"
     missing = {page: sorted(refs - here) for page, refs in linked.items() if refs - here}
     assert not missing, f"pages link pictures that are not there: {missing}"
     assert "flaws-1400.webp" in linked["README.md"]  # the README's own picture

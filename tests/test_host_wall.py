@@ -309,3 +309,11 @@ def test_the_profilers_cost_taken_out_brings_the_wall_estimates_to_the_measured_
     assert sum(e <= 0.3 for e in out) >= 4 > sum(e <= 0.3 for e in kept)
     graphs = [r for r in rows if r["rule"] == "graphs"]
     assert all(abs(r["estimated_ns"] / r["measured_saving_ns"] - 1) < 0.3 for r in graphs)
+
+
+def test_the_view_of_a_result_with_a_host_timeline_holds_its_declared_types(with_host):
+    from ncuadvisor.render.view import report_view
+    from tests.test_render_view import _mistyped
+
+    view = report_view(with_host("torch_train", "train_step_planted"))
+    assert view.host is not None and _mistyped(view) == []

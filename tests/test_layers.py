@@ -3,7 +3,7 @@
 `load/native.py` imports NVIDIA's `ncu_report`.
 
 The layers, bottom to top, are the package's folders: errors, units, metrics, version < reportfile < model < load < analysis <
-result < rulekit < pipeline < diff < saved < render < api (the Python API) < profile < cli; the package's own __init__ (its public names, loaded from api on first use) sits on top. Data flows load -> model, but load builds model's
+result < rulekit < pipeline < comparison (two results compared) < saved < render < api (the Python API) < profile < cli; the package's own __init__ (its public names, loaded from api on first use) sits on top. Data flows load -> model, but load builds model's
 plain dataclasses, so in import order model sits below load. The result's types are plain data that the rules emit
 (a rule's finding is the result's `FindingEntry`), so result sits below the rule kit. `pipeline/` composes the stages
 (load, analysis, rules) and runs what comes after the rules (locating findings in the source, the entries, the
@@ -35,7 +35,7 @@ ORDER = [
     "result",
     "rules",
     "pipeline",
-    "diff",
+    "comparison",
     "saved",
     "render",
     "api",
@@ -58,7 +58,7 @@ LAYER = {
     "result": "result",
     "rulekit": "rules",
     "pipeline": "pipeline",
-    "diff": "diff",
+    "comparison": "comparison",
     "saved": "saved",
     "render": "render",
     "api": "api",  # the Python API: analyze, diff, Result
@@ -310,3 +310,18 @@ def test_only_load_imports_ncu_report():
             elif isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "ncu_report":
                 importers.append(name)
     assert set(importers) == {NCU_REPORT_IMPORTER}, importers
+
+
+MAX_FUNCTION_LINES = 80  # from `def` to its last line: longer ones are split into named steps
+
+
+def test_functions_stay_short():
+    """Every function of the package and of the built-in rules is at most MAX_FUNCTION_LINES long."""
+    long = []
+    for path in sorted([*PKG.rglob("*.py"), *(PKG.parent / "rules").glob("*.py")]):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                lines = (node.end_lineno or node.lineno) - node.lineno + 1
+                if lines > MAX_FUNCTION_LINES:
+                    long.append(f"{path.relative_to(PKG.parent)}:{node.lineno} {node.name} ({lines} lines)")
+    assert not long, "functions over the limit:\n" + "\n".join(long)

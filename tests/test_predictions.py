@@ -10,10 +10,10 @@ import dataclasses
 import pytest
 from rich.console import Console
 
-from ncuadvisor.diff import compare
-from ncuadvisor.diff.checks import counter_checks
-from ncuadvisor.diff.match import same_place, same_problem
-from ncuadvisor.diff.types import FindingChange, FindingChanges
+from ncuadvisor.comparison import compare
+from ncuadvisor.comparison.checks import counter_checks
+from ncuadvisor.comparison.match import same_place, same_problem
+from ncuadvisor.comparison.types import FindingChange, FindingChanges
 from ncuadvisor.render.diff_render import render_diff_terminal
 from ncuadvisor.rulekit import engine
 from tests.test_rules_torch_step import program, rerun

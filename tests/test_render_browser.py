@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from ncuadvisor.diff.compare import compare
+from ncuadvisor.comparison.compare import compare
 from ncuadvisor.render.diff_render import render_diff_html
 from ncuadvisor.render.html import FULL_CARDS, render_html
 from ncuadvisor.units import number

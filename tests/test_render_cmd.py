@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from ncuadvisor.diff import diff_results
+from ncuadvisor.comparison import diff_results
 from ncuadvisor.errors import InputError
 from ncuadvisor.render import markdown as markdown_renderer
 from ncuadvisor.render.markdown import GITHUB_LIMIT

@@ -278,7 +278,7 @@ def test_terminal_never_wraps_when_piped(saved_flaws):
 
 
 def test_a_resolved_finding_shows_its_prediction_beside_the_measured_saving(analyzed):
-    from ncuadvisor.diff import diff_results
+    from ncuadvisor.comparison import diff_results
     from ncuadvisor.render.diff_render import render_diff_html, render_diff_markdown
 
     diff = diff_results(analyzed("pipeline_v0"), analyzed("pipeline_v1"))

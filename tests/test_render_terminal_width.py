@@ -83,7 +83,7 @@ def test_the_first_finding_and_a_fix_are_whole_at_80_columns(typed):
 @pytest.mark.parametrize("before, after", [("pipeline_v0", "pipeline_v1"), ("model_step_315", "model_step_1010")])
 def test_the_diff_table_fits_80_columns_without_breaking_words(typed, before, after):
     """The diff's kernel table once broke its header at 80 columns ('headroo|m') and its cells inside words."""
-    from ncuadvisor.diff import compare
+    from ncuadvisor.comparison import compare
     from ncuadvisor.render.diff_render import render_diff_terminal
 
     diff = compare(typed(before), typed(after))
@@ -108,7 +108,7 @@ def test_the_diffs_markdown_names_kernels_as_the_terminal_does(typed, before, af
     """The diff's markdown (a PR comment) once cut long names at a fixed length ('void cutlass::Kernel2<…>' beside
     the terminal's whole words: 'sm80_xmma_gemm_f32f32_f32f32_f32_tn_n_tilesize128x128x8_sta…'); both now show
     each kernel under its one short name (`units.compact_name`)."""
-    from ncuadvisor.diff import compare
+    from ncuadvisor.comparison import compare
     from ncuadvisor.render.diff_render import render_diff_markdown, render_diff_terminal
     from ncuadvisor.units import compact_name
 

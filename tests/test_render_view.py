@@ -15,8 +15,8 @@ import pytest
 from rich.console import Console
 
 import ncuadvisor.render as render_pkg
-from ncuadvisor.diff import compare
-from ncuadvisor.diff.types import DiffResult
+from ncuadvisor.comparison import compare
+from ncuadvisor.comparison.types import DiffResult
 from ncuadvisor.errors import InputError
 from ncuadvisor.render import environment
 from ncuadvisor.render.diff_render import render_diff_html, render_diff_markdown, render_diff_terminal
@@ -222,3 +222,59 @@ def test_terminal_table_fits_the_width_with_its_core_columns(typed, name, width)
         assert col in lines[at], (col, lines[at])
     first_row = next(ln for ln in lines[at + 1 :] if any(c.isalnum() for c in ln))  # past the rule under the header
     assert first_row.replace("│", " ").split()[0] == "1"
+
+
+def _conforms(value: object, hint: object) -> bool:
+    """Whether a value is of a type hint (unions, lists, tuples, mappings, classes; an int is a float, a bool is not a
+    number)."""
+    import collections.abc
+    import types
+    import typing
+
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if hint is typing.Any:
+        return True
+    if origin in (typing.Union, types.UnionType):
+        return any(_conforms(value, a) for a in args)
+    if hint is type(None):
+        return value is None
+    if origin is list:
+        return isinstance(value, list) and all(_conforms(v, args[0]) for v in value)
+    if origin is tuple:
+        return isinstance(value, tuple) and len(value) == len(args) and all(map(_conforms, value, args))
+    if origin in (dict, collections.abc.Mapping):
+        return isinstance(value, collections.abc.Mapping) and all(
+            _conforms(k, args[0]) and _conforms(v, args[1]) for k, v in value.items()
+        )
+    if hint in (int, float):
+        return isinstance(value, (int, float) if hint is float else int) and not isinstance(value, bool)
+    return isinstance(value, origin or hint)  # type: ignore[arg-type]
+
+
+def _mistyped(obj: object, where: str = "view") -> list[str]:
+    """Every field of a view object (and of the view objects it holds) whose value is not of its annotated type."""
+    import dataclasses
+    import typing
+
+    out: list[str] = []
+    if isinstance(obj, (list, tuple)):
+        for i, v in enumerate(obj):
+            out += _mistyped(v, f"{where}[{i}]")
+    if not dataclasses.is_dataclass(obj) or isinstance(obj, type):
+        return out
+    hints = typing.get_type_hints(type(obj))
+    for f in dataclasses.fields(obj):
+        value = getattr(obj, f.name)
+        if not _conforms(value, hints[f.name]):
+            out.append(f"{where}.{f.name}: {value!r} is not {hints[f.name]}")
+        out += _mistyped(value, f"{where}.{f.name}")
+    return out
+
+
+@pytest.mark.parametrize("name", ["flaws", "torch_train", "pipeline_v2"])
+def test_the_view_holds_the_types_it_declares(typed, name):
+    # `take` fills the view from the result's records untyped: the annotations are checked against what it holds,
+    # for a fresh analysis and for the same result read back from its JSON
+    result = typed(name)
+    for res in (result, Result.from_dict(result.to_dict())):
+        assert _mistyped(report_view(res)) == []

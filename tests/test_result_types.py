@@ -14,7 +14,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from ncuadvisor.diff import DiffResult, compare, diff_results
+from ncuadvisor.comparison import DiffResult, compare, diff_results
 from ncuadvisor.errors import InputError
 from ncuadvisor.render import to_json
 from ncuadvisor.result import (

@@ -9,7 +9,7 @@ import json
 import jsonschema
 import pytest
 
-from ncuadvisor.diff import DiffResult, diff_results
+from ncuadvisor.comparison import DiffResult, diff_results
 from ncuadvisor.errors import InputError
 from ncuadvisor.render import to_json
 from ncuadvisor.result import Result

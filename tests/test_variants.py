@@ -133,7 +133,7 @@ def test_diff_counts_a_variants_findings(eager):
     """`ncuadvisor diff`: a problem found only on the launches of another size is still a finding of the kernel."""
     import copy
 
-    from ncuadvisor.diff.compare import findings_of
+    from ncuadvisor.comparison.compare import findings_of
     from ncuadvisor.result import KernelEntry
 
     copy_k = next(k for k in eager["kernels"] if k["name"] == "elementwise_kernel" and k["grid"] == "(8192, 1, 1)")

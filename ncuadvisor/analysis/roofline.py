@@ -246,6 +246,9 @@ def hfma_kinds_matter(row: Mapping[str, Any]) -> bool:
     return bool(num(row.get(_FLOP_TERMS["fp16"][0][0]))) and num(row.get(FP16_PIPE)) != 0.0
 
 
+Reader = Callable[[str], float | None]  # a metric of the row by name, None when the report lacks it
+
+
 def compute(
     row: Mapping[str, Any],
     sm_count: float | None = None,
@@ -276,9 +279,57 @@ def compute(
         "grid_fill_fraction": GRID_FILL_FRACTION,
         "executed_gap": EXECUTED_GAP,
     }
+    seconds = duration_ns * 1e-9 if duration_ns else None
+    cycles = _clocks(r, g, seconds, model)
+    lanes, tensor_ops = _work(r, g, cycles, facts)
+    _fp_peaks(r, g, model)
+    _bytes(r, g, seconds, facts)
+    _dram_peak(r, g, model, dram_peak_bytes_per_s)
+    for key, metric in SOL_METRICS.items():
+        v = g(metric)
+        if v is not None:
+            r.sol[key] = v
+    r.sol_derived = (["l1_pct"] if l1_derived else []) + derive_sol(r.sol, g) or None
+
+    # Floors: every unit's ceiling; the floor is the largest.
+    # the compulsory bytes are a floor only where DRAM's bytes were counted: the ideal sectors alone count every
+    # access, cache hits included (a self-join re-reading its points from L1/L2), an upper bound of what DRAM must move
+    bytes_counted = r.compulsory_bytes is not None and r.dram_bytes is not None
+    pipes, lane_share = _floors(r, g, lanes, tensor_ops, facts, bytes_counted)
+    measured = r.dram_bytes is not None or r.compulsory_bytes is not None or r.flops_by_precision or r.busy_pct
+    if not measured:
+        return _finish(r, row, sm_count)  # a duration-only report: no floor to measure headroom against
+    r.floors["launch"], r.launch_floor_source = launch_floor or (LAUNCH_FLOOR_NS, LAUNCH_FLOOR_SOURCE)
+    r.theoretical_ns = max(r.floors.values())
+    compute_side = [t for u, t in r.floors.items() if u not in ("dram", "launch")]
+    r.compute_floor_ns = max(compute_side) if compute_side else None
+    r.floor_reason = floor_words(r, lanes)
+    # Ceilings of the kernel as executed: the floors and every pipe's busy time (issue, ALU, LSU, ...).
+    r.ceilings = dict(r.floors)
+    for unit, t in pipes.items():
+        r.ceilings[unit] = max(r.ceilings.get(unit, 0.0), t)
+    if duration_ns:
+        r.headroom = duration_ns / r.theoretical_ns
+        memory_side = (r.sol.get("memory_pct") or 0.0) >= (r.sol.get("compute_pct") or 0.0)
+        if not bytes_counted and (not any(r.flops_by_precision.values()) or memory_side):
+            _headroom_unknown(r, pipes, lane_share, duration_ns)
+        elif r.headroom < 1.0:
+            _model_wrong(r, duration_ns)
+    if r.compulsory_bytes:
+        r.intensity = r.flops / r.compulsory_bytes
+    if seconds:
+        r.achieved_flops_per_s = r.flops / seconds if r.flops else 0.0
+        if r.dram_bytes is not None:
+            r.achieved_dram_bytes_per_s = r.dram_bytes / seconds
+    _limiter(r, g, duration_ns, facts)
+    return _finish(r, row, sm_count)
+
+
+def _clocks(r: Roofline, g: Reader, seconds: float | None, model: _archfacts.Machine | None) -> float | None:
+    """The SM and DRAM clocks measured during the kernel (the SM's from the GPC clock or the SM cycles where the
+    report lacks it, said in `sources`), into `r`; returns the SM cycles the kernel ran, None when unknown."""
     sm_hz = g("sm__cycles_elapsed.avg.per_second")
     dram_hz = g("dram__cycles_elapsed.avg.per_second")
-    seconds = duration_ns * 1e-9 if duration_ns else None
     if sm_hz is None:
         gpc_hz, sm_cycles = (g(m) for m in SM_CLOCK_FALLBACKS)
         sm_hz = gpc_hz or (sm_cycles / seconds if (sm_cycles and seconds) else None)
@@ -289,9 +340,14 @@ def compute(
     r.sm_clock_hz, r.dram_clock_hz = sm_hz, dram_hz
     if model is not None and "clock_control" in model.sources:
         r.sources["clock_control"] = model.sources["clock_control"]
-    cycles = sm_hz * seconds if (sm_hz and seconds) else None
+    return sm_hz * seconds if (sm_hz and seconds) else None
 
-    # Work, by precision (executed operations), and the lane operations of each FP pipe.
+
+def _work(
+    r: Roofline, g: Reader, cycles: float | None, facts: _needed.InstructionFacts | None
+) -> tuple[dict[str, float], float]:
+    """Work, by precision (executed operations), into `r.flops_by_precision`, `r.flops` and `r.instructions`; returns
+    the lane operations of each FP pipe and the tensor pipe's operations."""
     lanes: dict[str, float] = {}
     fp16_pipe_pct = g(FP16_PIPE)
     kinds = facts.hfma_kinds if facts else None
@@ -326,7 +382,13 @@ def compute(
             tensor_ops += v
     r.flops = sum(r.flops_by_precision.values())
     r.instructions = g("smsp__inst_executed.sum")
+    return lanes, tensor_ops
 
+
+def _fp_peaks(r: Roofline, g: Reader, model: _archfacts.Machine | None) -> None:
+    """The FP and tensor peaks at the SM clock measured (the machine model's lanes where the report lacks a peak of
+    work it counted), and the FP64 rate ÷ the FP32 rate, into `r`, each with its source."""
+    sm_hz = r.sm_clock_hz
     if sm_hz:
         for prec, (metric, per_inst) in _FLOP_PEAKS.items():
             v = g(metric)
@@ -351,7 +413,12 @@ def compute(
     elif model is not None and model.fp64_ratio:
         r.fp64_ratio = model.fp64_ratio
         r.sources["fp64_ratio"] = model.sources.get("fp64_lanes", "table")
-    # Bytes: loads (the smaller of what the threads needed and what DRAM read) + stores (what left the SMs).
+
+
+def _bytes(r: Roofline, g: Reader, seconds: float | None, facts: _needed.InstructionFacts | None) -> None:
+    """Bytes, into `r`: what DRAM moved, what the threads needed (ideal sectors), what the SMs wrote and TMA read,
+    and the compulsory bytes: loads (the smaller of what the threads needed and what DRAM read) + stores (what left
+    the SMs)."""
     dram_read, dram_write = g("dram__bytes_read.sum"), g("dram__bytes_write.sum")
     if dram_read is not None or dram_write is not None:
         r.dram_bytes = (dram_read or 0.0) + (dram_write or 0.0)
@@ -376,7 +443,13 @@ def compute(
         uses_tma=bool(r.tma_bytes),
     )
     r.compulsory_bytes, r.load_bytes, r.store_bytes = need.total, need.loads, need.stores
+
+
+def _dram_peak(r: Roofline, g: Reader, model: _archfacts.Machine | None, dram_peak_bytes_per_s: float | None) -> None:
+    """The DRAM peak, into `r` with its source: a GDDR or LPDDR board's from its attributes, else the report's peak
+    per cycle × the DRAM clock measured, else the attributes', else the device's known peak."""
     peak_bpc = g("dram__bytes.sum.peak_sustained")
+    dram_hz = r.dram_clock_hz
     attrs_peak = model.dram_peak_bytes_per_s if model is not None else None
     if attrs_peak and model is not None and model.memory in ("GDDR", "LPDDR"):
         # a GDDR clock measured during a short kernel reads low (an A40: 497-547 GB/s against its 696): the
@@ -393,24 +466,26 @@ def compute(
         r.peak_dram_bytes_per_s = dram_peak_bytes_per_s  # the device's known peak: the report lacks its own
         r.sources["dram_peak"] = "table: the device's measured DRAM peak (ceilings.DRAM_PEAKS)"
 
-    for key, metric in SOL_METRICS.items():
-        v = g(metric)
-        if v is not None:
-            r.sol[key] = v
-    r.sol_derived = (["l1_pct"] if l1_derived else []) + derive_sol(r.sol, g) or None
 
-    # Floors: every unit's ceiling; the floor is the largest.
-    # the compulsory bytes are a floor only where DRAM's bytes were counted: the ideal sectors alone count every
-    # access, cache hits included (a self-join re-reading its points from L1/L2), an upper bound of what DRAM must move
-    bytes_counted = r.compulsory_bytes is not None and r.dram_bytes is not None
+def _floors(
+    r: Roofline,
+    g: Reader,
+    lanes: Mapping[str, float],
+    tensor_ops: float,
+    facts: _needed.InstructionFacts | None,
+    bytes_counted: bool,
+) -> tuple[dict[str, float], float]:
+    """The floors of the work the kernel needs, into `r.floors` (and the memory floor, the limiting precision and
+    the pipes' busy shares): FP lanes by instruction mix (thread-level, so divergence and predication do not count),
+    tensor FLOPs, SFU operations, compulsory DRAM bytes. Returns every pipe's busy time and the active lanes' share
+    of a warp instruction."""
+    duration_ns = r.duration_ns
     if bytes_counted and r.peak_dram_bytes_per_s:
         assert r.compulsory_bytes is not None
         r.memory_floor_ns = r.compulsory_bytes / r.peak_dram_bytes_per_s * 1e9
     elif r.sol.get("dram_pct") and duration_ns:
         # No byte counts (e.g. --set basic): DRAM's own utilization says how long its bytes take at its peak.
         r.memory_floor_ns = duration_ns * r.sol["dram_pct"] / 100.0
-    # Floors of the work the kernel needs: FP lanes by instruction mix (thread-level, so divergence and predication
-    # do not count), tensor FLOPs, SFU operations, compulsory DRAM bytes, the launch.
     compute_floor = None
     for prec, flops in r.flops_by_precision.items():
         peak = r.peak_flops_per_s.get(prec)
@@ -427,7 +502,7 @@ def compute(
         # no matrix instruction ran: the tensor pipe ran HFMA2.MMA, packed-half FMAs when the FMA pipe ran fp16
         # work too, else only the immediate-only moves that load constants (no arithmetic: no floor)
         hmma = pipes.pop("tensor")
-        if fp16_pipe_pct:
+        if g(FP16_PIPE):
             pipes["fp16"] = max(pipes.get("fp16", 0.0), hmma)
     # A pipe's busy time counts warp instructions; × the active threads per instruction ÷ 32 it counts lanes, so
     # divergence does not raise the floor.
@@ -453,31 +528,13 @@ def compute(
         r.floors[unit] = max(r.floors.get(unit, 0.0), pipes[unit] * lane_share)
     if r.memory_floor_ns:
         r.floors["dram"] = r.memory_floor_ns
-    measured = r.dram_bytes is not None or r.compulsory_bytes is not None or r.flops_by_precision or r.busy_pct
-    if not measured:
-        return _finish(r, row, sm_count)  # a duration-only report: no floor to measure headroom against
-    r.floors["launch"], r.launch_floor_source = launch_floor or (LAUNCH_FLOOR_NS, LAUNCH_FLOOR_SOURCE)
-    r.theoretical_ns = max(r.floors.values())
-    compute_side = [t for u, t in r.floors.items() if u not in ("dram", "launch")]
-    r.compute_floor_ns = max(compute_side) if compute_side else None
-    r.floor_reason = floor_words(r, lanes)
-    # Ceilings of the kernel as executed: the floors and every pipe's busy time (issue, ALU, LSU, ...).
-    r.ceilings = dict(r.floors)
-    for unit, t in pipes.items():
-        r.ceilings[unit] = max(r.ceilings.get(unit, 0.0), t)
-    if duration_ns:
-        r.headroom = duration_ns / r.theoretical_ns
-        memory_side = (r.sol.get("memory_pct") or 0.0) >= (r.sol.get("compute_pct") or 0.0)
-        if not bytes_counted and (not any(r.flops_by_precision.values()) or memory_side):
-            _headroom_unknown(r, pipes, lane_share, duration_ns)
-        elif r.headroom < 1.0:
-            _model_wrong(r, duration_ns)
-    if r.compulsory_bytes:
-        r.intensity = r.flops / r.compulsory_bytes
-    if seconds:
-        r.achieved_flops_per_s = r.flops / seconds if r.flops else 0.0
-        if r.dram_bytes is not None:
-            r.achieved_dram_bytes_per_s = r.dram_bytes / seconds
+    return pipes, lane_share
+
+
+def _limiter(r: Roofline, g: Reader, duration_ns: float | None, facts: _needed.InstructionFacts | None) -> None:
+    """The memory hierarchy's roofs, the limiter (the busiest unit, "latency" when none is half busy) and the
+    executed floor (the largest ceiling of the instruction stream and the memory traffic as they ran), each with its
+    words, into `r`."""
     r.hierarchy = _ceilings.hierarchy(g, r.flops, r.dram_bytes, r.peak_dram_bytes_per_s)
     r.limiter, r.limiter_share = _ceilings.limiter_of(r.ceilings, level_floors(r), duration_ns)
     if r.limiter is not None and r.limiter_share is not None and r.limiter_share < LATENCY_SOL_PCT / 100:
@@ -486,16 +543,14 @@ def compute(
     first = r.model_wrong or r.headroom_unknown
     if first:
         r.limiter_reason = f"{first}; {r.limiter_reason}" if r.limiter_reason else first
-    # The executed floor: the largest ceiling of the instruction stream and the memory traffic as they ran.
     executed = {**r.ceilings}
     for level, t in level_floors(r).items():
         executed[level] = max(executed.get(level, 0.0), t)
     r.executed_floor_unit = max(executed, key=lambda u: executed[u])
     r.executed_floor_ns = executed[r.executed_floor_unit]
-    clocks = {"SM": sm_hz, "L1": g(_ceilings.L1_CLOCK), "L2": g(_ceilings.L2_CLOCK), "DRAM": dram_hz}
+    clocks = {"SM": r.sm_clock_hz, "L1": g(_ceilings.L1_CLOCK), "L2": g(_ceilings.L2_CLOCK), "DRAM": r.dram_clock_hz}
     xu_share, xu_ops = (facts.xu_needed_share, facts.xu_opcodes) if facts else (None, ())
     r.executed_reason = executed_words(r, xu_share, clocks, xu_ops)
-    return _finish(r, row, sm_count)
 
 
 # The sections that count what a kernel needs: its FLOPs (thread instructions by type), the bytes DRAM moved and the

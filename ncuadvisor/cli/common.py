@@ -23,7 +23,7 @@ from ncuadvisor.rulekit.config import Config, configured_rules, resolve_config
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from ncuadvisor.diff.types import DiffResult
+    from ncuadvisor.comparison.types import DiffResult
     from ncuadvisor.result.types import Result
 
 # -- options -------------------------------------------------------------------------------------------------------

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from enum import Enum
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -26,9 +26,12 @@ from ncuadvisor.cli.common import (
     write_output,
     wrote,
 )
-from ncuadvisor.errors import GateFailed, InputError
+from ncuadvisor.errors import GateFailed
 from ncuadvisor.render import formats
 from ncuadvisor.result.types import Result
+
+if TYPE_CHECKING:
+    from ncuadvisor.comparison.types import DiffResult
 
 
 class FailOn(str, Enum):
@@ -43,77 +46,80 @@ def _result_of(path: Path, rules: list[Any]) -> Result:
     return result_record(path, rules)
 
 
-def _partial_sides(before: Result, after: Result) -> list[tuple[str, str]]:
-    """(side, its first `partial:` warning) for each result that is partial (a report cut short or damaged, a profile
-    run interrupted)."""
-    out = []
-    for side, res in (("before", before), ("after", after)):
-        prof = res.report.profile
-        warns = [str(w) for w in res.report.warnings if str(w).startswith("partial")]
-        if warns or (prof is not None and prof.partial):
-            out.append((side, warns[0].split(": ", 1)[-1] if warns else "the profile run was partial"))
-    return out
+# the command's argument and options, as typer reads them from the annotations
+BeforeArgument = Annotated[
+    Path,
+    typer.Argument(help="The baseline (e.g. main): a report (.ncu-rep, .ncu-rep.xz) or a saved result (.json)."),
+]
 
+AfterArgument = Annotated[Path, typer.Argument(help="The new version (e.g. the pull request), same kinds.")]
 
-def _devices_differ(before: Result, after: Result) -> tuple[str, str] | None:
-    """(before's GPU, after's) when both name their GPU and the names differ."""
-    b, a = before.report.device.name, after.report.device.name
-    return (b, a) if b and a and b != a else None
+OutputOption = Annotated[
+    Path | None, typer.Option("--output", "-o", help="Write the diff here; the extension picks the format.")
+]
+
+FormatOption = Annotated[DiffFormat | None, typer.Option("--format", "-f", help=format_help(diff=True))]
+
+FailOnOption = Annotated[
+    FailOn | None,
+    typer.Option(
+        "--fail-on",
+        help="Exit 1 when a kernel or the total got slower beyond the threshold (regression), "
+        "or when a finding is new (findings).",
+    ),
+]
+
+ThresholdOption = Annotated[
+    str | None,
+    typer.Option(
+        "--threshold",
+        help="Noise threshold: smaller changes are 'unchanged' (e.g. 5%, 0.05). Default 5%, from ncu's "
+        "run-to-run spread; changes under 1 µs never count.",
+    ),
+]
+
+TopOption = Annotated[int, typer.Option("--top", min=0, help="Kernels shown in the terminal table.")]
+
+QuietOption = Annotated[bool, typer.Option("--quiet", "-q", help="No terminal summary when writing a file.")]
+
+AllowPartialOption = Annotated[
+    bool,
+    typer.Option(
+        "--allow-partial",
+        help="With --fail-on: gate even when a report is partial (cut short, damaged); by default that is "
+        "refused (exit 2), since a partial report looks faster than it is.",
+    ),
+]
+
+AllowCrossDeviceOption = Annotated[
+    bool,
+    typer.Option(
+        "--allow-cross-device",
+        help="With --fail-on: gate even when the two reports come from different GPUs; by default that is "
+        "refused (exit 2), since their times are not comparable.",
+    ),
+]
 
 
 def diff(
-    before: Annotated[
-        Path,
-        typer.Argument(help="The baseline (e.g. main): a report (.ncu-rep, .ncu-rep.xz) or a saved result (.json)."),
-    ],
-    after: Annotated[Path, typer.Argument(help="The new version (e.g. the pull request), same kinds.")],
-    output: Annotated[
-        Path | None, typer.Option("--output", "-o", help="Write the diff here; the extension picks the format.")
-    ] = None,
-    fmt: Annotated[DiffFormat | None, typer.Option("--format", "-f", help=format_help(diff=True))] = None,
-    fail_on: Annotated[
-        FailOn | None,
-        typer.Option(
-            "--fail-on",
-            help="Exit 1 when a kernel or the total got slower beyond the threshold (regression), "
-            "or when a finding is new (findings).",
-        ),
-    ] = None,
-    threshold: Annotated[
-        str | None,
-        typer.Option(
-            "--threshold",
-            help="Noise threshold: smaller changes are 'unchanged' (e.g. 5%, 0.05). Default 5%, from ncu's "
-            "run-to-run spread; changes under 1 µs never count.",
-        ),
-    ] = None,
+    before: BeforeArgument,
+    after: AfterArgument,
+    output: OutputOption = None,
+    fmt: FormatOption = None,
+    fail_on: FailOnOption = None,
+    threshold: ThresholdOption = None,
     rules_dir: RulesDirOption = None,
     select: SelectOption = None,
     ignore: IgnoreOption = None,
     config: ConfigOption = None,
     force: ForceOption = False,
-    top: Annotated[int, typer.Option("--top", min=0, help="Kernels shown in the terminal table.")] = 20,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No terminal summary when writing a file.")] = False,
-    allow_partial: Annotated[
-        bool,
-        typer.Option(
-            "--allow-partial",
-            help="With --fail-on: gate even when a report is partial (cut short, damaged); by default that is "
-            "refused (exit 2), since a partial report looks faster than it is.",
-        ),
-    ] = False,
-    allow_cross_device: Annotated[
-        bool,
-        typer.Option(
-            "--allow-cross-device",
-            help="With --fail-on: gate even when the two reports come from different GPUs; by default that is "
-            "refused (exit 2), since their times are not comparable.",
-        ),
-    ] = False,
+    top: TopOption = 20,
+    quiet: QuietOption = False,
+    allow_partial: AllowPartialOption = False,
+    allow_cross_device: AllowCrossDeviceOption = False,
 ) -> None:
     """Compare two reports of the same program (before, after): time, bound and findings per kernel; a CI gate."""
-    from ncuadvisor.diff import compare, gate, parse_threshold
-    from ncuadvisor.render.diff_render import render_diff_terminal
+    from ncuadvisor.comparison.gate import compared, devices_differ, gate, parse_threshold, refuse_gate
 
     value = parse_threshold(threshold) if threshold is not None else None
     name = format_name(output, fmt)
@@ -124,34 +130,28 @@ def diff(
         refuse_terminal_file(formats.get(name), diff=True)
     # the rules (and the configuration) apply to the reports analysed here, not to saved results
     rules = load_rules(rules_dir, select, ignore, config, quiet=quiet)
-    result_before = _result_of(before, rules)
-    result_after = _result_of(after, rules)
-    d = compare(result_before, result_after, threshold=value)
-    partial = _partial_sides(result_before, result_after)
-    for side, why in reversed(partial):  # first, in every format: the comparison is not of whole reports
-        d.warnings.insert(0, f"partial: the {side} report is incomplete, so its times are too ({why})")
-    if output is None and name != "terminal":
-        sys.stdout.write(render_diff(d, name))
-    else:
-        if output is not None:
-            write_output(output, render_diff(d, name), force)
-        if not quiet:
-            render_diff_terminal(d, top=top)
-            if output is not None:
-                wrote(output)
-    if partial and fail_on is not None and not allow_partial:
-        sides = " and ".join(side for side, _ in partial)
-        raise InputError(
-            f"--fail-on {fail_on.value}: the {sides} report is partial, so the gate cannot tell a speedup from lost "
-            "kernels (pass --allow-partial to gate anyway)"
-        )
-    devices = _devices_differ(result_before, result_after)
-    if devices and fail_on is not None and not allow_cross_device:
-        raise InputError(
-            f"--fail-on {fail_on.value}: the reports come from different GPUs ({devices[0]} before, {devices[1]} "
-            "after), so their times are not comparable (pass --allow-cross-device to gate anyway)"
-        )
+    result_before, result_after = _result_of(before, rules), _result_of(after, rules)
+    d, partial = compared(result_before, result_after, value)
+    _show(d, name, output, force, quiet, top)
+    if fail_on is not None:
+        devices = devices_differ(result_before, result_after)
+        refuse_gate(fail_on.value, partial, devices, allow_partial, allow_cross_device)
     reasons = gate(d, fail_on.value if fail_on is not None else None)
     if reasons and fail_on is not None:
         shown = "; ".join(reasons[:3]) + (f"; and {len(reasons) - 3} more" if len(reasons) > 3 else "")
         raise GateFailed(f"--fail-on {fail_on.value} failed: {shown}")
+
+
+def _show(d: DiffResult, name: str, output: Path | None, force: bool, quiet: bool, top: int) -> None:
+    """The diff on stdout in its format, or written to `output` with the terminal table (unless `quiet`)."""
+    from ncuadvisor.render.diff_render import render_diff_terminal
+
+    if output is None and name != "terminal":
+        sys.stdout.write(render_diff(d, name))
+        return
+    if output is not None:
+        write_output(output, render_diff(d, name), force)
+    if not quiet:
+        render_diff_terminal(d, top=top)
+        if output is not None:
+            wrote(output)

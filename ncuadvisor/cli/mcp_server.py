@@ -128,32 +128,67 @@ def _diff_summary(d: Any) -> dict[str, Any]:
     }
 
 
+def _guarded(fn: Any) -> Any:
+    """A tool whose every failure is a tool error of one line (the server keeps serving)."""
+    from mcp.server.mcpserver.exceptions import ToolError
+
+    @functools.wraps(fn)  # the SDK reads the tool's name, description and parameters through it
+    def call(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except AdvisorError as exc:
+            raise ToolError(f"{exc.label}: {exc}") from exc
+        except (OSError, ValueError, KeyError) as exc:  # anything else a hostile file may raise while read
+            raise ToolError(f"error: {type(exc).__name__}: {exc}") from exc
+
+    return call
+
+
+def _rule_page(code: str) -> str:
+    """A rule's help text (by code, alias or slug) and its documentation page, as `ncuadvisor rules CODE` prints it."""
+    from ncuadvisor.rulekit.config import configured_rules, resolve_config
+    from ncuadvisor.rulekit.docs import rule_help
+
+    loaded = configured_rules(resolve_config(None, None, None, None), filter_rules=False)
+    match = [r for r in loaded if code.upper() in (r.code, *r.aliases) or code == r.slug]
+    if not match:
+        raise InputError(f"no rule {code!r}; the rules: {', '.join(sorted(r.code for r in loaded))}")
+    from ncuadvisor.cli.rules import docs_page
+
+    page = docs_page(match[0])  # as `ncuadvisor rules CODE` prints it
+    return str(rule_help(match[0])) + (f"\nDocumentation: {page}" if page else "")
+
+
+def _profiled(target: Path, args: list[str]) -> Path:
+    """`ncuadvisor profile` of a script (or an executable) in a child process: the result's JSON, written in
+    PROFILE_FOLDER beside it."""
+    from ncuadvisor.profile.ncu import find_ncu
+
+    find_ncu()  # NcuNotFound: the hint says where to get it
+    if shutil.which("nvidia-smi") is None:
+        raise InputError("no NVIDIA GPU here (nvidia-smi is not on the PATH): profile on a machine with one")
+    folder = target.parent / PROFILE_FOLDER
+    folder.mkdir(exist_ok=True)
+    out = folder / f"{target.stem}-{time.strftime('%Y%m%d-%H%M%S')}.json"
+    cmd = [sys.executable, "-m", "ncuadvisor", "profile", "-o", str(out), "-q", "--", str(target), *args]
+    p = subprocess.run(cmd, cwd=target.parent, capture_output=True, text=True, timeout=PROFILE_TIMEOUT_S)
+    if p.returncode != 0 or not out.exists():
+        last = (p.stderr.strip().splitlines() or ["no output"])[-1]
+        raise InputError(f"the profile failed (exit {p.returncode}): {last}")
+    return out
+
+
 def build_server(roots: Roots) -> Any:
     """The MCP server with its five tools (the SDK's MCPServer)."""
     from mcp.server.mcpserver import MCPServer
-    from mcp.server.mcpserver.exceptions import ToolError
 
     from ncuadvisor.version import __version__
 
     server = MCPServer(name="ncuadvisor", version=__version__, instructions=INSTRUCTIONS)
     results = Results()
 
-    def guarded(fn: Any) -> Any:
-        """A tool whose every failure is a tool error of one line (the server keeps serving)."""
-
-        @functools.wraps(fn)  # the SDK reads the tool's name, description and parameters through it
-        def call(*args: Any, **kwargs: Any) -> Any:
-            try:
-                return fn(*args, **kwargs)
-            except AdvisorError as exc:
-                raise ToolError(f"{exc.label}: {exc}") from exc
-            except (OSError, ValueError, KeyError) as exc:  # anything else a hostile file may raise while read
-                raise ToolError(f"error: {type(exc).__name__}: {exc}") from exc
-
-        return call
-
     @server.tool()
-    @guarded
+    @_guarded
     def report(path: str, top: int = 10) -> str:
         """The digest of an Nsight Compute report (.ncu-rep, .ncu-repz, .xz) or a saved result (.json): where to
         start (kernel, share, mechanism, the change, the saving, the source line) and the top kernels' bound,
@@ -163,7 +198,7 @@ def build_server(roots: Roots) -> Any:
         return render_digest(results.get(roots.check(path)), top=max(0, top))
 
     @server.tool()
-    @guarded
+    @_guarded
     def kernel(path: str, name: str) -> str:
         """One kernel of a report (by id such as k3, name, demangled name, or a part only it has) in full, as
         digest JSON: bound, limiter, headroom, every finding with evidence, the change and the source line."""
@@ -174,55 +209,32 @@ def build_server(roots: Roots) -> Any:
         return digest_json(digest_data(result, kernel=find_kernel(result, name)))
 
     @server.tool()
-    @guarded
+    @_guarded
     def explain_rule(code: str) -> str:
         """A rule's page (e.g. MEM001): what it detects, why it costs time, an example, the fix, how the saving is
         estimated and its known false positives."""
-        from ncuadvisor.rulekit.config import configured_rules, resolve_config
-        from ncuadvisor.rulekit.docs import rule_help
-
-        loaded = configured_rules(resolve_config(None, None, None, None), filter_rules=False)
-        match = [r for r in loaded if code.upper() in (r.code, *r.aliases) or code == r.slug]
-        if not match:
-            raise InputError(f"no rule {code!r}; the rules: {', '.join(sorted(r.code for r in loaded))}")
-        from ncuadvisor.cli.rules import docs_page
-
-        page = docs_page(match[0])  # as `ncuadvisor rules CODE` prints it
-        return str(rule_help(match[0])) + (f"\nDocumentation: {page}" if page else "")
+        return _rule_page(code)
 
     @server.tool()
-    @guarded
+    @_guarded
     def diff(before: str, after: str) -> str:
         """Compare two reports (or saved results) of the same program: the verdict, the total time, and per kernel
         the change and the findings resolved or new, as JSON."""
         from ncuadvisor.api import Diff
-        from ncuadvisor.diff import compare
+        from ncuadvisor.comparison import compare
 
         d = Diff(compare(results.get(roots.check(before)), results.get(roots.check(after))))
         return json.dumps(_diff_summary(d), ensure_ascii=False)
 
     @server.tool()
-    @guarded
+    @_guarded
     def profile(script: str, args: list[str] | None = None, top: int = 10) -> str:
         """Profile a Python script (or an executable) with ncu in two phases (time every kernel, then the top ones
         in depth) and return the digest. Needs an NVIDIA GPU and ncu on this machine; the result is written in
         .ncuadvisor-mcp/ beside the script."""
-        from ncuadvisor.profile.ncu import find_ncu
-
-        target = roots.check(script, "script")
-        find_ncu()  # NcuNotFound: the hint says where to get it
-        if shutil.which("nvidia-smi") is None:
-            raise InputError("no NVIDIA GPU here (nvidia-smi is not on the PATH): profile on a machine with one")
-        folder = target.parent / PROFILE_FOLDER
-        folder.mkdir(exist_ok=True)
-        out = folder / f"{target.stem}-{time.strftime('%Y%m%d-%H%M%S')}.json"
-        cmd = [sys.executable, "-m", "ncuadvisor", "profile", "-o", str(out), "-q", "--", str(target), *(args or [])]
-        p = subprocess.run(cmd, cwd=target.parent, capture_output=True, text=True, timeout=PROFILE_TIMEOUT_S)
-        if p.returncode != 0 or not out.exists():
-            last = (p.stderr.strip().splitlines() or ["no output"])[-1]
-            raise InputError(f"the profile failed (exit {p.returncode}): {last}")
         from ncuadvisor.render.digest import render_digest
 
+        out = _profiled(roots.check(script, "script"), args or [])
         return render_digest(results.get(out), top=max(0, top)) + f"saved: {out}\n"
 
     return server

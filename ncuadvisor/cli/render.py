@@ -58,7 +58,7 @@ def render(
     if output is not None:
         check_output(output, force, [path])
         refuse_terminal_file(formats.get(name))
-    from ncuadvisor.diff.types import DiffResult  # the diff package: imported by the commands that read a diff
+    from ncuadvisor.comparison.types import DiffResult  # the diff package: imported by the commands that read a diff
 
     saved = load_saved(path)
     if isinstance(saved, DiffResult):

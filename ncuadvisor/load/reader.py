@@ -52,6 +52,29 @@ class RowsDisagree(Exception):
     """The deferred check (`ReportReader.confirm`) found the file's rows different from ncu_report's."""
 
 
+def _file_row(item: tuple[int, int, int], f: dict[str, Any], metrics: list[str]) -> dict[str, Any]:
+    """A result's row (as `native.row` makes it) from what the report file holds of it (`fastread.read_rows`), with no
+    NVTX ranges yet."""
+    rid, r, a = item
+    name = f["name"] or f["demangled"] or f["mangled"]  # as _row: a missing name falls back
+    row: dict[str, Any] = {
+        "result_id": rid,
+        "range_idx": r,
+        "action_idx": a,
+        "name": name,
+        "demangled": f["demangled"] or name,
+        "mangled": f["mangled"],
+        "nvtx": "",
+        "process": "",
+        "grid": native.dim3(*(f.get(f"launch__grid_dim_{c}") for c in "xyz")),
+        "block": native.dim3(*(f.get(f"launch__block_dim_{c}") for c in "xyz")),
+        "device_id": f.get("launch__device_id"),
+    }
+    for m in metrics:
+        row[m] = f.get(m)
+    return row
+
+
 class ReportReader:
     """An opened report: `results()` reads the scalar metrics of every result; `details()` and `locations()` the deep
     data of a few, in this process or, for many, in worker processes."""
@@ -188,25 +211,7 @@ class ReportReader:
         self._prefetched = None
         if fast is None or len(fast) != len(items):
             return None
-        rows = []
-        for (rid, r, a), f in zip(items, fast):
-            name = f["name"] or f["demangled"] or f["mangled"]  # as _row: a missing name falls back
-            row: dict[str, Any] = {
-                "result_id": rid,
-                "range_idx": r,
-                "action_idx": a,
-                "name": name,
-                "demangled": f["demangled"] or name,
-                "mangled": f["mangled"],
-                "nvtx": "",
-                "process": "",
-                "grid": native.dim3(*(f.get(f"launch__grid_dim_{c}") for c in "xyz")),
-                "block": native.dim3(*(f.get(f"launch__block_dim_{c}") for c in "xyz")),
-                "device_id": f.get("launch__device_id"),
-            }
-            for m in metrics:
-                row[m] = f.get(m)
-            rows.append(row)
+        rows = [_file_row(item, f, metrics) for item, f in zip(items, fast)]
         # checked against ncu_report: the first and the last result, and the first result of each kind of naming
         # (which of the three names the file holds differs between nvcc kernels, cuBLAS kernels, ...)
         kinds: dict[tuple[bool, bool, bool], int] = {}

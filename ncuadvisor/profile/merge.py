@@ -164,24 +164,13 @@ def merge_results(
     (one phase 2 profiled anyway, a launch shape of a chosen kernel's name, keeps its deep entry). `host`: the host
     timeline of `profile --host-time` (`analysis.hosttrace.Timeline`), for the wall-time estimates.
     """
-    from ncuadvisor.model import spread_note
-    from ncuadvisor.pipeline.analyze import ANALYSIS_SECTIONS
     from ncuadvisor.pipeline.build import Analysis, build
-    from ncuadvisor.pipeline.entries import variant_entry, with_no_rule
+    from ncuadvisor.pipeline.entries import with_no_rule
     from ncuadvisor.profile.ceiling import placed_entry
 
     total = float(phase1.report.total_duration_ns or 0.0)
     p1_durations = phase1_durations(phase1, launches or [])
-    deep_by_key: dict[tuple[str, str, str], tuple[str, KernelEntry]] = {}
-    # multi-process programs: the pids differ from run to run, the ranks do not; a kernel is matched to the deep
-    # entry of the same rank when both know it, else to the first deep entry of the same kernel and shape
-    deep_by_rank: dict[tuple[tuple[str, str, str], Any], tuple[str, KernelEntry]] = {}
-    for path, res in deep:
-        for d in res.kernels:
-            deep_by_key.setdefault(kernel_key(d), (path, d))
-            rank = d.process.rank if d.process is not None else None
-            if rank is not None:
-                deep_by_rank.setdefault((kernel_key(d), rank), (path, d))
+    deep_by_key, deep_by_rank = _deep_entries(deep)
     used: set[tuple[str, str, str]] = set()
     merged = []
     for p in phase1.kernels:
@@ -190,43 +179,7 @@ def merge_results(
             rank = p.process.rank if p.process is not None else None
             path, d = deep_by_rank.get((key, rank)) or deep_by_key[key]
             used.add(key)
-            # the profiled launch speaks for the phase-1 launches of its size; other sizes were timed only
-            found = p1_durations.get(p.id)
-            n, ns, variants = (
-                split_at(found[0], found[1], d.roofline.duration_ns)
-                if found and found[0]
-                else (p.launches, p.duration_ns, [])
-            )
-            launch_note = p.launch_note
-            if variants:
-                lo, hi = p.launch_range_ns or (None, None)
-                launch_note = spread_note(
-                    lo,
-                    hi,
-                    f"the launch profiled in depth stands for {n} of the "
-                    f"{p.launches} launches, the other sizes were timed in phase 1 only",
-                )
-            e = replace(
-                copy.deepcopy(d),
-                process=copy.deepcopy(p.process),
-                process_label=(p.process_label if p.process_label is not None else "") if p.process else None,
-                id=p.id,
-                launches=p.launches,
-                duration_ns=p.duration_ns,
-                per_launch_ns=p.per_launch_ns,
-                launch_range_ns=list(p.launch_range_ns),
-                launch_note=launch_note,
-                time_share=(p.duration_ns / total) if total else 0.0,
-                result_ids=list(p.result_ids),
-                nvtx=d.nvtx or p.nvtx,
-                profiled=True,
-                deep_report=path,
-                deep_result_ids=list(d.result_ids),
-                deep_launches=d.launches,
-                analysed_launches=n,
-                analysed_duration_ns=ns,
-                variants=[variant_entry(v, total) for v in variants],
-            )
+            e = _profiled_entry(p, path, d, p1_durations.get(p.id), total)
         else:
             e = replace(_unprofiled(p), time_share=(p.duration_ns / total) if total else 0.0)
             if at_ceiling and key in at_ceiling:
@@ -238,8 +191,83 @@ def merge_results(
         else:  # the verdict speaks of the phase-1 time share
             e = with_no_rule(e)
         merged.append(e)
+    left_out = [d for key, (_path, d) in deep_by_key.items() if key not in used]
+    rep = _merged_report(phase1, deep, left_out, len(merged), total)
+    return build(Analysis(rep, merged, launches or []), rules if rules is not None else [], host)
 
-    # the report's facts: the first deep report's (its file, ncu, device), with phase 1's kernels, time and processes
+
+_Key = tuple[str, str, str]
+
+
+def _deep_entries(
+    deep: Sequence[tuple[str, Analysed]],
+) -> tuple[dict[_Key, tuple[str, KernelEntry]], dict[tuple[_Key, Any], tuple[str, KernelEntry]]]:
+    """The deep entries by kernel key (the first of each), and by kernel key and rank: in multi-process programs the
+    pids differ from run to run, the ranks do not; a kernel is matched to the deep entry of the same rank when both
+    know it, else to the first deep entry of the same kernel and shape."""
+    deep_by_key: dict[_Key, tuple[str, KernelEntry]] = {}
+    deep_by_rank: dict[tuple[_Key, Any], tuple[str, KernelEntry]] = {}
+    for path, res in deep:
+        for d in res.kernels:
+            deep_by_key.setdefault(kernel_key(d), (path, d))
+            rank = d.process.rank if d.process is not None else None
+            if rank is not None:
+                deep_by_rank.setdefault((kernel_key(d), rank), (path, d))
+    return deep_by_key, deep_by_rank
+
+
+def _profiled_entry(
+    p: KernelEntry, path: str, d: KernelEntry, found: tuple[list[int], list[float]] | None, total: float
+) -> KernelEntry:
+    """A phase-1 kernel with its deep entry `d` (from the report `path`): the deep analysis with phase 1's launches,
+    time and process. `found`: the result ids and durations of its phase-1 launches (`phase1_durations`)."""
+    from ncuadvisor.model import spread_note
+    from ncuadvisor.pipeline.entries import variant_entry
+
+    # the profiled launch speaks for the phase-1 launches of its size; other sizes were timed only
+    n, ns, variants = (
+        split_at(found[0], found[1], d.roofline.duration_ns) if found and found[0] else (p.launches, p.duration_ns, [])
+    )
+    launch_note = p.launch_note
+    if variants:
+        lo, hi = p.launch_range_ns or (None, None)
+        launch_note = spread_note(
+            lo,
+            hi,
+            f"the launch profiled in depth stands for {n} of the "
+            f"{p.launches} launches, the other sizes were timed in phase 1 only",
+        )
+    return replace(
+        copy.deepcopy(d),
+        process=copy.deepcopy(p.process),
+        process_label=(p.process_label if p.process_label is not None else "") if p.process else None,
+        id=p.id,
+        launches=p.launches,
+        duration_ns=p.duration_ns,
+        per_launch_ns=p.per_launch_ns,
+        launch_range_ns=list(p.launch_range_ns),
+        launch_note=launch_note,
+        time_share=(p.duration_ns / total) if total else 0.0,
+        result_ids=list(p.result_ids),
+        nvtx=d.nvtx or p.nvtx,
+        profiled=True,
+        deep_report=path,
+        deep_result_ids=list(d.result_ids),
+        deep_launches=d.launches,
+        analysed_launches=n,
+        analysed_duration_ns=ns,
+        variants=[variant_entry(v, total) for v in variants],
+    )
+
+
+def _merged_report(
+    phase1: Analysed, deep: Sequence[tuple[str, Analysed]], left_out: list[KernelEntry], kernels: int, total: float
+) -> ReportInfo:
+    """The report's facts: the first deep report's (its file, ncu, device), with phase 1's kernels, time and
+    processes, the sections of every deep report and the warnings of all (`left_out`: deep entries phase 1 never
+    saw)."""
+    from ncuadvisor.pipeline.analyze import ANALYSIS_SECTIONS
+
     rep = copy.deepcopy(deep[0][1].report if deep else phase1.report)
     warnings: list[str] = [w for w in phase1.report.warnings if "lacks sections" not in w]
     sections: set[str] = set()
@@ -248,17 +276,16 @@ def merge_results(
         for w in res.report.warnings:
             if w not in warnings:
                 warnings.append(w)
-    for key, (_path, d) in deep_by_key.items():
-        if key not in used:
-            warnings.append(f"{d.name} {d.grid}x{d.block} was profiled in phase 2 but not seen in phase 1: left out")
+    for d in left_out:
+        warnings.append(f"{d.name} {d.grid}x{d.block} was profiled in phase 2 but not seen in phase 1: left out")
     rep.processes = copy.deepcopy(phase1.report.processes)
     rep.results = phase1.report.results
-    rep.kernels = len(merged)
+    rep.kernels = kernels
     rep.total_duration_ns = total
     rep.sections = sorted(sections)
     rep.missing_sections = [s for s in ANALYSIS_SECTIONS if s not in sections] if deep else list(ANALYSIS_SECTIONS)
     rep.warnings = warnings
-    return build(Analysis(rep, merged, launches or []), rules if rules is not None else [], host)
+    return rep
 
 
 def analyze_phase1(path: Path, rules: list[Any]) -> tuple[Result, list[dict[str, Any]], list[Any]]:

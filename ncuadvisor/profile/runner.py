@@ -84,102 +84,28 @@ def run_ncu(
     program and whatever it started run in a process group of their own, ended when the run returns: a child the
     program left behind holding the output pipe does not keep the run waiting."""
     run = PhaseRun(label=label, command=command, out_base=out_base)
-    splitter = LineSplitter()
-    decoder = codecs.getincrementaldecoder("utf-8")("replace")
-    program_decoder = codecs.getincrementaldecoder("utf-8")("replace")
     t0 = time.monotonic()
-
-    def handle(text: str) -> None:
-        for line in splitter.feed(text):
-            ui.event(run.parser.feed(line))
-        tail = splitter.progress()
-        partial = parse_partial(tail) if tail is not None else None
-        if partial is not None:
-            ui.event(partial)
-
     # ncu's own messages come from its log file, never from the program's streams (a program printing
     # `==ERROR== ERR_NVGPUCTRPERM` or `==PROF== Profiling` lines must not be taken for ncu); the pipe carries the
     # program's output only, passed on as it comes without being kept
     log_path = out_base + ".log"
     command = with_log_file(command, log_path)
-    log: list[Any] = []
-
-    def read_log() -> None:
-        if not log:
-            try:
-                log.append(open(log_path, "rb"))  # noqa: SIM115 - held across the loop, closed below
-            except OSError:
-                return
-        while data := log[0].read(65536):
-            handle(decoder.decode(data))
-
+    streams = _Streams(run, ui, log_path)
     ui.start(label, expected)
-    try:
-        # its own process group: the program's children too are ended with it (`_end_group`); stdin from a terminal
-        # is not passed on (a process outside the terminal's foreground group that reads it would stop for good)
-        proc = subprocess.Popen(
-            command,
-            stdin=subprocess.DEVNULL if _is_terminal(0) else None,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            env=env,
-            bufsize=0,
-            preexec_fn=os.setpgrp,  # noqa: PLW1509 - nothing else runs threads that fork here
-        )
-    except OSError as exc:
-        ui.stop()
-        raise ProfileError(f"cannot run {command[0]}: {exc.strerror or exc}") from exc
+    proc = _start(command, env, ui)
     watcher = ProcessWatcher(proc.pid).start()
-    fd = proc.stdout.fileno()  # type: ignore[union-attr]
-    deadline = t0 + timeout_s if timeout_s else None
-    stopping_since: float | None = None  # when SIGINT went to the group (Ctrl-C or the time limit)
-    ncu_ended: float | None = None
     try:
-        while True:
-            try:
-                ready, _, _ = select.select([fd], [], [], 0.5)
-                if ready:
-                    data = os.read(fd, 65536)
-                    if not data:
-                        break
-                    ui.program_output(program_decoder.decode(data))
-                read_log()
-            except KeyboardInterrupt:
-                if stopping_since is not None and run.interrupted:  # a second Ctrl-C: stop at once
-                    _end_group(proc)
-                    ui.stop()
-                    raise
-                run.interrupted = True
-                ui.note(
-                    "interrupted: waiting for ncu to save what it collected (Ctrl-C again to stop at once)", "yellow"
-                )
-                stopping_since = _signal_group(proc, signal.SIGINT)
-            now = time.monotonic()
-            if deadline is not None and now > deadline and stopping_since is None:
-                run.timed_out = True
-                ui.note(
-                    f"--timeout {timeout_s:g} s reached: stopping the program; ncu saves what it collected", "yellow"
-                )
-                stopping_since = _signal_group(proc, signal.SIGINT)
-            if ncu_ended is None and proc.poll() is not None:
-                ncu_ended = now
-            if ncu_ended is not None and now - ncu_ended > PIPE_GRACE_S:
-                break  # ncu is gone, but a process the program started keeps the pipe open
-            if stopping_since is not None and now - stopping_since > INTERRUPT_GRACE_S:
-                proc.terminate()
-                break
-        ui.program_output(program_decoder.decode(b"", final=True), end=True)
+        stopping_since = _follow(proc, run, streams, ui, t0 + timeout_s if timeout_s else None, timeout_s)
+        ui.program_output(streams.program_decoder.decode(b"", final=True), end=True)
         try:
             run.rc = proc.wait(timeout=INTERRUPT_GRACE_S if stopping_since is not None else None)
         except subprocess.TimeoutExpired:
             proc.kill()
             run.rc = proc.wait()
-        read_log()  # what ncu wrote last, once it has exited
-        for line in splitter.flush() + splitter.feed(decoder.decode(b"", final=True)):
-            ui.event(run.parser.feed(line))
+        streams.read_log()  # what ncu wrote last, once it has exited
+        streams.flush()
     finally:
-        for fh in log:
-            fh.close()
+        streams.close()
         if proc.poll() is None:  # pragma: no cover - only on an unexpected exception above
             proc.kill()
             proc.wait()
@@ -198,6 +124,109 @@ def run_ncu(
         + (", stopped at --timeout" if run.timed_out else "")
     )
     return run
+
+
+class _Streams:
+    """What ncu and the program write, decoded as it comes: ncu's log file, line by line, to the run's parser and the
+    progress bar (its last, unfinished line too, for the bar); the program's output (`program_decoder`) passed on."""
+
+    def __init__(self, run: PhaseRun, ui: ProgressUI, log_path: str) -> None:
+        self.run, self.ui, self.log_path = run, ui, log_path
+        self.splitter = LineSplitter()
+        self.decoder = codecs.getincrementaldecoder("utf-8")("replace")
+        self.program_decoder = codecs.getincrementaldecoder("utf-8")("replace")
+        self.log: list[Any] = []  # the log file once ncu has created it
+
+    def handle(self, text: str) -> None:
+        for line in self.splitter.feed(text):
+            self.ui.event(self.run.parser.feed(line))
+        tail = self.splitter.progress()
+        partial = parse_partial(tail) if tail is not None else None
+        if partial is not None:
+            self.ui.event(partial)
+
+    def read_log(self) -> None:
+        if not self.log:
+            try:
+                self.log.append(open(self.log_path, "rb"))  # noqa: SIM115 - held across the run, closed by close()
+            except OSError:
+                return
+        while data := self.log[0].read(65536):
+            self.handle(self.decoder.decode(data))
+
+    def flush(self) -> None:
+        """The lines left in the splitter and the decoder, once ncu has exited."""
+        for line in self.splitter.flush() + self.splitter.feed(self.decoder.decode(b"", final=True)):
+            self.ui.event(self.run.parser.feed(line))
+
+    def close(self) -> None:
+        for fh in self.log:
+            fh.close()
+
+
+def _start(command: list[str], env: dict[str, str] | None, ui: ProgressUI) -> subprocess.Popen[bytes]:
+    """Start ncu in a process group of its own: the program's children too are ended with it (`_end_group`); stdin
+    from a terminal is not passed on (a process outside the terminal's foreground group that reads it would stop for
+    good)."""
+    try:
+        return subprocess.Popen(
+            command,
+            stdin=subprocess.DEVNULL if _is_terminal(0) else None,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            env=env,
+            bufsize=0,
+            preexec_fn=os.setpgrp,  # noqa: PLW1509 - nothing else runs threads that fork here
+        )
+    except OSError as exc:
+        ui.stop()
+        raise ProfileError(f"cannot run {command[0]}: {exc.strerror or exc}") from exc
+
+
+def _follow(
+    proc: subprocess.Popen[bytes],
+    run: PhaseRun,
+    streams: _Streams,
+    ui: ProgressUI,
+    deadline: float | None,
+    timeout_s: float | None,
+) -> float | None:
+    """Pass the program's output on and read ncu's log until the pipe closes (or ncu is gone and a process the
+    program started keeps it open), stopping the program at Ctrl-C or the deadline; returns when SIGINT went to the
+    group, None when it never did."""
+    fd = proc.stdout.fileno()  # type: ignore[union-attr]
+    stopping_since: float | None = None  # when SIGINT went to the group (Ctrl-C or the time limit)
+    ncu_ended: float | None = None
+    while True:
+        try:
+            ready, _, _ = select.select([fd], [], [], 0.5)
+            if ready:
+                data = os.read(fd, 65536)
+                if not data:
+                    break
+                ui.program_output(streams.program_decoder.decode(data))
+            streams.read_log()
+        except KeyboardInterrupt:
+            if stopping_since is not None and run.interrupted:  # a second Ctrl-C: stop at once
+                _end_group(proc)
+                ui.stop()
+                raise
+            run.interrupted = True
+            ui.note("interrupted: waiting for ncu to save what it collected (Ctrl-C again to stop at once)", "yellow")
+            stopping_since = _signal_group(proc, signal.SIGINT)
+        now = time.monotonic()
+        if deadline is not None and now > deadline and stopping_since is None:
+            run.timed_out = True
+            ui.note(f"--timeout {timeout_s:g} s reached: stopping the program; ncu saves what it collected", "yellow")
+            stopping_since = _signal_group(proc, signal.SIGINT)
+        if ncu_ended is None and proc.poll() is not None:
+            ncu_ended = now
+        if ncu_ended is not None and now - ncu_ended > PIPE_GRACE_S:
+            break  # ncu is gone, but a process the program started keeps the pipe open
+        if stopping_since is not None and now - stopping_since > INTERRUPT_GRACE_S:
+            proc.terminate()
+            break
+    return stopping_since
 
 
 def check_run(run: PhaseRun, filters: Filters, target: Target, phase: str) -> None:

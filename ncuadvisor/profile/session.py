@@ -370,33 +370,8 @@ class Session:
                 break
             strategy = round_strategy(rnd, first)
             base = round_name_base(strategy, name_base)
-            out2 = str(self.work / f"phase2_{rnd}")
-            cmd2 = ncu_mod.phase2_command(
-                self.ncu,
-                out2,
-                self.target.argv,
-                self.filters,
-                kernel_names(missing, base),
-                sections,
-                strategy=strategy,
-                name_base=base,
-                launch_count=window if strategy == "window" else None,
-                metrics=metrics,
-            )
-            what = "the analysis metrics" if metrics else "full analysis sections"
-            label = (
-                f"phase 2/2: {what}, one launch per kernel (round {rnd})"
-                if rnd > 1
-                else f"phase 2/2: {what}, one launch per kernel"
-            )
-            # what the bar counts up to: the launches this round profiles (one per kernel and launch shape, as
-            # far as phase 1 saw them), until ncu's own count replaces it
-            expected = {"window": window, "config": configs}.get(strategy) or len(missing)
-            self.ui.display_names = {k.mangled: k.name for k in missing if k.mangled} if base == "mangled" else {}
-            run2 = self._run(cmd2, out2, label, expected)
-            self.ui.display_names = {}
-            if run2.parser.permission_denied:
-                check_run(run2, self.filters, self.target, "phase 2")
+            launch_count = {"window": window, "config": configs}.get(strategy)
+            run2 = self._phase2_round(rnd, strategy, base, missing, sections, metrics, launch_count)
             new: set[tuple[str, str, str]] = set()
             if run2.report is not None:
                 res = no_surrogates(kernel_analysis(run2.report, rules=self.rules, group_time=group_time))
@@ -427,6 +402,42 @@ class Session:
                 break
             missing = still
         return deep, missing
+
+    def _phase2_round(
+        self,
+        rnd: int,
+        strategy: str,
+        base: str,
+        missing: list[Any],
+        sections: list[str],
+        metrics: list[str],
+        launch_count: int | None,
+    ) -> PhaseRun:
+        """One round of phase 2: ncu run on one launch of each `missing` kernel, asked for by its `base` name."""
+        out2 = str(self.work / f"phase2_{rnd}")
+        cmd2 = ncu_mod.phase2_command(
+            self.ncu,
+            out2,
+            self.target.argv,
+            self.filters,
+            kernel_names(missing, base),
+            sections,
+            strategy=strategy,
+            name_base=base,
+            launch_count=launch_count if strategy == "window" else None,
+            metrics=metrics,
+        )
+        what = "the analysis metrics" if metrics else "full analysis sections"
+        label = f"phase 2/2: {what}, one launch per kernel" + (f" (round {rnd})" if rnd > 1 else "")
+        # what the bar counts up to: the launches this round profiles (one per kernel and launch shape, as
+        # far as phase 1 saw them), until ncu's own count replaces it
+        expected = launch_count or len(missing)
+        self.ui.display_names = {k.mangled: k.name for k in missing if k.mangled} if base == "mangled" else {}
+        run2 = self._run(cmd2, out2, label, expected)
+        self.ui.display_names = {}
+        if run2.parser.permission_denied:
+            check_run(run2, self.filters, self.target, "phase 2")
+        return run2
 
 
 def run_profile(

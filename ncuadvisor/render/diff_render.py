@@ -1,4 +1,4 @@
-"""Renderers of a diff (`ncuadvisor.diff.compare`, the typed `DiffResult`): terminal (rich), markdown (GitHub), HTML, JSON.
+"""Renderers of a diff (`ncuadvisor.comparison.compare`, the typed `DiffResult`): terminal (rich), markdown (GitHub), HTML, JSON.
 
 They format the diff view (`render.diff_view`), never compute: every number comes from the diff. The markdown
 escapes as the report's does (`mdtext`) and, like it, stays under GitHub's comment limit however many kernels the
@@ -12,7 +12,7 @@ from typing import Any
 
 from rich.console import Console
 
-from ncuadvisor.diff.types import DiffResult
+from ncuadvisor.comparison.types import DiffResult
 from ncuadvisor.render import HTML_FILTERS, console_for_output, environment, to_json
 from ncuadvisor.render import escape_terminal as escape
 from ncuadvisor.render.diff_view import diff_view

@@ -1,4 +1,4 @@
-"""The view of a diff (the typed `ncuadvisor.diff.DiffResult`, as `compare` builds it or `load_saved` reads it): plain
+"""The view of a diff (the typed `ncuadvisor.comparison.DiffResult`, as `compare` builds it or `load_saved` reads it): plain
 objects with every default filled.
 
 As `render.view` does for a report: a side the kernel is missing from is an empty side (`present` False), a missing
@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ncuadvisor.diff import types as dt
+from ncuadvisor.comparison import types as dt
 from ncuadvisor.render.view import Generator, take
 from ncuadvisor.result import shape_tagger
 from ncuadvisor.units import compact_name, finite, fmt_change, fmt_delta_ns

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ncuadvisor.diff.types import DiffResult
+    from ncuadvisor.comparison.types import DiffResult
     from ncuadvisor.result.types import KernelEntry, Result
 
 

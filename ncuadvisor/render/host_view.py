@@ -4,7 +4,6 @@ words every renderer uses for a "where to start" entry's wall-time saving."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from ncuadvisor.result.host_info import HostTimeline
 from ncuadvisor.units import basename, fmt_ns, fmt_pct, number
@@ -14,20 +13,20 @@ from ncuadvisor.units import basename, fmt_ns, fmt_pct, number
 class HostView:
     """The host timeline's facts, as the program view shows them."""
 
-    name: Any  # the trace's file name
-    path: Any
+    name: str  # the trace's file name
+    path: str
     used: bool
-    note: Any
-    windows: Any
-    wall_per_window_ns: Any
-    gpu_busy_share: Any
-    host_ns_per_launch: Any
+    note: str | None
+    windows: float | None
+    wall_per_window_ns: float | None
+    gpu_busy_share: float | None
+    host_ns_per_launch: float | None
     host_bound: bool
-    launches: Any
-    matched_launches: Any
-    unmatched_kernels: list[Any]
-    profiler_stall_ns: Any
-    profiler_call_cost_ns: Any
+    launches: int
+    matched_launches: int
+    unmatched_kernels: list[str]
+    profiler_stall_ns: float | None
+    profiler_call_cost_ns: float | None
 
     @property
     def summary(self) -> str:
@@ -76,7 +75,7 @@ def host_view(h: HostTimeline | None) -> HostView | None:
     )
 
 
-def wall_words(host: HostTimeline | None, saving_ns: Any, wall_only: bool = False) -> str:
+def wall_words(host: HostTimeline | None, saving_ns: float | None, wall_only: bool = False) -> str:
     """A "where to start" entry's wall saving in words, '' without a host timeline in use: 'wall time: ~158.7 µs
     (measured host timeline)', per report window as the GPU saving is; an entry whose saving is wall time already
     (CUDA graphs) says only where it comes from."""

@@ -51,7 +51,7 @@ import json
 import posixpath
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote
 
@@ -98,8 +98,7 @@ def _python_source(k: Kernel) -> SourceLine | None:
     pl = k.python_line
     if pl is None or number(pl.line) is None:
         return None
-    empty = {f.name: None for f in fields(SourceLine)}
-    return SourceLine(**{**empty, "file": pl.file, "line": pl.line, "code": pl.code, "toolkit": False})
+    return SourceLine(file=pl.file, line=pl.line, code=pl.code, sass=None, share=None, metric=None)
 
 
 def _launched(k: Kernel) -> str:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
-from typing import Any
+from typing import Any, overload
 
 from ncuadvisor.render import METRIC_WORDS, Prose
 from ncuadvisor.render.host_view import HostView, host_view, wall_words
@@ -35,7 +35,7 @@ SOL_BARS: tuple[tuple[str, str], ...] = (
 )
 
 
-def times(a: Any, b: Any) -> float | None:
+def times(a: object, b: object) -> float | None:
     """a × b for a display value (a time saved), None when either is not a number."""
     fa, fb = number(a), number(b)
     return None if fa is None or fb is None else fa * fb
@@ -52,49 +52,49 @@ class Generator:
 
 @dataclass(frozen=True)
 class Device:
-    name: Any
-    sm_count: Any
-    peak_dram_bytes_per_s: Any
-    peak_flops_per_s: Mapping[str, Any]
-    sm_clock_hz: Any  # the clock the device's ceilings are computed at (the kernels' median)
+    name: str | None
+    sm_count: float | None
+    peak_dram_bytes_per_s: float | None
+    peak_flops_per_s: Mapping[str, float | None]
+    sm_clock_hz: float | None  # the clock the device's ceilings are computed at (the kernels' median)
 
 
 @dataclass(frozen=True)
 class Process:
-    label: Any
-    pid: Any
-    executable: Any
-    kernels: Any
-    launches: Any
-    duration_ns: Any
+    label: str
+    pid: int | str
+    executable: str
+    kernels: int
+    launches: int
+    duration_ns: float
 
 
 @dataclass(frozen=True)
 class Report:
-    name: Any
-    path: Any
-    ncu_version: Any
-    command_line: Any
-    kernels: Any  # the count of kernel groups the report holds
-    results: Any
-    total_duration_ns: Any
+    name: str
+    path: str
+    ncu_version: str | None
+    command_line: str | None
+    kernels: int  # the count of kernel groups the report holds
+    results: int
+    total_duration_ns: float
     device: Device
-    warnings: list[Any]
-    missing_sections: list[Any]
+    warnings: list[Prose]
+    missing_sections: list[str]
     processes: list[Process]
 
 
 @dataclass(frozen=True)
 class Evidence:
-    label: Any  # words: the rule's label, else the metric's name in words
-    metric: Any
-    value: Any
-    unit: Any
-    threshold: Any
+    label: str  # words: the rule's label, else the metric's name in words
+    metric: str
+    value: float | str | None
+    unit: str
+    threshold: float | str | None
     kind: str  # how the value reads: "pct" (a 0..1 fraction), "pct100" (already in %), "x" (a ratio), "num"
 
 
-def _no_rule_label(v: Any, covered_by: str | None = None) -> str:
+def _no_rule_label(v: rt.NoRuleVerdict | None, covered_by: str | None = None) -> str:
     """A kernel's table cell when it has no finding: its no-rule verdict ("no rule applies", or the program finding
     that covers it), else the program finding that names it (a kernel under the verdict's share: PYT005's loss
     kernels, a fusion chain's), else nothing."""
@@ -105,15 +105,15 @@ def _no_rule_label(v: Any, covered_by: str | None = None) -> str:
 
 @dataclass(frozen=True)
 class Finding:
-    rule: Any
-    title: Any
-    category: Any
-    message: Any
-    fix: Any
-    fix_code: Any
-    estimated_speedup: Any
-    confidence: Any
-    speedup_model: Any
+    rule: str
+    title: str
+    category: str
+    message: Prose
+    fix: Prose
+    fix_code: str
+    estimated_speedup: float
+    confidence: str
+    speedup_model: str
     evidence: list[Evidence]
     source: list[SourceLine]
     at_roofline: bool
@@ -123,116 +123,120 @@ class Finding:
 
 @dataclass(frozen=True)
 class Sol:
-    memory_pct: Any
-    compute_pct: Any
-    dram_pct: Any
-    l2_pct: Any
-    l1_pct: Any
+    memory_pct: float | None
+    compute_pct: float | None
+    dram_pct: float | None
+    l2_pct: float | None
+    l1_pct: float | None
 
 
 @dataclass(frozen=True)
 class Roofline:
-    duration_ns: Any
-    theoretical_ns: Any
-    memory_floor_ns: Any
-    compute_floor_ns: Any
-    dram_bytes: Any
-    compulsory_bytes: Any
-    load_bytes: Any  # of the compulsory bytes, loads and stores (None when the report does not tell them apart)
-    store_bytes: Any
-    ideal_bytes: Any
-    flops: Any
-    intensity: Any
-    achieved_dram_bytes_per_s: Any
-    peak_dram_bytes_per_s: Any
-    achieved_flops_per_s: Any
-    limiting_precision: Any
-    limiting_peak_flops_per_s: Any  # the peak of the limiting precision, None when the report lacks it
-    sm_clock_hz: Any  # the SM clock measured during the kernel
-    limiter: Any  # the unit that limits the kernel ('dram', 'l2', 'fma', 'issue', 'sfu', ...) when the result names it
-    limiter_reason: Any  # the same, in words
-    executed_floor_ns: Any  # the largest ceiling as executed (issue, ALU, LSU, memory traffic as moved)
-    executed_floor_unit: Any
-    executed_reason: Any  # both floors in words when the executed floor is well above the needed one, else ""
+    duration_ns: float | None
+    theoretical_ns: float | None
+    memory_floor_ns: float | None
+    compute_floor_ns: float | None
+    dram_bytes: float | None
+    compulsory_bytes: float | None
+    load_bytes: (
+        float | None
+    )  # of the compulsory bytes, loads and stores (None when the report does not tell them apart)
+    store_bytes: float | None
+    ideal_bytes: float | None
+    flops: float
+    intensity: float | None
+    achieved_dram_bytes_per_s: float | None
+    peak_dram_bytes_per_s: float | None
+    achieved_flops_per_s: float | None
+    limiting_precision: str | None
+    limiting_peak_flops_per_s: float | None  # the peak of the limiting precision, None when the report lacks it
+    sm_clock_hz: float | None  # the SM clock measured during the kernel
+    limiter: (
+        str | None
+    )  # the unit that limits the kernel ('dram', 'l2', 'fma', 'issue', 'sfu', ...) when the result names it
+    limiter_reason: Prose  # the same, in words
+    executed_floor_ns: float | None  # the largest ceiling as executed (issue, ALU, LSU, memory traffic as moved)
+    executed_floor_unit: str | None
+    executed_reason: str  # both floors in words when the executed floor is well above the needed one, else ""
     hierarchy: list[Mapping[str, Any]]  # per memory level (l1, l2, dram): bytes, intensity, peak_bytes_per_s
     sol: Sol
-    sol_bars: list[tuple[str, Any]]  # (label, percentage) in display order
+    sol_bars: list[tuple[str, float | None]]  # (label, percentage) in display order
 
 
 @dataclass(frozen=True)
 class Launch:
-    registers_per_thread: Any
-    shared_mem_static: Any
-    shared_mem_dynamic: Any
-    waves_per_sm: Any
-    theoretical_occupancy_pct: Any
-    achieved_occupancy_pct: Any
+    registers_per_thread: float | None
+    shared_mem_static: float | None
+    shared_mem_dynamic: float | None
+    waves_per_sm: float | None
+    theoretical_occupancy_pct: float | None
+    achieved_occupancy_pct: float | None
 
 
 @dataclass(frozen=True)
 class Variant:
     """Launches of a kernel whose duration sets them apart, analysed on their own (or timed only)."""
 
-    launches: Any
-    launch_range_ns: tuple[Any, Any]
-    duration_ns: Any
-    time_share: Any
-    profiled: Any
-    bound: Any
-    headroom: Any
+    launches: int
+    launch_range_ns: tuple[float | None, float | None]
+    duration_ns: float
+    time_share: float
+    profiled: bool
+    bound: str
+    headroom: float | None
     findings: list[Finding]
 
 
 @dataclass(frozen=True)
 class NcuRule:
-    rule: Any
-    type: Any
-    title: Any
-    message: Any
-    speedup_pct: Any
-    speedup_type: Any
+    rule: str
+    type: str
+    title: str
+    message: str
+    speedup_pct: float | None
+    speedup_type: str | None
 
 
 @dataclass(frozen=True)
 class RuleNote:
     """A rule suppressed or skipped on a kernel, and why."""
 
-    rule: Any
-    title: Any
-    reason: Any
+    rule: str
+    title: str | None
+    reason: str
 
 
 @dataclass(frozen=True)
 class Kernel:
     index: int  # counted from 1, as every list of the report is
     anchor: str  # the HTML id: the kernel's id, else k<position in the result, from 0>
-    id: Any
-    name: Any
-    demangled: Any
-    mangled: Any
-    shown_name: Any  # the display name (the op of an ATen generic kernel), else the name, else the demangled name
+    id: str
+    name: str
+    demangled: str
+    mangled: str
+    shown_name: str  # the display name (the op of an ATen generic kernel), else the name, else the demangled name
     label: str  # its short name (`kernel_labels`): no two kernels of the report read the same with their shape tags
-    full_name: Any  # the demangled name, else the name
+    full_name: str  # the demangled name, else the name
     shape_tag: str  # what tells it from other kernels of its name ('grid (8, 8, 1)'), else ""
-    no_rule: Any  # a large kernel group no rule spoke to: what is known of it (its message), else None
+    no_rule: str | None  # a large kernel group no rule spoke to: what is known of it (its message), else None
     no_rule_label: str  # its table cell: "no rule applies", or the program finding that covers it
-    language: Any
-    grid: Any
-    block: Any
-    launches: Any
-    analysed_launches: Any
-    duration_ns: Any
-    analysed_duration_ns: Any
-    per_launch_ns: Any
-    time_share: Any
-    launch_note: Any
-    bound: Any
-    bound_reason: Any
-    headroom: Any
-    nvtx: Any
-    device_id: Any
-    process_label: Any
-    executable: Any  # of the kernel's process
+    language: str
+    grid: str
+    block: str
+    launches: int
+    analysed_launches: int
+    duration_ns: float
+    analysed_duration_ns: float
+    per_launch_ns: float
+    time_share: float
+    launch_note: str | None
+    bound: str
+    bound_reason: Prose
+    headroom: float | None
+    nvtx: str
+    device_id: int | None
+    process_label: str | None
+    executable: str | None  # of the kernel's process
     source_anchor: SourceLine  # its first instruction's line (empty when the report has none)
     python_line: PythonLine | None  # the Python line that launched it (profile --python-lines), else None
     roofline: Roofline
@@ -251,15 +255,15 @@ class Kernel:
 class Action:
     """One line of "where to start"."""
 
-    scope: Any
-    kernel: Any
-    kernel_id: Any
+    scope: str
+    kernel: str
+    kernel_id: str | None
     shape_tag: str
-    rule: Any
-    category: Any
-    title: Any
-    estimated_saving_ns: Any
-    program_fraction: Any
+    rule: str
+    category: str
+    title: str
+    estimated_saving_ns: float
+    program_fraction: float
     fix: str = ""  # the fix of the finding the entry speaks of (a program finding's, else the kernel's)
     kernel_label: str = ""  # the kernel's short name as the kernel table shows it; for several kernels, theirs
     covers: str = ""  # the launches and time the saving is over ('6 launches, 112.4 µs'), else ""
@@ -273,23 +277,23 @@ class Action:
 class FollowUp:
     """A further fix under a "where to start" entry."""
 
-    rule: Any
-    title: Any
-    estimated_saving_ns: Any
-    program_fraction: Any
+    rule: str
+    title: str
+    estimated_saving_ns: float
+    program_fraction: float
 
 
 @dataclass(frozen=True)
 class ProgramFinding:
-    rule: Any
-    category: Any
-    title: Any
-    message: Any
-    fix: Any
-    fix_code: Any
-    estimated_saving_ns: Any
-    kernels: list[Any]  # names
-    kernel_links: list[tuple[Any, Any]]  # (name, kernel id or None)
+    rule: str
+    category: str
+    title: str
+    message: Prose
+    fix: Prose
+    fix_code: str
+    estimated_saving_ns: float
+    kernels: list[str]  # names, each once, with how often the finding names it ('a ×100')
+    kernel_links: list[tuple[str, str | None]]  # (name, kernel id or None)
     labels: list[str] = field(default_factory=list)  # its kernels' short names, as the kernel table shows them (×n)
     must_move: str = ""  # the counters the fix must move: "launches of the kernels it names 4 → ≤ 2"
 
@@ -298,7 +302,7 @@ class ProgramFinding:
 class Result:
     report: Report
     generator: Generator
-    created: Any
+    created: str
     kernels: list[Kernel]
     top_actions: list[Action]
     program_findings: list[ProgramFinding]
@@ -317,19 +321,23 @@ def _evidence(e: rt.EvidenceEntry) -> Evidence:
     return take(Evidence, e, label=words, kind=kind)
 
 
-def _command_line(text: Any) -> Any:
+def _command_line(text: str | None) -> str | None:
     """The ncu command line as the report holds it, without the lone quote ncu leaves at its end."""
     if isinstance(text, str) and text.rstrip().endswith('"') and text.count('"') % 2:
         return text.rstrip()[:-1].rstrip()
     return text
 
 
-def prose(text: Any) -> Any:
+@overload
+def prose(text: str) -> Prose: ...
+@overload
+def prose(text: None) -> None: ...
+def prose(text: str | None) -> Prose | None:
     """A text of the result written as prose (`Prose`: its `code` spans shown as code in the HTML); None stays."""
     return None if text is None else Prose(text)
 
 
-def _finding(f: rt.FindingEntry, duration_ns: Any) -> Finding:
+def _finding(f: rt.FindingEntry, duration_ns: float | None) -> Finding:
     return take(
         Finding,
         f,

@@ -21,12 +21,12 @@ def take(cls: type[T], record: Any, **given: Any) -> T:
 
 @dataclass(frozen=True)
 class SourceLine:
-    file: Any
-    line: Any
-    code: Any
-    sass: Any
-    share: Any
-    metric: Any
+    file: str | None
+    line: int | None
+    code: str | None
+    sass: str | None
+    share: float | None
+    metric: str | None
     toolkit: bool = False  # the file is one of the CUDA toolkit's headers, not the user's code
     via: str = ""  # the library code the line's instructions are in: "in atomicAdd (device_atomic_functions.hpp:112)"
 
@@ -47,12 +47,12 @@ def _via(inl: rt.InlinedEntry | None) -> str:
 class PythonLine:
     """The Python line that launched a kernel (`profile --python-lines`)."""
 
-    file: Any
-    line: Any
-    function: Any
-    code: Any
-    backward_of: Any
-    graph_replay: Any
+    file: str
+    line: int
+    function: str
+    code: str | None
+    backward_of: str | None
+    graph_replay: rt.GraphReplay | None
 
     @property
     def where(self) -> str:
@@ -82,7 +82,7 @@ class PythonLine:
         return replay is not None and (replay.file, replay.line) == (self.file, self.line)
 
 
-def _basename_line(file: Any, line: Any) -> str:
+def _basename_line(file: str | None, line: int | None) -> str:
     return f"{str(file or '').replace(chr(92), '/').rsplit('/', 1)[-1]}:{line}"
 
 
@@ -108,9 +108,9 @@ class CitedLine:
     share of its samples on this line (`stall_share`), `other` the rest of the per-line metrics the findings carry
     (excess sectors, wavefronts) as (metric, share); each None or empty where no finding carried it."""
 
-    file: Any
-    line: Any
-    code: Any
+    file: str
+    line: int
+    code: str | None
     via: str
     toolkit: bool
     inst_share: float | None

@@ -28,7 +28,7 @@ _TITLES = {
 def record_class(kind: str) -> type[Record]:
     """The dataclass of a saved result's kind ("report" or "diff")."""
     if kind == DIFF_KIND:
-        from ncuadvisor.diff.types import DiffResult  # the diff is built on the result's records, not the reverse
+        from ncuadvisor.comparison.types import DiffResult  # the diff is built on the result's records, not the reverse
 
         return DiffResult
     from ncuadvisor.result.types import Result

@@ -22,7 +22,7 @@ from ncuadvisor.saved.schemas import DIFF_KIND, REPORT_KIND, record_class
 from ncuadvisor.version import __version__
 
 if TYPE_CHECKING:
-    from ncuadvisor.diff.types import DiffResult
+    from ncuadvisor.comparison.types import DiffResult
 
 _REPORT_MAGIC = (b"NVR\x00", b"\x28\xb5\x2f\xfd", b"\xfd7zX", b"\x1f\x8b")  # ncu-rep, ncu-repz, xz, gzip
 _REPORT_SUFFIXES = (".ncu-rep", ".ncu-repz", ".ncu-rep.xz", ".ncu-rep.gz")
@@ -35,7 +35,7 @@ _NEEDED = {
 
 def supported_versions() -> dict[str, int]:
     """The schema_version this ncuadvisor reads, by kind."""
-    from ncuadvisor.diff.types import SCHEMA_VERSION as DIFF_VERSION
+    from ncuadvisor.comparison.types import SCHEMA_VERSION as DIFF_VERSION
 
     return {REPORT_KIND: SCHEMA_VERSION, DIFF_KIND: DIFF_VERSION}
 

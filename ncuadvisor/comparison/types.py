@@ -1,6 +1,6 @@
 """The diff of two results (schema_version 1, kind "diff"): the typed form of the JSON that `ncuadvisor diff` writes.
 `DiffResult.to_dict()` is that JSON, `DiffResult.from_dict()` reads it back; what each field means is in the
-package's docstring (`ncuadvisor.diff`)."""
+package's docstring (`ncuadvisor.comparison`)."""
 
 from __future__ import annotations
 

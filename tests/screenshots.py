@@ -1,8 +1,11 @@
 """Screenshots of the HTML report for the docs' gallery: 1400 px, 390 px (a phone), dark mode and print.
 
-    python3 docs/screenshots/make.py                 # the gallery's fixtures into docs/screenshots/, the rest pruned
-    python3 docs/screenshots/make.py flaws patterns  # only these (names of fixtures/NAME.ncu-rep.xz)
-    python3 docs/screenshots/make.py --png /tmp/look # lossless PNGs somewhere else, to look at closely
+    python3 -m tests.screenshots                 # the gallery's fixtures into docs/screenshots/, the rest pruned
+    python3 -m tests.screenshots flaws patterns  # only these (names of fixtures/NAME.ncu-rep.xz)
+    python3 -m tests.screenshots --png /tmp/look # lossless PNGs somewhere else, to look at closely
+
+Run from the repository's root, as `python3 -m tests.golden` is: it drives Chromium with the page tests' driver
+(`tests/browser.py`).
 
 Each report is analysed by this checkout (`ncuadvisor report FIXTURE -f html`), opened in headless Chromium and shot
 through the DevTools protocol over a pipe (no package beyond the standard library and the `chromium` binary): the
@@ -24,14 +27,12 @@ import tempfile
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.browser import Browser as DevToolsBrowser
+from tests.browser import chromium
+
+ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "fixtures"
-sys.path.insert(0, str(ROOT))  # the page tests' Chromium driver, tests/browser.py
-
-from tests.browser import Browser as DevToolsBrowser  # noqa: E402
-from tests.browser import chromium  # noqa: E402
-
-OUT = Path(__file__).resolve().parent
+OUT = ROOT / "docs" / "screenshots"
 # the gallery's fixtures: hand-written CUDA, access patterns, PyTorch eager and compiled, cuBLAS/cuDNN, a training step
 MAIN = ("flaws", "patterns", "torch_eager", "torch_compile", "torch_gemm_conv", "torch_train")
 SMALL = 0.5  # a fixture outside MAIN, shot by name, is scaled down by this (the phone's by SMALL_PHONE)
@@ -136,7 +137,7 @@ def fixtures(names: list[str]) -> list[Path]:
     chosen = [FIXTURES / f"{n}.ncu-rep.xz" for n in names or MAIN]
     missing = [p.name for p in chosen if not p.exists()]
     if missing:
-        raise SystemExit(f"make.py: no such fixture: {', '.join(missing)}")
+        raise SystemExit(f"tests.screenshots: no such fixture: {', '.join(missing)}")
     return chosen
 
 
@@ -164,7 +165,7 @@ def gallery(names: list[str], out: Path) -> str:
         "The reports of six fixtures (`ncuadvisor report fixtures/NAME.ncu-rep.xz -f html`) as headless Chromium "
         "shows their first screen: at 1400 px, at 390 px (a phone), in dark mode (`prefers-color-scheme: dark`) and "
         "printed (the `print` media type at the width of an A4 page). Regenerate them with "
-        "`python3 docs/screenshots/make.py` (a few minutes; only the standard library and `chromium`); it removes "
+        "`python3 -m tests.screenshots` (a few minutes; only the standard library and `chromium`); it removes "
         "any picture here that no page links.",
         "",
         "The roofline charts, shot whole with their zoomed view open: [flaws](flaws-roofline.webp) (labels clear "
@@ -207,7 +208,7 @@ def main() -> int:
     out.mkdir(parents=True, exist_ok=True)
     fmt, ext = ("png", "png") if args.png else ("webp", "webp")
     if chromium() is None:
-        raise SystemExit("make.py: no chromium on PATH (apt-get install chromium)")
+        raise SystemExit("tests.screenshots: no chromium on PATH (apt-get install chromium)")
     browser = Browser()
     done: list[str] = []
     try:

@@ -3,6 +3,8 @@
 The diff is its own versioned result (`DiffResult`, `{"schema_version": 1, "kind": "diff", ...}` as JSON, shape below),
 computed from two results (`ncuadvisor.result.Result`) by `compare` and formatted by `ncuadvisor.render.diff_render`:
 `match` pairs the kernels of the two sides, `compare` measures each pair and the total, `gate` is `--fail-on`.
+The package is `comparison`, not `diff`: `ncuadvisor.diff` is the Python API's function (`ncuadvisor.api.diff`), and a
+submodule of that name would take its place on the package once imported.
 
 Matching kernels (never by position)
     1. by identity: demangled name + grid + block (the key `ncuadvisor.model.group_kernels` groups launches by);
@@ -69,7 +71,7 @@ compared the same way.
 Gate (`ncuadvisor diff --fail-on`): `regression` fails when any matched kernel or the program total regressed;
 `findings` fails when any finding is new. `gate()` returns the reasons, empty when the gate passes.
 
-Shape (schema_version 1; the dataclasses of `ncuadvisor.diff.types`, the JSON Schema
+Shape (schema_version 1; the dataclasses of `ncuadvisor.comparison.types`, the JSON Schema
 `ncuadvisor/saved/schema/diff-v1.schema.json`):
 
     {"schema_version": 1, "kind": "diff", "generator", "created",
@@ -93,11 +95,7 @@ Shape (schema_version 1; the dataclasses of `ncuadvisor.diff.types`, the JSON Sc
     Kernel entries also have "launches_note" (str|null) and, in per-launch mode, "before_scaled_ns" (the time before
     at the launch count after, which change_ns and change are measured from)."""
 
-import sys
-from types import ModuleType
-from typing import Any
-
-from ncuadvisor.diff.compare import (
+from ncuadvisor.comparison.compare import (
     AT_ROOFLINE,
     COVERAGE_MIN_RESULTS,
     COVERAGE_TOLERANCE,
@@ -108,9 +106,9 @@ from ncuadvisor.diff.compare import (
     compare,
     diff_results,
 )
-from ncuadvisor.diff.gate import FAIL_ON, gate, parse_threshold
-from ncuadvisor.diff.match import match_kernels, process_keys
-from ncuadvisor.diff.types import KIND, SCHEMA_VERSION, DiffResult
+from ncuadvisor.comparison.gate import FAIL_ON, gate, parse_threshold
+from ncuadvisor.comparison.match import match_kernels, process_keys
+from ncuadvisor.comparison.types import KIND, SCHEMA_VERSION, DiffResult
 
 __all__ = [
     "AT_ROOFLINE",
@@ -131,15 +129,3 @@ __all__ = [
     "parse_threshold",
     "process_keys",
 ]
-
-
-class _CalledAsTheApi(ModuleType):
-    """`ncuadvisor.diff(before, after)` is the Python API's diff (`ncuadvisor.api.diff`), and `ncuadvisor.diff` is also
-    this package: once the package is imported the name is the package, so calling it calls the API's function,
-    which the package's lazy loader (`ncuadvisor.__getattr__`, the top of the layers) provides."""
-
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        return sys.modules["ncuadvisor"].__getattr__("diff")(*args, **kwargs)
-
-
-sys.modules[__name__].__class__ = _CalledAsTheApi

@@ -7,8 +7,8 @@ import dataclasses
 import datetime as _dt
 from typing import Any, Literal
 
-from ncuadvisor.diff.checks import counter_checks, program_counter_checks
-from ncuadvisor.diff.match import (
+from ncuadvisor.comparison.checks import counter_checks, program_counter_checks
+from ncuadvisor.comparison.match import (
     ROLE_MIN_FLOPS,
     MatchHow,
     Pair,
@@ -17,7 +17,7 @@ from ncuadvisor.diff.match import (
     match_kernels,
     process_keys,
 )
-from ncuadvisor.diff.types import (
+from ncuadvisor.comparison.types import (
     KIND,
     SCHEMA_VERSION,
     Comparison,

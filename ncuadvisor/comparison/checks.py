@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ncuadvisor.diff.types import CounterCheck, FindingChanges
+from ncuadvisor.comparison.types import CounterCheck, FindingChanges
 from ncuadvisor.result.types import KernelEntry, PredictionEntry, ProgramFindingEntry
 from ncuadvisor.units import fmt_change
 
