@@ -14,6 +14,7 @@ import lzma
 import os
 import pickle
 import shutil
+import sys
 import traceback
 from collections.abc import Callable
 from pathlib import Path
@@ -107,6 +108,23 @@ def pytest_pyfunc_call(pyfuncitem):
     args = {name: pyfuncitem.funcargs[name] for name in pyfuncitem._fixtureinfo.argnames}
     in_child(lambda: pyfuncitem.obj(**args))
     return True
+
+
+_OPENED_HERE: list[str] = []
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_runtest_teardown(item):
+    """The test process never imports ncu_report (a fixture that reads a report does so in a forked child): the first
+    test after whose fixtures it is loaded here fails, naming why, so that the fixture is found."""
+    if _OPENED_HERE or "ncu_report" not in sys.modules or os.environ.get("NCUADVISOR_TEST_FORK") == "0":
+        return
+    _OPENED_HERE.append(item.nodeid)
+    pytest.fail(
+        "ncu_report was loaded in the test process by this test's fixtures: read the report in a forked child "
+        "(tests.conftest.in_child), or every later test inherits its memory",
+        pytrace=False,
+    )
 
 
 def _shared_folder(factory: pytest.TempPathFactory, name: str) -> Path:
