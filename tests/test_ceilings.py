@@ -113,12 +113,11 @@ def test_no_fp16_flops_without_fp16_pipe_work():
 
 
 @pytest.mark.parametrize("fixture", ["ceilings", "patterns"])
-def test_no_estimate_promises_a_time_below_the_floor(report_path, fixture):
+def test_no_estimate_promises_a_time_below_the_floor(analyzed, fixture):
     from ncuadvisor.analysis.roofline import PRACTICAL_FRACTION
-    from ncuadvisor.pipeline.analyze import analyze
 
     checked = 0
-    for k in analyze(report_path(fixture)).to_dict()["kernels"]:
+    for k in analyzed(fixture)["kernels"]:
         rl = k["roofline"]
         for f in k["findings"]:
             if f["category"] == "at-roofline" or f["changes_floor"] or not rl["duration_ns"]:

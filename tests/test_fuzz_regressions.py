@@ -450,7 +450,8 @@ def test_stdout_on_a_full_disk_is_exit_2_never_a_cut_file(pipeline, tmp_path, co
     src = tmp_path / "r.ncu-rep"
     src.write_bytes(pipeline)
     saved = tmp_path / "saved.json"
-    assert run("report", str(src), "-o", str(saved), cwd=tmp_path).returncode == 0
+    if command == "render-md":  # the saved result only this one reads
+        assert run("report", str(src), "-o", str(saved), cwd=tmp_path).returncode == 0
     args = {
         "report-json": ["report", str(src), "-f", "json"],
         "report-html": ["report", str(src), "-f", "html"],

@@ -17,6 +17,7 @@ from ncuadvisor.analysis.hosttrace import read_trace
 from ncuadvisor.analysis.walltime import HostModel, match_kernels, name_words
 from ncuadvisor.pipeline.hostwall import action_parts
 from ncuadvisor.result.types import Result
+from tests.conftest import _shared_folder, _write_once
 
 ROOT = Path(__file__).resolve().parent.parent
 TRACES = ROOT / "fixtures" / "host-trace-2026-12-02"
@@ -28,16 +29,18 @@ def trace(name: str):
 
 
 @pytest.fixture(scope="module")
-def with_host(report_path):
-    """with_host("torch_train", "train_step_planted") -> the report analysed with that trace (once per module)."""
+def with_host(report_path, tmp_path_factory):
+    """with_host("torch_train", "train_step_planted") -> the report analysed with that trace, once per test run: kept
+    pickled under the run's base temp folder (a test runs in a forked child, whose memory goes with it)."""
     from ncuadvisor.pipeline.analyze import analyze
 
-    cache: dict[tuple[str, str], bytes] = {}
+    folder = _shared_folder(tmp_path_factory, "analysed-with-host")
 
     def get(report: str, name: str) -> Result:
-        if (report, name) not in cache:
-            cache[(report, name)] = pickle.dumps(analyze(report_path(report), host=trace(name)))
-        return pickle.loads(cache[(report, name)])
+        def write(tmp: Path) -> None:
+            tmp.write_bytes(pickle.dumps(analyze(report_path(report), host=trace(name))))
+
+        return pickle.loads(_write_once(folder / f"{report}+{name}.pickle", write).read_bytes())
 
     return get
 

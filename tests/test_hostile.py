@@ -151,7 +151,7 @@ from ncuadvisor.rulekit import ProgramRule, Rule
 
 class Hostile({base}):
     """A user rule gone wrong."""
-    code = "USR900"
+    code = "{code}"
     slug = "hostile"
     category = "latency"
     title = "hostile"
@@ -162,10 +162,11 @@ class Hostile({base}):
 '''
 
 
-def user_rule(folder, body: str, program: bool = False, top: str = ""):
+def user_rule(folder, body: str, program: bool = False, top: str = "", code: str = "USR900"):
     folder.mkdir(exist_ok=True)
-    head = RULE_HEAD.format(base="ProgramRule" if program else "Rule", method="check_program" if program else "check")
-    (folder / "USR900_hostile.py").write_text(top + head + "".join(f"        {ln}\n" for ln in body.splitlines()))
+    base, method = ("ProgramRule", "check_program") if program else ("Rule", "check")
+    head = RULE_HEAD.format(base=base, method=method, code=code)
+    (folder / f"{code}_hostile.py").write_text(top + head + "".join(f"        {ln}\n" for ln in body.splitlines()))
     return folder
 
 
@@ -179,64 +180,96 @@ def cli(*args, cwd, timeout=120):
 ROOT = Path(__file__).resolve().parent.parent
 
 
-@pytest.mark.parametrize("program", [False, True], ids=["kernel rule", "program rule"])
-def test_a_rule_calling_sys_exit_fools_neither_the_gate_nor_the_output(report_path, tmp_path, program):
-    rules = user_rule(tmp_path / "rules", "sys.exit(0)", program)
-    out = tmp_path / "out.json"
-    p = cli("report", report_path("probe"), "--rules-dir", rules, "-o", out, cwd=tmp_path)
-    assert p.returncode == 0, p.stderr
-    warnings = json.loads(out.read_text())["report"]["warnings"]
-    assert any("USR900" in w and "called sys.exit(0)" in w for w in warnings), warnings
+EXITING = {False: "USR901", True: "USR902"}  # program rule? -> its code
+
+
+@pytest.fixture(scope="module")
+def exiting_rules(report_path, tmp_path_factory):
+    """One folder with a kernel rule and a program rule that call sys.exit(0); the report of probe and the diff gate
+    run with both (each command once, in a subprocess), and the gate without them."""
+    tmp = tmp_path_factory.mktemp("exiting")
+    rules = tmp / "rules"
+    for program, code in EXITING.items():
+        user_rule(rules, "sys.exit(0)", program, code=code)
+    out = tmp / "out.json"
+    report = cli("report", report_path("probe"), "--rules-dir", rules, "-o", out, cwd=tmp)
     before, after = report_path("pipeline_v1"), report_path("pipeline_v0")
-    plain = cli("diff", before, after, "--fail-on", "regression", "-f", "json", cwd=tmp_path)
+    plain = cli("diff", before, after, "--fail-on", "regression", "-f", "json", cwd=tmp)
+    gated = cli("diff", before, after, "--fail-on", "regression", "-f", "json", "--rules-dir", rules, cwd=tmp)
+    return report, out.read_text() if out.exists() else "", plain, gated
+
+
+@pytest.mark.parametrize("program", [False, True], ids=["kernel rule", "program rule"])
+def test_a_rule_calling_sys_exit_fools_neither_the_gate_nor_the_output(exiting_rules, program):
+    p, out, plain, gated = exiting_rules
+    assert p.returncode == 0, p.stderr
+    warnings = json.loads(out)["report"]["warnings"]
+    assert any(EXITING[program] in w and "called sys.exit(0)" in w for w in warnings), warnings
     assert plain.returncode == 1, plain.stderr  # the gate without the rule: a regression
-    gated = cli("diff", before, after, "--fail-on", "regression", "-f", "json", "--rules-dir", rules, cwd=tmp_path)
     assert gated.returncode == 1 and json.loads(gated.stdout), gated.stderr
 
 
+PRINTING = {False: "USR903", True: "USR904"}  # program rule? -> its code, which its every print carries
+
+
+@pytest.fixture(scope="module")
+def printing_report(report_path, tmp_path_factory):
+    """`ncuadvisor report probe -f json` (a subprocess) with a kernel rule and a program rule that print, write to
+    file descriptor 1 and run a shell that echoes, each marked with its code."""
+    tmp = tmp_path_factory.mktemp("printing")
+    for program, code in PRINTING.items():
+        body = f"print('{{not json {code}')\nos.write(1, b'raw fd write {code}')\nos.system('echo from a shell {code}')"
+        user_rule(tmp / "r", body + "\nreturn None", program, code=code)
+    return cli("report", report_path("probe"), "--rules-dir", tmp / "r", "-f", "json", cwd=tmp)
+
+
 @pytest.mark.parametrize("program", [False, True], ids=["kernel rule", "program rule"])
-def test_a_rule_printing_never_reaches_stdout(report_path, tmp_path, program):
-    body = "print('{not json')\nos.write(1, b'raw fd write')\nos.system('echo from a shell')\nreturn None"
-    p = cli(
-        "report",
-        report_path("probe"),
-        "--rules-dir",
-        user_rule(tmp_path / "r", body, program),
-        "-f",
-        "json",
-        cwd=tmp_path,
-    )
+def test_a_rule_printing_never_reaches_stdout(printing_report, program):
+    p, code = printing_report, PRINTING[program].encode()
     assert p.returncode == 0, p.stderr
     json.loads(p.stdout)  # intact
-    assert b"{not json" in p.stderr and b"raw fd write" in p.stderr and b"from a shell" in p.stderr
+    assert all(b"%s %s" % (text, code) in p.stderr for text in (b"{not json", b"raw fd write", b"from a shell"))
 
 
-@pytest.mark.parametrize(
-    "body, reason",
-    [
-        ("return 'a finding'", "returned str, not a Finding"),
-        ("return [self.finding(message='m', fix='f', estimated_speedup=math.inf)]", "invalid finding"),
-        ("return self.finding(message='m', fix='f', estimated_speedup=float('nan'))", "invalid finding"),
-        ("return self.finding(message=b'bytes', fix='f', estimated_speedup=0.5)", "invalid finding"),
-        ("raise SystemExit('bye')", "called sys.exit('bye')"),
-        ("raise GeneratorExit", "GeneratorExit"),
-    ],
-)
-def test_a_rule_returning_garbage_is_skipped_with_its_reason(report_path, tmp_path, body, reason):
-    p = cli("report", report_path("probe"), "--rules-dir", user_rule(tmp_path / "r", body), "-f", "json", cwd=tmp_path)
-    assert p.returncode == 0, p.stderr
-    warnings = json.loads(p.stdout)["report"]["warnings"]
-    assert any("rule USR900 failed" in w and reason in w for w in warnings), warnings
+# code -> (body, the reason its warning gives); one folder of them, run once: each failure is its rule's alone
+GARBAGE = {
+    "USR910": ("return 'a finding'", "returned str, not a Finding"),
+    "USR911": ("return [self.finding(message='m', fix='f', estimated_speedup=math.inf)]", "invalid finding"),
+    "USR912": ("return self.finding(message='m', fix='f', estimated_speedup=float('nan'))", "invalid finding"),
+    "USR913": ("return self.finding(message=b'bytes', fix='f', estimated_speedup=0.5)", "invalid finding"),
+    "USR914": ("raise SystemExit('bye')", "called sys.exit('bye')"),
+    "USR915": ("raise GeneratorExit", "GeneratorExit"),
+}
+PROGRAM_GARBAGE = "USR919"
 
 
-def test_a_program_rule_returning_garbage_is_skipped_with_its_reason(report_path, tmp_path):
+@pytest.fixture(scope="module")
+def garbage_report(report_path, tmp_path_factory):
+    """`ncuadvisor report probe -f json` (a subprocess) with every rule of GARBAGE and a program rule returning
+    garbage in one folder: the exit code and the report's warnings."""
+    tmp = tmp_path_factory.mktemp("garbage")
+    for code, (body, _) in GARBAGE.items():
+        user_rule(tmp / "r", body, code=code)
     body = "return [self.finding(message='m', fix='f', estimated_saving_ns=-math.inf), 3]"
-    p = cli(
-        "report", report_path("probe"), "--rules-dir", user_rule(tmp_path / "r", body, True), "-f", "json", cwd=tmp_path
-    )
-    assert p.returncode == 0, p.stderr
-    warnings = json.loads(p.stdout)["report"]["warnings"]
-    assert any("program rule USR900 failed" in w and "invalid finding" in w for w in warnings), warnings
+    user_rule(tmp / "r", body, True, code=PROGRAM_GARBAGE)
+    p = cli("report", report_path("probe"), "--rules-dir", tmp / "r", "-f", "json", cwd=tmp)
+    return p.returncode, p.stderr, json.loads(p.stdout)["report"]["warnings"] if p.returncode == 0 else []
+
+
+@pytest.mark.parametrize("code", GARBAGE)
+def test_a_rule_returning_garbage_is_skipped_with_its_reason(garbage_report, code):
+    returncode, stderr, warnings = garbage_report
+    assert returncode == 0, stderr
+    reason = GARBAGE[code][1]
+    assert any(f"rule {code} failed" in w and reason in w for w in warnings), warnings
+
+
+def test_a_program_rule_returning_garbage_is_skipped_with_its_reason(garbage_report):
+    returncode, stderr, warnings = garbage_report
+    assert returncode == 0, stderr
+    assert any(f"program rule {PROGRAM_GARBAGE} failed" in w and "invalid finding" in w for w in warnings), warnings
+    # the other rules' failures are theirs: no warning names a rule but its own
+    assert all(any(code in w for code in [*GARBAGE, PROGRAM_GARBAGE]) for w in warnings if "failed" in w), warnings
 
 
 @pytest.mark.parametrize(

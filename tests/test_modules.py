@@ -63,11 +63,11 @@ def scrubbed(result: dict) -> str:
     return json.dumps(result, sort_keys=True, default=str)
 
 
-def test_analysis_is_the_same_without_the_shortcut(monkeypatch, report_path):
+def test_analysis_is_the_same_without_the_shortcut(monkeypatch, report_path, typed):
     """The kernels known to carry no lines are neither looked up nor, where no rule of their language reads
     instructions (cuBLAS), read per instruction: the result is the one of the lookups done one by one."""
     path = report_path("torch_compile")
-    fast = analyze(path).to_dict()
+    fast = typed("torch_compile").to_dict()  # the default analysis, with the shortcut
     monkeypatch.setattr(ReportReader, "without_lines", lambda self, ids: frozenset())
     slow = analyze(path).to_dict()
     assert scrubbed(fast) == scrubbed(slow)

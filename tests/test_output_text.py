@@ -21,7 +21,11 @@ from ncuadvisor.render.sarif import build_sarif, repository_paths, source_files
 from ncuadvisor.render.terminal import render_terminal
 from tests.conftest import FIXTURES
 
-EVERY = sorted(p.name.removesuffix(".ncu-rep.xz") for p in FIXTURES.glob("*.ncu-rep.xz"))
+# the 1,010-result capture with the slow tests (pyproject's `slow` marker): its analysis alone is seconds
+EVERY = [
+    pytest.param(n, marks=pytest.mark.slow) if n == "model_step_1010" else n
+    for n in sorted(p.name.removesuffix(".ncu-rep.xz") for p in FIXTURES.glob("*.ncu-rep.xz"))
+]
 
 DEVELOPER_PATH = re.compile(r"(?<![\w/.])(?:fixtures|tests|benchmarks|workloads/planted)/[\w./-]+")
 EXPONENT = re.compile(r"\b\d(?:\.\d+)?e[+-]?\d+\b", re.IGNORECASE)

@@ -9,6 +9,9 @@ TF32 `xmma` kernels at 88% and 38%, FP32 SIMT GEMMs at under 0.01%).
 
 from __future__ import annotations
 
+import pickle
+from pathlib import Path
+
 import pytest
 
 from ncuadvisor.analysis import roofline
@@ -19,20 +22,23 @@ from ncuadvisor.profile.merge import analyze_phase1, merge_results
 from ncuadvisor.profile.ncu import PHASE1_COLLECTED, TENSOR_PIPE_PCT
 from ncuadvisor.profile.selection import kernel_key, select_kernels
 from ncuadvisor.rulekit import engine
-from tests.conftest import in_child
+from tests.conftest import _shared_folder, _write_once, in_child
 
 RULES = engine.discover([])
 
 
 @pytest.fixture(scope="module")
-def phase1(report_path):
-    cache = {}
+def phase1(report_path, tmp_path_factory):
+    """phase1(name) -> analyze_phase1 of that fixture, once per test run: kept pickled under the run's base temp
+    folder (a test runs in a forked child, whose memory goes with it)."""
+    folder = _shared_folder(tmp_path_factory, "phase1")
 
     def get(name):
-        if name not in cache:
+        def write(tmp: Path) -> None:
             path = report_path(name)
-            cache[name] = in_child(lambda: analyze_phase1(path, RULES))
-        return cache[name]
+            tmp.write_bytes(pickle.dumps(in_child(lambda: analyze_phase1(path, RULES))))
+
+        return pickle.loads(_write_once(folder / f"{name}.pickle", write).read_bytes())
 
     return get
 

@@ -20,6 +20,7 @@ from ncuadvisor.profile.launchbytes import fill_launch_bytes, profiled_bytes
 from ncuadvisor.profile.merge import Phase1Time, analyze_phase1, merge_results
 from ncuadvisor.profile.selection import kernel_key
 from ncuadvisor.rulekit import engine
+from tests.conftest import in_child
 
 pytestmark = pytest.mark.slow  # ~35 s: two reports of 100 MB analysed
 
@@ -42,11 +43,16 @@ def reports(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def two_phases(reports):
-    """What `Session.two_phase` has before the merge: the phase-1 result and launches, the deep result."""
+    """What `Session.two_phase` has before the merge: the phase-1 result and launches, the deep result (read in a
+    forked child: the test process opens no report)."""
     rules = engine.discover([])
-    p1, launches, _ = analyze_phase1(reports("train_profile.phase1"), rules)
     deep_path = reports("train_profile")
-    deep = analyze(deep_path, rules=rules, group_time=Phase1Time(p1, launches))
+
+    def read():
+        p1, launches, _ = analyze_phase1(reports("train_profile.phase1"), rules)
+        return p1, launches, analyze(deep_path, rules=rules, group_time=Phase1Time(p1, launches))
+
+    p1, launches, deep = in_child(read)
     return rules, p1, launches, deep_path, deep
 
 

@@ -5,10 +5,7 @@ from __future__ import annotations
 import copy
 import html
 import json
-import lzma
-import pathlib
 import re
-import shutil
 
 import pytest
 
@@ -19,7 +16,6 @@ from ncuadvisor.render.html import CHART_POINTS, FULL_CARDS, OPEN_CARDS, PROGRAM
 from ncuadvisor.render.markdown import md
 from ncuadvisor.result import Result, shape_tags
 from ncuadvisor.units import compact_name, short_name
-from tests.conftest import in_child
 from tests.synthetic import PAGE_SCRIPT, many_kernels, page_scripts, typed_result
 
 
@@ -31,23 +27,14 @@ def render_markdown(result, **kw) -> str:
     return markdown_renderer.render_markdown(typed_result(result), **kw)
 
 
-REPORT = pathlib.Path(__file__).parent.parent / "fixtures" / "probe.ncu-rep.xz"
-
 EVIL_NAME = '<script>alert(1)</script>"><img src=x onerror=alert(1)>{{ 7*7 }}</details>|'
 EVIL_CODE = "</script><script>alert(2)</script>"
 JSON_BLOCK = re.compile(r'<script type="application/json" id="ncuadvisor-result">(.*?)</script>', re.S)
 
 
 @pytest.fixture(scope="module")
-def result(tmp_path_factory) -> dict:
-    from ncuadvisor.pipeline.analyze import analyze
-
-    if not REPORT.exists():
-        pytest.fail(f"fixture {REPORT} is missing")
-    path = tmp_path_factory.mktemp("render") / "probe.ncu-rep"
-    with lzma.open(REPORT, "rb") as fin, path.open("wb") as fout:
-        shutil.copyfileobj(fin, fout)
-    return in_child(lambda: analyze(path).to_dict())
+def result(analyzed) -> dict:
+    return analyzed("probe")
 
 
 @pytest.fixture()

@@ -14,7 +14,11 @@ from ncuadvisor.render.view import report_view
 from ncuadvisor.units import LABEL_MAX
 from tests.conftest import FIXTURES
 
-EVERY = sorted(p.name.removesuffix(".ncu-rep.xz") for p in FIXTURES.glob("*.ncu-rep.xz"))
+# the 1,010-result capture with the slow tests (pyproject's `slow` marker): its analysis alone is seconds
+EVERY = [
+    pytest.param(n, marks=pytest.mark.slow) if n == "model_step_1010" else n
+    for n in sorted(p.name.removesuffix(".ncu-rep.xz") for p in FIXTURES.glob("*.ncu-rep.xz"))
+]
 DETAIL = re.compile(r"<details><summary><b>#(\d+) ")
 
 

@@ -80,7 +80,10 @@ def test_the_first_finding_and_a_fix_are_whole_at_80_columns(typed):
     assert "or run the region under torch.autocast('cuda', dtype=torch.bfloat16)." in out
 
 
-@pytest.mark.parametrize("before, after", [("pipeline_v0", "pipeline_v1"), ("model_step_315", "model_step_1010")])
+@pytest.mark.parametrize(
+    "before, after",
+    [("pipeline_v0", "pipeline_v1"), pytest.param("model_step_315", "model_step_1010", marks=pytest.mark.slow)],
+)  # the 1,010-result capture with the slow tests (pyproject's `slow` marker): its analysis alone is seconds
 def test_the_diff_table_fits_80_columns_without_breaking_words(typed, before, after):
     """The diff's kernel table once broke its header at 80 columns ('headroo|m') and its cells inside words."""
     from ncuadvisor.comparison import compare

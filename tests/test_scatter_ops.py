@@ -2,32 +2,18 @@
 index_put_(accumulate=True) on an H200), a capture of durations, DRAM bytes and the global atom/red/load requests only:
 floors from the device's DRAM peak, a verdict on the shared-memory histograms, nothing claimed where nothing is known."""
 
-import lzma
-import shutil
-
 import pytest
 
 from ncuadvisor.analysis.ceilings import DRAM_PEAKS, LAUNCH_FLOOR_NS
 from ncuadvisor.load import ReportReader
-from ncuadvisor.pipeline.analyze import analyze
-from tests.conftest import FIXTURES, in_child
+from tests.conftest import FIXTURES
 
-
-def _unpacked(tmp_path_factory, name: str):
-    path = tmp_path_factory.mktemp(name) / f"{name}.ncu-rep"
-    with lzma.open(FIXTURES / "scatter-ops-2026-12-01" / f"{name}.ncu-rep.xz") as fin, path.open("wb") as out:
-        shutil.copyfileobj(fin, out)
-    return path
-
-
-def _analyzed(tmp_path_factory, name: str):
-    path = _unpacked(tmp_path_factory, name)
-    return in_child(lambda: analyze(path))
+FOLDER = "scatter-ops-2026-12-01"
 
 
 @pytest.fixture(scope="module")
-def scatter_ops(tmp_path_factory):
-    return _analyzed(tmp_path_factory, "scatter_ops")
+def scatter_ops(typed):
+    return typed(f"{FOLDER}/scatter_ops")
 
 
 def test_report_without_peak_metrics_takes_the_device_dram_peak(scatter_ops):
@@ -111,8 +97,8 @@ def test_device_capture_part_on_the_fake_ncu(tmp_path):
 
 
 @pytest.fixture(scope="module")
-def scatter_ops_full(tmp_path_factory):
-    return _analyzed(tmp_path_factory, "scatter_ops_full")
+def scatter_ops_full(typed):
+    return typed(f"{FOLDER}/scatter_ops_full")
 
 
 def test_histograms_found_by_their_shared_atomics_in_a_full_capture(scatter_ops_full):
@@ -150,14 +136,13 @@ def _atm004(result) -> dict[str, dict[str, float]]:
 
 
 @pytest.mark.parametrize("name", ["scatter_ops", "scatter_ops_full"])
-def test_sort_based_accumulations_are_costed_as_measured(tmp_path_factory, name):
+def test_sort_based_accumulations_are_costed_as_measured(typed, report_path, name):
     """ATM004 names each accumulation that ATen sorts first and sums its launches as measured: nn.Embedding's dense
     gradient (arange, 10 launches of radix sort, zero fill, unique-by-key, segment offsets, compute_grad_weight,
     sum_and_scatter) and index_put_(accumulate=True) (arange, 4 launches of radix sort, indexing_backward_kernel),
     claiming no saving. The full capture stopped before index_put_'s sort: only the embedding chain is there."""
-    path = _unpacked(tmp_path_factory, name)
-    result = analyze(path)
-    ns = _durations(path)
+    result = typed(f"{FOLDER}/{name}")
+    ns = _durations(report_path(f"{FOLDER}/{name}"))
     found = _atm004(result)
     expected = {"embedding": (EMBEDDING_CHAIN, EMBEDDING_SORT)}
     if name == "scatter_ops":
