@@ -15,8 +15,9 @@ are N of them, each with L launches (so N x L results), and the page is rendered
     python benchmarks/scale.py fixtures/flaws.ncu-rep.xz [more reports...] [--workers] [--repeat N]
 
 `ncuadvisor render` of a saved result of N kernels (the synthetic result above, written one kernel at a time to a
-JSON file), in every format, each in its own process: wall seconds and peak RSS (the process's own high-water mark),
-into files under a temporary folder (the terminal's text into a file too):
+JSON file), in every format, each in its own process: peak RSS (the process's own high-water mark), wall and
+CPU seconds (user + system) and the output's size, into files under a temporary folder (the terminal's text into a
+file too):
 
     python benchmarks/scale.py --render-kernels 20000,100000 [--formats terminal,json] [fixtures/flaws.ncu-rep.xz]
 
@@ -205,8 +206,8 @@ def render_saved(report: Path, counts: list[int], formats: list[str]) -> None:
     print(
         f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}"
     )
-    print("| kernels | JSON (MB) | format | peak RSS (MiB) | seconds | output (MB) | exit |")
-    print("|---|---|---|---|---|---|---|")
+    print("| kernels | JSON (MB) | format | peak RSS (MiB) | wall (s) | CPU (s) | output (MB) | exit |")
+    print("|---|---|---|---|---|---|---|---|")
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         base = analyze(decompressed(report, folder)).to_dict()
@@ -229,6 +230,7 @@ def render_saved(report: Path, counts: list[int], formats: list[str]) -> None:
                     name,
                     f"{usage.ru_maxrss / 1024:.0f}",
                     f"{wall:.1f}",
+                    f"{usage.ru_utime + usage.ru_stime:.1f}",  # a shared machine's wall time is mostly others' load
                     f"{out.stat().st_size / 1e6:.1f}",
                     proc.returncode if not err.strip() else f"{proc.returncode}: {err.strip().splitlines()[-1]}",
                 )

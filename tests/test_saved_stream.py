@@ -36,7 +36,7 @@ def small(flaws, tmp_path) -> Path:
 
 def streamed(monkeypatch, path: Path) -> StreamedResult:
     monkeypatch.setattr(validate, "STREAM_FROM", 0)
-    result = load_saved(path)
+    result = load_saved(path, stream=True)
     assert isinstance(result, StreamedResult)
     return result
 
@@ -74,6 +74,8 @@ def test_past_the_kept_kernels_the_pages_say_so_and_json_has_every_kernel(monkey
     assert result.kernel("k59") is not None and result.kernel("k59").name == original["kernels"][59]["name"]
     again = json.loads("".join(json_chunks(result)))
     assert again == original  # every kernel, and no word of the ones left out of the pages
+    whole = load_saved(path)  # diff and the API: every kernel, held
+    assert not isinstance(whole, StreamedResult) and len(whole.kernels) == 60
 
 
 def test_a_file_changed_after_it_was_read_is_refused(monkeypatch, small):
@@ -101,16 +103,16 @@ def test_damage_is_one_line(monkeypatch, small, damage, said):
     small.write_text(damage(small.read_text(encoding="utf-8")), encoding="utf-8")
     monkeypatch.setattr(validate, "STREAM_FROM", 0)
     with pytest.raises(InputError) as caught:
-        load_saved(small)
+        load_saved(small, stream=True)
     assert said in str(caught.value) and str(small) in str(caught.value) and "\n" not in str(caught.value)
 
 
 def test_a_big_file_through_the_command(flaws, tmp_path):
-    """Past STREAM_FROM bytes (3,000 kernels: 33 MB), as a user runs it: JSON holds every kernel, markdown renders."""
+    """Past STREAM_FROM bytes (3,200 kernels: 35 MB), as a user runs it: JSON holds every kernel, markdown renders."""
     path = tmp_path / "big.json"
-    assert write_many_kernels(flaws, 3000, path) > stream.STREAM_FROM
+    assert write_many_kernels(flaws, 3200, path) > stream.STREAM_FROM
     p = run_cli("render", str(path), "-o", str(tmp_path / "again.json"), "-q", timeout=600)
     assert p.returncode == 0 and p.stderr == "", p.stderr
     assert json.loads((tmp_path / "again.json").read_text(encoding="utf-8")) == json.loads(path.read_text("utf-8"))
     p = run_cli("render", str(path), "-f", "md", timeout=600)
-    assert p.returncode == 0 and "k0" in p.stdout, p.stderr
+    assert p.returncode == 0 and "in **3,200 kernels**" in p.stdout, p.stderr

@@ -77,7 +77,7 @@ def render(
         refuse_terminal_file(formats.get(name))
     from ncuadvisor.diff.types import DiffResult  # the diff package: imported by the commands that read a diff
 
-    saved = load_saved(path)
+    saved = load_saved(path, stream=True)
     text: str | Iterator[str]
     if isinstance(saved, DiffResult):
         refuse_diff_sarif(name)

@@ -45,11 +45,13 @@ def kind_of(saved: Result | DiffResult) -> str:
     return REPORT_KIND if isinstance(saved, Result) else DIFF_KIND
 
 
-def load_saved(path: Path, want: Iterable[str] = (REPORT_KIND, DIFF_KIND)) -> Result | DiffResult:
+def load_saved(path: Path, want: Iterable[str] = (REPORT_KIND, DIFF_KIND), stream: bool = False) -> Result | DiffResult:
     """A saved result (`Result`) or diff (`DiffResult`), checked: readable, valid JSON, a known kind and
-    schema_version, every value of its type. Every problem is an InputError of one line that names the file."""
+    schema_version, every value of its type. Every problem is an InputError of one line that names the file.
+    `stream`: a saved report of STREAM_FROM bytes or more is read a kernel at a time and holds only its first kernels
+    (`saved.stream`: for `render`, whose pages show no more); `diff` and the API read every kernel."""
     want = tuple(want)
-    if _size(path) >= STREAM_FROM:
+    if stream and _size(path) >= STREAM_FROM:
         with path.open("rb") as fh:
             _not_a_report(path, fh.read(4))
         try:
