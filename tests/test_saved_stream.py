@@ -116,3 +116,47 @@ def test_a_big_file_through_the_command(flaws, tmp_path):
     assert json.loads((tmp_path / "again.json").read_text(encoding="utf-8")) == json.loads(path.read_text("utf-8"))
     p = run_cli("render", str(path), "-f", "md", timeout=600)
     assert p.returncode == 0 and "in **3,200 kernels**" in p.stdout, p.stderr
+
+
+def test_damage_early_in_a_big_file_is_said_without_reading_the_rest(monkeypatch, flaws, tmp_path):
+    """A broken kernel entry near the start: refused after reading at most MAX_VALUE more characters, not the file."""
+    path = tmp_path / "many.json"
+    write_many_kernels(flaws, 200, path)
+    text = path.read_text(encoding="utf-8")
+    at = text.index('"duration_ns": ', text.index('"kernels": [')) + len('"duration_ns": ')
+    path.write_text(text[:at] + "?" + text[at + 1 :], encoding="utf-8")
+    monkeypatch.setattr(stream, "MAX_VALUE", 1 << 16)
+    monkeypatch.setattr(stream, "_CHUNK", 1 << 12)
+    read: list[int] = []
+    original = stream._Reader.more
+
+    def more(self, at_least: int = 1 << 12) -> bool:
+        read.append(len(self.buf))
+        return original(self, at_least)
+
+    monkeypatch.setattr(stream._Reader, "more", more)
+    with pytest.raises(InputError, match=r"not valid JSON \(Expecting value at line \d+, column \d+\)"):
+        streamed(monkeypatch, path)
+    assert max(read) < 4 * (1 << 16) < path.stat().st_size // 4
+
+
+def test_damage_reads_as_the_whole_file_says_it(monkeypatch, small):
+    """One character changed at 30 seeded places: the same line (message, line and column) as the whole-file read,
+    through a window of 1 KiB (so that the window moves before most of them)."""
+    import random
+
+    text = small.read_text(encoding="utf-8")
+    rng = random.Random(20261206)
+    monkeypatch.setattr(stream, "_CHUNK", 1 << 10)
+    for _ in range(30):
+        at = rng.randrange(len(text))
+        small.write_text(text[:at] + rng.choice('?]}",:x') + text[at + 1 :], encoding="utf-8")
+        said = []
+        for limit in (1 << 62, 0):
+            monkeypatch.setattr(validate, "STREAM_FROM", limit)
+            try:
+                load_saved(small, stream=True)
+                said.append("read")
+            except InputError as exc:
+                said.append(str(exc))
+        assert said[0] == said[1]

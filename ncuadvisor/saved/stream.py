@@ -19,7 +19,7 @@ from array import array
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from ncuadvisor.errors import InputError
 from ncuadvisor.result.helpers import no_surrogates
@@ -29,6 +29,7 @@ from ncuadvisor.result.types import KernelEntry, Result
 STREAM_FROM = 32 << 20  # bytes: a saved result this big (about 3,000 kernels) is read a kernel at a time
 KEEP_KERNELS = 5000  # kernels kept of such a result (by time, beside those "where to start" names)
 _CHUNK = 1 << 20
+MAX_VALUE = 64 << 20  # characters of one kernel entry (or other top-level value) at most: real ones take kilobytes
 _WS = " \t\n\r"
 
 
@@ -89,6 +90,7 @@ class _Reader:
         self.pos = 0  # in buf
         self.base = 0  # bytes of the file before buf
         self.line = 1  # the line buf starts on
+        self._column0 = 0  # characters of that line before buf
         self.eof = False
 
     def more(self, at_least: int = _CHUNK) -> bool:
@@ -98,6 +100,8 @@ class _Reader:
             done = self.buf[: self.pos]
             self.base += len(done.encode("utf-8", "surrogatepass"))
             self.line += done.count("\n")
+            last = done.rfind("\n")
+            self._column0 = len(done) - last - 1 if last >= 0 else self._column0 + len(done)
             self.buf, self.pos = self.buf[self.pos :], 0
         want = max(at_least, _CHUNK)
         try:
@@ -134,10 +138,12 @@ class _Reader:
             try:
                 value, end = self.json.raw_decode(self.buf, self.pos)
             except json.JSONDecodeError as exc:
-                # an element cut by the window's end: read more (doubling, so a long value costs linear time)
-                if self.more(len(self.buf)):
+                # an element cut by the window's end: read more (doubling, so a long value costs linear time), but
+                # never past MAX_VALUE: a damaged element is said without reading the rest of a big file into memory
+                where = self.where(exc.pos)  # before more() moves the window
+                if len(self.buf) - self.pos <= MAX_VALUE and self.more(len(self.buf)):
                     continue
-                self.fail(exc.msg, exc.pos)
+                raise InputError(f"{self.path}: not valid JSON ({exc.msg} at {where})") from None
             except RecursionError:
                 raise InputError(f"{self.path}: nested too deeply to be a saved ncuadvisor result") from None
             except ValueError as exc:  # an integer of more digits than Python converts (4300)
@@ -150,12 +156,15 @@ class _Reader:
             self.pos = end
             return value, start, data
 
-    def fail(self, msg: str, at: int | None = None) -> None:
-        at = self.pos if at is None else at
+    def where(self, at: int) -> str:
+        """Line and column of the window's character `at`, as json's errors give them."""
         before = self.buf[:at]
         line = self.line + before.count("\n")
-        col = at - before.rfind("\n") if "\n" in before else at + 1
-        raise InputError(f"{self.path}: not valid JSON ({msg} at line {line}, column {col})")
+        col = at - before.rfind("\n") if "\n" in before else self._column0 + at + 1
+        return f"line {line}, column {col}"
+
+    def fail(self, msg: str) -> NoReturn:
+        raise InputError(f"{self.path}: not valid JSON ({msg} at {self.where(self.pos)})")
 
 
 def read_streamed(path: Path, no_constant: Callable[[str], Any], check: Callable[[dict[str, Any]], None]) -> Result:
