@@ -72,6 +72,7 @@ def test_past_the_kept_kernels_the_pages_say_so_and_json_has_every_kernel(monkey
     digest = json.loads(render_report(result, formats.get("digest-json")))
     assert digest["kernels"] == 60 and digest["left_out"]["kernels"] == 60 - len(digest["kernel_digests"])
     assert result.kernel("k59") is not None and result.kernel("k59").name == original["kernels"][59]["name"]
+    assert result.kernel("k60") is None and result.kernel(original["kernels"][59]["name"]) is None
     again = json.loads("".join(json_chunks(result)))
     assert again == original  # every kernel, and no word of the ones left out of the pages
     whole = load_saved(path)  # diff and the API: every kernel, held

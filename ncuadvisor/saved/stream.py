@@ -14,6 +14,7 @@ from __future__ import annotations
 import codecs
 import json
 import os
+import re
 import zlib
 from array import array
 from collections.abc import Callable, Iterator
@@ -29,6 +30,7 @@ from ncuadvisor.result.types import KernelEntry, Result
 STREAM_FROM = 32 << 20  # bytes: a saved result this big (about 3,000 kernels) is read a kernel at a time
 KEEP_KERNELS = 5000  # kernels kept of such a result (by time, beside those "where to start" names)
 _CHUNK = 1 << 20
+_ID = re.compile(r"k\d+")  # a kernel's id as ncuadvisor writes it (pipeline.build)
 MAX_VALUE = 64 << 20  # characters of one kernel entry (or other top-level value) at most: real ones take kilobytes
 _WS = " \t\n\r"
 
@@ -75,7 +77,10 @@ class StreamedResult(Result):
         return iter(self.streamed) if self.streamed is not None else iter(self.kernels)
 
     def kernel(self, kernel_id: str | None) -> KernelEntry | None:
-        return super().kernel(kernel_id) or next((k for k in self.all_kernels() if k.id == kernel_id), None)
+        held = super().kernel(kernel_id)
+        if held is not None or kernel_id is None or not _ID.fullmatch(kernel_id):
+            return held  # a name (`--kernel NAME`) is looked for among the kernels held, not in the whole file
+        return next((k for k in self.all_kernels() if k.id == kernel_id), None)
 
 
 class _Reader:
