@@ -662,6 +662,30 @@ def fault_attacks(work: Path) -> Iterator[tuple[str, str, Any]]:
     yield "host-trace", "gzip of 600 MB of spaces", lambda w: trace_bomb(w, "gzip")
     yield "host-trace", "100,000 nested [", lambda w: trace_bomb(w, "nested")
 
+    def capped(w: Path, cap: str) -> Attack:
+        (w / "r.ncu-rep.xz").write_bytes(lzma.compress((w / "r.ncu-rep").read_bytes(), preset=0))
+        return Attack(["report", str(w / "r.ncu-rep.xz")], (2,), _one_line, env={"NCUADVISOR_MAX_DECOMPRESSED": cap})
+
+    yield "huge", "a .xz past NCUADVISOR_MAX_DECOMPRESSED=1M", lambda w: capped(w, "1M")
+    yield "huge", "NCUADVISOR_MAX_DECOMPRESSED=lots", lambda w: capped(w, "lots")
+
+    def big_saved(w: Path) -> Attack:
+        """A saved result past the size read a kernel at a time (its kernels copied), cut in half (rendering a whole
+        one takes minutes of a shared machine's wall time: tests/test_saved_stream.py renders one)."""
+        sys.path.insert(0, str(ROOT))
+        from ncuadvisor.saved.stream import STREAM_FROM
+        from tests.synthetic import write_many_kernels
+
+        saved = json.loads((w / "saved.json").read_text())
+        each = max(1, len(json.dumps(saved["kernels"])) // max(1, len(saved["kernels"])))
+        big = w / "big.json"
+        write_many_kernels(saved, STREAM_FROM // each + 100, big)
+        data = big.read_bytes()
+        big.write_bytes(data[: len(data) // 2])
+        return Attack(["render", str(big), "-f", "md"], (2,), _one_line)
+
+    yield "huge", "a 32 MiB saved result cut in half, render -f md", big_saved
+
 
 def _running(pid: int) -> bool:
     """Whether process `pid` still runs (a zombie, ended but not yet reaped by its new parent, does not)."""

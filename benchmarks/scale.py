@@ -14,6 +14,13 @@ are N of them, each with L launches (so N x L results), and the page is rendered
     python benchmarks/scale.py --html-kernels 1000 [--html-launches 5] [fixtures/flaws.ncu-rep.xz]
     python benchmarks/scale.py fixtures/flaws.ncu-rep.xz [more reports...] [--workers] [--repeat N]
 
+`ncuadvisor render` of a saved result of N kernels (the synthetic result above, written one kernel at a time to a
+JSON file), in every format, each in its own process: peak RSS (the process's own high-water mark), wall and
+CPU seconds (user + system) and the output's size, into files under a temporary folder (the terminal's text into a
+file too):
+
+    python benchmarks/scale.py --render-kernels 20000,100000 [--formats terminal,json] [fixtures/flaws.ncu-rep.xz]
+
 Peak memory is given for the largest process (exact) and summed over the process and its worker processes (RSS and
 PSS, sampled every 50 ms, so a shorter peak can be missed). `--workers` reads results and deep data in worker
 processes whatever the report's size: the path of a report with hundreds of distinct kernels, on the small fixtures.
@@ -185,6 +192,53 @@ def html_size(report: Path, kernels: int, launches: int) -> None:
     print("| " + " | ".join(str(c) for c in row) + " |")
 
 
+RENDER_FORMATS = ("terminal", "md", "html", "json", "sarif", "digest")
+
+
+def render_saved(report: Path, counts: list[int], formats: list[str]) -> None:
+    """`ncuadvisor render` of a written synthetic result of each size in each format: a table of peak RSS (MiB, the
+    process's own maximum, exact) and wall seconds."""
+    from ncuadvisor.pipeline.analyze import analyze
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    from tests.synthetic import write_many_kernels
+
+    print(
+        f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}"
+    )
+    print("| kernels | JSON (MB) | format | peak RSS (MiB) | wall (s) | CPU (s) | output (MB) | exit |")
+    print("|---|---|---|---|---|---|---|---|")
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        base = analyze(decompressed(report, folder)).to_dict()
+        for count in counts:
+            saved = folder / f"many_{count}.json"
+            size = write_many_kernels(base, count, saved)
+            for name in formats:
+                out = folder / f"out_{count}.{name}"
+                cmd = [sys.executable, "-m", "ncuadvisor", "render", str(saved), "-f", name, "-q"]
+                t0 = time.perf_counter()
+                with out.open("wb") as sink:
+                    proc = subprocess.Popen(cmd, stdout=sink, stderr=subprocess.PIPE)
+                    _, status, usage = os.wait4(proc.pid, 0)
+                    err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
+                    proc.returncode = os.waitstatus_to_exitcode(status)
+                wall = time.perf_counter() - t0
+                row = (
+                    count,
+                    f"{size / 1e6:.0f}",
+                    name,
+                    f"{usage.ru_maxrss / 1024:.0f}",
+                    f"{wall:.1f}",
+                    f"{usage.ru_utime + usage.ru_stime:.1f}",  # a shared machine's wall time is mostly others' load
+                    f"{out.stat().st_size / 1e6:.1f}",
+                    proc.returncode if not err.strip() else f"{proc.returncode}: {err.strip().splitlines()[-1]}",
+                )
+                print("| " + " | ".join(str(c) for c in row) + " |", flush=True)
+                out.unlink()
+            saved.unlink()
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("reports", nargs="*", type=Path)
@@ -205,7 +259,22 @@ def main() -> int:
         help="read results and deep data in worker processes whatever the report's size",
     )
     ap.add_argument("--repeat", type=int, default=1, help="run each `ncuadvisor report` N times, keep the median time")
+    ap.add_argument(
+        "--render-kernels",
+        metavar="N[,N...]",
+        help="measure `ncuadvisor render` of a saved synthetic result of N kernels in every format (from the first "
+        "report, default fixtures/flaws.ncu-rep.xz)",
+    )
+    ap.add_argument(
+        "--formats", default=",".join(RENDER_FORMATS), help="with --render-kernels: the formats (default: all six)"
+    )
     args = ap.parse_args()
+    if args.render_kernels:
+        default = Path(__file__).resolve().parent.parent / "fixtures" / "flaws.ncu-rep.xz"
+        report = args.reports[0] if args.reports else default
+        counts = [int(n) for n in args.render_kernels.split(",")]
+        render_saved(report, counts, args.formats.split(","))
+        return 0
     if args.html_kernels:
         default = Path(__file__).resolve().parent.parent / "fixtures" / "flaws.ncu-rep.xz"
         report = args.reports[0] if args.reports else default

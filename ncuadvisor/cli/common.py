@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import stat
 import tempfile
+from collections.abc import Iterable
 from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -235,24 +236,27 @@ def check_output(path: Path, force: bool, inputs: list[Path]) -> None:
         raise OutputError(f"{path}: the folder {parent} does not exist")
 
 
-def write_output(path: Path, text: str, force: bool = False) -> None:
+def write_output(path: Path, text: str | Iterable[str], force: bool = False) -> None:
     """Write atomically: a temporary file in the same folder, then, without `force`, linked to the target only if it
     still does not exist (a file created meanwhile is never clobbered), with `force` renamed over it. A target that
     is not a regular file (a device, a pipe) is written in place, never replaced. The temporary file is removed on
-    every path out (an error, a full disk, Ctrl-C). Text that cannot be UTF-8 (a lone surrogate) is replaced."""
+    every path out (an error, a full disk, Ctrl-C). Text that cannot be UTF-8 (a lone surrogate) is replaced. `text`
+    may come in pieces (a result too big to hold as one string)."""
     target = path.resolve()
-    data = text.encode("utf-8", "replace")
+    pieces = [text] if isinstance(text, str) else text
     try:
         if target.exists() and not target.is_file() and not target.is_dir():
             if not force:
                 raise OutputError(f"{path}: already exists (pass --force to write to it)")
             with open(target, "wb") as dev:
-                dev.write(data)
+                for piece in pieces:
+                    dev.write(piece.encode("utf-8", "replace"))
             return
         fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
         try:
             with os.fdopen(fd, "wb") as fh:
-                fh.write(data)
+                for piece in pieces:
+                    fh.write(piece.encode("utf-8", "replace"))
             os.chmod(tmp, _output_mode(target))
             if force:
                 os.replace(tmp, target)

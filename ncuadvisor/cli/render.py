@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated
 
@@ -25,7 +26,23 @@ from ncuadvisor.cli.common import (
     wrote,
 )
 from ncuadvisor.render import formats
+from ncuadvisor.saved.stream import StreamedResult
 from ncuadvisor.saved.validate import load_saved
+
+
+def json_chunks(result: StreamedResult) -> Iterator[str]:
+    """The JSON of a result read a kernel at a time, as `render -f json` writes any result, with every kernel of its
+    file (read again, one at a time, instead of the ones kept)."""
+    from ncuadvisor.render import to_json
+
+    data = result.to_dict()
+    data["report"]["warnings"] = [w for w in data["report"].get("warnings", []) if w != result.left_out]
+    head = to_json({**data, "kernels": []})
+    before, after = head.split('"kernels": []', 1)
+    yield before + '"kernels": ['
+    for i, k in enumerate(result.all_kernels()):
+        yield ("," if i else "") + "\n    " + to_json(k.to_dict()).replace("\n", "\n    ")
+    yield ("\n  ]" if result.streamed else "]") + after + "\n"
 
 
 def render(
@@ -60,7 +77,8 @@ def render(
         refuse_terminal_file(formats.get(name))
     from ncuadvisor.comparison.types import DiffResult  # the diff package: imported by the commands that read a diff
 
-    saved = load_saved(path)
+    saved = load_saved(path, stream=True)
+    text: str | Iterator[str]
     if isinstance(saved, DiffResult):
         refuse_diff_sarif(name)
         if name == "terminal":
@@ -74,13 +92,16 @@ def render(
 
         render_terminal(saved, top=top or 10)
         return
+    elif name == "json" and kernel is None and isinstance(saved, StreamedResult):  # every kernel, one at a time
+        text = json_chunks(saved)
     elif name == "sarif":  # the SARIF's rule help texts come from the rules' docstrings (the user's folders too)
         rules = load_rules(rules_dir, config_file=config, quiet=True)
         text = render_report(saved, formats.get(name), source_root, rules, kernel, top)
     else:
         text = render_report(saved, formats.get(name), kernel=kernel, top=top)
     if output is None:
-        sys.stdout.write(text)
+        for chunk in [text] if isinstance(text, str) else text:
+            sys.stdout.write(chunk)
         return
     write_output(output, text, force)
     if not quiet:

@@ -163,7 +163,7 @@ def _head(result: Result) -> dict[str, Any]:
     rep = result.report
     return {
         "report": rep.name,
-        "kernels": len(result.kernels),
+        "kernels": max(len(result.kernels), rep.kernels or 0),  # a big saved result holds fewer than it counts
         "gpu_time_ns": round(rep.total_duration_ns),
         "device": rep.device.name,
     }
@@ -183,9 +183,11 @@ def _report_data(result: Result, depth: Depth) -> dict[str, Any]:
     data["where_to_start"] = _actions(result, depth)
     shown = frozenset((a["kernel_id"], a["rule"]) for a in data["where_to_start"])
     data["kernel_digests"] = [_kernel(k, depth, shown) for k in kernels]
+    unread = max(0, (result.report.kernels or 0) - len(result.kernels))  # a big saved result's kernels not held
+    shown_share = sum(k.time_share for k in kernels)
     data["left_out"] = {
-        "kernels": len(left),
-        "kernels_share": round(sum(k.time_share for k in left), 4),
+        "kernels": len(left) + unread,
+        "kernels_share": round(max(0.0, 1.0 - shown_share) if unread else sum(k.time_share for k in left), 4),
         "where_to_start": max(0, len(result.top_actions) - depth.actions),
         "findings": sum(d["more_findings"] for d in data["kernel_digests"]),
         "get_it": f"ncuadvisor report {_report_arg(result)} --kernel NAME --format digest",

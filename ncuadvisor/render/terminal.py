@@ -244,7 +244,8 @@ def render_terminal(result: ResultRecord, console: Console | None = None, top: i
     console.print()
     console.print(table)
     _executed_notes(console, kernels)
-    if len(view.kernels) > top:
+    every = max(len(view.kernels), rep.kernels or 0)  # a big saved result holds fewer than its report counts
+    if every > top:
         console.print(
-            f"[dim]… {counted(len(view.kernels) - top, 'more kernel')} in the full report (-o report.html)[/dim]"
+            f"[dim]… {counted(every - len(kernels), 'more kernel')} in the full report (-o report.html)[/dim]"
         )

@@ -108,18 +108,38 @@ def clocks_locked(path: Path) -> bool | None:
 # A report compresses well (the fixtures: up to ~200x with xz), but not without end: a stream that expands past this
 # many times its compressed size, plus a floor for tiny files, is refused as a bomb instead of filling the disk.
 MAX_EXPANSION = 1000  # the fixtures: 215x for a 794 MiB report (model_step_1010), 1095x for a 26 MiB one
-MAX_DECOMPRESSED = 64 << 30  # whatever the compressed size
+MAX_DECOMPRESSED = 64 << 30  # whatever the compressed size, unless MAX_DECOMPRESSED_ENV says otherwise
+MAX_DECOMPRESSED_ENV = "NCUADVISOR_MAX_DECOMPRESSED"  # bytes, or with a unit: 512M, 4G, 1T (powers of 1024)
+_UNITS = {"": 0, "K": 10, "M": 20, "G": 30, "T": 40}
 FREE_SPACE_EVERY = 64 << 20  # the temp folder's free space checked every this many bytes written
 FREE_SPACE_MARGIN = 256 << 20  # left free on that disk
 EXPANSION_FLOOR = 256 << 20
 
 
+def max_decompressed() -> int:
+    """The most bytes a compressed report may expand to in the private folder: MAX_DECOMPRESSED, or the size
+    NCUADVISOR_MAX_DECOMPRESSED gives (`2G`, `512M`, bytes); a value that is no size is an InputError."""
+    text = os.environ.get(MAX_DECOMPRESSED_ENV, "").strip()
+    if not text:
+        return MAX_DECOMPRESSED
+    size = re.fullmatch(r"(\d{1,15})\s*([KMGT]?)(?:i?B)?", text, re.IGNORECASE)
+    if size is None or int(size[1]) == 0:
+        raise InputError(
+            f"{MAX_DECOMPRESSED_ENV}={text!r} is not a size: give bytes or a number with K, M, G or T (e.g. 8G)"
+        )
+    return int(size[1]) << _UNITS[size[2].upper()]
+
+
 def _copy_checked(path: Path, src: Any, target: Path) -> None:
     """Stream a decompressed report into `target`, its block layout checked as it goes (`integrity.StreamCheck`:
     what is not a report is refused on its first bytes, a bomb of zeros behind valid blocks within 64 MiB) and its
-    size kept under the expansion limit."""
-    limit = min(MAX_DECOMPRESSED, max(EXPANSION_FLOOR, MAX_EXPANSION * path.stat().st_size))
+    size kept under the expansion limits: MAX_EXPANSION times its compressed size (with a floor for tiny files), the
+    absolute cap (`max_decompressed`) and the free space of the private folder's disk."""
+    cap = max_decompressed()
+    by_ratio = max(EXPANSION_FLOOR, MAX_EXPANSION * path.stat().st_size)
+    limit = min(cap, by_ratio)
     check = StreamCheck()
+    next_check = 0
     with target.open("wb") as dst:
         while chunk := src.read(1 << 20):
             try:
@@ -127,12 +147,18 @@ def _copy_checked(path: Path, src: Any, target: Path) -> None:
             except ValueError as exc:
                 raise InputError(f"{path}: the decompressed data is not an Nsight Compute report ({exc})") from None
             if check.offset > limit or check.claimed_end > limit:  # a header's claim is refused before it is written
+                if by_ratio <= cap:
+                    raise InputError(
+                        f"{path}: expands past {limit >> 20} MiB ({MAX_EXPANSION}x its size, at most "
+                        f"{cap >> 20} MiB): refused as a decompression bomb"
+                    )
                 raise InputError(
-                    f"{path}: expands past {limit >> 20} MiB ({MAX_EXPANSION}x its size, at most "
-                    f"{MAX_DECOMPRESSED >> 30} GiB): refused as a decompression bomb"
+                    f"{path}: expands past {cap >> 20} MiB, the cap on a decompressed report: refused "
+                    f"(set {MAX_DECOMPRESSED_ENV}, e.g. {MAX_DECOMPRESSED_ENV}=128G, to read a bigger one)"
                 )
-            if check.offset % FREE_SPACE_EVERY < len(chunk):
+            if check.offset >= next_check:  # on the first chunk, then every FREE_SPACE_EVERY bytes
                 _check_free_space(path, target)
+                next_check = check.offset + FREE_SPACE_EVERY
             dst.write(chunk)
     if check.offset < 8:
         raise InputError(f"{path}: the decompressed data is not an Nsight Compute report (too short)")
