@@ -185,6 +185,10 @@ def read_streamed(path: Path, no_constant: Callable[[str], Any], check: Callable
 
 
 def _read(path: Path, fh: Any, r: _Reader, check: Callable[[dict[str, Any]], None]) -> Result:
+    """The whole-file read parses all of the JSON before it checks what it holds: a file that is both damaged JSON and
+    an invalid report is said to be damaged JSON. So a check that fails here is held (`deferred`) while the rest of
+    the file is only parsed, and said at the end if the JSON held."""
+    deferred: list[InputError] = []
     if r.skip_ws() != "{":
         raise InputError(
             f"{path}: not an ncuadvisor result (no schema_version); "
@@ -208,15 +212,20 @@ def _read(path: Path, fh: Any, r: _Reader, check: Callable[[dict[str, Any]], Non
                 if seen_kernels:
                     raise InputError(f"{path}: not a valid saved report: `kernels` appears twice")
                 seen_kernels = True
-                check({**head, "kernels": []})
+                try:
+                    check({**head, "kernels": []})
+                except InputError as exc:
+                    deferred.append(exc)
                 wanted = _wanted(head)
-                _kernels(r, store, kept, wanted)
+                _kernels(r, store, kept, wanted, deferred)
             else:
                 head[key] = r.value()[0]
             if r.expect(",}", "',' delimiter") == "}":
                 break
     if r.skip_ws():
         r.fail("Extra data")
+    if deferred:
+        raise deferred[0]
     if not seen_kernels:
         check(head)  # says what is missing
     try:
@@ -250,7 +259,10 @@ def _wanted(head: dict[str, Any]) -> set[str]:
     return ids
 
 
-def _kernels(r: _Reader, store: StreamedKernels, kept: list[KernelEntry], wanted: set[str]) -> None:
+def _kernels(
+    r: _Reader, store: StreamedKernels, kept: list[KernelEntry], wanted: set[str], deferred: list[InputError]
+) -> None:
+    """Each kernel typed and kept (or only placed); after a failed check (`deferred`), only parsed."""
     r.pos += 1  # the [
     if r.skip_ws() == "]":
         r.pos += 1
@@ -258,7 +270,21 @@ def _kernels(r: _Reader, store: StreamedKernels, kept: list[KernelEntry], wanted
     while True:
         value, start, data = r.value()
         i = len(store)
-        entry = _typed(store.path, value, data, i)
+        if deferred:
+            store.starts.append(start)
+            store.lengths.append(len(data))
+            store.crcs.append(0)
+            if r.expect(",]", "',' delimiter") == "]":
+                return
+            continue
+        try:
+            entry = _typed(store.path, value, data, i)
+        except InputError as exc:
+            deferred.append(exc)
+            continue_parsing = r.expect(",]", "',' delimiter") != "]"
+            if not continue_parsing:
+                return
+            continue
         store.starts.append(start)
         store.lengths.append(len(data))
         store.crcs.append(zlib.crc32(data))
