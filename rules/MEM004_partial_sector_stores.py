@@ -31,7 +31,8 @@ class PartialSectorStores(Rule):
         DRAM and L2 move whole sectors. A sector the kernel writes only in part must be merged with its old
         contents: L2 reads it from DRAM before writing it back. A store under a data-dependent condition
         (`if (v > t) out[i] = f(v);`) leaves nearly every sector partly written once a few of its 8 floats are
-        skipped, so the output is read from DRAM as well as written: up to a third more DRAM traffic.
+        skipped, so the output is read from DRAM as well as written: its bytes cross DRAM twice (pred_store_contig,
+        61% of its elements stored: 47% more DRAM traffic than its loads and stores).
 
     Example:
         if (v > 0.5f) out[i] = 2.f * v;          // out[i] kept where v <= 0.5: each sector read, merged, written
