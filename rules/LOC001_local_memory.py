@@ -69,6 +69,21 @@ class LocalMemoryTraffic(Rule):
                 "bins[key & 63][threadIdx.x] += v;           // each thread owns a column: no bank conflicts"
             ),
         ),
+        "julia": Fix(
+            text=(
+                "Per-thread data goes through local memory at the lines below (LDL/STL). If it is an MVector, MArray "
+                "or tuple indexed at run time, index it only with constants (`ntuple(f, Val(N))`, "
+                "`Base.Cartesian.@nexprs`) or move it to a `CuStaticSharedArray` with the thread index first (Julia "
+                "arrays are column-major); if `CUDA.memory(k).local` is not 0 for `k = @cuda launch=false ...` and "
+                "`CUDA.registers(k)` sits at the cap the block size leaves (65536 ÷ threads), the registers spill: "
+                "launch fewer threads per block or keep less live per thread."
+            ),
+            code=(
+                "bins = CuStaticSharedArray(Float32, (BLOCK, 64))   # was: bins = MVector{64,Float32}(...): local\n"
+                "@inbounds bins[threadIdx().x, (key & 63) + 1] += v  # thread index first: consecutive threads, "
+                "consecutive words"
+            ),
+        ),
         "triton": Fix(
             text=(
                 "The Triton kernel spills registers to local memory: use smaller BLOCK sizes or fewer elements per "

@@ -23,7 +23,7 @@ H200 = {"name": "NVIDIA H200", "cc_major": 9, "cc_minor": 0, "sm_count": 132, "m
 
 
 def test_every_architecture_has_a_row_with_its_source():
-    assert sorted(archfacts.ARCHS) == [70, 72, 75, 80, 86, 87, 89, 90, 100, 103, 120]
+    assert sorted(archfacts.ARCHS) == [70, 72, 75, 80, 86, 87, 89, 90, 100, 103, 110, 120]
     for sm, a in archfacts.ARCHS.items():
         assert a.sm == sm and a.source and a.fp32_lanes and a.fp64_lanes and a.sfu_lanes and a.tensor
         assert a.memory in ("HBM", "GDDR", "LPDDR")
@@ -32,6 +32,9 @@ def test_every_architecture_has_a_row_with_its_source():
     assert archfacts.ARCHS[86].fp64_ratio == 1 / 64 and archfacts.ARCHS[75].fp64_ratio == 1 / 32
     assert archfacts.arch_of({"compute_capability": "8.8"}) is archfacts.ARCHS[87]  # the closest older of its major
     assert archfacts.arch_of({}) is None
+    # Jetson Thor (11.0) has its own row: before it, no row of major 11 existed and its reports had no table facts
+    thor = archfacts.arch_of({"cc_major": 11, "cc_minor": 0})
+    assert thor is archfacts.ARCHS[110] and thor.memory == "LPDDR" and "Thor" in thor.source
 
 
 def test_geforce_boards_halve_the_fp32_accumulator():

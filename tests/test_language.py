@@ -185,3 +185,16 @@ def test_other_languages_are_named_where_their_names_tell():
     assert other_language("cupy_add__float32_float32_float32", "") == "Python (CuPy)"
     assert other_language("hd_enc_lvid_packed_cuda", "hd_enc_lvid_packed_cuda") is None
     assert other_language("gemm_tiled", "gemm_tiled(const float *, float *, int)") is None
+
+
+def test_other_languages_have_the_key_of_their_fixes():
+    """The key under which a rule holds a fix written in that language (`rulekit.contract.WRITTEN_IN`)."""
+    from ncuadvisor.analysis.language import written_in
+    from ncuadvisor.rulekit.contract import WRITTEN_IN
+
+    julia = "julia__5_11155(CuKernelContext, CuDeviceArray<Float16x2, (int)1, (int)1>, Float16x2)"
+    assert written_in("julia__5_11155", julia) == "julia"
+    assert written_in("_ZN6cudapy8__main__7add_242B", "cudapy::__main__::add$242") == "numba"
+    assert written_in("cupy_add__float32_float32_float32", "") == "cupy"
+    assert written_in("gemm_tiled", "gemm_tiled(const float *, float *, int)") is None
+    assert set(WRITTEN_IN) == {"julia", "numba", "cupy"}

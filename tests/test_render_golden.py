@@ -34,3 +34,13 @@ def test_report_html_golden(tmp_path, analyzed, name):
     block = JSON_BLOCK.search(p.stdout)
     assert block and json.loads(block.group(2)) == json.loads(to_json(result))
     check_golden(f"{name}.html", JSON_BLOCK.sub(rf"\1(the result: tests/golden/{name}.json)\3", p.stdout))
+
+
+@pytest.mark.parametrize("name", FIXTURES)
+def test_report_csv_golden(tmp_path, analyzed, name):
+    """The table `ncuadvisor render RESULT --format csv` makes of the saved result: one row per kernel."""
+    saved = tmp_path / f"{name}.json"
+    saved.write_text(to_json(scrub_result(analyzed(name))))
+    p = run_cli("render", saved, "--format", "csv")
+    assert p.returncode == 0, p.stderr
+    check_golden(f"{name}.csv", p.stdout)

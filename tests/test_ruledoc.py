@@ -36,9 +36,14 @@ def test_help_shows_every_fix(rule: Any) -> None:
 
 
 def test_fix_languages_are_kernel_languages() -> None:
+    """A fix is for a kernel language, or for a language a CUDA-language kernel may be written in (Julia, Numba,
+    CuPy): never for a name `fix_for` cannot pick."""
     for rule in RULES:
         for situation, table in [("", rule.fixes), *rule.fixes_when.items()]:
-            assert set(table) <= {"cuda", "triton", "pytorch", "library"}, (rule.code, situation)
+            assert set(table) <= {"cuda", "triton", "pytorch", "library", "julia", "numba", "cupy"}, (
+                rule.code,
+                situation,
+            )
 
 
 def test_rules_command_shows_the_triton_fix() -> None:

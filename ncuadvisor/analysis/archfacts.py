@@ -104,6 +104,12 @@ ARCHS: dict[int, ArchFacts] = {
                   _t(fp16_fp32=8192, fp16_fp16=8192, bf16_fp32=8192, tf32_fp32=4096, fp8_fp32=16384), "HBM",
                   source=f"{GUIDE} (10.x); FP64: B300 1.25 TFLOP/s against 75 of FP32 (1/64), {DATASHEET} "
                   "(an estimate)"),
+        ArchFacts(110, "Blackwell (Jetson Thor)", 128, 2, 128, 64, 16,
+                  _t(fp16_fp32=8192, fp16_fp16=8192, bf16_fp32=8192, tf32_fp32=4096, fp8_fp32=16384,
+                     int8_int32=16384), "LPDDR",
+                  source=f"{GUIDE} (11.0 read as 10.x for FP32, FP16x2, INT32 and SFU lanes, FP64 2 lanes as the "
+                  "other non-datacenter chips: assumed, not held against a Thor report); tensor: Jetson AGX Thor 2070 TFLOP/s FP4 sparse = 259 dense FP16 on "
+                  f"20 SMs at 1.57 GHz, {DATASHEET} (the other inputs at sm_100's ratios to FP16: an assumption)"),
         ArchFacts(120, "Blackwell (RTX 50, RTX PRO)", 128, 2, 64, 64, 16,
                   _t(fp16_fp32=1024, fp16_fp16=1024, bf16_fp32=1024, tf32_fp32=512, fp8_fp32=2048, int8_int32=2048),
                   "GDDR", source=f"{GUIDE} (12.0); tensor: RTX 5090 419 TFLOP/s FP16, {DATASHEET}"),

@@ -176,21 +176,34 @@ def display_name(name: str, demangled: str) -> str:
 # Kernels other languages compile to PTX, told by their names: CUDA.jl's (Julia: `julia_*`, taking a CuKernelContext
 # and CuDeviceArray arguments, IndexSpaces.jl on an A40), Numba's (`cudapy::` in the mangled namespace), CuPy's
 # generated elementwise and reduction kernels (`cupy_*`). A CuPy RawKernel or Mojo kernel is `extern "C"` code that
-# cannot be told from CUDA C by its name.
+# cannot be told from CUDA C by its name. Each: its pattern, its name in words, the key a rule's fix in it has
+# (`fixes = {"julia": Fix(...)}`: `rulekit.contract.WRITTEN_IN`).
 _OTHER_LANGUAGES = (
-    (re.compile(r"CuKernelContext|CuDeviceArray|^_Z\d+julia_|^julia_"), "Julia (CUDA.jl)"),
-    (re.compile(r"cudapy|numba", re.IGNORECASE), "Python (Numba)"),
-    (re.compile(r"^cupy_"), "Python (CuPy)"),
+    (re.compile(r"CuKernelContext|CuDeviceArray|^_Z\d+julia_|^julia_"), "Julia (CUDA.jl)", "julia"),
+    (re.compile(r"cudapy|numba", re.IGNORECASE), "Python (Numba)", "numba"),
+    (re.compile(r"^cupy_"), "Python (CuPy)", "cupy"),
 )
+
+
+def _other(name: str, demangled: str) -> tuple[str, str] | None:
+    for pattern, language, key in _OTHER_LANGUAGES:
+        if pattern.search(name) or pattern.search(demangled or ""):
+            return language, key
+    return None
 
 
 def other_language(name: str, demangled: str) -> str | None:
     """The language a kernel the analysis treats as CUDA code was written in, where its names tell it (Julia,
-    Numba, CuPy), else None: its fixes are written for CUDA C, their mechanism applies all the same."""
-    for pattern, language in _OTHER_LANGUAGES:
-        if pattern.search(name) or pattern.search(demangled or ""):
-            return language
-    return None
+    Numba, CuPy), else None: the rules run on it as on CUDA code, and its fixes are written for CUDA C unless a rule
+    has words in its language (`written_in`)."""
+    other = _other(name, demangled)
+    return other[0] if other else None
+
+
+def written_in(name: str, demangled: str) -> str | None:
+    """The key of that language ("julia", "numba", "cupy"), under which a rule may hold a fix written in it."""
+    other = _other(name, demangled)
+    return other[1] if other else None
 
 
 def possible_languages(name: str, demangled: str) -> set[str]:

@@ -426,7 +426,7 @@ def report_info(
     for lang, written in foreign.items():
         warnings.append(
             f"kernels written in {lang} ({', '.join(written[:3])}{', ...' if len(written) > 3 else ''}): their fixes "
-            "are written in CUDA C; the mechanism each names (the access pattern, the tiling, the data type, the "
+            f"are written in CUDA C where a rule has no {lang.split(' ')[0]} text; the mechanism each names (the access pattern, the tiling, the data type, the "
             f"launch shape) is what to change, in {lang.split(' ')[0]}"
         )
     empty = [k.name for k, (main, _v) in zip(kernels, evaluation.groups) if main.roofline.duration_ns is None]

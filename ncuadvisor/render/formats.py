@@ -101,6 +101,13 @@ FORMATS: dict[str, OutputFormat] = {
         OutputFormat(
             "digest-json", "the digest as one line of JSON", "ncuadvisor.render.digest:render_json", one_kernel=True
         ),
+        OutputFormat(
+            "csv",
+            "one row per kernel and its first finding (RFC 4180)",
+            "ncuadvisor.render.csv_table:render",
+            None,
+            (".csv",),
+        ),
     )
 }
 

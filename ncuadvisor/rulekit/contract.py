@@ -18,6 +18,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from ncuadvisor.analysis.language import written_in
 from ncuadvisor.analysis.roofline import Roofline
 from ncuadvisor.metrics import Device, LaunchStats
 from ncuadvisor.model import Instruction, Kernel, num
@@ -69,6 +70,10 @@ CODE_RE = re.compile(r"^[A-Z]{2,5}\d{3}$")
 # The kernel languages a fix can be written for (engine.kernel_language decides a kernel's). "cuda" is the default:
 # a kernel whose language a rule has no fix for gets the rule's CUDA fix.
 LANGUAGES = ("cuda", "triton", "pytorch", "library")
+# The languages other than CUDA C that compile to the same PTX, told by a kernel's names (`analysis.language.
+# written_in`): such a kernel's language is "cuda" (the rules for CUDA code run on it), and a rule that holds a fix
+# under its key (`fixes = {"cuda": ..., "julia": ...}`) gives that one instead of the CUDA text.
+WRITTEN_IN = ("julia", "numba", "cupy")
 
 # A field of a fix template: `{name}` or `{name:format_spec}`, as in str.format. Any other brace is text, so C++ and
 # Python code in a template needs no escaping.
@@ -128,6 +133,12 @@ class _FixTable:
         if fix is None:
             raise LookupError(f"rule {cls.__name__} declares no fix")
         return fix.fill(**fields)
+
+    @classmethod
+    def has_fix(cls, language: str, when: str | Iterable[str] = ()) -> bool:
+        """Whether the rule holds a fix of its own for `language` in the situations `when`."""
+        situations = [when] if isinstance(when, str) else list(when)
+        return language in cls.fixes or any(language in cls.fixes_when[s] for s in situations)
 
 
 # What a finding rests on and the source lines it points at: the result's own records (`Evidence(metric, value,
@@ -220,6 +231,14 @@ class KernelContext:
         return self._per_instruction.get(name, [])
 
     @property
+    def written_in(self) -> str | None:
+        """The language (`WRITTEN_IN`) a CUDA-language kernel was written in, told by its names; None for CUDA C and
+        for the other kernel languages."""
+        if self.language != "cuda":
+            return None
+        return written_in(self.kernel.name, self.kernel.demangled)
+
+    @property
     def is_triton(self) -> bool:
         return self.language == "triton"
 
@@ -296,7 +315,11 @@ class Rule(_FixTable):
 
     def fix_for(self, k: KernelContext, when: str | Iterable[str] = (), **fields: Any) -> Fix:
         """The fix in the kernel's language (`fixes`, else its CUDA fix), in the situations `when` (`fixes_when`),
-        its template fields filled from `fields`: `self.finding(fix=self.fix_for(k, kind=kind), ...)`."""
+        its template fields filled from `fields`: `self.finding(fix=self.fix_for(k, kind=kind), ...)`. A CUDA-language
+        kernel written in Julia, Numba or CuPy (`k.written_in`) gets the rule's fix in that language where it has one."""
+        written = k.written_in
+        if written is not None and self.has_fix(written, when):
+            return self.fix_in(written, when, **fields)
         return self.fix_in(k.language, when, **fields)
 
     def finding(self, **kw: Any) -> Finding:

@@ -19,6 +19,9 @@ if TYPE_CHECKING:
 
 # display names of the kernel languages (engine.kernel_language), in the order the docs list them
 LANGUAGE_NAMES = {"cuda": "CUDA", "triton": "Triton", "pytorch": "PyTorch (ATen)", "library": "library"}
+KERNEL_LANGUAGES = tuple(LANGUAGE_NAMES)  # what a rule without its own `languages` (a program rule) speaks to
+# and the languages a CUDA-language kernel may be written in (`contract.WRITTEN_IN`), listed after them
+LANGUAGE_NAMES |= {"julia": "Julia (CUDA.jl)", "numba": "Python (Numba)", "cupy": "Python (CuPy)"}
 # the docstring sections shown as written (code, or prose whose lines carry code); the others are reflowed
 _VERBATIM = ("Example", "Use instead")
 _FIX_HEADING = "Fix, per kernel language"
@@ -108,14 +111,14 @@ def _labelled(rule: Rule | ProgramRule) -> bool:
     """Whether the docs name a language per fix: not when the rule speaks one language, or declares only the CUDA
     fix (then every language gets it)."""
     declared = {lang for _, table in [("", rule.fixes), *rule.fixes_when.items()] for lang in table}
-    languages = getattr(rule, "languages", tuple(LANGUAGE_NAMES))
+    languages = getattr(rule, "languages", KERNEL_LANGUAGES)
     return len(languages) > 1 and declared != {"cuda"}
 
 
 def _fallback_note(rule: Rule | ProgramRule) -> str:
     """Which of the rule's languages get the CUDA fix for want of their own, or ""."""
     declared = {lang for _, table in [("", rule.fixes), *rule.fixes_when.items()] for lang in table}
-    languages = getattr(rule, "languages", tuple(LANGUAGE_NAMES))
+    languages = getattr(rule, "languages", KERNEL_LANGUAGES)
     rest = [lang for lang in LANGUAGE_NAMES if lang in languages and lang not in declared]
     if not rest or not _labelled(rule):
         return ""
