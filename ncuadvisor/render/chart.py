@@ -562,10 +562,9 @@ def _draw(
         strip_box, in_strip = _strip(plot, strip, f)
         points += in_strip
     arrows = [] if zoomed else _headroom_arrows(plot, device, bw, placed)
-    top_roof = _top_roof(device)
-    lroofs, points, unlabelled, arrow_marks = _labels(
-        plot, every, placed, strip, lmarks, roofs, ticks, points, arrows, top_roof, shown, zoomed, f
-    )
+    lroofs, lboxes = _level_slopes(plot, every, placed, lmarks, roofs, _top_roof(device), zoomed)
+    taken = _taken(plot, roofs, ticks, lboxes, lroofs, lmarks, arrows, shown, f)
+    points, unlabelled, arrow_marks = _labels(plot, placed, strip, points, arrows, taken, f)
     x1, y0, y1 = plot.x1, plot.y0, plot.y1
     return Chart(
         w=f.w,
@@ -800,24 +799,16 @@ def _headroom_arrows(
     return arrows
 
 
-def _labels(
+def _level_slopes(
     plot: Plot,
     every: list[Kernel],
     placed: list[tuple[Kernel, float, float]],
-    strip: list[tuple[Kernel, float, float]],
     lmarks: list[LevelMark],
     roofs: Roofs,
-    ticks: list[Label],
-    points: list[Point],
-    arrows: list[HeadroomArrow],
     top_roof: float | None,
-    shown: Shown | None,
     zoomed: bool,
-    f: Frame,
-) -> tuple[list[LevelRoof], list[Point], list[Kernel], list[Arrow]]:
-    """The hierarchy's slopes, then the points' and arrows' labels: the biggest kernels first, boxes kept clear of
-    every point, tick label, line and the other labels. Returns the slopes, the labelled points, the kernels whose
-    label found no free spot, and the arrows."""
+) -> tuple[list[LevelRoof], list[Rect]]:
+    """The L2 and L1 slopes, when the result holds the memory hierarchy, and their labels' boxes."""
     lroofs, lboxes = level_roofs(
         level_peaks(every),
         top_roof,
@@ -831,7 +822,20 @@ def _labels(
     )
     if zoomed:  # a slope cut short by the zoom may leave no room for its label: the first chart has it
         lroofs = [r if b.inside(plot.rect) else replace(r, text="") for r, b in zip(lroofs, lboxes)]
-    taken = _taken(plot, roofs, ticks, lboxes, lroofs, lmarks, arrows, shown, f)
+    return lroofs, lboxes
+
+
+def _labels(
+    plot: Plot,
+    placed: list[tuple[Kernel, float, float]],
+    strip: list[tuple[Kernel, float, float]],
+    points: list[Point],
+    arrows: list[HeadroomArrow],
+    taken: list[Rect],
+    f: Frame,
+) -> tuple[list[Point], list[Kernel], list[Arrow]]:
+    """The points' and arrows' labels, the biggest kernels first, each box clear of `taken` and of the other labels.
+    Returns the labelled points, the kernels whose label found no free spot, and the arrows."""
     order = sorted(range(len(points)), key=lambda i: -float(points[i].r))
     bounds = Rect(f.strip_x if strip else plot.x0, plot.y0, plot.x1, plot.y1)
     items = [(float(points[i].cx), float(points[i].cy), float(points[i].r), points[i].label) for i in order]
@@ -856,7 +860,7 @@ def _labels(
         line = Line(_f(a.x), _f(a.ya - _radius(a.k, f.r_scale) - 2), _f(a.x), _f(a.yb + 3), "headroom")
         tx, ty = (spot.x, spot.y) if spot else (-1.0, -1.0)
         arrow_marks.append(Arrow(line, _arrow_text(a.k) if spot else "", _f(tx), _f(ty)))
-    return lroofs, points, unlabelled, arrow_marks
+    return points, unlabelled, arrow_marks
 
 
 def _taken(
