@@ -1,5 +1,6 @@
 import re
 from collections import defaultdict
+from dataclasses import dataclass
 from typing import Any
 
 from ncuadvisor.rulekit import (
@@ -102,6 +103,18 @@ def sibling_excess(k: KernelContext, max_l1_miss_over_ideal: float) -> float:
         if all(abs(value / total - (1 - width / span)) <= 0.05 for _, width, value, total in loads):
             covered += sum(value for _, _, value, _ in loads)
     return covered
+
+
+@dataclass(frozen=True)
+class _FixedKernel:
+    """The coalesced kernel's modelled time (ns), its floor, and what the model's words name."""
+
+    new_ns: float
+    floor_ns: float | None
+    stream_ns: float | None  # the latency-plus-throughput time of the compulsory bytes, when that model explains it
+    kept_ns: float | None  # the busy time of the pipes coalescing keeps
+    loads: float
+    weight: float  # the sector model's effect: half where a pipe limits
 
 
 # the stall reasons a coalescing fix removes (the waits on the memory system's sectors, queues and wavefronts)
@@ -372,22 +385,22 @@ class UncoalescedGlobal(Rule):
         kind = max(wasted, key=lambda w: wasted[w]) if wasted else "loads"
         return total, excess, kind, evidence
 
-    def check(self, k: KernelContext) -> Finding | None:
-        weak_evidence: list[Evidence] = []
+    def _sectors(self, k: KernelContext) -> tuple[float, float, str, list[Evidence]]:
+        """(sectors, wasted sectors, the kind that wastes more, the weak evidence): from Source Counters, less the
+        sibling loads that read a whole record; from the bytes used per sector on weak evidence."""
         if k.weak:
-            total, excess, weak_kind, weak_evidence = self._sector_use(k)
-        else:
-            total = k.m(SourceCounters.L2_SECTORS_GLOBAL) or 0.0
-            excess = max(
-                0.0,
-                (k.m(SourceCounters.L2_SECTORS_GLOBAL_EXCESSIVE) or 0.0)
-                - sibling_excess(k, self.thresholds["max_l1_miss_over_ideal"]),
-            )
-        if total <= 0:
-            return None
-        frac = excess / total
-        if frac < self.thresholds["min_excess_fraction"]:
-            return None
+            return self._sector_use(k)
+        total = k.m(SourceCounters.L2_SECTORS_GLOBAL) or 0.0
+        excess = max(
+            0.0,
+            (k.m(SourceCounters.L2_SECTORS_GLOBAL_EXCESSIVE) or 0.0)
+            - sibling_excess(k, self.thresholds["max_l1_miss_over_ideal"]),
+        )
+        return total, excess, "", []
+
+    def _fixed_ns(self, k: KernelContext, frac: float) -> _FixedKernel:
+        """The fixed kernel's time: its compulsory bytes streamed with the loads in flight it keeps, bounded by the
+        memory waits the fix removes; without that model (a pipe limits), the time scaled by the sectors moved."""
         r = k.roofline
         side = limiter_side(r)
         weight = 0.5 if side == "compute" else 1.0
@@ -401,13 +414,43 @@ class UncoalescedGlobal(Rule):
             # in flight): the sectors it moves do, and what the latency model assumes is not said
             stream_ns = None
             k.calibrations = assumed
-        # the fixed kernel: its compulsory bytes streamed with the loads in flight it keeps, bounded by the memory
-        # waits the fix removes; without that model (a pipe limits), the time scaled by the sectors moved
         new_ns = stall_bounded_ns(k, stream_ns, MEMORY_WAITS) if stream_ns else sector_ns
         # coalescing changes the sectors, not the instructions: issue, ALU, the load/store pipe (one instruction per
         # access either way) and the other pipes keep their time
         kept_ns = kept_units_ns(r, MEMORY_UNITS - {"lsu"})
         floor_ns = max(r.theoretical_ns or 0.0, kept_ns or 0.0) or None
+        return _FixedKernel(new_ns, floor_ns, stream_ns, kept_ns, loads, weight)
+
+    def _speedup_model(self, k: KernelContext, fixed: _FixedKernel, frac: float) -> str:
+        """How the fixed kernel's time was modelled, in words."""
+        return (
+            (
+                f"The fixed kernel streams its compulsory bytes with {count(fixed.loads, 'coalesced load')} in flight "
+                f"per warp: {fmt_ns(fixed.stream_ns)} (latency + throughput), the wasted sectors' extra wavefronts, "
+                f"replays and latency gone; at least the time its memory waits do not cover "
+                f"({fmt_ns(stall_bounded_ns(k, 0.0, MEMORY_WAITS))})"
+                if fixed.stream_ns
+                else f"Time scales with the sectors moved: without the {frac:.0%} that its threads do not need, "
+                + cut(fixed.weight, frac, k.roofline)
+            )
+            + ", and not below the roofline floor"
+            + (
+                f" nor the {fmt_ns(fixed.kept_ns)} its busiest pipe needs for the same instructions"
+                if fixed.kept_ns
+                else ""
+            )
+            + "."
+        )
+
+    def check(self, k: KernelContext) -> Finding | None:
+        total, excess, weak_kind, weak_evidence = self._sectors(k)
+        if total <= 0:
+            return None
+        frac = excess / total
+        if frac < self.thresholds["min_excess_fraction"]:
+            return None
+        r = k.roofline
+        fixed = self._fixed_ns(k, frac)
         lines = k.top_lines(SourceCounters.L2_SECTORS_GLOBAL_EXCESSIVE)
         top = max(k.per_instruction(SourceCounters.L2_SECTORS_GLOBAL_EXCESSIVE), key=lambda e: e.value, default=None)
         top_sass = (top.sass or "") if top is not None else ""
@@ -428,21 +471,8 @@ class UncoalescedGlobal(Rule):
                 "useful traffic."
             ),
             fix=self.fix_for(k, situation or (), kind=kind, **fields),
-            estimated_speedup=time_after(r.duration_ns or 0, new_ns, floor_ns),
-            speedup_model=(
-                (
-                    f"The fixed kernel streams its compulsory bytes with {count(loads, 'coalesced load')} in flight "
-                    f"per warp: {fmt_ns(stream_ns)} (latency + throughput), the wasted sectors' extra wavefronts, "
-                    f"replays and latency gone; at least the time its memory waits do not cover "
-                    f"({fmt_ns(stall_bounded_ns(k, 0.0, MEMORY_WAITS))})"
-                    if stream_ns
-                    else f"Time scales with the sectors moved: without the {frac:.0%} that its threads do not need, "
-                    + cut(weight, frac, r)
-                )
-                + ", and not below the roofline floor"
-                + (f" nor the {fmt_ns(kept_ns)} its busiest pipe needs for the same instructions" if kept_ns else "")
-                + "."
-            ),
+            estimated_speedup=time_after(r.duration_ns or 0, fixed.new_ns, fixed.floor_ns),
+            speedup_model=self._speedup_model(k, fixed, frac),
             confidence="high" if frac >= 0.5 else "medium",
             evidence=[
                 *(

@@ -232,28 +232,12 @@ class NoDataReuse(Rule):
         fma_flops, tensor = fma_and_tensor_flops(r)
         if tensor > 0.1 * fma_flops or not r.duration_ns:
             return None
-        peak = r.peak_flops_per_s.get("fp32")
         global_bpf = (k.m(MemoryTables.GLOBAL_LOAD_SECTORS) or 0) * 32 / fma_flops if fma_flops else 0.0
         shared_wpf = (k.m(SourceCounters.SHARED_WAVEFRONTS) or 0) / fma_flops if fma_flops else 0.0
         ffma, fadd, fmul = (k.m(m) or 0.0 for m in (FFMA, FADD, FMUL))
         # a matrix product is multiply-adds; a stencil, a filter or a sum over neighbours is mostly adds
         adds_only = (fadd + fmul) > 0 and 2 * ffma < t["max_fma_share_for_stencil"] * (2 * ffma + fadd + fmul)
-        level, frac, what, new_ns = "", 0.0, "", float("inf")
-        if fma_flops >= t["min_gflop"] * 1e9 and peak and r.sol.get("l1_pct", 0.0) >= t["min_l1_pct"]:
-            if global_bpf > t["max_global_bytes_per_flop"]:
-                level, frac = "global", t["tiled_fma_fraction"]
-                what = f"{global_bpf:.2f} bytes of global loads per FLOP"
-            elif (
-                shared_wpf > t["max_shared_wavefronts_per_flop"]
-                and (k.m(ComputeWorkloadAnalysis.FMA_PIPE_PCT) or 0) < t["max_fma_pct"]
-            ):
-                level, frac = "shared", t["register_tiled_fma_fraction"]
-                what = f"{shared_wpf * 1000:.1f} shared-memory wavefronts per 1000 FLOP"
-            if level:
-                # the fixed kernel: its FLOPs at the tiled fraction of the peak, no less than the units tiling leaves
-                # alone and the compulsory bytes. No stall bound: a tiled product is new code, and an LSU-bound one
-                # stalls on issue (not selected, pipe throttles), not on memory (a 2-D convolution: 34% not selected)
-                new_ns = fixed_kernel_ns(k, fma_flops / (frac * peak) * 1e9, TILING_CHANGES)
+        level, frac, what, new_ns = self._tiled(k, fma_flops, global_bpf, shared_wpf)
         reread = self.reread(k) if level != "shared" else None
         reread_ns = reread[2] if reread else float("inf")
         if not level and reread is None:
@@ -281,41 +265,21 @@ class NoDataReuse(Rule):
             f"A {'shared-memory' if level == 'global' else 'register'}-tiled kernel reaches ~{frac:.0%} of the FP32 "
             f"peak (measured on an H200{calibrated}), so the time becomes the FLOPs at {frac:.0%} of that peak."
         )
+        model, situations = flop_model, []
         if reread is not None:
-            factor, after, _, hit, wasted, loaded, needed = reread
-            evidence += [
-                Evidence("reread_factor", round(factor, 1), t["min_reread"], "global load bytes ÷ compulsory loads"),
-                Evidence(MemoryWorkloadAnalysis.L1_HIT_RATE_PCT, round(hit, 1), t["min_l1_hit_pct"], "L1 hits", "%"),
-            ]
-            waste = f", {wasted:.0%} of their sectors wasted by uncoalesced loads" if wasted >= 0.05 else ""
-            reread_model = (
-                f"The fixed kernel loads each input once per {after:.0f} uses (now {factor:.0f}): the L1 and load/store "
-                f"time ÷ {after:.0f} ({fmt_bytes(loaded)} of global loads for {fmt_bytes(needed)} needed{waste}), the "
-                "issue time less the load instructions that go, every other unit as busy as now; no less than the "
-                "compulsory bytes at 85% of DRAM's peak; bounded by the memory stalls it removes."
-            )
+            reread_evidence, reread_model, reread_what = self._reread_words(reread)
+            evidence += reread_evidence
             if level == "reread":
-                what = f"each input loaded {factor:.0f}× through L1 ({hit:.0f}% hits){waste}"
-        if level == "reread":
-            model, situations = reread_model, [REREAD]
-        elif reread is not None and reread_ns <= new_ns:
-            model, situations = reread_model + " (Below the FLOP model's time: " + flop_model + ")", []
-        else:
-            model, situations = flop_model, []
+                what, model, situations = reread_what, reread_model, [REREAD]
+            elif reread_ns <= new_ns:
+                model = reread_model + " (Below the FLOP model's time: " + flop_model + ")"
         if level == "global":
             situations = [ADDS] * adds_only
         if level == "shared":
             situations = [ADDS] * adds_only + [SHARED]
         return self.finding(
             title=f"Little data reuse: {what}",
-            message=(
-                f"{fma_flops / 1e9:.1f} GFLOP of FMA work read {what}; L1/shared memory is "
-                f"{r.sol.get('l1_pct', 0):.0f}% busy while the FMA pipe waits for operands."
-                if level != "reread"
-                else f"{what}: the same input bytes are loaded again for every output that uses them, "
-                f"{fmt_bytes(reread[5] if reread else 0.0)} of global loads for "
-                f"{fmt_bytes(reread[6] if reread else 0.0)} the kernel needs; L1 is {r.sol.get('l1_pct', 0):.0f}% busy."
-            ),
+            message=self._message(r.sol.get("l1_pct", 0), level, fma_flops, what, reread),
             fix=self.fix_for(k, situations, reread=reread[0] if reread else 0.0),
             estimated_speedup=time_after(r.duration_ns, new_ns, r.theoretical_ns),
             speedup_model=model,
@@ -331,6 +295,65 @@ class NoDataReuse(Rule):
             ],
             evidence=evidence,
             source=lines,
+        )
+
+    def _tiled(
+        self, k: KernelContext, fma_flops: float, global_bpf: float, shared_wpf: float
+    ) -> tuple[str, float, str, float]:
+        """A matrix product's operands read per FLOP: (the level that serves them, "global" or "shared", else ""; the
+        tiled kernel's fraction of the FP32 peak; what was read, in words; the tiled kernel's time, else infinity)."""
+        r = k.roofline
+        t = self.thresholds
+        peak = r.peak_flops_per_s.get("fp32")
+        level, frac, what, new_ns = "", 0.0, "", float("inf")
+        if fma_flops >= t["min_gflop"] * 1e9 and peak and r.sol.get("l1_pct", 0.0) >= t["min_l1_pct"]:
+            if global_bpf > t["max_global_bytes_per_flop"]:
+                level, frac = "global", t["tiled_fma_fraction"]
+                what = f"{global_bpf:.2f} bytes of global loads per FLOP"
+            elif (
+                shared_wpf > t["max_shared_wavefronts_per_flop"]
+                and (k.m(ComputeWorkloadAnalysis.FMA_PIPE_PCT) or 0) < t["max_fma_pct"]
+            ):
+                level, frac = "shared", t["register_tiled_fma_fraction"]
+                what = f"{shared_wpf * 1000:.1f} shared-memory wavefronts per 1000 FLOP"
+            if level:
+                # the fixed kernel: its FLOPs at the tiled fraction of the peak, no less than the units tiling leaves
+                # alone and the compulsory bytes. No stall bound: a tiled product is new code, and an LSU-bound one
+                # stalls on issue (not selected, pipe throttles), not on memory (a 2-D convolution: 34% not selected)
+                new_ns = fixed_kernel_ns(k, fma_flops / (frac * peak) * 1e9, TILING_CHANGES)
+        return level, frac, what, new_ns
+
+    def _reread_words(
+        self, reread: tuple[float, float, float, float, float, float, float]
+    ) -> tuple[list[Evidence], str, str]:
+        """Inputs re-read through L1, in words: (the evidence, the speedup model, what was read)."""
+        t = self.thresholds
+        factor, after, _, hit, wasted, loaded, needed = reread
+        evidence = [
+            Evidence("reread_factor", round(factor, 1), t["min_reread"], "global load bytes ÷ compulsory loads"),
+            Evidence(MemoryWorkloadAnalysis.L1_HIT_RATE_PCT, round(hit, 1), t["min_l1_hit_pct"], "L1 hits", "%"),
+        ]
+        waste = f", {wasted:.0%} of their sectors wasted by uncoalesced loads" if wasted >= 0.05 else ""
+        model = (
+            f"The fixed kernel loads each input once per {after:.0f} uses (now {factor:.0f}): the L1 and load/store "
+            f"time ÷ {after:.0f} ({fmt_bytes(loaded)} of global loads for {fmt_bytes(needed)} needed{waste}), the "
+            "issue time less the load instructions that go, every other unit as busy as now; no less than the "
+            "compulsory bytes at 85% of DRAM's peak; bounded by the memory stalls it removes."
+        )
+        return evidence, model, f"each input loaded {factor:.0f}× through L1 ({hit:.0f}% hits){waste}"
+
+    @staticmethod
+    def _message(l1_pct: float, level: str, fma_flops: float, what: str, reread: tuple[float, ...] | None) -> str:
+        """The finding's message: the operands read per FLOP, or the inputs re-read per output."""
+        if level != "reread":
+            return (
+                f"{fma_flops / 1e9:.1f} GFLOP of FMA work read {what}; L1/shared memory is "
+                f"{l1_pct:.0f}% busy while the FMA pipe waits for operands."
+            )
+        return (
+            f"{what}: the same input bytes are loaded again for every output that uses them, "
+            f"{fmt_bytes(reread[5] if reread else 0.0)} of global loads for "
+            f"{fmt_bytes(reread[6] if reread else 0.0)} the kernel needs; L1 is {l1_pct:.0f}% busy."
         )
 
     def reread(self, k: KernelContext) -> tuple[float, float, float, float, float, float, float] | None:

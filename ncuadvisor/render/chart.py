@@ -478,6 +478,63 @@ def _apart(points: list[Point], plot: Rect) -> list[Point]:
     return out
 
 
+@dataclass(frozen=True)
+class Plot:
+    """The plot box (x0..x1, y0 at the top..y1 at the bottom, px) and the axes' ranges (log10) that its scales map."""
+
+    x0: float
+    x1: float
+    y0: float
+    y1: float
+    xlo: float
+    xhi: float
+    ylo: float
+    yhi: float
+
+    def px(self, x: float) -> float:
+        lx = math.log10(x)
+        return self.x0 + (min(max(lx, self.xlo), self.xhi) - self.xlo) / (self.xhi - self.xlo) * (self.x1 - self.x0)
+
+    def py(self, y: float) -> float:
+        ly = math.log10(y)
+        return self.y1 - (min(max(ly, self.ylo), self.yhi) - self.ylo) / (self.yhi - self.ylo) * (self.y1 - self.y0)
+
+    @property
+    def rect(self) -> Rect:
+        return Rect(self.x0, self.y0, self.x1, self.y1)
+
+    @property
+    def slope_angle(self) -> float:
+        """The angle of a slope of one (a bandwidth roof) on the page, in degrees."""
+        return -math.degrees(
+            math.atan2((self.y1 - self.y0) / (self.yhi - self.ylo), (self.x1 - self.x0) / (self.xhi - self.xlo))
+        )
+
+    def dots(self, placed: list[tuple[Kernel, float, float]], lmarks: list[LevelMark]) -> list[tuple[float, float]]:
+        """Where the placed kernels and the hierarchy marks sit, px."""
+        return [(self.px(i), self.py(p)) for _, i, p in placed] + [(float(m.cx), float(m.cy)) for m in lmarks]
+
+
+@dataclass(frozen=True)
+class Roofs:
+    """The ceilings' lines and labels, and the boxes that keep the other labels off the labels."""
+
+    ceilings: list[Line]
+    labels: list[Label]
+    slope_box: Rect | None
+    roof_boxes: list[Rect]
+
+
+@dataclass(frozen=True)
+class HeadroomArrow:
+    """A headroom arrow before its label is placed: the kernel, its x, from y (the point) to y (the roof), px."""
+
+    k: Kernel
+    x: float
+    ya: float
+    yb: float
+
+
 def _draw(
     view: Result,
     every: list[Kernel],
@@ -493,170 +550,300 @@ def _draw(
     device = view.report.device
     bw = number(device.peak_dram_bytes_per_s)
     bw = bw if bw and bw > 0 else None
-    keyed = _keyed_roofs(device)
-    roofs = [(v, name) for v, name, _ in keyed]
-    xlo, xhi, ylo, yhi = span
     f = frame
     x0 = (f.strip_x + f.strip_w + f.strip_gap if strip else 0) + f.y_ticks
-    x1, y0, y1 = f.w - f.right, f.top, f.h - f.bottom  # plot box: x0..x1, y0 (top)..y1 (bottom)
+    plot = Plot(x0, f.w - f.right, f.top, f.h - f.bottom, *span)
+    grid, ticks = _grid(plot)
+    lmarks = [] if zoomed else level_marks(placed, plot.px, plot.py)
+    roofs = _ceilings(plot, device, bw, placed, lmarks, zoomed, f)
+    points = _apart([_placed_point(plot, device, bw, k, i, p, f) for k, i, p in placed], plot.rect)
+    strip_box = None
+    if strip:
+        strip_box, in_strip = _strip(plot, strip, f)
+        points += in_strip
+    arrows = [] if zoomed else _headroom_arrows(plot, device, bw, placed)
+    lroofs, lboxes = _level_slopes(plot, every, placed, lmarks, roofs, _top_roof(device), zoomed)
+    taken = _taken(plot, roofs, ticks, lboxes, lroofs, lmarks, arrows, shown, f)
+    points, unlabelled, arrow_marks = _labels(plot, placed, strip, points, arrows, taken, f)
+    x1, y0, y1 = plot.x1, plot.y0, plot.y1
+    return Chart(
+        w=f.w,
+        h=f.h,
+        plot=Box(_f(x0), _f(y0), _f(x1 - x0), _f(y1 - y0)),
+        x_label=Label(_f((x0 + x1) / 2), _f(f.h - 14), f.x_title, "middle"),
+        y_label=Label(_f(x0 - f.y_ticks + 14), _f((y0 + y1) / 2), f.y_title, "middle"),
+        grid=grid,
+        ticks=ticks,
+        ceilings=roofs.ceilings,
+        labels=roofs.labels,
+        points=points,
+        arrows=arrow_marks,
+        level_roofs=lroofs,
+        level_marks=lmarks,
+        unlabelled=sorted(unlabelled, key=lambda k: k.index),
+        clock_hz=number(device.sm_clock_hz),
+        off_pipe=[k for k, *_ in placed if _off_pipe(k, device)],
+        strip=strip_box,
+        unplaced=unplaced,
+        empty=not placed and not strip,
+        no_ceilings=not roofs.ceilings,
+        shown=shown,
+        span=span,
+    )
 
-    def px(x: float) -> float:
-        lx = math.log10(x)
-        return x0 + (min(max(lx, xlo), xhi) - xlo) / (xhi - xlo) * (x1 - x0)
 
-    def py(y: float) -> float:
-        ly = math.log10(y)
-        return y1 - (min(max(ly, ylo), yhi) - ylo) / (yhi - ylo) * (y1 - y0)
+def _top_roof(device: Device) -> float | None:
+    """The highest FLOP roof, where the bandwidth slopes end."""
+    roofs = _roofs(device)
+    return roofs[-1][0] if roofs else None
 
+
+def _grid(plot: Plot) -> tuple[list[Line], list[Label]]:
+    """The grid lines at each tick of both axes, and the tick labels."""
     grid: list[Line] = []
     ticks: list[Label] = []
-    for v, decade in _tick_values(xlo, xhi):
-        x = _f(px(v))
-        grid.append(Line(x, _f(y0), x, _f(y1)))
-        ticks.append(Label(x, _f(y1 + 16), _x_tick(v, decade), "middle"))
-    for v, _ in _tick_values(ylo, yhi):
-        y = _f(py(v))
-        grid.append(Line(_f(x0), y, _f(x1), y))
-        ticks.append(Label(_f(x0 - 6), _f(py(v) + 4), fmt_si(v), "end"))
+    for v, decade in _tick_values(plot.xlo, plot.xhi):
+        x = _f(plot.px(v))
+        grid.append(Line(x, _f(plot.y0), x, _f(plot.y1)))
+        ticks.append(Label(x, _f(plot.y1 + 16), _x_tick(v, decade), "middle"))
+    for v, _ in _tick_values(plot.ylo, plot.yhi):
+        y = _f(plot.py(v))
+        grid.append(Line(_f(plot.x0), y, _f(plot.x1), y))
+        ticks.append(Label(_f(plot.x0 - 6), _f(plot.py(v) + 4), fmt_si(v), "end"))
+    return grid, ticks
 
-    lmarks = [] if zoomed else level_marks(placed, px, py)
+
+def _ceilings(
+    plot: Plot,
+    device: Device,
+    bw: float | None,
+    placed: list[tuple[Kernel, float, float]],
+    lmarks: list[LevelMark],
+    zoomed: bool,
+    f: Frame,
+) -> Roofs:
+    """The DRAM slope and the FLOP roofs, with their labels."""
     ceilings: list[Line] = []
     labels: list[Label] = []
-    slope_box: Rect | None = None
-    roof_labels: list[tuple[float, str]] = []
-    top_roof = roofs[-1][0] if roofs else None
+    slope_box = None
     if bw:
-        xa = max(10.0**xlo, 10.0**ylo / bw)
-        xb = min(10.0**xhi, (top_roof or 10.0**yhi) / bw, 10.0**yhi / bw)
-        if xb > xa:
-            ceilings.append(Line(_f(px(xa)), _f(py(bw * xa)), _f(px(xb)), _f(py(bw * xb)), "ceil-mem", "dram"))
-            # the label sits along the slope where the fewest points are (a third of the way up when none are)
-            angle = -math.degrees(math.atan2((y1 - y0) / (yhi - ylo), (x1 - x0) / (xhi - xlo)))
-            text = f"DRAM {fmt_rate(bw, 'B/s')}"
-            dots = [(px(i), py(p)) for _, i, p in placed] + [(float(m.cx), float(m.cy)) for m in lmarks]
-            slope_spots = []
-            for frac in SLOPE_SPOTS:
-                xm = 10 ** (math.log10(xa) + (math.log10(xb) - math.log10(xa)) * frac)
-                box = _slope_box(px(xm), py(bw * xm) - 6, angle, text)
-                slope_spots.append(
-                    (sum(box.x0 - 14 <= x <= box.x1 + 14 and box.y0 - 14 <= y <= box.y1 + 14 for x, y in dots), xm, box)
-                )
-            _, xm, slope_box = min(slope_spots, key=lambda t: t[0])  # the first of the least crowded
-            lx, ly = px(xm), py(bw * xm) - 6
-            rotate = f"rotate({angle:.1f} {lx:.1f} {ly:.1f})"
-            if not zoomed or slope_box.inside(Rect(x0, y0, x1, y1)):  # a zoom may cut the slope too short for it
-                labels.append(Label(_f(lx), _f(ly), text, "middle", rotate, "lbl-mem", "dram"))
+        slope = _dram_slope(plot, bw, _top_roof(device), placed, lmarks, zoomed)
+        if slope is not None:
+            line, label, slope_box = slope
+            ceilings.append(line)
+            labels += [label] if label else []
+    flop_lines, roof_labels, roof_keys, roof_starts = _flop_roofs(plot, device, bw, f)
+    ceilings += flop_lines
+    if not f.roof_labels_inside:
+        labels += [Label(_f(plot.x1 + 6), _f(y), t, "start", "", "lbl-flop", roof_keys[t]) for y, t in roof_labels]
+        return Roofs(ceilings, labels, slope_box, [])
+    near = plot.dots(placed, lmarks)
+    lines = [b for line in ceilings for b in _line_boxes(line)] + ([slope_box] if slope_box else [])
+    inside, roof_boxes = _roof_labels_inside(plot, roof_labels, roof_keys, roof_starts, near, lines)
+    return Roofs(ceilings, labels + inside, slope_box, roof_boxes)
+
+
+def _dram_slope(
+    plot: Plot,
+    bw: float,
+    top_roof: float | None,
+    placed: list[tuple[Kernel, float, float]],
+    lmarks: list[LevelMark],
+    zoomed: bool,
+) -> tuple[Line, Label | None, Rect] | None:
+    """The DRAM slope's line, its label (None where a zoom cuts the slope too short for it) and the label's box; None
+    where the slope is outside the axes' ranges."""
+    px, py = plot.px, plot.py
+    xa = max(10.0**plot.xlo, 10.0**plot.ylo / bw)
+    xb = min(10.0**plot.xhi, (top_roof or 10.0**plot.yhi) / bw, 10.0**plot.yhi / bw)
+    if xb <= xa:
+        return None
+    line = Line(_f(px(xa)), _f(py(bw * xa)), _f(px(xb)), _f(py(bw * xb)), "ceil-mem", "dram")
+    # the label sits along the slope where the fewest points are (a third of the way up when none are)
+    angle = plot.slope_angle
+    text = f"DRAM {fmt_rate(bw, 'B/s')}"
+    dots = plot.dots(placed, lmarks)
+    slope_spots = []
+    for frac in SLOPE_SPOTS:
+        xm = 10 ** (math.log10(xa) + (math.log10(xb) - math.log10(xa)) * frac)
+        box = _slope_box(px(xm), py(bw * xm) - 6, angle, text)
+        slope_spots.append(
+            (sum(box.x0 - 14 <= x <= box.x1 + 14 and box.y0 - 14 <= y <= box.y1 + 14 for x, y in dots), xm, box)
+        )
+    _, xm, slope_box = min(slope_spots, key=lambda t: t[0])  # the first of the least crowded
+    lx, ly = px(xm), py(bw * xm) - 6
+    rotate = f"rotate({angle:.1f} {lx:.1f} {ly:.1f})"
+    label = None
+    if not zoomed or slope_box.inside(plot.rect):  # a zoom may cut the slope too short for it
+        label = Label(_f(lx), _f(ly), text, "middle", rotate, "lbl-mem", "dram")
+    return line, label, slope_box
+
+
+def _flop_roofs(
+    plot: Plot, device: Device, bw: float | None, f: Frame
+) -> tuple[list[Line], list[tuple[float, str]], dict[str, str], dict[str, float]]:
+    """The FLOP roofs inside the axes' ranges: their lines, their labels' (y, text) pushed apart from the bottom up,
+    each label's roof keys and where each roof starts (its ridge), px."""
+    ceilings: list[Line] = []
+    roof_labels: list[tuple[float, str]] = []
     roof_keys: dict[str, str] = {}
-    roof_starts: dict[str, float] = {}  # where each FLOP roof starts (its ridge), px
-    for v, name, keys in keyed:
-        if not (ylo <= math.log10(v) <= yhi):
+    roof_starts: dict[str, float] = {}
+    for v, name, keys in _keyed_roofs(device):
+        if not (plot.ylo <= math.log10(v) <= plot.yhi):
             continue
-        xa = max(10.0**xlo, v / bw) if bw else 10.0**xlo
-        if xa >= 10.0**xhi:
+        xa = max(10.0**plot.xlo, v / bw) if bw else 10.0**plot.xlo
+        if xa >= 10.0**plot.xhi:
             continue
-        roof_y = py(v)
-        ceilings.append(Line(_f(px(xa)), _f(roof_y), _f(x1), _f(roof_y), "ceil-flop", keys))
+        roof_y = plot.py(v)
+        ceilings.append(Line(_f(plot.px(xa)), _f(roof_y), _f(plot.x1), _f(roof_y), "ceil-flop", keys))
         text = f"{name} {fmt_rate(v, '')}".rstrip() if f.roof_labels_inside else f"{name} · {fmt_rate(v, 'FLOP/s')}"
         roof_keys[text] = keys
-        roof_starts[text] = px(xa)
+        roof_starts[text] = plot.px(xa)
         roof_labels.append((roof_y + 4, text) if not f.roof_labels_inside else (roof_y - 4, text))
     # ceiling labels sit right of the plot (inside it, just above their line, in a narrow frame), pushed apart so
     # none overlap: from the bottom up, each above the next
     roof_labels.sort()
     for n in range(len(roof_labels) - 2, -1, -1):
         roof_labels[n] = (min(roof_labels[n][0], roof_labels[n + 1][0] - LABEL_GAP), roof_labels[n][1])
+    return ceilings, roof_labels, roof_keys, roof_starts
+
+
+def _roof_labels_inside(
+    plot: Plot,
+    roof_labels: list[tuple[float, str]],
+    roof_keys: dict[str, str],
+    roof_starts: dict[str, float],
+    near: list[tuple[float, float]],
+    lines: list[Rect],
+) -> tuple[list[Label], list[Rect]]:
+    """A narrow frame's FLOP roof labels, each just above its line: at the right end, after the ridge or before it
+    (where no point can be), wherever the fewest points and lines are under the text; with their boxes."""
+    x0, x1, y0, y1 = plot.x0, plot.x1, plot.y0, plot.y1
+    labels: list[Label] = []
     roof_boxes: list[Rect] = []
-    if not f.roof_labels_inside:
-        labels += [Label(_f(x1 + 6), _f(y), t, "start", "", "lbl-flop", roof_keys[t]) for y, t in roof_labels]
-    else:  # just above its line: at the right end, after the ridge or before it (where no point can be), wherever
-        # the fewest points and lines are under the text
-        near = [(px(i), py(p)) for _, i, p in placed] + [(float(m.cx), float(m.cy)) for m in lmarks]
-        lines = [b for line in ceilings for b in _line_boxes(line)] + ([slope_box] if slope_box else [])
-        for base, t in roof_labels:
-            w, ridge = ROOF_CHAR_W * len(t), roof_starts[t]
-            ends = [
-                (x1 - 4, "end", Rect(x1 - 4 - w, base - 11, x1 - 4, base + 3)),
-                (ridge + 4, "start", Rect(ridge + 4, base - 11, ridge + 4 + w, base + 3)),
-                (ridge - 6, "end", Rect(ridge - 6 - w, base - 11, ridge - 6, base + 3)),
-            ]
-            fits = [e for e in ends if e[2].inside(Rect(x0, y0 - 2, x1, y1))] or ends[:1]
-
-            def cost(e: tuple[float, str, Rect]) -> int:
-                box = e[2]
-                dots = sum(box.x0 - 8 <= a <= box.x1 + 8 and box.y0 - 8 <= b <= box.y1 + 8 for a, b in near)
-                return 10 * dots + sum(box.hits(r) for r in lines + roof_boxes)
-
-            at, anchor, box = min(fits, key=cost)
-            labels.append(Label(_f(at), _f(base), t, anchor, "", "lbl-flop", roof_keys[t]))
-            roof_boxes.append(box)
-
-    points: list[Point] = []
-    for k, inten, perf in placed:
-        cx, cy = px(inten), py(perf)
-        extra = f"{fmt_rate(perf, 'FLOP/s')} at {fmt_num(inten)} FLOP/byte\nlimiting roof: {_limiting_roof(k, device, inten, bw)}"
-        off = _off_pipe(k, device)
-        if off:
-            extra += f"; limited by {k.roofline.limiter}, not a FLOP pipe"
-        points.append(_point(k, cx, cy, extra, "off-pipe" if off else "", r_scale=f.r_scale))
-    points = _apart(points, Rect(x0, y0, x1, y1))
-    strip_box = None
-    if strip:
-        sx0, sx1 = f.strip_x, f.strip_x + f.strip_w
-        strip_ticks = [
-            StripTick(_f(y1 - f * (y1 - y0)), _f(y1 - f * (y1 - y0) + 4), fmt_pct(f)) for f in (0.0, 0.5, 1.0)
+    for base, t in roof_labels:
+        w, ridge = ROOF_CHAR_W * len(t), roof_starts[t]
+        ends = [
+            (x1 - 4, "end", Rect(x1 - 4 - w, base - 11, x1 - 4, base + 3)),
+            (ridge + 4, "start", Rect(ridge + 4, base - 11, ridge + 4 + w, base + 3)),
+            (ridge - 6, "end", Rect(ridge - 6 - w, base - 11, ridge - 6, base + 3)),
         ]
-        strip_box = Strip(
-            _f(sx0), _f(y0), _f(sx1 - sx0), _f(y1 - y0), _f((sx0 + sx1) / 2), _f(y1 + 16), strip_ticks, f.strip_lines
-        )
-        cols = 3
-        in_strip = []
-        for n, (k, frac, got) in enumerate(strip):
-            cx = sx0 + 14 + (n % cols) * ((sx1 - sx0 - 28) / (cols - 1))
-            cy = y1 - frac * (y1 - y0)
-            extra = f"no FLOPs; DRAM {fmt_rate(got, 'B/s')} ({fmt_pct(frac)} of peak)\nlimiting roof: DRAM"
-            in_strip.append(_point(k, cx, cy, extra, strip=True, r_scale=f.r_scale))
-        points += _apart(in_strip, Rect(sx0, y0, sx1, y1))  # kernels at one share of the peak: side by side
+        fits = [e for e in ends if e[2].inside(Rect(x0, y0 - 2, x1, y1))] or ends[:1]
 
-    # the headroom arrows of the kernels with the most time that sit well under their roof
-    arrows: list[tuple[Kernel, float, float, float]] = []  # kernel, x, from y, to y
-    for k, inten, perf in [] if zoomed else placed[:ARROWS]:
+        def cost(e: tuple[float, str, Rect]) -> int:
+            box = e[2]
+            dots = sum(box.x0 - 8 <= a <= box.x1 + 8 and box.y0 - 8 <= b <= box.y1 + 8 for a, b in near)
+            return 10 * dots + sum(box.hits(r) for r in lines + roof_boxes)
+
+        at, anchor, box = min(fits, key=cost)
+        labels.append(Label(_f(at), _f(base), t, anchor, "", "lbl-flop", roof_keys[t]))
+        roof_boxes.append(box)
+    return labels, roof_boxes
+
+
+def _placed_point(
+    plot: Plot, device: Device, bw: float | None, k: Kernel, inten: float, perf: float, f: Frame
+) -> Point:
+    """A kernel with FLOPs: its point at (intensity, FLOP/s), with its limiting roof in the tooltip."""
+    cx, cy = plot.px(inten), plot.py(perf)
+    extra = f"{fmt_rate(perf, 'FLOP/s')} at {fmt_num(inten)} FLOP/byte\nlimiting roof: {_limiting_roof(k, device, inten, bw)}"
+    off = _off_pipe(k, device)
+    if off:
+        extra += f"; limited by {k.roofline.limiter}, not a FLOP pipe"
+    return _point(k, cx, cy, extra, "off-pipe" if off else "", r_scale=f.r_scale)
+
+
+def _strip(plot: Plot, strip: list[tuple[Kernel, float, float]], f: Frame) -> tuple[Strip, list[Point]]:
+    """The "no FLOPs" strip at the left edge and its points, by their share of the DRAM peak."""
+    y0, y1 = plot.y0, plot.y1
+    sx0, sx1 = f.strip_x, f.strip_x + f.strip_w
+    strip_ticks = [StripTick(_f(y1 - s * (y1 - y0)), _f(y1 - s * (y1 - y0) + 4), fmt_pct(s)) for s in (0.0, 0.5, 1.0)]
+    strip_box = Strip(
+        _f(sx0), _f(y0), _f(sx1 - sx0), _f(y1 - y0), _f((sx0 + sx1) / 2), _f(y1 + 16), strip_ticks, f.strip_lines
+    )
+    cols = 3
+    in_strip = []
+    for n, (k, frac, got) in enumerate(strip):
+        cx = sx0 + 14 + (n % cols) * ((sx1 - sx0 - 28) / (cols - 1))
+        cy = y1 - frac * (y1 - y0)
+        extra = f"no FLOPs; DRAM {fmt_rate(got, 'B/s')} ({fmt_pct(frac)} of peak)\nlimiting roof: DRAM"
+        in_strip.append(_point(k, cx, cy, extra, strip=True, r_scale=f.r_scale))
+    return strip_box, _apart(in_strip, Rect(sx0, y0, sx1, y1))  # kernels at one share of the peak: side by side
+
+
+def _headroom_arrows(
+    plot: Plot, device: Device, bw: float | None, placed: list[tuple[Kernel, float, float]]
+) -> list[HeadroomArrow]:
+    """The headroom arrows of the kernels with the most time that sit well under their roof."""
+    arrows: list[HeadroomArrow] = []
+    for k, inten, perf in placed[:ARROWS]:
         prec = k.roofline.limiting_precision
         roof = _roof_at(inten, bw, number(device.peak_flops_per_s.get(prec)) if isinstance(prec, str) else None)
         head = number(k.headroom)
-        ax = px(inten)
-        clear = all(abs(ax - a[1]) > 8 for a in arrows)  # one arrow per column: another would hide under it
+        ax = plot.px(inten)
+        clear = all(abs(ax - a.x) > 8 for a in arrows)  # one arrow per column: another would hide under it
         # only where the drawn roof is the kernel's floor (not an issue, lane or launch floor the chart has no line
         # for): then the arrow's length is the headroom on its card
         drawn = roof is not None and head is not None and abs(roof / perf - head) <= ARROW_AGREE * head
         leave = any(f.at_roofline for f in k.findings)  # the report says to leave it: no arrow urges otherwise
-        if roof and head and head >= ARROW_MIN_HEADROOM and py(roof) < py(perf) - 12 and clear and drawn and not leave:
-            arrows.append((k, ax, py(perf), py(roof)))
+        if (
+            roof
+            and head
+            and head >= ARROW_MIN_HEADROOM
+            and plot.py(roof) < plot.py(perf) - 12
+            and clear
+            and drawn
+            and not leave
+        ):
+            arrows.append(HeadroomArrow(k, ax, plot.py(perf), plot.py(roof)))
+    return arrows
 
-    # labels: the biggest kernels first; boxes kept clear of every point, tick label and the other labels
-    slope_angle = -math.degrees(math.atan2((y1 - y0) / (yhi - ylo), (x1 - x0) / (xhi - xlo)))
-    dots = [(px(i), py(p)) for _, i, p in placed] + [(float(m.cx), float(m.cy)) for m in lmarks]
-    avoid = ([slope_box] if slope_box else []) + roof_boxes
+
+def _level_slopes(
+    plot: Plot,
+    every: list[Kernel],
+    placed: list[tuple[Kernel, float, float]],
+    lmarks: list[LevelMark],
+    roofs: Roofs,
+    top_roof: float | None,
+    zoomed: bool,
+) -> tuple[list[LevelRoof], list[Rect]]:
+    """The L2 and L1 slopes, when the result holds the memory hierarchy, and their labels' boxes."""
     lroofs, lboxes = level_roofs(
-        level_peaks(every), top_roof, (xlo, xhi, ylo, yhi), px, py, slope_angle, dots, avoid, Rect(x0, y0, x1, y1)
+        level_peaks(every),
+        top_roof,
+        (plot.xlo, plot.xhi, plot.ylo, plot.yhi),
+        plot.px,
+        plot.py,
+        plot.slope_angle,
+        plot.dots(placed, lmarks),
+        ([roofs.slope_box] if roofs.slope_box else []) + roofs.roof_boxes,
+        plot.rect,
     )
     if zoomed:  # a slope cut short by the zoom may leave no room for its label: the first chart has it
-        lroofs = [r if b.inside(Rect(x0, y0, x1, y1)) else replace(r, text="") for r, b in zip(lroofs, lboxes)]
-    taken = [_tick_box(t) for t in ticks] + ([slope_box] if slope_box else []) + lboxes + roof_boxes
-    for line in ceilings + [Line(r.x1, r.y1, r.x2, r.y2) for r in lroofs]:  # no label struck through by a roof
-        taken += _line_boxes(line)
-    taken += [Rect(float(m.cx) - 4, float(m.cy) - 4, float(m.cx) + 4, float(m.cy) + 4) for m in lmarks]
-    if shown:
-        taken.append(Rect(x0, y0, min(x1, x0 + 380), y0 + 22))
-    # no label on a headroom arrow's line (its own label included): the line from the point's edge to the roof
-    for k, ax, ya, yb in arrows:
-        taken.append(Rect(ax - 1, yb, ax + 1, ya - _radius(k, f.r_scale)))
+        lroofs = [r if b.inside(plot.rect) else replace(r, text="") for r, b in zip(lroofs, lboxes)]
+    return lroofs, lboxes
+
+
+def _labels(
+    plot: Plot,
+    placed: list[tuple[Kernel, float, float]],
+    strip: list[tuple[Kernel, float, float]],
+    points: list[Point],
+    arrows: list[HeadroomArrow],
+    taken: list[Rect],
+    f: Frame,
+) -> tuple[list[Point], list[Kernel], list[Arrow]]:
+    """The points' and arrows' labels, the biggest kernels first, each box clear of `taken` and of the other labels.
+    Returns the labelled points, the kernels whose label found no free spot, and the arrows."""
     order = sorted(range(len(points)), key=lambda i: -float(points[i].r))
-    bounds = Rect(f.strip_x if strip else x0, y0, x1, y1)
+    bounds = Rect(f.strip_x if strip else plot.x0, plot.y0, plot.x1, plot.y1)
     items = [(float(points[i].cx), float(points[i].cy), float(points[i].r), points[i].label) for i in order]
-    items += [(x, (ya + yb) / 2, 0.0, _arrow_text(k)) for k, x, ya, yb in arrows]
+    items += [(a.x, (a.ya + a.yb) / 2, 0.0, _arrow_text(a.k)) for a in arrows]
     spots = place_labels(items, bounds, taken)
     unlabelled: list[Kernel] = []
     by_index = {f"#{k.index}": k for k, *_ in placed + strip}
+    points = list(points)
     for n, i in enumerate(order):
         p, spot = points[i], spots[n]
         if spot is None:
@@ -669,32 +856,33 @@ def _draw(
             leader = Line(p.cx, p.cy, _f(bx), _f(by), "leader")
         points[i] = replace(p, lx=_f(spot.x), ly=_f(spot.y), leader=leader)
     arrow_marks = []
-    for (k, ax, ya, yb), spot in zip(arrows, spots[len(order) :]):
-        line = Line(_f(ax), _f(ya - _radius(k, f.r_scale) - 2), _f(ax), _f(yb + 3), "headroom")
+    for a, spot in zip(arrows, spots[len(order) :]):
+        line = Line(_f(a.x), _f(a.ya - _radius(a.k, f.r_scale) - 2), _f(a.x), _f(a.yb + 3), "headroom")
         tx, ty = (spot.x, spot.y) if spot else (-1.0, -1.0)
-        arrow_marks.append(Arrow(line, _arrow_text(k) if spot else "", _f(tx), _f(ty)))
+        arrow_marks.append(Arrow(line, _arrow_text(a.k) if spot else "", _f(tx), _f(ty)))
+    return points, unlabelled, arrow_marks
 
-    return Chart(
-        w=f.w,
-        h=f.h,
-        plot=Box(_f(x0), _f(y0), _f(x1 - x0), _f(y1 - y0)),
-        x_label=Label(_f((x0 + x1) / 2), _f(f.h - 14), f.x_title, "middle"),
-        y_label=Label(_f(x0 - f.y_ticks + 14), _f((y0 + y1) / 2), f.y_title, "middle"),
-        grid=grid,
-        ticks=ticks,
-        ceilings=ceilings,
-        labels=labels,
-        points=points,
-        arrows=arrow_marks,
-        level_roofs=lroofs,
-        level_marks=lmarks,
-        unlabelled=sorted(unlabelled, key=lambda k: k.index),
-        clock_hz=number(device.sm_clock_hz),
-        off_pipe=[k for k, *_ in placed if _off_pipe(k, device)],
-        strip=strip_box,
-        unplaced=unplaced,
-        empty=not placed and not strip,
-        no_ceilings=not ceilings,
-        shown=shown,
-        span=span,
-    )
+
+def _taken(
+    plot: Plot,
+    roofs: Roofs,
+    ticks: list[Label],
+    lboxes: list[Rect],
+    lroofs: list[LevelRoof],
+    lmarks: list[LevelMark],
+    arrows: list[HeadroomArrow],
+    shown: Shown | None,
+    f: Frame,
+) -> list[Rect]:
+    """The boxes no point or arrow label may touch: tick labels, ceiling labels, lines, marks, the arrows' lines."""
+    slope = [roofs.slope_box] if roofs.slope_box else []
+    taken = [_tick_box(t) for t in ticks] + slope + lboxes + roofs.roof_boxes
+    for line in roofs.ceilings + [Line(r.x1, r.y1, r.x2, r.y2) for r in lroofs]:  # no label struck through by a roof
+        taken += _line_boxes(line)
+    taken += [Rect(float(m.cx) - 4, float(m.cy) - 4, float(m.cx) + 4, float(m.cy) + 4) for m in lmarks]
+    if shown:
+        taken.append(Rect(plot.x0, plot.y0, min(plot.x1, plot.x0 + 380), plot.y0 + 22))
+    # no label on a headroom arrow's line (its own label included): the line from the point's edge to the roof
+    for a in arrows:
+        taken.append(Rect(a.x - 1, a.yb, a.x + 1, a.ya - _radius(a.k, f.r_scale)))
+    return taken
