@@ -67,7 +67,10 @@ def match_kernels(
 ) -> list[Pair]:
     """Pairs (before group, after group, how), in the order of the before side, then what only the after side has.
 
-    With process keys, a kernel only matches the same kernel of the same process key."""
+    With process keys, a kernel only matches the same kernel of the same process key. Kernels are matched by role
+    (`match_roles`) where at least one kernel matched by identity or name, or, in two reports that share no kernel
+    name, only inside an NVTX range both name: otherwise they are two programs, and a kernel of one doing the same
+    work as a kernel of the other is not the same kernel."""
     pairs: list[Pair] = []
     b_by_id: dict[tuple[Any, ...], list[KernelEntry]] = {}
     a_by_id: dict[tuple[Any, ...], list[KernelEntry]] = {}
@@ -93,7 +96,12 @@ def match_kernels(
         a_by_name.setdefault((after_keys.of(k), demangled_name(k)), []).append(k)
     only_b = [g for name, g in b_by_name.items() if name not in a_by_name]
     only_a = [g for name, g in a_by_name.items() if name not in b_by_name]
-    by_role = match_roles(only_b, only_a, before_keys, after_keys, _positions(before), _positions(after))
+    # a renamed kernel is told by its role only in two versions of one program: some kernel keeps its name, or the
+    # place is one the program names (an NVTX range); two reports that share neither are two programs
+    role_b, role_a = only_b, only_a
+    if not pairs and len(only_b) == len(b_by_name):
+        role_b, role_a = [g for g in only_b if g[0].nvtx], [g for g in only_a if g[0].nvtx]
+    by_role = match_roles(role_b, role_a, before_keys, after_keys, _positions(before), _positions(after))
     roled_a = {id(a[0]) for _, a in by_role}
     roles = {id(b[0]): a for b, a in by_role}
     for name, group in b_by_name.items():
