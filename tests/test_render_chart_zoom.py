@@ -198,4 +198,20 @@ def test_no_two_points_hide_each_other_and_a_moved_point_says_where_it_sits(type
             if "strip" not in p.cls and "no FLOPs" not in p.title:
                 sits = x0 + (math.log10(k.roofline.intensity) - xlo) / (xhi - xlo) * w
                 assert float(p.moved.x1) == pytest.approx(sits, abs=0.1)
+                assert not _over_its_roof(chart, view, k, float(p.cx), float(p.cy)), f"{name}: {p.title} over its roof"
     assert any(p.moved for p in charts[0].points) or name == "torch_gemm_conv"
+
+
+def _over_its_roof(chart, view, k, x: float, y: float) -> bool:
+    """Whether (x, y) px lies above the kernel's own roof there: min(DRAM slope, its limiting precision's peak)."""
+    xlo, xhi, ylo, yhi = chart.span
+    x0, w, y0, h = (float(v) for v in (chart.plot.x, chart.plot.w, chart.plot.y, chart.plot.h))
+    inten = 10 ** (xlo + (x - x0) / w * (xhi - xlo))
+    prec = k.roofline.limiting_precision
+    device = view.report.device
+    bw = device.peak_dram_bytes_per_s
+    roofs = [v for v in (bw * inten if bw else None, device.peak_flops_per_s.get(prec) if prec else None) if v]
+    if not roofs:
+        return False
+    roof_y = y0 + h - (math.log10(min(roofs)) - ylo) / (yhi - ylo) * h
+    return y < roof_y - 0.5

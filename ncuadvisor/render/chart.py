@@ -8,6 +8,7 @@ DRAM rate sit in a strip at the left edge, by their share of the DRAM peak; the 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from ncuadvisor.render import bound_class
@@ -441,10 +442,11 @@ APART = 0.9
 APART_STEPS = 12  # moves tried outward in each direction before a point is left where it sits
 
 
-def _apart(points: list[Point], plot: Rect) -> list[Point]:
+def _apart(points: list[Point], plot: Rect, roofs: list[Callable[[float], float | None]] | None = None) -> list[Point]:
     """The points, each drawn where no earlier one hides it: a point whose centre sits under an earlier (bigger)
     point's is moved aside, the least distance in one of eight directions that clears every earlier point, with a
-    line from where it sits and its tooltip saying so."""
+    line from where it sits and its tooltip saying so. `roofs[n](x)`: the y of point n's own roof at x (px), where
+    known: a point under its roof is never moved above it (a kernel drawn over its roof reads as beating it)."""
     out: list[Point] = []
 
     def clash(x: float, y: float, r: float) -> Point | None:
@@ -453,18 +455,24 @@ def _apart(points: list[Point], plot: Rect) -> list[Point]:
                 return q
         return None
 
-    for p in points:
+    def below(roof: Callable[[float], float | None] | None, x: float, y: float) -> bool:
+        top = roof(x) if roof else None
+        return top is None or y >= top - 0.5
+
+    for n, p in enumerate(points):
         cx, cy, r = float(p.cx), float(p.cy), float(p.r)
         under = clash(cx, cy, r)
         if under is None:
             out.append(p)
             continue
+        roof = roofs[n] if roofs and below(roofs[n], cx, cy) else None  # one drawn over its roof already: as it is
         best = None
         for step in range(1, APART_STEPS + 1):
             for dx, dy in ((1, 0), (0, -1), (-1, 0), (0, 1), (0.7, -0.7), (-0.7, -0.7), (-0.7, 0.7), (0.7, 0.7)):
                 d = step * (r + 2)
                 x, y = cx + dx * d, cy + dy * d
-                if plot.x0 <= x <= plot.x1 and plot.y0 <= y <= plot.y1 and clash(x, y, r) is None:
+                inside = plot.x0 <= x <= plot.x1 and plot.y0 <= y <= plot.y1
+                if inside and below(roof, x, y) and clash(x, y, r) is None:
                     best = (x, y)
                     break
             if best:
@@ -498,6 +506,10 @@ class Plot:
     def py(self, y: float) -> float:
         ly = math.log10(y)
         return self.y1 - (min(max(ly, self.ylo), self.yhi) - self.ylo) / (self.yhi - self.ylo) * (self.y1 - self.y0)
+
+    def intensity_at(self, x: float) -> float:
+        """The intensity a pixel column x stands for (the inverse of `px`)."""
+        return 10.0 ** (self.xlo + (x - self.x0) / (self.x1 - self.x0) * (self.xhi - self.xlo))
 
     @property
     def rect(self) -> Rect:
@@ -556,7 +568,11 @@ def _draw(
     grid, ticks = _grid(plot)
     lmarks = [] if zoomed else level_marks(placed, plot.px, plot.py)
     roofs = _ceilings(plot, device, bw, placed, lmarks, zoomed, f)
-    points = _apart([_placed_point(plot, device, bw, k, i, p, f) for k, i, p in placed], plot.rect)
+    points = _apart(
+        [_placed_point(plot, device, bw, k, i, p, f) for k, i, p in placed],
+        plot.rect,
+        [_roof_y(plot, device, bw, k) for k, _, _ in placed],
+    )
     strip_box = None
     if strip:
         strip_box, in_strip = _strip(plot, strip, f)
@@ -739,6 +755,18 @@ def _roof_labels_inside(
         labels.append(Label(_f(at), _f(base), t, anchor, "", "lbl-flop", roof_keys[t]))
         roof_boxes.append(box)
     return labels, roof_boxes
+
+
+def _roof_y(plot: Plot, device: Device, bw: float | None, k: Kernel) -> Callable[[float], float | None]:
+    """The y (px) of the kernel's own roof at a pixel column x: its limiting precision's peak under the DRAM slope."""
+    prec = k.roofline.limiting_precision
+    peak = number(device.peak_flops_per_s.get(prec)) if isinstance(prec, str) else None
+
+    def at(x: float) -> float | None:
+        roof = _roof_at(plot.intensity_at(x), bw, peak)
+        return plot.py(roof) if roof else None
+
+    return at
 
 
 def _placed_point(
