@@ -270,19 +270,14 @@ def _kernels(
     while True:
         value, start, data = r.value()
         i = len(store)
-        if deferred:
-            store.starts.append(start)
-            store.lengths.append(len(data))
-            store.crcs.append(0)
+        entry = None
+        if not deferred:  # after a failed check the rest is only parsed: the file is refused at its end
+            try:
+                entry = _typed(store.path, value, data, i)
+            except InputError as exc:
+                deferred.append(exc)
+        if entry is None:
             if r.expect(",]", "',' delimiter") == "]":
-                return
-            continue
-        try:
-            entry = _typed(store.path, value, data, i)
-        except InputError as exc:
-            deferred.append(exc)
-            continue_parsing = r.expect(",]", "',' delimiter") != "]"
-            if not continue_parsing:
                 return
             continue
         store.starts.append(start)
