@@ -196,6 +196,7 @@ class DependentLoads(Rule):
     def chain(self, k: KernelContext, share: float, chains: int, gain: float, stall_share: float) -> Finding:
         """A dependent-load chain the SASS shows: each step's load waits for the one before."""
         r = k.roofline
+        ls = k.m(stall("long_scoreboard")) or 0.0
         new_ns = stall_bounded_ns(k, parallelism_ns(k, gain) or 0.0, ("long_scoreboard",))
         per_thread = f"{chains} chain{'s' if chains > 1 else ''} per thread"
         return self.finding(
@@ -219,14 +220,7 @@ class DependentLoads(Rule):
             ),
             confidence="high",
             # the wait per instruction divides by the gain in chains in flight; half that drop or more did the work
-            predicts=[
-                predict(
-                    "long_scoreboard_stall",
-                    k.m(stall("long_scoreboard")) or 0.0,
-                    (k.m(stall("long_scoreboard")) or 0.0) / gain,
-                    (k.m(stall("long_scoreboard")) or 0.0) * (1 + 1 / gain) / 2,
-                )
-            ],
+            predicts=[predict("long_scoreboard_stall", ls, ls / gain, ls * (1 + 1 / gain) / 2)],
             evidence=[
                 Evidence("chained_load_share", round(share, 3), self.thresholds["min_chained_share"]),
                 Evidence("chains_per_thread", chains, self.thresholds["chains_per_thread_after"]),
