@@ -324,11 +324,17 @@ def _roof_at(inten: float, bw: float | None, peak: float | None) -> float | None
     return min(cands) if cands else None
 
 
+def _device_peak(k: Kernel, device: Device) -> float | None:
+    """The device's peak FLOP/s in the kernel's limiting precision, where both are known."""
+    prec = k.roofline.limiting_precision
+    return number(device.peak_flops_per_s.get(prec)) if isinstance(prec, str) and prec else None
+
+
 def _limiting_roof(k: Kernel, device: Device, inten: float, bw: float | None) -> str:
     """The roof over a kernel at its intensity, in words: 'DRAM 3.35 TB/s (1.2 TFLOP/s at this intensity)' or
     'FP32 67 TFLOP/s'."""
     prec = k.roofline.limiting_precision if isinstance(k.roofline.limiting_precision, str) else None
-    peak = number(device.peak_flops_per_s.get(prec)) if prec else None
+    peak = _device_peak(k, device)
     slope = bw * inten if bw else None
     if slope is not None and (peak is None or slope <= peak):
         return f"DRAM {fmt_rate(bw, 'B/s')} ({fmt_rate(slope, 'FLOP/s')} at this intensity)"
@@ -341,8 +347,7 @@ def _clock_scale(k: Kernel, device: Device, inten: float, bw: float | None) -> f
     """The factor that moves a kernel's achieved FLOP/s from its own clocks to the chart's: the device roof over the
     kernel's own roof at its intensity, so that its gap to the drawn roof is the headroom on its card."""
     rl = k.roofline
-    prec = rl.limiting_precision if isinstance(rl.limiting_precision, str) else None
-    dev_peak = number(device.peak_flops_per_s.get(prec)) if prec else None
+    dev_peak = _device_peak(k, device)
     own = _roof_at(inten, number(rl.peak_dram_bytes_per_s) or bw, number(rl.limiting_peak_flops_per_s) or dev_peak)
     dev = _roof_at(inten, bw, dev_peak or number(rl.limiting_peak_flops_per_s))
     return dev / own if own and dev else 1.0
@@ -759,8 +764,7 @@ def _roof_labels_inside(
 
 def _roof_y(plot: Plot, device: Device, bw: float | None, k: Kernel) -> Callable[[float], float | None]:
     """The y (px) of the kernel's own roof at a pixel column x: its limiting precision's peak under the DRAM slope."""
-    prec = k.roofline.limiting_precision
-    peak = number(device.peak_flops_per_s.get(prec)) if isinstance(prec, str) else None
+    peak = _device_peak(k, device)
 
     def at(x: float) -> float | None:
         roof = _roof_at(plot.intensity_at(x), bw, peak)
@@ -805,8 +809,7 @@ def _headroom_arrows(
     """The headroom arrows of the kernels with the most time that sit well under their roof."""
     arrows: list[HeadroomArrow] = []
     for k, inten, perf in placed[:ARROWS]:
-        prec = k.roofline.limiting_precision
-        roof = _roof_at(inten, bw, number(device.peak_flops_per_s.get(prec)) if isinstance(prec, str) else None)
+        roof = _roof_at(inten, bw, _device_peak(k, device))
         head = number(k.headroom)
         ax = plot.px(inten)
         clear = all(abs(ax - a.x) > 8 for a in arrows)  # one arrow per column: another would hide under it
