@@ -182,7 +182,7 @@ int main(int argc, char **argv) {
 
     for (int j = 0; j < sizeof(block_sizes) / sizeof(int); j++) {
         int block_size = block_sizes[j];
-        int repeat_times = 1000;
+        int repeat_times = 10;
         float elapsed_time = benchmark_kernel(repeat_times, encoder_backward,
                                               kernel_num, d_dwte, d_dwpe, d_dout, d_inp, B, T, C, block_size);
         printf("block_size %4d | time %.4f ms\n", block_size, elapsed_time);

@@ -149,7 +149,7 @@ int main(int argc, const char **argv) {
     for (int j = 0; j < sizeof(block_sizes) / sizeof(int); j++) {
         int block_size = block_sizes[j];
 
-        int repeat_times = 1000;
+        int repeat_times = 10;
 
         float elapsed_time = benchmark_kernel(repeat_times, gelu_forward,
                                               kernel_num, d_out, d_inp,

@@ -598,7 +598,7 @@ int main(int argc, char **argv) {
     for (int j = 0; j < sizeof(block_sizes) / sizeof(int); j++) {
         int block_size = block_sizes[j];
 
-        int repeat_times = 2000;
+        int repeat_times = 10;
         float elapsed_time = benchmark_kernel(repeat_times, layernorm_forward,
                                               kernel_num, d_out, d_mean, d_rstd, d_inp, d_weight, d_bias,
                                               B, T, C, block_size);

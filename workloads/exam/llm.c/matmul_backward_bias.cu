@@ -653,7 +653,7 @@ int main(int argc, char **argv) {
     // now benchmark the kernel
     for (int j = 0; j < sizeof(block_sizes) / sizeof(int); j++) {
         int block_size = block_sizes[j];
-        int repeat_times = 2000;
+        int repeat_times = 10;
         float elapsed_time = benchmark_kernel(repeat_times, matmul_backward_bias, kernel_num,
                                             d_dbias, d_dout, B, T, OC, block_size);
         printf("block_size %d time %.4f ms\n", block_size, elapsed_time);

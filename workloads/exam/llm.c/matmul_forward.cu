@@ -345,7 +345,7 @@ void matmul_forward(int kernel_num,
 int main(int argc, char **argv) {
     srand(0);
 
-    int B = 32;
+    int B = 8;
     int T = 1024;
     int C = 768;
     int OC = 768 * 4; // expansion of 4, e.g. in the MLP
@@ -413,7 +413,7 @@ int main(int argc, char **argv) {
     for (int j = 0; j < sizeof(sqrt_block_sizes) / sizeof(int); j++) {
         int sqrt_block_size = sqrt_block_sizes[j];
 
-        int repeat_times = 100;
+        int repeat_times = 10;
         float elapsed_time = benchmark_kernel(repeat_times, matmul_forward,
                                               kernel_num, d_out, d_inp, d_weight, d_bias,
                                               B, T, C, OC, sqrt_block_size);
