@@ -1,5 +1,5 @@
 """The dependent-load chain detector (`rulekit.models.load_chain_of`) on real SASS: the cuobjdump listings of the
-planted CUDA workloads (fixtures/flaws_sass.txt, fixtures/planted/patterns_sass.txt.xz) and, end to end, the H200
+planted CUDA workloads (fixtures/flaws_sass.txt.xz, fixtures/planted/patterns_sass.txt.xz) and, end to end, the H200
 report of workloads/cuda/patterns.cu, where LAT001 names the chain of `chase_serial` and stays silent on its
 interleaved twin and on the random gather."""
 
@@ -40,7 +40,7 @@ def listings(text: str) -> dict[str, list[tuple[int, float, str]]]:
     return out
 
 
-FLAWS = listings((FIXTURES / "flaws_sass.txt").read_text())
+FLAWS = listings(lzma.decompress((FIXTURES / "flaws_sass.txt.xz").read_bytes()).decode())
 PATTERNS = listings(lzma.decompress((FIXTURES / "planted" / "patterns_sass.txt.xz").read_bytes()).decode())
 
 
