@@ -57,8 +57,9 @@ s=$(date +%s)
 for f in "$SRC"/*.cu; do
   n=$(basename "$f" .cu)
   [ -n "${ONLY:-}" ] && [[ " $ONLY " != *" $n "* && " $ONLY " != *" ${n}_v"* ]] && continue
-  ( cd "$SRC" && timeout 240 nvcc -arch=sm_90 -lineinfo -O3 --use_fast_math -std=c++17 -Xcompiler -fopenmp \
-      ${EXAM_NVCC_FLAGS:-} "$n.cu" -lcublas -lcublasLt -o "$W/bin/$n" > "$W/logs/build_$n.log" 2>&1
+  # the absolute path goes into -lineinfo's line table, so that --import-source finds the file from any folder
+  ( timeout 240 nvcc -arch=sm_90 -lineinfo -O3 --use_fast_math -std=c++17 -Xcompiler -fopenmp \
+      ${EXAM_NVCC_FLAGS:-} "$ROOT/$SRC/$n.cu" -lcublas -lcublasLt -o "$W/bin/$n" > "$W/logs/build_$n.log" 2>&1
     echo "build $n rc=$?" >> "$W/logs/build_$n.log" ) &
 done
 wait
@@ -91,7 +92,7 @@ llm matmul_forward 4 1 2 '^matmul_forward_kernel4$'
 tri() {  # PART KERNELS REGEX [CAP]
   local part=$1 k=$2 re=$3 cap=${4:-90}
   prof "triton_$part" triton "$cap" --nvtx --nvtx-include "exam/" -k "regex:$re" --launch-count $(( 2 * k )) \
-    python3 workloads/exam/triton/drive.py "$part" --reps 2
+    python3 "$ROOT/workloads/exam/triton/drive.py" "$part" --reps 2
 }
 tri add 1 '^add_kernel$'
 tri softmax 1 '^softmax_kernel$'
