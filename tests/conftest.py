@@ -41,13 +41,24 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(skip)
 
 
-def _single_threaded() -> bool:
-    """Whether this process runs one thread: a fork copies only the forking thread, and a lock another thread held
-    (ncu_report's own, once a report was opened here) would stay locked in the child for ever."""
+def _threads() -> int:
+    """How many threads this process runs (0 where /proc does not say)."""
     try:
-        return len(os.listdir(f"/proc/{os.getpid()}/task")) == 1
-    except OSError:  # no /proc: no fork either
-        return False
+        return len(os.listdir(f"/proc/{os.getpid()}/task"))
+    except OSError:
+        return 0
+
+
+# A worker of a parallel run (pytest-xdist) starts with one more thread, execnet's, which reads the worker's pipe and
+# holds none of the locks a test takes: it counts as the process's own, as the main thread does.
+_OWN_THREADS = max(1, _threads())
+
+
+def _single_threaded() -> bool:
+    """Whether this process runs no thread beyond those it started with: a fork copies only the forking thread, and a
+    lock another thread held (ncu_report's own, once a report was opened here) would stay locked in the child for
+    ever. No /proc: no fork either."""
+    return 0 < _threads() <= _OWN_THREADS
 
 
 def _own_fork_server() -> None:
@@ -133,8 +144,10 @@ def pytest_runtest_teardown(item):
 
 
 def _shared_folder(factory: pytest.TempPathFactory, name: str) -> Path:
-    """A folder under this run's base temp folder, the same in the test process and in its forked children."""
-    folder = factory.getbasetemp() / name
+    """A folder under this run's base temp folder, the same in the test process and in its forked children, and in
+    every worker of a parallel run (pytest-xdist gives each worker a folder of its own under the run's)."""
+    base = factory.getbasetemp()
+    folder = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / name
     folder.mkdir(parents=True, exist_ok=True)
     return folder
 
