@@ -12,9 +12,10 @@ from rich.console import Console
 
 from ncuadvisor.comparison import compare
 from ncuadvisor.comparison.checks import counter_checks
-from ncuadvisor.comparison.match import same_place, same_problem
+from ncuadvisor.comparison.match import NO_PROCESS, assign, match_roles, same_place, same_problem
 from ncuadvisor.comparison.types import FindingChange, FindingChanges
 from ncuadvisor.render.diff_render import render_diff_terminal
+from ncuadvisor.result.origin import TorchContext
 from ncuadvisor.rulekit import engine
 from tests.test_rules_torch_step import program, rerun
 
@@ -204,8 +205,9 @@ def test_diff_matches_the_tf32_twin_by_role_and_checks_its_prediction(typed):
         "TEN002 resolved: tensor pipe busy 0.0047% → 37.7% (predicted ≥ 5%), kernel −76.2% (predicted −83.7%)"
     )
     assert d.summary.role_matches == 1 and any("matched by role" in w for w in d.warnings)
-    # nothing else is the same work: the GEMMs (137 GFLOP) and the FFT kernels stay removed and added, and the TF32
-    # convolution of the first report, left when the FFMA one took the match, stays removed
+    # nothing else is the same work: the GEMMs (137 GFLOP) and the FFT kernels stay removed and added; the fixed
+    # program runs one convolution, nearer in FLOPs to the FFMA one (equal) than to the first report's TF32 one
+    # (1.9e-5 apart), so that TF32 convolution stays removed: pairs are one to one
     by_status = {k.name[:30]: k.status for k in d.kernels if k.match is None}
     assert by_status == {
         "sm80_xmma_gemm_f32f32_f32f32_f": "removed",
@@ -242,6 +244,42 @@ def test_role_matching_needs_the_same_place_and_the_same_work(typed):
     assert not same_place(ffma, elsewhere)
     d = compare(dataclasses.replace(res, kernels=[ffma]), dataclasses.replace(res, kernels=[elsewhere]))
     assert [(k.status, k.match) for k in d.kernels] == [("removed", None), ("added", None)]
+
+
+def test_role_matching_is_an_optimal_assignment(typed):
+    """Two convolutions before (the FFMA one, 255.6 µs, and cuDNN's TF32 one, the same layer) and two after: the TF32
+    twin's convolution, the same work as either, and a copy of it recorded under another ATen op, 1% more FLOPs, which
+    only the FFMA convolution (no op recorded) can pair with. Taking the longest-running group's nearest first paired
+    the FFMA convolution with the twin and left the TF32 one removed; the assignment pairs both."""
+    gemm_conv, twin = typed("torch_gemm_conv"), typed("tf32-twin-2026-12-01/torch_conv_fixes")
+    ffma, tf32 = gemm_conv.kernels[2], gemm_conv.kernels[3]
+    tf32 = dataclasses.replace(tf32, torch=TorchContext(torch_op="aten::cudnn_convolution"))
+    after = twin.kernels[0]
+    other_op = dataclasses.replace(
+        after,
+        id="k9",
+        torch=TorchContext(torch_op="aten::convolution_overrideable"),
+        roofline=dataclasses.replace(after.roofline, flops=after.roofline.flops * 1.01),
+    )
+    assert same_problem(ffma, after) == 0.0 and same_problem(ffma, other_op) == pytest.approx(0.0099, abs=1e-4)
+    assert same_place(tf32, after) and not same_place(tf32, other_op)
+    pos_b, pos_a = {ffma.id: 0, tf32.id: 1}, {after.id: 0, other_op.id: 1}
+    pairs = match_roles([[ffma], [tf32]], [[after], [other_op]], NO_PROCESS, NO_PROCESS, pos_b, pos_a)
+    assert [(b[0].id, a[0].id) for b, a in pairs] == [(ffma.id, other_op.id), (tf32.id, after.id)]
+    # with one candidate each way, the nearest work wins, whatever the order of the groups
+    pairs = match_roles([[tf32], [ffma]], [[after]], NO_PROCESS, NO_PROCESS, pos_b, pos_a)
+    assert [(b[0].id, a[0].id) for b, a in pairs] == [(ffma.id, after.id)]
+
+
+def test_the_assignment_pairs_the_most_then_the_nearest():
+    # a path b0 - a0 - b1 - a1: the cheap edge b1 - a0 gives way to two pairs; with equal counts the cheaper sum wins
+    edges = {(0, 0): (0.0, 0), (1, 0): (0.0, 0), (1, 1): (0.015, 3)}
+    assert assign(2, 2, edges) == [(0, 0), (1, 1)]
+    assert assign(2, 2, {(0, 0): (0.01, 0), (0, 1): (0.0, 5), (1, 1): (0.01, 0), (1, 0): (0.0, 5)}) == [(0, 1), (1, 0)]
+    # the work distance first, the launch order only between equal distances
+    assert assign(1, 2, {(0, 0): (0.001, 0), (0, 1): (0.0, 40)}) == [(0, 1)]
+    assert assign(1, 2, {(0, 0): (0.0, 2), (0, 1): (0.0, 1)}) == [(0, 1)]
+    assert assign(3, 0, {}) == []
 
 
 def test_compiling_the_step_removes_the_launches_fusion_and_the_layout_copy_predicted(typed):

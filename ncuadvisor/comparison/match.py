@@ -17,8 +17,8 @@ Pair = tuple[list[KernelEntry], list[KernelEntry], MatchHow]
 # ATen op where both sides record one) on the same problem: FLOPs executed within ROLE_FLOP_TOLERANCE (cuBLAS's FFMA
 # and TF32 GEMMs of one 4096³ product executed 137.4725 and 137.4727 GFLOP, cuDNN's FFMA and TF32 convolutions of
 # one layer 7.4116 and 7.4116: fixtures/torch_gemm_conv and tf32-twin-2026-12-01), or, for kernels of less than
-# ROLE_MIN_FLOPS, the same grid and block and compulsory bytes within that tolerance. Among several candidates, the
-# nearest in FLOPs (or bytes), then in launch order.
+# ROLE_MIN_FLOPS, the same grid and block and compulsory bytes within that tolerance. Among several candidates, an
+# optimal assignment: as many pairs as can be, then the nearest in FLOPs (or bytes), then in launch order.
 ROLE_FLOP_TOLERANCE = 0.02
 ROLE_MIN_FLOPS = 1e6
 
@@ -168,24 +168,76 @@ def match_roles(
     before_pos: dict[str, int],
     after_pos: dict[str, int],
 ) -> list[tuple[list[KernelEntry], list[KernelEntry]]]:
-    """Pairs of the groups left unmatched by name that play the same role (module comment), the longest-running
-    before group first; each group is paired once."""
-    pairs = []
-    taken: set[int] = set()
-    for bg in sorted(before, key=lambda g: -sum(float(k.duration_ns) for k in g)):
+    """Pairs of the groups left unmatched by name that play the same role (module comment), each group paired once:
+    an optimal assignment (`assign`) that pairs as many groups as can be, then the nearest in work, then in launch
+    order. Taking the longest-running group's nearest first could leave a group unpaired whose only candidate it
+    took while another was free. Pairs in the order of the before side."""
+    edges: dict[tuple[int, int], tuple[float, int]] = {}
+    for i, bg in enumerate(before):
         b = _main(bg)
-        best: tuple[float, int, int] | None = None
-        for i, ag in enumerate(after):
+        for j, ag in enumerate(after):
             a = _main(ag)
-            if i in taken or before_keys.of(b) != after_keys.of(a) or not same_place(b, a):
+            if before_keys.of(b) != after_keys.of(a) or not same_place(b, a):
                 continue
             d = same_problem(b, a)
-            if d is None:
-                continue
-            key = (d, abs(before_pos.get(b.id, 0) - after_pos.get(a.id, 0)), i)
-            if best is None or key < best:
-                best = key
-        if best is not None:
-            taken.add(best[2])
-            pairs.append((bg, after[best[2]]))
-    return pairs
+            if d is not None:
+                edges[(i, j)] = (d, abs(before_pos.get(b.id, 0) - after_pos.get(a.id, 0)))
+    return [(before[i], after[j]) for i, j in sorted(assign(len(before), len(after), edges))]
+
+
+DISTANCE_STEPS = 10**9  # a work distance (≤ ROLE_FLOP_TOLERANCE) in integer steps: exact sums, no float ties
+
+
+def assign(n_before: int, n_after: int, edges: dict[tuple[int, int], tuple[float, int]]) -> list[tuple[int, int]]:
+    """A maximum matching of a bipartite graph (before i — after j where `edges` has (i, j)) of least cost among the
+    maximum ones: the sum of the work distances first, then of the launch-order distances (each edge's (distance,
+    order)). Successive shortest augmenting paths (Bellman-Ford on the residual graph: the costs are exact integers,
+    so the lexicographic order is kept whole); sizes are the kernels left unmatched by name, a few to a few hundred."""
+    if not edges:
+        return []
+    order_span = max(o for _, o in edges.values()) + 1
+    # distance first: one step of distance outweighs any sum of order distances over a matching
+    weight = order_span * (min(n_before, n_after) + 1)
+    cost = {e: round(d * DISTANCE_STEPS) * weight + o for e, (d, o) in edges.items()}
+    adjacent: list[list[tuple[int, int]]] = [[] for _ in range(n_before)]
+    for (i, j), c in sorted(cost.items()):
+        adjacent[i].append((j, c))
+    match_b: list[int | None] = [None] * n_before
+    match_a: list[int | None] = [None] * n_after
+    while True:
+        # shortest paths from every free before group, alternating unmatched edges (b -> a) and matched ones (a -> b)
+        dist_b: list[int | None] = [0 if match_b[i] is None else None for i in range(n_before)]
+        dist_a: list[int | None] = [None] * n_after
+        via: list[int] = [-1] * n_after
+        changed = True
+        while changed:
+            changed = False
+            for i in range(n_before):
+                db = dist_b[i]
+                if db is None:
+                    continue
+                for j, c in adjacent[i]:
+                    da = dist_a[j]
+                    if match_b[i] != j and (da is None or db + c < da):
+                        dist_a[j], via[j] = db + c, i
+                        changed = True
+            for j in range(n_after):
+                i_m, da = match_a[j], dist_a[j]
+                if i_m is None or da is None:
+                    continue
+                back = da - cost[(i_m, j)]
+                db = dist_b[i_m]
+                if db is None or back < db:
+                    dist_b[i_m] = back
+                    changed = True
+        ends = [(d, j) for j, d in enumerate(dist_a) if d is not None and match_a[j] is None]
+        if not ends:
+            return [(i, j) for i, j in enumerate(match_b) if j is not None]
+        _, j = min(ends)
+        while True:  # flip the path: each before group on it takes the after group it was reached from
+            i = via[j]
+            previous = match_b[i]
+            match_b[i], match_a[j] = j, i
+            if previous is None:
+                break
+            j = previous
