@@ -346,3 +346,38 @@ def test_program_findings_predict_the_launches_their_fix_removes(typed):
     for code in ("PRG001", "PRG003", "PRG004", "PRG005", "PRG006"):
         assert "Predicts no counter" in rule_doc(code)
     assert all(f.predicts is None for f in conv.program_findings if f.rule == "PRG004")
+
+
+def _part(result, ids):
+    """The kernels `ids` of a report as a result of their own, with the program findings that name only them (what
+    the report of that part alone holds: a rule that fires on kernels the part lacks does not fire)."""
+    kernels = [k for k in result.kernels if k.id in ids]
+    findings = [p for p in result.program_findings if set(p.kernel_ids) <= set(ids)]
+    return dataclasses.replace(result, kernels=kernels, program_findings=findings)
+
+
+def test_channels_last_removes_the_layout_transforms_predicted(typed):
+    """The fixed convolution's report holds both single fixes of the NCHW layer: TF32 in NCHW (results 0-4: cuDNN's
+    nchwToNhwcKernel x2 and nhwcToNchwKernel x2 around an NHWC implicit GEMM, where PYT004 fires) and channels_last in
+    FP32 (results 5-7: the FFT path, no transform). Each side of the diff holds one: PYT004's transforms go 2 -> 0,
+    as predicted."""
+    conv = typed("tf32-twin-2026-12-01/torch_conv_fixes")
+    nchw = {k.id for k in conv.kernels if min(k.result_ids) <= 4}
+    nhwc = {k.id for k in conv.kernels if min(k.result_ids) >= 5}
+    assert {conv.kernel(i).name for i in nhwc} == {"fft2d_r2c_64x64", "flip_filter"}
+    d = compare(_part(conv, nchw), _part(conv, nhwc))
+    (check,) = [c for c in d.program_counter_checks if c.rule == "PYT004"]
+    assert check.finding == "resolved" and check.met
+    assert (check.metric, check.before, check.after, check.bound) == ("kernel_launches", 2.0, 0.0, 1.0)
+    assert check.text == "PYT004 resolved: launches of the kernels it names 2 → 0 (predicted ≤ 1)"
+    assert "✓ program: PYT004 resolved: launches of the kernels it names 2 → 0" in render_diff(d)
+
+
+def test_a_program_fix_that_was_not_made_is_said(typed):
+    """The eager step against itself: PRG002's chain still launches 4 times, and diff says the fix was not made."""
+    eager = typed("torch_eager")
+    (check,) = compare(eager, eager).program_counter_checks
+    assert check.rule == "PRG002" and check.finding == "persists" and check.met is False
+    assert check.text == (
+        "PRG002 persists: the change did not do what the fix was for: launches of the kernels it names unchanged (4)"
+    )
