@@ -11,6 +11,7 @@ import pytest
 from rich.console import Console
 
 from ncuadvisor.comparison import compare
+from ncuadvisor.comparison import match as match_module
 from ncuadvisor.comparison.checks import counter_checks
 from ncuadvisor.comparison.match import NO_PROCESS, assign, match_roles, same_place, same_problem
 from ncuadvisor.comparison.types import FindingChange, FindingChanges
@@ -280,6 +281,18 @@ def test_the_assignment_pairs_the_most_then_the_nearest():
     assert assign(1, 2, {(0, 0): (0.001, 0), (0, 1): (0.0, 40)}) == [(0, 1)]
     assert assign(1, 2, {(0, 0): (0.0, 2), (0, 1): (0.0, 1)}) == [(0, 1)]
     assert assign(3, 0, {}) == []
+
+
+def test_a_large_part_is_matched_nearest_first_then_completed(monkeypatch):
+    """Above EXACT_GROUPS a part of the candidate graph is matched cheapest edge first, then by augmenting paths: the
+    path b0 - a0 - b1 - a1 whose cheapest edge (b1 - a0) would leave b0 alone still gets both pairs; two parts apart
+    are solved each on its own."""
+    monkeypatch.setattr(match_module, "EXACT_GROUPS", 1)
+    edges = {(0, 0): (0.01, 0), (1, 0): (0.0, 0), (1, 1): (0.015, 3), (2, 2): (0.0, 0)}
+    assert assign(3, 3, edges) == [(0, 0), (1, 1), (2, 2)]
+    big = {(i, j): (0.0, abs(i - j)) for i in range(80) for j in range(80)}  # one shape, 80 renamed kernels
+    monkeypatch.setattr(match_module, "EXACT_GROUPS", 64)
+    assert assign(80, 80, big) == [(i, i) for i in range(80)]
 
 
 def test_compiling_the_step_removes_the_launches_fusion_and_the_layout_copy_predicted(typed):

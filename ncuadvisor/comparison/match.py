@@ -186,19 +186,55 @@ def match_roles(
 
 
 DISTANCE_STEPS = 10**9  # a work distance (≤ ROLE_FLOP_TOLERANCE) in integer steps: exact sums, no float ties
+# groups on the smaller side of one connected part of the candidate graph up to which the assignment is the exact
+# least-cost one (a complete part of 64 takes ~0.1 s, of 200 ~10 s); a larger part (many small kernels of one shape
+# renamed at once: Inductor's) is matched nearest first, then completed by augmenting paths: still as many pairs as
+# can be, the cost near the least
+EXACT_GROUPS = 64
+
+Edges = dict[tuple[int, int], tuple[float, int]]
 
 
-def assign(n_before: int, n_after: int, edges: dict[tuple[int, int], tuple[float, int]]) -> list[tuple[int, int]]:
+def assign(n_before: int, n_after: int, edges: Edges) -> list[tuple[int, int]]:
     """A maximum matching of a bipartite graph (before i — after j where `edges` has (i, j)) of least cost among the
     maximum ones: the sum of the work distances first, then of the launch-order distances (each edge's (distance,
-    order)). Successive shortest augmenting paths (Bellman-Ford on the residual graph: the costs are exact integers,
-    so the lexicographic order is kept whole); sizes are the kernels left unmatched by name, a few to a few hundred."""
-    if not edges:
-        return []
+    order)). Solved per connected part (`EXACT_GROUPS`), sorted by before index."""
+    parent = list(range(n_before + n_after))
+
+    def root(x: int) -> int:
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    for i, j in edges:
+        parent[root(i)] = root(n_before + j)
+    parts: dict[int, Edges] = {}
+    for (i, j), e in edges.items():
+        parts.setdefault(root(i), {})[(i, j)] = e
+    out: list[tuple[int, int]] = []
+    for part in parts.values():
+        bs = sorted({i for i, _ in part})
+        as_ = sorted({j for _, j in part})
+        b_at, a_at = {b: n for n, b in enumerate(bs)}, {a: n for n, a in enumerate(as_)}
+        local = {(b_at[i], a_at[j]): e for (i, j), e in part.items()}
+        solve = _least_cost if min(len(bs), len(as_)) <= EXACT_GROUPS else _nearest_then_augmented
+        out += [(bs[i], as_[j]) for i, j in solve(len(bs), len(as_), local)]
+    return sorted(out)
+
+
+def _costs(n_before: int, n_after: int, edges: Edges) -> dict[tuple[int, int], int]:
+    """Each edge's cost as one exact integer: the work distance first (one step of it outweighs any sum of
+    launch-order distances over a matching), then the launch-order distance."""
     order_span = max(o for _, o in edges.values()) + 1
-    # distance first: one step of distance outweighs any sum of order distances over a matching
     weight = order_span * (min(n_before, n_after) + 1)
-    cost = {e: round(d * DISTANCE_STEPS) * weight + o for e, (d, o) in edges.items()}
+    return {e: round(d * DISTANCE_STEPS) * weight + o for e, (d, o) in edges.items()}
+
+
+def _least_cost(n_before: int, n_after: int, edges: Edges) -> list[tuple[int, int]]:
+    """The exact assignment: successive shortest augmenting paths (Bellman-Ford on the residual graph, exact integer
+    costs, so the order of distance then launch order is kept whole)."""
+    cost = _costs(n_before, n_after, edges)
     adjacent: list[list[tuple[int, int]]] = [[] for _ in range(n_before)]
     for (i, j), c in sorted(cost.items()):
         adjacent[i].append((j, c))
@@ -234,10 +270,50 @@ def assign(n_before: int, n_after: int, edges: dict[tuple[int, int], tuple[float
         if not ends:
             return [(i, j) for i, j in enumerate(match_b) if j is not None]
         _, j = min(ends)
-        while True:  # flip the path: each before group on it takes the after group it was reached from
-            i = via[j]
-            previous = match_b[i]
+        _flip(j, via, match_b, match_a)
+
+
+def _flip(j: int, via: list[int], match_b: list[int | None], match_a: list[int | None]) -> None:
+    """Augment along the path that ends at the free after group j: each before group on it takes the after group it
+    was reached from."""
+    while True:
+        i = via[j]
+        previous = match_b[i]
+        match_b[i], match_a[j] = j, i
+        if previous is None:
+            return
+        j = previous
+
+
+def _nearest_then_augmented(n_before: int, n_after: int, edges: Edges) -> list[tuple[int, int]]:
+    """A large part: the cheapest edges first while both ends are free, then breadth-first augmenting paths until
+    none is left (a maximum matching; its cost near the least)."""
+    cost = _costs(n_before, n_after, edges)
+    adjacent: list[list[int]] = [[] for _ in range(n_before)]
+    match_b: list[int | None] = [None] * n_before
+    match_a: list[int | None] = [None] * n_after
+    for (i, j), _ in sorted(cost.items(), key=lambda e: (e[1], e[0])):
+        adjacent[i].append(j)  # each before group's candidates, the cheapest first
+        if match_b[i] is None and match_a[j] is None:
             match_b[i], match_a[j] = j, i
-            if previous is None:
-                break
-            j = previous
+    for start in range(n_before):
+        if match_b[start] is not None or not adjacent[start]:
+            continue
+        via = [-1] * n_after
+        queue, seen, end = [start], {start}, None
+        while queue and end is None:
+            i = queue.pop(0)
+            for j in adjacent[i]:
+                if via[j] != -1:
+                    continue
+                via[j] = i
+                nxt = match_a[j]
+                if nxt is None:
+                    end = j
+                    break
+                if nxt not in seen:
+                    seen.add(nxt)
+                    queue.append(nxt)
+        if end is not None:
+            _flip(end, via, match_b, match_a)
+    return [(i, j) for i, j in enumerate(match_b) if j is not None]
