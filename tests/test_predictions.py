@@ -394,3 +394,32 @@ def test_a_program_fix_that_was_not_made_is_said(typed):
     assert check.text == (
         "PRG002 persists: the change did not do what the fix was for: launches of the kernels it names unchanged (4)"
     )
+
+
+def test_the_assignment_against_every_matching_of_small_graphs(monkeypatch):
+    """200 random graphs of up to 6 groups a side: the exact path has as many pairs as the largest matching and its
+    least cost (by trying every matching); the large-part path (EXACT_GROUPS 0) as many pairs."""
+    import itertools
+    import random
+
+    rng = random.Random(20261206)
+    for _ in range(200):
+        nb, na = rng.randint(1, 6), rng.randint(1, 6)
+        edges = {
+            (i, j): (rng.choice([0.0, 0.001, 0.01]), rng.randrange(5))
+            for i in range(nb)
+            for j in range(na)
+            if rng.random() < 0.35
+        }
+        cost = match_module._costs(nb, na, edges) if edges else {}
+        best: tuple[int, int] = (0, 0)  # (-pairs, cost) of the best matching seen
+        for size in range(min(nb, na), 0, -1):
+            for bs in itertools.combinations(range(nb), size):
+                for as_ in itertools.permutations(range(na), size):
+                    if all(e in edges for e in zip(bs, as_)):
+                        best = min(best, (-size, sum(cost[e] for e in zip(bs, as_))))
+        exact = assign(nb, na, edges)
+        assert (-len(exact), sum(cost[e] for e in exact)) == best
+        monkeypatch.setattr(match_module, "EXACT_GROUPS", 0)
+        assert len(assign(nb, na, edges)) == -best[0]
+        monkeypatch.setattr(match_module, "EXACT_GROUPS", 64)
