@@ -96,7 +96,7 @@ def test_notebook_display_is_the_report_page(flaws):
 
 
 def test_digest_through_the_api(flaws):
-    assert flaws.digest().startswith("ncuadvisor digest 1 | ")
+    assert flaws.digest().startswith("ncuadvisor digest 2 | ")
     assert flaws.kernel("transpose_naive").digest_json()["kernel_digests"][0]["findings"][0]["rule"] == "MEM001"
 
 

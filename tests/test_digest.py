@@ -105,3 +105,37 @@ def test_the_command_line_digest_and_one_kernel(report_path):
     assert p.stderr.count("\n") == 1 and "ambiguous" in p.stderr and "k8: transpose_naive" in p.stderr
     p = _cli("report", path, "--format", "html", "--kernel", "k8")
     assert p.returncode == 2 and "--kernel needs --format json, digest, digest-json" in p.stderr
+
+
+def test_program_findings_say_what_must_move(typed):
+    """A program finding's "where to start" entry carries its change and the launches its fix must remove (PRG002's
+    chain mul -> masked_fill on the eager step: 4 launches, at most 2 after), and one kernel's digest names the program
+    findings of that kernel with the same counters; both forms and their budgets hold them."""
+    result = typed("torch_eager")
+    chain = next(p for p in result.program_findings if p.rule == "PRG002")
+    (p,) = chain.predicts
+    data = digest_data(result)
+    entry = next(a for a in data["where_to_start"] if a["rule"] == "PRG002")
+    assert entry["change"].rstrip("…") in " ".join(chain.fix.split())
+    assert entry["must_move"] == [f"launches of the kernels it names {p.current:.0f} -> <= {p.bound:.0f}"]
+    assert entry["must_move"] == ["launches of the kernels it names 4 -> <= 2"]
+    assert "| must move: launches of the kernels it names 4 -> <= 2" in digest_text(data)
+    assert json.loads(digest_json(data))["where_to_start"] == data["where_to_start"]
+    # a kernel finding's entry carries no program counters
+    assert all("must_move" not in a for a in data["where_to_start"] if a["rule"] != "PRG002")
+    for kid in chain.kernel_ids:
+        one = digest_data(result, kernel=result.kernel(kid))
+        (pf,) = one["kernel_digests"][0]["program_findings"]
+        assert (pf["rule"], pf["must_move"]) == ("PRG002", entry["must_move"])
+        assert "  program: PRG002 " in digest_text(one) and max(_sizes(one)) <= KERNEL_BUDGET
+    # a kernel no program finding names has none
+    other = next(k for k in result.kernels if all(k.id not in q.kernel_ids for q in result.program_findings))
+    assert digest_data(result, kernel=other)["kernel_digests"][0]["program_findings"] == []
+
+
+def test_the_foreach_optimizer_predicts_its_launches_in_the_digest(typed):
+    """PYT003 on the training step: the optimizer's 8 foreach launches, at most 4 after fused=True."""
+    result = typed("torch_train")
+    entry = next(a for a in digest_data(result)["where_to_start"] if a["rule"] == "PYT003")
+    assert entry["must_move"] == ["launches of the kernels it names 8 -> <= 4"]
+    assert entry["change"].startswith("Construct the optimizer with fused=True")

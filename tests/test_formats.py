@@ -46,6 +46,6 @@ def test_unknown_extension_lists_the_known_ones():
 def test_a_format_renders_through_the_registry(typed):
     result = typed("pipeline_v1")
     text = formats.render_report(formats.get("digest"), result, formats.RenderOptions(top=2))
-    assert text.startswith("ncuadvisor digest 1 | pipeline_v1")
+    assert text.startswith("ncuadvisor digest 2 | pipeline_v1")
     as_json = formats.render_report(formats.get("json"), result, formats.RenderOptions(kernel=result.kernels[0]))
     assert '"id": "k0"' in as_json and '"kernels"' not in as_json

@@ -121,7 +121,7 @@ def test_refusals_are_tool_errors_and_the_server_serves_on(root):
     assert "damaged compressed report" in texts[3]
     assert "no kernel 'no_such_kernel'" in texts[5] and "no rule 'XYZ999'" in texts[6]
     assert all("\n" not in t.strip() for t in texts)  # one line each, no traceback
-    assert not last.is_error and _text(last).startswith("ncuadvisor digest 1 | pipeline_v0")
+    assert not last.is_error and _text(last).startswith("ncuadvisor digest 2 | pipeline_v0")
 
 
 @pytest.mark.skipif(shutil.which("ncu") is not None, reason="ncu is here: the profile would run")

@@ -11,10 +11,12 @@ import pytest
 from rich.console import Console
 
 from ncuadvisor.comparison import compare
+from ncuadvisor.comparison import match as match_module
 from ncuadvisor.comparison.checks import counter_checks
-from ncuadvisor.comparison.match import same_place, same_problem
+from ncuadvisor.comparison.match import NO_PROCESS, assign, match_roles, same_place, same_problem
 from ncuadvisor.comparison.types import FindingChange, FindingChanges
 from ncuadvisor.render.diff_render import render_diff_terminal
+from ncuadvisor.result.origin import TorchContext
 from ncuadvisor.rulekit import engine
 from tests.test_rules_torch_step import program, rerun
 
@@ -204,8 +206,9 @@ def test_diff_matches_the_tf32_twin_by_role_and_checks_its_prediction(typed):
         "TEN002 resolved: tensor pipe busy 0.0047% → 37.7% (predicted ≥ 5%), kernel −76.2% (predicted −83.7%)"
     )
     assert d.summary.role_matches == 1 and any("matched by role" in w for w in d.warnings)
-    # nothing else is the same work: the GEMMs (137 GFLOP) and the FFT kernels stay removed and added, and the TF32
-    # convolution of the first report, left when the FFMA one took the match, stays removed
+    # nothing else is the same work: the GEMMs (137 GFLOP) and the FFT kernels stay removed and added; the fixed
+    # program runs one convolution, nearer in FLOPs to the FFMA one (equal) than to the first report's TF32 one
+    # (1.9e-5 apart), so that TF32 convolution stays removed: pairs are one to one
     by_status = {k.name[:30]: k.status for k in d.kernels if k.match is None}
     assert by_status == {
         "sm80_xmma_gemm_f32f32_f32f32_f": "removed",
@@ -242,6 +245,54 @@ def test_role_matching_needs_the_same_place_and_the_same_work(typed):
     assert not same_place(ffma, elsewhere)
     d = compare(dataclasses.replace(res, kernels=[ffma]), dataclasses.replace(res, kernels=[elsewhere]))
     assert [(k.status, k.match) for k in d.kernels] == [("removed", None), ("added", None)]
+
+
+def test_role_matching_is_an_optimal_assignment(typed):
+    """Two convolutions before (the FFMA one, 255.6 µs, and cuDNN's TF32 one, the same layer) and two after: the TF32
+    twin's convolution, the same work as either, and a copy of it recorded under another ATen op, 1% more FLOPs, which
+    only the FFMA convolution (no op recorded) can pair with. Taking the longest-running group's nearest first paired
+    the FFMA convolution with the twin and left the TF32 one removed; the assignment pairs both."""
+    gemm_conv, twin = typed("torch_gemm_conv"), typed("tf32-twin-2026-12-01/torch_conv_fixes")
+    ffma, tf32 = gemm_conv.kernels[2], gemm_conv.kernels[3]
+    tf32 = dataclasses.replace(tf32, torch=TorchContext(torch_op="aten::cudnn_convolution"))
+    after = twin.kernels[0]
+    other_op = dataclasses.replace(
+        after,
+        id="k9",
+        torch=TorchContext(torch_op="aten::convolution_overrideable"),
+        roofline=dataclasses.replace(after.roofline, flops=after.roofline.flops * 1.01),
+    )
+    assert same_problem(ffma, after) == 0.0 and same_problem(ffma, other_op) == pytest.approx(0.0099, abs=1e-4)
+    assert same_place(tf32, after) and not same_place(tf32, other_op)
+    pos_b, pos_a = {ffma.id: 0, tf32.id: 1}, {after.id: 0, other_op.id: 1}
+    pairs = match_roles([[ffma], [tf32]], [[after], [other_op]], NO_PROCESS, NO_PROCESS, pos_b, pos_a)
+    assert [(b[0].id, a[0].id) for b, a in pairs] == [(ffma.id, other_op.id), (tf32.id, after.id)]
+    # with one candidate each way, the nearest work wins, whatever the order of the groups
+    pairs = match_roles([[tf32], [ffma]], [[after]], NO_PROCESS, NO_PROCESS, pos_b, pos_a)
+    assert [(b[0].id, a[0].id) for b, a in pairs] == [(ffma.id, after.id)]
+
+
+def test_the_assignment_pairs_the_most_then_the_nearest():
+    # a path b0 - a0 - b1 - a1: the cheap edge b1 - a0 gives way to two pairs; with equal counts the cheaper sum wins
+    edges = {(0, 0): (0.0, 0), (1, 0): (0.0, 0), (1, 1): (0.015, 3)}
+    assert assign(2, 2, edges) == [(0, 0), (1, 1)]
+    assert assign(2, 2, {(0, 0): (0.01, 0), (0, 1): (0.0, 5), (1, 1): (0.01, 0), (1, 0): (0.0, 5)}) == [(0, 1), (1, 0)]
+    # the work distance first, the launch order only between equal distances
+    assert assign(1, 2, {(0, 0): (0.001, 0), (0, 1): (0.0, 40)}) == [(0, 1)]
+    assert assign(1, 2, {(0, 0): (0.0, 2), (0, 1): (0.0, 1)}) == [(0, 1)]
+    assert assign(3, 0, {}) == []
+
+
+def test_a_large_part_is_matched_nearest_first_then_completed(monkeypatch):
+    """Above EXACT_GROUPS a part of the candidate graph is matched cheapest edge first, then by augmenting paths: the
+    path b0 - a0 - b1 - a1 whose cheapest edge (b1 - a0) would leave b0 alone still gets both pairs; two parts apart
+    are solved each on its own."""
+    monkeypatch.setattr(match_module, "EXACT_GROUPS", 1)
+    edges = {(0, 0): (0.01, 0), (1, 0): (0.0, 0), (1, 1): (0.015, 3), (2, 2): (0.0, 0)}
+    assert assign(3, 3, edges) == [(0, 0), (1, 1), (2, 2)]
+    big = {(i, j): (0.0, abs(i - j)) for i in range(80) for j in range(80)}  # one shape, 80 renamed kernels
+    monkeypatch.setattr(match_module, "EXACT_GROUPS", 64)
+    assert assign(80, 80, big) == [(i, i) for i in range(80)]
 
 
 def test_compiling_the_step_removes_the_launches_fusion_and_the_layout_copy_predicted(typed):
@@ -308,3 +359,67 @@ def test_program_findings_predict_the_launches_their_fix_removes(typed):
     for code in ("PRG001", "PRG003", "PRG004", "PRG005", "PRG006"):
         assert "Predicts no counter" in rule_doc(code)
     assert all(f.predicts is None for f in conv.program_findings if f.rule == "PRG004")
+
+
+def _part(result, ids):
+    """The kernels `ids` of a report as a result of their own, with the program findings that name only them (what
+    the report of that part alone holds: a rule that fires on kernels the part lacks does not fire)."""
+    kernels = [k for k in result.kernels if k.id in ids]
+    findings = [p for p in result.program_findings if set(p.kernel_ids) <= set(ids)]
+    return dataclasses.replace(result, kernels=kernels, program_findings=findings)
+
+
+def test_channels_last_removes_the_layout_transforms_predicted(typed):
+    """The fixed convolution's report holds both single fixes of the NCHW layer: TF32 in NCHW (results 0-4: cuDNN's
+    nchwToNhwcKernel x2 and nhwcToNchwKernel x2 around an NHWC implicit GEMM, where PYT004 fires) and channels_last in
+    FP32 (results 5-7: the FFT path, no transform). Each side of the diff holds one: PYT004's transforms go 2 -> 0,
+    as predicted."""
+    conv = typed("tf32-twin-2026-12-01/torch_conv_fixes")
+    nchw = {k.id for k in conv.kernels if min(k.result_ids) <= 4}
+    nhwc = {k.id for k in conv.kernels if min(k.result_ids) >= 5}
+    assert {conv.kernel(i).name for i in nhwc} == {"fft2d_r2c_64x64", "flip_filter"}
+    d = compare(_part(conv, nchw), _part(conv, nhwc))
+    (check,) = [c for c in d.program_counter_checks if c.rule == "PYT004"]
+    assert check.finding == "resolved" and check.met
+    assert (check.metric, check.before, check.after, check.bound) == ("kernel_launches", 2.0, 0.0, 1.0)
+    assert check.text == "PYT004 resolved: launches of the kernels it names 2 → 0 (predicted ≤ 1)"
+    assert "✓ program: PYT004 resolved: launches of the kernels it names 2 → 0" in render_diff(d)
+
+
+def test_a_program_fix_that_was_not_made_is_said(typed):
+    """The eager step against itself: PRG002's chain still launches 4 times, and diff says the fix was not made."""
+    eager = typed("torch_eager")
+    (check,) = compare(eager, eager).program_counter_checks
+    assert check.rule == "PRG002" and check.finding == "persists" and check.met is False
+    assert check.text == (
+        "PRG002 persists: the change did not do what the fix was for: launches of the kernels it names unchanged (4)"
+    )
+
+
+def test_the_assignment_against_every_matching_of_small_graphs(monkeypatch):
+    """200 random graphs of up to 6 groups a side: the exact path has as many pairs as the largest matching and its
+    least cost (by trying every matching); the large-part path (EXACT_GROUPS 0) as many pairs."""
+    import itertools
+    import random
+
+    rng = random.Random(20261206)
+    for _ in range(200):
+        nb, na = rng.randint(1, 6), rng.randint(1, 6)
+        edges = {
+            (i, j): (rng.choice([0.0, 0.001, 0.01]), rng.randrange(5))
+            for i in range(nb)
+            for j in range(na)
+            if rng.random() < 0.35
+        }
+        cost = match_module._costs(nb, na, edges) if edges else {}
+        best: tuple[int, int] = (0, 0)  # (-pairs, cost) of the best matching seen
+        for size in range(min(nb, na), 0, -1):
+            for bs in itertools.combinations(range(nb), size):
+                for as_ in itertools.permutations(range(na), size):
+                    if all(e in edges for e in zip(bs, as_)):
+                        best = min(best, (-size, sum(cost[e] for e in zip(bs, as_))))
+        exact = assign(nb, na, edges)
+        assert (-len(exact), sum(cost[e] for e in exact)) == best
+        monkeypatch.setattr(match_module, "EXACT_GROUPS", 0)
+        assert len(assign(nb, na, edges)) == -best[0]
+        monkeypatch.setattr(match_module, "EXACT_GROUPS", 64)

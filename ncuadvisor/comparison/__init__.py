@@ -15,7 +15,8 @@ Matching kernels (never by position)
        allowed, a rewrite under a new name) pairs with one that ran in the same place (the same NVTX range; the same
        Python line and ATen op where both sides record them) on the same problem (FLOPs executed within
        `match.ROLE_FLOP_TOLERANCE`; below `match.ROLE_MIN_FLOPS`, the same grid and block and compulsory bytes);
-       among several, the nearest in work, then in launch order, the longest-running before kernel first. The entry
+       each kernel pairs once, as many as can be, then the nearest in work, then in launch order (an optimal
+       assignment: `match.assign`). The entry
        says so (`"match": "role"`, a `match_note` naming the old name, the place and the work) and its findings'
        predictions are checked as for any pair.
     Everything else is `added` (only after) or `removed` (only before).

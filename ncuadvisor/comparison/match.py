@@ -17,8 +17,8 @@ Pair = tuple[list[KernelEntry], list[KernelEntry], MatchHow]
 # ATen op where both sides record one) on the same problem: FLOPs executed within ROLE_FLOP_TOLERANCE (cuBLAS's FFMA
 # and TF32 GEMMs of one 4096³ product executed 137.4725 and 137.4727 GFLOP, cuDNN's FFMA and TF32 convolutions of
 # one layer 7.4116 and 7.4116: fixtures/torch_gemm_conv and tf32-twin-2026-12-01), or, for kernels of less than
-# ROLE_MIN_FLOPS, the same grid and block and compulsory bytes within that tolerance. Among several candidates, the
-# nearest in FLOPs (or bytes), then in launch order.
+# ROLE_MIN_FLOPS, the same grid and block and compulsory bytes within that tolerance. Among several candidates, an
+# optimal assignment: as many pairs as can be, then the nearest in FLOPs (or bytes), then in launch order.
 ROLE_FLOP_TOLERANCE = 0.02
 ROLE_MIN_FLOPS = 1e6
 
@@ -168,24 +168,152 @@ def match_roles(
     before_pos: dict[str, int],
     after_pos: dict[str, int],
 ) -> list[tuple[list[KernelEntry], list[KernelEntry]]]:
-    """Pairs of the groups left unmatched by name that play the same role (module comment), the longest-running
-    before group first; each group is paired once."""
-    pairs = []
-    taken: set[int] = set()
-    for bg in sorted(before, key=lambda g: -sum(float(k.duration_ns) for k in g)):
+    """Pairs of the groups left unmatched by name that play the same role (module comment), each group paired once:
+    an optimal assignment (`assign`) that pairs as many groups as can be, then the nearest in work, then in launch
+    order. Taking the longest-running group's nearest first could leave a group unpaired whose only candidate it
+    took while another was free. Pairs in the order of the before side."""
+    edges: dict[tuple[int, int], tuple[float, int]] = {}
+    for i, bg in enumerate(before):
         b = _main(bg)
-        best: tuple[float, int, int] | None = None
-        for i, ag in enumerate(after):
+        for j, ag in enumerate(after):
             a = _main(ag)
-            if i in taken or before_keys.of(b) != after_keys.of(a) or not same_place(b, a):
+            if before_keys.of(b) != after_keys.of(a) or not same_place(b, a):
                 continue
             d = same_problem(b, a)
-            if d is None:
-                continue
-            key = (d, abs(before_pos.get(b.id, 0) - after_pos.get(a.id, 0)), i)
-            if best is None or key < best:
-                best = key
-        if best is not None:
-            taken.add(best[2])
-            pairs.append((bg, after[best[2]]))
-    return pairs
+            if d is not None:
+                edges[(i, j)] = (d, abs(before_pos.get(b.id, 0) - after_pos.get(a.id, 0)))
+    return [(before[i], after[j]) for i, j in sorted(assign(len(before), len(after), edges))]
+
+
+DISTANCE_STEPS = 10**9  # a work distance (≤ ROLE_FLOP_TOLERANCE) in integer steps: exact sums, no float ties
+# groups on the smaller side of one connected part of the candidate graph up to which the assignment is the exact
+# least-cost one (a complete part of 64 takes ~0.1 s, of 200 ~10 s); a larger part (many small kernels of one shape
+# renamed at once: Inductor's) is matched nearest first, then completed by augmenting paths: still as many pairs as
+# can be, the cost near the least
+EXACT_GROUPS = 64
+
+Edges = dict[tuple[int, int], tuple[float, int]]
+
+
+def assign(n_before: int, n_after: int, edges: Edges) -> list[tuple[int, int]]:
+    """A maximum matching of a bipartite graph (before i — after j where `edges` has (i, j)) of least cost among the
+    maximum ones: the sum of the work distances first, then of the launch-order distances (each edge's (distance,
+    order)). Solved per connected part (`EXACT_GROUPS`), sorted by before index."""
+    parent = list(range(n_before + n_after))
+
+    def root(x: int) -> int:
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    for i, j in edges:
+        parent[root(i)] = root(n_before + j)
+    parts: dict[int, Edges] = {}
+    for (i, j), e in edges.items():
+        parts.setdefault(root(i), {})[(i, j)] = e
+    out: list[tuple[int, int]] = []
+    for part in parts.values():
+        bs = sorted({i for i, _ in part})
+        as_ = sorted({j for _, j in part})
+        b_at, a_at = {b: n for n, b in enumerate(bs)}, {a: n for n, a in enumerate(as_)}
+        local = {(b_at[i], a_at[j]): e for (i, j), e in part.items()}
+        solve = _least_cost if min(len(bs), len(as_)) <= EXACT_GROUPS else _nearest_then_augmented
+        out += [(bs[i], as_[j]) for i, j in solve(len(bs), len(as_), local)]
+    return sorted(out)
+
+
+def _costs(n_before: int, n_after: int, edges: Edges) -> dict[tuple[int, int], int]:
+    """Each edge's cost as one exact integer: the work distance first (one step of it outweighs any sum of
+    launch-order distances over a matching), then the launch-order distance."""
+    order_span = max(o for _, o in edges.values()) + 1
+    weight = order_span * (min(n_before, n_after) + 1)
+    return {e: round(d * DISTANCE_STEPS) * weight + o for e, (d, o) in edges.items()}
+
+
+def _least_cost(n_before: int, n_after: int, edges: Edges) -> list[tuple[int, int]]:
+    """The exact assignment: successive shortest augmenting paths (Bellman-Ford on the residual graph, exact integer
+    costs, so the order of distance then launch order is kept whole)."""
+    cost = _costs(n_before, n_after, edges)
+    adjacent: list[list[tuple[int, int]]] = [[] for _ in range(n_before)]
+    for (i, j), c in sorted(cost.items()):
+        adjacent[i].append((j, c))
+    match_b: list[int | None] = [None] * n_before
+    match_a: list[int | None] = [None] * n_after
+    while True:
+        # shortest paths from every free before group, alternating unmatched edges (b -> a) and matched ones (a -> b)
+        dist_b: list[int | None] = [0 if match_b[i] is None else None for i in range(n_before)]
+        dist_a: list[int | None] = [None] * n_after
+        via: list[int] = [-1] * n_after
+        changed = True
+        while changed:
+            changed = False
+            for i in range(n_before):
+                db = dist_b[i]
+                if db is None:
+                    continue
+                for j, c in adjacent[i]:
+                    da = dist_a[j]
+                    if match_b[i] != j and (da is None or db + c < da):
+                        dist_a[j], via[j] = db + c, i
+                        changed = True
+            for j in range(n_after):
+                i_m, da = match_a[j], dist_a[j]
+                if i_m is None or da is None:
+                    continue
+                back = da - cost[(i_m, j)]
+                db = dist_b[i_m]
+                if db is None or back < db:
+                    dist_b[i_m] = back
+                    changed = True
+        ends = [(d, j) for j, d in enumerate(dist_a) if d is not None and match_a[j] is None]
+        if not ends:
+            return [(i, j) for i, j in enumerate(match_b) if j is not None]
+        _, j = min(ends)
+        _flip(j, via, match_b, match_a)
+
+
+def _flip(j: int, via: list[int], match_b: list[int | None], match_a: list[int | None]) -> None:
+    """Augment along the path that ends at the free after group j: each before group on it takes the after group it
+    was reached from."""
+    while True:
+        i = via[j]
+        previous = match_b[i]
+        match_b[i], match_a[j] = j, i
+        if previous is None:
+            return
+        j = previous
+
+
+def _nearest_then_augmented(n_before: int, n_after: int, edges: Edges) -> list[tuple[int, int]]:
+    """A large part: the cheapest edges first while both ends are free, then breadth-first augmenting paths until
+    none is left (a maximum matching; its cost near the least)."""
+    cost = _costs(n_before, n_after, edges)
+    adjacent: list[list[int]] = [[] for _ in range(n_before)]
+    match_b: list[int | None] = [None] * n_before
+    match_a: list[int | None] = [None] * n_after
+    for (i, j), _ in sorted(cost.items(), key=lambda e: (e[1], e[0])):
+        adjacent[i].append(j)  # each before group's candidates, the cheapest first
+        if match_b[i] is None and match_a[j] is None:
+            match_b[i], match_a[j] = j, i
+    for start in range(n_before):
+        if match_b[start] is not None or not adjacent[start]:
+            continue
+        via = [-1] * n_after
+        queue, seen, end = [start], {start}, None
+        while queue and end is None:
+            i = queue.pop(0)
+            for j in adjacent[i]:
+                if via[j] != -1:
+                    continue
+                via[j] = i
+                nxt = match_a[j]
+                if nxt is None:
+                    end = j
+                    break
+                if nxt not in seen:
+                    seen.add(nxt)
+                    queue.append(nxt)
+        if end is not None:
+            _flip(end, via, match_b, match_a)
+    return [(i, j) for i, j in enumerate(match_b) if j is not None]

@@ -10,12 +10,18 @@ does not fit is left out and the digest says what and how to get it. The text an
 Format, version DIGEST_VERSION (a change of its keys or lines is a new version):
     line 1: `ncuadvisor digest 1 | <report> | <kernels> kernels, <GPU time> | <device>`
     `where to start:` then `N. <kernel> [<id>, <share> of GPU time] <rule> <category>: <title> | saves <time>
-        (<fraction> of the program) | change: <fix> | at <file:line>`
+        (<fraction> of the program) | change: <fix> | at <file:line>`, a program finding's entry followed by
+        `| must move: <counter> <now> -> <= <bound>` (the launches its fix removes)
     `kernels (<shown> of <all>, by GPU time):` then per kernel `[<id>] <name> (<language>) <share> <time> x<launches>
         | <bound>-bound, limiter <unit>, headroom <ratio>` and its findings `  - <rule> -<saving>% <title> |
         evidence: <label> <value> (threshold <t>); ... | change: <fix> | at <file:line>`, in one kernel's digest
-        followed by `| must move: <counter> <now> -> <= or >= <bound>` (the counters the fix must move)
+        followed by `| must move: <counter> <now> -> <= or >= <bound>` (the counters the fix must move), then the
+        program findings that name the kernel: `  program: <rule> <title> | saves <time> | change: <fix> | must
+        move: ...`
     `left out: ...` when something was, with the command that shows it.
+
+Version 2 (2026-12-06): program findings' predictions (where-to-start entries' `must_move`, one kernel's
+`program_findings`), and a program finding's change in its where-to-start entry.
 """
 
 from __future__ import annotations
@@ -25,10 +31,18 @@ from dataclasses import dataclass
 from typing import Any
 
 from ncuadvisor.render.formats import RenderOptions
-from ncuadvisor.result.types import EvidenceEntry, FindingEntry, KernelEntry, PredictionEntry, Result
+from ncuadvisor.result.types import (
+    EvidenceEntry,
+    FindingEntry,
+    KernelEntry,
+    PredictionEntry,
+    ProgramFindingEntry,
+    Result,
+    TopAction,
+)
 from ncuadvisor.units import basename, basename_loc, clip, counted, fmt_ns, fmt_pct, number, short_name
 
-DIGEST_VERSION = 1
+DIGEST_VERSION = 2
 KERNEL_BUDGET = 1_500  # characters of one kernel's digest, and of a kernel's part of a report's
 REPORT_BUDGET = 6_000  # characters of a whole report's digest at the default depth
 DEFAULT_TOP = 10  # kernels of a report's digest (the command line's --top)
@@ -52,6 +66,7 @@ class Depth:
     fix_chars: int = FIX_CHARS
     action_fix_chars: int = ACTION_FIX_CHARS
     predicts: bool = False  # the counters each fix must move (one kernel's digest)
+    program: bool = True  # one kernel's digest: the program findings that name the kernel
     evidence: int = EVIDENCE
 
 
@@ -127,35 +142,39 @@ def _kernel(
     }
 
 
-def _finding_of(result: Result, kernel_id: str | None, rule: str) -> tuple[KernelEntry | None, Any]:
-    """The kernel of a "where to start" entry and the finding (kernel's or program's) whose fix it names."""
-    k = result.kernel(kernel_id)
+def _finding_of(result: Result, a: TopAction) -> tuple[KernelEntry | None, FindingEntry | ProgramFindingEntry | None]:
+    """The kernel of a "where to start" entry and the finding (kernel's or program's) whose fix it names: a program
+    entry that is no finding of its kernel's is the program finding of its rule naming the most of its kernels."""
+    k = result.kernel(a.kernel_id)
     if k is not None:
         for findings, _, _ in k.findings_with_time():
             for f in findings:
-                if f.rule == rule:
+                if f.rule == a.rule:
                     return k, f
-        return k, None
-    return None, next((p for p in result.program_findings if p.rule == rule), None)
+    named = set(a.kernel_ids or []) | ({a.kernel_id} if a.kernel_id else set())
+    same_rule = [p for p in result.program_findings if p.rule == a.rule]
+    best = max(same_rule, key=lambda p: len(named & set(p.kernel_ids)), default=None)
+    return k, best
 
 
 def _actions(result: Result, depth: Depth) -> list[dict[str, Any]]:
     out = []
     for a in result.top_actions[: depth.actions]:
-        k, f = _finding_of(result, a.kernel_id, a.rule)
-        out.append(
-            {
-                "kernel": short_name(a.kernel, NAME_CHARS),
-                "kernel_id": a.kernel_id,
-                "share": round(k.time_share, 4) if k is not None else None,
-                "rule": a.rule,
-                "mechanism": f"{a.category}: {a.title}",
-                "change": _change(f.fix, depth.action_fix_chars) if f is not None else None,
-                "saving_ns": round(a.estimated_saving_ns),
-                "program_fraction": round(a.program_fraction, 4),
-                "at": _where(f) if isinstance(f, FindingEntry) else None,
-            }
-        )
+        k, f = _finding_of(result, a)
+        entry: dict[str, Any] = {
+            "kernel": short_name(a.kernel, NAME_CHARS),
+            "kernel_id": a.kernel_id,
+            "share": round(k.time_share, 4) if k is not None else None,
+            "rule": a.rule,
+            "mechanism": f"{a.category}: {a.title}",
+            "change": _change(f.fix, depth.action_fix_chars) if f is not None else None,
+            "saving_ns": round(a.estimated_saving_ns),
+            "program_fraction": round(a.program_fraction, 4),
+            "at": _where(f) if isinstance(f, FindingEntry) else None,
+        }
+        if isinstance(f, ProgramFindingEntry) and f.predicts:
+            entry["must_move"] = [_must_move(p) for p in f.predicts]
+        out.append(entry)
     return out
 
 
@@ -195,9 +214,26 @@ def _report_data(result: Result, depth: Depth) -> dict[str, Any]:
     return data
 
 
+def _program_findings_of(result: Result, k: KernelEntry, depth: Depth) -> list[dict[str, Any]]:
+    """The program findings that name a kernel (one kernel's digest), with the counters their fixes must move."""
+    return [
+        {
+            "rule": p.rule,
+            "title": p.title,
+            "saving_ns": round(p.estimated_saving_ns),
+            "change": _change(p.fix, depth.fix_chars),
+            "must_move": [_must_move(x) for x in p.predicts or []],
+        }
+        for p in result.program_findings
+        if k.id in p.kernel_ids
+    ]
+
+
 def _kernel_data(result: Result, k: KernelEntry, depth: Depth) -> dict[str, Any]:
     data: dict[str, Any] = {"digest_version": DIGEST_VERSION, **_head(result)}
     data["kernel_digests"] = [_kernel(k, depth)]
+    if depth.program:
+        data["kernel_digests"][0]["program_findings"] = _program_findings_of(result, k, depth)
     data["left_out"] = {
         "findings": data["kernel_digests"][0]["more_findings"],
         "get_it": f"ncuadvisor report {_report_arg(result)} --kernel {k.id} --format json",
@@ -242,6 +278,7 @@ def _fit_kernel(result: Result, k: KernelEntry) -> dict[str, Any]:
         (1, 60, 1),
     )
     steps = [Depth(1, n, fix_chars=c, evidence=e, predicts=True) for n, c, e in shapes]
+    steps += [Depth(1, 1, fix_chars=60, evidence=1, predicts=True, program=False)]  # the program findings left out
     data: dict[str, Any] = {}
     for depth in steps:
         data = _kernel_data(result, k, depth)
@@ -285,6 +322,11 @@ def _kernel_lines(kd: dict[str, Any]) -> list[str]:
         lines.append("  (no finding)")
     if kd["more_findings"]:
         lines.append(f"  (+{counted(kd['more_findings'], 'more finding')})")
+    for p in kd.get("program_findings", []):
+        line = f"  program: {p['rule']} {p['title']} | saves {fmt_ns(p['saving_ns'])} | change: {p['change']}"
+        if p["must_move"]:
+            line += " | must move: " + "; ".join(p["must_move"])
+        lines.append(line)
     return lines
 
 
@@ -304,6 +346,8 @@ def digest_text(data: dict[str, Any]) -> str:
                 line += f" | change: {a['change']}"
             if a["at"]:
                 line += f" | at {a['at']}"
+            if a.get("must_move"):
+                line += " | must move: " + "; ".join(a["must_move"])
             lines.append(line)
         lines.append(f"kernels ({len(data['kernel_digests'])} of {data['kernels']}, by GPU time):")
     for kd in data["kernel_digests"]:
