@@ -32,6 +32,11 @@ def _has_gpu() -> bool:
     return shutil.which("nvidia-smi") is not None and shutil.which("ncu") is not None
 
 
+def pytest_xdist_auto_num_workers(config):
+    """`-n auto`: a worker per core, at most 4 (each holds its own imports and caches, ~0.9 GB at its peak)."""
+    return max(1, min(4, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1))
+
+
 def pytest_collection_modifyitems(config, items):
     if _has_gpu():
         return

@@ -23,7 +23,7 @@ have=$(left)
 if [ "${GPU_TESTS:-}" = none ]; then
   echo "gpu tests: none asked for"
 elif (( have > 30 )); then
-  timeout "$have" python3 -m pytest -q -p no:cacheprovider -m gpu ${GPU_TESTS:-tests/test_profile.py tests/test_python_lines.py} > "$OUT/gpu_tests.log" 2>&1
+  timeout "$have" python3 -m pytest -q -n 0 -p no:cacheprovider -m gpu ${GPU_TESTS:-tests/test_profile.py tests/test_python_lines.py} > "$OUT/gpu_tests.log" 2>&1
   echo "gpu tests rc=$? at $(( $(date +%s) - T0 )) s"; tail -8 "$OUT/gpu_tests.log"
 fi
 # at most 8 files come back: one archive per part, the machine and the GPU tests in a last one

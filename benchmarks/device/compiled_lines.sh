@@ -25,7 +25,7 @@ python3 -c "import ncu_report; print('ncu_report', ncu_report.__file__)" 2>&1 | 
 
 # 1. the GPU test; its tmp files (result JSON, provenance file, reports) kept under $OUT/pytest
 say "gpu test"
-timeout $(lim 25) python3 -m pytest -q -s -rA -p no:cacheprovider -m gpu --basetemp="$OUT/pytest" \
+timeout $(lim 25) python3 -m pytest -q -n 0 -s -rA -p no:cacheprovider -m gpu --basetemp="$OUT/pytest" \
   tests/test_compiled_lines.py > "$OUT/gpu_test.log" 2>&1
 say "gpu test rc=$?"
 grep -v "==PROF== Profiling" "$OUT/gpu_test.log" | tail -80

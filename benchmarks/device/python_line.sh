@@ -14,7 +14,7 @@ python3 -c "import ncu_report; print('ncu_report', ncu_report.__file__)" > "$OUT
 echo "ncu_report import rc=$?"; cat "$OUT/ncu_report.txt"
 
 # 1. the GPU test; its tmp files (result JSON, reports) kept under $OUT/pytest
-timeout $(lim 50) python3 -m pytest -q -s -rA -p no:cacheprovider -m gpu --basetemp="$OUT/pytest" \
+timeout $(lim 50) python3 -m pytest -q -n 0 -s -rA -p no:cacheprovider -m gpu --basetemp="$OUT/pytest" \
   tests/test_python_lines.py > "$OUT/gpu_test.log" 2>&1
 echo "gpu test rc=$? at $(( $(date +%s) - T0 )) s"; tail -45 "$OUT/gpu_test.log"
 cp "$OUT"/pytest/*/lines.json "$OUT/gpu_test_lines.json" 2>/dev/null
