@@ -99,6 +99,9 @@ class LaunchStats:
     SHARED_MEM_DYNAMIC: Final = "launch__shared_mem_per_block_dynamic"
     WAVES_PER_SM: Final = "launch__waves_per_multiprocessor"
     STREAM_ID: Final = "launch__stream_id"
+    # the context's per-thread stack limit at the launch (bytes; ncu 2025.1 on): CUDA's default is 1024, and the driver
+    # raises it, for good, at the first launch of a kernel whose per-thread frame (local arrays, spills) is larger
+    STACK_SIZE: Final = "launch__stack_size"
 
 
 class Occupancy:

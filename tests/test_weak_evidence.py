@@ -1,8 +1,8 @@
 """Rules on their weakest evidence (`Rule.weak_evidence`): on a real basic-set report (fixtures/flaws_basic: ncu's
 default set on the H200) the weak paths run and stay silent where the mechanism is absent, and every skip note names
 the section that would settle it; on the full-section report of the same kernels the main paths are unchanged. The
-cases where each weak path fires, with numbers from other people's reports, are in tests/rule_cases/ (ATM001, MEM001,
-TEN001)."""
+cases where each weak path fires, with numbers from other people's reports, are in tests/rule_cases/ (ATM001, LOC001,
+MEM001, TEN001)."""
 
 from ncuadvisor.rulekit import engine
 from tests.conftest import kernel
@@ -12,8 +12,9 @@ def test_basic_set_weak_paths_run_silent_and_skip_notes_name_sections(analyzed):
     r = analyzed("flaws_basic")
     for k in r["kernels"]:
         notes = {s["rule"]: s["reason"] for s in k["skipped_rules"]}
-        # the L2 atomic units and the FMA pipe's utilisation are in the basic set: ATM001 and TEN001 ran on them
-        for code in ("ATM001", "TEN001"):
+        # the L2 atomic units, the FMA pipe's utilisation and the launch's stack limit (1024 bytes: CUDA's default)
+        # are in the basic set: ATM001, TEN001 and LOC001 ran on them
+        for code in ("ATM001", "TEN001", "LOC001"):
             assert notes[code].endswith(engine.WEAK_SILENT), (k["name"], notes[code])
         # the basic set has no bytes-per-sector: MEM001 is skipped, and says which section would settle it
         assert notes["MEM001"].startswith("report lacks memory_l2_theoretical_sectors_global")
