@@ -180,6 +180,10 @@ class SourceCounters:
     SAMPLED_STALL_BARRIER: Final = "smsp__pcsamp_warps_issue_stalled_barrier"
 
 
+# Not an ncu metric: the per-thread stack limit (LaunchStats.STACK_SIZE) of the launch just before a kernel's first
+# launch in its process, added to the kernel's row by the analysis (`pipeline.analyze`); absent for the first launch
+# of a process, whose limit before is CUDA's default. A limit above it rose at that launch: the kernel needed it.
+STACK_SIZE_BEFORE: Final = "stack_size_before"
 MEMORY_TYPE_GLOBAL: Final = 4  # the value of SourceCounters.MEMORY_TYPE for global accesses
 
 

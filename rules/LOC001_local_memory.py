@@ -1,4 +1,5 @@
 from ncuadvisor.rulekit import (
+    STACK_SIZE_BEFORE,
     Evidence,
     Finding,
     Fix,
@@ -47,16 +48,17 @@ class LocalMemoryTraffic(Rule):
         pipe limits: time × (1 - 0.5 × local share of L1 sectors). Never below the roofline floor.
 
         On the weakest evidence (ncu's basic set: no local-memory sectors, no SASS), the per-thread stack limit of the
-        launch (`launch__stack_size`, ncu 2025.1 on) above CUDA's 1024-byte default says that a kernel of the context
-        needed a larger per-thread frame; the traffic it causes is not counted, so the kernel after the fix is held by
+        launch (`launch__stack_size`, ncu 2025.1 on) above CUDA's 1024-byte default and above the limit of the launch
+        before the kernel's first one (the driver raised it for this kernel's larger per-thread frame); the traffic it causes is not counted, so the kernel after the fix is held by
         its busiest unit as busy as it is now: time × busiest unit's share of peak (at most what the stalls on it
         cost), low confidence.
 
     False positives:
         A few spills in a cold path; `-Xptxas -v` tells spills (spill stores) from arrays (stack frame). On the basic
-        set: the stack limit is the context's, raised by the first kernel that needed it and never lowered, or set by
-        the program (`cudaDeviceSetLimit(cudaLimitStackSize, ...)`): a kernel launched after such a one shows the same
-        limit; a frame within the default 1024 bytes (a 64-float array) is not seen at all.
+        set: the stack limit is the context's, raised by the first kernel that needed it and never lowered (a kernel
+        launched after it at the same limit is not taken for it), or set by the program
+        (`cudaDeviceSetLimit(cudaLimitStackSize, ...)`), and a kernel ncu did not profile may have raised it before
+        the first one it did; a frame within the default 1024 bytes (a 64-float array) is not seen at all.
     """
 
     code = "LOC001"
@@ -187,7 +189,10 @@ class LocalMemoryTraffic(Rule):
         on a kernel no unit of which is near its peak."""
         t, r = self.thresholds, k.roofline
         stack = k.m(LaunchStats.STACK_SIZE)
-        if stack is None or stack <= t["default_stack_bytes"]:
+        # the limit is the context's, never lowered: it says something of this kernel only where it rose at its first
+        # launch, above the launch before it in the process (CUDA's default for a process's first launch)
+        before = max(t["default_stack_bytes"], k.m(STACK_SIZE_BEFORE) or 0.0)
+        if stack is None or stack <= before:
             return None
         busiest = max(r.sol.get("memory_pct") or 0.0, r.sol.get("compute_pct") or 0.0)
         if busiest <= 0 or busiest >= t["max_weak_busiest_pct"]:

@@ -40,3 +40,23 @@ def test_skip_note_names_the_sections():
         "; section MemoryWorkloadAnalysis_Tables would settle it"
     )
     assert engine.lacks(["a_metric_nobody_declares"]) == "report lacks a_metric_nobody_declares"
+
+
+def test_stack_limit_before_each_launch_is_its_process_s_previous_one(report_path):
+    """The stack limit before a launch (`STACK_SIZE_BEFORE`, LOC001's weakest evidence) is that of the launch just
+    before it in its own process: none for each process's first launch. fixtures/multiproc holds two processes whose
+    launches interleave in the file."""
+    from ncuadvisor import metrics
+    from ncuadvisor.load import ReportReader, read_results
+    from ncuadvisor.pipeline import analyze
+
+    wanted = [metrics.LaunchStats.STACK_SIZE, metrics.SpeedOfLight.DURATION]
+    profile = read_results(ReportReader(report_path("multiproc"), wanted), wanted)
+    before = analyze._stack_before(profile)
+    rows = sorted(profile.results, key=lambda r: r["result_id"])
+    processes = [str(r.get("process") or "") for r in rows]
+    assert len(set(processes)) == 2 and len(before) == len(rows)
+    for i, row in enumerate(rows):
+        earlier = [r for r in rows[:i] if str(r.get("process") or "") == processes[i]]
+        assert before[row["result_id"]] == (earlier[-1][metrics.LaunchStats.STACK_SIZE] if earlier else None)
+    assert {v for v in before.values() if v is not None} == {1024.0}
