@@ -99,6 +99,9 @@ class LaunchStats:
     SHARED_MEM_DYNAMIC: Final = "launch__shared_mem_per_block_dynamic"
     WAVES_PER_SM: Final = "launch__waves_per_multiprocessor"
     STREAM_ID: Final = "launch__stream_id"
+    # the context's per-thread stack limit at the launch (bytes; ncu 2025.1 on): CUDA's default is 1024, and the driver
+    # raises it, for good, at the first launch of a kernel whose per-thread frame (local arrays, spills) is larger
+    STACK_SIZE: Final = "launch__stack_size"
 
 
 class Occupancy:
@@ -177,6 +180,10 @@ class SourceCounters:
     SAMPLED_STALL_BARRIER: Final = "smsp__pcsamp_warps_issue_stalled_barrier"
 
 
+# Not an ncu metric: the per-thread stack limit (LaunchStats.STACK_SIZE) of the launch just before a kernel's first
+# launch in its process, added to the kernel's row by the analysis (`pipeline.analyze`); absent for the first launch
+# of a process, whose limit before is CUDA's default. A limit above it rose at that launch: the kernel needed it.
+STACK_SIZE_BEFORE: Final = "stack_size_before"
 MEMORY_TYPE_GLOBAL: Final = 4  # the value of SourceCounters.MEMORY_TYPE for global accesses
 
 

@@ -1,8 +1,10 @@
 from ncuadvisor.rulekit import (
+    STACK_SIZE_BEFORE,
     Evidence,
     Finding,
     Fix,
     KernelContext,
+    LaunchStats,
     MemoryTables,
     Rule,
     SourceCounters,
@@ -45,8 +47,18 @@ class LocalMemoryTraffic(Rule):
         through L1, L2 and often DRAM on the kernel's critical path, far more than its share of sectors says. A kernel a
         pipe limits: time × (1 - 0.5 × local share of L1 sectors). Never below the roofline floor.
 
+        On the weakest evidence (ncu's basic set: no local-memory sectors, no SASS), the per-thread stack limit of the
+        launch (`launch__stack_size`, ncu 2025.1 on) above CUDA's 1024-byte default and above the limit of the launch
+        before the kernel's first one (the driver raised it for this kernel's larger per-thread frame); the traffic it causes is not counted, so the kernel after the fix is held by
+        its busiest unit as busy as it is now: time × busiest unit's share of peak, low
+        confidence.
+
     False positives:
-        A few spills in a cold path; `-Xptxas -v` tells spills (spill stores) from arrays (stack frame).
+        A few spills in a cold path; `-Xptxas -v` tells spills (spill stores) from arrays (stack frame). On the basic
+        set: the stack limit is the context's, raised by the first kernel that needed it and never lowered (a kernel
+        launched after it at the same limit is not taken for it), or set by the program
+        (`cudaDeviceSetLimit(cudaLimitStackSize, ...)`), and a kernel ncu did not profile may have raised it before
+        the first one it did; a frame within the default 1024 bytes (a 64-float array) is not seen at all.
     """
 
     code = "LOC001"
@@ -56,7 +68,10 @@ class LocalMemoryTraffic(Rule):
     requires = (MemoryTables.LOCAL_LOAD_SECTORS, MemoryTables.LOCAL_STORE_SECTORS)
     optional = (MemoryTables.GLOBAL_LOAD_SECTORS, MemoryTables.GLOBAL_STORE_SECTORS)
     per_instruction = (SourceCounters.INST_EXECUTED, SourceCounters.MEMORY_TYPE)
-    thresholds = {"min_local_share": 0.1}
+    weak_evidence = (LaunchStats.STACK_SIZE,)
+    # default_stack_bytes: CUDA's per-thread stack limit until a launch needs more (cudaLimitStackSize);
+    # max_weak_busiest_pct: on the stack limit alone, a kernel this close to a unit's peak is held by that unit
+    thresholds = {"min_local_share": 0.1, "default_stack_bytes": 1024.0, "max_weak_busiest_pct": 80.0}
     fixes = {
         "cuda": Fix(
             text=(
@@ -93,7 +108,28 @@ class LocalMemoryTraffic(Rule):
         ),
     }
 
+    fixes_when = {
+        # the basic set: no SASS lines to point at, only the frame the launch needed
+        "stack": {
+            "cuda": Fix(
+                text=(
+                    "A per-thread frame above the 1 KiB default ({stack:,.0f} bytes of stack) is a per-thread array "
+                    "indexed at run time, or register spills. `nvcc -Xptxas -v` prints each kernel's stack frame "
+                    "and spill stores; index the array only with constants (unrolled loops) or move it to shared "
+                    "memory with a thread-major layout; relax the register cap for spills. `ncu --section "
+                    "MemoryWorkloadAnalysis_Tables --section SourceCounters` counts the local traffic and its lines."
+                ),
+                code=(
+                    "__shared__ unsigned bins[NBINS][BLOCK];      // was: unsigned bins[NBINS]; per thread, in local\n"
+                    "bins[key][threadIdx.x]++;                     // each thread owns a column"
+                ),
+            ),
+        },
+    }
+
     def check(self, k: KernelContext) -> Finding | None:
+        if k.weak:
+            return self._from_stack_limit(k)
         r = k.roofline
         local = (k.m(MemoryTables.LOCAL_LOAD_SECTORS) or 0) + (k.m(MemoryTables.LOCAL_STORE_SECTORS) or 0)
         glob = (k.m(MemoryTables.GLOBAL_LOAD_SECTORS) or 0) + (k.m(MemoryTables.GLOBAL_STORE_SECTORS) or 0)
@@ -146,4 +182,41 @@ class LocalMemoryTraffic(Rule):
                 ),
             ],
             source=lines,
+        )
+
+    def _from_stack_limit(self, k: KernelContext) -> Finding | None:
+        """The weakest evidence (no local-memory sectors): the launch's per-thread stack limit above CUDA's default,
+        on a kernel no unit of which is near its peak."""
+        t, r = self.thresholds, k.roofline
+        stack = k.m(LaunchStats.STACK_SIZE)
+        # the limit is the context's, never lowered: it says something of this kernel only where it rose at its first
+        # launch, above the launch before it in the process (CUDA's default for a process's first launch)
+        before = max(t["default_stack_bytes"], k.m(STACK_SIZE_BEFORE) or 0.0)
+        if stack is None or stack <= before:
+            return None
+        busiest = max(r.sol.get("memory_pct") or 0.0, r.sol.get("compute_pct") or 0.0)
+        if busiest <= 0 or busiest >= t["max_weak_busiest_pct"]:
+            return None
+        new_ns = (r.duration_ns or 0) * busiest / 100
+        ratio = stack / t["default_stack_bytes"]
+        return self.finding(
+            title=f"Local memory: a per-thread stack of {stack:,.0f} bytes, {ratio:.0f}× CUDA's default",
+            message=(
+                f"The launch ran with a per-thread stack limit of {stack:,.0f} bytes, {ratio:.0f}× the "
+                f"{t['default_stack_bytes']:,.0f}-byte default: the driver raises it when a kernel's per-thread "
+                "frame (an array indexed at run time, or register spills) needs more, and each thread's frame "
+                f"lives in local memory. No unit of the kernel is busier than {busiest:.0f}% of its peak."
+            ),
+            fix=self.fix_for(k, "stack", stack=stack),
+            estimated_speedup=time_after(r.duration_ns or 0, new_ns, r.theoretical_ns),
+            speedup_model=(
+                "The local traffic is not counted: with the per-thread data on chip, the kernel is held by its "
+                f"busiest unit as busy as it is now ({busiest:.0f}% of its peak): at most {1 - busiest / 100:.0%} saved."
+            ),
+            evidence=[
+                Evidence(LaunchStats.STACK_SIZE, stack, t["default_stack_bytes"], "per-thread stack limit", "B"),
+                Evidence(
+                    "busiest_unit_pct", round(busiest, 1), t["max_weak_busiest_pct"], "busiest unit (at most)", "%"
+                ),
+            ],
         )

@@ -30,7 +30,9 @@ class LowOccupancy(Rule):
         A kernel that keeps neither memory nor compute busy (no pipe limits it: `roofline.limiter`; busiest Speed Of
         Light unit below `max_busy_pct`), whose theoretical occupancy (`sm__maximum_warps_per_active_cycle_pct`) is
         below `max_theoretical_pct` because of registers, shared memory, block size or the block limit
-        (`launch__occupancy_limit_*`, in blocks per SM: the smallest is the limiter).
+        (`launch__occupancy_limit_*`, in blocks per SM: the smallest is the limiter), and whose grid has more blocks
+        than the SMs hold at that limit (`launch__grid_size` > SMs × blocks per SM): where every block is resident
+        at once, relaxing the limit adds no warp, and the lever is more blocks (LCH001).
 
     Why it costs time:
         An SM hides the latency of a load (~600 cycles from HBM) by switching to other warps. By Little's law the
@@ -70,6 +72,7 @@ class LowOccupancy(Rule):
         LaunchStats.REGISTERS_PER_THREAD,
         LaunchStats.SHARED_MEM_STATIC,
         LaunchStats.SHARED_MEM_DYNAMIC,
+        LaunchStats.GRID_SIZE,
     )
     thresholds = {"max_theoretical_pct": 50.0, "max_busy_pct": 60.0, "min_register_cap": 64.0}
     # one situation per limiter (LIMITS), named "the limiter is <limiter>"
@@ -145,11 +148,10 @@ class LowOccupancy(Rule):
         busy = max(r.sol.get("memory_pct", 0.0), r.sol.get("compute_pct", 0.0))
         if limiter_side(r) == "compute" or busy >= self.thresholds["max_busy_pct"]:
             return None
-        read = {name: k.m(metric) for name, metric in LIMITS.items()}
-        limits = {n: v for n, v in read.items() if v is not None and v > 0}
-        if not limits:
+        binding = self._binding(k)
+        if binding is None:
             return None
-        limiter, also, now_blocks, next_blocks = self._limiter(k, limits)
+        limiter, also, now_blocks, next_blocks = binding
         max_warps = float(k.device.get("max_warps_per_sm") or 64)
         warps_per_block = max(1.0, (k.block_size or 32) / 32.0)
         block = k.block_size or 256
@@ -217,6 +219,18 @@ class LowOccupancy(Rule):
             if achieved
             else None,
         )
+
+    def _binding(self, k: KernelContext) -> tuple[str, list[str], float, float] | None:
+        """The limit (`_limiter`) where it binds: None without limits, or where every block of the grid is resident
+        at once (grid blocks <= SMs x the blocks per SM it allows): a higher limit adds no warp (too few blocks:
+        LCH001)."""
+        read = {name: k.m(metric) for name, metric in LIMITS.items()}
+        limits = {n: v for n, v in read.items() if v is not None and v > 0}
+        if not limits:
+            return None
+        found = self._limiter(k, limits)
+        grid = k.m(LaunchStats.GRID_SIZE)
+        return None if grid and k.sm_count and grid <= k.sm_count * found[2] else found
 
     def _limiter(self, k: KernelContext, limits: dict[str, float]) -> tuple[str, list[str], float, float]:
         """The resource that limits the resident blocks, the others tied with it, the blocks per SM it allows and

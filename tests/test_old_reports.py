@@ -85,6 +85,23 @@ def test_session_data_before_the_first_result_is_whole(pipeline, tmp_path):
     assert check_report(_file(pipeline, blocks, tmp_path, "first.ncu-rep")).state == "whole"
 
 
+def test_a_session_that_names_no_ncu_version_and_ends_with_its_host_is_whole(pipeline, tmp_path):
+    """A real V100 report (an NVSHMEM Jacobi step, PerfWorks 0.108.5) names no ncu version and records no command
+    line: its session after the one result ends with the host block. Every ncu that names itself does so in a block
+    before the host, so such a file is whole; cut before its host, or with the version named before a host and no
+    command line after it (2025.3), it is still truncated."""
+    spans = [(k, b) for k, b in _spans(pipeline) if k != "command line"]
+    named = [i for i, (k, b) in enumerate(spans) if k == "session" and NEW in b]
+    assert len(named) == 1
+    one = max(i for i, (k, _) in enumerate(spans) if k == "session") + 1
+    unnamed = [b for i, (_, b) in enumerate(spans[:one]) if i not in named]
+    assert check_report(_file(pipeline, unnamed, tmp_path, "unnamed.ncu-rep")).state == "whole"
+    before_host = _file(pipeline, unnamed[:-1], tmp_path, "before_host.ncu-rep")  # the host block is the last
+    assert check_report(before_host).state == "truncated"
+    named_file = _file(pipeline, [b for _, b in spans[:one]], tmp_path, "named.ncu-rep")
+    assert check_report(named_file).state == "truncated"
+
+
 @pytest.mark.slow
 def test_diff_of_an_old_report_with_itself_passes_the_gate(pipeline, tmp_path):
     old = pipeline.replace(NEW, OLD)

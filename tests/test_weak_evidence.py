@@ -1,8 +1,8 @@
 """Rules on their weakest evidence (`Rule.weak_evidence`): on a real basic-set report (fixtures/flaws_basic: ncu's
 default set on the H200) the weak paths run and stay silent where the mechanism is absent, and every skip note names
 the section that would settle it; on the full-section report of the same kernels the main paths are unchanged. The
-cases where each weak path fires, with numbers from other people's reports, are in tests/rule_cases/ (ATM001, MEM001,
-TEN001)."""
+cases where each weak path fires, with numbers from other people's reports, are in tests/rule_cases/ (ATM001, LOC001,
+MEM001, TEN001)."""
 
 from ncuadvisor.rulekit import engine
 from tests.conftest import kernel
@@ -12,8 +12,9 @@ def test_basic_set_weak_paths_run_silent_and_skip_notes_name_sections(analyzed):
     r = analyzed("flaws_basic")
     for k in r["kernels"]:
         notes = {s["rule"]: s["reason"] for s in k["skipped_rules"]}
-        # the L2 atomic units and the FMA pipe's utilisation are in the basic set: ATM001 and TEN001 ran on them
-        for code in ("ATM001", "TEN001"):
+        # the L2 atomic units, the FMA pipe's utilisation and the launch's stack limit (1024 bytes: CUDA's default)
+        # are in the basic set: ATM001, TEN001 and LOC001 ran on them
+        for code in ("ATM001", "TEN001", "LOC001"):
             assert notes[code].endswith(engine.WEAK_SILENT), (k["name"], notes[code])
         # the basic set has no bytes-per-sector: MEM001 is skipped, and says which section would settle it
         assert notes["MEM001"].startswith("report lacks memory_l2_theoretical_sectors_global")
@@ -39,3 +40,23 @@ def test_skip_note_names_the_sections():
         "; section MemoryWorkloadAnalysis_Tables would settle it"
     )
     assert engine.lacks(["a_metric_nobody_declares"]) == "report lacks a_metric_nobody_declares"
+
+
+def test_stack_limit_before_each_launch_is_its_process_s_previous_one(report_path):
+    """The stack limit before a launch (`STACK_SIZE_BEFORE`, LOC001's weakest evidence) is that of the launch just
+    before it in its own process: none for each process's first launch. fixtures/multiproc holds two processes whose
+    launches interleave in the file."""
+    from ncuadvisor import metrics
+    from ncuadvisor.load import ReportReader, read_results
+    from ncuadvisor.pipeline import analyze
+
+    wanted = [metrics.LaunchStats.STACK_SIZE, metrics.SpeedOfLight.DURATION]
+    profile = read_results(ReportReader(report_path("multiproc"), wanted), wanted)
+    before = analyze._stack_before(profile)
+    rows = sorted(profile.results, key=lambda r: r["result_id"])
+    processes = [str(r.get("process") or "") for r in rows]
+    assert len(set(processes)) == 2 and len(before) == len(rows)
+    for i, row in enumerate(rows):
+        earlier = [r for r in rows[:i] if str(r.get("process") or "") == processes[i]]
+        assert before[row["result_id"]] == (earlier[-1][metrics.LaunchStats.STACK_SIZE] if earlier else None)
+    assert {v for v in before.values() if v is not None} == {1024.0}

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Protocol
 from ncuadvisor.analysis import archfacts, ceilings, needed, roofline
 from ncuadvisor.analysis.language import kernel_language, library_evidence, other_language
 from ncuadvisor.load import ReportReader, RowsDisagree, read_results
+from ncuadvisor.metrics import STACK_SIZE_BEFORE, LaunchStats
 from ncuadvisor.model import Kernel, Profile, ResultDetail, group_kernels, num
 from ncuadvisor.pipeline import locate
 from ncuadvisor.pipeline.build import Analysed, Analysis, Evaluation, build, kernel_entries
@@ -327,6 +328,21 @@ def _analysed_launches(kernels: list[Kernel]) -> list[tuple[int, Kernel]]:
     return [(k.representative, k) for k in kernels] + [(v.representative, k) for k in kernels for v in k.variants]
 
 
+def _stack_before(profile: Profile) -> dict[int, float | None]:
+    """For each result, the per-thread stack limit of the result launched just before it in its process (None for
+    the first: CUDA's default then); empty where the report does not record the limit (before ncu 2025.1)."""
+    results = profile.results
+    if LaunchStats.STACK_SIZE not in results.columns:
+        return {}
+    out: dict[int, float | None] = {}
+    last: dict[str, float | None] = {}
+    for row in sorted(results, key=lambda r: r["result_id"]):
+        process = str(row.get("process") or "")
+        out[row["result_id"]] = last.get(process)
+        last[process] = num(row.get(LaunchStats.STACK_SIZE))
+    return out
+
+
 def _wants_sass(names: dict[int, tuple[str, str]], wanted: frozenset[str], rid: int, first_file: str | None) -> bool:
     """Whether the instructions of result `rid` are disassembled with its deep data: its language (as
     `kernel_languages` decides it) is one whose rules read instructions."""
@@ -349,9 +365,12 @@ def evaluate(
     rule_total_ns = group_time.total_ns if group_time is not None and group_time.total_ns else total_ns
     machine = _machine(profile) if rooflines is None else None
     evaluation = Evaluation(groups=[], sections_seen=set(), warnings=[])
+    stack_before = _stack_before(profile)
 
     def run(k: Kernel, share: float) -> Analysed:
         row = results.row(k.representative)
+        if k.result_ids and stack_before.get(min(k.result_ids)) is not None:
+            row[STACK_SIZE_BEFORE] = stack_before[min(k.result_ids)]
         detail = profile.details.get(k.representative)
         if rooflines is not None and k.representative in rooflines:
             rl = rooflines[k.representative]

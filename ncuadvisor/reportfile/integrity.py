@@ -20,7 +20,8 @@ no closing block). Two boundary cuts still show (`_boundary_cut`): a file that e
 writes right after its first result (devices, versions, the command line), and a file that ends with a block of
 sources only (ncu writes a module's block just before the first result that runs its code). ncu before 2022.2 records
 no command line, and some writers put the whole session before the first result: the session counts as written
-when it shows its end in the layout of the version it names (`_Session`), so such whole reports are not called cut.
+when it shows its end in the layout of the version it names, or ends with its host block having named no ncu version
+at all (`_Session`), so such whole reports are not called cut.
 
 Checked on ncu 2025.3.1's layout (every fixture walks clean). A file in another layout (`not_layout`) is left to the
 native library as before.
@@ -224,11 +225,15 @@ class _Session:
     written (`closed`): its command line (field 11) was read; or results follow session data that came after a result
     (ncu writes the session blocks together); or the session's devices (field 6) came before the first result (a
     layout that writes the session first: nothing of it is left for after the first result); or the ncu version the
-    session names records no command line (`COMMAND_LINE_SINCE`) and its host block (field 4) was read."""
+    session names records no command line (`COMMAND_LINE_SINCE`) and its host block (field 4) was read; or the host
+    block was read and no session data before it named an ncu version (`unversioned_host`: every ncu that names
+    itself does so in a block before the host, so a file cut after its host still shows the version that says a
+    command line was to come; a V100 report of an NVSHMEM Jacobi step, PerfWorks 0.108.5, names none and ends with
+    its host)."""
 
     def __init__(self) -> None:
         self.command_line = self.devices_first = self.host = self.followed = False
-        self.old_ncu = False
+        self.old_ncu = self.named_version = self.unversioned_host = False
         self._after_result = False  # session data was read after a result, and no result since
 
     def see(self, mm: Any, h: dict[int, list[Any]], results_so_far: int) -> None:
@@ -243,19 +248,28 @@ class _Session:
             except ValueError:
                 continue
             self.command_line = self.command_line or bool(f.get(11))
-            self.host = self.host or bool(f.get(4))
+            for v in f.get(8) or []:
+                m = _NCU_VERSION.search(raw[v[0] : v[1]]) if isinstance(v, tuple) else None
+                self.named_version = self.named_version or m is not None
+                if m and (int(m.group(1)), int(m.group(2))) < COMMAND_LINE_SINCE:
+                    self.old_ncu = True
+            if f.get(4):
+                self.host = True
+                self.unversioned_host = self.unversioned_host or not self.named_version
             if f.get(6) and not results_so_far:
                 self.devices_first = True
             if results_so_far:
                 self._after_result = True
-            for v in f.get(8) or []:
-                m = _NCU_VERSION.search(raw[v[0] : v[1]]) if isinstance(v, tuple) else None
-                if m and (int(m.group(1)), int(m.group(2))) < COMMAND_LINE_SINCE:
-                    self.old_ncu = True
 
     @property
     def closed(self) -> bool:
-        return self.command_line or self.followed or self.devices_first or (self.old_ncu and self.host)
+        return (
+            self.command_line
+            or self.followed
+            or self.devices_first
+            or self.unversioned_host
+            or (self.old_ncu and self.host)
+        )
 
 
 def _boundary_cut(results: int, last: dict[int, list[Any]], session_closed: bool) -> str | None:

@@ -27,6 +27,7 @@ from ncuadvisor.analysis.roofline import LAUNCH_BOUND_NS, PRACTICAL_FRACTION, li
 from ncuadvisor.analysis.roofline_words import precision_words
 from ncuadvisor.metrics import (
     MEMORY_TYPE_GLOBAL,
+    STACK_SIZE_BEFORE,
     ComputeWorkloadAnalysis,
     Device,
     InstructionStats,
@@ -124,6 +125,7 @@ __all__ = [
     "KernelEntry",
     "LaunchStats",
     "MemoryTables",
+    "STACK_SIZE_BEFORE",
     "OlderMemoryTables",
     "MemoryWorkloadAnalysis",
     "Occupancy",
