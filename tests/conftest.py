@@ -33,7 +33,11 @@ def _has_gpu() -> bool:
 
 
 def pytest_xdist_auto_num_workers(config):
-    """`-n auto`: a worker per core, at most 4 (each holds its own imports and caches, ~0.9 GB at its peak)."""
+    """`-n auto`: a worker per core, at most 4 (each holds its own imports and caches, ~0.9 GB at its peak); one
+    where the GPU tests are selected (`-m gpu`: they share one GPU and ncu profiles one process at a time)."""
+    marks = str(config.getoption("markexpr", "") or "")
+    if "gpu" in marks.replace("not gpu", ""):
+        return 1
     return max(1, min(4, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1))
 
 
