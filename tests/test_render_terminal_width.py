@@ -132,3 +132,44 @@ def test_the_diffs_markdown_names_kernels_as_the_terminal_does(typed, before, af
     ff = diff.first_fix
     if ff is not None:
         assert f"<code>{compact_name(ff.kernel)}" in md.replace("\\", "")
+
+
+@pytest.mark.parametrize("before, after", [("torch_eager", "torch_train"), ("torch_train", "torch_train")])
+def test_the_diffs_html_names_kernels_as_the_markdown_does(typed, before, after):
+    """The diff's HTML page once cut long names its own way ('void at::native::…' at 80 characters, the full name in
+    a tooltip) while the markdown and the terminal show `units.compact_name`; now every row, the first fix and each
+    kernel's section read the markdown's short name, with the full name in `title=`."""
+    from html import unescape
+
+    from ncuadvisor.comparison import compare
+    from ncuadvisor.render.diff_render import render_diff_html, render_diff_markdown
+    from ncuadvisor.units import compact_name
+
+    diff = compare(typed(before), typed(after))
+    md = render_diff_markdown(diff, max_chars=10**6)
+    page = render_diff_html(diff)
+    md_names = [
+        m.group(1).replace("\\", "").replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
+        for m in re.finditer(r"^\| <code>(.*?)</code>", md, re.M)
+    ]
+    rows = re.findall(r'<td class="name row-head"><code title="([^"]*)">(.*?)</code>', page)
+    html_names = [unescape(shown.replace("<wbr>", "")) for _, shown in rows]
+    assert md_names and sorted(html_names) == sorted(md_names)
+    full: dict[str, set[str]] = {}  # a short name's kernels (two GEMMs of one family may share it: their shapes differ)
+    for k in diff.kernels:
+        full.setdefault(compact_name(k.name or k.demangled), set()).add(k.demangled or k.name)
+    shortened = [(unescape(title), unescape(shown)) for title, shown in rows if unescape(shown) != unescape(title)]
+    assert shortened, "the pair has kernels whose names are long"
+    for title, shown in shortened:
+        assert title in full[shown]  # the short name, the whole name on hover
+    summaries = [unescape(s) for s in re.findall(r'<summary title="[^"]*">([^<·]*?) ·', page)]
+    assert summaries and set(summaries) <= set(md_names)
+    ff = diff.first_fix
+    if ff is not None:
+        assert f">{escape_html(compact_name(ff.kernel))}</code>" in page
+
+
+def escape_html(text: str) -> str:
+    from markupsafe import escape
+
+    return str(escape(text))
