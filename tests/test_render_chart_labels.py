@@ -1,0 +1,89 @@
+"""The roofline's labels as drawn, at every width the page draws the chart (wide, the phone's 360 px, and the zoomed
+view of each): no roof label (the DRAM slope's, a FLOP ceiling's, an L2 or L1 slope's) on another or on a point's or
+headroom arrow's label; a roof label with no room is left off and its full text is its line's tooltip.
+
+Each box is measured from where the label is drawn with the text-width estimates the chart places by: point and
+arrow labels `chart_place.label_box` (7.2 px a character of 11 px bold, 13 px high), FLOP ceiling labels
+`chart.roof_label_box` (6.8 px a character of 11.5 px), the DRAM slope's `chart._slope_box` (6.8 px a character, the
+turned with its text) and the L2 and L1 slopes' `chart_levels._turned_box` (6.2 px a character, turned); turned
+boxes are compared as drawn (`chart_place.overlap`, the separating-axis test), not by the upright boxes around them."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from ncuadvisor.render.chart import PHONE, WIDE, Chart, _slope_box, roof_label_box, roofline_chart
+from ncuadvisor.render.chart_levels import _turned_box
+from ncuadvisor.render.chart_place import Rect, Turned, label_box, overlap
+from ncuadvisor.render.chart_zoom import zoomed_chart
+from ncuadvisor.render.html import CHART_POINTS, render_html
+from ncuadvisor.render.view import report_view
+
+# the two whose phone chart had the DRAM slope's label on the ceilings' (flaws, model_step_1010), a training step, and
+# cuBLAS/cuDNN GEMMs under three ceilings
+FIXTURES = ["flaws", "model_step_1010", "torch_train", "torch_gemm_conv", "patterns", "ceilings"]
+
+
+def label_boxes(chart: Chart) -> list[tuple[str, Rect | Turned]]:
+    """Every label the chart draws, with its box."""
+    out: list[tuple[str, Rect | Turned]] = []
+    for lb in chart.labels:  # the DRAM slope's (turned) and the FLOP ceilings'
+        x, y = float(lb.x), float(lb.y)
+        if lb.transform:
+            m = re.fullmatch(r"rotate\(([-\d.]+) [-\d.]+ [-\d.]+\)", lb.transform)
+            assert m and lb.anchor == "middle", lb
+            out.append((lb.text, _slope_box(x, y, float(m.group(1)), lb.text)))
+        else:
+            out.append((lb.text, roof_label_box(x, y, lb.anchor, lb.text)))
+    out += [
+        (r.text, _turned_box(float(r.tx), float(r.ty), float(r.angle), r.text)) for r in chart.level_roofs if r.text
+    ]
+    out += [(p.label, label_box(float(p.lx), float(p.ly), p.label)) for p in chart.points if p.label]
+    out += [(a.text, label_box(float(a.tx), float(a.ty), a.text)) for a in chart.arrows if a.text]
+    return out
+
+
+def charts(view) -> list[tuple[str, Chart]]:
+    out = []
+    for name, frame in (("wide", WIDE), ("phone", PHONE)):
+        main = roofline_chart(view, CHART_POINTS, frame=frame)
+        out.append((name, main))
+        zoom = zoomed_chart(view, CHART_POINTS, main, frame)
+        if zoom is not None:
+            out.append((f"{name} zoomed", zoom.chart))
+    return out
+
+
+@pytest.mark.parametrize("name", FIXTURES)
+def test_no_two_labels_of_the_chart_touch_at_any_width(typed, name):
+    for which, chart in charts(report_view(typed(name))):
+        boxes = label_boxes(chart)
+        hits = [(a, b) for i, (a, ra) in enumerate(boxes) for b, rb in boxes[:i] if overlap(ra, rb)]
+        assert not hits, f"{name}, {which} chart: labels on each other: {hits}"
+        roof_texts = [t for t, _ in boxes if not t.startswith("#")]
+        assert roof_texts or which.endswith("zoomed"), f"{name}, {which} chart: no roof is labelled"
+
+
+@pytest.mark.parametrize("name", ["flaws", "model_step_1010"])
+def test_the_dram_slopes_label_is_kept_on_the_phone(typed, name):
+    """The slope's label once sat on the ceilings' at 360 px; it moves along the slope instead of being left off."""
+    chart = roofline_chart(report_view(typed(name)), CHART_POINTS, frame=PHONE)
+    assert [lb for lb in chart.labels if lb.roof == "dram" and lb.text.startswith("DRAM ")]
+
+
+@pytest.mark.parametrize("name", FIXTURES)
+def test_a_roof_left_unlabelled_keeps_its_label_as_its_lines_tooltip(typed, name):
+    view = report_view(typed(name))
+    for which, chart in charts(view):
+        shown = {lb.roof for lb in chart.labels}
+        for line in chart.ceilings:  # every roof: its label drawn, or its line's tooltip
+            assert (line.roof in shown) != bool(line.title), f"{name}, {which}: {line}"
+        for r in chart.level_roofs:
+            assert bool(r.text) != bool(r.title), f"{name}, {which}: {r}"
+    page = render_html(typed(name))
+    for _, chart in charts(view):
+        for line in chart.ceilings:
+            if line.title:
+                assert f'data-roof="{line.roof}"><title>{line.title}</title></line>' in page
