@@ -10,6 +10,7 @@ boxes are compared as drawn (`chart_place.overlap`, the separating-axis test), n
 
 from __future__ import annotations
 
+import math
 import re
 
 import pytest
@@ -87,3 +88,14 @@ def test_a_roof_left_unlabelled_keeps_its_label_as_its_lines_tooltip(typed, name
         for line in chart.ceilings:
             if line.title:
                 assert f'data-roof="{line.roof}"><title>{line.title}</title></line>' in page
+
+
+def test_turned_boxes_overlap_as_drawn_not_as_their_upright_boxes():
+    """Two labels along parallel steep slopes 16 px apart: their upright boxes meet, the labels do not; turned into
+    each other, or a turned label over an upright one, they do."""
+    a = Turned(100, 100, 95, 13, -60)
+    b = Turned(100 + 16 * math.sin(math.radians(60)), 100 + 16 * math.cos(math.radians(60)), 95, 13, -60)
+    assert a.rect.hits(b.rect) and not overlap(a, b) and not overlap(b, a)
+    assert overlap(a, Turned(100, 100, 95, 13, 30))  # crossing at their centres
+    assert overlap(a, Rect(95, 95, 105, 105)) and not overlap(a, Rect(140, 140, 160, 150))
+    assert a.near(100, 100, 0) and not a.near(b.cx, b.cy, 9) and a.near(b.cx, b.cy, 10)  # 16 - 13 / 2 = 9.5 px off
