@@ -57,6 +57,7 @@ MIN_DECADES = 2  # an axis spans at least this many decades, however close the p
 LINE_STEP = 6.0  # px between the boxes that keep labels off a sloped roof line
 LABEL_GAP = 13  # min vertical distance between ceiling labels
 ROOF_CHAR_W = 6.8  # px per character of an 11.5 px ceiling label (a wide estimate)
+SLOPE_CHAR_W = 7.4  # px per character of the DRAM slope's 11.5 px semibold label (Chromium's system-ui: 7.33)
 SLOPE_SPOTS = (0.3, 0.45, 0.6, 0.75, 0.15)  # where along the DRAM slope its label may sit, the first preferred
 ARROWS = 3  # headroom arrows for the kernels with the most time
 ARROW_MIN_HEADROOM = 1.6  # no arrow for a kernel this close to its roof: ROOF001's at-roofline threshold
@@ -212,10 +213,10 @@ def _tick_box(t: Label) -> Rect:
 
 
 def _slope_box(cx: float, cy: float, angle: float, text: str) -> Turned:
-    """The box of a label of `text` (ROOF_CHAR_W a character, 13 px high) whose baseline is centred at (cx, cy),
+    """The box of a label of `text` (SLOPE_CHAR_W a character, 13 px high) whose baseline is centred at (cx, cy),
     turned by `angle` degrees about that point (the text's middle is 4 px above its baseline)."""
     a = math.radians(angle)
-    return Turned(cx + 4 * math.sin(a), cy - 4 * math.cos(a), ROOF_CHAR_W * len(text), 13.0, angle)
+    return Turned(cx + 4 * math.sin(a), cy - 4 * math.cos(a), SLOPE_CHAR_W * len(text), 13.0, angle)
 
 
 def _nearest(box: Rect, x: float, y: float) -> tuple[float, float]:
