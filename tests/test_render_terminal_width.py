@@ -124,11 +124,63 @@ def test_the_diffs_markdown_names_kernels_as_the_terminal_does(typed, before, af
     rows = [line for line in md.splitlines() if line.startswith("| <code>")]
     assert rows
     names = [re.match(r"\| <code>(.*?)</code>", line).group(1) for line in rows]  # type: ignore[union-attr]
-    by_label = {compact_name(k.name or k.demangled): k for k in diff.kernels}
+    compacts = {compact_name(k.name or k.demangled) for k in diff.kernels}
     for name in names:
         plain = name.replace("\\", "").replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
-        assert plain in by_label, f"{plain!r} is not a kernel's short name"
+        assert any(short_of(plain, c) for c in compacts), f"{plain!r} is no kernel's short name"
         assert plain in terminal, f"{plain!r} is not the terminal's name"
     ff = diff.first_fix
     if ff is not None:
         assert f"<code>{compact_name(ff.kernel)}" in md.replace("\\", "")
+
+
+@pytest.mark.parametrize("before, after", [("torch_eager", "torch_train"), ("torch_train", "torch_train")])
+def test_the_diffs_html_names_kernels_as_the_markdown_does(typed, before, after):
+    """The diff's HTML page once cut long names its own way ('void at::native::…' at 80 characters, the full name in
+    a tooltip) while the markdown and the terminal show `units.compact_name`; now every row, the first fix and each
+    kernel's section read the markdown's short name, with the full name in `title=`."""
+    from html import unescape
+
+    from ncuadvisor.comparison import compare
+    from ncuadvisor.render.diff_render import render_diff_html, render_diff_markdown
+    from ncuadvisor.units import compact_name
+
+    diff = compare(typed(before), typed(after))
+    md = render_diff_markdown(diff, max_chars=10**6)
+    page = render_diff_html(diff)
+    md_names = [
+        m.group(1).replace("\\", "").replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
+        for m in re.finditer(r"^\| <code>(.*?)</code>", md, re.M)
+    ]
+    rows = re.findall(r'<td class="name row-head"><code title="([^"]*)">(.*?)</code>', page)
+    html_names = [unescape(shown.replace("<wbr>", "")) for _, shown in rows]
+    assert md_names and sorted(html_names) == sorted(md_names)
+    compacts = {compact_name(k.name or k.demangled): set() for k in diff.kernels}  # type: dict[str, set[str]]
+    for k in diff.kernels:
+        compacts[compact_name(k.name or k.demangled)].add(k.demangled or k.name)
+    named: dict[str, set[str]] = {}  # each name shown: the full names it stands for
+    for title, shown in rows:
+        title, shown = unescape(title), unescape(shown.replace("<wbr>", ""))
+        named.setdefault(shown, set()).add(title)
+        base = next(c for c in sorted(compacts, key=len, reverse=True) if short_of(shown, c))
+        assert title in compacts[base]  # the kernel's short name (told apart from another's), its whole name on hover
+    assert not [n for n, fulls in named.items() if len(fulls) > 1], "two kernels under one name"
+    assert any(len(n) < len(next(iter(f))) for n, f in named.items()), "the pair has kernels whose names are long"
+    for title, text in re.findall(r'<summary title="([^"]*)">(.*?)</summary>', page):  # each kernel's section
+        shown = max((n for n in named if unescape(text).startswith(n)), key=len)
+        assert unescape(title) in named[shown]
+    ff = diff.first_fix
+    if ff is not None:
+        assert f">{escape_html(compact_name(ff.kernel))}</code>" in page
+
+
+def short_of(shown: str, compact: str) -> bool:
+    """Whether a name shown is a kernel's `compact_name`, or that told apart from another kernel's by its template
+    arguments ('gemm_tiled<0>') or a word of its full name ('… · tilesize128x128x8')."""
+    return shown == compact or shown.startswith((compact + " · ", compact + "<"))
+
+
+def escape_html(text: str) -> str:
+    from markupsafe import escape
+
+    return str(escape(text))

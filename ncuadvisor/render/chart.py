@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 
 from ncuadvisor.render import bound_class
 from ncuadvisor.render.chart_levels import LevelMark, LevelRoof, level_marks, level_peaks, level_roofs
-from ncuadvisor.render.chart_place import Rect, label_box, place_labels
+from ncuadvisor.render.chart_place import Rect, Turned, label_box, overlap, place_labels
 from ncuadvisor.render.view import Device, Kernel, Result
 from ncuadvisor.units import fmt_decade, fmt_ns, fmt_num, fmt_pct, fmt_rate, fmt_si, fmt_x, number
 
@@ -57,6 +57,7 @@ MIN_DECADES = 2  # an axis spans at least this many decades, however close the p
 LINE_STEP = 6.0  # px between the boxes that keep labels off a sloped roof line
 LABEL_GAP = 13  # min vertical distance between ceiling labels
 ROOF_CHAR_W = 6.8  # px per character of an 11.5 px ceiling label (a wide estimate)
+SLOPE_CHAR_W = 7.4  # px per character of the DRAM slope's 11.5 px semibold label (Chromium's system-ui: 7.33)
 SLOPE_SPOTS = (0.3, 0.45, 0.6, 0.75, 0.15)  # where along the DRAM slope its label may sit, the first preferred
 ARROWS = 3  # headroom arrows for the kernels with the most time
 ARROW_MIN_HEADROOM = 1.6  # no arrow for a kernel this close to its roof: ROOF001's at-roofline threshold
@@ -71,6 +72,7 @@ class Line:
     y2: str
     cls: str = ""
     roof: str = ""  # the roof the line draws, as the keys a point's `roofs` names ("dram", "fp32 fp16"), else ""
+    title: str = ""  # the label of a roof whose label found no room: the line's tooltip instead
 
 
 @dataclass(frozen=True)
@@ -210,13 +212,11 @@ def _tick_box(t: Label) -> Rect:
     return label_box(x, y, "") if not t.text else Rect(x, y - 11, x + w, y + 3)
 
 
-def _slope_box(cx: float, cy: float, angle: float, text: str) -> Rect:
-    """The upright box around a label of `text` centred at (cx, cy) and turned by `angle` degrees."""
-    w, h = 6.8 * len(text), 13.0
+def _slope_box(cx: float, cy: float, angle: float, text: str) -> Turned:
+    """The box of a label of `text` (SLOPE_CHAR_W a character, 13 px high) whose baseline is centred at (cx, cy),
+    turned by `angle` degrees about that point (the text's middle is 4 px above its baseline)."""
     a = math.radians(angle)
-    hw = (abs(math.cos(a)) * w + abs(math.sin(a)) * h) / 2
-    hh = (abs(math.sin(a)) * w + abs(math.cos(a)) * h) / 2
-    return Rect(cx - hw, cy - hh - 4, cx + hw, cy + hh - 4)
+    return Turned(cx + 4 * math.sin(a), cy - 4 * math.cos(a), SLOPE_CHAR_W * len(text), 13.0, angle)
 
 
 def _nearest(box: Rect, x: float, y: float) -> tuple[float, float]:
@@ -538,7 +538,7 @@ class Roofs:
 
     ceilings: list[Line]
     labels: list[Label]
-    slope_box: Rect | None
+    slope_box: Turned | None
     roof_boxes: list[Rect]
 
 
@@ -634,6 +634,42 @@ def _grid(plot: Plot) -> tuple[list[Line], list[Label]]:
     return grid, ticks
 
 
+def roof_label_box(x: float, y: float, anchor: str, text: str) -> Rect:
+    """The box of a FLOP roof's label (11.5 px, ROOF_CHAR_W a character; cap height and descent) whose baseline is at
+    y, anchored at x."""
+    w = ROOF_CHAR_W * len(text)
+    x0 = x - w if anchor == "end" else x - w / 2 if anchor == "middle" else x
+    return Rect(x0, y - 10, x0 + w, y + 3)
+
+
+@dataclass(frozen=True)
+class SlopeLabel:
+    """The DRAM slope before its label is placed: its line, the text, and the label's spots (points near it, where
+    its centre sits, its box), in groups tried in turn (the second where every spot of the first is on a label)."""
+
+    line: Line
+    text: str
+    angle: float
+    spots: tuple[list[tuple[int, float, float, Turned]], ...]
+
+    def spot(self, blocked: list[Rect]) -> tuple[int, float, float, Turned] | None:
+        """The first of the least crowded spots clear of `blocked`, or None where every spot touches one."""
+        for group in self.spots:
+            free = [s for s in group if not any(overlap(s[3], b) for b in blocked)]
+            if free:
+                return min(free, key=lambda s: s[0])
+        return None
+
+
+@dataclass(frozen=True)
+class FlopLabels:
+    """A narrow frame's FLOP roof labels as placed, their boxes, and the texts that found no free spot."""
+
+    labels: list[Label]
+    boxes: list[Rect]
+    dropped: list[str]
+
+
 def _ceilings(
     plot: Plot,
     device: Device,
@@ -643,25 +679,55 @@ def _ceilings(
     zoomed: bool,
     f: Frame,
 ) -> Roofs:
-    """The DRAM slope and the FLOP roofs, with their labels."""
-    ceilings: list[Line] = []
-    labels: list[Label] = []
-    slope_box = None
-    if bw:
-        slope = _dram_slope(plot, bw, _top_roof(device), placed, lmarks, zoomed)
-        if slope is not None:
-            line, label, slope_box = slope
-            ceilings.append(line)
-            labels += [label] if label else []
+    """The DRAM slope and the FLOP roofs, with their labels: none on another; a label with no free spot is left off
+    and its full text is the line's tooltip."""
+    slope = _dram_slope(plot, bw, _top_roof(device), placed, lmarks) if bw else None
     flop_lines, roof_labels, roof_keys, roof_starts = _flop_roofs(plot, device, bw, f)
-    ceilings += flop_lines
-    if not f.roof_labels_inside:
-        labels += [Label(_f(plot.x1 + 6), _f(y), t, "start", "", "lbl-flop", roof_keys[t]) for y, t in roof_labels]
-        return Roofs(ceilings, labels, slope_box, [])
-    near = plot.dots(placed, lmarks)
-    lines = [b for line in ceilings for b in _line_boxes(line)] + ([slope_box] if slope_box else [])
-    inside, roof_boxes = _roof_labels_inside(plot, roof_labels, roof_keys, roof_starts, near, lines)
-    return Roofs(ceilings, labels + inside, slope_box, roof_boxes)
+    if not f.roof_labels_inside:  # right of the plot, a line each: clear of each other and of the slope's label
+        flop = FlopLabels(
+            [Label(_f(plot.x1 + 6), _f(y), t, "start", "", "lbl-flop", roof_keys[t]) for y, t in roof_labels],
+            [roof_label_box(plot.x1 + 6, y, "start", t) for y, t in roof_labels],
+            [],
+        )
+        spot = slope.spot(flop.boxes) if slope else None
+    else:
+        near = plot.dots(placed, lmarks)
+        lines: list[Rect | Turned] = [b for ln in ([slope.line] if slope else []) + flop_lines for b in _line_boxes(ln)]
+        # the ceiling labels first (a few spots each), kept off where the slope's label would rather be; then the
+        # slope's label clear of them. Where it finds no spot: the slope's label first and the ceilings' around it,
+        # if that leaves fewer labels off
+        best = slope.spot([]) if slope else None
+        flop = _roof_labels_inside(plot, roof_labels, roof_keys, roof_starts, near, lines + ([best[3]] if best else []))
+        spot = slope.spot(flop.boxes) if slope else None
+        if slope and best and spot is None:
+            first = _roof_labels_inside(plot, roof_labels, roof_keys, roof_starts, near, lines, [best[3]])
+            if len(first.dropped) < len(flop.dropped) + 1:
+                flop, spot = first, best
+    ceilings, labels = [], []
+    slope_box = None
+    if slope:
+        text = slope.text
+        if spot is not None:
+            _, lx, ly, slope_box = spot
+            if not zoomed or slope_box.inside(plot.rect):  # a zoom may cut the slope too short for its label
+                rotate = f"rotate({slope.angle:.1f} {lx:.1f} {ly:.1f})"
+                labels.append(Label(_f(lx), _f(ly), text, "middle", rotate, "lbl-mem", "dram"))
+                text = ""
+        ceilings.append(replace(slope.line, title=text))
+    dropped = {roof_keys[t]: t for t in flop.dropped}
+    ceilings += [replace(line, title=dropped.get(line.roof, "")) for line in flop_lines]
+    return Roofs(ceilings, labels + flop.labels, slope_box, flop.boxes)
+
+
+SLOPE_MORE = (
+    0.9,
+    0.05,
+    0.82,
+    0.22,
+    0.37,
+    0.52,
+    0.67,
+)  # further spots along the DRAM slope, where SLOPE_SPOTS are taken
 
 
 def _dram_slope(
@@ -670,34 +736,29 @@ def _dram_slope(
     top_roof: float | None,
     placed: list[tuple[Kernel, float, float]],
     lmarks: list[LevelMark],
-    zoomed: bool,
-) -> tuple[Line, Label | None, Rect] | None:
-    """The DRAM slope's line, its label (None where a zoom cuts the slope too short for it) and the label's box; None
-    where the slope is outside the axes' ranges."""
+) -> SlopeLabel | None:
+    """The DRAM slope's line and its label's spots along it, each with the points near it (the label sits where the
+    fewest are: a third of the way up when none are); None where the slope is outside the axes' ranges."""
     px, py = plot.px, plot.py
     xa = max(10.0**plot.xlo, 10.0**plot.ylo / bw)
     xb = min(10.0**plot.xhi, (top_roof or 10.0**plot.yhi) / bw, 10.0**plot.yhi / bw)
     if xb <= xa:
         return None
     line = Line(_f(px(xa)), _f(py(bw * xa)), _f(px(xb)), _f(py(bw * xb)), "ceil-mem", "dram")
-    # the label sits along the slope where the fewest points are (a third of the way up when none are)
     angle = plot.slope_angle
     text = f"DRAM {fmt_rate(bw, 'B/s')}"
     dots = plot.dots(placed, lmarks)
-    slope_spots = []
-    for frac in SLOPE_SPOTS:
-        xm = 10 ** (math.log10(xa) + (math.log10(xb) - math.log10(xa)) * frac)
-        box = _slope_box(px(xm), py(bw * xm) - 6, angle, text)
-        slope_spots.append(
-            (sum(box.x0 - 14 <= x <= box.x1 + 14 and box.y0 - 14 <= y <= box.y1 + 14 for x, y in dots), xm, box)
-        )
-    _, xm, slope_box = min(slope_spots, key=lambda t: t[0])  # the first of the least crowded
-    lx, ly = px(xm), py(bw * xm) - 6
-    rotate = f"rotate({angle:.1f} {lx:.1f} {ly:.1f})"
-    label = None
-    if not zoomed or slope_box.inside(plot.rect):  # a zoom may cut the slope too short for it
-        label = Label(_f(lx), _f(ly), text, "middle", rotate, "lbl-mem", "dram")
-    return line, label, slope_box
+    groups = []
+    for fracs in (SLOPE_SPOTS, SLOPE_MORE):
+        spots = []
+        for frac in fracs:
+            xm = 10 ** (math.log10(xa) + (math.log10(xb) - math.log10(xa)) * frac)
+            lx, ly = px(xm), py(bw * xm) - 6
+            box = _slope_box(lx, ly, angle, text)
+            crowd = sum(box.near(x, y, 14) for x, y in dots)
+            spots.append((crowd, lx, ly, box))
+        groups.append(spots)
+    return SlopeLabel(line, text, angle, tuple(groups))
 
 
 def _flop_roofs(
@@ -735,31 +796,51 @@ def _roof_labels_inside(
     roof_keys: dict[str, str],
     roof_starts: dict[str, float],
     near: list[tuple[float, float]],
-    lines: list[Rect],
-) -> tuple[list[Label], list[Rect]]:
+    lines: list[Rect | Turned],
+    blocked: list[Turned] | None = None,
+) -> FlopLabels:
     """A narrow frame's FLOP roof labels, each just above its line: at the right end, after the ridge or before it
-    (where no point can be), wherever the fewest points and lines are under the text; with their boxes."""
+    (where no point can be), wherever the fewest points and lines are under the text; where those spots are all on
+    another label (or on `blocked`), midway along the line or just under it; else left off."""
     x0, x1, y0, y1 = plot.x0, plot.x1, plot.y0, plot.y1
     labels: list[Label] = []
     roof_boxes: list[Rect] = []
+    dropped: list[str] = []
     for base, t in roof_labels:
-        w, ridge = ROOF_CHAR_W * len(t), roof_starts[t]
-        ends = [
-            (x1 - 4, "end", Rect(x1 - 4 - w, base - 11, x1 - 4, base + 3)),
-            (ridge + 4, "start", Rect(ridge + 4, base - 11, ridge + 4 + w, base + 3)),
-            (ridge - 6, "end", Rect(ridge - 6 - w, base - 11, ridge - 6, base + 3)),
+        ridge = roof_starts[t]
+        under = base + 4 + 14  # the baseline just under the line (the label's own line is 4 px under `base`)
+        mid = (max(ridge, x0) + x1) / 2
+        spots = [
+            (x1 - 4, base, "end"),
+            (ridge + 4, base, "start"),
+            (ridge - 6, base, "end"),
         ]
-        fits = [e for e in ends if e[2].inside(Rect(x0, y0 - 2, x1, y1))] or ends[:1]
+        more = [(mid, base, "middle"), (x1 - 4, under, "end"), (ridge + 4, under, "start"), (mid, under, "middle")]
+        groups = [[(x, y, a, roof_label_box(x, y, a, t)) for x, y, a in g] for g in (spots, more)]
+        others: list[Rect | Turned] = [*(blocked or []), *roof_boxes]
 
-        def cost(e: tuple[float, str, Rect]) -> int:
-            box = e[2]
+        def cost(e: tuple[float, float, str, Rect]) -> int:
+            box = e[3]
             dots = sum(box.x0 - 8 <= a <= box.x1 + 8 and box.y0 - 8 <= b <= box.y1 + 8 for a, b in near)
-            return 10 * dots + sum(box.hits(r) for r in lines + roof_boxes)
+            return 10 * dots + sum(overlap(box, r) for r in lines)
 
-        at, anchor, box = min(fits, key=cost)
-        labels.append(Label(_f(at), _f(base), t, anchor, "", "lbl-flop", roof_keys[t]))
+        choice = None
+        for group in groups:
+            fits = [
+                e for e in group if e[3].inside(Rect(x0, y0 - 2, x1, y1)) and not any(overlap(e[3], b) for b in others)
+            ]
+            if fits:
+                choice = min(fits, key=cost)
+                break
+        if choice is None and not any(overlap(groups[0][0][3], b) for b in others):
+            choice = groups[0][0]  # past the plot's edge (a label longer than the plot is wide), as it always was
+        if choice is None:
+            dropped.append(t)
+            continue
+        at, y, anchor, box = choice
+        labels.append(Label(_f(at), _f(y), t, anchor, "", "lbl-flop", roof_keys[t]))
         roof_boxes.append(box)
-    return labels, roof_boxes
+    return FlopLabels(labels, roof_boxes, dropped)
 
 
 def _roof_y(plot: Plot, device: Device, bw: float | None, k: Kernel) -> Callable[[float], float | None]:
@@ -838,7 +919,7 @@ def _level_slopes(
     roofs: Roofs,
     top_roof: float | None,
     zoomed: bool,
-) -> tuple[list[LevelRoof], list[Rect]]:
+) -> tuple[list[LevelRoof], list[Rect | Turned]]:
     """The L2 and L1 slopes, when the result holds the memory hierarchy, and their labels' boxes."""
     lroofs, lboxes = level_roofs(
         level_peaks(every),
@@ -852,7 +933,10 @@ def _level_slopes(
         plot.rect,
     )
     if zoomed:  # a slope cut short by the zoom may leave no room for its label: the first chart has it
-        lroofs = [r if b.inside(plot.rect) else replace(r, text="") for r, b in zip(lroofs, lboxes)]
+        lroofs = [
+            r if b.inside(plot.rect) or not r.text else replace(r, text="", title=r.text)
+            for r, b in zip(lroofs, lboxes)
+        ]
     return lroofs, lboxes
 
 
@@ -862,7 +946,7 @@ def _labels(
     strip: list[tuple[Kernel, float, float]],
     points: list[Point],
     arrows: list[HeadroomArrow],
-    taken: list[Rect],
+    taken: list[Rect | Turned],
     f: Frame,
 ) -> tuple[list[Point], list[Kernel], list[Arrow]]:
     """The points' and arrows' labels, the biggest kernels first, each box clear of `taken` and of the other labels.
@@ -898,16 +982,16 @@ def _taken(
     plot: Plot,
     roofs: Roofs,
     ticks: list[Label],
-    lboxes: list[Rect],
+    lboxes: list[Rect | Turned],
     lroofs: list[LevelRoof],
     lmarks: list[LevelMark],
     arrows: list[HeadroomArrow],
     shown: Shown | None,
     f: Frame,
-) -> list[Rect]:
+) -> list[Rect | Turned]:
     """The boxes no point or arrow label may touch: tick labels, ceiling labels, lines, marks, the arrows' lines."""
     slope = [roofs.slope_box] if roofs.slope_box else []
-    taken = [_tick_box(t) for t in ticks] + slope + lboxes + roofs.roof_boxes
+    taken: list[Rect | Turned] = [*(_tick_box(t) for t in ticks), *slope, *lboxes, *roofs.roof_boxes]
     for line in roofs.ceilings + [Line(r.x1, r.y1, r.x2, r.y2) for r in lroofs]:  # no label struck through by a roof
         taken += _line_boxes(line)
     taken += [Rect(float(m.cx) - 4, float(m.cy) - 4, float(m.cx) + 4, float(m.cy) + 4) for m in lmarks]

@@ -13,7 +13,7 @@ import statistics
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ncuadvisor.render.chart_place import Rect
+from ncuadvisor.render.chart_place import Rect, Turned, overlap
 from ncuadvisor.render.view import Kernel
 from ncuadvisor.units import fmt_num, fmt_rate, number
 
@@ -33,6 +33,7 @@ class LevelRoof:
     tx: str
     ty: str
     angle: str  # the slope's angle on the page, degrees
+    title: str = ""  # the label that found no room beside the others: the line's tooltip instead
 
 
 @dataclass(frozen=True)
@@ -61,16 +62,17 @@ def level_peaks(kernels: list[Kernel]) -> dict[str, float]:
 
 
 SLOPE_SPOTS = (0.1, 0.4, 0.25, 0.55, 0.7)  # where along its slope a level's label may sit
+SLOPE_MORE = (0.85, 0.02, 0.18, 0.33, 0.48, 0.62, 0.78)  # further spots, where those are all on another label
 
 
-def _turned_box(tx: float, ty: float, angle: float, text: str) -> Rect:
-    """The upright box around a start-anchored label at (tx, ty) turned by `angle` degrees about that point."""
+def _turned_box(tx: float, ty: float, angle: float, text: str) -> Turned:
+    """The box of a start-anchored label (6.2 px a character, 12 px high) whose baseline starts at (tx, ty), turned by
+    `angle` degrees about that point (the text's middle is 4 px above its baseline)."""
     a = math.radians(angle)
-    w, h = 6.2 * len(text), 12.0
-    hw = (abs(math.cos(a)) * w + abs(math.sin(a)) * h) / 2
-    hh = (abs(math.sin(a)) * w + abs(math.cos(a)) * h) / 2
-    cx, cy = tx + math.cos(a) * w / 2, ty + math.sin(a) * w / 2 - 4
-    return Rect(cx - hw, cy - hh, cx + hw, cy + hh)
+    w = 6.2 * len(text)
+    return Turned(
+        tx + math.cos(a) * w / 2 + 4 * math.sin(a), ty + math.sin(a) * w / 2 - 4 * math.cos(a), w, 12.0, angle
+    )
 
 
 def level_roofs(
@@ -81,15 +83,15 @@ def level_roofs(
     py: Callable[[float], float],
     angle: float,
     dots: list[tuple[float, float]],
-    avoid: list[Rect],
+    avoid: list[Rect | Turned],
     plot: Rect | None = None,
-) -> tuple[list[LevelRoof], list[Rect]]:
+) -> tuple[list[LevelRoof], list[Rect | Turned]]:
     """A slope per level from the left edge up to the highest FLOP roof, labelled along it near its low end (each
     level further along, so parallel slopes never stack their labels; inside `plot` where a spot is); the label
     boxes."""
     xlo, xhi, ylo, yhi = span
     roofs: list[LevelRoof] = []
-    boxes: list[Rect] = []
+    boxes: list[Rect | Turned] = []
     for n, level in enumerate(LEVELS):
         bw = peaks.get(level)
         if not bw:
@@ -100,22 +102,27 @@ def level_roofs(
             continue
         text = f"{LEVEL_NAMES[level]} {fmt_rate(bw, 'B/s')}"
         # along the slope where the fewest points and no other label are; the first of the least crowded spots
-        best: tuple[int, float, float, Rect] | None = None
-        for frac in SLOPE_SPOTS[n:] + SLOPE_SPOTS[:n]:
+        best: tuple[int, float, float, Rect | Turned] | None = None
+        for k, frac in enumerate(SLOPE_SPOTS[n:] + SLOPE_SPOTS[:n] + SLOPE_MORE):
+            if k == len(SLOPE_SPOTS) and best is not None and best[0] < 1000:
+                break  # the further spots only where every first one is on another label
             xm = 10 ** (math.log10(xa) + (math.log10(xb) - math.log10(xa)) * frac)
             tx, ty = px(xm), py(bw * xm) - 5
-            box = _turned_box(tx, ty, angle, text)
-            crowd = sum(box.x0 - 6 <= x <= box.x1 + 6 and box.y0 - 6 <= y <= box.y1 + 6 for x, y in dots)
-            crowd += 1000 * sum(box.hits(b) for b in avoid + boxes)
-            crowd += 100 * (plot is not None and not box.inside(plot))  # a label off the plot runs over its frame
+            turned = _turned_box(tx, ty, angle, text)
+            crowd = sum(turned.near(x, y, 6) for x, y in dots)
+            crowd += 1000 * sum(overlap(turned, b) for b in avoid + boxes)
+            crowd += 100 * (plot is not None and not turned.inside(plot))  # a label off the plot runs over its frame
             if best is None or crowd < best[0]:
-                best = (crowd, tx, ty, box)
+                best = (crowd, tx, ty, turned)
         assert best is not None
         crowd, tx, ty, box = best
-        if crowd >= 1000:  # on another label wherever it goes (a narrow chart): the slope goes unlabelled
-            text, box = "", Rect(tx, ty, tx, ty)
+        title = ""
+        if crowd >= 1000:  # on another label wherever it goes (a narrow chart): the slope's tooltip says it instead
+            text, title, box = "", text, Rect(tx, ty, tx, ty)
         roofs.append(
-            LevelRoof(level, _f(px(xa)), _f(py(bw * xa)), _f(px(xb)), _f(py(bw * xb)), text, _f(tx), _f(ty), _f(angle))
+            LevelRoof(
+                level, _f(px(xa)), _f(py(bw * xa)), _f(px(xb)), _f(py(bw * xb)), text, _f(tx), _f(ty), _f(angle), title
+            )
         )
         boxes.append(box)
     return roofs, boxes

@@ -8,6 +8,7 @@ estimated from the label's length at the chart's font size, with a margin, so th
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 CHAR_W = 7.2  # px per character of an 11 px bold label (a wide estimate: digits and '#' in system-ui)
@@ -33,6 +34,62 @@ class Rect:
 
 
 @dataclass(frozen=True)
+class Turned:
+    """A turned label's box as drawn: w × h about its centre (cx, cy), turned by `angle` degrees. On a steep slope the
+    upright box around it (`rect`) is several times its area, and parallel slopes' labels would never fit."""
+
+    cx: float
+    cy: float
+    w: float
+    h: float
+    angle: float
+
+    def corners(self) -> list[tuple[float, float]]:
+        a = math.radians(self.angle)
+        c, s = math.cos(a), math.sin(a)
+        half = ((-1, -1), (1, -1), (1, 1), (-1, 1))
+        return [
+            (self.cx + u * self.w / 2 * c - v * self.h / 2 * s, self.cy + u * self.w / 2 * s + v * self.h / 2 * c)
+            for u, v in half
+        ]
+
+    @property
+    def rect(self) -> Rect:
+        xs, ys = zip(*self.corners())
+        return Rect(min(xs), min(ys), max(xs), max(ys))
+
+    def inside(self, o: Rect) -> bool:
+        return self.rect.inside(o)
+
+    def near(self, x: float, y: float, margin: float) -> bool:
+        """Whether (x, y) lies within `margin` of the box (a point under the text)."""
+        a = math.radians(self.angle)
+        dx, dy = x - self.cx, y - self.cy
+        u, v = dx * math.cos(a) + dy * math.sin(a), -dx * math.sin(a) + dy * math.cos(a)
+        return abs(u) <= self.w / 2 + margin and abs(v) <= self.h / 2 + margin
+
+
+def _corners(b: Rect | Turned) -> list[tuple[float, float]]:
+    return b.corners() if isinstance(b, Turned) else [(b.x0, b.y0), (b.x1, b.y0), (b.x1, b.y1), (b.x0, b.y1)]
+
+
+def overlap(a: Rect | Turned, b: Rect | Turned) -> bool:
+    """Whether two boxes, upright or turned, share more than an edge (the separating-axis test)."""
+    if isinstance(a, Rect) and isinstance(b, Rect):
+        return a.hits(b)
+    ca, cb = _corners(a), _corners(b)
+    for poly in (ca, cb):
+        for i in range(2):  # a rectangle's two edge directions; their normals are the axes to test
+            (x0, y0), (x1, y1) = poly[i], poly[i + 1]
+            nx, ny = y0 - y1, x1 - x0
+            pa = [x * nx + y * ny for x, y in ca]
+            pb = [x * nx + y * ny for x, y in cb]
+            if max(pa) <= min(pb) + 1e-9 or max(pb) <= min(pa) + 1e-9:
+                return False
+    return True
+
+
+@dataclass(frozen=True)
 class Spot:
     """A label's text origin (start-anchored baseline), its box, and whether it needs a leader line."""
 
@@ -48,10 +105,10 @@ def label_box(x: float, y: float, text: str) -> Rect:
 
 
 def place_labels(
-    points: list[tuple[float, float, float, str]], bounds: Rect, taken: list[Rect] | None = None
+    points: list[tuple[float, float, float, str]], bounds: Rect, taken: list[Rect | Turned] | None = None
 ) -> list[Spot | None]:
     """A spot for each (cx, cy, r, text), in order, or None where no free spot is near; `taken` boxes are avoided."""
-    blocked = list(taken or [])
+    blocked: list[Rect | Turned] = list(taken or [])
     blocked += [Rect(cx - r, cy - r, cx + r, cy + r) for cx, cy, r, _ in points]
     spots: list[Spot | None] = []
     for cx, cy, r, text in points:
@@ -64,7 +121,7 @@ def place_labels(
                 my = cy + dy * (r + gap + LABEL_H / 2)
                 x, y = mx - w / 2, my + LABEL_H / 2 - 3
                 box = label_box(x, y, text)
-                if box.inside(bounds) and not any(box.hits(b) for b in blocked):
+                if box.inside(bounds) and not any(overlap(box, b) for b in blocked):
                     found = Spot(x, y, box, ring > 0)
                     break
             if found:

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ncuadvisor.comparison import types as dt
-from ncuadvisor.render.view import Generator, take
+from ncuadvisor.render.view import Generator, distinct_labels, take
 from ncuadvisor.result import shape_tagger
 from ncuadvisor.units import compact_name, finite, fmt_change, fmt_delta_ns
 
@@ -135,7 +135,7 @@ class Entry:
     name: Any
     demangled: Any
     shown_name: Any  # the name, else the demangled name
-    label: str  # the short name every summary shows (`units.compact_name`): the terminal's and the markdown's
+    label: str  # the short name every diff output shows (`units.compact_name`, told apart from another kernel's)
     full_name: Any  # the demangled name, else the name
     shape_tag: str
     status: Any
@@ -223,14 +223,14 @@ def _process(p: dt.ProcessMatch | None) -> Process | None:
     return take(Process, p, **sides)
 
 
-def _entry(k: dt.KernelChange, tag: str) -> Entry:
+def _entry(k: dt.KernelChange, tag: str, label: str) -> Entry:
     new, resolved, unchanged = _findings(k.findings)
     process = _process(k.process)
     return take(
         Entry,
         k,
         shown_name=k.name or k.demangled,
-        label=compact_name(k.name or k.demangled),
+        label=label,
         full_name=k.demangled or k.name,
         shape_tag=tag,
         process=process,
@@ -260,7 +260,12 @@ def _shape_tags(entries: list[dt.KernelChange]) -> list[str]:
 
 def diff_view(diff: dt.DiffResult) -> Diff:
     """The view of a diff (the typed JSON contract, schema_version 1)."""
-    entries = [_entry(e, tag) for e, tag in zip(diff.kernels, _shape_tags(diff.kernels))]
+    # each kernel's short name, as the report's table writes it: two kernels of different full names never alike
+    labels = distinct_labels(
+        [compact_name(k.name or k.demangled) for k in diff.kernels],
+        [str(k.demangled or k.name or "") for k in diff.kernels],
+    )
+    entries = [_entry(e, tag, lb) for e, tag, lb in zip(diff.kernels, _shape_tags(diff.kernels), labels)]
     by_status = {s: [e for e in entries if e.status == s] for s in STATUSES}
     news = [(e, f) for e in entries for f in e.findings.new]
     news.sort(key=lambda ef: -(finite(ef[1].estimated_saving_ns) or 0.0))

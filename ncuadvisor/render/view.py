@@ -429,13 +429,10 @@ def _distinct(full: str, others: list[str]) -> str:
     return " ".join(chosen) if not left else ""
 
 
-def kernel_labels(kernels: list[rt.KernelEntry], tags: Mapping[str, str]) -> list[str]:
-    """Each kernel's short name (`compact_name` of the name shown), with what tells it from the other kernels of
-    another full name that would read the same: its template arguments ('gemm_tiled<0>'), else a word of its full
-    name ('direct_copy · unrolled_elementwise_kernel'):
-    kernels of one full name are told apart by their shape tags; any still alike get their place ('#12')."""
-    base = [compact_name(k.display_name or k.name or k.demangled) for k in kernels]
-    fulls = [str(k.demangled or k.name or "") for k in kernels]
+def distinct_labels(base: list[str], fulls: list[str]) -> list[str]:
+    """Short names `base` of kernels whose full names are `fulls`, each with what tells it from the kernels of another
+    full name that read the same: its template arguments ('gemm_tiled<0>'), else a word of its full name
+    ('direct_copy · unrolled_elementwise_kernel'); kernels of one full name keep one name."""
     groups: dict[str, list[int]] = {}
     for i, b in enumerate(base):
         groups.setdefault(b, []).append(i)
@@ -449,6 +446,16 @@ def kernel_labels(kernels: list[rt.KernelEntry], tags: Mapping[str, str]) -> lis
                 continue
             tag = _distinct(fulls[i], others) if others else ""
             labels[i] = f"{base[i]} · {tag}" if tag else base[i]
+    return labels
+
+
+def kernel_labels(kernels: list[rt.KernelEntry], tags: Mapping[str, str]) -> list[str]:
+    """Each kernel's short name (`compact_name` of the name shown), with what tells it from the other kernels of
+    another full name that would read the same: its template arguments ('gemm_tiled<0>'), else a word of its full
+    name ('direct_copy · unrolled_elementwise_kernel'):
+    kernels of one full name are told apart by their shape tags; any still alike get their place ('#12')."""
+    base = [compact_name(k.display_name or k.name or k.demangled) for k in kernels]
+    labels = distinct_labels(base, [str(k.demangled or k.name or "") for k in kernels])
 
     def key(i: int) -> tuple[Any, ...]:
         k = kernels[i]
