@@ -1,14 +1,27 @@
 """What `ncuadvisor report` does to take less time, held to giving the same answers: the built-in rules' code taken
-from their compiled bytecode."""
+from their compiled bytecode, and the SASS of the launches the gated rules admit read by the worker of the deferred
+check, whose disassembler started while the analysis went on (`workers.Helper`)."""
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
+import sys
+import textwrap
 import time
 from pathlib import Path
 
+import pytest
+
+import ncuadvisor.load.reader as reader_module
+from ncuadvisor.errors import InputError
+from ncuadvisor.load.workers import Helper
+from ncuadvisor.pipeline import analyze as pipeline
 from ncuadvisor.rulekit import sandbox
 from ncuadvisor.rulekit.engine import builtin_rules_dir
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def _same_code(a, b) -> bool:
@@ -53,3 +66,92 @@ def test_builtin_rules_run_the_code_of_their_source(tmp_path):
     namespace: dict = {}
     exec(sandbox.builtin_code(rule), namespace)
     assert namespace["VALUE"] == 22
+
+
+def _double(x):
+    return 2 * x
+
+
+def _sleep(_task):
+    time.sleep(60)
+
+
+def _fail(_task):
+    raise ValueError("no such result")
+
+
+def _die(_task):
+    os._exit(3)
+
+
+def test_helper_answers_first_then_the_request():
+    helper = Helper(_double, 21, _double, _double, "reading failed")
+    assert helper.first() == 42
+    assert helper.ask(5) == 10
+    assert helper._proc.exitcode is not None  # ended once it answered
+
+
+def test_helper_is_ended_at_once_while_it_prepares():
+    helper = Helper(_double, 1, _sleep, _double, "reading failed")
+    assert helper.first() == 2
+    t0 = time.monotonic()
+    helper.close()
+    assert time.monotonic() - t0 < 10 and helper._proc.exitcode is not None
+    helper.close()  # twice: nothing more
+
+
+@pytest.mark.parametrize(
+    "first, serve, where",
+    [(_fail, _double, "first"), (_die, _double, "first"), (_double, _fail, "ask"), (_double, _die, "ask")],
+)
+def test_helper_failures_are_one_line(first, serve, where):
+    helper = Helper(first, 1, _double, serve, "reading failed")
+    with pytest.raises(InputError) as err:
+        helper.first()
+        helper.ask(1)
+    assert str(err.value).startswith("reading failed (") and "\n" not in str(err.value)
+    assert helper._proc.exitcode is not None
+    if where == "ask":
+        assert "no such result" in str(err.value) or "exit code 3" in str(err.value)
+
+
+_IN_A_FRESH_PROCESS = textwrap.dedent(
+    """
+    import json, sys
+    from ncuadvisor.load import workers
+    from ncuadvisor.pipeline import analyze
+    asked = []
+    ask = workers.Helper.ask
+    def spy(self, request, failure=None):
+        asked.append([item[0] for item in request[1]])
+        return ask(self, request, failure)
+    workers.Helper.ask = spy
+    result = analyze.analyze(sys.argv[1]).to_dict()
+    result.pop("created")
+    print(json.dumps({"asked": asked, "disassembled_here": workers.disassembled(), "result": result}, default=str))
+    """
+)
+
+
+def test_the_sass_read_by_the_helper_is_the_sass_read_here(report_path, monkeypatch):
+    """torch_scatter: two launches admitted by ATM002's gate; in a fresh process (which has not disassembled) their
+    SASS is read by the helper, this process never disassembling; the result is the one of the SASS read here."""
+    path = report_path("torch_scatter")
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    proc = subprocess.run(
+        [sys.executable, "-c", _IN_A_FRESH_PROCESS, str(path)], capture_output=True, text=True, env=env, cwd=ROOT
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    fresh = json.loads(proc.stdout)
+    assert [len(ids) for ids in fresh["asked"]] == [2] and fresh["disassembled_here"] is False
+
+    original = reader_module.ReportReader.__init__
+
+    def no_helper(self, *args, **kwargs):
+        original(self, *args, **dict(kwargs, sass_later=False))
+
+    monkeypatch.setattr(reader_module.ReportReader, "__init__", no_helper)
+    here = pipeline.analyze(path).to_dict()
+    here.pop("created")
+    assert json.loads(json.dumps(here, default=str)) == fresh["result"]
+    assert any(f["rule"] == "ATM002" for k in here["kernels"] for f in k["findings"])

@@ -18,7 +18,15 @@ from ncuadvisor.errors import InputError
 from ncuadvisor.load import deep, native
 from ncuadvisor.load.inlining import Inlining
 from ncuadvisor.load.native import import_ncu_report, native_stderr_silenced
-from ncuadvisor.load.workers import WORKERS, in_workers, rows_in_parts, share_loaded, start_worker
+from ncuadvisor.load.workers import (
+    WORKERS,
+    Helper,
+    disassembled,
+    in_workers,
+    rows_in_parts,
+    share_loaded,
+    start_worker,
+)
 from ncuadvisor.model import ID_COLUMNS, ResultDetail, Table
 from ncuadvisor.reportfile.integrity import Integrity, check_report
 from ncuadvisor.reportfile.sniff import clocks_locked, held, local_copy, scan_header, whole_copy
@@ -79,12 +87,23 @@ class ReportReader:
     """An opened report: `results()` reads the scalar metrics of every result; `details()` and `locations()` the deep
     data of a few, in this process or, for many, in worker processes."""
 
-    def __init__(self, path: str | os.PathLike[str], metrics: Iterable[str] | None = None, defer_check: bool = False):
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        metrics: Iterable[str] | None = None,
+        defer_check: bool = False,
+        sass_later: bool = False,
+    ):
         """`metrics`: the scalar metrics `results` will be asked for, when known: a big report's rows are then read
         (in workers) while its results are checked, each result parsed once (`_checked`). `defer_check`: the rows
-        read from the file are checked against ncu_report's in a worker while the caller goes on (`confirm`)."""
+        read from the file are checked against ncu_report's in a worker while the caller goes on (`confirm`).
+        `sass_later`: the caller may ask for the SASS of a few results once the analysis has decided which
+        (`add_sass`): the worker of the deferred check then starts ncu_report's disassembler meanwhile, and reads it."""
         self.path = Path(path)
         self._defer_check = defer_check
+        self._sass_later = sass_later
+        # the worker of the deferred check, kept to read the SASS of `add_sass` (`workers.Helper`), until then
+        self._helper: Helper | None = None
         self._pending: tuple[Any, list[int], dict[int, dict[str, Any]], dict[int, Any]] | None = None
         local = local_copy(self.path)
         if local == self.path:  # the user's file itself: read through one descriptor, never by its name again
@@ -225,7 +244,15 @@ class ReportReader:
             for rid in check:
                 rows[rid]["nvtx"] = fast[rid]["nvtx_text"]
             task = (str(self._local), [items[k] for k in check], metrics)
-            result = start_worker(deep.check_rows_task, task, f"{self.path}: reading the results failed")
+            failure = f"{self.path}: reading the results failed"
+            if self._sass_later:
+                # the same check, then the disassembler's start-up (~0.5 s of ncu_report, paid once per process)
+                # while the analysis goes on: the SASS `add_sass` asks for then costs only its own reading
+                helper = Helper(deep.check_rows_task, task, deep.warm_sass, deep.read_sass_task, failure)
+                weakref.finalize(self, helper.close)
+                self._helper, result = helper, helper.first
+            else:
+                result = start_worker(deep.check_rows_task, task, failure)
             self._pending = (result, check, {rid: dict(rows[rid]) for rid in check}, {rid: fast[rid] for rid in check})
             check = []
         for rid, r, a in (items[k] for k in check):
@@ -303,10 +330,18 @@ class ReportReader:
         for ref in refs:
             rid = ref["result_id"]
             if fast[rid]["nvtx_text"] != ref["nvtx"] or not all(native.same(ref[k], rows[rid].get(k)) for k in ref):
+                self.close_helper()
                 raise RowsDisagree(f"{self.path}: the rows read from the file differ from ncu_report's")
         if len(refs) != len(check) or not device:
+            self.close_helper()
             raise RowsDisagree(f"{self.path}: the deferred check did not cover the results")
         return device
+
+    def close_helper(self) -> None:
+        """End the worker kept for `add_sass` (`sass_later`), if any, whatever it is doing."""
+        if self._helper is not None:
+            helper, self._helper = self._helper, None
+            helper.close()
 
     # -- deep data ------------------------------------------------------------------------------------------------
     def details(
@@ -349,13 +384,22 @@ class ReportReader:
         else in worker processes like `details`; the results of one module share the text read."""
         wanted = {rid: sorted({e.pc for es in details[rid].per_instruction.values() for e in es}) for rid in result_ids}
         wanted = {rid: pcs for rid, pcs in wanted.items() if pcs}
+        helper, self._helper = self._helper, None
         if not wanted:
+            if helper is not None:
+                helper.close()
             return
         modules = {rid: mod for rid in wanted if (mod := self._module.get(rid)) is not None}
         split = len([rid for rid in wanted if rid not in self._opened]) > DETAIL_IN_PROCESS_MAX
         items = self._module_chunks({rid: (pcs,) for rid, pcs in wanted.items()}, modules, split)
         failure = "reading the instructions failed"
-        got = dict(self._each(deep.sass_each, deep.read_sass_task, items, (modules,), failure, split))
+        if helper is not None and not split and not disassembled():
+            # what this process would read, read by the worker whose disassembler has started meanwhile
+            got = dict(helper.ask((str(self._local), items[0], modules), f"{self.path}: {failure}"))
+        else:
+            if helper is not None:
+                helper.close()
+            got = dict(self._each(deep.sass_each, deep.read_sass_task, items, (modules,), failure, split))
         for rid, sass in got.items():
             for entries in details[rid].per_instruction.values():
                 for e in entries:
