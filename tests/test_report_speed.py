@@ -118,8 +118,9 @@ def test_helper_failures_are_one_line(first, serve, where):
 _IN_A_FRESH_PROCESS = textwrap.dedent(
     """
     import json, sys
-    from ncuadvisor.load import workers
+    from ncuadvisor.load import reader, workers
     from ncuadvisor.pipeline import analyze
+    reader.spare_cores = lambda: int(sys.argv[2])
     asked = []
     ask = workers.Helper.ask
     def spy(self, request, failure=None):
@@ -133,13 +134,20 @@ _IN_A_FRESH_PROCESS = textwrap.dedent(
 )
 
 
-def test_the_sass_read_by_the_helper_is_the_sass_read_here(report_path, monkeypatch):
+@pytest.mark.parametrize("spare", [0, 1])
+def test_the_sass_read_by_the_helper_is_the_sass_read_here(report_path, monkeypatch, spare):
     """torch_scatter: two launches admitted by ATM002's gate; in a fresh process (which has not disassembled) their
-    SASS is read by the helper, this process never disassembling; the result is the one of the SASS read here."""
+    SASS is read by the helper, this process never disassembling; the result is the one of the SASS read here. With
+    no core to spare the helper is the worker of the deferred check; with one, a worker of its own started with the
+    reader."""
     path = report_path("torch_scatter")
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     proc = subprocess.run(
-        [sys.executable, "-c", _IN_A_FRESH_PROCESS, str(path)], capture_output=True, text=True, env=env, cwd=ROOT
+        [sys.executable, "-c", _IN_A_FRESH_PROCESS, str(path), str(spare)],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=ROOT,
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
     fresh = json.loads(proc.stdout)

@@ -25,6 +25,7 @@ from ncuadvisor.load.workers import (
     in_workers,
     rows_in_parts,
     share_loaded,
+    spare_cores,
     start_worker,
 )
 from ncuadvisor.model import ID_COLUMNS, ResultDetail, Table
@@ -137,6 +138,18 @@ class ReportReader:
             self._index.extend((r, a) for a in range(rng.num_actions() or 0))
         if not self._index:
             raise InputError(f"{self.path}: the report holds no kernel results")
+        if sass_later and spare_cores() >= 1 and not disassembled():
+            # a core to spare: the disassembler starts now, in a worker of its own (see `add_sass`)
+            first: list[tuple[int, int, int]] = [(0, *self._index[0])]
+            helper = Helper(
+                None,
+                (str(local), first, []),
+                deep.warm_sass,
+                deep.read_sass_task,
+                f"{self.path}: reading the results failed",
+            )
+            weakref.finalize(self, helper.close)
+            self._helper = helper
         self._opened: dict[int, Any] = {}
         # per result read by `details`: the location of every listed instruction and the text of their files
         self._located: dict[int, tuple[dict[int, Location], dict[str, str | None]]] = {}
@@ -245,7 +258,7 @@ class ReportReader:
                 rows[rid]["nvtx"] = fast[rid]["nvtx_text"]
             task = (str(self._local), [items[k] for k in check], metrics)
             failure = f"{self.path}: reading the results failed"
-            if self._sass_later:
+            if self._sass_later and self._helper is None:
                 # the same check, then the disassembler's start-up (~0.5 s of ncu_report, paid once per process)
                 # while the analysis goes on: the SASS `add_sass` asks for then costs only its own reading
                 helper = Helper(deep.check_rows_task, task, deep.warm_sass, deep.read_sass_task, failure)
@@ -393,12 +406,17 @@ class ReportReader:
         split = len([rid for rid in wanted if rid not in self._opened]) > DETAIL_IN_PROCESS_MAX
         items = self._module_chunks({rid: (pcs,) for rid, pcs in wanted.items()}, modules, split)
         failure = "reading the instructions failed"
+        got: dict[int, Any] | None = None
         if helper is not None and not split and not disassembled():
-            # what this process would read, read by the worker whose disassembler has started meanwhile
-            got = dict(helper.ask((str(self._local), items[0], modules), f"{self.path}: {failure}"))
-        else:
-            if helper is not None:
-                helper.close()
+            # what this process would read, read by the worker whose disassembler has started meanwhile; where it
+            # fails (a result it cannot open, a crash of the native library), read here as before
+            try:
+                got = dict(helper.ask((str(self._local), items[0], modules), f"{self.path}: {failure}"))
+            except InputError:
+                got = None
+        elif helper is not None:
+            helper.close()
+        if got is None:
             got = dict(self._each(deep.sass_each, deep.read_sass_task, items, (modules,), failure, split))
         for rid, sass in got.items():
             for entries in details[rid].per_instruction.values():

@@ -22,6 +22,15 @@ def note_disassembly() -> None:
     _disassembled_here = True
 
 
+def spare_cores() -> int:
+    """The cores this process may run on beyond its own and WORKERS workers' (0 on a 2-core machine)."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cores = os.cpu_count() or 1
+    return max(0, cores - 1 - WORKERS)
+
+
 def disassembled() -> bool:
     """Whether this process has resolved an instruction in-process (its disassembler has started)."""
     return _disassembled_here
@@ -190,8 +199,8 @@ def rows_in_parts(
 
 
 def _helper_main(first: Any, task: Any, prepare: Any, serve: Any, conn: Any) -> None:
-    """`start_helper`'s worker: answers `first(task)`, runs `prepare(task)`, then answers one request with
-    `serve(request)` (None: nothing is asked, the worker ends)."""
+    """`Helper`'s worker: answers `first(task)` (unless `first` is None), runs `prepare(task)`, then answers one
+    request with `serve(request)` (None: nothing is asked, the worker ends)."""
     try:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, 2)
@@ -199,11 +208,12 @@ def _helper_main(first: Any, task: Any, prepare: Any, serve: Any, conn: Any) -> 
     except OSError:
         pass
     try:
-        reply = (True, first(task))
+        reply = (True, first(task) if first is not None else None)
     except BaseException as exc:  # sent to the parent as one line, never a traceback
         reply = (False, f"{type(exc).__name__}: {exc}")
     try:
-        conn.send(reply)
+        if first is not None:
+            conn.send(reply)
         if not reply[0]:
             return
         try:
@@ -225,11 +235,14 @@ def _helper_main(first: Any, task: Any, prepare: Any, serve: Any, conn: Any) -> 
 
 
 class Helper:
-    """A worker process started now (as `in_workers` starts them) that answers `first(task)`, then gets ready for a
-    request (`prepare(task)`) while this process goes on, and answers one request, `serve(request)`, if it is asked
-    (`ask`); `close` ends it, ready or not (it is never waited for: what it prepared is a head start, not a result)."""
+    """A worker process started now (as `in_workers` starts them) that answers `first(task)` (`first`; none when
+    `first` is None), then gets ready for a request (`prepare(task)`) while this process goes on, and answers one
+    request, `serve(request)`, if it is asked (`ask`); `close` ends it, ready or not (it is never waited for: what it
+    prepared is a head start, not a result)."""
 
-    def __init__(self, first: Callable[[Any], Any], task: Any, prepare: Callable[[Any], Any], serve: Any, failure: str):
+    def __init__(
+        self, first: Callable[[Any], Any] | None, task: Any, prepare: Callable[[Any], Any], serve: Any, failure: str
+    ):
         import multiprocessing
 
         ctx: Any = multiprocessing.get_context(_start_method())
