@@ -163,3 +163,20 @@ def test_the_sass_read_by_the_helper_is_the_sass_read_here(report_path, monkeypa
     here.pop("created")
     assert json.loads(json.dumps(here, default=str)) == fresh["result"]
     assert any(f["rule"] == "ATM002" for k in here["kernels"] for f in k["findings"])
+
+
+@pytest.mark.parametrize("fixture, debug", [("flaws", False), ("torch_scatter", False), ("pipeline_v1", True)])
+def test_one_walk_gives_the_modules_lines_and_debug_builds(report_path, tmp_path, fixture, debug):
+    """`modules.module_facts` (what the reader reads of the modules, in one walk of the file) is `result_modules`
+    and `debug_modules`, each walking the file on its own; `debug`: pipeline_v1 made a debug build's, as
+    tests/test_debug_build.py makes it (a section renamed .debug_info, the ELF whole)."""
+    from ncuadvisor.reportfile import modules
+
+    path = Path(report_path(fixture))
+    if debug:
+        data = path.read_bytes()
+        path = tmp_path / "debug.ncu-rep"
+        path.write_bytes(data.replace(b".debug_frame\x00", b".debug_info\x00\x00"))
+    facts = modules.module_facts(path)
+    assert facts is not None and facts[:3] == modules.result_modules(path) and facts[3] == modules.debug_modules(path)
+    assert set(facts[3].values()) == {debug}

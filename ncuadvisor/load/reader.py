@@ -160,6 +160,7 @@ class ReportReader:
         self._lines_known: set[int] = set()  # the results `without_lines` has looked at
         self._module: dict[int, int | None] = {}  # `without_lines`: the module id each result names, from the file
         self._size: dict[int, int] = {}  # `without_lines`: the size of each result's message in the file
+        self._debug_modules: dict[int, bool] | None = None  # `without_lines`: `modules.debug_modules` of the file
         self.ncu_version, self.command_line = scan_header(local)
         self.clocks_locked = clocks_locked(local)  # ncu's clock control: True base (its default), False none
         try:
@@ -480,22 +481,22 @@ class ReportReader:
         from ncuadvisor.reportfile.modules import debug_modules
 
         ids = set(result_ids)
-        self.without_lines(ids)  # the module of each result, read from the file
-        debug = debug_modules(self._local) or {}
+        self.without_lines(ids)  # the module of each result, read from the file, and (the same walk) the debug builds
+        debug = self._debug_modules if self._debug_modules is not None else (debug_modules(self._local) or {})
         return frozenset(rid for rid in ids if debug.get(self._module.get(rid) or -1, False))
 
     def without_lines(self, result_ids: Iterable[int]) -> frozenset[int]:
         """Those of the results whose module is known, from the report file, to carry no source-line information:
         their instructions are at no file and no line without asking `ncu_report` (whose first lookup of a result
         loads its module's line tables, 0.15-0.45 s, to find them empty). Only these results' payloads are read."""
-        from ncuadvisor.reportfile.modules import result_modules
+        from ncuadvisor.reportfile.modules import module_facts
 
         ids = set(result_ids)
         todo = ids - self._lines_known
         if todo:
-            found = result_modules(self._local, todo)
+            found = module_facts(self._local, todo)
             if found is not None and len(found[0]) == len(self._index):
-                module_of, lines, sizes = found
+                module_of, lines, sizes, self._debug_modules = found
                 for rid in todo:
                     mod = module_of[rid]
                     self._module[rid] = mod
