@@ -49,13 +49,16 @@ def run(cmd: list[str], **kw) -> subprocess.CompletedProcess:
     return p
 
 
-def install(venv: Path, wheels: Path, isolation: bool = True, extra: list[Path] | None = None) -> tuple[Path, str, str]:
-    """Build the wheel, install it into a fresh `venv` (with the `extra` wheels, no dependencies, no index); (its
-    python, the wheel's name, where ncuadvisor imports from)."""
+def install(
+    venv: Path, wheels: Path, isolation: bool = True, extra: list[Path] | None = None, built: Path | None = None
+) -> tuple[Path, str, str]:
+    """Build the wheel (or take `built`, one built elsewhere from this tree), install it into a fresh `venv` (with
+    the `extra` wheels, no dependencies, no index); (its python, the wheel's name, where ncuadvisor imports from)."""
     shutil.rmtree(wheels, ignore_errors=True)
-    build = [sys.executable, "-m", "pip", "wheel", str(ROOT), "-w", str(wheels), "--no-deps", "-q"]
-    run(build + ([] if isolation else ["--no-build-isolation"]), cwd=ROOT)
-    wheel = next(wheels.glob("ncuadvisor-*.whl"), None)
+    if built is None:
+        build = [sys.executable, "-m", "pip", "wheel", str(ROOT), "-w", str(wheels), "--no-deps", "-q"]
+        run(build + ([] if isolation else ["--no-build-isolation"]), cwd=ROOT)
+    wheel = built or next(wheels.glob("ncuadvisor-*.whl"), None)
     if wheel is None:
         raise SystemExit(f"report_speed: no ncuadvisor wheel in {wheels}")
     shutil.rmtree(venv, ignore_errors=True)
@@ -126,12 +129,13 @@ def main() -> int:
     ap.add_argument("--first", type=int, default=None, help="also each report's first N results (the file cut)")
     ap.add_argument("--no-build-isolation", action="store_true", help="build the wheel with the installed backend")
     ap.add_argument("--wheel", type=Path, action="append", default=[], help="another wheel to install (ncu_report)")
+    ap.add_argument("--built", type=Path, default=None, help="the ncuadvisor wheel, built elsewhere from this tree")
     args = ap.parse_args()
     for r in args.reports:
         if not r.is_file():
             raise SystemExit(f"report_speed: no report at {r}")
     wheels = Path(tempfile.gettempdir()) / "ncuadvisor-wheels"
-    python, wheel, where = install(args.venv, wheels, not args.no_build_isolation, args.wheel)
+    python, wheel, where = install(args.venv, wheels, not args.no_build_isolation, args.wheel, args.built)
     version = run([str(python), "-c", "import ncu_report, sys; print(sys.version.split()[0])"]).stdout.strip()
     print(f"wheel {wheel} in {args.venv} (ncuadvisor imported from {where}); Python {version}")
     print(f"machine: {platform.machine()}, {os.cpu_count()} CPUs, load average before {os.getloadavg()[0]:.1f}")

@@ -22,10 +22,17 @@ source benchmarks/device/env.sh
 part_start
 python3 -c "import transformers; print('transformers', transformers.__version__)" >> "$OUT/env.txt" 2>&1
 nproc >> "$OUT/env.txt"; uptime >> "$OUT/env.txt"
-# the build backend: installed, else from wheels carried in .whl/ (hatchling and its dependencies)
-if ! python3 -c "import hatchling" 2>/dev/null; then
-  python3 -m pip install -q --no-index --find-links .whl hatchling >> "$OUT/steps.log" 2>&1 \
-    || say "hatchling is not installed and not in .whl/: the wheel cannot be built here (pip download -d .whl hatchling)"
+# the build backend: installed, else from wheels carried in .whl/ (hatchling and its dependencies); else the
+# ncuadvisor wheel carried in .whl/, built elsewhere from this tree (`pip wheel . --no-deps -w .whl`)
+BUILT=()
+if ! python3 -c "import hatchling" 2>/dev/null \
+  && ! python3 -m pip install -q --no-index --find-links .whl hatchling >> "$OUT/steps.log" 2>&1; then
+  if ls .whl/ncuadvisor-*.whl > /dev/null 2>&1; then
+    BUILT=(--built "$(ls .whl/ncuadvisor-*.whl | head -1)")
+    say "no hatchling here: the carried ${BUILT[1]} is installed (built elsewhere: it must be this tree's)"
+  else
+    say "no hatchling here and no ncuadvisor wheel in .whl/: pip download -d .whl hatchling, or pip wheel . -w .whl"
+  fi
 fi
 REPORT=/tmp/gpt2_full60
 say "capture: ncu --set full -c $COUNT on $PROGRAM"
@@ -35,7 +42,7 @@ say "capture rc=$? ($(grep -c '==PROF== Profiling' "$OUT/ncu.log") launches prof
 [ -f "$REPORT.ncu-rep" ] || { say "no report: see ncu.log"; tail -20 "$OUT/ncu.log"; exit 1; }
 # the measurement, PYTHONPATH cleared by report_speed.py itself (the installed wheel runs, not this checkout)
 timeout $(( $(left) - 70 )) python3 benchmarks/report_speed.py "$REPORT.ncu-rep" --pairs "$PAIRS" \
-  --venv /tmp/ncuadvisor-wheel --no-build-isolation $(ls .whl/ncu_report-*.whl 2>/dev/null | sed 's/^/--wheel /') \
+  --venv /tmp/ncuadvisor-wheel --no-build-isolation "${BUILT[@]}" $(ls .whl/ncu_report-*.whl 2>/dev/null | sed 's/^/--wheel /') \
   > "$OUT/report_speed_60.txt" 2>&1
 say "report_speed rc=$?"
 cat "$OUT/report_speed_60.txt"
