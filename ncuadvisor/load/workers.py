@@ -201,11 +201,17 @@ def rows_in_parts(
 def _helper_main(first: Any, task: Any, prepare: Any, serve: Any, conn: Any) -> None:
     """`Helper`'s worker: answers `first(task)` (unless `first` is None), runs `prepare(task)`, then answers one
     request with `serve(request)` (None: nothing is asked, the worker ends)."""
+    import signal
+
     try:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, 2)
         os.close(devnull)
     except OSError:
+        pass
+    try:  # ended at once by `Helper.close`, even inside the native library (a handler would wait for it to return)
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    except (OSError, ValueError):
         pass
     try:
         reply = (True, first(task) if first is not None else None)
@@ -289,6 +295,6 @@ class Helper:
             return
         self._open = False
         if self._proc.exitcode is None:
-            self._proc.terminate()
+            self._proc.kill()  # nothing of it is kept: no need to let it end its own way
         self._proc.join()
         self._conn.close()
