@@ -180,3 +180,33 @@ def test_one_walk_gives_the_modules_lines_and_debug_builds(report_path, tmp_path
     facts = modules.module_facts(path)
     assert facts is not None and facts[:3] == modules.result_modules(path) and facts[3] == modules.debug_modules(path)
     assert set(facts[3].values()) == {debug}
+
+
+_HELPER_FAILS = textwrap.dedent(
+    """
+    import json, sys
+    from ncuadvisor.load import deep, workers
+    from ncuadvisor.pipeline import analyze
+    def broken(task):
+        raise RuntimeError("the native library cannot read this")
+    deep.read_sass_task = broken
+    result = analyze.analyze(sys.argv[1]).to_dict()
+    result.pop("created")
+    print(json.dumps({"disassembled_here": workers.disassembled(), "result": result}, default=str))
+    """
+)
+
+
+def test_a_helper_that_fails_leaves_the_sass_to_be_read_here(report_path):
+    """The helper's reading of the SASS raises: this process reads it as it did before the helper, the same result
+    (and no line of the failure reaches the user)."""
+    path = report_path("torch_scatter")
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    runs = [
+        subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True, env=env, cwd=ROOT)
+        for code in (_HELPER_FAILS, _IN_A_FRESH_PROCESS.replace("int(sys.argv[2])", "0"))
+    ]
+    assert [p.returncode for p in runs] == [0, 0], runs[0].stderr[-2000:] + runs[1].stderr[-2000:]
+    failed, helped = (json.loads(p.stdout) for p in runs)
+    assert failed["disassembled_here"] is True and helped["disassembled_here"] is False
+    assert failed["result"] == helped["result"] and runs[0].stderr == ""
