@@ -272,6 +272,24 @@ def read_deep_task(task: tuple[Any, ...]) -> list[tuple[int, dict[str, Any]]]:
     return deep_of(worker_actions(path, items), *args)
 
 
+# instanced metrics whose correlation ids are instruction addresses, tried in turn for one address to disassemble
+WARM_METRICS = ("inst_executed", "smsp__pcsamp_sample_count")
+
+
+def warm_sass(task: tuple[str, list[tuple[int, int, int]], list[str]]) -> None:
+    """Worker (`workers.Helper`, after `check_rows_task` of the same task): disassemble one instruction of the task's
+    first result, so that this process has paid ncu_report's start-up of its disassembler (~0.5 s, whatever the
+    module or the report) before it is asked for the SASS of other results (`read_sass_task`)."""
+    path, items, _ = task
+    for _item, action in worker_actions(path, items[:1]):
+        for name in WARM_METRICS:
+            metric = action.metric_by_name(name)
+            if metric is not None and metric.num_instances():
+                note_disassembly()
+                action.sass_by_pc(metric.correlation_ids().as_uint64(0))
+                return
+
+
 def read_sass_task(task: tuple[Any, ...]) -> list[tuple[int, Any]]:
     """Worker: `sass_each` of the (result id, range, action, pcs) items of a task (report path, items, modules)."""
     path, items, modules = task

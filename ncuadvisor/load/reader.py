@@ -18,7 +18,16 @@ from ncuadvisor.errors import InputError
 from ncuadvisor.load import deep, native
 from ncuadvisor.load.inlining import Inlining
 from ncuadvisor.load.native import import_ncu_report, native_stderr_silenced
-from ncuadvisor.load.workers import WORKERS, in_workers, rows_in_parts, share_loaded, start_worker
+from ncuadvisor.load.workers import (
+    WORKERS,
+    Helper,
+    disassembled,
+    in_workers,
+    rows_in_parts,
+    share_loaded,
+    spare_cores,
+    start_worker,
+)
 from ncuadvisor.model import ID_COLUMNS, ResultDetail, Table
 from ncuadvisor.reportfile.integrity import Integrity, check_report
 from ncuadvisor.reportfile.sniff import clocks_locked, held, local_copy, scan_header, whole_copy
@@ -79,12 +88,23 @@ class ReportReader:
     """An opened report: `results()` reads the scalar metrics of every result; `details()` and `locations()` the deep
     data of a few, in this process or, for many, in worker processes."""
 
-    def __init__(self, path: str | os.PathLike[str], metrics: Iterable[str] | None = None, defer_check: bool = False):
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        metrics: Iterable[str] | None = None,
+        defer_check: bool = False,
+        sass_later: bool = False,
+    ):
         """`metrics`: the scalar metrics `results` will be asked for, when known: a big report's rows are then read
         (in workers) while its results are checked, each result parsed once (`_checked`). `defer_check`: the rows
-        read from the file are checked against ncu_report's in a worker while the caller goes on (`confirm`)."""
+        read from the file are checked against ncu_report's in a worker while the caller goes on (`confirm`).
+        `sass_later`: the caller may ask for the SASS of a few results once the analysis has decided which
+        (`add_sass`): the worker of the deferred check then starts ncu_report's disassembler meanwhile, and reads it."""
         self.path = Path(path)
         self._defer_check = defer_check
+        self._sass_later = sass_later
+        # the worker of the deferred check, kept to read the SASS of `add_sass` (`workers.Helper`), until then
+        self._helper: Helper | None = None
         self._pending: tuple[Any, list[int], dict[int, dict[str, Any]], dict[int, Any]] | None = None
         local = local_copy(self.path)
         if local == self.path:  # the user's file itself: read through one descriptor, never by its name again
@@ -118,6 +138,18 @@ class ReportReader:
             self._index.extend((r, a) for a in range(rng.num_actions() or 0))
         if not self._index:
             raise InputError(f"{self.path}: the report holds no kernel results")
+        if sass_later and spare_cores() >= 1 and not disassembled():
+            # a core to spare: the disassembler starts now, in a worker of its own (see `add_sass`)
+            first: list[tuple[int, int, int]] = [(0, *self._index[0])]
+            helper = Helper(
+                None,
+                (str(local), first, []),
+                deep.warm_sass,
+                deep.read_sass_task,
+                f"{self.path}: reading the results failed",
+            )
+            weakref.finalize(self, helper.close)
+            self._helper = helper
         self._opened: dict[int, Any] = {}
         # per result read by `details`: the location of every listed instruction and the text of their files
         self._located: dict[int, tuple[dict[int, Location], dict[str, str | None]]] = {}
@@ -128,6 +160,7 @@ class ReportReader:
         self._lines_known: set[int] = set()  # the results `without_lines` has looked at
         self._module: dict[int, int | None] = {}  # `without_lines`: the module id each result names, from the file
         self._size: dict[int, int] = {}  # `without_lines`: the size of each result's message in the file
+        self._debug_modules: dict[int, bool] | None = None  # `without_lines`: `modules.debug_modules` of the file
         self.ncu_version, self.command_line = scan_header(local)
         self.clocks_locked = clocks_locked(local)  # ncu's clock control: True base (its default), False none
         try:
@@ -225,7 +258,15 @@ class ReportReader:
             for rid in check:
                 rows[rid]["nvtx"] = fast[rid]["nvtx_text"]
             task = (str(self._local), [items[k] for k in check], metrics)
-            result = start_worker(deep.check_rows_task, task, f"{self.path}: reading the results failed")
+            failure = f"{self.path}: reading the results failed"
+            if self._sass_later and self._helper is None:
+                # the same check, then the disassembler's start-up (~0.5 s of ncu_report, paid once per process)
+                # while the analysis goes on: the SASS `add_sass` asks for then costs only its own reading
+                helper = Helper(deep.check_rows_task, task, deep.warm_sass, deep.read_sass_task, failure)
+                weakref.finalize(self, helper.close)
+                self._helper, result = helper, helper.first
+            else:
+                result = start_worker(deep.check_rows_task, task, failure)
             self._pending = (result, check, {rid: dict(rows[rid]) for rid in check}, {rid: fast[rid] for rid in check})
             check = []
         for rid, r, a in (items[k] for k in check):
@@ -303,10 +344,18 @@ class ReportReader:
         for ref in refs:
             rid = ref["result_id"]
             if fast[rid]["nvtx_text"] != ref["nvtx"] or not all(native.same(ref[k], rows[rid].get(k)) for k in ref):
+                self.close_helper()
                 raise RowsDisagree(f"{self.path}: the rows read from the file differ from ncu_report's")
         if len(refs) != len(check) or not device:
+            self.close_helper()
             raise RowsDisagree(f"{self.path}: the deferred check did not cover the results")
         return device
+
+    def close_helper(self) -> None:
+        """End the worker kept for `add_sass` (`sass_later`), if any, whatever it is doing."""
+        if self._helper is not None:
+            helper, self._helper = self._helper, None
+            helper.close()
 
     # -- deep data ------------------------------------------------------------------------------------------------
     def details(
@@ -349,13 +398,27 @@ class ReportReader:
         else in worker processes like `details`; the results of one module share the text read."""
         wanted = {rid: sorted({e.pc for es in details[rid].per_instruction.values() for e in es}) for rid in result_ids}
         wanted = {rid: pcs for rid, pcs in wanted.items() if pcs}
+        helper, self._helper = self._helper, None
         if not wanted:
+            if helper is not None:
+                helper.close()
             return
         modules = {rid: mod for rid in wanted if (mod := self._module.get(rid)) is not None}
         split = len([rid for rid in wanted if rid not in self._opened]) > DETAIL_IN_PROCESS_MAX
         items = self._module_chunks({rid: (pcs,) for rid, pcs in wanted.items()}, modules, split)
         failure = "reading the instructions failed"
-        got = dict(self._each(deep.sass_each, deep.read_sass_task, items, (modules,), failure, split))
+        got: dict[int, Any] | None = None
+        if helper is not None and not split and not disassembled():
+            # what this process would read, read by the worker whose disassembler has started meanwhile; where it
+            # fails (a result it cannot open, a crash of the native library), read here as before
+            try:
+                got = dict(helper.ask((str(self._local), items[0], modules), f"{self.path}: {failure}"))
+            except InputError:
+                got = None
+        elif helper is not None:
+            helper.close()
+        if got is None:
+            got = dict(self._each(deep.sass_each, deep.read_sass_task, items, (modules,), failure, split))
         for rid, sass in got.items():
             for entries in details[rid].per_instruction.values():
                 for e in entries:
@@ -418,22 +481,22 @@ class ReportReader:
         from ncuadvisor.reportfile.modules import debug_modules
 
         ids = set(result_ids)
-        self.without_lines(ids)  # the module of each result, read from the file
-        debug = debug_modules(self._local) or {}
+        self.without_lines(ids)  # the module of each result, read from the file, and (the same walk) the debug builds
+        debug = self._debug_modules if self._debug_modules is not None else (debug_modules(self._local) or {})
         return frozenset(rid for rid in ids if debug.get(self._module.get(rid) or -1, False))
 
     def without_lines(self, result_ids: Iterable[int]) -> frozenset[int]:
         """Those of the results whose module is known, from the report file, to carry no source-line information:
         their instructions are at no file and no line without asking `ncu_report` (whose first lookup of a result
         loads its module's line tables, 0.15-0.45 s, to find them empty). Only these results' payloads are read."""
-        from ncuadvisor.reportfile.modules import result_modules
+        from ncuadvisor.reportfile.modules import module_facts
 
         ids = set(result_ids)
         todo = ids - self._lines_known
         if todo:
-            found = result_modules(self._local, todo)
+            found = module_facts(self._local, todo)
             if found is not None and len(found[0]) == len(self._index):
-                module_of, lines, sizes = found
+                module_of, lines, sizes, self._debug_modules = found
                 for rid in todo:
                     mod = module_of[rid]
                     self._module[rid] = mod

@@ -22,6 +22,20 @@ def note_disassembly() -> None:
     _disassembled_here = True
 
 
+def spare_cores() -> int:
+    """The cores this process may run on beyond its own and WORKERS workers' (0 on a 2-core machine)."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cores = os.cpu_count() or 1
+    return max(0, cores - 1 - WORKERS)
+
+
+def disassembled() -> bool:
+    """Whether this process has resolved an instruction in-process (its disassembler has started)."""
+    return _disassembled_here
+
+
 # The report this process loaded last through ncu_report: (path, (size, modification time), context). A worker
 # forked from this process opens that report's results through the context it inherited instead of loading the report
 # again (ncu_report reads the whole file to load it: ~0.1 s for 160 MB, ~0.2 s for 830 MB, in every worker). The
@@ -182,3 +196,105 @@ def rows_in_parts(
     if any(p is None for p in parts):
         return None
     return [row for p in parts for row in p]
+
+
+def _helper_main(first: Any, task: Any, prepare: Any, serve: Any, conn: Any) -> None:
+    """`Helper`'s worker: answers `first(task)` (unless `first` is None), runs `prepare(task)`, then answers one
+    request with `serve(request)` (None: nothing is asked, the worker ends)."""
+    import signal
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, 2)
+        os.close(devnull)
+    except OSError:
+        pass
+    try:  # ended at once by `Helper.close`, even inside the native library (a handler would wait for it to return)
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    except (OSError, ValueError):
+        pass
+    try:
+        reply = (True, first(task) if first is not None else None)
+    except BaseException as exc:  # sent to the parent as one line, never a traceback
+        reply = (False, f"{type(exc).__name__}: {exc}")
+    try:
+        if first is not None:
+            conn.send(reply)
+        if not reply[0]:
+            return
+        try:
+            prepare(task)
+        except BaseException:  # noqa: BLE001 - a head start only: the request is served without it
+            pass
+        request = conn.recv()
+        if request is None:
+            return
+        try:
+            answer = (True, serve(request))
+        except BaseException as exc:
+            answer = (False, f"{type(exc).__name__}: {exc}")
+        conn.send(answer)
+    except (EOFError, OSError):  # the parent went away or closed its end: nothing more is asked
+        pass
+    finally:
+        conn.close()
+
+
+class Helper:
+    """A worker process started now (as `in_workers` starts them) that answers `first(task)` (`first`; none when
+    `first` is None), then gets ready for a request (`prepare(task)`) while this process goes on, and answers one
+    request, `serve(request)`, if it is asked (`ask`); `close` ends it, ready or not (it is never waited for: what it
+    prepared is a head start, not a result)."""
+
+    def __init__(
+        self, first: Callable[[Any], Any] | None, task: Any, prepare: Callable[[Any], Any], serve: Any, failure: str
+    ):
+        import multiprocessing
+
+        ctx: Any = multiprocessing.get_context(_start_method())
+        self._conn, child = ctx.Pipe(duplex=True)
+        self._proc = ctx.Process(target=_helper_main, args=(first, task, prepare, serve, child), daemon=True)
+        self._proc.start()
+        child.close()
+        self._failure = failure
+        self._open = True
+
+    def first(self) -> Any:
+        """The answer to the first task (waiting for it); the InputError, starting with `failure`, of a task that
+        raised or of a worker that died (the worker is then ended)."""
+        return self._answer()
+
+    def ask(self, request: Any, failure: str | None = None) -> Any:
+        """`serve(request)` in the worker (waiting for it to be ready), which then ends; the InputError, starting
+        with `failure` (by default the one given at the start), of a request that raised or of a worker that died."""
+        self._failure = failure or self._failure
+        try:
+            self._conn.send(request)
+        except (OSError, ValueError):
+            self.close()
+            raise InputError(f"{self._failure} (a worker process died, exit code {self._proc.exitcode})") from None
+        try:
+            return self._answer()
+        finally:
+            self.close()
+
+    def _answer(self) -> Any:
+        try:
+            ok, payload = self._conn.recv()
+        except (EOFError, OSError):
+            self.close()
+            raise InputError(f"{self._failure} (a worker process died, exit code {self._proc.exitcode})") from None
+        if not ok:
+            self.close()
+            raise InputError(f"{self._failure} ({payload})")
+        return payload
+
+    def close(self) -> None:
+        """End the worker now, whatever it is doing, and wait for it to be gone."""
+        if not self._open:
+            return
+        self._open = False
+        if self._proc.exitcode is None:
+            self._proc.kill()  # nothing of it is kept: no need to let it end its own way
+        self._proc.join()
+        self._conn.close()

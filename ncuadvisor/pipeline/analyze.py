@@ -124,15 +124,15 @@ def _analyze(
     before the device is needed), RowsDisagree where they differ."""
     # read
     metrics = list(dict.fromkeys(roofline.METRICS + CARD_METRICS + engine.required_metrics(rules)))
-    reader = ReportReader(path, metrics, defer_check=defer_check)
-    profile = read_results(reader, metrics)
-    kernels = group_kernels(profile.results, pick=pick)
-    names = {rid: (k.name, k.demangled) for rid, k in _analysed_launches(kernels)}
-    sass_wanted = engine.sass_languages(rules)
     # the SASS is read with the deep data, for the kernels in a language whose rules read instructions (a library
     # kernel's thousands of instructions are not read), unless every such rule is gated (`Rule.sass_when`): those
     # kernels' SASS is read afterwards, for the ones a gate admits
     gated = engine.gated_sass_languages(rules)
+    reader = ReportReader(path, metrics, defer_check=defer_check, sass_later=bool(gated))
+    profile = read_results(reader, metrics)
+    kernels = group_kernels(profile.results, pick=pick)
+    names = {rid: (k.name, k.demangled) for rid, k in _analysed_launches(kernels)}
+    sass_wanted = engine.sass_languages(rules)
     first = frozenset(sass_wanted - gated)
     sass_for = partial(_wants_sass, names, first) if first else None
     # the rules' per-instruction metrics, and those the roofline reads (`needed.py`: the load/store split, XU work)

@@ -85,6 +85,14 @@ def result_modules(
     none), for each module whether it may carry line information (False: known to have none), and the size of each
     result's message in bytes, in file order (what opening it costs `ncu_report` goes with it). None when the file
     is not in the layout described above."""
+    found = module_facts(path, wanted)
+    return None if found is None else found[:3]
+
+
+def module_facts(
+    path: str | os.PathLike[str], wanted: Iterable[int] | None = None
+) -> tuple[list[int | None], dict[int, bool], list[int], dict[int, bool]] | None:
+    """`result_modules` and, from the same walk (each module's sections read once), `debug_modules`."""
     want = None if wanted is None else set(wanted)
     try:
         with open(path, "rb") as fh:
@@ -92,15 +100,18 @@ def result_modules(
             module_of: list[int | None] = []
             lines: dict[int, bool] = {}
             sizes: list[int] = []
+            debug: dict[int, bool] = {}
             for kind, ident, start, end in _payloads(mm, want, _result_module_class()):
                 if kind == "result":
                     module_of.append(ident)
                     sizes.append(end - start)
                 elif ident is not None:
-                    has = elf_has_lines(mm, start, end)
+                    sections = elf_sections(mm, start, end - start)
+                    has = None if sections is None else any(s.name.encode().startswith(LINE_SECTIONS) for s in sections)
                     # unknown counts as "has lines"; a module seen twice keeps "has lines" if either says so
                     lines[ident] = lines.get(ident, False) or has is not False
-            return module_of, lines, sizes
+                    debug[ident] = debug.get(ident, False) or any(s.name in DEBUG_SECTIONS for s in sections or [])
+            return module_of, lines, sizes, debug
     except Exception:  # a layout this reader does not know
         return None
 

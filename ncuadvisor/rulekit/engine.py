@@ -60,7 +60,7 @@ def _load_rule_file(path: Path, origin: str) -> list[Rule | ProgramRule]:
         raise RuleError(f"{path}: cannot load rule file")
     module = importlib.util.module_from_spec(spec)
     sys.modules[mod_name] = module
-    sandbox.load_rule_module(path, module, sandbox.limit_for(origin))
+    sandbox.load_rule_module(path, module, sandbox.limit_for(origin), builtin=origin == "builtin")
     classes = [
         c
         for _, c in inspect.getmembers(module, inspect.isclass)

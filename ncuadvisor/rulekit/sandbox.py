@@ -90,16 +90,34 @@ def _kind(mode: int) -> str:
     return "not a regular file"
 
 
-def load_rule_module(path: Path, module: Any, limit_s: float | None) -> None:
-    """Run a rule file's code (read by `read_rule_source`) in `module`, contained; a failure is a RuleError."""
-    source = read_rule_source(path)
-    try:
-        code = compile(source, str(path), "exec", dont_inherit=True)
-    except (SyntaxError, ValueError) as exc:  # ValueError: a NUL byte in the source
-        raise RuleError(f"{path}: rule file failed to load: {describe(exc)}") from exc
+def load_rule_module(path: Path, module: Any, limit_s: float | None, builtin: bool = False) -> None:
+    """Run a rule file's code (read by `read_rule_source`) in `module`, contained; a failure is a RuleError.
+    `builtin`: a rule file of the installed package, whose code is taken from its compiled bytecode where that is
+    current (`builtin_code`)."""
+    code = builtin_code(path) if builtin else None
+    if code is None:
+        source = read_rule_source(path)
+        try:
+            code = compile(source, str(path), "exec", dont_inherit=True)
+        except (SyntaxError, ValueError) as exc:  # ValueError: a NUL byte in the source
+            raise RuleError(f"{path}: rule file failed to load: {describe(exc)}") from exc
     _value, error = call_rule(exec, code, module.__dict__, limit_s=limit_s)
     if error is not None:
         raise RuleError(f"{path}: rule file failed to load: {error}")
+
+
+def builtin_code(path: Path) -> Any:
+    """The code of a built-in rule file through Python's own loader, which takes it from the file's compiled bytecode
+    (`__pycache__`, written by pip when the wheel is installed) where that matches the source, else compiles the
+    source: compiling the 35 built-in rules costs ~45 ms of every run, loading their bytecode ~5 ms. None where the
+    loader cannot read the file (it is then read and compiled as a user's rule file is)."""
+    from importlib.machinery import SourceFileLoader
+
+    try:
+        name = f"ncuadvisor_rule_{path.stem}"
+        return SourceFileLoader(name, str(path)).get_code(name)
+    except (OSError, ImportError, SyntaxError, ValueError, EOFError):
+        return None
 
 
 def call_rule(fn: Callable[..., T], *args: Any, limit_s: float | None) -> tuple[T | None, str | None]:
