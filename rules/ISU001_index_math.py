@@ -9,6 +9,7 @@ from ncuadvisor.rulekit import (
     SchedulerStats,
     SourceCounters,
     opcode,
+    shared_tree_of,
     time_after,
 )
 
@@ -91,7 +92,9 @@ class IndexMath(Rule):
         instruction in at least `min_issue_pct`% of cycles (`smsp__issue_active`), and whose executed instructions
         (per instruction: `inst_executed`, opcode from the SASS) are at least `min_overhead_share` bookkeeping:
         integer and address arithmetic, compares, clamps, selects and moves, i.e. neither floating-point math, nor
-        loads and stores, nor control flow. Among ATen's kernels, only TensorIterator loops (`elementwise_kernel`,
+        loads and stores, nor control flow. The instructions of a shared-memory tree (WRP001: a loop with a barrier,
+        shared loads and stores and a halving stride) count as executed but not as bookkeeping: their loop control
+        and addresses go with the tree, which warp shuffles replace. Among ATen's kernels, only TensorIterator loops (`elementwise_kernel`,
         `vectorized_elementwise_kernel`, `unrolled_elementwise_kernel`, `reduce_kernel`): their index math follows
         the layout and dtypes the program hands the op; other ATen and CUB kernels are left to the rules of what
         calls them (ATM004 for embedding backward's segment sums and sort passes).
@@ -199,13 +202,14 @@ class IndexMath(Rule):
         total = sum(e.value for e in entries)
         if total <= 0:
             return None
-        counts = {"math": 0.0, "memory": 0.0, "control": 0.0, "overhead": 0.0}
+        tree = shared_tree_of([(e.pc, e.value, e.sass or "") for e in entries]).pcs  # WRP001's mechanism
+        counts = {"math": 0.0, "memory": 0.0, "control": 0.0, "overhead": 0.0, "tree": 0.0}
         seen = 0.0
         overhead_pcs = set()
         for e in entries:  # the instructions that make up `coverage` of the executed ones (their SASS is read)
             if seen >= t["coverage"] * total:
                 break
-            fam = family(e.sass or "")
+            fam = "tree" if e.pc in tree else family(e.sass or "")
             counts[fam] += e.value
             seen += e.value
             if fam == "overhead":

@@ -5,8 +5,10 @@ from ncuadvisor.rulekit import (
     InstructionStats,
     KernelContext,
     Rule,
+    SchedulerStats,
     SourceCounters,
     WarpStateStats,
+    shared_tree,
     stall_total,
     time_after,
 )
@@ -21,7 +23,11 @@ class SharedMemoryReduction(Rule):
         Warps stalled at barriers (`stall_barrier`) and on shared-memory round trips (`short_scoreboard`,
         `mio_throttle`) for at least `min_exchange_stall_share` of all stall reasons, barriers alone at least
         `min_barrier_share`, with at least `min_shared_per_global_load` shared loads per global load: the signature of
-        a tree reduction or scan through shared memory.
+        a tree reduction or scan through shared memory. Or, from the SASS, the instructions of a shared-memory tree
+        (a loop whose body waits at `BAR.SYNC`, loads and stores shared memory, halves its stride with a right shift
+        by one and touches no global memory) at least `min_tree_issue_share` of the executed instructions, in a
+        kernel whose schedulers issue in at least `min_issue_pct`% of cycles: the tree then costs issue slots (every
+        warp runs each round's loop control and barrier, most with nothing to add) rather than barrier stalls.
 
     Why it costs time:
         A shared-memory tree over 1024 threads takes 10 rounds of store, `__syncthreads()`, load; the last five run
@@ -38,7 +44,10 @@ class SharedMemoryReduction(Rule):
 
     Speedup estimate:
         Half of the barrier and shared-memory stall time disappears (shuffles still wait on each other within a warp):
-        new time = time × (1 − share / 2).
+        new time = time × (1 − share / 2). From the SASS: half of the tree's issued instructions disappear (a
+        shuffle round is two instructions, a shared-memory round about twelve, every warp running each one), and the
+        time follows the issued instructions in the share of cycles the schedulers issue: new time = time × (1 −
+        issue active × tree share / 2).
 
     False positives:
         Shared memory used as a real cache (tiles re-read many times) with barriers between phases; bank conflicts
@@ -58,9 +67,16 @@ class SharedMemoryReduction(Rule):
     optional = tuple(stall(s) for s in WarpStateStats.STALL_REASONS if s not in ("barrier", "short_scoreboard")) + (
         SourceCounters.SHARED_WAVEFRONTS,
         SourceCounters.SHARED_WAVEFRONTS_EXCESSIVE,
+        SchedulerStats.ISSUE_ACTIVE_PCT,
     )
-    per_instruction = (SourceCounters.SAMPLED_STALL_BARRIER,)
-    thresholds = {"min_exchange_stall_share": 0.4, "min_barrier_share": 0.15, "min_shared_per_global_load": 1.0}
+    per_instruction = (SourceCounters.SAMPLED_STALL_BARRIER, SourceCounters.INST_EXECUTED)
+    thresholds = {
+        "min_exchange_stall_share": 0.4,
+        "min_barrier_share": 0.15,
+        "min_shared_per_global_load": 1.0,
+        "min_tree_issue_share": 0.3,
+        "min_issue_pct": 50.0,
+    }
     languages = ("cuda",)  # Triton's tl.sum / tl.reduce already reduce with shuffles
     fixes = {
         "cuda": Fix(
@@ -94,7 +110,7 @@ class SharedMemoryReduction(Rule):
         if wavefronts and (k.m(SourceCounters.SHARED_WAVEFRONTS_EXCESSIVE) or 0) / wavefronts > 0.2:
             return None  # bank conflicts: MEM002
         if share < t["min_exchange_stall_share"] or bshare < t["min_barrier_share"]:
-            return None
+            return self._from_sass(k)
         if shared_ld < t["min_shared_per_global_load"] * max(global_ld, 1):
             return None
         r = k.roofline
@@ -120,6 +136,40 @@ class SharedMemoryReduction(Rule):
                 Evidence(
                     "shared_per_global_load", round(shared_ld / max(global_ld, 1), 2), t["min_shared_per_global_load"]
                 ),
+            ],
+            source=lines,
+        )
+
+    def _from_sass(self, k: KernelContext) -> Finding | None:
+        """The shared-memory tree read from the SASS: its loops' share of the executed instructions."""
+        t = self.thresholds
+        tree = shared_tree(k)
+        issue = k.m(SchedulerStats.ISSUE_ACTIVE_PCT) or 0.0
+        if tree is None or tree.share < t["min_tree_issue_share"] or issue < t["min_issue_pct"]:
+            return None
+        r = k.roofline
+        cut = issue / 100 * tree.share / 2
+        new_ns = (r.duration_ns or 0) * (1 - cut)
+        lines = k.top_lines(SourceCounters.INST_EXECUTED, limit=2, min_share=0.02, pcs=set(tree.pcs))
+        return self.finding(
+            title=f"Shared-memory tree reduction: {tree.share:.0%} of issued instructions",
+            message=(
+                f"{tree.share:.0%} of the executed instructions are the rounds of a shared-memory tree (a loop that "
+                f"halves its stride, with a barrier, shared loads and stores each round), and the schedulers issue "
+                f"in {issue:.0f}% of cycles: every warp runs each round's loop control and barrier, most of them "
+                "with nothing to add."
+            ),
+            fix=self.fix_for(k),
+            estimated_speedup=time_after(r.duration_ns or 0, new_ns, r.theoretical_ns),
+            speedup_model=(
+                f"Half of the tree's instructions ({tree.share:.0%} of those executed) disappear with warp shuffles, "
+                f"and the time follows the instructions issued in the {issue:.0f}% of cycles the schedulers issue: "
+                f"the time falls by {cut:.0%}."
+            ),
+            confidence="medium",
+            evidence=[
+                Evidence("tree_instruction_share", round(tree.share, 3), t["min_tree_issue_share"]),
+                Evidence("issue_active_pct", round(issue, 1), t["min_issue_pct"], "issue slots busy", "%"),
             ],
             source=lines,
         )

@@ -8,7 +8,9 @@
 # llm.c programs check each version at every block size of their list before timing it; the profiled launches are
 # those of the checking loop at block size 256 (or sqrt block 16 for matmul_forward): `-k regex:` keeps the version's
 # own kernels and `--launch-skip` counts only the launches that filter keeps. Triton drivers run once outside the
-# NVTX range "exam" (compile, autotune), then twice inside it (`--nvtx --nvtx-include exam/`).
+# NVTX range (compile, autotune), then twice inside the process-wide start/end range "exam_all_threads"
+# (`--nvtx --nvtx-include exam_all_threads`): unlike the per-thread push/pop range "exam/", it also holds the
+# layer-norm backward kernels that autograd launches from its own thread (the capture of 2026-12-06 missed them).
 #
 # In $OUT: env.txt (date, nvidia-smi -L, ncu --version, versions), steps.log (a timestamped line per step: rc,
 # seconds, report size), exam_logs.tar.xz (each build's and run's output), exam_reports.tar.xz (every report; split
@@ -88,10 +90,10 @@ llm matmul_forward 2 2 2 '.' 60
 llm matmul_forward 3 1 2 '.' 60
 llm matmul_forward 4 1 2 '^matmul_forward_kernel4$'
 
-# ---- Triton tutorials: REPS launches of each kernel inside the NVTX range "exam"
+# ---- Triton tutorials: REPS launches of each kernel inside the NVTX range "exam_all_threads"
 tri() {  # PART KERNELS REGEX [CAP]
   local part=$1 k=$2 re=$3 cap=${4:-90}
-  prof "triton_$part" triton "$cap" --nvtx --nvtx-include "exam/" -k "regex:$re" --launch-count $(( 2 * k )) \
+  prof "triton_$part" triton "$cap" --nvtx --nvtx-include "exam_all_threads" -k "regex:$re" --launch-count $(( 2 * k )) \
     python3 "$ROOT/workloads/exam/triton/drive.py" "$part" --reps 2
 }
 tri add 1 '^add_kernel$'

@@ -417,6 +417,63 @@ def dependent_loads(k: KernelContext) -> LoadChain | None:
     return load_chain_of(listing) if listing else None
 
 
+@dataclass(frozen=True)
+class SharedTree:
+    """The loops of a kernel that exchange values through shared memory round by round (a tree reduction or scan):
+    their instructions (`pcs`), what those executed (`executed`) and what the whole kernel executed (`total`)."""
+
+    pcs: frozenset[int]
+    executed: float
+    total: float
+    loops: int
+
+    @property
+    def share(self) -> float:
+        return self.executed / self.total if self.total else 0.0
+
+
+def _halves(ins: Instruction) -> bool:
+    """A right shift by one (`SHF.R.S32.HI R8, RZ, 0x1, R4`, `USHF.R.U32.HI`): the stride of a tree halved."""
+    return ins.opcode.startswith(("SHF.R", "USHF.R")) and "0x1" in ins.operands
+
+
+def shared_tree_of(listing: list[tuple[int, float, str]]) -> SharedTree:
+    """`SharedTree` of a SASS listing [(pc, times executed, instruction)]: each loop (a backward branch and its
+    target) whose body waits at a barrier (`BAR.SYNC`), loads and stores shared memory (`LDS`, `STS`), halves a
+    value (a right shift by one: the stride) and touches no global memory. A tiled loop that stages global data
+    through shared memory loads global memory in its body, so it is not one; a tree unrolled completely (a block
+    size known at compile time) has no loop and is not seen."""
+    entries = sorted((pc, v, parse(s)) for pc, v, s in listing if s)
+    total = sum(v for _, v, _ in entries)
+    pcs: set[int] = set()
+    loops = 0
+    for pc, _, ins in entries:
+        target = _BRANCH_TARGET.search(" ".join(ins.operands)) if ins.opcode.startswith("BRA") else None
+        if not target or int(target.group(1), 16) > pc:
+            continue
+        body = [e for e in entries if int(target.group(1), 16) <= e[0] <= pc]
+        ops = [b[2].opcode for b in body]
+        if (
+            any(o.startswith("BAR.SYNC") or o == "BAR" for o in ops)
+            and any(o.startswith("LDS") and not o.startswith("LDSM") for o in ops)
+            and any(o.startswith("STS") and not o.startswith("STSM") for o in ops)
+            and not any(
+                o.startswith(("LDG", "STG", "LD.", "ST.", "ATOM", "RED", "LDGSTS", "UTMA", "UBLKCP")) for o in ops
+            )
+            and any(_halves(b[2]) for b in body)
+        ):
+            pcs.update(b[0] for b in body)
+            loops += 1
+    executed = sum(v for pc, v, _ in entries if pc in pcs)
+    return SharedTree(frozenset(pcs), executed, total, loops)
+
+
+def shared_tree(k: KernelContext) -> SharedTree | None:
+    """The kernel's `SharedTree` from `inst_executed` and its SASS; None without per-instruction data."""
+    listing = [(e.pc, e.value, e.sass) for e in k.per_instruction(SourceCounters.INST_EXECUTED) if e.sass]
+    return shared_tree_of(listing) if listing else None
+
+
 # -- per-instruction data and SASS -----------------------------------------------------------------------------------
 
 

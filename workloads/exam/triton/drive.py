@@ -2,8 +2,10 @@
 
 The kernels and their host wrappers are copied from the tutorials (file and commit above each part; README.md lists
 what was left out or changed); the tutorials' unit tests and `perf_report` sweeps are left out. Each part runs its
-operation once outside any NVTX range (compilation, autotuning), then REPS times inside the NVTX range "exam", so
-that `ncu --nvtx --nvtx-include exam/` profiles only those launches.
+operation once outside any NVTX range (compilation, autotuning), then REPS times inside the push/pop NVTX range
+"exam" and the process-wide start/end range "exam_all_threads", so that `ncu --nvtx --nvtx-include exam_all_threads`
+profiles only those launches, the backward kernels that autograd launches from its own thread included (the push/pop
+range "exam" is per thread: `--nvtx-include exam/` misses them).
 
     python3 drive.py PART [--reps N]      PART: add | softmax | matmul | dropout | layernorm
 """
@@ -642,9 +644,13 @@ def main() -> int:
     torch.cuda.synchronize()
     ok = check(out)
     with torch.cuda.nvtx.range("exam"):
+        # a push/pop range is per thread, and autograd launches backward kernels from its own thread: the
+        # process-wide start/end range "exam_all_threads" holds those too
+        rid = torch.cuda.nvtx.range_start("exam_all_threads")
         for _ in range(args.reps):
             run()
         torch.cuda.synchronize()
+        torch.cuda.nvtx.range_end(rid)
     print(f"{args.part}: matches PyTorch: {ok}")
     return 0 if ok else 1
 
