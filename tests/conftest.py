@@ -10,6 +10,7 @@ that of the test process plus one test's. `NCUADVISOR_TEST_FORK=0` runs the test
 
 from __future__ import annotations
 
+import fcntl
 import gc
 import lzma
 import os
@@ -162,12 +163,16 @@ def _shared_folder(factory: pytest.TempPathFactory, name: str) -> Path:
 
 
 def _write_once(dst: Path, write: Callable[[Path], None]) -> Path:
-    """dst, written by write(tmp) and renamed into place unless it is there already (a forked child may have)."""
+    """dst, written by write(tmp) and renamed into place unless it is there already (a forked child or another worker
+    of a parallel run may have): one writer at a time, so two workers asking for one analysis make it once."""
     if not dst.exists():
         dst.parent.mkdir(parents=True, exist_ok=True)
-        tmp = dst.with_name(f".{dst.name}.{os.getpid()}")
-        write(tmp)
-        tmp.replace(dst)
+        with open(dst.with_name(f".{dst.name}.lock"), "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes, the other waiter then finds dst
+            if not dst.exists():
+                tmp = dst.with_name(f".{dst.name}.{os.getpid()}")
+                write(tmp)
+                tmp.replace(dst)
     return dst
 
 

@@ -108,6 +108,7 @@ def test_damage_is_one_line(monkeypatch, small, damage, said):
     assert said in str(caught.value) and str(small) in str(caught.value) and "\n" not in str(caught.value)
 
 
+@pytest.mark.slow  # two commands in a subprocess over a 35 MB file: 17 s
 def test_a_big_file_through_the_command(flaws, tmp_path):
     """Past STREAM_FROM bytes (3,200 kernels: 35 MB), as a user runs it: JSON holds every kernel, markdown renders."""
     path = tmp_path / "big.json"
