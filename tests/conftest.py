@@ -26,6 +26,12 @@ from typing import Any
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
+
+# Bytecode is written even where the environment turns it off (PYTHONDONTWRITEBYTECODE, as some containers set it):
+# the run starts a few hundred commands in subprocesses, each of which would otherwise compile the package from source
+# again. Where the folders are read-only Python writes nothing and says nothing, as before.
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+sys.dont_write_bytecode = False
 FIXTURES = ROOT / "fixtures"
 
 
