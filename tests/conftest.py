@@ -39,6 +39,7 @@ def _has_gpu() -> bool:
     return shutil.which("nvidia-smi") is not None and shutil.which("ncu") is not None
 
 
+@pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist's: known only where it is installed
 def pytest_xdist_auto_num_workers(config):
     """`-n auto`: a worker per core, at most 4 (each holds its own imports and caches, ~0.9 GB at its peak); one
     where the GPU tests are selected (`-m gpu`: they share one GPU and ncu profiles one process at a time)."""
