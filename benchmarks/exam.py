@@ -33,7 +33,7 @@ else:  # pragma: no cover - Python 3.10
     import tomli as tomllib
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from foreign import floor_basis, pct, run_tool  # noqa: E402  (benchmarks/ is a folder of scripts, not a package)
+from foreign import floor_basis, pct, run_tool, table_lines  # noqa: E402  (benchmarks/ is a folder of scripts, not a package)
 
 ROOT = Path(__file__).resolve().parent.parent
 LABELS = ROOT / "benchmarks" / "exam_labels.toml"
@@ -150,15 +150,7 @@ def render(outcomes: list[Outcome], markdown: bool = False) -> str:
     lines: list[str] = []
 
     def table(head: list[str], rows: list[list[str]]) -> None:
-        if markdown:
-            lines.append("| " + " | ".join(head) + " |")
-            lines.append("|" + "|".join("---" for _ in head) + "|")
-            lines.extend("| " + " | ".join(r) + " |" for r in rows)
-        else:
-            widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(head)]
-            lines.append("  ".join(h.ljust(w) for h, w in zip(head, widths)))
-            lines.extend("  ".join(c.ljust(w) for c, w in zip(r, widths)) for r in rows)
-        lines.append("")
+        lines.extend(table_lines(head, rows, markdown))
 
     groups: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     for o in outcomes:

@@ -253,20 +253,24 @@ def pct(a: int, b: int) -> str:
     return f"{100 * a / b:.0f}%" if b else "-"
 
 
+def table_lines(head: list[str], rows: list[list[str]], markdown: bool) -> list[str]:
+    """A table as markdown or as aligned text columns, then an empty line."""
+    if markdown:
+        out = ["| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
+        out += ["| " + " | ".join(r) + " |" for r in rows]
+    else:
+        widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(head)]
+        out = ["  ".join(h.ljust(w) for h, w in zip(head, widths))]
+        out += ["  ".join(c.ljust(w) for c, w in zip(r, widths)) for r in rows]
+    return [*out, ""]
+
+
 def render(outcomes: list[Outcome], markdown: bool) -> str:
     scored = [o for o in outcomes if o.verdict in ("right", "wrong", "missing")]
     lines: list[str] = []
 
     def table(head: list[str], rows: list[list[str]]) -> None:
-        if markdown:
-            lines.append("| " + " | ".join(head) + " |")
-            lines.append("|" + "|".join("---" for _ in head) + "|")
-            lines.extend("| " + " | ".join(r) + " |" for r in rows)
-        else:
-            widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(head)]
-            lines.append("  ".join(h.ljust(w) for h, w in zip(head, widths)))
-            lines.extend("  ".join(c.ljust(w) for c, w in zip(r, widths)) for r in rows)
-        lines.append("")
+        lines.extend(table_lines(head, rows, markdown))
 
     rows = []
     for o in outcomes:
