@@ -323,6 +323,18 @@ class LoadChain:
 
 _CHAIN_DEPTH = 4  # loads in a row, each addressed by the one before, that make a chain without a loop
 _BRANCH_TARGET = re.compile(r"(0x[0-9a-f]+)")
+
+
+def _loops(entries: list[tuple[int, float, Instruction]]) -> list[tuple[int, int]]:
+    """The loops of a listing in address order: (target, pc) of each backward branch (its body is target..pc)."""
+    loops = []
+    for pc, _, ins in entries:
+        target = _BRANCH_TARGET.search(" ".join(ins.operands)) if ins.opcode.startswith("BRA") else None
+        if target and int(target.group(1), 16) <= pc:
+            loops.append((int(target.group(1), 16), pc))
+    return loops
+
+
 _PREDICATE = re.compile(r"!?U?P(T|\d)")
 _PLAIN_REG = re.compile(r"R\d+")
 
@@ -345,11 +357,7 @@ def load_chain_of(listing: list[tuple[int, float, str]]) -> LoadChain:
     executed = {pc: v for pc, v, ins in entries if _is_global_load(ins.opcode)}
     if not executed or max(executed.values()) <= 0:
         return LoadChain(0.0, 0.0, 0, ())
-    loops = []
-    for pc, _, ins in entries:
-        target = _BRANCH_TARGET.search(" ".join(ins.operands)) if ins.opcode.startswith("BRA") else None
-        if target and int(target.group(1), 16) <= pc:
-            loops.append((int(target.group(1), 16), pc))
+    loops = _loops(entries)
     address_of: dict[int, frozenset[int]] = {}  # load pc -> the loads its address derives from, back edges included
     depth: dict[int, int] = {}  # load pc -> the loads in a row its address derives from, in straight code
     _flow(entries, {}, address_of, depth)
@@ -447,11 +455,8 @@ def shared_tree_of(listing: list[tuple[int, float, str]]) -> SharedTree:
     total = sum(v for _, v, _ in entries)
     pcs: set[int] = set()
     loops = 0
-    for pc, _, ins in entries:
-        target = _BRANCH_TARGET.search(" ".join(ins.operands)) if ins.opcode.startswith("BRA") else None
-        if not target or int(target.group(1), 16) > pc:
-            continue
-        body = [e for e in entries if int(target.group(1), 16) <= e[0] <= pc]
+    for top, bottom in _loops(entries):
+        body = [e for e in entries if top <= e[0] <= bottom]
         ops = [b[2].opcode for b in body]
         if (
             any(o.startswith("BAR.SYNC") or o == "BAR" for o in ops)
