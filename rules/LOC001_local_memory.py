@@ -49,9 +49,9 @@ class LocalMemoryTraffic(Rule):
 
         On the weakest evidence (ncu's basic set: no local-memory sectors, no SASS), the per-thread stack limit of the
         launch (`launch__stack_size`, ncu 2025.1 on) above CUDA's 1024-byte default and above the limit of the launch
-        before the kernel's first one (the driver raised it for this kernel's larger per-thread frame); the traffic it causes is not counted, so the kernel after the fix is held by
-        its busiest unit as busy as it is now: time × busiest unit's share of peak, low
-        confidence.
+        before the kernel's first one (the driver raised it for this kernel's larger per-thread frame); the traffic it
+        causes is not counted, so the kernel after the fix is held by its busiest unit as busy as it is now: time ×
+        busiest unit's share of peak, low confidence.
 
     False positives:
         A few spills in a cold path; `-Xptxas -v` tells spills (spill stores) from arrays (stack frame). On the basic
