@@ -74,17 +74,28 @@ def worker_actions(path: str, items: list[tuple[Any, ...]]) -> Iterator[tuple[tu
         yield item, rng.action_by_idx(a)
 
 
-def _worker_main(fn: Any, task: Any, conn: Any) -> None:
-    try:  # the native library's log lines never reach the user's terminal: a failure comes back as one line
+def _quiet_stderr() -> None:
+    """In a worker: the native library's log lines never reach the user's terminal (a failure comes back as one
+    line)."""
+    try:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, 2)
         os.close(devnull)
     except OSError:
         pass
+
+
+def _reply(fn: Callable[[Any], Any], arg: Any) -> tuple[bool, Any]:
+    """(True, fn(arg)), or (False, the exception in one line): sent to the parent, never a traceback."""
     try:
-        reply = (True, fn(task))
-    except BaseException as exc:  # sent to the parent as one line, never a traceback
-        reply = (False, f"{type(exc).__name__}: {exc}")
+        return True, fn(arg)
+    except BaseException as exc:
+        return False, f"{type(exc).__name__}: {exc}"
+
+
+def _worker_main(fn: Any, task: Any, conn: Any) -> None:
+    _quiet_stderr()
+    reply = _reply(fn, task)
     try:
         conn.send(reply)
     finally:
@@ -203,20 +214,12 @@ def _helper_main(first: Any, task: Any, prepare: Any, serve: Any, conn: Any) -> 
     request with `serve(request)` (None: nothing is asked, the worker ends)."""
     import signal
 
-    try:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, 2)
-        os.close(devnull)
-    except OSError:
-        pass
+    _quiet_stderr()
     try:  # ended at once by `Helper.close`, even inside the native library (a handler would wait for it to return)
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
     except (OSError, ValueError):
         pass
-    try:
-        reply = (True, first(task) if first is not None else None)
-    except BaseException as exc:  # sent to the parent as one line, never a traceback
-        reply = (False, f"{type(exc).__name__}: {exc}")
+    reply = _reply(first, task) if first is not None else (True, None)
     try:
         if first is not None:
             conn.send(reply)
@@ -229,11 +232,7 @@ def _helper_main(first: Any, task: Any, prepare: Any, serve: Any, conn: Any) -> 
         request = conn.recv()
         if request is None:
             return
-        try:
-            answer = (True, serve(request))
-        except BaseException as exc:
-            answer = (False, f"{type(exc).__name__}: {exc}")
-        conn.send(answer)
+        conn.send(_reply(serve, request))
     except (EOFError, OSError):  # the parent went away or closed its end: nothing more is asked
         pass
     finally:
