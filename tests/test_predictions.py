@@ -6,6 +6,8 @@ on the TF32 twin whose library kernel changed its name (matched by role); and th
 launches of the kernels a fusion or a fused op removes: `DiffResult.program_counter_checks`)."""
 
 import dataclasses
+import lzma
+from pathlib import Path
 
 import pytest
 from rich.console import Console
@@ -18,6 +20,7 @@ from ncuadvisor.comparison.types import FindingChange, FindingChanges
 from ncuadvisor.render.diff_render import render_diff_terminal
 from ncuadvisor.result.origin import TorchContext
 from ncuadvisor.rulekit import engine
+from ncuadvisor.saved.validate import load_saved
 from tests.test_rules_torch_step import program, rerun
 
 
@@ -423,3 +426,32 @@ def test_the_assignment_against_every_matching_of_small_graphs(monkeypatch):
         monkeypatch.setattr(match_module, "EXACT_GROUPS", 0)
         assert len(assign(nb, na, edges)) == -best[0]
         monkeypatch.setattr(match_module, "EXACT_GROUPS", 64)
+
+
+PYT_TWINS = Path(__file__).resolve().parent.parent / "fixtures" / "pyt-twins-2026-12-06"
+
+
+def _saved(name, tmp_path):
+    path = tmp_path / f"{name}.json"
+    path.write_bytes(lzma.open(PYT_TWINS / f"{name}.json.xz").read())
+    return load_saved(path)
+
+
+@pytest.mark.parametrize(
+    ("fix", "made", "not_made"),
+    [
+        ("fused", "PYT003 resolved: launches of the kernels it names 32 → 1 (predicted ≤ 16)", "PYT005"),
+        ("compiled-loss", "PYT005 resolved: launches of the kernels it names 7 → 0 (predicted ≤ 3.5)", "PYT003"),
+    ],
+)
+def test_the_optimizer_and_loss_fixes_move_their_launches_as_predicted(tmp_path, fix, made, not_made):
+    """The GPT step profiled as written and with each fix alone (`benchmarks/device/pyt_twins.sh`, H100): AdamW(
+    fused=True) leaves one of PYT003's 32 foreach launches (the fused optimizer's own kernel is new work, not matched
+    to them), the compiled loss none of PYT005's 7 eager kernels; the fix not made persists and diff says so."""
+    plain = _saved("gpt_plain", tmp_path)
+    after = _saved(f"gpt_{fix}", tmp_path)
+    checks = {c.rule: c for c in compare(plain, after).program_counter_checks}
+    assert checks[made[:6]].text == made and checks[made[:6]].met
+    other = checks[not_made]
+    assert other.finding == "persists" and other.met is False
+    assert other.text.startswith(f"{not_made} persists: the change did not do what the fix was for")
