@@ -10,7 +10,9 @@ kernel and its estimated speedup (1 / (1 - estimated_speedup), the fraction of t
 error (estimate - measured) / measured. An estimate is compared with the twin only when it is for the pair's fix
 (its rule is in the pair's `fix_rules`): the first finding's estimate ("first"), else, scored apart, that of a later
 finding of the same kernel that names the fix ("later"); a first finding for another fix is a different fix and is
-only listed. Pairs without a twin are listed with the tool's first finding, unscored.
+only listed. Beside the plain time of the before version it shows the kernel's duration in its report ("ncu ms",
+profiled at the same clocks: a large gap says the two timings differ, e.g. launch overhead in a few-µs kernel's
+events). Pairs without a twin are listed with the tool's first finding, unscored.
 
     python benchmarks/exam_twins.py score FOLDER TIMES.jsonl [TIMES.jsonl ...] [--twins FILE] [--markdown]
         [--jobs N] [--json OUT]      FOLDER: the unpacked exam reports (<program>_v<N>.ncu-rep)
@@ -251,6 +253,7 @@ def render(scores: list[PairScore], markdown: bool = False) -> str:
                 p["source"],
                 tool,
                 x(s.estimate) if s.status in ("first", "later") else "",
+                ms(None if s.duration_us is None else s.duration_us / 1e3),
                 ms(s.before_ms),
                 ms(s.twin_ms),
                 x(s.measured),
@@ -259,7 +262,7 @@ def render(scores: list[PairScore], markdown: bool = False) -> str:
                 "yes" if p.get("also") else "-",
             ]
         )
-    head = ["pair", "kernel", "fix", "from", "tool's first (est.)", "est. of the fix", "before ms"]
+    head = ["pair", "kernel", "fix", "from", "tool's first (est.)", "est. of the fix", "ncu ms", "before ms"]
     head += ["twin ms", "measured", "error", "compared", "twin changes more"]
     lines.extend(table_lines(head, rows, markdown))
     lines.append(

@@ -4,11 +4,14 @@ calls, and the scorer on real exam reports (fixtures/exam-h100-2026-12-06) read 
 command line, with a small hand-written TIMES.jsonl."""
 
 import json
+import os
+import subprocess
 import sys
+import tarfile
 
 import pytest
 
-from tests.conftest import ROOT
+from tests.conftest import FIXTURES, ROOT
 
 sys.path.insert(0, str(ROOT / "benchmarks"))
 try:
@@ -110,3 +113,213 @@ def test_times_command_writes_jsonl_that_load_times_pools(tmp_path, capsys):
     with pytest.raises(ValueError, match="bad.jsonl:1"):
         exam_twins.load_times([bad])
     assert exam_twins.main(["times", str(tmp_path / "absent")]) == 2
+
+
+TWINS = """
+[block_size]
+default = 256
+
+[[pair]]
+program = "layernorm_forward"
+before = 1
+kernel = "layernorm_forward_kernel1"
+source = "label"
+fix = "a warp per row"
+fix_rules = ["LCH001", "MEM001"]
+twin = 3
+also = "rsqrtf"
+
+[[pair]]
+program = "layernorm_forward"
+before = 1
+kernel = "layernorm_forward_kernel1"
+source = "code"
+fix = "more blocks only"
+fix_rules = ["LCH001"]
+twin = 3
+also = ""
+
+[[pair]]
+program = "gelu_forward"
+before = 1
+kernel = "gelu_forward_kernel1"
+source = "label"
+fix = "16-byte accesses"
+fix_rules = ["MEM003"]
+twin = 2
+also = ""
+
+[[pair]]
+program = "gelu_forward"
+before = 1
+kernel = "gelu_forward_kernel1"
+source = "code"
+fix = "a fix the tool does not name here"
+fix_rules = ["ATM001"]
+twin = 2
+also = ""
+
+[[pair]]
+program = "gelu_forward"
+before = 1
+kernel = "gelu_forward_kernel1"
+source = "code"
+fix = "a twin that was not timed"
+fix_rules = ["MEM003"]
+twin = 9
+also = ""
+
+[[pair]]
+program = "gelu_forward"
+before = 1
+kernel = "gelu_forward_kernel1"
+source = "label"
+fix = "no version does it"
+fix_rules = ["MEM003"]
+no_twin = "none"
+
+[[pair]]
+program = "encoder_backward"
+before = 1
+kernel = "encoder_backward_kernel1"
+source = "label"
+fix = "a report that is not in the folder"
+fix_rules = ["ATM001"]
+twin = 2
+also = ""
+
+[[pair]]
+program = "gelu_forward"
+before = 1
+kernel = "no_such_kernel"
+source = "label"
+fix = "a kernel that is not in the report"
+fix_rules = ["MEM003"]
+twin = 2
+also = ""
+"""
+
+
+def test_score_compares_only_estimates_of_the_pairs_fix_on_real_exam_reports(tmp_path, capsys):
+    reports = tmp_path / "reports"
+    reports.mkdir()
+    with tarfile.open(FIXTURES / "exam-h100-2026-12-06" / "exam_reports.tar.xz") as tar:
+        for name in ("layernorm_forward_v1.ncu-rep", "gelu_forward_v1.ncu-rep"):
+            member = next(m for m in tar.getmembers() if m.name.endswith("/" + name) or m.name == name)
+            (reports / name).write_bytes(tar.extractfile(member).read())
+    twins = tmp_path / "twins.toml"
+    twins.write_text(TWINS)
+    times = tmp_path / "times.jsonl"
+    rows = [
+        ("layernorm_forward", 1, [0.60, 0.58, 0.62]),
+        ("layernorm_forward", 3, [0.021]),
+        ("gelu_forward", 1, [0.0200, 0.0190, 0.0250]),
+        ("gelu_forward", 2, [0.0100]),
+        ("encoder_backward", 2, [5.1]),
+    ]
+    times.write_text(
+        "\n".join(json.dumps({"program": p, "version": v, "block_size": 256, "runs": r}) for p, v, r in rows)
+    )
+    out_json = tmp_path / "scores.json"
+    argv = ["score", str(reports), str(times), "--twins", str(twins), "--json", str(out_json)]
+    assert exam_twins.main(argv) == 0
+    text = capsys.readouterr().out
+    s = json.loads(out_json.read_text())
+    warp, blocks, gelu, other, untimed, lone, absent, missing = s
+    # the first finding on kernel1 is one of the pair's rules: compared, before / twin from the medians
+    assert warp["status"] == "first" and warp["first"] in ("LCH001", "MEM001")
+    assert warp["measured"] == pytest.approx(0.60 / 0.021)
+    assert warp["estimate"] > 1 and warp["error"] == pytest.approx(
+        (warp["estimate"] - warp["measured"]) / warp["measured"]
+    )
+    # the same kernel, a fix that is not the first finding but a later one: its own estimate, scored apart
+    if blocks["first"] != "LCH001":
+        assert blocks["status"] == "later" and blocks["estimate"] != warp["estimate"]
+    assert gelu["status"] == "first" and gelu["measured"] == pytest.approx(2.0)  # median 0.0200 / 0.0100
+    assert gelu["estimate"] == pytest.approx(gelu["first_estimate"])
+    assert other["status"] == "other fix" and other["error"] is None and other["first"] == gelu["first"]
+    assert untimed["status"] == "no time" and untimed["twin_ms"] is None
+    assert lone["status"] == "no twin" and lone["first"] == gelu["first"]
+    assert absent["status"] == "no report" and missing["status"] == "not found"
+    compared = [x for x in s if x["status"] == "first"]
+    within = sum(abs(x["error"]) <= 0.30 for x in compared)
+    assert f"first finding is the pair's fix: {within}/{len(compared)} within ±30%" in text
+    assert "first finding for another fix (not comparable): 1: gelu_forward v1 (ATM001)" in text
+    assert "gelu_forward v1→v2" in text and "why no twin" in text
+
+
+def test_score_refuses_a_missing_folder_and_bad_times_in_one_line(tmp_path, capsys):
+    assert exam_twins.main(["score", str(tmp_path / "none"), str(tmp_path / "t.jsonl")]) == 2
+    bad = tmp_path / "t.jsonl"
+    bad.write_text("not json\n")
+    assert exam_twins.main(["score", str(tmp_path), str(bad)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 2 and "not a folder" in err[0] and "t.jsonl:1" in err[1]
+
+
+FAKE_NVCC = r"""#!/bin/bash
+# a stand-in for nvcc: the "program" it writes prints the timing lines of the .cu it was given
+[ "$1" = --version ] && { echo "stub nvcc"; exit 0; }
+while [ $# -gt 0 ]; do case $1 in -o) out=$2; shift;; *.cu) src=$1;; esac; shift; done
+name=$(basename "$src" .cu)
+cat > "$out" <<PROG
+#!/bin/bash
+echo "Using kernel \$1"
+[ "$name" = matmul_backward_bias ] && [ "\$1" = 8 ] && { echo "[CUDA ERROR] an illegal memory access"; exit 1; }
+echo "All results match. Starting benchmarks."
+case $name in
+  matmul_forward) printf "sqrt_block_size %4d | time %.4f ms | tflops 1.0\n" 4 9.0 16 \$(( 40 + \$1 ));;
+  *) printf "block_size %4d | time %.4f ms | bandwidth 1.0 GB/s\n" 128 9.0 256 \$(( 20 / \$1 ));;
+esac
+PROG
+chmod +x "$out"
+"""
+
+
+def test_device_script_times_the_paired_versions_first_and_writes_one_line_per_version(tmp_path):
+    """benchmarks/device/exam_times.sh with nvcc and nvidia-smi stubbed: the builds, the rounds (paired versions first),
+    a failing version kept with its rc and no time, the profiled block size per program, and the packed logs."""
+    stubs = tmp_path / "bin"
+    stubs.mkdir()
+    (stubs / "nvcc").write_text(FAKE_NVCC)
+    (stubs / "nvidia-smi").write_text("#!/bin/bash\necho stub-gpu\n")
+    for f in stubs.iterdir():
+        f.chmod(0o755)
+    out = tmp_path / "out"
+    env = dict(
+        os.environ,
+        PATH=f"{stubs}{os.pathsep}{os.environ['PATH']}",
+        OUT=str(out),
+        EXAM_WORK=str(tmp_path / "work"),
+        ONLY="gelu_forward matmul_forward_v1 matmul_forward_v2 matmul_backward_bias_v8",
+        REPS="2",
+        BUDGET="100",
+    )
+    p = subprocess.run(
+        ["bash", "benchmarks/device/exam_times.sh"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120
+    )
+    assert p.returncode == 0, p.stderr
+    recs = {
+        (r["program"], r["version"]): r for r in map(json.loads, (out / "exam_times.jsonl").read_text().splitlines())
+    }
+    assert set(recs) == {("gelu_forward", 1), ("gelu_forward", 2), ("matmul_forward", 1), ("matmul_forward", 2)} | {
+        ("matmul_backward_bias", 8)
+    }
+    assert recs[("gelu_forward", 1)]["time_ms"] == 20.0 and recs[("gelu_forward", 2)]["runs"] == [10.0, 10.0]
+    assert recs[("matmul_forward", 1)]["block_size"] == 16 and recs[("matmul_forward", 1)]["time_ms"] == 41.0
+    assert recs[("matmul_backward_bias", 8)]["time_ms"] is None and recs[("matmul_backward_bias", 8)]["rc"] == [1, 1]
+    runs = [
+        line.split("] ", 1)[1].split(" rc=")[0]
+        for line in (out / "steps.log").read_text().splitlines()
+        if " run " in line
+    ]
+    # the paired versions (gelu 1 and 2, matmul_forward 1) in rounds, then the others (matmul_forward 2, bias 8)
+    assert runs[:6] == [
+        f"{v} run {r}" for v, r in [("gelu_forward_v1", 1), ("gelu_forward_v2", 1), ("gelu_forward_v1", 2)]
+    ] + [
+        "gelu_forward_v2 run 2",
+        "matmul_forward_v1 run 1",
+        "matmul_forward_v1 run 2",
+    ]
+    assert set(runs[6:]) == {f"{v} run {r}" for v in ("matmul_forward_v2", "matmul_backward_bias_v8") for r in (1, 2)}
+    assert (out / "exam_time_logs.tar.xz").stat().st_size > 0 and "stub nvcc" in (out / "env.txt").read_text()
