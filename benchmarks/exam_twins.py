@@ -240,7 +240,7 @@ def render(scores: list[PairScore], markdown: bool = False) -> str:
         return "" if v is None else f"{v:.4g}"
 
     lines: list[str] = []
-    twins = [s for s in scores if s.status != "no twin"]
+    twins = [s for s in scores if "twin" in s.pair]
     rows = []
     for s in twins:
         p = s.pair
@@ -283,7 +283,7 @@ def render(scores: list[PairScore], markdown: bool = False) -> str:
         if hit:
             names = ", ".join(f"{s.pair['program']} v{s.pair['before']} ({'/'.join(s.pair['fix_rules'])})" for s in hit)
             lines.append(f"{say}: {len(hit)}: {names}")
-    lone = [s for s in scores if s.status == "no twin"]
+    lone = [s for s in scores if "twin" not in s.pair]
     if lone:
         lines.append("")
         rows = [
@@ -291,13 +291,32 @@ def render(scores: list[PairScore], markdown: bool = False) -> str:
                 f"{s.pair['program']} v{s.pair['before']}",
                 s.pair["kernel"][:32],
                 "/".join(s.pair["fix_rules"]),
-                f"{s.first} {x(s.first_estimate)}".strip() if s.first else "no finding",
+                f"{s.first} {x(s.first_estimate)}".strip()
+                if s.first
+                else "no finding"
+                if s.status == "no twin"
+                else s.status,
                 s.pair["no_twin"][:100],
             ]
             for s in lone
         ]
         lines.extend(table_lines(["no twin", "kernel", "fix", "tool's first (est.)", "why no twin"], rows, markdown))
     return "\n".join(lines)
+
+
+def score_all(
+    pairs: list[dict],
+    sizes: dict[str, int],
+    times: dict[tuple[str, int, int], dict],
+    folder: Path,
+    results: dict[str, dict | None],
+    jobs: int = 2,
+) -> list[PairScore]:
+    """Every pair scored; `results` holds the tool's JSON of reports already analysed (exam.py's), the others are
+    analysed here."""
+    reports = sorted({f"{p['program']}_v{p['before']}" for p in pairs} - set(results))
+    results = {**results, **analyse(folder, [{"report": r} for r in reports], jobs)} if reports else results
+    return [score_pair(p, results.get(f"{p['program']}_v{p['before']}"), times, sizes) for p in pairs]
 
 
 def score_main(args: argparse.Namespace) -> int:
@@ -314,9 +333,7 @@ def score_main(args: argparse.Namespace) -> int:
     except (OSError, ValueError) as e:
         print(f"exam_twins.py: cannot read the times: {e}", file=sys.stderr)
         return 2
-    reports = sorted({f"{p['program']}_v{p['before']}" for p in pairs})
-    results = analyse(args.folder, [{"report": r} for r in reports], args.jobs)
-    scores = [score_pair(p, results.get(f"{p['program']}_v{p['before']}"), times, sizes) for p in pairs]
+    scores = score_all(pairs, sizes, times, args.folder, {}, args.jobs)
     print(render(scores, args.markdown))
     if args.json:
         args.json.write_text(

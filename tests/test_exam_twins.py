@@ -200,13 +200,18 @@ also = ""
 """
 
 
-def test_score_compares_only_estimates_of_the_pairs_fix_on_real_exam_reports(tmp_path, capsys):
-    reports = tmp_path / "reports"
-    reports.mkdir()
+@pytest.fixture(scope="module")
+def reports(tmp_path_factory):
+    """Two of the real exam reports, unpacked from the fixture."""
+    folder = tmp_path_factory.mktemp("exam-reports")
     with tarfile.open(FIXTURES / "exam-h100-2026-12-06" / "exam_reports.tar.xz") as tar:
         for name in ("layernorm_forward_v1.ncu-rep", "gelu_forward_v1.ncu-rep"):
             member = next(m for m in tar.getmembers() if m.name.endswith("/" + name) or m.name == name)
-            (reports / name).write_bytes(tar.extractfile(member).read())
+            (folder / name).write_bytes(tar.extractfile(member).read())
+    return folder
+
+
+def test_score_compares_only_estimates_of_the_pairs_fix_on_real_exam_reports(reports, tmp_path, capsys):
     twins = tmp_path / "twins.toml"
     twins.write_text(TWINS)
     times = tmp_path / "times.jsonl"
@@ -311,7 +316,7 @@ def test_device_script_times_the_paired_versions_first_and_writes_one_line_per_v
     runs = [
         line.split("] ", 1)[1].split(" rc=")[0]
         for line in (out / "steps.log").read_text().splitlines()
-        if " run " in line
+        if line.startswith("[") and " run " in line
     ]
     # the paired versions (gelu 1 and 2, matmul_forward 1) in rounds, then the others (matmul_forward 2, bias 8)
     assert runs[:6] == [
@@ -323,3 +328,26 @@ def test_device_script_times_the_paired_versions_first_and_writes_one_line_per_v
     ]
     assert set(runs[6:]) == {f"{v} run {r}" for v in ("matmul_forward_v2", "matmul_backward_bias_v8") for r in (1, 2)}
     assert (out / "exam_time_logs.tar.xz").stat().st_size > 0 and "stub nvcc" in (out / "env.txt").read_text()
+
+
+def test_exam_py_scores_the_twins_after_the_labels_with_the_same_analyses(reports, tmp_path, capsys):
+    times = tmp_path / "times.jsonl"
+    rows = [("gelu_forward", 1, [0.0200]), ("gelu_forward", 2, [0.0100])]
+    times.write_text(
+        "\n".join(json.dumps({"program": p, "version": v, "block_size": 256, "runs": r}) for p, v, r in rows)
+    )
+    labels = tmp_path / "labels.toml"
+    labels.write_text(
+        '[[kernel]]\ncorpus = "llm.c"\nreport = "gelu_forward_v1"\nkernel = "gelu_forward_kernel1"\n'
+        'expected = ["MEM003"]\nmechanism = "2-byte accesses"\n'
+    )
+    assert exam.main([str(reports), "--labels", str(labels), "--twins", str(times)]) == 0
+    text = capsys.readouterr().out
+    assert text.index("scored 1 of 1 labelled kernels") < text.index("gelu_forward v1→v2")
+    gelu = next(line for line in text.splitlines() if line.startswith("gelu_forward v1→v2"))
+    assert "2.00×" in gelu and gelu.split()[-2:] == ["first", "yes"]  # measured 0.0200 / 0.0100; the twin's .cs hint
+    assert "a version not timed" in text  # the real pairs whose versions this TIMES.jsonl lacks
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("{}\n")
+    assert exam.main([str(reports), "--labels", str(labels), "--twins", str(bad)]) == 2
+    assert capsys.readouterr().err.startswith("exam.py: cannot read the pairs or the times: ")
