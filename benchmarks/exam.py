@@ -12,8 +12,10 @@ own first finding, else the first program finding that names it; it is right whe
 otherwise; "not found" when the report has no kernel of that name; "no report" when the file is absent.
 
     python benchmarks/exam.py FOLDER [--labels FILE] [--markdown] [--jobs N] [--only SUBSTRING] [--json OUT]
+        [--twins TIMES.jsonl ...]
 
-Prints a table per corpus (llm.c, Triton, ...) and the misses with the tool's finding beside the label.
+Prints a table per corpus (llm.c, Triton, ...) and the misses with the tool's finding beside the label; with --twins,
+then the estimates against the measured twins (benchmarks/exam_twins.py, the same analyses).
 """
 
 from __future__ import annotations
@@ -213,6 +215,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--jobs", type=int, default=2, help="reports analysed at once (default 2)")
     ap.add_argument("--only", default="", help="only labels whose report name contains this")
     ap.add_argument("--json", type=Path, help="also write each label's score here")
+    ap.add_argument("--twins", type=Path, nargs="+", help="exam_times.jsonl: also score the estimates against twins")
     args = ap.parse_args(argv)
     if not args.folder.is_dir():
         print(f"exam.py: {args.folder} is not a folder", file=sys.stderr)
@@ -222,9 +225,24 @@ def main(argv: list[str] | None = None) -> int:
     except (OSError, tomllib.TOMLDecodeError, KeyError) as e:
         print(f"exam.py: cannot read the labels {args.labels}: {e}", file=sys.stderr)
         return 2
+    twins = None
+    if args.twins:
+        import exam_twins  # here: it imports this module
+
+        try:
+            twins = (*exam_twins.load_twins(), exam_twins.load_times(args.twins))
+        except (OSError, ValueError, tomllib.TOMLDecodeError, KeyError) as e:
+            print(f"exam.py: cannot read the pairs or the times: {e}", file=sys.stderr)
+            return 2
     results = analyse(args.folder, labels, args.jobs)
     outcomes = [score(lab, results.get(lab["report"])) for lab in labels]
     print(render(outcomes, args.markdown))
+    if twins:
+        pairs, sizes, times = twins
+        print()
+        print(
+            exam_twins.render(exam_twins.score_all(pairs, sizes, times, args.folder, results, args.jobs), args.markdown)
+        )
     if args.json:
         args.json.write_text(
             json.dumps(

@@ -1,0 +1,353 @@
+"""benchmarks/exam_twins.py: the exam's estimates against measured twins. The pairs file against the labels, the
+device script's log parser on run logs written the way the programs print (three formats), the JSONL pooled across
+calls, and the scorer on real exam reports (fixtures/exam-h100-2026-12-06) read by the real library through the
+command line, with a small hand-written TIMES.jsonl."""
+
+import json
+import os
+import subprocess
+import sys
+import tarfile
+
+import pytest
+
+from tests.conftest import FIXTURES, ROOT
+
+sys.path.insert(0, str(ROOT / "benchmarks"))
+try:
+    import exam
+    import exam_twins
+finally:
+    sys.path.pop(0)
+
+
+def test_every_labelled_llmc_fix_has_a_pair_and_every_pair_a_label():
+    pairs, sizes = exam_twins.load_twins()
+    assert sizes["default"] == 256 and sizes["matmul_forward"] == 16
+    labels = {(lab["report"], lab["kernel"]): lab for lab in exam.load_labels()}
+    for p in pairs:
+        lab = labels[(f"{p['program']}_v{p['before']}", p["kernel"])]  # the pair's kernel is a labelled one
+        assert ("twin" in p) != ("no_twin" in p), p
+        assert p["fix_rules"] and p["fix"] and p["source"] in ("label", "code")
+        if p["source"] == "label":
+            assert set(p["fix_rules"]) & set(lab["expected"]), p
+        if "twin" in p:
+            assert p["twin"] != p["before"] and isinstance(p.get("also"), str)
+    # each llm.c kernel whose expected first finding names a fix has a pair for that fix
+    for (report, kernel), lab in labels.items():
+        if lab["corpus"] != "llm.c" or lab["expected"][0] in ("ROOF001", "NONE"):
+            continue
+        assert any(
+            f"{p['program']}_v{p['before']}" == report
+            and p["kernel"] == kernel
+            and lab["expected"][0] in p["fix_rules"]
+            for p in pairs
+        ), (report, kernel)
+
+
+def test_the_versions_the_device_script_times_first_are_the_pairs_before_and_twin():
+    pairs, _ = exam_twins.load_twins()
+    words = exam_twins.paired_versions(pairs)
+    assert "gelu_forward_v1" in words and "gelu_forward_v2" in words
+    assert "encoder_backward_v1" not in words  # a pair without a twin times nothing first
+    assert len(words) == len(set(words))
+
+
+def test_parse_run_reads_the_three_timing_formats_and_the_trailer():
+    text = "\n".join(
+        [
+            "Using kernel 1",
+            "Checking block size 256.",
+            "All results match. Starting benchmarks.",
+            "block_size  256 | time 0.5890 ms | bandwidth 85.44 GB/s",
+            "block_size 512 time 0.1485 ms",
+            "sqrt_block_size   16 | time 42.7412 ms | tflops 0.91",
+            "# rc=0 seconds=3",
+        ]
+    )
+    times, lines, rc, secs = exam_twins.parse_run(text)
+    assert times == {256: 0.589, 512: 0.1485, 16: 42.7412}
+    assert len(lines) == 3 and (rc, secs) == (0, 3)
+    assert exam_twins.parse_run("[CUDA ERROR] an illegal memory access\n") == ({}, [], None, None)
+
+
+def _log(path, rows, rc=0, fmt="block_size {bs:4d} | time {t:.4f} ms | bandwidth 1.0 GB/s"):
+    body = ["Using kernel 1", "All results match. Starting benchmarks."]
+    body += [fmt.format(bs=bs, t=t) for bs, t in rows]
+    path.write_text("\n".join([*body, f"# rc={rc} seconds=2", ""]))
+
+
+def test_collect_times_keeps_the_median_at_the_profiled_block_size(tmp_path):
+    _log(tmp_path / "gelu_forward_v1_r1.log", [(128, 0.5), (256, 0.030)])
+    _log(tmp_path / "gelu_forward_v1_r2.log", [(128, 0.5), (256, 0.010)])
+    _log(tmp_path / "gelu_forward_v1_r3.log", [(128, 0.5), (256, 0.020)])
+    (tmp_path / "gelu_forward_v2_r1.log").write_text("Using kernel 2\n[CUDA ERROR]\n# rc=1 seconds=1\n")
+    _log(
+        tmp_path / "matmul_forward_v1_r1.log", [(8, 60.0), (16, 42.5)], fmt="sqrt_block_size {bs:4d} | time {t:.4f} ms"
+    )
+    (tmp_path / "notes.txt").write_text("not a run")
+    recs = {
+        (r["program"], r["version"]): r
+        for r in exam_twins.collect_times(tmp_path, {"default": 256, "matmul_forward": 16})
+    }
+    g = recs[("gelu_forward", 1)]
+    assert g["time_ms"] == 0.020 and g["runs"] == [0.030, 0.010, 0.020] and g["rc"] == [0, 0, 0]
+    assert g["block_size"] == 256 and len(g["lines"]) == 3 and len(g["lines"][0]) == 2
+    failed = recs[("gelu_forward", 2)]
+    assert failed["time_ms"] is None and failed["runs"] == [] and failed["rc"] == [1]
+    assert recs[("matmul_forward", 1)]["block_size"] == 16 and recs[("matmul_forward", 1)]["time_ms"] == 42.5
+
+
+def test_times_command_writes_jsonl_that_load_times_pools(tmp_path, capsys):
+    _log(tmp_path / "gelu_forward_v1_r1.log", [(256, 0.030)])
+    assert exam_twins.main(["times", str(tmp_path)]) == 0
+    first = tmp_path / "a.jsonl"
+    first.write_text(capsys.readouterr().out)
+    second = tmp_path / "b.jsonl"
+    second.write_text(json.dumps({"program": "gelu_forward", "version": 1, "block_size": 256, "runs": [0.010, 0.012]}))
+    pooled = exam_twins.load_times([first, second])
+    assert pooled[("gelu_forward", 1, 256)]["runs"] == [0.030, 0.010, 0.012]
+    assert pooled[("gelu_forward", 1, 256)]["time_ms"] == 0.012
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"program": "x"}\n')
+    with pytest.raises(ValueError, match="bad.jsonl:1"):
+        exam_twins.load_times([bad])
+    assert exam_twins.main(["times", str(tmp_path / "absent")]) == 2
+
+
+TWINS = """
+[block_size]
+default = 256
+
+[[pair]]
+program = "layernorm_forward"
+before = 1
+kernel = "layernorm_forward_kernel1"
+source = "label"
+fix = "a warp per row"
+fix_rules = ["LCH001", "MEM001"]
+twin = 3
+also = "rsqrtf"
+
+[[pair]]
+program = "layernorm_forward"
+before = 1
+kernel = "layernorm_forward_kernel1"
+source = "code"
+fix = "more blocks only"
+fix_rules = ["LCH001"]
+twin = 3
+also = ""
+
+[[pair]]
+program = "gelu_forward"
+before = 1
+kernel = "gelu_forward_kernel1"
+source = "label"
+fix = "16-byte accesses"
+fix_rules = ["MEM003"]
+twin = 2
+also = ""
+
+[[pair]]
+program = "gelu_forward"
+before = 1
+kernel = "gelu_forward_kernel1"
+source = "code"
+fix = "a fix the tool does not name here"
+fix_rules = ["ATM001"]
+twin = 2
+also = ""
+
+[[pair]]
+program = "gelu_forward"
+before = 1
+kernel = "gelu_forward_kernel1"
+source = "code"
+fix = "a twin that was not timed"
+fix_rules = ["MEM003"]
+twin = 9
+also = ""
+
+[[pair]]
+program = "gelu_forward"
+before = 1
+kernel = "gelu_forward_kernel1"
+source = "label"
+fix = "no version does it"
+fix_rules = ["MEM003"]
+no_twin = "none"
+
+[[pair]]
+program = "encoder_backward"
+before = 1
+kernel = "encoder_backward_kernel1"
+source = "label"
+fix = "a report that is not in the folder"
+fix_rules = ["ATM001"]
+twin = 2
+also = ""
+
+[[pair]]
+program = "gelu_forward"
+before = 1
+kernel = "no_such_kernel"
+source = "label"
+fix = "a kernel that is not in the report"
+fix_rules = ["MEM003"]
+twin = 2
+also = ""
+"""
+
+
+@pytest.fixture(scope="module")
+def reports(tmp_path_factory):
+    """Two of the real exam reports, unpacked from the fixture."""
+    folder = tmp_path_factory.mktemp("exam-reports")
+    with tarfile.open(FIXTURES / "exam-h100-2026-12-06" / "exam_reports.tar.xz") as tar:
+        for name in ("layernorm_forward_v1.ncu-rep", "gelu_forward_v1.ncu-rep"):
+            member = next(m for m in tar.getmembers() if m.name.endswith("/" + name) or m.name == name)
+            (folder / name).write_bytes(tar.extractfile(member).read())
+    return folder
+
+
+def test_score_compares_only_estimates_of_the_pairs_fix_on_real_exam_reports(reports, tmp_path, capsys):
+    twins = tmp_path / "twins.toml"
+    twins.write_text(TWINS)
+    times = tmp_path / "times.jsonl"
+    rows = [
+        ("layernorm_forward", 1, [0.60, 0.58, 0.62]),
+        ("layernorm_forward", 3, [0.021]),
+        ("gelu_forward", 1, [0.0200, 0.0190, 0.0250]),
+        ("gelu_forward", 2, [0.0100]),
+        ("encoder_backward", 2, [5.1]),
+    ]
+    times.write_text(
+        "\n".join(json.dumps({"program": p, "version": v, "block_size": 256, "runs": r}) for p, v, r in rows)
+    )
+    out_json = tmp_path / "scores.json"
+    argv = ["score", str(reports), str(times), "--twins", str(twins), "--json", str(out_json)]
+    assert exam_twins.main(argv) == 0
+    text = capsys.readouterr().out
+    s = json.loads(out_json.read_text())
+    warp, blocks, gelu, other, untimed, lone, absent, missing = s
+    # the first finding on kernel1 is one of the pair's rules: compared, before / twin from the medians
+    assert warp["status"] == "first" and warp["first"] in ("LCH001", "MEM001")
+    assert warp["measured"] == pytest.approx(0.60 / 0.021)
+    assert warp["estimate"] > 1 and warp["error"] == pytest.approx(
+        (warp["estimate"] - warp["measured"]) / warp["measured"]
+    )
+    # the same kernel, a fix that is not the first finding but a later one: its own estimate, scored apart
+    if blocks["first"] != "LCH001":
+        assert blocks["status"] == "later" and blocks["estimate"] != warp["estimate"]
+    assert gelu["status"] == "first" and gelu["measured"] == pytest.approx(2.0)  # median 0.0200 / 0.0100
+    assert gelu["estimate"] == pytest.approx(gelu["first_estimate"])
+    assert other["status"] == "other fix" and other["error"] is None and other["first"] == gelu["first"]
+    assert untimed["status"] == "no time" and untimed["twin_ms"] is None
+    assert lone["status"] == "no twin" and lone["first"] == gelu["first"]
+    assert absent["status"] == "no report" and missing["status"] == "not found"
+    compared = [x for x in s if x["status"] == "first"]
+    within = sum(abs(x["error"]) <= 0.30 for x in compared)
+    assert f"first finding is the pair's fix: {within}/{len(compared)} within ±30%" in text
+    assert "first finding for another fix (not comparable): 1: gelu_forward v1 (ATM001)" in text
+    assert "gelu_forward v1→v2" in text and "why no twin" in text
+
+
+def test_score_refuses_a_missing_folder_and_bad_times_in_one_line(tmp_path, capsys):
+    assert exam_twins.main(["score", str(tmp_path / "none"), str(tmp_path / "t.jsonl")]) == 2
+    bad = tmp_path / "t.jsonl"
+    bad.write_text("not json\n")
+    assert exam_twins.main(["score", str(tmp_path), str(bad)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 2 and "not a folder" in err[0] and "t.jsonl:1" in err[1]
+
+
+FAKE_NVCC = r"""#!/bin/bash
+# a stand-in for nvcc: the "program" it writes prints the timing lines of the .cu it was given
+[ "$1" = --version ] && { echo "stub nvcc"; exit 0; }
+while [ $# -gt 0 ]; do case $1 in -o) out=$2; shift;; *.cu) src=$1;; esac; shift; done
+name=$(basename "$src" .cu)
+cat > "$out" <<PROG
+#!/bin/bash
+echo "Using kernel \$1"
+[ "$name" = matmul_backward_bias ] && [ "\$1" = 8 ] && { echo "[CUDA ERROR] an illegal memory access"; exit 1; }
+echo "All results match. Starting benchmarks."
+case $name in
+  matmul_forward) printf "sqrt_block_size %4d | time %.4f ms | tflops 1.0\n" 4 9.0 16 \$(( 40 + \$1 ));;
+  *) printf "block_size %4d | time %.4f ms | bandwidth 1.0 GB/s\n" 128 9.0 256 \$(( 20 / \$1 ));;
+esac
+PROG
+chmod +x "$out"
+"""
+
+
+def test_device_script_times_the_paired_versions_first_and_writes_one_line_per_version(tmp_path):
+    """benchmarks/device/exam_times.sh with nvcc and nvidia-smi stubbed: the builds, the rounds (paired versions first),
+    a failing version kept with its rc and no time, the profiled block size per program, and the packed logs."""
+    stubs = tmp_path / "bin"
+    stubs.mkdir()
+    (stubs / "nvcc").write_text(FAKE_NVCC)
+    (stubs / "nvidia-smi").write_text("#!/bin/bash\necho stub-gpu\n")
+    for f in stubs.iterdir():
+        f.chmod(0o755)
+    out = tmp_path / "out"
+    env = dict(
+        os.environ,
+        PATH=f"{stubs}{os.pathsep}{os.environ['PATH']}",
+        OUT=str(out),
+        EXAM_WORK=str(tmp_path / "work"),
+        ONLY="gelu_forward matmul_forward_v1 matmul_forward_v2 matmul_backward_bias_v8",
+        REPS="2",
+        BUDGET="100",
+    )
+    p = subprocess.run(
+        ["bash", "benchmarks/device/exam_times.sh"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120
+    )
+    assert p.returncode == 0, p.stderr
+    recs = {
+        (r["program"], r["version"]): r for r in map(json.loads, (out / "exam_times.jsonl").read_text().splitlines())
+    }
+    assert set(recs) == {("gelu_forward", 1), ("gelu_forward", 2), ("matmul_forward", 1), ("matmul_forward", 2)} | {
+        ("matmul_backward_bias", 8)
+    }
+    assert recs[("gelu_forward", 1)]["time_ms"] == 20.0 and recs[("gelu_forward", 2)]["runs"] == [10.0, 10.0]
+    assert recs[("matmul_forward", 1)]["block_size"] == 16 and recs[("matmul_forward", 1)]["time_ms"] == 41.0
+    assert recs[("matmul_backward_bias", 8)]["time_ms"] is None and recs[("matmul_backward_bias", 8)]["rc"] == [1, 1]
+    runs = [
+        line.split("] ", 1)[1].split(" rc=")[0]
+        for line in (out / "steps.log").read_text().splitlines()
+        if line.startswith("[") and " run " in line
+    ]
+    # the paired versions (gelu 1 and 2, matmul_forward 1) in rounds, then the others (matmul_forward 2, bias 8)
+    assert runs[:6] == [
+        f"{v} run {r}" for v, r in [("gelu_forward_v1", 1), ("gelu_forward_v2", 1), ("gelu_forward_v1", 2)]
+    ] + [
+        "gelu_forward_v2 run 2",
+        "matmul_forward_v1 run 1",
+        "matmul_forward_v1 run 2",
+    ]
+    assert set(runs[6:]) == {f"{v} run {r}" for v in ("matmul_forward_v2", "matmul_backward_bias_v8") for r in (1, 2)}
+    assert (out / "exam_time_logs.tar.xz").stat().st_size > 0 and "stub nvcc" in (out / "env.txt").read_text()
+
+
+def test_exam_py_scores_the_twins_after_the_labels_with_the_same_analyses(reports, tmp_path, capsys):
+    times = tmp_path / "times.jsonl"
+    rows = [("gelu_forward", 1, [0.0200]), ("gelu_forward", 2, [0.0100])]
+    times.write_text(
+        "\n".join(json.dumps({"program": p, "version": v, "block_size": 256, "runs": r}) for p, v, r in rows)
+    )
+    labels = tmp_path / "labels.toml"
+    labels.write_text(
+        '[[kernel]]\ncorpus = "llm.c"\nreport = "gelu_forward_v1"\nkernel = "gelu_forward_kernel1"\n'
+        'expected = ["MEM003"]\nmechanism = "2-byte accesses"\n'
+    )
+    assert exam.main([str(reports), "--labels", str(labels), "--twins", str(times)]) == 0
+    text = capsys.readouterr().out
+    assert text.index("scored 1 of 1 labelled kernels") < text.index("gelu_forward v1→v2")
+    gelu = next(line for line in text.splitlines() if line.startswith("gelu_forward v1→v2"))
+    assert "2.00×" in gelu and gelu.split()[-2:] == ["first", "yes"]  # measured 0.0200 / 0.0100; the twin's .cs hint
+    assert "a version not timed" in text  # the real pairs whose versions this TIMES.jsonl lacks
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("{}\n")
+    assert exam.main([str(reports), "--labels", str(labels), "--twins", str(bad)]) == 2
+    assert capsys.readouterr().err.startswith("exam.py: cannot read the pairs or the times: ")
