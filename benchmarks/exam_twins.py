@@ -16,6 +16,9 @@ events). Pairs without a twin are listed with the tool's first finding, unscored
 
     python benchmarks/exam_twins.py score FOLDER TIMES.jsonl [TIMES.jsonl ...] [--twins FILE] [--markdown]
         [--jobs N] [--json OUT]      FOLDER: the unpacked exam reports (<program>_v<N>.ncu-rep)
+    python benchmarks/exam_twins.py score FOLDER --from-reports [...]
+        a preview before the device run: each version's time is the sum of its kernels' durations in its own report
+        (one profiled launch each), not the plain timing the exam asks for
     python benchmarks/exam_twins.py times RUNS_DIR > TIMES.jsonl
         the device script's parser: RUNS_DIR holds <program>_v<N>_r<round>.log (a program's output, then a line
         "# rc=N seconds=S"); one JSONL line per version
@@ -304,6 +307,25 @@ def render(scores: list[PairScore], markdown: bool = False) -> str:
     return "\n".join(lines)
 
 
+def times_from_reports(
+    pairs: list[dict], sizes: dict[str, int], folder: Path, results: dict[str, dict | None], jobs: int = 2
+) -> tuple[dict[tuple[str, int, int], dict], dict[str, dict | None]]:
+    """A preview without the device run: each paired version's time as the summed durations of its kernels in its
+    own report (one launch each under ncu, at the profiled block size, caches flushed, clocks as the machine had
+    them), keyed as load_times keys the plain runs; and the results with the reports analysed for it."""
+    versions = {(p["program"], int(v)) for p in pairs if "twin" in p for v in (p["before"], p["twin"])}
+    todo = sorted({f"{prog}_v{v}" for prog, v in versions} - set(results))
+    if todo:
+        results = {**results, **analyse(folder, [{"report": r} for r in todo], jobs)}
+    times: dict[tuple[str, int, int], dict] = {}
+    for prog, v in versions:
+        kernels = (results.get(f"{prog}_v{v}") or {}).get("kernels") or []
+        ns = sum(k.get("duration_ns") or 0.0 for k in kernels)
+        if ns:
+            times[(prog, v, block_size_of(prog, sizes))] = {"runs": [ns / 1e6], "time_ms": ns / 1e6}
+    return times, results
+
+
 def score_all(
     pairs: list[dict],
     sizes: dict[str, int],
@@ -328,12 +350,19 @@ def score_main(args: argparse.Namespace) -> int:
     except (OSError, tomllib.TOMLDecodeError, KeyError) as e:
         print(f"exam_twins.py: cannot read the pairs {args.twins}: {e}", file=sys.stderr)
         return 2
+    if bool(args.times) == args.from_reports:
+        print("exam_twins.py: give the times (TIMES.jsonl) or --from-reports, one of the two", file=sys.stderr)
+        return 2
     try:
         times = load_times(args.times)
     except (OSError, ValueError) as e:
         print(f"exam_twins.py: cannot read the times: {e}", file=sys.stderr)
         return 2
-    scores = score_all(pairs, sizes, times, args.folder, {}, args.jobs)
+    results: dict[str, dict | None] = {}
+    if args.from_reports:
+        times, results = times_from_reports(pairs, sizes, args.folder, results, args.jobs)
+        print("times: each version's kernel durations in its own report (a preview: not the plain timing)\n")
+    scores = score_all(pairs, sizes, times, args.folder, results, args.jobs)
     print(render(scores, args.markdown))
     if args.json:
         args.json.write_text(
@@ -368,7 +397,12 @@ def main(argv: list[str] | None = None) -> int:
     sub = ap.add_subparsers(dest="command", required=True)
     sc = sub.add_parser("score", help="the estimates against the measured twins")
     sc.add_argument("folder", type=Path, help="folder of the exam reports (<program>_v<N>.ncu-rep)")
-    sc.add_argument("times", type=Path, nargs="+", help="exam_times.jsonl of one or more device calls")
+    sc.add_argument("times", type=Path, nargs="*", help="exam_times.jsonl of one or more device calls")
+    sc.add_argument(
+        "--from-reports",
+        action="store_true",
+        help="instead of measured times, each version's kernel durations in its own report (a preview)",
+    )
     sc.add_argument("--twins", type=Path, default=TWINS, help="pairs file (default %(default)s)")
     sc.add_argument("--markdown", action="store_true", help="markdown tables")
     sc.add_argument("--jobs", type=int, default=2, help="reports analysed at once (default 2)")

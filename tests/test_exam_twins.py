@@ -202,10 +202,10 @@ also = ""
 
 @pytest.fixture(scope="module")
 def reports(tmp_path_factory):
-    """Two of the real exam reports, unpacked from the fixture."""
+    """Three of the real exam reports, unpacked from the fixture."""
     folder = tmp_path_factory.mktemp("exam-reports")
     with tarfile.open(FIXTURES / "exam-h100-2026-12-06" / "exam_reports.tar.xz") as tar:
-        for name in ("layernorm_forward_v1.ncu-rep", "gelu_forward_v1.ncu-rep"):
+        for name in ("layernorm_forward_v1.ncu-rep", "gelu_forward_v1.ncu-rep", "gelu_forward_v2.ncu-rep"):
             member = next(m for m in tar.getmembers() if m.name.endswith("/" + name) or m.name == name)
             (folder / name).write_bytes(tar.extractfile(member).read())
     return folder
@@ -351,3 +351,21 @@ def test_exam_py_scores_the_twins_after_the_labels_with_the_same_analyses(report
     bad.write_text("{}\n")
     assert exam.main([str(reports), "--labels", str(labels), "--twins", str(bad)]) == 2
     assert capsys.readouterr().err.startswith("exam.py: cannot read the pairs or the times: ")
+
+
+def test_preview_from_reports_takes_each_versions_profiled_duration(reports, tmp_path, capsys):
+    twins = tmp_path / "twins.toml"
+    twins.write_text(TWINS.split("[[pair]]")[0] + "[[pair]]" + TWINS.split("[[pair]]")[3])  # gelu 1 -> 2, MEM003
+    out_json = tmp_path / "preview.json"
+    argv = ["score", str(reports), "--from-reports", "--twins", str(twins), "--json", str(out_json)]
+    assert exam_twins.main(argv) == 0
+    text = capsys.readouterr().out
+    assert text.startswith("times: each version's kernel durations in its own report (a preview")
+    (gelu,) = json.loads(out_json.read_text())
+    assert gelu["status"] == "first" and gelu["before_ms"] == pytest.approx(gelu["duration_us"] / 1e3)
+    assert 0.002 < gelu["twin_ms"] < gelu["before_ms"]  # kernel2's own report, a few µs
+    assert gelu["measured"] == pytest.approx(gelu["before_ms"] / gelu["twin_ms"])
+    # the times or the preview, not both and not neither
+    assert exam_twins.main(["score", str(reports), "--twins", str(twins)]) == 2
+    assert exam_twins.main(["score", str(reports), str(out_json), "--from-reports", "--twins", str(twins)]) == 2
+    assert "one of the two" in capsys.readouterr().err

@@ -66,6 +66,7 @@ done
 wait
 say "built in $(( $(date +%s) - s )) s: $(tail -qn1 "$W"/logs/build_*.log 2>/dev/null | tr '\n' ' ')"
 
+LINEBUF=(stdbuf -oL -eL); command -v stdbuf > /dev/null || LINEBUF=()  # without it a run cut short loses its lines
 jsonl() { python3 benchmarks/exam_twins.py times "$W/runs" > "$OUT/exam_times.jsonl" 2>> "$OUT/steps.log"; }
 
 # run PROGRAM VERSION ROUND: one plain run, its output (line-buffered, so a run cut short keeps what it printed) in
@@ -78,7 +79,7 @@ run() {
   if (( t < 5 )); then SKIPPED+=("${prog}_v${v}_r$r"); return 0; fi
   (( t > CAP_S )) && t=$CAP_S
   local s; s=$(date +%s)
-  ( cd "$W" && timeout -k 5 "$t" stdbuf -oL -eL "$W/bin/$prog" "$v" ) > "$log" 2>&1
+  ( cd "$W" && timeout -k 5 "$t" "${LINEBUF[@]}" "$W/bin/$prog" "$v" ) > "$log" 2>&1
   local rc=$? secs=$(( $(date +%s) - s ))
   echo "# rc=$rc seconds=$secs" >> "$log"
   local at; at=$(grep -E "^(sqrt_)?block_size +$( [ "$prog" = matmul_forward ] && echo 16 || echo 256 )[ |]" "$log" \
