@@ -94,7 +94,8 @@ class NoDataReuse(Rule):
         share; the time follows the busiest unit, as busy as now; no less than the compulsory bytes at 85% of
         DRAM's peak, and bounded by the stall time it removes (the memory waits, and the issue pressure of the loads
         that go: not selected, pipe throttles, dispatch). The bytes removed include the wasted sectors of uncoalesced
-        loads: the tile is read in whole rows. Where both apply (a matrix product), the faster fixed kernel of the two.
+        loads: the tile is read in whole rows. Where both apply, the faster fixed kernel of the two, in its own words
+        (a convolution's FMAs read global memory per FLOP too; its fix is the input's tile with its halo).
         Where index arithmetic also fills the issue slots (ISU001), this estimate keeps it: the larger of the two
         ranks first (a clamped 5×5 blur issue-bound on its clamps: hoisting them first).
         The counter the fix moves (a matrix product): the operand traffic per FLOP at the level that serves it, global load bytes per
@@ -252,8 +253,9 @@ class NoDataReuse(Rule):
         if not level and reread is None:
             return None
         if reread is not None and reread_ns < new_ns:
-            level = level or "reread"
-            new_ns = reread_ns
+            # the estimate is the re-read model's, and so are the words: a convolution's FMAs read global memory per
+            # FLOP too, but its fix is the input's tile with its halo, not a matrix product's two operand tiles
+            level, new_ns = "reread", reread_ns
         # the fractions are an H200's (sm_90): elsewhere the balance of FP32 lanes, shared-memory bandwidth and DRAM
         # differs (a GTX 1660's tiling measured -20% where this model said -58%), so the estimate is said as such
         arch = str(k.device.get("compute_capability") or "")
@@ -280,8 +282,6 @@ class NoDataReuse(Rule):
             evidence += reread_evidence
             if level == "reread":
                 what, model, situations = reread_what, reread_model, [REREAD]
-            elif reread_ns <= new_ns:
-                model = reread_model + " (Below the FLOP model's time: " + flop_model + ")"
         if level == "global":
             situations = [ADDS] * adds_only
         if level == "shared":
