@@ -75,9 +75,9 @@ CONTROL = (
     "REDUX",
     "NANOSLEEP",
 )
-# the units hoisting the bookkeeping relieves: the issue slots and the integer pipes that run it (IMAD runs on the FMA
-# pipe); the L1/load-store traffic, DRAM and L2 keep their work
-BOOKKEEPING_UNITS = frozenset({"issue", "alu", "fma"})
+# the units hoisting the bookkeeping relieves: the issue slots and the pipes that run it (IMAD runs on the FMA pipe,
+# conversions such as F2F and I2F on the XU); the L1/load-store traffic, DRAM and L2 keep their work
+BOOKKEEPING_UNITS = frozenset({"issue", "alu", "fma", "sfu"})
 # the waits of an issue-bound warp, which fewer instructions shorten; the memory waits (long scoreboard, throttles on
 # the L1 queues) stay: an L1-bound convolution with clamped taps waits on its loads, not on its bookkeeping
 ISSUE_WAITS = ("selected", "not_selected", "dispatch_stall", "math_pipe_throttle", "wait")
@@ -130,8 +130,8 @@ class IndexMath(Rule):
         The time of the fixed kernel. Its issue time: removing half of the bookkeeping instructions gives time × (1 −
         `removable_fraction` × overhead share); half is what hoisting and clamp-free interiors typically remove (a
         clamped 5×5 blur measured 1.35×). No less than what the units the fix leaves alone need as executed (the
-        L1/load-store traffic, L2, DRAM: `fixed_kernel_ns` with the issue slots, the ALU and the FMA pipe changed,
-        since IMAD runs there) and the compulsory bytes; bounded by the issue stalls it removes (selected, not
+        L1/load-store traffic, L2, DRAM: `fixed_kernel_ns` with the issue slots, the ALU, the FMA pipe (IMAD) and the
+        XU (conversions) changed) and the compulsory bytes; bounded by the issue stalls it removes (selected, not
         selected, dispatch, pipe throttles, wait: GPA's attribution). A convolution whose warps wait on their L1
         loads gains little from hoisting its index math: the reuse fix (TIL001) removes those loads. Never below the
         practical roofline floor; labelled low confidence.
