@@ -80,6 +80,17 @@ SETS = [
         str(ROOT / "fixtures" / "profile-cost-2026-11-30" / "bench_wave3.jsonl"),
     ),
 ]
+# the direct-convolution reuse set (workloads/cuda/conv9.cu, labels in manifest_conv9.json written before any
+# capture), scored once `benchmarks/device/conv9.sh`'s report and timings are under fixtures/
+CONV9 = ROOT / "fixtures" / "conv9-2026-12-06"
+if (CONV9 / "conv9.ncu-rep.xz").exists():
+    SETS.append(
+        (
+            str(CONV9 / "conv9.ncu-rep.xz"),
+            str(ROOT / "workloads" / "cuda" / "manifest_conv9.json"),
+            str(CONV9 / "bench_conv9.jsonl"),
+        )
+    )
 NCU_NEAR_BOUND_PCT = 20.0  # NCU "leaves a kernel alone" when none of its rules estimates 20% or more
 NEAR_BOUND_PCT = 70.0  # a fixed twin measured at >= 70% of DRAM or SM peak is expected to be called at-roofline
 

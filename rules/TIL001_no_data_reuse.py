@@ -83,12 +83,21 @@ class NoDataReuse(Rule):
         the compulsory bytes (the fixed kernel). Both
         fractions were measured on an H200 (sm_90): on another architecture the
         estimate says so and its confidence is low (a GTX 1660's tiling measured -20% where the model said -58%).
-        Inputs re-read through L1: the time of the fixed kernel, each input loaded once per `reuse_after` uses (or
-        its re-read factor, if smaller): the L1 and load/store time divided by that factor, the issue time less the
-        load instructions that go, every other unit's busy share kept (the time follows the busiest unit, as busy as
-        now), no less than the compulsory bytes at 85% of DRAM's peak, and bounded by the stall time it removes (the
-        memory waits, and the issue pressure of the loads that go: not selected, pipe throttles, dispatch). The bytes removed include the wasted sectors of uncoalesced loads: the tile is read in
-        whole rows. Where both apply (a matrix product), the faster fixed kernel of the two.
+        Inputs re-read through L1 (a stencil, a convolution): the time of the fixed kernel, the block's tile with its
+        halo in shared memory and `outputs_per_thread` outputs per thread from a register window. Its L1 work: the
+        global loads' wavefronts of today once per input (at most `halo_loads` loads of each with the halo, over the
+        re-read factor), plus the shared-memory reads that replace them, one wavefront per read (conflict-free rows,
+        one wavefront per cycle per SM), each read used by `outputs_per_thread` × side ÷ (`outputs_per_thread` + side
+        − 1) taps of a square filter of side √(re-read factor) (4.5 uses for a 9×9, 3.3 for a 5×5), and the tile's
+        stores; the load/store pipe as many instructions; the issue slots less the global loads that go (the index
+        arithmetic and the FMAs stay: the issue-bound FMAs of the fixed kernel). Every other unit keeps its busy
+        share; the time follows the busiest unit, as busy as now; no less than the compulsory bytes at 85% of
+        DRAM's peak, and bounded by the stall time it removes (the memory waits, and the issue pressure of the loads
+        that go: not selected, pipe throttles, dispatch). The bytes removed include the wasted sectors of uncoalesced
+        loads: the tile is read in whole rows. Where both apply, the faster fixed kernel of the two, in its own words
+        (a convolution's FMAs read global memory per FLOP too; its fix is the input's tile with its halo).
+        Where index arithmetic also fills the issue slots (ISU001), this estimate keeps it: the larger of the two
+        ranks first (a clamped 5×5 blur issue-bound on its clamps: hoisting them first).
         The counter the fix moves (a matrix product): the operand traffic per FLOP at the level that serves it, global load bytes per
         FMA-pipe FLOP (at most `max_global_bytes_per_flop` after) or shared wavefronts per FLOP (at most
         `max_shared_wavefronts_per_flop`); DRAM bytes, already near the compulsory bytes where L2 holds the
@@ -135,7 +144,8 @@ class NoDataReuse(Rule):
         "min_reread": 4.0,
         "min_l1_hit_pct": 50.0,
         "max_l2_to_dram": 4.0,
-        "reuse_after": 8.0,
+        "outputs_per_thread": 8.0,
+        "halo_loads": 2.0,
     }
     fixes = {
         "cuda": Fix(
@@ -243,8 +253,9 @@ class NoDataReuse(Rule):
         if not level and reread is None:
             return None
         if reread is not None and reread_ns < new_ns:
-            level = level or "reread"
-            new_ns = reread_ns
+            # the estimate is the re-read model's, and so are the words: a convolution's FMAs read global memory per
+            # FLOP too, but its fix is the input's tile with its halo, not a matrix product's two operand tiles
+            level, new_ns = "reread", reread_ns
         # the fractions are an H200's (sm_90): elsewhere the balance of FP32 lanes, shared-memory bandwidth and DRAM
         # differs (a GTX 1660's tiling measured -20% where this model said -58%), so the estimate is said as such
         arch = str(k.device.get("compute_capability") or "")
@@ -267,12 +278,10 @@ class NoDataReuse(Rule):
         )
         model, situations = flop_model, []
         if reread is not None:
-            reread_evidence, reread_model, reread_what = self._reread_words(reread)
+            reread_evidence, reread_model, reread_what = self._reread_words(k, reread)
             evidence += reread_evidence
             if level == "reread":
                 what, model, situations = reread_what, reread_model, [REREAD]
-            elif reread_ns <= new_ns:
-                model = reread_model + " (Below the FLOP model's time: " + flop_model + ")"
         if level == "global":
             situations = [ADDS] * adds_only
         if level == "shared":
@@ -324,21 +333,26 @@ class NoDataReuse(Rule):
         return level, frac, what, new_ns
 
     def _reread_words(
-        self, reread: tuple[float, float, float, float, float, float, float]
+        self, k: KernelContext, reread: tuple[float, float, float, float, float, float, float]
     ) -> tuple[list[Evidence], str, str]:
         """Inputs re-read through L1, in words: (the evidence, the speedup model, what was read)."""
         t = self.thresholds
         factor, after, _, hit, wasted, loaded, needed = reread
+        scale = self._reuse_scale(k, factor, after)
         evidence = [
             Evidence("reread_factor", round(factor, 1), t["min_reread"], "global load bytes ÷ compulsory loads"),
             Evidence(MemoryWorkloadAnalysis.L1_HIT_RATE_PCT, round(hit, 1), t["min_l1_hit_pct"], "L1 hits", "%"),
         ]
         waste = f", {wasted:.0%} of their sectors wasted by uncoalesced loads" if wasted >= 0.05 else ""
         model = (
-            f"The fixed kernel loads each input once per {after:.0f} uses (now {factor:.0f}): the L1 and load/store "
-            f"time ÷ {after:.0f} ({fmt_bytes(loaded)} of global loads for {fmt_bytes(needed)} needed{waste}), the "
-            "issue time less the load instructions that go, every other unit as busy as now; no less than the "
-            "compulsory bytes at 85% of DRAM's peak; bounded by the memory stalls it removes."
+            f"The fixed kernel stages the block's tile with its halo in shared memory and computes "
+            f"{t['outputs_per_thread']:.0f} outputs per thread from a register window: each input loaded from global "
+            f"memory at most {t['halo_loads']:.0f}× (now {factor:.0f}×: {fmt_bytes(loaded)} of global loads for "
+            f"{fmt_bytes(needed)} needed{waste}), each value read from shared memory used {after:.1f}× (a wavefront "
+            f"a read). L1 {scale['l1']:.2f}× and the load/store pipe {scale['lsu']:.2f}× as busy, the issue slots "
+            f"{scale['issue']:.2f}× (the loads that go; the index arithmetic and the FMAs stay), every other unit as "
+            "busy as now: the time follows the busiest; no less than the compulsory bytes at 85% of DRAM's peak; "
+            "bounded by the memory and issue stalls it removes."
         )
         return evidence, model, f"each input loaded {factor:.0f}× through L1 ({hit:.0f}% hits){waste}"
 
@@ -355,6 +369,36 @@ class NoDataReuse(Rule):
             f"{fmt_bytes(reread[5] if reread else 0.0)} of global loads for "
             f"{fmt_bytes(reread[6] if reread else 0.0)} the kernel needs; L1 is {l1_pct:.0f}% busy."
         )
+
+    def uses_per_shared_read(self, factor: float) -> float:
+        """The uses of each value a thread of the fixed kernel reads from shared memory: a register window of
+        `outputs_per_thread` outputs down a column of a square filter of sqrt(factor) taps a side reads
+        outputs + side - 1 rows of `side` values for outputs × side² uses (never more than the re-read factor)."""
+        rows, side = self.thresholds["outputs_per_thread"], max(1.0, factor**0.5)
+        return max(1.0, min(factor, rows * side / (rows + side - 1.0)))
+
+    def _reuse_scale(self, k: KernelContext, factor: float, after: float) -> dict[str, float]:
+        """The busy shares of L1, the load/store pipe and issue after the fix, as factors of today's: the global loads'
+        L1 work once per input (at most `halo_loads` times with the tile's halo), plus the shared-memory reads that
+        replace them (a global load instruction's worth of shared wavefronts per `after` uses, one wavefront each:
+        the tile's rows are conflict-free) and the tile's stores; the issue slots less the global loads that go."""
+        r = k.roofline
+        halo = self.thresholds["halo_loads"]
+        loads = k.m(InstructionStats.GLOBAL_LOAD_INST) or 0.0
+        l1, shared = r.busy_pct.get("l1", 0.0), r.busy_pct.get("shared", 0.0)
+        cycles = (r.duration_ns or 0.0) * 1e-9 * (r.sm_clock_hz or 0.0) * k.sm_count
+        kept = min(1.0, halo / factor)  # the global loads' share that stays: the tile's
+        # one shared wavefront per cycle per SM: the read of a value for `after` uses, and the store of the tile
+        wavefront_pct = 100.0 / cycles if cycles > 0 else 0.0
+        new_shared = loads * (1.0 / after + kept) * wavefront_pct
+        new_l1 = shared + max(0.0, l1 - shared) * kept + new_shared
+        l1_scale = min(1.0, new_l1 / l1) if l1 > 0 and wavefront_pct else min(1.0, 1.0 / after + 2 * kept)
+        load_share = min(1.0, loads / r.instructions) if loads and r.instructions else 0.0
+        # a global load becomes 1/after shared reads, and the tile's load and store (2 × kept)
+        issue_scale = 1.0 - load_share * max(0.0, 1.0 - 1.0 / after - 2.0 * kept)
+        # the load/store pipe issues the loads that stay: taken as all its instructions (a stencil's are loads)
+        lsu_scale = min(1.0, 1.0 / after + 2.0 * kept)
+        return {"l1": l1_scale, "lsu": lsu_scale, "issue": issue_scale}
 
     def reread(self, k: KernelContext) -> tuple[float, float, float, float, float, float, float] | None:
         """Inputs re-read through L1 (a stencil, a convolution): (re-read factor, uses per load after the fix, the
@@ -377,11 +421,8 @@ class NoDataReuse(Rule):
         read = k.m(MemoryWorkloadAnalysis.DRAM_BYTES_READ)
         if from_l2 is None or not read or from_l2 * 32 > t["max_l2_to_dram"] * read:
             return None  # the reuse is served by L2 (refetches): CAC001
-        after = min(factor, t["reuse_after"])
-        loads = k.m(InstructionStats.GLOBAL_LOAD_INST)
-        load_share = min(1.0, loads / r.instructions) if loads and r.instructions else 0.0
-        scale = {"l1": 1 / after, "lsu": 1 / after, "issue": 1 - load_share * (1 - 1 / after)}
-        scaled = busy_scaled_ns(k, scale)
+        after = self.uses_per_shared_read(factor)
+        scaled = busy_scaled_ns(k, self._reuse_scale(k, factor, after))
         if scaled is None:
             return None
         new_ns = fixed_kernel_ns(k, scaled, REUSE_CHANGES, REUSE_WAITS)

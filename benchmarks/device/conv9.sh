@@ -7,10 +7,12 @@
 # 2. ./conv9 --check: each twin's output against its planted kernel's, JSON lines in $OUT/check_conv9.jsonl;
 # 3. ./conv9 --bench: 3 warm-ups, median of 15 cudaEvent timings per kernel, JSON lines in $OUT/bench_conv9.jsonl
 #    (the same binary, no profiler; taken before the capture so ncu's replays do not heat the card first);
-# 4. ncu --set full --import-source yes --clock-control none on ./conv9 --once (7 kernels, one launch each):
+# 4. ncu --set full --import-source yes --clock-control none on ./conv9 --once (8 kernels, one launch each):
 #    $OUT/conv9.ncu-rep.xz and ncu's log $OUT/conv9_ncu.txt;
 # 5. with time left, this checkout's `ncuadvisor report` of it: $OUT/conv9_report.txt and $OUT/conv9.json.
-# Keeps to $BUDGET seconds (default 200); the steps log to $OUT/steps.log.
+# Keeps to $BUDGET seconds (default 200); the steps log to $OUT/steps.log. Kept under fixtures/conv9-<date>/ (the
+# report, bench_conv9.jsonl, check_conv9.jsonl, the logs), `benchmarks/accuracy.py` scores it against
+# workloads/cuda/manifest_conv9.json (it looks for fixtures/conv9-2026-12-06/).
 #     OUT=/tmp/conv9 BUDGET=200 bash benchmarks/device/conv9.sh
 BUDGET=${BUDGET:-200}
 source benchmarks/device/env.sh

@@ -10,15 +10,19 @@
 //   output, each over two 128-byte lines when the warp's 32 floats start off a line boundary.
 // FIXED TWINS:
 //   conv9_smem     — the block's window (its 32×8 outputs plus the halo of 4) staged once in shared memory; the 81
-//                    taps are shared-memory loads (LDS + FFMA): the global requests drop 81 → about 0.4 per output.
+//                    taps are shared-memory loads (LDS + FFMA): the global loads drop from 81 to 2.5 per output.
 //   conv9_smem_reg — the same tile, and each thread computes 8 outputs down a column with a sliding window: each
 //                    row of the tile it needs is read once into 9 registers and feeds every output that row touches
-//                    (16 rows × 9 LDS for 8 outputs: 18 LDS per output instead of 81); then the FMAs are the floor.
+//                    (16 rows × 9 LDS for 8 outputs: 18 LDS per output instead of 81; 1.4 global loads per output for the
+//                    72×40 tile); then the FMAs are the floor.
 //   conv9_reg      — register blocking alone, no shared memory: 8 outputs down a column per thread, 18 global
 //                    loads per output.
 // conv9_clamped — the naive kernel as it is usually written, reading the unpadded image with each tap's index
 //   clamped to the border inside the loop (index arithmetic on top of the missing reuse): the same output.
-// conv5_global / conv5_smem_reg — the same pair for a 5×5 filter (25 taps; 12 LDS per output with 8 outputs).
+// conv5_global / conv5_smem_reg / conv5_clamped — the same for a 5×5 filter (25 taps; 12 LDS per output with 8
+//   outputs). The clamped kernels against their twins: conv*_global is the index-math fix alone (no clamps, no 64-bit
+//   indices: ISU001's measured twin), conv*_smem_reg the reuse fix (TIL001's); a clamped 5×5 is cache.cu's blur_global
+//   with a filter, measured there as issue-bound on its clamps.
 //
 // Modes: ./conv9 --once [--only a,b]    launch each kernel once (for ncu)
 //        ./conv9 --bench [--only a,b]   3 warm-ups, median of 15 cudaEvent timings, JSON lines
@@ -57,17 +61,18 @@ __device__ __forceinline__ void conv_global(const float* __restrict__ in, float*
 
 // The naive kernel as usually written: the unpadded image (the padded buffer's interior, row stride P), each tap's
 // coordinates clamped to the border inside the loop.
-__global__ void conv9_clamped(const float* __restrict__ in, float* __restrict__ out, int w, int h) {
-  constexpr int R = 4;
+template <int R>
+__device__ __forceinline__ void conv_clamped(const float* __restrict__ in, float* __restrict__ out, int w, int h) {
   int x = blockIdx.x * BX + threadIdx.x, y = blockIdx.y * BY + threadIdx.y;
   if (x >= w || y >= h) return;
   const float* img = in + (size_t)PAD * P + PAD;
+  const float* f = R == 4 ? c_filter9 : c_filter5;
   float acc = 0.f;
   for (int dy = -R; dy <= R; ++dy) {
     int yy = min(max(y + dy, 0), h - 1);
     for (int dx = -R; dx <= R; ++dx) {
       int xx = min(max(x + dx, 0), w - 1);
-      acc += c_filter9[(dy + R) * 9 + dx + R] * img[(size_t)yy * P + xx];
+      acc += f[(dy + R) * (2 * R + 1) + dx + R] * img[(size_t)yy * P + xx];
     }
   }
   out[(size_t)y * w + x] = acc;
@@ -161,6 +166,12 @@ __global__ void conv9_smem_reg(const float* __restrict__ in, float* __restrict__
   conv_smem_reg<4>(in, out);
 }
 __global__ void conv9_reg(const float* __restrict__ in, float* __restrict__ out, int, int) { conv_reg<4>(in, out); }
+__global__ void conv9_clamped(const float* __restrict__ in, float* __restrict__ out, int w, int h) {
+  conv_clamped<4>(in, out, w, h);
+}
+__global__ void conv5_clamped(const float* __restrict__ in, float* __restrict__ out, int w, int h) {
+  conv_clamped<2>(in, out, w, h);
+}
 __global__ void conv5_global(const float* __restrict__ in, float* __restrict__ out, int, int) {
   conv_global<2>(in, out);
 }
@@ -175,7 +186,7 @@ const K KERNELS[] = {
     {"conv9_global", conv9_global, GRID1, BLOCK},     {"conv9_smem", conv9_smem, GRID1, BLOCK},
     {"conv9_smem_reg", conv9_smem_reg, GRID_RB, BLOCK}, {"conv9_reg", conv9_reg, GRID_RB, BLOCK},
     {"conv9_clamped", conv9_clamped, GRID1, BLOCK},   {"conv5_global", conv5_global, GRID1, BLOCK},
-    {"conv5_smem_reg", conv5_smem_reg, GRID_RB, BLOCK},
+    {"conv5_smem_reg", conv5_smem_reg, GRID_RB, BLOCK}, {"conv5_clamped", conv5_clamped, GRID1, BLOCK},
 };
 
 // The padded input on the device: a random W×H image, its border copied PAD times outward (clamp-to-edge).
@@ -226,7 +237,7 @@ int main(int argc, char** argv) {
   if (mode == "--check") {
     const char* pairs[][2] = {{"conv9_global", "conv9_smem"}, {"conv9_global", "conv9_smem_reg"},
                               {"conv9_global", "conv9_reg"}, {"conv9_global", "conv9_clamped"},
-                              {"conv5_global", "conv5_smem_reg"}};
+                              {"conv5_global", "conv5_smem_reg"}, {"conv5_global", "conv5_clamped"}};
     for (auto& pr : pairs) {
       const K *p = nullptr, *q = nullptr;
       for (auto& k : KERNELS) { if (!strcmp(k.name, pr[0])) p = &k; if (!strcmp(k.name, pr[1])) q = &k; }
