@@ -59,8 +59,10 @@ class NoDataReuse(Rule):
         the busiest unit. Also, whatever the arithmetic (a stencil of adds, a convolution): the same input bytes
         re-read per output through L1, the global load bytes the threads asked for (ideal sectors, not the wasted
         ones) at least `min_reread` times the compulsory load bytes (`rulekit.models.compulsory_bytes`), L1 hitting at least `min_l1_hit_pct` % of sectors (the reuse is there,
-        served by L1 instead of registers or shared memory) and L2 sending L1 at most `max_l2_to_dram` times the bytes
-        DRAM reads (`lts__t_sectors_srcunit_tex.sum`: a reuse served by L2 is CAC001's). Weakest evidence (ncu's basic
+        served by L1 instead of registers or shared memory) and, unless L2 is less than `min_l2_busy_of_l1` as busy
+        as L1 (its refetches then cost nothing: operands that fit in L2, L1 hitting 99%), L2 sending L1 at most
+        `max_l2_to_dram` times the bytes DRAM reads (`lts__t_sectors_srcunit_tex.sum`: a reuse served by L2, at a
+        cost, is CAC001's). Weakest evidence (ncu's basic
         set, a custom set without the memory tables: no load sectors, no wavefronts): Speed Of Light's unit and pipe
         shares and the launch's shared memory. The FMA pipe at least `min_fma_pct_weak` busy (arithmetic at a real
         rate), the tensor pipe idle and the XU at most `max_xu_per_fma_weak` of the FMA pipe's share (a product of
@@ -150,6 +152,7 @@ class NoDataReuse(Rule):
         "min_reread": 4.0,
         "min_l1_hit_pct": 50.0,
         "max_l2_to_dram": 4.0,
+        "min_l2_busy_of_l1": 0.25,
         "reuse_after": 8.0,
         "min_fma_pct_weak": 15.0,
         "max_xu_per_fma_weak": 0.05,
@@ -460,8 +463,10 @@ class NoDataReuse(Rule):
             return None
         from_l2 = k.m(MemoryWorkloadAnalysis.L2_SECTORS_FROM_L1)
         read = k.m(MemoryWorkloadAnalysis.DRAM_BYTES_READ)
-        if from_l2 is None or not read or from_l2 * 32 > t["max_l2_to_dram"] * read:
-            return None  # the reuse is served by L2 (refetches): CAC001
+        l2_busy, l1_busy = r.busy_pct.get("l2") or 0.0, r.busy_pct.get("l1") or 0.0
+        l2_serves = from_l2 is not None and read and from_l2 * 32 > t["max_l2_to_dram"] * read
+        if from_l2 is None or not read or (l2_serves and l2_busy >= t["min_l2_busy_of_l1"] * l1_busy):
+            return None  # the reuse is served by L2 (refetches), and costs L2 time: CAC001
         after = min(factor, t["reuse_after"])
         loads = k.m(InstructionStats.GLOBAL_LOAD_INST)
         load_share = min(1.0, loads / r.instructions) if loads and r.instructions else 0.0
