@@ -9,18 +9,18 @@ ncuadvisor was run on any of them (see that file's git history).
 Each report is read from `benchmarks/foreign-cache/<file>` (ignored by git; SOURCES.md says how to fill it), or,
 for the few whose licence lets them be committed, from `fixtures/foreign/<file>.xz`. Each is analysed by this
 checkout's `python -m ncuadvisor report <file> --format json`, in a subprocess, as a user would run it. Recorded per
-report: the exit code; a "partial" warning (every report here is whole, as its author committed it, so any is
-false); kernels with headroom below 1 (faster than their modelled floor); ROOF001 "leave it" verdicts whose floor
-does not rest on counted work (the floor's reason is a unit's busy time or the launch); results ncu recorded
-nothing for; the first finding of the labelled kernel scored right / wrong / missing against the label, as issue
-33 defines it: the kernel's own first finding (a program finding is about the program, not the kernel: a kernel
-without a finding of its own has none, right only where the label allows "NONE"), and for a kernel the report's first
-warning names as a debug build (`nvcc -G`) that warning, right whatever the label (the issue: "detect it and say
-'this is a debug build: profile a release build with -lineinfo' first"). Two other scorings are printed beside it:
-the kernel's own first finding with no debug-build exception, and the scoring used until 2026-12-06 (the kernel's
-own first finding, else the first program finding that names it). Where the label names the author's own before/after
-(another kernel of the same report, or another report), the estimate of the finding that names the author's fix is
-set beside the change measured by ncu.
+report: the exit code; a "partial" warning (every report here is whole, as its author committed it, so any is false);
+kernels with headroom below 1 (faster than their modelled floor); ROOF001 "leave it" verdicts whose floor does not rest
+on counted work (the floor's reason is a unit's busy time or the launch); results ncu recorded nothing for; the first
+finding of the labelled kernel (the goal: "the first finding of each report's top kernel") scored right / wrong /
+missing against the label: the kernel's own first finding (a program finding is about the program, not the kernel: a
+kernel without a finding of its own has none, right only where the label allows "NONE"), and for a kernel the report's
+first warning names as a debug build (`nvcc -G`) that warning, right whatever the label (the goal for a debug build:
+"detect it and say 'this is a debug build: profile a release build with -lineinfo' first"). Two other scorings are
+printed beside it: the kernel's own first finding with no debug-build exception, and the scoring used until 2026-12-06
+(the kernel's own first finding, else the first program finding that names it). Where the label names the author's own
+before/after (another kernel of the same report, or another report), the estimate of the finding that names the author's
+fix is set beside the change measured by ncu.
 
     python benchmarks/foreign.py [--markdown] [--jobs N] [--only SUBSTRING] [--json OUT] [--cache DIR]
                                  [--fetch [--url TEMPLATE]]

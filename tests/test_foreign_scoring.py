@@ -1,7 +1,7 @@
-"""How benchmarks/foreign.py scores a report, as issue 33 defines it: the labelled kernel's own first finding (a
-program finding is the program's, not the kernel's), and, for a kernel the report's first warning names as a debug
-build, that warning; the scoring used until 2026-12-06 (the first program finding for a kernel without its own) is
-kept beside it."""
+"""How benchmarks/foreign.py scores a report, by the goal "the first finding of each report's top kernel": the labelled
+kernel's own first finding (a program finding is the program's, not the kernel's), and, for a kernel the report's first
+warning names as a debug build, that warning; the scoring used until 2026-12-06 (the first program finding for a kernel
+without its own) is kept beside it."""
 
 from __future__ import annotations
 
