@@ -9,13 +9,18 @@ ncuadvisor was run on any of them (see that file's git history).
 Each report is read from `benchmarks/foreign-cache/<file>` (ignored by git; SOURCES.md says how to fill it), or,
 for the few whose licence lets them be committed, from `fixtures/foreign/<file>.xz`. Each is analysed by this
 checkout's `python -m ncuadvisor report <file> --format json`, in a subprocess, as a user would run it. Recorded per
-report: the exit code; a "partial" warning (every report here is whole, as its author committed it, so any is
-false); kernels with headroom below 1 (faster than their modelled floor); ROOF001 "leave it" verdicts whose floor
-does not rest on counted work (the floor's reason is a unit's busy time or the launch); results ncu recorded
-nothing for; the first finding of the labelled kernel (its own first finding, else the first program finding that
-names it) scored right / wrong / missing against the label. Where the label names the author's own before/after
-(another kernel of the same report, or another report), the estimate of the finding that names the author's fix is
-set beside the change measured by ncu.
+report: the exit code; a "partial" warning (every report here is whole, as its author committed it, so any is false);
+kernels with headroom below 1 (faster than their modelled floor); ROOF001 "leave it" verdicts whose floor does not rest
+on counted work (the floor's reason is a unit's busy time or the launch); results ncu recorded nothing for; the first
+finding of the labelled kernel (the goal: "the first finding of each report's top kernel") scored right / wrong /
+missing against the label: the kernel's own first finding (a program finding is about the program, not the kernel: a
+kernel without a finding of its own has none, right only where the label allows "NONE"), and for a kernel the report's
+first warning names as a debug build (`nvcc -G`) that warning, right whatever the label (the goal for a debug build:
+"detect it and say 'this is a debug build: profile a release build with -lineinfo' first"). Two other scorings are
+printed beside it: the kernel's own first finding with no debug-build exception, and the scoring used until 2026-12-06
+(the kernel's own first finding, else the first program finding that names it). Where the label names the author's own
+before/after (another kernel of the same report, or another report), the estimate of the finding that names the author's
+fix is set beside the change measured by ncu.
 
     python benchmarks/foreign.py [--markdown] [--jobs N] [--only SUBSTRING] [--json OUT] [--cache DIR]
                                  [--fetch [--url TEMPLATE]]
@@ -32,6 +37,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -79,6 +85,10 @@ class Outcome:
     tool_top: str = ""
     first: str = ""
     first_title: str = ""
+    debug_build: bool = False  # the report's first warning names the kernel as a debug build
+    verdict_kernel: str = "unscored"  # the kernel's own first finding, no debug-build exception
+    program_first: str = ""  # the first program finding that names a kernel without its own finding
+    verdict_old: str = "unscored"  # the scoring used until 2026-12-06: own first finding, else program_first
     headroom: float | None = None
     floor_basis: str = ""
     verdict: str = "unscored"
@@ -205,17 +215,17 @@ def score(label: dict, results: dict[str, dict], cache: Path = CACHE) -> Outcome
     out.headroom = k.get("headroom")
     out.floor_basis = floor_basis(k.get("roofline"))
     findings = k.get("findings", [])
+    expected = label["expected"]
     if findings:
         out.first, out.first_title = findings[0]["rule"], findings[0].get("title", "")
     else:
         prog = [p for p in doc.get("program_findings", []) if k["name"] in p.get("kernels", [])]
         if prog:
-            out.first, out.first_title = prog[0]["rule"], prog[0].get("title", "")
-    expected = label["expected"]
-    if out.first:
-        out.verdict = "right" if out.first in expected else "wrong"
-    else:
-        out.verdict = "right" if "NONE" in expected else "missing"
+            out.program_first = prog[0]["rule"]
+    out.verdict_kernel = judge(out.first, expected)
+    out.verdict_old = judge(out.first or out.program_first, expected)
+    out.debug_build = debug_named(doc["report"].get("warnings", []), k["name"])
+    out.verdict = "right" if out.debug_build else out.verdict_kernel
     pair = label.get("pair")
     if pair:
         after = None
@@ -231,6 +241,26 @@ def score(label: dict, results: dict[str, dict], cache: Path = CACHE) -> Outcome
         if named is not None:
             out.estimate = -float(named.get("estimated_speedup") or 0.0)
     return out
+
+
+def judge(first: str, expected: list[str]) -> str:
+    """right / wrong / missing: a first finding against the label's rules, no finding against "NONE"."""
+    if first:
+        return "right" if first in expected else "wrong"
+    return "right" if "NONE" in expected else "missing"
+
+
+DEBUG_WARNING = "this is a debug build"
+
+
+def debug_named(warnings: list, kernel: str) -> bool:
+    """Whether the report's first warning is the debug-build one (`pipeline.analyze`: "this is a debug build (nvcc
+    -G ...): N kernels (a, b, c, ...) ran unoptimised ...") and names the kernel among those it lists (at most three:
+    a kernel past them is not counted)."""
+    if not warnings or not str(warnings[0]).startswith(DEBUG_WARNING):
+        return False
+    listed = re.search(r"kernels? \(([^)]*)\) ran", str(warnings[0]))
+    return bool(listed) and kernel in [n.strip() for n in listed.group(1).split(",")]
 
 
 def family(label: dict) -> str:
@@ -286,6 +316,10 @@ def render(outcomes: list[Outcome], markdown: bool) -> str:
             notes.append(f"{len(o.empty_results)} empty result(s)")
         if o.tool_top and o.tool_top != lab["kernel"] and o.verdict not in ("no report",):
             notes.append(f"tool's longest: {o.tool_top}")
+        if o.debug_build:
+            notes.append(f"debug build said first (own first finding: {o.first or '-'}, {o.verdict_kernel})")
+        if o.program_first:
+            notes.append(f"program finding {o.program_first} (scored {o.verdict_old} until 2026-12-06)")
         if o.error:
             notes.append(o.error[:80])
         rows.append(
@@ -296,7 +330,7 @@ def render(outcomes: list[Outcome], markdown: bool) -> str:
                 lab["set"],
                 lab["kernel"][:32],
                 "/".join(lab["expected"]),
-                o.first or "-",
+                "debug build" if o.debug_build else o.first or "-",
                 o.verdict,
                 "" if o.rc is None else str(o.rc),
                 "" if o.headroom is None else f"{o.headroom:.2f}",
@@ -335,6 +369,29 @@ def render(outcomes: list[Outcome], markdown: bool) -> str:
             grp,
         )
 
+    srow = []
+    sets = sorted({o.label["set"] for o in scored})
+    for name, group in [*((s_, [o for o in scored if o.label["set"] == s_]) for s_ in sets), ("all", scored)]:
+        srow.append(
+            [
+                name,
+                str(len(group)),
+                str(sum(o.verdict == "right" for o in group)),
+                str(sum(o.verdict_kernel == "right" for o in group)),
+                str(sum(o.verdict_old == "right" for o in group)),
+            ]
+        )
+    table(
+        [
+            "section set",
+            "n",
+            "right (own first finding; a debug build's warning first)",
+            "right (own first finding only)",
+            "right (else the first program finding: until 2026-12-06)",
+        ],
+        srow,
+    )
+
     pairs = [o for o in outcomes if o.label.get("pair") and o.measured is not None]
     if pairs:
         prow = []
@@ -347,8 +404,12 @@ def render(outcomes: list[Outcome], markdown: bool) -> str:
     right = sum(o.verdict == "right" for o in scored)
     ok_rc = sum(o.rc == 0 for o in outcomes if o.rc is not None)
     ran = sum(o.rc is not None for o in outcomes)
+    kernel_only = sum(o.verdict_kernel == "right" for o in scored)
+    old = sum(o.verdict_old == "right" for o in scored)
     lines.append(
-        f"scored {n} of {len(outcomes)} labelled reports: first finding right on {right} ({pct(right, n)}), "
+        f"scored {n} of {len(outcomes)} labelled reports: first finding right on {right} ({pct(right, n)}; "
+        f"own first finding only: {kernel_only}, {pct(kernel_only, n)}; with the program finding: {old}, "
+        f"{pct(old, n)}), "
         f"wrong on {sum(o.verdict == 'wrong' for o in scored)}, missing on {sum(o.verdict == 'missing' for o in scored)}; "
         f"exit 0 on {ok_rc} of {ran}; false partial on {sum(bool(o.partial) for o in outcomes)}; "
         f"headroom below 1 in {sum(bool(o.below_one) for o in outcomes)} reports "
@@ -402,6 +463,10 @@ def main(argv: list[str] | None = None) -> int:
                         "verdict": o.verdict,
                         "first": o.first,
                         "first_title": o.first_title,
+                        "debug_build": o.debug_build,
+                        "verdict_kernel": o.verdict_kernel,
+                        "program_first": o.program_first,
+                        "verdict_old": o.verdict_old,
                         "rc": o.rc,
                         "partial": o.partial,
                         "below_one": o.below_one,

@@ -145,6 +145,9 @@ class MemoryTables:
     GLOBAL_STORE_SECTORS: Final = "l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum"
     LOCAL_LOAD_SECTORS: Final = "l1tex__t_sectors_pipe_lsu_mem_local_op_ld.sum"
     LOCAL_STORE_SECTORS: Final = "l1tex__t_sectors_pipe_lsu_mem_local_op_st.sum"
+    # the shared-memory table: wavefronts, and the replays bank conflicts add to them (each conflict one more wavefront)
+    SHARED_WAVEFRONTS: Final = "l1tex__data_pipe_lsu_wavefronts_mem_shared.sum"
+    SHARED_BANK_CONFLICTS: Final = "l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum"
     # the bytes the threads used of each 32-byte sector they touched (32 when coalesced), global loads and stores
     GLOBAL_LOAD_BYTES_PER_SECTOR: Final = "smsp__sass_average_data_bytes_per_sector_mem_global_op_ld.ratio"
     GLOBAL_STORE_BYTES_PER_SECTOR: Final = "smsp__sass_average_data_bytes_per_sector_mem_global_op_st.ratio"

@@ -6,11 +6,13 @@ from ncuadvisor.rulekit import (
     Fix,
     InstructionStats,
     KernelContext,
+    LaunchStats,
     MemoryTables,
     MemoryWorkloadAnalysis,
     RooflineChart,
     Rule,
     SourceCounters,
+    SpeedOfLight,
     busy_scaled_ns,
     compulsory_load_bytes,
     fixed_kernel_ns,
@@ -57,8 +59,19 @@ class NoDataReuse(Rule):
         the busiest unit. Also, whatever the arithmetic (a stencil of adds, a convolution): the same input bytes
         re-read per output through L1, the global load bytes the threads asked for (ideal sectors, not the wasted
         ones) at least `min_reread` times the compulsory load bytes (`rulekit.models.compulsory_bytes`), L1 hitting at least `min_l1_hit_pct` % of sectors (the reuse is there,
-        served by L1 instead of registers or shared memory) and L2 sending L1 at most `max_l2_to_dram` times the bytes
-        DRAM reads (`lts__t_sectors_srcunit_tex.sum`: a reuse served by L2 is CAC001's).
+        served by L1 instead of registers or shared memory) and, unless L2 is less than `min_l2_busy_of_l1` as busy
+        as L1 (its refetches then cost nothing: operands that fit in L2, L1 hitting 99%), L2 sending L1 at most
+        `max_l2_to_dram` times the bytes DRAM reads (`lts__t_sectors_srcunit_tex.sum`: a reuse served by L2, at a
+        cost, is CAC001's). Weakest evidence (ncu's basic
+        set, a custom set without the memory tables: no load sectors, no wavefronts): Speed Of Light's unit and pipe
+        shares and the launch's shared memory. The FMA pipe at least `min_fma_pct_weak` busy (arithmetic at a real
+        rate), the tensor pipe idle and the XU at most `max_xu_per_fma_weak` of the FMA pipe's share (a product of
+        loaded values, no nonlinear term per step), L1/shared memory (or the load/store pipe that feeds it) the
+        busiest unit of all at least `min_l1_pct` busy, and DRAM at most `max_dram_pct_weak` busy (the operands come
+        from on-chip memory, not from DRAM: MEM001's and CAC001's cases have DRAM or L2 busy). With shared memory per
+        block (the operands are staged there) the fix is register tiles, and not above `max_fma_pct` of the FMA pipe,
+        as on the main path; without, shared-memory tiles. The finding is then low confidence, and
+        MemoryWorkloadAnalysis_Tables (or SourceCounters) would confirm it.
 
     Why it costs time:
         A matrix product computed one output per thread reads 2 operands per FMA: the load/store unit, not the FMA
@@ -96,8 +109,13 @@ class NoDataReuse(Rule):
         that go: not selected, pipe throttles, dispatch). The bytes removed include the wasted sectors of uncoalesced
         loads: the tile is read in whole rows. Where both apply, the faster fixed kernel of the two, in its own words
         (a convolution's FMAs read global memory per FLOP too; its fix is the input's tile with its halo).
+        A reuse that L2 serves (refetches) is CAC001's only where it costs L2 time (L2 at least `min_l2_busy_of_l1` of
+        L1's busy share).
         Where index arithmetic also fills the issue slots (ISU001), this estimate keeps it: the larger of the two
         ranks first (a clamped 5×5 blur issue-bound on its clamps: hoisting them first).
+        On the weakest evidence, the FLOPs are the report's where its roofline counts them, else the FMA pipe's busy
+        time (a pipe busy x% of the time at x% of the FP32 peak: an upper bound, the pipe also runs FADD, FMUL and
+        IMAD): the time becomes that busy time ÷ the tiled fraction, no less than the units tiling leaves alone.
         The counter the fix moves (a matrix product): the operand traffic per FLOP at the level that serves it, global load bytes per
         FMA-pipe FLOP (at most `max_global_bytes_per_flop` after) or shared wavefronts per FLOP (at most
         `max_shared_wavefronts_per_flop`); DRAM bytes, already near the compulsory bytes where L2 holds the
@@ -126,6 +144,7 @@ class NoDataReuse(Rule):
         FADD,
         FMUL,
     )
+    weak_evidence = (SpeedOfLight.FMA_PIPE_ELAPSED_PCT,)
     per_instruction = (
         SourceCounters.INST_EXECUTED,
         SourceCounters.MEMORY_TYPE,
@@ -146,6 +165,11 @@ class NoDataReuse(Rule):
         "max_l2_to_dram": 4.0,
         "outputs_per_thread": 8.0,
         "halo_loads": 2.0,
+        "min_l2_busy_of_l1": 0.25,
+        "min_fma_pct_weak": 15.0,
+        "max_xu_per_fma_weak": 0.05,
+        "max_tensor_pct_weak": 1.0,
+        "max_dram_pct_weak": 40.0,
     }
     fixes = {
         "cuda": Fix(
@@ -237,6 +261,8 @@ class NoDataReuse(Rule):
     }
 
     def check(self, k: KernelContext) -> Finding | None:
+        if k.weak:
+            return self._from_pipes(k)
         r = k.roofline
         t = self.thresholds
         fma_flops, tensor = fma_and_tensor_flops(r)
@@ -304,6 +330,70 @@ class NoDataReuse(Rule):
             ],
             evidence=evidence,
             source=lines,
+        )
+
+    def _from_pipes(self, k: KernelContext) -> Finding | None:
+        """The weakest evidence: Speed Of Light's unit and pipe shares and the launch's shared memory (no load
+        sectors, no wavefronts, maybe no FLOP count)."""
+        t, r = self.thresholds, k.roofline
+        busy = {u: v or 0.0 for u, v in r.busy_pct.items() if u != "launch"}
+        fma, tensor, xu, dram = (busy.get(u, 0.0) for u in ("fma", "tensor", "sfu", "dram"))
+        onchip_unit = max(("l1", "lsu", "shared"), key=lambda u: busy.get(u, 0.0))
+        onchip = busy.get(onchip_unit, 0.0)
+        if not r.duration_ns or fma < t["min_fma_pct_weak"] or tensor > t["max_tensor_pct_weak"]:
+            return None
+        if xu > t["max_xu_per_fma_weak"] * fma or dram > t["max_dram_pct_weak"] or onchip < t["min_l1_pct"]:
+            return None
+        if any(v > onchip for u, v in busy.items() if u not in ("l1", "lsu", "shared")):
+            return None  # another unit (the FMA pipe, L2, DRAM) sets the pace: not the operands' on-chip traffic
+        shared_bytes = (k.m(LaunchStats.SHARED_MEM_STATIC) or 0.0) + (k.m(LaunchStats.SHARED_MEM_DYNAMIC) or 0.0)
+        level = "shared" if shared_bytes > 0 else "global"
+        if level == "shared" and fma >= t["max_fma_pct"]:
+            return None
+        frac = t["register_tiled_fma_fraction"] if level == "shared" else t["tiled_fma_fraction"]
+        fma_flops, _ = fma_and_tensor_flops(r)
+        peak = r.peak_flops_per_s.get("fp32")
+        if fma_flops and peak:
+            work_ns = fma_flops / (frac * peak) * 1e9
+            work = f"its {fma_flops / 1e9:.1f} GFLOP (counted by the report's roofline) at {frac:.0%} of the FP32 peak"
+        else:
+            work_ns = r.duration_ns * fma / 100 / frac
+            work = (
+                f"the FMA pipe's busy time ({fma:.0f}% of the kernel: its FLOPs, at most, are that share of the FP32 "
+                f"peak) ÷ {frac:.0%}"
+            )
+        new_ns = fixed_kernel_ns(k, work_ns, TILING_CHANGES)
+        arch = str(k.device.get("compute_capability") or "")
+        calibrated = "" if arch == "9.0" else f", not on this sm_{arch.replace('.', '')} device" if arch else ""
+        unit_name = {"l1": "L1/shared memory", "lsu": "the load/store pipe", "shared": "shared memory"}[onchip_unit]
+        staged = (
+            f"operands staged in shared memory ({shared_bytes / 1024:.0f} KiB per block) and re-read from there for "
+            "every FMA: too few outputs per thread in registers"
+            if level == "shared"
+            else "no shared memory: operands loaded through L1 for every FMA"
+        )
+        return self.finding(
+            title=f"Little data reuse: {unit_name} {onchip:.0f}% busy feeding an FMA pipe at {fma:.0f}%",
+            message=(
+                f"{unit_name[0].upper() + unit_name[1:]} is the busiest unit ({onchip:.0f}%) while the FMA pipe is "
+                f"{fma:.0f}% busy, DRAM {dram:.0f}% and the tensor cores {tensor:.0f}%: the FMA pipe waits on operands "
+                f"loaded from on-chip memory, the shape of a matrix product (or stencil) with {staged}."
+            ),
+            fix=self.fix_for(k, [SHARED] if level == "shared" else []),
+            estimated_speedup=time_after(r.duration_ns, new_ns, r.theoretical_ns),
+            speedup_model=(
+                f"A {'register' if level == 'shared' else 'shared-memory'}-tiled kernel reaches ~{frac:.0%} of the "
+                f"FP32 peak (measured on an H200{calibrated}), so the time becomes {work}; the units tiling leaves "
+                "alone (DRAM, FP64, the XU) stay."
+            ),
+            confidence="low",
+            evidence=[
+                Evidence(SpeedOfLight.FMA_PIPE_ELAPSED_PCT, round(fma, 1), t["min_fma_pct_weak"], "FMA pipe busy", "%"),
+                Evidence(f"{onchip_unit}_pct", round(onchip, 1), t["min_l1_pct"], f"{unit_name} busy", "%"),
+                Evidence("dram_pct", round(dram, 1), t["max_dram_pct_weak"], "DRAM busy", "%"),
+                Evidence("tensor_pipe_pct", round(tensor, 1), t["max_tensor_pct_weak"], "tensor pipe busy", "%"),
+                Evidence("shared_mem_per_block", shared_bytes, None, "shared memory per block", "B"),
+            ],
         )
 
     def _tiled(
@@ -419,8 +509,10 @@ class NoDataReuse(Rule):
             return None
         from_l2 = k.m(MemoryWorkloadAnalysis.L2_SECTORS_FROM_L1)
         read = k.m(MemoryWorkloadAnalysis.DRAM_BYTES_READ)
-        if from_l2 is None or not read or from_l2 * 32 > t["max_l2_to_dram"] * read:
-            return None  # the reuse is served by L2 (refetches): CAC001
+        l2_busy, l1_busy = r.busy_pct.get("l2") or 0.0, r.busy_pct.get("l1") or 0.0
+        l2_serves = from_l2 is not None and read and from_l2 * 32 > t["max_l2_to_dram"] * read
+        if from_l2 is None or not read or (l2_serves and l2_busy >= t["min_l2_busy_of_l1"] * l1_busy):
+            return None  # the reuse is served by L2 (refetches), and costs L2 time: CAC001
         after = self.uses_per_shared_read(factor)
         scaled = busy_scaled_ns(k, self._reuse_scale(k, factor, after))
         if scaled is None:
