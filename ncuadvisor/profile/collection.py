@@ -30,12 +30,13 @@ def declared_collection(
     from ncuadvisor.pipeline.analyze import CARD_METRICS
     from ncuadvisor.rulekit import engine
 
+    langs: set[str] | None = None
     if kernels is not None:
         langs = {lang for name, demangled in kernels for lang in possible_languages(name, demangled)}
         kernel_rules = engine.kernel_rules(rules)
         rules = [r for r in rules if r not in kernel_rules or set(r.languages) & langs]
     scalars = [m for m in roofline.METRICS if m not in roofline.NOT_COLLECTED] + CARD_METRICS
-    scalars += engine.required_metrics(rules)
+    scalars += engine.required_metrics(rules, langs)
     sections = list(ncu_mod.DECLARED_SECTIONS)
     read = engine.required_metrics(rules) + engine.per_instruction_metrics(rules)
     if not engine.per_instruction_metrics(rules):

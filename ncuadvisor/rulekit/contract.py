@@ -285,6 +285,9 @@ class Rule(_FixTable):
     title: ClassVar[str] = ""
     requires: ClassVar[tuple[str, ...]] = ()  # metrics that must be present, else the rule is skipped
     optional: ClassVar[tuple[str, ...]] = ()  # metrics read when present
+    # the languages whose kernels `profile` collects `optional` for (empty: every language of the rule); a metric
+    # that costs replay passes and only refines an estimate is left out of the collection for the others
+    optional_languages: ClassVar[tuple[str, ...]] = ()
     # the rule's weakest evidence (ncu's basic set, a custom set): when the report lacks a metric of `requires` but
     # has one of these, the rule still runs, `k.weak` names what is missing, and the engine marks its findings low
     # confidence and names the sections that would confirm them (`engine._run`)

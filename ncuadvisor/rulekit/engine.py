@@ -81,11 +81,15 @@ def _load_rule_file(path: Path, origin: str) -> list[Rule | ProgramRule]:
     return [rule]
 
 
-def required_metrics(rules: Iterable[Rule | ProgramRule]) -> list[str]:
+def required_metrics(rules: Iterable[Rule | ProgramRule], languages: set[str] | None = None) -> list[str]:
+    """The metrics the rules read; with `languages` (those the profiled kernels may be written in), a rule's
+    `optional` metrics only where its `optional_languages` (default: its languages) meet them."""
     out: list[str] = []
     for r in rules:
         out.extend(r.requires)
-        out.extend(r.optional)
+        wanted = getattr(r, "optional_languages", ()) or getattr(r, "languages", ())
+        if languages is None or not wanted or set(wanted) & languages:
+            out.extend(r.optional)
         out.extend(getattr(r, "weak_evidence", ()))
     return list(dict.fromkeys(out))
 

@@ -249,7 +249,15 @@ def limit_for(origin: str) -> float | None:
 def check_declarations(path: Path, cls: type) -> None:
     """A rule class's declared data of the types the engine reads: metric names and languages as tuples of strings,
     thresholds as a dict of finite numbers; else a RuleError."""
-    for name in ("requires", "optional", "weak_evidence", "per_instruction", "aliases", "languages"):
+    for name in (
+        "requires",
+        "optional",
+        "optional_languages",
+        "weak_evidence",
+        "per_instruction",
+        "aliases",
+        "languages",
+    ):
         value = getattr(cls, name, ())
         if not isinstance(value, (tuple, list)) or not all(isinstance(v, str) for v in value):
             raise RuleError(f"{path}: {name} must be a tuple of strings (it is {_safe_repr(value)})")
