@@ -274,7 +274,7 @@ class IndexMath(Rule):
         if unit and kept[unit] >= new_ns * 0.999:
             held = f"the work it leaves alone: {unit} needs {fmt_ns(kept[unit])} as executed"
         elif r.duration_ns and r.duration_ns * (1.0 - waits) >= new_ns * 0.999:
-            held = f"the issue stalls it removes ({waits:.0%} of the warps' cycles: {', '.join(ISSUE_WAITS)})"
+            held = f"the issue stalls it removes ({waits:.0%} of the warps' cycles: {', '.join(w.replace('_', ' ') for w in ISSUE_WAITS)})"
         else:
             held = "the compulsory bytes at 85% of DRAM's peak"
         return f"{said}, held at {fmt_ns(new_ns)} by {held}."
