@@ -14,9 +14,14 @@ from dataclasses import dataclass
 CHAR_W = 7.2  # px per character of an 11 px bold label (a wide estimate: digits and '#' in system-ui)
 LABEL_H = 13.0
 PAD = 1.5
-# unit directions around a point: right, upper right, up, upper left, left, lower left, down, lower right
-DIRECTIONS = ((1, 0), (0.7, -0.7), (0, -1), (-0.7, -0.7), (-1, 0), (-0.7, 0.7), (0, 1), (0.7, 0.7))
-RINGS = (3.0, 14.0, 28.0, 46.0, 70.0)  # gaps beyond the point's radius; past the first a leader line is drawn
+# unit directions around a point: right, upper right, up, upper left, left, lower left, down, lower right; then the
+# eight between them (a leader line may cross no label, so a crowded point needs more ways out)
+DIRECTIONS = (
+    *((1, 0), (0.7, -0.7), (0, -1), (-0.7, -0.7), (-1, 0), (-0.7, 0.7), (0, 1), (0.7, 0.7)),
+    *((0.92, -0.38), (0.38, -0.92), (-0.38, -0.92), (-0.92, -0.38), (-0.92, 0.38), (-0.38, 0.92), (0.38, 0.92)),
+    (0.92, 0.38),
+)
+RINGS = (3.0, 14.0, 28.0, 46.0, 70.0, 95.0, 120.0)  # gaps beyond the point's radius; past the first a leader line
 
 
 @dataclass(frozen=True)
@@ -69,6 +74,25 @@ class Turned:
         return abs(u) <= self.w / 2 + margin and abs(v) <= self.h / 2 + margin
 
 
+LINE_HALF = 1.0  # half a drawn line's width: the roofs' strokes are 1.2 to 2 px
+
+
+def segment_box(x1: float, y1: float, x2: float, y2: float) -> Turned:
+    """A drawn line from (x1, y1) to (x2, y2) as a box no label may touch: the segment, LINE_HALF each side of it."""
+    return Turned(
+        (x1 + x2) / 2,
+        (y1 + y2) / 2,
+        math.hypot(x2 - x1, y2 - y1),
+        2 * LINE_HALF,
+        math.degrees(math.atan2(y2 - y1, x2 - x1)),
+    )
+
+
+def nearest(box: Rect, x: float, y: float) -> tuple[float, float]:
+    """The point of `box` nearest (x, y): where a leader line from a point at (x, y) meets its label."""
+    return min(max(x, box.x0), box.x1), min(max(y, box.y0), box.y1)
+
+
 def _corners(b: Rect | Turned) -> list[tuple[float, float]]:
     return b.corners() if isinstance(b, Turned) else [(b.x0, b.y0), (b.x1, b.y0), (b.x1, b.y1), (b.x0, b.y1)]
 
@@ -105,13 +129,28 @@ def label_box(x: float, y: float, text: str) -> Rect:
 
 
 def place_labels(
-    points: list[tuple[float, float, float, str]], bounds: Rect, taken: list[Rect | Turned] | None = None
+    points: list[tuple[float, float, float, str]],
+    bounds: Rect,
+    taken: list[Rect | Turned] | None = None,
+    labels: list[Rect | Turned] | None = None,
+    leaders: list[bool] | None = None,
+    owners: list[str] | None = None,
+    taken_owners: list[str] | None = None,
 ) -> list[Spot | None]:
-    """A spot for each (cx, cy, r, text), in order, or None where no free spot is near; `taken` boxes are avoided."""
+    """A spot for each (cx, cy, r, text), in order, or None where no free spot is near; `taken` boxes are avoided.
+    Where `leaders[n]` (every point by default) a label placed further out has a leader line drawn back to its point:
+    that line crosses none of `labels` (the chart's other labels) nor a label placed before, and no later label sits
+    on it. `taken_owners[i]` names what drew `taken[i]` and `owners[n]` what point n is: a label may touch what its
+    own point drew (the line from where a moved point sits, its hierarchy marks' joins)."""
     blocked: list[Rect | Turned] = list(taken or [])
+    whose = list(taken_owners or [""] * len(blocked))
     blocked += [Rect(cx - r, cy - r, cx + r, cy + r) for cx, cy, r, _ in points]
+    crossed: list[Rect | Turned] = list(labels or [])  # the boxes a leader line must not cross
     spots: list[Spot | None] = []
-    for cx, cy, r, text in points:
+    for n, (cx, cy, r, text) in enumerate(points):
+        drawn = leaders[n] if leaders is not None else True
+        me = owners[n] if owners else ""
+        others = [b for b, o in zip(blocked, whose) if not me or o != me] + blocked[len(whose) :]
         w = CHAR_W * len(text)
         found = None
         for ring, gap in enumerate(RINGS):
@@ -121,12 +160,19 @@ def place_labels(
                 my = cy + dy * (r + gap + LABEL_H / 2)
                 x, y = mx - w / 2, my + LABEL_H / 2 - 3
                 box = label_box(x, y, text)
-                if box.inside(bounds) and not any(overlap(box, b) for b in blocked):
-                    found = Spot(x, y, box, ring > 0)
-                    break
+                if not box.inside(bounds) or any(overlap(box, b) for b in others):
+                    continue
+                leader = segment_box(cx, cy, *nearest(box, cx, cy)) if ring > 0 and drawn else None
+                if leader is not None and any(overlap(leader, b) for b in crossed):
+                    continue
+                found = Spot(x, y, box, ring > 0)
+                break
             if found:
                 break
         if found:
             blocked.append(found.box)
+            crossed.append(found.box)
+            if found.leader and drawn:
+                blocked.append(segment_box(cx, cy, *nearest(found.box, cx, cy)))
         spots.append(found)
     return spots
