@@ -246,7 +246,9 @@ def test_the_width_estimates_hold_in_chromium(typed, tmp_path):
                     widths = json.loads(page.js(TEXT_WIDTHS))
                 finally:
                     page.close()
-                assert {c for c, _, _ in widths} >= {"lbl-mem", "lbl-flop", "pt-label"}, (name, width)
+                # (flaws' phone chart has no room for the DRAM slope's label: it is the line's tooltip there)
+                need = {"lbl-flop", "pt-label"} | ({"lbl-mem"} if width == 1400 or name != "flaws" else set())
+                assert {c for c, _, _ in widths} >= need, (name, width)
                 for cls, text, px in widths:
                     if cls in estimate:
                         assert px <= estimate[cls] * len(text), (name, width, cls, text, px)
