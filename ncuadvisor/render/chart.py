@@ -55,6 +55,7 @@ W, H = WIDE.w, WIDE.h
 MAX_DECADES = 10
 MIN_DECADES = 2  # an axis spans at least this many decades, however close the points
 LABEL_GAP = 13  # min vertical distance between ceiling labels
+SHORT_COST = 25  # a ceiling label's value alone costs as much as 2.5 points near its full text (10 each)
 NEAR = 24  # px around a ceiling label (inside a narrow plot) where points count against its spot: their labels go there
 ROOF_CHAR_W = 6.8  # px per character of an 11.5 px ceiling label (a wide estimate)
 SLOPE_CHAR_W = 7.4  # px per character of the DRAM slope's 11.5 px semibold label (Chromium's system-ui: 7.33)
@@ -869,20 +870,19 @@ def _roof_labels_inside(
             dots = sum(box.x0 - NEAR <= a <= box.x1 + NEAR and box.y0 - NEAR <= b <= box.y1 + NEAR for a, b in near)
             return 10 * dots + sum(overlap(box, r) for r in prefer_off or [])
 
+        # the first spots with the full text, else the further ones, else the value alone; but a spot with points
+        # near (whose labels and leader lines need the room) gives way to one a step down that has none
+        fits = [
+            (cost(e) + 5 * n + SHORT_COST * short, n + 2 * short, text, e)
+            for short, text in enumerate((t, roof_short[t]))
+            for n, g in enumerate((spots, more))
+            for e in ((x, y, a, roof_label_box(x, y, a, text)) for x, y, a in g)
+            if e[3].inside(Rect(x0, y0 - 2, x1, y1)) and not any(overlap(e[3], b) for b in others)
+        ]
         choice = None
-        for text in (t, roof_short[t]):
-            for g in (spots, more):
-                group = [(x, y, a, roof_label_box(x, y, a, text)) for x, y, a in g]
-                fits = [
-                    e
-                    for e in group
-                    if e[3].inside(Rect(x0, y0 - 2, x1, y1)) and not any(overlap(e[3], b) for b in others)
-                ]
-                if fits:
-                    choice = (text, min(fits, key=cost))
-                    break
-            if choice:
-                break
+        if fits:
+            _, _, text, e = min(fits, key=lambda f: f[:2])
+            choice = (text, e)
         if choice is None:
             dropped.append(t)
             continue
