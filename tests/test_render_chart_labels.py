@@ -183,6 +183,25 @@ def test_a_line_through_a_label_is_seen():
     assert crosses((60, 100, 140, 100), turned) and not crosses((60, 145, 140, 145), turned)
 
 
+FOREIGN = "foreign/panjd123+cutlass__report"  # a CUTLASS GEMM on another GPU: its L1 and L2 intensities under 0.1
+
+
+@pytest.mark.parametrize("name", [*FIXTURES, FOREIGN])
+def test_the_hierarchy_marks_are_inside_the_frame_not_on_its_edge(typed, name):
+    """The frame is fitted to what the chart marks: an L1 or L2 intensity left of the points once sat clamped on the
+    frame's left edge, both levels at one spot, reading as 0.1 FLOP/byte."""
+    for frame in (WIDE, PHONE):
+        chart = roofline_chart(report_view(typed(name)), CHART_POINTS, frame=frame)
+        x0, x1 = float(chart.plot.x), float(chart.plot.x) + float(chart.plot.w)
+        for m in chart.level_marks:
+            assert x0 < float(m.cx) < x1, (name, frame.w, m)
+
+
+@pytest.mark.parametrize("name", [FOREIGN])
+def test_no_label_struck_through_on_a_report_from_another_gpu(typed, name):
+    _no_line_through_a_label(name, report_view(typed(name)))
+
+
 @pytest.mark.parametrize("name", ["model_step_1010", "torch_train"])
 def test_the_dram_slopes_label_is_kept_on_the_phone(typed, name):
     """The slope's label once sat on the ceilings' at 360 px; it moves along the slope (above it, else under it)

@@ -12,7 +12,15 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 from ncuadvisor.render import bound_class
-from ncuadvisor.render.chart_levels import LevelMark, LevelRoof, level_marks, level_peaks, level_roofs
+from ncuadvisor.render.chart_levels import (
+    LEVELS,
+    MARKED,
+    LevelMark,
+    LevelRoof,
+    level_marks,
+    level_peaks,
+    level_roofs,
+)
 from ncuadvisor.render.chart_place import Rect, Turned, label_box, nearest, overlap, place_labels, segment_box
 from ncuadvisor.render.view import Device, Kernel, Result
 from ncuadvisor.units import fmt_decade, fmt_ns, fmt_num, fmt_pct, fmt_rate, fmt_si, fmt_x, number
@@ -402,7 +410,7 @@ def _fitted_span(
         if isinstance(p := k.roofline.limiting_precision, str)
     }
     mine = [v for v, _ in roofs if v in own] or ([] if placed else [v for v, _ in roofs])
-    xs = [p[1] for p in placed] + ([v / bw for v in mine] if bw else [])
+    xs = [p[1] for p in placed] + ([v / bw for v in mine] if bw else []) + _marked_intensities(placed)
     xs = [x for x in xs if x > 0] or [0.1, 1000.0]
     xlo, xhi = math.floor(math.log10(min(xs) / 2)), math.ceil(math.log10(max(xs) * 2))
     ys = [p[2] for p in placed] + mine
@@ -413,6 +421,17 @@ def _fitted_span(
     xlo, xhi = _widen(xlo, xhi)
     ylo, yhi = _widen(ylo, yhi)
     return max(xlo, xhi - MAX_DECADES), xhi, max(ylo, yhi - MAX_DECADES), yhi
+
+
+def _marked_intensities(placed: list[tuple[Kernel, float, float]]) -> list[float]:
+    """The L2 and L1 intensities the chart marks (`chart_levels.level_marks`): inside the frame, not at its edge."""
+    out = []
+    for k, *_ in placed[:MARKED]:
+        for h in k.roofline.hierarchy:
+            v = number(h.get("intensity"))
+            if h.get("level") in LEVELS and v and v > 0 and math.isfinite(v):
+                out.append(v)
+    return out
 
 
 def _widen(lo: int, hi: int) -> tuple[int, int]:
