@@ -114,3 +114,14 @@ def test_each_point_names_its_roofs_as_the_lines_that_draw_them(typed, name):
     assert len(re.findall(r'<line class="ceil-[^"]*"[^>]* data-roof="', main)) == len(chart.ceilings) + len(
         chart.level_roofs
     )
+
+
+def test_the_missing_sections_are_named_once(typed):
+    """A report from another GPU without a section the analysis uses: the warning names it, and the page's warning
+    box once listed it a second time ("Sections missing from the report: ...")."""
+    result = typed("foreign/panjd123+cutlass__report")
+    missing = result.report.missing_sections
+    assert missing
+    page = render_html(result).split('<script type="application/json"')[0]  # the embedded result aside
+    assert page.count(missing[0]) == 1, page.count(missing[0])
+    assert "Sections missing from the report" not in page
