@@ -242,7 +242,8 @@ def _tick_values(lo: float, hi: float) -> list[tuple[float, bool]]:
 
 
 def _x_tick(v: float, decade: bool) -> str:
-    return fmt_decade(round(math.log10(v))) if decade else f"{v:g}"
+    e = math.floor(math.log10(v) + 1e-9)
+    return fmt_decade(e, 1 if decade else round(v / 10.0**e))
 
 
 def _arrow_text(k: Kernel) -> str:
