@@ -172,6 +172,22 @@ def test_no_label_struck_through_or_on_another_on_the_exam_reports(name, tmp_pat
         assert not [(a, b) for i, (a, ra) in enumerate(boxes) for b, rb in boxes[:i] if overlap(ra, rb)], which
 
 
+@pytest.mark.parametrize("name", FIXTURES)
+def test_a_headroom_arrows_label_sits_beside_its_arrow(typed, name):
+    """An arrow's label has no leader line: it is drawn beside its arrow or not at all (it once sat 150 px off, in
+    the no-FLOPs strip), and names the arrow's kernel."""
+    for which, chart in charts(report_view(typed(name))):
+        for a in chart.arrows:
+            if not a.text:
+                continue
+            assert a.text.startswith(f"{a.of} "), (name, which, a)
+            box = label_box(float(a.tx), float(a.ty), a.text)
+            x, ya, yb = float(a.line.x1), float(a.line.y1), float(a.line.y2)
+            dx = max(box.x0 - x, 0.0, x - box.x1)
+            dy = max(box.y0 - max(ya, yb), 0.0, min(ya, yb) - box.y1)
+            assert math.hypot(dx, dy) <= 70, (name, which, a.text, math.hypot(dx, dy))  # 1.5 × UNLED, 46 px
+
+
 def test_a_line_through_a_label_is_seen():
     """The check above, on boxes whose answer is known: through, beside, along an edge, through a turned box."""
     box = Rect(0, 0, 40, 13)

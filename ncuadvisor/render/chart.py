@@ -129,9 +129,10 @@ class Arrow:
     """From a kernel's point up to its roof at the same intensity: the headroom it has, as a ratio."""
 
     line: Line
-    text: str
+    text: str  # "" where no spot beside the arrow was free: the arrow alone (its card says the headroom)
     tx: str
     ty: str
+    of: str = ""  # the kernel's number, "#3"
 
 
 @dataclass(frozen=True)
@@ -1053,7 +1054,7 @@ def _labels(
     for a, spot in zip(arrows, spots[len(order) :]):
         line = _arrow_line(a, f)
         tx, ty = (spot.x, spot.y) if spot else (-1.0, -1.0)
-        arrow_marks.append(Arrow(line, _arrow_text(a.k) if spot else "", _f(tx), _f(ty)))
+        arrow_marks.append(Arrow(line, _arrow_text(a.k) if spot else "", _f(tx), _f(ty), f"#{a.k.index}"))
     return points, unlabelled, arrow_marks
 
 

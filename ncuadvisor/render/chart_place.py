@@ -22,6 +22,7 @@ DIRECTIONS = (
     *((0.92, -0.38), (0.38, -0.92), (-0.38, -0.92), (-0.92, -0.38), (-0.92, 0.38), (-0.38, 0.92), (0.38, 0.92)),
     (0.92, 0.38),
 )
+UNLED = 46.0  # the furthest gap of a label drawn with no leader line (a headroom arrow's), so it reads as its mark's
 RINGS = (3.0, 14.0, 28.0, 46.0, 70.0, 95.0, 120.0)  # gaps beyond the point's radius; past the first a leader line
 
 
@@ -233,6 +234,8 @@ def place_labels(
         lb = _Label(cx, cy, r, text, drawn)
         found = None
         for ring, gap in enumerate(RINGS):
+            if not drawn and gap > UNLED:
+                break  # a label with no leader line stays beside its mark, or is not drawn
             for dx, dy in DIRECTIONS:
                 # the label's centre sits `gap` beyond the circle in this direction, clear of it by half its size
                 mx = cx + dx * (r + gap + w / 2)
