@@ -163,9 +163,16 @@ def fmt_si(v: float) -> str:
     return f"{v:g}"
 
 
-def fmt_decade(e: int) -> str:
-    """The label of 10**e on a log axis: '0.01', '1000', '1e5'."""
-    return f"{10.0**e:g}" if -3 <= e <= 4 else f"1e{e}"
+_SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
+
+
+def fmt_decade(e: int, m: int = 1) -> str:
+    """The label of m × 10**e on a log axis: '0.01', '1000', '0.2', and beyond those '10⁵', '10⁻⁴', '2×10⁻⁵' (a
+    reader meets no exponent notation)."""
+    if -3 <= e <= 4:
+        return f"{m * 10.0**e:g}"
+    power = "10" + str(e).translate(_SUPERSCRIPT)
+    return power if m == 1 else f"{m}×{power}"
 
 
 # -- names and paths -------------------------------------------------------------------------------------------

@@ -10,9 +10,9 @@ import re
 import pytest
 from synthetic import typed_result
 
-from ncuadvisor.render.chart import ARROW_MIN_HEADROOM, PHONE, WIDE, Chart, _line_boxes, roofline_chart
+from ncuadvisor.render.chart import ARROW_MIN_HEADROOM, PHONE, WIDE, Chart, _line_box, roofline_chart
 from ncuadvisor.render.chart_levels import _turned_box
-from ncuadvisor.render.chart_place import Rect, label_box
+from ncuadvisor.render.chart_place import Rect, label_box, overlap
 from ncuadvisor.render.chart_zoom import ZOOM_MIN, crowded_span, zoomed_chart
 from ncuadvisor.render.html import CHART_POINTS, render_html
 from ncuadvisor.render.view import report_view
@@ -55,7 +55,8 @@ def test_no_label_sits_on_a_headroom_arrow_line_nor_on_another_label(typed, name
     chart = roofline_chart(view, 60)
     _clear(chart)
     for a in chart.arrows:  # an arrow only for a kernel well under its roof that the report does not say to leave
-        k = next(k for k in view.kernels if a.text.startswith(f"#{k.index} "))
+        k = next(k for k in view.kernels if a.of == f"#{k.index}")
+        assert not a.text or a.text.startswith(f"{a.of} ")
         assert k.headroom >= ARROW_MIN_HEADROOM and not any(f.at_roofline for f in k.findings)
 
 
@@ -182,9 +183,13 @@ def test_no_two_points_hide_each_other_and_a_moved_point_says_where_it_sits(type
         worst = max((_overlap(a, b) for i, a in enumerate(pts) for b in pts[:i]), default=0.0)
         assert worst <= OVERLAP_MAX, f"{name}: two points overlap {worst:.0%}"
         _clear(chart)
-        roofs = [b for line in chart.ceilings for b in _line_boxes(line)]
+        roofs = [_line_box(line) for line in chart.ceilings]
         assert not [
-            (p.label, r) for p in pts if p.label for r in roofs if label_box(float(p.lx), float(p.ly), p.label).hits(r)
+            (p.label, r)
+            for p in pts
+            if p.label
+            for r in roofs
+            if overlap(label_box(float(p.lx), float(p.ly), p.label), r)
         ]
         xlo, xhi = chart.span[:2]
         x0, w = float(chart.plot.x), float(chart.plot.w)

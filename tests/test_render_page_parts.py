@@ -11,6 +11,7 @@ import re
 import pytest
 
 from ncuadvisor.render.chart import roofline_chart
+from ncuadvisor.render.chart_levels import LEVELS, MARKED
 from ncuadvisor.render.html import render_html
 from ncuadvisor.render.view import report_view
 from tests.synthetic import typed_result
@@ -56,6 +57,13 @@ def test_the_frame_fits_the_points_and_each_kernels_own_roof(typed, name):
         k.roofline.limiting_precision for k in view.kernels if k.roofline.intensity and k.roofline.achieved_flops_per_s
     }
     ridges = [peaks[p] / bw for p in own if isinstance(p, str) and peaks.get(p)]
+    placed = [k for k in view.kernels if k.roofline.intensity and k.roofline.achieved_flops_per_s]
+    xs += [  # the L2 and L1 intensities the chart marks, for the kernels with the most time
+        h["intensity"]
+        for k in placed[:MARKED]
+        for h in k.roofline.hierarchy
+        if h.get("level") in LEVELS and (h.get("intensity") or 0) > 0
+    ]
     assert xlo >= math.floor(math.log10(min(xs + ridges))) - 1
     assert xhi <= math.ceil(math.log10(max(xs + ridges))) + 1
 
@@ -106,3 +114,14 @@ def test_each_point_names_its_roofs_as_the_lines_that_draw_them(typed, name):
     assert len(re.findall(r'<line class="ceil-[^"]*"[^>]* data-roof="', main)) == len(chart.ceilings) + len(
         chart.level_roofs
     )
+
+
+def test_the_missing_sections_are_named_once(typed):
+    """A report from another GPU without a section the analysis uses: the warning names it, and the page's warning
+    box once listed it a second time ("Sections missing from the report: ...")."""
+    result = typed("foreign/panjd123+cutlass__report")
+    missing = result.report.missing_sections
+    assert missing
+    page = render_html(result).split('<script type="application/json"')[0]  # the embedded result aside
+    assert page.count(missing[0]) == 1, page.count(missing[0])
+    assert "Sections missing from the report" not in page

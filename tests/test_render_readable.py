@@ -120,9 +120,10 @@ def test_points_sit_at_the_ceilings_clock_so_the_gap_is_the_cards_headroom(analy
         checked += 1
     assert checked >= 2
     chart = roofline_chart(view, 60)
-    for a in chart.arrows:
-        k = next(k for k in view.kernels if a.text.startswith(f"#{k.index} "))
-        assert fmt_x(k.headroom) in a.text
+    for a in chart.arrows:  # labelled, or drawn alone where no spot beside it was free
+        k = next(k for k in view.kernels if a.of == f"#{k.index}")
+        assert not a.text or fmt_x(k.headroom) in a.text
+    assert not chart.arrows or any(a.text for a in chart.arrows)
     page = render_html(analyzed(name))
     assert "at one SM clock" in page and "GHz" in page
 

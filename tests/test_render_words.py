@@ -64,3 +64,17 @@ def test_the_source_share_says_of_what_in_words(typed):
     assert "of executed instructions</span>" in page and 'title="inst_executed"' in page
     assert "of long-scoreboard stall samples</span>" in page
     assert not re.search(r">\s*inst_executed\s*<", page)
+
+
+def test_a_log_axis_tick_is_never_in_exponent_notation():
+    """A chart spanning 10⁻⁴ FLOP/byte (a Julia report from another GPU) once read "1e-4" on its axis."""
+    from ncuadvisor.render.chart import _x_tick
+
+    assert [_x_tick(v, d) for v, d in ((1e-4, True), (2e-5, False), (0.001, True), (0.5, False), (1e4, True))] == [
+        "10⁻⁴",
+        "2×10⁻⁵",
+        "0.001",
+        "0.5",
+        "10000",
+    ]
+    assert _x_tick(1e5, True) == "10⁵" and _x_tick(2e5, False) == "2×10⁵"

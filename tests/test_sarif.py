@@ -344,6 +344,17 @@ def test_cli_render_sarif_with_source_root(tmp_path, analyzed, validator):
     assert all("uriBaseId" not in r["locations"][0]["physicalLocation"]["artifactLocation"] for r in results_of(log))
 
 
+def test_a_relative_source_root_is_written_as_the_absolute_folder_it_names(tmp_path, analyzed, validator):
+    """`--source-root .` once gave %SRCROOT% the URI "file://./" (a host named "."): it is the folder "." names."""
+    saved = tmp_path / "r.json"
+    saved.write_text(json.dumps(analyzed("flaws")))
+    p = run_cli("render", saved, "--format", "sarif", "--source-root", ".", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    log = json.loads(p.stdout)
+    validate(validator, log)
+    assert log["runs"][0]["originalUriBaseIds"]["%SRCROOT%"]["uri"] == tmp_path.resolve().as_uri() + "/"
+
+
 def test_fixture_sources_exist_where_the_sarif_points():
     # the golden SARIF's relative paths name real files of this repository
     root = FIXTURES.parent

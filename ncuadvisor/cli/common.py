@@ -197,7 +197,8 @@ def sarif_inputs(result: Result, source_root: Path | None, rules: list[Any] | No
     from ncuadvisor.render.sarif import repository_paths, source_files
     from ncuadvisor.rulekit.docs import rule_docs
 
-    root = str(source_root) if source_root is not None else default_source_root()
+    # a relative root (`--source-root .`) is the folder it names from here: %SRCROOT% must be an absolute URI
+    root = os.path.abspath(source_root) if source_root is not None else default_source_root()
     paths = repository_paths(source_files(result), source_root_forms(root))
     return formats.SarifInputs(root, paths, rule_docs(rules or []))
 

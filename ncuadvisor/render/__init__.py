@@ -226,7 +226,7 @@ class Prose(str):
     HTML shows it in <code> (`prose_html`), markdown and the terminal as the text it is."""
 
 
-_CODE_SPAN = re.compile(r"`([^`\n]+)`")
+CODE_SPAN = re.compile(r"`([^`\n]+)`")
 
 
 def prose_html(value: Any) -> Any:
@@ -234,7 +234,7 @@ def prose_html(value: Any) -> Any:
     (autoescape escapes it)."""
     if not isinstance(value, Prose):
         return value
-    return Markup(_CODE_SPAN.sub(r"<code>\1</code>", str(escape(str(value)))))
+    return Markup(CODE_SPAN.sub(r"<code>\1</code>", str(escape(str(value)))))
 
 
 def environment(autoescape: bool, filters: dict[str, Any] | None = None) -> jinja2.Environment:

@@ -8,12 +8,20 @@ DRAM rate sit in a strip at the left edge, by their share of the DRAM peak; the 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 from ncuadvisor.render import bound_class
-from ncuadvisor.render.chart_levels import LevelMark, LevelRoof, level_marks, level_peaks, level_roofs
-from ncuadvisor.render.chart_place import Rect, Turned, label_box, overlap, place_labels
+from ncuadvisor.render.chart_levels import (
+    LEVELS,
+    MARKED,
+    LevelMark,
+    LevelRoof,
+    level_marks,
+    level_peaks,
+    level_roofs,
+)
+from ncuadvisor.render.chart_place import Rect, Turned, label_box, nearest, overlap, place_labels, segment_box
 from ncuadvisor.render.view import Device, Kernel, Result
 from ncuadvisor.units import fmt_decade, fmt_ns, fmt_num, fmt_pct, fmt_rate, fmt_si, fmt_x, number
 
@@ -54,8 +62,9 @@ PHONE = Frame(
 W, H = WIDE.w, WIDE.h
 MAX_DECADES = 10
 MIN_DECADES = 2  # an axis spans at least this many decades, however close the points
-LINE_STEP = 6.0  # px between the boxes that keep labels off a sloped roof line
 LABEL_GAP = 13  # min vertical distance between ceiling labels
+SHORT_COST = 25  # a ceiling label's value alone costs as much as 2.5 points near its full text (10 each)
+NEAR = 24  # px around a ceiling label (inside a narrow plot) where points count against its spot: their labels go there
 ROOF_CHAR_W = 6.8  # px per character of an 11.5 px ceiling label (a wide estimate)
 SLOPE_CHAR_W = 7.4  # px per character of the DRAM slope's 11.5 px semibold label (Chromium's system-ui: 7.33)
 SLOPE_SPOTS = (0.3, 0.45, 0.6, 0.75, 0.15)  # where along the DRAM slope its label may sit, the first preferred
@@ -84,6 +93,7 @@ class Label:
     transform: str = ""
     cls: str = ""
     roof: str = ""  # the roof the label names (a ceiling's label), else ""
+    title: str = ""  # the full text of a label shortened to its value for want of room: its tooltip
 
 
 @dataclass(frozen=True)
@@ -119,9 +129,10 @@ class Arrow:
     """From a kernel's point up to its roof at the same intensity: the headroom it has, as a ratio."""
 
     line: Line
-    text: str
+    text: str  # "" where no spot beside the arrow was free: the arrow alone (its card says the headroom)
     tx: str
     ty: str
+    of: str = ""  # the kernel's number, "#3"
 
 
 @dataclass(frozen=True)
@@ -219,11 +230,6 @@ def _slope_box(cx: float, cy: float, angle: float, text: str) -> Turned:
     return Turned(cx + 4 * math.sin(a), cy - 4 * math.cos(a), SLOPE_CHAR_W * len(text), 13.0, angle)
 
 
-def _nearest(box: Rect, x: float, y: float) -> tuple[float, float]:
-    """The point of `box` nearest (x, y): where a leader line meets the label."""
-    return min(max(x, box.x0), box.x1), min(max(y, box.y0), box.y1)
-
-
 def _tick_values(lo: float, hi: float) -> list[tuple[float, bool]]:
     """The ticks of a log axis from 10**lo to 10**hi: every decade, and 2× and 5× between them on a short axis (a
     zoomed chart); each value with whether it is a decade."""
@@ -237,7 +243,8 @@ def _tick_values(lo: float, hi: float) -> list[tuple[float, bool]]:
 
 
 def _x_tick(v: float, decade: bool) -> str:
-    return fmt_decade(round(math.log10(v))) if decade else f"{v:g}"
+    e = math.floor(math.log10(v) + 1e-9)
+    return fmt_decade(e, 1 if decade else round(v / 10.0**e))
 
 
 def _arrow_text(k: Kernel) -> str:
@@ -405,7 +412,7 @@ def _fitted_span(
         if isinstance(p := k.roofline.limiting_precision, str)
     }
     mine = [v for v, _ in roofs if v in own] or ([] if placed else [v for v, _ in roofs])
-    xs = [p[1] for p in placed] + ([v / bw for v in mine] if bw else [])
+    xs = [p[1] for p in placed] + ([v / bw for v in mine] if bw else []) + _marked_intensities(placed)
     xs = [x for x in xs if x > 0] or [0.1, 1000.0]
     xlo, xhi = math.floor(math.log10(min(xs) / 2)), math.ceil(math.log10(max(xs) * 2))
     ys = [p[2] for p in placed] + mine
@@ -418,6 +425,17 @@ def _fitted_span(
     return max(xlo, xhi - MAX_DECADES), xhi, max(ylo, yhi - MAX_DECADES), yhi
 
 
+def _marked_intensities(placed: list[tuple[Kernel, float, float]]) -> list[float]:
+    """The L2 and L1 intensities the chart marks (`chart_levels.level_marks`): inside the frame, not at its edge."""
+    out = []
+    for k, *_ in placed[:MARKED]:
+        for h in k.roofline.hierarchy:
+            v = number(h.get("intensity"))
+            if h.get("level") in LEVELS and v and v > 0 and math.isfinite(v):
+                out.append(v)
+    return out
+
+
 def _widen(lo: int, hi: int) -> tuple[int, int]:
     """A range of at least MIN_DECADES, widened on both sides (the upper first)."""
     while hi - lo < MIN_DECADES:
@@ -427,18 +445,29 @@ def _widen(lo: int, hi: int) -> tuple[int, int]:
     return lo, hi
 
 
-def _line_boxes(line: Line) -> list[Rect]:
-    """Thin boxes along a line, every LINE_STEP px, that a label must not touch: one box for a level line."""
-    xa, ya, xb, yb = (float(v) for v in (line.x1, line.y1, line.x2, line.y2))
-    if abs(ya - yb) < 1 or abs(xa - xb) < 1:
-        return [Rect(min(xa, xb) - 1.5, min(ya, yb) - 1.5, max(xa, xb) + 1.5, max(ya, yb) + 1.5)]
-    n = max(1, int(math.hypot(xb - xa, yb - ya) / LINE_STEP))
-    out = []
-    for i in range(n):
-        u0, u1 = i / n, (i + 1) / n
-        p0, p1 = (xa + (xb - xa) * u0, ya + (yb - ya) * u0), (xa + (xb - xa) * u1, ya + (yb - ya) * u1)
-        out.append(Rect(min(p0[0], p1[0]) - 1, min(p0[1], p1[1]) - 1, max(p0[0], p1[0]) + 1, max(p0[1], p1[1]) + 1))
+def _line_box(line: Line | LevelRoof) -> Turned:
+    """A drawn line as the box a label must not touch: the segment and half its stroke each side."""
+    return segment_box(float(line.x1), float(line.y1), float(line.x2), float(line.y2))
+
+
+# what a drawn line is, for the labels that must keep off it: a roof's keys ("dram", "fp32 fp16", "l2"), OWN and the
+# point's link for a line a point draws (its hierarchy marks' joins, the line from where a moved point sits: its own
+# label may touch them), ARROW for a headroom arrow (its label keeps off it too)
+OWN, ARROW = "point ", "arrow"
+Drawn = list[tuple[str, Turned]]  # the lines drawn in the plot, each with what it draws
+
+
+def _marks_lines(lmarks: list[LevelMark], points: list[Point], arrows: list[HeadroomArrow], f: Frame) -> Drawn:
+    """The lines drawn that no label names: the hierarchy marks' joins, the moved points' lines, the headroom arrows."""
+    out: Drawn = [(OWN + m.href, segment_box(float(m.x0), float(m.cy), float(m.cx), float(m.cy))) for m in lmarks]
+    out += [(OWN + p.href, _line_box(p.moved)) for p in points if p.moved]
+    out += [(ARROW, _line_box(_arrow_line(a, f))) for a in arrows]
     return out
+
+
+def _arrow_line(a: HeadroomArrow, f: Frame) -> Line:
+    """A headroom arrow's line: from just above its point to its roof."""
+    return Line(_f(a.x), _f(a.ya - _radius(a.k, f.r_scale) - 2), _f(a.x), _f(a.yb + 3), "headroom")
 
 
 # two points closer than this × the sum of their radii (circles reaching more than a tenth into each other: the GEMMs
@@ -572,7 +601,6 @@ def _draw(
     plot = Plot(x0, f.w - f.right, f.top, f.h - f.bottom, *span)
     grid, ticks = _grid(plot)
     lmarks = [] if zoomed else level_marks(placed, plot.px, plot.py)
-    roofs = _ceilings(plot, device, bw, placed, lmarks, zoomed, f)
     points = _apart(
         [_placed_point(plot, device, bw, k, i, p, f) for k, i, p in placed],
         plot.rect,
@@ -583,9 +611,17 @@ def _draw(
         strip_box, in_strip = _strip(plot, strip, f)
         points += in_strip
     arrows = [] if zoomed else _headroom_arrows(plot, device, bw, placed)
-    lroofs, lboxes = _level_slopes(plot, every, placed, lmarks, roofs, _top_roof(device), zoomed)
-    taken = _taken(plot, roofs, ticks, lboxes, lroofs, lmarks, arrows, shown, f)
-    points, unlabelled, arrow_marks = _labels(plot, placed, strip, points, arrows, taken, f)
+    # every line the plot draws is known before any label is placed, and every label keeps off every line but its
+    # own: the level slopes (their lines, before their labels), the marks' lines, then the roofs'
+    level_lines, _ = _level_slopes(plot, every, placed, lmarks, None, _top_roof(device), zoomed, [])
+    drawn: Drawn = [(r.level, _line_box(r)) for r in level_lines] + _marks_lines(lmarks, points, arrows, f)
+    roofs = _ceilings(plot, device, bw, placed, lmarks, zoomed, f, drawn)
+    drawn += [(c.roof, _line_box(c)) for c in roofs.ceilings]
+    lroofs, lboxes = _level_slopes(plot, every, placed, lmarks, roofs, _top_roof(device), zoomed, drawn)
+    taken = _taken(plot, roofs, ticks, lboxes, lmarks, shown, drawn)
+    taken_owners = [""] * (len(taken) - len(drawn)) + [key for key, _ in drawn]
+    roof_boxes = ([roofs.slope_box] if roofs.slope_box else []) + roofs.roof_boxes + lboxes
+    points, unlabelled, arrow_marks = _labels(plot, placed, strip, points, arrows, taken, taken_owners, roof_boxes, f)
     x1, y0, y1 = plot.x1, plot.y0, plot.y1
     return Chart(
         w=f.w,
@@ -642,6 +678,9 @@ def roof_label_box(x: float, y: float, anchor: str, text: str) -> Rect:
     return Rect(x0, y - 10, x0 + w, y + 3)
 
 
+SlopeSpot = tuple[int, float, float, Turned, str]  # points near it, where its baseline's middle sits, its box, text
+
+
 @dataclass(frozen=True)
 class SlopeLabel:
     """The DRAM slope before its label is placed: its line, the text, and the label's spots (points near it, where
@@ -650,9 +689,9 @@ class SlopeLabel:
     line: Line
     text: str
     angle: float
-    spots: tuple[list[tuple[int, float, float, Turned]], ...]
+    spots: tuple[list[SlopeSpot], ...]
 
-    def spot(self, blocked: list[Rect]) -> tuple[int, float, float, Turned] | None:
+    def spot(self, blocked: Sequence[Rect | Turned]) -> SlopeSpot | None:
         """The first of the least crowded spots clear of `blocked`, or None where every spot touches one."""
         for group in self.spots:
             free = [s for s in group if not any(overlap(s[3], b) for b in blocked)]
@@ -663,11 +702,13 @@ class SlopeLabel:
 
 @dataclass(frozen=True)
 class FlopLabels:
-    """A narrow frame's FLOP roof labels as placed, their boxes, and the texts that found no free spot."""
+    """A narrow frame's FLOP roof labels as placed, their boxes, the texts that found no free spot and those (in full)
+    that were shortened to their value to find one."""
 
     labels: list[Label]
     boxes: list[Rect]
     dropped: list[str]
+    shortened: list[str]
 
 
 def _ceilings(
@@ -678,47 +719,60 @@ def _ceilings(
     lmarks: list[LevelMark],
     zoomed: bool,
     f: Frame,
+    drawn: Drawn,
 ) -> Roofs:
-    """The DRAM slope and the FLOP roofs, with their labels: none on another; a label with no free spot is left off
-    and its full text is the line's tooltip."""
+    """The DRAM slope and the FLOP roofs, with their labels: none on another label nor on a line drawn in the plot
+    (`drawn`, and these roofs' own lines) but its own; a FLOP roof's label with no free spot is shortened to its value
+    (its full text the label's and the line's tooltip), and a label with no free spot even so is left off, its full
+    text the line's tooltip."""
     slope = _dram_slope(plot, bw, _top_roof(device), placed, lmarks) if bw else None
-    flop_lines, roof_labels, roof_keys, roof_starts = _flop_roofs(plot, device, bw, f)
+    flop_lines, roof_labels, roof_keys, roof_starts, roof_short = _flop_roofs(plot, device, bw, f)
+    lines: Drawn = [*drawn, *((ln.roof, _line_box(ln)) for ln in ([slope.line] if slope else []) + flop_lines)]
+    off_slope = [b for key, b in lines if key != "dram"]  # the lines the slope's label keeps off
     if not f.roof_labels_inside:  # right of the plot, a line each: clear of each other and of the slope's label
         flop = FlopLabels(
             [Label(_f(plot.x1 + 6), _f(y), t, "start", "", "lbl-flop", roof_keys[t]) for y, t in roof_labels],
             [roof_label_box(plot.x1 + 6, y, "start", t) for y, t in roof_labels],
             [],
+            [],
         )
-        spot = slope.spot(flop.boxes) if slope else None
+        spot = slope.spot([*flop.boxes, *off_slope]) if slope else None
     else:
         near = plot.dots(placed, lmarks)
-        lines: list[Rect | Turned] = [b for ln in ([slope.line] if slope else []) + flop_lines for b in _line_boxes(ln)]
         # the ceiling labels first (a few spots each), kept off where the slope's label would rather be; then the
         # slope's label clear of them. Where it finds no spot: the slope's label first and the ceilings' around it,
-        # if that leaves fewer labels off
-        best = slope.spot([]) if slope else None
-        flop = _roof_labels_inside(plot, roof_labels, roof_keys, roof_starts, near, lines + ([best[3]] if best else []))
-        spot = slope.spot(flop.boxes) if slope else None
+        # if that leaves fewer labels off (or as many, and fewer shortened)
+        best = slope.spot(off_slope) if slope else None
+        prefer_off = [best[3]] if best else []
+        flop = _roof_labels_inside(plot, roof_labels, roof_keys, roof_starts, roof_short, near, lines, prefer_off)
+        spot = slope.spot([*flop.boxes, *off_slope]) if slope else None
         if slope and best and spot is None:
-            first = _roof_labels_inside(plot, roof_labels, roof_keys, roof_starts, near, lines, [best[3]])
-            if len(first.dropped) < len(flop.dropped) + 1:
+            first = _roof_labels_inside(
+                plot, roof_labels, roof_keys, roof_starts, roof_short, near, lines, [], [best[3]]
+            )
+            if (len(first.dropped), len(first.shortened)) <= (len(flop.dropped) + 1, len(flop.shortened)):
                 flop, spot = first, best
     ceilings, labels = [], []
     slope_box = None
     if slope:
         text = slope.text
         if spot is not None:
-            _, lx, ly, slope_box = spot
+            _, lx, ly, slope_box, shown_text = spot
             if not zoomed or slope_box.inside(plot.rect):  # a zoom may cut the slope too short for its label
                 rotate = f"rotate({slope.angle:.1f} {lx:.1f} {ly:.1f})"
-                labels.append(Label(_f(lx), _f(ly), text, "middle", rotate, "lbl-mem", "dram"))
-                text = ""
+                short = shown_text != text
+                labels.append(
+                    Label(_f(lx), _f(ly), shown_text, "middle", rotate, "lbl-mem", "dram", text if short else "")
+                )
+                text = text if short else ""
         ceilings.append(replace(slope.line, title=text))
-    dropped = {roof_keys[t]: t for t in flop.dropped}
-    ceilings += [replace(line, title=dropped.get(line.roof, "")) for line in flop_lines]
+    titles = {roof_keys[t]: t for t in flop.dropped + flop.shortened}
+    ceilings += [replace(line, title=titles.get(line.roof, "")) for line in flop_lines]
     return Roofs(ceilings, labels + flop.labels, slope_box, flop.boxes)
 
 
+SLOPE_UNDER_SPOTS = tuple(n / 40 for n in range(2, 39))  # under the slope, every 40th of it: between the marks' joins
+SLOPE_UNDER = 13.0  # a label under its slope: 13 px high, its middle 4 px above its baseline, 2.5 px off the line
 SLOPE_MORE = (
     0.9,
     0.05,
@@ -749,27 +803,34 @@ def _dram_slope(
     text = f"DRAM {fmt_rate(bw, 'B/s')}"
     dots = plot.dots(placed, lmarks)
     groups = []
-    for fracs in (SLOPE_SPOTS, SLOPE_MORE):
-        spots = []
+    a = math.radians(angle)
+    # above the line (6 px up), then under it: the text's baseline SLOPE_UNDER px off the line, across it; then the
+    # same for the bandwidth alone (the full text its tooltip)
+    tries = ((SLOPE_SPOTS, False), (SLOPE_MORE, False), (SLOPE_UNDER_SPOTS, True))
+    for (fracs, under), shown in [(t, text) for t in tries] + [(t, fmt_rate(bw, "B/s")) for t in tries]:
+        spots: list[SlopeSpot] = []
         for frac in fracs:
             xm = 10 ** (math.log10(xa) + (math.log10(xb) - math.log10(xa)) * frac)
             lx, ly = px(xm), py(bw * xm) - 6
-            box = _slope_box(lx, ly, angle, text)
+            if under:
+                lx, ly = px(xm) - SLOPE_UNDER * math.sin(a), py(bw * xm) + SLOPE_UNDER * math.cos(a)
+            box = _slope_box(lx, ly, angle, shown)
             crowd = sum(box.near(x, y, 14) for x, y in dots)
-            spots.append((crowd, lx, ly, box))
+            spots.append((crowd, lx, ly, box, shown))
         groups.append(spots)
     return SlopeLabel(line, text, angle, tuple(groups))
 
 
 def _flop_roofs(
     plot: Plot, device: Device, bw: float | None, f: Frame
-) -> tuple[list[Line], list[tuple[float, str]], dict[str, str], dict[str, float]]:
+) -> tuple[list[Line], list[tuple[float, str]], dict[str, str], dict[str, float], dict[str, str]]:
     """The FLOP roofs inside the axes' ranges: their lines, their labels' (y, text) pushed apart from the bottom up,
-    each label's roof keys and where each roof starts (its ridge), px."""
+    each label's roof keys, where each roof starts (its ridge), px, and each label shortened to its value."""
     ceilings: list[Line] = []
     roof_labels: list[tuple[float, str]] = []
     roof_keys: dict[str, str] = {}
     roof_starts: dict[str, float] = {}
+    roof_short: dict[str, str] = {}
     for v, name, keys in _keyed_roofs(device):
         if not (plot.ylo <= math.log10(v) <= plot.yhi):
             continue
@@ -781,13 +842,14 @@ def _flop_roofs(
         text = f"{name} {fmt_rate(v, '')}".rstrip() if f.roof_labels_inside else f"{name} · {fmt_rate(v, 'FLOP/s')}"
         roof_keys[text] = keys
         roof_starts[text] = plot.px(xa)
+        roof_short[text] = fmt_rate(v, "")
         roof_labels.append((roof_y + 4, text) if not f.roof_labels_inside else (roof_y - 4, text))
     # ceiling labels sit right of the plot (inside it, just above their line, in a narrow frame), pushed apart so
     # none overlap: from the bottom up, each above the next
     roof_labels.sort()
     for n in range(len(roof_labels) - 2, -1, -1):
         roof_labels[n] = (min(roof_labels[n][0], roof_labels[n + 1][0] - LABEL_GAP), roof_labels[n][1])
-    return ceilings, roof_labels, roof_keys, roof_starts
+    return ceilings, roof_labels, roof_keys, roof_starts, roof_short
 
 
 def _roof_labels_inside(
@@ -795,18 +857,24 @@ def _roof_labels_inside(
     roof_labels: list[tuple[float, str]],
     roof_keys: dict[str, str],
     roof_starts: dict[str, float],
+    roof_short: dict[str, str],
     near: list[tuple[float, float]],
-    lines: list[Rect | Turned],
+    lines: Drawn,
+    prefer_off: list[Turned] | None = None,
     blocked: list[Turned] | None = None,
 ) -> FlopLabels:
     """A narrow frame's FLOP roof labels, each just above its line: at the right end, after the ridge or before it
-    (where no point can be), wherever the fewest points and lines are under the text; where those spots are all on
-    another label (or on `blocked`), midway along the line or just under it; else left off."""
+    (where no point can be), wherever the fewest points are under the text (and off `prefer_off`); where those spots
+    are all on another label, on `blocked` or on a line drawn in the plot other than its own, midway along the line or
+    just under it; where none of those is clear either, the same spots for the roof's value alone (its full text the
+    label's tooltip); else left off."""
     x0, x1, y0, y1 = plot.x0, plot.x1, plot.y0, plot.y1
     labels: list[Label] = []
     roof_boxes: list[Rect] = []
     dropped: list[str] = []
+    shortened: list[str] = []
     for base, t in roof_labels:
+        key = roof_keys[t]
         ridge = roof_starts[t]
         under = base + 4 + 14  # the baseline just under the line (the label's own line is 4 px under `base`)
         mid = (max(ridge, x0) + x1) / 2
@@ -816,31 +884,35 @@ def _roof_labels_inside(
             (ridge - 6, base, "end"),
         ]
         more = [(mid, base, "middle"), (x1 - 4, under, "end"), (ridge + 4, under, "start"), (mid, under, "middle")]
-        groups = [[(x, y, a, roof_label_box(x, y, a, t)) for x, y, a in g] for g in (spots, more)]
-        others: list[Rect | Turned] = [*(blocked or []), *roof_boxes]
+        others: list[Rect | Turned] = [*(blocked or []), *roof_boxes, *(b for k, b in lines if k != key)]
 
         def cost(e: tuple[float, float, str, Rect]) -> int:
             box = e[3]
-            dots = sum(box.x0 - 8 <= a <= box.x1 + 8 and box.y0 - 8 <= b <= box.y1 + 8 for a, b in near)
-            return 10 * dots + sum(overlap(box, r) for r in lines)
+            dots = sum(box.x0 - NEAR <= a <= box.x1 + NEAR and box.y0 - NEAR <= b <= box.y1 + NEAR for a, b in near)
+            return 10 * dots + sum(overlap(box, r) for r in prefer_off or [])
 
+        # the first spots with the full text, else the further ones, else the value alone; but a spot with points
+        # near (whose labels and leader lines need the room) gives way to one a step down that has none
+        fits = [
+            (cost(e) + 5 * n + SHORT_COST * short, n + 2 * short, text, e)
+            for short, text in enumerate((t, roof_short[t]))
+            for n, g in enumerate((spots, more))
+            for e in ((x, y, a, roof_label_box(x, y, a, text)) for x, y, a in g)
+            if e[3].inside(Rect(x0, y0 - 2, x1, y1)) and not any(overlap(e[3], b) for b in others)
+        ]
         choice = None
-        for group in groups:
-            fits = [
-                e for e in group if e[3].inside(Rect(x0, y0 - 2, x1, y1)) and not any(overlap(e[3], b) for b in others)
-            ]
-            if fits:
-                choice = min(fits, key=cost)
-                break
-        if choice is None and not any(overlap(groups[0][0][3], b) for b in others):
-            choice = groups[0][0]  # past the plot's edge (a label longer than the plot is wide), as it always was
+        if fits:
+            _, _, text, e = min(fits, key=lambda f: f[:2])
+            choice = (text, e)
         if choice is None:
             dropped.append(t)
             continue
-        at, y, anchor, box = choice
-        labels.append(Label(_f(at), _f(y), t, anchor, "", "lbl-flop", roof_keys[t]))
+        text, (at, y, anchor, box) = choice
+        if text != t:
+            shortened.append(t)
+        labels.append(Label(_f(at), _f(y), text, anchor, "", "lbl-flop", key, t if text != t else ""))
         roof_boxes.append(box)
-    return FlopLabels(labels, roof_boxes, dropped)
+    return FlopLabels(labels, roof_boxes, dropped, shortened)
 
 
 def _roof_y(plot: Plot, device: Device, bw: float | None, k: Kernel) -> Callable[[float], float | None]:
@@ -916,11 +988,13 @@ def _level_slopes(
     every: list[Kernel],
     placed: list[tuple[Kernel, float, float]],
     lmarks: list[LevelMark],
-    roofs: Roofs,
+    roofs: Roofs | None,
     top_roof: float | None,
     zoomed: bool,
+    drawn: Drawn,
 ) -> tuple[list[LevelRoof], list[Rect | Turned]]:
-    """The L2 and L1 slopes, when the result holds the memory hierarchy, and their labels' boxes."""
+    """The L2 and L1 slopes, when the result holds the memory hierarchy, and their labels' boxes: each label off the
+    roofs' labels and off every line in `drawn` but its own slope (without `roofs`: the lines alone matter)."""
     lroofs, lboxes = level_roofs(
         level_peaks(every),
         top_roof,
@@ -929,8 +1003,9 @@ def _level_slopes(
         plot.py,
         plot.slope_angle,
         plot.dots(placed, lmarks),
-        ([roofs.slope_box] if roofs.slope_box else []) + roofs.roof_boxes,
+        (([roofs.slope_box] if roofs.slope_box else []) + roofs.roof_boxes) if roofs else [],
         plot.rect,
+        drawn,
     )
     if zoomed:  # a slope cut short by the zoom may leave no room for its label: the first chart has it
         lroofs = [
@@ -947,15 +1022,20 @@ def _labels(
     points: list[Point],
     arrows: list[HeadroomArrow],
     taken: list[Rect | Turned],
+    taken_owners: list[str],
+    roof_boxes: list[Rect | Turned],
     f: Frame,
 ) -> tuple[list[Point], list[Kernel], list[Arrow]]:
-    """The points' and arrows' labels, the biggest kernels first, each box clear of `taken` and of the other labels.
-    Returns the labelled points, the kernels whose label found no free spot, and the arrows."""
+    """The points' and arrows' labels, the biggest kernels first, each box clear of `taken` and of the other labels,
+    and each leader line clear of the roofs' labels (`roof_boxes`) and the other labels. Returns the labelled points,
+    the kernels whose label found no free spot, and the arrows."""
     order = sorted(range(len(points)), key=lambda i: -float(points[i].r))
     bounds = Rect(f.strip_x if strip else plot.x0, plot.y0, plot.x1, plot.y1)
     items = [(float(points[i].cx), float(points[i].cy), float(points[i].r), points[i].label) for i in order]
     items += [(a.x, (a.ya + a.yb) / 2, 0.0, _arrow_text(a.k)) for a in arrows]
-    spots = place_labels(items, bounds, taken)
+    leaders = [True] * len(order) + [False] * len(arrows)  # an arrow's label has no leader line
+    owners = [OWN + points[i].href for i in order] + [""] * len(arrows)
+    spots = place_labels(items, bounds, taken, roof_boxes, leaders, owners, taken_owners)
     unlabelled: list[Kernel] = []
     by_index = {f"#{k.index}": k for k, *_ in placed + strip}
     points = list(points)
@@ -967,14 +1047,14 @@ def _labels(
             continue
         leader = None
         if spot.leader:
-            bx, by = _nearest(spot.box, float(p.cx), float(p.cy))
+            bx, by = nearest(spot.box, float(p.cx), float(p.cy))
             leader = Line(p.cx, p.cy, _f(bx), _f(by), "leader")
         points[i] = replace(p, lx=_f(spot.x), ly=_f(spot.y), leader=leader)
     arrow_marks = []
     for a, spot in zip(arrows, spots[len(order) :]):
-        line = Line(_f(a.x), _f(a.ya - _radius(a.k, f.r_scale) - 2), _f(a.x), _f(a.yb + 3), "headroom")
+        line = _arrow_line(a, f)
         tx, ty = (spot.x, spot.y) if spot else (-1.0, -1.0)
-        arrow_marks.append(Arrow(line, _arrow_text(a.k) if spot else "", _f(tx), _f(ty)))
+        arrow_marks.append(Arrow(line, _arrow_text(a.k) if spot else "", _f(tx), _f(ty), f"#{a.k.index}"))
     return points, unlabelled, arrow_marks
 
 
@@ -983,21 +1063,16 @@ def _taken(
     roofs: Roofs,
     ticks: list[Label],
     lboxes: list[Rect | Turned],
-    lroofs: list[LevelRoof],
     lmarks: list[LevelMark],
-    arrows: list[HeadroomArrow],
     shown: Shown | None,
-    f: Frame,
+    drawn: Drawn,
 ) -> list[Rect | Turned]:
-    """The boxes no point or arrow label may touch: tick labels, ceiling labels, lines, marks, the arrows' lines."""
+    """The boxes no point or arrow label may touch: tick labels, roof labels, marks, and every line drawn in the plot
+    (the roofs, the marks' joins, the moved points' lines, the arrows' lines: no label struck through, its own arrow's
+    label included)."""
     slope = [roofs.slope_box] if roofs.slope_box else []
     taken: list[Rect | Turned] = [*(_tick_box(t) for t in ticks), *slope, *lboxes, *roofs.roof_boxes]
-    for line in roofs.ceilings + [Line(r.x1, r.y1, r.x2, r.y2) for r in lroofs]:  # no label struck through by a roof
-        taken += _line_boxes(line)
     taken += [Rect(float(m.cx) - 4, float(m.cy) - 4, float(m.cx) + 4, float(m.cy) + 4) for m in lmarks]
     if shown:
         taken.append(Rect(plot.x0, plot.y0, min(plot.x1, plot.x0 + 380), plot.y0 + 22))
-    # no label on a headroom arrow's line (its own label included): the line from the point's edge to the roof
-    for a in arrows:
-        taken.append(Rect(a.x - 1, a.yb, a.x + 1, a.ya - _radius(a.k, f.r_scale)))
-    return taken
+    return taken + [b for _, b in drawn]  # last: what drew each is known by its place from the end

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from ncuadvisor.render.chart_place import Rect, Turned, overlap
@@ -85,10 +85,12 @@ def level_roofs(
     dots: list[tuple[float, float]],
     avoid: list[Rect | Turned],
     plot: Rect | None = None,
+    lines: Sequence[tuple[str, Rect | Turned]] = (),
 ) -> tuple[list[LevelRoof], list[Rect | Turned]]:
     """A slope per level from the left edge up to the highest FLOP roof, labelled along it near its low end (each
     level further along, so parallel slopes never stack their labels; inside `plot` where a spot is); the label
-    boxes."""
+    boxes. A label is on none of `avoid` and none of `lines` (what each line draws, with its box) but its own slope's;
+    where every spot is, the slope's tooltip says it instead."""
     xlo, xhi, ylo, yhi = span
     roofs: list[LevelRoof] = []
     boxes: list[Rect | Turned] = []
@@ -101,6 +103,7 @@ def level_roofs(
         if xb <= xa:
             continue
         text = f"{LEVEL_NAMES[level]} {fmt_rate(bw, 'B/s')}"
+        crossing = [b for key, b in lines if key != level]
         # along the slope where the fewest points and no other label are; the first of the least crowded spots
         best: tuple[int, float, float, Rect | Turned] | None = None
         for k, frac in enumerate(SLOPE_SPOTS[n:] + SLOPE_SPOTS[:n] + SLOPE_MORE):
@@ -110,7 +113,7 @@ def level_roofs(
             tx, ty = px(xm), py(bw * xm) - 5
             turned = _turned_box(tx, ty, angle, text)
             crowd = sum(turned.near(x, y, 6) for x, y in dots)
-            crowd += 1000 * sum(overlap(turned, b) for b in avoid + boxes)
+            crowd += 1000 * sum(overlap(turned, b) for b in avoid + boxes + crossing)
             crowd += 100 * (plot is not None and not turned.inside(plot))  # a label off the plot runs over its frame
             if best is None or crowd < best[0]:
                 best = (crowd, tx, ty, turned)

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ncuadvisor.comparison import types as dt
-from ncuadvisor.render.view import Generator, distinct_labels, take
+from ncuadvisor.render.view import Generator, distinct_labels, prose, take
 from ncuadvisor.result import shape_tagger
 from ncuadvisor.units import compact_name, finite, fmt_change, fmt_delta_ns
 
@@ -206,9 +206,9 @@ def total_change_text(t: dt.TotalChange) -> str:
 
 def _findings(changes: dt.FindingChanges) -> tuple[list[Finding], list[Finding], list[Finding]]:
     return (
-        [take(Finding, f) for f in changes.new],
-        [take(Finding, f) for f in changes.resolved],
-        [take(Finding, f) for f in changes.unchanged],
+        [take(Finding, f, fix=prose(f.fix)) for f in changes.new],
+        [take(Finding, f, fix=prose(f.fix)) for f in changes.resolved],
+        [take(Finding, f, fix=prose(f.fix)) for f in changes.unchanged],
     )
 
 

@@ -30,9 +30,19 @@ def _one_line(v: Any) -> str:
 
 def md(v: Any) -> str:
     """Untrusted text as inline markdown, safe in a paragraph, a list item, a table cell or inside <code>:
-    newlines become spaces, &, <, > become entities, markdown punctuation (| ` * _ [ ] ...) and the @ of a mention are backslash-escaped."""
+    newlines become spaces, &, <, > become entities, markdown punctuation (| ` * _ [ ] ...) and the @ of a mention are backslash-escaped.
+    Prose (`ncuadvisor.render.Prose`: a fix, a message) keeps its `code` spans as <code>, each escaped the same way,
+    as the HTML shows them (escaped backticks read as raw backticks on GitHub)."""
+    from ncuadvisor.render import CODE_SPAN, Prose
+
+    if isinstance(v, Prose):
+        parts = CODE_SPAN.split(_one_line(v))  # text, code, text, code, ...
+        return "".join(f"<code>{_md(p)}</code>" if n % 2 else _md(p) for n, p in enumerate(parts))
+    return _md(_one_line(v))
+
+
+def _md(text: str) -> str:
     out = []
-    text = _one_line(v)
     for n, ch in enumerate(text):
         nxt = text[n + 1 : n + 2]
         if ch == ":" and (nxt.isalnum() or nxt in ":_+-"):  # could start an emoji shortcode (`std::x::y`, 12:30)
