@@ -1,5 +1,7 @@
 from ncuadvisor.rulekit import (
+    LIBRARY_TENSOR_EFFICIENCY,
     MEMORY_TYPE_GLOBAL,
+    MOVES_TO_TENSOR,
     TENSOR_BUSY_PCT,
     TENSOR_PIPE_PCT,
     ComputeWorkloadAnalysis,
@@ -14,6 +16,7 @@ from ncuadvisor.rulekit import (
     SourceCounters,
     SpeedOfLight,
     access_bytes,
+    fixed_kernel_ns,
     fma_and_tensor_flops,
     fma_stream,
     fmt_ns,
@@ -24,6 +27,7 @@ from ncuadvisor.rulekit import (
 )
 
 FP32_DATA = "the operands are FP32: TF32 tensor cores"
+LIBRARY = "a register-blocked product near the FMA roof: a library call"
 
 
 class FmaMatrixProduct(Rule):
@@ -59,8 +63,22 @@ class FmaMatrixProduct(Rule):
         enough, or be converted to BF16 with FP32 accumulation: the precision trade is named in the finding.
 
     Speedup estimate:
-        The FMA-pipe time moves to the tensor cores (8-16× faster): new time = time × (1 − FMA pipe utilization);
-        the loads and the rest of the kernel remain.
+        Two fixes, two models; the counters pick one. WMMA by hand from the kernel's tiles (an unblocked product, flaws'
+        `matmul_half_fma`: 2 FMAs per shared load, 24% of the FMA peak): the FMA-pipe time moves to the tensor
+        cores (8-16× faster), new time = time × (1 − FMA pipe utilization), the loads and the rest of the kernel
+        remain (2.49× against 2.97× measured for `matmul_half_wmma`). A product already tuned for the FMA pipes
+        (at least `min_fma_per_shared_load_library` FMAs per shared-memory load: register blocking; at least
+        `min_fma_peak_share_library` of the FMA peak reached) is past what hand-written WMMA improves: the fix
+        advised is a library's kernel (cuBLAS/cuBLASLt with TF32 or BF16, CUTLASS), and the fixed kernel's time is
+        its FLOPs at `LIBRARY_TENSOR_EFFICIENCY` (81.5%) of the tensor peak of its precision (TF32 for FP32 data,
+        FP16 for half inputs), no less than its compulsory bytes and DRAM's traffic as it ran at 85% of DRAM's peak
+        (`fixed_kernel_ns`). The 81.5% is the median share of their tensor peak that the cuBLAS/nvjet GEMMs of at
+        least 20 GFLOP reached in this project's H200 captures (torch_gemm_conv's TF32 GEMM 0.88, torch_cast_copy's
+        two bf16 splitK GEMMs 0.81 and 0.82, torch_eager's bf16 GEMM 0.71; `tests/test_tensor_efficiency.py`);
+        smaller products reach less (0.19 at 4.3 GFLOP), so for them the estimate is optimistic. The finding's model
+        text gives both estimates. On the llm.c exam twin (H100, 2026-12-06): `matmul_forward_kernel4` (a 128×128-tile
+        SGEMM, 8×8 outputs per thread, 16 FMAs per shared load, 53% of the FMA peak) 12.0× against 9.68× measured for
+        cuBLASLt's TF32 kernel (2.29× before, the WMMA model).
 
     False positives:
         Small or skinny products (batched 4×4) that do not fill a 16×16 fragment; elementwise math with many FMAs per
@@ -94,9 +112,29 @@ class FmaMatrixProduct(Rule):
         "min_loads_per_product_fma": 0.01,
         "max_mufu_per_fma": 0.03,
         "min_fma_pct_product": 20.0,
+        "min_fma_per_shared_load_library": 8.0,
+        "min_fma_peak_share_library": 0.4,
     }
     # {dtype}: the tensor-core type to use, "FP16/BF16" for half-precision loads, else "TF32 (or BF16)"
     fixes_when = {
+        LIBRARY: {
+            "cuda": Fix(
+                text=(
+                    "This matrix product is already tuned for the FMA pipes: tiles in shared memory, register "
+                    "blocking ({fma_per_lds:.0f} FMAs per shared-memory load) and {fma_share:.0%} of the FMA peak. "
+                    "Hand-written WMMA from these tiles gains little over it; the {dtype} tensor-core kernels of a "
+                    "library do: call "
+                    "cuBLAS/cuBLASLt ({library_math}) or CUTLASS for the product, with the bias and activation in "
+                    "the epilogue. {trade}"
+                ),
+                code=(
+                    "cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32F_FAST_TF32, CUDA_R_32F);   // TF32 tensor cores\n"
+                    "cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_EPILOGUE, &bias_epilogue, sizeof(int));\n"
+                    "cublasLtMatmul(handle, op, &alpha, W, Wl, X, Xl, &beta, Y, Yl, Y, Yl, &algo, ws, ws_size, stream);\n"
+                    "// or: cublasSetMathMode(handle, CUBLAS_TF32_TENSOR_OP_MATH); cublasSgemm(...)"
+                ),
+            ),
+        },
         FP32_DATA: {
             "cuda": Fix(
                 text=(
@@ -118,7 +156,7 @@ class FmaMatrixProduct(Rule):
                     "  wmma::mma_sync(c, a, b, c);\n}"
                 ),
             ),
-        }
+        },
     }
     fixes = {
         "cuda": Fix(
@@ -180,7 +218,14 @@ class FmaMatrixProduct(Rule):
             "product, FP32 accumulation); BF16 inputs with FP32 accumulation have an 8-bit mantissa and halve the "
             "bytes. Check the accuracy the result needs before switching."
         )
-        new_ns = (r.duration_ns or 0) * (1 - fma_pct / 100)
+        wmma_ns = (r.duration_ns or 0) * (1 - fma_pct / 100)
+        library = self._library_case(k, fma_flops, loads, fma_warp_inst)
+        library_ns = (
+            fixed_kernel_ns(k, fma_flops / (LIBRARY_TENSOR_EFFICIENCY * tensor_peak) * 1e9, MOVES_TO_TENSOR)
+            if tensor_peak
+            else None
+        )
+        new_ns = library_ns if library and library_ns else wmma_ns
         # the product's inner loop: the lines whose FMA instructions run most (FFMA, HFMA2, DFMA)
         lines = k.top_lines(
             SourceCounters.INST_EXECUTED,
@@ -207,12 +252,18 @@ class FmaMatrixProduct(Rule):
                     else ""
                 )
             ),
-            fix=self.fix_for(k, () if half else FP32_DATA, dtype=dtype, fma_pct=fma_pct, trade=trade),
-            estimated_speedup=time_after(r.duration_ns or 0, new_ns, None),
-            speedup_model=(
-                f"The FMA pipe's busy time, {fma_pct:.0f}% of the kernel, moves to the tensor cores, which take a "
-                f"small part of it: the time falls by up to {fma_pct:.0f}%."
+            fix=self.fix_for(
+                k,
+                ([] if half else [FP32_DATA]) + ([LIBRARY] if library and library_ns else []),
+                dtype=dtype,
+                fma_pct=fma_pct,
+                trade=trade,
+                fma_per_lds=library[0] if library else 0.0,
+                fma_share=library[1] if library else 0.0,
+                library_math="FP16/BF16 inputs, FP32 compute" if half else "`CUBLAS_COMPUTE_32F_FAST_TF32`",
             ),
+            estimated_speedup=time_after(r.duration_ns or 0, new_ns, None),
+            speedup_model=self._model_text(k, fma_pct, fma_flops, tensor_peak, dtype, library, library_ns, wmma_ns),
             confidence="medium",
             changes_floor=True,
             evidence=_evidence(t, fma_pct, loads / fma_warp_inst, stream, tensor),
@@ -222,6 +273,56 @@ class FmaMatrixProduct(Rule):
                 predict("fma_pipe_pct", fma_pct, None, fma_pct / 2),
             ],
             source=lines,
+        )
+
+    def _library_case(
+        self, k: KernelContext, fma_flops: float, loads: float, fma_warp_inst: float
+    ) -> tuple[float, float] | None:
+        """(FMAs per shared-memory load, share of the FMA peak reached) when the counters show a tuned SGEMM: operands
+        from shared-memory tiles, each shared load feeding at least `min_fma_per_shared_load_library` FMAs (register
+        blocking: 8×8 outputs per thread read 16 values per 64 FMAs), at least `min_fma_peak_share_library` of the FMA
+        peak. Such a kernel is past what hand-written WMMA from its tiles improves; the fix is a library's kernel.
+        None otherwise."""
+        r, t = k.roofline, self.thresholds
+        shared = k.m(InstructionStats.SHARED_LOAD_INST) or 0.0
+        fp16 = r.flops_by_precision.get("fp16", 0.0)
+        peak = r.peak_flops_per_s.get("fp16" if fp16 > fma_flops / 2 else "fp32", 0.0)
+        if not shared or not peak or not r.duration_ns:
+            return None
+        per_lds, share = fma_warp_inst / shared, fma_flops / (r.duration_ns * 1e-9) / peak
+        if per_lds < t["min_fma_per_shared_load_library"] or share < t["min_fma_peak_share_library"]:
+            return None
+        return per_lds, share
+
+    @staticmethod
+    def _model_text(
+        k: KernelContext,
+        fma_pct: float,
+        fma_flops: float,
+        tensor_peak: float,
+        dtype: str,
+        library: tuple[float, float] | None,
+        library_ns: float | None,
+        wmma_ns: float,
+    ) -> str:
+        """How the fixed kernel's time was modelled: WMMA by hand from the kernel's tiles, or a library's kernel."""
+        wmma = (
+            f"The FMA pipe's busy time, {fma_pct:.0f}% of the kernel, moves to the tensor cores, which take a small "
+            f"part of it: the time falls by up to {fma_pct:.0f}%"
+        )
+        if not (library and library_ns):
+            return wmma + "."
+        dur = k.roofline.duration_ns or 0.0
+        kind = dtype.split(" ")[0]
+        return (
+            f"The product moves to a library's tensor-core kernel: {fma_flops / 1e9:.1f} GFLOP at "
+            f"{LIBRARY_TENSOR_EFFICIENCY:.1%} of the {kind} tensor peak ({tensor_peak / 1e12:.0f} TFLOP/s; the "
+            "share cuBLAS/nvjet GEMMs reached in this project's captures), no less than its compulsory bytes and "
+            f"DRAM's traffic as it ran at 85% of DRAM's peak: {fmt_ns(library_ns)} against {fmt_ns(dur)} now "
+            f"({dur / library_ns:.1f}×). Hand-written WMMA from these tiles (the model of an unblocked kernel: "
+            f"the FMA pipe's busy time, {fma_pct:.0f}%, moves to the tensor cores) would give "
+            f"{dur / max(wmma_ns, 1e-9):.1f}×; a kernel already register-blocked at {library[1]:.0%} of the FMA "
+            "peak is past what that improves, so the finding takes the library's estimate."
         )
 
     def _from_pipes(self, k: KernelContext) -> Finding | None:

@@ -1,6 +1,8 @@
 import re
 
 from ncuadvisor.rulekit import (
+    LIBRARY_TENSOR_EFFICIENCY,
+    MOVES_TO_TENSOR,
     PRACTICAL_FRACTION,
     TENSOR_BUSY_PCT,
     TENSOR_PIPE_PCT,
@@ -22,9 +24,6 @@ from ncuadvisor.rulekit import (
 # (`..._nchwkcrs_nchw_...`: NCHW activations, KCRS filters)
 CONVOLUTION = re.compile(r"fprop|dgrad|wgrad|implicit_gemm|implicit_precomp|conv|winograd|fft_", re.IGNORECASE)
 NCHW = re.compile(r"nchw", re.IGNORECASE)
-# the units TF32 changes: the FMA work moves to the tensor pipe, with the instructions, loads and shared-memory
-# traffic of its tiles; DRAM keeps its bytes
-MOVES_TO_TENSOR = frozenset({"fma", "fp16", "tensor", "issue", "alu", "lsu", "sfu", "l1", "shared", "l2"})
 
 
 class Fp32LibraryMatmul(Rule):
@@ -52,9 +51,11 @@ class Fp32LibraryMatmul(Rule):
         `model.to(memory_format=torch.channels_last)` and the input `x.to(memory_format=torch.channels_last)`.
 
     Speedup estimate:
-        The time of the fixed kernel: on the tensor cores it is bound by the largest of its FLOPs at the TF32 tensor
-        peak, its compulsory bytes (`rulekit.models.compulsory_bytes`) at DRAM bandwidth and DRAM's traffic as it ran
-        (the fix keeps the bytes), each at 85% of peak (the practical fraction). A
+        The time of the fixed kernel: on the tensor cores it is bound by the largest of its FLOPs at
+        `LIBRARY_TENSOR_EFFICIENCY` (81.5%) of the TF32 tensor peak (the median share of their tensor peak that the
+        cuBLAS/nvjet GEMMs of at least 20 GFLOP in this project's H200 captures reached: 0.71 to 0.88; since
+        2026-12-06, 85% before), its compulsory bytes (`rulekit.models.compulsory_bytes`) at DRAM bandwidth and
+        DRAM's traffic as it ran (the fix keeps the bytes), those at 85% of peak (the practical fraction). A
         convolution in NCHW adds cuDNN's layout transforms around its NHWC tensor-core kernel, a read and a write of
         its input and output: twice its compulsory bytes at DRAM bandwidth, at 85%. Measured
         on an H200: a 4096³ product 2,777 → 395 µs with TF32, an fp32 NCHW 3×3 convolution 285 → 68 µs with TF32 and
@@ -133,9 +134,9 @@ class Fp32LibraryMatmul(Rule):
         conv = bool(CONVOLUTION.search(name))
         nchw = conv and bool(NCHW.search(name))
         tensor_ns = fp32 / peak * 1e9
-        # the fixed kernel: the product on the tensor pipe, no less than the compulsory bytes and DRAM's traffic as
-        # it ran (the same operands and tiles move), each at 85% of peak
-        new_ns = fixed_kernel_ns(k, tensor_ns / PRACTICAL_FRACTION, MOVES_TO_TENSOR)
+        # the fixed kernel: the product on the tensor pipe at the share of its peak library GEMMs reach, no less than
+        # the compulsory bytes and DRAM's traffic as it ran (the same operands and tiles move) at 85% of DRAM's peak
+        new_ns = fixed_kernel_ns(k, tensor_ns / LIBRARY_TENSOR_EFFICIENCY, MOVES_TO_TENSOR)
         # NCHW: cuDNN's TF32 kernels are NHWC, the input and output transposed around them (read + write each)
         new_ns += 2.0 * (compulsory_ns(r) or 0.0) if nchw else 0.0
         what = "convolution" if conv else "matrix product"
@@ -159,10 +160,11 @@ class Fp32LibraryMatmul(Rule):
             fix=self.fix_for(k, "nchw" if nchw else (), what=what, gflop=fp32 / 1e9),
             estimated_speedup=time_after(r.duration_ns, new_ns, None),
             speedup_model=(
-                "The fixed kernel: on TF32 tensor cores it takes the longest of its FLOPs at the TF32 peak, its "
-                "compulsory bytes and DRAM's traffic as it ran"
+                f"The fixed kernel: on TF32 tensor cores it takes the longest of its FLOPs at "
+                f"{LIBRARY_TENSOR_EFFICIENCY:.1%} of the TF32 peak (the share cuBLAS/nvjet GEMMs reached in this "
+                "project's captures), its compulsory bytes and DRAM's traffic as it ran"
                 + (", plus the NCHW layout transforms (its input and output read and written again)" if nchw else "")
-                + f", each at {PRACTICAL_FRACTION:.0%} of peak: {fmt_ns(new_ns)}."
+                + f", those at {PRACTICAL_FRACTION:.0%} of DRAM's peak: {fmt_ns(new_ns)}."
             ),
             confidence="high" if fma_pct is not None else "medium",
             changes_floor=True,

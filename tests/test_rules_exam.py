@@ -3,7 +3,10 @@ Triton tutorial kernels, profiled with the full set): a mechanism a label named 
 
 import tarfile
 
+import pytest
+
 from ncuadvisor.pipeline.analyze import analyze
+from ncuadvisor.rulekit.models import walks_along
 from tests.conftest import ROOT, kernel
 
 EXAM = ROOT / "fixtures" / "exam-h100-2026-12-06" / "exam_reports.tar.xz"
@@ -32,3 +35,77 @@ def test_tiled_loop_through_shared_memory_is_no_tree(analyzed):
     """flaws' matmul_tiled waits at a barrier and loads and stores shared memory in its k-loop, but stages global
     loads there and halves no stride: a tile cache, which WRP001 leaves alone."""
     assert "WRP001" not in [f["rule"] for f in kernel(analyzed("flaws"), "matmul_tiled")["findings"]]
+
+
+def _speedup(finding: dict) -> float:
+    return 1.0 / (1.0 - finding["estimated_speedup"])
+
+
+def test_thread_per_row_coalescing_counts_the_new_warps(tmp_path):
+    """llm.c layernorm_forward_kernel1: a thread per row of 768 floats in 32 blocks of 256 (the warp's loads 20
+    sectors per request, 3,840 loads per warp). The fix MEM001 advises, a warp per row, also gives the grid 32× the
+    warps: the estimate is the fixed kernel with 1,024 blocks (62 warps on each of 132 SMs), at its floor, 29.4×;
+    llm.c's warp-per-row version measured 28.9× between the profiled durations (21.5× plainly, the twin's 20 µs kernel
+    timed with the events around one launch). Before: the memory-waits bound, 7.2×."""
+    first = kernel(_result("layernorm_forward_v1", tmp_path), "layernorm_forward_kernel1")["findings"][0]
+    assert first["rule"] == "MEM001"
+    assert "assumes the warp-per-row mapping" in first["speedup_model"]
+    assert "1,024 blocks, 62 warps on each of 132 SMs" in first["speedup_model"]
+    assert "a warp per row" in first["fix"] and "__shfl_xor_sync" in first["fix_code"]
+    assert 28.9 * 0.7 <= _speedup(first) <= 28.9 * 1.3
+
+
+def test_tuned_sgemm_gets_a_library_call_and_its_estimate(tmp_path):
+    """llm.c matmul_forward_kernel4: 128×128 shared tiles, 8×8 outputs per thread (16 FMAs per shared load), 53% of
+    the FMA peak. TEN001 advises cuBLAS/cuBLASLt with TF32, not WMMA by hand, and estimates the library's kernel:
+    38.7 GFLOP at 81.5% of the TF32 peak, no less than its bytes: 12.0×, against 9.68× measured plainly for llm.c's
+    cuBLASLt version (10.0× between the profiled durations). The WMMA model (2.3×) is in the text."""
+    first = kernel(_result("matmul_forward_v4", tmp_path), "matmul_forward_kernel4")["findings"][0]
+    assert first["rule"] == "TEN001"
+    assert "cuBLAS/cuBLASLt" in first["fix"] and "Hand-written WMMA from these tiles gains little" in first["fix"]
+    assert "CUBLAS_COMPUTE_32F_FAST_TF32" in first["fix_code"]
+    assert (
+        "Hand-written WMMA from these tiles" in first["speedup_model"] and "would give 2.3×" in first["speedup_model"]
+    )
+    assert 9.68 * 0.7 <= _speedup(first) <= 9.68 * 1.3
+
+
+def test_unblocked_products_keep_the_wmma_advice_and_strided_kernels_the_old_model(analyzed):
+    """flaws' matmul_half_fma (2 FMAs per shared load, 24% of the FMA peak) keeps WMMA by hand and its estimate
+    (2.49×, 2.97× measured); copy_strided and transpose_naive (one access per thread, full grids) are no rows walked
+    by threads: their MEM001 model is unchanged."""
+    flaws = analyzed("flaws")
+    ten = next(f for f in kernel(flaws, "matmul_half_fma")["findings"] if f["rule"] == "TEN001")
+    assert "wmma::mma_sync" in ten["fix_code"] and "cuBLAS/cuBLASLt" not in ten["fix"]
+    assert _speedup(ten) == pytest.approx(2.49, abs=0.01)
+    for name in ("copy_strided", "transpose_naive"):
+        mem = next(f for f in kernel(flaws, name)["findings"] if f["rule"] == "MEM001")
+        assert "warp-per-row" not in mem["speedup_model"], name
+
+
+def test_a_column_walk_is_not_a_row_walked_by_a_thread(tmp_path):
+    """llm.c matmul_backward_bias_kernel2: a warp per column, its lanes 32 rows apart and the loop 32 rows a step
+    (32 sectors per request, 257 loads per warp, 0.36 waves): the loads' addresses come from a run-time stride, so
+    lanes along the row would not add warps, and MEM001 keeps its model (no warp-per-row assumption)."""
+    result = _result("matmul_backward_bias_v2", tmp_path)
+    mem = next(f for f in kernel(result, "matmul_backward_bias_kernel2")["findings"] if f["rule"] == "MEM001")
+    assert "warp-per-row" not in mem["speedup_model"] and "a warp per row" not in mem["fix"]
+
+
+def test_walks_along_reads_the_loop_from_the_sass():
+    """`walks_along` on the loops of the exam's SASS: layernorm_forward_kernel1 (one base, offsets one float apart),
+    one load a step with its base advanced by an immediate, and matmul_backward_bias_kernel2 (bases from a run-time
+    stride)."""
+    unrolled = [(0x440 + 16 * i, 12288, f"LDG.E R{20 + i}, desc[UR4][R4.64+{hex(4 * i - 8)}]") for i in range(4)]
+    assert walks_along(unrolled + [(0x5C0, 12288, "IADD3 R4, P3, R4, 0x40, RZ")])
+    stepped = [(0x100, 4096, "LDG.E R7, desc[UR4][R2.64]"), (0x120, 4096, "IADD3 R2, P0, R2, 0x4, RZ")]
+    assert walks_along(stepped)
+    column = [
+        (0xE90, 196608, "LEA R14, R5, R13, 0x5"),
+        (0xEA0, 196608, "IMAD.WIDE R12, R13, 0x2, R6"),
+        (0xEC0, 196608, "IMAD.WIDE R14, R14, 0x2, R6"),
+        (0xED0, 196608, "LDG.E.U16 R12, desc[UR6][R12.64]"),
+        (0xF00, 196608, "LDG.E.U16 R14, desc[UR6][R14.64]"),
+        (0xF40, 196608, "VIADD R4, R4, 0x80"),
+    ]
+    assert not walks_along(column)

@@ -6,6 +6,7 @@ none reads the report. Rule files import these, the contract and the SASS reader
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -208,17 +209,20 @@ def warps_per_sm(k: KernelContext) -> float | None:
     return pct / 100.0 * float(k.device.get("max_warps_per_sm") or 64)
 
 
-def streaming_ns(k: KernelContext, bytes_in_flight_per_warp: float, warps: float | None = None) -> float | None:
+def streaming_ns(
+    k: KernelContext, bytes_in_flight_per_warp: float, warps: float | None = None, blocks: float | None = None
+) -> float | None:
     """The latency-plus-throughput time of the kernel's compulsory bytes (model above DRAM_LATENCY_CYCLES): the read
     share of them per SM × DRAM latency ÷ bytes in flight per SM, plus the roofline floor. `warps` per SM defaults
-    to the achieved ones. None when the report lacks bytes, clocks or occupancy."""
+    to the achieved ones, `blocks` (which set how many SMs share the bytes) to the grid's. None when the report lacks
+    bytes, clocks or occupancy."""
     r = k.roofline
     warps = warps if warps is not None else warps_per_sm(k)
     if not (r.compulsory_bytes and r.sm_clock_hz and r.theoretical_ns and warps and bytes_in_flight_per_warp):
         return None
     read, write = k.m(MemoryWorkloadAnalysis.DRAM_BYTES_READ), k.m(MemoryWorkloadAnalysis.DRAM_BYTES_WRITE)
     read_share = read / (read + (write or 0.0)) if read else 1.0
-    grid = k.m(LaunchStats.GRID_SIZE) or float("inf")
+    grid = blocks or k.m(LaunchStats.GRID_SIZE) or float("inf")
     sms = min(float(k.sm_count or 0) or grid, grid)
     if not sms or sms == float("inf"):
         return None
@@ -228,6 +232,90 @@ def streaming_ns(k: KernelContext, bytes_in_flight_per_warp: float, warps: float
         k.calibrations.add(f"a DRAM latency of {DRAM_LATENCY_CYCLES:.0f} SM cycles measured on an H200")
     latency_cycles = r.compulsory_bytes * read_share / sms * DRAM_LATENCY_CYCLES / in_flight
     return latency_cycles / r.sm_clock_hz * 1e9 + r.theoretical_ns
+
+
+@dataclass(frozen=True)
+class RowMapping:
+    """A kernel that gives each thread a row and walks it in a per-thread loop (the warp's lanes are rows, so every
+    load of a warp touches ~32 sectors), and the grid after the fix its coalescing advises, lanes along the row: a
+    warp per row, 32× the threads in blocks of the same size. `warps_per_sm` and `sms` are what the new grid keeps
+    resident (the occupancy limit of today's block and registers, the grid's warps spread over the SMs)."""
+
+    sectors_per_request: float
+    loads_per_warp: float
+    blocks_after: float
+    sms: float
+    warps_per_sm: float
+
+
+# a load's base register and immediate offset: `LDG.E R25, desc[UR4][R4.64+-0x8]` -> R4, -0x8
+_BASE_AND_OFFSET = re.compile(r"\[(R\d+)(?:\.64)?\s*(?:\+\s*(-?0x[0-9a-fA-F]+))?\s*\]")
+
+
+def walks_along(listing: list[tuple[int, float, str]]) -> bool:
+    """Whether the hot global loads of a SASS listing [(pc, times executed, instruction)] walk along memory, element
+    by element, in each thread: two or more of them from one base register at offsets one access apart
+    (`[R4.64+-0x8]`, `[R4.64+-0x4]`, `[R4.64]`, `+0x4`: a loop unrolled along a row), or a base register the loop
+    advances by an immediate (`IADD3 R4, P3, R4, 0x40, RZ`). A loop whose every load takes an address computed
+    from a run-time stride (`IMAD.WIDE R12, R13, 0x2, R6` after `LEA R13, R5, R10, 0x5`: down a column, 32 rows a
+    step) does not. Hot: executed at least half as often as the most executed global load."""
+    entries = [(pc, v, parse(sass)) for pc, v, sass in listing]
+    loads = [(v, ins) for _, v, ins in entries if ins.opcode.startswith("LDG")]
+    if not loads:
+        return False
+    hot = max(v for v, _ in loads) / 2
+    bases: dict[str, list[tuple[int, int]]] = {}
+    for v, ins in loads:
+        m = _BASE_AND_OFFSET.search(" ".join(ins.operands[1:]).replace("desc[", "["))
+        if v >= hot and m:
+            width = access_bytes(ins.opcode) or 4
+            bases.setdefault(m.group(1), []).append((int(m.group(2) or "0", 16), width))
+    for found in bases.values():
+        offsets = sorted({o for o, _ in found})
+        if len(offsets) >= 2 and all(b - a == found[0][1] for a, b in zip(offsets, offsets[1:])):
+            return True
+    for _, v, ins in entries:
+        dest = ins.destination
+        if v < hot or dest not in bases or not ins.opcode.startswith(("IADD3", "VIADD", "IADD")):
+            continue
+        steps = [ins.immediate(i) for i in range(len(ins.operands))]
+        if dest in ins.operands[1:] and any(x is not None and 0 < x <= 64 * bases[dest][0][1] for x in steps):
+            return True
+    return False
+
+
+def row_per_thread(
+    k: KernelContext, min_sectors_per_request: float, min_loads_per_warp: float, lanes: int = 32
+) -> RowMapping | None:
+    """`RowMapping` of a kernel whose warps' global loads touch at least `min_sectors_per_request` sectors per request
+    (each lane in its own sectors) and whose warps each issue at least `min_loads_per_warp` load instructions (a loop
+    per thread, not one strided access), with a grid that does not fill one wave (fewer blocks than SMs, or
+    `launch__waves_per_multiprocessor` below 1), and, where the report has the SASS, loads that walk along the row
+    in each thread (`walks_along`): the remapped kernel then also has `lanes`× the warps. None otherwise, or
+    without the counters."""
+    from ncuadvisor.metrics import InstructionStats, MemoryTables
+
+    requests = k.m(MemoryTables.GLOBAL_LOAD_REQUESTS)
+    sectors = k.m(MemoryTables.GLOBAL_LOAD_SECTORS)
+    loads = k.m(InstructionStats.GLOBAL_LOAD_INST)
+    grid, block = k.m(LaunchStats.GRID_SIZE), k.block_size
+    sms, waves = float(k.sm_count or 0), k.m(LaunchStats.WAVES_PER_SM)
+    theo = k.m(Occupancy.THEORETICAL_PCT)
+    if not (requests and sectors and loads and grid and block and sms and theo):
+        return None
+    warps_now = grid * math.ceil(block / 32)
+    per_request, per_warp = sectors / requests, loads / warps_now
+    under_filled = grid < sms or (waves is not None and waves < 1.0)
+    if per_request < min_sectors_per_request or per_warp < min_loads_per_warp or not under_filled:
+        return None
+    listing = [(e.pc, e.value, e.sass) for e in k.per_instruction(SourceCounters.INST_EXECUTED) if e.sass]
+    if listing and not walks_along(listing):
+        return None  # the loop strides by a row pitch (a column walk): lanes along the row would not add warps
+    warps_after = warps_now * lanes
+    blocks_after = math.ceil(warps_after / math.ceil(block / 32))
+    sms_after = min(sms, blocks_after)
+    resident = theo / 100.0 * float(k.device.get("max_warps_per_sm") or 64)
+    return RowMapping(per_request, per_warp, blocks_after, sms_after, min(resident, warps_after / sms_after))
 
 
 def parallelism_ns(k: KernelContext, gain: float) -> float | None:
@@ -246,6 +334,20 @@ def latency_split_ns(duration_ns: float, busy_pct: float, gain: float) -> float:
     unit's share (`busy_pct`, its Speed Of Light %) stays and the rest divides by the gain in work in flight."""
     busy = min(1.0, max(0.0, busy_pct / 100.0))
     return duration_ns * (busy + (1.0 - busy) / gain)
+
+
+# The share of the tensor peak a library GEMM reaches, for the time of a matrix product after it moves to cuBLAS,
+# cuBLASLt or CUTLASS: the median, 0.815, of achieved tensor FLOP/s ÷ the report's tensor peak (the product's
+# precision at the report's clock) over the distinct cuBLAS/nvjet kernels of this project's H200 captures with at
+# least 20 GFLOP of tensor work: torch_gemm_conv's TF32 `sm90_xmma_gemm_..._tf32f32` 0.88, torch_cast_copy's two
+# bf16 `nvjet_sm90_tst_128x128` splitK 0.81 and 0.82, torch_eager's bf16 `nvjet_sm90_tst_256x128` 0.71
+# (tests/test_tensor_efficiency.py recomputes it). Smaller products reach less (4.3 GFLOP: 0.19; 8.6: 0.56), their
+# few tiles filling few waves: for them the estimate is optimistic.
+LIBRARY_TENSOR_EFFICIENCY = 0.815
+LIBRARY_TENSOR_MIN_FLOPS = 20e9  # the products the efficiency was measured on
+# the units a product's move to the tensor cores changes: the FMA work moves to the tensor pipe, with the
+# instructions, loads and shared-memory traffic of its tiles; DRAM keeps its bytes
+MOVES_TO_TENSOR = frozenset({"fma", "fp16", "tensor", "issue", "alu", "lsu", "sfu", "l1", "shared", "l2"})
 
 
 def fma_and_tensor_flops(r: Roofline) -> tuple[float, float]:
