@@ -120,24 +120,21 @@ class ReportReader:
         if self.integrity.needs_copy:
             local = whole_copy(local, self.integrity)
         self._local = local
-        self._ncu = import_ncu_report()
-        try:
-            with native_stderr_silenced():
-                self._ctx = self._ncu.load_report(str(local))
-            n_ranges = self._ctx.num_ranges() if self._ctx is not None else None
-            if n_ranges:
-                share_loaded(str(local), self._ctx)
-        except Exception as exc:  # the native library raises its own exception types
-            raise InputError(f"{self.path}: not a readable Nsight Compute report ({exc})") from exc
-        if not n_ranges:
-            raise InputError(f"{self.path}: not a readable Nsight Compute report (truncated or corrupt)")
+        # ncu_report's module and context of the report (`_load`), and its ranges
+        self._library: tuple[Any, Any, list[Any]] | None = None
         # (range, action) of every result; an action is opened only when its data is read (see IN_PROCESS_MAX)
         self._index: list[tuple[int, int]] = []
-        self._ranges = [self._ctx.range_by_idx(r) for r in range(n_ranges)]
-        for r, rng in enumerate(self._ranges):
-            self._index.extend((r, a) for a in range(rng.num_actions() or 0))
-        if not self._index:
-            raise InputError(f"{self.path}: the report holds no kernel results")
+        self.reader_version: str | None = None
+        # the rows came from the file and their check is deferred: the check's worker loads the report through
+        # ncu_report, and so does this process only when it opens a result (`_load`: ~0.06 s for 160 MB, which a
+        # report whose deep data all comes from the file never pays); meanwhile the results are those of the file,
+        # in one range, as `confirm` (or `_load`) checks
+        self._index_from_file = defer_check and self._prefetched is not None
+        if self._index_from_file:
+            assert self._prefetched is not None
+            self._index = [(0, a) for a in range(len(self._prefetched[1]))]
+        else:
+            self._load()
         if sass_later and spare_cores() >= 1 and not disassembled():
             # a core to spare: the disassembler starts now, in a worker of its own (see `add_sass`)
             first: list[tuple[int, int, int]] = [(0, *self._index[0])]
@@ -163,10 +160,49 @@ class ReportReader:
         self._debug_modules: dict[int, bool] | None = None  # `without_lines`: `modules.debug_modules` of the file
         self.ncu_version, self.command_line = scan_header(local)
         self.clocks_locked = clocks_locked(local)  # ncu's clock control: True base (its default), False none
+
+    def _load(self) -> tuple[Any, Any, list[Any]]:
+        """ncu_report's module, its context of the report and the report's ranges, loaded on first use; workers forked
+        from then on use the context (`workers.share_loaded`). The results taken from the file (`_index_from_file`)
+        must be ncu_report's, else RowsDisagree (the caller starts again, loading at once)."""
+        if self._library is not None:
+            return self._library
+        ncu = import_ncu_report()
         try:
-            self.reader_version: str | None = str(self._ctx.get_version())
+            with native_stderr_silenced():
+                ctx = ncu.load_report(str(self._local))
+            n_ranges = ctx.num_ranges() if ctx is not None else None
+            if n_ranges:
+                share_loaded(str(self._local), ctx)
+        except Exception as exc:  # the native library raises its own exception types
+            raise InputError(f"{self.path}: not a readable Nsight Compute report ({exc})") from exc
+        if not n_ranges:
+            raise InputError(f"{self.path}: not a readable Nsight Compute report (truncated or corrupt)")
+        ranges = [ctx.range_by_idx(r) for r in range(n_ranges)]
+        index = [(r, a) for r, rng in enumerate(ranges) for a in range(rng.num_actions() or 0)]
+        if not index:
+            raise InputError(f"{self.path}: the report holds no kernel results")
+        if self._index_from_file and index != self._index:
+            raise RowsDisagree(f"{self.path}: ncu_report reads other results than the file holds")
+        self._index = index
+        try:
+            self.reader_version = str(ctx.get_version())
         except Exception:  # pragma: no cover - older ncu_report
             self.reader_version = None
+        self._library = (ncu, ctx, ranges)
+        return self._library
+
+    @property
+    def _ncu(self) -> Any:
+        return self._load()[0]
+
+    @property
+    def _ranges(self) -> list[Any]:
+        return self._load()[2]
+
+    def _one_range(self) -> bool:
+        """Whether the report holds one range (the file's results, until ncu_report is loaded: `_index_from_file`)."""
+        return self._library is None or len(self._library[2]) == 1
 
     def _checked(self, local: Path, metrics: Iterable[str] | None) -> Integrity:
         """`check_report` of the file. With `metrics`, a report whose layout walks clean has its results parsed by
@@ -232,7 +268,7 @@ class ReportReader:
         ncu_report's, else read through ncu_report. None: read through ncu_report instead."""
         from ncuadvisor.reportfile.fastread import read_rows
 
-        if len(self._ranges) != 1:
+        if not self._one_range():
             return None
         fast = None
         if self._prefetched is not None and self._prefetched[0] == metrics:
@@ -297,6 +333,7 @@ class ReportReader:
         return rows
 
     def _results_in_workers(self, items: list[tuple[int, int, int]], metrics: list[str]) -> list[dict[str, Any]]:
+        self._load()  # before the workers are forked, as in `_each`
         tasks = [(str(self._local), items[i : i + CHUNK], metrics) for i in range(0, len(items), CHUNK)]
         chunks = in_workers(deep.read_rows_task, tasks, f"{self.path}: reading the results failed")
         return [row for chunk in chunks for row in chunk]
@@ -332,15 +369,21 @@ class ReportReader:
 
     def confirm(self) -> dict[str, Any]:
         """The deferred check of the rows read from the file (`defer_check`): the device attributes when they equal
-        ncu_report's on the results checked, as `results` would have checked them; RowsDisagree otherwise (the
-        caller starts again without deferring: the rows are then read through ncu_report)."""
+        ncu_report's on the results checked, as `results` would have checked them, and ncu_report reads the results
+        the file holds (`reader_version` is then known); RowsDisagree otherwise (the caller starts again without
+        deferring: the rows are then read through ncu_report)."""
         assert self._pending is not None
         result, check, rows, fast = self._pending
         self._pending = None
         try:
-            refs, device = result()
+            refs, device, (counts, version) = result()
         except InputError as exc:  # the worker failed: checked again at once, where its failure shows as before
             raise RowsDisagree(str(exc)) from exc
+        if self._library is None:  # the results taken from the file (`_index_from_file`) are ncu_report's
+            if [(r, a) for r, n in enumerate(counts) for a in range(n)] != self._index:
+                self.close_helper()
+                raise RowsDisagree(f"{self.path}: ncu_report reads other results than the file holds")
+            self.reader_version = version
         for ref in refs:
             rid = ref["result_id"]
             if fast[rid]["nvtx_text"] != ref["nvtx"] or not all(native.same(ref[k], rows[rid].get(k)) for k in ref):
@@ -461,6 +504,7 @@ class ReportReader:
         if not split:
             with native_stderr_silenced():
                 return [x for chunk in chunks for x in here(((item, self._action(item[0])) for item in chunk), *args)]
+        self._load()  # before the workers are forked: they use this process's context (`workers.share_loaded`)
         tasks = [(str(self._local), chunk, *args) for chunk in chunks]
         return [x for chunk in in_workers(task, tasks, f"{self.path}: {failure}") for x in chunk]
 
@@ -469,7 +513,7 @@ class ReportReader:
         (`reportfile.instances`), each with the per-instruction metrics `wanted` maps it to; those it cannot read are
         left out (opened through ncu_report by the caller), and so is every one of a damaged file or of several
         ranges."""
-        if not wanted or not FILE_READER or len(self._ranges) != 1 or self.integrity.damaged:
+        if not wanted or not FILE_READER or not self._one_range() or self.integrity.damaged:
             return {}
         from ncuadvisor.reportfile.instances import read_deep
 
@@ -555,5 +599,6 @@ class ReportReader:
         return out
 
     def _chunked(self, task: Any, items: list[Any], failure: str) -> list[Any]:
+        self._load()  # before the workers are forked, as in `_each`
         tasks = [(str(self._local), items[i : i + DETAIL_CHUNK]) for i in range(0, len(items), DETAIL_CHUNK)]
         return [x for chunk in in_workers(task, tasks, f"{self.path}: {failure}") for x in chunk]

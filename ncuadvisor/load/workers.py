@@ -58,15 +58,22 @@ def share_loaded(path: str, ctx: Any) -> None:
         _loaded = None
 
 
-def worker_actions(path: str, items: list[tuple[Any, ...]]) -> Iterator[tuple[tuple[Any, ...], Any]]:
-    """Worker side: open the report (or take the context inherited from the process that loaded it, where the file
-    has not changed since) and give each item (result id, range, action, ...) with its action."""
+def worker_context(path: str) -> Any:
+    """Worker side: ncu_report's context of the report, the one inherited from the process that loaded it where the
+    file has not changed since, else loaded here and kept for the worker's next task (a `Helper` has three)."""
     from ncuadvisor.load.native import import_ncu_report
 
     if _loaded is not None and _loaded[0] == path and _loaded[1] == _stamp(path):
-        ctx = _loaded[2]
-    else:
-        ctx = import_ncu_report().load_report(path)
+        return _loaded[2]
+    ctx = import_ncu_report().load_report(path)
+    share_loaded(path, ctx)
+    return ctx
+
+
+def worker_actions(path: str, items: list[tuple[Any, ...]]) -> Iterator[tuple[tuple[Any, ...], Any]]:
+    """Worker side: open the report (`worker_context`) and give each item (result id, range, action, ...) with its
+    action."""
+    ctx = worker_context(path)
     ranges: dict[int, Any] = {}
     for item in items:
         r, a = item[1], item[2]

@@ -163,6 +163,7 @@ def _analyze(
         )
     if reader.check_pending:
         profile.device = reader.confirm()
+        profile.reader_version = reader.reader_version  # told by the check where the reader had not loaded the report
     # derive
     derived = derive(profile, kernels, frozenset(sass_wanted), first)
     # the SASS of the gated languages' launches that their rules admit (`Rule.sass_when`), decided on the scalars and
