@@ -61,33 +61,45 @@ class _Unknown(Exception):
 
 def _number(v: Any) -> float:
     """An instance's value as `as_double(i)` gives it."""
-    if v.HasField("d"):
+    has = v.HasField
+    if has("d"):
         return float(v.d)
-    if v.HasField("u64"):
+    if has("u64"):
         return float(v.u64)
-    if v.HasField("u32"):
+    if has("u32"):
         return float(v.u32)
-    if v.HasField("f"):
+    if has("f"):
         return float(v.f)
     raise _Unknown("a value that is not a number")
 
 
-def _address(v: Any) -> int:
-    """A correlation id as `as_uint64(i)` gives it."""
-    if v.HasField("u64"):
-        return int(v.u64)
-    if v.HasField("u32"):
-        return int(v.u32)
-    raise _Unknown("a correlation id that is not a number")
-
-
-def _instances(metric: Any) -> list[tuple[Any, Any]] | None:
-    """(correlation id, value) value messages of an instanced metric; None where it has no instance (no correlation
-    ids: `deep_data` skips it). An instance without either gives an empty value message, which `_number` and
-    `_address` refuse."""
-    if not metric.instances:
+def _pairs(metric: Any, text_ids: bool = False) -> list[tuple[Any, float]] | None:
+    """(correlation id, value) of each instance of an instanced metric, in file order, as `as_uint64(i)` (or, with
+    `text_ids`, `as_string(i)`) and `as_double(i)` give them; None where it has no instance (no correlation ids:
+    `deep_data` skips it). An instance without either, or with a kind of value not converted the way ncu_report does,
+    raises _Unknown. One loop over the instances, the conversions written out: a training step's 42 analysed results
+    hold ~75,000 instances."""
+    instances = metric.instances
+    if not instances:
         return None
-    return [(inst.id, inst.value) for inst in metric.instances]
+    out: list[tuple[Any, float]] = []
+    append = out.append
+    for inst in instances:
+        ident = inst.id
+        if text_ids:
+            if not ident.HasField("s"):
+                raise _Unknown("an opcode that is not text")
+            key: Any = ident.s
+        else:
+            has = ident.HasField
+            if has("u64"):
+                key = int(ident.u64)
+            elif has("u32"):
+                key = int(ident.u32)
+            else:
+                raise _Unknown("a correlation id that is not a number")
+        append((key, _number(inst.value)))
+    return out
 
 
 def deep_of_result(entries: dict[str, Any], per_instruction: list[str]) -> dict[str, Any]:
@@ -96,32 +108,21 @@ def deep_of_result(entries: dict[str, Any], per_instruction: list[str]) -> dict[
     that have instances), and with `per_instruction` "opcodes" and "access_types"."""
     out: dict[str, Any] = {"per_instruction": {}}
     for name in per_instruction:
-        found = _instances(entries[name]) if name in entries else None
+        found = _pairs(entries[name]) if name in entries else None
         if found is None:
             continue
-        pairs = []
-        for ident, value in found:
-            v, pc = _number(value), _address(ident)
-            if v != 0 and pc != 0:
-                pairs.append((pc, v))
-        out["per_instruction"][name] = pairs
+        out["per_instruction"][name] = [(pc, v) for pc, v in found if v != 0 and pc != 0]
     if per_instruction:
-        counts = _instances(entries[OPCODE_COUNTS]) if OPCODE_COUNTS in entries else None
+        counts = _pairs(entries[OPCODE_COUNTS], text_ids=True) if OPCODE_COUNTS in entries else None
         opcodes: dict[str, float] | None = None
         if counts is not None:
             opcodes = {}
-            for ident, value in counts:
-                if not ident.HasField("s"):
-                    raise _Unknown("an opcode that is not text")
-                opcodes[ident.s] = opcodes.get(ident.s, 0.0) + _number(value)
+            for op, v in counts:
+                opcodes[op] = opcodes.get(op, 0.0) + v
         out["opcodes"] = opcodes
-        types = _instances(entries[ACCESS_TYPE]) if ACCESS_TYPE in entries else None
+        types = _pairs(entries[ACCESS_TYPE]) if ACCESS_TYPE in entries else None
         listed = {pc for pairs in out["per_instruction"].values() for pc, _ in pairs}
-        out["access_types"] = (
-            None
-            if types is None
-            else {pc: v for pc, v in ((_address(i), _number(v)) for i, v in types) if pc in listed}
-        )
+        out["access_types"] = None if types is None else {pc: v for pc, v in types if pc in listed}
     return out
 
 
