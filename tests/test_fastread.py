@@ -51,6 +51,28 @@ def test_rows_equal_ncu_report(report_path, name):
             assert native.same(value, rows[rid].get(key)), (name, rid, key, value, rows[rid].get(key))
 
 
+@pytest.mark.parametrize("name", ["flaws", "multiproc", "torch_eager", "torch_train_phase1_all"])
+def test_modules_read_with_the_rows_are_the_walks(report_path, name):
+    """The module each result names, read with its row, is the one the walk over the file's modules reads from the
+    result (`modules.module_facts`), which the reader then asks for the modules alone: the results without lines are
+    the same either way."""
+    from ncuadvisor.reportfile.modules import module_facts
+
+    path = report_path(name)
+    fast = fastread.read_rows(path, [])
+    walked = module_facts(path)
+    assert fast is not None and walked is not None
+    assert [f["module_id"] for f in fast] == walked[0] and any(m is not None for m in walked[0])
+    ids = list(range(len(fast)))
+    with_rows = load.ReportReader(path, METRICS)  # the rows read from the file, with the modules
+    with_rows.results(METRICS)
+    assert with_rows._file_modules == walked[0]
+    alone = load.ReportReader(path)
+    assert alone._file_modules is None
+    assert with_rows.without_lines(ids) == alone.without_lines(ids)
+    assert with_rows._module == alone._module and with_rows._size == alone._size
+
+
 @pytest.mark.parametrize("name", ["torch_eager", "torch_compile", "multiproc", "probe", "torch_train_phase1_all"])
 def test_nvtx_ranges_equal_ncu_report(report_path, name):
     """The NVTX ranges decoded from the file are ncu_report's, on every result (each thread sees its own push/pop

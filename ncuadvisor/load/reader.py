@@ -158,6 +158,8 @@ class ReportReader:
         self._module: dict[int, int | None] = {}  # `without_lines`: the module id each result names, from the file
         self._size: dict[int, int] = {}  # `without_lines`: the size of each result's message in the file
         self._debug_modules: dict[int, bool] | None = None  # `without_lines`: `modules.debug_modules` of the file
+        # the module id each result names, read with the rows from the file (`fastread.read_rows`); None: not read
+        self._file_modules: list[int | None] | None = None
         self.ncu_version, self.command_line = scan_header(local)
         self.clocks_locked = clocks_locked(local)  # ncu's clock control: True base (its default), False none
 
@@ -280,6 +282,7 @@ class ReportReader:
         self._prefetched = None
         if fast is None or len(fast) != len(items):
             return None
+        self._file_modules = [f["module_id"] for f in fast]  # for `without_lines`: no second read of the results
         rows = [_file_row(item, f, metrics) for item, f in zip(items, fast)]
         # checked against ncu_report: the first and the last result, and the first result of each kind of naming
         # (which of the three names the file holds differs between nvcc kernels, cuBLAS kernels, ...)
@@ -532,15 +535,20 @@ class ReportReader:
     def without_lines(self, result_ids: Iterable[int]) -> frozenset[int]:
         """Those of the results whose module is known, from the report file, to carry no source-line information:
         their instructions are at no file and no line without asking `ncu_report` (whose first lookup of a result
-        loads its module's line tables, 0.15-0.45 s, to find them empty). Only these results' payloads are read."""
+        loads its module's line tables, 0.15-0.45 s, to find them empty). Only these results' payloads are read, and
+        none where the rows were read from the file (the module each result names was read with them)."""
         from ncuadvisor.reportfile.modules import module_facts
 
         ids = set(result_ids)
         todo = ids - self._lines_known
         if todo:
-            found = module_facts(self._local, todo)
+            # the results' modules, where they were read with the rows: the walk then reads the modules alone
+            read = self._file_modules if self._file_modules and len(self._file_modules) == len(self._index) else None
+            found = module_facts(self._local, set() if read is not None else todo)
             if found is not None and len(found[0]) == len(self._index):
                 module_of, lines, sizes, self._debug_modules = found
+                if read is not None:
+                    module_of = read
                 for rid in todo:
                     mod = module_of[rid]
                     self._module[rid] = mod
