@@ -36,12 +36,15 @@ def _classes() -> tuple[Any, Any, Any] | None:
     parts = partial_message(
         "ncuadvisor_instances_parts",
         {
+            # a section (17) parsed to its identifier (1) alone: the rest of it (~650 KB a result of a full-set
+            # report, the sections' own descriptions) is skipped by protobuf's parser, not copied and walked here
+            "Section": [("identifier", 1, "bytes*")],
             "ResultParts": [
                 ("function", 6, "bytes"),
                 ("metrics", 13, "bytes*"),
-                ("sections", 17, "bytes*"),
+                ("sections", 17, "Section*"),
                 ("rules", 19, "bytes*"),
-            ]
+            ],
         },
     )
     metric = partial_message(
@@ -135,6 +138,8 @@ def read_deep(path: str | os.PathLike[str], wanted: dict[int, list[str]]) -> dic
     if classes is None:
         return None
     Names, Parts, Metric = classes
+    from google.protobuf.message import DecodeError  # a section that does not parse: that result is opened instead
+
     out: dict[int, dict[str, Any] | None] = {}
     try:
         with open(path, "rb") as fh:
@@ -156,7 +161,7 @@ def read_deep(path: str | os.PathLike[str], wanted: dict[int, list[str]]) -> dic
                     if index in wanted:
                         try:
                             out[index] = _result(Parts.FromString(mm.view(j + 4, n)), names, wanted[index], Metric)
-                        except (_Unknown, ncurules._Unknown, ValueError, IndexError, UnicodeDecodeError):
+                        except (_Unknown, ncurules._Unknown, ValueError, IndexError, UnicodeDecodeError, DecodeError):
                             out[index] = None
                     j += 4 + n
                     index += 1
@@ -172,6 +177,18 @@ def _varint_bytes(n: int) -> bytes:
         n >>= 7
         if not n:
             return bytes(out)
+
+
+def _section_ids(sections: Any) -> list[str]:
+    """`ncurules.sections` of a result's sections parsed to their identifiers (1): in the order ncu_report lists
+    them; a section naming two raises _Unknown."""
+    out = []
+    for section in sections:
+        ids = section.identifier
+        if len(ids) > 1:
+            raise _Unknown("a section with two identifiers")
+        out.append(ncurules._text(ids[0] if ids else b""))
+    return sorted(out)
 
 
 def _result(r: Any, names: list[str], per_instruction: list[str], Metric: Any) -> dict[str, Any]:
@@ -192,7 +209,7 @@ def _result(r: Any, names: list[str], per_instruction: list[str], Metric: Any) -
                 entries[name] = Metric.FromString(raw)
                 break
     out = deep_of_result(entries, per_instruction)
-    out["sections"] = ncurules.sections(r.sections)
+    out["sections"] = _section_ids(r.sections)
     out["ncu_rules"] = ncurules.rule_results(r.rules)
     out["unreadable"] = not r.function
     return out
