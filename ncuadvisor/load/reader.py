@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import weakref
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -410,19 +410,24 @@ class ReportReader:
         per_instruction: Iterable[str],
         sass_for: deep.SassFor | None = None,
         unread: Iterable[int] = (),
+        only: Mapping[int, Sequence[str]] | None = None,
     ) -> dict[int, ResultDetail]:
         """Deep data of the given results (`deep.deep_data`), without source lines; with the SASS text of their listed
         instructions for the results `sass_for(result id, first file)` picks (read in the same pass: opening a result
         again costs as much as reading it); the results of `unread` without their per-instruction data (no rule reads
-        it). Up to DETAIL_IN_PROCESS_MAX results (or results this process has opened anyway) are read here, more in
-        worker processes, DETAIL_CHUNK results each; `locations()` then reads the same way."""
+        it), and those of `only` that are read from the file (no source lines) with the per-instruction metrics it
+        maps them to alone (the rules of their language read no others). Up to DETAIL_IN_PROCESS_MAX results (or
+        results this process has opened anyway) are read here, more in worker processes, DETAIL_CHUNK results each;
+        `locations()` then reads the same way."""
         ids = list(dict.fromkeys(result_ids))
         metrics = list(dict.fromkeys(per_instruction))
-        no_lines, skip = self.without_lines(ids), frozenset(unread)
+        no_lines, skip, narrow = self.without_lines(ids), frozenset(unread), only or {}
         # a result without source lines whose SASS is not read needs its per-instruction data (none for `unread`), its
         # sections and NCU's rule results: read from the report file, it is not opened at all
         light = [rid for rid in ids if rid in no_lines and not (sass_for and sass_for(rid, None))]
-        got: dict[int, dict[str, Any]] = self._light_details({rid: [] if rid in skip else metrics for rid in light})
+        got: dict[int, dict[str, Any]] = self._light_details(
+            {rid: [] if rid in skip else list(narrow.get(rid, metrics)) for rid in light}
+        )
         todo = [rid for rid in ids if rid not in got]
         self._deep_in_workers = len([rid for rid in todo if rid not in self._opened]) > DETAIL_IN_PROCESS_MAX
         # the module of each result, where the file names it: the results of one module share the SASS read
