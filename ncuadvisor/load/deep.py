@@ -301,6 +301,10 @@ def warm_sass(task: tuple[str, list[tuple[int, int, int]], list[str]]) -> None:
                 return
 
 
+def nothing_to_prepare(task: Any) -> None:
+    """Worker (`workers.Helper`): the check's worker of a report whose SASS is not asked for prepares nothing."""
+
+
 def read_sass_task(task: tuple[Any, ...]) -> list[tuple[int, Any]]:
     """Worker: `sass_each` of the (result id, range, action, pcs) items of a task (report path, items, modules)."""
     path, items, modules = task

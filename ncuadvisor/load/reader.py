@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import weakref
 from collections.abc import Iterable, Mapping, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +28,7 @@ from ncuadvisor.load.workers import (
     share_loaded,
     spare_cores,
     start_worker,
+    worker_context,
 )
 from ncuadvisor.model import ID_COLUMNS, ResultDetail, Table
 from ncuadvisor.reportfile.integrity import Integrity, check_report
@@ -112,6 +114,22 @@ class ReportReader:
             if fd is not None:
                 weakref.finalize(self, os.close, fd)
         self._prefetched: tuple[list[str], list[dict[str, Any]]] | None = None
+        # the deferred check's worker, started before the rows are read: it loads the report through ncu_report
+        # meanwhile (~0.06 s for 160 MB), and is told which results to check once they are (`_results_from_file`)
+        self._early: Helper | None = None
+        self._checker: Helper | None = None  # that worker where it does not go on to read SASS: ended by `confirm`
+        if defer_check and metrics is not None and FILE_READER:
+            warm = sass_later and not (spare_cores() >= 1 and not disassembled())  # else a worker of its own does
+            early = Helper(
+                deep.check_rows_task,
+                None,
+                deep.warm_sass if warm else deep.nothing_to_prepare,
+                deep.read_sass_task,
+                f"{self.path}: reading the results failed",
+                preload=partial(worker_context, str(local)),
+            )
+            weakref.finalize(self, early.close)
+            self._early = early
         # every result whole and parsed, or left out and counted, before the native library sees the file
         self.integrity = self._checked(local, metrics)
         if not self.integrity.not_layout and self.integrity.whole == 0:
@@ -255,6 +273,9 @@ class ReportReader:
         # the report file first, whatever the number of results: opening a result through ncu_report costs ~15 ms
         # and ~7 MB kept for the life of the process, so even a 50-result report reads ~10x faster from the file
         rows = self._results_from_file(items, metrics) if FILE_READER else None
+        if self._early is not None:  # the check was not deferred: its worker has nothing to do
+            early, self._early = self._early, None
+            early.close()
         if rows is None:
             if len(items) <= IN_PROCESS_MAX:
                 rows = [native.row(self._ncu, self._action(rid), rid, r, a, metrics) for rid, r, a in items]
@@ -298,7 +319,15 @@ class ReportReader:
                 rows[rid]["nvtx"] = fast[rid]["nvtx_text"]
             task = (str(self._local), [items[k] for k in check], metrics)
             failure = f"{self.path}: reading the results failed"
-            if self._sass_later and self._helper is None:
+            early, self._early = self._early, None
+            if early is not None:  # started with the reader, the report loaded there meanwhile
+                early.begin(task)
+                result = early.first
+                if self._sass_later and self._helper is None:
+                    self._helper = early  # then the disassembler's start-up, as below
+                else:
+                    self._checker = early
+            elif self._sass_later and self._helper is None:
                 # the same check, then the disassembler's start-up (~0.5 s of ncu_report, paid once per process)
                 # while the analysis goes on: the SASS `add_sass` asks for then costs only its own reading
                 helper = Helper(deep.check_rows_task, task, deep.warm_sass, deep.read_sass_task, failure)
@@ -382,6 +411,10 @@ class ReportReader:
             refs, device, (counts, version) = result()
         except InputError as exc:  # the worker failed: checked again at once, where its failure shows as before
             raise RowsDisagree(str(exc)) from exc
+        finally:
+            if self._checker is not None:  # its answer is in, and nothing else is asked of it
+                checker, self._checker = self._checker, None
+                checker.close()
         if self._library is None:  # the results taken from the file (`_index_from_file`) are ncu_report's
             if [(r, a) for r, n in enumerate(counts) for a in range(n)] != self._index:
                 self.close_helper()
