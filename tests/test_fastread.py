@@ -51,6 +51,28 @@ def test_rows_equal_ncu_report(report_path, name):
             assert native.same(value, rows[rid].get(key)), (name, rid, key, value, rows[rid].get(key))
 
 
+@pytest.mark.parametrize("name", ["flaws", "multiproc", "torch_eager", "torch_train_phase1_all"])
+def test_modules_read_with_the_rows_are_the_walks(report_path, name):
+    """The module each result names, read with its row, is the one the walk over the file's modules reads from the
+    result (`modules.module_facts`), which the reader then asks for the modules alone: the results without lines are
+    the same either way."""
+    from ncuadvisor.reportfile.modules import module_facts
+
+    path = report_path(name)
+    fast = fastread.read_rows(path, [])
+    walked = module_facts(path)
+    assert fast is not None and walked is not None
+    assert [f["module_id"] for f in fast] == walked[0] and any(m is not None for m in walked[0])
+    ids = list(range(len(fast)))
+    with_rows = load.ReportReader(path, METRICS)  # the rows read from the file, with the modules
+    with_rows.results(METRICS)
+    assert with_rows._file_modules == walked[0]
+    alone = load.ReportReader(path)
+    assert alone._file_modules is None
+    assert with_rows.without_lines(ids) == alone.without_lines(ids)
+    assert with_rows._module == alone._module and with_rows._size == alone._size
+
+
 @pytest.mark.parametrize("name", ["torch_eager", "torch_compile", "multiproc", "probe", "torch_train_phase1_all"])
 def test_nvtx_ranges_equal_ncu_report(report_path, name):
     """The NVTX ranges decoded from the file are ncu_report's, on every result (each thread sees its own push/pop
@@ -198,6 +220,42 @@ def test_the_deferred_check_gives_the_same_analysis(report_path, monkeypatch):
     runs.clear()
     assert scrubbed(analyze(path)) == fast
     assert runs == [True, False]
+
+
+def test_the_deferred_check_loads_the_report_in_its_worker_alone(report_path):
+    """With the rows' check deferred, the reader leaves loading the report through ncu_report to the check's worker
+    until it opens a result itself: the deep data of torch_eager's kernels (no source lines, no SASS read) all comes
+    from the file, so the report is never loaded here, and the check tells the library's version; opening a result
+    loads it then, the same results as a reader that loaded it at once."""
+    path = report_path("torch_eager")
+    metrics = ["gpu__time_duration.sum"]
+    at_once = load.ReportReader(path, metrics)
+    deferred = load.ReportReader(path, metrics, defer_check=True)
+    assert deferred.results(metrics).rows() == at_once.results(metrics).rows()
+    ids = list(range(len(deferred)))
+    assert deferred.without_lines(ids) == frozenset(ids)
+    assert deferred.details(ids, ["inst_executed"]) == at_once.details(ids, ["inst_executed"])
+    assert deferred._library is None and deferred.reader_version is None
+    assert deferred.confirm() == at_once.device()
+    assert deferred._library is None and deferred.reader_version == at_once.reader_version is not None
+    assert deferred.device() == at_once.device()  # a result opened: the report loaded now
+    assert deferred._library is not None and deferred._index == at_once._index
+
+
+def test_results_the_file_holds_that_ncu_report_does_not_read_start_again(report_path):
+    """The results the deferred reader takes from the file are checked against ncu_report's: where they differ (here
+    one result fewer), `confirm` and a load of the report alike raise RowsDisagree, which starts the analysis again
+    without deferring."""
+    path = report_path("torch_eager")
+    metrics = ["gpu__time_duration.sum"]
+    for ask in ("confirm", "device"):
+        reader = load.ReportReader(path, metrics, defer_check=True)
+        reader.results(metrics)
+        reader._index = reader._index[:-1]
+        if ask == "device":
+            reader._pending = None  # as where the check was made at once: opening a result loads the report
+        with pytest.raises(load.RowsDisagree, match="other results than the file holds"):
+            reader.confirm() if ask == "confirm" else reader.device()
 
 
 def test_file_view_reads_like_bytes(report_path):

@@ -386,3 +386,38 @@ def test_deep_chunks_hold_about_as_many_bytes_each(report_path, monkeypatch):
     assert order == sorted(order, key=list(dict.fromkeys(order)).index)  # one module's results side by side
     reader._size.clear()
     assert [len(c) for c in reader._module_chunks(dict.fromkeys(ids, ()), modules, True)] == [26, 26]
+
+
+def test_results_read_from_the_file_with_the_metrics_of_their_language(report_path, monkeypatch):
+    """A result read from the file (no source lines, no SASS) named in `only` holds the per-instruction metrics it
+    maps to alone (none: no opcode counts either, as `unread`), their values those of a full read, the other results
+    as before; and the analysis, which maps an ATen kernel to the metrics of the PyTorch rules and the roofline, is
+    the same as one that reads every metric of every result (ISU001 fires on three of torch_eager's ATen kernels)."""
+    import json
+
+    import ncuadvisor.pipeline.analyze as analysis
+    from ncuadvisor.pipeline.analyze import analyze
+
+    path = report_path("torch_eager")
+    metrics = ["inst_executed", "memory_type", "derived__avg_thread_executed"]
+    reader = ReportReader(path)
+    ids = list(range(len(reader)))
+    assert reader.without_lines(ids) == frozenset(ids)  # all read from the file
+    full = reader.details(ids, metrics)
+    narrowed = ReportReader(path).details(ids, metrics, only={0: ["inst_executed"], 1: []})
+    assert narrowed[0].per_instruction == {"inst_executed": full[0].per_instruction["inst_executed"]}
+    assert narrowed[1].per_instruction == {} and narrowed[1].opcodes is None and full[1].opcodes
+    assert narrowed[0].opcodes == full[0].opcodes and all(narrowed[i] == full[i] for i in ids[2:])
+    assert full[0].per_instruction["derived__avg_thread_executed"]  # a metric the narrowed read left out
+
+    def scrubbed(result):
+        return json.dumps(dict(result.to_dict(), created="X"), sort_keys=True, default=str)
+
+    narrow = scrubbed(analyze(path))
+    details = ReportReader.details
+
+    def every_metric(self, ids, per_instruction, sass_for=None, unread=(), only=None):
+        return details(self, ids, per_instruction, sass_for, unread)
+
+    monkeypatch.setattr(ReportReader, "details", every_metric)
+    assert scrubbed(analysis.analyze(path)) == narrow

@@ -10,6 +10,7 @@ import subprocess
 import sys
 import textwrap
 import time
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -89,6 +90,25 @@ def test_helper_answers_first_then_the_request():
     assert helper.first() == 42
     assert helper.ask(5) == 10
     assert helper._proc.exitcode is not None  # ended once it answered
+
+
+def _fail_always():
+    raise RuntimeError("preload failed")
+
+
+@pytest.mark.parametrize("preload", [partial(time.sleep, 0.2), _fail_always])
+def test_a_helper_told_its_task_later_answers_it(preload):
+    """A helper started with `preload` (the deferred check's worker loads the report while this process reads the
+    rows) runs it, then answers the task `begin` sends; a preload that fails is a head start lost, not a failure; one
+    closed before its task ends at once."""
+    helper = Helper(_double, None, _double, _double, "reading failed", preload=preload)
+    helper.begin(21)
+    assert helper.first() == 42
+    assert helper.ask(5) == 10
+    unused = Helper(_double, None, _double, _double, "reading failed", preload=partial(time.sleep, 60))
+    t0 = time.monotonic()
+    unused.close()
+    assert time.monotonic() - t0 < 10 and unused._proc.exitcode is not None
 
 
 def test_helper_is_ended_at_once_while_it_prepares():

@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from ncuadvisor.load.native import device_of, import_ncu_report, row
-from ncuadvisor.load.workers import note_disassembly, worker_actions
+from ncuadvisor.load.workers import note_disassembly, worker_actions, worker_context
 from ncuadvisor.model import Instruction, ResultDetail
 
 Location = tuple[str | None, int | None]
@@ -251,19 +251,30 @@ def sass_each(pairs: Iterable[tuple[tuple[Any, ...], Any]], modules: dict[int, i
     ]
 
 
+# the report as ncu_report loads it: (the number of results of each range, the library's version)
+ReportShape = tuple[list[int], str | None]
+
+
 def check_rows_task(
     task: tuple[str, list[tuple[int, int, int]], list[str]],
-) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+) -> tuple[list[dict[str, Any]], dict[str, Any], ReportShape]:
     """Worker: the rows (`native.row`) of the given (result id, range, action) triples, the first of which is the
-    report's first result, and the device attributes of that result (`native.device_of`)."""
+    report's first result, the device attributes of that result (`native.device_of`), and the report as ncu_report
+    loads it (`ReportShape`)."""
     path, items, metrics = task
     ncu = import_ncu_report()
+    ctx = worker_context(path)
+    try:
+        version: str | None = str(ctx.get_version())
+    except Exception:  # pragma: no cover - older ncu_report
+        version = None
+    shape = ([ctx.range_by_idx(r).num_actions() or 0 for r in range(ctx.num_ranges() or 0)], version)
     rows, device = [], {}
     for (rid, r, a), action in worker_actions(path, items):
         rows.append(row(ncu, action, rid, r, a, metrics))
         if rid == 0:
             device = device_of(action)
-    return rows, device
+    return rows, device, shape
 
 
 def read_deep_task(task: tuple[Any, ...]) -> list[tuple[int, dict[str, Any]]]:
@@ -288,6 +299,10 @@ def warm_sass(task: tuple[str, list[tuple[int, int, int]], list[str]]) -> None:
                 note_disassembly()
                 action.sass_by_pc(metric.correlation_ids().as_uint64(0))
                 return
+
+
+def nothing_to_prepare(task: Any) -> None:
+    """Worker (`workers.Helper`): the check's worker of a report whose SASS is not asked for prepares nothing."""
 
 
 def read_sass_task(task: tuple[Any, ...]) -> list[tuple[int, Any]]:

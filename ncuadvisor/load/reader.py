@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import os
 import weakref
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +28,7 @@ from ncuadvisor.load.workers import (
     share_loaded,
     spare_cores,
     start_worker,
+    worker_context,
 )
 from ncuadvisor.model import ID_COLUMNS, ResultDetail, Table
 from ncuadvisor.reportfile.integrity import Integrity, check_report
@@ -112,6 +114,22 @@ class ReportReader:
             if fd is not None:
                 weakref.finalize(self, os.close, fd)
         self._prefetched: tuple[list[str], list[dict[str, Any]]] | None = None
+        # the deferred check's worker, started before the rows are read: it loads the report through ncu_report
+        # meanwhile (~0.06 s for 160 MB), and is told which results to check once they are (`_results_from_file`)
+        self._early: Helper | None = None
+        self._checker: Helper | None = None  # that worker where it does not go on to read SASS: ended by `confirm`
+        if defer_check and metrics is not None and FILE_READER:
+            warm = sass_later and not (spare_cores() >= 1 and not disassembled())  # else a worker of its own does
+            early = Helper(
+                deep.check_rows_task,
+                None,
+                deep.warm_sass if warm else deep.nothing_to_prepare,
+                deep.read_sass_task,
+                f"{self.path}: reading the results failed",
+                preload=partial(worker_context, str(local)),
+            )
+            weakref.finalize(self, early.close)
+            self._early = early
         # every result whole and parsed, or left out and counted, before the native library sees the file
         self.integrity = self._checked(local, metrics)
         if not self.integrity.not_layout and self.integrity.whole == 0:
@@ -120,24 +138,21 @@ class ReportReader:
         if self.integrity.needs_copy:
             local = whole_copy(local, self.integrity)
         self._local = local
-        self._ncu = import_ncu_report()
-        try:
-            with native_stderr_silenced():
-                self._ctx = self._ncu.load_report(str(local))
-            n_ranges = self._ctx.num_ranges() if self._ctx is not None else None
-            if n_ranges:
-                share_loaded(str(local), self._ctx)
-        except Exception as exc:  # the native library raises its own exception types
-            raise InputError(f"{self.path}: not a readable Nsight Compute report ({exc})") from exc
-        if not n_ranges:
-            raise InputError(f"{self.path}: not a readable Nsight Compute report (truncated or corrupt)")
+        # ncu_report's module and context of the report (`_load`), and its ranges
+        self._library: tuple[Any, Any, list[Any]] | None = None
         # (range, action) of every result; an action is opened only when its data is read (see IN_PROCESS_MAX)
         self._index: list[tuple[int, int]] = []
-        self._ranges = [self._ctx.range_by_idx(r) for r in range(n_ranges)]
-        for r, rng in enumerate(self._ranges):
-            self._index.extend((r, a) for a in range(rng.num_actions() or 0))
-        if not self._index:
-            raise InputError(f"{self.path}: the report holds no kernel results")
+        self.reader_version: str | None = None
+        # the rows came from the file and their check is deferred: the check's worker loads the report through
+        # ncu_report, and so does this process only when it opens a result (`_load`: ~0.06 s for 160 MB, which a
+        # report whose deep data all comes from the file never pays); meanwhile the results are those of the file,
+        # in one range, as `confirm` (or `_load`) checks
+        self._index_from_file = defer_check and self._prefetched is not None
+        if self._index_from_file:
+            assert self._prefetched is not None
+            self._index = [(0, a) for a in range(len(self._prefetched[1]))]
+        else:
+            self._load()
         if sass_later and spare_cores() >= 1 and not disassembled():
             # a core to spare: the disassembler starts now, in a worker of its own (see `add_sass`)
             first: list[tuple[int, int, int]] = [(0, *self._index[0])]
@@ -161,12 +176,53 @@ class ReportReader:
         self._module: dict[int, int | None] = {}  # `without_lines`: the module id each result names, from the file
         self._size: dict[int, int] = {}  # `without_lines`: the size of each result's message in the file
         self._debug_modules: dict[int, bool] | None = None  # `without_lines`: `modules.debug_modules` of the file
+        # the module id each result names, read with the rows from the file (`fastread.read_rows`); None: not read
+        self._file_modules: list[int | None] | None = None
         self.ncu_version, self.command_line = scan_header(local)
         self.clocks_locked = clocks_locked(local)  # ncu's clock control: True base (its default), False none
+
+    def _load(self) -> tuple[Any, Any, list[Any]]:
+        """ncu_report's module, its context of the report and the report's ranges, loaded on first use; workers forked
+        from then on use the context (`workers.share_loaded`). The results taken from the file (`_index_from_file`)
+        must be ncu_report's, else RowsDisagree (the caller starts again, loading at once)."""
+        if self._library is not None:
+            return self._library
+        ncu = import_ncu_report()
         try:
-            self.reader_version: str | None = str(self._ctx.get_version())
+            with native_stderr_silenced():
+                ctx = ncu.load_report(str(self._local))
+            n_ranges = ctx.num_ranges() if ctx is not None else None
+            if n_ranges:
+                share_loaded(str(self._local), ctx)
+        except Exception as exc:  # the native library raises its own exception types
+            raise InputError(f"{self.path}: not a readable Nsight Compute report ({exc})") from exc
+        if not n_ranges:
+            raise InputError(f"{self.path}: not a readable Nsight Compute report (truncated or corrupt)")
+        ranges = [ctx.range_by_idx(r) for r in range(n_ranges)]
+        index = [(r, a) for r, rng in enumerate(ranges) for a in range(rng.num_actions() or 0)]
+        if not index:
+            raise InputError(f"{self.path}: the report holds no kernel results")
+        if self._index_from_file and index != self._index:
+            raise RowsDisagree(f"{self.path}: ncu_report reads other results than the file holds")
+        self._index = index
+        try:
+            self.reader_version = str(ctx.get_version())
         except Exception:  # pragma: no cover - older ncu_report
             self.reader_version = None
+        self._library = (ncu, ctx, ranges)
+        return self._library
+
+    @property
+    def _ncu(self) -> Any:
+        return self._load()[0]
+
+    @property
+    def _ranges(self) -> list[Any]:
+        return self._load()[2]
+
+    def _one_range(self) -> bool:
+        """Whether the report holds one range (the file's results, until ncu_report is loaded: `_index_from_file`)."""
+        return self._library is None or len(self._library[2]) == 1
 
     def _checked(self, local: Path, metrics: Iterable[str] | None) -> Integrity:
         """`check_report` of the file. With `metrics`, a report whose layout walks clean has its results parsed by
@@ -217,6 +273,9 @@ class ReportReader:
         # the report file first, whatever the number of results: opening a result through ncu_report costs ~15 ms
         # and ~7 MB kept for the life of the process, so even a 50-result report reads ~10x faster from the file
         rows = self._results_from_file(items, metrics) if FILE_READER else None
+        if self._early is not None:  # the check was not deferred: its worker has nothing to do
+            early, self._early = self._early, None
+            early.close()
         if rows is None:
             if len(items) <= IN_PROCESS_MAX:
                 rows = [native.row(self._ncu, self._action(rid), rid, r, a, metrics) for rid, r, a in items]
@@ -232,7 +291,7 @@ class ReportReader:
         ncu_report's, else read through ncu_report. None: read through ncu_report instead."""
         from ncuadvisor.reportfile.fastread import read_rows
 
-        if len(self._ranges) != 1:
+        if not self._one_range():
             return None
         fast = None
         if self._prefetched is not None and self._prefetched[0] == metrics:
@@ -244,6 +303,7 @@ class ReportReader:
         self._prefetched = None
         if fast is None or len(fast) != len(items):
             return None
+        self._file_modules = [f["module_id"] for f in fast]  # for `without_lines`: no second read of the results
         rows = [_file_row(item, f, metrics) for item, f in zip(items, fast)]
         # checked against ncu_report: the first and the last result, and the first result of each kind of naming
         # (which of the three names the file holds differs between nvcc kernels, cuBLAS kernels, ...)
@@ -259,7 +319,15 @@ class ReportReader:
                 rows[rid]["nvtx"] = fast[rid]["nvtx_text"]
             task = (str(self._local), [items[k] for k in check], metrics)
             failure = f"{self.path}: reading the results failed"
-            if self._sass_later and self._helper is None:
+            early, self._early = self._early, None
+            if early is not None:  # started with the reader, the report loaded there meanwhile
+                early.begin(task)
+                result = early.first
+                if self._sass_later and self._helper is None:
+                    self._helper = early  # then the disassembler's start-up, as below
+                else:
+                    self._checker = early
+            elif self._sass_later and self._helper is None:
                 # the same check, then the disassembler's start-up (~0.5 s of ncu_report, paid once per process)
                 # while the analysis goes on: the SASS `add_sass` asks for then costs only its own reading
                 helper = Helper(deep.check_rows_task, task, deep.warm_sass, deep.read_sass_task, failure)
@@ -297,6 +365,7 @@ class ReportReader:
         return rows
 
     def _results_in_workers(self, items: list[tuple[int, int, int]], metrics: list[str]) -> list[dict[str, Any]]:
+        self._load()  # before the workers are forked, as in `_each`
         tasks = [(str(self._local), items[i : i + CHUNK], metrics) for i in range(0, len(items), CHUNK)]
         chunks = in_workers(deep.read_rows_task, tasks, f"{self.path}: reading the results failed")
         return [row for chunk in chunks for row in chunk]
@@ -332,15 +401,25 @@ class ReportReader:
 
     def confirm(self) -> dict[str, Any]:
         """The deferred check of the rows read from the file (`defer_check`): the device attributes when they equal
-        ncu_report's on the results checked, as `results` would have checked them; RowsDisagree otherwise (the
-        caller starts again without deferring: the rows are then read through ncu_report)."""
+        ncu_report's on the results checked, as `results` would have checked them, and ncu_report reads the results
+        the file holds (`reader_version` is then known); RowsDisagree otherwise (the caller starts again without
+        deferring: the rows are then read through ncu_report)."""
         assert self._pending is not None
         result, check, rows, fast = self._pending
         self._pending = None
         try:
-            refs, device = result()
+            refs, device, (counts, version) = result()
         except InputError as exc:  # the worker failed: checked again at once, where its failure shows as before
             raise RowsDisagree(str(exc)) from exc
+        finally:
+            if self._checker is not None:  # its answer is in, and nothing else is asked of it
+                checker, self._checker = self._checker, None
+                checker.close()
+        if self._library is None:  # the results taken from the file (`_index_from_file`) are ncu_report's
+            if [(r, a) for r, n in enumerate(counts) for a in range(n)] != self._index:
+                self.close_helper()
+                raise RowsDisagree(f"{self.path}: ncu_report reads other results than the file holds")
+            self.reader_version = version
         for ref in refs:
             rid = ref["result_id"]
             if fast[rid]["nvtx_text"] != ref["nvtx"] or not all(native.same(ref[k], rows[rid].get(k)) for k in ref):
@@ -364,19 +443,24 @@ class ReportReader:
         per_instruction: Iterable[str],
         sass_for: deep.SassFor | None = None,
         unread: Iterable[int] = (),
+        only: Mapping[int, Sequence[str]] | None = None,
     ) -> dict[int, ResultDetail]:
         """Deep data of the given results (`deep.deep_data`), without source lines; with the SASS text of their listed
         instructions for the results `sass_for(result id, first file)` picks (read in the same pass: opening a result
         again costs as much as reading it); the results of `unread` without their per-instruction data (no rule reads
-        it). Up to DETAIL_IN_PROCESS_MAX results (or results this process has opened anyway) are read here, more in
-        worker processes, DETAIL_CHUNK results each; `locations()` then reads the same way."""
+        it), and those of `only` that are read from the file (no source lines) with the per-instruction metrics it
+        maps them to alone (the rules of their language read no others). Up to DETAIL_IN_PROCESS_MAX results (or
+        results this process has opened anyway) are read here, more in worker processes, DETAIL_CHUNK results each;
+        `locations()` then reads the same way."""
         ids = list(dict.fromkeys(result_ids))
         metrics = list(dict.fromkeys(per_instruction))
-        no_lines, skip = self.without_lines(ids), frozenset(unread)
+        no_lines, skip, narrow = self.without_lines(ids), frozenset(unread), only or {}
         # a result without source lines whose SASS is not read needs its per-instruction data (none for `unread`), its
         # sections and NCU's rule results: read from the report file, it is not opened at all
         light = [rid for rid in ids if rid in no_lines and not (sass_for and sass_for(rid, None))]
-        got: dict[int, dict[str, Any]] = self._light_details({rid: [] if rid in skip else metrics for rid in light})
+        got: dict[int, dict[str, Any]] = self._light_details(
+            {rid: [] if rid in skip else list(narrow.get(rid, metrics)) for rid in light}
+        )
         todo = [rid for rid in ids if rid not in got]
         self._deep_in_workers = len([rid for rid in todo if rid not in self._opened]) > DETAIL_IN_PROCESS_MAX
         # the module of each result, where the file names it: the results of one module share the SASS read
@@ -461,6 +545,7 @@ class ReportReader:
         if not split:
             with native_stderr_silenced():
                 return [x for chunk in chunks for x in here(((item, self._action(item[0])) for item in chunk), *args)]
+        self._load()  # before the workers are forked: they use this process's context (`workers.share_loaded`)
         tasks = [(str(self._local), chunk, *args) for chunk in chunks]
         return [x for chunk in in_workers(task, tasks, f"{self.path}: {failure}") for x in chunk]
 
@@ -469,7 +554,7 @@ class ReportReader:
         (`reportfile.instances`), each with the per-instruction metrics `wanted` maps it to; those it cannot read are
         left out (opened through ncu_report by the caller), and so is every one of a damaged file or of several
         ranges."""
-        if not wanted or not FILE_READER or len(self._ranges) != 1 or self.integrity.damaged:
+        if not wanted or not FILE_READER or not self._one_range() or self.integrity.damaged:
             return {}
         from ncuadvisor.reportfile.instances import read_deep
 
@@ -488,15 +573,20 @@ class ReportReader:
     def without_lines(self, result_ids: Iterable[int]) -> frozenset[int]:
         """Those of the results whose module is known, from the report file, to carry no source-line information:
         their instructions are at no file and no line without asking `ncu_report` (whose first lookup of a result
-        loads its module's line tables, 0.15-0.45 s, to find them empty). Only these results' payloads are read."""
+        loads its module's line tables, 0.15-0.45 s, to find them empty). Only these results' payloads are read, and
+        none where the rows were read from the file (the module each result names was read with them)."""
         from ncuadvisor.reportfile.modules import module_facts
 
         ids = set(result_ids)
         todo = ids - self._lines_known
         if todo:
-            found = module_facts(self._local, todo)
+            # the results' modules, where they were read with the rows: the walk then reads the modules alone
+            read = self._file_modules if self._file_modules and len(self._file_modules) == len(self._index) else None
+            found = module_facts(self._local, set() if read is not None else todo)
             if found is not None and len(found[0]) == len(self._index):
                 module_of, lines, sizes, self._debug_modules = found
+                if read is not None:
+                    module_of = read
                 for rid in todo:
                     mod = module_of[rid]
                     self._module[rid] = mod
@@ -555,5 +645,6 @@ class ReportReader:
         return out
 
     def _chunked(self, task: Any, items: list[Any], failure: str) -> list[Any]:
+        self._load()  # before the workers are forked, as in `_each`
         tasks = [(str(self._local), items[i : i + DETAIL_CHUNK]) for i in range(0, len(items), DETAIL_CHUNK)]
         return [x for chunk in in_workers(task, tasks, f"{self.path}: {failure}") for x in chunk]

@@ -58,15 +58,22 @@ def share_loaded(path: str, ctx: Any) -> None:
         _loaded = None
 
 
-def worker_actions(path: str, items: list[tuple[Any, ...]]) -> Iterator[tuple[tuple[Any, ...], Any]]:
-    """Worker side: open the report (or take the context inherited from the process that loaded it, where the file
-    has not changed since) and give each item (result id, range, action, ...) with its action."""
+def worker_context(path: str) -> Any:
+    """Worker side: ncu_report's context of the report, the one inherited from the process that loaded it where the
+    file has not changed since, else loaded here and kept for the worker's next task (a `Helper` has three)."""
     from ncuadvisor.load.native import import_ncu_report
 
     if _loaded is not None and _loaded[0] == path and _loaded[1] == _stamp(path):
-        ctx = _loaded[2]
-    else:
-        ctx = import_ncu_report().load_report(path)
+        return _loaded[2]
+    ctx = import_ncu_report().load_report(path)
+    share_loaded(path, ctx)
+    return ctx
+
+
+def worker_actions(path: str, items: list[tuple[Any, ...]]) -> Iterator[tuple[tuple[Any, ...], Any]]:
+    """Worker side: open the report (`worker_context`) and give each item (result id, range, action, ...) with its
+    action."""
+    ctx = worker_context(path)
     ranges: dict[int, Any] = {}
     for item in items:
         r, a = item[1], item[2]
@@ -209,9 +216,10 @@ def rows_in_parts(
     return [row for p in parts for row in p]
 
 
-def _helper_main(first: Any, task: Any, prepare: Any, serve: Any, conn: Any) -> None:
+def _helper_main(first: Any, task: Any, prepare: Any, serve: Any, conn: Any, preload: Any = None) -> None:
     """`Helper`'s worker: answers `first(task)` (unless `first` is None), runs `prepare(task)`, then answers one
-    request with `serve(request)` (None: nothing is asked, the worker ends)."""
+    request with `serve(request)` (None: nothing is asked, the worker ends). With `preload`, it runs `preload()` first
+    and then waits for its task (`Helper.begin`; None: the worker ends)."""
     import signal
 
     _quiet_stderr()
@@ -219,6 +227,18 @@ def _helper_main(first: Any, task: Any, prepare: Any, serve: Any, conn: Any) -> 
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
     except (OSError, ValueError):
         pass
+    try:
+        if preload is not None:
+            try:
+                preload()
+            except BaseException:  # noqa: BLE001 - a head start only: the task then does it again
+                pass
+            task = conn.recv()
+            if task is None:
+                return
+    except (EOFError, OSError):  # the parent went away or closed its end: nothing more is asked
+        conn.close()
+        return
     reply = _reply(first, task) if first is not None else (True, None)
     try:
         if first is not None:
@@ -246,17 +266,33 @@ class Helper:
     prepared is a head start, not a result)."""
 
     def __init__(
-        self, first: Callable[[Any], Any] | None, task: Any, prepare: Callable[[Any], Any], serve: Any, failure: str
+        self,
+        first: Callable[[Any], Any] | None,
+        task: Any,
+        prepare: Callable[[Any], Any],
+        serve: Any,
+        failure: str,
+        preload: Callable[[], Any] | None = None,
     ):
+        """With `preload`, the worker runs `preload()` (loading the report: `worker_context`) while this process
+        finds out the task, which `begin` then sends (`task` is not used)."""
         import multiprocessing
 
         ctx: Any = multiprocessing.get_context(_start_method())
         self._conn, child = ctx.Pipe(duplex=True)
-        self._proc = ctx.Process(target=_helper_main, args=(first, task, prepare, serve, child), daemon=True)
+        args = (first, task, prepare, serve, child, preload)
+        self._proc = ctx.Process(target=_helper_main, args=args, daemon=True)
         self._proc.start()
         child.close()
         self._failure = failure
         self._open = True
+
+    def begin(self, task: Any) -> None:
+        """The task of a helper started with `preload`; `first` then gives the answer to it."""
+        try:
+            self._conn.send(task)
+        except (OSError, ValueError):
+            pass  # a worker that died: `first` says so
 
     def first(self) -> Any:
         """The answer to the first task (waiting for it); the InputError, starting with `failure`, of a task that

@@ -152,7 +152,17 @@ def _analyze(
             "release build with -lineinfo",
         )
     unread = {r for r, (n, d) in names.items() if r in no_lines and kernel_language(n, d, []) not in sass_wanted}
-    profile.details = reader.details(list(names), per_instruction, sass_for, unread)
+    # and it needs only the per-instruction metrics of its language's rules (an ATen kernel: not the CUDA rules')
+    of_language = {
+        lang: list(dict.fromkeys(engine.per_instruction_metrics(_of_language(rules, lang)) + needed.PER_INSTRUCTION))
+        for lang in sass_wanted
+    }
+    only = {
+        r: of_language[lang]
+        for r, (n, d) in names.items()
+        if r in no_lines and (lang := kernel_language(n, d, [])) in of_language
+    }
+    profile.details = reader.details(list(names), per_instruction, sass_for, unread, only)
     if reader.unreadable:  # the scalars came from the file; ncu_report could not parse the rest of these results
         bad = sorted(reader.unreadable)
         shown = ", ".join(str(names[rid][0]) for rid in bad[:5]) + (" …" if len(bad) > 5 else "")
@@ -163,6 +173,7 @@ def _analyze(
         )
     if reader.check_pending:
         profile.device = reader.confirm()
+        profile.reader_version = reader.reader_version  # told by the check where the reader had not loaded the report
     # derive
     derived = derive(profile, kernels, frozenset(sass_wanted), first)
     # the SASS of the gated languages' launches that their rules admit (`Rule.sass_when`), decided on the scalars and
@@ -341,6 +352,11 @@ def _stack_before(profile: Profile) -> dict[int, float | None]:
         out[row["result_id"]] = last.get(process)
         last[process] = num(row.get(LaunchStats.STACK_SIZE))
     return out
+
+
+def _of_language(rules: list[Rule | ProgramRule], language: str) -> list[Rule]:
+    """The kernel rules that run on kernels of `language`."""
+    return [r for r in engine.kernel_rules(rules) if language in r.languages]
 
 
 def _wants_sass(names: dict[int, tuple[str, str]], wanted: frozenset[str], rid: int, first_file: str | None) -> bool:

@@ -7,7 +7,7 @@ scalar metrics. They sit in the report file as protobuf: after the file header, 
 (1: number of sources, 2: number of results, 4: metric names, appended to a table that grows over the file,
 5: payload size, 6: process) and a payload of length-prefixed messages, the results first. A result message holds
 5: mangled name, 6: function name, 7: demangled name, 13: the metrics (1: index into the name table, 2: the value:
-1 string, 2 float, 3 double, 4 uint32, 5 uint64), 21: its NVTX state. Parsing only those fields with the protobuf
+1 string, 2 float, 3 double, 4 uint32, 5 uint64), 15: its module ({1: id}), 21: its NVTX state. Parsing only those fields with the protobuf
 library's C parser costs ~1 ms a result.
 
 This reader is a shortcut, not a second source of truth: `load.ReportReader` compares its rows with `ncu_report`'s
@@ -60,6 +60,7 @@ def _classes() -> tuple[Any, Any] | None:
         ],
     )
     message("Metric", [(1, "name_id", F.TYPE_UINT32, opt, None), (2, "value", F.TYPE_MESSAGE, opt, "Value")])
+    message("ModuleRef", [(1, "id", F.TYPE_UINT64, opt, None)])
     message(
         "Result",
         [
@@ -68,6 +69,7 @@ def _classes() -> tuple[Any, Any] | None:
             (6, "function", F.TYPE_BYTES, opt, None),
             (7, "demangled", F.TYPE_BYTES, opt, None),
             (13, "metrics", F.TYPE_MESSAGE, rep, "Metric"),
+            (15, "module", F.TYPE_MESSAGE, opt, "ModuleRef"),
             (21, "nvtx", F.TYPE_BYTES, opt, None),
         ],
     )
@@ -145,7 +147,7 @@ def read_rows(
     path: str | os.PathLike[str], metrics: Iterable[str], extra: Iterable[str] = (), part: tuple[int, int] | None = None
 ) -> list[dict[str, Any]] | None:
     """One dict per result in file order: names (`name`, `demangled`, `mangled`), `has_nvtx`, `nvtx_text` (its NVTX
-    ranges as `load.native.nvtx` writes them, None when `nvtx_text` cannot tell), and the value of every
+    ranges as `load.native.nvtx` writes them, None when `nvtx_text` cannot tell), `module_id`, and the value of every
     metric of `metrics` and `extra` the result holds (absent metrics are absent keys); with `part` (first, stop),
     only the results of that range of indices. None when the file is not in the layout described above or protobuf
     is missing."""
@@ -190,6 +192,8 @@ def read_rows(
                         "mangled": r.mangled.decode("utf-8", "replace"),
                         "has_nvtx": bool(r.nvtx),
                         "nvtx_text": _nvtx_or_none(r.nvtx, r.tid),
+                        # the module the result names (15: {1: id}), as `modules.module_facts` reads it; None: none
+                        "module_id": int(r.module.id) if r.HasField("module") and r.module.HasField("id") else None,
                     }
                     for m in r.metrics:
                         key = wanted.get(m.name_id)

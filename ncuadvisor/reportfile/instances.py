@@ -36,12 +36,15 @@ def _classes() -> tuple[Any, Any, Any] | None:
     parts = partial_message(
         "ncuadvisor_instances_parts",
         {
+            # a section (17) parsed to its identifier (1) alone: the rest of it (~650 KB a result of a full-set
+            # report, the sections' own descriptions) is skipped by protobuf's parser, not copied and walked here
+            "Section": [("identifier", 1, "bytes*")],
             "ResultParts": [
                 ("function", 6, "bytes"),
                 ("metrics", 13, "bytes*"),
-                ("sections", 17, "bytes*"),
+                ("sections", 17, "Section*"),
                 ("rules", 19, "bytes*"),
-            ]
+            ],
         },
     )
     metric = partial_message(
@@ -61,33 +64,45 @@ class _Unknown(Exception):
 
 def _number(v: Any) -> float:
     """An instance's value as `as_double(i)` gives it."""
-    if v.HasField("d"):
+    has = v.HasField
+    if has("d"):
         return float(v.d)
-    if v.HasField("u64"):
+    if has("u64"):
         return float(v.u64)
-    if v.HasField("u32"):
+    if has("u32"):
         return float(v.u32)
-    if v.HasField("f"):
+    if has("f"):
         return float(v.f)
     raise _Unknown("a value that is not a number")
 
 
-def _address(v: Any) -> int:
-    """A correlation id as `as_uint64(i)` gives it."""
-    if v.HasField("u64"):
-        return int(v.u64)
-    if v.HasField("u32"):
-        return int(v.u32)
-    raise _Unknown("a correlation id that is not a number")
-
-
-def _instances(metric: Any) -> list[tuple[Any, Any]] | None:
-    """(correlation id, value) value messages of an instanced metric; None where it has no instance (no correlation
-    ids: `deep_data` skips it). An instance without either gives an empty value message, which `_number` and
-    `_address` refuse."""
-    if not metric.instances:
+def _pairs(metric: Any, text_ids: bool = False) -> list[tuple[Any, float]] | None:
+    """(correlation id, value) of each instance of an instanced metric, in file order, as `as_uint64(i)` (or, with
+    `text_ids`, `as_string(i)`) and `as_double(i)` give them; None where it has no instance (no correlation ids:
+    `deep_data` skips it). An instance without either, or with a kind of value not converted the way ncu_report does,
+    raises _Unknown. One loop over the instances, the conversions written out: a training step's 42 analysed results
+    hold ~75,000 instances."""
+    instances = metric.instances
+    if not instances:
         return None
-    return [(inst.id, inst.value) for inst in metric.instances]
+    out: list[tuple[Any, float]] = []
+    append = out.append
+    for inst in instances:
+        ident = inst.id
+        if text_ids:
+            if not ident.HasField("s"):
+                raise _Unknown("an opcode that is not text")
+            key: Any = ident.s
+        else:
+            has = ident.HasField
+            if has("u64"):
+                key = int(ident.u64)
+            elif has("u32"):
+                key = int(ident.u32)
+            else:
+                raise _Unknown("a correlation id that is not a number")
+        append((key, _number(inst.value)))
+    return out
 
 
 def deep_of_result(entries: dict[str, Any], per_instruction: list[str]) -> dict[str, Any]:
@@ -96,32 +111,21 @@ def deep_of_result(entries: dict[str, Any], per_instruction: list[str]) -> dict[
     that have instances), and with `per_instruction` "opcodes" and "access_types"."""
     out: dict[str, Any] = {"per_instruction": {}}
     for name in per_instruction:
-        found = _instances(entries[name]) if name in entries else None
+        found = _pairs(entries[name]) if name in entries else None
         if found is None:
             continue
-        pairs = []
-        for ident, value in found:
-            v, pc = _number(value), _address(ident)
-            if v != 0 and pc != 0:
-                pairs.append((pc, v))
-        out["per_instruction"][name] = pairs
+        out["per_instruction"][name] = [(pc, v) for pc, v in found if v != 0 and pc != 0]
     if per_instruction:
-        counts = _instances(entries[OPCODE_COUNTS]) if OPCODE_COUNTS in entries else None
+        counts = _pairs(entries[OPCODE_COUNTS], text_ids=True) if OPCODE_COUNTS in entries else None
         opcodes: dict[str, float] | None = None
         if counts is not None:
             opcodes = {}
-            for ident, value in counts:
-                if not ident.HasField("s"):
-                    raise _Unknown("an opcode that is not text")
-                opcodes[ident.s] = opcodes.get(ident.s, 0.0) + _number(value)
+            for op, v in counts:
+                opcodes[op] = opcodes.get(op, 0.0) + v
         out["opcodes"] = opcodes
-        types = _instances(entries[ACCESS_TYPE]) if ACCESS_TYPE in entries else None
+        types = _pairs(entries[ACCESS_TYPE]) if ACCESS_TYPE in entries else None
         listed = {pc for pairs in out["per_instruction"].values() for pc, _ in pairs}
-        out["access_types"] = (
-            None
-            if types is None
-            else {pc: v for pc, v in ((_address(i), _number(v)) for i, v in types) if pc in listed}
-        )
+        out["access_types"] = None if types is None else {pc: v for pc, v in types if pc in listed}
     return out
 
 
@@ -134,6 +138,8 @@ def read_deep(path: str | os.PathLike[str], wanted: dict[int, list[str]]) -> dic
     if classes is None:
         return None
     Names, Parts, Metric = classes
+    from google.protobuf.message import DecodeError  # a section that does not parse: that result is opened instead
+
     out: dict[int, dict[str, Any] | None] = {}
     try:
         with open(path, "rb") as fh:
@@ -155,7 +161,7 @@ def read_deep(path: str | os.PathLike[str], wanted: dict[int, list[str]]) -> dic
                     if index in wanted:
                         try:
                             out[index] = _result(Parts.FromString(mm.view(j + 4, n)), names, wanted[index], Metric)
-                        except (_Unknown, ncurules._Unknown, ValueError, IndexError, UnicodeDecodeError):
+                        except (_Unknown, ncurules._Unknown, ValueError, IndexError, UnicodeDecodeError, DecodeError):
                             out[index] = None
                     j += 4 + n
                     index += 1
@@ -171,6 +177,18 @@ def _varint_bytes(n: int) -> bytes:
         n >>= 7
         if not n:
             return bytes(out)
+
+
+def _section_ids(sections: Any) -> list[str]:
+    """`ncurules.sections` of a result's sections parsed to their identifiers (1): in the order ncu_report lists
+    them; a section naming two raises _Unknown."""
+    out = []
+    for section in sections:
+        ids = section.identifier
+        if len(ids) > 1:
+            raise _Unknown("a section with two identifiers")
+        out.append(ncurules._text(ids[0] if ids else b""))
+    return sorted(out)
 
 
 def _result(r: Any, names: list[str], per_instruction: list[str], Metric: Any) -> dict[str, Any]:
@@ -191,7 +209,7 @@ def _result(r: Any, names: list[str], per_instruction: list[str], Metric: Any) -
                 entries[name] = Metric.FromString(raw)
                 break
     out = deep_of_result(entries, per_instruction)
-    out["sections"] = ncurules.sections(r.sections)
+    out["sections"] = _section_ids(r.sections)
     out["ncu_rules"] = ncurules.rule_results(r.rules)
     out["unreadable"] = not r.function
     return out
