@@ -6,6 +6,7 @@ none reads the report. Rule files import these, the contract and the SASS reader
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -454,7 +455,7 @@ class AddressWork:
     """The instructions of a kernel whose results feed only the addresses of its global loads (the clamps, 64-bit
     index products and pointer sums of a tap loaded from global memory): what goes with those loads when a fix reads
     the data elsewhere at constant offsets (a shared-memory tile, unrolled). Counts are times executed: `executed` all
-    instructions, `address` the address-only ones, `alu`/`fma` the instructions issued to the ALU and the FMA pipe,
+    instructions, `address` the address-only ones outside loops (a rolled loop's pointer steps stay with the loop), `alu`/`fma` the instructions issued to the ALU and the FMA pipe,
     `address_alu`/`address_fma` the address-only ones among them."""
 
     executed: float
@@ -485,9 +486,13 @@ def address_work_of(listing: list[tuple[int, float, str]]) -> AddressWork:
     address of global loads) or for anything else (data that is computed on or stored, a store's address, a branch's
     operand). An instruction that writes registers live for addresses alone is address-only. Branches join the
     liveness of their target (iterated until it settles, so a loop's back edge counts); a predicated write does not
-    end its register's liveness; predicates and uniform registers are not followed (what they feed counts as other)."""
+    end its register's liveness; predicates and uniform registers are not followed (what they feed counts as other:
+    a compare that steers a branch is not an address)."""
     entries = sorted((pc, v, parse(s)) for pc, v, s in listing if s)
-    address_only = address_only_pcs(entries)
+    # a rolled loop keeps its address steps in the fixed kernel (it still walks the tile): only straight-line code
+    # (an unrolled window) reads the tile at constant offsets
+    loops = _loops(entries)
+    address_only = {pc for pc in address_only_pcs(entries) if not any(top <= pc <= bottom for top, bottom in loops)}
     executed = sum(v for _, v, _ in entries)
     alu = sum(v for _, v, ins in entries if _pipe(ins.opcode) == "alu")
     fma = sum(v for _, v, ins in entries if _pipe(ins.opcode) == "fma")
@@ -536,6 +541,9 @@ def address_only_pcs(entries: list[tuple[int, float, Instruction]]) -> set[int]:
             elif dest and not (dest & other) and dest & addr and not op.startswith(_MEMORY_OPS):
                 address_only.add(pc)
                 addr_sources, other_sources = sources, set()
+            elif dest and not (dest & (other | addr)) and not op.startswith(_MEMORY_OPS):
+                # read by nothing yet: a later pass sees what a back edge carries (a loop's pointer step)
+                addr_sources, other_sources = set(), set()
             else:
                 addr_sources, other_sources = set(), sources
             if not ins.predicate:
@@ -553,8 +561,14 @@ def address_only_pcs(entries: list[tuple[int, float, Instruction]]) -> set[int]:
 
 def address_work(k: KernelContext) -> AddressWork | None:
     """The kernel's `AddressWork` from `inst_executed` and its SASS; None without per-instruction data."""
-    listing = [(e.pc, e.value, e.sass) for e in k.per_instruction(SourceCounters.INST_EXECUTED) if e.sass]
-    return address_work_of(listing) if listing else None
+    listing = tuple((e.pc, e.value, e.sass) for e in k.per_instruction(SourceCounters.INST_EXECUTED) if e.sass)
+    return _address_work_cached(listing) if listing else None
+
+
+@functools.lru_cache(maxsize=8)
+def _address_work_cached(listing: tuple[tuple[int, float, str], ...]) -> AddressWork:
+    """`address_work_of` once per listing: a rule asks for it while modelling the fix and again for its words."""
+    return address_work_of(list(listing))
 
 
 @dataclass(frozen=True)
