@@ -109,9 +109,10 @@ class NoDataReuse(Rule):
         arithmetic that only their addresses use (clamps, 64-bit index products, pointer sums: backward register
         liveness over the SASS, `rulekit.models.address_work`), as the tile is read at constant offsets; the ALU and
         the FMA pipe less those instructions (IMAD on the FMA pipe); the index arithmetic that feeds anything else and
-        the FMAs stay (the issue-bound FMAs of the fixed kernel). Every other unit keeps its busy share; the time follows the busiest unit, as busy as now; no less than the compulsory bytes at 85% of
-        DRAM's peak, and bounded by the stall time it removes (the memory waits, and the issue pressure of the loads
-        that go: not selected, pipe throttles, dispatch). The bytes removed include the wasted sectors of uncoalesced
+        the FMAs stay (the issue-bound FMAs of the fixed kernel). Every other unit keeps its busy share; the time
+        follows the busiest unit, as busy as now; no less than the compulsory bytes at 85% of DRAM's peak, and
+        bounded by the stall time it removes (the memory waits, and the issue pressure of the loads that go: not
+        selected, pipe throttles, dispatch). The bytes removed include the wasted sectors of uncoalesced
         loads: the tile is read in whole rows. Where both apply, the faster fixed kernel of the two, in its own words
         (a convolution's FMAs read global memory per FLOP too; its fix is the input's tile with its halo).
         A reuse that L2 serves (refetches) is CAC001's only where it costs L2 time (L2 at least `min_l2_busy_of_l1` of

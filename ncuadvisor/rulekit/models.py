@@ -455,8 +455,9 @@ class AddressWork:
     """The instructions of a kernel whose results feed only the addresses of its global loads (the clamps, 64-bit
     index products and pointer sums of a tap loaded from global memory): what goes with those loads when a fix reads
     the data elsewhere at constant offsets (a shared-memory tile, unrolled). Counts are times executed: `executed` all
-    instructions, `address` the address-only ones outside loops (a rolled loop's pointer steps stay with the loop), `alu`/`fma` the instructions issued to the ALU and the FMA pipe,
-    `address_alu`/`address_fma` the address-only ones among them."""
+    instructions, `address` the address-only ones outside loops (a rolled loop's pointer steps stay with the loop),
+    `alu`/`fma` the instructions issued to the ALU and the FMA pipe, `address_alu`/`address_fma` the address-only
+    ones among them."""
 
     executed: float
     address: float
@@ -471,7 +472,7 @@ class AddressWork:
 
 
 def _pipe(op: str) -> str:
-    """ "fma", "alu" or "" (another pipe, or none) for one opcode."""
+    """The pipe one opcode issues to: "fma", "alu", or "" for another pipe or none."""
     if op.startswith(_FMA_PIPE):
         return "fma"
     if op.startswith(_ALU_PIPE) and not op.startswith(_NO_ALU):
