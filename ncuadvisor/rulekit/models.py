@@ -6,6 +6,7 @@ none reads the report. Rule files import these, the contract and the SASS reader
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from dataclasses import dataclass
@@ -525,6 +526,152 @@ def dependent_loads(k: KernelContext) -> LoadChain | None:
     """The kernel's `LoadChain` from `inst_executed` and its SASS; None without per-instruction data."""
     listing = [(e.pc, e.value, e.sass) for e in k.per_instruction(SourceCounters.INST_EXECUTED) if e.sass]
     return load_chain_of(listing) if listing else None
+
+
+# the pipe an instruction issues to, for the share of a pipe's work a fix removes (ncu's pipe names): the FMA pipe runs
+# the FP32 arithmetic and the integer multiplies (IMAD, IMUL); the ALU the other integer, logic, compare and select
+# instructions; uniform-datapath instructions (ULDC, UIADD3), moves and special registers neither
+_FMA_PIPE = ("FFMA", "FADD", "FMUL", "IMAD", "IMUL", "IDP", "HFMA2", "HADD2", "HMUL2")
+_ALU_PIPE = (
+    "I",
+    "LEA",
+    "LOP",
+    "SHF",
+    "SEL",
+    "FSEL",
+    "FSETP",
+    "FMNMX",
+    "VIMNMX",
+    "VIADD",
+    "PLOP3",
+    "PRMT",
+    "P2R",
+    "R2P",
+)
+_NO_ALU = ("IMAD", "IMUL", "IDP", "I2F", "I2I")  # the FMA pipe's, or the XU's conversions
+_MEMORY_OPS = ("LD", "ST", "ATOM", "RED", "TEX", "TLD", "SULD", "SUST")
+
+
+@dataclass(frozen=True)
+class AddressWork:
+    """The instructions of a kernel whose results feed only the addresses of its global loads (the clamps, 64-bit
+    index products and pointer sums of a tap loaded from global memory): what goes with those loads when a fix reads
+    the data elsewhere at constant offsets (a shared-memory tile, unrolled). Counts are times executed: `executed` all
+    instructions, `address` the address-only ones outside loops (a rolled loop's pointer steps stay with the loop),
+    `alu`/`fma` the instructions issued to the ALU and the FMA pipe, `address_alu`/`address_fma` the address-only
+    ones among them."""
+
+    executed: float
+    address: float
+    alu: float
+    address_alu: float
+    fma: float
+    address_fma: float
+
+    @property
+    def share(self) -> float:
+        return self.address / self.executed if self.executed else 0.0
+
+
+def _pipe(op: str) -> str:
+    """The pipe one opcode issues to: "fma", "alu", or "" for another pipe or none."""
+    if op.startswith(_FMA_PIPE):
+        return "fma"
+    if op.startswith(_ALU_PIPE) and not op.startswith(_NO_ALU):
+        return "alu"
+    return ""
+
+
+def address_work_of(listing: list[tuple[int, float, str]]) -> AddressWork:
+    """`AddressWork` of a SASS listing [(pc, times executed, instruction)], from backward register liveness.
+
+    Each register live after an instruction is live for an address (read, maybe through more arithmetic, only as the
+    address of global loads) or for anything else (data that is computed on or stored, a store's address, a branch's
+    operand). An instruction that writes registers live for addresses alone is address-only. Branches join the
+    liveness of their target (iterated until it settles, so a loop's back edge counts); a predicated write does not
+    end its register's liveness; predicates and uniform registers are not followed (what they feed counts as other:
+    a compare that steers a branch is not an address)."""
+    entries = sorted((pc, v, parse(s)) for pc, v, s in listing if s)
+    # a rolled loop keeps its address steps in the fixed kernel (it still walks the tile): only straight-line code
+    # (an unrolled window) reads the tile at constant offsets
+    loops = _loops(entries)
+    address_only = {pc for pc in address_only_pcs(entries) if not any(top <= pc <= bottom for top, bottom in loops)}
+    executed = sum(v for _, v, _ in entries)
+    alu = sum(v for _, v, ins in entries if _pipe(ins.opcode) == "alu")
+    fma = sum(v for _, v, ins in entries if _pipe(ins.opcode) == "fma")
+    mine = [(v, ins) for pc, v, ins in entries if pc in address_only]
+    return AddressWork(
+        executed,
+        sum(v for v, _ in mine),
+        alu,
+        sum(v for v, ins in mine if _pipe(ins.opcode) == "alu"),
+        fma,
+        sum(v for v, ins in mine if _pipe(ins.opcode) == "fma"),
+    )
+
+
+def address_only_pcs(entries: list[tuple[int, float, Instruction]]) -> set[int]:
+    """The addresses of `address_work_of`'s address-only instructions in a parsed listing sorted by address."""
+    index = {pc: i for i, (pc, _, _) in enumerate(entries)}
+    live_in: list[tuple[frozenset[int], frozenset[int]]] = [(frozenset(), frozenset())] * len(entries)
+    address_only: set[int] = set()
+    for _ in range(8):  # a few passes reach the fixed point of a kernel's loops
+        changed = False
+        other: set[int] = set()
+        addr: set[int] = set()
+        address_only = set()
+        for i in range(len(entries) - 1, -1, -1):
+            pc, _, ins = entries[i]
+            op = ins.opcode
+            target = _BRANCH_TARGET.search(" ".join(ins.operands)) if op.startswith("BRA") else None
+            if target and int(target.group(1), 16) in index:
+                t_other, t_addr = live_in[index[int(target.group(1), 16)]]
+                other |= t_other
+                addr |= t_addr
+            ops = ins.operands
+            dest = registers(ops[0]) if ins.writes and ops else set()
+            if dest and (".WIDE" in op or ".64" in op) and len(dest) == 1:
+                dest = {min(dest), min(dest) + 1}
+            if _is_global_load(op) and dest:
+                width = max(1, (access_bytes(op) or 4) // 4)
+                dest = set(range(min(dest), min(dest) + width))
+            read = list(ops[1:] if ins.writes else ops)
+            if ".WIDE" in op and read:  # `IMAD.WIDE R8, R3, 0x2008, R4`: the addend is the pair R4, R5
+                read[-1] = read[-1] + ".64" if _PLAIN_REG.fullmatch(read[-1]) else read[-1]
+            sources: set[int] = set().union(*(registers(o) for o in read))
+            if _is_global_load(op):
+                addr_sources, other_sources = sources, set[int]()
+            elif dest and not (dest & other) and dest & addr and not op.startswith(_MEMORY_OPS):
+                address_only.add(pc)
+                addr_sources, other_sources = sources, set()
+            elif dest and not (dest & (other | addr)) and not op.startswith(_MEMORY_OPS):
+                # read by nothing yet: a later pass sees what a back edge carries (a loop's pointer step)
+                addr_sources, other_sources = set(), set()
+            else:
+                addr_sources, other_sources = set(), sources
+            if not ins.predicate:
+                other -= dest
+                addr -= dest
+            other |= other_sources
+            addr |= addr_sources
+            new = (frozenset(other), frozenset(addr - other))
+            if new != live_in[i]:
+                live_in[i], changed = new, True
+        if not changed:
+            break
+    return address_only
+
+
+def address_work(k: KernelContext) -> AddressWork | None:
+    """The kernel's `AddressWork` from `inst_executed` and its SASS; None without per-instruction data."""
+    listing = tuple((e.pc, e.value, e.sass) for e in k.per_instruction(SourceCounters.INST_EXECUTED) if e.sass)
+    return _address_work_cached(listing) if listing else None
+
+
+@functools.lru_cache(maxsize=8)
+def _address_work_cached(listing: tuple[tuple[int, float, str], ...]) -> AddressWork:
+    """`address_work_of` once per listing: a rule asks for it while modelling the fix and again for its words."""
+    return address_work_of(list(listing))
 
 
 @dataclass(frozen=True)
