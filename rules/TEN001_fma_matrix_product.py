@@ -199,13 +199,7 @@ class FmaMatrixProduct(Rule):
         fma_warp_inst = fma_flops / 2 / 32
         loads = (k.m(InstructionStats.GLOBAL_LOAD_INST) or 0) + (k.m(InstructionStats.SHARED_LOAD_INST) or 0)
         stream = fma_stream(k)
-        if stream is not None and stream.fma:
-            # the instruction stream decides: a product of loaded operands, nothing nonlinear between the FMAs
-            if stream.mufu_per_fma > t["max_mufu_per_fma"] or stream.product_share < t["min_product_share"]:
-                return None
-            if fma_pct < t["min_fma_pct_product"] or loads < t["min_loads_per_product_fma"] * fma_warp_inst:
-                return None
-        elif fma_pct < t["min_fma_pct"] or loads < t["min_loads_per_fma"] * fma_warp_inst:
+        if not self._a_product(stream, fma_pct, loads, fma_warp_inst):
             return None
         half = _half_inputs(k)
         dtype = "FP16/BF16" if half else "TF32 (or BF16)"
@@ -235,23 +229,7 @@ class FmaMatrixProduct(Rule):
         )
         return self.finding(
             title=f"{fma_flops / 1e9:.1f} GFLOP of matrix work on FMA pipes, none on tensor cores",
-            message=(
-                f"The kernel computes {fma_flops / 1e9:.1f} GFLOP with FMA instructions fed from memory "
-                f"({loads / fma_warp_inst:.2f} loads per FMA"
-                + (
-                    f"; {stream.product_share:.0%} of the FMAs accumulate a product of two loaded values"
-                    if stream
-                    else ""
-                )
-                + f"), the FMA pipe {fma_pct:.0f}% busy and the tensor cores idle."
-                + (
-                    f" Its floor is the tensor roof where the precision allows: {fma_flops / 1e9:.1f} GFLOP at "
-                    f"{tensor_peak / 1e12:.0f} TFLOP/s ({dtype.split(' ')[0]}) take {fmt_ns(tensor_ns)}, against "
-                    f"{fmt_ns(r.duration_ns)} now."
-                    if tensor_ns
-                    else ""
-                )
-            ),
+            message=_message(k, fma_flops, loads / fma_warp_inst, stream, fma_pct, tensor_peak, dtype, tensor_ns),
             fix=self.fix_for(
                 k,
                 ([] if half else [FP32_DATA]) + ([LIBRARY] if library and library_ns else []),
@@ -274,6 +252,16 @@ class FmaMatrixProduct(Rule):
             ],
             source=lines,
         )
+
+    def _a_product(self, stream: FmaStream | None, fma_pct: float, loads: float, fma_warp_inst: float) -> bool:
+        """Whether the FMA work is a matrix product fed from memory: the instruction stream decides where the SASS
+        is at hand (a product of loaded operands, nothing nonlinear between the FMAs), else the loads per FMA."""
+        t = self.thresholds
+        if stream is not None and stream.fma:
+            if stream.mufu_per_fma > t["max_mufu_per_fma"] or stream.product_share < t["min_product_share"]:
+                return False
+            return fma_pct >= t["min_fma_pct_product"] and loads >= t["min_loads_per_product_fma"] * fma_warp_inst
+        return fma_pct >= t["min_fma_pct"] and loads >= t["min_loads_per_fma"] * fma_warp_inst
 
     def _library_case(
         self, k: KernelContext, fma_flops: float, loads: float, fma_warp_inst: float
@@ -404,3 +392,27 @@ def _evidence(
         ),
         Evidence("tensor_flops", tensor, None, "tensor-core FLOPs"),
     ]
+
+
+def _message(
+    k: KernelContext,
+    fma_flops: float,
+    loads_per_fma: float,
+    stream: FmaStream | None,
+    fma_pct: float,
+    tensor_peak: float,
+    dtype: str,
+    tensor_ns: float | None,
+) -> str:
+    """The finding's message: the FMA work, its loads, the pipes, and the tensor roof where the precision allows."""
+    said = f"The kernel computes {fma_flops / 1e9:.1f} GFLOP with FMA instructions fed from memory ({loads_per_fma:.2f} loads per FMA"
+    if stream:
+        said += f"; {stream.product_share:.0%} of the FMAs accumulate a product of two loaded values"
+    said += f"), the FMA pipe {fma_pct:.0f}% busy and the tensor cores idle."
+    if tensor_ns:
+        said += (
+            f" Its floor is the tensor roof where the precision allows: {fma_flops / 1e9:.1f} GFLOP at "
+            f"{tensor_peak / 1e12:.0f} TFLOP/s ({dtype.split(' ')[0]}) take {fmt_ns(tensor_ns)}, against "
+            f"{fmt_ns(k.roofline.duration_ns)} now."
+        )
+    return said

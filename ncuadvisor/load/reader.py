@@ -119,17 +119,7 @@ class ReportReader:
         self._early: Helper | None = None
         self._checker: Helper | None = None  # that worker where it does not go on to read SASS: ended by `confirm`
         if defer_check and metrics is not None and FILE_READER:
-            warm = sass_later and not (spare_cores() >= 1 and not disassembled())  # else a worker of its own does
-            early = Helper(
-                deep.check_rows_task,
-                None,
-                deep.warm_sass if warm else deep.nothing_to_prepare,
-                deep.read_sass_task,
-                f"{self.path}: reading the results failed",
-                preload=partial(worker_context, str(local)),
-            )
-            weakref.finalize(self, early.close)
-            self._early = early
+            self._early = self._check_worker(local, sass_later)
         # every result whole and parsed, or left out and counted, before the native library sees the file
         self.integrity = self._checked(local, metrics)
         if not self.integrity.not_layout and self.integrity.whole == 0:
@@ -154,17 +144,7 @@ class ReportReader:
         else:
             self._load()
         if sass_later and spare_cores() >= 1 and not disassembled():
-            # a core to spare: the disassembler starts now, in a worker of its own (see `add_sass`)
-            first: list[tuple[int, int, int]] = [(0, *self._index[0])]
-            helper = Helper(
-                None,
-                (str(local), first, []),
-                deep.warm_sass,
-                deep.read_sass_task,
-                f"{self.path}: reading the results failed",
-            )
-            weakref.finalize(self, helper.close)
-            self._helper = helper
+            self._helper = self._sass_worker(local)
         self._opened: dict[int, Any] = {}
         # per result read by `details`: the location of every listed instruction and the text of their files
         self._located: dict[int, tuple[dict[int, Location], dict[str, str | None]]] = {}
@@ -180,6 +160,34 @@ class ReportReader:
         self._file_modules: list[int | None] | None = None
         self.ncu_version, self.command_line = scan_header(local)
         self.clocks_locked = clocks_locked(local)  # ncu's clock control: True base (its default), False none
+
+    def _check_worker(self, local: Path, sass_later: bool) -> Helper:
+        """The deferred check's worker, started before the rows are read: it loads the report through ncu_report
+        meanwhile, and warms the disassembler where it goes on to read the SASS (no worker of its own does)."""
+        warm = sass_later and not (spare_cores() >= 1 and not disassembled())
+        early = Helper(
+            deep.check_rows_task,
+            None,
+            deep.warm_sass if warm else deep.nothing_to_prepare,
+            deep.read_sass_task,
+            f"{self.path}: reading the results failed",
+            preload=partial(worker_context, str(local)),
+        )
+        weakref.finalize(self, early.close)
+        return early
+
+    def _sass_worker(self, local: Path) -> Helper:
+        """A core to spare: the disassembler starts now, in a worker of its own (see `add_sass`)."""
+        first: list[tuple[int, int, int]] = [(0, *self._index[0])]
+        helper = Helper(
+            None,
+            (str(local), first, []),
+            deep.warm_sass,
+            deep.read_sass_task,
+            f"{self.path}: reading the results failed",
+        )
+        weakref.finalize(self, helper.close)
+        return helper
 
     def _load(self) -> tuple[Any, Any, list[Any]]:
         """ncu_report's module, its context of the report and the report's ranges, loaded on first use; workers forked

@@ -142,15 +142,7 @@ def _analyze(
     no_lines = reader.without_lines(names)
     debug = reader.debug_built(set(names) - no_lines)  # a -G build has line tables: only those can be one
     if debug:
-        debug_names = sorted({str(names[rid][0]) for rid in debug})
-        profile.warnings.insert(
-            0,
-            f"this is a debug build (nvcc -G: its modules carry full debug information): {len(debug_names)} kernel"
-            f"{'s' if len(debug_names) != 1 else ''} ({', '.join(debug_names[:3])}"
-            f"{', ...' if len(debug_names) > 3 else ''}) ran "
-            "unoptimised, every variable in local memory, so their findings describe the debug build; profile a "
-            "release build with -lineinfo",
-        )
+        profile.warnings.insert(0, _debug_warning(sorted({str(names[rid][0]) for rid in debug})))
     unread = {r for r, (n, d) in names.items() if r in no_lines and kernel_language(n, d, []) not in sass_wanted}
     # and it needs only the per-instruction metrics of its language's rules (an ATen kernel: not the CUDA rules')
     of_language = {
@@ -164,13 +156,7 @@ def _analyze(
     }
     profile.details = reader.details(list(names), per_instruction, sass_for, unread, only)
     if reader.unreadable:  # the scalars came from the file; ncu_report could not parse the rest of these results
-        bad = sorted(reader.unreadable)
-        shown = ", ".join(str(names[rid][0]) for rid in bad[:5]) + (" …" if len(bad) > 5 else "")
-        profile.warnings.insert(
-            0,
-            f"partial: the report file is damaged: ncu_report cannot parse {len(bad)} of its results ({shown}): "
-            "their times and metrics are read from the file, their per-instruction data and source lines are missing",
-        )
+        profile.warnings.insert(0, _unreadable_warning([str(names[rid][0]) for rid in sorted(reader.unreadable)]))
     if reader.check_pending:
         profile.device = reader.confirm()
         profile.reader_version = reader.reader_version  # told by the check where the reader had not loaded the report
@@ -195,6 +181,26 @@ def _analyze(
     locate.resolve(findings, located, chains)
     # build (`pipeline.build`): the caller finishes the result
     return analysis_of(profile, kernels, evaluation, located)
+
+
+def _debug_warning(debug_names: list[str]) -> str:
+    """The warning that opens a report of debug-built kernels (at most three named)."""
+    return (
+        f"this is a debug build (nvcc -G: its modules carry full debug information): {len(debug_names)} kernel"
+        f"{'s' if len(debug_names) != 1 else ''} ({', '.join(debug_names[:3])}"
+        f"{', ...' if len(debug_names) > 3 else ''}) ran "
+        "unoptimised, every variable in local memory, so their findings describe the debug build; profile a "
+        "release build with -lineinfo"
+    )
+
+
+def _unreadable_warning(bad: list[str]) -> str:
+    """The warning for results whose scalars came from the file and whose deep data ncu_report could not parse."""
+    shown = ", ".join(bad[:5]) + (" …" if len(bad) > 5 else "")
+    return (
+        f"partial: the report file is damaged: ncu_report cannot parse {len(bad)} of its results ({shown}): "
+        "their times and metrics are read from the file, their per-instruction data and source lines are missing"
+    )
 
 
 def timing_analysis(
