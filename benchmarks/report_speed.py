@@ -26,6 +26,7 @@ import os
 import platform
 import resource
 import shutil
+import site
 import statistics
 import subprocess
 import sys
@@ -64,6 +65,12 @@ def install(
     shutil.rmtree(venv, ignore_errors=True)
     run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)])
     python = venv / "bin" / "python"
+    # a venv does not see the user site where some machines keep the dependencies (`pip install --user`): a .pth
+    # file adds it, as the interpreter that runs this script sees it
+    user_site = site.getusersitepackages()
+    if site.ENABLE_USER_SITE and Path(user_site).is_dir():
+        purelib = subprocess.check_output([str(python), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"])
+        (Path(purelib.decode().strip()) / "user-site.pth").write_text(user_site + "\n")
     run([str(python), "-m", "pip", "install", "-q", "--no-deps", "--force-reinstall", str(wheel)])
     for w in extra or []:
         run([str(python), "-m", "pip", "install", "-q", "--no-deps", "--no-index", str(w)])
