@@ -115,89 +115,39 @@ def test_times_command_writes_jsonl_that_load_times_pools(tmp_path, capsys):
     assert exam_twins.main(["times", str(tmp_path / "absent")]) == 2
 
 
-TWINS = """
-[block_size]
-default = 256
+def _pair(program, kernel, source, fix, rules, twin=None, also="", before=1):
+    """One [[pair]] of an exam_twins.toml: a twin version, or none (`twin` None)."""
+    end = f"twin = {twin}\nalso = {also!r}" if twin is not None else 'no_twin = "none"'
+    return (
+        f"[[pair]]\nprogram = {program!r}\nbefore = {before}\nkernel = {kernel!r}\nsource = {source!r}\n"
+        f"fix = {fix!r}\nfix_rules = {rules!r}\n{end}\n"
+    ).replace("'", '"')
 
-[[pair]]
-program = "layernorm_forward"
-before = 1
-kernel = "layernorm_forward_kernel1"
-source = "label"
-fix = "a warp per row"
-fix_rules = ["LCH001", "MEM001"]
-twin = 3
-also = "rsqrtf"
 
-[[pair]]
-program = "layernorm_forward"
-before = 1
-kernel = "layernorm_forward_kernel1"
-source = "code"
-fix = "more blocks only"
-fix_rules = ["LCH001"]
-twin = 3
-also = ""
-
-[[pair]]
-program = "gelu_forward"
-before = 1
-kernel = "gelu_forward_kernel1"
-source = "label"
-fix = "16-byte accesses"
-fix_rules = ["MEM003"]
-twin = 2
-also = ""
-
-[[pair]]
-program = "gelu_forward"
-before = 1
-kernel = "gelu_forward_kernel1"
-source = "code"
-fix = "a fix the tool does not name here"
-fix_rules = ["ATM001"]
-twin = 2
-also = ""
-
-[[pair]]
-program = "gelu_forward"
-before = 1
-kernel = "gelu_forward_kernel1"
-source = "code"
-fix = "a twin that was not timed"
-fix_rules = ["MEM003"]
-twin = 9
-also = ""
-
-[[pair]]
-program = "gelu_forward"
-before = 1
-kernel = "gelu_forward_kernel1"
-source = "label"
-fix = "no version does it"
-fix_rules = ["MEM003"]
-no_twin = "none"
-
-[[pair]]
-program = "encoder_backward"
-before = 1
-kernel = "encoder_backward_kernel1"
-source = "label"
-fix = "a report that is not in the folder"
-fix_rules = ["ATM001"]
-twin = 2
-also = ""
-
-[[pair]]
-program = "gelu_forward"
-before = 1
-kernel = "no_such_kernel"
-source = "label"
-fix = "a kernel that is not in the report"
-fix_rules = ["MEM003"]
-twin = 2
-also = ""
-"""
+GELU = ("gelu_forward", "gelu_forward_kernel1")
+TWINS = "\n".join(
+    [
+        "[block_size]\ndefault = 256\n",
+        _pair(
+            "layernorm_forward",
+            "layernorm_forward_kernel1",
+            "label",
+            "a warp per row",
+            ["LCH001", "MEM001"],
+            3,
+            "rsqrtf",
+        ),
+        _pair("layernorm_forward", "layernorm_forward_kernel1", "code", "more blocks only", ["LCH001"], 3),
+        _pair(*GELU, "label", "16-byte accesses", ["MEM003"], 2),
+        _pair(*GELU, "code", "a fix the tool does not name here", ["ATM001"], 2),
+        _pair(*GELU, "code", "a twin that was not timed", ["MEM003"], 9),
+        _pair(*GELU, "label", "no version does it", ["MEM003"]),
+        _pair(
+            "encoder_backward", "encoder_backward_kernel1", "label", "a report that is not in the folder", ["ATM001"], 2
+        ),
+        _pair("gelu_forward", "no_such_kernel", "label", "a kernel that is not in the report", ["MEM003"], 2),
+    ]
+)
 
 
 @pytest.fixture(scope="module")

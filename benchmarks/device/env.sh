@@ -30,3 +30,15 @@ part_start() {
   say "start; budget $BUDGET s; $(nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader 2>&1)"
   git log -1 --format='%H %s' >> "$OUT/steps.log" 2>&1
 }
+# llmc_build W ROOT NAME...: the exam corpus's llm.c programs (workloads/exam/llm.c/NAME.cu), built in parallel as
+# upstream's dev/cuda/Makefile builds them plus -lineinfo and sm_90, into W/bin (logs in W/logs/build_NAME.log); the
+# absolute path goes into -lineinfo's line table, so that --import-source finds the file from any folder
+llmc_build() {
+  local w=$1 root=$2 n; shift 2
+  for n in "$@"; do
+    ( timeout 240 nvcc -arch=sm_90 -lineinfo -O3 --use_fast_math -std=c++17 -Xcompiler -fopenmp \
+        ${EXAM_NVCC_FLAGS:-} "$root/workloads/exam/llm.c/$n.cu" -lcublas -lcublasLt -o "$w/bin/$n" > "$w/logs/build_$n.log" 2>&1
+      echo "build $n rc=$?" >> "$w/logs/build_$n.log" ) &
+  done
+  wait
+}

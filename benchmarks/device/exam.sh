@@ -56,15 +56,13 @@ prof() {
 # ---- build every llm.c program (in parallel), as upstream's dev/cuda/Makefile plus -lineinfo and sm_90
 SRC=workloads/exam/llm.c
 s=$(date +%s)
+TO_BUILD=()
 for f in "$SRC"/*.cu; do
   n=$(basename "$f" .cu)
   [ -n "${ONLY:-}" ] && [[ " $ONLY " != *" $n "* && " $ONLY " != *" ${n}_v"* ]] && continue
-  # the absolute path goes into -lineinfo's line table, so that --import-source finds the file from any folder
-  ( timeout 240 nvcc -arch=sm_90 -lineinfo -O3 --use_fast_math -std=c++17 -Xcompiler -fopenmp \
-      ${EXAM_NVCC_FLAGS:-} "$ROOT/$SRC/$n.cu" -lcublas -lcublasLt -o "$W/bin/$n" > "$W/logs/build_$n.log" 2>&1
-    echo "build $n rc=$?" >> "$W/logs/build_$n.log" ) &
+  TO_BUILD+=("$n")
 done
-wait
+llmc_build "$W" "$ROOT" "${TO_BUILD[@]}"
 say "built in $(( $(date +%s) - s )) s: $(tail -qn1 "$W"/logs/build_*.log | tr '\n' ' ')"
 
 # ---- llm.c: llm VERSION KERNELS_PER_CALL SKIP_CALLS REGEX PROGRAM [CAP]: the version's kernels at one block size

@@ -57,13 +57,12 @@ PAIRED=" $(python3 benchmarks/exam_twins.py versions) "
 # ---- build the programs (in parallel), as benchmarks/device/exam.sh does
 SRC=workloads/exam/llm.c
 s=$(date +%s)
+TO_BUILD=()
 for n in $PROGRAMS; do
   [ -n "${ONLY:-}" ] && [[ " $ONLY " != *" $n "* && " $ONLY " != *" ${n}_v"* ]] && continue
-  ( timeout 240 nvcc -arch=sm_90 -lineinfo -O3 --use_fast_math -std=c++17 -Xcompiler -fopenmp \
-      ${EXAM_NVCC_FLAGS:-} "$ROOT/$SRC/$n.cu" -lcublas -lcublasLt -o "$W/bin/$n" > "$W/logs/build_$n.log" 2>&1
-    echo "build $n rc=$?" >> "$W/logs/build_$n.log" ) &
+  TO_BUILD+=("$n")
 done
-wait
+llmc_build "$W" "$ROOT" "${TO_BUILD[@]}"
 say "built in $(( $(date +%s) - s )) s: $(tail -qn1 "$W"/logs/build_*.log 2>/dev/null | tr '\n' ' ')"
 
 LINEBUF=(stdbuf -oL -eL); command -v stdbuf > /dev/null || LINEBUF=()  # without it a run cut short loses its lines
