@@ -32,7 +32,7 @@ from ncuadvisor.load.workers import (
 )
 from ncuadvisor.model import ID_COLUMNS, ResultDetail, Table
 from ncuadvisor.reportfile.integrity import Integrity, check_report
-from ncuadvisor.reportfile.sniff import clocks_locked, held, local_copy, scan_header, whole_copy
+from ncuadvisor.reportfile.sniff import clocks_locked, drop_private, held, local_copy, scan_header, whole_copy
 
 # ncu_report keeps every result it has opened in memory for as long as the process lives (about 7 MB for a result
 # with the analysis sections; freeing the report does not return it). Reports with more results than
@@ -109,6 +109,8 @@ class ReportReader:
         self._helper: Helper | None = None
         self._pending: tuple[Any, list[int], dict[int, dict[str, Any]], dict[int, Any]] | None = None
         local = local_copy(self.path)
+        if local != self.path:  # a private decompressed copy: gone with this reader (`drop_private`)
+            weakref.finalize(self, drop_private, local.parent, os.getpid())
         if local == self.path:  # the user's file itself: read through one descriptor, never by its name again
             local, fd = held(local)
             if fd is not None:
@@ -127,6 +129,7 @@ class ReportReader:
             raise InputError(f"{self.path}: no whole kernel result in the report: {why}")
         if self.integrity.needs_copy:
             local = whole_copy(local, self.integrity)
+            weakref.finalize(self, drop_private, local.parent, os.getpid())
         self._local = local
         # ncu_report's module and context of the report (`_load`), and its ranges
         self._library: tuple[Any, Any, list[Any]] | None = None

@@ -306,6 +306,17 @@ def private_dir(parent: Path | None = None, prefix: str = "ncuadvisor-") -> Path
     raise InputError(f"cannot make a private folder under {base}")
 
 
+def drop_private(folder: Path, owner: int) -> None:
+    """Remove a private folder (`private_dir`) once its reader is done with it, in the process that made it only: a
+    forked worker holds a copy of the reader, and its end must not take the folder from under its parent. Without
+    this the copy stayed until the process ended, and forever where it ended by `os._exit` (pool and forked workers):
+    each analysis of an 830 MB report in a long-lived process (a notebook, a pool) left 830 MB behind."""
+    import shutil
+
+    if os.getpid() == owner and folder.name.startswith("ncuadvisor-"):
+        shutil.rmtree(folder, True)
+
+
 def _temp_base() -> Path:
     """The temporary folder, found as `tempfile.gettempdir` finds it (TMPDIR, TEMP, TMP, then the usual folders) but
     without its probe: it writes a randomly named test file into each candidate, which a Ctrl-C landing then leaves
