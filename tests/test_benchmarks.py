@@ -120,7 +120,7 @@ def test_wall_accuracy_predicts_the_fixed_loops():
         assert abs(r["predicted_fix_durations_us"] / r["fixed_loop_us"] - 1) < 0.03, r
     t = rows["train_step"]
     assert abs(t["predicted_us"] / t["fixed_loop_us"] - 1) < 0.15 and t["wall_saving_us"] < 0.1 * t["gpu_saving_us"]
-    assert wall_column("fp32_matmul", list(rows.values())).endswith("(+2%)")
+    assert wall_column("fp32_matmul", list(rows.values())).endswith("(+1%)")  # TF32 at the library efficiency
 
 
 # the side-by-side harness (`profile_cost.py measure`, then `table`): the training step's range is 25 launches
