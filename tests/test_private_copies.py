@@ -9,6 +9,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 
+def _run(code: str, tmp: Path) -> subprocess.CompletedProcess:
+    """`code` in a Python of its own with `tmp` as its temporary folder; it must succeed."""
+    env = {**os.environ, "TMPDIR": str(tmp), "PYTHONPATH": str(ROOT)}
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return done
+
+
 def test_the_decompressed_copy_goes_with_its_analysis_even_when_the_process_ends_by_os_exit(tmp_path):
     code = (
         "import os, ncuadvisor\n"
@@ -17,9 +25,7 @@ def test_the_decompressed_copy_goes_with_its_analysis_even_when_the_process_ends
         "print(sorted(p for p in os.listdir(os.environ['TMPDIR']) if p.startswith('ncuadvisor-')))\n"
         "os._exit(0)\n"
     )
-    env = {**os.environ, "TMPDIR": str(tmp_path), "PYTHONPATH": str(ROOT)}
-    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr[-2000:]
+    done = _run(code, tmp_path)
     assert done.stdout.strip() == "[]"  # nothing left while the process still ran, after two analyses
     assert not [p for p in tmp_path.iterdir() if p.name.startswith("ncuadvisor-")]
 
@@ -38,7 +44,5 @@ def test_a_forked_child_leaves_its_parents_copy_alone(tmp_path):
         "del r; gc.collect()\n"
         "print(os.path.exists(local))\n"
     )
-    env = {**os.environ, "TMPDIR": str(tmp_path), "PYTHONPATH": str(ROOT)}
-    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr[-2000:]
+    done = _run(code, tmp_path)
     assert done.stdout.split() == ["True", "False"]
