@@ -432,10 +432,16 @@ def _loops(entries: list[tuple[int, float, Instruction]]) -> list[tuple[int, int
     """The loops of a listing in address order: (target, pc) of each backward branch (its body is target..pc)."""
     loops = []
     for pc, _, ins in entries:
-        target = _BRANCH_TARGET.search(" ".join(ins.operands)) if ins.opcode.startswith("BRA") else None
-        if target and int(target.group(1), 16) <= pc:
-            loops.append((int(target.group(1), 16), pc))
+        target = _branch_target(ins)
+        if target is not None and target <= pc:
+            loops.append((target, pc))
     return loops
+
+
+def _branch_target(ins: Instruction) -> int | None:
+    """The address a branch (`BRA`) jumps to, or None for any other instruction."""
+    found = _BRANCH_TARGET.search(" ".join(ins.operands)) if ins.opcode.startswith("BRA") else None
+    return int(found.group(1), 16) if found else None
 
 
 _PREDICATE = re.compile(r"!?U?P(T|\d)")
@@ -623,9 +629,9 @@ def address_only_pcs(entries: list[tuple[int, float, Instruction]]) -> set[int]:
         for i in range(len(entries) - 1, -1, -1):
             pc, _, ins = entries[i]
             op = ins.opcode
-            target = _BRANCH_TARGET.search(" ".join(ins.operands)) if op.startswith("BRA") else None
-            if target and int(target.group(1), 16) in index:
-                t_other, t_addr = live_in[index[int(target.group(1), 16)]]
+            target = _branch_target(ins)
+            if target is not None and target in index:
+                t_other, t_addr = live_in[index[target]]
                 other |= t_other
                 addr |= t_addr
             ops = ins.operands
