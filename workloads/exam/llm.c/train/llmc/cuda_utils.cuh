@@ -217,7 +217,12 @@ int cudaMallocConditionallyManaged(void** out, size_t bytes, const char *file, i
         // if we OOM, fallback to a managed allocation. slower but at least won't crash.
         cudaGetLastError(); // reset the error before the next API call
         cudaCheck_(cudaMallocManaged(out, bytes), file, line);
+#if CUDART_VERSION >= 13000
+        cudaMemLocation cpu_location = {cudaMemLocationTypeHost, 0}; // CUDA 13 takes a location, not a device id
+        cudaCheck_(cudaMemAdvise(*out, bytes, cudaMemAdviseSetPreferredLocation, cpu_location), file, line);
+#else
         cudaCheck_(cudaMemAdvise(*out, bytes, cudaMemAdviseSetPreferredLocation, cudaCpuDeviceId), file, line);
+#endif
         return 1;
     } else {
         cudaCheck_(err, file, line);
