@@ -119,7 +119,7 @@ def test_cost_llmc_train_dry_run(tmp_path):
     ]
     assert all((out / f).stat().st_size < 16e6 for f in files)
     res = json.loads((out / "cost_llmc_train.json").read_text())
-    data = tmp_path / "w" / "data"
+    data = tmp_path / "w" / "data_d3"
     # the script's arguments (tmp_path has no spaces)
     args = f"-i {data}/train_000000.bin -j {data}/val_000000.bin -e {data}/model_d3_bf16.bin".split()
     args += "-b 4 -t 256 -x 2 -v 100 -m 0 -s 0 -h 0 -n 0".split()
