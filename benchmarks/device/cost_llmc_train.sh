@@ -29,7 +29,7 @@
 # Expected (RESULTS 2026-12-06, H100: `--set full` 1.83 s a launch, 13 s for the program under ncu; NCU-FACTS, H200:
 # 2.1-2.35 s a launch): build ~10-20 s (11 s on this project's 2-core CPU machine), inputs ~3 s, plain ~2-5 s,
 # profile ~30-60 s (two program runs under ncu, phase 1 at 1 pass on the 145 launches, phase 2 at ~0.7 s for each
-# launch shape of the kernels holding 90% of the time), the full set 145-158 x 1.83 s + ~13 s = 280-300 s on an H100
+# launch shape of the kernels holding 90% of the time), the full set 145-158 x 1.83 s + 3-13 s = 270-300 s on an H100
 # (320-385 s on an H200), the report on it a few seconds to ~45 s: ~340-420 s of the 570 on an H100. `measure` plans
 # the full set at 2.0 s a launch (--full-s-per-launch) and skips it, said in the JSON (which `table` then refuses),
 # when that cannot fit; its own timeout stops a full set that runs past what is left. LAYERS=2 shrinks the range by
