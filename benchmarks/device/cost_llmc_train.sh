@@ -80,7 +80,7 @@ fi
 say "inputs ready in $DATA"
 ARGS=(-i "$DATA/train_000000.bin" -j "$DATA/val_000000.bin" -e "$MODEL" -b 4 -t 256 -x 2 -v 100 -m 0 -s 0 -h 0 -n 0)
 timeout $(( $(left) - 5 )) python3 benchmarks/profile_cost.py measure --name llmc_train --out "$OUT" \
-  --work "$W/cost" --budget-s $(( $(left) - 15 )) --full-s-per-launch 2.0 --nvtx-include "Train step 1/" \
+  --work "$W/cost" --budget-s $(( $(left) - 15 )) --full-s-per-launch "${FULL_S_PER_LAUNCH:-2.0}" --nvtx-include "Train step 1/" \
   -- "$LLMC_BIN" "${ARGS[@]}" 2>&1 | tee -a "$OUT/steps.log"
 say "measure rc=${PIPESTATUS[0]}"
 python3 benchmarks/profile_cost.py table "$OUT/cost_llmc_train.json" 2>&1 | tail -40
