@@ -6,6 +6,7 @@ from typing import Any
 from ncuadvisor.rulekit import (
     COUNTERS,
     MEMORY_UNITS,
+    PRACTICAL_FRACTION,
     Evidence,
     Finding,
     Fix,
@@ -524,23 +525,32 @@ class UncoalescedGlobal(Rule):
         return _FixedKernel(new_ns, floor_ns, stream_ns, kept_ns, loads, weight, rows, bytes_ns, fraction, width)
 
     def _bytes_floor(self, fixed: _FixedKernel) -> str:
-        """'; nor below its compulsory bytes at the 76% of DRAM's peak that coalesced 4-byte loads reach (22.5 µs)'."""
+        """'; its compulsory bytes at the 76% of DRAM's peak that coalesced 4-byte loads reach: 22.5 µs'."""
         if not fixed.bytes_ns:
             return ""
         return (
-            f", nor below its compulsory bytes at the {fixed.dram_fraction:.0%} of DRAM's peak that coalesced "
-            f"{fixed.width:.0f}-byte loads reach ({fmt_ns(fixed.bytes_ns)})"
+            f"; its compulsory bytes at the {fixed.dram_fraction:.0%} of DRAM's peak that coalesced "
+            f"{fixed.width:.0f}-byte loads reach: {fmt_ns(fixed.bytes_ns)}"
         )
 
     def _speedup_model(self, k: KernelContext, fixed: _FixedKernel, frac: float) -> str:
         """How the fixed kernel's time was modelled, in words: the time of the fixed kernel = the largest of its
-        stream (or the sectors it moves), its compulsory bytes at the DRAM share its load width reaches, the
-        roofline floor and the busy time of the pipes it keeps."""
+        stream (or the time scaled by the sectors it moves), its compulsory bytes at the DRAM share its load width
+        reaches, the roofline floor and the busy time of the pipes it keeps."""
         rows = fixed.rows
-        kept = (
-            f" nor the {fmt_ns(fixed.kept_ns)} its busiest pipe needs for the same instructions"
-            if fixed.kept_ns
-            else ""
+        rest = (
+            self._bytes_floor(fixed)
+            + (
+                f"; the roofline floor at {PRACTICAL_FRACTION:.0%}, {fmt_ns(k.roofline.theoretical_ns / PRACTICAL_FRACTION)}"
+                if k.roofline.theoretical_ns
+                else ""
+            )
+            + (
+                f"; the {fmt_ns(fixed.kept_ns)} its busiest pipe needs for the same instructions"
+                if fixed.kept_ns
+                else ""
+            )
+            + "."
         )
         if rows is not None and fixed.stream_ns:
             return (
@@ -549,29 +559,23 @@ class UncoalescedGlobal(Rule):
                 f"assumes the warp-per-row mapping the fix advises: lanes along the row, {rows.blocks_after:,.0f} "
                 f"blocks, {rows.warps_per_sm:.0f} warps on each of {rows.sms:.0f} SMs instead of "
                 f"{warps_per_sm(k) or 0:.0f} on {min(k.m(LaunchStats.GRID_SIZE) or 0, k.sm_count or 0):.0f}. "
-                "The time of the fixed kernel = its compulsory bytes streamed by those warps, each pass over the "
-                f"row with the loads in flight it has now ({count(fixed.loads, 'coalesced load')} a warp, weighted "
-                f"by the bytes of each pass): {fmt_ns(fixed.stream_ns)} (latency + throughput)"
-                + self._bytes_floor(fixed)
-                + ", the roofline floor"
-                + kept
-                + "."
+                "The time of the fixed kernel is the largest of: its compulsory bytes streamed by those warps, each "
+                f"pass over the row with the loads in flight it has now ({count(fixed.loads, 'coalesced load')} a "
+                f"warp, weighted by the bytes of each pass), {fmt_ns(fixed.stream_ns)} (latency + throughput)" + rest
+            )
+        if fixed.stream_ns:
+            return (
+                "The time of the fixed kernel is the largest of: its compulsory bytes streamed with "
+                f"{count(fixed.loads, 'coalesced load')} in flight per warp (each pass over memory with its own, "
+                f"weighted by its bytes), {fmt_ns(fixed.stream_ns)} (latency + throughput: the wasted sectors' extra "
+                "wavefronts, replays and latency gone), and at least the time its memory waits do not cover, "
+                f"{fmt_ns(stall_bounded_ns(k, 0.0, MEMORY_WAITS))}" + rest
             )
         return (
-            (
-                "The time of the fixed kernel = its compulsory bytes streamed with "
-                f"{count(fixed.loads, 'coalesced load')} in flight per warp (each pass over memory with its own, "
-                f"weighted by its bytes): {fmt_ns(fixed.stream_ns)} (latency + throughput), the wasted sectors' extra "
-                "wavefronts, replays and latency gone; at least the time its memory waits do not cover "
-                f"({fmt_ns(stall_bounded_ns(k, 0.0, MEMORY_WAITS))})"
-                if fixed.stream_ns
-                else f"Time scales with the sectors moved: without the {frac:.0%} that its threads do not need, "
-                + cut(fixed.weight, frac, k.roofline)
-            )
-            + self._bytes_floor(fixed)
-            + ", and not below the roofline floor"
-            + kept
-            + "."
+            f"Time scales with the sectors moved: without the {frac:.0%} that its threads do not need, "
+            + cut(fixed.weight, frac, k.roofline)
+            + ". The time of the fixed kernel is the largest of that"
+            + rest
         )
 
     def check(self, k: KernelContext) -> Finding | None:
