@@ -881,7 +881,8 @@ def loads_in_flight_by_pass(k: KernelContext) -> tuple[float, float]:
     that pass's bytes in flight, so the kernel's are the bytes-weighted harmonic mean over the stretches (weight: the
     stretch's loads executed × 32 lanes × their width). A softmax written a thread per row keeps 16 loads in flight
     in its max pass (the loop unrolled) and 1 in its exp pass (each load feeds an exp and a store): 341 bytes a warp,
-    not the 2,048 of the max pass alone. (1, 128) without SASS."""
+    not the 2,048 of the max pass alone. A forward branch inside a loop body ends a stretch too, although the loads
+    issued before it may stay in flight across it: there the count is a lower bound. (1, 128) without SASS."""
     entries = sorted((e for e in k.per_instruction("inst_executed") if e.sass), key=lambda e: e.pc)
     loads = {e.pc: e.value for e in entries if opcode(e.sass).startswith("LDG") and opcode(e.sass) != "LDGSTS"}
     if not loads:
