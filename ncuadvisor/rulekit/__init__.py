@@ -60,6 +60,7 @@ from ncuadvisor.rulekit.contract import (
 )
 from ncuadvisor.rulekit.counters import COUNTERS, TENSOR_BUSY_PCT, TENSOR_PIPE_PCT, predict
 from ncuadvisor.rulekit.models import (
+    ACHIEVABLE_DRAM_FRACTION,
     DRAM_LATENCY_CYCLES,
     LIBRARY_TENSOR_EFFICIENCY,
     LIBRARY_TENSOR_MIN_FLOPS,
@@ -72,6 +73,7 @@ from ncuadvisor.rulekit.models import (
     LoadChain,
     RowMapping,
     SharedTree,
+    achievable_dram_fraction,
     address_work,
     address_work_of,
     atomic_lines,
@@ -94,6 +96,7 @@ from ncuadvisor.rulekit.models import (
     limiter_phrase,
     load_chain_of,
     load_chains,
+    loads_in_flight_by_pass,
     parallelism_ns,
     per_pc,
     row_per_thread,
@@ -178,6 +181,9 @@ __all__ = [
     "fmt_ns",
     "foreach_kernel",
     "global_loads_in_flight",
+    "achievable_dram_fraction",
+    "ACHIEVABLE_DRAM_FRACTION",
+    "loads_in_flight_by_pass",
     "kept_units_ns",
     "kernel_steps",
     "latency_split_ns",

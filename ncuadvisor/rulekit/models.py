@@ -201,6 +201,28 @@ def gemm_shape(k: KernelContext) -> GemmShape | None:
 # architectures (GDDR boards, other clocks): there the same cycles are assumed, an H200 calibration.
 DRAM_LATENCY_CYCLES = 520.0
 
+# The share of DRAM's peak a coalesced kernel reaches, by the bytes each lane loads (the floor of a kernel after a fix
+# that leaves it streaming its compulsory bytes): the median of compulsory bytes at peak ÷ duration over the planted
+# kernels the roofline finds DRAM-limited, with no more than 10% of their global sectors wasted and at least 40 µs
+# long, in the H100 and H200 captures of flaws.cu and patterns.cu (fixtures/h100-planted-2026-12-06/, fixtures/):
+# 4-byte loads (global load sectors per request 4) 0.757, over ten kernels from 0.66 (hist_shared_atomic, H100) to
+# 0.86 (transpose_smem_padded, H100); 16-byte loads 0.908, over six, from 0.88 to 0.94 (copy_vec4, scale_u8x16,
+# aos16_vec4 on both GPUs). tests/test_dram_fraction.py recomputes both. Wider loads reach more of the peak: the same
+# bytes in a quarter of the requests. 8-byte loads are not measured: between the two, by log2 of the width; narrower
+# loads than 4 bytes are given the 4-byte share, an upper bound (fewer bytes per request still).
+ACHIEVABLE_DRAM_FRACTION = {4: 0.757, 16: 0.908}
+
+
+def achievable_dram_fraction(width_bytes: float) -> float:
+    """`ACHIEVABLE_DRAM_FRACTION` at a load width (bytes per lane): the 4-byte share at or below 4 bytes, the 16-byte
+    one at or above 16, between them by log2 of the width."""
+    lo, hi = ACHIEVABLE_DRAM_FRACTION[4], ACHIEVABLE_DRAM_FRACTION[16]
+    if width_bytes <= 4:
+        return lo
+    if width_bytes >= 16:
+        return hi
+    return lo + (hi - lo) * (math.log2(width_bytes) - 2.0) / 2.0
+
 
 def warps_per_sm(k: KernelContext) -> float | None:
     """Achieved resident warps per SM (Occupancy section), None without it."""
@@ -850,6 +872,46 @@ def global_loads_in_flight(k: KernelContext) -> tuple[float, float]:
             if len(pending) > best_n:
                 best_n, best_bytes = len(pending), 32.0 * sum(w for _, w in pending)
     return (float(best_n), best_bytes) if best_n else (1.0, 128.0)
+
+
+def loads_in_flight_by_pass(k: KernelContext) -> tuple[float, float]:
+    """(loads, bytes) a warp keeps in flight over the whole kernel, each pass over memory with its own: the SASS read
+    as in `global_loads_in_flight`, but per stretch of straight code between branches and barriers (a loop body, one
+    pass), each stretch's most loads pending before one is used. A latency-bound stream takes the bytes of each pass ÷
+    that pass's bytes in flight, so the kernel's are the bytes-weighted harmonic mean over the stretches (weight: the
+    stretch's loads executed × 32 lanes × their width). A softmax written a thread per row keeps 16 loads in flight
+    in its max pass (the loop unrolled) and 1 in its exp pass (each load feeds an exp and a store): 341 bytes a warp,
+    not the 2,048 of the max pass alone. A forward branch inside a loop body ends a stretch too, although the loads
+    issued before it may stay in flight across it: there the count is a lower bound. (1, 128) without SASS."""
+    entries = sorted((e for e in k.per_instruction("inst_executed") if e.sass), key=lambda e: e.pc)
+    loads = {e.pc: e.value for e in entries if opcode(e.sass).startswith("LDG") and opcode(e.sass) != "LDGSTS"}
+    if not loads:
+        return 1.0, 128.0
+    stretches: list[tuple[float, int, float]] = []  # (bytes the stretch's loads move, most loads, most bytes in flight)
+    pending: list[tuple[set[int], int]] = []
+    moved, most_n, most_bytes = 0.0, 0, 0.0
+    for e in [*entries, None]:
+        ins = parse(e.sass or "") if e is not None else None
+        if ins is None or ins.opcode.startswith(FLOW_BREAK):
+            if moved > 0:
+                stretches.append((moved, most_n, most_bytes))
+            pending, moved, most_n, most_bytes = [], 0.0, 0, 0.0
+            continue
+        used = ins.registers_read()
+        hit = [i for i, (regs, _) in enumerate(pending) if regs & used]
+        if hit:
+            pending = pending[max(hit) + 1 :]
+        if e is not None and e.pc in loads:
+            width = access_bytes(e.sass or "") or 4
+            first = min(registers(ins.operands[0]) or {0}) if ins.operands else 0
+            pending.append((set(range(first, first + max(1, width // 4))), width))
+            moved += loads[e.pc] * 32.0 * width
+            most_n = max(most_n, len(pending))
+            most_bytes = max(most_bytes, 32.0 * sum(w for _, w in pending))
+    total = sum(m for m, _, _ in stretches)
+    if total <= 0:
+        return 1.0, 128.0
+    return total / sum(m / n for m, n, _ in stretches), total / sum(m / b for m, _, b in stretches)
 
 
 # -- formatting for finding messages ---------------------------------------------------------------------------------
