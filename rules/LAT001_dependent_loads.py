@@ -42,17 +42,18 @@ class DependentLoads(Rule):
         chain.
 
         Weaker evidence (ncu's default set: Speed Of Light, launch statistics, occupancy; no stall counters, no memory
-        tables): ncu's own reading of Speed Of Light, memory and compute both far below peak (the roofline's limiter
-        is latency: no unit busy half its time at its peak) on a grid that fills the GPU (at least
+        tables): ncu's own reading of Speed Of Light (its SOLBottleneck rule: compute and memory throughput both below
+        60% of peak "typically indicate latency issues"), memory and compute both under `max_sol_pct_weak` and no
+        unit of the roofline busy that share of its time at its peak, on a grid that fills the GPU (at least
         `min_waves_weak` waves of blocks, `launch__waves_per_multiprocessor`) with enough warps
         (`min_theoretical_occupancy_pct`): the warps wait on latency with too little work in flight. Which latency
         (loads used right after they issue, a dependent chain, divergence, barriers) the default set cannot tell; a
         long-scoreboard share, where the report has the stall counters, must still be at least
         `min_long_scoreboard_share`. Silent where L2 is the busiest unit and at least `min_l2_over_dram_weak` × as
         busy as DRAM: L2 then serves traffic DRAM does not (wasted sectors, re-reads), which points at the access
-        pattern (MEM001, CAC001), not at the work in flight. Achieved occupancy below `max_achieved_share_weak` of the theoretical is said
-        (warps that end unevenly: imbalance or a tail). Low confidence; `--section WarpStateStats --section
-        SourceCounters` would confirm it and place it.
+        pattern (MEM001, CAC001), not at the work in flight. Achieved occupancy below `max_achieved_share_weak` of
+        the theoretical is said (warps that end unevenly: imbalance or a tail). Low confidence; `--section
+        WarpStateStats --section SourceCounters` would confirm it and place it.
 
     Why it costs time:
         A load from HBM takes ~600-800 cycles. A warp that needs the result of one load to address the next (pointer
@@ -110,6 +111,7 @@ class DependentLoads(Rule):
         "min_chained_share": 0.25,
         "chains_per_thread_after": 4.0,
         "max_chain_memory_share": 0.7,
+        "max_sol_pct_weak": 60.0,
         "min_waves_weak": 2.0,
         "max_achieved_share_weak": 0.8,
         "min_l2_over_dram_weak": 2.0,
@@ -284,8 +286,10 @@ class DependentLoads(Rule):
         r = k.roofline
         t = self.thresholds
         mem, comp = k.m(SpeedOfLight.MEMORY_PCT), k.m(SpeedOfLight.COMPUTE_PCT)
-        if mem is None or comp is None or limiter_side(r) != "latency" or not r.duration_ns:
+        if mem is None or comp is None or not r.duration_ns or limiter_side(r) == "launch":
             return None
+        if max(mem, comp, 100 * (r.limiter_share or 0.0)) >= t["max_sol_pct_weak"]:
+            return None  # a unit at ncu's 60% line: its throughput, not latency, is the story
         waves, theo = k.m(LaunchStats.WAVES_PER_SM), k.m(Occupancy.THEORETICAL_PCT)
         if waves is None or waves < t["min_waves_weak"]:
             return None  # a grid that does not fill the GPU (or a partial wave): LCH001's
@@ -303,7 +307,10 @@ class DependentLoads(Rule):
         achieved = k.m(Occupancy.ACHIEVED_PCT)
         uneven = achieved is not None and achieved < t["max_achieved_share_weak"] * theo
         return self.finding(
-            title=f"Latency-bound: memory {mem:.0f}% and compute {comp:.0f}% of peak on a full GPU",
+            title=(
+                f"Latency: memory {mem:.0f}% and compute {comp:.0f}% of peak "
+                f"(both under {t['max_sol_pct_weak']:.0f}%) on a full GPU"
+            ),
             message=(
                 f"Speed Of Light puts memory at {mem:.0f}% and compute at {comp:.0f}% of peak, on {waves:,.1f} waves "
                 f"of blocks with {theo:.0f}% theoretical occupancy: the GPU is full and its warps wait on latency, "

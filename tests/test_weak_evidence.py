@@ -15,7 +15,7 @@ def test_basic_set_weak_paths_run_silent_and_skip_notes_name_sections(analyzed):
         # the L2 atomic units, the FMA pipe's utilisation and the launch's stack limit (1024 bytes: CUDA's default)
         # are in the basic set: ATM001, TEN001, TIL001 and LOC001 ran on them (TIL001 silent on the shared-memory
         # transpose at 88% of L1 whose FMA pipe is idle, and on the L2-bound strided copy); LAT001 ran on Speed Of
-        # Light, the launch's waves and the occupancy section, silent where a unit is over half busy (every kernel here)
+        # Light, the launch's waves and the occupancy section, silent where a unit is at 60% or more (every kernel here)
         for code in ("ATM001", "TEN001", "TIL001", "LOC001", "LAT001"):
             assert notes[code].endswith(engine.WEAK_SILENT), (k["name"], notes[code])
         # the basic set has no bytes-per-sector: MEM001 is skipped, and says which section would settle it
