@@ -8,7 +8,6 @@ from ncuadvisor.rulekit import (
     Occupancy,
     Rule,
     SourceCounters,
-    SpeedOfLight,
     WarpStateStats,
     dependent_loads,
     limiter_side,
@@ -101,8 +100,9 @@ class DependentLoads(Rule):
     )
     optional = tuple(stall(s) for s in WarpStateStats.STALL_REASONS if s != "long_scoreboard")
     per_instruction = (SourceCounters.SAMPLED_STALL_LONG_SCOREBOARD, SourceCounters.INST_EXECUTED)
-    # ncu's default set: the roofline's Speed Of Light shares, the launch's waves and the occupancy section
-    weak_evidence = (SpeedOfLight.COMPUTE_PCT,)
+    # ncu's default set: the launch's waves, with the roofline's Speed Of Light shares (read, or derived from the
+    # units where `profile` leaves the two percentages out) and the occupancy section
+    weak_evidence = (LaunchStats.WAVES_PER_SM,)
     thresholds = {
         "min_long_scoreboard_share": 0.5,
         "min_loads_per_warp": 4.0,
@@ -285,7 +285,7 @@ class DependentLoads(Rule):
         fills the GPU with enough warps; the stall counters, where present, must agree."""
         r = k.roofline
         t = self.thresholds
-        mem, comp = k.m(SpeedOfLight.MEMORY_PCT), k.m(SpeedOfLight.COMPUTE_PCT)
+        mem, comp = r.sol.get("memory_pct"), r.sol.get("compute_pct")
         if mem is None or comp is None or not r.duration_ns or limiter_side(r) == "launch":
             return None
         if max(mem, comp, 100 * (r.limiter_share or 0.0)) >= t["max_sol_pct_weak"]:
@@ -332,8 +332,10 @@ class DependentLoads(Rule):
                 "(WarpStateStats) could show."
             ),
             evidence=[
-                Evidence(SpeedOfLight.MEMORY_PCT, round(mem, 1), None, "memory throughput", "%"),
-                Evidence(SpeedOfLight.COMPUTE_PCT, round(comp, 1), None, "compute throughput", "%"),
+                Evidence("memory_pct", round(mem, 1), t["max_sol_pct_weak"], "memory throughput (Speed Of Light)", "%"),
+                Evidence(
+                    "compute_pct", round(comp, 1), t["max_sol_pct_weak"], "compute throughput (Speed Of Light)", "%"
+                ),
                 Evidence(LaunchStats.WAVES_PER_SM, round(waves, 2), t["min_waves_weak"], "waves"),
                 Evidence(
                     Occupancy.THEORETICAL_PCT, theo, t["min_theoretical_occupancy_pct"], "theoretical occupancy", "%"
