@@ -20,6 +20,7 @@ from ncuadvisor.rulekit import (
 
 stall = WarpStateStats.stall
 CHAIN = "the SASS shows a dependent-load chain (each load's address is an earlier load's result)"
+SOL_ONLY = "Speed Of Light, launch statistics and occupancy only (no stall counters)"
 
 
 class DependentLoads(Rule):
@@ -38,6 +39,20 @@ class DependentLoads(Rule):
         little over half busy on some GPUs (the H100's L2 at 55% on the planted chase, the H200's at 48%). A gather
         (`x[idx[i]]`) or a streaming load takes its address from the loop index, not from its own result, and is not a
         chain.
+
+        Weaker evidence (ncu's default set: Speed Of Light, launch statistics, occupancy; no stall counters, no memory
+        tables): ncu's own reading of Speed Of Light (its SOLBottleneck rule: compute and memory throughput both below
+        60% of peak "typically indicate latency issues"), memory and compute both under `max_sol_pct_weak` and no
+        unit of the roofline busy that share of its time at its peak, on a grid that fills the GPU (at least
+        `min_waves_weak` waves of blocks, `launch__waves_per_multiprocessor`) with enough warps
+        (`min_theoretical_occupancy_pct`): the warps wait on latency with too little work in flight. Which latency
+        (loads used right after they issue, a dependent chain, divergence, barriers) the default set cannot tell; a
+        long-scoreboard share, where the report has the stall counters, must still be at least
+        `min_long_scoreboard_share`. Silent where L2 is the busiest unit and at least `min_l2_over_dram_weak` × as
+        busy as DRAM: L2 then serves traffic DRAM does not (wasted sectors, re-reads), which points at the access
+        pattern (MEM001, CAC001), not at the work in flight. Achieved occupancy below `max_achieved_share_weak` of
+        the theoretical is said (warps that end unevenly: imbalance or a tail). Low confidence; `--section
+        WarpStateStats --section SourceCounters` would confirm it and place it.
 
     Why it costs time:
         A load from HBM takes ~600-800 cycles. A warp that needs the result of one load to address the next (pointer
@@ -63,6 +78,10 @@ class DependentLoads(Rule):
         The counter the fix moves: long-scoreboard stall cycles per issued instruction, divided by the gain (at most
         halfway there after: × (1 + 1 / gain) / 2).
 
+        On the weaker evidence the same latency-plus-throughput model with `loads_in_flight_gain` is an upper bound,
+        said so: it assumes that all the time beyond the busiest unit's share is waiting the fix overlaps, which only
+        the stall counters could show.
+
     False positives:
         Random gathers over more data than L2 are bound by DRAM's random-access rate rather than latency; low
         occupancy (OCC001) and narrow accesses (MEM003) are reported by their own rules.
@@ -81,6 +100,9 @@ class DependentLoads(Rule):
     )
     optional = tuple(stall(s) for s in WarpStateStats.STALL_REASONS if s != "long_scoreboard")
     per_instruction = (SourceCounters.SAMPLED_STALL_LONG_SCOREBOARD, SourceCounters.INST_EXECUTED)
+    # ncu's default set: the launch's waves, with the roofline's Speed Of Light shares (read, or derived from the
+    # units where `profile` leaves the two percentages out) and the occupancy section
+    weak_evidence = (LaunchStats.WAVES_PER_SM,)
     thresholds = {
         "min_long_scoreboard_share": 0.5,
         "min_loads_per_warp": 4.0,
@@ -89,6 +111,10 @@ class DependentLoads(Rule):
         "min_chained_share": 0.25,
         "chains_per_thread_after": 4.0,
         "max_chain_memory_share": 0.7,
+        "max_sol_pct_weak": 60.0,
+        "min_waves_weak": 2.0,
+        "max_achieved_share_weak": 0.8,
+        "min_l2_over_dram_weak": 2.0,
     }
     fixes = {
         "cuda": Fix(
@@ -112,6 +138,29 @@ class DependentLoads(Rule):
         ),
     }
     fixes_when = {
+        SOL_ONLY: {
+            "cuda": Fix(
+                text=(
+                    "Memory and compute are both far below peak on a full GPU: the warps wait on latency with too "
+                    "little independent work in flight. Issue the loads of several iterations before using them "
+                    "(unroll, no `#pragma unroll 1` on a loop of loads), walk several independent chains per thread, "
+                    "and check the stall reasons with `--section WarpStateStats --section SourceCounters` before "
+                    "rewriting: they say whether loads, barriers or divergence hold the warps."
+                ),
+                code=(
+                    "#pragma unroll 4   // the loads of 4 iterations in flight before their first use\n"
+                    "for (int f = start; f < end; ++f) acc += table[index[f]];"
+                ),
+            ),
+            "triton": Fix(
+                text=(
+                    "Memory and compute are both far below peak on a full GPU: raise num_stages so the tl.load of "
+                    "the next iterations is in flight, and give each program more independent work (a larger "
+                    "BLOCK); `--section WarpStateStats` would say which stalls hold the warps."
+                ),
+                code="triton.Config({'BLOCK': 1024}, num_warps=8, num_stages=4)",
+            ),
+        },
         CHAIN: {
             "cuda": Fix(
                 text=(
@@ -136,10 +185,12 @@ class DependentLoads(Rule):
                 ),
                 code="idx = tl.load(next_ptr + idx)   # idx: a block of independent list positions, stepped together",
             ),
-        }
+        },
     }
 
     def check(self, k: KernelContext) -> Finding | None:
+        if k.weak:
+            return self.from_speed_of_light(k)
         r = k.roofline
         t = self.thresholds
         side = limiter_side(r)
@@ -227,4 +278,68 @@ class DependentLoads(Rule):
                 Evidence("long_scoreboard_share", round(stall_share, 3), self.thresholds["min_long_scoreboard_share"]),
             ],
             source=k.top_lines(SourceCounters.SAMPLED_STALL_LONG_SCOREBOARD, limit=3),
+        )
+
+    def from_speed_of_light(self, k: KernelContext) -> Finding | None:
+        """The weaker evidence: ncu's default set says latency (memory and compute both far below peak) on a grid that
+        fills the GPU with enough warps; the stall counters, where present, must agree."""
+        r = k.roofline
+        t = self.thresholds
+        mem, comp = r.sol.get("memory_pct"), r.sol.get("compute_pct")
+        if mem is None or comp is None or not r.duration_ns or limiter_side(r) == "launch":
+            return None
+        if max(mem, comp, 100 * (r.limiter_share or 0.0)) >= t["max_sol_pct_weak"]:
+            return None  # a unit at ncu's 60% line: its throughput, not latency, is the story
+        waves, theo = k.m(LaunchStats.WAVES_PER_SM), k.m(Occupancy.THEORETICAL_PCT)
+        if waves is None or waves < t["min_waves_weak"]:
+            return None  # a grid that does not fill the GPU (or a partial wave): LCH001's
+        if theo is None or theo < t["min_theoretical_occupancy_pct"]:
+            return None  # too few warps: OCC001, the cheaper way to more work in flight
+        l2, dram = r.sol.get("l2_pct") or 0.0, r.sol.get("dram_pct") or 0.0
+        if l2 >= max(r.busy_pct.values(), default=0.0) and l2 >= t["min_l2_over_dram_weak"] * dram:
+            return None  # L2 serves far more than DRAM moves: the access pattern's traffic, not the work in flight
+        total, ls = stall_total(k), k.m(stall("long_scoreboard"))
+        if ls is not None and total > 0 and ls / total < t["min_long_scoreboard_share"]:
+            return None  # the stall counters say the warps wait on something other than global loads
+        busy = max(mem, comp)
+        gain = t["loads_in_flight_gain"]
+        new_ns = parallelism_ns(k, gain) or 0.0
+        achieved = k.m(Occupancy.ACHIEVED_PCT)
+        uneven = achieved is not None and achieved < t["max_achieved_share_weak"] * theo
+        return self.finding(
+            title=(
+                f"Latency: memory {mem:.0f}% and compute {comp:.0f}% of peak "
+                f"(both under {t['max_sol_pct_weak']:.0f}%) on a full GPU"
+            ),
+            message=(
+                f"Speed Of Light puts memory at {mem:.0f}% and compute at {comp:.0f}% of peak, on {waves:,.1f} waves "
+                f"of blocks with {theo:.0f}% theoretical occupancy: the GPU is full and its warps wait on latency, "
+                "with too little independent work in flight (loads used right after they issue, a dependent chain, "
+                "divergence or barriers: the default set cannot tell which)."
+                + (
+                    f" Achieved occupancy is {achieved:.0f}%, under {t['max_achieved_share_weak']:.0%} of the "
+                    "theoretical: warps also end unevenly (imbalance between blocks, or a tail)."
+                    if uneven
+                    else ""
+                )
+            ),
+            fix=self.fix_for(k, SOL_ONLY),
+            estimated_speedup=time_after(r.duration_ns, new_ns, r.theoretical_ns),
+            speedup_model=(
+                f"At most: with {gain:.0f}× the work in flight, the busiest unit's {busy:.0f}% of the time stays and "
+                f"the rest divides by {gain:.0f} (Little's law), not below the roofline floor. An upper bound: it "
+                "assumes all the waiting is on latency the fix overlaps, which only the stall counters "
+                "(WarpStateStats) could show."
+            ),
+            evidence=[
+                Evidence("memory_pct", round(mem, 1), t["max_sol_pct_weak"], "memory throughput (Speed Of Light)", "%"),
+                Evidence(
+                    "compute_pct", round(comp, 1), t["max_sol_pct_weak"], "compute throughput (Speed Of Light)", "%"
+                ),
+                Evidence(LaunchStats.WAVES_PER_SM, round(waves, 2), t["min_waves_weak"], "waves"),
+                Evidence(
+                    Occupancy.THEORETICAL_PCT, theo, t["min_theoretical_occupancy_pct"], "theoretical occupancy", "%"
+                ),
+                Evidence(Occupancy.ACHIEVED_PCT, achieved, None, "achieved occupancy", "%"),
+            ],
         )

@@ -42,3 +42,22 @@ def test_til001_reread_where_l2_refetches_cost_nothing():
     first = ks["ReferenceGemm_kernel"]["findings"][0]
     assert first["rule"] == "TIL001" and "through L1 (99% hits)" in first["title"]
     assert not any(f["rule"] == "TIL001" for f in ks["Kernel"]["findings"])  # the B2b GEMM under study
+
+
+def test_lat001_weak_path_on_the_default_set():
+    """MgMap/Hyper-Spec-M (RTX 2060 Max-Q, ncu 2024.3.2, ncu's default set): a CuPy kernel whose `#pragma unroll 1`
+    loop loads a feature index, then the bit word it addresses, keeps memory and compute at 22-23% of peak on 178-333
+    waves at full occupancy (two launches): LAT001 on Speed Of Light alone, low confidence, its estimate said to be an
+    upper bound. On a full-set report (bwd29/self-join-MiSTIC ilpProf: stall counters and memory tables) LAT001 keeps
+    its main path."""
+    ks = kernels("MgMap+Hyper-Spec-M__profile.ncu-rep.xz")
+    first = ks["hd_enc_lvid_packed_cuda"]["findings"][0]
+    assert first["rule"] == "LAT001" and first["confidence"] == "low"
+    assert first["title"].startswith("Latency: memory 2") and first["title"].endswith(
+        "of peak (both under 60%) on a full GPU"
+    )
+    assert "Weaker evidence" in first["message"] and "section WarpStateStats" in first["message"]
+    assert "An upper bound" in first["speedup_model"]
+    full = kernels("bwd29+self-join-MiSTIC__ilpProf.ncu-rep.xz")["nodeCalculationsKernel"]["findings"]
+    lat = next(f for f in full if f["rule"] == "LAT001")
+    assert lat["confidence"] != "low" and "Weaker evidence" not in lat["message"]

@@ -1,8 +1,8 @@
 """Rules on their weakest evidence (`Rule.weak_evidence`): on a real basic-set report (fixtures/flaws_basic: ncu's
 default set on the H200) the weak paths run and stay silent where the mechanism is absent, and every skip note names
 the section that would settle it; on the full-section report of the same kernels the main paths are unchanged. The
-cases where each weak path fires, with numbers from other people's reports, are in tests/rule_cases/ (ATM001, LOC001,
-MEM001, TEN001, TIL001)."""
+cases where each weak path fires, with numbers from other people's reports, are in tests/rule_cases/ (ATM001, LAT001,
+LOC001, MEM001, TEN001, TIL001)."""
 
 from ncuadvisor.rulekit import engine
 from tests.conftest import kernel
@@ -14,8 +14,9 @@ def test_basic_set_weak_paths_run_silent_and_skip_notes_name_sections(analyzed):
         notes = {s["rule"]: s["reason"] for s in k["skipped_rules"]}
         # the L2 atomic units, the FMA pipe's utilisation and the launch's stack limit (1024 bytes: CUDA's default)
         # are in the basic set: ATM001, TEN001, TIL001 and LOC001 ran on them (TIL001 silent on the shared-memory
-        # transpose at 88% of L1 whose FMA pipe is idle, and on the L2-bound strided copy)
-        for code in ("ATM001", "TEN001", "TIL001", "LOC001"):
+        # transpose at 88% of L1 whose FMA pipe is idle, and on the L2-bound strided copy); LAT001 ran on Speed Of
+        # Light, the launch's waves and the occupancy section, silent where a unit is at 60% or more (every kernel here)
+        for code in ("ATM001", "TEN001", "TIL001", "LOC001", "LAT001"):
             assert notes[code].endswith(engine.WEAK_SILENT), (k["name"], notes[code])
         # the basic set has no bytes-per-sector: MEM001 is skipped, and says which section would settle it
         assert notes["MEM001"].startswith("report lacks memory_l2_theoretical_sectors_global")
