@@ -202,7 +202,11 @@ class UnexplainedHeadroom(Rule):
                 text=(
                     "An ATen kernel runs its generic per-element code; fewer instructions per byte come from "
                     "fusing it with its neighbours (torch.compile generates one vectorised kernel for the chain) or "
-                    "a fused op (F.scaled_dot_product_attention, fused layer norm, foreach/fused optimizers)."
+                    "a fused op (F.scaled_dot_product_attention, fused layer norm, foreach/fused optimizers). Where "
+                    "the instructions are the op's own algorithm (a random-number generator's integer rounds: "
+                    "torch.randn, dropout masks), the kernel will not go faster at this shape: draw fewer values "
+                    "(only those used, in the dtype used), or let torch.compile draw them inside the kernel that "
+                    "uses them, which saves this kernel's stores and its consumer's loads."
                 )
             ),
         },

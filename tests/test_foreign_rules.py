@@ -7,6 +7,8 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 from tests.conftest import FIXTURES, ROOT
 
 
@@ -42,3 +44,35 @@ def test_til001_reread_where_l2_refetches_cost_nothing():
     first = ks["ReferenceGemm_kernel"]["findings"][0]
     assert first["rule"] == "TIL001" and "through L1 (99% hits)" in first["title"]
     assert not any(f["rule"] == "TIL001" for f in ks["Kernel"]["findings"])  # the B2b GEMM under study
+
+
+def test_issue_slots_of_an_older_report_name_the_rng_issue_bound():
+    """flyinglandlord/sglang profile (H800, ncu 2023.3.0, full set): ncu before 2025 records the issue slots and the
+    ALU as cycles active (`sm__issue_active`, `sm__pipe_alu_cycles_active`), not as instructions issued. Read from
+    them, ATen's normal-distribution generator (96% of the time, 5.4x its byte floor) is issue-bound at 70%, not
+    latency-bound at "FMA 38%", and the fallback names its mechanism (the generator's own instructions, and the
+    lever: fewer draws, or drawn inside the consumer) instead of "no rule applies"."""
+    p = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "ncuadvisor",
+            "report",
+            str(FIXTURES / "foreign" / "flyinglandlord+sglang__profile.ncu-rep.xz"),
+            "--format",
+            "json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=ROOT,
+        check=True,
+    )
+    rng = max(json.loads(p.stdout)["kernels"], key=lambda k: k["time_share"])  # two launch shapes share its name
+    assert rng["name"] == "distribution_elementwise_grid_stride_kernel"
+    assert rng["roofline"]["limiter"] == "issue"
+    assert rng["roofline"]["ceilings"]["issue"] == pytest.approx(0.6982 * 33504, rel=0.01)
+    first = rng["findings"][0]
+    assert first["rule"] == "GEN001" and "instruction overhead" in first["title"]
+    assert "random-number generator" in first["fix"]
+    assert rng.get("no_rule") is None
