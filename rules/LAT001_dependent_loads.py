@@ -27,7 +27,8 @@ class DependentLoads(Rule):
 
     What it detects:
         A latency-bound kernel (`roofline.limiter`: no unit would be busy half its time at its peak) with enough warps
-        (`sm__maximum_warps_per_active_cycle_pct` ≥ `min_theoretical_occupancy_pct`), whose warps stall on global memory
+        (`sm__maximum_warps_per_active_cycle_pct` above `min_theoretical_occupancy_pct`; at or below it, OCC001's
+        occupancy cap is the cheaper way to more loads in flight), whose warps stall on global memory
         (`long_scoreboard`) for at least `min_long_scoreboard_share` of their stalls while each warp issues more than
         `min_loads_per_warp` loads: a loop whose loads wait for each other. With the SASS (Source Counters), the
         mechanism itself: at least `min_chained_share` of the hot loop's global loads take their address from their
@@ -152,8 +153,8 @@ class DependentLoads(Rule):
         ls = k.m(stall("long_scoreboard")) or 0.0
         if total <= 0 or ls / total < t["min_long_scoreboard_share"]:
             return None
-        if (k.m(Occupancy.THEORETICAL_PCT) or 0) < t["min_theoretical_occupancy_pct"]:
-            return None  # too few warps: OCC001, the cheaper way to more loads in flight
+        if (k.m(Occupancy.THEORETICAL_PCT) or 0) <= t["min_theoretical_occupancy_pct"]:
+            return None  # half the warp slots empty or more: OCC001, the cheaper way to more loads in flight
         chain = dependent_loads(k)
         if chain is not None and chain.share >= t["min_chained_share"] and chain.chains:
             gain = t["chains_per_thread_after"] / chain.chains
