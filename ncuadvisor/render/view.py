@@ -221,7 +221,7 @@ class Kernel:
     full_name: str  # the demangled name, else the name
     shape_tag: str  # what tells it from other kernels of its name ('grid (8, 8, 1)'), else ""
     no_rule: str | None  # a large kernel group no rule spoke to: what is known of it (its message), else None
-    no_rule_label: str  # its table cell: "no rule applies", or the program finding that covers it
+    no_rule_label: str  # its table cell: "no rule applies", "gap in the rule set", or the covering program finding
     language: str
     grid: str
     block: str
