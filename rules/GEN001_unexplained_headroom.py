@@ -320,7 +320,9 @@ class UnexplainedHeadroom(Rule):
             ),
             "barrier": (
                 "Barrier less often or with less work between them: warp-level shuffles instead of block-wide "
-                "rounds, double-buffered shared tiles, smaller blocks"
+                "rounds, double-buffered shared tiles, smaller blocks; where one warp works alone between two "
+                "barriers (a scan's look-back, a final reduction), several elements per thread, so that the section "
+                "is paid once per more data"
             ),
             "wait": "Interleave independent work: several accumulators or elements per thread (ILP)",
             "short_scoreboard": "Hide shared/MUFU latency with independent work between a load and its use",
