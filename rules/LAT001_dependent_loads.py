@@ -13,6 +13,7 @@ from ncuadvisor.rulekit import (
     limiter_side,
     parallelism_ns,
     predict,
+    serial_section,
     stall_bounded_ns,
     stall_total,
     time_after,
@@ -20,6 +21,7 @@ from ncuadvisor.rulekit import (
 
 stall = WarpStateStats.stall
 CHAIN = "the SASS shows a dependent-load chain (each load's address is an earlier load's result)"
+SERIAL = "one warp of each block runs a loop of global loads while the others wait at a barrier"
 
 
 class DependentLoads(Rule):
@@ -38,7 +40,11 @@ class DependentLoads(Rule):
         less than `max_chain_memory_share` of the time at its peak: one sector per dependent load keeps L2 or DRAM a
         little over half busy on some GPUs (the H100's L2 at 55% on the planted chase, the H200's at 48%). A gather
         (`x[idx[i]]`) or a streaming load takes its address from the loop index, not from its own result, and is not a
-        chain.
+        chain. A serial section, whatever the long-scoreboard share: barrier stalls at least `min_barrier_share` of the
+        stalls, and the SASS shows a loop of global loads entered fewer than `max_section_entry_share` × the kernel's
+        warps times (one warp of each block runs it) whose next barrier holds at least `min_section_held` of the
+        sampled barrier stalls: one warp polls a flag or walks back over earlier blocks' results (a scan's decoupled
+        look-back, a spin lock) while the rest of its block waits.
 
     Why it costs time:
         A load from HBM takes ~600-800 cycles. A warp that needs the result of one load to address the next (pointer
@@ -53,7 +59,8 @@ class DependentLoads(Rule):
         before using them, walk several independent chains per thread, prefetch the next tile while computing on
         this one (cp.async with `__pipeline_commit`, or TMA, double buffering). A chain is not helped by coalescing:
         walk `chains_per_thread_after` lists per thread interleaved, or store the structure without pointers (the
-        nodes in traversal order, a flattened tree).
+        nodes in traversal order, a flattened tree). A serial section: `elements_per_thread_after` elements per thread
+        (scanned in registers), so that the look-back and its barrier are paid once per that many times the data.
 
     Speedup estimate:
         The fix (`loads_in_flight_gain` independent chains or unrolled loads per warp) multiplies the loads in flight
@@ -62,7 +69,9 @@ class DependentLoads(Rule):
         ÷ gain), not below the roofline floor at 85% of peak. For a chain the gain is `chains_per_thread_after` ÷ the
         chains the SASS shows, and the new time is bounded by the long-scoreboard stall time the fix removes.
         The counter the fix moves: long-scoreboard stall cycles per issued instruction, divided by the gain (at most
-        halfway there after: × (1 + 1 / gain) / 2).
+        halfway there after: × (1 + 1 / gain) / 2). A serial section: the barrier stalls' share of the time divided
+        by `elements_per_thread_after`, the rest unchanged (time × (1 − barrier share × (1 − 1 / that))), bounded by
+        the barrier stall time it removes, not below the floor at 85% of peak.
 
     False positives:
         Random gathers over more data than L2 are bound by DRAM's random-access rate rather than latency; low
@@ -81,7 +90,11 @@ class DependentLoads(Rule):
         LaunchStats.BLOCK_SIZE,
     )
     optional = tuple(stall(s) for s in WarpStateStats.STALL_REASONS if s != "long_scoreboard")
-    per_instruction = (SourceCounters.SAMPLED_STALL_LONG_SCOREBOARD, SourceCounters.INST_EXECUTED)
+    per_instruction = (
+        SourceCounters.SAMPLED_STALL_LONG_SCOREBOARD,
+        SourceCounters.INST_EXECUTED,
+        SourceCounters.SAMPLED_STALL_BARRIER,
+    )
     thresholds = {
         "min_long_scoreboard_share": 0.5,
         "min_loads_per_warp": 4.0,
@@ -90,6 +103,10 @@ class DependentLoads(Rule):
         "min_chained_share": 0.25,
         "chains_per_thread_after": 4.0,
         "max_chain_memory_share": 0.7,
+        "min_barrier_share": 0.4,
+        "max_section_entry_share": 0.5,
+        "min_section_held": 0.4,
+        "elements_per_thread_after": 8.0,
     }
     fixes = {
         "cuda": Fix(
@@ -113,6 +130,23 @@ class DependentLoads(Rule):
         ),
     }
     fixes_when = {
+        SERIAL: {
+            "cuda": Fix(
+                text=(
+                    "One warp of each block walks a loop of global loads (a look-back over earlier blocks' results, a "
+                    "spin on a flag) while the block waits at the next barrier ({barrier:.0%} of the stalls). Give "
+                    "each thread {gain:.0f} or more elements (loaded before the section, scanned in registers) so "
+                    "the section is paid once per {gain:.0f}× the data, as CUB's scans do, and let the waiting warps "
+                    "load their next elements before the barrier."
+                ),
+                code=(
+                    "constexpr int ITEMS = 8;                      // elements per thread\n"
+                    "float v[ITEMS];\n"
+                    "for (int i = 0; i < ITEMS; ++i) v[i] = in[(blockIdx.x * blockDim.x * ITEMS) + i * blockDim.x + threadIdx.x];\n"
+                    "// scan the ITEMS in registers, then one block scan and one look-back per block"
+                ),
+            ),
+        },
         CHAIN: {
             "cuda": Fix(
                 text=(
@@ -137,7 +171,7 @@ class DependentLoads(Rule):
                 ),
                 code="idx = tl.load(next_ptr + idx)   # idx: a block of independent list positions, stepped together",
             ),
-        }
+        },
     }
 
     def check(self, k: KernelContext) -> Finding | None:
@@ -151,6 +185,11 @@ class DependentLoads(Rule):
             return None
         total = stall_total(k)
         ls = k.m(stall("long_scoreboard")) or 0.0
+        barrier = (k.m(stall("barrier")) or 0.0) / total if total > 0 else 0.0
+        if barrier >= t["min_barrier_share"]:  # the block waits on one warp's loads: a serial section
+            section = serial_section(k, t["max_section_entry_share"], t["min_section_held"])
+            if section is not None:
+                return self.serial(k, section.entries, section.warps, section.held, barrier)
         if total <= 0 or ls / total < t["min_long_scoreboard_share"]:
             return None
         if (k.m(Occupancy.THEORETICAL_PCT) or 0) <= t["min_theoretical_occupancy_pct"]:
@@ -192,6 +231,41 @@ class DependentLoads(Rule):
                 Evidence("loads_per_warp", round(loads_per_warp, 1), t["min_loads_per_warp"]),
             ],
             source=lines,
+        )
+
+    def serial(self, k: KernelContext, entries: float, warps: float, held: float, barrier: float) -> Finding:
+        """A serial section the SASS shows: one warp of each block loops on global loads (a look-back, a flag) while
+        the block's other warps wait at the barrier after it."""
+        r = k.roofline
+        dur = r.duration_ns or 0.0
+        gain = self.thresholds["elements_per_thread_after"]
+        # the section is paid once per block: with `gain` times the elements per thread, once per `gain` times the data
+        new_ns = stall_bounded_ns(k, dur * (1.0 - barrier * (1.0 - 1.0 / gain)), ("barrier",))
+        return self.finding(
+            title=(
+                f"Serial section: one warp per block loops on global loads while the block waits "
+                f"({barrier:.0%} of stalls at barriers)"
+            ),
+            message=(
+                f"A loop of global loads is entered {entries:,.0f} times by the kernel's {warps:,.0f} warps: one warp "
+                "of each block polls a flag or walks back over earlier blocks' results (a scan's look-back, a spin "
+                f"lock), one load at a time, while the block's other warps wait at the barrier after it, which holds "
+                f"{held:.0%} of the sampled barrier stalls. Each block pays that latency for its own few elements."
+            ),
+            fix=self.fix_for(k, SERIAL, gain=gain, barrier=barrier),
+            estimated_speedup=time_after(dur, new_ns, r.theoretical_ns),
+            speedup_model=(
+                f"{gain:.0f} elements per thread: the section and its barrier waits ({barrier:.0%} of the warps' "
+                f"stalls) are paid once per {gain:.0f}× the data, the rest stays; bounded by the barrier stall time it "
+                "removes, not below the roofline floor."
+            ),
+            confidence="medium",
+            evidence=[
+                Evidence(stall("barrier"), round(barrier, 3), self.thresholds["min_barrier_share"], "barrier share"),
+                Evidence("section_entries_per_warp", round(entries / max(warps, 1), 3), None, "loop entries ÷ warps"),
+                Evidence("barrier_stalls_held", round(held, 3), self.thresholds["min_section_held"]),
+            ],
+            source=k.top_lines(SourceCounters.SAMPLED_STALL_BARRIER, limit=2),
         )
 
     def chain(self, k: KernelContext, share: float, chains: int, gain: float, stall_share: float) -> Finding:

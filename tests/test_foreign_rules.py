@@ -76,3 +76,13 @@ def test_issue_slots_of_an_older_report_name_the_rng_issue_bound():
     assert first["rule"] == "GEN001" and "instruction overhead" in first["title"]
     assert "random-number generator" in first["fix"]
     assert rng.get("no_rule") is None
+
+
+def test_a_scans_look_back_is_a_serial_section():
+    """thedavidchu/speedy_scan (RTX 3070, ncu 2020.3.1, full set): a decoupled look-back scan with one element per
+    thread. 58% of the stalls are at barriers, 64% of those sampled after the barrier that closes warp 0's look-back
+    loop (a strong global load polled 23,687 times for 19,532 blocks): LAT001's serial section, with the lever (more
+    elements per thread), not GEN001's "barrier stalls"."""
+    first = kernels("thedavidchu+speedy_scan__profile.ncu-rep.xz")["kernel"]["findings"][0]
+    assert first["rule"] == "LAT001" and first["title"].startswith("Serial section: one warp per block")
+    assert "8 or more elements" in first["fix"]
