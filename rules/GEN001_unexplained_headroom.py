@@ -202,7 +202,11 @@ class UnexplainedHeadroom(Rule):
                 text=(
                     "An ATen kernel runs its generic per-element code; fewer instructions per byte come from "
                     "fusing it with its neighbours (torch.compile generates one vectorised kernel for the chain) or "
-                    "a fused op (F.scaled_dot_product_attention, fused layer norm, foreach/fused optimizers)."
+                    "a fused op (F.scaled_dot_product_attention, fused layer norm, foreach/fused optimizers). Where "
+                    "the instructions are the op's own algorithm (a random-number generator's integer rounds: "
+                    "torch.randn, dropout masks), the kernel will not go faster at this shape: draw fewer values "
+                    "(only those used, in the dtype used), or let torch.compile draw them inside the kernel that "
+                    "uses them, which saves this kernel's stores and its consumer's loads."
                 )
             ),
         },
@@ -316,7 +320,9 @@ class UnexplainedHeadroom(Rule):
             ),
             "barrier": (
                 "Barrier less often or with less work between them: warp-level shuffles instead of block-wide "
-                "rounds, double-buffered shared tiles, smaller blocks"
+                "rounds, double-buffered shared tiles, smaller blocks; where one warp works alone between two "
+                "barriers (a scan's look-back, a final reduction), several elements per thread, so that the section "
+                "is paid once per more data"
             ),
             "wait": "Interleave independent work: several accumulators or elements per thread (ILP)",
             "short_scoreboard": "Hide shared/MUFU latency with independent work between a load and its use",

@@ -13,6 +13,7 @@ from ncuadvisor.rulekit import (
     limiter_side,
     parallelism_ns,
     predict,
+    serial_section,
     stall_bounded_ns,
     stall_total,
     time_after,
@@ -21,6 +22,7 @@ from ncuadvisor.rulekit import (
 stall = WarpStateStats.stall
 CHAIN = "the SASS shows a dependent-load chain (each load's address is an earlier load's result)"
 SOL_ONLY = "Speed Of Light, launch statistics and occupancy only (no stall counters)"
+SERIAL = "one warp of each block runs a loop of global loads while the others wait at a barrier"
 
 
 class DependentLoads(Rule):
@@ -28,7 +30,8 @@ class DependentLoads(Rule):
 
     What it detects:
         A latency-bound kernel (`roofline.limiter`: no unit would be busy half its time at its peak) with enough warps
-        (`sm__maximum_warps_per_active_cycle_pct` ≥ `min_theoretical_occupancy_pct`), whose warps stall on global memory
+        (`sm__maximum_warps_per_active_cycle_pct` above `min_theoretical_occupancy_pct`; at or below it, OCC001's
+        occupancy cap is the cheaper way to more loads in flight), whose warps stall on global memory
         (`long_scoreboard`) for at least `min_long_scoreboard_share` of their stalls while each warp issues more than
         `min_loads_per_warp` loads: a loop whose loads wait for each other. With the SASS (Source Counters), the
         mechanism itself: at least `min_chained_share` of the hot loop's global loads take their address from their
@@ -38,7 +41,11 @@ class DependentLoads(Rule):
         less than `max_chain_memory_share` of the time at its peak: one sector per dependent load keeps L2 or DRAM a
         little over half busy on some GPUs (the H100's L2 at 55% on the planted chase, the H200's at 48%). A gather
         (`x[idx[i]]`) or a streaming load takes its address from the loop index, not from its own result, and is not a
-        chain.
+        chain. A serial section, whatever the long-scoreboard share: barrier stalls at least `min_barrier_share` of the
+        stalls, and the SASS shows a loop of global loads entered fewer than `max_section_entry_share` × the kernel's
+        warps times (one warp of each block runs it) whose next barrier holds at least `min_section_held` of the
+        sampled barrier stalls: one warp polls a flag or walks back over earlier blocks' results (a scan's decoupled
+        look-back, a spin lock) while the rest of its block waits.
 
         Weaker evidence (ncu's default set: Speed Of Light, launch statistics, occupancy; no stall counters, no memory
         tables): ncu's own reading of Speed Of Light (its SOLBottleneck rule: compute and memory throughput both below
@@ -67,7 +74,8 @@ class DependentLoads(Rule):
         before using them, walk several independent chains per thread, prefetch the next tile while computing on
         this one (cp.async with `__pipeline_commit`, or TMA, double buffering). A chain is not helped by coalescing:
         walk `chains_per_thread_after` lists per thread interleaved, or store the structure without pointers (the
-        nodes in traversal order, a flattened tree).
+        nodes in traversal order, a flattened tree). A serial section: `elements_per_thread_after` elements per thread
+        (scanned in registers), so that the look-back and its barrier are paid once per that many times the data.
 
     Speedup estimate:
         The fix (`loads_in_flight_gain` independent chains or unrolled loads per warp) multiplies the loads in flight
@@ -76,7 +84,9 @@ class DependentLoads(Rule):
         ÷ gain), not below the roofline floor at 85% of peak. For a chain the gain is `chains_per_thread_after` ÷ the
         chains the SASS shows, and the new time is bounded by the long-scoreboard stall time the fix removes.
         The counter the fix moves: long-scoreboard stall cycles per issued instruction, divided by the gain (at most
-        halfway there after: × (1 + 1 / gain) / 2).
+        halfway there after: × (1 + 1 / gain) / 2). A serial section: the barrier stalls' share of the time divided
+        by `elements_per_thread_after`, the rest unchanged (time × (1 − barrier share × (1 − 1 / that))), bounded by
+        the barrier stall time it removes, not below the floor at 85% of peak.
 
         On the weaker evidence the same latency-plus-throughput model with `loads_in_flight_gain` is an upper bound,
         said so: it assumes that all the time beyond the busiest unit's share is waiting the fix overlaps, which only
@@ -99,7 +109,11 @@ class DependentLoads(Rule):
         LaunchStats.BLOCK_SIZE,
     )
     optional = tuple(stall(s) for s in WarpStateStats.STALL_REASONS if s != "long_scoreboard")
-    per_instruction = (SourceCounters.SAMPLED_STALL_LONG_SCOREBOARD, SourceCounters.INST_EXECUTED)
+    per_instruction = (
+        SourceCounters.SAMPLED_STALL_LONG_SCOREBOARD,
+        SourceCounters.INST_EXECUTED,
+        SourceCounters.SAMPLED_STALL_BARRIER,
+    )
     # ncu's default set: the launch's waves, with the roofline's Speed Of Light shares (read, or derived from the
     # units where `profile` leaves the two percentages out) and the occupancy section
     weak_evidence = (LaunchStats.WAVES_PER_SM,)
@@ -115,6 +129,10 @@ class DependentLoads(Rule):
         "min_waves_weak": 2.0,
         "max_achieved_share_weak": 0.8,
         "min_l2_over_dram_weak": 2.0,
+        "min_barrier_share": 0.4,
+        "max_section_entry_share": 0.5,
+        "min_section_held": 0.4,
+        "elements_per_thread_after": 8.0,
     }
     fixes = {
         "cuda": Fix(
@@ -161,6 +179,23 @@ class DependentLoads(Rule):
                 code="triton.Config({'BLOCK': 1024}, num_warps=8, num_stages=4)",
             ),
         },
+        SERIAL: {
+            "cuda": Fix(
+                text=(
+                    "One warp of each block walks a loop of global loads (a look-back over earlier blocks' results, a "
+                    "spin on a flag) while the block waits at the next barrier ({barrier:.0%} of the stalls). Give "
+                    "each thread {gain:.0f} or more elements (loaded before the section, scanned in registers) so "
+                    "the section is paid once per {gain:.0f}× the data, as CUB's scans do, and let the waiting warps "
+                    "load their next elements before the barrier."
+                ),
+                code=(
+                    "constexpr int ITEMS = 8;                      // elements per thread\n"
+                    "float v[ITEMS];\n"
+                    "for (int i = 0; i < ITEMS; ++i) v[i] = in[(blockIdx.x * blockDim.x * ITEMS) + i * blockDim.x + threadIdx.x];\n"
+                    "// scan the ITEMS in registers, then one block scan and one look-back per block"
+                ),
+            ),
+        },
         CHAIN: {
             "cuda": Fix(
                 text=(
@@ -201,10 +236,15 @@ class DependentLoads(Rule):
             return None
         total = stall_total(k)
         ls = k.m(stall("long_scoreboard")) or 0.0
+        barrier = (k.m(stall("barrier")) or 0.0) / total if total > 0 else 0.0
+        if barrier >= t["min_barrier_share"]:  # the block waits on one warp's loads: a serial section
+            section = serial_section(k, t["max_section_entry_share"], t["min_section_held"])
+            if section is not None:
+                return self.serial(k, section.entries, section.warps, section.held, barrier)
         if total <= 0 or ls / total < t["min_long_scoreboard_share"]:
             return None
-        if (k.m(Occupancy.THEORETICAL_PCT) or 0) < t["min_theoretical_occupancy_pct"]:
-            return None  # too few warps: OCC001, the cheaper way to more loads in flight
+        if (k.m(Occupancy.THEORETICAL_PCT) or 0) <= t["min_theoretical_occupancy_pct"]:
+            return None  # half the warp slots empty or more: OCC001, the cheaper way to more loads in flight
         chain = dependent_loads(k)
         if chain is not None and chain.share >= t["min_chained_share"] and chain.chains:
             gain = t["chains_per_thread_after"] / chain.chains
@@ -242,6 +282,41 @@ class DependentLoads(Rule):
                 Evidence("loads_per_warp", round(loads_per_warp, 1), t["min_loads_per_warp"]),
             ],
             source=lines,
+        )
+
+    def serial(self, k: KernelContext, entries: float, warps: float, held: float, barrier: float) -> Finding:
+        """A serial section the SASS shows: one warp of each block loops on global loads (a look-back, a flag) while
+        the block's other warps wait at the barrier after it."""
+        r = k.roofline
+        dur = r.duration_ns or 0.0
+        gain = self.thresholds["elements_per_thread_after"]
+        # the section is paid once per block: with `gain` times the elements per thread, once per `gain` times the data
+        new_ns = stall_bounded_ns(k, dur * (1.0 - barrier * (1.0 - 1.0 / gain)), ("barrier",))
+        return self.finding(
+            title=(
+                f"Serial section: one warp per block loops on global loads while the block waits "
+                f"({barrier:.0%} of stalls at barriers)"
+            ),
+            message=(
+                f"A loop of global loads is entered {entries:,.0f} times by the kernel's {warps:,.0f} warps: one warp "
+                "of each block polls a flag or walks back over earlier blocks' results (a scan's look-back, a spin "
+                f"lock), one load at a time, while the block's other warps wait at the barrier after it, which holds "
+                f"{held:.0%} of the sampled barrier stalls. Each block pays that latency for its own few elements."
+            ),
+            fix=self.fix_for(k, SERIAL, gain=gain, barrier=barrier),
+            estimated_speedup=time_after(dur, new_ns, r.theoretical_ns),
+            speedup_model=(
+                f"{gain:.0f} elements per thread: the section and its barrier waits ({barrier:.0%} of the warps' "
+                f"stalls) are paid once per {gain:.0f}× the data, the rest stays; bounded by the barrier stall time it "
+                "removes, not below the roofline floor."
+            ),
+            confidence="medium",
+            evidence=[
+                Evidence(stall("barrier"), round(barrier, 3), self.thresholds["min_barrier_share"], "barrier share"),
+                Evidence("section_entries_per_warp", round(entries / max(warps, 1), 3), None, "loop entries ÷ warps"),
+                Evidence("barrier_stalls_held", round(held, 3), self.thresholds["min_section_held"]),
+            ],
+            source=k.top_lines(SourceCounters.SAMPLED_STALL_BARRIER, limit=2),
         )
 
     def chain(self, k: KernelContext, share: float, chains: int, gain: float, stall_share: float) -> Finding:
@@ -293,8 +368,8 @@ class DependentLoads(Rule):
         waves, theo = k.m(LaunchStats.WAVES_PER_SM), k.m(Occupancy.THEORETICAL_PCT)
         if waves is None or waves < t["min_waves_weak"]:
             return None  # a grid that does not fill the GPU (or a partial wave): LCH001's
-        if theo is None or theo < t["min_theoretical_occupancy_pct"]:
-            return None  # too few warps: OCC001, the cheaper way to more work in flight
+        if theo is None or theo <= t["min_theoretical_occupancy_pct"]:
+            return None  # half the warp slots empty or more: OCC001, the cheaper way to more work in flight
         l2, dram = r.sol.get("l2_pct") or 0.0, r.sol.get("dram_pct") or 0.0
         if l2 >= max(r.busy_pct.values(), default=0.0) and l2 >= t["min_l2_over_dram_weak"] * dram:
             return None  # L2 serves far more than DRAM moves: the access pattern's traffic, not the work in flight

@@ -29,7 +29,8 @@ class LowOccupancy(Rule):
     What it detects:
         A kernel that keeps neither memory nor compute busy (no pipe limits it: `roofline.limiter`; busiest Speed Of
         Light unit below `max_busy_pct`), whose theoretical occupancy (`sm__maximum_warps_per_active_cycle_pct`) is
-        below `max_theoretical_pct` because of registers, shared memory, block size or the block limit
+        at most `max_theoretical_pct` (half the warp slots empty or more: LAT001 takes the kernels above it) because
+        of registers, shared memory, block size or the block limit
         (`launch__occupancy_limit_*`, in blocks per SM: the smallest is the limiter), and whose grid has more blocks
         than the SMs hold at that limit (`launch__grid_size` > SMs × blocks per SM): where every block is resident
         at once, relaxing the limit adds no warp, and the lever is more blocks (LCH001).
@@ -143,7 +144,7 @@ class LowOccupancy(Rule):
     def check(self, k: KernelContext) -> Finding | None:
         r = k.roofline
         theo = k.m(Occupancy.THEORETICAL_PCT) or 0.0
-        if theo <= 0 or theo >= self.thresholds["max_theoretical_pct"]:
+        if theo <= 0 or theo > self.thresholds["max_theoretical_pct"]:
             return None
         busy = max(r.sol.get("memory_pct", 0.0), r.sol.get("compute_pct", 0.0))
         if limiter_side(r) == "compute" or busy >= self.thresholds["max_busy_pct"]:

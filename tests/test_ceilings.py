@@ -254,3 +254,20 @@ def test_hfma_kinds_by_operands(sass, kind):
     kinds = hfma_kinds({"inst_executed": [Instruction(pc=0x10, value=64.0, sass=sass)]})
     assert kinds is not None
     assert {k for k, v in kinds.items() if v} == ({kind} if kind else set())
+
+
+def test_issue_and_alu_from_an_older_report_name():
+    """ncu before 2025 records the issue slots and the ALU as cycles active: their busy share is read from those
+    names where a report lacks the instructions-issued ones, and the instructions-issued names win where a report has
+    both (equal on every exam kernel of ncu 2025.3)."""
+    from ncuadvisor.analysis.ceilings import PIPE_PCT, PIPE_PCT_FALLBACK, pipe_ceilings
+
+    old = {PIPE_PCT_FALLBACK["issue"]: 69.82, PIPE_PCT_FALLBACK["alu"]: 53.4, PIPE_PCT["fma"]: 38.12}
+    floors, busy = pipe_ceilings(old.get, 33504.0)
+    assert busy["issue"] == 69.82 and busy["alu"] == 53.4
+    assert floors["issue"] == pytest.approx(0.6982 * 33504.0)
+    both = {**old, PIPE_PCT["issue"]: 61.0, PIPE_PCT["alu"]: 40.0}
+    _, busy = pipe_ceilings(both.get, 33504.0)
+    assert busy["issue"] == 61.0 and busy["alu"] == 40.0
+    _, busy = pipe_ceilings({PIPE_PCT["fma"]: 38.12}.get, 33504.0)
+    assert "issue" not in busy and "alu" not in busy

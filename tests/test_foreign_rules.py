@@ -7,6 +7,8 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 from tests.conftest import FIXTURES, ROOT
 
 
@@ -48,7 +50,7 @@ def test_lat001_weak_path_on_the_default_set():
     """MgMap/Hyper-Spec-M (RTX 2060 Max-Q, ncu 2024.3.2, ncu's default set): a CuPy kernel whose `#pragma unroll 1`
     loop loads a feature index, then the bit word it addresses, keeps memory and compute at 22-23% of peak on 178-333
     waves at full occupancy (two launches): LAT001 on Speed Of Light alone, low confidence, its estimate said to be an
-    upper bound. On a full-set report (bwd29/self-join-MiSTIC ilpProf: stall counters and memory tables) LAT001 keeps
+    upper bound. On a full-set report (thedavidchu/speedy_scan: stall counters, SASS and memory tables) LAT001 keeps
     its main path."""
     ks = kernels("MgMap+Hyper-Spec-M__profile.ncu-rep.xz")
     first = ks["hd_enc_lvid_packed_cuda"]["findings"][0]
@@ -58,6 +60,48 @@ def test_lat001_weak_path_on_the_default_set():
     )
     assert "Weaker evidence" in first["message"] and "section WarpStateStats" in first["message"]
     assert "An upper bound" in first["speedup_model"]
-    full = kernels("bwd29+self-join-MiSTIC__ilpProf.ncu-rep.xz")["nodeCalculationsKernel"]["findings"]
+    full = kernels("thedavidchu+speedy_scan__profile.ncu-rep.xz")["kernel"]["findings"]
     lat = next(f for f in full if f["rule"] == "LAT001")
     assert lat["confidence"] != "low" and "Weaker evidence" not in lat["message"]
+
+
+def test_issue_slots_of_an_older_report_name_the_rng_issue_bound():
+    """flyinglandlord/sglang profile (H800, ncu 2023.3.0, full set): ncu before 2025 records the issue slots and the
+    ALU as cycles active (`sm__issue_active`, `sm__pipe_alu_cycles_active`), not as instructions issued. Read from
+    them, ATen's normal-distribution generator (96% of the time, 5.4x its byte floor) is issue-bound at 70%, not
+    latency-bound at "FMA 38%", and the fallback names its mechanism (the generator's own instructions, and the
+    lever: fewer draws, or drawn inside the consumer) instead of "no rule applies"."""
+    p = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "ncuadvisor",
+            "report",
+            str(FIXTURES / "foreign" / "flyinglandlord+sglang__profile.ncu-rep.xz"),
+            "--format",
+            "json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=ROOT,
+        check=True,
+    )
+    rng = max(json.loads(p.stdout)["kernels"], key=lambda k: k["time_share"])  # two launch shapes share its name
+    assert rng["name"] == "distribution_elementwise_grid_stride_kernel"
+    assert rng["roofline"]["limiter"] == "issue"
+    assert rng["roofline"]["ceilings"]["issue"] == pytest.approx(0.6982 * 33504, rel=0.01)
+    first = rng["findings"][0]
+    assert first["rule"] == "GEN001" and "instruction overhead" in first["title"]
+    assert "random-number generator" in first["fix"]
+    assert rng.get("no_rule") is None
+
+
+def test_a_scans_look_back_is_a_serial_section():
+    """thedavidchu/speedy_scan (RTX 3070, ncu 2020.3.1, full set): a decoupled look-back scan with one element per
+    thread. 58% of the stalls are at barriers, 64% of those sampled after the barrier that closes warp 0's look-back
+    loop (a strong global load polled 23,687 times for 19,532 blocks): LAT001's serial section, with the lever (more
+    elements per thread), not GEN001's "barrier stalls"."""
+    first = kernels("thedavidchu+speedy_scan__profile.ncu-rep.xz")["kernel"]["findings"][0]
+    assert first["rule"] == "LAT001" and first["title"].startswith("Serial section: one warp per block")
+    assert "8 or more elements" in first["fix"]

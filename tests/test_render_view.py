@@ -278,3 +278,20 @@ def test_the_view_holds_the_types_it_declares(typed, name):
     result = typed(name)
     for res in (result, Result.from_dict(result.to_dict())):
         assert _mistyped(report_view(res)) == []
+
+
+def test_a_kernel_with_room_and_no_finding_reads_as_a_gap_in_its_table_cell():
+    """No rule's finding on a kernel at 1.6× its floor or more is a gap in the rule set, never a verdict: its table cell
+    says so ("gap in the rule set"), as its card's verdict does; nearer its floor, "no rule applies"; a program
+    finding that speaks to it is named either way."""
+    from ncuadvisor.render.view import _no_rule_label
+    from ncuadvisor.result.types import NoRuleVerdict
+
+    gap = NoRuleVerdict(message="Gap in the rule set: no rule names a cause (96% of GPU time): …", headroom=5.44)
+    near = NoRuleVerdict(message="No rule applies (40% of GPU time): …", headroom=1.3)
+    unknown = NoRuleVerdict(message="No rule applies (40% of GPU time): …", headroom=None)
+    covered = NoRuleVerdict(message="No kernel rule applies; …", headroom=5.44, program_rule="ATM004")
+    assert gap.is_gap and not near.is_gap and not unknown.is_gap
+    assert _no_rule_label(gap) == "gap in the rule set"
+    assert _no_rule_label(near) == _no_rule_label(unknown) == "no rule applies"
+    assert _no_rule_label(covered) == "see ATM004 (program)"

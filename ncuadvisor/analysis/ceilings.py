@@ -82,6 +82,14 @@ PIPE_PCT = {
     "sfu": "sm__inst_executed_pipe_xu.avg.pct_of_peak_sustained_elapsed",
     "lsu": "sm__inst_executed_pipe_lsu.avg.pct_of_peak_sustained_elapsed",
 }
+# The same busy share under another name, read where a report lacks the first: ncu before 2025 records the issue
+# slots and the ALU as cycles active, not as instructions issued (equal to 0.1% on the 14 exam kernels of ncu 2025.3
+# checked, which record both). Without them an issue-bound kernel of an older report has no issue ceiling and reads
+# as latency-bound (sglang's ATen normal-distribution generator, issue 70% busy, read as "FMA 38%").
+PIPE_PCT_FALLBACK = {
+    "issue": "sm__issue_active.avg.pct_of_peak_sustained_elapsed",
+    "alu": "sm__pipe_alu_cycles_active.avg.pct_of_peak_sustained_elapsed",
+}
 # memory level -> the metric of its busy share (shown, and named as the limiter when it is the busiest unit)
 LEVEL_PCT = {
     "dram": "gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed",
@@ -119,7 +127,7 @@ HIERARCHY_METRICS = [
 ]
 SECTOR_BYTES = 32
 
-METRICS: list[str] = [*PIPE_PCT.values(), *LEVEL_PCT.values(), HMMA_PCT]
+METRICS: list[str] = [*PIPE_PCT.values(), *PIPE_PCT_FALLBACK.values(), *LEVEL_PCT.values(), HMMA_PCT]
 
 # The pipes whose busy time is needed work (transcendental operations; FP64 and FP16 when the report has no
 # thread-level count of them). The others (issue, ALU, LSU, the FMA pipe's warp instructions) count instructions as
@@ -136,6 +144,8 @@ def pipe_ceilings(
     busy: dict[str, float] = {}
     for unit, metric in {**PIPE_PCT, **LEVEL_PCT}.items():
         pct = g(metric)
+        if pct is None and unit in PIPE_PCT_FALLBACK:
+            pct = g(PIPE_PCT_FALLBACK[unit])
         if pct is None:
             continue
         busy[unit] = pct

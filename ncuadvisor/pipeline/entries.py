@@ -13,6 +13,7 @@ from ncuadvisor.analysis import roofline
 from ncuadvisor.load.processes import process_label
 from ncuadvisor.model import Kernel, Profile, Variant, num
 from ncuadvisor.result.types import (
+    GAP_MIN_HEADROOM,
     Bound,
     Device,
     FindingEntry,
@@ -143,8 +144,6 @@ def device_entry(device: dict[str, Any], kernels: list[KernelEntry]) -> Device:
 
 # a kernel group holding at least this share of the GPU time gets a verdict even when no rule fires
 NO_RULE_MIN_SHARE = 0.05
-# a kernel this far above its floor has room: without a finding, the rule set has a gap (ROOF001's bar)
-GAP_MIN_HEADROOM = 1.6
 _LIMITS = {
     "launch__occupancy_limit_registers": "registers",
     "launch__occupancy_limit_shared_mem": "shared memory",

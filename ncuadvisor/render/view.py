@@ -95,12 +95,14 @@ class Evidence:
 
 
 def _no_rule_label(v: rt.NoRuleVerdict | None, covered_by: str | None = None) -> str:
-    """A kernel's table cell when it has no finding: its no-rule verdict ("no rule applies", or the program finding
-    that covers it), else the program finding that names it (a kernel under the verdict's share: PYT005's loss
-    kernels, a fusion chain's), else nothing."""
+    """A kernel's table cell when it has no finding: its no-rule verdict ("no rule applies", "gap in the rule set" for
+    a kernel with room, or the program finding that covers it), else the program finding that names it (a kernel
+    under the verdict's share: PYT005's loss kernels, a fusion chain's), else nothing."""
     if v is None:
         return f"see {covered_by} (program)" if covered_by else ""
-    return f"see {v.program_rule} (program)" if v.program_rule else "no rule applies"
+    if v.program_rule:
+        return f"see {v.program_rule} (program)"
+    return "gap in the rule set" if v.is_gap else "no rule applies"
 
 
 @dataclass(frozen=True)
@@ -219,7 +221,7 @@ class Kernel:
     full_name: str  # the demangled name, else the name
     shape_tag: str  # what tells it from other kernels of its name ('grid (8, 8, 1)'), else ""
     no_rule: str | None  # a large kernel group no rule spoke to: what is known of it (its message), else None
-    no_rule_label: str  # its table cell: "no rule applies", or the program finding that covers it
+    no_rule_label: str  # its table cell: "no rule applies", "gap in the rule set", or the covering program finding
     language: str
     grid: str
     block: str

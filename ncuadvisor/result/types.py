@@ -350,6 +350,16 @@ class NoRuleVerdict(Record):
     ncu_top_rule: str | None = None
     program_rule: str | None = optional()  # a program finding that speaks to this kernel (ATM004's chain, …)
 
+    @property
+    def is_gap(self) -> bool:
+        """The kernel has room (headroom at least GAP_MIN_HEADROOM) and no rule named its cause: a gap in the rule
+        set, never a verdict on the kernel."""
+        return self.headroom is not None and self.headroom >= GAP_MIN_HEADROOM
+
+
+# a kernel this far above its floor has room: without a finding, the rule set has a gap (ROOF001's bar)
+GAP_MIN_HEADROOM: Final = 1.6
+
 
 @dataclass(kw_only=True)
 class KernelEntry(Record):

@@ -556,6 +556,61 @@ def dependent_loads(k: KernelContext) -> LoadChain | None:
     return load_chain_of(listing) if listing else None
 
 
+@dataclass(frozen=True)
+class SerialSection:
+    """A loop of global loads that few of a kernel's warps run, closed by a barrier where the others wait: one warp
+    of each block polling a flag or walking back over its predecessors (a scan's decoupled look-back, a spin lock)
+    while the rest of the block waits. `entries` the times the loop is entered (its fall-through predecessor's
+    count), `warps` the kernel's warps, `loads` the loop's global loads' pcs, `barrier` the barrier's pc, `held` the
+    share of the kernel's sampled barrier stalls that wait at that barrier."""
+
+    entries: float
+    warps: float
+    loads: tuple[int, ...]
+    barrier: int
+    held: float
+
+
+_AFTER_BARRIER = 0x20  # a warp stalled at a barrier is sampled at the instruction after it
+
+
+def serial_section_of(
+    listing: list[tuple[int, float, str]],
+    warps: float,
+    waits: dict[int, float],
+    max_entry_share: float,
+    min_held: float,
+) -> SerialSection | None:
+    """`SerialSection` of a SASS listing [(pc, times executed, instruction)] of a kernel of `warps` warps, with the
+    barrier stalls sampled per pc (`waits`): the loop (a backward branch and its target) with a global load, entered
+    fewer than `max_entry_share` × `warps` times, whose next block-wide barrier (`BAR.SYNC`) holds at least
+    `min_held` of the sampled barrier stalls. None where no loop is one."""
+    entries = sorted((pc, v, parse(s)) for pc, v, s in listing if s)
+    bars = [pc for pc, _, ins in entries if ins.opcode.startswith("BAR.SYNC") or ins.opcode == "BAR"]
+    total = sum(waits.values())
+    if warps <= 0 or total <= 0:
+        return None
+    for top, bottom in _loops(entries):
+        loads = tuple(pc for pc, _, ins in entries if top <= pc <= bottom and _is_global_load(ins.opcode))
+        before = [v for pc, v, _ in entries if pc < top]
+        after = [pc for pc in bars if pc > bottom]
+        if not loads or not before or not after or before[-1] >= max_entry_share * warps:
+            continue
+        held = sum(v for pc, v in waits.items() if after[0] < pc <= after[0] + _AFTER_BARRIER) / total
+        if held >= min_held:
+            return SerialSection(before[-1], warps, loads, after[0], held)
+    return None
+
+
+def serial_section(k: KernelContext, max_entry_share: float, min_held: float) -> SerialSection | None:
+    """The kernel's `SerialSection` from `inst_executed`, the sampled barrier stalls, its SASS and its launch; None
+    without them or without one."""
+    listing = [(e.pc, e.value, e.sass) for e in k.per_instruction(SourceCounters.INST_EXECUTED) if e.sass]
+    waits = {e.pc: e.value for e in k.per_instruction(SourceCounters.SAMPLED_STALL_BARRIER)}
+    warps = (k.m(LaunchStats.GRID_SIZE) or 0) * max(1.0, math.ceil((k.m(LaunchStats.BLOCK_SIZE) or 32) / 32))
+    return serial_section_of(listing, warps, waits, max_entry_share, min_held) if listing else None
+
+
 # the pipe an instruction issues to, for the share of a pipe's work a fix removes (ncu's pipe names): the FMA pipe runs
 # the FP32 arithmetic and the integer multiplies (IMAD, IMUL); the ALU the other integer, logic, compare and select
 # instructions; uniform-datapath instructions (ULDC, UIADD3), moves and special registers neither
