@@ -35,6 +35,10 @@ class SpeedOfLight:
     L2_ATOMIC_INPUT_MAX_PCT: Final = "lts__d_atomic_input_cycles_active.max.pct_of_peak_sustained_elapsed"
     # pipe utilisation of Speed Of Light's breakdown (% of elapsed), which ncu's basic set has
     FMA_PIPE_ELAPSED_PCT: Final = "sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_elapsed"
+    # the L2 slices' tag lookups (one per request) and sectors, each % of its own peak (Speed Of Light's breakdown):
+    # their ratio × the sector peak per slice and cycle (not in the basic set) is the sectors per L2 request
+    L2_TAG_REQUESTS_PCT: Final = "lts__t_tag_requests.avg.pct_of_peak_sustained_elapsed"
+    L2_SECTORS_PCT: Final = "lts__t_sectors.avg.pct_of_peak_sustained_elapsed"
     DRAM_CLOCK_HZ: Final = "dram__cycles_elapsed.avg.per_second"
 
 

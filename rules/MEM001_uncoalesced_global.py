@@ -21,6 +21,7 @@ from ncuadvisor.rulekit import (
     RowMapping,
     Rule,
     SourceCounters,
+    SpeedOfLight,
     access_bytes,
     achievable_dram_fraction,
     address_base,
@@ -129,6 +130,13 @@ class _FixedKernel:
     width: float = 4.0  # bytes per lane of the loads in flight
 
 
+# The largest L2 sector peak per slice and cycle (`lts__t_sectors.avg.peak_sustained`) recorded in any report file of
+# the foreign corpus's mirrored repositories (72 of 117 record it, 2026-12-06): 1 on sm_70/75/86, 2 on sm_89 and on the
+# A100 with ncu 2022.2, 3 on sm_90 and on the same A100 with ncu 2025.1. ncu's default set does not record it: on weak
+# evidence, the sectors per L2 request are bounded with this one, and an sm_89 board (peak 2) reads 1.5× too many.
+LARGEST_L2_SECTOR_PEAK = 3.0
+
+
 # the stall reasons a coalescing fix removes (the waits on the memory system's sectors, queues and wavefronts)
 MEMORY_WAITS = ("long_scoreboard", "short_scoreboard", "lg_throttle", "mio_throttle", "tex_throttle", "drain")
 
@@ -143,7 +151,17 @@ class UncoalescedGlobal(Rule):
         metrics or the memory tables alone): the bytes the threads used of each 32-byte sector they touched
         (`smsp__sass_average_data_bytes_per_sector_mem_global_op_ld/st`, 32 when coalesced; a `.pct` before ncu
         2024) weighted by the global load and store sectors; the finding is then low confidence, without source
-        lines, and the SourceCounters section would confirm it and place it.
+        lines, and the SourceCounters section would confirm it and place it. The weakest (ncu's default set, Speed Of
+        Light's breakdown alone): the L2's tag lookups (`lts__t_tag_requests`, one per request) at least
+        `min_l2_tag_pct_weak` % busy and far busier than its sectors (`lts__t_sectors`), each % of its own peak:
+        tag % ÷ sector % × the sector peak per slice and cycle is the sectors each L2 request carries, at most
+        `max_l2_sectors_per_request_weak` (a coalesced 4-byte warp access carries 4, 3 on average on the H100 and
+        H200, whose L2 halves count a request twice; a strided one about 1). The default set does not record that
+        peak, and it is not a fact of the board (1 on sm_70/75/86, 2 on sm_89, 3 on sm_90, 2 or 3 on the same A100 by
+        ncu version, across the 72 report files that record it): the rule takes the report's where it has it, else
+        the largest recorded, 3, which bounds the sectors per request from above (an sm_89 board's 1.1 reads 1.6).
+        On the planted kernels read as default-set reports (H100 and H200): the strided copies and naive transposes
+        carry 1.0-1.2 sectors per request, every coalesced copy, stream and shared-memory transpose 3.0-3.1.
 
     Why it costs time:
         A warp whose 32 threads read 32 consecutive floats needs four 32-byte sectors; with a stride of 32 floats it
@@ -229,9 +247,23 @@ class UncoalescedGlobal(Rule):
         waste where L1 did serve them (the sectors it sent on to L2 at most `max_l1_miss_over_ideal` × the ideal):
         the next load finds the sectors in L1, and the bytes moved are the bytes needed.
 
+        On the weakest evidence (the default set) an upper bound: the time of the fixed kernel = max(the bytes DRAM
+        moves today at the share of its peak coalesced 4-byte loads reach, the busy time of the pipes it keeps), no
+        faster than the roofline floor at 85%. Today's DRAM bytes stand in for the compulsory ones the set does not
+        count (wasted sectors that reach DRAM would go too: the estimate is then short of the saving), and the
+        latency of the accesses the kernel keeps is not counted (the estimate is then beyond it). The planted kernels
+        read as default-set reports, against their coalesced twins (benchmark medians): the strided copy −68% against
+        −57% measured (H200), −63% against −59% (H100); the naive transpose −83% against −84% (H200), −78% against
+        −83% (H100); Lashi0812's naive transpose on an RTX 4090, −74% against −72% for its author's shared-memory
+        version (ncu durations). Where DRAM is the busiest unit (a strided store whose wasted sectors reach DRAM, DRAM
+        82% busy) the bound leaves nothing to save and the finding is not shown.
+
     False positives:
         Gathers through an index array (embedding lookups, sparse matrices) are uncoalesced by nature; sort or
-        bucket the indices, or accept it.
+        bucket the indices, or accept it. On the default set the few sectors per L2 request may also be elements of
+        1-2 bytes, atomics or a pointer chase (each a request of one sector), or local memory: the finding says so.
+        On a board whose sector peak is 1 (sm_70/75/86) and a report that does not record it, the bound (3× the
+        ratio) is never low enough: silent there.
     """
 
     code = "MEM001"
@@ -249,12 +281,15 @@ class UncoalescedGlobal(Rule):
         MemoryTables.GLOBAL_LOAD_REQUESTS,
         InstructionStats.GLOBAL_LOAD_INST,
         LaunchStats.WAVES_PER_SM,
+        SpeedOfLight.L2_TAG_REQUESTS_PCT,
+        MemoryWorkloadAnalysis.L2_SECTORS_PEAK_PER_SLICE_CYCLE,
     )
     weak_evidence = (
         MemoryTables.GLOBAL_LOAD_BYTES_PER_SECTOR,
         MemoryTables.GLOBAL_STORE_BYTES_PER_SECTOR,
         OlderMemoryTables.GLOBAL_LOAD_BYTES_PER_SECTOR_PCT,
         OlderMemoryTables.GLOBAL_STORE_BYTES_PER_SECTOR_PCT,
+        SpeedOfLight.L2_SECTORS_PCT,
     )
     per_instruction = (
         SourceCounters.L2_SECTORS_GLOBAL_EXCESSIVE,
@@ -268,6 +303,10 @@ class UncoalescedGlobal(Rule):
         "max_l1_miss_over_ideal": 1.1,
         "min_row_sectors_per_request": 16.0,
         "min_row_loads_per_warp": 8.0,
+        # the weakest evidence (Speed Of Light's L2 breakdown): the L2 tag lookups at least this busy (% of peak) ...
+        "min_l2_tag_pct_weak": 40.0,
+        # ... and at most this many sectors per L2 request (a coalesced 4-byte warp access: 4, 3 with H100's fabric)
+        "max_l2_sectors_per_request_weak": 1.8,
     }
     # {kind}: "loads" or "stores", the kind of the instruction with the most excess sectors
     fixes = {
@@ -328,6 +367,32 @@ class UncoalescedGlobal(Rule):
                     "thrust::sort_by_key(idx, idx + n, pos);\n"
                     "out[pos[i]] = in[idx[i]];"
                 ),
+            ),
+        },
+        "the L2's requests": {
+            "cuda": Fix(
+                text=(
+                    "Find the global accesses whose consecutive threads (threadIdx.x) touch addresses far apart (a "
+                    "column walk, a transpose's writes, a stride of a row pitch, a field of an array of structs) and "
+                    "make threadIdx.x the fastest-moving index; for a transpose, stage a 32×32 tile through shared "
+                    "memory (padded to 33 columns) and read and write global memory row by row. Profile with "
+                    "`--section SourceCounters --section MemoryWorkloadAnalysis_Tables` to see which lines waste sectors."
+                ),
+                code=(
+                    "__shared__ float tile[32][33];\n"
+                    "tile[threadIdx.y][threadIdx.x] = in[(by * 32 + threadIdx.y) * n + bx * 32 + threadIdx.x];\n"
+                    "__syncthreads();\n"
+                    "out[(bx * 32 + threadIdx.y) * n + by * 32 + threadIdx.x] = tile[threadIdx.x][threadIdx.y];"
+                ),
+            ),
+            "triton": Fix(
+                text=(
+                    "Make the contiguous (stride-1) dimension the last axis of every load's and store's offsets "
+                    "(`offs = rows[:, None] * stride_row + cols[None, :]`); for a transpose, load the tile coalesced "
+                    "and `tl.trans` it in registers. Profile with `--section SourceCounters` to see which lines "
+                    "waste sectors."
+                ),
+                code="ptrs = base + rows[:, None] * stride_row + cols[None, :]  # cols: the stride-1 axis",
             ),
         },
         "a field of an array of structs": {
@@ -578,7 +643,71 @@ class UncoalescedGlobal(Rule):
             + rest
         )
 
+    def _from_l2_requests(self, k: KernelContext) -> Finding | None:
+        """The weakest evidence, ncu's default set: the L2's tag lookups (one per request) far busier than its sectors
+        bound the sectors each request carries, whatever the board's sector peak, and the L2 busy with them."""
+        tag, sectors = k.m(SpeedOfLight.L2_TAG_REQUESTS_PCT), k.m(SpeedOfLight.L2_SECTORS_PCT)
+        t = self.thresholds
+        if not tag or sectors is None or tag < t["min_l2_tag_pct_weak"]:
+            return None
+        recorded = k.m(MemoryWorkloadAnalysis.L2_SECTORS_PEAK_PER_SLICE_CYCLE)
+        peak = recorded or LARGEST_L2_SECTOR_PEAK
+        per_request = peak * sectors / tag
+        if per_request > t["max_l2_sectors_per_request_weak"]:
+            return None
+        r = k.roofline
+        # the fixed kernel streams today's DRAM bytes (the needed ones are not counted: at most these) at the share of
+        # DRAM's peak coalesced 4-byte loads reach, and keeps its pipes' busy time
+        fraction = achievable_dram_fraction(4.0)
+        bytes_ns = compulsory_ns(r, fraction) or 0.0
+        kept_ns = kept_units_ns(r, MEMORY_UNITS - {"lsu"}) or 0.0
+        if str(k.device.get("compute_capability") or "9.0") != "9.0":
+            k.calibrations.add(f"a {fraction:.0%} share of DRAM's peak measured on H100 and H200")
+        bound = "" if recorded else f"at most (with the largest sector peak recorded, {LARGEST_L2_SECTOR_PEAK:.0f})"
+        peak_words = (
+            f"the report's sector peak, {recorded:.0f} per slice and cycle"
+            if recorded
+            else f"the largest sector peak any report records, {LARGEST_L2_SECTOR_PEAK:.0f} per slice and cycle"
+        )
+        kind = "accesses"
+        return self.finding(
+            title=f"Uncoalesced global {kind}: L2 requests carry {'at most ' if not recorded else ''}"
+            f"{per_request:.1f} sectors",
+            message=(
+                f"The L2's tag lookups are {tag:.0f}% busy and its sectors {sectors:.0f}%: with {peak_words}, each L2 "
+                f"request carries {'at most ' if not recorded else ''}{per_request:.1f} of a 128-byte line's 4 sectors, "
+                "where a warp's coalesced 4-byte access fills all 4. Consecutive threads touch addresses far apart "
+                "(a stride, a transpose's writes, a field of a record), or the elements are 1-2 bytes, or the "
+                "accesses are gathers or atomics: the default set cannot tell these apart, nor loads from stores."
+            ),
+            fix=self.fix_for(k, "the L2's requests", kind=kind),
+            estimated_speedup=time_after(r.duration_ns or 0, max(bytes_ns, kept_ns), r.theoretical_ns),
+            speedup_model=(
+                "At most, an upper bound: the fixed kernel streams the bytes DRAM moves today (the default set counts "
+                f"no needed bytes; the wasted ones that reach DRAM would go too) at the {fraction:.0%} of DRAM's peak "
+                f"that coalesced 4-byte loads reach, {fmt_ns(bytes_ns)}"
+                + (
+                    f", and keeps the {fmt_ns(kept_ns)} its busiest pipe needs for the same instructions"
+                    if kept_ns
+                    else ""
+                )
+                + "; the latency of the loads and stores it keeps is not counted."
+            ),
+            evidence=[
+                Evidence(SpeedOfLight.L2_TAG_REQUESTS_PCT, tag, t["min_l2_tag_pct_weak"], "L2 tag lookups, % of peak"),
+                Evidence(SpeedOfLight.L2_SECTORS_PCT, sectors, None, "L2 sectors, % of peak"),
+                Evidence(
+                    "l2_sectors_per_request",
+                    round(per_request, 2),
+                    t["max_l2_sectors_per_request_weak"],
+                    f"sectors per L2 request {bound}".strip(),
+                ),
+            ],
+        )
+
     def check(self, k: KernelContext) -> Finding | None:
+        if k.weak and not any(k.m(m) is not None for m in self.weak_evidence if m != SpeedOfLight.L2_SECTORS_PCT):
+            return self._from_l2_requests(k)  # no bytes used per sector either: ncu's default set
         total, excess, weak_kind, weak_evidence = self._sectors(k)
         if total <= 0:
             return None
