@@ -79,6 +79,19 @@ if [ ! -f "$MODEL" ]; then
 fi
 say "inputs ready in $DATA"
 ARGS=(-i "$DATA/train_000000.bin" -j "$DATA/val_000000.bin" -e "$MODEL" -b 4 -t 256 -x 2 -v 100 -m 0 -s 0 -h 0 -n 0)
+# KERNEL_ONLY=REGEX: instead of the side-by-side measurement, the full set on every launch of the range whose kernel
+# name matches (a kernel's verdict on all its launches, read again after a rule changed), its report and this
+# checkout's analysis of it to $OUT (llmc_only.ncu-rep.xz, llmc_only.json)
+if [ -n "${KERNEL_ONLY:-}" ]; then
+  timeout $(( $(left) - 30 )) ncu --clock-control none --set full --import-source yes --nvtx \
+    --nvtx-include "Train step 1/" -k "regex:$KERNEL_ONLY" -o "$W/llmc_only" -f "$LLMC_BIN" "${ARGS[@]}" \
+    > "$OUT/llmc_only_ncu.log" 2>&1
+  say "ncu rc=$? ($(grep -c '==PROF== Profiling' "$OUT/llmc_only_ncu.log") launches)"
+  python3 -m ncuadvisor report "$W/llmc_only.ncu-rep" -f json -o "$OUT/llmc_only.json" --force -q
+  say "report rc=$?"
+  xz -9 -c "$W/llmc_only.ncu-rep" > "$OUT/llmc_only.ncu-rep.xz"
+  exit 0
+fi
 timeout $(( $(left) - 5 )) python3 benchmarks/profile_cost.py measure --name llmc_train --out "$OUT" \
   --work "$W/cost" --budget-s $(( $(left) - 15 )) --full-s-per-launch "${FULL_S_PER_LAUNCH:-2.0}" --nvtx-include "Train step 1/" \
   -- "$LLMC_BIN" "${ARGS[@]}" 2>&1 | tee -a "$OUT/steps.log"
