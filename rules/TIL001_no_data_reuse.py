@@ -109,11 +109,11 @@ class NoDataReuse(Rule):
         shared loads before its FMAs (`rulekit.models.tiled_product_ns`: on a GPU of 128 FP32 lanes per SM an 8×8
         tile is half the FP32 peak). At the wavefronts they execute, the model is within -5% and +11% of the
         measured time of the tiled kernels that L1/shared memory limits (flaws' `matmul_tiled` on the H200 and the
-        H100, wave's `gemm_splitk_serial_long` on both, conv9's `conv9_smem`: tests/test_tiled_product.py); no less than the units tiling leaves alone and the compulsory bytes; the
-        re-read model below (a filter's window with its halo) is not used for a product.
-        Other FMA streams (a filter with constant weights), global operands: a shared-memory tiled kernel reaches
-        about `tiled_fma_fraction` of the FP32 peak (17 of 67
-        TFLOP/s on an H200); shared operands: a register-tiled kernel about `register_tiled_fma_fraction`. New time =
+        H100, wave's `gemm_splitk_serial_long` on both, conv9's `conv9_smem`: tests/test_tiled_product.py); no less
+        than the units tiling leaves alone and the compulsory bytes; the re-read model below (a filter's window with
+        its halo) is not used for a product. Other FMA streams (a filter with constant weights), global operands: a
+        shared-memory tiled kernel reaches about `tiled_fma_fraction` of the FP32 peak (17 of 67 TFLOP/s on an
+        H200); shared operands: a register-tiled kernel about `register_tiled_fma_fraction`. New time =
         FLOPs / (that fraction × peak), no less than the units tiling leaves alone (DRAM's traffic, FP64, the XU) and
         the compulsory bytes (the fixed kernel). Both
         fractions were measured on an H200 (sm_90): on another architecture the
@@ -282,7 +282,7 @@ class NoDataReuse(Rule):
                 ),
                 code=(
                     "// 16×16 threads, the block's 128×128 outputs: each thread 8×8 (rows ty + 16i, columns tx + 16j)\n"
-                    "__shared__ float As[8][128], Bs[8][128];   // A's tile transposed (As[k][m]), B's tile (Bs[k][n])\n"
+                    "__shared__ float As[8][128 + 4], Bs[8][128];   // As[k][m]: A's tile transposed, padded\n"
                     "float acc[8][8] = {};\n"
                     "for (int k0 = 0; k0 < K; k0 += 8) {\n"
                     "  for (int e = tid; e < 8 * 128; e += 256) {   // both tiles, in coalesced rows\n"

@@ -66,7 +66,7 @@ __global__ void __launch_bounds__(256) matmul_regtile(const float* __restrict__ 
   const int K = n, N = n;
   const int tx = threadIdx.x, ty = threadIdx.y, tid = ty * 16 + tx;
   const int m0 = blockIdx.y * 128, n0 = blockIdx.x * 128;
-  __shared__ float As[8][128], Bs[8][128];  // A's tile transposed (As[k][m]), B's tile (Bs[k][n])
+  __shared__ float As[8][128 + 4], Bs[8][128];  // A's tile transposed (+4: its store is conflict-free)
   float acc[8][8] = {};
   for (int k0 = 0; k0 < K; k0 += 8) {
     for (int e = tid; e < 8 * 128; e += 256) {  // both tiles, in coalesced rows
