@@ -330,8 +330,8 @@ class NoDataReuse(Rule):
         ffma, fadd, fmul = (k.m(m) or 0.0 for m in (FFMA, FADD, FMUL))
         # a matrix product is multiply-adds; a stencil, a filter or a sum over neighbours is mostly adds
         adds_only = (fadd + fmul) > 0 and 2 * ffma < t["max_fma_share_for_stencil"] * (2 * ffma + fadd + fmul)
-        stream = fma_stream(k)
-        product = bool(stream and stream.fma > 0 and stream.products >= t["min_product_share"] * stream.fma)
+        share = self._product_share(k)
+        product = share is not None and share >= t["min_product_share"]
         level, frac, what, new_ns = self._tiled(k, fma_flops, global_bpf, shared_wpf, product)
         # a matrix product's reuse is its two operand tiles and a register tile of outputs, not a filter's window with
         # its halo: the re-read model, and its words, are for the other kernels
@@ -354,21 +354,8 @@ class NoDataReuse(Rule):
             sass_filter=lambda s: s.startswith(("LDG", "LDS")),
             memory_only=True,
         )
-        evidence = [
-            Evidence("global_load_bytes_per_flop", round(global_bpf, 4), t["max_global_bytes_per_flop"]),
-            Evidence("shared_wavefronts_per_flop", round(shared_wpf, 5), t["max_shared_wavefronts_per_flop"]),
-            Evidence("l1_pct", round(r.sol.get("l1_pct", 0), 1), t["min_l1_pct"], "L1 throughput", "%"),
-        ]
-        flop_model = (
-            self._product_words(k, fma_flops, shared_wpf, frac, level)
-            if product
-            else (
-                f"A {'shared-memory' if level == 'global' else 'register'}-tiled kernel reaches ~{frac:.0%} of the "
-                f"FP32 peak (measured on an H200{calibrated}), so the time becomes the FLOPs at {frac:.0%} of that "
-                "peak."
-            )
-        )
-        model, situations = flop_model, []
+        evidence, model = self._tiled_words(k, level, frac, fma_flops, (global_bpf, shared_wpf, share), calibrated)
+        situations: list[str] = []
         if reread is not None:
             reread_evidence, reread_model, reread_what = self._reread_words(k, reread)
             evidence += reread_evidence
@@ -396,6 +383,41 @@ class NoDataReuse(Rule):
             ],
             evidence=evidence,
             source=lines,
+        )
+
+    @staticmethod
+    def _product_share(k: KernelContext) -> float | None:
+        """The share of the FMAs that multiply two loaded values (`fma_stream`: a matrix product's), else None
+        (no SASS, no FMA)."""
+        stream = fma_stream(k)
+        return stream.products / stream.fma if stream and stream.fma > 0 else None
+
+    def _tiled_words(
+        self,
+        k: KernelContext,
+        level: str,
+        frac: float,
+        fma_flops: float,
+        per_flop: tuple[float, float, float | None],
+        calibrated: str,
+    ) -> tuple[list[Evidence], str]:
+        """The matrix-product models' evidence and speedup model, in words (`per_flop`: global load bytes and shared
+        wavefronts per FLOP, and the FMAs' product share)."""
+        t = self.thresholds
+        global_bpf, shared_wpf, share = per_flop
+        evidence = [
+            Evidence("global_load_bytes_per_flop", round(global_bpf, 4), t["max_global_bytes_per_flop"]),
+            Evidence("shared_wavefronts_per_flop", round(shared_wpf, 5), t["max_shared_wavefronts_per_flop"]),
+            Evidence("l1_pct", round(k.roofline.sol.get("l1_pct", 0), 1), t["min_l1_pct"], "L1 throughput", "%"),
+        ]
+        if share is not None and level in ("global", "shared"):
+            label = "FMAs of two loaded values"
+            evidence.append(Evidence("fma_product_share", round(share, 3), t["min_product_share"], label))
+        if share is not None and share >= t["min_product_share"]:
+            return evidence, self._product_words(k, fma_flops, shared_wpf, frac, level)
+        return evidence, (
+            f"A {'shared-memory' if level == 'global' else 'register'}-tiled kernel reaches ~{frac:.0%} of the FP32 "
+            f"peak (measured on an H200{calibrated}), so the time becomes the FLOPs at {frac:.0%} of that peak."
         )
 
     def _from_pipes(self, k: KernelContext) -> Finding | None:
