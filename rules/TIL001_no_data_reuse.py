@@ -1,4 +1,5 @@
 from ncuadvisor.rulekit import (
+    FLOPS_PER_WARP_FMA,
     PRACTICAL_FRACTION,
     ComputeWorkloadAnalysis,
     Evidence,
@@ -18,8 +19,12 @@ from ncuadvisor.rulekit import (
     compulsory_load_bytes,
     fixed_kernel_ns,
     fma_and_tensor_flops,
+    fma_stream,
     fmt_bytes,
+    fmt_ns,
     predict,
+    register_tile_wavefronts,
+    tiled_product_ns,
     time_after,
 )
 
@@ -30,6 +35,7 @@ FMUL = RooflineChart.FMUL_PER_CYCLE
 # the situations of fixes_when, applied in this order
 ADDS = "the arithmetic is adds (a stencil, a filter, a sum over neighbours)"
 SHARED = "the operands come from shared memory"
+PRODUCT = "a matrix product read from global memory (each FMA multiplies two loaded values): tile it at both levels"
 REREAD = "each input is re-read through L1 for every output that uses it (a stencil, a convolution)"
 
 # the stall reasons reuse removes: the waits on global loads, on the L1/shared queues they fill, and the issue pressure
@@ -86,15 +92,28 @@ class NoDataReuse(Rule):
 
     Use instead:
         Stage 32×32 tiles of A and B in shared memory (`__shared__ float As[32][32], Bs[32][33]`), then give each
-        thread a register tile of outputs; better, use cuBLAS/CUTLASS, or tensor cores (TEN001). When the arithmetic is
+        thread a register tile of outputs; better, use cuBLAS/CUTLASS, or tensor cores (TEN001). A matrix product whose
+        FMAs each multiply two loaded values gets both levels at once: tiles of both operands in shared memory and a
+        tile of `register_tile`×`register_tile` outputs per thread, with the code. When the arithmetic is
         adds rather than multiply-adds (FFMA under `max_fma_share_for_stencil` of the FP32 work: a stencil, a filter,
         a sum over neighbours), the fix shown is a register window: each thread computes several neighbouring outputs
         from values it loaded once. Inputs re-read through L1 (a stencil, a 9×9 convolution): the block's input tile
         with its halo in shared memory, and several outputs per thread from values in registers.
 
     Speedup estimate:
-        Global operands: a shared-memory tiled kernel reaches about `tiled_fma_fraction` of the FP32 peak (17 of 67
-        TFLOP/s on an H200); shared operands: a register-tiled kernel about `register_tiled_fma_fraction`. New time =
+        A matrix product (at least `min_product_share` of its FMAs multiply two loaded values, read from the SASS:
+        `rulekit.models.fma_stream`), its operands from global or from shared memory: the fixed kernel is the product
+        tiled at both levels, and its time is its FMAs at the FP32 peak plus the shared-memory wavefronts its register
+        tile leaves, 2 ÷ `register_tile` per warp FMA (each value read feeds `register_tile` FMAs; conflict-free rows),
+        at one per cycle per SM, added rather than overlapped: a hand-written tiled kernel's warps wait for a k step's
+        shared loads before its FMAs (`rulekit.models.tiled_product_ns`: on a GPU of 128 FP32 lanes per SM an 8×8
+        tile is half the FP32 peak). At the wavefronts they execute, the model is within -5% and +11% of the
+        measured time of the tiled kernels that L1/shared memory limits (flaws' `matmul_tiled` on the H200 and the
+        H100, wave's `gemm_splitk_serial_long` on both, conv9's `conv9_smem`: tests/test_tiled_product.py); no less
+        than the units tiling leaves alone and the compulsory bytes; the re-read model below (a filter's window with
+        its halo) is not used for a product. Other FMA streams (a filter with constant weights), global operands: a
+        shared-memory tiled kernel reaches about `tiled_fma_fraction` of the FP32 peak (17 of 67 TFLOP/s on an
+        H200); shared operands: a register-tiled kernel about `register_tiled_fma_fraction`. New time =
         FLOPs / (that fraction × peak), no less than the units tiling leaves alone (DRAM's traffic, FP64, the XU) and
         the compulsory bytes (the fixed kernel). Both
         fractions were measured on an H200 (sm_90): on another architecture the
@@ -165,6 +184,8 @@ class NoDataReuse(Rule):
         "min_l1_pct": 60.0,
         "tiled_fma_fraction": 0.25,
         "register_tiled_fma_fraction": 0.6,
+        "register_tile": 8.0,
+        "min_product_share": 0.5,
         "max_fma_pct": 50.0,
         "max_fma_share_for_stencil": 0.2,
         "min_reread": 4.0,
@@ -250,6 +271,35 @@ class NoDataReuse(Rule):
                 code="tile = tl.load(x_ptr + rows[:, None] * stride + cols[None, :], mask=m)   # once per program",
             ),
         },
+        PRODUCT: {
+            "cuda": Fix(
+                text=(
+                    "Each FMA multiplies two values loaded from global memory (a matrix product): tile it at both "
+                    "levels. Stage tiles of both operands in shared memory (128×8 of A and 8×128 of B per 256-thread "
+                    "block, loaded in coalesced rows) and give each thread a tile of {tile:.0f}×{tile:.0f} outputs "
+                    "in registers, so that each value read from shared memory feeds {tile:.0f} FMAs; better, "
+                    "cuBLAS/CUTLASS, or tensor cores (TEN001)."
+                ),
+                code=(
+                    "// 16×16 threads, the block's 128×128 outputs: each thread 8×8 (rows ty + 16i, columns tx + 16j)\n"
+                    "__shared__ float As[8][128 + 4], Bs[8][128];   // As[k][m]: A's tile transposed, padded\n"
+                    "float acc[8][8] = {};\n"
+                    "for (int k0 = 0; k0 < K; k0 += 8) {\n"
+                    "  for (int e = tid; e < 8 * 128; e += 256) {   // both tiles, in coalesced rows\n"
+                    "    As[e % 8][e / 8] = A[(m0 + e / 8) * K + k0 + e % 8];\n"
+                    "    Bs[e / 128][e % 128] = B[(k0 + e / 128) * N + n0 + e % 128];\n"
+                    "  }\n"
+                    "  __syncthreads();\n"
+                    "  for (int k = 0; k < 8; ++k) {   // 16 shared reads feed 64 FMAs\n"
+                    "    float a[8], b[8];\n"
+                    "    for (int i = 0; i < 8; ++i) { a[i] = As[k][ty + 16 * i]; b[i] = Bs[k][tx + 16 * i]; }\n"
+                    "    for (int i = 0; i < 8; ++i) for (int j = 0; j < 8; ++j) acc[i][j] += a[i] * b[j];\n"
+                    "  }\n"
+                    "  __syncthreads();\n"
+                    "}"
+                ),
+            ),
+        },
         SHARED: {
             "cuda": Fix(
                 text=(
@@ -280,8 +330,12 @@ class NoDataReuse(Rule):
         ffma, fadd, fmul = (k.m(m) or 0.0 for m in (FFMA, FADD, FMUL))
         # a matrix product is multiply-adds; a stencil, a filter or a sum over neighbours is mostly adds
         adds_only = (fadd + fmul) > 0 and 2 * ffma < t["max_fma_share_for_stencil"] * (2 * ffma + fadd + fmul)
-        level, frac, what, new_ns = self._tiled(k, fma_flops, global_bpf, shared_wpf)
-        reread = self.reread(k) if level != "shared" else None
+        share = self._product_share(k)
+        product = share is not None and share >= t["min_product_share"]
+        level, frac, what, new_ns = self._tiled(k, fma_flops, global_bpf, shared_wpf, product)
+        # a matrix product's reuse is its two operand tiles and a register tile of outputs, not a filter's window with
+        # its halo: the re-read model, and its words, are for the other kernels
+        reread = self.reread(k) if level != "shared" and not (product and level) else None
         reread_ns = reread[2] if reread else float("inf")
         if not level and reread is None:
             return None
@@ -300,29 +354,21 @@ class NoDataReuse(Rule):
             sass_filter=lambda s: s.startswith(("LDG", "LDS")),
             memory_only=True,
         )
-        evidence = [
-            Evidence("global_load_bytes_per_flop", round(global_bpf, 4), t["max_global_bytes_per_flop"]),
-            Evidence("shared_wavefronts_per_flop", round(shared_wpf, 5), t["max_shared_wavefronts_per_flop"]),
-            Evidence("l1_pct", round(r.sol.get("l1_pct", 0), 1), t["min_l1_pct"], "L1 throughput", "%"),
-        ]
-        flop_model = (
-            f"A {'shared-memory' if level == 'global' else 'register'}-tiled kernel reaches ~{frac:.0%} of the FP32 "
-            f"peak (measured on an H200{calibrated}), so the time becomes the FLOPs at {frac:.0%} of that peak."
-        )
-        model, situations = flop_model, []
+        evidence, model = self._tiled_words(k, level, frac, fma_flops, (global_bpf, shared_wpf, share), calibrated)
+        situations: list[str] = []
         if reread is not None:
             reread_evidence, reread_model, reread_what = self._reread_words(k, reread)
             evidence += reread_evidence
             if level == "reread":
                 what, model, situations = reread_what, reread_model, [REREAD]
         if level == "global":
-            situations = [ADDS] * adds_only
+            situations = [ADDS] * adds_only + [PRODUCT] * product
         if level == "shared":
             situations = [ADDS] * adds_only + [SHARED]
         return self.finding(
             title=f"Little data reuse: {what}",
             message=self._message(r.sol.get("l1_pct", 0), level, fma_flops, what, reread),
-            fix=self.fix_for(k, situations, reread=reread[0] if reread else 0.0),
+            fix=self.fix_for(k, situations, reread=reread[0] if reread else 0.0, tile=t["register_tile"]),
             estimated_speedup=time_after(r.duration_ns, new_ns, r.theoretical_ns),
             speedup_model=model,
             confidence="medium" if not calibrated else "low",
@@ -337,6 +383,41 @@ class NoDataReuse(Rule):
             ],
             evidence=evidence,
             source=lines,
+        )
+
+    @staticmethod
+    def _product_share(k: KernelContext) -> float | None:
+        """The share of the FMAs that multiply two loaded values (`fma_stream`: a matrix product's), else None
+        (no SASS, no FMA)."""
+        stream = fma_stream(k)
+        return stream.products / stream.fma if stream and stream.fma > 0 else None
+
+    def _tiled_words(
+        self,
+        k: KernelContext,
+        level: str,
+        frac: float,
+        fma_flops: float,
+        per_flop: tuple[float, float, float | None],
+        calibrated: str,
+    ) -> tuple[list[Evidence], str]:
+        """The matrix-product models' evidence and speedup model, in words (`per_flop`: global load bytes and shared
+        wavefronts per FLOP, and the FMAs' product share)."""
+        t = self.thresholds
+        global_bpf, shared_wpf, share = per_flop
+        evidence = [
+            Evidence("global_load_bytes_per_flop", round(global_bpf, 4), t["max_global_bytes_per_flop"]),
+            Evidence("shared_wavefronts_per_flop", round(shared_wpf, 5), t["max_shared_wavefronts_per_flop"]),
+            Evidence("l1_pct", round(k.roofline.sol.get("l1_pct", 0), 1), t["min_l1_pct"], "L1 throughput", "%"),
+        ]
+        if share is not None and level in ("global", "shared"):
+            label = "FMAs of two loaded values"
+            evidence.append(Evidence("fma_product_share", round(share, 3), t["min_product_share"], label))
+        if share is not None and share >= t["min_product_share"]:
+            return evidence, self._product_words(k, fma_flops, shared_wpf, frac, level)
+        return evidence, (
+            f"A {'shared-memory' if level == 'global' else 'register'}-tiled kernel reaches ~{frac:.0%} of the FP32 "
+            f"peak (measured on an H200{calibrated}), so the time becomes the FLOPs at {frac:.0%} of that peak."
         )
 
     def _from_pipes(self, k: KernelContext) -> Finding | None:
@@ -404,10 +485,12 @@ class NoDataReuse(Rule):
         )
 
     def _tiled(
-        self, k: KernelContext, fma_flops: float, global_bpf: float, shared_wpf: float
+        self, k: KernelContext, fma_flops: float, global_bpf: float, shared_wpf: float, product: bool = False
     ) -> tuple[str, float, str, float]:
         """A matrix product's operands read per FLOP: (the level that serves them, "global" or "shared", else ""; the
-        tiled kernel's fraction of the FP32 peak; what was read, in words; the tiled kernel's time, else infinity)."""
+        tiled kernel's fraction of the FP32 peak; what was read, in words; the tiled kernel's time, else infinity).
+        Where each FMA multiplies two loaded values (`product`), the tiled kernel is the product tiled at both levels
+        (`_product_ns`), whichever level serves the operands now."""
         r = k.roofline
         t = self.thresholds
         peak = r.peak_flops_per_s.get("fp32")
@@ -423,11 +506,45 @@ class NoDataReuse(Rule):
                 level, frac = "shared", t["register_tiled_fma_fraction"]
                 what = f"{shared_wpf * 1000:.1f} shared-memory wavefronts per 1000 FLOP"
             if level:
-                # the fixed kernel: its FLOPs at the tiled fraction of the peak, no less than the units tiling leaves
-                # alone and the compulsory bytes. No stall bound: a tiled product is new code, and an LSU-bound one
-                # stalls on issue (not selected, pipe throttles), not on memory (a 2-D convolution: 34% not selected)
-                new_ns = fixed_kernel_ns(k, fma_flops / (frac * peak) * 1e9, TILING_CHANGES)
+                # the fixed kernel: its FLOPs at the tiled fraction of the peak (a matrix product: its FMAs and the
+                # shared wavefronts of both levels' tiles), no less than the units tiling leaves alone and the
+                # compulsory bytes. No stall bound: a tiled product is new code, and an LSU-bound one stalls on issue
+                # (not selected, pipe throttles), not on memory (a 2-D convolution: 34% not selected)
+                work_ns = self._product_ns(k, fma_flops)[0] if product else None
+                new_ns = fixed_kernel_ns(k, work_ns or fma_flops / (frac * peak) * 1e9, TILING_CHANGES)
+                if work_ns:
+                    frac = fma_flops / (new_ns * 1e-9) / peak
         return level, frac, what, new_ns
+
+    def _product_ns(self, k: KernelContext, fma_flops: float) -> tuple[float | None, float, float]:
+        """A matrix product tiled at both levels (`rulekit.models.tiled_product_ns`): (its main loop's time, else None;
+        of which its FMAs at the FP32 peak; its shared wavefronts, `register_tile_wavefronts` of the register tile, at
+        one per cycle per SM), in ns."""
+        r = k.roofline
+        peak = r.peak_flops_per_s.get("fp32") or 0.0
+        wavefronts = register_tile_wavefronts(self.thresholds["register_tile"])
+        total = tiled_product_ns(fma_flops, peak, k.sm_count, r.sm_clock_hz or 0.0, wavefronts)
+        fma_ns = fma_flops / peak * 1e9 if peak else 0.0
+        return total, fma_ns, (total or 0.0) - fma_ns
+
+    def _product_words(self, k: KernelContext, fma_flops: float, shared_wpf: float, frac: float, level: str) -> str:
+        """The speedup model of a matrix product tiled at both levels, in words."""
+        tile = self.thresholds["register_tile"]
+        _, fma_ns, shared_ns = self._product_ns(k, fma_flops)
+        wavefronts = register_tile_wavefronts(tile)
+        now = (
+            f", now {shared_wpf * FLOPS_PER_WARP_FMA:.2f}"
+            if level == "shared"
+            else " (now its operands come from global memory)"
+        )
+        return (
+            f"The fixed kernel tiles the product at both levels: tiles of both operands in shared memory and a tile "
+            f"of {tile:.0f}×{tile:.0f} outputs per thread in registers, each value read from shared memory "
+            f"feeding {tile:.0f} FMAs: {wavefronts:.2f} shared wavefronts per warp FMA{now}. Its time is its FMAs at "
+            f"the FP32 peak ({fmt_ns(fma_ns)}) plus those wavefronts at one per cycle per SM ({fmt_ns(shared_ns)}), "
+            "added, not overlapped (a hand-written tiled kernel's warps wait for a k step's shared loads before its "
+            f"FMAs): {frac:.0%} of the FP32 peak; no less than the units tiling leaves alone and the compulsory bytes."
+        )
 
     def _reread_words(
         self, k: KernelContext, reread: tuple[float, float, float, float, float, float, float]

@@ -41,9 +41,10 @@ def test_silent_where_l2_is_not_the_limit(analyzed, fixture):
 
 def test_the_twin_next_fix_is_a_register_window_not_matrix_tiles(analyzed):
     """vstencil_tiles (L1 now serves the reuse; 33 loads per output remain) gets TIL001, and since its arithmetic is
-    adds, the fix shown is a sliding register window, not the matrix-product tiles shown for matmul_naive."""
+    adds, the fix shown is a sliding register window, not the matrix-product tiles shown for matmul_naive (a product of
+    two loaded values: both levels, the operands' tiles in shared memory and 8×8 outputs a thread in registers)."""
     f = by_name(analyzed("cache"))["vstencil_tiles"]["findings"][0]
     assert f["rule"] == "TIL001"
     assert "neighbouring outputs" in f["fix"] and "w[2 * R]" in f["fix_code"] and "As[" not in f["fix_code"]
     g = by_name(analyzed("flaws"))["matmul_naive"]["findings"][0]
-    assert g["rule"] == "TIL001" and "As[32][32]" in g["fix_code"]
+    assert g["rule"] == "TIL001" and "As[8][128 + 4]" in g["fix_code"] and "acc[8][8]" in g["fix_code"]

@@ -373,6 +373,35 @@ LIBRARY_TENSOR_MIN_FLOPS = 20e9  # the products the efficiency was measured on
 MOVES_TO_TENSOR = frozenset({"fma", "fp16", "tensor", "issue", "alu", "lsu", "sfu", "l1", "shared", "l2"})
 
 
+# A matrix product tiled at both levels (tiles of both operands in shared memory, an r×r tile of outputs per thread in
+# registers): each step of its k-loop reads r values of each operand from shared memory for r² FMAs, 2/r reads per
+# FMA, one wavefront per warp read on conflict-free rows (a 16-byte read carries 4 values in 4 wavefronts: the same
+# count). Checked on the project's own tiled products, each at the wavefronts it executes (tests/test_tiled_product.py).
+FLOPS_PER_WARP_FMA = 64.0  # 32 lanes × 2 FLOPs
+
+
+def register_tile_wavefronts(side: float, operands: float = 2.0) -> float:
+    """Shared-memory wavefronts per warp FMA of a product whose threads each hold a `side`×`side` tile of outputs in
+    registers: `operands` values read per k step and row or column of the tile (2: both factors come from shared
+    memory; 1: the other is a constant or a register), each feeding `side` FMAs."""
+    return operands / max(1.0, side)
+
+
+def tiled_product_ns(
+    fma_flops: float, fp32_peak_flops_per_s: float, sm_count: float, sm_clock_hz: float, wavefronts_per_warp_fma: float
+) -> float | None:
+    """The time of a tiled matrix product's main loop: its FMAs at the FP32 peak plus its shared-memory wavefronts at
+    one per cycle per SM, added rather than overlapped (a hand-written tiled kernel's warps wait for the shared loads
+    of a k step before the FMAs that use them: short-scoreboard stalls, few warps per SM at 128 registers a thread).
+    On a GPU of 128 FP32 lanes per SM (sm_86 to sm_90: four warp FMAs per cycle) an 8×8 tile's 0.25 wavefronts per warp
+    FMA take as long as its FMAs: half the FP32 peak. None without the peak, the SMs or the clock."""
+    if fma_flops <= 0 or not fp32_peak_flops_per_s or not sm_count or not sm_clock_hz:
+        return None
+    fma_s = fma_flops / fp32_peak_flops_per_s
+    shared_s = fma_flops / FLOPS_PER_WARP_FMA * wavefronts_per_warp_fma / (sm_count * sm_clock_hz)
+    return (fma_s + shared_s) * 1e9
+
+
 def fma_and_tensor_flops(r: Roofline) -> tuple[float, float]:
     """FLOPs on the FMA pipes (FP32 + packed FP16) and on the tensor cores, from the roofline's per-precision work."""
     fma = r.flops_by_precision.get("fp32", 0.0) + r.flops_by_precision.get("fp16", 0.0)
