@@ -114,6 +114,15 @@ def sibling_excess(k: KernelContext, max_l1_miss_over_ideal: float) -> float:
     return covered
 
 
+# a transpose staged through a padded shared tile: both global sides row by row
+TRANSPOSE_TILE = (
+    "__shared__ float tile[32][33];\n"
+    "tile[threadIdx.y][threadIdx.x] = in[(by * 32 + threadIdx.y) * n + bx * 32 + threadIdx.x];\n"
+    "__syncthreads();\n"
+    "out[(bx * 32 + threadIdx.y) * n + by * 32 + threadIdx.x] = tile[threadIdx.x][threadIdx.y];"
+)
+
+
 @dataclass(frozen=True)
 class _FixedKernel:
     """The coalesced kernel's modelled time (ns), its floor, and what the model's words name."""
@@ -316,12 +325,7 @@ class UncoalescedGlobal(Rule):
                 "consecutive addresses. For a column walk or transpose, stage a 32×32 tile through shared memory "
                 "(padded to 33 columns to avoid bank conflicts) and read/write global memory row by row."
             ),
-            code=(
-                "__shared__ float tile[32][33];\n"
-                "tile[threadIdx.y][threadIdx.x] = in[(by * 32 + threadIdx.y) * n + bx * 32 + threadIdx.x];\n"
-                "__syncthreads();\n"
-                "out[(bx * 32 + threadIdx.y) * n + by * 32 + threadIdx.x] = tile[threadIdx.x][threadIdx.y];"
-            ),
+            code=TRANSPOSE_TILE,
         ),
         "triton": Fix(
             text=(
@@ -378,12 +382,7 @@ class UncoalescedGlobal(Rule):
                     "memory (padded to 33 columns) and read and write global memory row by row. Profile with "
                     "`--section SourceCounters --section MemoryWorkloadAnalysis_Tables` to see which lines waste sectors."
                 ),
-                code=(
-                    "__shared__ float tile[32][33];\n"
-                    "tile[threadIdx.y][threadIdx.x] = in[(by * 32 + threadIdx.y) * n + bx * 32 + threadIdx.x];\n"
-                    "__syncthreads();\n"
-                    "out[(bx * 32 + threadIdx.y) * n + by * 32 + threadIdx.x] = tile[threadIdx.x][threadIdx.y];"
-                ),
+                code=TRANSPOSE_TILE,
             ),
             "triton": Fix(
                 text=(

@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import fcntl
 import gc
+import json
 import lzma
 import os
 import pickle
 import shutil
+import subprocess
 import sys
 import traceback
 from collections.abc import Callable
@@ -33,6 +35,19 @@ ROOT = Path(__file__).resolve().parent.parent
 os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 sys.dont_write_bytecode = False
 FIXTURES = ROOT / "fixtures"
+
+
+def report_json(path: Path) -> dict:
+    """`ncuadvisor report PATH --format json` run as a user runs it (a subprocess: ncu_report never loads here)."""
+    p = subprocess.run(
+        [sys.executable, "-m", "ncuadvisor", "report", str(path), "--format", "json"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=ROOT,
+        check=True,
+    )
+    return json.loads(p.stdout)
 
 
 def _has_gpu() -> bool:

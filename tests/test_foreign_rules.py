@@ -3,25 +3,13 @@ command: the weaker-evidence and re-read paths fire where the report's counters 
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
-
 import pytest
 
-from tests.conftest import FIXTURES, ROOT
+from tests.conftest import FIXTURES, report_json
 
 
 def kernels(name: str) -> dict[str, dict]:
-    p = subprocess.run(
-        [sys.executable, "-m", "ncuadvisor", "report", str(FIXTURES / "foreign" / name), "--format", "json"],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=ROOT,
-        check=True,
-    )
-    return {k["name"]: k for k in json.loads(p.stdout)["kernels"]}
+    return {k["name"]: k for k in report_json(FIXTURES / "foreign" / name)["kernels"]}
 
 
 def test_til001_weak_path_on_a_custom_set_sgemm():
@@ -71,23 +59,8 @@ def test_issue_slots_of_an_older_report_name_the_rng_issue_bound():
     them, ATen's normal-distribution generator (96% of the time, 5.4x its byte floor) is issue-bound at 70%, not
     latency-bound at "FMA 38%", and the fallback names its mechanism (the generator's own instructions, and the
     lever: fewer draws, or drawn inside the consumer) instead of "no rule applies"."""
-    p = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "ncuadvisor",
-            "report",
-            str(FIXTURES / "foreign" / "flyinglandlord+sglang__profile.ncu-rep.xz"),
-            "--format",
-            "json",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=ROOT,
-        check=True,
-    )
-    rng = max(json.loads(p.stdout)["kernels"], key=lambda k: k["time_share"])  # two launch shapes share its name
+    doc = report_json(FIXTURES / "foreign" / "flyinglandlord+sglang__profile.ncu-rep.xz")
+    rng = max(doc["kernels"], key=lambda k: k["time_share"])  # two launch shapes share its name
     assert rng["name"] == "distribution_elementwise_grid_stride_kernel"
     assert rng["roofline"]["limiter"] == "issue"
     assert rng["roofline"]["ceilings"]["issue"] == pytest.approx(0.6982 * 33504, rel=0.01)

@@ -6,33 +6,13 @@ The estimate was 80% (the FLOPs at 85% of the tensor peak credited fusion with t
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
-
 import pytest
 
-from tests.conftest import FIXTURES, ROOT
+from tests.conftest import FIXTURES, report_json
 
 
 def test_lib001_near_the_ridge_claims_only_what_the_bytes_cost():
-    p = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "ncuadvisor",
-            "report",
-            str(FIXTURES / "profile-cost-2026-12-06" / "llmc_nvjet_64x80_full.ncu-rep.xz"),
-            "--format",
-            "json",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=ROOT,
-        check=True,
-    )
-    (k,) = json.loads(p.stdout)["kernels"]
+    (k,) = report_json(FIXTURES / "profile-cost-2026-12-06" / "llmc_nvjet_64x80_full.ncu-rep.xz")["kernels"]
     assert k["launches"] == 15 and k["roofline"]["headroom"] > 4
     lib = next(f for f in k["findings"] if f["rule"] == "LIB001")
     r = k["roofline"]
