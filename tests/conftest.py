@@ -170,9 +170,25 @@ def pytest_runtest_teardown(item):
     _OPENED_HERE.append(item.nodeid)
     pytest.fail(
         "ncu_report was loaded in the test process by this test's fixtures: read the report in a forked child "
-        "(tests.conftest.in_child), or every later test inherits its memory",
+        "(tests.conftest.in_child), or every later test inherits its memory"
+        f" (threads here: {_thread_names()}; {_OWN_THREADS} at start)",
         pytrace=False,
     )
+
+
+def _thread_names() -> str:
+    """The names of this process's threads, as /proc shows them (what made a fork unsafe, where one did)."""
+    try:
+        tasks = os.listdir(f"/proc/{os.getpid()}/task")
+    except OSError:
+        return "unknown"
+    names = []
+    for t in tasks:
+        try:
+            names.append(Path(f"/proc/{os.getpid()}/task/{t}/comm").read_text().strip())
+        except OSError:
+            names.append("?")
+    return ", ".join(names)
 
 
 def _shared_folder(factory: pytest.TempPathFactory, name: str) -> Path:
