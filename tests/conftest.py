@@ -86,6 +86,26 @@ def _threads() -> int:
 _OWN_THREADS = max(1, _threads())
 
 
+_IMPORT_THREADS: list[str] = []
+
+
+def pytest_collection_finish(session):
+    """A test module that starts a thread when it is imported (numpy's BLAS pool, imported at a module's top) leaves
+    the test process multi-threaded: every fixture that reads a report then runs here instead of in a fork. Noted here,
+    said by the first test (an error here would only stop a parallel run's worker, without the words)."""
+    if _threads() > _OWN_THREADS:
+        _IMPORT_THREADS.append(
+            f"the test process runs {_threads()} threads after collection, {_OWN_THREADS} before: a test module "
+            "started one when imported (import numpy and the like inside the test, which runs in a fork)"
+        )
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item):
+    if _IMPORT_THREADS:
+        pytest.fail(_IMPORT_THREADS.pop(), pytrace=False)
+
+
 def _single_threaded() -> bool:
     """Whether this process runs no thread beyond those it started with: a fork copies only the forking thread, and a
     lock another thread held (ncu_report's own, once a report was opened here) would stay locked in the child for

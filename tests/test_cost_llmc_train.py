@@ -9,7 +9,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -49,6 +48,8 @@ print("stub train_gpt2cu: ok " + " ".join(a))
 def test_train_inputs_formats_and_no_overwrite(tmp_path):
     """The two shards and the model file in the formats train_gpt2.cu reads; a second run refuses to overwrite them
     (one line, exit code 2), the files unchanged."""
+    import numpy as np  # here, in the test's forked child: numpy's BLAS threads must not start in the test process
+
     out = tmp_path / "data"
     p = subprocess.run(
         [sys.executable, str(INPUTS), str(out), "--layers", "1", "--tokens", "4097"],
