@@ -10,7 +10,8 @@ of the program is left out: it would save ~0 ns. A kernel's steps are `result.ke
 program rules that weigh the kernel fixes read too. A rule whose fix is one setting for the whole program (`switch`:
 TF32) heads one entry for every kernel it heads, their savings summed: the user makes that change once. A kernel's
 time is spent once across all entries (`_spent_once`): a program finding and a kernel finding on one kernel never
-claim more than it takes together.
+claim more than it takes together, and the program findings are printed with the saving that pass left them
+(`spent_program_findings`).
 """
 
 from __future__ import annotations
