@@ -4,7 +4,8 @@ For every report given (the fixtures, `fixtures/**/*.ncu-rep*`, without the 830 
 the foreign cache; the exam reports), the real analysis runs once in this process (the result the JSON dumps; the
 markdown and HTML renderers for the checks that need the words), and per kernel and per program:
 
-1. `time`: a kernel's time is spent once. No kernel finding saves more than its kernel; the top actions, each with its
+1. `time`: a kernel's time is spent once. No kernel finding saves more than its kernel; a kernel's entry among the top
+   actions saves what its finding's card says (over the same launches); the top actions, each with its
    follow-ups, never claim more than the time of the kernels they name, counted together (two entries on one kernel
    share it); a program finding printed "across the program" and the kernel entries on the kernels it names never
    claim more than those kernels take (a saving outside the kernels' GPU time, launch gaps and recompilation, is not
@@ -150,6 +151,25 @@ def check_time(r: Mapping[str, Any], report: str) -> list[Violation]:
                     )
                 )
             seen[kid] = str(a.get("rule"))
+    # a kernel entry saves what its first finding's card says, over the same launches
+    for a in r.get("top_actions") or []:
+        if a.get("scope") != "kernel" or str(a.get("kernel_id")) not in kernels:
+            continue
+        k = kernels[str(a["kernel_id"])]
+        parts = [(k.get("findings") or [], float(k.get("analysed_duration_ns") or k.get("duration_ns") or 0.0))]
+        parts += [(v.get("findings") or [], float(v.get("duration_ns") or 0.0)) for v in k.get("variants") or []]
+        card = sum(_finding_saving_ns(f, ns) for fs, ns in parts for f in fs if f.get("rule") == a.get("rule"))
+        saving = float(a.get("estimated_saving_ns") or 0.0)
+        if abs(card - saving) > 0.01 * max(card, saving, 1.0):
+            out.append(
+                Violation(
+                    "time",
+                    report,
+                    _name(k),
+                    f"top action {a.get('rule')} saves {saving / 1e3:.1f} µs, its finding on the card "
+                    f"{card / 1e3:.1f} µs",
+                )
+            )
     # the program findings as printed, beside the kernels' own entries (their first fix and its follow-ups)
     own: dict[str, tuple[float, str]] = {}
     for a in r.get("top_actions") or []:

@@ -87,8 +87,8 @@ def spent_program_findings(
     switches: Mapping[str, str] | None = None,
 ) -> list[ProgramFindingEntry]:
     """The program findings as "across the program" prints them: each saving what the top actions' one pass over the
-    kernels' time left it (`_spent_once`), so a fusion of two kernels that kernel findings remove whole saves nothing
-    more, and its saving model says what took the time."""
+    kernels' time left it after the kernel entries (`_spent_once`), so a fusion of two kernels that kernel findings
+    remove whole saves nothing more, and its saving model says what took the time."""
     _, left = _ranked(kernels, total_ns, program, switches)
     out = []
     for p, (saving, takers) in zip(program, left):
@@ -98,7 +98,8 @@ def spent_program_findings(
         by = ", ".join(takers) or "the kernel findings on them"
         kept = f"Capped at {fmt_ns(saving)} of the" if saving > 0 else "None of the"
         note = (
-            f" {kept} {fmt_ns(p.estimated_saving_ns)} modelled: {by} already claim the rest of its kernels' time"
+            f" {kept} {fmt_ns(p.estimated_saving_ns)} modelled: {by} already"
+            f" {'claims' if len(takers) == 1 else 'claim'} the rest of its kernels' time"
             " (a kernel's time is spent once)."
         )
         out.append(replace(p, estimated_saving_ns=saving, saving_model=(p.saving_model + note).strip()))
@@ -156,7 +157,7 @@ def _ranked(
     if switches:
         actions = _one_setting(actions, switches, total_ns)
     kernel_ns = {str(k.id): float(k.duration_ns or 0.0) for k in kernels}
-    spent, left = _spent_once(actions, kernel_ns, total_ns, floor_ns)
+    spent, left = _spent_once(actions, kernel_ns, total_ns, floor_ns, {id(a) for a in programs})
     spent.sort(key=lambda a: -a.estimated_saving_ns)
     return spent, [left.get(id(a), (a.estimated_saving_ns, [])) for a in programs]
 
@@ -166,19 +167,24 @@ OUTSIDE_KERNEL_TIME = frozenset({"launch-overhead", "dynamic-shapes"})
 
 
 def _spent_once(
-    actions: list[TopAction], kernel_ns: Mapping[str, float], total_ns: float, floor_ns: float
+    actions: list[TopAction],
+    kernel_ns: Mapping[str, float],
+    total_ns: float,
+    floor_ns: float,
+    program_ids: frozenset[int] | set[int] = frozenset(),
 ) -> tuple[list[TopAction], dict[int, tuple[float, list[str]]]]:
-    """The entries with a kernel's time spent once across all of them: taken from the largest saving down, each
-    entry's saving (its follow-ups' included) is capped at the time its kernels have left, and takes it from them
-    (a program finding's share of each of its kernels in proportion to what each has left). A cast that a kernel
-    finding removes whole leaves nothing for a fusion finding to claim on the same kernel. Entries that fall under
-    the program's floor are left out. Also returns, by `id()` of each program entry given, the saving it keeps and the
-    entries that took its kernels' time before it."""
+    """The entries with a kernel's time spent once across all of them: the kernel entries first (each saves what its
+    finding's card says), then the program findings (`program_ids`: their `id()`s), each from the largest saving
+    down; each entry's saving (its follow-ups' included) is capped at the time its kernels have left, and takes it
+    from them (a program finding's share of each of its kernels in proportion to what each has left). A cast that a
+    kernel finding removes whole leaves nothing for a fusion finding to claim on the same kernel. Entries that fall
+    under the program's floor are left out. Also returns, by `id()` of each program entry given, the saving it keeps
+    and the entries that took its kernels' time before it."""
     left = dict(kernel_ns)
     out: list[TopAction] = []
     kept: dict[int, tuple[float, list[str]]] = {}
     took: dict[str, list[str]] = {}  # kernel id -> the rules of the entries that spent its time
-    for a in sorted(actions, key=lambda a: -a.estimated_saving_ns):
+    for a in sorted(actions, key=lambda a: (id(a) in program_ids, -a.estimated_saving_ns)):
         original = id(a)
         ids = [i for i in (a.kernel_ids or ([str(a.kernel_id)] if a.kernel_id is not None else [])) if i in left]
         if not ids or (a.scope == "program" and a.category in OUTSIDE_KERNEL_TIME):
