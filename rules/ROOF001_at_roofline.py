@@ -17,8 +17,10 @@ class AtRoofline(Rule):
 
     What it detects:
         Measured time within `max_headroom` times the theoretical minimum: max(FLOPs / FLOP peak, compulsory bytes /
-        DRAM bandwidth), where the compulsory bytes are the bytes the threads needed (ideal sectors), not the bytes
-        DRAM happened to move.
+        DRAM bandwidth). The compulsory bytes (`roofline.compulsory_bytes`, the number the card and the roofline
+        print) are loads + stores, each the smaller of what the threads needed (ideal L2 sectors × 32) and what moved
+        (DRAM's reads; the SMs' writes to L2); a kernel loading through TMA, which the ideal sectors do not count,
+        needs what moved. Sectors DRAM moves that no thread used are not compulsory.
 
     Why it costs time:
         It does not: the time is in the work and the bytes the algorithm needs. Tuning the access pattern or the

@@ -156,3 +156,28 @@ def test_cast_and_copy_fixture_claims_no_kernel_twice(analyzed):
             claimed[i] = claimed.get(i, 0.0) + total * ns[i] / sum(ns[j] for j in ids)
     assert all(claimed[i] <= ns[i] * 1.001 for i in claimed), (claimed, ns)
     assert "PRG002" not in [a["rule"] for a in r["top_actions"]]
+
+
+def test_kernel_entries_keep_their_cards_saving_beside_a_larger_program_finding():
+    """both.phase1's shape: a fusion over many kernels (PRG002, 24 µs) larger than the casts a kernel finding removes
+    whole (PYT002, 15.5 µs): the cast's entry saves what its card says, the fusion gets the time left, and says so."""
+    from ncuadvisor.pipeline.ranking import spent_program_findings
+    from ncuadvisor.result import ProgramFindingEntry
+
+    cast = _kernel("k1", 15_500.0, ("PYT002", 1.0))
+    other = _kernel("k0", 14_000.0)
+    fuse = ProgramFindingEntry(
+        rule="PRG002",
+        category="fusion",
+        title="Fuse cast → reduce",
+        message="",
+        fix="",
+        kernel_ids=["k1", "k0"],
+        estimated_saving_ns=24_000.0,
+    )
+    actions = {a.rule: a for a in top_actions([cast, other], 29_500.0, [fuse])}
+    assert actions["PYT002"].estimated_saving_ns == pytest.approx(15_500.0)
+    assert actions["PRG002"].estimated_saving_ns == pytest.approx(14_000.0)
+    (printed,) = spent_program_findings([cast, other], 29_500.0, [fuse])
+    assert printed.estimated_saving_ns == pytest.approx(14_000.0)
+    assert "Capped at 14.0 µs of the 24.0 µs modelled: PYT002 already claims the rest" in printed.saving_model

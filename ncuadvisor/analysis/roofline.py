@@ -667,12 +667,28 @@ def shown_bound(r: Roofline) -> tuple[str, str]:
     GPU shows its limiter's side (a 6.8 ms stream on 16 blocks: latency), the grid in the reason."""
     side = limiter_side(r)
     grid_side = _unit_side(r.limiter)
-    if side == "launch" and (r.duration_ns or 0.0) >= LAUNCH_BOUND_NS and grid_side not in (None, "launch"):
-        return grid_side, r.bound_reason  # the limiter's own words are `limiter_reason`, shown beside
+    if side == "launch" and (r.duration_ns or 0.0) >= LAUNCH_BOUND_NS and grid_side != "launch":
+        if grid_side is not None:
+            return grid_side, r.bound_reason  # the limiter's own words are `limiter_reason`, shown beside
+        # no limiter named (a report without the units' counters): Speed Of Light's side, else not known
+        word, why = _sol_side(r.sol)
+        return word, f"{why}; {r.bound_reason}"
     if side == r.bound or side == "unknown":
         return r.bound, r.bound_reason
     why = r.limiter_reason or f"limited by {r.limiter}"
     return side, f"{why}; Speed Of Light alone says {r.bound}: {r.bound_reason}"
+
+
+def _sol_side(sol: Mapping[str, float]) -> tuple[str, str]:
+    """The side Speed Of Light's percentages give a kernel that no grid or duration settles, with its reason, or
+    "unknown" where the report has neither percentage."""
+    mem, comp = sol.get("memory_pct"), sol.get("compute_pct")
+    if mem is None and comp is None:
+        return "unknown", "the report counts no unit's throughput: what limits the kernel is not known"
+    mem, comp = mem or 0.0, comp or 0.0
+    if max(mem, comp) < LATENCY_SOL_PCT:
+        return "latency", f"memory {_pct(mem)} and compute {_pct(comp)} of peak: both far below, it waits on latency"
+    return ("memory", f"memory {_pct(mem)} of peak") if mem >= comp else ("compute", f"compute {_pct(comp)} of peak")
 
 
 def classify(r: Roofline, row: Mapping[str, Any], sm_count: float | None) -> tuple[str, str]:

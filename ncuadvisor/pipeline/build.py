@@ -26,7 +26,7 @@ from ncuadvisor.pipeline.entries import (
     variant_entry,
     with_no_rule,
 )
-from ncuadvisor.pipeline.ranking import top_actions
+from ncuadvisor.pipeline.ranking import spent_program_findings, top_actions
 from ncuadvisor.result import ncu_guidance
 from ncuadvisor.result.types import (
     Bound,
@@ -170,7 +170,7 @@ def build(analysis: Analysis, rules: list[Rule | ProgramRule], host: Timeline | 
         created=_dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
         report=rep,
         kernels=kernels,
-        program_findings=program_findings,
+        program_findings=spent_program_findings(kernels, rep.total_duration_ns, program_findings, switches=switches),
         top_actions=top_actions(kernels, rep.total_duration_ns, program_findings, switches=switches),
     )
     if model is not None:

@@ -10,7 +10,8 @@ of the program is left out: it would save ~0 ns. A kernel's steps are `result.ke
 program rules that weigh the kernel fixes read too. A rule whose fix is one setting for the whole program (`switch`:
 TF32) heads one entry for every kernel it heads, their savings summed: the user makes that change once. A kernel's
 time is spent once across all entries (`_spent_once`): a program finding and a kernel finding on one kernel never
-claim more than it takes together.
+claim more than it takes together, and the program findings are printed with the saving that pass left them
+(`spent_program_findings`).
 """
 
 from __future__ import annotations
@@ -71,6 +72,48 @@ def top_actions(
     """Where to start: program findings and one entry per kernel (its largest fix, the others as `follow_ups`),
     ranked by the time the entry's fix saves; the kernels a switch rule heads as one entry (`switches`: code ->
     title)."""
+    actions, _ = _ranked(kernels, total_ns, program, switches)
+    floor_ns = MIN_PROGRAM_FRACTION * total_ns
+    shown = [
+        a for a in actions if a.scope == "kernel" or (a.estimated_saving_ns > 0 and a.estimated_saving_ns >= floor_ns)
+    ]
+    return shown[:limit]
+
+
+def spent_program_findings(
+    kernels: Sequence[KernelEntry],
+    total_ns: float,
+    program: Sequence[ProgramFindingEntry],
+    switches: Mapping[str, str] | None = None,
+) -> list[ProgramFindingEntry]:
+    """The program findings as "across the program" prints them: each saving what the top actions' one pass over the
+    kernels' time left it after the kernel entries (`_spent_once`), so a fusion of two kernels that kernel findings
+    remove whole saves nothing more, and its saving model says what took the time."""
+    _, left = _ranked(kernels, total_ns, program, switches)
+    out = []
+    for p, (saving, takers) in zip(program, left):
+        if saving >= p.estimated_saving_ns * (1 - 1e-9):
+            out.append(p)
+            continue
+        by = ", ".join(takers) or "the kernel findings on them"
+        kept = f"Capped at {fmt_ns(saving)} of the" if saving > 0 else "None of the"
+        note = (
+            f" {kept} {fmt_ns(p.estimated_saving_ns)} modelled: {by} already"
+            f" {'claims' if len(takers) == 1 else 'claim'} the rest of its kernels' time"
+            " (a kernel's time is spent once)."
+        )
+        out.append(replace(p, estimated_saving_ns=saving, saving_model=(p.saving_model + note).strip()))
+    return out
+
+
+def _ranked(
+    kernels: Sequence[KernelEntry],
+    total_ns: float,
+    program: Sequence[ProgramFindingEntry],
+    switches: Mapping[str, str] | None,
+) -> tuple[list[TopAction], list[tuple[float, list[str]]]]:
+    """Every entry, ranked, each kernel's time spent once; and, for each program finding, the saving that pass left
+    it and the entries that took its kernels' time before it."""
     floor_ns = MIN_PROGRAM_FRACTION * total_ns
     actions = [
         TopAction(
@@ -85,8 +128,8 @@ def top_actions(
             kernel_ids=[str(i) for i in p.kernel_ids] or None,
         )
         for p in program
-        if p.estimated_saving_ns > 0 and p.estimated_saving_ns >= floor_ns
     ]
+    programs = list(actions)
     for k in kernels:
         steps = kernel_steps(k, total_ns, floor_ns)
         if not steps:
@@ -113,9 +156,10 @@ def top_actions(
         )
     if switches:
         actions = _one_setting(actions, switches, total_ns)
-    actions = _spent_once(actions, {str(k.id): float(k.duration_ns or 0.0) for k in kernels}, total_ns, floor_ns)
-    actions.sort(key=lambda a: -a.estimated_saving_ns)
-    return actions[:limit]
+    kernel_ns = {str(k.id): float(k.duration_ns or 0.0) for k in kernels}
+    spent, left = _spent_once(actions, kernel_ns, total_ns, floor_ns, {id(a) for a in programs})
+    spent.sort(key=lambda a: -a.estimated_saving_ns)
+    return spent, [left.get(id(a), (a.estimated_saving_ns, [])) for a in programs]
 
 
 # program findings whose saving lies outside the kernels' GPU time (launch gaps, host time, recompilation)
@@ -123,20 +167,32 @@ OUTSIDE_KERNEL_TIME = frozenset({"launch-overhead", "dynamic-shapes"})
 
 
 def _spent_once(
-    actions: list[TopAction], kernel_ns: Mapping[str, float], total_ns: float, floor_ns: float
-) -> list[TopAction]:
-    """The entries with a kernel's time spent once across all of them: taken from the largest saving down, each
-    entry's saving (its follow-ups' included) is capped at the time its kernels have left, and takes it from them
-    (a program finding's share of each of its kernels in proportion to what each has left). A cast that a kernel
-    finding removes whole leaves nothing for a fusion finding to claim on the same kernel. Entries that fall under
-    the program's floor are left out."""
+    actions: list[TopAction],
+    kernel_ns: Mapping[str, float],
+    total_ns: float,
+    floor_ns: float,
+    program_ids: frozenset[int] | set[int] = frozenset(),
+) -> tuple[list[TopAction], dict[int, tuple[float, list[str]]]]:
+    """The entries with a kernel's time spent once across all of them: the kernel entries first (each saves what its
+    finding's card says), then the program findings (`program_ids`: their `id()`s), each from the largest saving
+    down; each entry's saving (its follow-ups' included) is capped at the time its kernels have left, and takes it
+    from them (a program finding's share of each of its kernels in proportion to what each has left). A cast that a
+    kernel finding removes whole leaves nothing for a fusion finding to claim on the same kernel. Entries that fall
+    under the program's floor are left out. Also returns, by `id()` of each program entry given, the saving it keeps
+    and the entries that took its kernels' time before it."""
     left = dict(kernel_ns)
     out: list[TopAction] = []
-    for a in sorted(actions, key=lambda a: -a.estimated_saving_ns):
+    kept: dict[int, tuple[float, list[str]]] = {}
+    took: dict[str, list[str]] = {}  # kernel id -> the rules of the entries that spent its time
+    for a in sorted(actions, key=lambda a: (id(a) in program_ids, -a.estimated_saving_ns)):
+        original = id(a)
         ids = [i for i in (a.kernel_ids or ([str(a.kernel_id)] if a.kernel_id is not None else [])) if i in left]
         if not ids or (a.scope == "program" and a.category in OUTSIDE_KERNEL_TIME):
             out.append(a)
             continue
+        if a.scope == "program":
+            takers = [r for i in ids for r in took.get(i, [])]
+            kept[original] = (min(a.estimated_saving_ns, sum(left[i] for i in ids)), list(dict.fromkeys(takers)))
         follow = [f.estimated_saving_ns for f in a.follow_ups or []]
         claim = a.estimated_saving_ns + sum(follow)
         avail = sum(left[i] for i in ids)
@@ -158,6 +214,8 @@ def _spent_once(
         spent = min(claim, avail)
         for i in ids:
             left[i] -= left[i] * (spent / avail) if avail > 0 else 0.0
+            if spent > 0:
+                took.setdefault(i, []).append(a.rule)
         if a.estimated_saving_ns > 0 and a.estimated_saving_ns >= floor_ns:
             out.append(a)
-    return out
+    return out, kept

@@ -145,6 +145,7 @@ class Roofline:
     )  # of the compulsory bytes, loads and stores (None when the report does not tell them apart)
     store_bytes: float | None
     ideal_bytes: float | None
+    tma_bytes: float | None  # loaded through TMA: not among the ideal sectors (per-thread accesses only)
     flops: float
     intensity: float | None
     achieved_dram_bytes_per_s: float | None
