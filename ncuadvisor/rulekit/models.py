@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import math
 import re
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -927,34 +928,49 @@ def unread_fma_ceiling(k: KernelContext) -> bool:
     return k.language == "cuda" and r.limiter in ("fma", "fp16") and fma_stream(k) is None
 
 
-def global_loads_in_flight(k: KernelContext) -> tuple[float, float]:
-    """(loads, bytes) a warp keeps in flight: the most global loads (LDG) of the kernel's hot path that its SASS issues
-    before it must wait for one of them, from register dataflow over the listing in address order (a use of a load's
-    register waits for it and every earlier load; a branch or barrier waits for all). Hot loads are those executed at
-    least half as often as the most executed one. Bytes: 32 lanes × the width of those loads. (1, 128) without SASS."""
-    entries = sorted((e for e in k.per_instruction("inst_executed") if e.sass), key=lambda e: e.pc)
-    loads = {e.pc: e.value for e in entries if opcode(e.sass).startswith("LDG") and opcode(e.sass) != "LDGSTS"}
-    if not loads:
-        return 1.0, 128.0
-    hot_min = 0.5 * max(loads.values())
+def _pending_loads(entries: list, tracked: Callable[[int], bool]) -> Iterator[tuple[int, int, float, int] | None]:
+    """Register dataflow over a SASS listing in address order: for each tracked global load (LDG), (its pc, the loads
+    then pending including it, their bytes for 32 lanes, its width per thread); None at each branch or barrier and at
+    the end (every pending load waited for). A use of a load's register waits for it and every earlier load."""
     pending: list[tuple[set[int], int]] = []  # (destination registers, bytes per thread), in issue order
-    best_n, best_bytes = 0, 0.0
     for e in entries:
-        sass = e.sass or ""
-        ins = parse(sass)
+        ins = parse(e.sass or "")
         if ins.opcode.startswith(FLOW_BREAK):
             pending = []
+            yield None
             continue
         used = ins.registers_read()
         hit = [i for i, (regs, _) in enumerate(pending) if regs & used]
         if hit:
             pending = pending[max(hit) + 1 :]
-        if loads.get(e.pc, -1.0) >= hot_min:
-            width = access_bytes(sass) or 4
+        if tracked(e.pc):
+            width = access_bytes(e.sass or "") or 4
             first = min(registers(ins.operands[0]) or {0}) if ins.operands else 0
             pending.append((set(range(first, first + max(1, width // 4))), width))
-            if len(pending) > best_n:
-                best_n, best_bytes = len(pending), 32.0 * sum(w for _, w in pending)
+            yield e.pc, len(pending), 32.0 * sum(w for _, w in pending), width
+    yield None
+
+
+def _global_loads(k: KernelContext) -> tuple[list, dict[int, float]]:
+    """The SASS entries in address order and the global loads among them (pc -> executions), LDGSTS left out."""
+    entries = sorted((e for e in k.per_instruction("inst_executed") if e.sass), key=lambda e: e.pc)
+    loads = {e.pc: e.value for e in entries if opcode(e.sass).startswith("LDG") and opcode(e.sass) != "LDGSTS"}
+    return entries, loads
+
+
+def global_loads_in_flight(k: KernelContext) -> tuple[float, float]:
+    """(loads, bytes) a warp keeps in flight: the most global loads (LDG) of the kernel's hot path that its SASS issues
+    before it must wait for one of them, from register dataflow over the listing in address order (a use of a load's
+    register waits for it and every earlier load; a branch or barrier waits for all). Hot loads are those executed at
+    least half as often as the most executed one. Bytes: 32 lanes × the width of those loads. (1, 128) without SASS."""
+    entries, loads = _global_loads(k)
+    if not loads:
+        return 1.0, 128.0
+    hot_min = 0.5 * max(loads.values())
+    best_n, best_bytes = 0, 0.0
+    for step in _pending_loads(entries, lambda pc: loads.get(pc, -1.0) >= hot_min):
+        if step is not None and step[1] > best_n:
+            best_n, best_bytes = step[1], step[2]
     return (float(best_n), best_bytes) if best_n else (1.0, 128.0)
 
 
@@ -967,31 +983,20 @@ def loads_in_flight_by_pass(k: KernelContext) -> tuple[float, float]:
     in its max pass (the loop unrolled) and 1 in its exp pass (each load feeds an exp and a store): 341 bytes a warp,
     not the 2,048 of the max pass alone. A forward branch inside a loop body ends a stretch too, although the loads
     issued before it may stay in flight across it: there the count is a lower bound. (1, 128) without SASS."""
-    entries = sorted((e for e in k.per_instruction("inst_executed") if e.sass), key=lambda e: e.pc)
-    loads = {e.pc: e.value for e in entries if opcode(e.sass).startswith("LDG") and opcode(e.sass) != "LDGSTS"}
+    entries, loads = _global_loads(k)
     if not loads:
         return 1.0, 128.0
     stretches: list[tuple[float, int, float]] = []  # (bytes the stretch's loads move, most loads, most bytes in flight)
-    pending: list[tuple[set[int], int]] = []
     moved, most_n, most_bytes = 0.0, 0, 0.0
-    for e in [*entries, None]:
-        ins = parse(e.sass or "") if e is not None else None
-        if ins is None or ins.opcode.startswith(FLOW_BREAK):
+    for step in _pending_loads(entries, lambda pc: pc in loads):
+        if step is None:
             if moved > 0:
                 stretches.append((moved, most_n, most_bytes))
-            pending, moved, most_n, most_bytes = [], 0.0, 0, 0.0
+            moved, most_n, most_bytes = 0.0, 0, 0.0
             continue
-        used = ins.registers_read()
-        hit = [i for i, (regs, _) in enumerate(pending) if regs & used]
-        if hit:
-            pending = pending[max(hit) + 1 :]
-        if e is not None and e.pc in loads:
-            width = access_bytes(e.sass or "") or 4
-            first = min(registers(ins.operands[0]) or {0}) if ins.operands else 0
-            pending.append((set(range(first, first + max(1, width // 4))), width))
-            moved += loads[e.pc] * 32.0 * width
-            most_n = max(most_n, len(pending))
-            most_bytes = max(most_bytes, 32.0 * sum(w for _, w in pending))
+        pc, n, in_flight, width = step
+        moved += loads[pc] * 32.0 * width
+        most_n, most_bytes = max(most_n, n), max(most_bytes, in_flight)
     total = sum(m for m, _, _ in stretches)
     if total <= 0:
         return 1.0, 128.0
