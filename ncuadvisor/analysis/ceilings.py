@@ -85,7 +85,7 @@ PIPE_PCT = {
 # The same busy share under another name, read where a report lacks the first: ncu before 2025 records the issue
 # slots and the ALU as cycles active, not as instructions issued (equal to 0.1% on the 14 exam kernels of ncu 2025.3
 # checked, which record both). Without them an issue-bound kernel of an older report has no issue ceiling and reads
-# as latency-bound (sglang's ATen normal-distribution generator, issue 70% busy, read as "FMA 38%").
+# as latency-bound (sglang's ATen normal-distribution generator, issue slots 70% busy, read as "FMA 38%").
 PIPE_PCT_FALLBACK = {
     "issue": "sm__issue_active.avg.pct_of_peak_sustained_elapsed",
     "alu": "sm__pipe_alu_cycles_active.avg.pct_of_peak_sustained_elapsed",
