@@ -26,7 +26,7 @@ from ncuadvisor.pipeline.entries import (
     variant_entry,
     with_no_rule,
 )
-from ncuadvisor.pipeline.ranking import spent_program_findings, top_actions
+from ncuadvisor.pipeline.ranking import rank
 from ncuadvisor.result import ncu_guidance
 from ncuadvisor.result.types import (
     Bound,
@@ -165,13 +165,14 @@ def build(analysis: Analysis, rules: list[Rule | ProgramRule], host: Timeline | 
     fallbacks = frozenset(r.code for r in engine.kernel_rules(rules) if r.fallback)
     kernels = _program_marks(analysis.kernels, program_findings, ctx.owned, fallbacks)
     switches = {r.code: r.title for r in engine.kernel_rules(rules) if r.switch}
+    actions, printed = rank(kernels, rep.total_duration_ns, program_findings, switches=switches)
     result = Result(
         generator=Generator(name="ncuadvisor", version=__version__),
         created=_dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
         report=rep,
         kernels=kernels,
-        program_findings=spent_program_findings(kernels, rep.total_duration_ns, program_findings, switches=switches),
-        top_actions=top_actions(kernels, rep.total_duration_ns, program_findings, switches=switches),
+        program_findings=printed,
+        top_actions=actions,
     )
     if model is not None:
         from ncuadvisor.pipeline.hostwall import add_wall_estimates

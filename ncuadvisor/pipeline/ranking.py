@@ -72,12 +72,24 @@ def top_actions(
     """Where to start: program findings and one entry per kernel (its largest fix, the others as `follow_ups`),
     ranked by the time the entry's fix saves; the kernels a switch rule heads as one entry (`switches`: code ->
     title)."""
-    actions, _ = _ranked(kernels, total_ns, program, switches)
+    return rank(kernels, total_ns, program, limit, switches)[0]
+
+
+def rank(
+    kernels: Sequence[KernelEntry],
+    total_ns: float,
+    program: Sequence[ProgramFindingEntry] = (),
+    limit: int = 10,
+    switches: Mapping[str, str] | None = None,
+) -> tuple[list[TopAction], list[ProgramFindingEntry]]:
+    """The top actions (`top_actions`) and the program findings as printed (`spent_program_findings`) from one pass
+    over the kernels' time."""
+    actions, left = _ranked(kernels, total_ns, program, switches)
     floor_ns = MIN_PROGRAM_FRACTION * total_ns
     shown = [
         a for a in actions if a.scope == "kernel" or (a.estimated_saving_ns > 0 and a.estimated_saving_ns >= floor_ns)
     ]
-    return shown[:limit]
+    return shown[:limit], _spent(program, left)
 
 
 def spent_program_findings(
@@ -89,7 +101,11 @@ def spent_program_findings(
     """The program findings as "across the program" prints them: each saving what the top actions' one pass over the
     kernels' time left it after the kernel entries (`_spent_once`), so a fusion of two kernels that kernel findings
     remove whole saves nothing more, and its saving model says what took the time."""
-    _, left = _ranked(kernels, total_ns, program, switches)
+    return rank(kernels, total_ns, program, switches=switches)[1]
+
+
+def _spent(program: Sequence[ProgramFindingEntry], left: list[tuple[float, list[str]]]) -> list[ProgramFindingEntry]:
+    """Each program finding with the saving the pass left it, its saving model naming what took the rest."""
     out = []
     for p, (saving, takers) in zip(program, left):
         if saving >= p.estimated_saving_ns * (1 - 1e-9):
