@@ -55,7 +55,12 @@ class CliRun:
     calls: list[list[str]]
 
     def phase_calls(self) -> list[list[str]]:
-        return [c for c in self.calls if c != ["--version"]]
+        """The runs of ncu that profile: its --version and the early start of phase 2's program left out."""
+        return [c for c in self.calls if c != ["--version"] and c[:2] != ["--mode", "launch"]]
+
+    def early_calls(self) -> list[list[str]]:
+        """The `ncu --mode launch` runs (profile.early): phase 2's program started while phase 1 runs."""
+        return [c for c in self.calls if c[:2] == ["--mode", "launch"]]
 
 
 @pytest.fixture
@@ -712,10 +717,13 @@ def test_profile_options_reach_ncu(cli):
     )
     assert r.code == 0, r.err
     p1, p2 = r.phase_calls()
+    (early,) = r.early_calls()  # phase 2 attaches to the program started early: the launch side holds --nvtx
+    assert "--nvtx" in early and after(early, "--target-processes") == "application-only"
+    assert p2[:2] == ["--mode", "attach"] and "--nvtx" not in p2 and "--target-processes" not in p2
+    assert "--nvtx" in p1 and after(p1, "--target-processes") == "application-only"
     for cmd in (p1, p2):
-        assert "--nvtx" in cmd and after(cmd, "--nvtx-include") == "step/"
+        assert after(cmd, "--nvtx-include") == "step/"
         assert after(cmd, "--cache-control") == "none" and after(cmd, "--clock-control") == "base"
-        assert after(cmd, "--target-processes") == "application-only"
     assert after(p1, "-k") == "regex:tiny|big" and after(p1, "--launch-skip") == "5"
     assert after(p2, "--launch-skip-before-match") == "5" and "-k" not in p2
 

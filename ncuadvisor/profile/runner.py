@@ -77,12 +77,15 @@ def run_ncu(
     expected: int | None = None,
     env: dict[str, str] | None = None,
     timeout_s: float | None = None,
+    program_output: Path | None = None,
 ) -> PhaseRun:
     """Run one ncu command, feeding its output to the parser and the progress bar; Ctrl-C stops the program, waits
     for ncu to save what it collected (a second Ctrl-C does not wait) and returns with `interrupted` set. After
     `timeout_s` seconds the program is stopped the same way and the run returns with `timed_out` set. ncu, the
     program and whatever it started run in a process group of their own, ended when the run returns: a child the
-    program left behind holding the output pipe does not keep the run waiting."""
+    program left behind holding the output pipe does not keep the run waiting. `program_output`: where the program
+    writes when it runs elsewhere (an attach to a program `ncu --mode launch` started: profile.early), passed on the
+    same way, ncu's own lines left out."""
     run = PhaseRun(label=label, command=command, out_base=out_base)
     t0 = time.monotonic()
     # ncu's own messages come from its log file, never from the program's streams (a program printing
@@ -90,7 +93,7 @@ def run_ncu(
     # program's output only, passed on as it comes without being kept
     log_path = out_base + ".log"
     command = with_log_file(command, log_path)
-    streams = _Streams(run, ui, log_path)
+    streams = _Streams(run, ui, log_path, program_output)
     ui.start(label, expected)
     proc = _start(command, env, ui)
     watcher = ProcessWatcher(proc.pid).start()
@@ -103,6 +106,7 @@ def run_ncu(
             proc.kill()
             run.rc = proc.wait()
         streams.read_log()  # what ncu wrote last, once it has exited
+        streams.read_side(final=True)
         streams.flush()
     finally:
         streams.close()
@@ -130,8 +134,10 @@ class _Streams:
     """What ncu and the program write, decoded as it comes: ncu's log file, line by line, to the run's parser and the
     progress bar (its last, unfinished line too, for the bar); the program's output (`program_decoder`) passed on."""
 
-    def __init__(self, run: PhaseRun, ui: ProgressUI, log_path: str) -> None:
+    def __init__(self, run: PhaseRun, ui: ProgressUI, log_path: str, side: Path | None = None) -> None:
         self.run, self.ui, self.log_path = run, ui, log_path
+        self.side, self.side_at, self.side_held = side, 0, b""  # the program's output file, read so far, held
+        self.side_decoder = codecs.getincrementaldecoder("utf-8")("replace")
         self.splitter = LineSplitter()
         self.decoder = codecs.getincrementaldecoder("utf-8")("replace")
         self.program_decoder = codecs.getincrementaldecoder("utf-8")("replace")
@@ -153,6 +159,31 @@ class _Streams:
                 return
         while data := self.log[0].read(65536):
             self.handle(self.decoder.decode(data))
+
+    def read_side(self, final: bool = False) -> None:
+        """The program's output from its file (`side`), 64 KiB at a time: whole lines, ncu's `==PROF==` lines left
+        out; a line longer than that goes on in pieces (`final`: the last, unfinished line too)."""
+        if self.side is None:
+            return
+        try:
+            fh = open(self.side, "rb")  # noqa: SIM115 - closed below
+        except OSError:
+            return
+        with fh:
+            fh.seek(self.side_at)
+            while True:
+                data = fh.read(65536)
+                self.side_at += len(data)
+                held = self.side_held + data
+                lines = held.splitlines(keepends=True)
+                last = lines[-1] if lines else b""
+                keep = bool(lines) and not last.endswith((b"\n", b"\r")) and len(last) < 65536
+                self.side_held = lines.pop() if keep and not (final and not data) else b""
+                text = b"".join(x for x in lines if not x.startswith(b"==PROF=="))
+                if text:
+                    self.ui.program_output(self.side_decoder.decode(text))
+                if not data:
+                    break
 
     def flush(self) -> None:
         """The lines left in the splitter and the decoder, once ncu has exited."""
@@ -206,6 +237,7 @@ def _follow(
                     break
                 ui.program_output(streams.program_decoder.decode(data))
             streams.read_log()
+            streams.read_side()
         except KeyboardInterrupt:
             if stopping_since is not None and run.interrupted:  # a second Ctrl-C: stop at once
                 _end_group(proc)

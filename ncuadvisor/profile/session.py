@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING, Any
 
 from ncuadvisor.errors import NothingProfiledError, OutputError, ProfileInterrupted
 from ncuadvisor.load.processes import write_sidecar
+from ncuadvisor.profile import early as early_mod
 from ncuadvisor.profile import ncu as ncu_mod
 from ncuadvisor.profile.ceiling import at_tensor_ceiling, tensor_idle
 from ncuadvisor.profile.collection import declared_collection
@@ -95,6 +96,8 @@ class Session:
     interrupted: bool = False
     incomplete: str | None = None  # why the result is partial (exit 4)
     timeout_s: float | None = None  # `--timeout`: each run of the program under ncu is stopped after this long
+    early: early_mod.EarlyStart | None = None  # phase 2's program, started while phase 1 runs (profile.early)
+    early_note: dict[str, Any] | None = None  # what became of it, for report.profile
 
     runner: Callable[..., PhaseRun] = run_ncu
     # what phase 2 collects: "declared" (the default: the metrics the roofline, the cards and the rules that apply
@@ -121,6 +124,10 @@ class Session:
     def _run(self, command: list[str], out_base: str, label: str, expected: int | None) -> PhaseRun:
         limit = {"timeout_s": self.timeout_s} if self.timeout_s else {}
         run = self.runner(command, out_base, label, self.ui, expected=expected, env=self.env, **limit)
+        return self._account(run, label)
+
+    def _account(self, run: PhaseRun, label: str) -> PhaseRun:
+        """A run of the program under ncu counted in: its warnings, interruption, timeout and exit code."""
         self.runs.append(run)
         if run.interrupted:
             self.interrupted = True
@@ -218,6 +225,7 @@ class Session:
             ],
             "reports": [str(p) for p in self.placed],
             "partial": bool(self.interrupted or self.incomplete),
+            **({"early_start": self.early_note} if self.early_note else {}),
         }
         meta.update(extra)
         return meta
@@ -266,6 +274,23 @@ class Session:
         return self._finish(result, "full", {})
 
     def two_phase(self, top: int | None, coverage: float | None) -> Result:
+        if early_mod.wanted(self.target.script, self.filters, self.env):
+            self.early = early_mod.start(self.ncu, self.target.argv, self.filters, self.env, self.work)
+        try:
+            return self._two_phase(top, coverage)
+        finally:
+            self._give_up_early("")
+
+    def _give_up_early(self, why: str) -> None:
+        """End the early program (profile.early) unused; `why` goes into report.profile when it was not used."""
+        if self.early is None:
+            return
+        self.early.stop()
+        self.early = None
+        if why:
+            self.early_note = {"used": False, "why": why}
+
+    def _two_phase(self, top: int | None, coverage: float | None) -> Result:
         out1 = str(self.work / "phase1")
         cmd1 = ncu_mod.phase1_command(self.ncu, out1, self.target.argv, self.filters)
         run1 = self._run_saved(cmd1, out1, "phase 1/2: timing every kernel launch", "phase 1")
@@ -279,6 +304,10 @@ class Session:
         # kernels phase 1 already places at their tensor ceiling get that verdict, not a phase-2 launch
         at_ceiling = at_tensor_ceiling(chosen, kernels, launches, self.rules)
         deep_chosen = [k for k in chosen if kernel_key(k) not in at_ceiling]
+        if not deep_chosen:
+            self._give_up_early("phase 1 chose no kernel for phase 2")
+        elif len({k.process_label for k in p1_result.kernels if getattr(k, "process_label", None)}) > 1:
+            self._give_up_early("phase 1 saw kernels of more than one process")
         selection: dict[str, Any] = {
             "top": top,
             "coverage": coverage if coverage is not None else (None if top is not None else DEFAULT_COVERAGE),
@@ -433,11 +462,48 @@ class Session:
         # far as phase 1 saw them), until ncu's own count replaces it
         expected = launch_count or len(missing)
         self.ui.display_names = {k.mangled: k.name for k in missing if k.mangled} if base == "mangled" else {}
-        run2 = self._run(cmd2, out2, label, expected)
+        attached = self._attached_round(cmd2, out2, label, expected) if self.early is not None else None
+        run2 = attached if attached is not None else self._run(cmd2, out2, label, expected)
         self.ui.display_names = {}
         if run2.parser.permission_denied:
             check_run(run2, self.filters, self.target, "phase 2")
         return run2
+
+    def _attached_round(self, phase2: list[str], out_base: str, label: str, expected: int | None) -> PhaseRun | None:
+        """Round 1 of phase 2 on the program started early (profile.early): ncu attaches to it with phase 2's
+        options. None, with the early program ended, when it cannot be used: phase 2 then runs the program again."""
+        early = self.early
+        assert early is not None
+        self.early = None
+        waited = time.monotonic()
+        if not early.listening(self.timeout_s or 600.0):
+            early.stop()
+            self.early_note = {"used": False, "why": "the early program ended or never reached its first CUDA call"}
+            return None
+        command = early_mod.attach_command(phase2, self.target.argv, early.port)
+        limit: dict[str, Any] = {"timeout_s": self.timeout_s} if self.timeout_s else {}
+        run = self.runner(
+            command, out_base, label, self.ui, expected=expected, env=self.env, program_output=early.out_path, **limit
+        )
+        connected = run.parser.pids or run.parser.profiled or run.report is not None
+        if not connected and not (run.interrupted or run.timed_out):
+            early.stop()
+            why = next((e.text.strip() for e in run.parser.errors), f"ncu exited with code {run.rc}")
+            self.early_note = {"used": False, "why": f"the attach failed: {why}"}
+            self.ui.note("  phase 2's early start could not be used: running the program again", "yellow")
+            return None
+        rc = early.wait(30.0 if not (run.interrupted or run.timed_out) else 0.0)
+        early.stop()
+        if rc not in (None, 0) and run.parser.app_exit is None:
+            run.parser.app_exit = rc
+        self.early_note = {
+            "used": True,
+            "port": early.port,
+            "launch_command": [("<ncuadvisor torch runner>" if a == TORCH_RUNNER else a) for a in early.command],
+            "waited_s": round(time.monotonic() - waited - run.wall_s, 2),
+            "started_before_attach_s": round(waited - early.started, 2),
+        }
+        return self._account(run, label)
 
 
 def run_profile(

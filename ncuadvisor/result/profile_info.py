@@ -37,6 +37,19 @@ class ProfilePhase(Record):
 
 
 @dataclass(kw_only=True)
+class EarlyStart(Record):
+    """Phase 2's program started while phase 1 ran (`ncu --mode launch`, attached for round 1): whether it was used,
+    and why not when it was not."""
+
+    used: bool
+    why: str | None = optional()  # why it was not used
+    port: int | None = optional()
+    launch_command: list[str] | None = optional()
+    waited_s: float | None = optional()  # how long round 1 waited for it to reach its first CUDA call
+    started_before_attach_s: float | None = optional()  # how long it ran beside phase 1 before the attach
+
+
+@dataclass(kw_only=True)
 class SelectionRound(Record):
     """One phase-2 run: how it named the kernels it was missing and how many it found."""
 
@@ -92,4 +105,5 @@ class ProfileInfo(Record):
     reports: list[str] = field(default_factory=list)
     partial: bool = False
     selection: Selection | None = optional()
+    early_start: EarlyStart | None = optional()  # phase 2's program started while phase 1 ran (profile.early)
     wall_s: float | None = optional()

@@ -3,8 +3,8 @@ ours but the loop, so the profiling cost and the advice are measured on code nob
 
     python3 library_step.py [--model gpt2|resnet] [--compile] [--steps 3] [--layers 2] [--batch 4] [--seq 256]
 
---model gpt2 (default): `transformers.GPT2LMHeadModel` from a `GPT2Config` (--layers blocks, d_model 256, 4 heads,
-vocabulary 8192, dropout 0), its own causal-LM loss on random tokens. --model resnet: `timm.create_model('resnet18',
+--model gpt2 (default): `transformers.GPT2LMHeadModel` from a `GPT2Config` (--layers blocks; --size tiny: d_model
+256, 4 heads, vocabulary 8192; --size small: GPT-2 small's 768, 12 heads, 50257; dropout 0), its own causal-LM loss on random tokens. --model resnet: `timm.create_model('resnet18',
 pretrained=False)` on random 3x64x64 images, cross-entropy. Both: forward, backward, `torch.optim.AdamW` (PyTorch's
 default foreach implementation), gradients set to None.
 --compile: the model through `torch.compile` (default Inductor backend): its kernels are the Triton code PyTorch's
@@ -26,14 +26,19 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from step_timing import measured_step  # noqa: E402
 
 
+# --size: (d_model, heads, vocabulary); "small" is GPT-2 small's (the released 124M model's) width and vocabulary
+GPT2_SIZES = {"tiny": (256, 4, 8192), "small": (768, 12, 50257)}
+
+
 def gpt2(args: argparse.Namespace):
     from transformers import GPT2Config, GPT2LMHeadModel
 
+    width, heads, vocab = GPT2_SIZES[args.size]
     cfg = GPT2Config(
         n_layer=args.layers,
-        n_embd=256,
-        n_head=4,
-        vocab_size=8192,
+        n_embd=width,
+        n_head=heads,
+        vocab_size=vocab,
         n_positions=max(1024, args.seq),
         resid_pdrop=0.0,
         embd_pdrop=0.0,
@@ -59,6 +64,7 @@ def main() -> int:
     ap.add_argument("--compile", action="store_true", help="torch.compile the model (Inductor's Triton kernels)")
     ap.add_argument("--steps", type=int, default=3)
     ap.add_argument("--layers", type=int, default=2, help="GPT-2 blocks")
+    ap.add_argument("--size", choices=tuple(GPT2_SIZES), default="tiny", help="GPT-2 width and vocabulary")
     ap.add_argument("--batch", type=int, default=4)
     ap.add_argument("--seq", type=int, default=256, help="GPT-2 tokens per sequence")
     args = ap.parse_args()
@@ -76,7 +82,7 @@ def main() -> int:
 
     loss, ms, warmup_s = measured_step(step, args.steps)
     print(
-        f"library_step model={args.model} compile={args.compile} layers={args.layers} batch={args.batch} "
+        f"library_step model={args.model} compile={args.compile} size={args.size} layers={args.layers} batch={args.batch} "
         f"seq={args.seq} warmup_steps={max(1, args.steps) - 1}: step_ms={ms:.3f} warmup_s={warmup_s:.2f} "
         f"loss={loss.item():.6f} torch={torch.__version__}",
         flush=True,
