@@ -12,14 +12,20 @@
 # ~12 s + 130 x 2.1-2.4 s = 285-325 s; the report on it ~40 s: ~420 s of the 570. If the range is larger than that,
 # the full set is skipped (said in the JSON, which `table` then refuses): lower --layers or --seq.
 #     OUT=/tmp/out BUDGET=570 bash benchmarks/device/cost_gpt2_train.sh
+# NAME= and PROGRAM= measure another model the same way (cost_NAME.json), FULL_S_PER_LAUNCH= the plan's seconds a
+# launch of the full set (measure refuses to start a full set the budget cannot hold). GPT-2 small's width, 3 blocks
+# (~230 launches; 1.83 s a launch measured on the 1-block step):
+#     OUT=/tmp/out BUDGET=590 NAME=gpt2s_train FULL_S_PER_LAUNCH=1.9 PROGRAM="workloads/torch/library_step.py \
+#       --model gpt2 --size small --layers 3 --batch 4 --seq 512 --steps 3" bash benchmarks/device/cost_gpt2_train.sh
 BUDGET=${BUDGET:-570}
+NAME=${NAME:-gpt2_train}
 # the program and its arguments (a dry run on the fake ncu gives tests/fake_ncu/target.py instead)
 PROGRAM=${PROGRAM:-workloads/torch/library_step.py --model gpt2 --layers 1 --steps 3}
 source benchmarks/device/env.sh
 part_start
 python3 -c "import transformers; print('transformers', transformers.__version__)" >> "$OUT/env.txt" 2>&1
-timeout $(( $(left) - 5 )) python3 benchmarks/profile_cost.py measure --name gpt2_train --out "$OUT" \
-  --budget-s $(( $(left) - 15 )) --nvtx-include step_all_threads \
+timeout $(( $(left) - 5 )) python3 benchmarks/profile_cost.py measure --name "$NAME" --out "$OUT" \
+  --budget-s $(( $(left) - 15 )) --full-s-per-launch "${FULL_S_PER_LAUNCH:-2.4}" --nvtx-include step_all_threads \
   -- $PROGRAM 2>&1 | tee -a "$OUT/steps.log"
 say "measure rc=${PIPESTATUS[0]}"
-python3 benchmarks/profile_cost.py table "$OUT/cost_gpt2_train.json" 2>&1 | tail -30
+python3 benchmarks/profile_cost.py table "$OUT/cost_$NAME.json" 2>&1 | tail -30
