@@ -48,8 +48,8 @@ def test_clamped_convolutions_rank_the_tile_first(analyzed):
     """conv9.cu on an H100 (fixtures/conv9-2026-12-06): the clamped 9×9 and 5×5 convolutions measured the tile with
     a register window 4.39× and 2.53× faster, the index math alone 1.92× and 1.36×. TIL001's fixed kernel drops the
     clamps and 64-bit index products that only address the re-read loads (over half of the executed instructions),
-    so its estimate passes ISU001's and ranks first; the padded kernel without clamps keeps its estimate (2.28×
-    measured): no address arithmetic goes there."""
+    so its estimate passes ISU001's and ranks first; on the padded kernel without clamps no address arithmetic goes
+    (2.66× estimated: its tile's FP32 arithmetic and shared wavefronts, added; 2.28× measured)."""
     kernels = by_name(analyzed("conv9-2026-12-06/conv9"))
     for name, at_least in (("conv9_clamped", 0.6), ("conv5_clamped", 0.4)):
         findings = kernels[name]["findings"]
@@ -58,5 +58,5 @@ def test_clamped_convolutions_rank_the_tile_first(analyzed):
         assert first["rule"] == "TIL001" and first["estimated_speedup"] > max(at_least, isu["estimated_speedup"])
         assert "address arithmetic only they use" in first["speedup_model"]
     padded = kernels["conv9_global"]["findings"][0]
-    assert padded["rule"] == "TIL001" and 0.5 < padded["estimated_speedup"] < 0.6
+    assert padded["rule"] == "TIL001" and 0.55 < padded["estimated_speedup"] < 0.65
     assert "the index arithmetic and the FMAs stay" in padded["speedup_model"]

@@ -403,6 +403,16 @@ def tiled_product_ns(
     return (fma_s + shared_s) * 1e9
 
 
+def shared_fed_ns(r: Roofline, sm_count: float, wavefronts: float) -> float | None:
+    """The time of a loop whose FP32 arithmetic reads its operands from shared memory: its FP32 lane operations at the
+    peak (the roofline's `fma` floor: FADD and FMUL lanes cost as much as FFMA lanes) plus its shared-memory
+    wavefronts at one per cycle per SM, added rather than overlapped, as in `tiled_product_ns` (a warp waits for its
+    shared reads before the arithmetic that uses them). None without the SMs or the clock."""
+    if not sm_count or not r.sm_clock_hz:
+        return None
+    return (r.floors.get("fma") or 0.0) + wavefronts / (sm_count * r.sm_clock_hz) * 1e9
+
+
 def fma_and_tensor_flops(r: Roofline) -> tuple[float, float]:
     """FLOPs on the FMA pipes (FP32 + packed FP16) and on the tensor cores, from the roofline's per-precision work."""
     fma = r.flops_by_precision.get("fp32", 0.0) + r.flops_by_precision.get("fp16", 0.0)
@@ -785,6 +795,32 @@ def address_work(k: KernelContext) -> AddressWork | None:
 def _address_work_cached(listing: tuple[tuple[int, float, str], ...]) -> AddressWork:
     """`address_work_of` once per listing: a rule asks for it while modelling the fix and again for its words."""
     return address_work_of(list(listing))
+
+
+# opcodes of the uniform datapath that compute a warp-wide value (a constant-bank load, a loop bound, a uniform
+# offset), not the TMA or bulk copies that also start with U
+_UNIFORM_COPIES = ("UTMA", "UBLKCP", "UBLKRED", "UBLKPF")
+
+
+def uniform_share_of(listing: list[tuple[float, str]]) -> float | None:
+    """The share of a SASS listing [(times executed, instruction)] that runs on the uniform datapath (`ULDC`,
+    `UIADD3`, `UMOV`, ...: one value for the whole warp, such as a filter weight read from the constant bank); None
+    for an empty listing."""
+    executed = sum(v for v, _ in listing)
+    if not executed:
+        return None
+    uniform = 0.0
+    for v, sass in listing:
+        op = opcode(sass)
+        if op.startswith("U") and not op.startswith(_UNIFORM_COPIES):
+            uniform += v
+    return uniform / executed
+
+
+def uniform_share(k: KernelContext) -> float | None:
+    """`uniform_share_of` the kernel's executed SASS: work that is the same for every output a thread computes, so a
+    thread that computes several outputs runs it once for all. None without the SASS."""
+    return uniform_share_of([(e.value, e.sass) for e in k.per_instruction(SourceCounters.INST_EXECUTED) if e.sass])
 
 
 @dataclass(frozen=True)
