@@ -17,6 +17,7 @@ from ncuadvisor.rulekit import (
     fixed_kernel_ns,
     fmt_ns,
     predict,
+    table_peak,
     time_after,
 )
 
@@ -33,7 +34,12 @@ class Fp32LibraryMatmul(Rule):
         A library kernel with at least `min_gflop` GFLOP of FP32 work, tensor-core work under `max_tensor_share`
         of it, and FP32 the precision that sets its compute floor (the FMA pipe at least `min_fma_pct` busy when the
         report has it). PyTorch runs `matmul`/`conv` in strict FP32 like this by default for matrix products
-        (`torch.backends.cuda.matmul.allow_tf32 = False`) and whenever TF32 was switched off.
+        (`torch.backends.cuda.matmul.allow_tf32 = False`) and whenever TF32 was switched off. Weakest evidence (ncu's
+        basic set: no FLOP count): Speed Of Light's pipe utilisation as TEN001 reads it, the FMA pipe at least
+        `min_fma_pct_weak` of the elapsed time, the tensor pipe idle, the load/store pipe at least
+        `min_lsu_pct_weak` busy, the XU at most `max_xu_per_fma_weak` of the FMA pipe; the FP32 work is then the FMA
+        pipe's busy share at the FP32 peak, and the peaks the report lacks come from the architecture table
+        (`table_peak`, said in the message and the evidence), with low confidence.
 
     Why it costs time:
         An H100/H200 delivers about 67 TFLOP/s of FP32 on its FMA pipes and about 495 TFLOP/s of TF32 (990 of BF16)
@@ -75,7 +81,15 @@ class Fp32LibraryMatmul(Rule):
     switch = True  # TF32 is one setting for every FP32 cuBLAS/cuDNN call of the program
     requires = (SpeedOfLight.DURATION,)
     optional = (ComputeWorkloadAnalysis.FMA_PIPE_PCT,)
-    thresholds = {"min_gflop": 1.0, "max_tensor_share": 0.05, "min_fma_pct": 30.0}
+    thresholds = {
+        "min_gflop": 1.0,
+        "max_tensor_share": 0.05,
+        "min_fma_pct": 30.0,
+        "min_fma_pct_weak": 80.0,
+        "min_lsu_pct_weak": 5.0,
+        "max_xu_per_fma_weak": 0.05,
+        "max_tensor_pct_weak": 1.0,
+    }
     languages = ("library",)
     fixes = {
         "library": Fix(
@@ -118,6 +132,8 @@ class Fp32LibraryMatmul(Rule):
     def check(self, k: KernelContext) -> Finding | None:
         r = k.roofline
         t = self.thresholds
+        if r.flops_by_precision.get("fp32") is None:  # the report counts no FLOPs (ncu's basic set)
+            return self._from_pipes(k)
         fp32 = r.flops_by_precision.get("fp32", 0.0)
         tensor = sum(v for p, v in r.flops_by_precision.items() if p.startswith("tensor"))
         if fp32 < t["min_gflop"] * 1e9 or tensor > t["max_tensor_share"] * fp32 or not r.duration_ns:
@@ -171,4 +187,53 @@ class Fp32LibraryMatmul(Rule):
             evidence=evidence,
             # TF32 moves the product onto the tensor pipe: from idle to busy
             predicts=[predict("tensor_pipe_pct", k.m(TENSOR_PIPE_PCT) or 0.0, None, TENSOR_BUSY_PCT, ">=")],
+        )
+
+    def _from_pipes(self, k: KernelContext) -> Finding | None:
+        """The weakest evidence (no FLOP count): Speed Of Light's pipe utilisation, as TEN001's weak path reads it."""
+        r, t = k.roofline, self.thresholds
+        busy = r.busy_pct
+        fma, tensor = busy.get("fma") or 0.0, busy.get("tensor") or 0.0
+        lsu, xu = busy.get("lsu") or 0.0, busy.get("sfu") or 0.0
+        if fma < t["min_fma_pct_weak"] or tensor > t["max_tensor_pct_weak"] or not r.duration_ns:
+            return None
+        fp32_at, tf32_at = table_peak(k, "fp32"), table_peak(k, "tensor_tf32")
+        if lsu < t["min_lsu_pct_weak"] or xu > t["max_xu_per_fma_weak"] * fma or not fp32_at or not tf32_at:
+            return None
+        (fp32_peak, fp32_src), (peak, peak_src) = fp32_at, tf32_at
+        sources = sorted({s for s in (fp32_src, peak_src) if s != "report"})
+        said = f" (the peaks: {', '.join(sources)}, at the SM clock measured)" if sources else ""
+        # the FMA pipe busy that share of the time at the FP32 peak: the FP32 work, which TF32 moves to the tensor pipe
+        fp32 = fma / 100 * r.duration_ns * 1e-9 * fp32_peak
+        tensor_ns = fp32 / peak * 1e9
+        new_ns = fixed_kernel_ns(k, tensor_ns / LIBRARY_TENSOR_EFFICIENCY, MOVES_TO_TENSOR)
+        name = k.kernel.demangled or k.kernel.name
+        what = "convolution" if CONVOLUTION.search(name) else "matrix product"
+        return self.finding(
+            title=f"FMA pipe {fma:.0f}% busy, tensor cores idle: an FP32 library {what} on FMA pipes",
+            message=(
+                f"This library kernel keeps the FMA pipe busy {fma:.0f}% of its {fmt_ns(r.duration_ns)}, the "
+                f"load/store pipe {lsu:.0f}% and the tensor cores {tensor:.0f}%: a {what} in strict FP32, about "
+                f"{fp32 / 1e9:.1f} GFLOP at the FP32 peak, which TF32 tensor cores do at {peak / 1e12:.0f} TFLOP/s "
+                f"({fmt_ns(tensor_ns)} at peak){said}. The report counts no FLOPs (ncu's basic set): the work is "
+                "read from the FMA pipe's busy share; the sections SpeedOfLight_RooflineChart and "
+                "ComputeWorkloadAnalysis would count it."
+            ),
+            fix=self.fix_for(k, what=what, gflop=fp32 / 1e9),
+            estimated_speedup=time_after(r.duration_ns, new_ns, None),
+            speedup_model=(
+                f"The FP32 work is the FMA pipe's busy share at the FP32 peak ({fma:.0f}% of the time); the fixed "
+                f"kernel takes it at {LIBRARY_TENSOR_EFFICIENCY:.1%} of the TF32 peak, no less than what the other "
+                f"units need as executed: {fmt_ns(new_ns)}."
+            ),
+            confidence="low",
+            changes_floor=True,
+            evidence=[
+                Evidence("fma_pipe_pct", round(fma, 1), t["min_fma_pct_weak"], "FMA pipe busy", "%"),
+                Evidence("lsu_pipe_pct", round(lsu, 1), t["min_lsu_pct_weak"], "load/store pipe busy", "%"),
+                Evidence("xu_pipe_pct", round(xu, 1), None, "XU (MUFU) pipe busy", "%"),
+                Evidence("tensor_pipe_pct", round(tensor, 1), t["max_tensor_pct_weak"], "tensor pipe busy", "%"),
+                Evidence("fp32_peak_flops", round(fp32_peak), None, f"FP32 peak ({fp32_src})"),
+                Evidence("tf32_peak_flops", round(peak), None, f"TF32 tensor peak ({peak_src})"),
+            ],
         )

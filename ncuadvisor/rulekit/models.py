@@ -956,6 +956,27 @@ def fma_stream(k: KernelContext) -> FmaStream | None:
     return FmaStream(fma=fma, products=products, mufu=mufu)
 
 
+def table_peak(k: KernelContext, path: str) -> tuple[float, str] | None:
+    """A FLOP peak the report lacks (ncu's basic set records none), from the device's row of the architecture table
+    (`analysis.archfacts`) at the SM clock measured: "fp32" (FP32 lanes × 2 FLOPs) or a tensor path ("tensor_tf32",
+    "tensor_bf16", "tensor_fp16": dense FLOPs per SM per clock with an FP32 accumulator), × the SMs. With its source
+    ("table: sm_80"); the report's own peak first when it has one ("report")."""
+    from ncuadvisor.analysis import archfacts
+
+    r = k.roofline
+    if r.peak_flops_per_s.get(path):
+        return r.peak_flops_per_s[path], "report"
+    arch = archfacts.arch_of(k.device)
+    sms = k.sm_count
+    if arch is None or not sms or not r.sm_clock_hz:
+        return None
+    if path == "fp32":
+        per_sm = arch.fp32_lanes * 2.0
+    else:
+        per_sm = archfacts.tensor_rates(k.device, arch).get(path.removeprefix("tensor_") + ".fp32") or 0.0
+    return (per_sm * sms * r.sm_clock_hz, archfacts.table_source(arch)) if per_sm else None
+
+
 def unread_fma_ceiling(k: KernelContext) -> bool:
     """User code at its FMA (or FP16) ceiling whose instructions the report does not hold (`fma_stream` is None): its
     FMAs may be a matrix product, whose real floor is the tensor roof, so the FMA roof is no reason to leave it. With
