@@ -15,6 +15,7 @@ from ncuadvisor.rulekit import (
     dependent_loads,
     dram_in_flight,
     fmt_ns,
+    in_flight_fix_ns,
     limiter_side,
     parallelism_ns,
     predict,
@@ -290,7 +291,7 @@ class DependentLoads(Rule):
         # share of a unit that serves one sector per dependent load is what the chain leaves it, not a ceiling
         chain_side = side == "latency" or (side == "memory" and (r.limiter_share or 1.0) < t["max_chain_memory_share"])
         # DRAM the limiter, but short of bytes in flight: latency-bound on memory (Little's law), not at its roof
-        flight = dram_in_flight(k, t["loads_in_flight_gain"]) if side == "memory" else None
+        flight = dram_in_flight(k) if side == "memory" else None
         short = flight is not None and flight.latency_bound(
             t["max_in_flight_dram_share"], t["min_long_scoreboard_share"]
         )
@@ -352,6 +353,8 @@ class DependentLoads(Rule):
         needs: a loop of loads each warp waits on, too few or too narrow to cover DRAM's latency."""
         r = k.roofline
         t = self.thresholds
+        gain = t["loads_in_flight_gain"]
+        new_ns = in_flight_fix_ns(k, flight, gain) or r.duration_ns or 0.0
         width = flight.bytes_per_warp / max(flight.loads_per_warp, 1e-9) / 32
         loads = count(round(flight.loads_per_warp, 1), "load")
         return self.finding(
@@ -374,12 +377,12 @@ class DependentLoads(Rule):
                 width=width,
                 per_sm=flight.per_sm,
                 needed=flight.needed_per_sm,
-                gain=flight.gain,
+                gain=gain,
             ),
-            estimated_speedup=time_after(r.duration_ns or 0, flight.new_ns, r.theoretical_ns),
+            estimated_speedup=time_after(r.duration_ns or 0, new_ns, r.theoretical_ns),
             speedup_model=(
-                f"With {flight.gain:.0f}× the bytes in flight per warp ({flight.gain * flight.bytes_per_warp:,.0f} B), "
-                f"the compulsory bytes take {fmt_ns(flight.new_ns)}: latency plus throughput, the read bytes per SM × "
+                f"With {gain:.0f}× the bytes in flight per warp ({gain * flight.bytes_per_warp:,.0f} B), "
+                f"the compulsory bytes take {fmt_ns(new_ns)}: latency plus throughput, the read bytes per SM × "
                 "DRAM latency ÷ the bytes in flight per SM, plus the roofline floor; bounded by the long-scoreboard "
                 "stall time it removes, not below the roofline floor."
             ),

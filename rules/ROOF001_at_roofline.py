@@ -10,6 +10,7 @@ from ncuadvisor.rulekit import (
     dram_in_flight,
     fmt_bytes,
     fmt_ns,
+    in_flight_fix_ns,
     precision_words,
     time_after,
     unread_fma_ceiling,
@@ -108,11 +109,15 @@ class AtRoofline(Rule):
         """DRAM is the limiter, but the SMs keep too few bytes in flight to cover its latency, and the fix that puts
         `in_flight_gain` × them in flight would save at least `min_in_flight_saving` of the kernel's time."""
         t = self.thresholds
-        flight = dram_in_flight(k, t["in_flight_gain"])
+        flight = dram_in_flight(k)
         if flight is None or not flight.latency_bound(t["max_in_flight_dram_share"], t["min_long_scoreboard_share"]):
             return False
         r = k.roofline
-        return time_after(r.duration_ns or 0.0, flight.new_ns, r.theoretical_ns) >= t["min_in_flight_saving"]
+        new_ns = in_flight_fix_ns(k, flight, t["in_flight_gain"])
+        return (
+            new_ns is not None
+            and time_after(r.duration_ns or 0.0, new_ns, r.theoretical_ns) >= t["min_in_flight_saving"]
+        )
 
     def check(self, k: KernelContext) -> Finding | None:
         r = k.roofline
