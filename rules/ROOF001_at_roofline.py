@@ -57,8 +57,8 @@ class AtRoofline(Rule):
         fewer bytes in flight (warps × loads in flight × their width, from the SASS) than DRAM's latency × bandwidth
         needs, DRAM moves less than `max_in_flight_dram_share` of its peak and at least `min_long_scoreboard_share` of
         the stalls wait on global loads (the SASS the kernel's other rules read, CUDA and Triton; without it the
-        verdict stands), when `in_flight_gain` × the bytes in flight (16-byte loads instead of 4-byte
-        ones, or four iterations' loads issued together) would save at least `min_in_flight_saving` in the same
+        verdict stands), when `in_flight_gain` × the bytes in flight (16-byte loads instead of 4-byte ones, or four
+        iterations' loads issued together) would save at least `min_in_flight_saving` in the same
         latency-plus-throughput model (capped at the floor at 85% of peak): there the floor is not what holds the
         kernel, and LAT001 (a loop of loads) or MEM003 (narrow accesses) names the fix. 10% is the bar the engine sets
         for a fix to stand beside a near-bound verdict (a floor-changing one): a smaller saving is one "leave it" may
