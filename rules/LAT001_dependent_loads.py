@@ -1,4 +1,6 @@
 from ncuadvisor.rulekit import (
+    DRAM_LATENCY_CYCLES,
+    DramInFlight,
     Evidence,
     Finding,
     Fix,
@@ -9,7 +11,11 @@ from ncuadvisor.rulekit import (
     Rule,
     SourceCounters,
     WarpStateStats,
+    count,
     dependent_loads,
+    dram_in_flight,
+    fmt_ns,
+    in_flight_fix_ns,
     limiter_side,
     parallelism_ns,
     predict,
@@ -23,6 +29,7 @@ stall = WarpStateStats.stall
 CHAIN = "the SASS shows a dependent-load chain (each load's address is an earlier load's result)"
 SOL_ONLY = "Speed Of Light, launch statistics and occupancy only (no stall counters)"
 SERIAL = "one warp of each block runs a loop of global loads while the others wait at a barrier"
+IN_FLIGHT = "DRAM is the limiter but its SMs keep too few bytes in flight to cover its latency"
 
 
 class DependentLoads(Rule):
@@ -46,6 +53,15 @@ class DependentLoads(Rule):
         warps times (one warp of each block runs it) whose next barrier holds at least `min_section_held` of the
         sampled barrier stalls: one warp polls a flag or walks back over earlier blocks' results (a scan's decoupled
         look-back, a spin lock) while the rest of its block waits.
+
+        Latency-bound on memory although DRAM is the limiter: DRAM moves less than `max_in_flight_dram_share` of its
+        peak, at least `min_long_scoreboard_share` of the stalls wait on global loads, each warp runs a loop of more
+        than `min_loads_per_warp` loads, and the SMs keep fewer bytes in flight than DRAM's latency × bandwidth needs
+        (Little's law, `rulekit.dram_in_flight`): resident warps × the loads a warp keeps in flight per pass (SASS
+        register dataflow) × 32 lanes × their width, against `DRAM_LATENCY_CYCLES` × DRAM's peak bytes per SM cycle.
+        A row loop of one 4-byte load per iteration, each used at once (an RMSNorm a block per row: 60 warps × 128 B
+        = 7.7 KB per SM on an H100 PCIe, where 520 cycles × 16.2 B/cycle needs 8.4 KB; DRAM at 67%). ROOF001 gives
+        way to it where the fix saves 10% or more.
 
         Weaker evidence (ncu's default set: Speed Of Light, launch statistics, occupancy; no stall counters, no memory
         tables): ncu's own reading of Speed Of Light (its SOLBottleneck rule: compute and memory throughput both below
@@ -76,6 +92,8 @@ class DependentLoads(Rule):
         walk `chains_per_thread_after` lists per thread interleaved, or store the structure without pointers (the
         nodes in traversal order, a flattened tree). A serial section: `elements_per_thread_after` elements per thread
         (scanned in registers), so that the look-back and its barrier are paid once per that many times the data.
+        Latency-bound on memory: more bytes per load as well as more loads, 16 bytes per thread (float4 / uint4, a
+        scalar tail) or the loop unrolled so several iterations' loads issue before the first is used.
 
     Speedup estimate:
         The fix (`loads_in_flight_gain` independent chains or unrolled loads per warp) multiplies the loads in flight
@@ -88,13 +106,22 @@ class DependentLoads(Rule):
         by `elements_per_thread_after`, the rest unchanged (time × (1 − barrier share × (1 − 1 / that))), bounded by
         the barrier stall time it removes, not below the floor at 85% of peak.
 
+        Latency-bound on memory: `loads_in_flight_gain` × the bytes in flight per warp (16-byte loads instead of
+        4-byte ones, or the loads of that many iterations issued together) in the latency-plus-throughput model of the
+        compulsory bytes (`streaming_ns`: read bytes per SM × DRAM latency ÷ bytes in flight per SM, plus the roofline
+        floor), bounded by the long-scoreboard stall time it removes, not below the floor at 85% of peak. No counter
+        of the report measures bytes in flight and the wait per instruction may rise with wider loads, so none is
+        predicted; DRAM throughput is what rises.
+
         On the weaker evidence the same latency-plus-throughput model with `loads_in_flight_gain` is an upper bound,
         said so: it assumes that all the time beyond the busiest unit's share is waiting the fix overlaps, which only
         the stall counters could show.
 
     False positives:
         Random gathers over more data than L2 are bound by DRAM's random-access rate rather than latency; low
-        occupancy (OCC001) and narrow accesses (MEM003) are reported by their own rules.
+        occupancy (OCC001) and narrow accesses without a loop (MEM003) are reported by their own rules. The DRAM
+        latency is calibrated on an H200 (`DRAM_LATENCY_CYCLES`); on a GDDR board or at other clocks the bytes DRAM
+        needs in flight may differ, and the estimate says it assumes the H200's.
     """
 
     code = "LAT001"
@@ -108,7 +135,10 @@ class DependentLoads(Rule):
         LaunchStats.GRID_SIZE,
         LaunchStats.BLOCK_SIZE,
     )
-    optional = tuple(stall(s) for s in WarpStateStats.STALL_REASONS if s != "long_scoreboard")
+    optional = (
+        *(stall(s) for s in WarpStateStats.STALL_REASONS if s != "long_scoreboard"),
+        Occupancy.ACHIEVED_PCT,  # the resident warps that keep bytes in flight (`dram_in_flight`)
+    )
     per_instruction = (
         SourceCounters.SAMPLED_STALL_LONG_SCOREBOARD,
         SourceCounters.INST_EXECUTED,
@@ -133,6 +163,7 @@ class DependentLoads(Rule):
         "max_section_entry_share": 0.5,
         "min_section_held": 0.4,
         "elements_per_thread_after": 8.0,
+        "max_in_flight_dram_share": 0.7,
     }
     fixes = {
         "cuda": Fix(
@@ -196,6 +227,33 @@ class DependentLoads(Rule):
                 ),
             ),
         },
+        IN_FLIGHT: {
+            "cuda": Fix(
+                text=(
+                    "Each warp keeps {loads} of {width:.0f} bytes per thread in flight: {per_sm:,.0f} bytes per SM, "
+                    "where DRAM's latency × bandwidth needs {needed:,.0f}. Put {gain:.0f}× the bytes in flight: "
+                    "load 16 bytes per thread (float4 / uint4 on 16-byte-aligned data, a scalar loop for the tail), "
+                    "or unroll the loop so that the loads of {gain:.0f} iterations issue before the first is used."
+                ),
+                code=(
+                    "// 16 bytes per thread: each load moves 4 floats, 4x the bytes in flight per warp\n"
+                    "const float4* in4 = reinterpret_cast<const float4*>(in);\n"
+                    "for (int i = threadIdx.x; i < n / 4; i += blockDim.x) {\n"
+                    "  float4 v = in4[i];\n"
+                    "  acc += f(v.x) + f(v.y) + f(v.z) + f(v.w);\n"
+                    "}\n"
+                    "// tail: for (int i = n / 4 * 4 + threadIdx.x; i < n; i += blockDim.x) acc += f(in[i]);"
+                ),
+            ),
+            "triton": Fix(
+                text=(
+                    "Each program keeps too few bytes in flight for DRAM's latency: give it a larger BLOCK (at least "
+                    "4 contiguous elements per thread, BLOCK ≥ 4 × 32 × num_warps, so tl.load emits 16-byte "
+                    "accesses) and, in a loop over a row, num_stages ≥ 2 so the next block's loads are in flight."
+                ),
+                code="triton.Config({'BLOCK': 4096}, num_warps=8, num_stages=3)",
+            ),
+        },
         CHAIN: {
             "cuda": Fix(
                 text=(
@@ -232,7 +290,12 @@ class DependentLoads(Rule):
         # a chain the SASS shows is latency-bound even where a memory unit is a little over half busy: the busy
         # share of a unit that serves one sector per dependent load is what the chain leaves it, not a ceiling
         chain_side = side == "latency" or (side == "memory" and (r.limiter_share or 1.0) < t["max_chain_memory_share"])
-        if not chain_side:
+        # DRAM the limiter, but short of bytes in flight: latency-bound on memory (Little's law), not at its roof
+        flight = dram_in_flight(k) if side == "memory" else None
+        short = flight is not None and flight.latency_bound(
+            t["max_in_flight_dram_share"], t["min_long_scoreboard_share"]
+        )
+        if not chain_side and not short:
             return None
         total = stall_total(k)
         ls = k.m(stall("long_scoreboard")) or 0.0
@@ -250,12 +313,13 @@ class DependentLoads(Rule):
             gain = t["chains_per_thread_after"] / chain.chains
             if gain >= 1.5:
                 return self.chain(k, chain.share, chain.chains, gain, ls / total)
-        if side != "latency":
-            return None  # no chain: a memory unit over half busy is the limiter
         warps = (k.m(LaunchStats.GRID_SIZE) or 0) * max(1.0, (k.m(LaunchStats.BLOCK_SIZE) or 32) / 32)
         loads_per_warp = (k.m(MemoryTables.GLOBAL_LOAD_REQUESTS) or 0) / max(warps, 1)
         if loads_per_warp <= t["min_loads_per_warp"]:
-            return None
+            return None  # no loop of loads: MEM003's wider accesses, where they are narrow
+        if side != "latency":
+            # no chain: a memory unit over half busy is the limiter, unless DRAM's SMs keep too few bytes in flight
+            return self.in_flight(k, flight, loads_per_warp) if short and flight is not None else None
         gain = t["loads_in_flight_gain"]
         new_ns = parallelism_ns(k, gain) or 0.0
         lines = k.top_lines(SourceCounters.SAMPLED_STALL_LONG_SCOREBOARD, limit=3)
@@ -282,6 +346,56 @@ class DependentLoads(Rule):
                 Evidence("loads_per_warp", round(loads_per_warp, 1), t["min_loads_per_warp"]),
             ],
             source=lines,
+        )
+
+    def in_flight(self, k: KernelContext, flight: DramInFlight, loads_per_warp: float) -> Finding:
+        """DRAM is the limiter below its peak, and the SMs keep fewer bytes in flight than its latency × bandwidth
+        needs: a loop of loads each warp waits on, too few or too narrow to cover DRAM's latency."""
+        r = k.roofline
+        t = self.thresholds
+        gain = t["loads_in_flight_gain"]
+        new_ns = in_flight_fix_ns(k, flight, gain) or r.duration_ns or 0.0
+        width = flight.bytes_per_warp / max(flight.loads_per_warp, 1e-9) / 32
+        loads = count(round(flight.loads_per_warp, 1), "load")
+        return self.finding(
+            title=(
+                f"Too few bytes in flight for DRAM: {flight.per_sm:,.0f} B per SM where its latency × bandwidth "
+                f"needs {flight.needed_per_sm:,.0f} B"
+            ),
+            message=(
+                f"DRAM is the limiter at {flight.dram_share:.0%} of its peak and {flight.long_scoreboard_share:.0%} "
+                f"of the warps' stalls wait on global loads: each warp keeps {loads} of {width:.0f} bytes per thread "
+                f"in flight ({flight.bytes_per_warp:,.0f} B), its {flight.warps_per_sm:.0f} resident warps per SM "
+                f"{flight.per_sm:,.0f} B, where covering DRAM's latency (~{DRAM_LATENCY_CYCLES:.0f} SM cycles) at its "
+                f"peak needs {flight.needed_per_sm:,.0f} B per SM (Little's law). The kernel is latency-bound on "
+                "memory, not at its roof."
+            ),
+            fix=self.fix_for(
+                k,
+                IN_FLIGHT,
+                loads=loads,
+                width=width,
+                per_sm=flight.per_sm,
+                needed=flight.needed_per_sm,
+                gain=gain,
+            ),
+            estimated_speedup=time_after(r.duration_ns or 0, new_ns, r.theoretical_ns),
+            speedup_model=(
+                f"With {gain:.0f}× the bytes in flight per warp ({gain * flight.bytes_per_warp:,.0f} B), "
+                f"the compulsory bytes take {fmt_ns(new_ns)}: latency plus throughput, the read bytes per SM × "
+                "DRAM latency ÷ the bytes in flight per SM, plus the roofline floor; bounded by the long-scoreboard "
+                "stall time it removes, not below the roofline floor."
+            ),
+            confidence="medium",
+            evidence=[
+                Evidence("bytes_in_flight_per_sm", round(flight.per_sm), round(flight.needed_per_sm), "B per SM"),
+                Evidence("dram_fraction_of_peak", round(flight.dram_share, 3), t["max_in_flight_dram_share"]),
+                Evidence(
+                    "long_scoreboard_share", round(flight.long_scoreboard_share, 3), t["min_long_scoreboard_share"]
+                ),
+                Evidence("loads_per_warp", round(loads_per_warp, 1), t["min_loads_per_warp"]),
+            ],
+            source=k.top_lines(SourceCounters.SAMPLED_STALL_LONG_SCOREBOARD, limit=3),
         )
 
     def serial(self, k: KernelContext, entries: float, warps: float, held: float, barrier: float) -> Finding:

@@ -3,11 +3,16 @@ from ncuadvisor.rulekit import (
     Finding,
     Fix,
     KernelContext,
+    Occupancy,
     Rule,
     SpeedOfLight,
+    WarpStateStats,
+    dram_in_flight,
     fmt_bytes,
     fmt_ns,
+    in_flight_fix_ns,
     precision_words,
+    time_after,
     unread_fma_ceiling,
 )
 
@@ -48,6 +53,17 @@ class AtRoofline(Rule):
         accidental promotion (a `1.0` literal, `pow(float, int)`), and float math would be 10× faster or more. A
         matrix product at its FMA ceiling is near the wrong roof: where a faster unit can do the work (TF32 or BF16
         tensor cores), TEN001's finding lowers the floor and replaces this verdict.
+        Never said of a DRAM-limited kernel that is latency-bound on memory (`rulekit.dram_in_flight`): its SMs keep
+        fewer bytes in flight (warps × loads in flight × their width, from the SASS) than DRAM's latency × bandwidth
+        needs, DRAM moves less than `max_in_flight_dram_share` of its peak and at least `min_long_scoreboard_share` of
+        the stalls wait on global loads (the SASS the kernel's other rules read, CUDA and Triton; without it the
+        verdict stands), when `in_flight_gain` × the bytes in flight (16-byte loads instead of 4-byte ones, or four
+        iterations' loads issued together) would save at least `min_in_flight_saving` in the same
+        latency-plus-throughput model (capped at the floor at 85% of peak): there the floor is not what holds the
+        kernel, and LAT001 (a loop of loads) or MEM003 (narrow accesses) names the fix. 10% is the bar the engine sets
+        for a fix to stand beside a near-bound verdict (a floor-changing one): a smaller saving is one "leave it" may
+        cover; a 4-byte stream at the median DRAM share such streams reach (`ACHIEVABLE_DRAM_FRACTION`, 0.757) would
+        gain 17% from 16-byte loads (0.908), over the bar.
     """
 
     code = "ROOF001"
@@ -55,7 +71,17 @@ class AtRoofline(Rule):
     category = "at-roofline"
     title = "Near its roofline bound: leave it"
     requires = (SpeedOfLight.DURATION,)
-    thresholds = {"max_headroom": 1.6, "max_fp64_ratio": 0.125}
+    # the bytes in flight (`latency_bound_on_dram`): the achieved warps and the stalls; the loads in flight come from
+    # the SASS where the kernel's was read for the rules that name that fix (LAT001, MEM003: CUDA and Triton)
+    optional = (Occupancy.ACHIEVED_PCT, *(WarpStateStats.stall(s) for s in WarpStateStats.STALL_REASONS))
+    thresholds = {
+        "max_headroom": 1.6,
+        "max_fp64_ratio": 0.125,
+        "max_in_flight_dram_share": 0.7,
+        "min_long_scoreboard_share": 0.5,
+        "in_flight_gain": 4.0,
+        "min_in_flight_saving": 0.10,
+    }
     languages = ("cuda", "triton", "pytorch", "library")
     fixes = {
         "cuda": Fix(
@@ -79,6 +105,20 @@ class AtRoofline(Rule):
             return False
         return r.flops_by_precision.get("fp32") != 0.0
 
+    def latency_bound_on_dram(self, k: KernelContext) -> bool:
+        """DRAM is the limiter, but the SMs keep too few bytes in flight to cover its latency, and the fix that puts
+        `in_flight_gain` × them in flight would save at least `min_in_flight_saving` of the kernel's time."""
+        t = self.thresholds
+        flight = dram_in_flight(k)
+        if flight is None or not flight.latency_bound(t["max_in_flight_dram_share"], t["min_long_scoreboard_share"]):
+            return False
+        r = k.roofline
+        new_ns = in_flight_fix_ns(k, flight, t["in_flight_gain"])
+        return (
+            new_ns is not None
+            and time_after(r.duration_ns or 0.0, new_ns, r.theoretical_ns) >= t["min_in_flight_saving"]
+        )
+
     def check(self, k: KernelContext) -> Finding | None:
         r = k.roofline
         if r.headroom is None or r.bound == "launch" or r.headroom > self.thresholds["max_headroom"]:
@@ -86,6 +126,8 @@ class AtRoofline(Rule):
         if self.slow_fp64_in_float_code(k):
             return None
         if unread_fma_ceiling(k):  # GEN001 says the tensor roof is the floor if it is a product
+            return None
+        if self.latency_bound_on_dram(k):  # LAT001 or MEM003 names what holds it: too few bytes in flight
             return None
         if r.floor_reason:
             what = r.floor_reason  # the unit that sets the floor, its work and rate (SFU, FP16, launch, ...)

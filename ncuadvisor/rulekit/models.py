@@ -259,6 +259,59 @@ def streaming_ns(
 
 
 @dataclass(frozen=True)
+class DramInFlight:
+    """What the SMs of a DRAM-limited kernel keep in flight against what DRAM's latency × bandwidth needs (Little's
+    law), from the SASS (`loads_in_flight_by_pass`) and the achieved warps (`dram_in_flight`)."""
+
+    loads_per_warp: float  # global loads a warp keeps in flight (per pass over memory, bytes-weighted)
+    bytes_per_warp: float  # their bytes, 32 lanes
+    warps_per_sm: float  # achieved resident warps
+    per_sm: float  # warps × bytes_per_warp
+    needed_per_sm: float  # DRAM_LATENCY_CYCLES × DRAM's peak bytes per SM cycle
+    dram_share: float  # DRAM's achieved bytes per second ÷ its peak
+    long_scoreboard_share: float  # the warps' stalls waiting on global loads
+
+    def latency_bound(self, max_dram_share: float, min_long_scoreboard_share: float) -> bool:
+        """Latency-bound on memory: fewer bytes in flight per SM than DRAM's latency × bandwidth needs, DRAM below
+        `max_dram_share` of its peak, and at least `min_long_scoreboard_share` of the stalls on global loads."""
+        return (
+            self.per_sm < self.needed_per_sm
+            and self.dram_share < max_dram_share
+            and self.long_scoreboard_share >= min_long_scoreboard_share
+        )
+
+
+def dram_in_flight(k: KernelContext) -> DramInFlight | None:
+    """`DramInFlight` of a kernel whose roofline limiter is DRAM, whose SASS shows its global loads and whose report
+    has the occupancy, the clocks and the stall counters; None otherwise."""
+    r = k.roofline
+    if r.limiter != "dram" or not _global_loads(k)[1]:
+        return None
+    warps, sms = warps_per_sm(k), float(k.sm_count or 0)
+    shares = stall_shares(k)
+    if not (warps and sms and shares and r.peak_dram_bytes_per_s and r.sm_clock_hz):
+        return None
+    loads, per_warp = loads_in_flight_by_pass(k)
+    return DramInFlight(
+        loads_per_warp=loads,
+        bytes_per_warp=per_warp,
+        warps_per_sm=warps,
+        per_sm=warps * per_warp,
+        needed_per_sm=DRAM_LATENCY_CYCLES * r.peak_dram_bytes_per_s / sms / r.sm_clock_hz,
+        dram_share=(r.achieved_dram_bytes_per_s or 0.0) / r.peak_dram_bytes_per_s,
+        long_scoreboard_share=shares.get("long_scoreboard", 0.0),
+    )
+
+
+def in_flight_fix_ns(k: KernelContext, flight: DramInFlight, gain: float) -> float | None:
+    """The time after a fix that puts `gain` × the bytes in flight per warp (wider loads, or the loads of `gain`
+    iterations issued before their first use): `streaming_ns` at those bytes, never below what removing every
+    long-scoreboard stall leaves (`stall_bounded_ns`); None without the bytes or clocks `streaming_ns` needs."""
+    after = streaming_ns(k, gain * flight.bytes_per_warp)
+    return None if after is None else stall_bounded_ns(k, after, ("long_scoreboard",))
+
+
+@dataclass(frozen=True)
 class RowMapping:
     """A kernel that gives each thread a row and walks it in a per-thread loop (the warp's lanes are rows, so every
     load of a warp touches ~32 sectors), and the grid after the fix its coalescing advises, lanes along the row: a
