@@ -74,6 +74,9 @@ class AtRoofline(Rule):
     # the bytes in flight (`latency_bound_on_dram`): the achieved warps and the stalls; the loads in flight come from
     # the SASS where the kernel's was read for the rules that name that fix (LAT001, MEM003: CUDA and Triton)
     optional = (Occupancy.ACHIEVED_PCT, *(WarpStateStats.stall(s) for s in WarpStateStats.STALL_REASONS))
+    # collected only where those rules run: a PyTorch or library kernel's verdict never reads them, and `profile`
+    # pays replay passes for every metric it declares
+    optional_languages = ("cuda", "triton")
     thresholds = {
         "max_headroom": 1.6,
         "max_fp64_ratio": 0.125,

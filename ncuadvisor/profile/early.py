@@ -23,8 +23,13 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
+from ncuadvisor.profile.meta import shown
 from ncuadvisor.profile.ncu import Filters
+
+if TYPE_CHECKING:
+    from ncuadvisor.profile.runner import PhaseRun
 
 EARLY_ENV = "NCUADVISOR_EARLY_START"
 WAITING = b"==PROF== Waiting for profiler to attach"
@@ -140,3 +145,41 @@ def attach_command(phase2: Sequence[str], argv: Sequence[str], port: int) -> lis
         kept.append(a)
     head = [phase2[0], "--mode", "attach", "--hostname", "127.0.0.1", "--port", str(port)]
     return head + ["--max-connections", str(PORT_SPAN), *kept]
+
+
+def attach_round(
+    early: EarlyStart,
+    s: Any,
+    phase2: list[str],
+    out_base: str,
+    label: str,
+    expected: int | None,
+    timeout_s: float | None,
+) -> tuple[PhaseRun | None, dict[str, Any]]:
+    """Round 1 of phase 2 on the program started early: ncu attaches to it with phase 2's options (`s.runner`, the
+    program's output passed on from its file). (the run, what became of the early start for report.profile); the
+    run is None, with the early program ended, when it cannot be used: phase 2 then runs the program again."""
+    waited = time.monotonic()
+    if not early.listening(timeout_s or 600.0):
+        early.stop()
+        return None, {"used": False, "why": "the early program ended or never reached its first CUDA call"}
+    command = attach_command(phase2, s.target.argv, early.port)
+    limit: dict[str, Any] = {"timeout_s": timeout_s} if timeout_s else {}
+    run = s.runner(command, out_base, label, s.ui, expected=expected, env=s.env, program_output=early.out_path, **limit)
+    stopped = run.interrupted or run.timed_out
+    if not (run.parser.pids or run.parser.profiled or run.report is not None) and not stopped:
+        early.stop()
+        why = next((e.text.strip() for e in run.parser.errors), f"ncu exited with code {run.rc}")
+        s.ui.note("  phase 2's early start could not be used: running the program again", "yellow")
+        return None, {"used": False, "why": f"the attach failed: {why}"}
+    rc = early.wait(0.0 if stopped else 30.0)
+    early.stop()
+    if rc not in (None, 0) and run.parser.app_exit is None:
+        run.parser.app_exit = rc
+    return run, {
+        "used": True,
+        "port": early.port,
+        "launch_command": shown(early.command),
+        "waited_s": round(time.monotonic() - waited - run.wall_s, 2),
+        "started_before_attach_s": round(waited - early.started, 2),
+    }

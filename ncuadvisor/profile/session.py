@@ -48,6 +48,7 @@ from ncuadvisor.profile.collection import declared_collection
 from ncuadvisor.profile.hosttime import record_host_timeline
 from ncuadvisor.profile.launchbytes import fill_launch_bytes, profiled_bytes
 from ncuadvisor.profile.merge import Phase1Time, analyze_phase1, merge_results, torch_context
+from ncuadvisor.profile.meta import profile_meta
 from ncuadvisor.profile.progress import ProgressUI
 from ncuadvisor.profile.pylines import KERNEL_LINES_ENV, attach_python_lines, read_kernel_lines
 from ncuadvisor.profile.reports import place_report, report_base
@@ -64,7 +65,7 @@ from ncuadvisor.profile.selection import (
     select_kernels,
     window_launch_count,
 )
-from ncuadvisor.profile.target import TORCH_RUNNER, Target
+from ncuadvisor.profile.target import Target
 from ncuadvisor.reportfile.sniff import private_dir
 from ncuadvisor.result.types import ProfileInfo, Result
 from ncuadvisor.units import clip
@@ -191,44 +192,7 @@ class Session:
         )
 
     def _meta(self, mode: str, extra: dict[str, Any]) -> dict[str, Any]:
-        meta = {
-            "mode": mode,
-            "target": self.target.argv
-            if TORCH_RUNNER not in self.target.argv
-            else [self.target.argv[0], "-c", "<ncuadvisor torch runner>", *self.target.argv[3:]],
-            "ncu": self.ncu,
-            "ncu_version": self.info.version_str,
-            "filters": {
-                "nvtx_include": self.filters.nvtx_include,
-                "kernel": self.filters.kernel,
-                "launch_skip": self.filters.launch_skip,
-                "cache_control": self.filters.cache_control or "all",
-                "clock_control": self.filters.clock_control,
-                "target_processes": self.filters.target_processes or "all",
-            },
-            "torch_ops": self.torch_ops,
-            **({"python_lines": True} if self.python_lines else {}),
-            "phases": [
-                {
-                    "phase": r.label.split(":")[0],
-                    "command": [("<ncuadvisor torch runner>" if a == TORCH_RUNNER else a) for a in r.command],
-                    "wall_s": round(r.wall_s, 2),
-                    "ncu_exit_code": r.rc,
-                    "program_exit_code": r.parser.app_exit,
-                    "launches_profiled": r.parser.profiled,
-                    "interrupted": r.interrupted,
-                    "replay_passes": max(
-                        (e.passes for e in r.parser.events if e.kind == "progress" and e.passes), default=None
-                    ),
-                }
-                for r in self.runs
-            ],
-            "reports": [str(p) for p in self.placed],
-            "partial": bool(self.interrupted or self.incomplete),
-            **({"early_start": self.early_note} if self.early_note else {}),
-        }
-        meta.update(extra)
-        return meta
+        return profile_meta(self, mode, extra)
 
     def _finish(self, result: Result, mode: str, extra: dict[str, Any]) -> Result:
         warnings = result.report.warnings
@@ -470,40 +434,12 @@ class Session:
         return run2
 
     def _attached_round(self, phase2: list[str], out_base: str, label: str, expected: int | None) -> PhaseRun | None:
-        """Round 1 of phase 2 on the program started early (profile.early): ncu attaches to it with phase 2's
-        options. None, with the early program ended, when it cannot be used: phase 2 then runs the program again."""
-        early = self.early
+        """Round 1 of phase 2 on the program started early (`early.attach_round`); None when it cannot be used."""
+        early, self.early = self.early, None
         assert early is not None
-        self.early = None
-        waited = time.monotonic()
-        if not early.listening(self.timeout_s or 600.0):
-            early.stop()
-            self.early_note = {"used": False, "why": "the early program ended or never reached its first CUDA call"}
-            return None
-        command = early_mod.attach_command(phase2, self.target.argv, early.port)
-        limit: dict[str, Any] = {"timeout_s": self.timeout_s} if self.timeout_s else {}
-        run = self.runner(
-            command, out_base, label, self.ui, expected=expected, env=self.env, program_output=early.out_path, **limit
-        )
-        connected = run.parser.pids or run.parser.profiled or run.report is not None
-        if not connected and not (run.interrupted or run.timed_out):
-            early.stop()
-            why = next((e.text.strip() for e in run.parser.errors), f"ncu exited with code {run.rc}")
-            self.early_note = {"used": False, "why": f"the attach failed: {why}"}
-            self.ui.note("  phase 2's early start could not be used: running the program again", "yellow")
-            return None
-        rc = early.wait(30.0 if not (run.interrupted or run.timed_out) else 0.0)
-        early.stop()
-        if rc not in (None, 0) and run.parser.app_exit is None:
-            run.parser.app_exit = rc
-        self.early_note = {
-            "used": True,
-            "port": early.port,
-            "launch_command": [("<ncuadvisor torch runner>" if a == TORCH_RUNNER else a) for a in early.command],
-            "waited_s": round(time.monotonic() - waited - run.wall_s, 2),
-            "started_before_attach_s": round(waited - early.started, 2),
-        }
-        return self._account(run, label)
+        limit = self.timeout_s
+        run, self.early_note = early_mod.attach_round(early, self, phase2, out_base, label, expected, limit)
+        return self._account(run, label) if run is not None else None
 
 
 def run_profile(
