@@ -5,11 +5,12 @@ says its headroom is unknown and which sections settle it, never "a gap in the r
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import FIXTURES, report_json
+from tests.conftest import FIXTURES, ROOT, report_json
 
 FOREIGN_CACHE = Path("/tmp/weak-fc")  # other people's reports without a licence to commit (benchmarks/foreign.py)
 
@@ -58,3 +59,55 @@ def test_a_custom_set_of_compute_workload_analysis_names_the_rng_issue_bound():
     assert first["rule"] == "GEN001" and "instruction overhead" in first["title"] and first["confidence"] == "low"
     assert "random-number generator" in first["fix"] and 0 < first["estimated_speedup"] < 0.5
     assert rng.get("no_rule") is None
+
+
+def test_a_phase1_capture_says_what_settles_the_headroom():
+    """`ncuadvisor profile`'s phase 1 of code under torch.compile (H200): the duration, DRAM's bytes and the tensor
+    pipe. Two FP32 SIMT GEMMs and a Triton kernel keep DRAM 3-4% busy: 27-37× their DRAM floor is an upper bound of
+    the headroom (the FLOPs are not counted), so each says "Headroom unknown", the bound, and the sections that would
+    settle it; none is "a gap in the rule set"."""
+    doc = report_json(FIXTURES / "compiled-lines-2026-12-01" / "compiled.phase1.ncu-rep.xz")
+    big = [k for k in doc["kernels"] if k["time_share"] >= 0.05 and k["no_rule"] is not None]
+    assert len(big) >= 3
+    for k in big:
+        verdict = k["no_rule"]
+        if verdict.get("program_rule"):
+            continue
+        assert verdict["message"].startswith("Headroom unknown ("), verdict["message"]
+        assert f"at most {k['headroom']:.1f}× its DRAM floor" in verdict["message"]
+        assert "would settle it" in verdict["message"] and "WarpStateStats" in verdict["message"]
+        assert verdict["headroom"] is None and "Gap in the rule set" not in verdict["message"]
+
+
+def test_a_dram_only_capture_says_what_settles_the_headroom_and_a_full_one_keeps_its_verdict():
+    """scatter_ops (H200: the duration, the global atomic/load requests and DRAM's bytes): the ATen gather kernel
+    (7% of the time, DRAM 20% busy) says its headroom is unknown; the ATM findings of the same capture stay. A full
+    report keeps its measured headroom in the verdict (torch_norm_chain's layer norm, 1.9× its floor, covered by the
+    fusion finding)."""
+    doc = report_json(FIXTURES / "scatter-ops-2026-12-01" / "scatter_ops.ncu-rep.xz")
+    ks = by_name(doc)
+    gather = ks["vectorized_gather_kernel"][0]
+    assert gather["no_rule"]["message"].startswith("Headroom unknown (")
+    assert "counts the bytes DRAM moved (DRAM busy 20%" in gather["no_rule"]["message"]
+    assert any(f["rule"] == "ATM003" for k in ks["kernelHistogram1D"] for f in k["findings"])
+    full = report_json(FIXTURES / "torch_norm_chain.ncu-rep.xz")
+    ln = by_name(full)["vectorized_layer_norm_kernel"][0]
+    assert ln["no_rule"]["headroom"] == pytest.approx(ln["headroom"])
+    assert "headroom unknown" not in ln["no_rule"]["message"].lower()
+    assert f"{ln['headroom']:.1f}× its floor" in ln["no_rule"]["message"]
+
+
+def test_the_scan_classifies_a_report_the_way_its_verdicts_read():
+    """benchmarks/gaps.py on the phase-1 capture: its large kernels are unknown-said or covered by a program
+    finding, none a gap; on the eager training step every kernel with room has a finding or a program finding."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import gaps
+
+    for path in (
+        FIXTURES / "compiled-lines-2026-12-01" / "compiled.phase1.ncu-rep.xz",
+        FIXTURES / "torch_train.ncu-rep.xz",
+    ):
+        rows = gaps.rows_of(report_json(path), path.name, gaps.MIN_SHARE)
+        assert rows and not [r.line() for r in rows if r.cls in ("gap", "unknown-silent")]
+        if "phase1" in path.name:
+            assert {r.cls for r in rows} <= {"unknown-said", "program"}
