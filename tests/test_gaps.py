@@ -5,6 +5,7 @@ says its headroom is unknown and which sections settle it, never "a gap in the r
 
 from __future__ import annotations
 
+import subprocess
 import sys
 from pathlib import Path
 
@@ -65,8 +66,9 @@ def test_a_phase1_capture_says_what_settles_the_headroom():
     """`ncuadvisor profile`'s phase 1 of code under torch.compile (H200): the duration, DRAM's bytes and the tensor
     pipe. Two FP32 SIMT GEMMs and a Triton kernel keep DRAM 3-4% busy: 27-37× their DRAM floor is an upper bound of
     the headroom (the FLOPs are not counted), so each says "Headroom unknown", the bound, and the sections that would
-    settle it; none is "a gap in the rule set"."""
-    doc = report_json(FIXTURES / "compiled-lines-2026-12-01" / "compiled.phase1.ncu-rep.xz")
+    settle it; none is "a gap in the rule set", in the JSON or in the kernel table."""
+    path = FIXTURES / "compiled-lines-2026-12-01" / "compiled.phase1.ncu-rep.xz"
+    doc = report_json(path)
     big = [k for k in doc["kernels"] if k["time_share"] >= 0.05 and k["no_rule"] is not None]
     assert len(big) >= 3
     for k in big:
@@ -77,6 +79,19 @@ def test_a_phase1_capture_says_what_settles_the_headroom():
         assert f"at most {k['headroom']:.1f}× its DRAM floor" in verdict["message"]
         assert "would settle it" in verdict["message"] and "WarpStateStats" in verdict["message"]
         assert verdict["headroom"] is None and "Gap in the rule set" not in verdict["message"]
+    # the kernel table's cell reads the same (the markdown as a user gets it)
+    md = subprocess.run(
+        [sys.executable, "-m", "ncuadvisor", "report", str(path), "--format", "md"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=ROOT,
+        check=True,
+    ).stdout
+    table = [line for line in md.splitlines() if line.startswith("| ")]
+    rows = [line for line in table if "Kernel2" in line]
+    assert rows and rows[0].rstrip().endswith("| headroom unknown |")
+    assert not [line for line in table if line.rstrip().endswith("| gap in the rule set |")]
 
 
 def test_a_dram_only_capture_says_what_settles_the_headroom_and_a_full_one_keeps_its_verdict():
