@@ -187,7 +187,7 @@ def headroom_unknown_words(entry: KernelEntry) -> str | None:
     )
     if rl.headroom is None:
         return f"headroom unknown: this report counts neither the work nor the bytes of the kernel; {settle}"
-    work = any(rl.flops_by_precision.values()) or any(rl.busy_pct.get(u) for u in _WORK_PIPES)
+    work = any(rl.flops_by_precision.values()) or any(u in rl.busy_pct for u in _WORK_PIPES)  # measured, even idle
     if work or not set(rl.floors) <= {"dram", "launch"} or "dram" not in rl.floors or rl.headroom < GAP_MIN_HEADROOM:
         return None  # below the bar against DRAM alone, it is below against any floor
     dram = (rl.floors["dram"] / rl.duration_ns) if rl.duration_ns else None
