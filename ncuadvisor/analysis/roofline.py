@@ -121,6 +121,27 @@ L1_UNITS = [
 # The SM clock where a report lacks its rate (`--set basic` has neither sm__cycles_elapsed.avg.per_second nor the
 # FLOP peaks): the GPC clock (the SMs' clock domain), else the SM cycles ÷ the duration. Read, never collected.
 SM_CLOCK_FALLBACKS = ("gpc__cycles_elapsed.avg.per_second", "sm__cycles_elapsed.avg")
+# A custom set of ComputeWorkloadAnalysis alone records the pipes' and the issue slots' busy shares over the SM's
+# active cycles (`.pct_of_peak_sustained_active`), not the elapsed ones the ceilings read: each elapsed share is the
+# active one × the SM's active ÷ elapsed cycles, from the cycle counters where the report has both, else from one
+# rate per cycle of each kind (the instructions executed per active and per elapsed cycle). Read, never collected.
+ACTIVE_CYCLE_RATIOS = (
+    ("sm__cycles_active.avg", "sm__cycles_elapsed.avg"),
+    ("sm__inst_executed.avg.per_cycle_elapsed", "sm__inst_executed.avg.per_cycle_active"),
+)
+ACTIVE_SHARES = {
+    m: m.removesuffix("_elapsed") + "_active"
+    for m in (
+        *_ceilings.PIPE_PCT.values(),
+        *_ceilings.PIPE_PCT_FALLBACK.values(),
+        "sm__inst_executed_pipe_adu.avg.pct_of_peak_sustained_elapsed",
+    )
+}
+# read where a report has them, never collected for the roofline (`profile` collects the elapsed shares themselves)
+ACTIVE_FALLBACKS = (
+    *ACTIVE_SHARES.values(),
+    *[m for pair in ACTIVE_CYCLE_RATIOS for m in pair if m not in SM_CLOCK_FALLBACKS],
+)
 # the breakdown maxima `ncuadvisor profile` does not collect (read when a report has them, derived otherwise)
 NOT_COLLECTED = (*DERIVED_SOL, SOL_METRICS["l1_pct"], *SM_CLOCK_FALLBACKS)
 SOL_COMPUTE_UNITS = [*_ceilings.PIPE_PCT.values(), "sm__inst_executed_pipe_adu.avg.pct_of_peak_sustained_elapsed"]
@@ -161,6 +182,7 @@ METRICS: list[str] = [
     *SOL_L2_UNITS,
     *L1_UNITS,
     *SM_CLOCK_FALLBACKS,
+    *ACTIVE_FALLBACKS,
 ]
 
 
@@ -265,11 +287,18 @@ def compute(
     device attributes, and the FP peaks a report lacks (its lanes per SM × SMs × the SM clock), each with its source
     in `sources`."""
     l1_derived = num(row.get(SOL_METRICS["l1_pct"])) is None and any(num(row.get(m)) is not None for m in L1_UNITS)
+    active_ratio = _active_ratio(row)
+    from_active: list[str] = []
 
     def g(name: str) -> float | None:
         if name == SOL_METRICS["l1_pct"] and l1_derived:  # L1's throughput from its single counters
             return max(v for v in (num(row.get(m)) for m in L1_UNITS) if v is not None)
-        return num(row.get(name))
+        v = num(row.get(name))
+        if v is None and name in ACTIVE_SHARES and (active := num(row.get(ACTIVE_SHARES[name]))) is not None:
+            # the busy share over the active cycles, as a share of the elapsed ones (as it is without their ratio)
+            from_active.append(name)
+            return active * (active_ratio if active_ratio is not None else 1.0)
+        return v
 
     duration_ns = g("gpu__time_duration.sum")
     r = Roofline(duration_ns=duration_ns)
@@ -296,6 +325,12 @@ def compute(
     # access, cache hits included (a self-join re-reading its points from L1/L2), an upper bound of what DRAM must move
     bytes_counted = r.compulsory_bytes is not None and r.dram_bytes is not None
     pipes, lane_share = _floors(r, g, lanes, tensor_ops, facts, bytes_counted)
+    if from_active:
+        r.sources["pipe_shares"] = (
+            "report: busy over the active cycles × active ÷ elapsed cycles"
+            if active_ratio is not None
+            else "report: busy over the active cycles (the report has no active ÷ elapsed cycles: an upper bound)"
+        )
     measured = r.dram_bytes is not None or r.compulsory_bytes is not None or r.flops_by_precision or r.busy_pct
     if not measured:
         return _finish(r, row, sm_count)  # a duration-only report: no floor to measure headroom against
@@ -323,6 +358,15 @@ def compute(
             r.achieved_dram_bytes_per_s = r.dram_bytes / seconds
     _limiter(r, g, duration_ns, facts)
     return _finish(r, row, sm_count)
+
+
+def _active_ratio(row: Mapping[str, Any]) -> float | None:
+    """The SM's active cycles ÷ its elapsed cycles (`ACTIVE_CYCLE_RATIOS`), None when the report tells neither."""
+    for active, elapsed in ACTIVE_CYCLE_RATIOS:
+        a, e = num(row.get(active)), num(row.get(elapsed))
+        if a is not None and e:
+            return min(1.0, max(0.0, a / e))
+    return None
 
 
 def _clocks(r: Roofline, g: Reader, seconds: float | None, model: _archfacts.Machine | None) -> float | None:

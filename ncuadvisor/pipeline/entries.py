@@ -167,6 +167,37 @@ def occupancy_limiter(row: dict[str, Any]) -> str | None:
     return f"occupancy {theoretical:.0f}%, limited by {name} ({blocks:.0f} block{'' if blocks == 1 else 's'}/SM{also})"
 
 
+# the units whose busy share measures the work of the SM's pipes (the tensor pipe alone, `profile`'s phase 1, does not)
+_WORK_PIPES = frozenset({"issue", "alu", "fma", "fp64", "fp16", "sfu", "lsu"})
+# what a capture without the work of the pipes lacks: the work counted (the floor), the pipes and the warps' stalls
+SETTLING_SECTIONS = (*roofline.COUNTING_SECTIONS, "SpeedOfLight", "ComputeWorkloadAnalysis", "WarpStateStats")
+
+
+def headroom_unknown_words(entry: KernelEntry) -> str | None:
+    """Why a kernel's headroom is not known and what would settle it: a report that counts nothing of the kernel but
+    its duration (no floor), or only the bytes DRAM moved (phase 1 of `profile`, a DRAM-only capture: the floor is the
+    DRAM floor alone, so the headroom against it is an upper bound, and nothing names a mechanism). None when the
+    floor counts the kernel's work, or when the model is wrong for it (its roofline says so)."""
+    rl = entry.roofline
+    if rl is None or rl.model_wrong or rl.headroom_unknown:
+        return rl.headroom_unknown if rl is not None else None
+    settle = (
+        f"the sections {', '.join(SETTLING_SECTIONS)} would settle it (`ncuadvisor profile` collects them in its "
+        "second phase; `ncu --set full`)"
+    )
+    if rl.headroom is None:
+        return f"headroom unknown: this report counts neither the work nor the bytes of the kernel; {settle}"
+    work = any(rl.flops_by_precision.values()) or any(u in rl.busy_pct for u in _WORK_PIPES)  # measured, even idle
+    if work or not set(rl.floors) <= {"dram", "launch"} or "dram" not in rl.floors or rl.headroom < GAP_MIN_HEADROOM:
+        return None  # below the bar against DRAM alone, it is below against any floor
+    dram = (rl.floors["dram"] / rl.duration_ns) if rl.duration_ns else None
+    busy = f" (DRAM busy {dram:.0%} of the time at its peak)" if dram is not None else ""
+    return (
+        f"headroom unknown: this report counts the bytes DRAM moved{busy}, not the work of the pipes nor the warps' "
+        f"stalls: {rl.headroom:.1f}× the DRAM floor is an upper bound, and the mechanism is not in it; {settle}"
+    )
+
+
 def no_rule_verdict(
     entry: KernelEntry, row: dict[str, Any] | None = None, limiter: str | None = None
 ) -> NoRuleVerdict | None:
@@ -180,7 +211,15 @@ def no_rule_verdict(
     ranked = [r for r in entry.ncu_rules if r.speedup_pct is not None]
     top = max(ranked, key=lambda r: r.speedup_pct or 0.0, default=None)
     ncu_top = f"{top.title or top.rule} (est. {top.speedup_pct:.0f}%)" if top else None
-    parts = [f"{bound or 'unknown'}-bound" + (f", {headroom:.1f}× its floor" if headroom else "")]
+    unknown = headroom_unknown_words(entry)
+    room = (
+        ""
+        if not headroom
+        else f", at most {headroom:.1f}× its DRAM floor"
+        if unknown
+        else f", {headroom:.1f}× its floor"
+    )
+    parts = [f"{bound or 'unknown'}-bound" + room]
     if reason:
         parts[0] += f": {reason}"
     if unit_words := (entry.roofline.limiter_reason if entry.roofline else None):
@@ -191,11 +230,17 @@ def no_rule_verdict(
         parts.append(limiter)
     if ncu_top:
         parts.append(f"NCU's top rule: {ncu_top}")
+    if unknown and unknown not in (entry.roofline.limiter_reason if entry.roofline else ""):
+        parts.append(unknown)
+    if unknown:
+        headroom = None  # an upper bound against the DRAM floor alone is not the kernel's headroom
     suppressed = len(entry.suppressed)
     tail = f"; {suppressed} finding{'s' if suppressed != 1 else ''} below the bar" if suppressed else ""
     # with room left, no finding is a gap in the rule set, not a verdict on the kernel
     head = (
-        "No rule applies"
+        "Headroom unknown"
+        if unknown
+        else "No rule applies"
         if not headroom or headroom < GAP_MIN_HEADROOM
         else "Gap in the rule set: no rule names a cause"
     )

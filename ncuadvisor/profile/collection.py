@@ -35,7 +35,8 @@ def declared_collection(
         langs = {lang for name, demangled in kernels for lang in possible_languages(name, demangled)}
         kernel_rules = engine.kernel_rules(rules)
         rules = [r for r in rules if r not in kernel_rules or set(r.languages) & langs]
-    scalars = [m for m in roofline.METRICS if m not in roofline.NOT_COLLECTED] + CARD_METRICS
+    left_out = {*roofline.NOT_COLLECTED, *roofline.ACTIVE_FALLBACKS}  # derived, or read only where a report has them
+    scalars = [m for m in roofline.METRICS if m not in left_out] + CARD_METRICS
     scalars += engine.required_metrics(rules, langs)
     sections = list(ncu_mod.DECLARED_SECTIONS)
     read = engine.required_metrics(rules) + engine.per_instruction_metrics(rules)

@@ -96,12 +96,15 @@ class Evidence:
 
 def _no_rule_label(v: rt.NoRuleVerdict | None, covered_by: str | None = None) -> str:
     """A kernel's table cell when it has no finding: its no-rule verdict ("no rule applies", "gap in the rule set" for
-    a kernel with room, or the program finding that covers it), else the program finding that names it (a kernel
-    under the verdict's share: PYT005's loss kernels, a fusion chain's), else nothing."""
+    a kernel with room, "headroom unknown" where the report counts too little for a floor, or the program finding
+    that covers it), else the program finding that names it (a kernel under the verdict's share: PYT005's loss
+    kernels, a fusion chain's), else nothing."""
     if v is None:
         return f"see {covered_by} (program)" if covered_by else ""
     if v.program_rule:
         return f"see {v.program_rule} (program)"
+    if v.message.startswith("Headroom unknown"):  # the report counts too little for a floor (`headroom_unknown_words`)
+        return "headroom unknown"
     return "gap in the rule set" if v.is_gap else "no rule applies"
 
 
