@@ -32,7 +32,9 @@ class WarpDivergence(Rule):
 
     Use instead:
         Make the condition uniform per warp (branch on `threadIdx.x / 32`, or sort/bin work so a warp's lanes agree);
-        when both sides are short, compute both and select.
+        when both sides are short, compute both and select. A loop whose lanes leave at different iterations (an
+        early exit, a data-dependent trip count): give a warp one task and its lanes the iterations (a warp per
+        candidate, lanes over the dimensions, the exit decided by a warp vote), or sort the tasks by length.
 
     Speedup estimate:
         Packing the work into full warps divides each divergent instruction's warp cycles by 32 ÷ its active
@@ -55,8 +57,9 @@ class WarpDivergence(Rule):
         idle-lane share of the samples exceeds LAT001's cut).
 
     False positives:
-        Bounds checks (`if (i < n)`) on the last block and early-exit loops lower the average a little; they are
-        below the threshold unless the grid is tiny.
+        Bounds checks (`if (i < n)`) on the last block and short early exits lower the average a little; they are
+        below the threshold unless the grid is tiny. A loop that is the kernel's work and exits early per lane is not
+        one: there the idle lanes are the time.
     """
 
     code = "DIV001"
