@@ -477,7 +477,7 @@ class LoadChain:
 
 
 _CHAIN_DEPTH = 4  # loads in a row, each addressed by the one before, that make a chain without a loop
-_SAME_RATE = 0.9  # a load before it in the row executed at least this share of its count: the same walk's
+_SAME_RATE = 0.9  # a load before it in the row runs at least this share of its count: a step of the same walk
 _BRANCH_TARGET = re.compile(r"(0x[0-9a-f]+)")
 
 
