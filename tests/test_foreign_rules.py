@@ -87,7 +87,7 @@ def test_div001_before_lat001_where_the_waiting_warps_run_half_empty():
     the lanes cuts the waits with the issue (DIV001, the idle lanes' share of the sampled cycles), more than more
     loads in flight cut the waiting alone (LAT001): DIV001 first, LAT001 after it with a smaller estimate, and LAT001's
     not a dependent-load chain: the loop's loads are addressed by a base that five index loads compute once per
-    candidate (cell, range, list, point), executed 5 to 400 times less often than the loop's own. On the
+    candidate (cell, range, list, point), each run at most a fifth as often as the loop's own. On the
     same loop profiled with the warp-state sections only (prof1), DIV001 stays first."""
     first, *rest = kernels("bwd29+self-join-MiSTIC__profileHiggs.out.ncu-rep.xz")["nodeByPoint5"]["findings"]
     assert first["rule"] == "DIV001" and "of the sampled warp cycles belong to idle lanes" in first["message"]
