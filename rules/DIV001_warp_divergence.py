@@ -1,3 +1,5 @@
+import re
+
 from ncuadvisor.rulekit import (
     Evidence,
     Finding,
@@ -9,9 +11,13 @@ from ncuadvisor.rulekit import (
     cut,
     limiter_phrase,
     limiter_side,
+    opcode,
     predict,
     time_after,
 )
+
+LOOP = "lanes leave a loop at different iterations"
+_TARGET = re.compile(r"(0x[0-9a-f]+)")
 
 
 class WarpDivergence(Rule):
@@ -21,7 +27,12 @@ class WarpDivergence(Rule):
         Average active threads per executed warp instruction (`smsp__thread_inst_executed_per_inst_executed.ratio`)
         below `max_efficiency` × 32, in a kernel whose time is in issuing instructions (limited by a pipe or instruction
         issue, or latency-bound: `roofline.limiter`), with the lines whose instructions run with the fewest threads
-        (`derived__avg_thread_executed` per instruction, weighted by `inst_executed`).
+        (`derived__avg_thread_executed` per instruction, weighted by `inst_executed`). Where most of the idle lanes
+        (weighted by sampled cycles, else by executions) sit in loops whose backward branch runs with fewer than
+        `max_line_threads` lanes and at most `max_loop_kept_share` of the lanes of the instruction that enters the
+        loop, the lanes leave those loops at different iterations (an early exit, a data-dependent trip count) and
+        the fix is the loop's, not a branch's (a loop on one side of a branch, all its lanes iterating, keeps the
+        entry's lanes).
 
     Why it costs time:
         A warp issues one instruction for all 32 lanes. When lanes disagree on a branch, the warp runs both sides one
@@ -68,7 +79,7 @@ class WarpDivergence(Rule):
     title = "Divergent branches within warps"
     requires = (WarpStateStats.THREADS_PER_INST,)
     per_instruction = (SourceCounters.AVG_THREADS_EXECUTED, SourceCounters.INST_EXECUTED, SourceCounters.SAMPLES)
-    thresholds = {"max_efficiency": 0.75, "max_line_threads": 24.0}
+    thresholds = {"max_efficiency": 0.75, "max_line_threads": 24.0, "max_loop_kept_share": 0.9}
     fixes = {
         "cuda": Fix(
             text=(
@@ -84,6 +95,33 @@ class WarpDivergence(Rule):
             ),
             code="out = tl.where(cond, a, b)  # only when both sides are cheap",
         ),
+    }
+
+    fixes_when = {
+        LOOP: {
+            "cuda": Fix(
+                text=(
+                    "Lanes leave a loop at different iterations ({ratio:.1f} of 32 threads active per instruction): "
+                    "the warp runs the loop until its last lane is done, and every wait in it is paid for the lanes "
+                    "still inside. Give a warp one task and its lanes the loop's iterations (a warp per candidate, "
+                    "lanes over the dimensions, the early exit decided by a warp vote), or sort or bin the tasks by "
+                    "their trip count so the lanes of a warp finish together."
+                ),
+                code=(
+                    "// a warp per task, lanes over the loop: no lane waits for another's iterations\n"
+                    "float s = 0.f;\n"
+                    "for (int d = lane; d < dim; d += 32) { float t = a[d] - b[d]; s += t * t; }\n"
+                    "for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);"
+                ),
+            ),
+            "triton": Fix(
+                text=(
+                    "Lanes of a program leave a loop at different iterations: sort or bin the inputs by their trip "
+                    "count (or launch the long and the short tasks separately) so a program's lanes finish together."
+                ),
+                code="order = torch.argsort(trip_counts)   # then launch on the inputs in that order",
+            ),
+        },
     }
 
     def check(self, k: KernelContext) -> Finding | None:
@@ -140,7 +178,7 @@ class WarpDivergence(Rule):
                     "idle lanes, and each load in flight carries only the active lanes' work."
                 )
             ),
-            fix=self.fix_for(k, ratio=ratio),
+            fix=self.fix_for(k, [LOOP] if idle_in_exited_loops(k, threads, self.thresholds) else [], ratio=ratio),
             estimated_speedup=time_after(r.duration_ns or 0, new_ns, r.theoretical_ns),
             speedup_model=model,
             confidence="medium",
@@ -163,3 +201,29 @@ def idle_sampled_share(k: KernelContext, threads: dict[int, float]) -> float | N
         return None
     idle = sum(e.value * max(0.0, 1.0 - min(32.0, threads.get(e.pc, 32.0)) / 32.0) for e in samples)
     return idle / total
+
+
+def idle_in_exited_loops(k: KernelContext, threads: dict[int, float], t: dict[str, float]) -> bool:
+    """Whether most of the idle lanes (weighted by sampled cycles, else by executions) sit in loops whose backward
+    branch runs with fewer than `max_line_threads` lanes and at most `max_loop_kept_share` of the lanes that entered
+    the loop: lanes that have left the loop while others iterate."""
+    weights = {e.pc: e.value for e in k.per_instruction(SourceCounters.SAMPLES)} or {
+        e.pc: e.value for e in k.per_instruction(SourceCounters.INST_EXECUTED)
+    }
+    listing = sorted(k.per_instruction(SourceCounters.INST_EXECUTED), key=lambda e: e.pc)
+    pcs = [e.pc for e in listing]
+    loops = []
+    for e in listing:
+        target = _TARGET.search(e.sass or "") if opcode(e.sass).startswith("BRA") else None
+        top = int(target.group(1), 16) if target else None
+        if top is None or top > e.pc or top not in pcs or pcs.index(top) == 0:
+            continue
+        # the lanes at the back edge against those that entered: fewer, and some lanes left the loop early (a loop
+        # whose lanes all iterate, on one side of a branch, keeps the entry's count)
+        entry = threads.get(pcs[pcs.index(top) - 1], 32.0)
+        back = threads.get(e.pc, 32.0)
+        if back < t["max_line_threads"] and back <= t["max_loop_kept_share"] * entry:
+            loops.append((top, e.pc))
+    idle = {pc: w * max(0.0, 1.0 - min(32.0, threads.get(pc, 32.0)) / 32.0) for pc, w in weights.items()}
+    inside = sum(v for pc, v in idle.items() if any(top <= pc <= bottom for top, bottom in loops))
+    return inside > 0.5 * sum(idle.values())

@@ -91,6 +91,7 @@ def test_div001_before_lat001_where_the_waiting_warps_run_half_empty():
     same loop profiled with the warp-state sections only (prof1), DIV001 stays first."""
     first, *rest = kernels("bwd29+self-join-MiSTIC__profileHiggs.out.ncu-rep.xz")["nodeByPoint5"]["findings"]
     assert first["rule"] == "DIV001" and "of the sampled warp cycles belong to idle lanes" in first["message"]
+    assert first["fix"].startswith("Lanes leave a loop at different iterations")  # 31 lanes enter it, 9 loop back
     lat = next(f for f in rest if f["rule"] == "LAT001")
     assert 0.5 < first["estimated_speedup"] < 0.6 and lat["estimated_speedup"] < first["estimated_speedup"]
     # the loop's loads take their base from a row of index loads paid once per candidate, not from each other: no chain
