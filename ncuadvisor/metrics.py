@@ -185,6 +185,7 @@ class SourceCounters:
     SHARED_CONFLICTS_NWAY: Final = "derived__memory_l1_conflicts_shared_nway"
     SAMPLED_STALL_LONG_SCOREBOARD: Final = "smsp__pcsamp_warps_issue_stalled_long_scoreboard"
     SAMPLED_STALL_BARRIER: Final = "smsp__pcsamp_warps_issue_stalled_barrier"
+    SAMPLES: Final = "smsp__pcsamp_sample_count"  # the warps sampled at the instruction, whatever their state
 
 
 # Not an ncu metric: the per-thread stack limit (LaunchStats.STACK_SIZE) of the launch just before a kernel's first

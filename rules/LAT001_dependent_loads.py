@@ -117,6 +117,12 @@ class DependentLoads(Rule):
         said so: it assumes that all the time beyond the busiest unit's share is waiting the fix overlaps, which only
         the stall counters could show.
 
+        Where lanes are idle (DIV001: few active threads per warp instruction), each load in flight carries only the
+        active lanes' work: more loads in flight shrink the waiting share alone, while packing the lanes into full
+        warps (DIV001) shrinks the waiting and the issuing alike. Both estimates are of the same measured time, and
+        the finding whose fix removes more of it comes first: an early-exit loop whose warps wait on its loads with
+        14 of 32 lanes active (53% of the samples at the load's use) ranks DIV001's 54% above this rule's 48%.
+
     False positives:
         Random gathers over more data than L2 are bound by DRAM's random-access rate rather than latency; low
         occupancy (OCC001) and narrow accesses without a loop (MEM003) are reported by their own rules. The DRAM

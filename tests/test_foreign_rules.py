@@ -78,3 +78,25 @@ def test_a_scans_look_back_is_a_serial_section():
     first = kernels("thedavidchu+speedy_scan__profile.ncu-rep.xz")["kernel"]["findings"][0]
     assert first["rule"] == "LAT001" and first["title"].startswith("Serial section: one warp per block")
     assert "8 or more elements" in first["fix"]
+
+
+def test_div001_before_lat001_where_the_waiting_warps_run_half_empty():
+    """bwd29/self-join-MiSTIC profileHiggs (A100-PCIE-40GB, ncu 2022.4, full set): nodeByPoint5's distance loop breaks
+    once a candidate is farther than epsilon, so lanes leave it at different dimensions: 15.2 of 32 threads per
+    instruction, and the warps wait on the loop's loads (53% of the samples at their use, issue 36% busy). Packing
+    the lanes cuts the waits with the issue (DIV001, the idle lanes' share of the sampled cycles), more than more
+    loads in flight cut the waiting alone (LAT001): DIV001 first, LAT001 after it with a smaller estimate, and LAT001's
+    not a dependent-load chain: the loop's loads are addressed by a base that five index loads compute once per
+    candidate (cell, range, list, point), each run at most a fifth as often as the loop's own. On the
+    same loop profiled with the warp-state sections only (prof1), DIV001 stays first."""
+    first, *rest = kernels("bwd29+self-join-MiSTIC__profileHiggs.out.ncu-rep.xz")["nodeByPoint5"]["findings"]
+    assert first["rule"] == "DIV001" and "of the sampled warp cycles belong to idle lanes" in first["message"]
+    assert first["fix"].startswith("Lanes leave a loop at different iterations")  # 31 lanes enter it, 9 loop back
+    lat = next(f for f in rest if f["rule"] == "LAT001")
+    assert 0.5 < first["estimated_speedup"] < 0.6 and lat["estimated_speedup"] < first["estimated_speedup"]
+    # the loop's loads take their base from a row of index loads paid once per candidate, not from each other: no chain
+    assert lat["title"].startswith("Latency-bound: ") and "unroll" in lat["fix"]
+    idle = next(e for e in first["evidence"] if e["metric"] == "idle_lane_sampled_share")
+    assert 0.5 < idle["value"] < 0.6
+    other = kernels("bwd29+self-join-MiSTIC__prof1.ncu-rep.xz")["distanceCalculationsKernel"]["findings"]
+    assert other[0]["rule"] == "DIV001"

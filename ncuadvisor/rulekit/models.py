@@ -540,6 +540,7 @@ class LoadChain:
 
 
 _CHAIN_DEPTH = 4  # loads in a row, each addressed by the one before, that make a chain without a loop
+_SAME_RATE = 0.9  # a load before it in the row runs at least this share of its count: a step of the same walk
 _BRANCH_TARGET = re.compile(r"(0x[0-9a-f]+)")
 
 
@@ -574,7 +575,9 @@ def load_chain_of(listing: list[tuple[int, float, str]]) -> LoadChain:
     shuffles). Each loop (a backward branch and its target) is read twice: once in program order from the start, then
     its body again, which sees what the back edge carries. A load of the body whose address derives from its own
     earlier result is on a chain; loads that derive from each other form one chain. Straight code (a walk unrolled
-    completely) is a chain where a load's address derives from `_CHAIN_DEPTH` loads in a row. A gather
+    completely) is a chain where a load's address derives from `_CHAIN_DEPTH` loads in a row, each executed (about) as
+    often as the next: a load inside a loop whose base an outer loop's loads compute (a cell's range, then its list,
+    then a point's row, then the loop over the row) pays that row of loads once per loop, not once per load. A gather
     (`x[idx[i]]`: the address from another load whose own address is the loop index) and a streaming load (the
     address from the index alone) are not. Control dependences (a branch on a loaded value) are not followed."""
     entries = sorted((pc, v, parse(s)) for pc, v, s in listing if s)
@@ -619,7 +622,8 @@ def _flow(
 ) -> None:
     """One pass of `load_chain_of`'s dataflow over `entries`: `feeds` (register -> the loads its value derives from)
     updated in place, each global load's address dependences recorded in `address_of` and its depth in `depth`."""
-    for pc, _, ins in entries:
+    runs = {pc: n for pc, n, _ in entries}
+    for pc, n, ins in entries:
         op = ins.opcode
         load = _is_global_load(op)
         ops, dest = ins.operands, ins.destination
@@ -630,7 +634,10 @@ def _flow(
         derived: frozenset[int] = frozenset().union(*(feeds.get(r, frozenset()) for r in read))
         if load:
             address_of[pc] = derived
-            depth[pc] = 1 + max((depth.get(q, 0) for q in derived if q != pc), default=0)
+            # a load executed less often (an outer loop's, setting an inner loop's base) is paid once per many
+            depth[pc] = 1 + max(
+                (depth.get(q, 0) for q in derived if q != pc and runs.get(q, 0.0) >= _SAME_RATE * n), default=0
+            )
         if dest is None:
             continue
         if load:
