@@ -83,7 +83,7 @@ def test_a_scans_look_back_is_a_serial_section():
 def test_div001_before_lat001_where_the_waiting_warps_run_half_empty():
     """bwd29/self-join-MiSTIC profileHiggs (A100-PCIE-40GB, ncu 2022.4, full set): nodeByPoint5's distance loop breaks
     once a candidate is farther than epsilon, so lanes leave it at different dimensions: 15.2 of 32 threads per
-    instruction, and the warps wait on the loop's loads (53% of the samples at their use, issue 36% busy). Packing
+    instruction, and the warps wait on the loop's loads (53% of the samples at their use, issue slots 36% busy). Packing
     the lanes cuts the waits with the issue (DIV001, the idle lanes' share of the sampled cycles), more than more
     loads in flight cut the waiting alone (LAT001): DIV001 first, LAT001 after it with a smaller estimate, and LAT001's
     not a dependent-load chain: the loop's loads are addressed by a base that five index loads compute once per
