@@ -286,20 +286,7 @@ def compute(
     `model`: the device's machine model (`archfacts.machine`): the DRAM peak of GDDR and LPDDR boards from the
     device attributes, and the FP peaks a report lacks (its lanes per SM × SMs × the SM clock), each with its source
     in `sources`."""
-    l1_derived = num(row.get(SOL_METRICS["l1_pct"])) is None and any(num(row.get(m)) is not None for m in L1_UNITS)
-    active_ratio = _active_ratio(row)
-    from_active: list[str] = []
-
-    def g(name: str) -> float | None:
-        if name == SOL_METRICS["l1_pct"] and l1_derived:  # L1's throughput from its single counters
-            return max(v for v in (num(row.get(m)) for m in L1_UNITS) if v is not None)
-        v = num(row.get(name))
-        if v is None and name in ACTIVE_SHARES and (active := num(row.get(ACTIVE_SHARES[name]))) is not None:
-            # the busy share over the active cycles, as a share of the elapsed ones (as it is without their ratio)
-            from_active.append(name)
-            return active * (active_ratio if active_ratio is not None else 1.0)
-        return v
-
+    g, l1_derived, active_ratio, from_active = _reader(row)
     duration_ns = g("gpu__time_duration.sum")
     r = Roofline(duration_ns=duration_ns)
     r.thresholds = {
@@ -358,6 +345,27 @@ def compute(
             r.achieved_dram_bytes_per_s = r.dram_bytes / seconds
     _limiter(r, g, duration_ns, facts)
     return _finish(r, row, sm_count)
+
+
+def _reader(row: Mapping[str, Any]) -> tuple[Reader, bool, float | None, list[str]]:
+    """The metric reader of one row, (reader, whether L1's throughput is derived, the active ÷ elapsed cycles, the
+    names read from their active-cycle share): L1's throughput from its single counters where the Speed Of Light %
+    is missing, and a busy share over the active cycles as a share of the elapsed ones where the elapsed one is."""
+    l1_derived = num(row.get(SOL_METRICS["l1_pct"])) is None and any(num(row.get(m)) is not None for m in L1_UNITS)
+    active_ratio = _active_ratio(row)
+    from_active: list[str] = []
+
+    def g(name: str) -> float | None:
+        if name == SOL_METRICS["l1_pct"] and l1_derived:  # L1's throughput from its single counters
+            return max(v for v in (num(row.get(m)) for m in L1_UNITS) if v is not None)
+        v = num(row.get(name))
+        if v is None and name in ACTIVE_SHARES and (active := num(row.get(ACTIVE_SHARES[name]))) is not None:
+            # the busy share over the active cycles, as a share of the elapsed ones (as it is without their ratio)
+            from_active.append(name)
+            return active * (active_ratio if active_ratio is not None else 1.0)
+        return v
+
+    return g, l1_derived, active_ratio, from_active
 
 
 def _active_ratio(row: Mapping[str, Any]) -> float | None:
