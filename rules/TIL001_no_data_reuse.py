@@ -102,7 +102,9 @@ class NoDataReuse(Rule):
 
     Speedup estimate:
         A matrix product (at least `min_product_share` of its FMAs multiply two loaded values, read from the SASS:
-        `rulekit.models.fma_stream`), its operands from global or from shared memory: the fixed kernel is the product
+        `rulekit.models.fma_stream`; a factor loaded from an address no thread or block index reaches, the same in
+        every thread of the grid, is a filter's weight, not a product's operand: `rulekit.models.grid_uniform_loads`),
+        its operands from global or from shared memory: the fixed kernel is the product
         tiled at both levels, and its time is its FMAs at the FP32 peak plus the shared-memory wavefronts its register
         tile leaves, 2 ÷ `register_tile` per warp FMA (each value read feeds `register_tile` FMAs; conflict-free rows),
         at one per cycle per SM, added rather than overlapped: a hand-written tiled kernel's warps wait for a k step's
