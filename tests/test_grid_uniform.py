@@ -61,3 +61,20 @@ def test_a_loop_counter_that_a_thread_index_reaches_is_not() -> None:
 
 def test_a_listing_that_never_reads_an_index_says_nothing() -> None:
     assert grid_uniform_loads(lines(LOOP)) == set()
+
+
+def test_a_predicated_write_never_makes_an_address_uniform() -> None:
+    # the counter starts at the thread's row, and only some threads reset it
+    listing = lines([*PROLOGUE, "IMAD.MOV.U32 R5, RZ, RZ, R14", "@P0 IMAD.MOV.U32 R5, RZ, RZ, RZ", *LOOP])
+    assert grid_uniform_loads(listing) == set()
+
+
+def test_a_branchs_target_joins_what_varies_on_the_path_that_jumped() -> None:
+    # the threads that jump keep the row-based counter; those that fall through reset it
+    head = [*PROLOGUE, "IMAD.MOV.U32 R5, RZ, RZ, R14"]
+    target = 16 * (len(head) + 2)
+    listing = lines([*head, f"@P0 BRA {target:#x}", "IMAD.MOV.U32 R5, RZ, RZ, RZ", *LOOP])
+    assert grid_uniform_loads(listing) == set()
+    # without the branch the reset reaches every thread: the weight is uniform again
+    listing = lines([*head, "NOP", "IMAD.MOV.U32 R5, RZ, RZ, RZ", *LOOP])
+    assert len(grid_uniform_loads(listing)) == 1

@@ -905,8 +905,10 @@ def grid_uniform_loads(entries: list[Any]) -> set[int]:
     kernel's parameters (the constant bank), immediates and loop counters alone, with no thread or block index
     (`S2R SR_TID`, `SR_CTAID`), lane exchange or value read from shared or local memory on its way (a value loaded from
     a grid-uniform address is uniform too). Register dataflow over the listing in address order, twice: the second
-    pass sees what a loop's back edge carries; an address varying on either pass is varying, so a load is called
-    uniform only when no thread-dependent value reaches its address; none in a listing that never reads a thread's or
+    pass sees what a loop's back edge carries; at a forward branch's target what varies on the path that jumped there
+    joins what varies on the path that falls through, and a predicated write never makes a register uniform; an
+    address varying on either pass is varying, so a load is called uniform only when no thread-dependent value
+    reaches its address; none in a listing that never reads a thread's or
     a block's index (a part of the kernel). `entries`: SASS entries with `pc` and `sass`."""
     listing = sorted((e for e in entries if getattr(e, "sass", None)), key=lambda e: e.pc)
     if not any(opcode(e.sass).startswith(("S2R", "S2UR")) for e in listing):
@@ -914,9 +916,15 @@ def grid_uniform_loads(entries: list[Any]) -> set[int]:
     varying: set[str] = set()
     address_varies: dict[int, bool] = {}
     for _ in range(2):
+        joins: dict[int, set[str]] = {}  # a forward branch's target -> what varies on the paths that jump there
         for e in listing:
+            varying |= joins.pop(e.pc, set())
             ins = parse(e.sass)
             op = ins.opcode
+            if op.startswith("BRA") and ins.operands:
+                target = _BRANCH_TARGET.fullmatch(ins.operands[-1])
+                if target and int(target.group(1), 16) > e.pc:
+                    joins.setdefault(int(target.group(1), 16), set()).update(varying)
             wide = 2 if ".WIDE" in op else 1
             rest = list(ins.operands)
             dests: set[str] = set()
@@ -937,7 +945,8 @@ def grid_uniform_loads(entries: list[Any]) -> set[int]:
                 result = not (op.startswith("CS2R") and "SRZ" in e.sass)
             else:
                 result = bool((sources | guard) & varying)
-            varying = varying | dests if result else varying - dests
+            # a predicated write may not happen: it can make a register vary, never make it uniform
+            varying = varying | dests if result else (varying if ins.predicate else varying - dests)
     return {pc for pc, varies in address_varies.items() if not varies}
 
 
