@@ -146,6 +146,9 @@ class _FixedKernel:
 LARGEST_L2_SECTOR_PEAK = 3.0
 
 
+# the situation of a kernel whose every spread access is strided the same way: its thread mapping is swapped
+SWAPPED = "one thread mapping strides every access"
+
 # the stall reasons a coalescing fix removes (the waits on the memory system's sectors, queues and wavefronts)
 MEMORY_WAITS = ("long_scoreboard", "short_scoreboard", "lg_throttle", "mio_throttle", "tex_throttle", "drain")
 
@@ -186,6 +189,13 @@ class UncoalescedGlobal(Rule):
         transposed tile out row by row. A thread that walks a row of its own (a row reduction, a layer norm or
         softmax written a thread per row): put the lanes along the row, a warp per row (lane i reads elements i,
         i + 32, …, the lanes' results combined with `__shfl_xor_sync`) or a block per row; the grid gets 32× the warps.
+        Where every access whose lanes spread over more than `min_spread_sectors_per_request` sectors' worth of
+        addresses per request (ideal sectors per executed instruction: a broadcast is not one), a load and a store
+        among them, wastes at least `min_swapped_waste` of its sectors, nothing is coalesced with today's thread
+        mapping (a 2-D kernel with `row = ... + threadIdx.x`, a thread's elements side by side): give consecutive
+        lanes consecutive elements, threadIdx.x along the contiguous index, a thread's elements a warp apart, and
+        every access coalesces, no tile needed. A transpose's other side and a strided copy's store are coalesced
+        today: swapping would move the waste there, and the tile stays.
 
     Speedup estimate:
         The modelled time of the fixed kernel:
@@ -303,6 +313,7 @@ class UncoalescedGlobal(Rule):
     per_instruction = (
         SourceCounters.L2_SECTORS_GLOBAL_EXCESSIVE,
         SourceCounters.L2_SECTORS_GLOBAL,
+        SourceCounters.L2_SECTORS_GLOBAL_IDEAL,
         SourceCounters.SAMPLED_STALL_LONG_SCOREBOARD,
         SourceCounters.INST_EXECUTED,
     )
@@ -312,6 +323,8 @@ class UncoalescedGlobal(Rule):
         "max_l1_miss_over_ideal": 1.1,
         "min_row_sectors_per_request": 16.0,
         "min_row_loads_per_warp": 8.0,
+        "min_spread_sectors_per_request": 1.5,
+        "min_swapped_waste": 0.5,
         # the weakest evidence (Speed Of Light's L2 breakdown): the L2 tag lookups at least this busy (% of peak) ...
         "min_l2_tag_pct_weak": 40.0,
         # ... and at most this many sectors per L2 request (a coalesced 4-byte warp access: 4, 3 with H100's fabric)
@@ -339,6 +352,23 @@ class UncoalescedGlobal(Rule):
     }
 
     fixes_when = {
+        SWAPPED: {
+            "cuda": Fix(
+                text=(
+                    "Every global access of this kernel whose lanes read different addresses is strided, loads and "
+                    "stores alike: none is coalesced with today's mapping of threads to elements, so no tile is "
+                    "needed, only another mapping. Give consecutive lanes consecutive elements: in a 2-D kernel, "
+                    "threadIdx.x along the contiguous index (`col = blockIdx.x * blockDim.x + threadIdx.x`, not the "
+                    "row); a thread that handles several elements takes them a warp apart, not side by side."
+                ),
+                code=(
+                    "int col = blockIdx.x * blockDim.x + threadIdx.x;   // threadIdx.x along the contiguous index\n"
+                    "int row = blockIdx.y * blockDim.y + threadIdx.y;\n"
+                    "out[row * width + col] = f(in, row, col);\n"
+                    "// several elements per thread: a warp apart, e.g. i = base + lane + 32 * j"
+                ),
+            ),
+        },
         "a thread per row": {
             "cuda": Fix(
                 text=(
@@ -409,6 +439,26 @@ class UncoalescedGlobal(Rule):
             ),
         },
     }
+
+    def _one_mapping(self, k: KernelContext) -> bool:
+        """Whether every global access whose lanes touch more than one sector's worth of addresses (ideal sectors per
+        executed instruction above `min_spread_sectors_per_request`: a broadcast is not one), a load and a store at
+        least among them, wastes at least `min_swapped_waste` of its sectors: nothing is coalesced with today's thread
+        mapping, so swapping it coalesces them all (a transpose's other side, a strided copy's store are coalesced:
+        swapping would move the waste there)."""
+        t = self.thresholds
+        ideal = {e.pc: e.value for e in k.per_instruction(SourceCounters.L2_SECTORS_GLOBAL_IDEAL)}
+        total = {e.pc: (e.value, e.sass) for e in k.per_instruction(SourceCounters.L2_SECTORS_GLOBAL)}
+        runs = {e.pc: e.value for e in k.per_instruction(SourceCounters.INST_EXECUTED)}
+        spread = [
+            (pc, sectors, sass)
+            for pc, (sectors, sass) in total.items()
+            if runs.get(pc) and sectors and ideal.get(pc, 0.0) > t["min_spread_sectors_per_request"] * runs[pc]
+        ]
+        kinds = {"store" if opcode(sass).startswith(("STG", "ST.", "ST")) else "load" for _, _, sass in spread}
+        return kinds == {"load", "store"} and all(
+            1.0 - ideal[pc] / sectors >= t["min_swapped_waste"] for pc, sectors, _ in spread
+        )
 
     def _occupancy(self, k: KernelContext) -> str:
         """`; occupancy is 50% (limit: registers)`: what caps the warps that could keep more loads in flight."""
@@ -723,6 +773,8 @@ class UncoalescedGlobal(Rule):
         situation, fields = self._pattern(k, top_sass, frac)
         if situation == "a pointer chase":
             return None  # scattered by nature, no thread mapping or sort coalesces it: LAT001 speaks (loads in flight)
+        if fixed.rows is None and not situation and not k.weak and self._one_mapping(k):
+            situation = SWAPPED
         if fixed.rows is not None and not situation:
             situation = "a thread per row"
             fields = {

@@ -39,7 +39,8 @@ class FmaMatrixProduct(Rule):
         executed FMAs multiply two data registers and add a third (`acc += a × b`, operands loaded from memory: at
         least `min_loads_per_product_fma` loads per FMA instruction), at most `max_mufu_per_fma` special-function
         instructions per FMA (an N-body step's `MUFU.RSQ` per interaction is a reduction of nonlinear terms, not a
-        product), and the FMA pipe at least `min_fma_pct_product` busy. A register-blocked SGEMM at its FMA ceiling
+        product; a factor every thread of the grid shares, a single-channel filter's weight, is not a product's
+        operand either: `rulekit.models.fma_stream`), and the FMA pipe at least `min_fma_pct_product` busy. A register-blocked SGEMM at its FMA ceiling
         qualifies: its floor is the tensor roof, not the FMA one. Without the SASS: the FMA pipe at least
         `min_fma_pct` busy and loads at least `min_loads_per_fma` per FMA instruction (a chain of FMAs on registers
         does not qualify). Weakest evidence (ncu's basic set: no FLOP count, no instruction statistics, no SASS

@@ -107,7 +107,9 @@ class NoDataReuse(Rule):
 
     Speedup estimate:
         A matrix product (at least `min_product_share` of its FMAs multiply two loaded values, read from the SASS:
-        `rulekit.models.fma_stream`), its operands from global or from shared memory: the fixed kernel is the product
+        `rulekit.models.fma_stream`; a factor loaded from an address no thread or block index reaches, the same in
+        every thread of the grid, is a filter's weight, not a product's operand: `rulekit.models.grid_uniform_loads`),
+        its operands from global or from shared memory: the fixed kernel is the product
         tiled at both levels, and its time is its FMAs at the FP32 peak plus the shared-memory wavefronts its register
         tile leaves, 2 ÷ `register_tile` per warp FMA (each value read feeds `register_tile` FMAs; conflict-free rows),
         at one per cycle per SM, added rather than overlapped: a hand-written tiled kernel's warps wait for a k step's
@@ -151,6 +153,17 @@ class NoDataReuse(Rule):
         include the wasted sectors of uncoalesced loads: the tile is read in whole rows. Where both apply, the
         faster fixed kernel of the two, in its own words (a convolution's FMAs read global memory per FLOP too; its
         fix is the input's tile with its halo).
+        Counted after coalescing: the tile of a filter or a stencil (every model here but the matrix product's) keeps
+        the kernel's thread mapping, and is read in coalesced rows only once that mapping is: where MEM001 fires on
+        the kernel its fix comes first, and this estimate is counted on MEM001's fixed kernel, 1 − (1 − the tile's
+        saving alone) ÷ (1 − MEM001's), the share of the time the coalesced kernel leaves (`Finding.counted_after`,
+        `rulekit.engine.counted_after`), so that the two in turn save what the tile alone would; nothing where the
+        coalesced kernel is as fast. Swagatam1812's naive 11×11 conv2d (A100: row = ...threadIdx.x, 9.6 sectors a
+        request, weights every thread shares): coalescing −80% (the author's coalesced variant measured −79%), then
+        the tile −42% of the coalesced kernel (the author's shared-memory tile measured −41% on it); until 2026-12-06
+        the tile came first, at −96%, modelled as a matrix product's two levels. A matrix product's two-level tile is
+        new code that loads both tiles in coalesced rows with a mapping of its own: it is ranked on its own saving
+        (llm.c's matmul_forward_kernel1, 9 sectors a request: the tile first, 37× against 39× measured).
         A reuse that L2 serves (refetches) is CAC001's only where it costs L2 time (L2 at least `min_l2_busy_of_l1` of
         L1's busy share).
         Where index arithmetic also fills the issue slots (ISU001), this estimate removes the part that only
@@ -400,6 +413,10 @@ class NoDataReuse(Rule):
             ],
             evidence=evidence,
             source=lines,
+            # a filter's or a stencil's tile keeps the kernel's thread mapping, and is read in coalesced rows only once
+            # that mapping is: where MEM001 fires, its fix comes first and this one is counted after it. A matrix
+            # product's two-level tile is new code with its own mapping (both tiles loaded in coalesced rows)
+            counted_after=("MEM001",) if level in ("global", "reread") and not product else (),
         )
 
     @staticmethod

@@ -182,6 +182,9 @@ class Finding(FindingEntry):
     (`ncuadvisor.pipeline.locate`). `entry()` is the finding as the result holds it."""
 
     source: list[SourceRef] | SourceSelection = field(default_factory=list)  # type: ignore[assignment]
+    # the rules whose fix this one's fixed kernel applies too, and that come first where they fire on the kernel: the
+    # engine then counts this estimate on their fixed kernel (`engine.counted_after`); not part of the result
+    counted_after: tuple[str, ...] = ()
 
     def entry(self) -> FindingEntry:
         """The finding as the result's `FindingEntry`: its fields as they are, its source lines as placed (none

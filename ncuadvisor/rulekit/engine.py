@@ -236,8 +236,29 @@ def _run(rules: list[Rule], ctx: KernelContext, verdict: KernelVerdict) -> tuple
     return verdict, raw
 
 
+def counted_after(findings: list[Finding]) -> None:
+    """Count each finding whose fixed kernel applies another's fix too (`Finding.counted_after`: a filter's tile read
+    in coalesced rows applies MEM001's fix) on that other's fixed kernel, where that one fired: the contained fix comes
+    first, and this one saves the fraction of the time left after it, 1 - (1 - its speedup) / (1 - the other's), so
+    that the two in turn (`result.kernel_fixes.kernel_steps`) save what this one alone claimed. Nothing where the
+    other's fixed kernel is as fast: the containing fix adds nothing to it."""
+    by_rule = {f.rule: f for f in findings}
+    for f in findings:
+        first = next((by_rule[c] for c in f.counted_after if c in by_rule and by_rule[c] is not f), None)
+        if first is None or first.estimated_speedup >= 1.0:
+            continue
+        alone = f.estimated_speedup
+        f.estimated_speedup = max(0.0, 1.0 - (1.0 - alone) / (1.0 - first.estimated_speedup))
+        f.speedup_model += (
+            f" Counted after {first.rule}'s fix, which it applies too and which comes first: {f.estimated_speedup:.0%}"
+            f" of the time {first.rule}'s fixed kernel leaves ({first.estimated_speedup:.0%} of today's), {alone:.0%}"
+            " of today's with it."
+        )
+
+
 def _judge(ctx: KernelContext, run: tuple[KernelVerdict, list[Finding]]) -> KernelVerdict:
-    """Cap the raw findings at the roofline floor, drop those worth too little, and order them (at-roofline last)."""
+    """Cap the raw findings at the roofline floor, count a fix that applies another's after it (`counted_after`), drop
+    those worth too little, and order them (at-roofline last)."""
     verdict, raw = run
     verdict = KernelVerdict(skipped=verdict.skipped, errors=verdict.errors)
     r = ctx.roofline
@@ -254,6 +275,7 @@ def _judge(ctx: KernelContext, run: tuple[KernelVerdict, list[Finding]]) -> Kern
                 f" Capped at {cap:.0%}: no fix that keeps the algorithm runs faster than its roofline floor at "
                 f"{PRACTICAL_FRACTION:.0%} of peak."
             )
+    counted_after(others)
     kept: list[Finding] = []
     for f in others:
         if at_roofline and not (f.changes_floor and f.estimated_speedup >= NEAR_BOUND_KEEP):

@@ -958,11 +958,14 @@ class FmaStream:
     """What a kernel's fused multiply-adds compute, from its instruction stream (executions weighted by
     `inst_executed`, in the hot loop): `fma` the FFMA/HFMA2/DFMA executed; `products` those that multiply two loaded values (factors
     no FMA produced) and add a register (`acc += a × b`; not `x × 0.9999 + 1e-4`, nor `acc = acc × v + w`);
-    `mufu` the special-function instructions (reciprocal square root, exponential, ...) executed beside them."""
+    `mufu` the special-function instructions (reciprocal square root, exponential, ...) executed beside them;
+    `uniform` the FMAs one of whose loaded factors is the same value in every thread of the grid (read from an address
+    no thread or block index reaches: a filter's weight, `grid_uniform_loads`), which `products` leaves out."""
 
     fma: float
     products: float
     mufu: float
+    uniform: float = 0.0
 
     @property
     def product_share(self) -> float:
@@ -974,13 +977,82 @@ class FmaStream:
 
 
 _FMA_OPCODES = ("FFMA", "HFMA2", "DFMA")
+# a token of register dataflow: a register, a uniform register or a predicate (RZ, URZ, PT are constants)
+_TOKEN = re.compile(r"(?<![A-Za-z0-9_])(U?R|U?P)(\d+)(\.64|\.128)?")
+_PREDICATE_OUT = re.compile(r"U?P(\d+|T)")
+# instructions whose result differs between the threads whatever their sources: special registers (thread and block
+# indices, lane, clock), lane exchanges and votes, and reads of memory private to a thread or a block
+_VARYING_OPCODES = ("S2R", "S2UR", "CS2R", "SHFL", "VOTE", "MATCH", "REDUX", "ATOM", "LDS", "LDL", "LDSM", "TLD", "TEX")
+
+
+def _tokens(operand: str, width: int = 1) -> set[str]:
+    """The dataflow tokens an operand names (`R4.64` -> R4, R5; `[R2.64+0x4]` -> R2, R3); `width`: the registers a
+    plain register stands for (a 64-bit pair's low half: `IMAD.WIDE`'s destination and addend, a `.64` load's)."""
+    out: set[str] = set()
+    for m in _TOKEN.finditer(operand):
+        kind, n = m.group(1), int(m.group(2))
+        size = {".64": 2, ".128": 4}.get(m.group(3) or "", width if kind.endswith("R") else 1)
+        out.update(f"{kind}{i}" for i in range(n, n + size))
+    return out
+
+
+def grid_uniform_loads(entries: list[Any]) -> set[int]:
+    """The pcs of the global loads (LDG, LD) whose address is the same in every thread of the grid: computed from the
+    kernel's parameters (the constant bank), immediates and loop counters alone, with no thread or block index
+    (`S2R SR_TID`, `SR_CTAID`), lane exchange or value read from shared or local memory on its way (a value loaded from
+    a grid-uniform address is uniform too). Register dataflow over the listing in address order, twice: the second
+    pass sees what a loop's back edge carries; at a forward branch's target what varies on the path that jumped there
+    joins what varies on the path that falls through, and a predicated write never makes a register uniform; an
+    address varying on either pass is varying, so a load is called uniform only when no thread-dependent value
+    reaches its address; none in a listing that never reads a thread's or
+    a block's index (a part of the kernel). `entries`: SASS entries with `pc` and `sass`."""
+    listing = sorted((e for e in entries if getattr(e, "sass", None)), key=lambda e: e.pc)
+    if not any(opcode(e.sass).startswith(("S2R", "S2UR")) for e in listing):
+        return set()  # a listing that never reads a thread's or block's index is not the whole kernel: nothing known
+    varying: set[str] = set()
+    address_varies: dict[int, bool] = {}
+    for _ in range(2):
+        joins: dict[int, set[str]] = {}  # a forward branch's target -> what varies on the paths that jump there
+        for e in listing:
+            varying |= joins.pop(e.pc, set())
+            ins = parse(e.sass)
+            op = ins.opcode
+            if op.startswith("BRA") and ins.operands:
+                target = _BRANCH_TARGET.fullmatch(ins.operands[-1])
+                if target and int(target.group(1), 16) > e.pc:
+                    joins.setdefault(int(target.group(1), 16), set()).update(varying)
+            wide = 2 if ".WIDE" in op else 1
+            rest = list(ins.operands)
+            dests: set[str] = set()
+            if ins.writes and rest:
+                loaded = max(1, (access_bytes(op) or 4) // 4) if op.startswith(("LD", "ULD")) else 1
+                dests |= _tokens(rest[0], max(wide, loaded))
+                rest = rest[1:]
+                while rest and _PREDICATE_OUT.fullmatch(rest[0].lstrip("!")):  # predicate outputs: carry, compare
+                    dests |= _tokens(rest[0])
+                    rest = rest[1:]
+            sources = set().union(set(), *(_tokens(o, wide if i == len(rest) - 1 else 1) for i, o in enumerate(rest)))
+            guard = _tokens(ins.predicate)
+            if op.startswith(("LDG", "LD.")) or op == "LD":
+                varies = bool(set().union(set(), *(_tokens(o) for o in rest if "[" in o)) & varying)
+                address_varies[e.pc] = address_varies.get(e.pc, False) or varies
+                result = varies or bool(guard & varying)
+            elif op.startswith(_VARYING_OPCODES):
+                result = not (op.startswith("CS2R") and "SRZ" in e.sass)
+            else:
+                result = bool((sources | guard) & varying)
+            # a predicated write may not happen: it can make a register vary, never make it uniform
+            varying = varying | dests if result else (varying if ins.predicate else varying - dests)
+    return {pc for pc, varies in address_varies.items() if not varies}
 
 
 def fma_stream(k: KernelContext) -> FmaStream | None:
     """The kernel's FMA stream (`FmaStream`) from `inst_executed` and its SASS; None without per-instruction data.
 
     A matrix product (a GEMM, a convolution, a batched small product) is a stream of `acc += a × b` whose factors
-    are loaded values, with nothing nonlinear between the FMAs. A recurrence (`acc = acc × v + w`, Horner: a factor
+    are loaded values, with nothing nonlinear between the FMAs, each varying across the grid's outputs: a factor
+    loaded from an address no thread or block index reaches (`grid_uniform_loads`: a filter's weight, a vector every
+    thread of a matrix-vector product reads) is the same in every thread, and its FMAs are counted apart (`uniform`). A recurrence (`acc = acc × v + w`, Horner: a factor
     is an earlier FMA's result) or a sum of nonlinear terms (N-body: `MUFU.RSQ` per interaction) is not, and the
     tensor cores cannot run it. Which instruction produced a factor is read from the listing in program order, twice:
     the second pass, over the instructions executed at least half as often as the hottest FMA (the loop), sees the
@@ -988,12 +1060,14 @@ def fma_stream(k: KernelContext) -> FmaStream | None:
     entries = sorted((e for e in k.per_instruction(SourceCounters.INST_EXECUTED) if e.sass), key=lambda e: e.pc)
     if not entries:
         return None
-    parsed = [(e.value, parse(e.sass)) for e in entries]
-    hot = max((v for v, ins in parsed if ins.opcode.split(".")[0] in _FMA_OPCODES), default=0.0)
+    parsed = [(e.value, parse(e.sass), e.pc) for e in entries]
+    hot = max((v for v, ins, _ in parsed if ins.opcode.split(".")[0] in _FMA_OPCODES), default=0.0)
     from_fma: dict[str, bool] = {}  # register -> whether its latest producer (in program order) is an FMA
-    fma = products = mufu = 0.0
+    uniform_loads = grid_uniform_loads(entries)
+    from_uniform: dict[str, bool] = {}  # register -> whether its latest producer is a grid-uniform load
+    fma = products = mufu = uniform = 0.0
     for second in (False, True):
-        for value, ins in parsed:
+        for value, ins, pc in parsed:
             base = ins.opcode.split(".")[0]
             is_fma = base in _FMA_OPCODES and not ins.opcode.startswith("HFMA2.MMA")  # HFMA2.MMA -RZ, RZ: a move
             if second and value < hot / 2:
@@ -1006,14 +1080,19 @@ def fma_stream(k: KernelContext) -> FmaStream | None:
                     factors = [data_register(ins.operands[1]), data_register(ins.operands[2])]
                     loaded = all(f is not None and not from_fma.get(f, False) for f in factors)
                     if loaded and data_register(ins.operands[3]) is not None:
-                        products += value
+                        # a factor the whole grid shares (a filter's weight) is not a product's operand
+                        if any(from_uniform.get(f, False) for f in factors if f is not None):
+                            uniform += value
+                        else:
+                            products += value
             dest = ins.destination
             if dest is not None:
                 width = max(1, (access_bytes(str(ins.opcode)) or 4) // 4) if base.startswith("LD") else 1
                 first = int(dest[1:])
                 for r in range(first, first + width):
                     from_fma[f"R{r}"] = is_fma
-    return FmaStream(fma=fma, products=products, mufu=mufu)
+                    from_uniform[f"R{r}"] = pc in uniform_loads
+    return FmaStream(fma=fma, products=products, mufu=mufu, uniform=uniform)
 
 
 def table_peak(k: KernelContext, path: str) -> tuple[float, str] | None:
