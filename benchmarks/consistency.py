@@ -36,21 +36,18 @@ import json
 import re
 import sys
 from collections.abc import Iterable, Mapping, Sequence
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from corpora import add_corpus_args, over_corpora  # noqa: E402
+from corpora import label as report_label  # noqa: E402
 
 CHECKS = ("time", "lines", "bytes", "bound", "other")
-BIG = "model_step_1010"
-CORPORA = {
-    "fixtures": (ROOT / "fixtures", "**/*.ncu-rep*"),
-    "foreign": (Path("/tmp/weak-fc"), "*.ncu-rep*"),
-    "exam": (Path("/tmp/exall"), "*.ncu-rep*"),
-}
 # program findings whose saving lies outside the kernels' GPU time (launch gaps, host time, recompilation)
 OUTSIDE_KERNEL_TIME = frozenset({"launch-overhead", "dynamic-shapes"})
 MEMORY_UNITS = frozenset({"dram", "l2", "l1", "shared", "lsu"})
@@ -559,7 +556,7 @@ def analyse(path: Path) -> ReportOutcome:
     from ncuadvisor.api import result_record
     from ncuadvisor.render.formats import RenderOptions, render_html, render_markdown
 
-    label = _label(path)
+    label = report_label(path)
     outcome = ReportOutcome(label)
     try:
         result = result_record(path)
@@ -585,19 +582,6 @@ def run_checks(data: Mapping[str, Any], md: str, page: str, label: str) -> list[
     )
 
 
-def _label(path: Path) -> str:
-    try:
-        return str(path.resolve().relative_to(ROOT))
-    except ValueError:
-        return str(path)
-
-
-def corpus_paths(name: str, big: bool) -> list[Path]:
-    folder, pattern = CORPORA[name]
-    paths = sorted(p for p in folder.glob(pattern) if p.is_file() and not p.name.endswith(".json"))
-    return [p for p in paths if big or BIG not in p.name]
-
-
 def table(corpora: Mapping[str, Sequence[ReportOutcome]], markdown: bool) -> str:
     head = ["corpus", "reports", "refused", "kernels", *CHECKS]
     rows = []
@@ -616,32 +600,11 @@ def table(corpora: Mapping[str, Sequence[ReportOutcome]], markdown: bool) -> str
 
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("paths", nargs="*", type=Path, help="reports of a corpus of their own")
-    ap.add_argument("--corpus", action="append", choices=sorted(CORPORA), help="only these corpora (default all)")
-    ap.add_argument("--big", action="store_true", help=f"include {BIG} (830 MB unpacked)")
-    ap.add_argument("--jobs", type=int, default=1)
-    ap.add_argument("--only", help="reports whose path contains this")
+    add_corpus_args(ap)
     ap.add_argument("--markdown", action="store_true", help="the table in markdown")
     ap.add_argument("--json", type=Path, help="write every outcome here")
     args = ap.parse_args(argv)
-    todo: dict[str, list[Path]] = {}
-    if args.paths:
-        todo["given"] = list(args.paths)
-    else:
-        for name in args.corpus or list(CORPORA):
-            todo[name] = corpus_paths(name, args.big)
-    if args.only:
-        todo = {n: [p for p in ps if args.only in str(p)] for n, ps in todo.items()}
-    results: dict[str, list[ReportOutcome]] = {}
-    for name, paths in todo.items():
-        if args.jobs > 1:
-            with ProcessPoolExecutor(args.jobs) as pool:
-                results[name] = list(pool.map(analyse, paths))
-        else:
-            results[name] = []
-            for p in paths:
-                results[name].append(analyse(p))
-                print(f"  {name}: {_label(p)}", file=sys.stderr, flush=True)
+    results = over_corpora(args, analyse)
     print(table(results, args.markdown))
     print()
     for outcomes in results.values():

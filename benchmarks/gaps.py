@@ -28,23 +28,21 @@ when a gap or a silent unknown remains.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import sys
 from collections.abc import Mapping, Sequence
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-BIG = "model_step_1010"
-CORPORA = {
-    "fixtures": (ROOT / "fixtures", "**/*.ncu-rep*"),
-    "foreign": (Path("/tmp/weak-fc"), "*.ncu-rep*"),
-    "exam": (Path("/tmp/exall"), "*.ncu-rep*"),
-}
+from corpora import add_corpus_args, over_corpora  # noqa: E402
+from corpora import label as report_label  # noqa: E402
+
 MIN_SHARE = 0.05  # the bar: a kernel holding this share of the time
 MIN_HEADROOM = 1.6  # ... this far above its floor has room (ROOF001's bar, result.types.GAP_MIN_HEADROOM)
 CLASSES = ("finding", "program", "gap", "unknown-said", "unknown-silent", "model-wrong", "below")
@@ -156,7 +154,7 @@ def analyse(path: Path, min_share: float = MIN_SHARE) -> Outcome:
     """The report analysed once, its kernels classified."""
     from ncuadvisor.api import result_record
 
-    label = _label(path)
+    label = report_label(path)
     outcome = Outcome(label)
     try:
         result = result_record(path)
@@ -166,19 +164,6 @@ def analyse(path: Path, min_share: float = MIN_SHARE) -> Outcome:
         return outcome
     outcome.rows = rows_of(data, label, min_share)
     return outcome
-
-
-def _label(path: Path) -> str:
-    try:
-        return str(path.resolve().relative_to(ROOT))
-    except ValueError:
-        return str(path)
-
-
-def corpus_paths(name: str, big: bool) -> list[Path]:
-    folder, pattern = CORPORA[name]
-    paths = sorted(p for p in folder.glob(pattern) if p.is_file() and not p.name.endswith(".json"))
-    return [p for p in paths if big or BIG not in p.name]
 
 
 def table(corpora: Mapping[str, Sequence[Outcome]]) -> str:
@@ -201,33 +186,12 @@ def table(corpora: Mapping[str, Sequence[Outcome]]) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("paths", nargs="*", type=Path, help="reports of a corpus of their own")
-    ap.add_argument("--corpus", action="append", choices=sorted(CORPORA), help="only these corpora (default all)")
-    ap.add_argument("--big", action="store_true", help=f"include {BIG} (830 MB unpacked)")
-    ap.add_argument("--jobs", type=int, default=1)
-    ap.add_argument("--only", help="reports whose path contains this")
+    add_corpus_args(ap)
     ap.add_argument("--min-share", type=float, default=MIN_SHARE, help="the share of a report's time (default 0.05)")
     ap.add_argument("--all", action="store_true", help="print every kernel's row, not only the gaps")
     ap.add_argument("--json", type=Path, help="write every row here")
     args = ap.parse_args(argv)
-    todo: dict[str, list[Path]] = {}
-    if args.paths:
-        todo["given"] = list(args.paths)
-    else:
-        for name in args.corpus or list(CORPORA):
-            todo[name] = corpus_paths(name, args.big)
-    if args.only:
-        todo = {n: [p for p in ps if args.only in str(p)] for n, ps in todo.items()}
-    results: dict[str, list[Outcome]] = {}
-    for name, paths in todo.items():
-        if args.jobs > 1:
-            with ProcessPoolExecutor(args.jobs) as pool:
-                results[name] = list(pool.map(analyse, paths, [args.min_share] * len(paths)))
-        else:
-            results[name] = []
-            for p in paths:
-                results[name].append(analyse(p, args.min_share))
-                print(f"  {name}: {_label(p)}", file=sys.stderr, flush=True)
+    results = over_corpora(args, functools.partial(analyse, min_share=args.min_share))
     shown = CLASSES if args.all else ("gap", "unknown-silent")
     for outcomes in results.values():
         for o in outcomes:
