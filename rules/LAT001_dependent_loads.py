@@ -399,7 +399,6 @@ class DependentLoads(Rule):
                     "dram_fraction_of_peak",
                     round(flight.dram_share, 3),
                     round(achievable_dram_fraction(flight.width_bytes), 3),
-                    "below what streams of this load width reach",
                 ),
                 Evidence(
                     "long_scoreboard_share", round(flight.long_scoreboard_share, 3), t["min_long_scoreboard_share"]

@@ -197,7 +197,7 @@ class NarrowGlobalAccess(Rule):
                     "share of global instructions < 16 B",
                 ),
                 Evidence("access_bytes", width, 16, "narrowest global access (bytes per thread)"),
-                Evidence("dram_fraction_of_peak", round(achieved, 3), round(reach, 3), "below what this width reaches"),
+                Evidence("dram_fraction_of_peak", round(achieved, 3), round(reach, 3)),
                 *(
                     [Evidence("bytes_in_flight_per_sm", round(flight.per_sm), round(flight.needed_per_sm), "B per SM")]
                     if flight
