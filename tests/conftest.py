@@ -37,17 +37,22 @@ sys.dont_write_bytecode = False
 FIXTURES = ROOT / "fixtures"
 
 
-def report_json(path: Path) -> dict:
-    """`ncuadvisor report PATH --format json` run as a user runs it (a subprocess: ncu_report never loads here)."""
+def report_output(path: Path, fmt: str) -> str:
+    """`ncuadvisor report PATH --format FMT` run as a user runs it (a subprocess: ncu_report never loads here)."""
     p = subprocess.run(
-        [sys.executable, "-m", "ncuadvisor", "report", str(path), "--format", "json"],
+        [sys.executable, "-m", "ncuadvisor", "report", str(path), "--format", fmt],
         capture_output=True,
         text=True,
         timeout=300,
         cwd=ROOT,
         check=True,
     )
-    return json.loads(p.stdout)
+    return p.stdout
+
+
+def report_json(path: Path) -> dict:
+    """`ncuadvisor report PATH --format json` run as a user runs it (a subprocess: ncu_report never loads here)."""
+    return json.loads(report_output(path, "json"))
 
 
 def _has_gpu() -> bool:

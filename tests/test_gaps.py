@@ -5,13 +5,12 @@ says its headroom is unknown and which sections settle it, never "a gap in the r
 
 from __future__ import annotations
 
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import FIXTURES, ROOT, report_json
+from tests.conftest import FIXTURES, ROOT, report_json, report_output
 
 FOREIGN_CACHE = Path("/tmp/weak-fc")  # other people's reports without a licence to commit (benchmarks/foreign.py)
 
@@ -80,14 +79,7 @@ def test_a_phase1_capture_says_what_settles_the_headroom():
         assert "would settle it" in verdict["message"] and "WarpStateStats" in verdict["message"]
         assert verdict["headroom"] is None and "Gap in the rule set" not in verdict["message"]
     # the kernel table's cell reads the same (the markdown as a user gets it)
-    md = subprocess.run(
-        [sys.executable, "-m", "ncuadvisor", "report", str(path), "--format", "md"],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=ROOT,
-        check=True,
-    ).stdout
+    md = report_output(path, "md")
     table = [line for line in md.splitlines() if line.startswith("| ")]
     rows = [line for line in table if "Kernel2" in line]
     assert rows and rows[0].rstrip().endswith("| headroom unknown |")
