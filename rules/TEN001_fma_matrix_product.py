@@ -23,6 +23,7 @@ from ncuadvisor.rulekit import (
     opcode,
     per_pc,
     predict,
+    product_on_fma_pipes,
     time_after,
 )
 
@@ -317,13 +318,10 @@ class FmaMatrixProduct(Rule):
     def _from_pipes(self, k: KernelContext) -> Finding | None:
         """The weakest evidence: Speed Of Light's pipe utilisation alone (no FLOPs counted, no SASS metrics)."""
         t, r = self.thresholds, k.roofline
-        busy = r.busy_pct
-        fma, tensor = busy.get("fma") or 0.0, busy.get("tensor") or 0.0
-        lsu, xu = busy.get("lsu") or 0.0, busy.get("sfu") or 0.0
-        if fma < t["min_fma_pct_weak"] or tensor > t["max_tensor_pct_weak"]:
+        shares = product_on_fma_pipes(r, t)
+        if shares is None:
             return None
-        if lsu < t["min_lsu_pct_weak"] or xu > t["max_xu_per_fma_weak"] * fma:
-            return None
+        fma, tensor, lsu, xu = shares.fma, shares.tensor, shares.lsu, shares.xu
         stream = fma_stream(k)  # a report with the SASS but not the pipe statistics: the instructions decide
         if stream is not None and stream.fma:
             if stream.mufu_per_fma > t["max_mufu_per_fma"] or stream.product_share < t["min_product_share"]:

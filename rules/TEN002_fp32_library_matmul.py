@@ -17,6 +17,7 @@ from ncuadvisor.rulekit import (
     fixed_kernel_ns,
     fmt_ns,
     predict,
+    product_on_fma_pipes,
     table_peak,
     time_after,
 )
@@ -35,10 +36,10 @@ class Fp32LibraryMatmul(Rule):
         of it, and FP32 the precision that sets its compute floor (the FMA pipe at least `min_fma_pct` busy when the
         report has it). PyTorch runs `matmul`/`conv` in strict FP32 like this by default for matrix products
         (`torch.backends.cuda.matmul.allow_tf32 = False`) and whenever TF32 was switched off. Weakest evidence (ncu's
-        basic set: no FLOP count): Speed Of Light's pipe utilisation as TEN001 reads it, the FMA pipe at least
-        `min_fma_pct_weak` of the elapsed time, the tensor pipe idle, the load/store pipe at least
-        `min_lsu_pct_weak` busy, the XU at most `max_xu_per_fma_weak` of the FMA pipe; the FP32 work is then the FMA
-        pipe's busy share at the FP32 peak, and the peaks the report lacks come from the architecture table
+        basic set: no FLOP count): Speed Of Light's pipe utilisation as TEN001 reads it (`product_on_fma_pipes`):
+        the FMA pipe at least `min_fma_pct_weak` of the elapsed time, the tensor pipe idle, the load/store pipe at
+        least `min_lsu_pct_weak` busy, the XU at most `max_xu_per_fma_weak` of the FMA pipe; the FP32 work is then
+        the FMA pipe's busy share at the FP32 peak, and the peaks the report lacks come from the architecture table
         (`table_peak`, said in the message and the evidence), with low confidence.
 
     Why it costs time:
@@ -192,14 +193,11 @@ class Fp32LibraryMatmul(Rule):
     def _from_pipes(self, k: KernelContext) -> Finding | None:
         """The weakest evidence (no FLOP count): Speed Of Light's pipe utilisation, as TEN001's weak path reads it."""
         r, t = k.roofline, self.thresholds
-        busy = r.busy_pct
-        fma, tensor = busy.get("fma") or 0.0, busy.get("tensor") or 0.0
-        lsu, xu = busy.get("lsu") or 0.0, busy.get("sfu") or 0.0
-        if fma < t["min_fma_pct_weak"] or tensor > t["max_tensor_pct_weak"] or not r.duration_ns:
-            return None
+        shares = product_on_fma_pipes(r, t)
         fp32_at, tf32_at = table_peak(k, "fp32"), table_peak(k, "tensor_tf32")
-        if lsu < t["min_lsu_pct_weak"] or xu > t["max_xu_per_fma_weak"] * fma or not fp32_at or not tf32_at:
+        if shares is None or not r.duration_ns or not fp32_at or not tf32_at:
             return None
+        fma, tensor, lsu, xu = shares.fma, shares.tensor, shares.lsu, shares.xu
         (fp32_peak, fp32_src), (peak, peak_src) = fp32_at, tf32_at
         sources = sorted({s for s in (fp32_src, peak_src) if s != "report"})
         said = f" (the peaks: {', '.join(sources)}, at the SM clock measured)" if sources else ""

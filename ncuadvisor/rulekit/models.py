@@ -9,7 +9,7 @@ from __future__ import annotations
 import functools
 import math
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -1110,6 +1110,36 @@ def fma_stream(k: KernelContext) -> FmaStream | None:
                     from_fma[f"R{r}"] = is_fma
                     from_uniform[f"R{r}"] = pc in uniform_loads
     return FmaStream(fma=fma, products=products, mufu=mufu, uniform=uniform)
+
+
+@dataclass(frozen=True)
+class PipeShares:
+    """Speed Of Light's busy shares (% of the elapsed time at the pipe's peak) that a product on the FMA pipes shows."""
+
+    fma: float
+    tensor: float
+    lsu: float
+    xu: float
+
+
+def product_on_fma_pipes(r: Roofline, t: Mapping[str, float]) -> PipeShares | None:
+    """The weakest evidence of a matrix product or convolution on the FMA pipes (no FLOPs counted, no SASS metrics:
+    ncu's basic set), as TEN001 and TEN002 read it: the FMA pipe at least `min_fma_pct_weak` busy, the tensor pipe at
+    most `max_tensor_pct_weak`, the load/store pipe at least `min_lsu_pct_weak` (the factors come from memory: a
+    recurrence on registers leaves it idle) and the XU at most `max_xu_per_fma_weak` of the FMA pipe (no nonlinear
+    term per product); None otherwise."""
+    busy = r.busy_pct
+    shares = PipeShares(
+        fma=busy.get("fma") or 0.0,
+        tensor=busy.get("tensor") or 0.0,
+        lsu=busy.get("lsu") or 0.0,
+        xu=busy.get("sfu") or 0.0,
+    )
+    if shares.fma < t["min_fma_pct_weak"] or shares.tensor > t["max_tensor_pct_weak"]:
+        return None
+    if shares.lsu < t["min_lsu_pct_weak"] or shares.xu > t["max_xu_per_fma_weak"] * shares.fma:
+        return None
+    return shares
 
 
 def table_peak(k: KernelContext, path: str) -> tuple[float, str] | None:
