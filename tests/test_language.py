@@ -2,7 +2,7 @@
 
 import pytest
 
-from ncuadvisor.analysis.language import kernel_language, library_evidence, other_language
+from ncuadvisor.analysis.language import kernel_language, library_evidence, other_language, possible_languages
 
 
 def test_user_gemm_with_source_lines_is_cuda_code(analyzed):
@@ -43,6 +43,30 @@ def test_library_like_names_are_decided_by_evidence():
     )
     cublas_cutlass = "void cutlass::Kernel2<cutlass_80_tensorop_s1688gemm_64x64_16x6_nn_align4>(Params)"
     assert kernel_language("Kernel2", cublas_cutlass, []) == "library"
+
+
+# PyTorch's memory-efficient attention (xFormers' CUTLASS kernels built into libtorch), as the transformers GPT-2
+# step's phase 1 on the H100 named it (fixtures/profile-cost-2026-12-06/full_gpt2_train.json.xz)
+MEM_EFF = (
+    "fmha_cutlassB_f32_aligned_64x64_k64_sm80(PyTorchMemEffAttention::AttentionBackwardKernel<cutlass::arch::Sm80, "
+    "float, (bool)1, (bool)0, (bool)0, (int)64, (int)64, (int)64, (bool)0>::Params)"
+)
+
+
+def test_a_library_binarys_types_decide_before_the_source_lines_are_known():
+    """Phase 2 of `profile` collects the metrics of every language a kernel may turn out to be in: PyTorch's own
+    attention kernel is library code whatever source lines a report holds, so the CUDA and Triton rules' metrics are
+    not collected for it (before: its fmha_ name alone made the PyTorch step's collection 131 metrics in 21 replay
+    passes, 2026-12-06); a user's fmha or gemm kernel, whose names carry no library's types, keeps them."""
+    assert kernel_language("fmha_cutlassB_f32_aligned_64x64_k64_sm80", MEM_EFF, ["/src/kernel_backward.h"]) == "library"
+    assert library_evidence("fmha_cutlassB_f32_aligned_64x64_k64_sm80", MEM_EFF, ["x.h"]) == (
+        "PyTorchMemEffAttention in its name"
+    )
+    assert possible_languages("fmha_cutlassB_f32_aligned_64x64_k64_sm80", MEM_EFF) == {"library"}
+    flash = "void flash_fwd_kernel<Flash_fwd_kernel_traits<(int)128>>(Flash_fwd_params)"
+    assert possible_languages("flash_fwd_kernel", flash) == {"library", "cuda", "triton"}
+    assert possible_languages("gemm_tiled", "gemm_tiled(float*)") == {"cuda", "triton"}
+    assert possible_languages("nvjet_sm90_tst", "nvjet_sm90_tst") == {"library"}
 
 
 def test_library_names():

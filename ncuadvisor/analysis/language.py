@@ -24,6 +24,10 @@ _LIBRARY_EVIDENCE_RE = re.compile(
     r"cublas|\bflash::|Flash_(?:fwd|bwd)_kernel_traits|pytorch_flash|PyTorchMemEffAttention|\bfmha::|fmha_cutlass|"
     r"xformers|\bcutlass_\d"
 )
+# the part of that evidence that names a vendor's or a framework's own binary (cuBLAS's types and its generated
+# cutlass_80_... kernels, PyTorch's attention kernels, xFormers'): library code even where the report resolves source
+# lines for it, so known from the names alone before phase 2 of `profile` collects them (`possible_languages`)
+_LIBRARY_BINARY_RE = re.compile(r"cublas|pytorch_flash|PyTorchMemEffAttention|xformers|\bcutlass_\d")
 # kernel names only cuBLAS uses (its legacy kernels: splitKreduce_kernel, gemv2T_kernel_val, gemmSN_NN_kernel, ...)
 _CUBLAS_NAMES_RE = re.compile(
     r"^(void )?(splitKreduce_kernel|gemv2[NT]_kernel\w*|gemmSN_[NT][NT]_kernel|gemmk1_kernel)\b"
@@ -69,7 +73,11 @@ def library_evidence(name: str, demangled: str, source_files: Iterable[str] = ()
         return None
     if _LIBRARY_RE.match(name) or _LIBRARY_RE.match(demangled):
         return "a library's name prefix"
-    if files or not (_LIBRARY_LIKE_RE.match(name) or _LIBRARY_LIKE_RE.match(demangled)):
+    if not (_LIBRARY_LIKE_RE.match(name) or _LIBRARY_LIKE_RE.match(demangled)):
+        return None
+    if m := _LIBRARY_BINARY_RE.search(demangled or ""):
+        return f"{m.group(0)} in its name"
+    if files:
         return None
     if _CUBLAS_NAMES_RE.match(name) or _CUBLAS_NAMES_RE.match(demangled):
         return "a kernel name only cuBLAS uses"
@@ -208,11 +216,12 @@ def written_in(name: str, demangled: str) -> str | None:
 
 def possible_languages(name: str, demangled: str) -> set[str]:
     """Every language `kernel_language` may decide for a kernel once its report is read, known from its names alone
-    (before its source lines are collected): a library-like name without a vendor prefix may turn out to be the
-    user's CUDA code, and a CUDA-looking name may be a Triton kernel whose source is Python."""
+    (before its source lines are collected): a library-like name without a vendor prefix or a library binary's own
+    types (`PyTorchMemEffAttention`, `cublas`) may turn out to be the user's CUDA code, and a CUDA-looking name may be
+    a Triton kernel whose source is Python."""
     lang = kernel_language(name, demangled, [])
     out = {lang}
-    if lang == "library" and not (_LIBRARY_RE.match(name) or _LIBRARY_RE.match(demangled)):
+    if lang == "library" and library_evidence(name, demangled, ["?"]) is None:
         out |= {"cuda", "triton"}
     if lang == "cuda":
         out.add("triton")
