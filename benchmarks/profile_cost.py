@@ -538,7 +538,9 @@ def main() -> int:
 
 SIDE_BY_SIDE = "profile-cost-side-by-side/1"
 FULL_S_PER_LAUNCH = 2.4  # planning only, to skip a full set that cannot fit (NCU-FACTS: 2.07-2.35 s a launch)
-REPORT_S_PER_RESULT = 0.05  # planning only: `ncuadvisor report` on a full-set capture, per result (0.8 s for 96 on the H100, 2026-12-06), plus start-up
+# planning only: `ncuadvisor report` on a full-set capture, per result (0.8 s for 96 on the H100, 2026-12-06), plus
+# start-up
+REPORT_S_PER_RESULT = 0.05
 
 
 class Refused(Exception):
