@@ -5,6 +5,7 @@ command line, with a small hand-written TIMES.jsonl."""
 
 import json
 import os
+import re
 import subprocess
 import sys
 import tarfile
@@ -319,3 +320,46 @@ def test_preview_from_reports_takes_each_versions_profiled_duration(reports, tmp
     assert exam_twins.main(["score", str(reports), "--twins", str(twins)]) == 2
     assert exam_twins.main(["score", str(reports), str(out_json), "--from-reports", "--twins", str(twins)]) == 2
     assert "one of the two" in capsys.readouterr().err
+
+
+def test_softmax_fix_alone_call_times_versions_1_2_9_at_the_one_block_size(tmp_path):
+    """The call that times softmax's fix-alone twin (version 9) beside versions 1 and 2: with nvcc stubbed by a program
+    that prints a time only at the block size EXAM_BLOCK_SIZE names, each of the three versions gets its 3 runs in
+    rounds, so the variable reaches the programs; and every version a pair compares is one the script runs."""
+    script = (ROOT / "benchmarks" / "device" / "exam_times.sh").read_text()
+    listed = dict(re.findall(r"\[(\w+)\]=\"([\d ]+)\"", script))
+    pairs, _ = exam_twins.load_twins()
+    for p in pairs:
+        for v in [p["before"]] + ([p["twin"]] if "twin" in p else []):
+            assert str(v) in listed[p["program"]].split(), (p["program"], v)
+    assert any(p["program"] == "softmax_forward" and p.get("twin") == 9 and p["also"] == "" for p in pairs)
+    stubs = tmp_path / "bin"
+    stubs.mkdir()
+    (stubs / "nvcc").write_text(FAKE_NVCC.replace("128 9.0 256 ", r"\${EXAM_BLOCK_SIZE:-512} "))
+    (stubs / "nvidia-smi").write_text("#!/bin/bash\necho stub-gpu\n")
+    for f in stubs.iterdir():
+        f.chmod(0o755)
+    out = tmp_path / "out"
+    env = dict(
+        os.environ,
+        PATH=f"{stubs}{os.pathsep}{os.environ['PATH']}",
+        OUT=str(out),
+        EXAM_WORK=str(tmp_path / "work"),
+        ONLY="softmax_forward_v1 softmax_forward_v2 softmax_forward_v9",
+        EXAM_BLOCK_SIZE="256",
+        REPS="3",
+        BUDGET="100",
+    )
+    p = subprocess.run(
+        ["bash", "benchmarks/device/exam_times.sh"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120
+    )
+    assert p.returncode == 0, p.stderr
+    recs = {r["version"]: r for r in map(json.loads, (out / "exam_times.jsonl").read_text().splitlines())}
+    assert set(recs) == {1, 2, 9}
+    assert [recs[v]["runs"] for v in (1, 2, 9)] == [[20.0] * 3, [10.0] * 3, [2.0] * 3]
+    runs = [
+        line.split("] ", 1)[1].split(" rc=")[0]
+        for line in (out / "steps.log").read_text().splitlines()
+        if line.startswith("[") and " run " in line
+    ]
+    assert runs == [f"softmax_forward_v{v} run {r}" for r in (1, 2, 3) for v in (1, 2, 9)]

@@ -98,3 +98,18 @@ def test_device_part_runs_its_steps_within_budget(tmp_path):
     steps = (out / "steps.log").read_text()
     assert "bench rc=" in steps and "ncu rc=0" in steps and steps.rstrip().endswith("done")
     assert (out / "bench_conv_fixes.log").exists() and (out / "torch_conv_fixes.ncu-rep.xz").stat().st_size > 0
+
+
+def test_accuracy_scores_matmul_naive_against_the_twin_of_its_cards_fix():
+    """matmul_naive's TIL001 estimate is scored against matmul_regtile (the card's two levels, alone), read from the
+    H100 report and bench of fixtures/regtile-2026-12-06, not against flaws' one-level matmul_tiled (H200)."""
+    accuracy = _module(ROOT / "benchmarks" / "accuracy.py", "accuracy")
+    alone = accuracy.FIX_ALONE_TWINS[("flaws.ncu-rep.xz", "matmul_naive")]
+    assert alone["twin"] == "matmul_regtile" and "H100" in (alone["report"].parent / "env.txt").read_text()
+    estimated, measured = accuracy.fix_alone_pair(alone, "matmul_naive", "tiling")
+    assert measured == pytest.approx(2364.672 / 643.2)  # bench_regtile.jsonl's medians
+    assert estimated == pytest.approx(4.61, abs=0.01)  # TIL001 on matmul_naive in the H100 report
+    assert abs(estimated - measured) / measured <= 0.30
+    # a first finding of another category scores no estimate (1×), which misses
+    estimated_wrong, _ = accuracy.fix_alone_pair(alone, "matmul_naive", "coalescing")
+    assert estimated_wrong == 1.0

@@ -24,7 +24,14 @@
 #                                                         <program>_v<N> for single versions)
 #     REPS=5 BUDGET=400 ...   (more runs per version, a longer budget)
 # EXAM_NVCC_FLAGS adds nvcc flags (e.g. -I/-L for a cuBLAS outside the toolkit).
+# EXAM_BLOCK_SIZE=256 (softmax_forward only, a patch of this repository) checks and times that block size alone: a run
+# then skips five of its six checks (1.65 GB copied back and compared on the host each) and five timing loops. The
+# softmax pair of the fix alone (versions 1, 2 and 9, 3 runs each) in one call of about 150 s (9 runs of ~15 s
+# expected, against ~27 s a run with the six sizes; the budget cuts whole rounds, so each version keeps as many runs):
+#     ONLY="softmax_forward_v1 softmax_forward_v2 softmax_forward_v9" EXAM_BLOCK_SIZE=256 REPS=3 BUDGET=200 \
+#       OUT=$OUT bash benchmarks/device/exam_times.sh
 BUDGET=${BUDGET:-240}
+[ -n "${EXAM_BLOCK_SIZE:-}" ] && export EXAM_BLOCK_SIZE  # read by the programs (softmax_forward)
 REPS=${REPS:-3}
 source benchmarks/device/env.sh
 part_start
@@ -34,7 +41,8 @@ rm -rf "$W" && mkdir -p "$W/bin" "$W/runs" "$W/logs"
 { echo "--- nvcc"; nvcc --version | tail -2
   echo "--- clocks"; nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem,power.limit \
     --format=csv 2>&1
-  echo "--- nproc $(nproc)"; } >> "$OUT/env.txt" 2>&1
+  echo "--- nproc $(nproc)"; echo "--- EXAM_BLOCK_SIZE=${EXAM_BLOCK_SIZE:-} ONLY=${ONLY:-} REPS=$REPS BUDGET=$BUDGET"
+} >> "$OUT/env.txt" 2>&1
 RESERVE=15  # seconds kept for the JSONL and packing
 SKIPPED=()
 
@@ -42,7 +50,7 @@ SKIPPED=()
 # 9 stops with an illegal memory access on the H100 (fixtures/exam-h100-2026-12-06/RECIPE.md): neither is listed.
 declare -A VERSIONS=(
   [layernorm_forward]="1 2 3 4 5 6" [gelu_forward]="1 2" [encoder_backward]="1 2"
-  [matmul_backward_bias]="1 2 3 4 7 8" [matmul_forward]="1 2 3 4" [softmax_forward]="1 2 3 4 5 6 7 8"
+  [matmul_backward_bias]="1 2 3 4 7 8" [matmul_forward]="1 2 3 4" [softmax_forward]="1 2 3 4 5 6 7 8 9"
 )
 PROGRAMS="gelu_forward layernorm_forward encoder_backward matmul_backward_bias matmul_forward softmax_forward"
 CAP_S=${CAP_S:-60}  # one run's cap (softmax_forward's thread-per-row versions: ~4 s of GPU time over its 6 sizes)
