@@ -31,6 +31,8 @@ _TORCH_COMPILE = Fix(
 _FUNCTOR = re.compile(r"CUDAFunctor_(\w+?)[<>,\s]|(?:::|<)(\w+?)Functor\b")
 _WRAPPERS = {"AUnary", "BUnary", "Unary", "Binary", "CUDA", ""}
 _IMPL = re.compile(r"::(\w+?)(?:_kernel_cuda|CUDAKernelImpl|_kernel_impl|_kernel)\(")
+# ATen's generic pointwise kernels (TensorIterator's `gpu_kernel`): one functor applied per element
+_POINTWISE = re.compile(r"^(?:void )?at::native::(?:\w+::)*(?:vectorized_|unrolled_)?elementwise_kernel<")
 _OWN = re.compile(r"^(?:vectorized_|unrolled_)?(\w+?)(?:_kernel)?$")
 
 
@@ -78,9 +80,10 @@ class FusionCandidates(ProgramRule):
         (elementwise, normalization, reduction, copy kernels: LayerNorm → residual add → GELU in eager PyTorch). The
         launches of one foreach op are chunks of one list of tensors, not a chain, and its ops are not the module's
         (an optimizer's step: PYT003; clip_grad_norm_). Matrix products, atomic scatters, sorts and latency-bound
-        kernels break a run, and so does a kernel `ncuadvisor profile` timed without profiling it in depth (its bytes
-        and bound are unknown; every launch of a kernel it profiled gets the DRAM bytes of the profiled launch, scaled
-        by duration). Kernels a program rule owns (`ProgramRule.owns`: the cross-entropy chain of PYT005, which a
+        kernels break a run, and so does a kernel `ncuadvisor profile` timed without profiling it in depth (its bound is
+        unknown; every launch of a kernel it profiled gets the DRAM bytes of the profiled launch, scaled by duration),
+        unless it is one of ATen's generic pointwise kernels (`vectorized_elementwise_kernel<…>`: one functor per
+        element, memory-class by what it runs) whose DRAM bytes phase 1 measured. Kernels a program rule owns (`ProgramRule.owns`: the cross-entropy chain of PYT005, which a
         fused loss replaces) break a run too. A chain saving less than `min_program_fraction` of the program is not
         reported.
 
@@ -144,8 +147,8 @@ class FusionCandidates(ProgramRule):
         r = k.roofline
         if k.language not in self.LANGUAGES:
             return False
-        if k.profiled is False:  # `ncuadvisor profile` timed it only: its bytes and bound are unknown
-            return False
+        if k.profiled is False:  # `ncuadvisor profile` timed it only: its bound is unknown
+            return self._pointwise_timed_only(k)
         if any(v for p, v in r.flops_by_precision.items() if p.startswith("tensor")):
             return False
         if "latency" in (r.bound, k.bound, r.limiter):
@@ -165,6 +168,14 @@ class FusionCandidates(ProgramRule):
             return mem >= self.thresholds["min_memory_over_compute"] * comp
         intensity = r.intensity
         return intensity is None or intensity < self.thresholds["max_intensity"]
+
+    def _pointwise_timed_only(self, k: KernelEntry) -> bool:
+        """A kernel phase 1 of `ncuadvisor profile` timed without profiling it in depth is memory-class only when what
+        it runs says so: ATen's generic pointwise kernel (`elementwise_kernel`, `vectorized_`/`unrolled_` ones, not
+        the foreach, reduction or indexing ones) applies one functor per element, a few FLOPs per element read, and
+        never uses the tensor cores; its DRAM bytes are phase 1's own."""
+        pointwise = bool(_POINTWISE.match(k.demangled or ""))
+        return k.language == "pytorch" and pointwise and k.roofline.dram_bytes is not None
 
     def _runs(self, p: ProgramContext) -> list[list[dict[str, Any]]]:
         runs: list[list[dict[str, Any]]] = []
