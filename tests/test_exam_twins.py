@@ -363,3 +363,46 @@ def test_softmax_fix_alone_call_times_versions_1_2_9_at_the_one_block_size(tmp_p
         if line.startswith("[") and " run " in line
     ]
     assert runs == [f"softmax_forward_v{v} run {r}" for r in (1, 2, 3) for v in (1, 2, 9)]
+
+
+def test_a_twin_that_changes_more_gives_way_to_the_fix_alone_once_timed(reports, tmp_path, capsys):
+    """Two twins of one kernel's fix (same rules): one that changes more (`also`) and one that applies the fix alone.
+    Once the fix alone is timed it is scored and the other is kept in the table, its error shown, as "changes more";
+    before that the other is scored. A twin for other rules of the same kernel is left as it is."""
+    kernel = ("layernorm_forward", "layernorm_forward_kernel1")
+    twins = tmp_path / "twins.toml"
+    twins.write_text(
+        "\n".join(
+            [
+                "[block_size]\ndefault = 256\n",
+                _pair(*kernel, "label", "a warp per row", ["LCH001", "MEM001"], 3, "rsqrtf"),
+                _pair(*kernel, "label", "a warp per row alone", ["MEM001", "LCH001"], 9),
+                _pair(*kernel, "code", "more blocks only", ["LCH001"], 4, "the owner of a row"),
+            ]
+        )
+    )
+    rows = [("layernorm_forward", 1, [0.60]), ("layernorm_forward", 3, [0.020]), ("layernorm_forward", 4, [0.3])]
+    times = tmp_path / "times.jsonl"
+    out_json = tmp_path / "scores.json"
+    argv = ["score", str(reports), str(times), "--twins", str(twins), "--json", str(out_json)]
+
+    def score(rows):
+        times.write_text(
+            "\n".join(json.dumps({"program": p, "version": v, "block_size": 256, "runs": r}) for p, v, r in rows)
+        )
+        assert exam_twins.main(argv) == 0
+        return json.loads(out_json.read_text()), capsys.readouterr().out
+
+    (more, alone, blocks), text = score(rows)
+    assert more["status"] in ("first", "later") and more["fix_alone"] is None  # v9 not timed: v3 scored
+    assert alone["status"] == "no time" and "not scored" not in text
+    (more, alone, blocks), text = score(rows + [("layernorm_forward", 9, [0.025])])
+    assert alone["status"] in ("first", "later") and alone["measured"] == pytest.approx(24.0)
+    assert more["status"] == "changes more" and more["fix_alone"] == 9
+    assert more["error"] == pytest.approx((more["estimate"] - 30.0) / 30.0)  # shown, not scored
+    assert blocks["fix_alone"] is None and blocks["status"] != "changes more"
+    assert "not scored: layernorm_forward v1→v3" in text and "scored instead against v9, the fix alone" in text
+    line = next(x for x in text.splitlines() if x.startswith("layernorm_forward v1→v3"))
+    assert "no: v9 is the fix alone" in line
+    if alone["status"] == "first":
+        assert "first finding is the pair's fix: " + ("1/1" if abs(alone["error"]) <= 0.3 else "0/1") in text
