@@ -164,7 +164,9 @@ class PairScore:
     before_ms: float | None = None
     twin_ms: float | None = None
     duration_us: float | None = None  # the before kernel's duration in its report
-    fix_alone: int | None = None  # "changes more": the twin version that applies the same fix alone, scored instead
+    fix_alone: list[int] | None = (
+        None  # "changes more": the twin versions that apply the same fix alone, scored instead
+    )
 
     @property
     def measured(self) -> float | None:
@@ -237,12 +239,20 @@ def prefer_fix_alone(scores: list[PairScore]) -> list[PairScore]:
         return p["program"], int(p["before"]), p["kernel"], frozenset(p["fix_rules"])
 
     scored = ("first", "later")
-    alone = {key(s.pair): s for s in scores if s.status in scored and "twin" in s.pair and not s.pair.get("also")}
+    alone: dict[tuple, list[int]] = defaultdict(list)
     for s in scores:
-        other = alone.get(key(s.pair))
-        if s.status in scored and s.pair.get("also") and other is not None and other is not s:
-            s.status, s.fix_alone = "changes more", int(other.pair["twin"])
+        if s.status in scored and "twin" in s.pair and not s.pair.get("also"):
+            alone[key(s.pair)].append(int(s.pair["twin"]))
+    for s in scores:
+        if s.status in scored and s.pair.get("also") and alone.get(key(s.pair)):
+            s.status, s.fix_alone = "changes more", alone[key(s.pair)]
     return scores
+
+
+def versions(twins: list[int]) -> str:
+    """'v9', 'v9 and v10'."""
+    names = [f"v{v}" for v in twins]
+    return " and ".join([", ".join(names[:-1]), names[-1]]) if len(names) > 1 else names[0]
 
 
 def summary(scores: list[PairScore]) -> str:
@@ -283,7 +293,9 @@ def render(scores: list[PairScore], markdown: bool = False) -> str:
                 ms(s.twin_ms),
                 x(s.measured),
                 "" if s.error is None or s.status not in ("first", "later", "changes more") else f"{s.error:+.0%}",
-                s.status if s.fix_alone is None else f"no: v{s.fix_alone} is the fix alone",
+                s.status
+                if not s.fix_alone
+                else f"no: {versions(s.fix_alone)} {'are' if len(s.fix_alone) > 1 else 'is'} the fix alone",
                 "yes" if p.get("also") else "-",
             ]
         )
@@ -300,7 +312,7 @@ def render(scores: list[PairScore], markdown: bool = False) -> str:
             lines.append(
                 f"not scored: {p['program']} v{p['before']}→v{p['twin']} ({s.fix_finding} {x(s.estimate)}, measured "
                 f"{x(s.measured)}, {s.error:+.0%}): the twin also changes {p['also']}; scored instead against "
-                f"v{s.fix_alone}, the fix alone"
+                f"{versions(s.fix_alone)}, the fix alone"
             )
     label_first = [s for s in twins if s.status == "first" and s.pair["source"] == "label"]
     lines.append("first finding is the labelled fix (pairs from the labels only): " + summary(label_first))
