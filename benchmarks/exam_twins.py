@@ -10,9 +10,11 @@ kernel and its estimated speedup (1 / (1 - estimated_speedup), the fraction of t
 error (estimate - measured) / measured. An estimate is compared with the twin only when it is for the pair's fix
 (its rule is in the pair's `fix_rules`): the first finding's estimate ("first"), else, scored apart, that of a later
 finding of the same kernel that names the fix ("later"); a first finding for another fix is a different fix and is
-only listed. Beside the plain time of the before version it shows the kernel's duration in its report ("ncu ms",
-profiled at the same clocks: a large gap says the two timings differ, e.g. launch overhead in a few-µs kernel's
-events). Pairs without a twin are listed with the tool's first finding, unscored.
+only listed. Where a kernel's fix has two twins, one that changes more (`also`) and one that applies the fix alone,
+the fix alone is scored once timed and the other is listed as "changes more", its error shown. Beside the plain time
+of the before version it shows the kernel's duration in its report ("ncu ms", profiled at the same clocks: a large
+gap says the two timings differ, e.g. launch overhead in a few-µs kernel's events). Pairs without a twin are listed
+with the tool's first finding, unscored.
 
     python benchmarks/exam_twins.py score FOLDER TIMES.jsonl [TIMES.jsonl ...] [--twins FILE] [--markdown]
         [--jobs N] [--json OUT]      FOLDER: the unpacked exam reports (<program>_v<N>.ncu-rep)
@@ -152,7 +154,8 @@ class PairScore:
     """One pair: what the tool said about the before kernel, and the twin's measured speedup."""
 
     pair: dict
-    status: str = ""  # first, later, other fix, no fix named, no time, no report, not found, no result, no twin
+    # first, later, changes more, other fix, no fix named, no time, no report, not found, no result, no twin
+    status: str = ""
     first: str = ""
     first_title: str = ""
     first_estimate: float | None = None  # the first finding's estimated speedup, as a ratio
@@ -161,6 +164,9 @@ class PairScore:
     before_ms: float | None = None
     twin_ms: float | None = None
     duration_us: float | None = None  # the before kernel's duration in its report
+    fix_alone: list[int] | None = (
+        None  # "changes more": the twin versions that apply the same fix alone, scored instead
+    )
 
     @property
     def measured(self) -> float | None:
@@ -223,6 +229,32 @@ def score_pair(
     return out
 
 
+def prefer_fix_alone(scores: list[PairScore]) -> list[PairScore]:
+    """A twin that changes more than the fix (`also` not empty) is not scored where another pair of the same kernel
+    and the same fix rules has a twin that applies the fix alone (`also` empty) with a measured time: that one is
+    scored, and the first is kept in the table as "changes more" (as benchmarks/accuracy.py keeps a planted pair
+    whose twin applies another fix than its card's). Until the fix-alone twin is timed, the other is scored."""
+
+    def key(p: dict) -> tuple:
+        return p["program"], int(p["before"]), p["kernel"], frozenset(p["fix_rules"])
+
+    scored = ("first", "later")
+    alone: dict[tuple, list[int]] = defaultdict(list)
+    for s in scores:
+        if s.status in scored and "twin" in s.pair and not s.pair.get("also"):
+            alone[key(s.pair)].append(int(s.pair["twin"]))
+    for s in scores:
+        if s.status in scored and s.pair.get("also") and alone.get(key(s.pair)):
+            s.status, s.fix_alone = "changes more", alone[key(s.pair)]
+    return scores
+
+
+def versions(twins: list[int]) -> str:
+    """'v9', 'v9 and v10'."""
+    names = [f"v{v}" for v in twins]
+    return " and ".join([", ".join(names[:-1]), names[-1]]) if len(names) > 1 else names[0]
+
+
 def summary(scores: list[PairScore]) -> str:
     errs = [abs(s.error) for s in scores if s.error is not None]
     if not errs:
@@ -255,13 +287,15 @@ def render(scores: list[PairScore], markdown: bool = False) -> str:
                 "/".join(p["fix_rules"]),
                 p["source"],
                 tool,
-                x(s.estimate) if s.status in ("first", "later") else "",
+                x(s.estimate) if s.status in ("first", "later", "changes more") else "",
                 ms(None if s.duration_us is None else s.duration_us / 1e3),
                 ms(s.before_ms),
                 ms(s.twin_ms),
                 x(s.measured),
-                "" if s.error is None or s.status not in ("first", "later") else f"{s.error:+.0%}",
-                s.status,
+                "" if s.error is None or s.status not in ("first", "later", "changes more") else f"{s.error:+.0%}",
+                s.status
+                if not s.fix_alone
+                else f"no: {versions(s.fix_alone)} {'are' if len(s.fix_alone) > 1 else 'is'} the fix alone",
                 "yes" if p.get("also") else "-",
             ]
         )
@@ -272,6 +306,14 @@ def render(scores: list[PairScore], markdown: bool = False) -> str:
         "first finding is the pair's fix: " + summary([s for s in twins if s.status == "first"]) + " (the exam's score)"
     )
     lines.append("the pair's fix as a later finding: " + summary([s for s in twins if s.status == "later"]))
+    for s in twins:
+        if s.status == "changes more":
+            p = s.pair
+            lines.append(
+                f"not scored: {p['program']} v{p['before']}→v{p['twin']} ({s.fix_finding} {x(s.estimate)}, measured "
+                f"{x(s.measured)}, {s.error:+.0%}): the twin also changes {p['also']}; scored instead against "
+                f"{versions(s.fix_alone)}, the fix alone"
+            )
     label_first = [s for s in twins if s.status == "first" and s.pair["source"] == "label"]
     lines.append("first finding is the labelled fix (pairs from the labels only): " + summary(label_first))
     for status, say in (
@@ -338,7 +380,7 @@ def score_all(
     analysed here."""
     reports = sorted({f"{p['program']}_v{p['before']}" for p in pairs} - set(results))
     results = {**results, **analyse(folder, [{"report": r} for r in reports], jobs)} if reports else results
-    return [score_pair(p, results.get(f"{p['program']}_v{p['before']}"), times, sizes) for p in pairs]
+    return prefer_fix_alone([score_pair(p, results.get(f"{p['program']}_v{p['before']}"), times, sizes) for p in pairs])
 
 
 def score_main(args: argparse.Namespace) -> int:
@@ -383,6 +425,7 @@ def score_main(args: argparse.Namespace) -> int:
                         "measured": s.measured,
                         "error": s.error,
                         "duration_us": s.duration_us,
+                        "fix_alone": s.fix_alone,
                     }
                     for s in scores
                 ],

@@ -363,3 +363,93 @@ def test_softmax_fix_alone_call_times_versions_1_2_9_at_the_one_block_size(tmp_p
         if line.startswith("[") and " run " in line
     ]
     assert runs == [f"softmax_forward_v{v} run {r}" for r in (1, 2, 3) for v in (1, 2, 9)]
+
+
+def test_a_twin_that_changes_more_gives_way_to_the_fix_alone_once_timed(reports, tmp_path, capsys):
+    """Two twins of one kernel's fix (same rules): one that changes more (`also`) and one that applies the fix alone.
+    Once the fix alone is timed it is scored and the other is kept in the table, its error shown, as "changes more";
+    before that the other is scored. A twin for other rules of the same kernel is left as it is."""
+    kernel = ("layernorm_forward", "layernorm_forward_kernel1")
+    twins = tmp_path / "twins.toml"
+    twins.write_text(
+        "\n".join(
+            [
+                "[block_size]\ndefault = 256\n",
+                _pair(*kernel, "label", "a warp per row", ["LCH001", "MEM001"], 3, "rsqrtf"),
+                _pair(*kernel, "label", "a warp per row alone", ["MEM001", "LCH001"], 9),
+                _pair(*kernel, "code", "more blocks only", ["LCH001"], 4, "the owner of a row"),
+            ]
+        )
+    )
+    rows = [("layernorm_forward", 1, [0.60]), ("layernorm_forward", 3, [0.020]), ("layernorm_forward", 4, [0.3])]
+    times = tmp_path / "times.jsonl"
+    out_json = tmp_path / "scores.json"
+    argv = ["score", str(reports), str(times), "--twins", str(twins), "--json", str(out_json)]
+
+    def score(rows):
+        times.write_text(
+            "\n".join(json.dumps({"program": p, "version": v, "block_size": 256, "runs": r}) for p, v, r in rows)
+        )
+        assert exam_twins.main(argv) == 0
+        return json.loads(out_json.read_text()), capsys.readouterr().out
+
+    (more, alone, blocks), text = score(rows)
+    assert more["status"] in ("first", "later") and not more["fix_alone"]  # v9 not timed: v3 scored
+    assert alone["status"] == "no time" and "not scored" not in text
+    (more, alone, blocks), text = score(rows + [("layernorm_forward", 9, [0.025])])
+    assert alone["status"] in ("first", "later") and alone["measured"] == pytest.approx(24.0)
+    assert more["status"] == "changes more" and more["fix_alone"] == [9]
+    assert more["error"] == pytest.approx((more["estimate"] - 30.0) / 30.0)  # shown, not scored
+    assert not blocks["fix_alone"] and blocks["status"] != "changes more"
+    assert "not scored: layernorm_forward v1→v3" in text and "scored instead against v9, the fix alone" in text
+    line = next(x for x in text.splitlines() if x.startswith("layernorm_forward v1→v3"))
+    assert "no: v9 is the fix alone" in line
+    if alone["status"] == "first":
+        assert "first finding is the pair's fix: " + ("1/1" if abs(alone["error"]) <= 0.3 else "0/1") in text
+
+
+FAKE_NCU = r"""#!/bin/bash
+# a stand-in for ncu: writes the report -o names and logs its arguments
+case $1 in --version) echo "stub ncu"; exit 0;; --help) echo "--kill"; exit 0;; esac
+echo "$*" >> "$NCU_CALLS"
+while [ $# -gt 0 ]; do case $1 in -o) out=$2; shift;; esac; shift; done
+echo report > "$out.ncu-rep"
+echo "==PROF== Profiling \"kernel\": 0%....50%....100% - 38 passes"
+"""
+
+
+def test_softmax_forms_call_times_1_9_10_then_profiles_9_and_10(tmp_path):
+    """benchmarks/device/softmax_forms.sh with nvcc, ncu and nvidia-smi stubbed: versions 1, 9 and 10 timed 3 times
+    each at the block size EXAM_BLOCK_SIZE names, then versions 9 and 10 profiled (their own kernels, the launch at
+    block size 256: three calls skipped, so without EXAM_BLOCK_SIZE), each step's outputs in an archive of its own."""
+    stubs = tmp_path / "bin"
+    stubs.mkdir()
+    (stubs / "nvcc").write_text(FAKE_NVCC.replace("128 9.0 256 ", r"\${EXAM_BLOCK_SIZE:-512} "))
+    (stubs / "ncu").write_text(FAKE_NCU)
+    (stubs / "nvidia-smi").write_text("#!/bin/bash\necho stub-gpu\n")
+    for f in stubs.iterdir():
+        f.chmod(0o755)
+    out, calls = tmp_path / "out", tmp_path / "ncu_calls.txt"
+    env = dict(os.environ, PATH=f"{stubs}{os.pathsep}{os.environ['PATH']}", OUT=str(out), BUDGET="300")
+    env.update(EXAM_WORK=str(tmp_path / "work"), NCU_CALLS=str(calls), EXAM_BLOCK_SIZE="128")  # the script sets 256
+    p = subprocess.run(
+        ["bash", "benchmarks/device/softmax_forms.sh"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=240
+    )
+    assert p.returncode == 0, p.stderr
+    assert sorted(f.name for f in out.iterdir()) == ["reports.tar", "steps.log", "times.tar"]
+    with tarfile.open(out / "times.tar") as tar:
+        recs = [json.loads(x) for x in tar.extractfile("times/exam_times.jsonl").read().decode().splitlines()]
+    assert {r["version"]: (r["block_size"], r["runs"]) for r in recs} == {
+        1: (256, [20.0] * 3),
+        9: (256, [2.0] * 3),
+        10: (256, [2.0] * 3),
+    }
+    with tarfile.open(out / "reports.tar") as tar:
+        with tarfile.open(fileobj=tar.extractfile("reports/exam_reports.tar.xz")) as reports:
+            names = sorted(m.name.rsplit("/", 1)[-1] for m in reports.getmembers() if m.isfile())
+    assert names == ["softmax_forward_v10.ncu-rep", "softmax_forward_v9.ncu-rep"]
+    ncu = calls.read_text().splitlines()
+    assert len(ncu) == 2
+    for line, v in zip(ncu, (9, 10)):
+        assert f"regex:^softmax_forward_kernel{v}$" in line and "--launch-skip 3 --launch-count 1" in line
+        assert line.endswith(f"softmax_forward {v}")

@@ -101,7 +101,8 @@ tri dropout 2 'dropout$'
 tri layernorm 3 '^_layer_norm_'
 
 # ---- llm.c softmax last: 1.65 GB of input, the longest programs
-for v in 1 2 3 4 5 6 7 8; do
+# 9 and 10: versions added here (workloads/exam/README.md), MEM001's fix of version 1 alone in its two forms
+for v in 1 2 3 4 5 6 7 8 9 10; do
   case $v in
     1) re='^softmax_forward_kernel1$' ;;       5) re='^softmax_forward_online_kernel1$' ;;
     6) re='^softmax_forward_online_kernel2$' ;; 8) re='^softmax_forward_online_kernel8$' ;;

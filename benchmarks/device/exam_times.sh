@@ -50,7 +50,7 @@ SKIPPED=()
 # 9 stops with an illegal memory access on the H100 (fixtures/exam-h100-2026-12-06/RECIPE.md): neither is listed.
 declare -A VERSIONS=(
   [layernorm_forward]="1 2 3 4 5 6" [gelu_forward]="1 2" [encoder_backward]="1 2"
-  [matmul_backward_bias]="1 2 3 4 7 8" [matmul_forward]="1 2 3 4" [softmax_forward]="1 2 3 4 5 6 7 8 9"
+  [matmul_backward_bias]="1 2 3 4 7 8" [matmul_forward]="1 2 3 4" [softmax_forward]="1 2 3 4 5 6 7 8 9 10"
 )
 PROGRAMS="gelu_forward layernorm_forward encoder_backward matmul_backward_bias matmul_forward softmax_forward"
 CAP_S=${CAP_S:-60}  # one run's cap (softmax_forward's thread-per-row versions: ~4 s of GPU time over its 6 sizes)
