@@ -177,6 +177,8 @@ class SourceCounters:
     SHARED_WAVEFRONTS: Final = "memory_l1_wavefronts_shared"
     SHARED_WAVEFRONTS_IDEAL: Final = "memory_l1_wavefronts_shared_ideal"
     SHARED_WAVEFRONTS_EXCESSIVE: Final = "derived__memory_l1_wavefronts_shared_excessive"
+    # per instruction too: L1's tag lookups of global accesses, one per 128-byte line a request touches
+    L1_TAG_REQUESTS_GLOBAL: Final = "memory_l1_tag_requests_global"
     # per instruction
     INST_EXECUTED: Final = "inst_executed"
     MEMORY_TYPE: Final = "memory_type"  # an enumeration: MEMORY_TYPE_GLOBAL for global loads and stores

@@ -79,20 +79,28 @@ def _last_def(stream: list, reg: str | None, pc: int) -> Any:
 _BASE_OFFSET = re.compile(r"\[(R\d+)(?:\.64)?\s*(?:\+\s*(-?0x[0-9a-fA-F]+|-?\d+))?\s*\]")
 
 
-def sibling_excess(k: KernelContext, max_l1_miss_over_ideal: float) -> float:
+def sibling_excess(k: KernelContext, max_l1_miss_over_ideal: float, max_lines_over_abutting: float) -> float:
     """The excess sectors of global loads that, with their siblings, read a whole contiguous record: two or more
     loads from one base register (`[R12.64]`, `[R12.64+0x4]`, `+0x8`, `+0xc`: a float4 read as four floats) whose
     offsets tile a span with no gap, each wasting exactly the share of the span it does not read. Each touches the
     record's sectors and the next finds them in L1: the bytes moved are the bytes needed (the cost is in requests,
     one vector load instead of four: MEM003), so these are not uncoalesced. Only where the sectors L1 sent on to L2
     are at most `max_l1_miss_over_ideal` × the ideal ones (L1 did serve the siblings: on a T4 matrix add two such
-    loads sent 1.7× the ideal sectors on, and DRAM moved 48% more than the one-element version)."""
+    loads sent 1.7× the ideal sectors on, and DRAM moved 48% more than the one-element version). And only where the
+    warp's records abut: each load's L1 tag lookups per executed instruction (`memory_l1_tag_requests_global`, one per
+    128-byte line a request touches) at most `max_lines_over_abutting` × the lines of 32 abutting records of that span
+    (a float4 read as four floats: 4 lines a request). Lanes a row pitch apart that each walk along their own row
+    (`row = ... + threadIdx.x`, the loop over a filter's columns unrolled: `[R6.64-0x8]` … `+0x14`, a 32-byte span)
+    touch 32 lines a request, the fix is the thread mapping, and L1's tag stage pays for every one (convmap.cu's
+    strided 11×11, H100: 32 lines a request where abutting records would touch 8; coalesced, 5× faster)."""
     from_l1 = k.m(MemoryWorkloadAnalysis.L2_SECTORS_FROM_L1)
     ideal = k.m(SourceCounters.L2_SECTORS_GLOBAL_IDEAL)
     if from_l1 is None or not ideal or from_l1 > max_l1_miss_over_ideal * ideal:
         return 0.0
-    groups: dict[str, list[tuple[int, int, float, float]]] = defaultdict(list)
+    groups: dict[str, list[tuple[int, int, float, float, int]]] = defaultdict(list)
     totals = {e.pc: e.value for e in k.per_instruction(SourceCounters.L2_SECTORS_GLOBAL)}
+    lines = {e.pc: e.value for e in k.per_instruction(SourceCounters.L1_TAG_REQUESTS_GLOBAL)}
+    runs = {e.pc: e.value for e in k.per_instruction(SourceCounters.INST_EXECUTED)}
     for e in k.per_instruction(SourceCounters.L2_SECTORS_GLOBAL_EXCESSIVE):
         if not opcode(e.sass).startswith("LDG") or not totals.get(e.pc):
             continue
@@ -100,17 +108,20 @@ def sibling_excess(k: KernelContext, max_l1_miss_over_ideal: float) -> float:
         width = access_bytes(e.sass or "")
         if m is None or not width:
             continue
-        groups[m.group(1)].append((int(m.group(2) or "0", 0), width, e.value, totals[e.pc]))
+        groups[m.group(1)].append((int(m.group(2) or "0", 0), width, e.value, totals[e.pc], e.pc))
     covered = 0.0
     for loads in groups.values():
         if len(loads) < 2:
             continue
-        spans = sorted((off, off + width) for off, width, _, _ in loads)
+        spans = sorted((off, off + width) for off, width, _, _, _ in loads)
         if any(b[0] != a[1] for a, b in zip(spans, spans[1:])):
             continue  # a gap or an overlap: not one record read whole
         span = spans[-1][1] - spans[0][0]
-        if all(abs(value / total - (1 - width / span)) <= 0.05 for _, width, value, total in loads):
-            covered += sum(value for _, _, value, _ in loads)
+        abutting = max(1.0, 32 * span / 128)  # the 128-byte lines of a warp's 32 records side by side
+        if any(lines.get(pc, 0.0) > max_lines_over_abutting * abutting * runs.get(pc, 0.0) > 0 for *_, pc in loads):
+            continue  # the lanes' records lie far apart: each request touches more lines than its records fill
+        if all(abs(value / total - (1 - width / span)) <= 0.05 for _, width, value, total, _ in loads):
+            covered += sum(value for _, _, value, _, _ in loads)
     return covered
 
 
@@ -264,7 +275,14 @@ class UncoalescedGlobal(Rule):
         Loads that with their siblings read a whole record (`[R12.64]`, `+0x4`, `+0x8`, `+0xc` from one base: a
         float4 read as four floats, each wasting exactly the part of the record it does not read) are not counted as
         waste where L1 did serve them (the sectors it sent on to L2 at most `max_l1_miss_over_ideal` × the ideal):
-        the next load finds the sectors in L1, and the bytes moved are the bytes needed.
+        the next load finds the sectors in L1, and the bytes moved are the bytes needed. Only where the warp's records
+        abut: each load's L1 tag lookups per executed instruction (`memory_l1_tag_requests_global`, one per 128-byte
+        line a request touches) at most `max_record_lines_over_abutting` × the lines of 32 abutting records of that
+        span (a float4 read as four floats: 4). An unrolled loop that walks each lane's own row, the lanes a row
+        apart (a 2-D kernel with `row = ... + threadIdx.x`), looks the same from the offsets, but its requests touch
+        32 lines each, and L1's tag stage pays for every one: convmap.cu's strided 11×11 convolution (H100), 32 lines
+        a request where abutting 32-byte records would touch 8, is uncoalesced (−80% estimated, its coalesced twin
+        measured −79%); until 2026-12-06 its waste was taken for siblings' and it got GEN001.
 
         On the weakest evidence (the default set) an upper bound: the time of the fixed kernel = max(the bytes DRAM
         moves today at the share of its peak coalesced 4-byte loads reach, the busy time of the pipes it keeps), no
@@ -314,6 +332,7 @@ class UncoalescedGlobal(Rule):
         SourceCounters.L2_SECTORS_GLOBAL_EXCESSIVE,
         SourceCounters.L2_SECTORS_GLOBAL,
         SourceCounters.L2_SECTORS_GLOBAL_IDEAL,
+        SourceCounters.L1_TAG_REQUESTS_GLOBAL,
         SourceCounters.SAMPLED_STALL_LONG_SCOREBOARD,
         SourceCounters.INST_EXECUTED,
     )
@@ -321,6 +340,8 @@ class UncoalescedGlobal(Rule):
         "min_excess_fraction": 0.3,
         "max_record_bytes": 64.0,
         "max_l1_miss_over_ideal": 1.1,
+        # a record read whole by sibling loads: each request touches at most this many times the lines of abutting ones
+        "max_record_lines_over_abutting": 1.5,
         "min_row_sectors_per_request": 16.0,
         "min_row_loads_per_warp": 8.0,
         "min_spread_sectors_per_request": 1.5,
@@ -588,7 +609,9 @@ class UncoalescedGlobal(Rule):
         excess = max(
             0.0,
             (k.m(SourceCounters.L2_SECTORS_GLOBAL_EXCESSIVE) or 0.0)
-            - sibling_excess(k, self.thresholds["max_l1_miss_over_ideal"]),
+            - sibling_excess(
+                k, self.thresholds["max_l1_miss_over_ideal"], self.thresholds["max_record_lines_over_abutting"]
+            ),
         )
         return total, excess, "", []
 

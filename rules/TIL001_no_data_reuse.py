@@ -41,6 +41,7 @@ ADDS = "the arithmetic is adds (a stencil, a filter, a sum over neighbours)"
 SHARED = "the operands come from shared memory"
 PRODUCT = "a matrix product read from global memory (each FMA multiplies two loaded values): tile it at both levels"
 REREAD = "each input is re-read through L1 for every output that uses it (a stencil, a convolution)"
+WINDOW = "a filter's taps read from a shared tile once per use"
 
 # the stall reasons reuse removes: the waits on global loads, on the L1/shared queues they fill, and the issue pressure
 # of the load instructions that go (an L1-bound stencil's warps wait as much for the issue slots and the LSU pipe)
@@ -152,7 +153,13 @@ class NoDataReuse(Rule):
         estimates there are within -15% and +17% of the measured twins (benchmarks/RESULTS.md). The bytes removed
         include the wasted sectors of uncoalesced loads: the tile is read in whole rows. Where both apply, the
         faster fixed kernel of the two, in its own words (a convolution's FMAs read global memory per FLOP too; its
-        fix is the input's tile with its halo).
+        fix is the input's tile with its halo); where no FMA multiplies two loaded values (a filter: its weights
+        grid-uniform loads or constants), the words are the filter's whichever model is faster, the other's time said
+        beside it (until 2026-12-06 such a filter got a product's words, "tiles of both inputs", where the fraction was
+        the faster: convmap.cu's coalesced 11×11, H100, -59%; conv9.cu's conv5_global). A filter whose taps already
+        read its shared tile once per use (the window model applies) is at the shared level whatever its global loads
+        per FLOP: convmap_tiled loads a weight per tap (0.55 bytes per FLOP, each a broadcast's sector) and was given a
+        product's tiles at -57%; its fix is the register window, -19% (no twin measures it).
         Counted after coalescing: the tile of a filter or a stencil (every model here but the matrix product's) keeps
         the kernel's thread mapping, and is read in coalesced rows only once that mapping is: where MEM001 fires on
         the kernel its fix comes first, and this estimate is counted on MEM001's fixed kernel, 1 − (1 − the tile's
@@ -345,6 +352,25 @@ class NoDataReuse(Rule):
                 ),
             ),
         },
+        WINDOW: {
+            "cuda": Fix(
+                text=(
+                    "Each input is read {reread:.0f} times from the shared tile (once per tap that uses it): have "
+                    "each thread compute several neighbouring outputs (e.g. 8 down a column) from a register window, "
+                    "so that each value read from shared memory feeds several taps, and hold the filter's weights in "
+                    "registers or constant memory rather than loading one per tap."
+                ),
+                code=(
+                    "float acc[8] = {};                          // outputs (y0 + o, x), o < 8, of this thread\n"
+                    "for (int dx = 0; dx <= 2 * R; ++dx) {\n"
+                    "  float win[8 + 2 * R];                     // one column of the tile, in registers\n"
+                    "  for (int i = 0; i < 8 + 2 * R; ++i) win[i] = tile[ty * 8 + i][tx + dx];\n"
+                    "  for (int dy = 0; dy <= 2 * R; ++dy)\n"
+                    "    for (int o = 0; o < 8; ++o) acc[o] += w[dy][dx] * win[o + dy];   // w: registers or __constant__\n"
+                    "}"
+                ),
+            ),
+        },
     }
 
     def check(self, k: KernelContext) -> Finding | None:
@@ -369,6 +395,10 @@ class NoDataReuse(Rule):
         reread_ns = reread[2] if reread else float("inf")
         if not level and reread is None:
             return None
+        # known FMAs none of which multiplies two loaded values (a filter: its weights the same in every thread, or
+        # constants): where its inputs are re-read through L1 its fix is the tile with its halo and a register window
+        # (the words), whichever of the two models is the faster fixed kernel (the estimate)
+        filter_words = reread is not None and share is not None and share < t["min_product_share"]
         if reread is not None and reread_ns < new_ns:
             # the estimate is the re-read model's, and so are the words: a convolution's FMAs read global memory per
             # FLOP too, but its fix is the input's tile with its halo, not a matrix product's two operand tiles
@@ -393,12 +423,19 @@ class NoDataReuse(Rule):
                 what, model, situations = reread_what, reread_model, [REREAD]
         if level == "global":
             situations = [ADDS] * adds_only + [PRODUCT] * product
+            if filter_words and reread is not None:
+                what, situations = reread_what, [REREAD]
+                model += (
+                    f" The tile with its halo and a register window, modelled from the re-read, would take "
+                    f"{fmt_ns(reread_ns)}: the faster of the two is the estimate."
+                )
+        window = self.shared_window(k) if level == "shared" and not product else None
         if level == "shared":
-            situations = [ADDS] * adds_only + [SHARED]
+            situations = [ADDS] * adds_only + ([WINDOW] if window else [SHARED])
         return self.finding(
             title=f"Little data reuse: {what}",
             message=self._message(r.sol.get("l1_pct", 0), level, fma_flops, what, reread),
-            fix=self.fix_for(k, situations, reread=reread[0] if reread else 0.0, tile=t["register_tile"]),
+            fix=self.fix_for(k, situations, reread=(window or reread or (0.0,))[0], tile=t["register_tile"]),
             estimated_speedup=time_after(r.duration_ns, new_ns, r.theoretical_ns),
             speedup_model=model,
             confidence="medium" if not calibrated else "low",
@@ -544,7 +581,10 @@ class NoDataReuse(Rule):
         peak = r.peak_flops_per_s.get("fp32")
         level, frac, what, new_ns = "", 0.0, "", float("inf")
         if fma_flops >= t["min_gflop"] * 1e9 and peak and r.sol.get("l1_pct", 0.0) >= t["min_l1_pct"]:
-            if global_bpf > t["max_global_bytes_per_flop"]:
+            # a filter's taps already read from a shared tile (`shared_window`): its global loads per FLOP are what
+            # is left around the tile (a weight loaded per tap), and its fix is at the shared level, a register window
+            taps_from_shared = not product and self.shared_window(k) is not None
+            if global_bpf > t["max_global_bytes_per_flop"] and not taps_from_shared:
                 level, frac = "global", t["tiled_fma_fraction"]
                 what = f"{global_bpf:.2f} bytes of global loads per FLOP"
             elif (

@@ -2,14 +2,15 @@
 # On the GPU machine, from the repository root: the convolution of workloads/cuda/convmap.cu whose thread mapping
 # strides every access (an 11×11 fp32 filter in global memory, read by every thread at one address, over an
 # 8192×8192 image: convmap_strided, row from threadIdx.x), its coalesced twin (col from threadIdx.x, MEM001's) and the
-# coalesced kernel with its input tile and halo in shared memory (TIL001's twin of the coalesced one), report and
-# timings in one call:
+# coalesced kernel with its input tile and halo in shared memory (TIL001's twin of the coalesced one), and (since
+# 2026-12-06 ~14:15 UTC) convmap_window, the fix TIL001's card describes (tile, weights in shared memory, 8 outputs a
+# thread from a register window), report and timings in one call:
 # 1. build (nvcc -arch=sm_90 -lineinfo -O3, the absolute source path in the line table so --import-source finds it);
 # 2. ./convmap --check: each kernel against a host reference at 4096 sampled outputs, and each twin's whole output
 #    against convmap_strided's, JSON lines in $OUT/check_convmap.jsonl;
 # 3. ./convmap --bench: 3 warm-ups, median of 15 cudaEvent timings per kernel, JSON lines in $OUT/bench_convmap.jsonl
 #    (the same binary, no profiler; taken before the capture so ncu's replays do not heat the card first);
-# 4. ncu --set full --import-source yes --clock-control none on ./convmap --once (3 kernels, one launch each):
+# 4. ncu --set full --import-source yes --clock-control none on ./convmap --once (4 kernels, one launch each):
 #    $OUT/convmap.ncu-rep.xz and ncu's log $OUT/convmap_ncu.txt;
 # 5. with time left, this checkout's `ncuadvisor report` of it: $OUT/convmap_report.txt and $OUT/convmap.json.
 # What it is for: the rule cases of a convolution with grid-uniform weights and strided loads (MEM001, TIL001, TEN001's

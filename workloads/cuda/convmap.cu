@@ -22,6 +22,14 @@
 //                       coalesced rows ((8 + 10) × (32 + 10) floats for a 32×8 block), then the 121 taps read from
 //                       shared memory (LDS + the weight's LDG + FFMA per tap, one output per thread). TIL001's twin of
 //                       convmap_coalesced. The weights stay in global memory, read per tap.
+//   convmap_window    — (added 2026-12-06 ~14:15 UTC, after the first capture, not yet run) the fix TIL001's card
+//                       describes: the block's input tile with its halo and the 121 weights in shared memory, and a
+//                       register window of 8 outputs down a column per thread (32×8 threads cover 32 columns × 64
+//                       rows); for each filter column a thread reads 18 tile values into registers and its 11 weights,
+//                       then does 88 FFMAs: 29 LDS per 88 FFMA, where convmap_tiled runs an LDS and an LDG per FFMA.
+//                       The filter size is a compile-time constant here (the window is an array of registers). It
+//                       sums the taps column by column, not row by row: its output differs from the others' by float
+//                       rounding (the check's tolerance, 1e-4, not identity).
 //
 // EXPECTED (written from the code on 2026-12-06, before any run; H100 SXM, 132 SMs, ~1.98 GHz with clocks not locked;
 // counts per warp and per tap, "wavefront" = one L1 data-stage cycle):
@@ -49,6 +57,13 @@
 //                       finding TIL001 on its shared path (the taps re-read each staged value 121 times: a register
 //                       window of several outputs per thread), estimate about −30% to −60% (lower if the model keeps
 //                       the weight's 121 global loads per output, which the window does not remove by itself).
+//
+//   convmap_window    — (written 2026-12-06 ~14:15 UTC, before any run) FP32 FMA-bound or close: 16.2 GFLOP at
+//                       ~67 TFLOP/s is 243 µs; with the shared reads (~0.33 per FFMA, 1 wavefront each) and the tile's
+//                       load, ~0.35–0.7 ms, the FMA pipe 35–70% busy. TIL001's estimates for its fix, read on the first
+//                       capture: from convmap_coalesced −59% (0.97 ms), from convmap_tiled −19% (1.81 ms); this kernel
+//                       measures which is nearer. Its own first finding: none with room, or TEN001 (a filter on FMAs:
+//                       tensor cores) if the FMA pipe passes 40%.
 //
 // SASS (nvcc 13.0 -arch=sm_90 -O3, read with cuobjdump on 2026-12-06, no GPU): the inner loop over kc is unrolled by
 //   16 with remainders of 8, 4 and 1; 31 weight loads and 31 pixel loads
@@ -118,6 +133,41 @@ __global__ void convmap_tiled(const float* __restrict__ in, const float* __restr
   if (row < height && col < width) out[(size_t)row * width + col] = acc;
 }
 
+// FIXED TWIN (the card's fix: the tile with its halo and the weights in shared memory, 8 outputs a thread from a
+// register window down a column). The grid covers the image exactly, as convmap_tiled's; k must equal KS.
+constexpr int OPT = 8;  // outputs per thread, down a column
+__global__ void convmap_window(const float* __restrict__ in, const float* __restrict__ weight,
+                               float* __restrict__ out, int width, int height, int k) {
+  extern __shared__ float smem[];  // the weights, then (OPT * blockDim.y + KS - 1) rows of (blockDim.x + KS - 1)
+  float* sw = smem;
+  float* tile = smem + KS * KS;
+  int tw = blockDim.x + KS - 1, th = OPT * blockDim.y + KS - 1, pitch = width + KS - 1;
+  int col0 = blockIdx.x * blockDim.x, row0 = blockIdx.y * blockDim.y * OPT;
+  int tid = threadIdx.y * blockDim.x + threadIdx.x, nthreads = blockDim.x * blockDim.y;
+  for (int i = tid; i < KS * KS; i += nthreads) sw[i] = weight[i];
+  for (int i = tid; i < tw * th; i += nthreads)
+    tile[i] = in[(size_t)(row0 + i / tw) * pitch + col0 + i % tw];  // coalesced rows, each input loaded once
+  __syncthreads();
+  float acc[OPT] = {};
+  const float* base = tile + threadIdx.y * OPT * tw + threadIdx.x;
+#pragma unroll 1
+  for (int kc = 0; kc < KS; ++kc) {
+    float win[OPT + KS - 1], w[KS];  // one column of the tile, and the filter's column, in registers
+#pragma unroll
+    for (int i = 0; i < OPT + KS - 1; ++i) win[i] = base[i * tw + kc];
+#pragma unroll
+    for (int kr = 0; kr < KS; ++kr) w[kr] = sw[kr * KS + kc];
+#pragma unroll
+    for (int kr = 0; kr < KS; ++kr)
+#pragma unroll
+      for (int o = 0; o < OPT; ++o) acc[o] += win[o + kr] * w[kr];
+  }
+  int col = col0 + threadIdx.x, row = row0 + threadIdx.y * OPT;
+#pragma unroll
+  for (int o = 0; o < OPT; ++o)
+    if (row + o < height && col < width) out[(size_t)(row + o) * width + col] = acc[o];
+}
+
 using KernelFn = void (*)(const float*, const float*, float*, int, int, int);
 struct K { const char* name; KernelFn fn; dim3 grid, block; size_t smem; };
 const K KERNELS[] = {
@@ -125,8 +175,12 @@ const K KERNELS[] = {
     {"convmap_coalesced", convmap_coalesced, dim3(W / BX, H / BY), dim3(BX, BY), 0},
     {"convmap_tiled", convmap_tiled, dim3(W / BX, H / BY), dim3(BX, BY),
      sizeof(float) * (BX + KS - 1) * (BY + KS - 1)},
+    {"convmap_window", convmap_window, dim3(W / BX, H / (BY * OPT)), dim3(BX, BY),
+     sizeof(float) * (KS * KS + (BX + KS - 1) * (OPT * BY + KS - 1))},
 };
+constexpr int NKERNELS = sizeof(KERNELS) / sizeof(KERNELS[0]);
 static_assert(W % BX == 0 && H % BY == 0 && H % BX == 0 && W % BY == 0, "the grids cover the image exactly");
+static_assert(H % (BY * OPT) == 0, "the window's grid covers the image exactly");
 
 constexpr int P = W + KS - 1, PH = H + KS - 1;  // the padded input's pitch and height
 
@@ -195,7 +249,7 @@ int main(int argc, char** argv) {
              "\"ok\": %s}\n", kn.name, md, md < 1e-4 ? "true" : "false");
     }
     // each twin's whole output against the planted kernel's
-    for (int t = 1; t < 3; ++t) {
+    for (int t = 1; t < NKERNELS; ++t) {
       launch(KERNELS[0], out);
       launch(KERNELS[t], out2);
       CKLAUNCH();
