@@ -11,7 +11,9 @@ error (estimate - measured) / measured. An estimate is compared with the twin on
 (its rule is in the pair's `fix_rules`): the first finding's estimate ("first"), else, scored apart, that of a later
 finding of the same kernel that names the fix ("later"); a first finding for another fix is a different fix and is
 only listed. Where a kernel's fix has two twins, one that changes more (`also`) and one that applies the fix alone,
-the fix alone is scored once timed and the other is listed as "changes more", its error shown. Beside the plain time
+the fix alone is scored once timed and the other is listed as "changes more", its error shown; where two twins
+apply the fix alone in different forms, the one marked `card = true` (its code is the card's: a warp per row where the
+card's code writes one) is scored and the other listed as "another form". Beside the plain time
 of the before version it shows the kernel's duration in its report ("ncu ms", profiled at the same clocks: a large
 gap says the two timings differ, e.g. launch overhead in a few-µs kernel's events). Pairs without a twin are listed
 with the tool's first finding, unscored.
@@ -240,12 +242,19 @@ def prefer_fix_alone(scores: list[PairScore]) -> list[PairScore]:
 
     scored = ("first", "later")
     alone: dict[tuple, list[int]] = defaultdict(list)
+    card: dict[tuple, list[int]] = defaultdict(list)
     for s in scores:
         if s.status in scored and "twin" in s.pair and not s.pair.get("also"):
             alone[key(s.pair)].append(int(s.pair["twin"]))
+            if s.pair.get("card"):
+                card[key(s.pair)].append(int(s.pair["twin"]))
     for s in scores:
         if s.status in scored and s.pair.get("also") and alone.get(key(s.pair)):
-            s.status, s.fix_alone = "changes more", alone[key(s.pair)]
+            s.status, s.fix_alone = "changes more", card.get(key(s.pair)) or alone[key(s.pair)]
+        elif s.status in scored and not s.pair.get("card") and card.get(key(s.pair)):
+            # a fix alone in another form than the card's code (a block per row where the card writes a warp per
+            # row): the twin written as the card's code is scored, this one shown
+            s.status, s.fix_alone = "another form", card[key(s.pair)]
     return scores
 
 
@@ -287,15 +296,17 @@ def render(scores: list[PairScore], markdown: bool = False) -> str:
                 "/".join(p["fix_rules"]),
                 p["source"],
                 tool,
-                x(s.estimate) if s.status in ("first", "later", "changes more") else "",
+                x(s.estimate) if s.status in ("first", "later", "changes more", "another form") else "",
                 ms(None if s.duration_us is None else s.duration_us / 1e3),
                 ms(s.before_ms),
                 ms(s.twin_ms),
                 x(s.measured),
-                "" if s.error is None or s.status not in ("first", "later", "changes more") else f"{s.error:+.0%}",
+                ""
+                if s.error is None or s.status not in ("first", "later", "changes more", "another form")
+                else f"{s.error:+.0%}",
                 s.status
                 if not s.fix_alone
-                else f"no: {versions(s.fix_alone)} {'are' if len(s.fix_alone) > 1 else 'is'} the fix alone",
+                else f"no: {versions(s.fix_alone)} {'are' if len(s.fix_alone) > 1 else 'is'} the card's fix alone",
                 "yes" if p.get("also") else "-",
             ]
         )
@@ -307,12 +318,17 @@ def render(scores: list[PairScore], markdown: bool = False) -> str:
     )
     lines.append("the pair's fix as a later finding: " + summary([s for s in twins if s.status == "later"]))
     for s in twins:
-        if s.status == "changes more":
+        if s.status in ("changes more", "another form"):
             p = s.pair
+            why = (
+                f"the twin also changes {p['also']}"
+                if s.status == "changes more"
+                else "the twin applies the fix in another form than the card's code"
+            )
             lines.append(
                 f"not scored: {p['program']} v{p['before']}→v{p['twin']} ({s.fix_finding} {x(s.estimate)}, measured "
-                f"{x(s.measured)}, {s.error:+.0%}): the twin also changes {p['also']}; scored instead against "
-                f"{versions(s.fix_alone)}, the fix alone"
+                f"{x(s.measured)}, {s.error:+.0%}): {why}; scored instead against {versions(s.fix_alone)}, the "
+                "card's fix alone"
             )
     label_first = [s for s in twins if s.status == "first" and s.pair["source"] == "label"]
     lines.append("first finding is the labelled fix (pairs from the labels only): " + summary(label_first))

@@ -401,11 +401,45 @@ def test_a_twin_that_changes_more_gives_way_to_the_fix_alone_once_timed(reports,
     assert more["status"] == "changes more" and more["fix_alone"] == [9]
     assert more["error"] == pytest.approx((more["estimate"] - 30.0) / 30.0)  # shown, not scored
     assert not blocks["fix_alone"] and blocks["status"] != "changes more"
-    assert "not scored: layernorm_forward v1→v3" in text and "scored instead against v9, the fix alone" in text
+    assert "not scored: layernorm_forward v1→v3" in text and "scored instead against v9, the card's fix alone" in text
     line = next(x for x in text.splitlines() if x.startswith("layernorm_forward v1→v3"))
-    assert "no: v9 is the fix alone" in line
+    assert "no: v9 is the card's fix alone" in line
     if alone["status"] == "first":
         assert "first finding is the pair's fix: " + ("1/1" if abs(alone["error"]) <= 0.3 else "0/1") in text
+
+
+def test_of_two_fix_alone_twins_the_one_written_as_the_cards_code_is_scored(reports, tmp_path, capsys):
+    """Two twins that apply one fix alone in different forms (a block per row; a warp per row, as the card's code
+    writes it, `card = true`): once the card's form is timed it is scored, the other is shown as "another form" with
+    its error, and a twin that changes more points at the card's form."""
+    kernel = ("layernorm_forward", "layernorm_forward_kernel1")
+    twins = tmp_path / "twins.toml"
+    card = _pair(*kernel, "label", "a warp per row alone", ["LCH001", "MEM001"], 10) + "card = true\n"
+    twins.write_text(
+        "\n".join(
+            [
+                "[block_size]\ndefault = 256\n",
+                _pair(*kernel, "label", "a warp per row", ["LCH001", "MEM001"], 3, "rsqrtf"),
+                _pair(*kernel, "label", "a block per row alone", ["LCH001", "MEM001"], 9),
+                card,
+            ]
+        )
+    )
+    times = tmp_path / "times.jsonl"
+    out_json = tmp_path / "scores.json"
+    rows = [(1, [0.60]), (3, [0.020]), (9, [0.05]), (10, [0.025])]
+    times.write_text(
+        "\n".join(
+            json.dumps({"program": "layernorm_forward", "version": v, "block_size": 256, "runs": r}) for v, r in rows
+        )
+    )
+    assert exam_twins.main(["score", str(reports), str(times), "--twins", str(twins), "--json", str(out_json)]) == 0
+    more, block, warp = json.loads(out_json.read_text())
+    text = capsys.readouterr().out
+    assert warp["status"] in ("first", "later") and not warp["fix_alone"]
+    assert block["status"] == "another form" and block["fix_alone"] == [10]
+    assert more["status"] == "changes more" and more["fix_alone"] == [10]
+    assert "not scored: layernorm_forward v1→v9" in text and "in another form than the card's code" in text
 
 
 FAKE_NCU = r"""#!/bin/bash
