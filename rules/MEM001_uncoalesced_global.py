@@ -258,8 +258,10 @@ class UncoalescedGlobal(Rule):
         twins (H100, plain times, 2026-12-06): `layernorm_forward_kernel1` 26.2× against 21.5× measured (+22%; 28.9×
         between the two profiled durations: the twin's 20.4 µs kernel times 27.1 µs in the program's loop, a single
         launch between events after an L2-flushing memset), `softmax_forward_online_kernel1` 16.0× against 15.4×
-        (+4%), `softmax_forward_kernel1` 12.6× against 8.1× (+56%) for llm.c's block-per-row version, which moves
-        20% more bytes (four reads and two writes of each row, against three and two) at 60% of DRAM's peak. Before
+        (+4%), `softmax_forward_kernel1` 12.6× against 12.8× (−2%) for version 1's kernel with this code (a warp
+        per row; 8.1×, +56%, for llm.c's block-per-row version 2, which moves 20% more bytes, four reads and two
+        writes of each row against three and two, at 60% of DRAM's peak; 8.8× for version 1's kernel as a block per
+        row, whose stride blockDim.x leaves fewer loads in flight: a warp per row is the form to write). Before
         the passes and the DRAM share (earlier on 2026-12-06): 29.4×, 19.6×, 14.2×; before the new warps were
         counted, the memory-waits bound alone: 7.2×, 8.0×, 8.0×.
 
