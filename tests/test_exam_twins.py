@@ -9,6 +9,7 @@ import re
 import subprocess
 import sys
 import tarfile
+from pathlib import Path
 
 import pytest
 
@@ -232,29 +233,36 @@ chmod +x "$out"
 """
 
 
-def test_device_script_times_the_paired_versions_first_and_writes_one_line_per_version(tmp_path):
-    """benchmarks/device/exam_times.sh with nvcc and nvidia-smi stubbed: the builds, the rounds (paired versions first),
-    a failing version kept with its rc and no time, the profiled block size per program, and the packed logs."""
+def _exam_times(tmp_path: Path, nvcc: str, **settings: str) -> None:
+    """benchmarks/device/exam_times.sh run with nvcc (the given stub) and nvidia-smi stubbed, BUDGET 100 s, its $OUT
+    tmp_path/out."""
     stubs = tmp_path / "bin"
     stubs.mkdir()
-    (stubs / "nvcc").write_text(FAKE_NVCC)
+    (stubs / "nvcc").write_text(nvcc)
     (stubs / "nvidia-smi").write_text("#!/bin/bash\necho stub-gpu\n")
     for f in stubs.iterdir():
         f.chmod(0o755)
-    out = tmp_path / "out"
     env = dict(
         os.environ,
         PATH=f"{stubs}{os.pathsep}{os.environ['PATH']}",
-        OUT=str(out),
+        OUT=str(tmp_path / "out"),
         EXAM_WORK=str(tmp_path / "work"),
-        ONLY="gelu_forward matmul_forward_v1 matmul_forward_v2 matmul_backward_bias_v8",
-        REPS="2",
         BUDGET="100",
+        **settings,
     )
     p = subprocess.run(
         ["bash", "benchmarks/device/exam_times.sh"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120
     )
     assert p.returncode == 0, p.stderr
+
+
+def test_device_script_times_the_paired_versions_first_and_writes_one_line_per_version(tmp_path):
+    """benchmarks/device/exam_times.sh with nvcc and nvidia-smi stubbed: the builds, the rounds (paired versions first),
+    a failing version kept with its rc and no time, the profiled block size per program, and the packed logs."""
+    out = tmp_path / "out"
+    _exam_times(
+        tmp_path, FAKE_NVCC, ONLY="gelu_forward matmul_forward_v1 matmul_forward_v2 matmul_backward_bias_v8", REPS="2"
+    )
     recs = {
         (r["program"], r["version"]): r for r in map(json.loads, (out / "exam_times.jsonl").read_text().splitlines())
     }
@@ -333,27 +341,14 @@ def test_softmax_fix_alone_call_times_versions_1_2_9_at_the_one_block_size(tmp_p
         for v in [p["before"]] + ([p["twin"]] if "twin" in p else []):
             assert str(v) in listed[p["program"]].split(), (p["program"], v)
     assert any(p["program"] == "softmax_forward" and p.get("twin") == 9 and p["also"] == "" for p in pairs)
-    stubs = tmp_path / "bin"
-    stubs.mkdir()
-    (stubs / "nvcc").write_text(FAKE_NVCC.replace("128 9.0 256 ", r"\${EXAM_BLOCK_SIZE:-512} "))
-    (stubs / "nvidia-smi").write_text("#!/bin/bash\necho stub-gpu\n")
-    for f in stubs.iterdir():
-        f.chmod(0o755)
     out = tmp_path / "out"
-    env = dict(
-        os.environ,
-        PATH=f"{stubs}{os.pathsep}{os.environ['PATH']}",
-        OUT=str(out),
-        EXAM_WORK=str(tmp_path / "work"),
+    _exam_times(
+        tmp_path,
+        FAKE_NVCC.replace("128 9.0 256 ", r"\${EXAM_BLOCK_SIZE:-512} "),
         ONLY="softmax_forward_v1 softmax_forward_v2 softmax_forward_v9",
         EXAM_BLOCK_SIZE="256",
         REPS="3",
-        BUDGET="100",
     )
-    p = subprocess.run(
-        ["bash", "benchmarks/device/exam_times.sh"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120
-    )
-    assert p.returncode == 0, p.stderr
     recs = {r["version"]: r for r in map(json.loads, (out / "exam_times.jsonl").read_text().splitlines())}
     assert set(recs) == {1, 2, 9}
     assert [recs[v]["runs"] for v in (1, 2, 9)] == [[20.0] * 3, [10.0] * 3, [2.0] * 3]
