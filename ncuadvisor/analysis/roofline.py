@@ -13,7 +13,10 @@ busiest unit: its busy time is then the floor. Either way theoretical_ns and hea
 
 Two floors. The floor ("theoretical minimum time", `theoretical_ns`) is the largest ceiling of the work the kernel
 needs (`ceilings.py`): FP32 lane operations by instruction mix, FP64, FP16, tensor FLOPs by type, SFU transcendentals,
-the compulsory bytes at the DRAM peak, and the launch floor; headroom, ROOF001 and every estimate cap use it. The
+the compulsory bytes at the DRAM peak, and the launch floor; headroom, ROOF001 and every estimate cap use it. A
+library kernel (PyTorch's ATen, cuBLAS, ...: `library_code`) that reads no global memory computes what it writes from
+its index and arguments alone (torch.randn's Philox and Box-Muller): every instruction it issues is its algorithm's
+work, none the user's to cut, so its instruction issue time (4 warp instructions per clock per SM) is a floor too. The
 executed floor (`executed_floor_ns`) is the largest ceiling of the kernel as it ran: every pipe's busy time (issue at
 4 warp instructions per clock per SM, ALU, LSU, the FMA pipe's warp instructions) and each memory level's traffic as
 moved; its unit is the `limiter` unless no unit is half busy. Index arithmetic, spills, untiled loads and divergence
