@@ -124,10 +124,18 @@ def run_tool(path: Path) -> tuple[int, dict | None, str]:
         return run.returncode, None, (run.stderr.strip().splitlines() or ["no JSON on stdout"])[-1]
 
 
+# the floors that rest on counted work: bytes, FLOPs or lane operations, and the instructions a library kernel that
+# reads no global memory issues (each counted by `sm__inst_executed`; its algorithm's own work: 2026-12-06)
+COUNTED_FLOORS = ("bytes", "work", "instructions")
+
+
 def floor_basis(roofline: dict | None) -> str:
-    """What the kernel's floor rests on, from the floor's own wording: counted bytes or FLOPs, a busy time, the
-    launch, or nothing."""
+    """What the kernel's floor rests on, from the floor's own wording: counted bytes or FLOPs, counted instructions (a
+    library kernel that reads no memory: its instructions issued are its algorithm's work), a busy time, the launch,
+    or nothing."""
     why = (roofline or {}).get("floor_reason") or ""
+    if why.startswith("the warp instructions it issues"):
+        return "instructions"
     if "busy time" in why:
         return "busy:" + why.split(" busy time")[0].removeprefix("the ").strip()
     if why.startswith("moving "):
@@ -204,7 +212,7 @@ def score(label: dict, results: dict[str, dict], cache: Path = CACHE) -> Outcome
         if not k.get("duration_ns"):
             out.empty_results.append(k["name"])
         basis = floor_basis(k.get("roofline"))
-        if any(f["rule"] == "ROOF001" for f in k.get("findings", [])) and basis not in ("bytes", "work"):
+        if any(f["rule"] == "ROOF001" for f in k.get("findings", [])) and basis not in COUNTED_FLOORS:
             out.uncounted_leave_it.append((k["name"], basis))
     top = max(kernels, key=lambda k: k.get("duration_ns") or 0) if kernels else None
     out.tool_top = (top or {}).get("name", "")

@@ -17,6 +17,7 @@ from ncuadvisor.rulekit import (
     gemm_shape,
     kept_units_ns,
     limiter_side,
+    own_work_floor,
     parallelism_ns,
     stall_bounded_ns,
     stall_metric,
@@ -69,6 +70,7 @@ REUSE = "L1 / shared traffic far above the bytes needed"
 REFETCH = "L2 or DRAM traffic above the bytes needed"
 ISSUE = "instruction issue, not the needed work, limits"
 LAUNCH = "launch overhead or an under-filled grid"
+OWN_TAIL = "a partial last wave of a kernel whose instructions are all its work"
 FLOP_PIPE = "the FMA pipe at its ceiling"
 XU = "the XU pipe busy with work that is not transcendentals"
 _LIBRARY_TENSOR = Fix(
@@ -90,6 +92,16 @@ _LIBRARY_LAUNCH = Fix(
 )
 
 
+_LIBRARY_OWN_TAIL = Fix(
+    text=(
+        "The library sized this grid ({head}), and every instruction it issues is its algorithm's: nothing in the "
+        "kernel or its launch is the call's to change. Fewer, larger calls (all the values a step needs drawn in one "
+        "call) spread the last wave over more work; under torch.compile the values can be drawn inside the kernel "
+        "that uses them, which saves this kernel's stores and its consumer's loads."
+    )
+)
+
+
 class UnexplainedHeadroom(Rule):
     """Room no specific rule explains: the mechanism the limiter, the stalls and the instruction mix name.
 
@@ -105,7 +117,9 @@ class UnexplainedHeadroom(Rule):
         the stall reason that dominates (a reason at least `min_stall_share` of the warps' cycles); for a kernel
         whose L1 / shared traffic is `min_traffic_excess` times its compulsory bytes, missing reuse; for L2 or DRAM
         traffic above the compulsory bytes, refetches; for an issue-bound kernel, instructions that are not the
-        needed work; for an FMA (or FP16) pipe busy at least `min_pipe_pct` % in a report TEN001 cannot read, that
+        needed work, unless its floor is those instructions (a library kernel that reads no global memory: every
+        instruction is its algorithm's), where a last wave of blocks at least `min_tail_idle` idle names the room; for
+        an FMA (or FP16) pipe busy at least `min_pipe_pct` % in a report TEN001 cannot read, that
         pipe's ceiling and the tensor roof a matrix product would have; for a launch-bound one, the launch or the
         grid.
 
@@ -183,6 +197,7 @@ class UnexplainedHeadroom(Rule):
             "pytorch": _LIBRARY_LAUNCH,
         },
         TENSOR: {"cuda": Fix(text="{lever}."), "library": _LIBRARY_TENSOR, "pytorch": _LIBRARY_TENSOR},
+        OWN_TAIL: {"cuda": Fix(text="{lever}."), "library": _LIBRARY_OWN_TAIL, "pytorch": _LIBRARY_OWN_TAIL},
         ISSUE: {
             "cuda": Fix(
                 text=(
@@ -245,6 +260,8 @@ class UnexplainedHeadroom(Rule):
             and fma_stream(k) is None  # with the SASS, TEN001 has judged the stream (an N-body step is no product)
         ):
             built = self.flop_pipe(k)
+        elif side == "compute" and own_work_floor(k):
+            built = self.own_work(k)
         elif side == "compute":
             built = self.issue(k, shares)
         else:
@@ -287,6 +304,11 @@ class UnexplainedHeadroom(Rule):
             return (
                 "Fetch each byte once: order the blocks so neighbours share cached data (tile the grid, swizzle the "
                 "block index), read full 32-byte sectors, and keep the working set of a wave within L2"
+            )
+        if situation == OWN_TAIL:
+            return (
+                "Size the grid to whole waves: blocks = SMs × the blocks per SM the occupancy allows "
+                "(cudaOccupancyMaxActiveBlocksPerMultiprocessor), each looping over its share of the work"
             )
         if situation == LAUNCH:
             return (
@@ -481,6 +503,39 @@ class UnexplainedHeadroom(Rule):
         )
         ev = [Evidence(f"{unit}_pipe_busy_pct", round(busy, 1), self.thresholds["min_pipe_pct"], "pipe busy", "%")]
         return FLOP_PIPE, "tensor-cores", what, new_ns, model, ev
+
+    def own_work(self, k: KernelContext) -> tuple[str, str, str, float, str, list[Evidence]] | None:
+        """A kernel whose floor is its own instructions (a library kernel that reads no global memory: the roofline
+        counts every instruction it issues as its algorithm's work): no instruction is overhead, so the room is the
+        time the issue slots idle; named where the grid's last wave is partial (the SMs idle in it)."""
+        r = k.roofline
+        dur = r.duration_ns or 0.0
+        waves = k.m(LaunchStats.WAVES_PER_SM)
+        grid = k.m(LaunchStats.GRID_SIZE) or 0.0
+        if not waves or not 1.0 < waves < 4.0:
+            return None
+        full = math.ceil(waves)
+        idle_tail = 1.0 - waves / full
+        if idle_tail < self.thresholds["min_tail_idle"]:
+            return None
+        what = (
+            f"a partial last wave: {grid:.0f} blocks run in {waves:.2f} waves on {k.sm_count} SMs, and {idle_tail:.0%} "
+            "of the block slots idle in the last one (every instruction the kernel issues is its own algorithm's work, "
+            "none overhead)"
+        )
+        new_ns = dur * waves / full
+        model = (
+            f"The last wave filled: the time × {waves:.2f} / {full} (the idle block slots' share removed); not below "
+            "the floor (the instructions it issues) at 85% of peak."
+        )
+        return (
+            OWN_TAIL,
+            "launch-config",
+            what,
+            new_ns,
+            model,
+            [Evidence(LaunchStats.WAVES_PER_SM, round(waves, 3), None, "waves")],
+        )
 
     def issue(self, k: KernelContext, shares: dict[str, float]) -> tuple[str, str, str, float, str, list[Evidence]]:
         """An issue/ALU/FMA-limited kernel whose needed work is far below its instructions."""

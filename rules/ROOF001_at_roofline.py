@@ -25,7 +25,11 @@ class AtRoofline(Rule):
         DRAM bandwidth). The compulsory bytes (`roofline.compulsory_bytes`, the number the card and the roofline
         print) are loads + stores, each the smaller of what the threads needed (ideal L2 sectors × 32) and what moved
         (DRAM's reads; the SMs' writes to L2); a kernel loading through TMA, which the ideal sectors do not count,
-        needs what moved. Sectors DRAM moves that no thread used are not compulsory.
+        needs what moved. Sectors DRAM moves that no thread used are not compulsory. A library kernel that reads no
+        global memory (L2 sends its L1 no sector: a random-number generator such as torch.randn) computes what it
+        writes from its index and arguments alone, so the instructions it issues are its algorithm's work and their
+        issue time is its floor; user code's instructions, and those of a library kernel that reads its inputs
+        (index arithmetic on a non-contiguous tensor), never are.
 
     Why it costs time:
         It does not: the time is in the work and the bytes the algorithm needs. Tuning the access pattern or the

@@ -62,18 +62,25 @@ def test_lat001_weak_path_on_the_default_set():
 def test_issue_slots_of_an_older_report_name_the_rng_issue_bound():
     """flyinglandlord/sglang profile (H800, ncu 2023.3.0, full set): ncu before 2025 records the issue slots and the
     ALU as cycles active (`sm__issue_active`, `sm__pipe_alu_cycles_active`), not as instructions issued. Read from
-    them, ATen's normal-distribution generator (96% of the time, 5.4x its byte floor) is issue-bound at 70%, not
-    latency-bound at "FMA 38%", and the fallback names its mechanism (the generator's own instructions, and the
-    lever: fewer draws, or drawn inside the consumer) instead of "no rule applies"."""
+    them, ATen's normal-distribution generator (96% of the time) is issue-bound at 70%, not latency-bound at "FMA
+    38%". It reads no global memory (its global loads touch no sector), so every instruction it issues is the
+    library's algorithm (Philox rounds, Box-Muller) and its floor is their issue time: 1.43x it, "leave it" (until
+    2026-12-06: 5.4x its byte floor and GEN001's "instruction overhead"). Its first launch (16.4 us, 1.61x) is named
+    by what idles the issue slots there: 1,056 blocks in 1.33 waves."""
     doc = report_json(FIXTURES / "foreign" / "flyinglandlord+sglang__profile.ncu-rep.xz")
     rng = max(doc["kernels"], key=lambda k: k["time_share"])  # two launch shapes share its name
     assert rng["name"] == "distribution_elementwise_grid_stride_kernel"
     assert rng["roofline"]["limiter"] == "issue"
     assert rng["roofline"]["ceilings"]["issue"] == pytest.approx(0.6982 * 33504, rel=0.01)
+    assert rng["roofline"]["floors"]["issue"] == rng["roofline"]["ceilings"]["issue"]
+    assert rng["headroom"] == pytest.approx(1.43, abs=0.01)
+    assert "its own algorithm's work" in rng["roofline"]["floor_reason"]
     first = rng["findings"][0]
-    assert first["rule"] == "GEN001" and "instruction overhead" in first["title"]
-    assert "random-number generator" in first["fix"]
-    assert rng.get("no_rule") is None
+    assert first["rule"] == "ROOF001" and "Leave it" in first["fix"]
+    first_launch = next(v for v in rng["variants"] if v["duration_ns"] == 16448.0)
+    tail = first_launch["findings"][0]
+    assert tail["rule"] == "GEN001" and "a partial last wave" in tail["title"]
+    assert "1.33 waves" in tail["message"] and "library sized this grid" in tail["fix"]
 
 
 def test_a_scans_look_back_is_a_serial_section():

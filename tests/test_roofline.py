@@ -72,3 +72,35 @@ def test_bound_classification_thresholds():
     assert roofline.compute(lat).bound == "latency"
     assert roofline.compute(dict(mem, **{"gpu__time_duration.sum": 2_000.0})).bound == "launch"
     assert roofline.compute(dict(mem, launch__grid_size=16)).bound == "launch"
+
+
+def test_a_library_kernel_reading_no_memory_has_its_instructions_as_floor():
+    """A library kernel whose global loads touch no sector (the memory tables; here without Speed Of Light's L1
+    breakdown) computes what it writes from its index alone: its issue time is a floor, at 77% of the issue slots
+    1.29x it. The same counters with loads, or as user code, keep the FMA pipe's busy time (2.37x)."""
+    row = {
+        "gpu__time_duration.sum": 775680.0,
+        "gpc__cycles_elapsed.avg.per_second": 1.526e9,
+        "sm__issue_active.avg.pct_of_peak_sustained_elapsed": 77.24,
+        "sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_elapsed": 42.16,
+        "sm__pipe_alu_cycles_active.avg.pct_of_peak_sustained_elapsed": 56.68,
+        "gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed": 33.53,
+        "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed": 33.53,
+        "sm__throughput.avg.pct_of_peak_sustained_elapsed": 77.24,
+        "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum": 0.0,
+    }
+    r = roofline.compute(row, 132, library_code=True)
+    assert r.floors["issue"] == pytest.approx(775680.0 * 0.7724)
+    assert r.headroom == pytest.approx(1 / 0.7724)
+    assert r.floor_reason.startswith("the warp instructions it issues")
+    for other in (
+        roofline.compute({**row, "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum": 1000.0}, 132, library_code=True),
+        roofline.compute(row, 132),
+    ):
+        assert "issue" not in other.floors and other.headroom == pytest.approx(1 / 0.4216)
+    assert (
+        "issue"
+        not in roofline.compute(
+            {**row, "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum": None}, 132, library_code=True
+        ).floors
+    )

@@ -42,6 +42,7 @@ import pytest
 
 from ncuadvisor.analysis import roofline
 from ncuadvisor.analysis.hosttrace import read_trace
+from ncuadvisor.analysis.language import LIBRARY_LANGUAGES
 from ncuadvisor.analysis.walltime import HostModel
 from ncuadvisor.model import Instruction, Kernel, num
 from ncuadvisor.pipeline.locate import place
@@ -104,7 +105,9 @@ def kernel_context(case: dict[str, Any]) -> KernelContext:
     return KernelContext(
         kernel=kernel,
         metrics=metrics,
-        roofline=roofline.compute(metrics, num(device.get("sm_count"))),
+        roofline=roofline.compute(
+            metrics, num(device.get("sm_count")), library_code=case.get("language", "cuda") in LIBRARY_LANGUAGES
+        ),
         device=device,
         per_instruction=per_instruction,
         language=case.get("language", "cuda"),

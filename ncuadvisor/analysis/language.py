@@ -51,6 +51,10 @@ def qualified_name(demangled: str) -> str:
     return text[:cut].strip()
 
 
+# the languages of kernels whose code is a library's (PyTorch's ATen, cuBLAS, CUB, ...), not the user's to change
+LIBRARY_LANGUAGES = frozenset({"library", "pytorch"})
+
+
 def kernel_language(name: str, demangled: str, source_files: Iterable[str]) -> str:
     """cuda | triton | library | pytorch: decides which language the fix is written in."""
     files = [f for f in source_files if f]

@@ -13,7 +13,10 @@ busiest unit: its busy time is then the floor. Either way theoretical_ns and hea
 
 Two floors. The floor ("theoretical minimum time", `theoretical_ns`) is the largest ceiling of the work the kernel
 needs (`ceilings.py`): FP32 lane operations by instruction mix, FP64, FP16, tensor FLOPs by type, SFU transcendentals,
-the compulsory bytes at the DRAM peak, and the launch floor; headroom, ROOF001 and every estimate cap use it. The
+the compulsory bytes at the DRAM peak, and the launch floor; headroom, ROOF001 and every estimate cap use it. A
+library kernel (PyTorch's ATen, cuBLAS, ...: `library_code`) that reads no global memory computes what it writes from
+its index and arguments alone (torch.randn's Philox and Box-Muller): every instruction it issues is its algorithm's
+work, none the user's to cut, so its instruction issue time (4 warp instructions per clock per SM) is a floor too. The
 executed floor (`executed_floor_ns`) is the largest ceiling of the kernel as it ran: every pipe's busy time (issue at
 4 warp instructions per clock per SM, ALU, LSU, the FMA pipe's warp instructions) and each memory level's traffic as
 moved; its unit is the `limiter` unless no unit is half busy. Index arithmetic, spills, untiled loads and divergence
@@ -47,7 +50,14 @@ from ncuadvisor.analysis import ceilings as _ceilings
 from ncuadvisor.analysis import needed as _needed
 from ncuadvisor.analysis.ceilings import FLOP_PEAKS as _FLOP_PEAKS
 from ncuadvisor.analysis.ceilings import LAUNCH_FLOOR_NS, LAUNCH_FLOOR_SOURCE, level_floors
-from ncuadvisor.analysis.roofline_words import EXECUTED_GAP, executed_words, floor_words, limiter_words, unit_words
+from ncuadvisor.analysis.roofline_words import (
+    EXECUTED_GAP,
+    executed_words,
+    floor_words,
+    limiter_words,
+    own_work_words,
+    unit_words,
+)
 from ncuadvisor.model import num
 from ncuadvisor.units import fmt_ns, fmt_pct
 
@@ -142,8 +152,15 @@ ACTIVE_FALLBACKS = (
     *ACTIVE_SHARES.values(),
     *[m for pair in ACTIVE_CYCLE_RATIOS for m in pair if m not in SM_CLOCK_FALLBACKS],
 )
-# the breakdown maxima `ncuadvisor profile` does not collect (read when a report has them, derived otherwise)
-NOT_COLLECTED = (*DERIVED_SOL, SOL_METRICS["l1_pct"], *SM_CLOCK_FALLBACKS)
+# Whether a kernel reads global memory at all: the sectors L2 sends L1 (Speed Of Light's L1 breakdown, in ncu's default
+# set) or, where a report has the memory tables instead, the global load sectors; read where a report has them.
+GLOBAL_READS = (
+    "l1tex__m_xbar2l1tex_read_sectors.avg.pct_of_peak_sustained_elapsed",
+    "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum",
+)
+# the breakdown maxima `ncuadvisor profile` does not collect (read when a report has them, derived otherwise), and the
+# L2 -> L1 read sectors (`profile` collects the global load sectors instead)
+NOT_COLLECTED = (*DERIVED_SOL, SOL_METRICS["l1_pct"], *SM_CLOCK_FALLBACKS, GLOBAL_READS[0])
 SOL_COMPUTE_UNITS = [*_ceilings.PIPE_PCT.values(), "sm__inst_executed_pipe_adu.avg.pct_of_peak_sustained_elapsed"]
 SOL_L2_UNITS = [
     "lts__t_tag_requests.avg.pct_of_peak_sustained_elapsed",
@@ -183,6 +200,7 @@ METRICS: list[str] = [
     *L1_UNITS,
     *SM_CLOCK_FALLBACKS,
     *ACTIVE_FALLBACKS,
+    GLOBAL_READS[0],
 ]
 
 
@@ -278,6 +296,7 @@ def compute(
     launch_floor: tuple[float, str] | None = None,
     dram_peak_bytes_per_s: float | None = None,
     model: _archfacts.Machine | None = None,
+    library_code: bool = False,
 ) -> Roofline:
     """The roofline of one result (a row of Profile.results). `facts`: what its per-instruction data tells
     (`needed.instruction_facts`): the load/store split of the compulsory bytes and the needed share of the XU work.
@@ -285,7 +304,8 @@ def compute(
     `dram_peak_bytes_per_s`: the device's DRAM peak (`ceilings.DRAM_PEAKS`), used when the row lacks its own.
     `model`: the device's machine model (`archfacts.machine`): the DRAM peak of GDDR and LPDDR boards from the
     device attributes, and the FP peaks a report lacks (its lanes per SM × SMs × the SM clock), each with its source
-    in `sources`."""
+    in `sources`. `library_code`: the kernel is a library's (PyTorch's ATen, cuBLAS, ...), not the user's: where it
+    reads no global memory, its instructions are its own algorithm's work (`reads_no_global_memory`)."""
     g, l1_derived, active_ratio, from_active = _reader(row)
     duration_ns = g("gpu__time_duration.sum")
     r = Roofline(duration_ns=duration_ns)
@@ -312,6 +332,8 @@ def compute(
     # access, cache hits included (a self-join re-reading its points from L1/L2), an upper bound of what DRAM must move
     bytes_counted = r.compulsory_bytes is not None and r.dram_bytes is not None
     pipes, lane_share = _floors(r, g, lanes, tensor_ops, facts, bytes_counted)
+    if library_code and pipes.get("issue") and reads_no_global_memory(g):
+        r.floors["issue"] = pipes["issue"]  # the library's algorithm: every instruction it issues is needed work
     if from_active:
         r.sources["pipe_shares"] = (
             "report: busy over the active cycles × active ÷ elapsed cycles"
@@ -605,6 +627,19 @@ def _limiter(r: Roofline, g: Reader, duration_ns: float | None, facts: _needed.I
     r.executed_reason = executed_words(r, xu_share, clocks, xu_ops)
 
 
+# A kernel reads no global memory when L2 sends its L1 no sector (or its global loads touch none): at most this %.
+NO_READS_PCT = 0.001
+
+
+def reads_no_global_memory(g: Reader) -> bool:
+    """The kernel loads nothing from global memory (`GLOBAL_READS`): what it writes is computed from its index and
+    its arguments alone (a random-number generator, `arange`, a fill). False where the report records neither."""
+    pct, sectors = (g(m) for m in GLOBAL_READS)
+    if pct is not None:
+        return pct <= NO_READS_PCT and not sectors
+    return sectors is not None and sectors == 0
+
+
 # The sections that count what a kernel needs: its FLOPs (thread instructions by type), the bytes DRAM moved and the
 # bytes its threads asked for (ideal sectors)
 COUNTING_SECTIONS = ("SpeedOfLight_RooflineChart", "MemoryWorkloadAnalysis", "SourceCounters")
@@ -621,6 +656,8 @@ def _headroom_unknown(r: Roofline, pipes: Mapping[str, float], lane_share: float
     DRAM and longer than the launch, it is the floor (a cuBLAS SGEMM with its FMA pipe 97% busy: 1.03× its floor),
     said as coming from the utilisation; otherwise the floor and the headroom are unknown."""
     busy = {u: pipes[u] * lane_share for u in UTILISATION_PIPES if pipes.get(u)}
+    if r.floors.get("issue"):
+        busy["issue"] = r.floors["issue"]  # a library kernel reading no memory: its issue time is its work (counted)
     unit = max(busy, key=lambda u: busy[u]) if busy else None
     r.compute_floor_ns = busy[unit] if unit else None
     r.floors.pop("dram", None)  # DRAM's busy time is not the time of the bytes the kernel needs
@@ -628,6 +665,10 @@ def _headroom_unknown(r: Roofline, pipes: Mapping[str, float], lane_share: float
         r.floors[unit] = max(r.floors.get(unit, 0.0), busy[unit])
         r.theoretical_ns = max(r.floors.values())
         r.headroom = duration_ns / r.theoretical_ns
+        if unit == "issue":
+            r.floor_reason = own_work_words(r)
+            r.sources["floor"] = "report: instructions issued (a library kernel that reads no memory)"
+            return
         r.floor_reason = (
             f"the {unit_words(unit)} pipe, {fmt_pct(busy[unit] / duration_ns)} busy, takes {fmt_ns(busy[unit])} at "
             "its peak (SpeedOfLight's pipe utilisation: the report counts no work)"

@@ -41,8 +41,19 @@ def floor_words(r: Roofline, lanes: dict[str, float]) -> str:
         peak = r.peak_flops_per_s[r.limiting_precision or ""]
         flops = r.flops_by_precision.get(r.limiting_precision or "", 0.0)
         return f"{_g(flops / 1e9)} GFLOP of {precision_words(r.limiting_precision or '')} work at {_g(peak / 1e12)} TFLOP/s take {t}"
+    if unit == "issue":  # a library kernel that reads no global memory (`roofline.reads_no_global_memory`)
+        return own_work_words(r)
     pipe = {"sfu": "SFU (XU, 16 lanes/clk/SM)", "fp16": "FP16 pipe", "fp64": "FP64 pipe"}.get(unit, unit)
     return f"the {pipe} busy time, at its peak, takes {t}"
+
+
+def own_work_words(r: Roofline) -> str:
+    """The floor of a library kernel that reads no global memory, in words: its instruction issue time."""
+    return (
+        f"the warp instructions it issues, at 4 per clock per SM, take {fmt_ns(r.floors.get('issue') or 0.0)}"
+        f"{clock_words(r)}: a library kernel that reads no global memory computes what it writes from its index and "
+        "arguments alone, so every instruction it issues is its own algorithm's work, none the user's to cut"
+    )
 
 
 def source_words(r: Roofline, key: str) -> str:

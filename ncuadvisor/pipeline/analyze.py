@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from ncuadvisor.analysis import archfacts, ceilings, needed, roofline
-from ncuadvisor.analysis.language import kernel_language, library_evidence, other_language
+from ncuadvisor.analysis.language import LIBRARY_LANGUAGES, kernel_language, library_evidence, other_language
 from ncuadvisor.load import ReportReader, RowsDisagree, read_results
 from ncuadvisor.metrics import STACK_SIZE_BEFORE, LaunchStats
 from ncuadvisor.model import Kernel, Profile, ResultDetail, group_kernels, num
@@ -169,7 +169,9 @@ def _analyze(
     for rid in later:  # the facts the SASS tells where the counts do not (what HFMA2 computed), and their roofline
         if derived.facts.get(rid) is None:
             derived.facts[rid] = needed.instruction_facts(profile.details[rid].per_instruction)
-            derived.rooflines[rid] = _roofline(profile, derived.machine, rid, derived.facts[rid])
+            derived.rooflines[rid] = _roofline(
+                profile, derived.machine, rid, derived.facts[rid], derived.languages.get(rid)
+            )
     # run the rules
     evaluation = evaluate(profile, kernels, rules, group_time, derived.languages, derived.rooflines)
     # locate: the source lines of the findings, for all kernels in one batch
@@ -279,13 +281,19 @@ def derive(
     machine = _machine(profile)
     languages = kernel_languages(kernels, profile.details)
     facts = instruction_facts(profile, machine, kernels, languages, sass_languages, sass_read)
-    rooflines = {rid: _roofline(profile, machine, rid, facts.get(rid)) for rid, _ in _analysed_launches(kernels)}
+    rooflines = {
+        rid: _roofline(profile, machine, rid, facts.get(rid), languages.get(rid))
+        for rid, _ in _analysed_launches(kernels)
+    }
     return Derived(machine, languages, facts, rooflines)
 
 
-def _roofline(profile: Profile, machine: Machine, rid: int, facts: needed.InstructionFacts | None) -> roofline.Roofline:
+def _roofline(
+    profile: Profile, machine: Machine, rid: int, facts: needed.InstructionFacts | None, language: str | None
+) -> roofline.Roofline:
     sm_count, launch_floor, dram_peak, model = machine
-    return roofline.compute(profile.results.row(rid), sm_count, facts, launch_floor, dram_peak, model)
+    library_code = language in LIBRARY_LANGUAGES
+    return roofline.compute(profile.results.row(rid), sm_count, facts, launch_floor, dram_peak, model, library_code)
 
 
 def sass_admitted(
@@ -394,13 +402,13 @@ def evaluate(
         if k.result_ids and stack_before.get(min(k.result_ids)) is not None:
             row[STACK_SIZE_BEFORE] = stack_before[min(k.result_ids)]
         detail = profile.details.get(k.representative)
+        language = languages.get(k.representative) or kernel_language(k.name, k.demangled, [])
         if rooflines is not None and k.representative in rooflines:
             rl = rooflines[k.representative]
         else:
             known = needed.instruction_facts(detail.per_instruction) if detail else None
-            rl = _roofline(profile, machine or _machine(profile), k.representative, known)
+            rl = _roofline(profile, machine or _machine(profile), k.representative, known, language)
         evaluation.sections_seen.update(detail.sections if detail else [])
-        language = languages.get(k.representative) or kernel_language(k.name, k.demangled, [])
         ctx = KernelContext(
             kernel=k,
             metrics=row,

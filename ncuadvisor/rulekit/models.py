@@ -1171,6 +1171,13 @@ def unread_fma_ceiling(k: KernelContext) -> bool:
     return k.language == "cuda" and r.limiter in ("fma", "fp16") and fma_stream(k) is None
 
 
+def own_work_floor(k: KernelContext) -> bool:
+    """The kernel's floor is the instructions it issues (`roofline.reads_no_global_memory`: a library kernel that reads
+    no global memory, whose every instruction is its own algorithm's work): none of them is overhead to cut."""
+    r = k.roofline
+    return bool(r.floors) and max(r.floors, key=lambda u: r.floors[u]) == "issue"
+
+
 def _pending_loads(entries: list, tracked: Callable[[int], bool]) -> Iterator[tuple[int, int, float, int] | None]:
     """Register dataflow over a SASS listing in address order: for each tracked global load (LDG), (its pc, the loads
     then pending including it, their bytes for 32 lanes, its width per thread); None at each branch or barrier and at
