@@ -813,8 +813,8 @@ class NoDataReuse(Rule):
         onchip = new_wf / wavefronts
         # in the register window the FP32 arithmetic stays, one instruction a use, and every other instruction of the
         # taps (the shared read, its address, the weight's load, the loop's control) runs once per value read for
-        # `after` uses: the window kernels' own instructions (convmap_window 570 M where this says 614 M; conv9_smem_reg
-        # 289 M, 271 M)
+        # `after` uses, as the window kernels measure (convmap_window issues 570 M where this says 614 M from
+        # convmap_tiled; conv9_smem_reg 289 M where it says 271 M from conv9_smem)
         arith = min(float(r.instructions), sum(v for v, op in ops if op.split(".")[0] in _FP32_ARITHMETIC))
         issue = (arith + (r.instructions - arith) / after) / r.instructions
         scale = {"l1": onchip, "shared": onchip, "lsu": onchip, "issue": issue, "alu": 1.0 / after}
