@@ -93,6 +93,19 @@ if (CONV9 / "conv9.ncu-rep.xz").exists():
             str(CONV9 / "bench_conv9.jsonl"),
         )
     )
+# the planted convolution whose mapping strides every access and its twins (workloads/cuda/convmap.cu, labels in
+# manifest_convmap.json transcribed from its header, written before any capture), one H100 report and bench: the
+# filters' TIL001 estimates are scored against convmap_window, the twin that applies the card's fix (the tile with its
+# halo, the weights in shared memory, a register window), on the report's own GPU
+CONVMAP = ROOT / "fixtures" / "convmap-2026-12-06"
+if (CONVMAP / "convmap.ncu-rep.xz").exists():
+    SETS.append(
+        (
+            str(CONVMAP / "convmap.ncu-rep.xz"),
+            str(ROOT / "workloads" / "cuda" / "manifest_convmap.json"),
+            str(CONVMAP / "bench_convmap.jsonl"),
+        )
+    )
 # A planted kernel whose twin in its own set applies another fix than the one its card names: the estimate is scored
 # against the twin that applies the card's fix alone, measured on the GPU of the report the estimate is read from (that
 # report's own first finding on the planted kernel, its own bench); the own-set pair stays printed, as information.

@@ -59,6 +59,7 @@ REUSE_WAITS = (
 # the ALU and FMA pipe that ran the arithmetic only those loads' addresses used (each unit's new busy share is the
 # reuse model's: `_reuse_scale`)
 REUSE_CHANGES = frozenset({"l1", "lsu", "shared", "l2", "issue", "alu", "fma"})
+_FP32_ARITHMETIC = frozenset({"FFMA", "FADD", "FMUL"})  # one instruction a use in a register window too
 _SHARED_REREAD = "shared-memory load bytes ÷ compulsory loads"
 # a tiled matrix product is new code: its loads, index arithmetic and FMAs are all the tiled kernel's
 TILING_CHANGES = REUSE_CHANGES
@@ -126,8 +127,10 @@ class NoDataReuse(Rule):
         the compulsory bytes (the fixed kernel). Shared operands re-read once per use (a filter's taps over a tile
         already staged there: the bytes the threads read from shared memory, `LDS` in the SASS, at least `min_reread`
         times the compulsory loads) are not a product's: the fixed kernel is the register window below, its shared
-        reads each used as many times, its time the window's (a 9×9 over its shared tile: 1.88× against 2.22×
-        measured, where the fraction said 3.08×). Both
+        reads each used as many times, every instruction of its taps but the FP32 arithmetic (the read, its address,
+        a weight's load, the loop's control) once per value read, the ALU's work as much less, its time the window's
+        (a 9×9 over its shared tile: 2.55× against 2.22× measured, where the fraction said 3.08×; the planted 11×11
+        over its tile, its weights loaded per tap: 3.43× against 3.29×). Both
         fractions were measured on an H200 (sm_90): on another architecture the
         estimate says so and its confidence is low (a GTX 1660's tiling measured -20% where the model said -58%).
         Inputs re-read through L1 (a stencil, a convolution): the time of the fixed kernel, the block's tile with its
@@ -159,7 +162,8 @@ class NoDataReuse(Rule):
         the faster: convmap.cu's coalesced 11×11, H100, -59%; conv9.cu's conv5_global). A filter whose taps already
         read its shared tile once per use (the window model applies) is at the shared level whatever its global loads
         per FLOP: convmap_tiled loads a weight per tap (0.55 bytes per FLOP, each a broadcast's sector) and was given a
-        product's tiles at -57%; its fix is the register window, -19% (no twin measures it).
+        product's tiles at -57%; its fix is the register window, -71% (its twin convmap_window measured -70%; -19%
+        until 2026-12-06, when only the shared reads and the uniform instructions left the issue slots, 86% busy).
         Counted after coalescing: the tile of a filter or a stencil (every model here but the matrix product's) keeps
         the kernel's thread mapping, and is read in coalesced rows only once that mapping is: where MEM001 fires on
         the kernel its fix comes first, and this estimate is counted on MEM001's fixed kernel, 1 − (1 − the tile's
@@ -496,8 +500,9 @@ class NoDataReuse(Rule):
                 f"shared memory over the compulsory loads). The fixed kernel computes {t['outputs_per_thread']:.0f} "
                 f"outputs per thread from a register window: each value read from shared memory used {after:.1f}× "
                 f"(a wavefront a read; the tile's stores stay), the issue slots' work {scale['issue']:.2f}× today's "
-                "(the shared reads that go; the uniform instructions, such as the weights from the constant bank, once "
-                f"per thread for all its outputs); {self._window_words(k, wavefronts)}: {frac:.0%} of the FP32 peak; "
+                "(the FP32 arithmetic stays, one instruction a use; every other instruction of the taps, the read, its "
+                "address, a weight's load, the loop's control, once per value read), the ALU's "
+                f"{scale['alu']:.2f}×; {self._window_words(k, wavefronts)}: {frac:.0%} of the FP32 peak; "
                 "no less than the units it leaves alone and the compulsory bytes; bounded by the stalls it removes."
             )
         return evidence, (
@@ -785,8 +790,11 @@ class NoDataReuse(Rule):
         else None. The factor is the bytes the threads read from shared memory (the SASS's `LDS` executed × 32 lanes ×
         their width) over the compulsory load bytes; the fixed kernel gives each thread `outputs_per_thread` outputs
         from a register window, so that each read feeds `uses_per_shared_read` taps: its shared reads' wavefronts
-        divided by that (the tile's stores stay), its issue slots less the reads that go and the uniform instructions
-        run once per thread; its time is `_window_ns`, bounded by the stalls it removes."""
+        divided by that (the tile's stores stay), its FP32 arithmetic (`FFMA`, `FADD`, `FMUL`) one instruction a use as
+        now and every other instruction once per value read (÷ the uses: the reads, their addresses, a weight's load,
+        the loop's control; the window's instructions measured 570 M where this says 614 M on convmap_window, 289 M for
+        271 M on conv9_smem_reg), the ALU's work ÷ the uses; its time is `_window_ns`, bounded by the stalls it
+        removes."""
         r, t = k.roofline, self.thresholds
         needed = compulsory_load_bytes(r)
         wavefronts = k.m(SourceCounters.SHARED_WAVEFRONTS) or 0.0
@@ -803,8 +811,13 @@ class NoDataReuse(Rule):
         read_wf = min(wavefronts, lds)  # a conflict-free read of 4-byte values: one wavefront
         new_wf = read_wf / after + (wavefronts - read_wf)
         onchip = new_wf / wavefronts
-        issue = max(0.0, 1.0 - min(1.0, lds / r.instructions) * (1.0 - 1.0 / after) - self._uniform_gone(k))
-        scale = {"l1": onchip, "shared": onchip, "lsu": onchip, "issue": issue}
+        # in the register window the FP32 arithmetic stays, one instruction a use, and every other instruction of the
+        # taps (the shared read, its address, the weight's load, the loop's control) runs once per value read for
+        # `after` uses, as the window kernels measure (convmap_window issues 570 M where this says 614 M from
+        # convmap_tiled; conv9_smem_reg 289 M where it says 271 M from conv9_smem)
+        arith = min(float(r.instructions), sum(v for v, op in ops if op.split(".")[0] in _FP32_ARITHMETIC))
+        issue = (arith + (r.instructions - arith) / after) / r.instructions
+        scale = {"l1": onchip, "shared": onchip, "lsu": onchip, "issue": issue, "alu": 1.0 / after}
         work = self._window_ns(k, scale, new_wf)
         if work is None:
             return None

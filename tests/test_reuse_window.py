@@ -55,13 +55,13 @@ def test_the_window_estimate_is_within_30_percent_of_the_twin(analyzed, planted,
 
 def test_a_filter_over_its_shared_tile_gets_the_window_not_a_products_fraction(analyzed):
     """conv9_smem reads each of its 81 taps from shared memory (each input read 81× there): its fixed kernel is the
-    register window, 1.88× (measured 2.22×), where a matrix product's register-tile fraction (60% of the FP32 peak)
-    said 3.08×."""
+    register window, 2.55× (measured 2.22×; 1.88× until its instructions other than the FP32 arithmetic ran once per
+    value read), where a matrix product's register-tile fraction (60% of the FP32 peak) said 3.08×."""
     estimated, f, _ = _til001(analyzed(CONV9), "conv9_smem")
     factor = next(e["value"] for e in f["evidence"] if e["metric"] == "shared_reread_factor")
     assert 75 <= factor <= 90
     assert "register window" in f["speedup_model"] and "reaches ~60%" not in f["speedup_model"]
-    assert 1.7 <= estimated <= 2.1
+    assert 2.3 <= estimated <= 2.8
 
 
 def test_a_matrix_product_at_the_shared_level_keeps_its_model(analyzed):
@@ -91,3 +91,20 @@ def test_uniform_share_counts_the_weights_read_from_the_constant_bank():
     assert uniform_share_of([(3, "ULDC.64 UR4, c[0x3][0x8]"), (1, "FFMA R1, R2, UR4, R1")]) == 0.75
     assert uniform_share_of([(1, "UTMALDG.2D [UR8], [UR4]"), (1, "FFMA R1, R2, UR4, R1")]) == 0.0
     assert uniform_share_of([]) is None
+
+
+def test_the_planted_filters_estimates_are_within_30_percent_of_the_window_twin(analyzed):
+    """convmap.cu on an H100 (fixtures/convmap-2026-12-06): the coalesced 11×11 filter (re-read through L1) and its
+    shared-tile kernel (re-read from the tile, weights loaded per tap) against convmap_window, the card's fix (the tile,
+    the weights in shared memory, 8 outputs a thread): measured 3.46× and 3.29×; the window itself is not told to tile
+    again."""
+    lines = (FIXTURES / "convmap-2026-12-06" / "bench_convmap.jsonl").read_text().splitlines()
+    bench = {row["kernel"]: row["median_us"] for row in map(json.loads, lines) if row}
+    result = analyzed("convmap-2026-12-06/convmap")
+    for planted in ("convmap_coalesced", "convmap_tiled"):
+        estimated, _, first = _til001(result, planted)
+        measured = bench[planted] / bench["convmap_window"]
+        assert first
+        assert abs(estimated - measured) / measured <= 0.30, (planted, estimated, measured)
+    window = next(k for k in result["kernels"] if k["name"] == "convmap_window")
+    assert all(f["rule"] != "TIL001" for f in window["findings"])
