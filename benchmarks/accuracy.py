@@ -110,15 +110,19 @@ if (CONVMAP / "convmap.ncu-rep.xz").exists():
 # against the twin that applies the card's fix alone, measured on the GPU of the report the estimate is read from (that
 # report's own first finding on the planted kernel, its own bench); the own-set pair stays printed, as information.
 # Key: (report file name of the set, planted kernel).
+_REGTILE = {
+    "report": ROOT / "fixtures" / "regtile-2026-12-06" / "regtile.ncu-rep.xz",
+    "bench": ROOT / "fixtures" / "regtile-2026-12-06" / "bench_regtile.jsonl",
+    "twin": "matmul_regtile",
+    "where": "regtile, H100",
+    "why": "matmul_tiled applies one level (shared tiles) of the two TIL001's card advises (shared tiles and an 8×8 "
+    "register tile): a twin of another fix",
+}
+# the H200 flaws report and the H100 one (fixtures/h100-planted-2026-12-06) alike: the fix-alone twin was measured on
+# an H100, with matmul_naive in the same capture
 FIX_ALONE_TWINS = {
-    ("flaws.ncu-rep.xz", "matmul_naive"): {
-        "report": ROOT / "fixtures" / "regtile-2026-12-06" / "regtile.ncu-rep.xz",
-        "bench": ROOT / "fixtures" / "regtile-2026-12-06" / "bench_regtile.jsonl",
-        "twin": "matmul_regtile",
-        "where": "regtile, H100",
-        "why": "matmul_tiled applies one level (shared tiles) of the two TIL001's card advises (shared tiles and an 8×8 "
-        "register tile): a twin of another fix",
-    },
+    ("flaws.ncu-rep.xz", "matmul_naive"): _REGTILE,
+    ("flaws_h100.ncu-rep.xz", "matmul_naive"): _REGTILE,
 }
 NCU_NEAR_BOUND_PCT = 20.0  # NCU "leaves a kernel alone" when none of its rules estimates 20% or more
 NEAR_BOUND_PCT = 70.0  # a fixed twin measured at >= 70% of DRAM or SM peak is expected to be called at-roofline
