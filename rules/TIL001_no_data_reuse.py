@@ -13,6 +13,7 @@ from ncuadvisor.rulekit import (
     RooflineChart,
     Rule,
     SourceCounters,
+    SourceSelection,
     SpeedOfLight,
     access_bytes,
     address_work,
@@ -377,6 +378,17 @@ class NoDataReuse(Rule):
         },
     }
 
+    @staticmethod
+    def _hot_loads(k: KernelContext) -> SourceSelection:
+        """The two source lines whose global or shared loads execute most (where the operands are read)."""
+        return k.top_lines(
+            SourceCounters.INST_EXECUTED,
+            limit=2,
+            min_share=0.0,
+            sass_filter=lambda s: s.startswith(("LDG", "LDS")),
+            memory_only=True,
+        )
+
     def check(self, k: KernelContext) -> Finding | None:
         if k.weak:
             return self._from_pipes(k)
@@ -411,13 +423,7 @@ class NoDataReuse(Rule):
         # differs (a GTX 1660's tiling measured -20% where this model said -58%), so the estimate is said as such
         arch = str(k.device.get("compute_capability") or "")
         calibrated = "" if arch == "9.0" else f", not on this sm_{arch.replace('.', '')} device" if arch else ""
-        lines = k.top_lines(
-            SourceCounters.INST_EXECUTED,
-            limit=2,
-            min_share=0.0,
-            sass_filter=lambda s: s.startswith(("LDG", "LDS")),
-            memory_only=True,
-        )
+        lines = self._hot_loads(k)
         evidence, model = self._tiled_words(k, level, frac, fma_flops, (global_bpf, shared_wpf, share), calibrated)
         situations: list[str] = []
         if reread is not None:
