@@ -96,7 +96,10 @@ class _InterruptsDeferred:
 
     def __exit__(self, *exc: object) -> None:
         for sig, handler in self.before.items():
-            signal.signal(sig, handler)
+            try:
+                signal.signal(sig, handler)
+            except (ValueError, OSError):
+                pass
 
 
 def _stdout_failed(exc: OSError) -> NoReturn:
@@ -191,12 +194,18 @@ def _hold_signals() -> None:
     """Ignore SIGINT and SIGTERM for the rest of the process: the command is done (its output written, or its one
     line said), and what is left (flushing, the exit handlers that remove private copies) must run to the end. One
     that landed in the exit handlers printed "Exception ignored in atexit callback ... KeyboardInterrupt" and left
-    the private folder behind. (Ignored, not blocked: a thread of the native library would take a blocked one.)"""
+    the private folder behind. (Swallowed, not blocked: a thread of the native library would take a blocked one. By a
+    Python handler that does nothing, not SIG_IGN: a signal that landed just before the change is run by Python after
+    it, and with SIG_IGN in place Python printed "OSError: Signal 2 ignored due to race condition" with a traceback.)"""
     for sig in (signal.SIGINT, signal.SIGTERM):
         try:
-            signal.signal(sig, signal.SIG_IGN)
+            signal.signal(sig, _swallow)
         except (OSError, ValueError):  # not the main thread
             pass
+
+
+def _swallow(signum: int, frame: Any) -> None:
+    """A signal handler that does nothing (`_hold_signals`)."""
 
 
 def _run_command() -> None:
