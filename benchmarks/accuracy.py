@@ -82,30 +82,16 @@ SETS = [
         str(ROOT / "fixtures" / "profile-cost-2026-11-30" / "bench_wave3.jsonl"),
     ),
 ]
-# the direct-convolution reuse set (workloads/cuda/conv9.cu, labels in manifest_conv9.json written before any
-# capture), scored once `benchmarks/device/conv9.sh`'s report and timings are under fixtures/
-CONV9 = ROOT / "fixtures" / "conv9-2026-12-06"
-if (CONV9 / "conv9.ncu-rep.xz").exists():
-    SETS.append(
-        (
-            str(CONV9 / "conv9.ncu-rep.xz"),
-            str(ROOT / "workloads" / "cuda" / "manifest_conv9.json"),
-            str(CONV9 / "bench_conv9.jsonl"),
-        )
-    )
-# the planted convolution whose mapping strides every access and its twins (workloads/cuda/convmap.cu, labels in
-# manifest_convmap.json transcribed from its header, written before any capture), one H100 report and bench: the
-# filters' TIL001 estimates are scored against convmap_window, the twin that applies the card's fix (the tile with its
-# halo, the weights in shared memory, a register window), on the report's own GPU
-CONVMAP = ROOT / "fixtures" / "convmap-2026-12-06"
-if (CONVMAP / "convmap.ncu-rep.xz").exists():
-    SETS.append(
-        (
-            str(CONVMAP / "convmap.ncu-rep.xz"),
-            str(ROOT / "workloads" / "cuda" / "manifest_convmap.json"),
-            str(CONVMAP / "bench_convmap.jsonl"),
-        )
-    )
+# Two sets captured by their device scripts, each one report, its manifest (labels written before any capture) and its
+# bench: the direct-convolution reuse set (workloads/cuda/conv9.cu, `benchmarks/device/conv9.sh`) and the planted
+# convolution whose mapping strides every access with its twins (workloads/cuda/convmap.cu, labels transcribed from
+# its header; one H100 report and bench: the filters' TIL001 estimates are scored against convmap_window, the twin
+# that applies the card's fix, the tile with its halo, the weights in shared memory, a register window)
+for _folder, _stem in (("conv9-2026-12-06", "conv9"), ("convmap-2026-12-06", "convmap")):
+    _report = ROOT / "fixtures" / _folder / f"{_stem}.ncu-rep.xz"
+    if _report.exists():
+        _manifest = ROOT / "workloads" / "cuda" / f"manifest_{_stem}.json"
+        SETS.append((str(_report), str(_manifest), str(ROOT / "fixtures" / _folder / f"bench_{_stem}.jsonl")))
 # A planted kernel whose twin in its own set applies another fix than the one its card names: the estimate is scored
 # against the twin that applies the card's fix alone, measured on the GPU of the report the estimate is read from (that
 # report's own first finding on the planted kernel, its own bench); the own-set pair stays printed, as information.
