@@ -404,7 +404,7 @@ class NoDataReuse(Rule):
         adds_only = (fadd + fmul) > 0 and 2 * ffma < t["max_fma_share_for_stencil"] * (2 * ffma + fadd + fmul)
         share = self._product_share(k)
         product = share is not None and share >= t["min_product_share"]
-        level, frac, what, new_ns = self._tiled(k, fma_flops, global_bpf, shared_wpf, product)
+        level, frac, what, new_ns, window = self._tiled(k, fma_flops, global_bpf, shared_wpf, product)
         # a matrix product's reuse is its two operand tiles and a register tile of outputs, not a filter's window with
         # its halo: the re-read model, and its words, are for the other kernels
         reread = self.reread(k) if level != "shared" and not (product and level) else None
@@ -424,7 +424,9 @@ class NoDataReuse(Rule):
         arch = str(k.device.get("compute_capability") or "")
         calibrated = "" if arch == "9.0" else f", not on this sm_{arch.replace('.', '')} device" if arch else ""
         lines = self._hot_loads(k)
-        evidence, model = self._tiled_words(k, level, frac, fma_flops, (global_bpf, shared_wpf, share), calibrated)
+        window = window if level == "shared" else None  # not where the re-read model took over
+        per_flop = (global_bpf, shared_wpf, share)
+        evidence, model = self._tiled_words(k, level, frac, fma_flops, per_flop, calibrated, window)
         situations: list[str] = []
         if reread is not None:
             reread_evidence, reread_model, reread_what = self._reread_words(k, reread)
@@ -433,13 +435,12 @@ class NoDataReuse(Rule):
                 what, model, situations = reread_what, reread_model, [REREAD]
         if level == "global":
             situations = [ADDS] * adds_only + [PRODUCT] * product
-            if filter_words and reread is not None:
+            if filter_words:
                 what, situations = reread_what, [REREAD]
                 model += (
                     f" The tile with its halo and a register window, modelled from the re-read, would take "
                     f"{fmt_ns(reread_ns)}: the faster of the two is the estimate."
                 )
-        window = self.shared_window(k) if level == "shared" and not product else None
         if level == "shared":
             situations = [ADDS] * adds_only + ([WINDOW] if window else [SHARED])
         return self.finding(
@@ -481,9 +482,11 @@ class NoDataReuse(Rule):
         fma_flops: float,
         per_flop: tuple[float, float, float | None],
         calibrated: str,
+        window: tuple[float, float, float, dict[str, float]] | None = None,
     ) -> tuple[list[Evidence], str]:
         """The matrix-product models' evidence and speedup model, in words (`per_flop`: global load bytes and shared
-        wavefronts per FLOP, and the FMAs' product share)."""
+        wavefronts per FLOP, and the FMAs' product share; `window`: a filter's register window over its shared tile,
+        `shared_window`, where it is the fix)."""
         t = self.thresholds
         global_bpf, shared_wpf, share = per_flop
         evidence = [
@@ -496,7 +499,6 @@ class NoDataReuse(Rule):
             evidence.append(Evidence("fma_product_share", round(share, 3), t["min_product_share"], label))
         if share is not None and share >= t["min_product_share"]:
             return evidence, self._product_words(k, fma_flops, shared_wpf, frac, level)
-        window = self.shared_window(k) if level == "shared" else None
         if window:
             factor, after, _, scale = window
             evidence.append(Evidence("shared_reread_factor", round(factor, 1), t["min_reread"], _SHARED_REREAD))
@@ -582,20 +584,22 @@ class NoDataReuse(Rule):
 
     def _tiled(
         self, k: KernelContext, fma_flops: float, global_bpf: float, shared_wpf: float, product: bool = False
-    ) -> tuple[str, float, str, float]:
+    ) -> tuple[str, float, str, float, tuple[float, float, float, dict[str, float]] | None]:
         """A matrix product's operands read per FLOP: (the level that serves them, "global" or "shared", else ""; the
-        tiled kernel's fraction of the FP32 peak; what was read, in words; the tiled kernel's time, else infinity).
+        tiled kernel's fraction of the FP32 peak; what was read, in words; the tiled kernel's time, else infinity; a
+        filter's register window over its shared tile, `shared_window`, where the level is "shared", else None).
         Where each FMA multiplies two loaded values (`product`), the tiled kernel is the product tiled at both levels
         (`_product_ns`), whichever level serves the operands now."""
         r = k.roofline
         t = self.thresholds
         peak = r.peak_flops_per_s.get("fp32")
         level, frac, what, new_ns = "", 0.0, "", float("inf")
+        window = None
         if fma_flops >= t["min_gflop"] * 1e9 and peak and r.sol.get("l1_pct", 0.0) >= t["min_l1_pct"]:
             # a filter's taps already read from a shared tile (`shared_window`): its global loads per FLOP are what
             # is left around the tile (a weight loaded per tap), and its fix is at the shared level, a register window
-            taps_from_shared = not product and self.shared_window(k) is not None
-            if global_bpf > t["max_global_bytes_per_flop"] and not taps_from_shared:
+            shared = None if product else self.shared_window(k)
+            if global_bpf > t["max_global_bytes_per_flop"] and shared is None:
                 level, frac = "global", t["tiled_fma_fraction"]
                 what = f"{global_bpf:.2f} bytes of global loads per FLOP"
             elif (
@@ -611,14 +615,14 @@ class NoDataReuse(Rule):
                 # (not selected, pipe throttles), not on memory (a 2-D convolution: 34% not selected)
                 work_ns = self._product_ns(k, fma_flops)[0] if product else None
                 new_ns = fixed_kernel_ns(k, work_ns or fma_flops / (frac * peak) * 1e9, TILING_CHANGES)
-                window = self.shared_window(k) if level == "shared" and not product else None
+                window = shared if level == "shared" else None
                 if window:
                     # a filter's taps read from shared memory once each: the fix is a register window, not a product's
                     # register tile, and its time is the window's (its reads and arithmetic), not a product's fraction
                     new_ns = window[2]
                 if work_ns or window:
                     frac = fma_flops / (new_ns * 1e-9) / peak
-        return level, frac, what, new_ns
+        return level, frac, what, new_ns, window
 
     def _product_ns(self, k: KernelContext, fma_flops: float) -> tuple[float | None, float, float]:
         """A matrix product tiled at both levels (`rulekit.models.tiled_product_ns`): (its main loop's time, else None;
