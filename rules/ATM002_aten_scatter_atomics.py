@@ -65,6 +65,7 @@ class AtenScatterAtomics(Rule):
     requires = (MemoryTables.GLOBAL_LOAD_REQUESTS,)
     optional = (MemoryTables.GLOBAL_ATOMIC_REQUESTS, MemoryTables.GLOBAL_REDUCTION_REQUESTS)
     per_instruction = (SourceCounters.INST_EXECUTED, SourceCounters.MEMORY_TYPE)
+    lines_only = True  # the atomics' source lines (`atomic_lines`); the counts above decide
     thresholds = {"min_atomic_ratio": 0.1, "min_headroom": 3.0, "sort_overhead_us": 60.0, "min_saving": 0.1}
     languages = ("pytorch",)
     fixes = {

@@ -83,6 +83,7 @@ def fake_ncu_cli(tmp_path, monkeypatch, capsys):
         "FAKE_NCU_VERSION",
         "FAKE_NCU_PHASE1",
         "FAKE_NCU_PHASE2",
+        "FAKE_NCU_PHASE2_SC",
         "FAKE_NCU_FULL",
         "NCUADVISOR_NCU",
     ):
@@ -265,9 +266,11 @@ def test_phase2_declared_collection_names_the_analysis_metrics():
 
 def test_declared_collection_follows_the_kernels_languages():
     """Phase 2 collects what the rules of the chosen kernels' possible languages read: for ATen and cuBLAS kernels
-    none of the CUDA-only metrics (warp stall reasons, the tail-effect counters), with SourceCounters for the rules
-    of PyTorch kernels that read per-instruction data; for cuBLAS kernels alone no SourceCounters at all; a name
-    that may be the user's own code (gemm_tiled) gets every rule's metrics but those of the ATen-only rules."""
+    none of the CUDA-only metrics (warp stall reasons, the tail-effect counters), and no SourceCounters: the rules of
+    PyTorch kernels that read per-instruction data are gated or read it for lines ATen has not, so it waits for a
+    later round (`profile.instructions`; with `instructions=True` it is that round's); for cuBLAS kernels alone no
+    SourceCounters at all; a name that may be the user's own code (gemm_tiled) gets every rule's metrics but those of
+    the ATen-only rules, and SourceCounters."""
     from ncuadvisor.profile.session import declared_collection
     from ncuadvisor.rulekit import engine
 
@@ -285,10 +288,12 @@ def test_declared_collection_follows_the_kernels_languages():
     assert "smsp__inst_executed_op_shared_atom.sum" in torch_m and "smsp__inst_executed_op_shared_atom.sum" not in own_m
     # no SpeedOfLight (its two percentages: 9 replay passes): the derived__ metrics CUDA's rules read come with
     # SourceCounters (measured on the H200: 20 passes instead of 25, both derived__ metrics in the report)
-    assert every_s == ["LaunchStats", "Occupancy", "SourceCounters"] == torch_s and lib_s == [
-        "LaunchStats",
-        "Occupancy",
-    ]
+    assert every_s == ["LaunchStats", "Occupancy", "SourceCounters"] == own_s
+    assert torch_s == ["LaunchStats", "Occupancy"] == lib_s
+    torch_later, torch_later_m = declared_collection(
+        rules, [("elementwise_kernel", "at::native::elementwise_kernel"), ("nvjet_a", "nvjet_a")], instructions=True
+    )
+    assert torch_later == every_s and torch_later_m == torch_m
     assert any(m.startswith("derived__") for m in engine.required_metrics(rules))  # what the section was kept for
     from ncuadvisor.analysis import roofline
 

@@ -182,7 +182,9 @@ def _analyze(
     chains = reader.call_chains(locate.selected(findings, located, mangled))
     locate.resolve(findings, located, chains)
     # build (`pipeline.build`): the caller finishes the result
-    return analysis_of(profile, kernels, evaluation, located)
+    analysis = analysis_of(profile, kernels, evaluation, located)
+    analysis.wants_instructions = instructions_wanted(profile, kernels, derived, rules)
+    return analysis
 
 
 def _debug_warning(debug_names: list[str]) -> str:
@@ -312,6 +314,23 @@ def sass_admitted(
             if not engine.sass_admitted(rules, ctx):
                 continue
         out.append(rid)
+    return out
+
+
+def instructions_wanted(
+    profile: Profile, kernels: list[Kernel], derived: Derived, rules: list[Rule | ProgramRule]
+) -> list[int]:
+    """The launches of a language without source lines read without the per-instruction data a rule deciding on it
+    reads (a collection without SourceCounters) on which that rule may fire (`engine.instructions_wanted`)."""
+    out = []
+    for rid, k in _analysed_launches(kernels):
+        language, detail = derived.languages[rid], profile.details.get(rid)
+        if language not in engine.LINELESS_LANGUAGES or detail is None:
+            continue
+        have = {m for m, entries in detail.per_instruction.items() if entries}
+        ctx = KernelContext(k, profile.results.row(rid), derived.rooflines[rid], profile.device, {}, language, 0.0)
+        if engine.instructions_wanted(rules, ctx, have):
+            out.append(rid)
     return out
 
 

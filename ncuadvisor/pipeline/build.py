@@ -84,6 +84,9 @@ class Analysis:
     report: ReportInfo
     kernels: list[KernelEntry]
     launches: list[dict[str, Any]] = field(default_factory=list)
+    # the launches profiled without per-instruction data that a rule deciding on it may fire on
+    # (`engine.instructions_wanted`): `profile` collects it for them in a later round
+    wants_instructions: list[int] = field(default_factory=list)
 
 
 def kernel_entries(

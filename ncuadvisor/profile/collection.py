@@ -9,7 +9,7 @@ from ncuadvisor.profile import ncu as ncu_mod
 
 
 def declared_collection(
-    rules: list[Any], kernels: list[tuple[str, str]] | None, tensor_counts: bool = True
+    rules: list[Any], kernels: list[tuple[str, str]] | None, tensor_counts: bool = True, instructions: bool = False
 ) -> tuple[list[str], list[str]]:
     """(sections, metrics) of the declared collection for kernels of these (name, demangled) names: the roofline's
     and the cards' metrics, and those of the program rules and of the kernel rules for every language the kernels
@@ -21,6 +21,10 @@ def declared_collection(
     and not the SpeedOfLight section that holds them: the metrics NCU's own rules derive (`derived__*`, the excessive
     sectors and wavefronts the CUDA and Triton rules read) come with SourceCounters; SpeedOfLight is kept only for a
     rule that reads them without per-instruction data.
+
+    Kernels that carry no source lines and whose instruction-reading rules are all gated (ATen's and the libraries':
+    `engine.deferred_instructions`) get no SourceCounters unless `instructions` is True: their per-instruction data
+    is collected by a later round for the kernels a gate admits (`engine.instructions_wanted`).
 
     `tensor_counts` False (phase 1 saw the kernels' tensor pipe idle, `ceiling.tensor_idle`): not the six tensor paths'
     FLOP counts (`sm__ops_path_tensor_*.sum`, 4 of the PyTorch collection's 14 replay passes on the H200 with their
@@ -40,7 +44,8 @@ def declared_collection(
     scalars += engine.required_metrics(rules, langs)
     sections = list(ncu_mod.DECLARED_SECTIONS)
     read = engine.required_metrics(rules) + engine.per_instruction_metrics(rules)
-    if not engine.per_instruction_metrics(rules):
+    deferred = langs is not None and not instructions and engine.deferred_instructions(rules, langs)
+    if not engine.per_instruction_metrics(rules) or deferred:
         sections.remove("SourceCounters")
     if "SourceCounters" in sections or not any(m.startswith("derived__") for m in read):
         # the derived__ metrics of the CUDA rules come with SourceCounters' own rules: on the H200 (2026-12-01) a

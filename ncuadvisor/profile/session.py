@@ -46,6 +46,7 @@ from ncuadvisor.profile import ncu as ncu_mod
 from ncuadvisor.profile.ceiling import at_tensor_ceiling, tensor_idle
 from ncuadvisor.profile.collection import declared_collection
 from ncuadvisor.profile.hosttime import record_host_timeline
+from ncuadvisor.profile.instructions import collect_instructions
 from ncuadvisor.profile.launchbytes import fill_launch_bytes, profiled_bytes
 from ncuadvisor.profile.merge import Phase1Time, analyze_phase1, merge_results, torch_context
 from ncuadvisor.profile.meta import profile_meta
@@ -101,11 +102,10 @@ class Session:
     early_note: dict[str, Any] | None = None  # what became of it, for report.profile
 
     runner: Callable[..., PhaseRun] = run_ncu
-    # what phase 2 collects: "declared" (the default: the metrics the roofline, the cards and the rules that apply
-    # to the chosen kernels' languages read, by name, with the sections of per-instruction data, `ncu.DECLARED_SECTIONS`,
-    # SourceCounters only when one of those rules reads per-instruction data) or "sections" (the whole analysis
-    # sections, `pipeline.ANALYSIS_SECTIONS`, with NCU's own rules on every section: NCUADVISOR_COLLECTION=sections).
-    # "declared-all" declares the metrics of every rule, whatever the kernels.
+    # what phase 2 collects: "declared" (the default: the metrics the rules of the chosen kernels' languages read, by
+    # name, with `ncu.DECLARED_SECTIONS`, SourceCounters where those rules read per-instruction data and cannot wait,
+    # `profile.instructions`), "sections" (`pipeline.ANALYSIS_SECTIONS` with NCU's own rules:
+    # NCUADVISOR_COLLECTION=sections) or "declared-all" (the metrics of every rule, whatever the kernels).
     collection: str = field(default_factory=lambda: os.environ.get("NCUADVISOR_COLLECTION", "declared"))
 
     def phase2_collection(
@@ -117,9 +117,8 @@ class Session:
 
         if self.collection == "sections":
             return list(ANALYSIS_SECTIONS), []
-        kernels = (
-            None if self.collection == "declared-all" or chosen is None else [(k.name, k.demangled) for k in chosen]
-        )
+        every = self.collection == "declared-all" or chosen is None
+        kernels = None if every else [(k.name, k.demangled) for k in chosen or []]
         return declared_collection(self.rules, kernels, tensor_counts=tensor_counts)
 
     def _run(self, command: list[str], out_base: str, label: str, expected: int | None) -> PhaseRun:
@@ -394,6 +393,7 @@ class Session:
             elif not new and rnd >= 2:
                 break
             missing = still
+        collect_instructions(self, kernels, chosen, deep, (sections, metrics), selection, group_time)
         return deep, missing
 
     def _phase2_round(

@@ -59,6 +59,9 @@ class SelectionRound(Record):
     asked: int
     found: int
     launches_profiled: int | None = None
+    # why the round ran when it was not for kernels still missing: "per-instruction data" (`profile.instructions`:
+    # the kernels a rule deciding on SourceCounters' data may fire on, profiled again with it)
+    purpose: str | None = optional()
 
 
 @dataclass(kw_only=True)

@@ -296,6 +296,9 @@ class Rule(_FixTable):
     # confidence and names the sections that would confirm them (`engine._run`)
     weak_evidence: ClassVar[tuple[str, ...]] = ()
     per_instruction: ClassVar[tuple[str, ...]] = ()  # per-instruction metrics for source lines
+    # the rule reads `per_instruction` only to place its finding on source lines, and decides without it: a kernel
+    # without line tables (ATen's, a library's) needs no per-instruction data for it (`engine.instructions_wanted`)
+    lines_only: ClassVar[bool] = False
     thresholds: ClassVar[dict[str, float]] = {}
     aliases: ClassVar[tuple[str, ...]] = ()  # old codes of a renamed rule
     # the fix is one setting for the whole program (TF32 for every FP32 library call): "where to start" lists the

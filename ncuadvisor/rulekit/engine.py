@@ -11,6 +11,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ncuadvisor.analysis.language import LIBRARY_LANGUAGES
 from ncuadvisor.analysis.roofline import PRACTICAL_FRACTION
 from ncuadvisor.errors import RuleError
 from ncuadvisor.metrics import section_of
@@ -19,6 +20,8 @@ from ncuadvisor.rulekit import sandbox
 from ncuadvisor.rulekit.contract import CATEGORIES, CODE_RE, Finding, KernelContext, ProgramContext, ProgramRule, Rule
 
 AT_ROOFLINE_CATEGORY = "at-roofline"
+# the kernel languages without source lines: ATen's and the libraries' binaries carry no line tables
+LINELESS_LANGUAGES = LIBRARY_LANGUAGES
 MIN_WORTH = 0.03  # findings estimated to save less than 3% of the kernel's time are not shown
 NEAR_BOUND_KEEP = 0.10
 WEAK_SILENT = "; its weaker evidence shows nothing"  # the end of the note of a rule silent on its weaker evidence  # near its bound, only floor-changing fixes worth >= 10% are kept beside at-roofline
@@ -149,6 +152,25 @@ def sass_admitted(rules: Iterable[Rule | ProgramRule], ctx: KernelContext) -> bo
         if error is not None or admits is not False:
             return True  # a failing gate: the rule's check then fails the same way, on the same data
     return False
+
+
+def deferred_instructions(rules: Iterable[Rule | ProgramRule], languages: set[str]) -> bool:
+    """Whether the per-instruction data of kernels in `languages` can wait for a gate (`profile` leaves SourceCounters
+    out of phase 2 then): every language is one without source lines (`LINELESS_LANGUAGES`: ATen's and the
+    libraries' binaries carry no line tables) and every rule of theirs that reads instructions is gated (`gated`) or
+    reads them for source lines alone (`Rule.lines_only`); `instructions_wanted` then says which kernels need them."""
+    if not languages or not languages <= LINELESS_LANGUAGES:
+        return False
+    readers = [r for r in kernel_rules(rules) if r.per_instruction and set(r.languages) & languages]
+    return all(gated(r) or r.lines_only for r in readers)
+
+
+def instructions_wanted(rules: Iterable[Rule | ProgramRule], ctx: KernelContext, have: set[str]) -> bool:
+    """Whether a rule that decides on per-instruction data (not `Rule.lines_only`) and lacks some of it (`have`: the
+    per-instruction metrics the kernel's report holds) may fire on the kernel, judged by its gate on the scalars and
+    roofline (`sass_admitted`'s judgement): the kernel then needs that data collected."""
+    deciding = [r for r in kernel_rules(rules) if not r.lines_only and not set(r.per_instruction) <= have]
+    return sass_admitted(deciding, ctx)
 
 
 @dataclass
