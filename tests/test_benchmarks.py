@@ -179,6 +179,19 @@ def test_side_by_side_device_script_and_table(tmp_path):
     assert "| 25 |" in row and "25 × 36" in row
     assert "the first finding agrees on 8 of 8 kernels holding 90% of the GPU time" in t.stdout
     assert "program findings: profile ['PRG002'], full ['PRG002'] (the same)" in t.stdout
+    # the full set stopped at its deadline after every launch and a whole report (ncu still exiting): "at least"
+    res["full"].update(rc=-9, timed_out=True)
+    cut = tmp_path / "cut.json"
+    cut.write_text(json.dumps(res))
+    for f in ("profile_gpt2_train.json.xz", "full_gpt2_train.json.xz"):
+        (tmp_path / f).write_bytes((out / f).read_bytes())
+    t = table(cut)
+    assert t.returncode == 0, t.stderr
+    row = next(line for line in t.stdout.splitlines() if line.startswith("| gpt2_train |"))
+    assert f"| ≥ {res['full']['wall_s']:.1f} |" in row and "stopped at its deadline" in t.stdout
+    res["full"]["report_results"] = 24  # a report short of a launch: refused
+    cut.write_text(json.dumps(res))
+    assert table(cut).returncode == 2
 
 
 def test_side_by_side_refuses_what_is_not_every_launch(tmp_path):
