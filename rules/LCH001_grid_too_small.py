@@ -88,8 +88,10 @@ class GridTooSmall(Rule):
         `chain_loads_per_warp` loads each (chains of loads that wait for each other, a pointer chase): the grid grows
         only by splitting those chains, so the gain in warps is at most `chain_gain`, the independent chains per warp
         LAT001's fix assumes. Tail: × waves /
-        ceil(waves) of the busiest SM's active time, launch ramp and drain kept. Never below the roofline floor at 85%
-        of peak.
+        ceil(waves) of the busiest SM's active time, launch ramp and drain kept. The fix keeps the instructions and
+        the traffic: never below the busiest unit's time at 85% of its peak, L2 included (`rulekit.unit_floor_ns`;
+        Speed Of Light's memory share can be DRAM's alone, where a chase keeps L2 busier), nor below the roofline
+        floor at 85% of peak.
         The counter the fix moves: small grid, blocks per SM to as many as fit (at least 1 after); partial wave and
         tail, the idle share of the last wave's block slots (1 − waves ÷ ⌈waves⌉) to 0 (at most 1 −
         `max_partial_wave` and `min_tail_loss` after).
@@ -376,8 +378,9 @@ class GridTooSmall(Rule):
             "Latency + throughput over the busiest SM's active time "
             f"({est['active_fraction']:.0%} of the kernel; the rest, launch ramp and drain, stays): the busiest "
             f"unit ({est['unit']}, {est['busy']:.0%} of its peak while active) keeps its time, the time spent "
-            f"waiting on latency divides by the gain in warps in flight (Little's law: {warps}), the unit at most "
-            f"at {PRACTICAL_FRACTION:.0%}"
+            f"waiting on latency divides by the gain in warps in flight (Little's law: {warps}), the unit"
+            + (f" and L2 ({est['l2']:.0%} of its peak while active)" if est.get("l2") else "")
+            + f" at most at {PRACTICAL_FRACTION:.0%}"
             + (
                 "; plus split-K's reduction: one more ramp and drain, and the partial results read and the output "
                 "written once more through L2"
@@ -419,7 +422,11 @@ class GridTooSmall(Rule):
         tiled = self.is_tiled(k)
         act_ns, fixed_ns = duration * act_frac, duration * (1.0 - act_frac)
         gain = max(1.0, gain)
-        new_act = act_ns * work_ratio * max(busy + (1.0 - busy) / gain, busy / PRACTICAL_FRACTION)
+        # the floor: the busiest unit's work at the practical fraction of its peak, L2 included (a chase's L2 is
+        # busier than Speed Of Light's memory share, which can be DRAM's alone)
+        l2 = min(1.0, r.busy_pct.get("l2", 0.0) / 100.0 / act_frac)
+        floor = max(busy, l2)
+        new_act = act_ns * work_ratio * max(busy + (1.0 - busy) / gain, floor / PRACTICAL_FRACTION)
         kernel_ns = min(duration, fixed_ns + new_act)
         reduction_ns = 0.0
         if tiled:
@@ -433,6 +440,7 @@ class GridTooSmall(Rule):
             "tiled": tiled,
             "unit": unit,
             "busy": busy,
+            "l2": l2 if l2 > busy else None,  # L2, busier than the unit: its floor is L2's
             "active_fraction": act_frac,
         }
 
