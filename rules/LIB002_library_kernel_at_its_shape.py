@@ -69,7 +69,9 @@ class LibraryKernelAtItsShape(Rule):
 
     False positives:
         The bound is an upper bound (pure latency, Little's law): a library kernel with a mechanism no rule of this
-        set names yet, below the bound, is called the library's shape. A program finding that covers the kernel
+        set names yet, below the bound, is called the library's shape. Never said of a tensor-core product (tensor
+        FLOPs counted): its asynchronous pipeline, not its resident warps, hides its latency, so its occupancy bounds
+        nothing; GEN001 names its waves, K and epilogue. A program finding that covers the kernel
         (a fusion chain, launch overhead) replaces this verdict, as it replaces GEN001's finding. Never said of user
         code (CUDA, Triton), nor where any specific rule or GEN001 names a mechanism.
     """
@@ -104,7 +106,10 @@ class LibraryKernelAtItsShape(Rule):
             name = min(limits, key=lambda n: limits[n])
             regs = k.m(LaunchStats.REGISTERS_PER_THREAD)
             per = f", {regs:.0f} registers per thread" if name == "registers" and regs else ""
-            words += f", limited by {name} ({limits[name]:.0f} blocks/SM{per}: the library's choice)"
+            blocks = limits[name]
+            words += (
+                f", limited by {name} ({blocks:.0f} block{'' if blocks == 1 else 's'}/SM{per}: the library's choice)"
+            )
         return theo / 100.0, words
 
     def active(self, k: KernelContext) -> tuple[float, str]:
@@ -128,6 +133,8 @@ class LibraryKernelAtItsShape(Rule):
             return None
         if r.headroom < t["min_headroom"]:
             return None
+        if any(v for p, v in r.flops_by_precision.items() if p.startswith("tensor")):
+            return None  # a tensor-core product's pipeline, not its warps, hides its latency: GEN001 names its waves
         occ, occ_words = self.occupancy(k)
         act, act_words = self.active(k)
         explained = 1.0 / (PRACTICAL_FRACTION * occ * act)
