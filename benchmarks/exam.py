@@ -9,7 +9,9 @@ Each report `<FOLDER>/<report>.ncu-rep` (or `.ncu-rep.xz`, `.ncu-repz`) is analy
 ncuadvisor report <file> --format json` in a subprocess, as a user would run it. A kernel's first finding is its
 own first finding, else the first program finding that names it; it is right when its rule is in the label's
 `expected`, right with no finding only when `expected` holds "NONE", "missing" when there is none, "wrong"
-otherwise; "not found" when the report has no kernel of that name; "no report" when the file is absent.
+otherwise; a verdict (a kernel finding of category "at-roofline": ROOF001's "leave it", ATM002's "keep it", LIB002's
+"library code at this shape") says what "NONE" says, leave the kernel, and is right where `expected` holds "NONE"
+(as in `foreign.py`'s `judge`, defined 2026-12-06); "not found" when the report has no kernel of that name; "no report" when the file is absent.
 
     python benchmarks/exam.py FOLDER [--labels FILE] [--markdown] [--jobs N] [--only SUBSTRING] [--json OUT]
         [--twins TIMES.jsonl ...]
@@ -123,8 +125,9 @@ def score(label: dict, doc: dict | None) -> Outcome:
         if prog:
             out.first, out.first_title = prog[0]["rule"], prog[0].get("title", "")
     expected = label["expected"]
+    verdict = bool(findings) and findings[0].get("category") == "at-roofline"  # leave the kernel, as "NONE"
     if out.first:
-        out.verdict = "right" if out.first in expected else "wrong"
+        out.verdict = "right" if out.first in expected or (verdict and "NONE" in expected) else "wrong"
     else:
         out.verdict = "right" if "NONE" in expected else "missing"
     return out

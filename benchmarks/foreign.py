@@ -85,6 +85,7 @@ class Outcome:
     tool_top: str = ""
     first: str = ""
     first_title: str = ""
+    first_category: str = ""  # "at-roofline": a verdict (`judge`)
     debug_build: bool = False  # the report's first warning names the kernel as a debug build
     verdict_kernel: str = "unscored"  # the kernel's own first finding, no debug-build exception
     program_first: str = ""  # the first program finding that names a kernel without its own finding
@@ -226,12 +227,13 @@ def score(label: dict, results: dict[str, dict], cache: Path = CACHE) -> Outcome
     expected = label["expected"]
     if findings:
         out.first, out.first_title = findings[0]["rule"], findings[0].get("title", "")
+        out.first_category = findings[0].get("category", "")
     else:
         prog = [p for p in doc.get("program_findings", []) if k["name"] in p.get("kernels", [])]
         if prog:
             out.program_first = prog[0]["rule"]
-    out.verdict_kernel = judge(out.first, expected)
-    out.verdict_old = judge(out.first or out.program_first, expected)
+    out.verdict_kernel = judge(out.first, expected, out.first_category == VERDICT_CATEGORY)
+    out.verdict_old = judge(out.first or out.program_first, expected, out.first_category == VERDICT_CATEGORY)
     out.debug_build = debug_named(doc["report"].get("warnings", []), k["name"])
     out.verdict = "right" if out.debug_build else out.verdict_kernel
     pair = label.get("pair")
@@ -251,10 +253,18 @@ def score(label: dict, results: dict[str, dict], cache: Path = CACHE) -> Outcome
     return out
 
 
-def judge(first: str, expected: list[str]) -> str:
-    """right / wrong / missing: a first finding against the label's rules, no finding against "NONE"."""
+# A verdict: a finding of category "at-roofline" (ROOF001's "leave it", ATM002's "keep it", LIB002's "library code
+# at this shape") claims no saving and leaves the kernel as it is.
+VERDICT_CATEGORY = "at-roofline"
+
+
+def judge(first: str, expected: list[str], verdict: bool = False) -> str:
+    """right / wrong / missing: a first finding against the label's rules, no finding against "NONE". A verdict
+    (`VERDICT_CATEGORY`) says what "NONE" says, leave the kernel: right where the label names its rule or allows
+    "NONE" (the reading `benchmarks/accuracy.py` gives the planted kernels, whose "leave it" is that category, and
+    `benchmarks/exam.py` gives its labels; defined 2026-12-06)."""
     if first:
-        return "right" if first in expected else "wrong"
+        return "right" if first in expected or (verdict and "NONE" in expected) else "wrong"
     return "right" if "NONE" in expected else "missing"
 
 

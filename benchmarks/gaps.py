@@ -8,6 +8,9 @@ kernel group (and each analysed variant) of at least `--min-share` of the time i
 - `finding`: headroom ≥ 1.6 and a kernel finding names a mechanism (any rule but ROOF001, whose "leave it" names
   none; GEN001, the fallback, counts: it names the mechanism from the counters);
 - `program`: headroom ≥ 1.6, no kernel finding, and a program finding covers the kernel (its no-rule verdict says so);
+- `verdict`: headroom ≥ 1.6, no finding names a mechanism, and a verdict gives the reason the kernel will not go faster
+  by the user's edits (LIB002: a library kernel whose headroom the library's occupancy and the launch's idle SMs
+  account for; the lever is the call);
 - `gap`: headroom ≥ 1.6 and nothing names a mechanism: a gap in the rule set;
 - `unknown-said`: no headroom (the report lacks the counters for a floor) and the kernel says which sections or
   metrics would settle it (its roofline's `headroom_unknown`, or a finding that says so);
@@ -45,8 +48,11 @@ from corpora import label as report_label  # noqa: E402
 
 MIN_SHARE = 0.05  # the bar: a kernel holding this share of the time
 MIN_HEADROOM = 1.6  # ... this far above its floor has room (ROOF001's bar, result.types.GAP_MIN_HEADROOM)
-CLASSES = ("finding", "program", "gap", "unknown-said", "unknown-silent", "model-wrong", "below")
-NOT_A_MECHANISM = frozenset({"ROOF001"})  # ROOF001's "leave it" names no mechanism (ATM002's "keep it" names one)
+CLASSES = ("finding", "program", "verdict", "gap", "unknown-said", "unknown-silent", "model-wrong", "below")
+# verdicts that name no mechanism: ROOF001's "leave it" gives no reason for a kernel with room (ATM002's "keep it"
+# names one); LIB002's "library code at this shape" gives its reason (the `verdict` class)
+REASONED_VERDICTS = frozenset({"LIB002"})
+NOT_A_MECHANISM = frozenset({"ROOF001"}) | REASONED_VERDICTS
 # words that say what would settle a kernel without a floor (a section, a metric, a re-profile)
 SETTLES = ("re-profile", "section", "--set", "--metrics", "--section")
 
@@ -121,6 +127,9 @@ def classify(
         return Row(report, name, share, headroom, "finding", ", ".join(dict.fromkeys(rules)))
     if no_rule.get("program_rule"):
         return Row(report, name, share, headroom, "program", str(no_rule["program_rule"]))
+    reasoned = next((f for f in findings if f.get("rule") in REASONED_VERDICTS), None)
+    if reasoned is not None:
+        return Row(report, name, share, headroom, "verdict", f"{reasoned.get('rule')}: {reasoned.get('title')}")
     return Row(report, name, share, headroom, "gap", str(no_rule.get("message") or "no finding")[:200])
 
 

@@ -213,15 +213,20 @@ def run_program_rules(
 
 def run_rules(rules: list[Rule | ProgramRule], ctx: KernelContext) -> KernelVerdict:
     """Run every rule on one kernel; cap estimates at the roofline, rank by value, handle at-roofline. The fallback
-    rules (`Rule.fallback`) run only when the others left the kernel without a finding or a verdict."""
+    rules (`Rule.fallback`) run only when the others left the kernel without a finding or a verdict: first those that
+    name a mechanism (GEN001), then, where they named none, the fallback verdicts (category at-roofline: LIB002)."""
     specific = [r for r in kernel_rules(rules) if not r.fallback]
     verdict = _judge(ctx, _run(specific, ctx, KernelVerdict()))
     fallbacks = [r for r in kernel_rules(rules) if r.fallback]
-    if verdict.findings or not fallbacks:
-        return verdict
-    again = _judge(ctx, _run(fallbacks, ctx, verdict))
-    again.suppressed = verdict.suppressed + again.suppressed
-    return again
+    naming = [r for r in fallbacks if r.category != AT_ROOFLINE_CATEGORY]
+    for tier in (naming, [r for r in fallbacks if r not in naming]):
+        if verdict.findings:
+            break
+        if tier:
+            again = _judge(ctx, _run(tier, ctx, verdict))
+            again.suppressed = verdict.suppressed + again.suppressed
+            verdict = again
+    return verdict
 
 
 def _run(rules: list[Rule], ctx: KernelContext, verdict: KernelVerdict) -> tuple[KernelVerdict, list[Finding]]:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ncuadvisor.analysis.roofline import (
+    ACTIVE_CYCLE_RATIOS,
     LIMITER_FLOP_UNITS,
     LIMITER_INSTRUCTION_UNITS,
     LIMITER_MEMORY_UNITS,
@@ -231,6 +232,16 @@ def achievable_dram_fraction(width_bytes: float) -> float:
     if width_bytes >= 16:
         return hi
     return lo + (hi - lo) * (math.log2(width_bytes) - 2.0) / 2.0
+
+
+def sm_active_share(k: KernelContext) -> float | None:
+    """The SMs' active cycles ÷ their elapsed cycles (the cycle counters, else the instructions executed per elapsed and
+    per active cycle: `roofline.ACTIVE_CYCLE_RATIOS`), None where the report tells neither."""
+    for active, elapsed in ACTIVE_CYCLE_RATIOS:
+        a, e = k.m(active), k.m(elapsed)
+        if a is not None and e:
+            return min(1.0, max(0.0, a / e))
+    return None
 
 
 def warps_per_sm(k: KernelContext) -> float | None:
