@@ -16,7 +16,6 @@ from ncuadvisor.profile.selection import config_launch_count, first_strategy, ke
 
 if TYPE_CHECKING:
     from ncuadvisor.pipeline.build import Analysis
-    from ncuadvisor.profile.session import Session
 
 SECTION = "SourceCounters"
 
@@ -31,7 +30,7 @@ def wanted(deep: list[tuple[str, Analysis]], chosen: list[Any]) -> list[Any]:
 
 
 def collect_instructions(
-    session: Session,
+    session: Any,  # the `profile.session.Session` running phase 2 (its rounds, placing and analysis)
     kernels: list[Any],
     chosen: list[Any],
     deep: list[tuple[str, Analysis]],
