@@ -110,7 +110,8 @@ class NoDataReuse(Rule):
 
     Speedup estimate:
         A matrix product (at least `min_product_share` of its FMAs multiply two loaded values, read from the SASS:
-        `rulekit.models.fma_stream`; a factor loaded from an address no thread or block index reaches, the same in
+        `rulekit.models.fma_stream`; integer dot products, `IDP.4A` of int8 factors, count as its multiply-adds, not
+        `IMAD`, which index arithmetic runs too; a factor loaded from an address no thread or block index reaches, the same in
         every thread of the grid, is a filter's weight, not a product's operand: `rulekit.models.grid_uniform_loads`),
         its operands from global or from shared memory: the fixed kernel is the product
         tiled at both levels, and its time is its FMAs at the FP32 peak plus the shared-memory wavefronts its register
@@ -175,7 +176,10 @@ class NoDataReuse(Rule):
         the tile −42% of the coalesced kernel (the author's shared-memory tile measured −41% on it); until 2026-12-06
         the tile came first, at −96%, modelled as a matrix product's two levels. A matrix product's two-level tile is
         new code that loads both tiles in coalesced rows with a mapping of its own: it is ranked on its own saving
-        (llm.c's matmul_forward_kernel1, 9 sectors a request: the tile first, 37× against 39× measured).
+        (llm.c's matmul_forward_kernel1, 9 sectors a request: the tile first, 37× against 39× measured). A product
+        under `min_gflop` whose inputs are re-read through L1 gets the product's two-level tiles as its fix and the
+        re-read model's time as its estimate, ranked on its own saving (CUTLASS's int8 reference GEMM, 113 M integer
+        operations in IDP.4A, A100: -95%, ahead of coalescing's -89%).
         A reuse that L2 serves (refetches) is CAC001's only where it costs L2 time (L2 at least `min_l2_busy_of_l1` of
         L1's busy share).
         Where index arithmetic also fills the issue slots (ISU001), this estimate removes the part that only
@@ -432,7 +436,9 @@ class NoDataReuse(Rule):
             reread_evidence, reread_model, reread_what = self._reread_words(k, reread)
             evidence += reread_evidence
             if level == "reread":
-                what, model, situations = reread_what, reread_model, [REREAD]
+                what, model, situations = reread_what, reread_model, [PRODUCT] if product else [REREAD]
+                if product:
+                    model = self._product_reread_words(k, share) + model
         if level == "global":
             situations = [ADDS] * adds_only + [PRODUCT] * product
             if filter_words:
@@ -465,6 +471,21 @@ class NoDataReuse(Rule):
             # that mapping is: where MEM001 fires, its fix comes first and this one is counted after it. A matrix
             # product's two-level tile is new code with its own mapping (both tiles loaded in coalesced rows)
             counted_after=("MEM001",) if level in ("global", "reread") and not product else (),
+        )
+
+    def _product_reread_words(self, k: KernelContext, share: float | None) -> str:
+        """Why a matrix product's estimate is the re-read model's: its multiply-adds (integer dot products counted in
+        integer operations) are under `min_gflop`, where the two-level model is not used."""
+        stream = fma_stream(k)
+        dot = (
+            f", {stream.dot_ops / 1e6:.0f} M integer operations of dot products, 8 a thread's IDP.4A"
+            if stream and stream.dot_ops
+            else ""
+        )
+        return (
+            f"A matrix product ({share or 0.0:.0%} of its multiply-adds multiply two loaded values{dot}), under "
+            f"{self.thresholds['min_gflop']:.0f} GFLOP: its fix is the product's tiles at both levels, its estimate "
+            "the bytes that reuse removes, as below. "
         )
 
     @staticmethod

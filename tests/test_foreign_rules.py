@@ -29,14 +29,20 @@ def test_til001_reread_where_l2_refetches_cost_nothing():
     output per thread, each input loaded ~250 times through L1 (99% hits) while L2, 1% busy, sends L1 12x the bytes
     DRAM reads (the operands fit in L2). Those refetches cost nothing, so the reuse is TIL001's, not CAC001's. Its
     loads of A (a row a lane, walked 16 bytes at a time by an unrolled loop, `LDG.E.U8` at +0x0..+0xf of one register)
-    touch 16 lines a request where 32 abutting 16-byte records would touch 4: uncoalesced, MEM001 first since
-    2026-12-06 (before, their waste was taken for a record read whole by sibling loads; its label, written before,
-    expects TIL001 or nothing)."""
+    touch 16 lines a request where 32 abutting 16-byte records would touch 4: uncoalesced (MEM001). Its products are
+    integer dot products (`IDP.4A.S8.S8` of bytes packed by PRMT, four a loop step on one accumulator): read as a
+    matrix product since 2026-12-06, its fix is the product's tiles at both levels, ranked on its own saving (new code
+    that loads both tiles in coalesced rows) at -95% ahead of coalescing's -89%; until then it was counted after
+    MEM001 as a filter's tile would be (-53%), and MEM001 came first. Its label, written before, expects TIL001 or
+    nothing."""
     ks = kernels("panjd123+cutlass__report-s4.ncu-rep.xz")
     findings = ks["ReferenceGemm_kernel"]["findings"]
     rules = [f["rule"] for f in findings]
-    assert rules[:2] == ["MEM001", "TIL001"] and "CAC001" not in rules
-    assert "through L1 (99% hits)" in findings[1]["title"]
+    assert rules[:2] == ["TIL001", "MEM001"] and "CAC001" not in rules
+    til, mem = findings[0], findings[1]
+    assert "through L1 (99% hits)" in til["title"] and "tile it at both levels" in til["fix"]
+    assert "113 M integer operations of dot products" in til["speedup_model"]
+    assert 0.9 < til["estimated_speedup"] < 0.97 and til["estimated_speedup"] > mem["estimated_speedup"]
     assert not any(f["rule"] == "TIL001" for f in ks["Kernel"]["findings"])  # the B2b GEMM under study
 
 

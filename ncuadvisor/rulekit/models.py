@@ -997,16 +997,26 @@ def per_pc(ctx: KernelContext, key: str, *others: str) -> dict[int, dict[str, An
 @dataclass(frozen=True)
 class FmaStream:
     """What a kernel's fused multiply-adds compute, from its instruction stream (executions weighted by
-    `inst_executed`, in the hot loop): `fma` the FFMA/HFMA2/DFMA executed; `products` those that multiply two loaded values (factors
+    `inst_executed`, in the hot loop): `fma` the FFMA/HFMA2/DFMA/IDP executed; `products` those that multiply two loaded values (factors
     no FMA produced) and add a register (`acc += a × b`; not `x × 0.9999 + 1e-4`, nor `acc = acc × v + w`);
     `mufu` the special-function instructions (reciprocal square root, exponential, ...) executed beside them;
     `uniform` the FMAs one of whose loaded factors is the same value in every thread of the grid (read from an address
-    no thread or block index reaches: a filter's weight, `grid_uniform_loads`), which `products` leaves out."""
+    no thread or block index reaches: a filter's weight, `grid_uniform_loads`), which `products` leaves out.
+    Integer dot products (`IDP.4A`: four int8 products summed into an int32 accumulator; `IDP.2A`: two) are
+    multiply-adds of the same shape, `acc += dot(a, b)`, and are counted among them; `dot_ops` is their work in
+    integer operations (a thread's `IDP.4A` 4 multiply-adds, 8 ops; `IDP.2A` 4 ops), every execution counted (the
+    setup's and the tail's too), and `dot_lanes` their thread instructions, each taking the lane of the FMA pipe an
+    `FFMA` takes (GA100 issues them at its FFMA rate: panjd123's int8 reference GEMM, 4 IDP.4A and one IMAD.X a
+    loop step, shows the FMA pipe 0.83% busy where full rate says 0.80% and half rate 1.3%). Both count full warps (32 lanes an
+    executed warp instruction); `IMAD` is not a dot product: the index arithmetic multiplies registers that no FMA
+    produced too (`IMAD R7, R6, R13, R7`, a convolution's row offset) and would read as one."""
 
     fma: float
     products: float
     mufu: float
     uniform: float = 0.0
+    dot_ops: float = 0.0
+    dot_lanes: float = 0.0
 
     @property
     def product_share(self) -> float:
@@ -1017,7 +1027,9 @@ class FmaStream:
         return self.mufu / self.fma if self.fma else 0.0
 
 
-_FMA_OPCODES = ("FFMA", "HFMA2", "DFMA")
+_FMA_OPCODES = ("FFMA", "HFMA2", "DFMA", "IDP")
+# integer operations per thread of an integer dot product (a multiply and an add per pair of factors)
+_DOT_OPS = {"IDP.4A": 8.0, "IDP.2A": 4.0}
 # a token of register dataflow: a register, a uniform register or a predicate (RZ, URZ, PT are constants)
 _TOKEN = re.compile(r"(?<![A-Za-z0-9_])(U?R|U?P)(\d+)(\.64|\.128)?")
 _PREDICATE_OUT = re.compile(r"U?P(\d+|T)")
@@ -1107,6 +1119,8 @@ def fma_stream(k: KernelContext) -> FmaStream | None:
     uniform_loads = grid_uniform_loads(entries)
     from_uniform: dict[str, bool] = {}  # register -> whether its latest producer is a grid-uniform load
     fma = products = mufu = uniform = 0.0
+    dot_lanes = {op: sum(32 * v for v, ins, _ in parsed if ins.opcode.startswith(op)) for op in _DOT_OPS}
+    dot_ops = sum(_DOT_OPS[op] * lanes for op, lanes in dot_lanes.items())
     for second in (False, True):
         for value, ins, pc in parsed:
             base = ins.opcode.split(".")[0]
@@ -1133,7 +1147,9 @@ def fma_stream(k: KernelContext) -> FmaStream | None:
                 for r in range(first, first + width):
                     from_fma[f"R{r}"] = is_fma
                     from_uniform[f"R{r}"] = pc in uniform_loads
-    return FmaStream(fma=fma, products=products, mufu=mufu, uniform=uniform)
+    return FmaStream(
+        fma=fma, products=products, mufu=mufu, uniform=uniform, dot_ops=dot_ops, dot_lanes=sum(dot_lanes.values())
+    )
 
 
 @dataclass(frozen=True)
