@@ -54,7 +54,10 @@ def collect_instructions(
     configs = config_launch_count(kernels, wanting)
     strategy = first_strategy(bool(session.filters.kernel), None, configs)
     base = round_name_base(strategy, "demangled")
-    session.ui.note(f"  {len(wanting)} kernel(s) may need their per-instruction data: one more round with {SECTION}")
+    many = f"{len(wanting)} kernels" if len(wanting) != 1 else "1 kernel"
+    session.ui.note(
+        f"  {many} may need their per-instruction data (a rule's gate admits them): one more run with {SECTION}"
+    )
     run = session._phase2_round(rnd, strategy, base, wanting, [*sections, SECTION], metrics, configs)
     found: set[tuple[str, str, str]] = set()
     if run.report is not None:
