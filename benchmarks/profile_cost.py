@@ -538,9 +538,12 @@ def main() -> int:
 
 SIDE_BY_SIDE = "profile-cost-side-by-side/1"
 FULL_S_PER_LAUNCH = 2.4  # planning only, to skip a full set that cannot fit (NCU-FACTS: 2.07-2.35 s a launch)
-# planning only: `ncuadvisor report` on a full-set capture, per result (0.8 s for 96 on the H100, 2026-12-06), plus
-# start-up
-REPORT_S_PER_RESULT = 0.05
+# planning only: `ncuadvisor report` on a full-set capture, per result (0.8 s for 96 on the H100, 2026-12-06; 1.4 s and
+# 2.0 s for 218), plus start-up (REPORT_BASE_S: the logs' tar and the results' xz too). Their sum is kept back from
+# the full set's deadline: at 15 s + 0.05 s a result (26 s for 218) the GPT-2 step's full set was stopped while ncu
+# exited, its report already written (16:00 UTC, `fixtures/profile-cost-2026-12-06-sourcecounters/`)
+REPORT_S_PER_RESULT = 0.02
+REPORT_BASE_S = 8.0
 
 
 class Refused(Exception):
@@ -670,7 +673,7 @@ def measure_main(argv: list[str]) -> int:
     full_cmd = ["ncu", "--clock-control", "none", "--set", "full", "--import-source", "yes", *ncu_range]
     full_cmd += ["-o", str(full_base), *run_program]
     need = plain["wall_s"] + (n or 0) * args.full_s_per_launch
-    reserve = 15.0 + (n or 0) * REPORT_S_PER_RESULT
+    reserve = REPORT_BASE_S + (n or 0) * REPORT_S_PER_RESULT
     if not n or prof["rc"] != 0:
         res["full"] = {"cmd": full_cmd, "skipped": "`ncuadvisor profile` failed: the range's launches are unknown"}
     elif need + reserve > left():

@@ -25,7 +25,7 @@ source benchmarks/device/env.sh
 part_start
 python3 -c "import transformers; print('transformers', transformers.__version__)" >> "$OUT/env.txt" 2>&1
 timeout $(( $(left) - 5 )) python3 benchmarks/profile_cost.py measure --name "$NAME" --out "$OUT" \
-  --budget-s $(( $(left) - 15 )) --full-s-per-launch "${FULL_S_PER_LAUNCH:-2.4}" --nvtx-include step_all_threads \
+  --budget-s $(( $(left) - 8 )) --full-s-per-launch "${FULL_S_PER_LAUNCH:-2.4}" --nvtx-include step_all_threads \
   -- $PROGRAM 2>&1 | tee -a "$OUT/steps.log"
 say "measure rc=${PIPESTATUS[0]}"
 python3 benchmarks/profile_cost.py table "$OUT/cost_$NAME.json" 2>&1 | tail -30
