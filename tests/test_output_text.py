@@ -133,3 +133,16 @@ def test_a_card_agrees_with_its_row(typed, name):
         if "see PRG" in row:
             card = page.split(f'id="{anchor}"', 2)[-1][:4000]
             assert "No findings for this kernel." not in card.split("</section>", 1)[0]
+
+
+def test_the_terminal_says_when_nothing_is_first_as_the_markdown_does(report_path):
+    """pipeline_v1 (every kernel near its bound or without a finding: no action): the terminal says so in the
+    markdown's words, where it used to print the table alone; a report with actions keeps its "Where to start"."""
+    from tests.conftest import report_output
+
+    term = report_output(report_path("pipeline_v1"), "terminal")
+    md = report_output(report_path("pipeline_v1"), "md")
+    line = "Nothing to fix first: every kernel is near its roofline bound"
+    assert line in md and line in term and "Where to start" not in term
+    other = report_output(report_path("pipeline_v0"), "terminal")
+    assert "Where to start" in other and line not in other

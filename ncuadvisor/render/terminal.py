@@ -102,9 +102,14 @@ def _where_and_fix(view: Result, a: Action) -> str:
     return " · ".join(t for t in (where, fix) if t)
 
 
+NOTHING_FIRST = "Nothing to fix first: every kernel is near its roofline bound, is library code left at its shape, or has no finding."
+
+
 def _where_to_start(console: Console, view: Result, width: int) -> None:
     actions = view.top_actions[:ACTIONS_SHOWN]
     if not actions and not view.program_findings:
+        if view.kernels:  # as the markdown says it: no finding estimated to save time
+            console.print(f"\n{NOTHING_FIRST}")
         return
     console.print("\n[bold]Where to start[/bold]")
     # a grid: the number in its own column, so that wrapped lines stay indented under the item's text
