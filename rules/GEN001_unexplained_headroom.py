@@ -109,7 +109,7 @@ class UnexplainedHeadroom(Rule):
         A kernel at least `min_headroom` times its roofline floor (the bar of ROOF001's "leave it") on which no other
         rule fired, at least `min_duration_ns` long. It runs last (`fallback`) and names, from the counters, the
         mechanism that holds the time: for a tensor-core product near its pipe's rate (or a library product whose
-        floor is the tensor pipe's and no unit is busy), the pipe's idle share and the waves of tiles on the SMs, from
+        floor is the tensor pipe's, or within `ridge_band` of the largest work floor, and no unit is busy), the pipe's idle share and the waves of tiles on the SMs, from
         the launch and the counters, never the kernel's name: M·N (the SMs' writes at the product type's output
         width), K (FLOPs ÷ 2·M·N) and the tiles of the grid say "M·N off the tile multiple of the SMs (the last wave
         is partial)" (a last wave at least `min_tail_idle` idle) or "K too small to amortise the tile pipeline" (K
@@ -177,6 +177,7 @@ class UnexplainedHeadroom(Rule):
         "min_pipe_pct": 60.0,
         "min_gemm_k": 512.0,
         "max_epilogue_ratio": 0.25,
+        "ridge_band": 0.9,  # a tensor floor this close to the DRAM floor: the product sits at the ridge
     }
     languages = ("cuda", "triton", "pytorch", "library")
     fallback = True
@@ -242,7 +243,10 @@ class UnexplainedHeadroom(Rule):
         shares = stall_shares(k)
         top = next(iter(shares.items()), None)
         built: tuple[str, str, str, float, str, list[Evidence]] | None
-        tensor_floor = bool(r.floors) and max(r.floors, key=lambda u: r.floors[u]) == "tensor"
+        # the tensor pipe's floor is the product's, or close enough to the largest work floor (the launch's aside)
+        # that the bytes do not hold it
+        work_floors = [v for u, v in r.floors.items() if u != "launch"]
+        tensor_floor = bool(work_floors) and r.floors.get("tensor", 0.0) >= t["ridge_band"] * max(work_floors)
         if (
             r.limiter == "tensor"
             or (side == "compute" and r.busy_pct.get("tensor", 0.0) >= 40.0)

@@ -6,7 +6,10 @@ class MemoryBoundLibraryGemm(Rule):
 
     What it detects:
         A library kernel with tensor-core work whose headroom is at least `min_headroom` and whose arithmetic
-        intensity (FLOPs per compulsory byte) is below the device's ridge point (tensor peak ÷ DRAM bandwidth).
+        intensity (FLOPs per compulsory byte) is below the device's ridge point (tensor peak ÷ DRAM bandwidth),
+        where fusing it would save at least `min_saving` of its time. At the ridge the memory and compute floors are
+        close, fusion removes little, and the rule leaves the kernel to the rule that names what holds its time
+        (GEN001: a partial last wave, K too small for the tile).
 
     Why it costs time:
         A product with a small inner dimension (attention's QKᵀ with head_dim 64, a batch of small matrices) reads
@@ -25,7 +28,7 @@ class MemoryBoundLibraryGemm(Rule):
         Fused, the product's bytes stay on chip and its floor becomes its compute floor; what held it above its
         old floor (latency, a partial wave) stays: new time = the larger of its FLOPs at 85% of the tensor peak of
         its type and its time scaled by compute floor ÷ memory floor. Near the ridge the two floors are close and
-        fusion buys little: the finding then ranks below the mechanism that holds the time.
+        fusion buys little: under `min_saving` of the kernel's time the rule claims nothing.
 
     False positives:
         Products whose neighbours cannot be fused (the output is needed later anyway); the estimate then is an upper
@@ -37,7 +40,7 @@ class MemoryBoundLibraryGemm(Rule):
     category = "fusion"
     title = "Library matrix product is memory-bound at this shape: fuse it"
     requires = (SpeedOfLight.DURATION,)
-    thresholds = {"min_headroom": 2.0}
+    thresholds = {"min_headroom": 2.0, "min_saving": 0.1}
     languages = ("library",)
     fixes = {
         "library": Fix(
@@ -68,6 +71,8 @@ class MemoryBoundLibraryGemm(Rule):
         memory_floor_ns = r.compulsory_bytes / r.peak_dram_bytes_per_s * 1e9
         # the headroom the bytes do not explain stays after fusion: the same distance from the new, lower floor
         new_ns = max(new_ns, (r.duration_ns or 0) * compute_floor_ns / memory_floor_ns)
+        if not r.duration_ns or new_ns > (1 - self.thresholds["min_saving"]) * r.duration_ns:
+            return None  # at the ridge: the bytes fusion removes do not hold this kernel's time
         return self.finding(
             title=f"Memory-bound matrix product: {r.intensity:.0f} FLOP/byte, ridge {ridge:.0f}",
             message=(
