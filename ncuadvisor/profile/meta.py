@@ -3,6 +3,7 @@ the filters, each run of ncu, the reports placed, the early start of phase 2's p
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from typing import Any
 
 from ncuadvisor.profile.target import TORCH_RUNNER
@@ -52,6 +53,7 @@ def profile_meta(s: Any, mode: str, extra: dict[str, Any]) -> dict[str, Any]:
         "reports": [str(p) for p in s.placed],
         "partial": bool(s.interrupted or s.incomplete),
         **({"early_start": s.early_note} if s.early_note else {}),
+        **({"launch_interval": asdict(s.launch)} if getattr(s, "launch", None) is not None else {}),
     }
     meta.update(extra)
     return meta
