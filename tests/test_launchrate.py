@@ -145,3 +145,22 @@ def test_profile_gives_its_measured_interval_to_the_rules_and_keeps_it(cli, tmp_
     assert prg004["estimated_saving_ns"] == pytest.approx(4 * 10_000.0)
     assert read_sidecar(tmp_path / "step.ncu-rep") == 10_000.0
     assert read_sidecar(tmp_path / "step.phase1.ncu-rep") == 10_000.0
+
+
+def test_the_scorer_reads_the_interval_measured_beside_the_bench(tmp_path, monkeypatch):
+    """benchmarks/accuracy.py: launch_interval.jsonl beside the patterns' bench file (launch_rate.sh writes both)
+    gives the median of its measured lines; the fixtures' folders hold none (their scores keep the assumed cost)."""
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
+    import accuracy
+
+    bench = tmp_path / "bench_patterns.jsonl"
+    bench.write_text('{"kernel": "small_fused", "median_us": 5.1}\n')
+    assert accuracy.launch_interval(None, bench) is None
+    lines = [{"interval_ns": 2100.0}, {"interval_ns": None, "why": "x"}, {"interval_ns": 1900.0}, {"interval_ns": 2500}]
+    (tmp_path / "launch_interval.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+    got = accuracy.launch_interval(None, bench)
+    assert got is not None and got.interval_ns == 2100.0 and "launch_interval.jsonl" in got.source
+    given = accuracy.launch_interval("4.7", bench)
+    assert given is not None and given.interval_ns == pytest.approx(4700.0)
+    for folder in (ROOT / "fixtures" / "planted", ROOT / "fixtures" / "h100-planted-2026-12-06"):
+        assert accuracy.launch_interval(None, next(folder.glob("bench_patterns*.jsonl"))) is None
