@@ -145,6 +145,8 @@ def test_profile_gives_its_measured_interval_to_the_rules_and_keeps_it(cli, tmp_
     assert prg004["estimated_saving_ns"] == pytest.approx(4 * 10_000.0)
     assert read_sidecar(tmp_path / "step.ncu-rep") == 10_000.0
     assert read_sidecar(tmp_path / "step.phase1.ncu-rep") == 10_000.0
+    assert res["report"]["profile"]["reports"] == ["step.phase1.ncu-rep", "step.ncu-rep"]  # the kept files apart
+    assert "ncuadvisor report step.ncu-rep`" in r.out.replace("\n", "")  # the hint names a report, not a sidecar
 
 
 def test_the_scorer_reads_the_interval_measured_beside_the_bench(tmp_path, monkeypatch):
