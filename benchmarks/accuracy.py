@@ -28,12 +28,18 @@ case's torch.profiler trace, fixtures/host-trace-2026-12-02, replayed with the a
 saving measured without the profiler in that day's loop.
 
     python benchmarks/accuracy.py [--markdown] [--planted] [--report R --manifest M --bench B]
+    python benchmarks/accuracy.py --planted --patterns-report R --patterns-bench B [--launch-interval US_OR_FILE]
+
+The access patterns are analysed with the host's launch interval of the machine that timed them when one was
+measured there (`--launch-interval`, else launch_interval.jsonl beside the bench file: benchmarks/device/
+launch_rate.sh writes both); PRG004's saving then counts max(kernel time, interval) per launch removed.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import statistics
 import sys
 from pathlib import Path
 
@@ -42,6 +48,7 @@ sys.path.insert(0, str(ROOT))
 
 from ncuadvisor.pipeline.analyze import analyze  # noqa: E402
 from ncuadvisor.pipeline.ranking import top_actions  # noqa: E402
+from ncuadvisor.result.types import LaunchInterval  # noqa: E402
 
 # NCU rule identifiers -> our categories (for scoring NCU's top rule on the same question).
 NCU_CATEGORY = {
@@ -163,9 +170,15 @@ def main() -> int:
     ap.add_argument("--planted", action="store_true", help="only the access-pattern and PyTorch tables")
     ap.add_argument("--patterns-report", type=Path, default=None, help="the access patterns captured on another GPU")
     ap.add_argument("--patterns-bench", type=Path, default=None, help="their `patterns --bench` timings")
+    ap.add_argument(
+        "--launch-interval",
+        default=None,
+        help="the host's launch interval on the patterns' machine: µs, or a file of `python -m "
+        "ncuadvisor.profile.launchrate` lines (default: launch_interval.jsonl beside the bench file, if any)",
+    )
     args = ap.parse_args()
     if args.planted:
-        planted_tables(args.markdown, args.patterns_report, args.patterns_bench)
+        planted_tables(args.markdown, args.patterns_report, args.patterns_bench, args.launch_interval)
         return 0
     sets = [(args.report, args.manifest, args.bench)] if args.report else SETS
 
@@ -417,17 +430,46 @@ def _error(est_us: float | None, meas_us: float) -> str:
     return f"{100 * (est_us / meas_us - 1):+.0f}%"
 
 
-def planted_tables(markdown: bool, patterns_report: Path | None = None, patterns_bench: Path | None = None) -> None:
+def launch_interval(given: str | None, bench_path: Path) -> LaunchInterval | None:
+    """The host's launch interval of the machine the patterns were captured and timed on: `given` (µs, or a file of
+    `python -m ncuadvisor.profile.launchrate` lines), else launch_interval.jsonl beside the bench file, else lines of
+    the bench file that hold `interval_ns`; the median of the measured lines. None when none holds one (the captures
+    of 2026-12-01 and 2026-12-06: PRG004 keeps its assumed launch cost)."""
+    if given is not None and not Path(given).exists():
+        try:
+            return LaunchInterval(interval_ns=float(given) * 1e3, source="given to the scorer")
+        except ValueError:
+            raise SystemExit(f"--launch-interval {given!r}: neither a number of µs nor a file") from None
+    path = Path(given) if given is not None else bench_path.parent / "launch_interval.jsonl"
+    lines = _jsonl(path) if path.exists() else [b for b in _jsonl(bench_path) if "interval_ns" in b]
+    values = sorted(float(b["interval_ns"]) for b in lines if isinstance(b.get("interval_ns"), (int, float)))
+    if not values:
+        return None
+    where = path.name if path.exists() else bench_path.name
+    return LaunchInterval(interval_ns=statistics.median(values), source=f"measured on the capture's machine ({where})")
+
+
+def planted_tables(
+    markdown: bool,
+    patterns_report: Path | None = None,
+    patterns_bench: Path | None = None,
+    interval_given: str | None = None,
+) -> None:
     """The access-pattern pairs and the PyTorch cases: first action, NCU's top rule, estimated vs measured saving.
-    `patterns_report` and `patterns_bench`: the access patterns captured elsewhere (another GPU), with their timings."""
+    `patterns_report` and `patterns_bench`: the access patterns captured elsewhere (another GPU), with their timings;
+    the patterns are analysed with the host's launch interval measured there when there is one (`launch_interval`)."""
     bench_path = patterns_bench or PLANTED / "bench_patterns.jsonl"
     if not bench_path.exists():
         return
     bench: dict[str, float] = {}
     for b in _jsonl(bench_path):  # a file of several --bench runs: the last run's timing of each kernel
-        bench[b["kernel"]] = b["median_us"]
+        if "kernel" in b:
+            bench[b["kernel"]] = b["median_us"]
     bench["small_update"] = bench.get("small_update_x4", 0.0)
-    result = analyze(patterns_report or ROOT / "fixtures" / "patterns.ncu-rep.xz").to_dict()
+    interval = launch_interval(interval_given, bench_path)
+    if interval is not None:
+        print(f"launch interval: {interval.interval_ns / 1e3:.2f} µs ({interval.source})")
+    result = analyze(patterns_report or ROOT / "fixtures" / "patterns.ncu-rep.xz", launch_interval=interval).to_dict()
     by_name = {k["name"]: k for k in result["kernels"]}
     rows, ok_n, within, n_est = [], 0, 0, 0
     for planted, twin, what, (rule, words) in PATTERNS:

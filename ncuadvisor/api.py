@@ -10,6 +10,7 @@ Jupyter as its card and the roofline. `diff` returns a `Diff`, shown as the diff
 from __future__ import annotations
 
 import html
+import math
 import os
 from collections.abc import Sequence
 from dataclasses import replace
@@ -18,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from ncuadvisor.errors import InputError
 from ncuadvisor.result.lookup import find_kernel
-from ncuadvisor.result.types import KernelEntry, TopAction
+from ncuadvisor.result.types import KernelEntry, LaunchInterval, TopAction
 from ncuadvisor.result.types import Result as ResultRecord
 
 if TYPE_CHECKING:
@@ -50,9 +51,30 @@ def _rules(
     return configured_rules(resolved)
 
 
-def result_record(path: PathLike, rules: list[Any] | None = None, host_trace: PathLike | None = None) -> ResultRecord:
+GIVEN = "given with --launch-interval-us"
+
+
+def given_interval(launch_interval_us: float | None) -> LaunchInterval | None:
+    """The host's launch interval a user gives, in µs, as the program rules read it; a value that is not a positive
+    number under 1000 µs raises `InputError` (one line)."""
+    if launch_interval_us is None:
+        return None
+    us = launch_interval_us
+    if isinstance(us, bool) or not isinstance(us, (int, float)) or not (math.isfinite(us) and 0 < us < 1000):
+        raise InputError(f"--launch-interval-us {us!r}: give the host's launch interval in µs, above 0 and under 1000")
+    return LaunchInterval(interval_ns=float(us) * 1000.0, source=GIVEN)
+
+
+def result_record(
+    path: PathLike,
+    rules: list[Any] | None = None,
+    host_trace: PathLike | None = None,
+    launch_interval_us: float | None = None,
+) -> ResultRecord:
     """The typed result of a report (analysed with `rules`, default the configured ones) or of a saved result JSON
-    (read as it is). The command line's `report` and `diff` call this."""
+    (read as it is). The command line's `report` and `diff` call this. `launch_interval_us`: the host's launch
+    interval (PRG004), else the one `ncuadvisor profile` kept beside the report, if any."""
+    interval = given_interval(launch_interval_us)
     p = Path(path)
     if p.suffix.lower() == ".json":
         from ncuadvisor.saved.validate import REPORT_KIND, load_saved
@@ -67,7 +89,8 @@ def result_record(path: PathLike, rules: list[Any] | None = None, host_trace: Pa
         from ncuadvisor.analysis.hosttrace import read_trace
 
         timeline = read_trace(Path(host_trace))
-    return analyze_report(p, rules=rules if rules is not None else _rules(None, None, None, None), host=timeline)
+    rules = rules if rules is not None else _rules(None, None, None, None)
+    return analyze_report(p, rules=rules, host=timeline, launch_interval=interval)
 
 
 def analyze(
@@ -77,14 +100,17 @@ def analyze(
     ignore: Sequence[str] | None = None,
     config: PathLike | None = None,
     host_trace: PathLike | None = None,
+    launch_interval_us: float | None = None,
 ) -> Result:
     """Analyze an Nsight Compute report (.ncu-rep, .ncu-repz, .xz/.gz of one), or read a saved result (.json).
 
     `rules_dir`: folders of your own rules; `select`/`ignore`: rule codes or prefixes (replacing the configuration's,
     as `--select`/`--ignore` do); `config`: a pyproject.toml or ncuadvisor.toml (default: the nearest one);
-    `host_trace`: a torch.profiler trace of the same program, for wall-time savings. A report that cannot be read
-    raises `ncuadvisor.errors.InputError` (one line that says why)."""
-    return Result(result_record(path, _rules(rules_dir, select, ignore, config), host_trace))
+    `host_trace`: a torch.profiler trace of the same program, for wall-time savings; `launch_interval_us`: the host's
+    launch interval where the program runs (PRG004's saving; default: the one `ncuadvisor profile` measured and
+    kept beside the report, else unknown). A report that cannot be read raises `ncuadvisor.errors.InputError` (one
+    line that says why)."""
+    return Result(result_record(path, _rules(rules_dir, select, ignore, config), host_trace, launch_interval_us))
 
 
 def diff(

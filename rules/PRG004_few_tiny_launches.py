@@ -41,14 +41,21 @@ class FewTinyLaunches(ProgramRule):
         (mode="reduce-overhead" adds the graph).
 
     Speedup estimate:
-        Per run: every launch's GPU time but the longest (a fused kernel of such tiny work runs about as long as one
-        of them; passes of a device-wide CUB sort or scan are not fused, a graph only saves their launch) plus
-        `overhead_ns` of launch cost per launch removed. That cost is an assumption: it is the host's (CPU, driver),
-        which no ncu report measures (ncu serialises the launches), and it is hidden behind the previous kernel
-        wherever the host issues launches faster than the GPU runs them. Measured on the planted four launches of a
-        2-3 µs kernel: on the H100 machine each extra launch added the kernel's own time (the saving was GPU time
-        alone, 8.5 µs against 19.0 estimated), on the H200 machine 4.7 µs, twice the kernel (14.2 µs against 16.9).
-        A host timeline (`--host-trace`) measures the interval.
+        Launches are asynchronous: the host issues the next launch while the GPU runs the previous kernel, so each
+        launch of a run costs the longer of its kernel's time and the host's launch interval (CPU and driver time to
+        issue one launch), not their sum. With the interval known (`ncuadvisor profile` measures it where the program
+        runs, before phase 1; `ncuadvisor report --launch-interval-us` gives it), a run saves, per launch removed,
+        max(that launch's GPU time, the interval): every fusable launch but the longest (a fused kernel of such tiny
+        work runs about as long as one of them) is removed; passes of a device-wide CUB sort or scan keep their
+        kernel, a graph saves only max(0, interval - their time) each. Measured on the planted four launches of a
+        2-3 µs kernel (against one fused launch): on the H100 machine each extra launch added the kernel's own time
+        (2.74 µs; saving 8.5 µs, the model with an interval under that: 3 × 2.74 = 8.2 µs), on the H200 machine
+        4.7 µs, twice the kernel (saving 14.2 µs; with an interval of 4.7 µs: 3 × 4.7 = 14.1 µs).
+        Without the interval (a report alone: no ncu report holds it, ncu serialises the launches) the estimate is
+        every fusable launch's GPU time but the longest plus `overhead_ns` of assumed launch cost per launch removed
+        (the earlier model, kept so that such reports keep their estimates): it overstates where the host is ahead
+        of the GPU (H100 above: 19.0 µs estimated) and can understate a slow host. The card names the model used and
+        where the interval came from.
         Predicts no counter: one of its two fixes, a CUDA Graph, keeps every launch in an ncu report (ncu profiles
         each node) and saves host time the report does not hold; fused, the launches fall, but a prediction that one
         fix meets and the other fails would say nothing about either.
@@ -102,11 +109,39 @@ class FewTinyLaunches(ProgramRule):
         return runs
 
     def _saving(self, p: ProgramContext, run: list[dict[str, Any]]) -> float:
-        """The launch cost of every launch but one, and the GPU time of the fusable launches but the longest (a pass
-        of a device-wide CUB sort or scan keeps its own kernel: a graph saves its launch, not its time)."""
-        fusable = [x["duration_ns"] for x in run if "cub::" not in _demangled(p, x["kernel_id"])]
-        gpu = sum(fusable) - max(fusable) if len(fusable) >= 2 else 0.0
-        return gpu + (len(run) - 1) * self.thresholds["overhead_ns"]
+        """What fusing the run (or replaying it as a graph) saves. A pass of a device-wide CUB sort or scan keeps its
+        own kernel: a graph saves its launch, not its time. With the host's launch interval known: max(GPU time,
+        interval) of each fusable launch but the longest, and max(0, interval - its time) of each CUB pass (all but
+        the first, when no launch of the run is fusable); without it: the GPU time of the fusable launches but the
+        longest, plus `overhead_ns` per launch but one."""
+        cub = ["cub::" in _demangled(p, x["kernel_id"]) for x in run]
+        fusable = [x["duration_ns"] for x, c in zip(run, cub) if not c]
+        if p.launch_interval is None:
+            gpu = sum(fusable) - max(fusable) if len(fusable) >= 2 else 0.0
+            return gpu + (len(run) - 1) * self.thresholds["overhead_ns"]
+        interval = p.launch_interval.interval_ns
+        removed = sorted(fusable)[:-1]  # the longest fusable launch stays: the fused kernel
+        passes = [x["duration_ns"] for x, c in zip(run, cub) if c]
+        graphed = passes if fusable else passes[1:]  # a graph of CUB passes alone still launches once
+        return sum(max(d, interval) for d in removed) + sum(max(0.0, interval - d) for d in graphed)
+
+    def _model(self, p: ProgramContext) -> str:
+        """The card's words on the saving's model and where the launch interval came from."""
+        if p.launch_interval is None:
+            return (
+                "Per run: the GPU time of every fusable launch but the longest (not CUB sort/scan passes), plus "
+                f"{self.thresholds['overhead_ns'] / 1000:.0f} µs of launch cost per launch removed: an assumed host "
+                "cost the report does not measure, hidden where the host issues launches faster than the GPU runs "
+                "them (the host's launch interval is unknown: `ncuadvisor profile` measures it, "
+                "`--launch-interval-us` gives it)."
+            )
+        li = p.launch_interval
+        return (
+            "Per run: each launch removed (every fusable launch but the longest) saves the longer of its GPU time and "
+            f"the host's launch interval, {li.interval_ns / 1000:.2f} µs ({li.source}): launches overlap the kernel "
+            "before them, so a launch costs whichever is longer; a CUB sort/scan pass keeps its kernel and saves "
+            "only what its launch exceeds its time by."
+        )
 
     def check_program(self, p: ProgramContext) -> list[ProgramFinding]:
         t = self.thresholds
@@ -140,15 +175,16 @@ class FewTinyLaunches(ProgramRule):
                 kernels=names,
                 kernel_ids=ids,
                 estimated_saving_ns=saving,
-                saving_model=(
-                    "Per run: the GPU time of every fusable launch but the longest (not CUB sort/scan passes), plus "
-                    f"{t['overhead_ns'] / 1000:.0f} µs of launch cost per launch removed: an assumed host cost the "
-                    "report does not measure, hidden where the host issues launches faster than the GPU runs them."
-                ),
+                saving_model=self._model(p),
                 confidence="medium",
                 evidence=[
                     Evidence("runs", len(runs), None, "runs of tiny launches"),
                     Evidence("longest_run", len(biggest), t["min_run"], "launches in the longest run"),
+                    *(
+                        [Evidence("launch_interval", li.interval_ns, None, f"host launch interval ({li.source})", "ns")]
+                        if (li := p.launch_interval) is not None
+                        else []
+                    ),
                 ],
             )
         ]

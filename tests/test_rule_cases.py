@@ -29,7 +29,8 @@ kernel entries: id, name, language, duration_ns, grid, block, roofline) and `[[c
 duration_ns, dram_read_bytes, dram_write_bytes, grid, block; `repeat = N` for N launches in a row;
 `repeat_launches = N` on the case repeats the whole sequence) and expects `estimated_saving_ns` instead;
 `host_trace = "host-trace-2026-12-02/trace_X.json.xz"` (under fixtures/) gives it that host timeline, matched to its
-kernels (name, grid, block, launches) as the pipeline matches a report's.
+kernels (name, grid, block, launches) as the pipeline matches a report's; `launch_interval_us = 2.5` gives it the
+host's launch interval (`ProgramContext.launch_interval`, source "given"), as `profile` or `--launch-interval-us` do.
 """
 
 from __future__ import annotations
@@ -46,7 +47,7 @@ from ncuadvisor.analysis.language import LIBRARY_LANGUAGES
 from ncuadvisor.analysis.walltime import HostModel
 from ncuadvisor.model import Instruction, Kernel, num
 from ncuadvisor.pipeline.locate import place
-from ncuadvisor.result.types import KernelEntry
+from ncuadvisor.result.types import KernelEntry, LaunchInterval
 from ncuadvisor.rulekit import engine
 from ncuadvisor.rulekit.contract import KernelContext, ProgramContext, ProgramRule, Rule, SourceSelection
 
@@ -136,7 +137,12 @@ def program_context(case: dict[str, Any]) -> ProgramContext:
     host = None
     if "host_trace" in case:
         host = HostModel.build(read_trace(CASES.parent.parent / "fixtures" / case["host_trace"]), kernels)
-    return ProgramContext(kernels, launches, device, total, host=host)
+    interval = None
+    if "launch_interval_us" in case:
+        interval = LaunchInterval(
+            interval_ns=float(case["launch_interval_us"]) * 1000.0, source="given in the rule case"
+        )
+    return ProgramContext(kernels, launches, device, total, host=host, launch_interval=interval)
 
 
 @pytest.mark.parametrize(("code", "case"), load_cases())
@@ -172,7 +178,7 @@ def check(expect: str | dict[str, Any], found: list[dict[str, Any]], estimate: s
     assert expect.get("fix_contains", "") in f["fix"]
     assert expect.get("message_contains", "") in f["message"]
     assert expect.get("code_contains", "") in f["fix_code"]
-    assert expect.get("model_contains", "") in (f.get("speedup_model") or "")
+    assert expect.get("model_contains", "") in (f.get("speedup_model") or f.get("saving_model") or "")
     assert expect.get("confidence", f.get("confidence")) == f.get("confidence")
     if estimate in expect:
         tolerance = expect.get("tolerance", 0.01 if estimate == "estimated_speedup" else 1.0)

@@ -311,7 +311,7 @@ def _summary(result: Result, placed: list[Path], out_path: Path, show: int) -> N
     if placed:
         from rich.markup import escape
 
-        reports = [p for p in placed if not str(p).endswith(".processes.json")]
+        reports = [p for p in placed if not str(p).endswith(".json")]  # not the files kept beside them
         stdout_console().print(
             "reports: "
             + ", ".join(escape(str(p)) for p in placed)

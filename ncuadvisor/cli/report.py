@@ -60,10 +60,20 @@ def report(
             ".gz): each fix also gets the wall time it saves, the measured host timeline replayed.",
         ),
     ] = None,
+    launch_interval_us: Annotated[
+        float | None,
+        typer.Option(
+            "--launch-interval-us",
+            help="The host's launch interval where the program runs, in µs (ncuadvisor profile measures it and keeps "
+            "it beside the report): fusing tiny launches saves max(kernel time, interval) per launch removed (PRG004).",
+        ),
+    ] = None,
 ) -> None:
     """Analyze a saved report: roofline bound of every kernel, then ranked findings with fixes."""
+    from ncuadvisor.api import given_interval
     from ncuadvisor.pipeline.analyze import analyze
 
+    interval = given_interval(launch_interval_us)  # a bad value fails first, in one line
     out_format = choose_format(output, fmt)
     if kernel is not None and not out_format.one_kernel:
         shown = ", ".join(f.name for f in FORMATS.values() if f.one_kernel)
@@ -76,7 +86,7 @@ def report(
 
         timeline = read_trace(host_trace)
     rules = load_rules(rules_dir, select, ignore, config, quiet=quiet)
-    result = analyze(path, rules=rules, host=timeline)
+    result = analyze(path, rules=rules, host=timeline, launch_interval=interval)
     if output is None and not out_format.terminal:
         sys.stdout.write(render_report(result, out_format, source_root, rules, kernel, top))
         return

@@ -19,13 +19,14 @@ from typing import TYPE_CHECKING, Protocol
 from ncuadvisor.analysis import archfacts, ceilings, needed, roofline
 from ncuadvisor.analysis.language import LIBRARY_LANGUAGES, kernel_language, library_evidence, other_language
 from ncuadvisor.load import ReportReader, RowsDisagree, read_results
+from ncuadvisor.load.launchinterval import read_sidecar, sidecar_path
 from ncuadvisor.metrics import STACK_SIZE_BEFORE, LaunchStats
 from ncuadvisor.model import Kernel, Profile, ResultDetail, group_kernels, num
 from ncuadvisor.pipeline import locate
 from ncuadvisor.pipeline.build import Analysed, Analysis, Evaluation, build, kernel_entries
 from ncuadvisor.pipeline.entries import device_entry, launch_list, processes_entry
 from ncuadvisor.result.helpers import no_surrogates
-from ncuadvisor.result.types import KernelEntry, ReportInfo, Result, SkippedRule
+from ncuadvisor.result.types import KernelEntry, LaunchInterval, ReportInfo, Result, SkippedRule
 from ncuadvisor.rulekit import engine
 from ncuadvisor.rulekit.contract import KernelContext, ProgramRule, Rule
 
@@ -80,17 +81,24 @@ def analyze(
     pick: str = "median",
     group_time: GroupTime | None = None,
     host: Timeline | None = None,
+    launch_interval: LaunchInterval | None = None,
 ) -> Result:
     """Analyze one report and return its result (schema_version 1). `pick`: which launch of a kernel group the
     deep analysis looks at (`model.group_kernels`: "median", "first" or "each"). `group_time`: the launches and time
     a kernel stands for when the report holds only some of its launches (`ncuadvisor profile`'s phase 2 profiles
     one launch of each kernel; phase 1 timed them all), so that rules judging a kernel by its share of the program's
     time see the true share. `host`: a host timeline of the same program (`analysis.hosttrace`), for the wall-time
-    estimates (`pipeline.hostwall`)."""
+    estimates (`pipeline.hostwall`). `launch_interval`: the host's launch interval, for the program rules (PRG004);
+    when None, the one `ncuadvisor profile` measured and kept beside the report (`load.launchinterval`), if any."""
     rules = rules if rules is not None else engine.discover(rule_folders)
+    if launch_interval is None and (kept := read_sidecar(path)) is not None:
+        launch_interval = LaunchInterval(
+            interval_ns=kept, source=f"measured by ncuadvisor profile, kept in {sidecar_path(path).name}"
+        )
     # report text that is not UTF-8 (ncu_report hands each bad byte over as a surrogate escape) becomes U+FFFD here,
     # once, so that every output can encode the result
-    return no_surrogates(build(kernel_analysis(path, rules=rules, pick=pick, group_time=group_time), rules, host))
+    analysis = kernel_analysis(path, rules=rules, pick=pick, group_time=group_time)
+    return no_surrogates(build(analysis, rules, host, launch_interval))
 
 
 def kernel_analysis(

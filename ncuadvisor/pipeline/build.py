@@ -32,6 +32,7 @@ from ncuadvisor.result.types import (
     Bound,
     Generator,
     KernelEntry,
+    LaunchInterval,
     NcuRuleEntry,
     ProgramFindingEntry,
     ReportInfo,
@@ -144,12 +145,20 @@ def kernel_entries(
     return out
 
 
-def build(analysis: Analysis, rules: list[Rule | ProgramRule], host: Timeline | None = None) -> Result:
+def build(
+    analysis: Analysis,
+    rules: list[Rule | ProgramRule],
+    host: Timeline | None = None,
+    launch_interval: LaunchInterval | None = None,
+) -> Result:
     """The finished result of an analysis: the program rules run once over its kernel entries (typed, read only) and
-    launches, and the host timeline matched to them when there is one; the entries a program finding owns
+    launches, with the host's launch interval when known (`launch_interval`, kept in `report.launch_interval`), and
+    the host timeline matched to them when there is one; the entries a program finding owns
     (`ProgramRule.owns`) or covers are marked so; "where to start" is ranked across both levels; each entry gets its
     wall-time saving (`pipeline.hostwall`). A failing program rule becomes a warning."""
     rep = analysis.report
+    if launch_interval is not None:
+        rep.launch_interval = launch_interval
     model = None
     if host is not None:
         from ncuadvisor.analysis.walltime import HostModel
@@ -161,6 +170,7 @@ def build(analysis: Analysis, rules: list[Rule | ProgramRule], host: Timeline | 
         device=rep.device.to_dict(),
         total_ns=rep.total_duration_ns,
         host=model if model is not None and model.matched else None,
+        launch_interval=rep.launch_interval,
     )
     program_findings, errors = engine.run_program_rules(rules, ctx)
     for e in errors:

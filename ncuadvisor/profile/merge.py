@@ -151,6 +151,7 @@ def merge_results(
     torch_ops: bool = False,
     at_ceiling: dict[tuple[str, str, str], float] | None = None,
     host: Any = None,
+    launch_interval: Any = None,
 ) -> Result:
     """One result from the phase-1 analysis (every kernel, its time) and the phase-2 analyses (deep metrics of a few).
 
@@ -163,6 +164,7 @@ def merge_results(
     kernels phase 1 placed at their tensor ceiling (`profile.ceiling`): not profiled, with the at-roofline verdict
     (one phase 2 profiled anyway, a launch shape of a chosen kernel's name, keeps its deep entry). `host`: the host
     timeline of `profile --host-time` (`analysis.hosttrace.Timeline`), for the wall-time estimates.
+    `launch_interval`: the host's launch interval `profile` measured (`result.types.LaunchInterval`), for PRG004.
     """
     from ncuadvisor.pipeline.build import Analysis, build
     from ncuadvisor.pipeline.entries import with_no_rule
@@ -193,7 +195,7 @@ def merge_results(
         merged.append(e)
     left_out = [d for key, (_path, d) in deep_by_key.items() if key not in used]
     rep = _merged_report(phase1, deep, left_out, len(merged), total)
-    return build(Analysis(rep, merged, launches or []), rules if rules is not None else [], host)
+    return build(Analysis(rep, merged, launches or []), rules if rules is not None else [], host, launch_interval)
 
 
 _Key = tuple[str, str, str]

@@ -3,8 +3,10 @@ the filters, each run of ncu, the reports placed, the early start of phase 2's p
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from typing import Any
 
+from ncuadvisor.load.launchinterval import SIDECAR_SUFFIX as LAUNCH_SIDECAR
 from ncuadvisor.profile.target import TORCH_RUNNER
 
 RUNNER_WORDS = "<ncuadvisor torch runner>"
@@ -49,9 +51,10 @@ def profile_meta(s: Any, mode: str, extra: dict[str, Any]) -> dict[str, Any]:
             }
             for r in s.runs
         ],
-        "reports": [str(p) for p in s.placed],
+        "reports": [str(p) for p in s.placed if not str(p).endswith(LAUNCH_SIDECAR)],  # the interval: launch_interval
         "partial": bool(s.interrupted or s.incomplete),
         **({"early_start": s.early_note} if s.early_note else {}),
+        **({"launch_interval": asdict(s.launch)} if getattr(s, "launch", None) is not None else {}),
     }
     meta.update(extra)
     return meta

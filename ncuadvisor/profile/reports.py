@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import os
 import shutil
+from dataclasses import asdict
 from pathlib import Path
+from typing import Any
 
 from ncuadvisor.errors import OutputError
+from ncuadvisor.load import launchinterval, processes
 from ncuadvisor.profile.selection import MAX_ROUNDS
 
 
@@ -42,3 +45,14 @@ def place_report(src: Path, dest_stem: Path, force: bool) -> Path:
         except OSError as exc:
             raise OutputError(f"{dest}: cannot write ({exc.strerror or exc})") from exc
     return dest
+
+
+def write_sidecars(report: Path, procs: dict[int, dict[str, Any]], launch: Any) -> list[Path]:
+    """What is kept beside a placed report for `ncuadvisor report`: the ranks of its processes
+    (`<report>.processes.json`) and the host's launch interval measured before phase 1 (`<report>.launch.json`,
+    `launch` a `profile.launchrate.LaunchRate`). The files written."""
+    kept = [
+        processes.write_sidecar(report, procs),
+        launchinterval.write_sidecar(report, asdict(launch) if launch is not None else None),
+    ]
+    return [p for p in kept if p is not None]

@@ -40,7 +40,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ncuadvisor.errors import NothingProfiledError, OutputError, ProfileInterrupted
-from ncuadvisor.load.processes import write_sidecar
 from ncuadvisor.profile import early as early_mod
 from ncuadvisor.profile import ncu as ncu_mod
 from ncuadvisor.profile.ceiling import at_tensor_ceiling, tensor_idle
@@ -48,11 +47,12 @@ from ncuadvisor.profile.collection import declared_collection
 from ncuadvisor.profile.hosttime import record_host_timeline
 from ncuadvisor.profile.instructions import collect_instructions
 from ncuadvisor.profile.launchbytes import fill_launch_bytes, profiled_bytes
+from ncuadvisor.profile.launchrate import LaunchRate, for_rules, measure_before
 from ncuadvisor.profile.merge import Phase1Time, analyze_phase1, merge_results, torch_context
 from ncuadvisor.profile.meta import profile_meta
 from ncuadvisor.profile.progress import ProgressUI
 from ncuadvisor.profile.pylines import KERNEL_LINES_ENV, attach_python_lines, read_kernel_lines
-from ncuadvisor.profile.reports import place_report, report_base
+from ncuadvisor.profile.reports import place_report, report_base, write_sidecars
 from ncuadvisor.profile.runner import PhaseRun, check_run, run_ncu
 from ncuadvisor.profile.selection import (
     DEFAULT_COVERAGE,
@@ -92,6 +92,7 @@ class Session:
     torch_ops: bool = False
     python_lines: bool = False
     host: Any = None  # `--host-time`: the host timeline of a plain run (`profile.hosttime`), for the wall estimates
+    launch: LaunchRate | None = None  # the host's launch interval, measured before phase 1 (`profile.launchrate`)
     placed: list[Path] = field(default_factory=list)
     runs: list[PhaseRun] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
@@ -162,10 +163,7 @@ class Session:
         if run.report is None:
             return None
         dest = place_report(run.report, self.base.parent / stem, self.force)
-        self.placed.append(dest)
-        kept = write_sidecar(dest, run.processes)
-        if kept is not None:
-            self.placed.append(kept)
+        self.placed += [dest, *write_sidecars(dest, run.processes, self.launch)]
         self._check_count(run, dest)
         return dest
 
@@ -228,7 +226,7 @@ class Session:
         run = self._run_saved(cmd, out_base, "full: every launch, ncu's full set", "full run")
         dest = self._place(run, f"{self.base.name}")
         assert dest is not None
-        result = analyze(dest, rules=self.rules, host=self.host)
+        result = analyze(dest, rules=self.rules, host=self.host, launch_interval=for_rules(self.launch))
         self._python_lines(result)
         for k in result.kernels:
             k.profiled = True
@@ -310,7 +308,7 @@ class Session:
         if any(x.get("dram_read_bytes") is None or x.get("dram_write_bytes") is None for x in launches):
             fill_launch_bytes(launches, p1_result.kernels, profiled_bytes(path for path, _ in deep))
         result = merge_results(
-            p1_result, deep, launches, self.rules, self.torch_ops, at_ceiling=at_ceiling, host=self.host
+            p1_result, deep, launches, self.rules, self.torch_ops, at_ceiling, self.host, for_rules(self.launch)
         )
         if deep and self.collection != "sections":
             # the declared collection holds every metric the rules read, not the whole sections: the analysis
@@ -491,6 +489,7 @@ def run_profile(
     )
     t0 = time.monotonic()
     try:
+        session.launch = measure_before(session)  # the host's launch interval, outside ncu (milliseconds)
         session.host = record_host_timeline(session) if host_time else None  # a plain run first (profile.hosttime)
         result = session.full() if full else session.two_phase(top=top, coverage=coverage)
     finally:

@@ -94,6 +94,19 @@ class Collection(Record):
 
 
 @dataclass(kw_only=True)
+class LaunchMeasurement(Record):
+    """The host's launch interval `profile` measured before phase 1, outside ncu (`profile.launchrate`): ns per launch
+    enqueued, None where it could not be measured (`why`: no CUDA driver, no GPU)."""
+
+    interval_ns: float | None
+    why: str | None = optional()
+    samples_ns: list[float] = field(default_factory=list)  # per launch, each repeat, the loop's call cost removed
+    call_overhead_ns: float | None = optional()
+    launches: int = 0
+    device: str | None = optional()
+
+
+@dataclass(kw_only=True)
 class ProfileInfo(Record):
     """How `ncuadvisor profile` made the result: the target, the filters, each run of ncu."""
 
@@ -110,3 +123,4 @@ class ProfileInfo(Record):
     selection: Selection | None = optional()
     early_start: EarlyStart | None = optional()  # phase 2's program started while phase 1 ran (profile.early)
     wall_s: float | None = optional()
+    launch_interval: LaunchMeasurement | None = optional()  # the host's launch interval, measured before phase 1

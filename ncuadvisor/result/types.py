@@ -18,6 +18,7 @@ from ncuadvisor.result.host_info import HostTimeline
 from ncuadvisor.result.origin import GraphReplay, ProcessRef, PythonLine, TorchContext  # noqa: F401
 from ncuadvisor.result.profile_info import (  # noqa: F401  (named here too: the result's types in one place)
     Collection,
+    LaunchMeasurement,
     ProfileFilters,
     ProfileInfo,
     ProfilePhase,
@@ -84,6 +85,16 @@ class ProcessEntry(Record):
 
 
 @dataclass(kw_only=True)
+class LaunchInterval(Record):
+    """The host's launch interval (CPU and driver: how long issuing one launch takes) that the program rules used,
+    and where it came from: measured by `ncuadvisor profile` where the program ran, or given (`--launch-interval-us`).
+    No ncu report holds it."""
+
+    interval_ns: float
+    source: str
+
+
+@dataclass(kw_only=True)
 class ReportInfo(Record):
     """The report that was analysed, its device and what it lacks."""
 
@@ -103,6 +114,7 @@ class ReportInfo(Record):
     devices: list[int] = field(default_factory=list)
     phase1_report: str | None = optional()
     profile: ProfileInfo | None = optional()
+    launch_interval: LaunchInterval | None = optional()  # the host's launch interval the program rules used
 
 
 @dataclass

@@ -27,6 +27,7 @@ from ncuadvisor.result.types import (
     FindingEntry,
     InlinedEntry,
     KernelEntry,
+    LaunchInterval,
     ProgramFindingEntry,
     SourceRefEntry,
 )
@@ -385,6 +386,7 @@ class ProgramContext:
         device: dict[str, Any],
         total_ns: float,
         host: HostModel | None = None,
+        launch_interval: LaunchInterval | None = None,
     ):
         self.kernels = kernels  # the result's kernel entries, by total time
         self.by_id = {k.id: k for k in kernels}
@@ -395,6 +397,9 @@ class ProgramContext:
         self.total_ns = total_ns
         # the host timeline measured beside the report, matched to these kernels (`--host-trace`): None without one
         self.host = host
+        # the host's launch interval (ns per launch issued, and its source: `profile` measures it where the program
+        # runs, `report --launch-interval-us` gives it): None when unknown; no ncu report holds it
+        self.launch_interval = launch_interval
         # kernel id -> the code of the rule that owns the kernel (`ProgramRule.owns`): filled by the engine, which runs
         # the owning rules first; the other program rules leave these kernels out of what they count
         self.owned: dict[str, str] = {}
