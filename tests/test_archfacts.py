@@ -181,3 +181,26 @@ def test_ideal_sectors_without_dram_bytes_are_no_floor(rows):
     assert "dram" not in r.floors and r.headroom is None and r.headroom_unknown
     full = roofline.compute(rows["copy_vec4"], 132, model=archfacts.machine(H200, [rows["copy_vec4"]]))
     assert "dram" in full.floors and full.headroom and full.headroom < 1.6
+
+
+def test_a_few_percent_under_the_floor_is_at_the_floor(rows):
+    """The same copy on its own device, its duration set 3% and 10% under its modelled floor: 3% is within what the
+    floor's peak and measured clock carry (and what inputs left in L2 by a producer save), so the kernel is at its
+    floor (headroom 1, the floor at most the measured time, said in `sources["floor"]`) and ROOF001 says leave it;
+    10% under is a defect of the model, as above."""
+    from ncuadvisor.model import Kernel
+    from ncuadvisor.rulekit import KernelContext, engine
+
+    row = rows["copy_vec4"]
+    floor = roofline.compute(row, 132, model=archfacts.machine(H200, [row])).theoretical_ns
+    assert floor
+    near = dict(row, **{"gpu__time_duration.sum": 0.97 * floor})
+    r = roofline.compute(near, 132, model=archfacts.machine(H200, [near]))
+    assert r.model_wrong is None and r.headroom == 1.0 and r.theoretical_ns == r.duration_ns
+    assert r.sources["floor"].startswith("measured 3.0% under the modelled floor")
+    kernel = Kernel("k", "copy_vec4", "copy_vec4", "copy_vec4", "", "", [0], 0, 1, r.duration_ns or 0.0)
+    verdict = engine.run_rules(engine.discover(), KernelContext(kernel, near, r, dict(H200), {}, "cuda", 1.0))
+    assert [f.rule for f in verdict.findings][:1] == ["ROOF001"]
+    far = dict(row, **{"gpu__time_duration.sum": 0.90 * floor})
+    wrong = roofline.compute(far, 132, model=archfacts.machine(H200, [far]))
+    assert wrong.model_wrong and wrong.headroom is None

@@ -7,9 +7,9 @@ of the device's architecture (`archfacts`: its lanes per SM × SMs × the SM clo
 LPDDR board from its device attributes (memory clock × bus width × 2), not from a clock measured during a short
 kernel. `sources` says where each came from ("report", "report: ...", "table: sm_XX").
 
-A kernel measured faster than its floor shows a defect of the model (`model_wrong`); a report that counts neither
-the bytes nor the FLOPs a kernel needs has no floor of its work (`headroom_unknown`), unless a compute pipe is the
-busiest unit: its busy time is then the floor. Either way theoretical_ns and headroom are None where no floor holds.
+A kernel measured more than 5% faster than its floor shows a defect of the model (`model_wrong`; within 5% it is at
+its floor, `sources["floor"]`); a report that counts neither the bytes nor the FLOPs a kernel needs has no floor of
+its work (`headroom_unknown`), unless a compute pipe is the busiest unit: its busy time is then the floor. Either way theoretical_ns and headroom are None where no floor holds.
 
 Two floors. The floor ("theoretical minimum time", `theoretical_ns`) is the largest ceiling of the work the kernel
 needs (`ceilings.py`): FP32 lane operations by instruction mix, FP64, FP16, tensor FLOPs by type, SFU transcendentals,
@@ -71,6 +71,9 @@ FP32_LANES, SFU_LANES = 128.0, 16.0  # per SM per clock: FP32 lanes and XU (MUFU
 # The share of a peak that the best kernels reach in practice (H200: a float4 copy 86% of DRAM peak, an FMA chain
 # 83% of the FP32 peak). No estimate promises a time below theoretical_ns / PRACTICAL_FRACTION.
 PRACTICAL_FRACTION = 0.85
+# A kernel measured this close under its floor is at it: the floor's peak and measured clock carry a few percent, and
+# bytes a producer left in L2 come back faster than DRAM's. Further under, the model is wrong for it (`model_wrong`).
+AT_FLOOR_TOLERANCE = 0.05
 
 # name -> (thread-instruction metric, FLOPs per instruction)
 _FLOP_TERMS: dict[str, list[tuple[str, float]]] = {
@@ -357,8 +360,15 @@ def compute(
         memory_side = (r.sol.get("memory_pct") or 0.0) >= (r.sol.get("compute_pct") or 0.0)
         if not bytes_counted and (not any(r.flops_by_precision.values()) or memory_side):
             _headroom_unknown(r, pipes, lane_share, duration_ns)
-        elif r.headroom < 1.0:
+        elif r.headroom < 1.0 - AT_FLOOR_TOLERANCE:
             _model_wrong(r, duration_ns)
+        elif r.headroom < 1.0:
+            r.sources["floor"] = (
+                f"measured {1.0 - r.headroom:.1%} under the modelled floor of {fmt_ns(r.theoretical_ns)}, within "
+                f"{AT_FLOOR_TOLERANCE:.0%} (the peak's and the clock's precision; inputs a producer left in L2): at "
+                "its floor, which is at most the measured time"
+            )
+            r.theoretical_ns, r.headroom = duration_ns, 1.0
     if r.compulsory_bytes:
         r.intensity = r.flops / r.compulsory_bytes
     if seconds:
