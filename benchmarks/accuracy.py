@@ -111,11 +111,21 @@ _REGTILE = {
     "why": "matmul_tiled applies one level (shared tiles) of the two TIL001's card advises (shared tiles and an 8×8 "
     "register tile): a twin of another fix",
 }
+# cache.cu's vstencil_rows on the H100: its CAC001 card names dim3(32, 8) first, dim3(32, 32) (cache.cu's twin) second;
+# workloads/cuda/vstencil.cu times both beside the planted kernel (benchmarks/device/vstencil.sh)
+_VSTENCIL = {
+    "report": ROOT / "fixtures" / "vstencil-2026-12-06" / "vstencil.ncu-rep.xz",
+    "bench": ROOT / "fixtures" / "vstencil-2026-12-06" / "bench_vstencil.jsonl",
+    "twin": "vstencil_tiles8",
+    "where": "vstencil, H100",
+    "why": "vstencil_tiles is the second of the two block shapes CAC001's card names; vstencil_tiles8 is its first",
+}
 # the H200 flaws report and the H100 one (fixtures/h100-planted-2026-12-06) alike: the fix-alone twin was measured on
 # an H100, with matmul_naive in the same capture
 FIX_ALONE_TWINS = {
     ("flaws.ncu-rep.xz", "matmul_naive"): _REGTILE,
     ("flaws_h100.ncu-rep.xz", "matmul_naive"): _REGTILE,
+    ("cache_h100.ncu-rep.xz", "vstencil_rows"): _VSTENCIL,
 }
 NCU_NEAR_BOUND_PCT = 20.0  # NCU "leaves a kernel alone" when none of its rules estimates 20% or more
 NEAR_BOUND_PCT = 70.0  # a fixed twin measured at >= 70% of DRAM or SM peak is expected to be called at-roofline
