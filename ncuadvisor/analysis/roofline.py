@@ -360,15 +360,8 @@ def compute(
         memory_side = (r.sol.get("memory_pct") or 0.0) >= (r.sol.get("compute_pct") or 0.0)
         if not bytes_counted and (not any(r.flops_by_precision.values()) or memory_side):
             _headroom_unknown(r, pipes, lane_share, duration_ns)
-        elif r.headroom < 1.0 - AT_FLOOR_TOLERANCE:
-            _model_wrong(r, duration_ns)
         elif r.headroom < 1.0:
-            r.sources["floor"] = (
-                f"measured {1.0 - r.headroom:.1%} under the modelled floor of {fmt_ns(r.theoretical_ns)}, within "
-                f"{AT_FLOOR_TOLERANCE:.0%} (the peak's and the clock's precision; inputs a producer left in L2): at "
-                "its floor, which is at most the measured time"
-            )
-            r.theoretical_ns, r.headroom = duration_ns, 1.0
+            _under_the_floor(r, duration_ns)
     if r.compulsory_bytes:
         r.intensity = r.flops / r.compulsory_bytes
     if seconds:
@@ -692,6 +685,21 @@ def _headroom_unknown(r: Roofline, pipes: Mapping[str, float], lane_share: float
     )
     r.theoretical_ns = r.headroom = None
     r.floor_reason = ""
+
+
+def _under_the_floor(r: Roofline, duration_ns: float) -> None:
+    """A kernel measured under its modelled floor: within `AT_FLOOR_TOLERANCE` it is at its floor (the floor then at
+    most its measured time, headroom 1, said in `sources["floor"]`); further under, the model is wrong for it."""
+    assert r.theoretical_ns is not None and r.headroom is not None
+    if r.headroom < 1.0 - AT_FLOOR_TOLERANCE:
+        _model_wrong(r, duration_ns)
+        return
+    r.sources["floor"] = (
+        f"measured {1.0 - r.headroom:.1%} under the modelled floor of {fmt_ns(r.theoretical_ns)}, within "
+        f"{AT_FLOOR_TOLERANCE:.0%} (the peak's and the clock's precision; inputs a producer left in L2): at its floor, "
+        "which is at most the measured time"
+    )
+    r.theoretical_ns, r.headroom = duration_ns, 1.0
 
 
 def _model_wrong(r: Roofline, duration_ns: float) -> None:
