@@ -9,14 +9,14 @@ import os
 from pathlib import Path
 from typing import Any
 
+from ncuadvisor.load import processes
+
 SIDECAR_SUFFIX = ".launch.json"
 
 
 def sidecar_path(report: str | os.PathLike[str]) -> Path:
-    p = Path(report)
-    if p.suffix in (".xz", ".gz"):
-        p = p.with_suffix("")
-    return p.with_name(p.name + SIDECAR_SUFFIX)
+    """`<report>.launch.json` beside `report` (or beside the report a compressed copy expands to)."""
+    return processes.sidecar_path(report, SIDECAR_SUFFIX)
 
 
 def valid_interval_ns(value: Any) -> float | None:

@@ -19,11 +19,12 @@ from ncuadvisor.reportfile.blocks import ProcessInfo
 SIDECAR_SUFFIX = ".processes.json"
 
 
-def sidecar_path(report: str | os.PathLike[str]) -> Path:
+def sidecar_path(report: str | os.PathLike[str], suffix: str = SIDECAR_SUFFIX) -> Path:
+    """The file kept beside `report` under `suffix` (a compressed copy of the report finds the same file)."""
     p = Path(report)
     if p.suffix in (".xz", ".gz"):
         p = p.with_suffix("")
-    return p.with_name(p.name + SIDECAR_SUFFIX)
+    return p.with_name(p.name + suffix)
 
 
 def read_sidecar(report: str | os.PathLike[str]) -> dict[int, dict[str, Any]]:
