@@ -1089,6 +1089,9 @@ def test_progress_on_a_dumb_terminal(tmp_path):
     assert code == 0, raw
     assert "\x1b" not in raw and "Traceback" not in raw
     rows = raw.replace("\r\n", "\n").split("\n")
+    # the host's launch interval, measured before phase 1, says its value or why there is none in one row
+    assert rows[0].startswith("  host launch interval"), rows
+    rows = rows[1:]
     assert rows[:2] == ["phase 1/2: timing every kernel launch", "target: args=[]"], rows
     assert rows[2].startswith("  2001 launches profiled in "), rows
     i = rows.index("phase 2/2: the analysis metrics, one launch per kernel")
