@@ -52,7 +52,8 @@ class FewTinyLaunches(ProgramRule):
         (2.74 µs; saving 8.5 µs, the model with an interval under that: 3 × 2.74 = 8.2 µs), on the H200 machine
         4.7 µs, twice the kernel (saving 14.2 µs; with an interval of 4.7 µs: 3 × 4.7 = 14.1 µs); on another H100
         machine the interval measured 4.6 µs and the saving 11.9 µs, estimated 13.8 µs (+16%): the host, not the GPU
-        model, sets it.
+        model, sets it. The interval measured is the driver's (`cuLaunchKernel`); a PyTorch op adds its own dispatch
+        time on the host, so for PyTorch launches the estimate is a lower bound (`--host-time` records the real gaps).
         Without the interval (a report alone: no ncu report holds it, ncu serialises the launches) the estimate is
         every fusable launch's GPU time but the longest plus `overhead_ns` of assumed launch cost per launch removed
         (the earlier model, kept so that such reports keep their estimates): it overstates where the host is ahead
