@@ -59,7 +59,7 @@ def as_json(result: dict) -> dict:
 
 
 # the biggest reports take 5-20 s each to analyse: they run with the slow tests
-BIG_REPORTS = {"model_step_1010", "model_step_315", "torch_train", "torch_scatter", "torch_eager", "torch_train_phase1"}
+BIG_REPORTS = {"model_step_1010", "model_step_315", "torch_train", "torch_scatter", "torch_eager"}
 
 
 @pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if n in BIG_REPORTS else n for n in REPORTS])
