@@ -125,6 +125,8 @@ FILTERS = {
 
 
 BOUNDS = ("memory", "compute", "latency", "launch")
+# what the markdown and the terminal say when no entry is worth fixing first
+NOTHING_FIRST = "Nothing to fix first: every kernel is near its roofline bound, is library code left at its shape, or has no finding."
 
 
 def bound_class(v: Any) -> str:
@@ -255,6 +257,7 @@ def environment(autoescape: bool, filters: dict[str, Any] | None = None) -> jinj
     )
     env.filters.update(FILTERS)
     env.tests["high_headroom"] = high_headroom
+    env.globals["NOTHING_FIRST"] = NOTHING_FIRST
     env.filters.update(filters or {})
     return env
 

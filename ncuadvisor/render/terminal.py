@@ -13,7 +13,7 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table
 
-from ncuadvisor.render import console_for_output
+from ncuadvisor.render import NOTHING_FIRST, console_for_output
 from ncuadvisor.render import escape_terminal as escape
 from ncuadvisor.render.fit import Column, fitted_table
 from ncuadvisor.render.view import Action, Finding, Kernel, Result, report_view
@@ -100,9 +100,6 @@ def _where_and_fix(view: Result, a: Action) -> str:
         where = f"{pl.where} ({pl.code})" if pl.code else pl.where
     fix = first_sentence(a.fix, FIX_MAX)
     return " · ".join(t for t in (where, fix) if t)
-
-
-NOTHING_FIRST = "Nothing to fix first: every kernel is near its roofline bound, is library code left at its shape, or has no finding."
 
 
 def _where_to_start(console: Console, view: Result, width: int) -> None:
