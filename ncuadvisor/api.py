@@ -10,7 +10,6 @@ Jupyter as its card and the roofline. `diff` returns a `Diff`, shown as the diff
 from __future__ import annotations
 
 import html
-import math
 import os
 from collections.abc import Sequence
 from dataclasses import replace
@@ -57,12 +56,15 @@ GIVEN = "given with --launch-interval-us"
 def given_interval(launch_interval_us: float | None) -> LaunchInterval | None:
     """The host's launch interval a user gives, in µs, as the program rules read it; a value that is not a positive
     number under 1000 µs raises `InputError` (one line)."""
+    from ncuadvisor.load.launchinterval import valid_interval_ns
+
     if launch_interval_us is None:
         return None
     us = launch_interval_us
-    if isinstance(us, bool) or not isinstance(us, (int, float)) or not (math.isfinite(us) and 0 < us < 1000):
+    ns = valid_interval_ns(us * 1000.0) if isinstance(us, (int, float)) and not isinstance(us, bool) else None
+    if ns is None:
         raise InputError(f"--launch-interval-us {us!r}: give the host's launch interval in µs, above 0 and under 1000")
-    return LaunchInterval(interval_ns=float(us) * 1000.0, source=GIVEN)
+    return LaunchInterval(interval_ns=ns, source=GIVEN)
 
 
 def result_record(
