@@ -37,7 +37,7 @@ else:  # pragma: no cover - Python 3.10
     import tomli as tomllib
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from foreign import floor_basis, pct, run_tool, table_lines  # noqa: E402  (benchmarks/ is a folder of scripts, not a package)
+from foreign import VERDICT_CATEGORY, floor_basis, judge, pct, run_tool, table_lines  # noqa: E402  (benchmarks/ is a folder of scripts, not a package)
 
 ROOT = Path(__file__).resolve().parent.parent
 LABELS = ROOT / "benchmarks" / "exam_labels.toml"
@@ -124,12 +124,8 @@ def score(label: dict, doc: dict | None) -> Outcome:
         prog = [p for p in doc.get("program_findings", []) if k.get("name") in p.get("kernels", [])]
         if prog:
             out.first, out.first_title = prog[0]["rule"], prog[0].get("title", "")
-    expected = label["expected"]
-    verdict = bool(findings) and findings[0].get("category") == "at-roofline"  # leave the kernel, as "NONE"
-    if out.first:
-        out.verdict = "right" if out.first in expected or (verdict and "NONE" in expected) else "wrong"
-    else:
-        out.verdict = "right" if "NONE" in expected else "missing"
+    verdict = bool(findings) and findings[0].get("category") == VERDICT_CATEGORY  # leave the kernel, as "NONE"
+    out.verdict = judge(out.first, label["expected"], verdict)
     return out
 
 
