@@ -1,10 +1,18 @@
 """The corpora the scans read (`consistency.py`, `gaps.py`): the committed fixtures, the foreign reports' cache and the
-extracted exam reports; their command-line options and one analysis function run over each, in parallel or not."""
+extracted exam reports; their command-line options and one analysis function run over each, in parallel or not.
+
+Where the two uncommitted corpora live, one definition for the scans, the scorers and the tests:
+- the foreign reports without a licence to commit: `NCUADVISOR_FOREIGN_CACHE`, else `benchmarks/foreign-cache/`
+  (ignored by git; `python benchmarks/foreign.py --fetch` fills it, fixtures/foreign/SOURCES.md);
+- the exam reports: `NCUADVISOR_EXAM_DIR`, else `benchmarks/exam-cache/` (ignored by git), which `exam_dir()` fills
+  from the committed archive `fixtures/exam-h100-2026-12-06/exam_reports.tar.xz` the first time it is asked for."""
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+import tarfile
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
@@ -12,11 +20,31 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 BIG = "model_step_1010"
+FOREIGN_CACHE = Path(os.environ.get("NCUADVISOR_FOREIGN_CACHE") or ROOT / "benchmarks" / "foreign-cache")
+EXAM_DIR = Path(os.environ.get("NCUADVISOR_EXAM_DIR") or ROOT / "benchmarks" / "exam-cache")
+EXAM_ARCHIVE = ROOT / "fixtures" / "exam-h100-2026-12-06" / "exam_reports.tar.xz"
 CORPORA = {
     "fixtures": (ROOT / "fixtures", "**/*.ncu-rep*"),
-    "foreign": (Path("/tmp/weak-fc"), "*.ncu-rep*"),
-    "exam": (Path("/tmp/exall"), "*.ncu-rep*"),
+    "foreign": (FOREIGN_CACHE, "*.ncu-rep*"),
+    "exam": (EXAM_DIR, "*.ncu-rep*"),
 }
+
+
+def exam_dir() -> Path:
+    """The exam reports' folder, extracted from the committed archive when it holds no report yet (a file at a time,
+    each renamed into place once whole, so that an interrupted extraction leaves no half report)."""
+    if not any(EXAM_DIR.glob("*.ncu-rep")) and EXAM_ARCHIVE.is_file():
+        EXAM_DIR.mkdir(parents=True, exist_ok=True)
+        with tarfile.open(EXAM_ARCHIVE, "r:xz") as tar:
+            for member in tar.getmembers():
+                name = Path(member.name).name
+                source = tar.extractfile(member) if member.isfile() and name.endswith(".ncu-rep") else None
+                if source is None:
+                    continue
+                part = EXAM_DIR / (name + ".part")
+                part.write_bytes(source.read())
+                part.replace(EXAM_DIR / name)
+    return EXAM_DIR
 
 
 def label(path: Path) -> str:
@@ -29,6 +57,8 @@ def label(path: Path) -> str:
 
 def corpus_paths(name: str, big: bool) -> list[Path]:
     folder, pattern = CORPORA[name]
+    if name == "exam":
+        folder = exam_dir()
     paths = sorted(p for p in folder.glob(pattern) if p.is_file() and not p.name.endswith(".json"))
     return [p for p in paths if big or BIG not in p.name]
 

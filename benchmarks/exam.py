@@ -13,8 +13,11 @@ otherwise; a verdict (a kernel finding of category "at-roofline": ROOF001's "lea
 "library code at this shape") says what "NONE" says, leave the kernel, and is right where `expected` holds "NONE"
 (as in `foreign.py`'s `judge`, defined 2026-12-06); "not found" when the report has no kernel of that name; "no report" when the file is absent.
 
-    python benchmarks/exam.py FOLDER [--labels FILE] [--markdown] [--jobs N] [--only SUBSTRING] [--json OUT]
+    python benchmarks/exam.py [FOLDER] [--labels FILE] [--markdown] [--jobs N] [--only SUBSTRING] [--json OUT]
         [--twins TIMES.jsonl ...]
+
+Without FOLDER, the reports of the committed archive (`fixtures/exam-h100-2026-12-06/exam_reports.tar.xz`), extracted
+once into `benchmarks/exam-cache/` (`$NCUADVISOR_EXAM_DIR`; `corpora.exam_dir()`).
 
 Prints a table per corpus (llm.c, Triton, ...) and the misses with the tool's finding beside the label; with --twins,
 then the estimates against the measured twins (benchmarks/exam_twins.py, the same analyses).
@@ -37,7 +40,8 @@ else:  # pragma: no cover - Python 3.10
     import tomli as tomllib
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from foreign import VERDICT_CATEGORY, floor_basis, judge, pct, run_tool, table_lines  # noqa: E402  (benchmarks/ is a folder of scripts, not a package)
+from corpora import exam_dir  # noqa: E402  (benchmarks/ is a folder of scripts, not a package)
+from foreign import VERDICT_CATEGORY, floor_basis, judge, pct, run_tool, table_lines  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 LABELS = ROOT / "benchmarks" / "exam_labels.toml"
@@ -208,7 +212,12 @@ def render(outcomes: list[Outcome], markdown: bool = False) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("folder", type=Path, help="folder of the captured reports (<report>.ncu-rep)")
+    ap.add_argument(
+        "folder",
+        type=Path,
+        nargs="?",
+        help="folder of the captured reports (<report>.ncu-rep; default: the committed archive's, corpora.exam_dir())",
+    )
     ap.add_argument("--labels", type=Path, default=LABELS, help="labels file (default %(default)s)")
     ap.add_argument("--markdown", action="store_true", help="markdown tables")
     ap.add_argument("--jobs", type=int, default=2, help="reports analysed at once (default 2)")
@@ -216,6 +225,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", type=Path, help="also write each label's score here")
     ap.add_argument("--twins", type=Path, nargs="+", help="exam_times.jsonl: also score the estimates against twins")
     args = ap.parse_args(argv)
+    if args.folder is None:
+        args.folder = exam_dir()
     if not args.folder.is_dir():
         print(f"exam.py: {args.folder} is not a folder", file=sys.stderr)
         return 2

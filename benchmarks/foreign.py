@@ -6,7 +6,8 @@ GPU, ncu version, set, code, licence). `benchmarks/foreign_labels.toml` holds, f
 of its top kernel (by total GPU time), written from the profiled code and the report's own counters before
 ncuadvisor was run on any of them (see that file's git history).
 
-Each report is read from `benchmarks/foreign-cache/<file>` (ignored by git; SOURCES.md says how to fill it), or,
+Each report is read from `benchmarks/foreign-cache/<file>` (or `$NCUADVISOR_FOREIGN_CACHE/<file>`; ignored by git;
+SOURCES.md says how to fill it), or,
 for the few whose licence lets them be committed, from `fixtures/foreign/<file>.xz`. Each is analysed by this
 checkout's `python -m ncuadvisor report <file> --format json`, in a subprocess, as a user would run it. Recorded per
 report: the exit code; a "partial" warning (every report here is whole, as its author committed it, so any is false);
@@ -51,9 +52,11 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - Python 3.10
     import tomli as tomllib
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from corpora import FOREIGN_CACHE as CACHE  # noqa: E402  (benchmarks/ is a folder of scripts, not a package)
+
 ROOT = Path(__file__).resolve().parent.parent
 LABELS = ROOT / "benchmarks" / "foreign_labels.toml"
-CACHE = ROOT / "benchmarks" / "foreign-cache"
 COMMITTED = ROOT / "fixtures" / "foreign"
 
 # GPU family by compute capability: the architecture decides pipe widths, FP64 rate, tensor rates, memory kind.

@@ -7,7 +7,6 @@ reports, run through the real engine, and a foreign report read whole from the f
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -15,6 +14,7 @@ import pytest
 from ncuadvisor.pipeline.analyze import analyze
 from ncuadvisor.result.kernel_fixes import kernel_steps
 from ncuadvisor.rulekit import engine
+from tests.conftest import FOREIGN_CACHE
 from tests.test_rule_cases import CASES, RULES, kernel_context, read
 
 FILTER = "a 2-D filter with weights every thread shares: not a matrix product, the filter's words"
@@ -22,14 +22,14 @@ STRIDED = "a 2-D kernel whose mapping strides every access, its unrolled row wal
 PRODUCT = "llm.c matmul_forward_kernel1 (H100): a matrix product, each FMA multiplies two loaded values"
 # Swagatam1812/hpca-gpu-memory-profiling's naive conv2d (A100): a foreign report whose repository has no licence, read
 # from the foreign corpus's cache (benchmarks/foreign.py), never committed; its numbers are in no file here
-NAIVE_CONV = Path("/tmp/weak-fc/Swagatam1812+hpca-gpu-memory-profiling__naive.ncu-rep")
+NAIVE_CONV = FOREIGN_CACHE / "Swagatam1812+hpca-gpu-memory-profiling__naive.ncu-rep"
 
 
 def _case(name: str, code: str = "TIL001") -> dict[str, Any]:
     return next(c for c in read(CASES / f"{code}.toml")["case"] if c["name"] == name)
 
 
-@pytest.mark.skipif(not NAIVE_CONV.is_file(), reason="the foreign cache /tmp/weak-fc is absent")
+@pytest.mark.skipif(not NAIVE_CONV.is_file(), reason=f"{NAIVE_CONV.name} is not in the foreign cache {FOREIGN_CACHE}")
 def test_a_filters_tile_is_counted_after_coalescing() -> None:
     """The naive 11×11 conv2d (row = ...threadIdx.x, weights every thread shares), the whole report: MEM001 first
     (-80%; the author's coalesced variant measured -79%), then the filter's tile counted on the coalesced kernel,

@@ -6,13 +6,10 @@ says its headroom is unknown and which sections settle it, never "a gap in the r
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 import pytest
 
-from tests.conftest import FIXTURES, ROOT, report_json, report_output
-
-FOREIGN_CACHE = Path("/tmp/weak-fc")  # other people's reports without a licence to commit (benchmarks/foreign.py)
+from tests.conftest import FIXTURES, FOREIGN_CACHE, ROOT, report_json, report_output
 
 
 def by_name(doc: dict) -> dict[str, list[dict]]:
@@ -43,7 +40,7 @@ def test_active_shares_scaled_by_the_active_cycles_where_the_elapsed_ones_are_mi
     assert not other["floors"].get("fp16")
 
 
-@pytest.mark.skipif(not FOREIGN_CACHE.is_dir(), reason="the foreign cache /tmp/weak-fc is absent")
+@pytest.mark.skipif(not FOREIGN_CACHE.is_dir(), reason=f"the foreign cache {FOREIGN_CACHE} is absent")
 def test_a_custom_set_of_compute_workload_analysis_names_the_rng_issue_bound():
     """AlpriElse/cs599k silu v2 (GH200, ncu 2025.1.0, ComputeWorkloadAnalysis and MemoryWorkloadAnalysis only): every
     pipe share is over the active cycles. Read through them, ATen's normal-distribution generator (32% of the time,

@@ -5,11 +5,10 @@ is not left alone, and the streams that reach DRAM's peak keep their "leave it".
 from __future__ import annotations
 
 import functools
-from pathlib import Path
 
 import pytest
 
-from tests.conftest import FIXTURES, report_json
+from tests.conftest import FIXTURES, FOREIGN_CACHE, report_json
 
 H100 = FIXTURES / "h100-planted-2026-12-06"
 
@@ -52,10 +51,7 @@ def test_a_scalar_copy_at_70_percent_of_dram_gets_wider_loads():
     assert abs(k["findings"][0]["estimated_speedup"] - 0.195) <= 0.3 * 0.195
 
 
-FOREIGN_CACHE = Path("/tmp/weak-fc")  # other people's reports without a licence to commit (benchmarks/foreign.py)
-
-
-@pytest.mark.skipif(not FOREIGN_CACHE.is_dir(), reason="the foreign cache /tmp/weak-fc is absent")
+@pytest.mark.skipif(not FOREIGN_CACHE.is_dir(), reason=f"the foreign cache {FOREIGN_CACHE} is absent")
 def test_t4_copies_above_what_4_byte_streams_reach_keep_leave_it():
     """armleth's T4 matrix additions hold 0.84-0.94 of the bytes the H200's DRAM latency implies, but DRAM moves
     82-83% of its peak, more than 4-byte streams reach (75.7%): labelled ROOF001, and kept."""

@@ -6,21 +6,20 @@ a verdict: the gap scan's `verdict` class, and "leave the kernel" where a label 
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 import pytest
 
-from tests.conftest import FIXTURES, ROOT, report_json
+from tests.conftest import FIXTURES, FOREIGN_CACHE, ROOT, report_json
 
 sys.path.insert(0, str(ROOT / "benchmarks"))
 import exam  # noqa: E402  (benchmarks/ is a folder of scripts)
 import gaps  # noqa: E402
 from foreign import judge  # noqa: E402
 
-LOOPING = Path("/tmp/weak-fc") / "AlpriElse+cs599k__rms_norm_rms_norm_triton_looping.ncu-rep"
+LOOPING = FOREIGN_CACHE / "AlpriElse+cs599k__rms_norm_rms_norm_triton_looping.ncu-rep"
 
 
-@pytest.mark.skipif(not LOOPING.is_file(), reason="the foreign cache /tmp/weak-fc lacks the looping report")
+@pytest.mark.skipif(not LOOPING.is_file(), reason=f"the foreign cache {FOREIGN_CACHE} lacks the looping report")
 def test_the_generator_at_its_shape_gets_the_verdict_with_its_reason():
     """GH200, ncu 2025.1.0, full set: ATen's uniform generator, 6.9 µs, 2.29× its issue floor (it reads no global
     memory: every instruction is its own), 50% occupancy from 56 registers, the SMs active 75% of a 2-wave launch. No
