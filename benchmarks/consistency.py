@@ -17,7 +17,8 @@ markdown and HTML renderers for the checks that need the words), and per kernel 
    reason (loads through TMA, which the ideal sectors do not count).
 4. `bound`: the badge (JSON `bound`, the markdown table and card, the HTML card) is the limiter's side (`roofline.
    limiter`: dram/l2/l1/shared/lsu memory, fma/fp64/fp16/tensor/issue/alu/sfu compute, latency, launch; the Speed Of
-   Light word where no limiter is named), and "launch" is never shown for a launch longer than the launch overhead.
+   Light word where no limiter is named), and "launch" is never shown for a launch longer than the launch overhead;
+   a finding's title or message says "issue-bound" only where instruction issue is the limiter (or none is named).
 5. `other`: a "leave it" verdict beside a finding that promises more than 15%; headroom below 1 without the "model is
    wrong here" flag; an estimate above 100%; a finding whose fixed kernel would run below the kernel's floor without
    saying it changes the floor.
@@ -434,12 +435,25 @@ def check_bound(r: Mapping[str, Any], md: str, page: str, report: str) -> list[V
         card = cards.get(index)
         if card is not None and f"· {badge or 'unknown'}-bound ·" not in card.split("\n", 1)[0]:
             out.append(Violation("bound", report, name, f"markdown card's summary is not '{badge}-bound'"))
+        out += _bound_words(k, report, name)
     if html_bounds and not set(html_bounds) <= {str(k.get("bound") or "unknown") for k in r.get("kernels") or []} | {
         ""
     }:
         extra = set(html_bounds) - {str(k.get("bound") or "unknown") for k in r.get("kernels") or []}
         out.append(Violation("bound", report, "(HTML)", f"HTML cards show bound(s) {sorted(extra)} no kernel has"))
     return out
+
+
+def _bound_words(k: Mapping[str, Any], report: str, name: str) -> list[Violation]:
+    """A finding that calls the kernel issue-bound where the limiter (the badge's unit) is another."""
+    unit = (k.get("roofline") or {}).get("limiter")
+    if unit in (None, "issue"):
+        return []
+    return [
+        Violation("bound", report, name, f"{f.get('rule')} says 'issue-bound', the limiter is {unit!r}")
+        for f in k.get("findings") or []
+        if "issue-bound" in f"{f.get('title') or ''} {f.get('message') or ''}"
+    ]
 
 
 # -- 5. other ----------------------------------------------------------------------------------------------------------

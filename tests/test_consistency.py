@@ -80,6 +80,12 @@ def test_each_check_fails_on_a_broken_result(typed):
     badge = copy.deepcopy(data)
     badge["kernels"][0]["bound"] = "compute" if badge["kernels"][0]["bound"] != "compute" else "memory"
     assert "bound" in checks(badge)
+    words = copy.deepcopy(data)
+    k = next(k for k in words["kernels"] if k["roofline"].get("limiter") not in (None, "issue") and k["findings"])
+    k["findings"][0]["message"] += " The kernel is issue-bound on index math."  # ISU001's words before 2026-12-06
+    assert [v.what for v in consistency.run_checks(words, md, page, "broken") if v.check == "bound"] == [
+        f"{k['findings'][0]['rule']} says 'issue-bound', the limiter is {k['roofline']['limiter']!r}"
+    ]
     estimate = copy.deepcopy(data)
     next(f for k in estimate["kernels"] for f in k["findings"] if f["category"] != "at-roofline")[
         "estimated_speedup"
