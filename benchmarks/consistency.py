@@ -18,7 +18,8 @@ markdown and HTML renderers for the checks that need the words), and per kernel 
 4. `bound`: the badge (JSON `bound`, the markdown table and card, the HTML card) is the limiter's side (`roofline.
    limiter`: dram/l2/l1/shared/lsu memory, fma/fp64/fp16/tensor/issue/alu/sfu compute, latency, launch; the Speed Of
    Light word where no limiter is named), and "launch" is never shown for a launch longer than the launch overhead;
-   a finding's title or message says "issue-bound" only where instruction issue is the limiter (or none is named).
+   a finding's title, message or speedup model says "issue-bound" only where instruction issue is the limiter (or
+   none is named).
 5. `other`: a "leave it" verdict beside a finding that promises more than 15%; headroom below 1 without the "model is
    wrong here" flag; an estimate above 100%; a finding whose fixed kernel would run below the kernel's floor without
    saying it changes the floor.
@@ -452,7 +453,7 @@ def _bound_words(k: Mapping[str, Any], report: str, name: str) -> list[Violation
     return [
         Violation("bound", report, name, f"{f.get('rule')} says 'issue-bound', the limiter is {unit!r}")
         for f in k.get("findings") or []
-        if "issue-bound" in f"{f.get('title') or ''} {f.get('message') or ''}"
+        if "issue-bound" in f"{f.get('title') or ''} {f.get('message') or ''} {f.get('speedup_model') or ''}".lower()
     ]
 
 

@@ -283,8 +283,13 @@ class IndexMath(Rule):
     def _model(self, k: KernelContext, share: float, cut: float, issue_ns: float, new_ns: float) -> str:
         """The speedup model in words, and what holds the fixed kernel above its issue time when something does."""
         r = k.roofline
+        lead = (
+            "Issue-bound: time follows the instructions issued"
+            if r.limiter in (None, "issue")
+            else f"The issue time follows the instructions issued (the kernel is {limiter_phrase(r)})"
+        )
         said = (
-            f"Issue-bound: time follows the instructions issued; removing {self.thresholds['removable_fraction']:.0%} "
+            f"{lead}; removing {self.thresholds['removable_fraction']:.0%} "
             f"of the bookkeeping ones ({share:.0%} of those executed) cuts the time by {cut:.0%}"
         )
         if new_ns <= issue_ns * 1.001:
