@@ -84,6 +84,11 @@ BOOKKEEPING_UNITS = frozenset({"issue", "alu", "fma", "sfu"})
 ISSUE_WAITS = ("selected", "not_selected", "dispatch_stall", "math_pipe_throttle", "wait")
 
 
+def issue_limited(k: KernelContext) -> bool:
+    """Instruction issue is the kernel's limiter (or none is named): the one case the words say "issue-bound"."""
+    return k.roofline.limiter in (None, "issue")
+
+
 def family(sass: str) -> str:
     op = opcode(sass).split(".")[0]
     if op.startswith(MATH):
@@ -269,7 +274,7 @@ class IndexMath(Rule):
         only where instruction issue is the limiter; else the limiter, and what that leaves to the index math."""
         r = k.roofline
         unit = r.limiter
-        if unit in (None, "issue"):
+        if issue_limited(k):
             return "the kernel is issue-bound on index math"
         if unit in BOOKKEEPING_UNITS:
             return f"the kernel is {limiter_phrase(r)}, the pipe that runs that index math"
@@ -285,7 +290,7 @@ class IndexMath(Rule):
         r = k.roofline
         lead = (
             "Issue-bound: time follows the instructions issued"
-            if r.limiter in (None, "issue")
+            if issue_limited(k)
             else f"The issue time follows the instructions issued (the kernel is {limiter_phrase(r)})"
         )
         said = (
