@@ -108,11 +108,8 @@ def test_wall_accuracy_predicts_the_fixed_loops():
     """benchmarks/wall_accuracy.py on the fixtures: the planted traces replayed with the fix's durations give the
     fixed loops (timed without the profiler) within 3% for fp32_matmul and norm_chain; the training step, whose host
     issues more calls with TF32, within 15% (-11% on 2026-12-02); the PyTorch table's column says the same."""
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    try:
-        from wall_accuracy import case_rows, wall_column
-    finally:
-        sys.path.pop(0)
+    from wall_accuracy import case_rows, wall_column  # benchmarks/ is on sys.path (tests/conftest.py)
+
     rows = {r["case"]: r for r in case_rows()}
     assert set(rows) == {"train_step", "fp32_matmul", "norm_chain"}
     for case in ("fp32_matmul", "norm_chain"):

@@ -7,16 +7,12 @@ from __future__ import annotations
 
 import copy
 import json
-import sys
-from pathlib import Path
 
+import consistency  # benchmarks/ is on sys.path (tests/conftest.py)
 import pytest
 
 from ncuadvisor.render.formats import RenderOptions, render_html, render_markdown
 from tests.conftest import kernel
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
-import consistency  # noqa: E402
 
 REPORTS = ("torch_cast_copy", "profile-cost-2026-11-30/cuda_profile.phase1", "torch_dynshapes")
 

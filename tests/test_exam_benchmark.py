@@ -3,15 +3,10 @@ library through the command line, with a small labels file: right, wrong, not fo
 apart, a regex label picks the longest matching kernel, and the misses show the tool's finding beside the label."""
 
 import json
-import sys
+
+import exam  # benchmarks/ is on sys.path (tests/conftest.py)
 
 from tests.conftest import FIXTURES, ROOT
-
-sys.path.insert(0, str(ROOT / "benchmarks"))
-try:
-    import exam
-finally:
-    sys.path.pop(0)
 
 LABELS = """
 [[kernel]]

@@ -7,20 +7,14 @@ import json
 import os
 import re
 import subprocess
-import sys
 import tarfile
 from pathlib import Path
 
+import exam  # benchmarks/ is on sys.path (tests/conftest.py)
+import exam_twins
 import pytest
 
 from tests.conftest import FIXTURES, ROOT
-
-sys.path.insert(0, str(ROOT / "benchmarks"))
-try:
-    import exam
-    import exam_twins
-finally:
-    sys.path.pop(0)
 
 
 def test_every_labelled_llmc_fix_has_a_pair_and_every_pair_a_label():

@@ -9,10 +9,9 @@ import json
 import subprocess
 import sys
 
-from tests.conftest import ROOT
+from foreign import LABELS, debug_named, judge, score  # benchmarks/ is on sys.path (tests/conftest.py)
 
-sys.path.insert(0, str(ROOT / "benchmarks"))
-from foreign import LABELS, debug_named, judge, score  # noqa: E402  (benchmarks/ is a folder of scripts)
+from tests.conftest import ROOT
 
 if sys.version_info >= (3, 11):
     import tomllib

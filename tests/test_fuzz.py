@@ -7,17 +7,15 @@ from __future__ import annotations
 
 import json
 import random
-import sys
 from pathlib import Path
 
+import fuzz  # benchmarks/ is on sys.path (tests/conftest.py)
 import pytest
 
 from ncuadvisor.reportfile.blocks import iter_blocks
 from ncuadvisor.reportfile.integrity import check_report, write_whole_copy
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "benchmarks"))
-import fuzz  # noqa: E402
 
 SEED = 20261201
 

@@ -14,6 +14,7 @@ import sys
 import threading
 from pathlib import Path
 
+import fuzz  # benchmarks/ is on sys.path (tests/conftest.py)
 import pytest
 
 from ncuadvisor.reportfile.blocks import iter_blocks
@@ -21,8 +22,6 @@ from ncuadvisor.reportfile.integrity import check_report
 from ncuadvisor.result.types import Result
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "benchmarks"))
-import fuzz  # noqa: E402
 
 
 def _varint(n: int) -> bytes:

@@ -5,11 +5,9 @@ says its headroom is unknown and which sections settle it, never "a gap in the r
 
 from __future__ import annotations
 
-import sys
-
 import pytest
 
-from tests.conftest import FIXTURES, FOREIGN_CACHE, ROOT, report_json, report_output
+from tests.conftest import FIXTURES, FOREIGN_CACHE, report_json, report_output
 
 
 def by_name(doc: dict) -> dict[str, list[dict]]:
@@ -104,8 +102,7 @@ def test_a_dram_only_capture_says_what_settles_the_headroom_and_a_full_one_keeps
 def test_the_scan_classifies_a_report_the_way_its_verdicts_read():
     """benchmarks/gaps.py on the phase-1 capture: its large kernels are unknown-said or covered by a program
     finding, none a gap; on the eager training step every kernel with room has a finding or a program finding."""
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    import gaps
+    import gaps  # benchmarks/ is on sys.path (tests/conftest.py)
 
     for path in (
         FIXTURES / "compiled-lines-2026-12-01" / "compiled.phase1.ncu-rep.xz",
