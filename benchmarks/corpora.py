@@ -5,7 +5,7 @@ Where the two uncommitted corpora live, one definition for the scans, the scorer
 - the foreign reports without a licence to commit: `NCUADVISOR_FOREIGN_CACHE`, else `benchmarks/foreign-cache/`
   (ignored by git; `python benchmarks/foreign.py --fetch` fills it, fixtures/foreign/SOURCES.md);
 - the exam reports: `NCUADVISOR_EXAM_DIR`, else `benchmarks/exam-cache/` (ignored by git), which `exam_dir()` fills
-  from the committed archive `fixtures/exam-h100-2026-12-06/exam_reports.tar.xz` the first time it is asked for."""
+  from the committed archive `fixtures/exam-h100-2026-12-06/exam_reports.tar.xz` with every report it lacks."""
 
 from __future__ import annotations
 
@@ -31,19 +31,30 @@ CORPORA = {
 
 
 def exam_dir() -> Path:
-    """The exam reports' folder, extracted from the committed archive when it holds no report yet (a file at a time,
-    each renamed into place once whole, so that an interrupted extraction leaves no half report)."""
-    if not any(EXAM_DIR.glob("*.ncu-rep")) and EXAM_ARCHIVE.is_file():
-        EXAM_DIR.mkdir(parents=True, exist_ok=True)
-        with tarfile.open(EXAM_ARCHIVE, "r:xz") as tar:
-            for member in tar.getmembers():
-                name = Path(member.name).name
-                source = tar.extractfile(member) if member.isfile() and name.endswith(".ncu-rep") else None
-                if source is None:
-                    continue
-                part = EXAM_DIR / (name + ".part")
-                part.write_bytes(source.read())
-                part.replace(EXAM_DIR / name)
+    """The exam reports' folder, filled from the committed archive with every report it lacks: all of them the first
+    time, then only those deleted since (the archive's names are kept in `.archive-names`, so that a full folder costs
+    no decompression). A file at a time, each renamed into place once whole: an interrupted extraction leaves no half
+    report."""
+    listing = EXAM_DIR / ".archive-names"
+    if not EXAM_ARCHIVE.is_file():
+        return EXAM_DIR
+    if listing.is_file() and all((EXAM_DIR / n).is_file() for n in listing.read_text().split()):
+        return EXAM_DIR
+    EXAM_DIR.mkdir(parents=True, exist_ok=True)
+    names = []
+    with tarfile.open(EXAM_ARCHIVE, "r:xz") as tar:
+        for member in tar:
+            name = Path(member.name).name
+            if not (member.isfile() and name.endswith(".ncu-rep")):
+                continue
+            names.append(name)
+            source = tar.extractfile(member)
+            if source is None or (EXAM_DIR / name).is_file():
+                continue
+            part = EXAM_DIR / (name + ".part")
+            part.write_bytes(source.read())
+            part.replace(EXAM_DIR / name)
+    listing.write_text("\n".join(names) + "\n")
     return EXAM_DIR
 
 
