@@ -234,6 +234,58 @@ def achievable_dram_fraction(width_bytes: float) -> float:
     return lo + (hi - lo) * (math.log2(width_bytes) - 2.0) / 2.0
 
 
+# The share of L1's peak a stream of global loads that mostly hit L1 reaches, by the load requests each warp issues
+# in its life (T): T / (T + L1_WARP_OVERHEAD_REQUESTS), at most PRACTICAL_FRACTION. A warp's loads cost L1 about
+# 15 request slots more than their number (its start, the wait for its last loads, the arithmetic and the store after
+# them, which the other resident warps cover only in part), so few loads per warp leave L1 far below its peak and
+# many approach the practical fraction. Measured on the H100 with workloads/cuda/l1rate.cu
+# (fixtures/l1rate-2026-12-06/): the vertical stencil at 9, 33 and 65 loads per warp in blocks of 4, 8 and 32 rows
+# (3-27% of the sectors missing, 54-94% occupancy) solves to 12.4-18.9 slots, mean 15.4 (L1 at 34-42%, 63-68%,
+# 81-84% of its peak); the L1 rate follows the loads per warp, not the miss share. Checked on kernels outside the
+# fit: conv9_global (81 loads a warp: 12.5 slots), conv5_global (25: 10.7), blur_global_hoisted (25: 11.1, H200
+# 10.6), vstencil_tiles and _tiles8 (33: 17.4-19.3, on the H100 and the H200). Kernels limited by issue (the window
+# kernels of l1rate.cu, blur_global) are not L1 streams and are left out. tests/test_l1_rate.py recomputes it.
+L1_WARP_OVERHEAD_REQUESTS = 15.0
+
+
+def global_loads_per_warp(k: KernelContext) -> float | None:
+    """Global load requests each warp of the grid issues in its life (`l1tex__t_requests_pipe_lsu_mem_global_op_ld`
+    ÷ the grid's warps), None without the counters."""
+    from ncuadvisor.metrics import MemoryTables
+
+    requests = k.m(MemoryTables.GLOBAL_LOAD_REQUESTS)
+    grid, block = k.m(LaunchStats.GRID_SIZE), k.block_size
+    if not (requests and grid and block):
+        return None
+    return requests / (grid * math.ceil(block / 32))
+
+
+def l1_stream_fraction(loads_per_warp: float) -> float:
+    """The share of L1's peak a global-load stream of `loads_per_warp` requests per warp reaches (model above
+    L1_WARP_OVERHEAD_REQUESTS)."""
+    return min(PRACTICAL_FRACTION, loads_per_warp / (loads_per_warp + L1_WARP_OVERHEAD_REQUESTS))
+
+
+def l1_load_stream(k: KernelContext) -> tuple[float, float] | None:
+    """(global loads per warp, the share of L1's peak they reach: `l1_stream_fraction`) of a kernel, None without the
+    counters. A rule whose estimate uses the share calls `note_h100_calibration(k, L1_STREAM_CALIBRATION)`."""
+    loads = global_loads_per_warp(k)
+    return None if loads is None else (loads, l1_stream_fraction(loads))
+
+
+L1_STREAM_CALIBRATION = (
+    f"L1 reaching T ÷ (T + {L1_WARP_OVERHEAD_REQUESTS:.0f}) of its peak at T global loads a warp, measured on an H100"
+)
+
+
+def note_h100_calibration(k: KernelContext, calibration: str) -> None:
+    """Note, for the estimate's card, a model constant measured on an H100 or H200 (sm_90) that this kernel's
+    estimate rests on, where the kernel ran on another architecture."""
+    arch = str(k.device.get("compute_capability") or "")
+    if arch and arch != "9.0":
+        k.calibrations.add(calibration)
+
+
 def sm_active_share(k: KernelContext) -> float | None:
     """The SMs' active cycles ÷ their elapsed cycles (the cycle counters, else the instructions executed per elapsed and
     per active cycle: `roofline.ACTIVE_CYCLE_RATIOS`), None where the report tells neither."""
@@ -270,9 +322,7 @@ def streaming_ns(
     if not sms or sms == float("inf"):
         return None
     in_flight = warps * bytes_in_flight_per_warp
-    arch = str(k.device.get("compute_capability") or "")
-    if arch and arch != "9.0":
-        k.calibrations.add(f"a DRAM latency of {DRAM_LATENCY_CYCLES:.0f} SM cycles measured on an H200")
+    note_h100_calibration(k, f"a DRAM latency of {DRAM_LATENCY_CYCLES:.0f} SM cycles measured on an H200")
     latency_cycles = r.compulsory_bytes * read_share / sms * DRAM_LATENCY_CYCLES / in_flight
     return latency_cycles / r.sm_clock_hz * 1e9 + r.theoretical_ns
 
