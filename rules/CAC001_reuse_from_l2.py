@@ -14,7 +14,7 @@ from ncuadvisor.rulekit import (
     fmt_bytes,
     fmt_ns,
     l1_load_stream,
-    note_h100_calibration,
+    note_sm90_calibration,
     time_after,
 )
 
@@ -163,7 +163,7 @@ class ReuseFromL2(Rule):
         new_ns = r.duration_ns * busy[unit] / 100.0 / rate
         how = f"{rate:.0%} of its peak"
         if unit == "L1" and stream:
-            note_h100_calibration(k, L1_STREAM_CALIBRATION)
+            note_sm90_calibration(k, L1_STREAM_CALIBRATION)
             loads = stream[0]
             how += (
                 f", what a stream of {loads:.0f} global loads a warp reaches ({loads:.0f} ÷ ({loads:.0f} + "

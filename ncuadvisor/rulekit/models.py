@@ -240,7 +240,7 @@ def achievable_dram_fraction(width_bytes: float) -> float:
 # them, which the other resident warps cover only in part), so few loads per warp leave L1 far below its peak and
 # many approach the practical fraction. Measured on the H100 with workloads/cuda/l1rate.cu
 # (fixtures/l1rate-2026-12-06/): the vertical stencil at 9, 33 and 65 loads per warp in blocks of 4, 8 and 32 rows
-# (3-27% of the sectors missing, 54-94% occupancy) solves to 12.4-18.9 slots, mean 15.4 (L1 at 34-42%, 63-68%,
+# (6-40% of the sectors missing, 54-94% occupancy) solves to 12.4-18.9 slots, mean 15.4 (L1 at 34-42%, 63-68%,
 # 81-84% of its peak); the L1 rate follows the loads per warp, not the miss share. Checked on kernels outside the
 # fit: conv9_global (81 loads a warp: 12.5 slots), conv5_global (25: 10.7), blur_global_hoisted (25: 11.1, H200
 # 10.6), vstencil_tiles and _tiles8 (33: 17.4-19.3, on the H100 and the H200). Kernels limited by issue (the window
@@ -268,7 +268,7 @@ def l1_stream_fraction(loads_per_warp: float) -> float:
 
 def l1_load_stream(k: KernelContext) -> tuple[float, float] | None:
     """(global loads per warp, the share of L1's peak they reach: `l1_stream_fraction`) of a kernel, None without the
-    counters. A rule whose estimate uses the share calls `note_h100_calibration(k, L1_STREAM_CALIBRATION)`."""
+    counters. A rule whose estimate uses the share calls `note_sm90_calibration(k, L1_STREAM_CALIBRATION)`."""
     loads = global_loads_per_warp(k)
     return None if loads is None else (loads, l1_stream_fraction(loads))
 
@@ -278,7 +278,7 @@ L1_STREAM_CALIBRATION = (
 )
 
 
-def note_h100_calibration(k: KernelContext, calibration: str) -> None:
+def note_sm90_calibration(k: KernelContext, calibration: str) -> None:
     """Note, for the estimate's card, a model constant measured on an H100 or H200 (sm_90) that this kernel's
     estimate rests on, where the kernel ran on another architecture."""
     arch = str(k.device.get("compute_capability") or "")
@@ -322,7 +322,7 @@ def streaming_ns(
     if not sms or sms == float("inf"):
         return None
     in_flight = warps * bytes_in_flight_per_warp
-    note_h100_calibration(k, f"a DRAM latency of {DRAM_LATENCY_CYCLES:.0f} SM cycles measured on an H200")
+    note_sm90_calibration(k, f"a DRAM latency of {DRAM_LATENCY_CYCLES:.0f} SM cycles measured on an H200")
     latency_cycles = r.compulsory_bytes * read_share / sms * DRAM_LATENCY_CYCLES / in_flight
     return latency_cycles / r.sm_clock_hz * 1e9 + r.theoretical_ns
 
