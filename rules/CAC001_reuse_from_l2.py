@@ -157,9 +157,9 @@ class ReuseFromL2(Rule):
         # after the fix: the other units' work stays; the busiest of them at the share of its peak it reaches
         stream = l1_load_stream(k)
         busy = {"L1": sol.get("l1_pct", 0.0), "DRAM": dram, "the SM": sol.get("compute_pct", 0.0)}
-        share = {"L1": stream[1] if stream else PRACTICAL_FRACTION, "DRAM": PRACTICAL_FRACTION}
-        unit = max(busy, key=lambda u: busy[u] / share.get(u, PRACTICAL_FRACTION))
-        rate = share.get(unit, PRACTICAL_FRACTION)
+        share = dict.fromkeys(busy, PRACTICAL_FRACTION) | ({"L1": stream[1]} if stream else {})
+        unit = max(busy, key=lambda u: busy[u] / share[u])
+        rate = share[unit]
         new_ns = r.duration_ns * busy[unit] / 100.0 / rate
         how = f"{rate:.0%} of its peak"
         if unit == "L1" and stream:
