@@ -1,6 +1,6 @@
 """Where the uncommitted corpora live (`benchmarks/corpora.py`): the exam reports come out of their committed archive
-into their folder, whole, the first time they are asked for, and any deleted later comes back; the foreign cache is one folder for the
-scans, the scorers and the tests."""
+into their folder, whole, the first time they are asked for, and any deleted later comes back; the foreign cache is
+one folder for the scans, the scorers and the tests."""
 
 from __future__ import annotations
 
